@@ -1,0 +1,65 @@
+"""Errors raised by minitvm. Every user-facing error derives from MiniTVMError."""
+
+
+class MiniTVMError(Exception):
+    """Base class of every error minitvm raises for bad user input."""
+
+
+class TVMError(MiniTVMError):
+    """Alias kept for code written against TVM (`except tvm.TVMError`)."""
+
+
+class InternalError(MiniTVMError):
+    """An invariant of minitvm itself broke; please report it."""
+
+
+class DTypeError(MiniTVMError, TypeError):
+    """An unknown or mismatched data type."""
+
+
+class TEError(MiniTVMError):
+    """A tensor-expression program is malformed (e.g. a nested reduction)."""
+
+
+class ScheduleError(MiniTVMError):
+    """A schedule primitive was applied where it is not legal."""
+
+
+class ShapeError(MiniTVMError, ValueError):
+    """A tensor argument has the wrong shape or rank."""
+
+
+class ArgumentError(MiniTVMError, TypeError):
+    """A compiled function got the wrong number or kind of arguments."""
+
+
+class ParseError(MiniTVMError, SyntaxError):
+    """TVMScript source could not be parsed; carries file, line and column."""
+
+
+class BuildError(MiniTVMError):
+    """Lowering or code generation failed."""
+
+
+class TargetError(MiniTVMError, ValueError):
+    """An unknown or unsupported compilation target."""
+
+
+class RuntimeError_(MiniTVMError, RuntimeError):
+    """A failure while running compiled code or loading a module."""
+
+
+__all__ = [
+    "MiniTVMError",
+    "TVMError",
+    "InternalError",
+    "DTypeError",
+    "TEError",
+    "ScheduleError",
+    "ShapeError",
+    "ArgumentError",
+    "ParseError",
+    "BuildError",
+    "TargetError",
+    "RuntimeError_",
+]

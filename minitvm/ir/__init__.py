@@ -1,0 +1,21 @@
+"""Shared IR base: nodes, dtypes, structural equality, IRModule and pass infrastructure."""
+
+from . import transform
+from .dtype import DataType
+from .module import BaseFunc, GlobalVar, IRModule
+from .node import FrozenDict, Node, node
+from .structural import assert_structural_equal, structural_equal, structural_hash
+
+__all__ = [
+    "DataType",
+    "BaseFunc",
+    "GlobalVar",
+    "IRModule",
+    "FrozenDict",
+    "Node",
+    "node",
+    "assert_structural_equal",
+    "structural_equal",
+    "structural_hash",
+    "transform",
+]

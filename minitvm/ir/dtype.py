@@ -1,0 +1,173 @@
+"""Data types: parsed once from strings like "float32" or "int32x8" into DataType values."""
+
+from __future__ import annotations
+
+import enum
+import re
+from functools import lru_cache
+
+import numpy as np
+
+from ..error import DTypeError
+
+
+class TypeCode(enum.Enum):
+    INT = "int"
+    UINT = "uint"
+    FLOAT = "float"
+    BOOL = "bool"
+    HANDLE = "handle"
+
+
+_DTYPE_RE = re.compile(r"^(int|uint|float|bool|handle)(\d*)(?:x(\d+))?$")
+_DEFAULT_BITS = {"int": 32, "uint": 32, "float": 32, "bool": 1, "handle": 64}
+
+
+class DataType:
+    """An element type with a lane count: `DataType("float32x16")`. Interned; compare with `==`."""
+
+    __slots__ = ("code", "bits", "lanes", "_str")
+
+    def __new__(cls, spec: "str | DataType | np.dtype | type") -> "DataType":
+        if isinstance(spec, DataType):
+            return spec
+        return _parse(_spec_string(spec))
+
+    @classmethod
+    def _make(cls, code: TypeCode, bits: int, lanes: int) -> "DataType":
+        self = object.__new__(cls)
+        self.code, self.bits, self.lanes = code, bits, lanes
+        base = "bool" if code is TypeCode.BOOL else f"{code.value}{bits}"
+        self._str = base if lanes == 1 else f"{base}x{lanes}"
+        return self
+
+    def __str__(self) -> str:
+        return self._str
+
+    def __repr__(self) -> str:
+        return f'DataType("{self._str}")'
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, str):
+            try:
+                other = DataType(other)
+            except DTypeError:
+                return False
+        return self is other
+
+    def __hash__(self) -> int:
+        return hash(self._str)
+
+    def __reduce__(self):
+        raise TypeError("DataType is not picklable by design; store str(dtype)")
+
+    # --- queries -------------------------------------------------------
+    @property
+    def is_float(self) -> bool:
+        return self.code is TypeCode.FLOAT
+
+    @property
+    def is_int(self) -> bool:
+        return self.code is TypeCode.INT
+
+    @property
+    def is_uint(self) -> bool:
+        return self.code is TypeCode.UINT
+
+    @property
+    def is_bool(self) -> bool:
+        return self.code is TypeCode.BOOL
+
+    @property
+    def is_handle(self) -> bool:
+        return self.code is TypeCode.HANDLE
+
+    @property
+    def is_integer(self) -> bool:
+        """int or uint (not bool)."""
+        return self.code in (TypeCode.INT, TypeCode.UINT)
+
+    @property
+    def is_scalar(self) -> bool:
+        return self.lanes == 1
+
+    @property
+    def is_vector(self) -> bool:
+        return self.lanes > 1
+
+    @property
+    def bytes(self) -> int:
+        """Storage size of one element in bytes (bool is stored as one byte)."""
+        return max(self.bits, 8) // 8 * self.lanes
+
+    def element_of(self) -> "DataType":
+        return _make(self.code, self.bits, 1)
+
+    def with_lanes(self, lanes: int) -> "DataType":
+        return _make(self.code, self.bits, lanes)
+
+    def with_bits(self, bits: int) -> "DataType":
+        return _make(self.code, bits, self.lanes)
+
+    def numpy_dtype(self) -> np.dtype:
+        if self.lanes != 1:
+            raise DTypeError(f"vector type {self} has no numpy dtype")
+        if self.is_handle:
+            raise DTypeError("handle has no numpy dtype")
+        return np.dtype("bool" if self.is_bool else self._str)
+
+
+@lru_cache(maxsize=None)
+def _make(code: TypeCode, bits: int, lanes: int) -> DataType:
+    return DataType._make(code, bits, lanes)
+
+
+@lru_cache(maxsize=None)
+def _parse(spec: str) -> DataType:
+    m = _DTYPE_RE.match(spec)
+    if m is None:
+        raise DTypeError(
+            f"unknown dtype {spec!r}; use e.g. 'float32', 'float64', 'int8'..'int64', "
+            "'uint8', 'bool', optionally with lanes like 'float32x8'"
+        )
+    name, bits, lanes = m.group(1), m.group(2), m.group(3)
+    nbits = int(bits) if bits else _DEFAULT_BITS[name]
+    if name == "bool":
+        nbits = 1
+    valid = {"int": (8, 16, 32, 64), "uint": (1, 8, 16, 32, 64), "float": (16, 32, 64)}
+    if name in valid and nbits not in valid[name]:
+        raise DTypeError(f"unsupported dtype {spec!r}: {name} with {nbits} bits")
+    return _make(TypeCode(name), nbits, int(lanes) if lanes else 1)
+
+
+def _spec_string(spec: object) -> str:
+    if isinstance(spec, str):
+        return spec
+    try:
+        npd = np.dtype(spec)  # type: ignore[call-overload]
+    except TypeError as err:
+        raise DTypeError(f"cannot interpret {spec!r} as a dtype") from err
+    return "bool" if npd == np.bool_ else npd.name
+
+
+def dtype_of(value: object) -> DataType:
+    """DataType of a Python scalar as TVM infers it: int → int32, float → float32, bool → bool."""
+    if isinstance(value, bool | np.bool_):
+        return DataType("bool")
+    if isinstance(value, int | np.integer):
+        if isinstance(value, np.integer):
+            return DataType(value.dtype)
+        return DataType("int32") if -(2**31) <= value < 2**31 else DataType("int64")
+    if isinstance(value, float | np.floating):
+        if isinstance(value, np.floating):
+            return DataType(value.dtype)
+        return DataType("float32")
+    raise DTypeError(f"cannot infer a dtype for {value!r} of type {type(value).__name__}")
+
+
+int32 = DataType("int32")
+int64 = DataType("int64")
+float32 = DataType("float32")
+float64 = DataType("float64")
+boolean = DataType("bool")
+handle = DataType("handle")

@@ -1,0 +1,131 @@
+"""IRModule: a named collection of functions (PrimFuncs and graph functions)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from ..error import MiniTVMError
+from .node import FrozenDict, Node, node
+
+
+class BaseFunc(Node):
+    """Base class of functions stored in an IRModule."""
+
+    __slots__ = ()
+
+    def with_attr(self, key: str | Mapping, value: Any = None):
+        attrs = dict(self.attrs or {})  # type: ignore[attr-defined]
+        attrs.update(key if isinstance(key, Mapping) else {key: value})
+        return self.replace(attrs=FrozenDict(attrs))
+
+    def with_attrs(self, attrs: Mapping):
+        return self.with_attr(attrs)
+
+
+@node
+class GlobalVar(Node):
+    """The name of a function in an IRModule; compared by identity."""
+
+    name_hint: str
+    _is_var = True
+    dtype = None  # lets structural equality treat GlobalVars like variables
+
+    __hash__ = object.__hash__
+
+
+class IRModule:
+    """A mutable container of functions keyed by GlobalVar, as in TVM (`mod["main"]`)."""
+
+    __slots__ = ("_funcs", "attrs")
+
+    def __init__(self, functions: Mapping | None = None, attrs: Mapping | None = None):
+        self._funcs: dict[str, tuple[GlobalVar, BaseFunc]] = {}
+        self.attrs = FrozenDict(attrs or {})
+        for key, func in (functions or {}).items():
+            self[key] = func
+
+    @staticmethod
+    def from_expr(func: BaseFunc, name: str = "main") -> "IRModule":
+        return IRModule({name: func})
+
+    # mapping protocol
+    def __getitem__(self, key: str | GlobalVar) -> BaseFunc:
+        name = key.name_hint if isinstance(key, GlobalVar) else key
+        try:
+            return self._funcs[name][1]
+        except KeyError:
+            raise MiniTVMError(
+                f"IRModule has no function {name!r}; it has {sorted(self._funcs)}"
+            ) from None
+
+    def __setitem__(self, key: str | GlobalVar, func: BaseFunc) -> None:
+        if isinstance(key, GlobalVar):
+            gv = key
+        elif key in self._funcs:
+            gv = self._funcs[key][0]
+        else:
+            gv = GlobalVar(key)
+        self._funcs[gv.name_hint] = (gv, func)
+
+    def update_func(self, gv: GlobalVar, func: BaseFunc) -> None:
+        self[gv] = func
+
+    def remove(self, key: str | GlobalVar) -> None:
+        name = key.name_hint if isinstance(key, GlobalVar) else key
+        del self._funcs[name]
+
+    def __contains__(self, key: object) -> bool:
+        name = key.name_hint if isinstance(key, GlobalVar) else key
+        return name in self._funcs
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._funcs)
+
+    def __len__(self) -> int:
+        return len(self._funcs)
+
+    @property
+    def functions(self) -> dict[GlobalVar, BaseFunc]:
+        return {gv: f for gv, f in self._funcs.values()}
+
+    def functions_items(self) -> list[tuple[GlobalVar, BaseFunc]]:
+        return list(self._funcs.values())
+
+    def items(self) -> list[tuple[GlobalVar, BaseFunc]]:
+        return list(self._funcs.values())
+
+    def get_global_var(self, name: str) -> GlobalVar:
+        try:
+            return self._funcs[name][0]
+        except KeyError:
+            raise MiniTVMError(f"IRModule has no function {name!r}") from None
+
+    def get_global_vars(self) -> list[GlobalVar]:
+        return [gv for gv, _ in self._funcs.values()]
+
+    def copy(self) -> "IRModule":
+        out = IRModule(attrs=self.attrs)
+        out._funcs = dict(self._funcs)
+        return out
+
+    def with_attr(self, key: str, value: Any) -> "IRModule":
+        out = self.copy()
+        out.attrs = self.attrs.set(key, value)
+        return out
+
+    def script(self, **kwargs: Any) -> str:
+        from .node import _printer_for
+
+        return _printer_for(IRModule)(self, **kwargs)
+
+    def show(self, **kwargs: Any) -> None:
+        print(self.script(**kwargs))  # noqa: T201 - explicit user request to print
+
+    def __str__(self) -> str:
+        return self.script()
+
+    __repr__ = __str__
+
+    def __reduce__(self):
+        raise TypeError("IRModule is not picklable by design; use .script()")

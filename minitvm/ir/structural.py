@@ -1,0 +1,167 @@
+"""Structural equality and hashing of IR, with bound variables compared up to renaming."""
+
+from __future__ import annotations
+
+import enum
+import math
+from typing import Any
+
+from ..error import MiniTVMError
+from .dtype import DataType
+from .node import FrozenDict, Node, field_names
+
+
+class StructuralMismatch(MiniTVMError, AssertionError):
+    """Raised by assert_structural_equal; says where the two IRs first differ."""
+
+
+def _is_var(x: Any) -> bool:
+    return getattr(type(x), "_is_var", False)
+
+
+def _is_buffer(x: Any) -> bool:
+    return getattr(type(x), "_is_buffer", False)
+
+
+class _Equal:
+    def __init__(self, map_free_vars: bool):
+        self.map_free_vars = map_free_vars
+        self.fwd: dict[int, Any] = {}
+        self.bwd: dict[int, Any] = {}
+        self.keep: list[Any] = []
+        self.mismatch: tuple[str, Any, Any] | None = None
+
+    def fail(self, path: str, a: Any, b: Any) -> bool:
+        if self.mismatch is None:
+            self.mismatch = (path, a, b)
+        return False
+
+    def bind(self, a: Any, b: Any) -> None:
+        self.fwd[id(a)] = b
+        self.bwd[id(b)] = a
+        self.keep += (a, b)
+
+    def var(self, a: Any, b: Any, path: str, defining: bool) -> bool:
+        if id(a) in self.fwd:
+            return self.fwd[id(a)] is b or self.fail(path, a, b)
+        if id(b) in self.bwd:
+            return self.fail(path, a, b)
+        if a is b and not defining:
+            return True
+        if (defining or self.map_free_vars) and type(a) is type(b) and a.dtype == b.dtype:
+            self.bind(a, b)
+            return True
+        return self.fail(path, a, b)
+
+    def buffer(self, a: Any, b: Any, path: str) -> bool:
+        if id(a) in self.fwd:
+            return self.fwd[id(a)] is b or self.fail(path, a, b)
+        if id(b) in self.bwd:
+            return self.fail(path, a, b)
+        self.bind(a, b)  # bind first: a buffer's fields may refer back to it
+        return self.fields(a, b, path, defs=type(a)._def_fields)
+
+    def fields(self, a: Node, b: Node, path: str, defs: tuple[str, ...]) -> bool:
+        for name in field_names(type(a)):
+            if not self.eq(getattr(a, name), getattr(b, name), f"{path}.{name}", name in defs):
+                return False
+        return True
+
+    def eq(self, a: Any, b: Any, path: str = "", defining: bool = False) -> bool:
+        if type(a) is not type(b):
+            return self.fail(path, a, b)
+        if isinstance(a, Node):
+            if _is_var(a):
+                return self.var(a, b, path, defining)
+            if _is_buffer(a):
+                return self.buffer(a, b, path)
+            return self.fields(a, b, path, type(a)._def_fields)
+        if isinstance(a, tuple | list):
+            if len(a) != len(b):
+                return self.fail(path + ".__len__", len(a), len(b))
+            return all(self.eq(x, y, f"{path}[{i}]", defining) for i, (x, y) in enumerate(zip(a, b)))
+        if isinstance(a, FrozenDict | dict):
+            if len(a) != len(b):
+                return self.fail(path + ".__len__", len(a), len(b))
+            if any(isinstance(k, Node) for k in a):  # node-keyed maps (buffer_map): in order
+                return all(
+                    self.eq(ka, kb, path, defining) and self.eq(va, vb, f"{path}[{i}]")
+                    for i, ((ka, va), (kb, vb)) in enumerate(zip(a.items(), b.items()))
+                )
+            if set(a) != set(b):
+                return self.fail(path, sorted(map(str, a)), sorted(map(str, b)))
+            return all(self.eq(a[k], b[k], f"{path}[{k!r}]") for k in a)
+        if isinstance(a, float):
+            return a == b or (math.isnan(a) and math.isnan(b)) or self.fail(path, a, b)
+        if isinstance(a, DataType | str | int | bool | enum.Enum) or a is None:
+            return a == b or self.fail(path, a, b)
+        return a == b or self.fail(path, a, b)
+
+
+def structural_equal(lhs: Any, rhs: Any, map_free_vars: bool = False) -> bool:
+    """True when two IR values have the same structure (bound variables up to renaming)."""
+    return _Equal(map_free_vars).eq(lhs, rhs, "root")
+
+
+def assert_structural_equal(lhs: Any, rhs: Any, map_free_vars: bool = False) -> None:
+    """Raise StructuralMismatch showing the first place where `lhs` and `rhs` differ."""
+    checker = _Equal(map_free_vars)
+    if checker.eq(lhs, rhs, "root"):
+        return
+    path, a, b = checker.mismatch or ("root", lhs, rhs)
+    raise StructuralMismatch(
+        f"structural mismatch at {path}:\n  lhs: {_short(a)}\n  rhs: {_short(b)}\n"
+        f"--- lhs ---\n{_text(lhs)}\n--- rhs ---\n{_text(rhs)}"
+    )
+
+
+def _short(x: Any) -> str:
+    text = _text(x)
+    return text if len(text) < 300 else text[:300] + " ..."
+
+
+def _text(x: Any) -> str:
+    try:
+        return str(x)
+    except Exception as err:  # printing must never hide the mismatch itself
+        return f"<unprintable {type(x).__name__}: {err}>"
+
+
+class _Hasher:
+    def __init__(self, map_free_vars: bool):
+        self.map_free_vars = map_free_vars
+        self.defs: dict[int, int] = {}
+        self.keep: list[Any] = []
+
+    def define(self, x: Any) -> int:
+        self.defs[id(x)] = len(self.defs)
+        self.keep.append(x)
+        return hash(("def", len(self.defs) - 1))
+
+    def h(self, x: Any, defining: bool = False) -> int:
+        if isinstance(x, Node):
+            if _is_var(x):
+                if id(x) in self.defs:
+                    return hash(("var", self.defs[id(x)]))
+                if defining or self.map_free_vars:
+                    return self.define(x) ^ hash(str(x.dtype))
+                return hash(("free", id(x)))
+            if _is_buffer(x):
+                if id(x) in self.defs:
+                    return hash(("buf", self.defs[id(x)]))
+                self.define(x)
+            cls = type(x)
+            items = tuple(self.h(getattr(x, f), f in cls._def_fields) for f in field_names(cls))
+            return hash((cls.__name__, items))
+        if isinstance(x, tuple | list):
+            return hash(tuple(self.h(v, defining) for v in x))
+        if isinstance(x, FrozenDict | dict):
+            return hash(tuple((self.h(k), self.h(v)) for k, v in x.items()))
+        if isinstance(x, float) and math.isnan(x):
+            return hash("nan")
+        return hash(x)
+
+
+def structural_hash(node: Any, map_free_vars: bool = False) -> int:
+    """A hash consistent with structural_equal."""
+    return _Hasher(map_free_vars).h(node)

@@ -1,0 +1,22 @@
+"""Tensor IR: expressions, statements, buffers, PrimFuncs, the visitor/mutator and ops."""
+
+from . import op
+from .buffer import Buffer, decl_buffer
+from .expr import (
+    EQ, GE, GT, LE, LT, NE, Add, And, BinaryOpExpr, Broadcast, BufferLoad, Call, Cast, CmpOpExpr,
+    Div, FloatImm, FloorDiv, FloorMod, IntImm, IterType, IterVar, Let, Max, Min, Mod, Mul, Not, Op,
+    Or, PrimExpr, Ramp, Range, Select, SizeVar, StringImm, Sub, Var, as_expr, cast, make_const,
+)
+from .function import PrimFunc
+from .functor import Mutator, Visitor, post_order_visit, pre_order_visit, substitute
+from .op import (
+    abs, acos, all, any, asin, atan, atan2, call_extern, call_intrin, ceil, const, copysign, cos,
+    cosh, div, equal, erf, exp, exp2, exp10, floor, floordiv, floormod, fma, fmod, if_then_else,
+    indexdiv, indexmod, infinity, isfinite, isinf, isnan, likely, log, log1p, log2, log10, max,
+    max_value, min, min_value, nearbyint, pow, power, round, rsqrt, select, sigmoid, sin, sinh,
+    sqrt, tan, tanh, trunc, truncdiv, truncmod,
+)
+from .stmt import (
+    Allocate, AssertStmt, AttrStmt, Block, BlockRealize, BufferRegion, BufferStore, DeclBuffer,
+    Evaluate, For, ForKind, IfThenElse, LetStmt, MatchBufferRegion, SeqStmt, Stmt, While, seq,
+)

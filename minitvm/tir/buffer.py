@@ -1,0 +1,121 @@
+"""Buffers: typed, shaped views of memory that TIR loads from and stores to."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..error import MiniTVMError, ShapeError
+from ..ir.dtype import DataType
+from ..ir.node import Node, node, setfield
+from .expr import BufferLoad, IntImm, PrimExpr, Var, as_expr, binary, Add, Mul
+
+
+@node
+class Buffer(Node):
+    """A multi-dimensional buffer over the memory that `data` points to.
+
+    `strides` empty means compact row-major. Buffers compare by identity; structural
+    equality maps them bijectively like variables.
+    """
+
+    data: Var
+    dtype: DataType
+    shape: tuple
+    strides: tuple = ()
+    elem_offset: PrimExpr = IntImm(DataType("int32"), 0)
+    name: str = ""
+    storage_scope: str = "global"
+    data_alignment: int = 64
+    offset_factor: int = 1
+    axis_separators: tuple = ()
+    _is_buffer = True
+    _def_fields = ("data",)
+
+    def __post_init__(self):
+        setfield(self, "dtype", DataType(self.dtype))
+        shape = self.shape if isinstance(self.shape, tuple | list) else (self.shape,)
+        setfield(self, "shape", tuple(_as_index(s) for s in shape))
+        setfield(self, "strides", tuple(_as_index(s) for s in self.strides))
+        setfield(self, "elem_offset", _as_index(self.elem_offset))
+        setfield(self, "axis_separators", tuple(int(a) for a in self.axis_separators))
+        if not self.name:
+            setfield(self, "name", self.data.name)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def scope(self) -> str:
+        return self.storage_scope
+
+    def __getitem__(self, indices: Any) -> PrimExpr:
+        """`A[i, j]` loads an element (used in TE lambdas and TVMScript)."""
+        if not isinstance(indices, tuple):
+            indices = (indices,)
+        if any(isinstance(i, slice) for i in indices):
+            from .stmt import region_from_slices
+
+            return region_from_slices(self, indices)
+        if len(indices) != len(self.shape):
+            raise ShapeError(
+                f"buffer '{self.name}' has {len(self.shape)} dimensions but was indexed "
+                f"with {len(indices)} indices"
+            )
+        return BufferLoad(self, tuple(_lift(i) for i in indices))
+
+    def vload(self, indices: Any, dtype: str | None = None) -> PrimExpr:
+        if not isinstance(indices, tuple | list):
+            indices = (indices,)
+        return BufferLoad(self, tuple(indices), DataType(dtype) if dtype else None)
+
+    def offset_of(self, indices: tuple) -> PrimExpr:
+        """The flat element offset of `indices` (row-major unless strides are given)."""
+        if len(indices) != len(self.shape):
+            raise MiniTVMError(f"offset_of '{self.name}': expected {len(self.shape)} indices")
+        if not indices:
+            return self.elem_offset
+        if self.strides:
+            terms = [binary(Mul, i, s) for i, s in zip(indices, self.strides)]
+            acc = terms[0]
+            for t in terms[1:]:
+                acc = binary(Add, acc, t)
+        else:
+            acc = as_expr(indices[0])
+            for i, extent in zip(indices[1:], self.shape[1:]):
+                acc = binary(Add, binary(Mul, acc, extent), i)
+        if isinstance(self.elem_offset, IntImm) and self.elem_offset.value == 0:
+            return acc
+        return binary(Add, acc, self.elem_offset)
+
+
+def _lift(x: Any) -> Any:
+    return getattr(x, "var", x) if type(x).__name__ == "IterVar" else x
+
+
+def _as_index(x: Any) -> PrimExpr:
+    x = as_expr(_lift(x), like=DataType("int32"))
+    if not (x.dtype.is_integer and x.dtype.lanes == 1):
+        raise ShapeError(f"buffer shapes and strides must be integers, got `{x}` ({x.dtype})")
+    return x
+
+
+def decl_buffer(
+    shape: Any,
+    dtype: str | DataType = "float32",
+    name: str = "buffer",
+    data: Var | None = None,
+    strides: tuple = (),
+    elem_offset: Any = 0,
+    scope: str = "global",
+    data_alignment: int = 64,
+    offset_factor: int = 1,
+    axis_separators: tuple = (),
+) -> Buffer:
+    """Declare a new buffer (with its own data pointer unless `data` is given)."""
+    if not isinstance(shape, tuple | list):
+        shape = (shape,)
+    data = data if data is not None else Var(name, DataType("handle"))
+    return Buffer(
+        data, DataType(dtype), tuple(shape), tuple(strides), elem_offset, name, scope,
+        data_alignment, offset_factor, tuple(axis_separators),
+    )

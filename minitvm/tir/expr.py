@@ -1,0 +1,740 @@
+"""TIR expression nodes. Python operators on PrimExpr build IR (with dtype promotion)."""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+from ..error import DTypeError, MiniTVMError
+from ..ir.dtype import DataType, dtype_of
+from ..ir.node import Node, node, setfield
+
+# ----------------------------------------------------------------------------- base
+
+
+class PrimExpr(Node):
+    """A scalar (or vector) expression with a `dtype`."""
+
+    __slots__ = ()
+    __hash__ = object.__hash__  # identity hash; structural_hash is the structural one
+
+    # arithmetic ---------------------------------------------------------
+    def __add__(self, other):
+        return binary(Add, self, other)
+
+    def __radd__(self, other):
+        return binary(Add, other, self)
+
+    def __sub__(self, other):
+        return binary(Sub, self, other)
+
+    def __rsub__(self, other):
+        return binary(Sub, other, self)
+
+    def __mul__(self, other):
+        return binary(Mul, self, other)
+
+    def __rmul__(self, other):
+        return binary(Mul, other, self)
+
+    def __truediv__(self, other):
+        return binary(Div, self, other)
+
+    def __rtruediv__(self, other):
+        return binary(Div, other, self)
+
+    def __floordiv__(self, other):
+        return binary(FloorDiv, self, other)
+
+    def __rfloordiv__(self, other):
+        return binary(FloorDiv, other, self)
+
+    def __mod__(self, other):
+        return binary(FloorMod, self, other)
+
+    def __rmod__(self, other):
+        return binary(FloorMod, other, self)
+
+    def __neg__(self):
+        zero = make_const(self.dtype, 0)
+        return binary(Sub, zero, self)
+
+    def __pos__(self):
+        return self
+
+    # comparison ---------------------------------------------------------
+    def __lt__(self, other):
+        return binary(LT, self, other)
+
+    def __le__(self, other):
+        return binary(LE, self, other)
+
+    def __gt__(self, other):
+        return binary(GT, self, other)
+
+    def __ge__(self, other):
+        return binary(GE, self, other)
+
+    def __eq__(self, other):  # type: ignore[override]
+        return EqualOp(self, other)
+
+    def __ne__(self, other):  # type: ignore[override]
+        return NotEqualOp(self, other)
+
+    # logical (on bool) / bitwise (on int) --------------------------------
+    def __and__(self, other):
+        return logical_and(self, other)
+
+    def __rand__(self, other):
+        return logical_and(other, self)
+
+    def __or__(self, other):
+        return logical_or(self, other)
+
+    def __ror__(self, other):
+        return logical_or(other, self)
+
+    def __invert__(self):
+        return Not(self)
+
+    def __bool__(self) -> bool:
+        raise MiniTVMError(
+            f"cannot use the symbolic expression `{self}` as a Python bool; "
+            "build the condition into the IR with tvm.tir.if_then_else / te.select / tvm.tir.all"
+        )
+
+    def astype(self, dtype: str | DataType) -> PrimExpr:
+        return cast(dtype, self)
+
+    def equal(self, other) -> PrimExpr:
+        """Build an EQ node (`a == b` also does)."""
+        return binary(EQ, self, other)
+
+
+class EqualOp:
+    """Result of `a == b` on expressions: an EQ node when used as IR, identity when used as bool.
+
+    Python calls `==` for dict and list lookups; answering those with identity keeps
+    `var in list_of_vars` working while `te.compute(..., lambda i: i == 0)` still builds IR.
+    """
+
+    __slots__ = ("a", "b")
+    _cls: type = None  # type: ignore[assignment]
+
+    def __init__(self, a: Any, b: Any):
+        self.a, self.b = a, b
+
+    def __bool__(self) -> bool:
+        same = self.a is self.b
+        return same if self._cls is EQ else not same
+
+    def asobject(self) -> PrimExpr:
+        return binary(self._cls, self.a, self.b)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.asobject(), name)
+
+    def __str__(self) -> str:
+        return str(self.asobject())
+
+    __repr__ = __str__
+
+    def __and__(self, other):
+        return logical_and(self.asobject(), other)
+
+    def __or__(self, other):
+        return logical_or(self.asobject(), other)
+
+    def __invert__(self):
+        return Not(self.asobject())
+
+
+class NotEqualOp(EqualOp):
+    __slots__ = ()
+
+
+def as_expr(value: Any, like: DataType | None = None) -> PrimExpr:
+    """Convert a Python scalar (or EqualOp, or PrimExpr) to a PrimExpr.
+
+    `like` gives the dtype a bare Python number takes (an int literal next to a float
+    expression becomes a float constant of that width).
+    """
+    if isinstance(value, PrimExpr):
+        return value
+    if isinstance(value, EqualOp):
+        return value.asobject()
+    if isinstance(value, bool):
+        return IntImm(DataType("bool"), int(value))
+    if isinstance(value, int | float) and like is not None and not like.is_handle:
+        elem = like.element_of()
+        if isinstance(value, float) and not elem.is_float:
+            return FloatImm(DataType("float32"), value)
+        if elem.is_bool and value not in (0, 1):
+            return make_const(DataType("int32"), value)
+        return make_const(elem, value)
+    if isinstance(value, int | float) or hasattr(value, "dtype"):
+        return make_const(dtype_of(value), value)
+    if hasattr(value, "asobject"):
+        return value.asobject()
+    raise DTypeError(
+        f"cannot use {value!r} (a {type(value).__name__}) as an expression; "
+        "expected a PrimExpr, an int, a float or a bool"
+    )
+
+
+def make_const(dtype: str | DataType, value: Any) -> PrimExpr:
+    """A constant of `dtype` (scalar, or broadcast for a vector dtype)."""
+    dtype = DataType(dtype)
+    if dtype.lanes > 1:
+        return Broadcast(make_const(dtype.element_of(), value), dtype.lanes)
+    if dtype.is_float:
+        return FloatImm(dtype, float(value))
+    if dtype.is_bool:
+        return IntImm(dtype, int(bool(value)))
+    return IntImm(dtype, int(value))
+
+
+# ----------------------------------------------------------------------------- leaves
+
+
+@node
+class Var(PrimExpr):
+    """A variable. Two `Var("i")` are different variables."""
+
+    name: str
+    dtype: DataType = DataType("int32")
+    _is_var = True
+
+    def __post_init__(self):
+        setfield(self, "dtype", DataType(self.dtype))
+
+    @property
+    def name_hint(self) -> str:
+        return self.name
+
+
+@node
+class SizeVar(Var):
+    """A variable known to be non-negative (a symbolic dimension)."""
+
+
+@node
+class IntImm(PrimExpr):
+    dtype: DataType
+    value: int
+
+    def __post_init__(self):
+        dtype = DataType(self.dtype)
+        setfield(self, "dtype", dtype)
+        value = int(self.value)
+        if dtype.is_int:
+            lo, hi = -(2 ** (dtype.bits - 1)), 2 ** (dtype.bits - 1)
+        else:
+            lo, hi = 0, 2**dtype.bits  # uint, and bool (1 bit)
+        if not lo <= value < hi:
+            raise DTypeError(f"constant {value} does not fit in {dtype}")
+        setfield(self, "value", value)
+
+    def __int__(self) -> int:
+        return self.value
+
+    def __index__(self) -> int:
+        return self.value
+
+    def __bool__(self) -> bool:
+        return self.value != 0
+
+    def __float__(self) -> float:
+        return float(self.value)
+
+
+@node
+class FloatImm(PrimExpr):
+    dtype: DataType
+    value: float
+
+    def __post_init__(self):
+        setfield(self, "dtype", DataType(self.dtype))
+        setfield(self, "value", float(self.value))
+
+    def __float__(self) -> float:
+        return self.value
+
+
+@node
+class StringImm(PrimExpr):
+    value: str
+    dtype: DataType = DataType("handle")
+
+
+@node
+class Cast(PrimExpr):
+    dtype: DataType
+    value: PrimExpr
+
+    def __post_init__(self):
+        setfield(self, "dtype", DataType(self.dtype))
+        setfield(self, "value", as_expr(self.value))
+
+
+# ----------------------------------------------------------------------------- binary ops
+
+
+@node
+class BinaryOpExpr(PrimExpr):
+    a: PrimExpr
+    b: PrimExpr
+    dtype: DataType | None = None
+
+    def __post_init__(self):
+        a, b = _match_operands(self.a, self.b)
+        setfield(self, "a", a)
+        setfield(self, "b", b)
+        setfield(self, "dtype", self._result_dtype(a.dtype) if self.dtype is None else DataType(self.dtype))
+
+    @staticmethod
+    def _result_dtype(operand: DataType) -> DataType:
+        return operand
+
+
+@node
+class Add(BinaryOpExpr):
+    pass
+
+
+@node
+class Sub(BinaryOpExpr):
+    pass
+
+
+@node
+class Mul(BinaryOpExpr):
+    pass
+
+
+@node
+class Div(BinaryOpExpr):
+    """True division for floats; truncating division (C semantics) for integers."""
+
+
+@node
+class Mod(BinaryOpExpr):
+    """Truncating remainder (C semantics)."""
+
+
+@node
+class FloorDiv(BinaryOpExpr):
+    pass
+
+
+@node
+class FloorMod(BinaryOpExpr):
+    pass
+
+
+@node
+class Min(BinaryOpExpr):
+    pass
+
+
+@node
+class Max(BinaryOpExpr):
+    pass
+
+
+@node
+class CmpOpExpr(BinaryOpExpr):
+    @staticmethod
+    def _result_dtype(operand: DataType) -> DataType:
+        return DataType("bool").with_lanes(operand.lanes)
+
+
+@node
+class EQ(CmpOpExpr):
+    pass
+
+
+@node
+class NE(CmpOpExpr):
+    pass
+
+
+@node
+class LT(CmpOpExpr):
+    pass
+
+
+@node
+class LE(CmpOpExpr):
+    pass
+
+
+@node
+class GT(CmpOpExpr):
+    pass
+
+
+@node
+class GE(CmpOpExpr):
+    pass
+
+
+@node
+class And(CmpOpExpr):
+    def __post_init__(self):
+        setfield(self, "a", _as_bool(self.a, "and"))
+        setfield(self, "b", _as_bool(self.b, "and"))
+        CmpOpExpr.__post_init__(self)
+
+
+@node
+class Or(CmpOpExpr):
+    def __post_init__(self):
+        setfield(self, "a", _as_bool(self.a, "or"))
+        setfield(self, "b", _as_bool(self.b, "or"))
+        CmpOpExpr.__post_init__(self)
+
+
+@node
+class Not(PrimExpr):
+    a: PrimExpr
+    dtype: DataType | None = None
+
+    def __post_init__(self):
+        a = _as_bool(self.a, "not")
+        setfield(self, "a", a)
+        setfield(self, "dtype", a.dtype)
+
+
+def _as_bool(x: Any, what: str) -> PrimExpr:
+    x = as_expr(x)
+    if not x.dtype.is_bool:
+        raise DTypeError(f"operand of logical {what} must be bool, got {x.dtype}: `{x}`")
+    return x
+
+
+# ----------------------------------------------------------------------------- other exprs
+
+
+@node
+class Select(PrimExpr):
+    """`true_value if condition else false_value`; both sides may be evaluated."""
+
+    condition: PrimExpr
+    true_value: PrimExpr
+    false_value: PrimExpr
+    dtype: DataType | None = None
+
+    def __post_init__(self):
+        setfield(self, "condition", _as_bool(self.condition, "select condition"))
+        t, f = _match_operands(self.true_value, self.false_value)
+        setfield(self, "true_value", t)
+        setfield(self, "false_value", f)
+        setfield(self, "dtype", t.dtype)
+
+
+@node
+class BufferLoad(PrimExpr):
+    buffer: Any  # tir.Buffer (imported lazily to keep modules acyclic)
+    indices: tuple
+    dtype: DataType | None = None
+
+    def __post_init__(self):
+        indices = tuple(as_expr(i, like=DataType("int32")) for i in self.indices)
+        setfield(self, "indices", indices)
+        lanes = max((i.dtype.lanes for i in indices), default=1)
+        setfield(self, "dtype", self.buffer.dtype.with_lanes(lanes) if self.dtype is None else DataType(self.dtype))
+
+
+@node
+class Ramp(PrimExpr):
+    """The vector [base, base + stride, ..., base + (lanes-1)*stride]."""
+
+    base: PrimExpr
+    stride: PrimExpr
+    lanes: int
+    dtype: DataType | None = None
+
+    def __post_init__(self):
+        base = as_expr(self.base)
+        setfield(self, "base", base)
+        setfield(self, "stride", as_expr(self.stride, like=base.dtype))
+        setfield(self, "lanes", int(self.lanes))
+        setfield(self, "dtype", base.dtype.with_lanes(int(self.lanes)))
+
+
+@node
+class Broadcast(PrimExpr):
+    value: PrimExpr
+    lanes: int
+    dtype: DataType | None = None
+
+    def __post_init__(self):
+        value = as_expr(self.value)
+        setfield(self, "value", value)
+        setfield(self, "lanes", int(self.lanes))
+        setfield(self, "dtype", value.dtype.with_lanes(int(self.lanes)))
+
+
+@node
+class Let(PrimExpr):
+    var: Var
+    value: PrimExpr
+    body: PrimExpr
+    dtype: DataType | None = None
+    _def_fields = ("var",)
+
+    def __post_init__(self):
+        setfield(self, "value", as_expr(self.value, like=self.var.dtype))
+        setfield(self, "body", as_expr(self.body))
+        setfield(self, "dtype", self.body.dtype)
+
+
+class Op:
+    """An intrinsic operator (`tir.exp`, `tir.likely`, ...), looked up by name; compared by identity."""
+
+    __slots__ = ("name", "num_inputs", "pure")
+    _registry: dict[str, Op] = {}
+
+    def __init__(self, name: str, num_inputs: int, pure: bool = True):
+        self.name, self.num_inputs, self.pure = name, num_inputs, pure
+
+    @classmethod
+    def get(cls, name: str) -> Op:
+        full = name if name.startswith("tir.") else "tir." + name
+        try:
+            return cls._registry[full]
+        except KeyError:
+            raise MiniTVMError(f"unknown intrinsic {name!r}; known: {sorted(cls._registry)}") from None
+
+    @classmethod
+    def register(cls, name: str, num_inputs: int, pure: bool = True) -> Op:
+        op = cls(name, num_inputs, pure)
+        cls._registry[name] = op
+        return op
+
+    def __repr__(self) -> str:
+        return f'Op("{self.name}")'
+
+    def __reduce__(self):
+        raise TypeError("Op is not picklable")
+
+
+@node
+class Call(PrimExpr):
+    """A call of an intrinsic `Op` (or, with op a str, of an external C symbol)."""
+
+    dtype: DataType
+    op: Any  # Op or str (extern symbol)
+    args: tuple
+
+    def __post_init__(self):
+        setfield(self, "dtype", DataType(self.dtype))
+        if isinstance(self.op, str) and not self.op.startswith("tir."):
+            pass  # external symbol called by name
+        elif isinstance(self.op, str):
+            setfield(self, "op", Op.get(self.op))
+        setfield(self, "args", tuple(as_expr(a) for a in self.args))
+
+
+# ----------------------------------------------------------------------------- ranges / iter vars
+
+
+@node
+class Range(Node):
+    """A half-open interval [min, min + extent)."""
+
+    min: PrimExpr
+    extent: PrimExpr
+
+    def __post_init__(self):
+        lo = as_expr(self.min, like=DataType("int32"))
+        ext = as_expr(self.extent, like=lo.dtype)
+        lo, ext = _match_operands(lo, ext)
+        setfield(self, "min", lo)
+        setfield(self, "extent", ext)
+
+    @staticmethod
+    def from_min_extent(min_value, extent) -> Range:
+        return Range(min_value, extent)
+
+    @staticmethod
+    def by_begin_end(begin, end) -> Range:
+        begin = as_expr(begin)
+        return Range(begin, binary(Sub, end, begin))
+
+
+class IterType(enum.IntEnum):
+    DataPar = 0
+    ThreadIndex = 1
+    CommReduce = 2
+    Ordered = 3
+    Opaque = 4
+    Unrolled = 5
+    Vectorized = 6
+    Parallelized = 7
+
+
+@node
+class IterVar(Node):
+    """A variable ranging over `dom`: a block iterator or a TE axis."""
+
+    dom: Range | None
+    var: Var
+    iter_type: IterType = IterType.DataPar
+    thread_tag: str = ""
+    _def_fields = ("var",)
+
+    # Classic TVM exposes these as class-level constants.
+    DataPar = IterType.DataPar
+    ThreadIndex = IterType.ThreadIndex
+    CommReduce = IterType.CommReduce
+    Ordered = IterType.Ordered
+    Opaque = IterType.Opaque
+
+    def __post_init__(self):
+        if self.dom is not None and not isinstance(self.dom, Range):
+            lo, hi = self.dom
+            setfield(self, "dom", Range.by_begin_end(lo, hi))
+        if isinstance(self.var, str):
+            setfield(self, "var", Var(self.var, self.dom.extent.dtype if self.dom else "int32"))
+        setfield(self, "iter_type", IterType(self.iter_type))
+
+    # An IterVar stands for its var in expressions (te.compute lambdas receive IterVars' vars,
+    # but users also write `k` for a reduce_axis inside te.sum).
+    def _as_var(self) -> Var:
+        return self.var
+
+
+# ----------------------------------------------------------------------------- construction helpers
+
+
+def _lift(x: Any) -> Any:
+    if isinstance(x, IterVar):
+        return x.var
+    if isinstance(x, EqualOp):
+        return x.asobject()
+    return x
+
+
+def _match_operands(a: Any, b: Any) -> tuple[PrimExpr, PrimExpr]:
+    """Convert both operands to PrimExprs of one dtype (TVM's promotion rules)."""
+    a, b = _lift(a), _lift(b)
+    if not isinstance(a, PrimExpr) and not isinstance(b, PrimExpr):
+        a, b = as_expr(a), as_expr(b)
+    elif not isinstance(a, PrimExpr):
+        b = as_expr(b)
+        a = as_expr(a, like=b.dtype)
+    elif not isinstance(b, PrimExpr):
+        b = as_expr(b, like=a.dtype)
+    return _promote(a, b)
+
+
+def _promote(a: PrimExpr, b: PrimExpr) -> tuple[PrimExpr, PrimExpr]:
+    ta, tb = a.dtype, b.dtype
+    if ta == tb:
+        return a, b
+    if ta.lanes != tb.lanes:
+        if ta.lanes == 1:
+            a = Broadcast(a, tb.lanes)
+        elif tb.lanes == 1:
+            b = Broadcast(b, ta.lanes)
+        else:
+            raise DTypeError(f"vector lanes differ: `{a}` is {ta}, `{b}` is {tb}")
+        return _promote(a, b)
+    ea, eb = ta.element_of(), tb.element_of()
+    target = _promoted_type(ea, eb)
+    return cast(target.with_lanes(ta.lanes), a), cast(target.with_lanes(tb.lanes), b)
+
+
+def _promoted_type(x: DataType, y: DataType) -> DataType:
+    if x.is_handle or y.is_handle:
+        raise DTypeError(f"cannot combine {x} and {y} in arithmetic")
+    if x.is_float != y.is_float:
+        return x if x.is_float else y
+    if x.is_bool != y.is_bool:
+        return y if x.is_bool else x
+    if x.code == y.code:
+        return x if x.bits >= y.bits else y
+    # int vs uint: the wider one, int on ties (TVM behaves the same way)
+    if x.bits != y.bits:
+        return x if x.bits > y.bits else y
+    return x if x.is_int else y
+
+
+_FOLD = {
+    "Add": lambda x, y: x + y,
+    "Sub": lambda x, y: x - y,
+    "Mul": lambda x, y: x * y,
+    "Min": min,
+    "Max": max,
+}
+
+
+def binary(cls: type, a: Any, b: Any) -> PrimExpr:
+    """Build `cls(a, b)` after promotion, folding when both sides are integer constants."""
+    a, b = _match_operands(a, b)
+    if isinstance(a, IntImm) and isinstance(b, IntImm) and a.dtype.is_integer:
+        fold = _FOLD.get(cls.__name__)
+        if fold is not None:
+            value = fold(a.value, b.value)
+            try:
+                return IntImm(a.dtype, value)
+            except DTypeError:
+                pass
+    return cls(a, b)
+
+
+def cast(dtype: str | DataType, value: Any) -> PrimExpr:
+    """Cast `value` to `dtype`; a no-op when it already has that dtype; folds constants."""
+    dtype = DataType(dtype)
+    value = as_expr(_lift(value), like=dtype)
+    if value.dtype == dtype:
+        return value
+    if dtype.lanes > 1 and value.dtype.lanes == 1:
+        return Broadcast(cast(dtype.element_of(), value), dtype.lanes)
+    if isinstance(value, IntImm | FloatImm) and dtype.lanes == 1:
+        if dtype.is_float:
+            return FloatImm(dtype, float(value.value))
+        if dtype.is_bool:
+            return IntImm(dtype, int(value.value != 0))
+        if dtype.is_integer and isinstance(value, IntImm):
+            try:
+                return IntImm(dtype, value.value)
+            except DTypeError:
+                pass
+    return Cast(dtype, value)
+
+
+def logical_and(a: Any, b: Any) -> PrimExpr:
+    a, b = as_expr(_lift(a)), as_expr(_lift(b))
+    if a.dtype.is_bool and b.dtype.is_bool:
+        return And(a, b)
+    return Call(_match_operands(a, b)[0].dtype, Op.get("tir.bitwise_and"), _match_operands(a, b))
+
+
+def logical_or(a: Any, b: Any) -> PrimExpr:
+    a, b = as_expr(_lift(a)), as_expr(_lift(b))
+    if a.dtype.is_bool and b.dtype.is_bool:
+        return Or(a, b)
+    return Call(_match_operands(a, b)[0].dtype, Op.get("tir.bitwise_or"), _match_operands(a, b))
+
+
+EqualOp._cls = EQ
+NotEqualOp._cls = NE
+
+
+def is_const_int(x: Any, value: int | None = None) -> bool:
+    """True for an integer constant (equal to `value` when given)."""
+    if isinstance(x, int) and not isinstance(x, bool):
+        return value is None or x == value
+    return isinstance(x, IntImm) and (value is None or x.value == value)
+
+
+def const_value(x: Any) -> int | float | None:
+    """The Python value of a constant expression, or None when it is not constant."""
+    if isinstance(x, int | float):
+        return x
+    if isinstance(x, IntImm | FloatImm):
+        return x.value
+    return None

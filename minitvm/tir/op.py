@@ -1,0 +1,270 @@
+"""Intrinsic operators and the functions users call to build them (`tir.exp`, `tir.all`, ...)."""
+
+from __future__ import annotations
+
+from functools import reduce
+from typing import Any
+
+from ..error import DTypeError
+from ..ir.dtype import DataType
+from .expr import (
+    EQ,
+    Call,
+    Div,
+    FloatImm,
+    FloorDiv,
+    FloorMod,
+    IntImm,
+    Max,
+    Min,
+    Mod,
+    Op,
+    PrimExpr,
+    Select,
+    _lift,
+    _match_operands,
+    as_expr,
+    binary,
+    cast,
+    logical_and,
+    logical_or,
+    make_const,
+)
+
+# name, number of inputs, pure. Codegen maps each name to an LLVM intrinsic or expansion.
+_INTRINSICS = [
+    ("exp", 1), ("exp2", 1), ("exp10", 1), ("log", 1), ("log2", 1), ("log10", 1), ("log1p", 1),
+    ("sqrt", 1), ("rsqrt", 1), ("tanh", 1), ("sigmoid", 1), ("fabs", 1), ("floor", 1),
+    ("ceil", 1), ("round", 1), ("nearbyint", 1), ("trunc", 1), ("erf", 1), ("sin", 1),
+    ("cos", 1), ("tan", 1), ("sinh", 1), ("cosh", 1), ("asin", 1), ("acos", 1), ("atan", 1),
+    ("atan2", 2), ("pow", 2), ("fmod", 2), ("isnan", 1), ("isinf", 1), ("isfinite", 1),
+    ("fma", 3), ("likely", 1), ("if_then_else", 3), ("bitwise_and", 2), ("bitwise_or", 2),
+    ("bitwise_xor", 2), ("bitwise_not", 1), ("shift_left", 2), ("shift_right", 2),
+    ("reinterpret", 1), ("copysign", 2),
+]
+for _name, _n in _INTRINSICS:
+    Op.register("tir." + _name, _n)
+
+
+def _float_arg(x: Any, fname: str) -> PrimExpr:
+    x = as_expr(_lift(x))
+    if not x.dtype.is_float:
+        x = cast(DataType("float32").with_lanes(x.dtype.lanes), x)
+    return x
+
+
+def _unary_math(name: str):
+    op = Op.get(name)
+
+    def fn(x: Any) -> PrimExpr:
+        x = _float_arg(x, name)
+        return Call(x.dtype, op, (x,))
+
+    fn.__name__ = name
+    fn.__doc__ = f"Elementwise `{name}` (integer inputs are cast to float32)."
+    return fn
+
+
+exp = _unary_math("exp")
+exp2 = _unary_math("exp2")
+exp10 = _unary_math("exp10")
+log = _unary_math("log")
+log2 = _unary_math("log2")
+log10 = _unary_math("log10")
+log1p = _unary_math("log1p")
+sqrt = _unary_math("sqrt")
+rsqrt = _unary_math("rsqrt")
+tanh = _unary_math("tanh")
+sigmoid = _unary_math("sigmoid")
+erf = _unary_math("erf")
+sin = _unary_math("sin")
+cos = _unary_math("cos")
+tan = _unary_math("tan")
+sinh = _unary_math("sinh")
+cosh = _unary_math("cosh")
+asin = _unary_math("asin")
+acos = _unary_math("acos")
+atan = _unary_math("atan")
+round = _unary_math("round")  # noqa: A001 - TVM's name
+nearbyint = _unary_math("nearbyint")
+trunc = _unary_math("trunc")
+
+
+def floor(x: Any) -> PrimExpr:
+    x = as_expr(_lift(x))
+    return x if x.dtype.is_integer else Call(x.dtype, Op.get("floor"), (x,))
+
+
+def ceil(x: Any) -> PrimExpr:
+    x = as_expr(_lift(x))
+    return x if x.dtype.is_integer else Call(x.dtype, Op.get("ceil"), (x,))
+
+
+def abs(x: Any) -> PrimExpr:  # noqa: A001 - TVM's name
+    x = as_expr(_lift(x))
+    if x.dtype.is_float:
+        return Call(x.dtype, Op.get("fabs"), (x,))
+    if x.dtype.is_uint or x.dtype.is_bool:
+        return x
+    return Select(x >= 0, x, -x)
+
+
+def _binary_math(name: str):
+    op = Op.get(name)
+
+    def fn(x: Any, y: Any) -> PrimExpr:
+        x, y = _match_operands(x, y)
+        if not x.dtype.is_float:
+            x, y = _float_arg(x, name), _float_arg(y, name)
+        return Call(x.dtype, op, (x, y))
+
+    fn.__name__ = name
+    return fn
+
+
+power = _binary_math("pow")
+pow = power  # noqa: A001 - TVM's name
+atan2 = _binary_math("atan2")
+fmod = _binary_math("fmod")
+copysign = _binary_math("copysign")
+
+
+def isnan(x: Any) -> PrimExpr:
+    x = as_expr(_lift(x))
+    return Call(DataType("bool").with_lanes(x.dtype.lanes), Op.get("isnan"), (x,))
+
+
+def isinf(x: Any) -> PrimExpr:
+    x = as_expr(_lift(x))
+    return Call(DataType("bool").with_lanes(x.dtype.lanes), Op.get("isinf"), (x,))
+
+
+def isfinite(x: Any) -> PrimExpr:
+    x = as_expr(_lift(x))
+    return Call(DataType("bool").with_lanes(x.dtype.lanes), Op.get("isfinite"), (x,))
+
+
+def fma(a: Any, b: Any, c: Any) -> PrimExpr:
+    a, b = _match_operands(a, b)
+    a, c = _match_operands(a, c)
+    return Call(a.dtype, Op.get("fma"), (a, b, c))
+
+
+def likely(cond: Any) -> PrimExpr:
+    """Mark a condition as usually true (a hint for codegen; prints as T.likely)."""
+    cond = as_expr(_lift(cond))
+    return Call(cond.dtype, Op.get("likely"), (cond,))
+
+
+def if_then_else(cond: Any, t: Any, f: Any) -> PrimExpr:
+    """`t if cond else f`, evaluating only the chosen side (safe for guarded loads)."""
+    cond = as_expr(_lift(cond))
+    if not cond.dtype.is_bool:
+        raise DTypeError(f"if_then_else condition must be bool, got {cond.dtype}: `{cond}`")
+    t, f = _match_operands(t, f)
+    if isinstance(cond, IntImm):
+        return t if cond.value else f
+    return Call(t.dtype, Op.get("if_then_else"), (cond, t, f))
+
+
+def Select_(cond: Any, t: Any, f: Any) -> PrimExpr:
+    return Select(as_expr(_lift(cond)), t, f)
+
+
+select = Select_  # the 2018 name used by the dlsys assignment (tvm.select)
+
+
+def all(*args: Any) -> PrimExpr:  # noqa: A001 - TVM's name
+    """Logical and of all conditions (`tvm.tir.all(a, b, c)`)."""
+    conds = [as_expr(_lift(a)) for a in (args[0] if len(args) == 1 and isinstance(args[0], list | tuple) else args)]
+    if not conds:
+        return const(True, "bool")
+    return reduce(logical_and, conds)
+
+
+def any(*args: Any) -> PrimExpr:  # noqa: A001 - TVM's name
+    """Logical or of all conditions."""
+    conds = [as_expr(_lift(a)) for a in (args[0] if len(args) == 1 and isinstance(args[0], list | tuple) else args)]
+    if not conds:
+        return const(False, "bool")
+    return reduce(logical_or, conds)
+
+
+def const(value: Any, dtype: str | DataType | None = None) -> PrimExpr:
+    """A constant: `tvm.tir.const(0, "float32")`; dtype inferred from the value when omitted."""
+    if dtype is None:
+        return as_expr(value)
+    return make_const(dtype, value)
+
+
+def min_value(dtype: str | DataType) -> PrimExpr:
+    dtype = DataType(dtype)
+    if dtype.is_float:
+        return FloatImm(dtype, float("-inf"))
+    if dtype.is_bool:
+        return IntImm(dtype, 0)
+    return IntImm(dtype, -(2 ** (dtype.bits - 1)) if dtype.is_int else 0)
+
+
+def max_value(dtype: str | DataType) -> PrimExpr:
+    dtype = DataType(dtype)
+    if dtype.is_float:
+        return FloatImm(dtype, float("inf"))
+    if dtype.is_bool:
+        return IntImm(dtype, 1)
+    return IntImm(dtype, 2 ** (dtype.bits - 1) - 1 if dtype.is_int else 2**dtype.bits - 1)
+
+
+def infinity(dtype: str | DataType) -> PrimExpr:
+    return max_value(dtype)
+
+
+def floordiv(a: Any, b: Any) -> PrimExpr:
+    return binary(FloorDiv, a, b)
+
+
+def floormod(a: Any, b: Any) -> PrimExpr:
+    return binary(FloorMod, a, b)
+
+
+def truncdiv(a: Any, b: Any) -> PrimExpr:
+    return binary(Div, a, b)
+
+
+def truncmod(a: Any, b: Any) -> PrimExpr:
+    return binary(Mod, a, b)
+
+
+indexdiv = floordiv
+indexmod = floormod
+
+
+def div(a: Any, b: Any) -> PrimExpr:
+    return binary(Div, a, b)
+
+
+def min(a: Any, b: Any, *rest: Any) -> PrimExpr:  # noqa: A001 - TVM's name
+    out = binary(Min, a, b)
+    for r in rest:
+        out = binary(Min, out, r)
+    return out
+
+
+def max(a: Any, b: Any, *rest: Any) -> PrimExpr:  # noqa: A001 - TVM's name
+    out = binary(Max, a, b)
+    for r in rest:
+        out = binary(Max, out, r)
+    return out
+
+
+def equal(a: Any, b: Any) -> PrimExpr:
+    return binary(EQ, a, b)
+
+
+def call_extern(dtype: str, name: str, *args: Any) -> PrimExpr:
+    """Call the C function `name` (resolved in the process when the module is loaded)."""
+    return Call(DataType(dtype), name, tuple(as_expr(a) for a in args))
+
+
+def call_intrin(dtype: str, name: str, *args: Any) -> PrimExpr:
+    return Call(DataType(dtype), Op.get(name), tuple(as_expr(a) for a in args))
