@@ -1,0 +1,618 @@
+"""Lowered TIR → LLVM IR (llvmlite) → optimised host object code (docs/contracts.md §1–4).
+
+    result = minitvm.codegen.llvm.build([prim_func], "llvm")
+    result.llvm_ir        # optimised IR; values are named after buffers and loops (%A, %i.outer)
+
+Every PrimFunc `f` becomes `i32 @f(ptr %args, ptr %scalars)`, a thin wrapper that unpacks the
+arguments and calls the internal `@f.compute(ptr noalias %A, ..., i32 %n, ...)` (inlined at O3,
+which is how `noalias` reaches the loops). Internal functions have a '.' in their names, so they
+never collide with a PrimFunc's (C identifier) symbol. Expressions and statements are emitted through two
+dispatch tables keyed by node class; binary operators through one keyed by (class, dtype kind).
+
+Numerics follow numpy: no fast-math except `contract` (FMA fusion); Min/Max on floats use
+`llvm.minimum`/`llvm.maximum`, which propagate NaN like np.minimum/np.maximum; `!=` on floats
+is unordered (NaN != x is true), the other comparisons are ordered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import llvmlite.binding as llvm
+from llvmlite import ir
+from llvmlite.ir.values import FunctionAttributes
+
+from ..error import BuildError, MiniTVMError
+from ..ir.dtype import DataType
+from ..ir.module import IRModule
+from ..runtime.module import CodegenResult
+from ..target import Target
+from ..tir.expr import (
+    Broadcast,
+    BufferLoad,
+    Call,
+    Cast,
+    FloatImm,
+    IntImm,
+    Let,
+    Not,
+    Op,
+    PrimExpr,
+    Ramp,
+    Select,
+    StringImm,
+    Var,
+)
+from ..tir.function import PrimFunc
+from ..tir.stmt import (
+    Allocate,
+    AssertStmt,
+    AttrStmt,
+    Block,
+    BlockRealize,
+    BufferStore,
+    DeclBuffer,
+    Evaluate,
+    For,
+    ForKind,
+    IfThenElse,
+    LetStmt,
+    SeqStmt,
+    Stmt,
+    While,
+)
+from . import llvm_memory, llvm_parallel
+from .llvm_binary import BINARY
+from .llvm_funcinfo import func_info
+from .llvm_intrinsics import INTRINSICS, declare_extern
+from .llvm_types import (
+    I1,
+    I32,
+    I64,
+    PTR,
+    cast_value,
+    constant,
+    kind,
+    llvm_type,
+    splat,
+)
+
+# --------------------------------------------------------------------------- function state
+
+
+@dataclass
+class _FunctionState:
+    """What is live while one LLVM function is being filled."""
+
+    function: ir.Function
+    builder: ir.IRBuilder
+    vars: dict = field(default_factory=dict)  # Var → ir.Value (Vars hash by identity)
+    in_parallel: bool = False
+
+
+class _Attributes(FunctionAttributes):
+    """Function attributes with the string ones (`"target-cpu"="..."`) llvmlite lacks."""
+
+    def __init__(self, strings: dict[str, str], names: Sequence[str]):
+        super().__init__(names)
+        self.strings = strings
+
+    def _to_list(self, ret_type):
+        return super()._to_list(ret_type) + [f'"{k}"="{v}"' for k, v in self.strings.items()]
+
+
+class CodeGenLLVM:
+    """Fills one LLVM module with the functions of a list of lowered PrimFuncs."""
+
+    def __init__(self, tm: llvm.TargetMachine, cpu: str, features: str):
+        self.module = ir.Module(name="minitvm")
+        self.module.triple = tm.triple
+        self.module.data_layout = str(tm.target_data)
+        self._fn_strings = {
+            "target-cpu": cpu,
+            "target-features": features,
+            "prefer-vector-width": "512",
+            "min-legal-vector-width": "512",
+        }
+        self._state: _FunctionState | None = None
+        self.func_name = ""
+        self._noalias = True
+        self._asserts: list[str] = []
+        self.known_align: dict = {}  # data var → known alignment (our allocations only)
+
+    # ------------------------------------------------------------------ helpers used by rules
+    @property
+    def builder(self) -> ir.IRBuilder:
+        return self._state.builder
+
+    def new_block(self, label: str) -> ir.Block:
+        return self._state.function.append_basic_block(label)
+
+    def bind(self, var: Var, value: ir.Value) -> None:
+        self._state.vars[var] = value
+
+    def unbind(self, var: Var) -> None:
+        del self._state.vars[var]
+
+    def is_bound(self, var: Var) -> bool:
+        return var in self._state.vars
+
+    def lookup(self, var: Var) -> ir.Value:
+        try:
+            return self._state.vars[var]
+        except KeyError:
+            raise BuildError(
+                f"building '{self.func_name}': variable '{var.name}' is used but not defined; "
+                "it must be a parameter, a symbolic dim of a parameter's shape, a loop variable "
+                "or bound by a Let/LetStmt/Allocate that encloses the use"
+            ) from None
+
+    def unique_symbol(self, name: str) -> str:
+        return self.module.get_unique_name(name)
+
+    def set_function_attributes(self, fn: ir.Function, *names: str) -> None:
+        fn.attributes = _Attributes(self._fn_strings, ("nounwind", *names))
+
+    def entry_alloca(self, ty: ir.Type, name: str, count: int | None = None) -> ir.Value:
+        """A stack slot in the entry block, so mem2reg/SROA can promote it to registers."""
+        entry = ir.IRBuilder(self._state.function.entry_basic_block)  # holds only allocas
+        slot = entry.alloca(ty, size=None if count is None else ir.Constant(I64, count), name=name)
+        slot.align = llvm_memory.ALIGN
+        slot.type = PTR  # llvmlite types allocas as typed pointers; the module uses opaque ones
+        return slot
+
+    def splat(self, value: ir.Value, lanes: int) -> ir.Value:
+        return splat(self.builder, value, lanes)
+
+    def lanewise(
+        self, fn: Callable[..., ir.Value], vals: list[ir.Value], dtype: DataType
+    ) -> ir.Value:
+        """Apply a scalar emitter to each lane of vector operands (or once for scalars)."""
+        if dtype.lanes == 1:
+            return fn(*vals)
+        b = self.builder
+        out = ir.Constant(llvm_type(dtype), ir.Undefined)
+        for lane in range(dtype.lanes):
+            k = ir.Constant(I32, lane)
+            out = b.insert_element(out, fn(*(b.extract_element(v, k) for v in vals)), k)
+        return out
+
+    def return_if_nonzero(self, code: ir.Value) -> None:
+        """Return `code` from the current function when it is not 0 (a failed assert)."""
+        b = self.builder
+        fail, ok = self.new_block("fail"), self.new_block("ok")
+        b.cbranch(b.icmp_signed("!=", code, ir.Constant(I32, 0)), fail, ok)
+        b.position_at_end(fail)
+        b.ret(code)
+        b.position_at_end(ok)
+
+    # ------------------------------------------------------------------ functions
+    def add_function(self, func: PrimFunc) -> dict:
+        """Emit the ABI wrapper and the compute function of `func`; return its FuncInfo."""
+        name = func.attrs.get("global_symbol")
+        if not name:
+            raise BuildError(
+                "cannot build a PrimFunc without attrs['global_symbol']; name it "
+                "with func.with_attr('global_symbol', 'my_func')"
+            )
+        self.func_name = name
+        self._noalias = bool(func.attrs.get("tir.noalias", True))
+        self._asserts = []
+        info, sym_vars = func_info(func)
+        buffers = [func.buffer_map[p] for p in func.params if p in func.buffer_map]
+        scalars = [p for p in func.params if p not in func.buffer_map]
+        params = [(buf.data, PTR) for buf in buffers]
+        params += [(v, llvm_type(v.dtype)) for v in [*sym_vars, *scalars]]
+        self.known_align = {}
+        handles = {p: func.buffer_map[p].data for p in func.params if p in func.buffer_map}
+        compute = self.emit_kernel_function(
+            name + ".compute", params, lambda args: self._emit_body(func.body, handles)
+        )
+        self._emit_abi_wrapper(name, compute, len(buffers), [*sym_vars, *scalars])
+        info["asserts"] = list(self._asserts)
+        return info
+
+    def _emit_body(self, body: Stmt, handles: dict) -> None:
+        for param, data in handles.items():  # the handle param names the same pointer
+            self.bind(param, self._state.vars[data])
+        self.stmt(body)
+
+    def emit_kernel_function(
+        self,
+        name: str,
+        params: list[tuple[Var | str, ir.Type]],
+        emit_body: Callable[[list[ir.Value]], None],
+    ) -> ir.Function:
+        """An internal `i32 name(params...)` whose body `emit_body(args)` fills; returns 0.
+
+        A param given as a Var is bound to it (buffer pointers get noalias/align); a str only
+        names the argument.
+        """
+        fn = ir.Function(self.module, ir.FunctionType(I32, [ty for _, ty in params]), name)
+        fn.linkage = "internal"
+        self.set_function_attributes(fn)
+        for arg, (var, ty) in zip(fn.args, params):
+            arg.name = var if isinstance(var, str) else var.name
+            if isinstance(var, Var) and var.dtype.is_handle and isinstance(ty, ir.PointerType):
+                if self._noalias:
+                    arg.add_attribute("noalias")
+                arg.add_attribute("captures(none)")
+                if var in self.known_align:
+                    arg.attributes.align = self.known_align[var]
+        outer = self._state
+        entry = fn.append_basic_block("entry")
+        start = fn.append_basic_block("start")
+        self._state = _FunctionState(fn, ir.IRBuilder(start))
+        self._state.in_parallel = outer.in_parallel if outer is not None else False
+        for arg, (var, _) in zip(fn.args, params):
+            if isinstance(var, Var):
+                self.bind(var, arg)
+        emit_body(list(fn.args))
+        self.builder.ret(ir.Constant(I32, 0))
+        ir.IRBuilder(entry).branch(start)
+        self._state = outer
+        return fn
+
+    def _emit_abi_wrapper(
+        self, name: str, compute: ir.Function, n_buffers: int, scalar_vars: list
+    ) -> None:
+        """`i32 name(ptr noalias %args, ptr noalias %scalars)` → `compute(...)` (contracts §2)."""
+        fn = ir.Function(self.module, ir.FunctionType(I32, [PTR, PTR]), name)
+        self.set_function_attributes(fn)
+        args, scalars = fn.args
+        args.name, scalars.name = "args", "scalars"
+        for a in fn.args:
+            a.add_attribute("noalias")
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        values = []
+        for i, arg in enumerate(compute.args[:n_buffers]):
+            slot = b.gep(args, [ir.Constant(I64, i)], source_etype=PTR)
+            values.append(b.load(slot, typ=PTR, name=arg.name, align=8))
+        for j, var in enumerate(scalar_vars):
+            slot = b.gep(scalars, [ir.Constant(I64, j)], source_etype=I64)
+            raw = b.load(slot, typ=I64, name=var.name + ".raw", align=8)
+            values.append(_unpack_scalar(b, raw, var))
+        b.ret(b.call(compute, values, name="code"))
+
+    # ------------------------------------------------------------------ expressions
+    def expr(self, e: PrimExpr) -> ir.Value:
+        rule = _EXPR.get(type(e))
+        if rule is None:
+            rule = next((_EXPR[k] for k in type(e).__mro__ if k in _EXPR), None)
+            if rule is None:
+                raise BuildError(
+                    f"building '{self.func_name}': the LLVM code generator cannot "
+                    f"emit the expression {type(e).__name__} `{e}`"
+                )
+        return rule(self, e)
+
+    def _imm(self, e: IntImm | FloatImm) -> ir.Value:
+        return constant(e.dtype, e.value)
+
+    def _var(self, e: Var) -> ir.Value:
+        return self.lookup(e)
+
+    def _string(self, e: StringImm) -> ir.Value:
+        raise BuildError(
+            f"building '{self.func_name}': string constant {e.value!r} cannot be a "
+            "value in compiled code (strings are only allowed in AssertStmt messages)"
+        )
+
+    def _cast(self, e: Cast) -> ir.Value:
+        return cast_value(self.builder, self.expr(e.value), e.value.dtype, e.dtype)
+
+    def _binary(self, e) -> ir.Value:
+        operand = e.a.dtype
+        rule = BINARY.get((type(e), kind(operand)))
+        if rule is None:
+            raise BuildError(
+                f"building '{self.func_name}': {type(e).__name__} is not defined on "
+                f"{operand} operands: `{e}`; cast the operands first"
+            )
+        return rule(self.builder, self.expr(e.a), self.expr(e.b), "")
+
+    def _not(self, e: Not) -> ir.Value:
+        return self.builder.not_(self.expr(e.a))
+
+    def _select(self, e: Select) -> ir.Value:
+        cond, t, f = self.expr(e.condition), self.expr(e.true_value), self.expr(e.false_value)
+        return self.builder.select(cond, t, f)
+
+    def _let(self, e: Let) -> ir.Value:
+        value = _named(self.expr(e.value), e.var.name)
+        self.bind(e.var, value)
+        try:
+            return self.expr(e.body)
+        finally:
+            self.unbind(e.var)
+
+    def _broadcast(self, e: Broadcast) -> ir.Value:
+        return self.splat(self.expr(e.value), e.lanes)
+
+    def _ramp(self, e: Ramp) -> ir.Value:
+        base, stride = self.expr(e.base), self.expr(e.stride)
+        steps = ir.Constant(llvm_type(e.dtype), [ir.Constant(base.type, k) for k in range(e.lanes)])
+        if isinstance(stride, ir.Constant) and stride.constant == 1:
+            offsets = steps
+        else:
+            offsets = self.builder.mul(self.splat(stride, e.lanes), steps)
+        return self.builder.add(self.splat(base, e.lanes), offsets)
+
+    def _call(self, e: Call) -> ir.Value:
+        if isinstance(e.op, str):
+            return self._call_extern(e)
+        rule = INTRINSICS.get(e.op.name) if isinstance(e.op, Op) else None
+        if rule is None:
+            raise BuildError(
+                f"building '{self.func_name}': intrinsic {e.op!r} has no LLVM "
+                f"lowering; supported: {sorted(INTRINSICS)}"
+            )
+        return rule(self, e)
+
+    def _call_extern(self, e: Call) -> ir.Value:
+        vals = [self.expr(a) for a in e.args]
+        fn = declare_extern(self.module, e.op, llvm_type(e.dtype), [v.type for v in vals])
+        if list(fn.ftype.args) != [v.type for v in vals]:
+            raise BuildError(
+                f"building '{self.func_name}': extern '{e.op}' is called with "
+                f"argument types {[str(v.type) for v in vals]} here and "
+                f"{[str(t) for t in fn.ftype.args]} elsewhere in the module; cast the "
+                "arguments so every call agrees"
+            )
+        return self.builder.call(fn, vals)
+
+    # ------------------------------------------------------------------ statements
+    def stmt(self, s: Stmt) -> None:
+        rule = _STMT.get(type(s))
+        if rule is None:
+            raise BuildError(
+                f"building '{self.func_name}': statement {type(s).__name__} cannot "
+                "reach the LLVM code generator; lower the function first "
+                "(blocks become loops in the lowering pipeline)"
+            )
+        rule(self, s)
+
+    def _seq(self, s: SeqStmt) -> None:
+        for child in s.seq:
+            self.stmt(child)
+
+    def _evaluate(self, s: Evaluate) -> None:
+        if not isinstance(s.value, IntImm | FloatImm):
+            self.expr(s.value)
+
+    def _let_stmt(self, s: LetStmt) -> None:
+        self.bind(s.var, _named(self.expr(s.value), s.var.name))
+        self.stmt(s.body)
+        self.unbind(s.var)
+
+    def _if(self, s: IfThenElse) -> None:
+        b = self.builder
+        cond = self.expr(s.condition)
+        then_bb = self.new_block("if_then")
+        else_bb = self.new_block("if_else") if s.else_case is not None else None
+        end_bb = self.new_block("if_end")
+        b.cbranch(cond, then_bb, else_bb or end_bb)
+        for bb, body in ((then_bb, s.then_case), (else_bb, s.else_case)):
+            if bb is not None:
+                b.position_at_end(bb)
+                self.stmt(body)
+                b.branch(end_bb)
+        b.position_at_end(end_bb)
+
+    def _while(self, s: While) -> None:
+        b = self.builder
+        head, body, end = (
+            self.new_block("while_cond"),
+            self.new_block("while_body"),
+            self.new_block("while_end"),
+        )
+        b.branch(head)
+        b.position_at_end(head)
+        b.cbranch(self.expr(s.condition), body, end)
+        b.position_at_end(body)
+        self.stmt(s.body)
+        b.branch(head)
+        b.position_at_end(end)
+
+    def _assert(self, s: AssertStmt) -> None:
+        self.fail_unless(self.expr(s.condition), s.message)
+        self.stmt(s.body)
+
+    def fail_unless(self, ok: ir.Value, message: str) -> None:
+        """Return code k (FuncInfo["asserts"][k - 1] is `message`) when `ok` is false."""
+        self._asserts.append(message)
+        code = ir.Constant(I32, len(self._asserts))
+        b = self.builder
+        fail, cont = self.new_block("assert_fail"), self.new_block("assert_ok")
+        b.cbranch(ok, cont, fail)
+        b.position_at_end(fail)
+        b.ret(code)
+        b.position_at_end(cont)
+
+    def _attr(self, s: AttrStmt | DeclBuffer) -> None:
+        self.stmt(s.body)
+
+    def _unlowered(self, s: Stmt) -> None:
+        name = getattr(getattr(s, "block", s), "name_hint", "")
+        raise BuildError(
+            f"building '{self.func_name}': block '{name}' reached the code generator; "
+            "lower the function first (tvm.lower / the tir lowering pipeline)"
+        )
+
+    def _for(self, s: For) -> None:
+        if s.kind is ForKind.THREAD_BINDING:
+            raise BuildError(
+                f"loop '{s.loop_var.name}' is bound to a GPU thread; building it "
+                "needs a GPU target, which this build does not have"
+            )
+        if s.kind is ForKind.PARALLEL and not self._state.in_parallel:
+            llvm_parallel.emit_parallel_for(self, s)
+            return
+        begin, extent = self.loop_bounds(s)
+        end = self.builder.add(begin, extent, name=s.loop_var.name + ".end")
+        self.emit_serial_loop(s, begin, end)
+
+    def loop_bounds(self, s: For) -> tuple[ir.Value, ir.Value]:
+        """`min` and `extent` of a loop in its loop variable's type."""
+        b, dtype = self.builder, s.loop_var.dtype
+        begin = cast_value(b, self.expr(s.min), s.min.dtype, dtype)
+        return begin, cast_value(b, self.expr(s.extent), s.extent.dtype, dtype)
+
+    def emit_serial_loop(
+        self, s: For, begin: ir.Value, end: ir.Value, parallel_body: bool = False
+    ) -> None:
+        """`for (v = begin; v < end; ++v) body` in the canonical form (header phi, latch)."""
+        b, name = self.builder, s.loop_var.name
+        pre = b.block
+        head, body, latch, done = (
+            self.new_block(f"for_{part}.{name}") for part in ("begin", "body", "inc", "end")
+        )
+        b.branch(head)
+        b.position_at_end(head)
+        var = b.phi(begin.type, name=name)
+        var.add_incoming(begin, pre)
+        b.cbranch(b.icmp_signed("<", var, end), body, done)
+        b.position_at_end(body)
+        was_parallel = self._state.in_parallel
+        self._state.in_parallel = was_parallel or parallel_body
+        self.bind(s.loop_var, var)
+        self.stmt(s.body)
+        self.unbind(s.loop_var)
+        self._state.in_parallel = was_parallel
+        b.branch(latch)
+        b.position_at_end(latch)
+        nxt = b.add(var, ir.Constant(var.type, 1), name=name + ".next", flags=("nsw",))
+        backedge = b.branch(head)
+        md = self._loop_metadata(s)
+        if md is not None:
+            backedge.set_metadata("llvm.loop", md)
+        var.add_incoming(nxt, latch)
+        b.position_at_end(done)
+
+    def _loop_metadata(self, s: For):
+        """`!{self, hints...}` for VECTORIZED/UNROLLED loops that reach codegen as loops."""
+        extent = s.extent.value if isinstance(s.extent, IntImm) else None
+        if s.kind is ForKind.VECTORIZED:
+            hints = [["llvm.loop.vectorize.enable", ir.Constant(I1, 1)]]
+            if extent is not None and extent >= 2 and extent & (extent - 1) == 0 and extent <= 64:
+                hints.append(["llvm.loop.vectorize.width", ir.Constant(I32, extent)])
+        elif s.kind is ForKind.UNROLLED:
+            hints = [["llvm.loop.unroll.full" if extent is not None else "llvm.loop.unroll.enable"]]
+        else:
+            return None
+        nodes = [self.module.add_metadata(h) for h in hints]
+        loop_id = self.module.add_metadata([f"minitvm.loop.{len(self.module.metadata)}"])
+        loop_id.operands = (loop_id, *nodes)  # self-reference makes the loop id unique
+        return loop_id
+
+
+def _named(value: ir.Value, name: str) -> ir.Value:
+    """Give an unnamed instruction the user's variable name (the IR then reads like the TIR)."""
+    if isinstance(value, ir.Instruction) and not value.name:
+        value.name = name
+    return value
+
+
+def _unpack_scalar(b: ir.IRBuilder, raw: ir.Value, var: Var) -> ir.Value:
+    """An i64 slot of `scalars` → the param's type (ints truncated, floats from double bits)."""
+    dtype = var.dtype
+    if dtype.is_float:
+        as_double = b.bitcast(raw, ir.DoubleType())
+        return cast_value(b, as_double, DataType("float64"), dtype, var.name)
+    return cast_value(b, raw, DataType("int64"), dtype, var.name)
+
+
+_EXPR: dict[type, Callable[[CodeGenLLVM, PrimExpr], ir.Value]] = {
+    IntImm: CodeGenLLVM._imm,
+    FloatImm: CodeGenLLVM._imm,
+    StringImm: CodeGenLLVM._string,
+    Var: CodeGenLLVM._var,
+    Cast: CodeGenLLVM._cast,
+    Not: CodeGenLLVM._not,
+    Select: CodeGenLLVM._select,
+    Let: CodeGenLLVM._let,
+    Broadcast: CodeGenLLVM._broadcast,
+    Ramp: CodeGenLLVM._ramp,
+    Call: CodeGenLLVM._call,
+    BufferLoad: llvm_memory.load,
+    **{cls: CodeGenLLVM._binary for cls, _ in BINARY},
+}
+
+_STMT: dict[type, Callable[[CodeGenLLVM, Stmt], None]] = {
+    SeqStmt: CodeGenLLVM._seq,
+    BufferStore: llvm_memory.store,
+    Evaluate: CodeGenLLVM._evaluate,
+    LetStmt: CodeGenLLVM._let_stmt,
+    IfThenElse: CodeGenLLVM._if,
+    While: CodeGenLLVM._while,
+    AssertStmt: CodeGenLLVM._assert,
+    AttrStmt: CodeGenLLVM._attr,
+    DeclBuffer: CodeGenLLVM._attr,
+    Allocate: llvm_memory.allocate,
+    For: CodeGenLLVM._for,
+    Block: CodeGenLLVM._unlowered,
+    BlockRealize: CodeGenLLVM._unlowered,
+}
+
+
+# --------------------------------------------------------------------------- build
+
+
+def build(
+    funcs: list[PrimFunc] | IRModule | PrimFunc, target: Target | str = "llvm"
+) -> CodegenResult:
+    """Compile lowered PrimFuncs to one optimised host object (see contracts.md §4).
+
+    >>> result = build([lowered_func], "llvm")   # then runtime.Module.from_codegen(result)
+    """
+    if isinstance(funcs, PrimFunc):
+        funcs = [funcs]
+    if isinstance(funcs, IRModule):
+        funcs = [f for _, f in funcs.functions_items() if isinstance(f, PrimFunc)]
+    target = Target(target)
+    tm = target.create_target_machine()
+    cg = CodeGenLLVM(tm, target.cpu, target.features)
+    names = [f.attrs.get("global_symbol") for f in funcs]
+    for name in names:
+        if name is not None and names.count(name) > 1:
+            raise BuildError(f"two functions are named '{name}'; give each a unique global_symbol")
+    infos = [_add_function(cg, func) for func in funcs]
+    mod = _verified(str(cg.module), [i["name"] for i in infos])
+    _optimize(mod, tm, target.opt_level)
+    return CodegenResult(
+        object_code=bytes(tm.emit_object(mod)),
+        llvm_ir=str(mod),
+        func_infos=tuple(infos),
+        target=str(target),
+    )
+
+
+def _add_function(cg: CodeGenLLVM, func: PrimFunc) -> dict:
+    try:
+        return cg.add_function(func)
+    except MiniTVMError:
+        raise
+    except (TypeError, ValueError) as err:  # llvmlite's builder rejects mismatched operand types
+        raise BuildError(
+            f"building '{cg.func_name}': LLVM IR construction failed: {err}; the function's "
+            "expressions probably mix dtypes without a Cast"
+        ) from err
+
+
+def _verified(text: str, names: list[str]) -> llvm.ModuleRef:
+    try:
+        mod = llvm.parse_assembly(text)
+        mod.verify()
+    except RuntimeError as err:
+        raise BuildError(f"LLVM rejected the code generated for {names}: {err}") from err
+    return mod
+
+
+def _optimize(mod: llvm.ModuleRef, tm: llvm.TargetMachine, opt_level: int) -> None:
+    pto = llvm.create_pipeline_tuning_options(speed_level=min(max(opt_level, 0), 3))
+    pto.loop_vectorization = True
+    pto.slp_vectorization = True
+    pto.loop_unrolling = True
+    pb = llvm.create_pass_builder(tm, pto)
+    pb.getModulePassManager().run(mod, pb)

@@ -1,0 +1,246 @@
+"""The table from TIR intrinsic names (`tir.exp`, `tir.if_then_else`, ...) to LLVM code.
+
+Each entry is `rule(cg, call) -> ir.Value`, where `cg` is the `CodeGenLLVM` emitting the
+current function. Most rules evaluate the arguments eagerly; `if_then_else` branches so the
+untaken side (often an out-of-bounds load) never runs.
+
+Math on float16 runs in float32. Functions LLVM has an intrinsic for use it (vector forms
+included; LLVM calls libm per lane where the CPU has no instruction). erf and log1p call
+libm by name (`erff`/`erf`, `log1pf`/`log1p`): MCJIT resolves them in the process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from llvmlite import ir
+
+from ..ir.dtype import DataType
+from .llvm_types import I1, cast_value, constant, llvm_type
+
+if TYPE_CHECKING:
+    from ..tir.expr import Call
+    from .llvm import CodeGenLLVM
+
+Rule = Callable[["CodeGenLLVM", "Call"], ir.Value]
+
+
+def declare_intrinsic(
+    module: ir.Module, name: str, ret: ir.Type, args: list[ir.Type]
+) -> ir.Function:
+    """`name.<suffix>` declared once per module (suffix from the overloaded type `ret`)."""
+    full = f"{name}.{_suffix(ret)}"
+    if full in module.globals:
+        return module.globals[full]
+    return ir.Function(module, ir.FunctionType(ret, args), full)
+
+
+def _suffix(ty: ir.Type) -> str:
+    """LLVM's overload suffix: f32, i1, v16f32."""
+    if isinstance(ty, ir.VectorType):
+        return f"v{ty.count}{_suffix(ty.element)}"
+    return ty.intrinsic_name
+
+
+def declare_extern(module: ir.Module, name: str, ret: ir.Type, args: list[ir.Type]) -> ir.Function:
+    """A C function declared by name (resolved by the loader in the host process)."""
+    if name in module.globals:
+        return module.globals[name]
+    return ir.Function(module, ir.FunctionType(ret, args), name)
+
+
+def _math_dtype(dtype: DataType) -> DataType:
+    """float16 math is done in float32."""
+    return dtype.with_bits(32) if dtype.is_float and dtype.bits == 16 else dtype
+
+
+def _float_args(cg: CodeGenLLVM, call: Call) -> tuple[list[ir.Value], DataType]:
+    work = _math_dtype(call.dtype)
+    vals = [cast_value(cg.builder, cg.expr(a), a.dtype, work) for a in call.args]
+    return vals, work
+
+
+def _finish(cg: CodeGenLLVM, value: ir.Value, work: DataType, dtype: DataType) -> ir.Value:
+    return cast_value(cg.builder, value, work, dtype)
+
+
+def llvm_math(name: str) -> Rule:
+    """`tir.<f>(x, ...)` → `call @llvm.<f>.<type>(x, ...)`."""
+
+    def rule(cg: CodeGenLLVM, call: Call) -> ir.Value:
+        vals, work = _float_args(cg, call)
+        ty = llvm_type(work)
+        fn = declare_intrinsic(cg.module, name, ty, [ty] * len(vals))
+        return _finish(cg, cg.builder.call(fn, vals), work, call.dtype)
+
+    return rule
+
+
+def libm(f32_name: str, f64_name: str) -> Rule:
+    """`tir.<f>(x)` → the C function by name, once per lane for vectors."""
+
+    def rule(cg: CodeGenLLVM, call: Call) -> ir.Value:
+        vals, work = _float_args(cg, call)
+        elem = work.element_of()
+        sym = f32_name if elem.bits == 32 else f64_name
+        ety = llvm_type(elem)
+        fn = declare_extern(cg.module, sym, ety, [ety] * len(vals))
+        out = cg.lanewise(lambda *lane: cg.builder.call(fn, list(lane)), vals, work)
+        return _finish(cg, out, work, call.dtype)
+
+    return rule
+
+
+def _expansion(body: Callable[[CodeGenLLVM, list[ir.Value], DataType], ir.Value]) -> Rule:
+    def rule(cg: CodeGenLLVM, call: Call) -> ir.Value:
+        vals, work = _float_args(cg, call)
+        return _finish(cg, body(cg, vals, work), work, call.dtype)
+
+    return rule
+
+
+def _sigmoid(cg: CodeGenLLVM, v: list[ir.Value], t: DataType) -> ir.Value:
+    b = cg.builder
+    ty = llvm_type(t)
+    e = b.call(declare_intrinsic(cg.module, "llvm.exp", ty, [ty]), [b.fneg(v[0])])
+    return b.fdiv(constant(t, 1.0), b.fadd(constant(t, 1.0), e), "sigmoid")
+
+
+def _rsqrt(cg: CodeGenLLVM, v: list[ir.Value], t: DataType) -> ir.Value:
+    ty = llvm_type(t)
+    s = cg.builder.call(declare_intrinsic(cg.module, "llvm.sqrt", ty, [ty]), [v[0]])
+    return cg.builder.fdiv(constant(t, 1.0), s, "rsqrt")
+
+
+def _fabs(cg: CodeGenLLVM, x: ir.Value, t: DataType) -> ir.Value:
+    ty = llvm_type(t)
+    return cg.builder.call(declare_intrinsic(cg.module, "llvm.fabs", ty, [ty]), [x])
+
+
+def _float_test(test: Callable[[CodeGenLLVM, ir.Value, DataType], ir.Value]) -> Rule:
+    """isnan/isinf/isfinite: a bool result from a float argument (ints are always finite)."""
+
+    def rule(cg: CodeGenLLVM, call: Call) -> ir.Value:
+        (arg,) = call.args
+        if not arg.dtype.is_float:
+            finite = test is _isfinite
+            return constant(call.dtype, 1 if finite else 0)
+        work = _math_dtype(arg.dtype)
+        x = cast_value(cg.builder, cg.expr(arg), arg.dtype, work)
+        return test(cg, x, work)
+
+    return rule
+
+
+def _isnan(cg: CodeGenLLVM, x: ir.Value, t: DataType) -> ir.Value:
+    return cg.builder.fcmp_unordered("uno", x, x, "isnan")
+
+
+def _isinf(cg: CodeGenLLVM, x: ir.Value, t: DataType) -> ir.Value:
+    return cg.builder.fcmp_ordered("==", _fabs(cg, x, t), constant(t, float("inf")), "isinf")
+
+
+def _isfinite(cg: CodeGenLLVM, x: ir.Value, t: DataType) -> ir.Value:
+    return cg.builder.fcmp_ordered("<", _fabs(cg, x, t), constant(t, float("inf")), "isfinite")
+
+
+def _likely(cg: CodeGenLLVM, call: Call) -> ir.Value:
+    cond = cg.expr(call.args[0])
+    if call.dtype.lanes > 1:
+        return cond
+    fn = declare_intrinsic(cg.module, "llvm.expect", I1, [I1, I1])
+    return cg.builder.call(fn, [cond, ir.Constant(I1, 1)], "likely")
+
+
+def _if_then_else(cg: CodeGenLLVM, call: Call) -> ir.Value:
+    cond, then_expr, else_expr = call.args
+    if cond.dtype.lanes > 1:  # a vector condition selects per lane (both sides are evaluated)
+        return cg.builder.select(cg.expr(cond), cg.expr(then_expr), cg.expr(else_expr))
+    b = cg.builder
+    then_bb = cg.new_block("if_then")
+    else_bb = cg.new_block("if_else")
+    merge_bb = cg.new_block("if_end")
+    b.cbranch(cg.expr(cond), then_bb, else_bb)
+    results = []
+    for bb, e in ((then_bb, then_expr), (else_bb, else_expr)):
+        b.position_at_end(bb)
+        value = cg.expr(e)
+        results.append((value, b.block))  # the side may have added blocks of its own
+        b.branch(merge_bb)
+    b.position_at_end(merge_bb)
+    phi = b.phi(llvm_type(call.dtype), "if_value")
+    for value, bb in results:
+        phi.add_incoming(value, bb)
+    return phi
+
+
+def _int_binary(op: Callable[[ir.IRBuilder], Callable], unsigned_op=None) -> Rule:
+    def rule(cg: CodeGenLLVM, call: Call) -> ir.Value:
+        a, b = (cg.expr(x) for x in call.args)
+        if b.type != a.type:  # shift amounts may come in a different width
+            b = cast_value(cg.builder, b, call.args[1].dtype, call.args[0].dtype)
+        pick = unsigned_op if unsigned_op is not None and call.dtype.is_uint else op
+        return pick(cg.builder)(a, b)
+
+    return rule
+
+
+def _bitwise_not(cg: CodeGenLLVM, call: Call) -> ir.Value:
+    return cg.builder.not_(cg.expr(call.args[0]))
+
+
+def _reinterpret(cg: CodeGenLLVM, call: Call) -> ir.Value:
+    return cg.builder.bitcast(cg.expr(call.args[0]), llvm_type(call.dtype))
+
+
+def _fmod(cg: CodeGenLLVM, call: Call) -> ir.Value:
+    vals, work = _float_args(cg, call)
+    return _finish(cg, cg.builder.frem(*vals), work, call.dtype)
+
+
+INTRINSICS: dict[str, Rule] = {
+    "tir.exp": llvm_math("llvm.exp"),
+    "tir.exp2": llvm_math("llvm.exp2"),
+    "tir.exp10": llvm_math("llvm.exp10"),
+    "tir.log": llvm_math("llvm.log"),
+    "tir.log2": llvm_math("llvm.log2"),
+    "tir.log10": llvm_math("llvm.log10"),
+    "tir.sqrt": llvm_math("llvm.sqrt"),
+    "tir.fabs": llvm_math("llvm.fabs"),
+    "tir.floor": llvm_math("llvm.floor"),
+    "tir.ceil": llvm_math("llvm.ceil"),
+    "tir.round": llvm_math("llvm.roundeven"),  # half to even, as numpy.round
+    "tir.nearbyint": llvm_math("llvm.nearbyint"),
+    "tir.trunc": llvm_math("llvm.trunc"),
+    "tir.pow": llvm_math("llvm.pow"),
+    "tir.sin": llvm_math("llvm.sin"),
+    "tir.cos": llvm_math("llvm.cos"),
+    "tir.tan": llvm_math("llvm.tan"),
+    "tir.asin": llvm_math("llvm.asin"),
+    "tir.acos": llvm_math("llvm.acos"),
+    "tir.atan": llvm_math("llvm.atan"),
+    "tir.atan2": llvm_math("llvm.atan2"),
+    "tir.sinh": llvm_math("llvm.sinh"),
+    "tir.cosh": llvm_math("llvm.cosh"),
+    "tir.tanh": llvm_math("llvm.tanh"),
+    "tir.fma": llvm_math("llvm.fma"),
+    "tir.copysign": llvm_math("llvm.copysign"),
+    "tir.erf": libm("erff", "erf"),
+    "tir.log1p": libm("log1pf", "log1p"),
+    "tir.sigmoid": _expansion(_sigmoid),
+    "tir.rsqrt": _expansion(_rsqrt),
+    "tir.fmod": _fmod,
+    "tir.isnan": _float_test(_isnan),
+    "tir.isinf": _float_test(_isinf),
+    "tir.isfinite": _float_test(_isfinite),
+    "tir.likely": _likely,
+    "tir.if_then_else": _if_then_else,
+    "tir.bitwise_and": _int_binary(lambda b: b.and_),
+    "tir.bitwise_or": _int_binary(lambda b: b.or_),
+    "tir.bitwise_xor": _int_binary(lambda b: b.xor),
+    "tir.bitwise_not": _bitwise_not,
+    "tir.shift_left": _int_binary(lambda b: b.shl),
+    "tir.shift_right": _int_binary(lambda b: b.ashr, unsigned_op=lambda b: b.lshr),
+    "tir.reinterpret": _reinterpret,
+}
