@@ -51,7 +51,7 @@ class Loaded:
 
     def __init__(self, result):
         self.result = result
-        tm = Target("llvm").create_target_machine()
+        tm = Target("llvm").new_target_machine()  # MCJIT takes ownership of it
         engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
         engine.add_object_file(llvm.ObjectFileRef.from_data(result.object_code))
         engine.finalize_object()

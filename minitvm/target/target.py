@@ -1,0 +1,209 @@
+"""Compilation targets: `Target("llvm -mcpu=skylake-avx512")`, host CPU detection, TargetMachines."""
+
+from __future__ import annotations
+
+import shlex
+import threading
+from dataclasses import dataclass
+from functools import lru_cache
+
+import llvmlite.binding as llvm
+
+from ..error import TargetError
+
+SUPPORTED_KINDS = ("llvm",)
+_GPU_KINDS = ("cuda", "opencl", "vulkan", "metal", "rocm", "nvptx")
+_PLANNED_KINDS = {"c": "the C source backend is not supported yet; use 'llvm'"}
+
+# option name -> (Target field, parser of its text value)
+_OPTIONS = {
+    "-mcpu": ("mcpu", str),
+    "-mattr": ("mattr", lambda text: tuple(a for a in text.split(",") if a)),
+    "-mtriple": ("mtriple", str),
+    "-num-cores": ("num_cores", int),
+    "-opt-level": ("opt_level", int),
+}
+
+_init_lock = threading.Lock()
+_initialized = False
+
+
+def initialize_llvm() -> None:
+    """Initialise LLVM's native target and asm printer (once per process)."""
+    global _initialized
+    if _initialized:
+        return
+    with _init_lock:
+        if not _initialized:
+            llvm.initialize_native_target()
+            llvm.initialize_native_asmprinter()
+            _initialized = True
+
+
+@lru_cache(maxsize=1)
+def host_cpu_name() -> str:
+    """LLVM's name for the host CPU (a hypervisor may hide the real model; override with -mcpu)."""
+    initialize_llvm()
+    return llvm.get_host_cpu_name()
+
+
+@lru_cache(maxsize=1)
+def host_cpu_features() -> str:
+    """The host's feature string, e.g. "+avx2,+avx512f,-xop,..." (what the CPU really supports)."""
+    initialize_llvm()
+    return llvm.get_host_cpu_features().flatten()
+
+
+def enabled_features(features: str) -> frozenset[str]:
+    """The names switched on ("+name") in an LLVM feature string."""
+    return frozenset(f[1:] for f in features.split(",") if f.startswith("+"))
+
+
+@dataclass(frozen=True)
+class TargetKind:
+    name: str
+
+
+class Target:
+    """A compilation target parsed from a string; `Target("llvm")` is the host CPU with all its features.
+
+    >>> str(Target("llvm -mcpu=skylake-avx512 -mattr=+avx512f"))
+    'llvm -mcpu=skylake-avx512 -mattr=+avx512f'
+    """
+
+    __slots__ = ("_str", "kind", "mattr", "mcpu", "mtriple", "num_cores", "opt_level")
+
+    def __init__(self, target: str | Target, host: str | Target | None = None) -> None:
+        if isinstance(target, Target):
+            target = str(target)
+        if not isinstance(target, str):
+            raise TargetError(
+                f"Target expects a string like 'llvm -mcpu=...', got {type(target).__name__}"
+            )
+        words = shlex.split(target)
+        if not words:
+            raise TargetError("empty target string; use 'llvm'")
+        kind = _check_kind(words[0], target)
+        self.kind = TargetKind(kind)
+        self.mcpu: str | None = None
+        self.mattr: tuple[str, ...] = ()
+        self.mtriple: str | None = None
+        self.num_cores: int | None = None
+        self.opt_level: int = 3
+        for word in words[1:]:
+            self._set_option(word, target)
+        self._str = " ".join([kind, *_option_words(self)])
+
+    def _set_option(self, word: str, target: str) -> None:
+        name, eq, value = word.partition("=")
+        if name not in _OPTIONS or not eq:
+            raise TargetError(
+                f"target '{target}': unknown option '{word}'; "
+                f"supported: {', '.join(o + '=...' for o in _OPTIONS)}"
+            )
+        field, parse = _OPTIONS[name]
+        try:
+            setattr(self, field, parse(value))
+        except ValueError as err:
+            raise TargetError(f"target '{target}': bad value in '{word}'") from err
+
+    # --- what the code generator uses ------------------------------------
+    @property
+    def cpu(self) -> str:
+        """The CPU to generate code for: -mcpu, or the host CPU (also for -mcpu=native)."""
+        return host_cpu_name() if self.mcpu in (None, "native") else self.mcpu
+
+    @property
+    def features(self) -> str:
+        """LLVM feature string: -mattr, plus every host feature when -mcpu is absent or "native"."""
+        parts = [host_cpu_features()] if self.mcpu in (None, "native") else []
+        parts.extend(self.mattr)
+        return ",".join(p for p in parts if p)
+
+    @property
+    def triple(self) -> str:
+        initialize_llvm()
+        return self.mtriple or llvm.get_process_triple()
+
+    def create_target_machine(self) -> llvm.TargetMachine:
+        """An llvmlite TargetMachine for this target (opt=3, PIC), shared per target string.
+
+        For an execution engine use `new_target_machine()`: an engine takes ownership of its
+        TargetMachine and frees it with itself. (A shared one handed to an engine anyway is
+        dropped from the cache, so later callers never get a machine an engine may free.)"""
+        tm = _target_machine(self._str)
+        if getattr(tm, "_owned", False):  # llvmlite marks a machine an engine took over
+            _target_machine.cache_clear()
+            tm = _target_machine(self._str)
+        return tm
+
+    def new_target_machine(self) -> llvm.TargetMachine:
+        """A fresh TargetMachine, e.g. for `llvm.create_mcjit_compiler`, which takes ownership."""
+        return _new_target_machine(self._str)
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        return ("cpu",)
+
+    def __str__(self) -> str:
+        return self._str
+
+    def __repr__(self) -> str:
+        return f'Target("{self._str}")'
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Target) and other._str == self._str
+
+    def __hash__(self) -> int:
+        return hash(self._str)
+
+
+def _check_kind(kind: str, target: str) -> str:
+    if kind in SUPPORTED_KINDS:
+        return kind
+    if kind in _GPU_KINDS:
+        raise TargetError(
+            f"target '{target}': GPU targets ('{kind}') are not available in this build; "
+            "use 'llvm' (the host CPU)"
+        )
+    if kind in _PLANNED_KINDS:
+        raise TargetError(f"target '{target}': {_PLANNED_KINDS[kind]}")
+    raise TargetError(
+        f"unknown target kind '{kind}' in '{target}'; supported kinds: {', '.join(SUPPORTED_KINDS)}"
+    )
+
+
+def _option_words(t: Target) -> list[str]:
+    words = []
+    if t.mcpu:
+        words.append(f"-mcpu={t.mcpu}")
+    if t.mattr:
+        words.append(f"-mattr={','.join(t.mattr)}")
+    if t.mtriple:
+        words.append(f"-mtriple={t.mtriple}")
+    if t.num_cores is not None:
+        words.append(f"-num-cores={t.num_cores}")
+    if t.opt_level != 3:
+        words.append(f"-opt-level={t.opt_level}")
+    return words
+
+
+@lru_cache(maxsize=32)
+def _target_machine(target_str: str) -> llvm.TargetMachine:
+    return _new_target_machine(target_str)
+
+
+def _new_target_machine(target_str: str) -> llvm.TargetMachine:
+    initialize_llvm()
+    t = Target(target_str)
+    try:
+        llvm_target = llvm.Target.from_triple(t.triple)
+    except RuntimeError as err:
+        raise TargetError(f"target '{target_str}': LLVM does not know triple '{t.triple}'") from err
+    return llvm_target.create_target_machine(
+        cpu=t.cpu,
+        features=t.features,
+        opt=min(max(t.opt_level, 0), 3),
+        reloc="pic",
+        codemodel="default",
+    )

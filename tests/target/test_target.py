@@ -1,0 +1,114 @@
+import llvmlite.binding as llvm
+import pytest
+
+from minitvm.error import BuildError, TargetError
+from minitvm.target import (
+    Target,
+    compile_llvm_ir,
+    emit_assembly,
+    enabled_features,
+    host_cpu_features,
+    host_cpu_name,
+)
+
+
+def test_plain_llvm_is_the_host_with_all_its_features():
+    t = Target("llvm")
+    assert str(t) == "llvm" and t.kind.name == "llvm"
+    assert t.cpu == host_cpu_name() == llvm.get_host_cpu_name()
+    assert t.features == host_cpu_features()
+    assert "sse2" in enabled_features(t.features)
+
+
+def test_options_parse_and_print_back():
+    text = "llvm -mcpu=skylake-avx512 -mattr=+avx512f,+fma -num-cores=2 -opt-level=2"
+    t = Target(text)
+    assert (t.mcpu, t.mattr, t.num_cores, t.opt_level) == (
+        "skylake-avx512",
+        ("+avx512f", "+fma"),
+        2,
+        2,
+    )
+    assert str(t) == text and Target(str(t)) == t and hash(Target(text)) == hash(t)
+    assert t.cpu == "skylake-avx512" and t.features == "+avx512f,+fma"
+    assert repr(Target("llvm -mtriple=x86_64-unknown-linux-gnu")) == (
+        'Target("llvm -mtriple=x86_64-unknown-linux-gnu")'
+    )
+
+
+def test_mcpu_native_means_the_host():
+    t = Target("llvm -mcpu=native")
+    assert t.cpu == host_cpu_name() and t.features == host_cpu_features()
+
+
+def test_target_machine_is_cached_per_target_string():
+    assert Target("llvm").create_target_machine() is Target("llvm").create_target_machine()
+    tm = Target("llvm -mcpu=skylake-avx512").create_target_machine()
+    assert tm is not Target("llvm").create_target_machine()
+    assert tm.triple == llvm.get_process_triple()
+
+
+@pytest.mark.parametrize("kind", ["cuda", "opencl", "vulkan", "metal", "rocm"])
+def test_gpu_targets_are_refused_not_faked(kind):
+    with pytest.raises(
+        TargetError, match=f"GPU targets \\('{kind}'\\) are not available in this build"
+    ):
+        Target(f"{kind} -arch=sm_80")
+
+
+def test_c_target_is_not_supported_yet():
+    with pytest.raises(TargetError, match="C source backend is not supported yet"):
+        Target("c")
+
+
+def test_unknown_kind_names_the_string_and_supported_kinds():
+    with pytest.raises(
+        TargetError, match=r"unknown target kind 'tpu' in 'tpu -x=1'; supported kinds: llvm"
+    ):
+        Target("tpu -x=1")
+
+
+@pytest.mark.parametrize(
+    "text, match",
+    [
+        ("llvm -device=arm_cpu", r"unknown option '-device=arm_cpu'; supported: -mcpu=\.\.\."),
+        ("llvm -mcpu", r"unknown option '-mcpu'"),
+        ("llvm -num-cores=two", r"bad value in '-num-cores=two'"),
+        ("", "empty target string"),
+    ],
+)
+def test_bad_options_are_errors(text, match):
+    with pytest.raises(TargetError, match=match):
+        Target(text)
+
+
+def test_non_string_target_is_an_error():
+    with pytest.raises(TargetError, match="expects a string"):
+        Target(3)
+
+
+IR = "define i32 @f(i32 %x) {\n  %y = mul i32 %x, 8\n  ret i32 %y\n}\n"
+
+
+def test_compile_llvm_ir_optimises_and_emits_an_elf_object():
+    optimised, obj = compile_llvm_ir(IR, "llvm")
+    assert obj[:4] == b"\x7fELF"
+    assert "shl" in optimised  # x * 8 became a shift at O3
+    assert "f:" in emit_assembly(optimised)
+
+
+def test_compile_llvm_ir_reports_invalid_ir():
+    with pytest.raises(BuildError, match="invalid LLVM IR for target 'llvm'"):
+        compile_llvm_ir("define i32 @f( {", "llvm")
+
+
+def test_shared_target_machine_handed_to_an_engine_is_replaced():
+    import gc
+
+    tm = Target("llvm -mcpu=skylake").create_target_machine()
+    engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)  # takes ownership of tm
+    fresh = Target("llvm -mcpu=skylake").create_target_machine()
+    assert fresh is not tm
+    del engine, tm
+    gc.collect()  # the engine frees its machine; the shared one must still work
+    assert "f:" in fresh.emit_assembly(llvm.parse_assembly(IR))
