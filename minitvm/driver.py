@@ -1,0 +1,109 @@
+"""`tvm.lower` and `tvm.build`: from a schedule, TE tensors, a PrimFunc or an IRModule to a
+readable loop nest, or to a compiled runtime.Module."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .error import BuildError
+from .ir.module import IRModule
+from .target import Target
+from .tir.function import PrimFunc
+from .tir.transform.pipeline import lower_primfunc
+
+_INPUTS = "a te.Schedule (with args), a list of te.Tensors, a tir.PrimFunc or an IRModule"
+
+
+def _named(func: PrimFunc, name: str) -> PrimFunc:
+    return func.with_attr("global_symbol", name)
+
+
+def _check_binds(binds: Any, where: str) -> None:
+    if binds:
+        raise BuildError(
+            f"{where}: `binds` (custom buffers for tensors) is not supported; declare the "
+            "buffer layout in the PrimFunc (T.match_buffer / T.Buffer) instead"
+        )
+
+
+def _check_unique_symbols(mod: IRModule, where: str) -> None:
+    seen: dict[str, str] = {}
+    for gv, func in mod.functions_items():
+        other = seen.setdefault(func.name, gv.name_hint)
+        if other != gv.name_hint:
+            raise BuildError(
+                f"{where}: functions '{other}' and '{gv.name_hint}' both have global_symbol "
+                f"'{func.name}'; give each a unique name with "
+                "func.with_attr('global_symbol', name)"
+            )
+
+
+def _to_module(inp: Any, args: Any, name: str, binds: Any, where: str) -> IRModule:
+    """Normalise every accepted input to an IRModule of PrimFuncs with global symbols set."""
+    _check_binds(binds, where)
+    if isinstance(inp, IRModule):
+        out = IRModule(attrs=inp.attrs)
+        for gv, func in inp.functions_items():
+            if not isinstance(func, PrimFunc):
+                raise BuildError(
+                    f"{where}: function '{gv.name_hint}' is a {type(func).__name__}, not a "
+                    "tir.PrimFunc; build graph-level modules with relax.build"
+                )
+            out[gv.name_hint] = func if func.name else _named(func, gv.name_hint)
+        _check_unique_symbols(out, where)
+        return out
+    if isinstance(inp, PrimFunc):
+        return IRModule({name: _named(inp, name)})
+    if hasattr(inp, "build_prim_func"):  # a te Schedule (te.create_schedule)
+        if args is None:
+            raise BuildError(
+                f"{where}: a schedule needs `args`, the tensors that become the function's "
+                "parameters, e.g. tvm.lower(s, [A, B, C])"
+            )
+        return IRModule({name: _named(inp.build_prim_func(list(args), name), name)})
+    if isinstance(inp, list | tuple) and inp:
+        from .te import create_prim_func  # te sits above tir; imported when used
+
+        return IRModule({name: _named(create_prim_func(list(inp)), name)})
+    raise BuildError(f"{where}: expected {_INPUTS}, got {type(inp).__name__}")
+
+
+def lower(
+    inp: Any, args: Any = None, name: str = "main", binds: Any = None, simple_mode: bool = False
+) -> IRModule:
+    """The loop nest of `inp` after block lowering and simplification (multi-dim indices kept).
+
+    >>> print(tvm.lower(s, [A, B, C], simple_mode=True).script())
+    """
+    mod = _to_module(inp, args, name, binds, "tvm.lower")
+    out = IRModule(attrs=mod.attrs)
+    for gv, func in mod.functions_items():
+        out[gv.name_hint] = lower_primfunc(func, flatten=False)
+    return out
+
+
+def build(
+    inp: Any,
+    args: Any = None,
+    target: Any = "llvm",
+    target_host: Any = None,
+    name: str = "main",
+    binds: Any = None,
+):
+    """Lower and compile `inp` for `target`; returns a runtime.Module (`mod[name](*arrays)`).
+
+    >>> f = tvm.build(s, [A, B, C], "llvm", name="add"); f(a, b, c)
+    """
+    target = Target(target)
+    if target_host is not None:
+        Target(target_host)  # validated; the host is the CPU target itself
+    mod = _to_module(inp, args, name, binds, "tvm.build")
+    funcs = [lower_primfunc(func) for _, func in mod.functions_items()]
+    if not funcs:
+        raise BuildError("tvm.build: the IRModule has no PrimFunc to compile")
+    from . import codegen, runtime
+
+    result = codegen.llvm.build(funcs, target)
+    names = [f.name for f in funcs]
+    entry = name if name in names else names[0]
+    return runtime.Module.from_codegen(result, entry_name=entry)

@@ -1,0 +1,206 @@
+"""Buffer access regions of blocks, and symbolic interval bounds of index expressions.
+
+The scheduler uses these to find which part of a buffer a loop nest touches
+(compute_at, reverse_compute_at) and to rebuild a block's `reads`/`writes` after a rewrite.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ..expr import (
+    Add, BufferLoad, Cast, FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimExpr, Range, Sub, Var,
+    binary,
+)
+from ..functor import Visitor
+from ..stmt import Block, BufferRegion, BufferStore
+
+Interval = tuple[PrimExpr, PrimExpr]  # inclusive [lo, hi]
+Simplify = Callable[[PrimExpr], PrimExpr]
+
+
+def _const(e: PrimExpr) -> int | None:
+    return e.value if isinstance(e, IntImm) else None
+
+
+def _mentions(e: PrimExpr, dom: Mapping[int, Interval]) -> bool:
+    found = False
+
+    class _Find(Visitor):
+        def visit_Var(self, v: Var) -> None:
+            nonlocal found
+            found = found or id(v) in dom
+
+    _Find().visit(e)
+    return found
+
+
+def _bound_add(a: Interval, b: Interval) -> Interval:
+    return binary(Add, a[0], b[0]), binary(Add, a[1], b[1])
+
+
+def _bound_sub(a: Interval, b: Interval) -> Interval:
+    return binary(Sub, a[0], b[1]), binary(Sub, a[1], b[0])
+
+
+def _scale(a: Interval, c: int, op: type) -> Interval:
+    lo, hi = binary(op, a[0], c), binary(op, a[1], c)
+    return (lo, hi) if c >= 0 else (hi, lo)
+
+
+def _bound_mul(a: Interval, b: Interval, ea: PrimExpr, eb: PrimExpr) -> Interval | None:
+    cb, ca = _const(eb), _const(ea)
+    if cb is not None:
+        return _scale(a, cb, Mul)
+    if ca is not None:
+        return _scale(b, ca, Mul)
+    return None
+
+
+def _bound_floordiv(a: Interval, b: Interval, ea: PrimExpr, eb: PrimExpr) -> Interval | None:
+    c = _const(eb)
+    if c is not None and c > 0:
+        return _scale(a, c, FloorDiv)
+    return None
+
+
+def _bound_floormod(a: Interval, b: Interval, ea: PrimExpr, eb: PrimExpr) -> Interval | None:
+    c = _const(eb)
+    if c is not None and c > 0:
+        return IntImm(eb.dtype, 0), IntImm(eb.dtype, c - 1)
+    return None
+
+
+def _bound_min(a: Interval, b: Interval) -> Interval:
+    return binary(Min, a[0], b[0]), binary(Min, a[1], b[1])
+
+
+def _bound_max(a: Interval, b: Interval) -> Interval:
+    return binary(Max, a[0], b[0]), binary(Max, a[1], b[1])
+
+
+# node class -> how its interval follows from its operands' intervals
+_MONOTONE = {Add: _bound_add, Sub: _bound_sub, Min: _bound_min, Max: _bound_max}
+_WITH_OPERANDS = {Mul: _bound_mul, FloorDiv: _bound_floordiv, FloorMod: _bound_floormod}
+
+
+def eval_interval(e: PrimExpr, dom: Mapping[int, Interval]) -> Interval | None:
+    """Inclusive symbolic bounds of integer `e` when each Var id in `dom` ranges over its interval.
+
+    Returns None when `e` depends on a ranged variable in a way we cannot bound.
+    """
+    if not _mentions(e, dom):
+        return e, e
+    if isinstance(e, Var):
+        return dom[id(e)]
+    if isinstance(e, Cast):
+        inner = eval_interval(e.value, dom)
+        return None if inner is None else (Cast(e.dtype, inner[0]), Cast(e.dtype, inner[1]))
+    cls = type(e)
+    if cls in _MONOTONE or cls in _WITH_OPERANDS:
+        a, b = eval_interval(e.a, dom), eval_interval(e.b, dom)
+        if a is None or b is None:
+            return None
+        if cls in _MONOTONE:
+            return _MONOTONE[cls](a, b)
+        return _WITH_OPERANDS[cls](a, b, e.a, e.b)
+    return None
+
+
+def range_to_interval(r: Range) -> Interval:
+    return r.min, binary(Sub, binary(Add, r.min, r.extent), 1)
+
+
+def loop_domain(loops: Any) -> dict[int, Interval]:
+    """The interval of each loop var of the given For loops."""
+    return {id(f.loop_var): range_to_interval(Range(f.min, f.extent)) for f in loops}
+
+
+def region_interval(
+    region: BufferRegion, dom: Mapping[int, Interval], simplify: Simplify
+) -> list[Interval | None]:
+    """Per dimension, the bounds of `region` (None where unbounded)."""
+    out: list[Interval | None] = []
+    for r in region.region:
+        lo = eval_interval(r.min, dom)
+        last = eval_interval(binary(Sub, binary(Add, r.min, r.extent), 1), dom)
+        if lo is None or last is None:
+            out.append(None)
+        else:
+            out.append((simplify(lo[0]), simplify(last[1])))
+    return out
+
+
+# ----------------------------------------------------------------------------- access regions
+
+
+class _Accesses(Visitor):
+    def __init__(self) -> None:
+        self.reads: dict[int, tuple[Any, list[tuple]]] = {}
+        self.writes: dict[int, tuple[Any, list[tuple]]] = {}
+
+    def visit_BufferLoad(self, e: BufferLoad) -> None:
+        self.reads.setdefault(id(e.buffer), (e.buffer, []))[1].append(e.indices)
+        self.generic_visit(e)
+
+    def visit_BufferStore(self, s: BufferStore) -> None:
+        self.writes.setdefault(id(s.buffer), (s.buffer, []))[1].append(s.indices)
+        self.generic_visit(s)
+
+    def visit_Block(self, b: Block) -> None:
+        # a nested block declares its own accesses; take them as written there
+        for r in b.reads:
+            self.reads.setdefault(id(r.buffer), (r.buffer, []))[1].append(r.region)
+        for w in b.writes:
+            self.writes.setdefault(id(w.buffer), (w.buffer, []))[1].append(w.region)
+
+
+def _same(a: PrimExpr, b: PrimExpr) -> bool:
+    from ...ir.structural import structural_equal
+
+    return structural_equal(a, b)
+
+
+def _union_dim(items: list, dim_extent: PrimExpr, simplify: Simplify) -> Range:
+    """Union of the per-access indices (PrimExpr points or Ranges) along one dimension."""
+    ranges = [x if isinstance(x, Range) else Range(x, 1) for x in items]
+    first = ranges[0]
+    if all(_same(r.min, first.min) and _same(r.extent, first.extent) for r in ranges[1:]):
+        return first
+    lo = ranges[0].min
+    hi = binary(Add, ranges[0].min, ranges[0].extent)
+    for r in ranges[1:]:
+        lo = binary(Min, lo, r.min)
+        hi = binary(Max, hi, binary(Add, r.min, r.extent))
+    lo, hi = simplify(lo), simplify(hi)
+    if isinstance(lo, Min | Max) or isinstance(hi, Min | Max):
+        return Range(0, dim_extent)  # not comparable symbolically: the whole dimension
+    return Range(lo, simplify(binary(Sub, hi, lo)))
+
+
+def _regions(table: dict, simplify: Simplify) -> tuple[BufferRegion, ...]:
+    out = []
+    for buf, accesses in table.values():
+        dims = []
+        for d in range(len(buf.shape)):
+            dims.append(_union_dim([acc[d] for acc in accesses], buf.shape[d], simplify))
+        out.append(BufferRegion(buf, tuple(dims)))
+    return tuple(out)
+
+
+def infer_access_regions(
+    block: Block, simplify: Simplify = lambda e: e
+) -> tuple[tuple[BufferRegion, ...], tuple[BufferRegion, ...]]:
+    """(reads, writes) of `block` from its body and init, in terms of its iter vars.
+
+    A buffer both read and written (a reduction's accumulator) appears in both lists.
+    """
+    acc = _Accesses()
+    if block.init is not None:
+        acc.visit(block.init)
+    acc.visit(block.body)
+    local = {id(b) for b in block.alloc_buffers}
+    reads = {k: v for k, v in acc.reads.items() if k not in local}
+    writes = {k: v for k, v in acc.writes.items() if k not in local}
+    return _regions(reads, simplify), _regions(writes, simplify)

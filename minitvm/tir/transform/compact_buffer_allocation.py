@@ -1,0 +1,140 @@
+"""Shrink each allocated buffer to the region its accesses touch inside the allocation.
+
+After plan_and_update_buffer_allocation_location an intermediate lives inside the loop that
+encloses all its uses, but still has its full shape: a `cache_write("local")` tile of a
+1024x1024 output would be a 4 MiB stack array per tile. Here each dimension becomes the
+extent of the accessed index range (the loops inside the allocation relaxed to their ranges)
+when that extent is a constant smaller than the original, and every index is shifted by the
+region's start, so the tile becomes a small constant-size array LLVM keeps in registers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..buffer import Buffer
+from ..expr import BufferLoad, IntImm, Max, Min, PrimExpr, Range, Sub, binary
+from ..function import PrimFunc
+from ..functor import Mutator, Visitor, post_order_visit
+from ..stmt import Allocate, BufferStore, DeclBuffer, For, LetStmt, Stmt
+from ._pass import prim_func_pass
+
+
+class _Accesses(Visitor):
+    """Index tuples of every access to `buf` in a statement, and the loops defined inside it."""
+
+    def __init__(self, buf: Buffer) -> None:
+        self.buf = buf
+        self.indices: list[tuple] = []
+        self.loops: dict[Any, Range] = {}
+        self.inner: set[int] = set()  # ids of every var defined inside the statement
+
+    def visit_LetStmt(self, let: LetStmt) -> None:
+        self.inner.add(id(let.var))
+        self.generic_visit(let)
+
+    def visit_For(self, loop: For) -> None:
+        self.loops[loop.loop_var] = Range(loop.min, loop.extent)
+        self.inner.add(id(loop.loop_var))
+        self.generic_visit(loop)
+
+    def visit_BufferLoad(self, load: BufferLoad) -> None:
+        if load.buffer is self.buf:
+            self.indices.append(load.indices)
+        self.generic_visit(load)
+
+    def visit_BufferStore(self, store: BufferStore) -> None:
+        if store.buffer is self.buf:
+            self.indices.append(store.indices)
+        self.generic_visit(store)
+
+
+def _region(buf: Buffer, body: Stmt) -> list[tuple[PrimExpr, PrimExpr]] | None:
+    """(start, extent) per dimension of what `body` touches, or None when nothing shrinks."""
+    from ...arith import Analyzer  # arith sits below tir.transform in the pipeline
+
+    acc = _Accesses(buf)
+    acc.visit(body)
+    if not acc.indices:
+        return None
+    ana = Analyzer()
+    out, shrunk = [], False
+    for dim, extent in enumerate(buf.shape):
+        sets = [ana.int_set(idx[dim], acc.loops) for idx in acc.indices]
+        if not all(s.has_lower_bound() and s.has_upper_bound() for s in sets):
+            out.append((IntImm(extent.dtype, 0), extent))
+            continue
+        lo = ana.simplify(_fold(Min, [s.min_value for s in sets]))
+        hi = ana.simplify(_fold(Max, [s.max_value for s in sets]))
+        new = ana.simplify(binary(Sub, hi, lo) + 1)
+        smaller = isinstance(new, IntImm) and (
+            not isinstance(extent, IntImm) or new.value < extent.value
+        )
+        if smaller and new.value > 0 and not _uses(lo, acc.inner):
+            out.append((lo, new))
+            shrunk = True
+        else:
+            out.append((IntImm(extent.dtype, 0), extent))
+    return out if shrunk else None
+
+
+def _uses(e: PrimExpr, var_ids: set[int]) -> bool:
+    found = []
+    post_order_visit(e, lambda n: found.append(n) if id(n) in var_ids else None)
+    return bool(found)
+
+
+def _fold(cls: type, items: list[PrimExpr]) -> PrimExpr:
+    acc = items[0]
+    for x in items[1:]:
+        acc = binary(cls, acc, x)
+    return acc
+
+
+class _Rebase(Mutator):
+    """Point every access of `old` at `new`, indices shifted by the region start."""
+
+    def __init__(self, old: Buffer, new: Buffer, starts: list[PrimExpr]) -> None:
+        from ...arith import Analyzer
+
+        super().__init__()
+        self.old, self.new, self.starts = old, new, starts
+        self.ana = Analyzer()
+
+    def _shift(self, indices: tuple) -> tuple:
+        return tuple(self.ana.simplify(binary(Sub, i, s)) for i, s in zip(indices, self.starts))
+
+    def visit_BufferLoad(self, load: BufferLoad) -> PrimExpr:
+        load = self.generic_visit(load)
+        if load.buffer is not self.old:
+            return load
+        return BufferLoad(self.new, self._shift(load.indices), load.dtype)
+
+    def visit_BufferStore(self, store: BufferStore) -> Stmt:
+        store = self.generic_visit(store)
+        if store.buffer is not self.old:
+            return store
+        return BufferStore(self.new, store.value, self._shift(store.indices))
+
+
+class _Compact(Mutator):
+    def visit_Allocate(self, alloc: Allocate) -> Stmt:
+        alloc = self.generic_visit(alloc)
+        decl = alloc.body
+        if not isinstance(decl, DeclBuffer) or decl.buffer.data is not alloc.buffer_var:
+            return alloc
+        buf = decl.buffer
+        region = _region(buf, decl.body)
+        if region is None:
+            return alloc
+        new = buf.replace(shape=tuple(ext for _, ext in region), strides=())
+        body = _Rebase(buf, new, [lo for lo, _ in region]).visit(decl.body)
+        return alloc.replace(extents=new.shape, body=DeclBuffer(new, body))
+
+
+def compact_buffer_allocation(func: PrimFunc) -> PrimFunc:
+    """Shrink allocations to the constant-size region their accesses touch (see module doc)."""
+    return func.replace(body=_Compact().visit(func.body))
+
+
+CompactBufferAllocation = prim_func_pass(compact_buffer_allocation, "CompactBufferAllocation")

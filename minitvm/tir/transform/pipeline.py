@@ -1,0 +1,85 @@
+"""The lowering pipeline: one list of passes from TensorIR blocks to the lowered TIR of
+docs/contracts.md §1. Variants are flags on the steps, not second copies of the list."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ... import env
+from ...error import MiniTVMError
+from ..analysis.verify import verify_well_formed
+from ..function import PrimFunc
+from .compact_buffer_allocation import compact_buffer_allocation
+from .convert_blocks_to_loops import convert_blocks_to_loops
+from .flatten_buffer import flatten_buffer
+from .lower_init_block import lower_init_block
+from .plan_buffer_allocation import plan_and_update_buffer_allocation_location
+from .remove_no_op import remove_no_op
+from .simplify import simplify
+from .unroll_loop import unroll_loop
+from .vectorize_loop import vectorize_loop
+
+
+@dataclass(frozen=True)
+class Step:
+    """One pass of the pipeline and the form of TIR it leaves behind."""
+
+    fn: Callable[[PrimFunc], PrimFunc]
+    blocks_lowered: bool  # no Block remains after this step
+    flat: bool  # accesses are 1-D after this step; `lower()` stops before the first flat step
+
+
+PIPELINE: tuple[Step, ...] = (
+    Step(lower_init_block, blocks_lowered=False, flat=False),
+    Step(convert_blocks_to_loops, blocks_lowered=True, flat=False),
+    Step(plan_and_update_buffer_allocation_location, blocks_lowered=True, flat=False),
+    Step(compact_buffer_allocation, blocks_lowered=True, flat=False),
+    Step(simplify, blocks_lowered=True, flat=False),
+    Step(remove_no_op, blocks_lowered=True, flat=False),
+    Step(flatten_buffer, blocks_lowered=True, flat=True),
+    Step(simplify, blocks_lowered=True, flat=True),
+    Step(vectorize_loop, blocks_lowered=True, flat=True),
+    Step(unroll_loop, blocks_lowered=True, flat=True),
+    Step(simplify, blocks_lowered=True, flat=True),
+    Step(remove_no_op, blocks_lowered=True, flat=True),
+)
+
+
+def lower_primfunc(func: PrimFunc, *, flatten: bool = True, verify: bool | None = None) -> PrimFunc:
+    """Run the pipeline on `func`. `flatten=False` stops at the readable loop nest (`tvm.lower`).
+
+    `verify` (default: MINITVM_VERIFY_IR) checks well-formedness after every pass;
+    MINITVM_DUMP_IR=dir writes `NN_passname.py` with the script after every pass.
+    """
+    verify = env.verify_ir() if verify is None else verify
+    dump_dir = env.dump_ir_dir()
+    if "tir.noalias" not in func.attrs:
+        func = func.with_attr("tir.noalias", True)
+    if verify:
+        verify_well_formed(func, pass_name="(input of lowering)")
+    for n, step in enumerate(s for s in PIPELINE if flatten or not s.flat):
+        func = step.fn(func)
+        name = step.fn.__name__
+        if dump_dir:
+            _dump(dump_dir, n, name, func)
+        if verify:
+            verify_well_formed(
+                func, allow_blocks=not step.blocks_lowered, flat=step.flat, pass_name=name
+            )
+    return func
+
+
+def _dump(directory: str, n: int, name: str, func: PrimFunc) -> None:
+    try:
+        os.makedirs(directory, exist_ok=True)
+        symbol = func.attrs.get("global_symbol", "main")
+        suffix = "" if symbol == "main" else f"_{symbol}"  # one file per function of a module
+        path = os.path.join(directory, f"{n:02d}_{name}{suffix}.py")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(f"# {symbol} after {name}\n{func.script()}\n")
+    except OSError as err:
+        raise MiniTVMError(
+            f"MINITVM_DUMP_IR={directory!r}: cannot write the IR dump: {err}"
+        ) from err

@@ -1,0 +1,111 @@
+"""Move each `Allocate` to the lowest common ancestor loop of all uses of its memory.
+
+A `cache_write("local")` accumulator used only inside a tile's loops then becomes a small
+constant-size allocation inside the tile (a stack slot LLVM promotes to registers), and a
+buffer used inside a parallel loop becomes private to each iteration.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..expr import Var
+from ..function import PrimFunc
+from ..functor import Mutator, Visitor
+from ..stmt import Allocate, DeclBuffer, For, ForKind, Stmt
+from ._pass import prim_func_pass
+
+
+class _Strip(Mutator):
+    """Remove every Allocate (and the DeclBuffer right under it), remembering them in order."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.allocs: list[tuple[Allocate, DeclBuffer | None]] = []
+
+    def visit_Allocate(self, alloc: Allocate) -> Stmt:
+        decl = (
+            alloc.body
+            if isinstance(alloc.body, DeclBuffer) and alloc.body.buffer.data is alloc.buffer_var
+            else None
+        )
+        self.allocs.append((alloc, decl))
+        return self.visit(decl.body if decl is not None else alloc.body)
+
+
+class _UsePaths(Visitor):
+    """For each allocated data var: the common prefix of the loop paths of all its uses."""
+
+    def __init__(self, data_vars: set[int]) -> None:
+        self.data_vars = data_vars
+        self.path: list[For] = []
+        self.lca: dict[int, list[For]] = {}
+
+    def visit_For(self, loop: For) -> None:
+        self.path.append(loop)
+        self.generic_visit(loop)
+        self.path.pop()
+
+    def visit_Var(self, v: Var) -> None:
+        if id(v) not in self.data_vars:
+            return
+        old = self.lca.get(id(v))
+        if old is None:
+            self.lca[id(v)] = list(self.path)
+            return
+        n = 0
+        while n < min(len(old), len(self.path)) and old[n] is self.path[n]:
+            n += 1
+        del old[n:]
+
+
+def _placement(path: list[For]) -> For | None:
+    """The loop whose body hosts the allocation: never inside a vectorized loop."""
+    for n, loop in enumerate(path):
+        if loop.kind == ForKind.VECTORIZED:
+            return path[n - 1] if n else None
+    return path[-1] if path else None
+
+
+class _Insert(Mutator):
+    def __init__(self, at: dict[int, list[tuple[Allocate, DeclBuffer | None]]]) -> None:
+        super().__init__()
+        self.at = at
+
+    def visit_For(self, loop: For) -> For:
+        new = self.generic_visit(loop)
+        allocs = self.at.get(id(loop))
+        return new.replace(body=wrap(new.body, allocs)) if allocs else new
+
+
+def wrap(body: Stmt, allocs: list[tuple[Allocate, DeclBuffer | None]]) -> Stmt:
+    """Re-wrap `body` in the given allocations, the first one outermost."""
+    for alloc, decl in reversed(allocs):
+        inner = decl.replace(body=body) if decl is not None else body
+        body = alloc.replace(body=inner)
+    return body
+
+
+def plan_and_update_buffer_allocation_location(func: PrimFunc) -> PrimFunc:
+    """Re-place every Allocate at the deepest loop enclosing all uses (unused ones are dropped)."""
+    strip = _Strip()
+    body = strip.visit(func.body)
+    if not strip.allocs:
+        return func
+    uses = _UsePaths({id(a.buffer_var) for a, _ in strip.allocs})
+    uses.visit(body)
+    at: dict[int, list[Any]] = {}
+    top: list[Any] = []
+    for alloc, decl in strip.allocs:
+        path = uses.lca.get(id(alloc.buffer_var))
+        if path is None:
+            continue
+        host = _placement(path)
+        (top if host is None else at.setdefault(id(host), [])).append((alloc, decl))
+    body = _Insert(at).visit(body)
+    return func.replace(body=wrap(body, top))
+
+
+PlanAndUpdateBufferAllocationLocation = prim_func_pass(
+    plan_and_update_buffer_allocation_location, "PlanAndUpdateBufferAllocationLocation"
+)

@@ -1,0 +1,103 @@
+"""Simplify every expression with the enclosing loop ranges known; drop provably-true guards."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..buffer import Buffer
+from ..expr import BufferLoad, Call, IntImm, Not, Op, PrimExpr
+from ..function import PrimFunc
+from ..functor import Mutator, substitute
+from ..op import likely
+from ..stmt import For, ForKind, IfThenElse, LetStmt, Stmt
+from ._analyzer import ScopedAnalyzer
+from ._pass import prim_func_pass
+
+
+def _unwrap_likely(cond: PrimExpr) -> tuple[PrimExpr, bool]:
+    if isinstance(cond, Call) and isinstance(cond.op, Op) and cond.op.name == "tir.likely":
+        return cond.args[0], True
+    return cond, False
+
+
+class _Simplify(Mutator):
+    """Results depend on the enclosing loops and guards, so nothing is reused by identity."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ana = ScopedAnalyzer()
+
+    def visit(self, n: Any) -> Any:
+        self._memo.clear()
+        if isinstance(n, PrimExpr):
+            return self.expr(n)
+        return super().visit(n)
+
+    # ---- expressions
+    def expr(self, e: PrimExpr) -> PrimExpr:
+        cond, was_likely = _unwrap_likely(e)
+        if was_likely:
+            inner = self.expr(cond)
+            return inner if isinstance(inner, IntImm) else likely(inner)
+        if e.dtype.lanes > 1 or isinstance(e, BufferLoad):
+            return Mutator.generic_visit(self, e)  # simplify the scalar parts
+        return self._loads(self.ana.simplify(e))
+
+    def _loads(self, e: PrimExpr) -> PrimExpr:
+        """Simplify the indices of loads the simplifier treated as opaque."""
+        outer = self
+
+        class _Indices(Mutator):
+            def visit_BufferLoad(self, load: BufferLoad) -> PrimExpr:
+                return load.replace(indices=tuple(outer.expr(i) for i in load.indices))
+
+        return _Indices().visit(e)
+
+    def visit_Buffer(self, buf: Buffer) -> Buffer:
+        return buf  # shapes are kept as declared: buffers must stay identical to buffer_map's
+
+    # ---- statements
+    def visit_For(self, loop: For) -> Stmt:
+        lo, ext = self.expr(loop.min), self.expr(loop.extent)
+        loop = loop.replace(min=lo, extent=ext)
+        if _is_one(ext) and loop.kind != ForKind.THREAD_BINDING and not loop.annotations:
+            return self.visit(substitute(loop.body, {loop.loop_var: lo}))
+        with self.ana.loop(loop):
+            return loop.replace(body=self.visit(loop.body))
+
+    def visit_IfThenElse(self, s: IfThenElse) -> Stmt:
+        raw, was_likely = _unwrap_likely(s.condition)
+        cond = self.expr(raw)
+        if self.ana.can_prove(cond):
+            return self.visit(s.then_case)
+        if self.ana.can_prove(Not(cond)):
+            return self.visit(s.else_case) if s.else_case is not None else _no_op()
+        with self.ana.assume(cond):
+            then_case = self.visit(s.then_case)
+        else_case = None
+        if s.else_case is not None:
+            with self.ana.assume(Not(cond)):
+                else_case = self.visit(s.else_case)
+        return IfThenElse(likely(cond) if was_likely else cond, then_case, else_case)
+
+    def visit_LetStmt(self, s: LetStmt) -> Stmt:
+        return s.replace(value=self.expr(s.value), body=self.visit(s.body))
+
+
+def _no_op() -> Stmt:
+    from ..stmt import Evaluate
+
+    return Evaluate(IntImm("int32", 0))
+
+
+def simplify(func: PrimFunc) -> PrimFunc:
+    """arith.simplify over the body with loop ranges bound; guards proven true are removed,
+    the others stay (those from block predicates as `likely(...)`)."""
+    return func.replace(body=_Simplify().visit(func.body))
+
+
+Simplify = prim_func_pass(simplify, "Simplify")
+
+
+def _is_one(e: PrimExpr) -> bool:
+    return isinstance(e, IntImm) and e.value == 1
