@@ -126,6 +126,9 @@ class EqualOp:
 
     def __bool__(self) -> bool:
         same = self.a is self.b
+        x, y = const_value(_lift(self.a)), const_value(_lift(self.b))
+        if x is not None and y is not None:  # constants compare by value (`A.shape[0] == 3`)
+            same = x == y
         return same if self._cls is EQ else not same
 
     def asobject(self) -> PrimExpr:
@@ -605,6 +608,61 @@ class IterVar(Node):
     def _as_var(self) -> Var:
         return self.var
 
+    # Arithmetic on an IterVar is arithmetic on its var (`ry + yy * 2` in a conv2d lambda).
+    def __add__(self, other):
+        return self.var + other
+
+    def __radd__(self, other):
+        return binary(Add, other, self.var)
+
+    def __sub__(self, other):
+        return self.var - other
+
+    def __rsub__(self, other):
+        return binary(Sub, other, self.var)
+
+    def __mul__(self, other):
+        return self.var * other
+
+    def __rmul__(self, other):
+        return binary(Mul, other, self.var)
+
+    def __truediv__(self, other):
+        return self.var / other
+
+    def __rtruediv__(self, other):
+        return binary(Div, other, self.var)
+
+    def __floordiv__(self, other):
+        return self.var // other
+
+    def __rfloordiv__(self, other):
+        return binary(FloorDiv, other, self.var)
+
+    def __mod__(self, other):
+        return self.var % other
+
+    def __rmod__(self, other):
+        return binary(FloorMod, other, self.var)
+
+    def __neg__(self):
+        return -self.var
+
+    def __lt__(self, other):
+        return self.var < other
+
+    def __le__(self, other):
+        return self.var <= other
+
+    def __gt__(self, other):
+        return self.var > other
+
+    def __ge__(self, other):
+        return self.var >= other
+
+    def astype(self, dtype: str | DataType) -> PrimExpr:
+        return cast(dtype, self.var)
+
 
 # ----------------------------------------------------------------------------- construction helpers
 
@@ -668,6 +726,8 @@ _FOLD = {
     "Mul": lambda x, y: x * y,
     "Min": min,
     "Max": max,
+    "FloorDiv": lambda x, y: x // y,  # Python's // and % are floor division and modulo
+    "FloorMod": lambda x, y: x % y,
 }
 
 
@@ -676,7 +736,7 @@ def binary(cls: type, a: Any, b: Any) -> PrimExpr:
     a, b = _match_operands(a, b)
     if isinstance(a, IntImm) and isinstance(b, IntImm) and a.dtype.is_integer:
         fold = _FOLD.get(cls.__name__)
-        if fold is not None:
+        if fold is not None and not (b.value == 0 and cls in (FloorDiv, FloorMod)):
             value = fold(a.value, b.value)
             try:
                 return IntImm(a.dtype, value)

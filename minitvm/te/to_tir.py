@@ -1,0 +1,377 @@
+"""`te.create_prim_func`: a TE graph becomes a PrimFunc of one block per compute, in loop nests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..error import TEError
+from ..ir.dtype import DataType
+from ..ir.node import FrozenDict
+from ..tir.analysis.region import infer_access_regions
+from ..tir.buffer import Buffer, decl_buffer
+from ..tir.expr import (
+    BinaryOpExpr,
+    BufferLoad,
+    Call,
+    IntImm,
+    IterType,
+    IterVar,
+    PrimExpr,
+    Range,
+    Select,
+    SizeVar,
+    Var,
+    binary,
+    cast,
+)
+from ..tir.function import PrimFunc
+from ..tir.functor import Mutator, Visitor, post_order_visit
+from ..tir.stmt import (
+    Block,
+    BlockRealize,
+    BufferRegion,
+    BufferStore,
+    For,
+    ForKind,
+    IfThenElse,
+    LetStmt,
+    seq,
+)
+from .operation import ComputeOp, Operation, PlaceholderOp
+from .reduction import Reduce
+from .tensor import ProducerLoad, Tensor
+
+
+class _Names:
+    """Hands out unique names: the first `C` stays `C`, the next one becomes `C_1`."""
+
+    def __init__(self) -> None:
+        self.used: dict[str, int] = {}
+
+    def get(self, name: str) -> str:
+        name = name or "v"
+        if name not in self.used:
+            self.used[name] = 0
+            return name
+        while True:
+            self.used[name] += 1
+            candidate = f"{name}_{self.used[name]}"
+            if candidate not in self.used:
+                self.used[candidate] = 0
+                return candidate
+
+
+def _topo_order(roots: list[Tensor]) -> tuple[list[Operation], dict[int, str]]:
+    """Operations reachable from `roots`, producers first; and who first read each op."""
+    order: list[Operation] = []
+    seen: set[int] = set()
+    reader: dict[int, str] = {}
+    for root in roots:
+        stack: list[tuple[Operation, bool]] = [(root.op, False)]
+        while stack:
+            op, expanded = stack.pop()
+            if expanded:
+                order.append(op)
+                continue
+            if id(op) in seen:
+                continue
+            seen.add(id(op))
+            stack.append((op, True))
+            for t in reversed(op.input_tensors):
+                reader.setdefault(id(t.op), op.name)
+                if id(t.op) not in seen:
+                    stack.append((t.op, False))
+    return order, reader
+
+
+class _Retype(Mutator):
+    """A Mutator that recomputes result dtypes when operands change (a var retyped to int64)."""
+
+    def visit_BinaryOpExpr(self, n: BinaryOpExpr) -> PrimExpr:
+        a, b = self.visit(n.a), self.visit(n.b)
+        if a is n.a and b is n.b:
+            return n
+        return binary(type(n), a, b)
+
+    def visit_Select(self, n: Select) -> PrimExpr:
+        c, t, f = self.visit(n.condition), self.visit(n.true_value), self.visit(n.false_value)
+        if c is n.condition and t is n.true_value and f is n.false_value:
+            return n
+        return Select(c, t, f)
+
+
+class _Twins(_Retype):
+    def __init__(self, ctx: _Context):
+        super().__init__()
+        self.ctx = ctx
+
+    def visit_Var(self, v: Var) -> PrimExpr:
+        twin = self.ctx._twin(v)
+        return v if twin is None else twin
+
+
+class _ToBuffers(_Retype):
+    """TE expression → TIR: ProducerLoad → BufferLoad, TE axis vars → block vars."""
+
+    def __init__(self, ctx: _Context, vmap: dict[int, PrimExpr], op_name: str):
+        super().__init__()
+        self.ctx, self.buffers, self.vmap, self.op_name = ctx, ctx.buffers, vmap, op_name
+
+    def visit_Var(self, v: Var) -> PrimExpr:
+        out = self.vmap.get(id(v))
+        if out is None and self.ctx.index_dtype is not None:
+            out = self.ctx._twin(v)  # a shape var, in the index dtype
+        return v if out is None else out
+
+    def visit_ProducerLoad(self, n: ProducerLoad) -> PrimExpr:
+        return BufferLoad(self.buffers[n.producer], self.visit(n.indices))
+
+    def visit_Reduce(self, n: Reduce) -> PrimExpr:
+        raise TEError(f"compute '{self.op_name}': a reduction can only be the whole body")
+
+
+class _Context:
+    """State shared while lowering the computes of one function."""
+
+    def __init__(self, index_dtype: DataType | None):
+        self.index_dtype = index_dtype
+        self.buffers: dict[Tensor, Buffer] = {}
+        self.shape_vars: dict[int, Var] = {}  # int32 shape var → its index_dtype twin
+        self.block_names = _Names()
+        self.buffer_names = _Names()
+        self.defined: set[int] = set()  # ids of vars bound by params and their shapes
+        self.reduce_vars: set[int] = set()  # ids of every reduce axis var in the graph
+        self.block_of: dict[int, str] = {}  # id(compute op) → its block's name
+
+    def index(self, e: PrimExpr) -> PrimExpr:
+        """An index or extent in the function's index dtype."""
+        if self.index_dtype is None:
+            return e
+        e = _Twins(self).visit(e)
+        return cast(self.index_dtype, e) if e.dtype != self.index_dtype else e
+
+    def _twin(self, v: Var) -> Var | None:
+        if v.dtype == self.index_dtype or not v.dtype.is_integer:
+            return None
+        if id(v) not in self.shape_vars:
+            kind = SizeVar if isinstance(v, SizeVar) else Var
+            self.shape_vars[id(v)] = kind(v.name, self.index_dtype)
+        return self.shape_vars[id(v)]
+
+    def loop_dtype(self, extent: PrimExpr) -> DataType:
+        return self.index_dtype or extent.dtype
+
+    def declare(self, tensor: Tensor) -> Buffer:
+        name = self.buffer_names.get(
+            tensor.op.name
+            if tensor.op.num_outputs == 1
+            else f"{tensor.op.name}_v{tensor.value_index}"
+        )
+        shape = tuple(self.index(s) for s in tensor.shape)
+        buf = decl_buffer(shape, tensor.dtype, name)
+        self.buffers[tensor] = buf
+        return buf
+
+
+def _axis_loops(ctx: _Context, axes: tuple, iter_type: IterType, names: _Names, vmap: dict):
+    """(loop var, min, extent), block IterVar and binding for each TE axis."""
+    out = []
+    for iv in axes:
+        lo, extent = ctx.index(iv.dom.min), ctx.index(iv.dom.extent)
+        name = names.get(iv.var.name)
+        dtype = ctx.loop_dtype(extent)
+        loop_var, block_var = Var(name, dtype), Var(f"v_{name}", dtype)
+        vmap[id(iv.var)] = block_var
+        out.append(
+            ((loop_var, lo, extent), IterVar(Range(lo, extent), block_var, iter_type), loop_var)
+        )
+    return out
+
+
+def _reduce_update(red: Reduce, outs: list[Buffer], idx: tuple, conv: _ToBuffers):
+    """(init, update) statements of a reduction into `outs` at `idx`."""
+    source = tuple(conv.visit(s) for s in red.source)
+    current = tuple(BufferLoad(b, idx) for b in outs)
+    combined = red.combiner.combine(current, source)
+    if len(outs) == 1:
+        update = BufferStore(outs[0], combined[0], idx)
+    else:  # all new values are computed from the old ones before any store
+        temps = [Var(f"{b.name}_next", b.dtype) for b in outs]
+        update = seq(*(BufferStore(b, t, idx) for b, t in zip(outs, temps)))
+        for t, value in reversed(list(zip(temps, combined))):
+            update = LetStmt(t, value, update)
+    cond = conv.visit(red.condition)
+    if not (isinstance(cond, IntImm) and cond.value == 1):
+        update = IfThenElse(cond, update)  # where=: skip the element, keep the init
+    start = tuple(conv.visit(v) for v in red.init) if red.init else red.combiner.identity_element
+    init = seq(*(BufferStore(b, v, idx) for b, v in zip(outs, start)))
+    return init, update
+
+
+def _lower_compute(ctx: _Context, op: ComputeOp) -> Any:
+    outs = [ctx.buffers[op.output(n)] for n in range(op.num_outputs)]
+    names, vmap = _Names(), {}
+    red = op.body[0] if isinstance(op.body[0], Reduce) else None
+    axes = _axis_loops(ctx, op.axis, IterType.DataPar, names, vmap)
+    if red is not None:
+        axes += _axis_loops(ctx, red.axis, IterType.CommReduce, names, vmap)
+    conv = _ToBuffers(ctx, vmap, op.name)
+    idx = tuple(vmap[id(iv.var)] for iv in op.axis)
+    if red is None:
+        init = None
+        body = seq(*(BufferStore(b, conv.visit(e), idx) for b, e in zip(outs, op.body)))
+    else:
+        init, body = _reduce_update(red, outs, idx, conv)
+    ctx.block_of[id(op)] = ctx.block_names.get(op.name)
+    block = Block(
+        tuple(a[1] for a in axes), (), (), ctx.block_of[id(op)], body, init, annotations=op.attrs
+    )
+    reads, writes = infer_access_regions(block)
+    reads = tuple(_widen_data_dependent(r) for r in reads if not any(r.buffer is b for b in outs))
+    block = block.replace(reads=reads, writes=writes)
+    _check_defined(ctx, op, block, {id(a[1].var) for a in axes})
+    stmt: Any = BlockRealize(tuple(a[2] for a in axes), True, block)
+    for (loop_var, lo, extent), _, _ in reversed(axes):
+        stmt = For(loop_var, lo, extent, ForKind.SERIAL, stmt)
+    return stmt
+
+
+def _loads_data(e: PrimExpr) -> bool:
+    found = []
+    post_order_visit(e, lambda n: found.append(n) if isinstance(n, BufferLoad | Call) else None)
+    return bool(found)
+
+
+def _widen_data_dependent(region: BufferRegion) -> BufferRegion:
+    """An index that depends on loaded data (`A[idx[i]]`) reads the whole dimension."""
+    dims = tuple(
+        Range(0, extent) if _loads_data(r.min) or _loads_data(r.extent) else r
+        for r, extent in zip(region.region, region.buffer.shape)
+    )
+    if all(a is b for a, b in zip(dims, region.region)):
+        return region
+    return BufferRegion(region.buffer, dims)
+
+
+class _FreeVars(Visitor):
+    """Variables an expression or statement uses (buffers' own fields are not uses)."""
+
+    def __init__(self) -> None:
+        self.found: list[Var] = []
+
+    def visit_Var(self, v: Var) -> None:
+        self.found.append(v)
+
+    def visit_Buffer(self, b: Buffer) -> None:
+        pass
+
+    def visit_LetStmt(self, s: LetStmt) -> None:
+        self.visit(s.value)
+        before = len(self.found)
+        self.visit(s.body)
+        self.found[before:] = [v for v in self.found[before:] if v is not s.var]
+
+
+def _check_defined(ctx: _Context, op: ComputeOp, block: Block, block_vars: set[int]) -> None:
+    finder = _FreeVars()
+    finder.visit((block.body, block.init))
+    for buf in (ctx.buffers[op.output(n)] for n in range(op.num_outputs)):
+        finder.visit(buf.shape)
+    for v in finder.found:
+        if id(v) in block_vars or id(v) in ctx.defined:
+            continue
+        if id(v) in ctx.reduce_vars:
+            raise TEError(
+                f"create_prim_func: compute '{op.name}' uses reduce axis '{v.name}' outside its "
+                f"reduction; a reduce axis may appear only inside te.sum/max/min(..., "
+                f"axis={v.name}) of the compute that reduces over it"
+            )
+        raise TEError(
+            f"create_prim_func: compute '{op.name}' uses the variable '{v.name}', which is "
+            "defined nowhere: it is not an axis of the compute, not a dimension of an argument's "
+            f"shape and not a scalar argument. If '{v.name}' is a te.reduce_axis, use it inside "
+            f"te.sum(..., axis={v.name}); if it is a te.var, add it to the argument list."
+        )
+
+
+def _collect_defined(ctx: _Context, params: list[Var], buffer_map: dict) -> None:
+    finder = _FreeVars()
+    for buf in buffer_map.values():
+        finder.visit(buf.shape)
+    ctx.defined = {id(v) for v in finder.found} | {id(p) for p in params}
+
+
+def create_prim_func(
+    ops: list[Tensor | Var], index_dtype_override: str | DataType | None = None
+) -> PrimFunc:
+    """A PrimFunc computing the TE graph behind `ops` (its params, in order).
+
+    Example: `func = te.create_prim_func([A, B, C])`. Every compute becomes a loop nest around
+    a block named after it; computes not in `ops` become buffers allocated in the root block.
+    """
+    return create_prim_func_with_blocks(ops, index_dtype_override)[0]
+
+
+def create_prim_func_with_blocks(
+    ops: list[Tensor | Var], index_dtype_override: str | DataType | None = None
+) -> tuple[PrimFunc, dict[Operation, str]]:
+    """`create_prim_func`, plus the name of the block made for each compute operation.
+
+    Block names are the computes' names made unique, so two computes named "C" give "C" and
+    "C_1"; the classic schedule adapter uses this map to find `s[T]`'s block.
+    """
+    args = list(ops) if isinstance(ops, list | tuple) else [ops]
+    ctx = _Context(DataType(index_dtype_override) if index_dtype_override else None)
+    tensors = _check_args(args)
+    order, reader = _topo_order(tensors)
+    params: list[Var] = []
+    buffer_map: dict[Var, Buffer] = {}
+    for a in args:
+        if isinstance(a, Tensor):
+            buf = ctx.declare(a)
+            param = Var(buf.name, DataType("handle"))
+            params.append(param)
+            buffer_map[param] = buf
+        else:
+            params.append(_Twins(ctx).visit(a) if ctx.index_dtype else a)
+    _collect_defined(ctx, params, buffer_map)
+    ctx.reduce_vars = {id(iv.var) for op in order for iv in op.reduce_axis}
+    allocs = []
+    for op in order:
+        if isinstance(op, PlaceholderOp):
+            if op.output(0) not in ctx.buffers:
+                raise TEError(
+                    f"create_prim_func: placeholder '{op.name}' is read by compute "
+                    f"'{reader.get(id(op), '?')}' but is not in the argument list; add "
+                    f"{op.name} to the list of arguments (e.g. [{op.name}, ..., output])"
+                )
+            continue
+        for t in op.outputs:
+            if t not in ctx.buffers:
+                allocs.append(ctx.declare(t))
+    computes = [op for op in order if isinstance(op, ComputeOp)]
+    stmts = [_lower_compute(ctx, op) for op in computes]
+    root = Block((), (), (), "root", seq(*stmts), None, tuple(allocs))
+    attrs = FrozenDict({"global_symbol": "main", "tir.noalias": True})
+    func = PrimFunc(tuple(params), BlockRealize((), True, root), None, buffer_map, attrs)
+    return func, {op: ctx.block_of[id(op)] for op in computes}
+
+
+def _check_args(args: list) -> list[Tensor]:
+    position: dict[Tensor, int] = {}
+    for n, a in enumerate(args):
+        if isinstance(a, Tensor):
+            if a in position:
+                raise TEError(
+                    f"create_prim_func: tensor '{a.name}' appears twice in the argument list "
+                    f"(positions {position[a]} and {n}); pass each tensor once"
+                )
+            position[a] = n
+        elif not isinstance(a, Var):
+            raise TEError(
+                f"create_prim_func: argument {n} is {a!r}; arguments must be te tensors "
+                "(placeholders and computes) or scalar te.var's"
+            )
+    if not position:
+        raise TEError("create_prim_func: the argument list has no tensors")
+    return list(position)
