@@ -19,6 +19,12 @@ def _is_var(x: Any) -> bool:
     return getattr(type(x), "_is_var", False)
 
 
+def _compare_order(cls: type) -> tuple[str, ...]:
+    """Fields in comparison order: definitions first (`_structural_order`, e.g. PrimFunc's
+    buffer_map defines the symbolic shape vars its body uses)."""
+    return getattr(cls, "_structural_order", None) or field_names(cls)
+
+
 def _is_buffer(x: Any) -> bool:
     return getattr(type(x), "_is_buffer", False)
 
@@ -50,7 +56,9 @@ class _Equal:
             return True
         if (defining or self.map_free_vars) and type(a) is type(b) and a.dtype == b.dtype:
             self.bind(a, b)
-            return True
+            # graph-level vars carry their type (struct info) as fields: compare it at the definition
+            fields = getattr(type(a), "_var_fields", ())
+            return all(self.eq(getattr(a, f), getattr(b, f), f"{path}.{f}") for f in fields)
         return self.fail(path, a, b)
 
     def buffer(self, a: Any, b: Any, path: str) -> bool:
@@ -62,7 +70,7 @@ class _Equal:
         return self.fields(a, b, path, defs=type(a)._def_fields)
 
     def fields(self, a: Node, b: Node, path: str, defs: tuple[str, ...]) -> bool:
-        for name in field_names(type(a)):
+        for name in _compare_order(type(a)):
             if not self.eq(getattr(a, name), getattr(b, name), f"{path}.{name}", name in defs):
                 return False
         return True
@@ -144,14 +152,16 @@ class _Hasher:
                 if id(x) in self.defs:
                     return hash(("var", self.defs[id(x)]))
                 if defining or self.map_free_vars:
-                    return self.define(x) ^ hash(str(x.dtype))
+                    h = self.define(x) ^ hash(str(x.dtype))
+                    fields = getattr(type(x), "_var_fields", ())
+                    return hash((h, tuple(self.h(getattr(x, f)) for f in fields))) if fields else h
                 return hash(("free", id(x)))
             if _is_buffer(x):
                 if id(x) in self.defs:
                     return hash(("buf", self.defs[id(x)]))
                 self.define(x)
             cls = type(x)
-            items = tuple(self.h(getattr(x, f), f in cls._def_fields) for f in field_names(cls))
+            items = tuple(self.h(getattr(x, f), f in cls._def_fields) for f in _compare_order(cls))
             return hash((cls.__name__, items))
         if isinstance(x, tuple | list):
             return hash(tuple(self.h(v, defining) for v in x))

@@ -1,0 +1,82 @@
+"""Graph-level IR (Relax-style): functions of dataflow blocks binding calls of ops.
+
+`relax.Var`, `relax.TensorStructInfo`, `relax.const`, `relax.op.*`, `relax.BlockBuilder`,
+`relax.call_tir`, `relax.transform.*`.
+"""
+
+from . import eval_ref, functor, op, printer, transform
+from .block_builder import BlockBuilder
+from .expr import (
+    Binding,
+    BindingBlock,
+    Call,
+    Constant,
+    DataflowBlock,
+    DataflowVar,
+    Expr,
+    ExternFunc,
+    Function,
+    GlobalVar,
+    If,
+    MatchCast,
+    Op,
+    PrimValue,
+    SeqExpr,
+    ShapeExpr,
+    StringImm,
+    Tuple,
+    TupleGetItem,
+    Var,
+    VarBinding,
+    const,
+)
+from .op import call_dps_packed, call_tir
+from .struct_info import (
+    FuncStructInfo,
+    ObjectStructInfo,
+    PrimStructInfo,
+    ShapeStructInfo,
+    StructInfo,
+    TensorStructInfo,
+    TupleStructInfo,
+)
+
+__all__ = [
+    "Binding",
+    "BindingBlock",
+    "BlockBuilder",
+    "Call",
+    "Constant",
+    "DataflowBlock",
+    "DataflowVar",
+    "Expr",
+    "ExternFunc",
+    "FuncStructInfo",
+    "Function",
+    "GlobalVar",
+    "If",
+    "MatchCast",
+    "ObjectStructInfo",
+    "Op",
+    "PrimStructInfo",
+    "PrimValue",
+    "SeqExpr",
+    "ShapeExpr",
+    "ShapeStructInfo",
+    "StringImm",
+    "StructInfo",
+    "TensorStructInfo",
+    "Tuple",
+    "TupleGetItem",
+    "TupleStructInfo",
+    "Var",
+    "VarBinding",
+    "call_dps_packed",
+    "call_tir",
+    "const",
+    "eval_ref",
+    "functor",
+    "op",
+    "printer",
+    "transform",
+]

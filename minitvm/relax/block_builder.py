@@ -1,0 +1,420 @@
+"""BlockBuilder: build graph-level functions binding by binding, in A-normal form.
+
+bb = relax.BlockBuilder()
+with bb.function("main", [x, w]):
+    with bb.dataflow():
+        lv = bb.emit_te(topi.matmul, x, w)
+        gv = bb.emit_output(bb.emit_te(topi.nn.relu, lv))
+    bb.emit_func_output(gv)
+mod = bb.get()
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .. import te
+from ..error import MiniTVMError
+from ..ir.module import GlobalVar, IRModule
+from ..ir.node import FrozenDict
+from ..ir.structural import structural_equal, structural_hash
+from ..tir.expr import Var as TirVar
+from ..tir.function import PrimFunc
+from .expr import (
+    BindingBlock,
+    Call,
+    Constant,
+    DataflowBlock,
+    DataflowVar,
+    Expr,
+    Function,
+    MatchCast,
+    PrimValue,
+    SeqExpr,
+    ShapeExpr,
+    Tuple,
+    TupleGetItem,
+    Var,
+    VarBinding,
+    is_leaf,
+)
+from .op.base import call_tir
+from .struct_info import StructInfo, TensorStructInfo, TupleStructInfo, shape_vars
+
+
+class _FunctionFrame:
+    def __init__(self, name: str, params: list[Var] | None, attrs: dict, pure: bool):
+        self.name, self.params, self.attrs, self.pure = name, params, attrs, pure
+        self.blocks: list[BindingBlock] = []
+        self.output: Expr | None = None
+
+
+class _Scope:
+    """`with bb.function(...)` / `with bb.dataflow()`: enter/exit call back into the builder."""
+
+    def __init__(self, enter: Callable[[], Any], exit_: Callable[[bool], None]):
+        self._enter, self._exit = enter, exit_
+
+    def __enter__(self) -> Any:
+        return self._enter()
+
+    def __exit__(self, exc_type: Any, *_: object) -> None:
+        self._exit(exc_type is not None)
+
+
+class BlockBuilder:
+    """Builds functions into an IRModule; `emit*` return fresh variables bound to normalised values."""
+
+    _current: list[BlockBuilder] = []
+
+    def __init__(self, mod: IRModule | None = None):
+        self._mod = mod.copy() if mod is not None else IRModule()
+        self._func: _FunctionFrame | None = None
+        self._bindings: list | None = None  # bindings of the open block
+        self._dataflow = False
+        self._names: dict[str, int] = {}
+        self._prim_index: dict[int, list[GlobalVar]] = {}
+        for gv, f in self._mod.functions_items():
+            if isinstance(f, PrimFunc):
+                self._prim_index.setdefault(structural_hash(f, map_free_vars=True), []).append(gv)
+
+    @staticmethod
+    def current() -> BlockBuilder | None:
+        return BlockBuilder._current[-1] if BlockBuilder._current else None
+
+    # ------------------------------------------------------------------ scopes
+    def function(
+        self,
+        name: str,
+        params: Sequence[Var] | Var | None = None,
+        attrs: dict | None = None,
+        pure: bool = True,
+        private: bool = False,
+    ) -> _Scope:
+        """Open a function scope; finish it with `emit_func_output`."""
+        if self._func is not None:
+            raise MiniTVMError(
+                f"bb.function({name!r}): already inside function {self._func.name!r}"
+            )
+        if isinstance(params, Var):
+            params = [params]
+        frame = _FunctionFrame(
+            name, list(params) if params is not None else None, dict(attrs or {}), pure
+        )
+
+        def enter() -> BlockBuilder:
+            self._func = frame
+            self._begin_block(dataflow=False)
+            BlockBuilder._current.append(self)
+            return self
+
+        def exit_(failed: bool) -> None:
+            BlockBuilder._current.pop()
+            self._func, self._bindings = None, None
+            if not failed and frame.output is None:
+                raise MiniTVMError(
+                    f"bb.function({name!r}) ended without bb.emit_func_output(...); call it last "
+                    "inside the `with bb.function(...)` block"
+                )
+
+        return _Scope(enter, exit_)
+
+    def dataflow(self) -> _Scope:
+        """Open a dataflow block: emitted values are DataflowVars until `emit_output`."""
+
+        def enter() -> None:
+            self._require_function("bb.dataflow()")
+            if self._dataflow:
+                raise MiniTVMError("bb.dataflow(): dataflow blocks cannot be nested")
+            self._end_block()
+            self._begin_block(dataflow=True)
+
+        def exit_(failed: bool) -> None:
+            if failed:
+                return
+            self._end_block()
+            self._begin_block(dataflow=False)
+
+        return _Scope(enter, exit_)
+
+    def _begin_block(self, dataflow: bool) -> None:
+        self._bindings, self._dataflow = [], dataflow
+
+    def _end_block(self) -> None:
+        if self._bindings:
+            block_cls = DataflowBlock if self._dataflow else BindingBlock
+            self._func.blocks.append(block_cls(tuple(self._bindings)))
+        self._bindings, self._dataflow = [], False
+
+    def _require_function(self, what: str) -> None:
+        if self._func is None or self._bindings is None:
+            raise MiniTVMError(f"{what} must be called inside `with bb.function(...)`")
+
+    # ------------------------------------------------------------------ names
+    def _fresh_name(self, hint: str) -> str:
+        count = self._names.get(hint, 0)
+        self._names[hint] = count + 1
+        return hint if count == 0 else f"{hint}{count}"
+
+    # ------------------------------------------------------------------ emit
+    def emit(self, expr: Expr, name_hint: str = "") -> Var:
+        """Bind `expr` (normalised: nested calls are bound first) to a fresh variable."""
+        self._require_function("bb.emit")
+        value = self.normalize(expr)
+        return self._bind(value, self.infer_struct_info(value), name_hint)
+
+    def _bind(self, value: Expr, sinfo: StructInfo, name_hint: str) -> Var:
+        cls = DataflowVar if self._dataflow else Var
+        var = cls(self._fresh_name(name_hint or ("lv" if self._dataflow else "gv")), sinfo)
+        self._bindings.append(VarBinding(var, value))
+        return var
+
+    def emit_output(self, output: Expr | Sequence[Expr], name_hint: str = "") -> Var:
+        """Inside a dataflow block: bind `output` to a Var that is visible after the block."""
+        self._require_function("bb.emit_output")
+        if not self._dataflow:
+            raise MiniTVMError(
+                "bb.emit_output is only for dataflow blocks; use bb.emit outside them"
+            )
+        if isinstance(output, list | tuple):
+            output = Tuple(tuple(output))
+        value = self.normalize(output)
+        var = Var(self._fresh_name(name_hint or "gv"), self.infer_struct_info(value))
+        self._bindings.append(VarBinding(var, value))
+        return var
+
+    def match_cast(self, value: Expr, struct_info: StructInfo, name_hint: str = "") -> Var:
+        """Bind `value` to a var of `struct_info`, checked at run time (defines new symbolic dims)."""
+        self._require_function("bb.match_cast")
+        value = self.normalize(value)
+        cls = DataflowVar if self._dataflow else Var
+        var = cls(self._fresh_name(name_hint or ("lv" if self._dataflow else "gv")), struct_info)
+        self._bindings.append(MatchCast(var, value, struct_info))
+        return var
+
+    def emit_func_output(
+        self, output: Expr | Sequence[Expr], params: Sequence[Var] | Var | None = None
+    ) -> GlobalVar:
+        """Finish the current function with `output` and add it to the module."""
+        self._require_function("bb.emit_func_output")
+        frame = self._func
+        if self._dataflow:
+            raise MiniTVMError(
+                "bb.emit_func_output must be called after the `with bb.dataflow()` block"
+            )
+        if frame.output is not None:
+            raise MiniTVMError(f"function {frame.name!r} already has an output")
+        if params is not None:
+            if frame.params is not None:
+                raise MiniTVMError(
+                    f"function {frame.name!r}: params were already given to bb.function"
+                )
+            frame.params = [params] if isinstance(params, Var) else list(params)
+        if frame.params is None:
+            raise MiniTVMError(
+                f"function {frame.name!r} has no params; pass them to bb.function or here"
+            )
+        if isinstance(output, list | tuple):
+            output = Tuple(tuple(output))
+        output = self.normalize(output)
+        if not (is_leaf(output) or isinstance(output, Tuple)):
+            output = self._bind(output, self.infer_struct_info(output), "gv")
+        _check_no_dataflow_var(output, frame.name)
+        self._end_block()
+        frame.output = output
+        attrs = FrozenDict(frame.attrs) if frame.attrs else FrozenDict()
+        body = SeqExpr(tuple(frame.blocks), output)
+        func = Function(
+            tuple(frame.params), body, self.infer_struct_info(output), attrs, frame.pure
+        )
+        return self.add_func(func, frame.name, dedupe=False)
+
+    # ------------------------------------------------------------------ normalisation
+    def normalize(self, expr: Any) -> Expr:
+        """A-normal form: call arguments and tuple fields become leaves (nested calls are bound)."""
+        if isinstance(expr, Call):
+            args = tuple(self._as_leaf(a) for a in expr.args)
+            return (
+                expr.replace(args=args)
+                if any(a is not b for a, b in zip(args, expr.args))
+                else expr
+            )
+        if isinstance(expr, Tuple):
+            fields = tuple(self._as_leaf(f) for f in expr.fields)
+            return (
+                expr.replace(fields=fields)
+                if any(a is not b for a, b in zip(fields, expr.fields))
+                else expr
+            )
+        if isinstance(expr, TupleGetItem):
+            return expr.replace(tuple_value=self._as_leaf(expr.tuple_value))
+        if isinstance(expr, Expr | GlobalVar):
+            return expr
+        raise MiniTVMError(
+            f"cannot emit {expr!r} (a {type(expr).__name__}); expected a relax expression"
+        )
+
+    def _as_leaf(self, e: Any) -> Any:
+        if is_leaf(e):
+            return e
+        if isinstance(e, Tuple):
+            return self.normalize(e)
+        if self._bindings is None:
+            raise MiniTVMError("nested calls can only be normalised inside a function scope")
+        value = self.normalize(e)
+        return self._bind(value, self.infer_struct_info(value), "")
+
+    def infer_struct_info(self, expr: Expr) -> StructInfo:
+        """The struct info of `expr`, looking up callees in this module."""
+        if isinstance(expr, Call) and isinstance(expr.op, GlobalVar) and not expr.sinfo_args:
+            callee = self._mod[expr.op]
+            if isinstance(callee, Function):
+                return callee.ret_struct_info
+            raise MiniTVMError(
+                f"calling {expr.op.name_hint!r} directly: it is a {type(callee).__name__}; use "
+                "relax.call_tir for PrimFuncs"
+            )
+        if isinstance(expr, Tuple):
+            return TupleStructInfo(tuple(self.infer_struct_info(f) for f in expr.fields))
+        return expr.struct_info
+
+    # ------------------------------------------------------------------ TE
+    def call_te(self, func: Callable, *args: Any, **kwargs: Any) -> Call:
+        """`call_tir` of the PrimFunc made from `func(*te placeholders)` (the func is added to the module)."""
+        name_hint = kwargs.pop("primfunc_name_hint", None) or getattr(func, "__name__", "te_func")
+        canonical = kwargs.pop("_canonical_names", False)
+        conv = _TEArgs(canonical)
+        te_args = conv.convert(list(args))
+        te_kwargs = conv.convert(dict(kwargs))
+        out = func(*te_args, **te_kwargs)
+        outs = list(out) if isinstance(out, list | tuple) else [out]
+        for o in outs:
+            if not isinstance(o, te.Tensor):
+                raise MiniTVMError(
+                    f"emit_te: {name_hint} must return te Tensors, got {type(o).__name__}"
+                )
+        conv.check_symbolic(outs, name_hint)
+        prim = te.create_prim_func(conv.placeholders + outs)
+        if "global_symbol" in prim.attrs:  # named by its GlobalVar in the module instead
+            prim = prim.replace(
+                attrs=FrozenDict({k: v for k, v in prim.attrs.items() if k != "global_symbol"})
+            )
+        gv = self.add_func(prim, name_hint)
+        out_sinfo = [TensorStructInfo(o.shape, o.dtype) for o in outs]
+        return call_tir(gv, conv.exprs, out_sinfo if len(out_sinfo) > 1 else out_sinfo[0])
+
+    def emit_te(self, func: Callable, *args: Any, **kwargs: Any) -> Var:
+        """Emit `call_te(func, *args)`: the MLC course's `bb.emit_te(te_matmul, x, w)`."""
+        name_hint = kwargs.pop("name_hint", "")
+        return self.emit(self.call_te(func, *args, **kwargs), name_hint)
+
+    # ------------------------------------------------------------------ module
+    def add_func(self, func: Any, func_name: str, dedupe: bool = True) -> GlobalVar:
+        """Add `func` under a unique name (an identical PrimFunc already present is reused)."""
+        key = None
+        if dedupe and isinstance(func, PrimFunc):
+            key = structural_hash(func, map_free_vars=True)
+            for gv in self._prim_index.get(key, []):
+                if structural_equal(self._mod[gv], func, map_free_vars=True):
+                    return gv
+        name = func_name
+        if name in self._mod:
+            n = 1
+            while f"{func_name}{n}" in self._mod:
+                n += 1
+            name = f"{func_name}{n}"
+        gv = GlobalVar(name)
+        self._mod[gv] = func
+        if key is not None:
+            self._prim_index.setdefault(key, []).append(gv)
+        return gv
+
+    def update_func(self, gv: GlobalVar, func: Any) -> None:
+        self._mod[gv] = func
+
+    def get(self) -> IRModule:
+        """The module built so far."""
+        return self._mod.copy()
+
+    finalize = get
+
+
+def _check_no_dataflow_var(output: Expr, fname: str) -> None:
+    items = output.fields if isinstance(output, Tuple) else (output,)
+    for e in items:
+        if isinstance(e, DataflowVar):
+            raise MiniTVMError(
+                f"function {fname!r}: output {e.name_hint!r} is a dataflow variable, invisible outside "
+                "its dataflow block; bind it with bb.emit_output(...) inside the block"
+            )
+
+
+class _TEArgs:
+    """Converts emit_te arguments: tensor exprs → te placeholders, shapes → dims, scalars → PrimExprs."""
+
+    def __init__(self, canonical: bool):
+        self.canonical = canonical
+        self.placeholders: list[te.Tensor] = []
+        self.exprs: list[Expr] = []
+        self._memo: dict[int, te.Tensor] = {}
+
+    def convert(self, value: Any) -> Any:
+        if isinstance(value, list):
+            return [self.convert(v) for v in value]
+        if isinstance(value, tuple):
+            return tuple(self.convert(v) for v in value)
+        if isinstance(value, dict):
+            return {k: self.convert(v) for k, v in value.items()}
+        if isinstance(value, Tuple):
+            return [self.convert(f) for f in value.fields]
+        if isinstance(value, ShapeExpr):
+            return value.values
+        if isinstance(value, PrimValue):
+            return value.value
+        if isinstance(value, Expr):
+            return self._placeholder(value)
+        return value
+
+    def _placeholder(self, e: Expr) -> te.Tensor:
+        if id(e) in self._memo:
+            return self._memo[id(e)]
+        sinfo = e.struct_info
+        if not isinstance(sinfo, TensorStructInfo) or sinfo.shape is None or sinfo.dtype is None:
+            name = getattr(e, "name_hint", type(e).__name__)
+            raise MiniTVMError(
+                f"emit_te: argument {name!r} has struct info {sinfo}; te functions need tensors of known "
+                "shape and dtype (use bb.match_cast to give it one)"
+            )
+        n = len(self.placeholders)
+        if self.canonical:
+            name = _canonical_name(n)
+        else:
+            name = (
+                e.name_hint
+                if isinstance(e, Var)
+                else ("const" if isinstance(e, Constant) else f"arg{n}")
+            )
+        ph = te.placeholder(sinfo.shape, str(sinfo.dtype), name=name)
+        self._memo[id(e)] = ph
+        self.placeholders.append(ph)
+        self.exprs.append(e)
+        return ph
+
+    def check_symbolic(self, outs: list[te.Tensor], fname: str) -> None:
+        """Every symbolic dim of an output must come from an input's shape (no extra tir_vars yet)."""
+        known: list[TirVar] = []
+        for p in self.placeholders:
+            known += shape_vars(TensorStructInfo(p.shape, p.dtype))
+        for o in outs:
+            for v in shape_vars(TensorStructInfo(o.shape, o.dtype)):
+                if all(v is not k for k in known):
+                    raise MiniTVMError(
+                        f"emit_te({fname}): output dim {v.name} is not the dim of any input tensor; "
+                        "pass shapes through input tensors (extra symbolic args are not supported yet)"
+                    )
+
+
+def _canonical_name(n: int) -> str:
+    letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    return letters[n] if n < len(letters) else f"A{n}"

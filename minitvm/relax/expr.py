@@ -1,0 +1,467 @@
+"""Graph-level IR nodes: variables, constants, calls, tuples, blocks of bindings, functions.
+
+Every expression has a `struct_info`: variables carry theirs, every other node derives it
+from its children (a Call through its op's inference rule in the op table).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..error import MiniTVMError, ShapeError
+from ..ir.dtype import DataType
+from ..ir.module import BaseFunc, GlobalVar
+from ..ir.node import FrozenDict, Node, node, setfield
+from ..tir.expr import PrimExpr, as_expr
+from .struct_info import (
+    FuncStructInfo,
+    ObjectStructInfo,
+    PrimStructInfo,
+    ShapeStructInfo,
+    StructInfo,
+    TensorStructInfo,
+    TupleStructInfo,
+    as_shape,
+)
+
+
+class Expr(Node):
+    """Base of graph-level expressions."""
+
+    __slots__ = ()
+    __hash__ = object.__hash__
+
+    @property
+    def struct_info(self) -> StructInfo:
+        return _STRUCT_INFO_RULES[type(self)](self)
+
+    @property
+    def struct_info_(self) -> StructInfo:  # TVM's spelling
+        return self.struct_info
+
+    def __getitem__(self, index: int) -> TupleGetItem:
+        if not isinstance(self.struct_info, TupleStructInfo):
+            raise MiniTVMError(f"cannot index {_short(self)}: it is not a tuple")
+        return TupleGetItem(self, index)
+
+
+def _short(e: Any) -> str:
+    return getattr(e, "name_hint", None) or type(e).__name__
+
+
+# ----------------------------------------------------------------------------- leaves
+
+
+@node
+class Var(Expr):
+    """A graph-level variable with its struct info. Two `Var("x", ...)` are different vars."""
+
+    name_hint: str
+    struct_info: StructInfo = ObjectStructInfo()
+    _is_var = True
+    _var_fields = ("struct_info",)  # compared/hashed where the var is defined
+    dtype = None  # structural equality compares var dtypes; graph vars have none
+
+    def __init__(self, name_hint: str, struct_info: StructInfo | None = None):
+        object.__setattr__(self, "name_hint", str(name_hint))
+        object.__setattr__(self, "struct_info", struct_info or ObjectStructInfo())
+        if not isinstance(self.struct_info, StructInfo):
+            raise MiniTVMError(
+                f"Var {name_hint!r}: struct_info must be a StructInfo (e.g. "
+                f"relax.TensorStructInfo((n, 4), 'float32')), got {struct_info!r}"
+            )
+
+    @property
+    def name(self) -> str:
+        return self.name_hint
+
+
+@node
+class DataflowVar(Var):
+    """A variable local to a dataflow block (not visible after it)."""
+
+    def __init__(self, name_hint: str, struct_info: StructInfo | None = None):
+        Var.__init__(self, name_hint, struct_info)
+
+
+class _ArrayData:
+    """A read-only array held by a Constant; equal when dtype, shape and contents are equal."""
+
+    __slots__ = ("_a",)
+
+    def __init__(self, array: np.ndarray):
+        a = np.array(array, copy=True)
+        a.flags.writeable = False
+        self._a = a
+
+    def numpy(self) -> np.ndarray:
+        return self._a
+
+    asnumpy = numpy
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._a.shape
+
+    @property
+    def dtype(self) -> str:
+        return str(self._a.dtype)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, _ArrayData):
+            return NotImplemented
+        a, b = self._a, other._a
+        return (
+            a.dtype == b.dtype
+            and a.shape == b.shape
+            and bool(np.array_equal(a, b, equal_nan=a.dtype.kind == "f"))
+        )
+
+    def __hash__(self) -> int:
+        return hash((self._a.dtype.str, self._a.shape, self._a.tobytes()))
+
+    def __repr__(self) -> str:
+        return f"array(shape={self._a.shape}, dtype={self._a.dtype})"
+
+
+def _to_numpy(value: Any) -> np.ndarray:
+    if isinstance(value, _ArrayData):
+        return value.numpy()
+    if hasattr(value, "numpy") and not isinstance(value, np.ndarray):
+        return np.asarray(value.numpy())
+    return np.asarray(value)
+
+
+@node
+class Constant(Expr):
+    """A constant tensor; `data.numpy()` gives its values."""
+
+    data: Any
+
+    def __post_init__(self):
+        array = _to_numpy(self.data)
+        if array.dtype == np.float64 and not isinstance(self.data, np.ndarray | _ArrayData):
+            array = array.astype("float32")  # Python floats default to float32, as in TVM
+        DataType(array.dtype)  # validates the dtype
+        setfield(
+            self, "data", self.data if isinstance(self.data, _ArrayData) else _ArrayData(array)
+        )
+
+
+@node
+class PrimValue(Expr):
+    """A scalar value (a tir PrimExpr) used as a graph-level argument."""
+
+    value: PrimExpr
+
+    def __post_init__(self):
+        setfield(self, "value", as_expr(self.value))
+
+
+@node
+class StringImm(Expr):
+    value: str
+
+
+@node
+class ShapeExpr(Expr):
+    """A shape value: `R.shape([n, 4])`; each entry is an int64 PrimExpr."""
+
+    values: tuple
+
+    def __post_init__(self):
+        setfield(self, "values", as_shape(self.values))
+
+
+@node
+class Tuple(Expr):
+    fields: tuple
+
+    def __post_init__(self):
+        setfield(self, "fields", tuple(self.fields))
+        for f in self.fields:
+            if not isinstance(f, Expr):
+                raise MiniTVMError(f"Tuple fields must be relax expressions, got {f!r}")
+
+
+@node
+class TupleGetItem(Expr):
+    tuple_value: Expr
+    index: int
+
+    def __post_init__(self):
+        setfield(self, "index", int(self.index))
+
+
+@node
+class ExternFunc(Expr, BaseFunc):
+    """A packed function called by name (`R.call_dps_packed("env.linear", ...)`)."""
+
+    global_symbol: str
+    attrs: FrozenDict = FrozenDict()
+
+
+# ----------------------------------------------------------------------------- ops and calls
+
+
+class Op:
+    """A graph-level operator (`relax.add`), looked up by name; compared by identity.
+
+    The op table (`relax/op/_table.py`) attaches each op's `OpDef` as `op.op_def`.
+    """
+
+    __slots__ = ("name", "op_def")
+    _registry: dict[str, Op] = {}
+
+    def __init__(self, name: str):
+        self.name, self.op_def = name, None
+
+    @classmethod
+    def get(cls, name: str) -> Op:
+        try:
+            return cls._registry[name]
+        except KeyError:
+            raise MiniTVMError(
+                f"unknown relax op {name!r}; known ops: {sorted(cls._registry)}"
+            ) from None
+
+    @classmethod
+    def register(cls, name: str) -> Op:
+        op = cls._registry.get(name) or cls(name)
+        cls._registry[name] = op
+        return op
+
+    @classmethod
+    def list_op_names(cls) -> list[str]:
+        return sorted(cls._registry)
+
+    def __repr__(self) -> str:
+        return f'Op("{self.name}")'
+
+    def __reduce__(self):
+        raise TypeError("Op is not picklable")
+
+
+@node
+class Call(Expr):
+    """`op(*args)` with attributes; `sinfo_args` carry output struct info (call_tir)."""
+
+    op: Any  # Op, GlobalVar, Var, ExternFunc
+    args: tuple
+    attrs: FrozenDict = FrozenDict()
+    sinfo_args: tuple = ()
+
+    def __post_init__(self):
+        setfield(self, "args", tuple(self.args))
+        setfield(self, "attrs", FrozenDict(self.attrs or {}))
+        setfield(self, "sinfo_args", tuple(self.sinfo_args))
+        for i, a in enumerate(self.args):
+            if not isinstance(a, Expr | GlobalVar):
+                name = self.op.name if isinstance(self.op, Op) else _short(self.op)
+                raise MiniTVMError(
+                    f"{name}: argument {i} is a {type(a).__name__}, not a relax expression; "
+                    "wrap arrays with relax.const(...) and shapes with relax.ShapeExpr(...)"
+                )
+
+
+# ----------------------------------------------------------------------------- bindings and blocks
+
+
+class Binding(Node):
+    __slots__ = ()
+
+
+@node
+class VarBinding(Binding):
+    var: Var
+    value: Expr
+    _def_fields = ("var",)
+
+
+@node
+class MatchCast(Binding):
+    """Bind `var` to `value` after checking it matches `struct_info` (defines new dims)."""
+
+    var: Var
+    value: Expr
+    struct_info: StructInfo
+    _def_fields = ("var", "struct_info")
+
+
+@node
+class BindingBlock(Node):
+    bindings: tuple
+
+    def __post_init__(self):
+        setfield(self, "bindings", tuple(self.bindings))
+
+
+@node
+class DataflowBlock(BindingBlock):
+    """A side-effect-free block; its DataflowVars are invisible outside it."""
+
+
+@node
+class SeqExpr(Expr):
+    blocks: tuple
+    body: Expr
+
+    def __post_init__(self):
+        setfield(self, "blocks", tuple(self.blocks))
+
+
+@node
+class If(Expr):
+    cond: Expr
+    true_branch: Expr
+    false_branch: Expr
+
+
+@node
+class Function(Expr, BaseFunc):
+    """A graph-level function: `params` are Vars, `body` is (usually) a SeqExpr."""
+
+    params: tuple
+    body: Expr
+    ret_struct_info: Any = None
+    attrs: FrozenDict = FrozenDict()
+    is_pure: bool = True
+    _def_fields = ("params",)
+
+    def __post_init__(self):
+        setfield(self, "params", tuple(self.params))
+        setfield(self, "attrs", FrozenDict(self.attrs or {}))
+        for p in self.params:
+            if not isinstance(p, Var) or isinstance(p, DataflowVar):
+                raise MiniTVMError(
+                    f"Function params must be relax.Var (not DataflowVar), got {p!r}"
+                )
+        if self.ret_struct_info is None:
+            setfield(self, "ret_struct_info", self.body.struct_info)
+
+    @property
+    def name(self) -> str | None:
+        return self.attrs.get("global_symbol")
+
+
+# ----------------------------------------------------------------------------- struct info rules
+
+
+def _call_sinfo(call: Call) -> StructInfo:
+    op = call.op
+    if isinstance(op, Op):
+        if op.op_def is None:
+            raise MiniTVMError(f"relax op {op.name!r} has no struct-info inference rule")
+        return op.op_def.infer(call)
+    if call.sinfo_args:
+        return call.sinfo_args[0]
+    if isinstance(op, Expr):
+        fsinfo = op.struct_info
+        if isinstance(fsinfo, FuncStructInfo):
+            return fsinfo.ret
+    raise MiniTVMError(
+        f"cannot infer the result of calling {_short(op)}: give sinfo_args, or emit the call "
+        "through a BlockBuilder that knows the callee"
+    )
+
+
+def _tuple_get_item_sinfo(e: TupleGetItem) -> StructInfo:
+    sinfo = e.tuple_value.struct_info
+    if not isinstance(sinfo, TupleStructInfo):
+        raise MiniTVMError(f"TupleGetItem on {_short(e.tuple_value)}, which is not a tuple")
+    if not 0 <= e.index < len(sinfo.fields):
+        raise ShapeError(
+            f"TupleGetItem: index {e.index} out of range for a tuple of {len(sinfo.fields)} fields"
+        )
+    return sinfo.fields[e.index]
+
+
+def _if_sinfo(e: If) -> StructInfo:
+    from ..ir.structural import structural_equal
+
+    a, b = e.true_branch.struct_info, e.false_branch.struct_info
+    if structural_equal(a, b):
+        return a
+    if isinstance(a, TensorStructInfo) and isinstance(b, TensorStructInfo):
+        dtype = a.dtype if a.dtype == b.dtype else None
+        return TensorStructInfo(None, dtype, a.ndim if a.ndim == b.ndim else -1)
+    return ObjectStructInfo()
+
+
+def _constant_sinfo(c: Constant) -> StructInfo:
+    return TensorStructInfo(c.data.shape, c.data.dtype)
+
+
+_STRUCT_INFO_RULES: dict[type, Callable[[Any], StructInfo]] = {
+    Constant: _constant_sinfo,
+    PrimValue: lambda p: PrimStructInfo(p.value.dtype, p.value),
+    StringImm: lambda s: ObjectStructInfo(),
+    ShapeExpr: lambda s: ShapeStructInfo(s.values),
+    Tuple: lambda t: TupleStructInfo(tuple(f.struct_info for f in t.fields)),
+    TupleGetItem: _tuple_get_item_sinfo,
+    ExternFunc: lambda f: FuncStructInfo.opaque_func(),
+    Call: _call_sinfo,
+    SeqExpr: lambda s: s.body.struct_info,
+    If: _if_sinfo,
+    Function: lambda f: FuncStructInfo(tuple(p.struct_info for p in f.params), f.ret_struct_info),
+}
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def const(value: Any, dtype: str | None = None) -> Constant:
+    """A constant tensor: `relax.const(np.ones((2, 3), "float32"))`, `relax.const(1.0, "float32")`."""
+    array = _to_numpy(value)
+    if dtype is not None:
+        array = array.astype(DataType(dtype).numpy_dtype())
+    elif array.dtype == np.float64 and not isinstance(value, np.ndarray):
+        array = array.astype("float32")
+    elif array.dtype == np.int64 and not isinstance(value, np.ndarray):
+        array = array.astype("int32")
+    return Constant(array)
+
+
+def get_shape_of(e: Expr) -> tuple:
+    sinfo = e.struct_info
+    if not isinstance(sinfo, TensorStructInfo) or sinfo.shape is None:
+        raise ShapeError(f"{_short(e)} has no known shape (struct info {sinfo})")
+    return sinfo.shape
+
+
+def is_leaf(e: Any) -> bool:
+    """Leaves may appear directly as call arguments (normal form)."""
+    return isinstance(
+        e, Var | Constant | PrimValue | StringImm | ShapeExpr | ExternFunc | GlobalVar | Op
+    )
+
+
+__all__ = [
+    "Binding",
+    "BindingBlock",
+    "Call",
+    "Constant",
+    "DataflowBlock",
+    "DataflowVar",
+    "Expr",
+    "ExternFunc",
+    "Function",
+    "GlobalVar",
+    "If",
+    "MatchCast",
+    "Op",
+    "PrimValue",
+    "SeqExpr",
+    "ShapeExpr",
+    "StringImm",
+    "Tuple",
+    "TupleGetItem",
+    "Var",
+    "VarBinding",
+    "const",
+    "get_shape_of",
+    "is_leaf",
+]

@@ -1,0 +1,79 @@
+"""Graph-level ops: `relax.op.add(x, y)`, `relax.op.nn.relu(x)`, ... (each one op-table row)."""
+
+from . import nn
+from ._table import OP_TABLE, OpDef, OpPattern, register_op
+from .base import call_dps_packed, call_tir
+from .create import full, ones, zeros
+from .elementwise import (
+    abs,
+    add,
+    divide,
+    exp,
+    log,
+    maximum,
+    minimum,
+    multiply,
+    negative,
+    power,
+    sigmoid,
+    sqrt,
+    subtract,
+    tanh,
+)
+from .linear_algebra import matmul
+from .manipulate import (
+    astype,
+    concat,
+    expand_dims,
+    flatten,
+    permute_dims,
+    reshape,
+    split,
+    strided_slice,
+    take,
+)
+from .nn import linear
+from .statistical import max, mean, min, prod, sum
+
+__all__ = [
+    "OP_TABLE",
+    "OpDef",
+    "OpPattern",
+    "abs",
+    "add",
+    "astype",
+    "call_dps_packed",
+    "call_tir",
+    "concat",
+    "divide",
+    "exp",
+    "expand_dims",
+    "flatten",
+    "full",
+    "linear",
+    "log",
+    "matmul",
+    "max",
+    "maximum",
+    "mean",
+    "min",
+    "minimum",
+    "multiply",
+    "negative",
+    "nn",
+    "ones",
+    "permute_dims",
+    "power",
+    "prod",
+    "register_op",
+    "reshape",
+    "sigmoid",
+    "split",
+    "sqrt",
+    "strided_slice",
+    "subtract",
+    "sum",
+    "take",
+    "tanh",
+    "zeros",
+]

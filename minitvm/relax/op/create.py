@@ -1,0 +1,83 @@
+"""Tensor creation: zeros, ones, full (shape given as a ShapeExpr)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ... import topi
+from ...error import DTypeError
+from ...ir.dtype import DataType
+from ...tir.expr import PrimExpr
+from ..expr import Call, Expr, PrimValue, ShapeExpr, const
+from ..struct_info import PrimStructInfo, StructInfo, TensorStructInfo
+from . import _infer as I
+from ._table import OpPattern, make_call, register_op
+
+
+def _as_shape_expr(shape: Any) -> Expr:
+    return shape if isinstance(shape, Expr) else ShapeExpr(tuple(shape))
+
+
+def _infer_fill(call: Call) -> StructInfo:
+    shape = I.shape_arg(call, 0, "shape")
+    dtype = call.attrs["dtype"]
+    if len(call.args) > 1:  # full: the fill value must be a scalar
+        v = call.args[1].struct_info
+        ok = isinstance(v, PrimStructInfo) or (isinstance(v, TensorStructInfo) and v.ndim == 0)
+        if not ok:
+            raise DTypeError(
+                f"relax.full: fill_value must be a scalar (0-d tensor or PrimValue), got {v}"
+            )
+        if dtype is None:
+            dtype = v.dtype
+    return (
+        TensorStructInfo(shape, dtype)
+        if shape is not None
+        else TensorStructInfo(None, dtype, call.args[0].struct_info.ndim)
+    )
+
+
+def _te_fill(value: Any):
+    return lambda shape, dtype: topi.full(shape, dtype, value)
+
+
+def _np_fill(value: Any):
+    return lambda shape, dtype: np.full(tuple(int(s) for s in shape), value, dtype=dtype)
+
+
+def _te_full(shape, fill_value, dtype):
+    value = fill_value[()] if not isinstance(fill_value, PrimExpr) else fill_value
+    return topi.full(shape, dtype or fill_value.dtype, value)
+
+
+def _np_full(shape, fill_value, dtype):
+    return np.full(
+        tuple(int(s) for s in shape), fill_value, dtype=dtype or np.asarray(fill_value).dtype
+    )
+
+
+_zeros = register_op("relax.zeros", _infer_fill, _te_fill(0), _np_fill(0), OpPattern.ELEMWISE)
+_ones = register_op("relax.ones", _infer_fill, _te_fill(1), _np_fill(1), OpPattern.ELEMWISE)
+_full = register_op("relax.full", _infer_fill, _te_full, _np_full, OpPattern.ELEMWISE)
+
+
+def zeros(shape: Any, dtype: str = "float32") -> Call:
+    """A tensor of zeros: `relax.op.zeros((n, 4), "float32")`."""
+    return make_call(_zeros, (_as_shape_expr(shape),), {"dtype": str(DataType(dtype))})
+
+
+def ones(shape: Any, dtype: str = "float32") -> Call:
+    """A tensor of ones."""
+    return make_call(_ones, (_as_shape_expr(shape),), {"dtype": str(DataType(dtype))})
+
+
+def full(shape: Any, fill_value: Any, dtype: str | None = None) -> Call:
+    """A tensor filled with `fill_value` (a scalar constant, a PrimValue or a Python number)."""
+    if isinstance(fill_value, PrimExpr):
+        fill_value = PrimValue(fill_value)
+    elif not isinstance(fill_value, Expr):
+        fill_value = const(fill_value, dtype)
+    attrs = {"dtype": None if dtype is None else str(DataType(dtype))}
+    return make_call(_full, (_as_shape_expr(shape), fill_value), attrs)

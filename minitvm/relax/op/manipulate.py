@@ -1,0 +1,323 @@
+"""Data movement: reshape, permute_dims, flatten, concat, split, strided_slice, take, astype."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ... import topi
+from ...error import DTypeError, ShapeError
+from ...ir.dtype import DataType
+from ...topi import reference as ref
+from ...topi.transform import infer_reshape, slice_bounds, split_sections
+from ...topi.utils import const_int, fmt_dim, fmt_shape, normalize_axis, prod, prove_equal
+from ..expr import Call, Expr, ShapeExpr, Tuple
+from ..struct_info import StructInfo, TensorStructInfo, TupleStructInfo
+from . import _infer as I
+from ._table import OpPattern, make_call, register_op
+
+# ----------------------------------------------------------------------------- reshape
+
+
+def _infer_reshape(call: Call) -> StructInfo:
+    x = I.tensor_arg(call, 0, "x")
+    new = I.shape_arg(call, 1, "shape")
+    if new is None:
+        return TensorStructInfo(None, x.dtype, call.args[1].struct_info.ndim)
+    if x.shape is not None:
+        total, new_total = I.dim(prod(x.shape)), I.dim(prod(new))
+        if not prove_equal(total, new_total):
+            c1, c2 = const_int(total), const_int(new_total)
+            if c1 is not None and c2 is not None:
+                raise ShapeError(
+                    f"relax.reshape: cannot reshape x of shape {fmt_shape(x.shape)} ({c1} elements) "
+                    f"into {fmt_shape(new)} ({c2} elements)."
+                )
+    return TensorStructInfo(new, x.dtype)
+
+
+_reshape = register_op(
+    "relax.reshape",
+    _infer_reshape,
+    topi.reshape,
+    lambda x, shape: np.reshape(x, tuple(int(s) for s in shape)),
+    OpPattern.INJECTIVE,
+)
+
+
+def reshape(x: Expr, shape: Any) -> Call:
+    """Same elements, new shape; one dim may be -1 (resolved here from x's known shape)."""
+    if not isinstance(shape, Expr):
+        dims = list(shape) if isinstance(shape, tuple | list) else [shape]
+        if any(const_int(d) == -1 for d in dims):
+            sinfo = x.struct_info
+            if not isinstance(sinfo, TensorStructInfo) or sinfo.shape is None:
+                raise ShapeError("relax.reshape: -1 in the new shape needs x to have a known shape")
+            dims = infer_reshape(sinfo.shape, dims, "relax.reshape")
+        shape = ShapeExpr(tuple(dims))
+    return make_call(_reshape, (x, shape))
+
+
+# ----------------------------------------------------------------------------- permute_dims / flatten
+
+
+def _infer_permute(call: Call) -> StructInfo:
+    x = I.tensor_arg(call, 0, "x")
+    axes = call.attrs["axes"]
+    if x.ndim == -1:
+        return x
+    if axes is None:
+        axes = tuple(reversed(range(x.ndim)))
+    norm = [normalize_axis(a, x.ndim, "relax.permute_dims") for a in axes]
+    if sorted(norm) != list(range(x.ndim)):
+        raise ShapeError(
+            f"relax.permute_dims: axes {list(axes)} are not a permutation of the {x.ndim} dims of x "
+            f"{fmt_shape(x.shape)}"
+        )
+    if x.shape is None:
+        return x
+    return TensorStructInfo(tuple(x.shape[a] for a in norm), x.dtype)
+
+
+_permute = register_op(
+    "relax.permute_dims",
+    _infer_permute,
+    lambda x, axes: topi.transpose(x, axes),
+    lambda x, axes: np.transpose(x, axes),
+    OpPattern.INJECTIVE,
+)
+
+
+def permute_dims(x: Expr, axes: Any = None) -> Call:
+    """Permute dims (reverse them when axes is None): `relax.op.permute_dims(w, [1, 0])`."""
+    return make_call(
+        _permute, (x,), {"axes": None if axes is None else tuple(int(a) for a in axes)}
+    )
+
+
+def _infer_flatten(call: Call) -> StructInfo:
+    x = I.tensor_arg(call, 0, "x")
+    if x.shape is None:
+        return TensorStructInfo(None, x.dtype, 1)
+    return TensorStructInfo((I.dim(prod(x.shape)),), x.dtype)
+
+
+_flatten = register_op(
+    "relax.flatten", _infer_flatten, topi.flatten, lambda x: x.reshape(-1), OpPattern.INJECTIVE
+)
+
+
+def flatten(x: Expr) -> Call:
+    """All elements as a 1-D tensor."""
+    return make_call(_flatten, (x,))
+
+
+# ----------------------------------------------------------------------------- concat / split
+
+
+def _infer_concat(call: Call) -> StructInfo:
+    parts = I.tuple_of_tensors(call, 0, "tensors")
+    if not parts:
+        raise ShapeError("relax.concat: needs at least one tensor")
+    dtype = I.same_dtype(call, [(f"tensors[{n}]", p) for n, p in enumerate(parts)])
+    ndims = {p.ndim for p in parts if p.ndim != -1}
+    if len(ndims) > 1:
+        raise ShapeError(
+            f"relax.concat: tensors have different ranks {sorted(ndims)}: {[I.fmt(p) for p in parts]}"
+        )
+    if not ndims:
+        return TensorStructInfo(None, dtype, -1)
+    ndim = ndims.pop()
+    axis = normalize_axis(call.attrs["axis"], ndim, "relax.concat")
+    if any(p.shape is None for p in parts):
+        return TensorStructInfo(None, dtype, ndim)
+    first = parts[0]
+    for n, p in enumerate(parts[1:], start=1):
+        for k in range(ndim):
+            if k != axis and not prove_equal(first.shape[k], p.shape[k]):
+                raise ShapeError(
+                    f"relax.concat: tensors[0] has shape {fmt_shape(first.shape)}, tensors[{n}] has shape "
+                    f"{fmt_shape(p.shape)}: dim {k} ({fmt_dim(first.shape[k])} vs {fmt_dim(p.shape[k])}) "
+                    f"must agree (only the concat axis {axis} may differ)."
+                )
+    total = I.dim(sum((p.shape[axis] for p in parts[1:]), parts[0].shape[axis]))
+    return TensorStructInfo(
+        tuple(total if k == axis else first.shape[k] for k in range(ndim)), dtype
+    )
+
+
+_concat = register_op(
+    "relax.concat",
+    _infer_concat,
+    lambda tensors, axis: topi.concatenate(tensors, axis),
+    lambda tensors, axis: np.concatenate(tensors, axis=axis),
+    OpPattern.INJECTIVE,
+)
+
+
+def concat(tensors: Any, axis: int = 0) -> Call:
+    """Join tensors along `axis`: `relax.op.concat([a, b], axis=1)`."""
+    tup = tensors if isinstance(tensors, Expr) else Tuple(tuple(tensors))
+    return make_call(_concat, (tup,), {"axis": int(axis)})
+
+
+def _infer_split(call: Call) -> StructInfo:
+    x = I.tensor_arg(call, 0, "x")
+    ios = call.attrs["indices_or_sections"]
+    count = ios if isinstance(ios, int) else len(ios) + 1
+    if x.shape is None:
+        return TupleStructInfo(tuple(TensorStructInfo(None, x.dtype, x.ndim) for _ in range(count)))
+    axis = normalize_axis(call.attrs["axis"], x.ndim, "relax.split")
+    try:
+        pieces = split_sections(x.shape[axis], ios, "relax.split")
+    except ShapeError as err:
+        raise ShapeError(f"{err} (x has shape {fmt_shape(x.shape)}, axis {axis})") from err
+    return TupleStructInfo(
+        tuple(
+            TensorStructInfo(
+                tuple(I.dim(ext) if k == axis else d for k, d in enumerate(x.shape)), x.dtype
+            )
+            for _, ext in pieces
+        )
+    )
+
+
+_split = register_op(
+    "relax.split",
+    _infer_split,
+    lambda x, indices_or_sections, axis: topi.split(x, indices_or_sections, axis),
+    lambda x, indices_or_sections, axis: ref.split(x, indices_or_sections, axis),
+    OpPattern.INJECTIVE,
+)
+
+
+def split(x: Expr, indices_or_sections: Any, axis: int = 0) -> Call:
+    """numpy.split into a tuple: an int gives equal sections, a list gives split points."""
+    ios = (
+        int(indices_or_sections)
+        if isinstance(indices_or_sections, int)
+        else tuple(int(i) for i in indices_or_sections)
+    )
+    return make_call(_split, (x,), {"indices_or_sections": ios, "axis": int(axis)})
+
+
+# ----------------------------------------------------------------------------- slicing / gather
+
+
+def _infer_strided_slice(call: Call) -> StructInfo:
+    x = I.tensor_arg(call, 0, "x")
+    a = call.attrs
+    if x.shape is None:
+        return TensorStructInfo(None, x.dtype, x.ndim)
+    shape = list(x.shape)
+    strides = a["strides"] or (1,) * len(a["axes"])
+    for ax, b, e, s in zip(a["axes"], a["begin"], a["end"], strides):
+        axis = normalize_axis(ax, x.ndim, "relax.strided_slice")
+        if s == 0:
+            raise ShapeError(
+                f"relax.strided_slice: stride 0 on axis {axis}; strides must be non-zero"
+            )
+        shape[axis] = I.dim(slice_bounds(x.shape[axis], b, e, s)[1])
+    return TensorStructInfo(tuple(shape), x.dtype)
+
+
+_strided_slice = register_op(
+    "relax.strided_slice",
+    _infer_strided_slice,
+    lambda x, axes, begin, end, strides: topi.strided_slice(x, begin, end, strides, axes),
+    ref.strided_slice,
+    OpPattern.INJECTIVE,
+)
+
+
+def strided_slice(x: Expr, axes: Any, begin: Any, end: Any, strides: Any = None) -> Call:
+    """x[begin:end:stride] on each of `axes` (numpy clamping rules)."""
+    axes, begin, end = (tuple(int(v) for v in seq) for seq in (axes, begin, end))
+    strides = None if strides is None else tuple(int(v) for v in strides)
+    if not len(axes) == len(begin) == len(end) == (len(strides) if strides else len(axes)):
+        raise ShapeError(
+            f"relax.strided_slice: axes {list(axes)}, begin {list(begin)}, end {list(end)} and strides "
+            f"{strides} must have the same length"
+        )
+    return make_call(
+        _strided_slice, (x,), {"axes": axes, "begin": begin, "end": end, "strides": strides}
+    )
+
+
+def _infer_take(call: Call) -> StructInfo:
+    x = I.tensor_arg(call, 0, "x")
+    idx = I.tensor_arg(call, 1, "indices")
+    if idx.dtype is not None and not idx.dtype.is_integer:
+        raise DTypeError(f"relax.take: indices have dtype {idx.dtype}; they must be integers")
+    axis = call.attrs["axis"]
+    if x.shape is None or idx.shape is None:
+        return TensorStructInfo(None, x.dtype, -1)
+    if axis is None:
+        return TensorStructInfo(tuple(idx.shape), x.dtype)
+    axis = normalize_axis(axis, x.ndim, "relax.take")
+    return TensorStructInfo(
+        tuple(x.shape[:axis]) + tuple(idx.shape) + tuple(x.shape[axis + 1 :]), x.dtype
+    )
+
+
+_take = register_op(
+    "relax.take",
+    _infer_take,
+    lambda x, indices, axis, mode: topi.take(x, indices, axis, mode),
+    ref.take,
+    OpPattern.INJECTIVE,
+)
+
+
+def take(x: Expr, indices: Expr, axis: int | None = None, mode: str = "clip") -> Call:
+    """Gather elements of x at `indices` along `axis` (flattened x when None)."""
+    if mode not in ("clip", "wrap"):
+        raise ShapeError(f"relax.take: mode {mode!r} is not one of 'clip', 'wrap'")
+    return make_call(
+        _take, (x, indices), {"axis": None if axis is None else int(axis), "mode": mode}
+    )
+
+
+# ----------------------------------------------------------------------------- dtype / rank
+
+
+def _infer_astype(call: Call) -> StructInfo:
+    x = I.tensor_arg(call, 0, "x")
+    return TensorStructInfo(x.shape, call.attrs["dtype"], x.ndim if x.shape is None else -1)
+
+
+_astype = register_op(
+    "relax.astype",
+    _infer_astype,
+    lambda x, dtype: topi.cast(x, dtype),
+    lambda x, dtype: x.astype(dtype),
+    OpPattern.ELEMWISE,
+)
+
+
+def astype(x: Expr, dtype: str) -> Call:
+    """Elementwise conversion to `dtype`."""
+    return make_call(_astype, (x,), {"dtype": str(DataType(dtype))})
+
+
+def _infer_expand_dims(call: Call) -> StructInfo:
+    x = I.tensor_arg(call, 0, "x")
+    if x.shape is None:
+        return TensorStructInfo(None, x.dtype, -1 if x.ndim == -1 else x.ndim + 1)
+    axis = normalize_axis(call.attrs["axis"], x.ndim + 1, "relax.expand_dims")
+    return TensorStructInfo(tuple(x.shape[:axis]) + (1,) + tuple(x.shape[axis:]), x.dtype)
+
+
+_expand_dims = register_op(
+    "relax.expand_dims",
+    _infer_expand_dims,
+    lambda x, axis: topi.expand_dims(x, axis),
+    lambda x, axis: np.expand_dims(x, axis),
+    OpPattern.INJECTIVE,
+)
+
+
+def expand_dims(x: Expr, axis: int) -> Call:
+    """Insert a size-1 dim at `axis`."""
+    return make_call(_expand_dims, (x,), {"axis": int(axis)})

@@ -1,0 +1,29 @@
+"""`relax.op.nn`: neural-network ops."""
+
+from .nn import (
+    adaptive_avg_pool2d,
+    avg_pool2d,
+    batch_norm,
+    conv2d,
+    gelu,
+    layer_norm,
+    linear,
+    log_softmax,
+    max_pool2d,
+    relu,
+    softmax,
+)
+
+__all__ = [
+    "adaptive_avg_pool2d",
+    "avg_pool2d",
+    "batch_norm",
+    "conv2d",
+    "gelu",
+    "layer_norm",
+    "linear",
+    "log_softmax",
+    "max_pool2d",
+    "relu",
+    "softmax",
+]

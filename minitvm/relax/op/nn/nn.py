@@ -1,0 +1,463 @@
+"""Neural-network ops (`relax.op.nn.*`): activations, linear, conv2d, pooling, normalisation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ....error import ShapeError
+from ....topi import nn as topi_nn
+from ....topi import reference as ref
+from ....topi.nn.conv2d import conv_out_dim, padding4, pair
+from ....topi.utils import const_int, fmt_dim, fmt_shape, prove_equal
+from ...expr import Call, Expr
+from ...struct_info import StructInfo, TensorStructInfo, TupleStructInfo
+from .. import _infer as I
+from .._table import OpPattern, make_call, register_op
+from ..elementwise import make_unary
+
+relu = make_unary("nn.relu", topi_nn.relu, ref.relu, False, "max(x, 0): `relax.op.nn.relu(x)`.")
+gelu = make_unary(
+    "nn.gelu", topi_nn.gelu, ref.gelu, True, "GELU (erf form): `relax.op.nn.gelu(x)`."
+)
+
+
+# ----------------------------------------------------------------------------- softmax
+
+
+def _infer_softmax(call: Call) -> StructInfo:
+    x = I.tensor_arg(call, 0, "x")
+    I.require_float(call, x, "x")
+    if x.ndim != -1:
+        I.axis_of(call, call.attrs["axis"], x.ndim)
+    return x
+
+
+_softmax = register_op(
+    "relax.nn.softmax", _infer_softmax, topi_nn.softmax, ref.softmax, OpPattern.OUT_EWISE_FUSABLE
+)
+_log_softmax = register_op(
+    "relax.nn.log_softmax",
+    _infer_softmax,
+    topi_nn.log_softmax,
+    ref.log_softmax,
+    OpPattern.OUT_EWISE_FUSABLE,
+)
+
+
+def softmax(x: Expr, axis: int = -1) -> Call:
+    """exp(x) / sum(exp(x)) along `axis` (computed stably)."""
+    return make_call(_softmax, (x,), {"axis": axis})
+
+
+def log_softmax(x: Expr, axis: int = -1) -> Call:
+    """log(softmax(x)) along `axis` (computed stably)."""
+    return make_call(_log_softmax, (x,), {"axis": axis})
+
+
+# ----------------------------------------------------------------------------- linear
+
+
+def _infer_linear(call: Call) -> StructInfo:
+    x = I.tensor_arg(call, 0, "x")
+    w = I.tensor_arg(call, 1, "weight")
+    named = [("x", x), ("weight", w)]
+    I.require_ndim(call, w, "weight", (2,), " (out_features, in_features)")
+    if x.ndim == 0:
+        raise ShapeError("relax.nn.linear: x is a scalar; it needs rank >= 1 (..., in_features)")
+    b = None
+    if len(call.args) > 2:
+        b = I.tensor_arg(call, 2, "bias")
+        named.append(("bias", b))
+        I.require_ndim(call, b, "bias", (1,), " (out_features,)")
+    dtype = call.attrs.get("out_dtype") or I.same_dtype(call, named)
+    if x.shape is None or w.shape is None:
+        return TensorStructInfo(None, dtype, x.ndim)
+    if not prove_equal(x.shape[-1], w.shape[1]):
+        raise ShapeError(
+            f"relax.nn.linear: in_features differ: x has shape {fmt_shape(x.shape)}, weight has shape "
+            f"{fmt_shape(w.shape)}: dim {len(x.shape) - 1} of x ({fmt_dim(x.shape[-1])}) must equal "
+            f"dim 1 of weight ({fmt_dim(w.shape[1])})."
+        )
+    if b is not None and b.shape is not None and not prove_equal(b.shape[0], w.shape[0]):
+        raise ShapeError(
+            f"relax.nn.linear: bias has shape {fmt_shape(b.shape)} but weight has "
+            f"{fmt_dim(w.shape[0])} out_features (dim 0 of weight {fmt_shape(w.shape)})."
+        )
+    return TensorStructInfo(tuple(x.shape[:-1]) + (w.shape[0],), dtype)
+
+
+def _te_linear(x, weight, bias=None, out_dtype=None):
+    return topi_nn.dense(x, weight, bias, out_dtype)
+
+
+def _np_linear(x, weight, bias=None, out_dtype=None):
+    return ref.dense(x, weight, bias).astype(out_dtype or x.dtype)
+
+
+_linear = register_op(
+    "relax.nn.linear", _infer_linear, _te_linear, _np_linear, OpPattern.OUT_EWISE_FUSABLE
+)
+
+
+def linear(x: Expr, weight: Expr, bias: Expr | None = None, out_dtype: str | None = None) -> Call:
+    """x @ weight.T + bias: `relax.op.linear(x, w, b)`."""
+    args = (x, weight) if bias is None else (x, weight, bias)
+    return make_call(_linear, args, {"out_dtype": out_dtype})
+
+
+# ----------------------------------------------------------------------------- conv2d
+
+
+def _infer_conv2d(call: Call) -> StructInfo:
+    x = I.tensor_arg(call, 0, "data")
+    w = I.tensor_arg(call, 1, "weight")
+    a = call.attrs
+    I.require_ndim(call, x, "data", (4,), " (N, C, H, W)")
+    I.require_ndim(call, w, "weight", (4,), " (O, I/groups, KH, KW)")
+    dtype = a.get("out_dtype") or I.same_dtype(call, [("data", x), ("weight", w)])
+    if x.shape is None or w.shape is None:
+        return TensorStructInfo(None, dtype, 4)
+    n, c, h, wd = x.shape
+    o, cg, kh, kw = w.shape
+    groups = a["groups"]
+    for what, d in (("in_channels", c), ("out_channels", o)):
+        if const_int(d) is not None and const_int(d) % groups:
+            raise ShapeError(
+                f"relax.nn.conv2d: {what} ({fmt_dim(d)}) is not divisible by groups={groups} "
+                f"(data {fmt_shape(x.shape)}, weight {fmt_shape(w.shape)})."
+            )
+    per_group = I.dim_arith(lambda v: v // groups, c)
+    if not prove_equal(per_group, cg):
+        raise ShapeError(
+            f"relax.nn.conv2d: channels differ: data has shape {fmt_shape(x.shape)}, weight has shape "
+            f"{fmt_shape(w.shape)}: dim 1 of weight ({fmt_dim(cg)}) must equal dim 1 of data "
+            f"({fmt_dim(c)}) / groups ({groups})."
+        )
+    sh, sw = a["strides"]
+    dh, dw = a["dilation"]
+    pt, pl, pb, pr = a["padding"]
+    oh = I.dim(conv_out_dim(h, kh, pt, pb, sh, dh))
+    ow = I.dim(conv_out_dim(wd, kw, pl, pr, sw, dw))
+    for what, d in (("height", oh), ("width", ow)):
+        if const_int(d) is not None and const_int(d) <= 0:
+            raise ShapeError(
+                f"relax.nn.conv2d: output {what} is {const_int(d)}: the kernel {fmt_shape(w.shape[2:])} "
+                f"(dilation {a['dilation']}) does not fit the padded input {fmt_shape(x.shape[2:])}."
+            )
+    return TensorStructInfo((n, o, oh, ow), dtype)
+
+
+def _te_conv2d(
+    data, weight, strides, padding, dilation, groups, data_layout, kernel_layout, out_dtype=None
+):
+    return topi_nn.conv2d_nchw(data, weight, strides, padding, dilation, groups, out_dtype)
+
+
+def _np_conv2d(
+    data, weight, strides, padding, dilation, groups, data_layout, kernel_layout, out_dtype=None
+):
+    return ref.conv2d_nchw(data, weight, strides, padding, dilation, groups).astype(
+        out_dtype or data.dtype
+    )
+
+
+_conv2d = register_op(
+    "relax.nn.conv2d", _infer_conv2d, _te_conv2d, _np_conv2d, OpPattern.OUT_EWISE_FUSABLE
+)
+
+
+def conv2d(
+    data: Expr,
+    weight: Expr,
+    strides: Any = (1, 1),
+    padding: Any = (0, 0),
+    dilation: Any = (1, 1),
+    groups: int = 1,
+    data_layout: str = "NCHW",
+    kernel_layout: str = "OIHW",
+    out_dtype: str | None = None,
+) -> Call:
+    """2-D convolution, NCHW data and OIHW weight; padding is int, (h, w) or (top, left, bottom, right)."""
+    if data_layout != "NCHW" or kernel_layout != "OIHW":
+        raise ShapeError(
+            f"relax.nn.conv2d: layouts {data_layout}/{kernel_layout} are not supported; use NCHW/OIHW"
+        )
+    if int(groups) <= 0:
+        raise ShapeError(f"relax.nn.conv2d: groups must be positive, got {groups}")
+    attrs = {
+        "strides": pair(strides, "relax.nn.conv2d strides"),
+        "padding": padding4(padding, "relax.nn.conv2d"),
+        "dilation": pair(dilation, "relax.nn.conv2d dilation"),
+        "groups": int(groups),
+        "data_layout": data_layout,
+        "kernel_layout": kernel_layout,
+        "out_dtype": out_dtype,
+    }
+    return make_call(_conv2d, (data, weight), attrs)
+
+
+# ----------------------------------------------------------------------------- pooling
+
+
+def _infer_pool2d(call: Call) -> StructInfo:
+    x = I.tensor_arg(call, 0, "data")
+    I.require_ndim(call, x, "data", (4,), " (N, C, H, W)")
+    if x.shape is None:
+        return TensorStructInfo(None, x.dtype, 4)
+    a = call.attrs
+    kh, kw = a["pool_size"]
+    sh, sw = a["strides"]
+    dh, dw = a["dilation"]
+    pt, pl, pb, pr = a["padding"]
+    n, c, h, w = x.shape
+    oh = I.dim(conv_out_dim(h, kh, pt, pb, sh, dh, a["ceil_mode"]))
+    ow = I.dim(conv_out_dim(w, kw, pl, pr, sw, dw, a["ceil_mode"]))
+    for what, d in (("height", oh), ("width", ow)):
+        if const_int(d) is not None and const_int(d) <= 0:
+            raise ShapeError(
+                f"{I.op_name(call)}: output {what} is {const_int(d)}: pool_size {a['pool_size']} does "
+                f"not fit the padded input {fmt_shape(x.shape[2:])}."
+            )
+    return TensorStructInfo((n, c, oh, ow), x.dtype)
+
+
+def _pool_te(pool_type: str):
+    def fn(data, pool_size, strides, padding, dilation, ceil_mode, count_include_pad, layout):
+        return topi_nn.pool2d(
+            data,
+            pool_size,
+            strides,
+            dilation,
+            padding,
+            pool_type,
+            ceil_mode,
+            count_include_pad,
+            layout,
+        )
+
+    return fn
+
+
+def _pool_np(pool_type: str):
+    def fn(data, pool_size, strides, padding, dilation, ceil_mode, count_include_pad, layout):
+        return ref.pool2d(
+            data, pool_size, strides, dilation, padding, pool_type, ceil_mode, count_include_pad
+        )
+
+    return fn
+
+
+_max_pool2d = register_op(
+    "relax.nn.max_pool2d",
+    _infer_pool2d,
+    _pool_te("max"),
+    _pool_np("max"),
+    OpPattern.OUT_EWISE_FUSABLE,
+)
+_avg_pool2d = register_op(
+    "relax.nn.avg_pool2d",
+    _infer_pool2d,
+    _pool_te("avg"),
+    _pool_np("avg"),
+    OpPattern.OUT_EWISE_FUSABLE,
+)
+
+
+def _pool_attrs(
+    pool_size, strides, padding, dilation, ceil_mode, count_include_pad, layout
+) -> dict:
+    if layout != "NCHW":
+        raise ShapeError(f"relax pooling: layout {layout!r} is not supported; use 'NCHW'")
+    return {
+        "pool_size": pair(pool_size, "pool_size"),
+        "strides": pair(strides, "strides"),
+        "padding": padding4(padding, "pool2d"),
+        "dilation": pair(dilation, "dilation"),
+        "ceil_mode": bool(ceil_mode),
+        "count_include_pad": bool(count_include_pad),
+        "layout": layout,
+    }
+
+
+def max_pool2d(
+    data: Expr,
+    pool_size: Any = (1, 1),
+    strides: Any = (1, 1),
+    padding: Any = (0, 0),
+    dilation: Any = (1, 1),
+    ceil_mode: bool = False,
+    layout: str = "NCHW",
+) -> Call:
+    """Max over pool_size windows (NCHW)."""
+    return make_call(
+        _max_pool2d,
+        (data,),
+        _pool_attrs(pool_size, strides, padding, dilation, ceil_mode, False, layout),
+    )
+
+
+def avg_pool2d(
+    data: Expr,
+    pool_size: Any = (1, 1),
+    strides: Any = (1, 1),
+    padding: Any = (0, 0),
+    dilation: Any = (1, 1),
+    ceil_mode: bool = False,
+    count_include_pad: bool = False,
+    layout: str = "NCHW",
+) -> Call:
+    """Mean over pool_size windows (NCHW); padding is excluded from the count unless asked."""
+    attrs = _pool_attrs(pool_size, strides, padding, dilation, ceil_mode, count_include_pad, layout)
+    return make_call(_avg_pool2d, (data,), attrs)
+
+
+def _infer_adaptive(call: Call) -> StructInfo:
+    x = I.tensor_arg(call, 0, "data")
+    I.require_ndim(call, x, "data", (4,), " (N, C, H, W)")
+    size = call.attrs["output_size"]
+    if x.shape is None:
+        return TensorStructInfo(None, x.dtype, 4)
+    n, c, h, w = x.shape
+    oh, ow = (h, w) if size is None else size
+    return TensorStructInfo((n, c, oh, ow), x.dtype)
+
+
+def _te_adaptive(data, output_size, layout):
+    return topi_nn.adaptive_pool2d(data, output_size, "avg", layout)
+
+
+def _np_adaptive(data, output_size, layout):
+    return ref.adaptive_avg_pool2d(data, output_size)
+
+
+_adaptive = register_op(
+    "relax.nn.adaptive_avg_pool2d",
+    _infer_adaptive,
+    _te_adaptive,
+    _np_adaptive,
+    OpPattern.OUT_EWISE_FUSABLE,
+)
+
+
+def adaptive_avg_pool2d(data: Expr, output_size: Any = None, layout: str = "NCHW") -> Call:
+    """Average over adaptive windows so the output is `output_size` (None keeps H, W)."""
+    if layout != "NCHW":
+        raise ShapeError(
+            f"relax.nn.adaptive_avg_pool2d: layout {layout!r} is not supported; use 'NCHW'"
+        )
+    size = None if output_size is None else pair(output_size, "output_size")
+    return make_call(_adaptive, (data,), {"output_size": size, "layout": layout})
+
+
+# ----------------------------------------------------------------------------- normalisation
+
+
+def _check_param(
+    call: Call, x: TensorStructInfo, axes: tuple, index: int, pname: str
+) -> TensorStructInfo:
+    p = I.tensor_arg(call, index, pname)
+    want = tuple(x.shape[a] for a in axes) if x.shape is not None else None
+    if want is not None and p.shape is not None:
+        if len(p.shape) != len(want) or not all(prove_equal(a, b) for a, b in zip(p.shape, want)):
+            raise ShapeError(
+                f"{I.op_name(call)}: {pname} has shape {fmt_shape(p.shape)}, expected {fmt_shape(want)} "
+                f"(dims {list(axes)} of data {fmt_shape(x.shape)})."
+            )
+    return p
+
+
+def _infer_batch_norm(call: Call) -> StructInfo:
+    x = I.tensor_arg(call, 0, "data")
+    I.require_float(call, x, "data")
+    axis = I.axis_of(call, call.attrs["axis"], x.ndim) if x.ndim != -1 else None
+    params = []
+    for i, pname in enumerate(("gamma", "beta", "moving_mean", "moving_var"), start=1):
+        params.append(
+            _check_param(call, x, (axis,), i, pname)
+            if axis is not None
+            else I.tensor_arg(call, i, pname)
+        )
+    return TupleStructInfo((x, params[2], params[3]))
+
+
+def _te_batch_norm(data, gamma, beta, mean, var, axis, epsilon, center, scale):
+    return topi_nn.batch_norm(data, gamma, beta, mean, var, axis, epsilon, center, scale)
+
+
+def _np_batch_norm(data, gamma, beta, mean, var, axis, epsilon, center, scale):
+    return ref.batch_norm(data, gamma, beta, mean, var, axis, epsilon, center, scale)
+
+
+_batch_norm = register_op(
+    "relax.nn.batch_norm",
+    _infer_batch_norm,
+    _te_batch_norm,
+    _np_batch_norm,
+    OpPattern.OUT_EWISE_FUSABLE,
+)
+
+
+def batch_norm(
+    data: Expr,
+    gamma: Expr,
+    beta: Expr,
+    moving_mean: Expr,
+    moving_var: Expr,
+    axis: int = 1,
+    epsilon: float = 1e-5,
+    center: bool = True,
+    scale: bool = True,
+) -> Call:
+    """Inference batch norm; returns the tuple (out, moving_mean, moving_var) as in TVM."""
+    attrs = {
+        "axis": int(axis),
+        "epsilon": float(epsilon),
+        "center": bool(center),
+        "scale": bool(scale),
+    }
+    return make_call(_batch_norm, (data, gamma, beta, moving_mean, moving_var), attrs)
+
+
+def _infer_layer_norm(call: Call) -> StructInfo:
+    x = I.tensor_arg(call, 0, "data")
+    I.require_float(call, x, "data")
+    if x.ndim == -1:
+        return x
+    from ....topi.utils import normalize_axes
+
+    axes = normalize_axes(call.attrs["axes"], x.ndim, "relax.nn.layer_norm")
+    _check_param(call, x, axes, 1, "gamma")
+    _check_param(call, x, axes, 2, "beta")
+    return x
+
+
+def _te_layer_norm(data, gamma, beta, axes, epsilon, center, scale):
+    return topi_nn.layer_norm(data, gamma, beta, axes, epsilon, center, scale)
+
+
+def _np_layer_norm(data, gamma, beta, axes, epsilon, center, scale):
+    return ref.layer_norm(data, gamma, beta, axes, epsilon, center, scale)
+
+
+_layer_norm = register_op(
+    "relax.nn.layer_norm",
+    _infer_layer_norm,
+    _te_layer_norm,
+    _np_layer_norm,
+    OpPattern.OUT_EWISE_FUSABLE,
+)
+
+
+def layer_norm(
+    data: Expr,
+    gamma: Expr,
+    beta: Expr,
+    axes: Any = -1,
+    epsilon: float = 1e-5,
+    center: bool = True,
+    scale: bool = True,
+) -> Call:
+    """Normalise over `axes`, then scale by gamma and shift by beta (both shaped like those axes)."""
+    axes = (int(axes),) if isinstance(axes, int) else tuple(int(a) for a in axes)
+    attrs = {"axes": axes, "epsilon": float(epsilon), "center": bool(center), "scale": bool(scale)}
+    return make_call(_layer_norm, (data, gamma, beta), attrs)

@@ -1,0 +1,62 @@
+"""Reductions over axes: sum, mean, max, min, prod (keepdims keeps reduced dims as 1)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ... import topi
+from ...topi import reference as ref
+from ...topi.utils import normalize_axes
+from ..expr import Call, Expr
+from ..struct_info import StructInfo, TensorStructInfo
+from . import _infer as I
+from ._table import OpPattern, make_call, register_op
+
+
+def _infer_reduce(call: Call) -> StructInfo:
+    x = I.tensor_arg(call, 0, "x")
+    axis, keepdims = call.attrs["axis"], call.attrs["keepdims"]
+    if x.ndim == -1:
+        return TensorStructInfo(None, x.dtype, -1)
+    axes = normalize_axes(axis, x.ndim, I.op_name(call))
+    if x.shape is None:
+        return TensorStructInfo(None, x.dtype, x.ndim if keepdims else x.ndim - len(axes))
+    if keepdims:
+        shape = tuple(I.dim(1) if n in axes else d for n, d in enumerate(x.shape))
+    else:
+        shape = tuple(d for n, d in enumerate(x.shape) if n not in axes)
+    return TensorStructInfo(shape, x.dtype)
+
+
+def _make_reduce(name: str, te_fn: Callable, np_fn: Callable) -> Callable[..., Call]:
+    op = register_op(
+        f"relax.{name}",
+        _infer_reduce,
+        lambda x, axis, keepdims: te_fn(x, axis, keepdims),
+        lambda x, axis, keepdims: ref.reduce(np_fn, x, axis, keepdims),
+        OpPattern.COMM_REDUCE,
+    )
+
+    def build(x: Expr, axis: Any = None, keepdims: bool = False) -> Call:
+        axes = (
+            None
+            if axis is None
+            else ((int(axis),) if isinstance(axis, int) else tuple(int(a) for a in axis))
+        )
+        return make_call(op, (x,), {"axis": axes, "keepdims": bool(keepdims)})
+
+    build.__name__ = name
+    build.__doc__ = (
+        f"{name} over `axis` (None: all axes): `relax.op.{name}(x, axis=[1], keepdims=True)`."
+    )
+    return build
+
+
+sum = _make_reduce("sum", topi.sum, np.sum)
+mean = _make_reduce("mean", topi.mean, np.mean)
+max = _make_reduce("max", topi.max, np.max)
+min = _make_reduce("min", topi.min, np.min)
+prod = _make_reduce("prod", topi.prod, np.prod)

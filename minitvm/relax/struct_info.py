@@ -1,0 +1,201 @@
+"""StructInfo: what a graph-level value is (tensor of shape and dtype, tuple, shape, function).
+
+Shapes are tuples of int64 PrimExprs; a symbolic dimension is a `tir.Var`. A tensor whose shape
+is unknown has `shape=None` and, when known, its rank in `ndim` (-1 when even that is unknown).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..error import MiniTVMError
+from ..ir.dtype import DataType
+from ..ir.node import Node, node, setfield
+from ..tir.expr import IntImm, PrimExpr, Var, as_expr, cast
+
+INDEX_DTYPE = DataType("int64")
+
+
+class StructInfo(Node):
+    """Base of all struct infos."""
+
+    __slots__ = ()
+    __hash__ = object.__hash__
+
+    def same_as(self, other: Any) -> bool:
+        from ..ir.structural import structural_equal
+
+        return structural_equal(self, other)
+
+
+def as_dim(value: Any) -> PrimExpr:
+    """A shape dimension as an int64 PrimExpr (ints become IntImm; int32 expressions are widened)."""
+    if isinstance(value, bool) or not isinstance(value, int | PrimExpr):
+        if hasattr(value, "__index__"):
+            value = int(value)
+        else:
+            raise MiniTVMError(
+                f"shape dimension {value!r} (a {type(value).__name__}) is not an int or a tir "
+                "expression; use an int or a tir.Var such as te.var('n', 'int64')"
+            )
+    if isinstance(value, int):
+        if value < 0:
+            raise MiniTVMError(f"shape dimension {value} is negative; dimensions are >= 0")
+        return IntImm(INDEX_DTYPE, value)
+    expr = as_expr(value)
+    if not expr.dtype.is_integer:
+        raise MiniTVMError(f"shape dimension {expr} has dtype {expr.dtype}; it must be an integer")
+    if isinstance(expr, IntImm) and expr.dtype != INDEX_DTYPE:
+        return IntImm(INDEX_DTYPE, expr.value)
+    return expr
+
+
+def as_shape(values: Any) -> tuple[PrimExpr, ...]:
+    """A shape tuple of int64 dims from a list/tuple of ints and tir expressions."""
+    if isinstance(values, int | PrimExpr):
+        values = (values,)
+    if hasattr(values, "values") and not isinstance(values, tuple | list):  # ShapeExpr
+        values = values.values
+    return tuple(as_dim(v) for v in values)
+
+
+def _as_dtype(dtype: Any) -> DataType | None:
+    if dtype is None or dtype == "" or dtype == "void":
+        return None
+    return DataType(dtype)
+
+
+@node
+class ObjectStructInfo(StructInfo):
+    """Any value (nothing is known)."""
+
+
+@node
+class PrimStructInfo(StructInfo):
+    """A scalar of `dtype`; `value` is the known value when there is one."""
+
+    dtype: Any
+    value: Any = None
+
+    def __post_init__(self):
+        setfield(self, "dtype", DataType(self.dtype))
+        if self.value is not None:
+            setfield(self, "value", as_expr(self.value, like=self.dtype))
+
+
+@node
+class ShapeStructInfo(StructInfo):
+    """A shape value (`R.Shape`); `values` is None when only the rank (`ndim`) is known."""
+
+    values: Any = None
+    ndim: int = -1
+
+    def __post_init__(self):
+        if self.values is not None:
+            setfield(self, "values", as_shape(self.values))
+            if self.ndim not in (-1, len(self.values)):
+                raise MiniTVMError(
+                    f"ShapeStructInfo: ndim {self.ndim} != len(values) {len(self.values)}"
+                )
+            setfield(self, "ndim", len(self.values))
+
+
+@node
+class TensorStructInfo(StructInfo):
+    """A tensor: `relax.TensorStructInfo((n, 784), "float32")`.
+
+    `shape` None means unknown shape (then `ndim` may still be known); `dtype` None means unknown.
+    The first occurrence of a symbolic dim in a function defines it (structural equality maps
+    such vars bijectively, hence `_def_fields`).
+    """
+
+    shape: Any = None
+    dtype: Any = "float32"
+    ndim: int = -1
+    _def_fields = ("shape",)
+
+    def __post_init__(self):
+        setfield(self, "dtype", _as_dtype(self.dtype))
+        if self.shape is not None:
+            shape = as_shape(self.shape)
+            if self.ndim not in (-1, len(shape)):
+                raise MiniTVMError(
+                    f"TensorStructInfo: ndim={self.ndim} disagrees with shape of {len(shape)} dims"
+                )
+            setfield(self, "shape", shape)
+            setfield(self, "ndim", len(shape))
+
+    @property
+    def is_static(self) -> bool:
+        return self.shape is not None and all(isinstance(d, IntImm) for d in self.shape)
+
+    def static_shape(self) -> tuple[int, ...] | None:
+        """The shape as Python ints, or None when a dim is symbolic or the shape unknown."""
+        return tuple(d.value for d in self.shape) if self.is_static else None
+
+
+@node
+class TupleStructInfo(StructInfo):
+    fields: tuple
+
+    def __post_init__(self):
+        setfield(self, "fields", tuple(self.fields))
+        for f in self.fields:
+            if not isinstance(f, StructInfo):
+                raise MiniTVMError(f"TupleStructInfo fields must be StructInfo, got {f!r}")
+
+
+@node
+class FuncStructInfo(StructInfo):
+    """A function from `params` (struct infos, or None for opaque) to `ret`."""
+
+    params: Any
+    ret: StructInfo
+    purity: bool = True
+
+    def __post_init__(self):
+        if self.params is not None:
+            setfield(self, "params", tuple(self.params))
+
+    @staticmethod
+    def opaque_func(ret: StructInfo | None = None) -> FuncStructInfo:
+        return FuncStructInfo(None, ret or ObjectStructInfo())
+
+
+def tensor_sinfo(shape: Any, dtype: Any = "float32") -> TensorStructInfo:
+    """Shorthand: a TensorStructInfo with known shape."""
+    return TensorStructInfo(shape, dtype)
+
+
+def shape_vars(sinfo: StructInfo) -> list[Var]:
+    """The symbolic tir.Vars appearing in a struct info, in first-appearance order."""
+    from ..tir.functor import post_order_visit
+
+    seen: list[Var] = []
+
+    def visit(n: Any) -> None:
+        if isinstance(n, Var) and all(n is not s for s in seen):
+            seen.append(n)
+
+    post_order_visit(sinfo, visit)
+    return seen
+
+
+def widen_index(expr: PrimExpr) -> PrimExpr:
+    """An index expression in int64."""
+    return expr if expr.dtype == INDEX_DTYPE else cast(INDEX_DTYPE, expr)
+
+
+__all__ = [
+    "FuncStructInfo",
+    "ObjectStructInfo",
+    "PrimStructInfo",
+    "ShapeStructInfo",
+    "StructInfo",
+    "TensorStructInfo",
+    "TupleStructInfo",
+    "as_dim",
+    "as_shape",
+    "shape_vars",
+    "tensor_sinfo",
+]

@@ -1,0 +1,73 @@
+"""DeadCodeElimination: drop bindings whose variables are never used, and functions that no
+graph-level function calls."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ...ir.module import GlobalVar, IRModule
+from ..expr import Call, Function, SeqExpr, Var
+from ..functor import ExprVisitor, used_vars
+
+
+def remove_unused_bindings(func: Function) -> Function:
+    """Drop bindings whose var is unused (in one backward sweep; calls in impure functions stay)."""
+    if not isinstance(func.body, SeqExpr):
+        return func
+    seq = func.body
+    live: set[Var] = set(used_vars(seq.body))
+    new_blocks = []
+    for block in reversed(seq.blocks):
+        kept = []
+        for b in reversed(block.bindings):
+            if b.var in live or (not func.is_pure and isinstance(b.value, Call)):
+                kept.append(b)
+                live |= used_vars(b.value)
+        if kept:
+            kept.reverse()
+            new_blocks.append(
+                block if len(kept) == len(block.bindings) else type(block)(tuple(kept))
+            )
+    new_blocks.reverse()
+    if len(new_blocks) == len(seq.blocks) and all(a is b for a, b in zip(new_blocks, seq.blocks)):
+        return func
+    return func.replace(body=SeqExpr(tuple(new_blocks), seq.body))
+
+
+class _Callees(ExprVisitor):
+    def __init__(self) -> None:
+        self.found: set[str] = set()
+
+    def visit_global_var(self, gv: GlobalVar) -> None:
+        self.found.add(gv.name_hint)
+
+
+def dead_code_elimination(mod: IRModule, entry_functions: Sequence[str] | None = None) -> IRModule:
+    """Remove unused bindings in every relax function, then functions unreachable from the entries
+    (default entries: every relax function; a module without one is returned unchanged)."""
+    out = mod.copy()
+    for gv, func in mod.functions_items():
+        if isinstance(func, Function):
+            out[gv] = remove_unused_bindings(func)
+    entries = (
+        list(entry_functions)
+        if entry_functions is not None
+        else [gv.name_hint for gv, f in out.functions_items() if isinstance(f, Function)]
+    )
+    if not entries:
+        return out
+    reached, todo = set(), list(entries)
+    while todo:
+        name = todo.pop()
+        if name in reached or name not in out:
+            continue
+        reached.add(name)
+        func = out[name]
+        if isinstance(func, Function):
+            finder = _Callees()
+            finder.visit_expr(func)
+            todo.extend(finder.found)
+    for name in list(out):
+        if name not in reached:
+            out.remove(name)
+    return out

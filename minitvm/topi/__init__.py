@@ -1,0 +1,79 @@
+"""Operator library: TE definitions of tensor operators (symbolic shapes allowed).
+
+`topi.add(A, B)`, `topi.nn.conv2d_nchw(data, kernel, stride, padding, dilation)`, ...; each
+returns te Tensors, ready for `te.create_prim_func`. `topi.reference` holds the numpy
+reference of every operator.
+"""
+
+from . import nn, reference, utils
+from .broadcast import (
+    abs,
+    add,
+    broadcast_shape,
+    cast,
+    divide,
+    exp,
+    full,
+    full_like,
+    log,
+    maximum,
+    minimum,
+    multiply,
+    negative,
+    power,
+    sigmoid,
+    sqrt,
+    subtract,
+    tanh,
+)
+from .linalg import batch_matmul, matmul
+from .reduction import max, mean, min, prod, sum
+from .transform import (
+    concatenate,
+    expand_dims,
+    flatten,
+    reshape,
+    split,
+    strided_slice,
+    take,
+    transpose,
+)
+
+__all__ = [
+    "abs",
+    "add",
+    "batch_matmul",
+    "broadcast_shape",
+    "cast",
+    "concatenate",
+    "divide",
+    "exp",
+    "expand_dims",
+    "flatten",
+    "full",
+    "full_like",
+    "log",
+    "matmul",
+    "max",
+    "maximum",
+    "mean",
+    "min",
+    "minimum",
+    "multiply",
+    "negative",
+    "nn",
+    "power",
+    "prod",
+    "reference",
+    "reshape",
+    "sigmoid",
+    "split",
+    "sqrt",
+    "strided_slice",
+    "subtract",
+    "sum",
+    "take",
+    "tanh",
+    "transpose",
+    "utils",
+]

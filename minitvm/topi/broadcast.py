@@ -1,0 +1,115 @@
+"""Elementwise and broadcasting operators (numpy broadcasting rules, symbolic dims allowed)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .. import te
+from ..error import TEError
+from ..tir import op as tir_op
+from ..tir.expr import PrimExpr, as_expr
+from ..tir.expr import cast as tir_cast
+from .utils import fmt_shape, is_one, prove_equal
+
+
+def broadcast_shape(a: Sequence[Any], b: Sequence[Any], what: str = "broadcast") -> tuple:
+    """The numpy broadcast of two shapes; raises TEError when dims provably differ."""
+    n = max(len(a), len(b))
+    a = (None,) * (n - len(a)) + tuple(a)
+    b = (None,) * (n - len(b)) + tuple(b)
+    out = []
+    for k, (x, y) in enumerate(zip(a, b)):
+        if x is None or (is_one(x) and y is not None):
+            out.append(y)
+        elif y is None or is_one(y) or prove_equal(x, y):
+            out.append(x)
+        else:
+            raise TEError(
+                f"{what}: shapes {fmt_shape(a)} and {fmt_shape(b)} do not broadcast at dim {k} "
+                f"({x} vs {y})"
+            )
+    return tuple(out)
+
+
+def broadcast_index(t: te.Tensor, out_shape: Sequence[Any], idx: Sequence[Any]) -> tuple:
+    """Index into `t` for the output position `idx` (size-1 dims read element 0)."""
+    offset = len(out_shape) - len(t.shape)
+    return tuple(
+        0 if is_one(d) and not is_one(out_shape[offset + k]) else idx[offset + k]
+        for k, d in enumerate(t.shape)
+    )
+
+
+def _operand(x: Any, like: PrimExpr | None = None) -> Any:
+    return (
+        x if isinstance(x, te.Tensor) else as_expr(x, like=like.dtype if like is not None else None)
+    )
+
+
+def _binary(name: str, fn: Callable[[PrimExpr, PrimExpr], PrimExpr]) -> Callable:
+    def op(lhs: Any, rhs: Any) -> te.Tensor | PrimExpr:
+        if not isinstance(lhs, te.Tensor) and not isinstance(rhs, te.Tensor):
+            return fn(as_expr(lhs), as_expr(rhs))
+        shapes = [x.shape for x in (lhs, rhs) if isinstance(x, te.Tensor)]
+        out_shape = broadcast_shape(shapes[0], shapes[-1], f"topi.{name}")
+
+        def elem(x: Any, idx: tuple, other_dtype: str) -> PrimExpr:
+            if isinstance(x, te.Tensor):
+                return x[broadcast_index(x, out_shape, idx)]
+            return as_expr(x, like=te.const(0, other_dtype))
+
+        def body(*idx: Any) -> PrimExpr:
+            a = elem(lhs, idx, getattr(rhs, "dtype", "float32"))
+            b = elem(rhs, idx, getattr(lhs, "dtype", "float32"))
+            return fn(a, b)
+
+        return te.compute(out_shape, body, name=f"T_{name}", tag="broadcast")
+
+    op.__name__ = name
+    op.__doc__ = f"Elementwise {name} with numpy broadcasting (tensors or scalars)."
+    return op
+
+
+add = _binary("add", lambda a, b: a + b)
+subtract = _binary("subtract", lambda a, b: a - b)
+multiply = _binary("multiply", lambda a, b: a * b)
+divide = _binary("divide", lambda a, b: a / b)
+power = _binary("power", tir_op.power)
+maximum = _binary("maximum", tir_op.max)
+minimum = _binary("minimum", tir_op.min)
+
+
+def _unary(name: str, fn: Callable[[PrimExpr], PrimExpr]) -> Callable:
+    def op(x: te.Tensor) -> te.Tensor:
+        if not isinstance(x, te.Tensor):
+            raise TEError(f"topi.{name}: expected a te.Tensor, got {type(x).__name__}")
+        return te.compute(x.shape, lambda *i: fn(x[i]), name=f"T_{name}", tag="elemwise")
+
+    op.__name__ = name
+    op.__doc__ = f"Elementwise {name}."
+    return op
+
+
+negative = _unary("negative", lambda v: -v)
+exp = _unary("exp", tir_op.exp)
+log = _unary("log", tir_op.log)
+sqrt = _unary("sqrt", tir_op.sqrt)
+tanh = _unary("tanh", tir_op.tanh)
+sigmoid = _unary("sigmoid", tir_op.sigmoid)
+abs = _unary("abs", tir_op.abs)
+
+
+def cast(x: te.Tensor, dtype: str) -> te.Tensor:
+    """Elementwise conversion to `dtype`."""
+    return te.compute(x.shape, lambda *i: tir_cast(dtype, x[i]), name="T_cast", tag="elemwise")
+
+
+def full(shape: Sequence[Any], dtype: str, fill_value: Any) -> te.Tensor:
+    """A tensor of `shape` filled with `fill_value` (a number, or a PrimExpr such as a scalar param)."""
+    value = tir_cast(dtype, as_expr(fill_value))
+    return te.compute(tuple(shape), lambda *i: value, name="T_full", tag="elemwise")
+
+
+def full_like(x: te.Tensor, fill_value: Any) -> te.Tensor:
+    return full(x.shape, x.dtype, fill_value)

@@ -1,0 +1,144 @@
+"""2-D pooling in NCHW: max / average over windows, and adaptive average pooling."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ... import te
+from ...error import TEError
+from ...tir import op as tir_op
+from ...tir.expr import cast as tir_cast
+from ...tir.expr import make_const
+from ..utils import const_int, get_const_tuple, simplify
+from .conv2d import conv_out_dim, padding4, pair, window_index
+from .pad import pad
+
+
+def pool2d(
+    data: te.Tensor,
+    kernel: Any,
+    stride: Any = 1,
+    dilation: Any = 1,
+    padding: Any = 0,
+    pool_type: str = "max",
+    ceil_mode: bool = False,
+    count_include_pad: bool = False,
+    layout: str = "NCHW",
+) -> te.Tensor:
+    """Max or average pooling; average excludes padding unless `count_include_pad`."""
+    if layout != "NCHW":
+        raise TEError(f"topi.nn.pool2d: layout {layout!r} is not supported; use 'NCHW'")
+    if pool_type not in ("max", "avg"):
+        raise TEError(f"topi.nn.pool2d: pool_type must be 'max' or 'avg', got {pool_type!r}")
+    kh, kw = pair(kernel, "pool2d pool_size")
+    sh, sw = pair(stride, "pool2d strides")
+    dh, dw = pair(dilation, "pool2d dilation")
+    pt, pl, pb, pr = padding4(padding, "pool2d")
+    n, c, h, w = data.shape
+    oh = conv_out_dim(h, kh, pt, pb, sh, dh, ceil_mode)
+    ow = conv_out_dim(w, kw, pl, pr, sw, dw, ceil_mode)
+    # ceil mode: pad the bottom/right so every window stays inside the padded input
+    eb = _ceil_extra(h, oh, kh, pt, pb, sh, dh) if ceil_mode else 0
+    er = _ceil_extra(w, ow, kw, pl, pr, sw, dw) if ceil_mode else 0
+    init = tir_op.min_value(data.dtype) if pool_type == "max" else make_const(data.dtype, 0)
+    value = init.value if hasattr(init, "value") else 0.0
+    lo, hi = (0, 0, pt, pl), (0, 0, pb + eb, pr + er)
+    padded = (
+        data if lo == hi == (0, 0, 0, 0) else pad(data, lo, hi, pad_value=value, name="pad_temp")
+    )
+    ry = te.reduce_axis((0, kh), "ry")
+    rx = te.reduce_axis((0, kw), "rx")
+
+    def window(b: Any, ch: Any, y: Any, x: Any):
+        return padded[b, ch, window_index(y, ry, sh, dh), window_index(x, rx, sw, dw)]
+
+    if pool_type == "max":
+        return te.compute(
+            (n, c, oh, ow),
+            lambda b, ch, y, x: te.max(window(b, ch, y, x), axis=[ry, rx]),
+            name="pool_max",
+            tag="pool_max",
+        )
+    total = te.compute(
+        (n, c, oh, ow),
+        lambda b, ch, y, x: te.sum(window(b, ch, y, x), axis=[ry, rx]),
+        name="pool_sum",
+        tag="pool_sum",
+    )
+
+    def count(y: Any, x: Any):
+        if count_include_pad:
+            y0, x0 = y * sh - pt, x * sw - pl
+            hy = tir_op.min(y0 + dh * (kh - 1) + 1, h + pb) - tir_op.max(y0, -pt)
+            hx = tir_op.min(x0 + dw * (kw - 1) + 1, w + pr) - tir_op.max(x0, -pl)
+        else:
+            y0, x0 = y * sh - pt, x * sw - pl
+            hy = _valid_taps(y0, kh, dh, h)
+            hx = _valid_taps(x0, kw, dw, w)
+        return tir_op.max(hy * hx, 1)
+
+    def avg(b: Any, ch: Any, y: Any, x: Any):
+        return total[b, ch, y, x] / tir_cast(data.dtype, count(y, x))
+
+    return te.compute((n, c, oh, ow), avg, name="pool_avg", tag="elemwise")
+
+
+def _ceil_extra(size: Any, out: Any, k: int, lo: int, hi: int, s: int, d: int) -> Any:
+    """Extra high-side padding so that the last ceil-mode window fits."""
+    size, out = (v if const_int(v) is None else const_int(v) for v in (size, out))
+    need = (out - 1) * s + d * (k - 1) + 1 - (size + lo + hi)
+    return max(need, 0) if isinstance(need, int) else simplify(tir_op.max(need, 0))
+
+
+def _valid_taps(start: Any, k: int, d: int, size: Any) -> Any:
+    """How many taps start, start+d, ..., start+(k-1)d fall inside [0, size)."""
+    if d == 1:
+        return tir_op.max(tir_op.min(start + k, size) - tir_op.max(start, 0), 0)
+    first = tir_op.max((0 - start + d - 1) // d, 0)  # first tap index >= 0
+    last = tir_op.min((size - 1 - start) // d, k - 1)  # last tap index < size
+    return tir_op.max(last - first + 1, 0)
+
+
+def adaptive_pool2d(
+    data: te.Tensor, output_size: Any, pool_type: str = "avg", layout: str = "NCHW"
+) -> te.Tensor:
+    """Window i covers [floor(i*H/OH), ceil((i+1)*H/OH)) (static H, W)."""
+    if layout != "NCHW":
+        raise TEError(f"topi.nn.adaptive_pool2d: layout {layout!r} is not supported; use 'NCHW'")
+    n, c, h, w = data.shape
+    hs, ws = get_const_tuple((h, w), "topi.nn.adaptive_pool2d (input H, W)")
+    oh, ow = (hs, ws) if output_size is None else pair(output_size, "adaptive_pool2d output_size")
+    oh, ow = (hs if oh is None else int(oh)), (ws if ow is None else int(ow))
+
+    def span(size: int, out: int) -> int:
+        return max(-(-(i + 1) * size // out) - (i * size // out) for i in range(out))
+
+    kh, kw = span(hs, oh), span(ws, ow)
+    ry = te.reduce_axis((0, kh), "ry")
+    rx = te.reduce_axis((0, kw), "rx")
+
+    def bounds(i: Any, size: int, out: int) -> tuple[Any, Any]:
+        return (i * size) // out, ((i + 1) * size + out - 1) // out
+
+    reducer = te.sum if pool_type == "avg" else te.max
+
+    def body(b: Any, ch: Any, y: Any, x: Any):
+        y0, y1 = bounds(y, hs, oh)
+        x0, x1 = bounds(x, ws, ow)
+        inside = tir_op.all(y0 + ry < y1, x0 + rx < x1)
+        return reducer(data[b, ch, y0 + ry, x0 + rx], axis=[ry, rx], where=inside)
+
+    red = te.compute((n, c, oh, ow), body, name="adaptive_pool_red", tag="adaptive_pool")
+    if pool_type == "max":
+        return red
+
+    def avg(b: Any, ch: Any, y: Any, x: Any):
+        y0, y1 = bounds(y, hs, oh)
+        x0, x1 = bounds(x, ws, ow)
+        return red[b, ch, y, x] / tir_cast(data.dtype, (y1 - y0) * (x1 - x0))
+
+    return te.compute((n, c, oh, ow), avg, name="adaptive_pool_avg", tag="elemwise")
+
+
+def global_pool(data: te.Tensor, pool_type: str = "avg") -> te.Tensor:
+    return adaptive_pool2d(data, (1, 1), pool_type)

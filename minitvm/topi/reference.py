@@ -1,0 +1,209 @@
+"""numpy references of the operators (the oracle for tests and the graph-level evaluator)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+
+def _pair(v: Any) -> tuple:
+    if isinstance(v, int):
+        return (v, v)
+    v = tuple(v)
+    return (v[0], v[0]) if len(v) == 1 else v
+
+
+def _pad4(p: Any) -> tuple:
+    if isinstance(p, int):
+        return (p,) * 4
+    p = tuple(p)
+    return p * 4 if len(p) == 1 else (p[0], p[1], p[0], p[1]) if len(p) == 2 else p
+
+
+def relu(x: np.ndarray) -> np.ndarray:
+    return np.maximum(x, 0).astype(x.dtype)
+
+
+def gelu(x: np.ndarray) -> np.ndarray:
+    erf = np.vectorize(math.erf, otypes=[np.float64])
+    return (0.5 * x * (1.0 + erf(x / math.sqrt(2.0)))).astype(x.dtype)
+
+
+def sigmoid(x: np.ndarray) -> np.ndarray:
+    return (1.0 / (1.0 + np.exp(-x.astype(np.float64)))).astype(x.dtype)
+
+
+def softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return (e / e.sum(axis=axis, keepdims=True)).astype(x.dtype)
+
+
+def log_softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    m = x.max(axis=axis, keepdims=True)
+    return (x - m - np.log(np.exp(x - m).sum(axis=axis, keepdims=True))).astype(x.dtype)
+
+
+def dense(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
+    out = x @ w.T
+    return (out if b is None else out + b).astype(x.dtype)
+
+
+def conv2d_nchw(
+    data: np.ndarray,
+    kernel: np.ndarray,
+    strides: Any = 1,
+    padding: Any = 0,
+    dilation: Any = 1,
+    groups: int = 1,
+) -> np.ndarray:
+    sh, sw = _pair(strides)
+    dh, dw = _pair(dilation)
+    pt, pl, pb, pr = _pad4(padding)
+    x = np.pad(data, ((0, 0), (0, 0), (pt, pb), (pl, pr)))
+    n, c, h, w = x.shape
+    o, cg, kh, kw = kernel.shape
+    oh = (h - dh * (kh - 1) - 1) // sh + 1
+    ow = (w - dw * (kw - 1) - 1) // sw + 1
+    out = np.zeros((n, o, oh, ow), dtype=np.float64)
+    og = o // groups
+    for g in range(groups):
+        xs = x[:, g * cg : (g + 1) * cg]
+        ks = kernel[g * og : (g + 1) * og].astype(np.float64)
+        for i in range(kh):
+            for j in range(kw):
+                patch = xs[
+                    :,
+                    :,
+                    i * dh : i * dh + sh * (oh - 1) + 1 : sh,
+                    j * dw : j * dw + sw * (ow - 1) + 1 : sw,
+                ]
+                out[:, g * og : (g + 1) * og] += np.einsum("nchw,oc->nohw", patch, ks[:, :, i, j])
+    return out.astype(data.dtype)
+
+
+def pool2d(
+    data: np.ndarray,
+    pool_size: Any,
+    strides: Any = 1,
+    dilation: Any = 1,
+    padding: Any = 0,
+    pool_type: str = "max",
+    ceil_mode: bool = False,
+    count_include_pad: bool = False,
+) -> np.ndarray:
+    kh, kw = _pair(pool_size)
+    sh, sw = _pair(strides)
+    dh, dw = _pair(dilation)
+    pt, pl, pb, pr = _pad4(padding)
+    n, c, h, w = data.shape
+
+    def out_dim(size: int, k: int, lo: int, hi: int, s: int, d: int) -> int:
+        extra = s - 1 if ceil_mode else 0
+        out = (size + lo + hi - d * (k - 1) - 1 + extra) // s + 1
+        return out - 1 if ceil_mode and (out - 1) * s >= size + lo else out
+
+    oh, ow = out_dim(h, kh, pt, pb, sh, dh), out_dim(w, kw, pl, pr, sw, dw)
+    out = np.zeros((n, c, oh, ow), dtype=np.float64)
+    for y in range(oh):
+        for x in range(ow):
+            ys = [y * sh - pt + i * dh for i in range(kh)]
+            xs = [x * sw - pl + j * dw for j in range(kw)]
+            vy = [v for v in ys if 0 <= v < h]
+            vx = [v for v in xs if 0 <= v < w]
+            win = data[:, :, vy][:, :, :, vx].astype(np.float64)
+            if pool_type == "max":
+                out[:, :, y, x] = win.max(axis=(2, 3)) if win.size else -np.inf
+            elif count_include_pad:
+                y0, x0 = y * sh - pt, x * sw - pl
+                cy = min(y0 + dh * (kh - 1) + 1, h + pb) - max(y0, -pt)
+                cx = min(x0 + dw * (kw - 1) + 1, w + pr) - max(x0, -pl)
+                out[:, :, y, x] = win.sum(axis=(2, 3)) / max(cy * cx, 1)
+            else:
+                out[:, :, y, x] = win.sum(axis=(2, 3)) / max(len(vy) * len(vx), 1)
+    return out.astype(data.dtype)
+
+
+def adaptive_avg_pool2d(data: np.ndarray, output_size: Any = None) -> np.ndarray:
+    n, c, h, w = data.shape
+    oh, ow = (h, w) if output_size is None else _pair(output_size)
+    out = np.zeros((n, c, oh, ow), dtype=np.float64)
+    for y in range(oh):
+        y0, y1 = y * h // oh, -(-(y + 1) * h // oh)
+        for x in range(ow):
+            x0, x1 = x * w // ow, -(-(x + 1) * w // ow)
+            out[:, :, y, x] = data[:, :, y0:y1, x0:x1].astype(np.float64).mean(axis=(2, 3))
+    return out.astype(data.dtype)
+
+
+def batch_norm(
+    x: np.ndarray,
+    gamma: np.ndarray,
+    beta: np.ndarray,
+    mean: np.ndarray,
+    var: np.ndarray,
+    axis: int = 1,
+    epsilon: float = 1e-5,
+    center: bool = True,
+    scale: bool = True,
+) -> tuple:
+    shape = [1] * x.ndim
+    shape[axis] = -1
+    out = (x - mean.reshape(shape)) / np.sqrt(var.reshape(shape) + epsilon)
+    if scale:
+        out = out * gamma.reshape(shape)
+    if center:
+        out = out + beta.reshape(shape)
+    return out.astype(x.dtype), mean, var
+
+
+def layer_norm(
+    x: np.ndarray,
+    gamma: np.ndarray,
+    beta: np.ndarray,
+    axes: Any = -1,
+    epsilon: float = 1e-5,
+    center: bool = True,
+    scale: bool = True,
+) -> np.ndarray:
+    axes = tuple(sorted(a % x.ndim for a in ([axes] if isinstance(axes, int) else axes)))
+    mean = x.mean(axis=axes, keepdims=True)
+    var = ((x - mean) ** 2).mean(axis=axes, keepdims=True)
+    out = (x - mean) / np.sqrt(var + epsilon)
+    shape = [x.shape[n] if n in axes else 1 for n in range(x.ndim)]
+    if scale:
+        out = out * gamma.reshape(shape)
+    if center:
+        out = out + beta.reshape(shape)
+    return out.astype(x.dtype)
+
+
+def reduce(fn: Any, x: np.ndarray, axis: Any = None, keepdims: bool = False) -> np.ndarray:
+    axis = tuple(axis) if isinstance(axis, Sequence) else axis
+    return np.asarray(fn(x, axis=axis, keepdims=keepdims)).astype(x.dtype)
+
+
+def strided_slice(
+    x: np.ndarray,
+    axes: Sequence[int],
+    begin: Sequence[int],
+    end: Sequence[int],
+    strides: Sequence[int] | None = None,
+) -> np.ndarray:
+    index = [slice(None)] * x.ndim
+    strides = strides or [1] * len(axes)
+    for a, b, e, s in zip(axes, begin, end, strides):
+        index[a] = slice(b, e, s)
+    return x[tuple(index)]
+
+
+def take(
+    x: np.ndarray, indices: np.ndarray, axis: int | None = None, mode: str = "clip"
+) -> np.ndarray:
+    return np.take(x, indices, axis=axis, mode=mode)
+
+
+def split(x: np.ndarray, indices_or_sections: Any, axis: int = 0) -> tuple:
+    return tuple(np.split(x, indices_or_sections, axis=axis))

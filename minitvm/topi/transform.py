@@ -1,0 +1,272 @@
+"""Data movement: reshape, transpose, concatenate, split, strided_slice, take."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .. import te
+from ..error import ShapeError, TEError
+from ..ir.dtype import DataType
+from ..tir import op as tir_op
+from ..tir.expr import PrimExpr, as_expr
+from ..tir.expr import cast as tir_cast
+from .utils import (
+    const_int,
+    fmt_shape,
+    normalize_axis,
+    prove_equal,
+    ravel_index,
+    simplify,
+    unravel_index,
+)
+from .utils import (
+    prod as dims_prod,
+)
+
+
+def infer_reshape(shape: Sequence[Any], newshape: Sequence[Any], what: str) -> tuple:
+    """Resolve one -1 in `newshape` and check the element counts agree (when provable)."""
+    newshape = [
+        as_expr(d, like=DataType("int64")) if not isinstance(d, PrimExpr) else d for d in newshape
+    ]
+    holes = [n for n, d in enumerate(newshape) if const_int(d) == -1]
+    if len(holes) > 1:
+        raise ShapeError(f"{what}: new shape {fmt_shape(newshape)} has more than one -1")
+    total = dims_prod(shape)
+    if holes:
+        known = dims_prod([d for n, d in enumerate(newshape) if n != holes[0]])
+        if const_int(known) == 0:
+            raise ShapeError(
+                f"{what}: cannot infer -1 in {fmt_shape(newshape)}: other dims multiply to 0"
+            )
+        if (
+            const_int(total) is not None
+            and const_int(known) is not None
+            and const_int(total) % const_int(known)
+        ):
+            raise ShapeError(
+                f"{what}: cannot reshape {fmt_shape(shape)} ({const_int(total)} elements) into "
+                f"{fmt_shape(newshape)}: {const_int(total)} is not divisible by {const_int(known)}"
+            )
+        newshape[holes[0]] = simplify(total // known)
+    out = tuple(simplify(d) for d in newshape)
+    new_total = dims_prod(out)
+    ct, cn = const_int(total), const_int(new_total)
+    if (ct is not None and cn is not None and ct != cn) or (
+        (ct is None or cn is None) and not prove_equal(simplify(total), simplify(new_total))
+    ):
+        raise ShapeError(
+            f"{what}: cannot reshape {fmt_shape(shape)} into {fmt_shape(out)}: element counts "
+            f"differ ({simplify(total)} vs {simplify(new_total)})"
+        )
+    return out
+
+
+def reshape(data: te.Tensor, newshape: Sequence[Any]) -> te.Tensor:
+    """Same elements in row-major order, new shape (one dim may be -1)."""
+    out_shape = infer_reshape(data.shape, newshape, "topi.reshape")
+
+    def body(*idx: Any) -> PrimExpr:
+        return data[tuple(unravel_index(ravel_index(idx, out_shape), data.shape))]
+
+    return te.compute(out_shape, body, name="T_reshape", tag="injective")
+
+
+def flatten(data: te.Tensor) -> te.Tensor:
+    """All elements as a 1-D tensor."""
+    return reshape(data, (dims_prod(data.shape),))
+
+
+def transpose(data: te.Tensor, axes: Sequence[int] | None = None) -> te.Tensor:
+    """Permute dims: output dim n is input dim axes[n] (reversed when axes is None)."""
+    nd = len(data.shape)
+    axes = (
+        tuple(reversed(range(nd)))
+        if axes is None
+        else tuple(normalize_axis(a, nd, "topi.transpose") for a in axes)
+    )
+    if sorted(axes) != list(range(nd)):
+        raise ShapeError(
+            f"topi.transpose: axes {list(axes)} are not a permutation of {list(range(nd))}"
+        )
+    out_shape = tuple(data.shape[a] for a in axes)
+
+    def body(*idx: Any) -> PrimExpr:
+        index = [None] * nd
+        for n, a in enumerate(axes):
+            index[a] = idx[n]
+        return data[tuple(index)]
+
+    return te.compute(out_shape, body, name="T_transpose", tag="injective")
+
+
+def concatenate(tensors: Sequence[te.Tensor], axis: int = 0) -> te.Tensor:
+    """Join tensors along `axis`; other dims must agree."""
+    tensors = list(tensors)
+    if not tensors:
+        raise TEError("topi.concatenate: needs at least one tensor")
+    nd = len(tensors[0].shape)
+    axis = normalize_axis(axis, nd, "topi.concatenate")
+    offsets, total = [], 0
+    for t in tensors:
+        offsets.append(total)
+        d = t.shape[axis]
+        total = d if isinstance(total, int) and total == 0 else simplify(total + d)
+    out_shape = tuple(total if n == axis else tensors[0].shape[n] for n in range(nd))
+
+    def body(*idx: Any) -> PrimExpr:
+        i = idx[axis]
+        value = tensors[-1][tuple(idx[:axis]) + (i - offsets[-1],) + tuple(idx[axis + 1 :])]
+        for t, off in reversed(list(zip(tensors[:-1], offsets[:-1]))):
+            shifted = i if const_int(off) == 0 else i - off
+            load = t[tuple(idx[:axis]) + (shifted,) + tuple(idx[axis + 1 :])]
+            value = tir_op.if_then_else(i < off + t.shape[axis], load, value)
+        return value
+
+    return te.compute(out_shape, body, name="T_concat", tag="injective")
+
+
+def split_sections(dim: Any, indices_or_sections: Any, what: str) -> list[tuple[Any, Any]]:
+    """(begin, extent) of each piece for numpy-style `indices_or_sections`."""
+    if isinstance(indices_or_sections, int):
+        n = indices_or_sections
+        size = const_int(dim)
+        if n <= 0:
+            raise ShapeError(f"{what}: number of sections must be positive, got {n}")
+        if size is not None and size % n:
+            raise ShapeError(f"{what}: dim of size {size} does not split into {n} equal sections")
+        step = size // n if size is not None else simplify(dim // n)
+        return [(step * k if size is not None else simplify(step * k), step) for k in range(n)]
+    size = const_int(dim)
+    starts = [0] + [int(i) for i in indices_or_sections]
+    out = []
+    for k, lo in enumerate(starts):
+        last = k + 1 == len(starts)
+        if size is not None:
+            lo_c = min(lo, size)
+            hi_c = size if last else min(starts[k + 1], size)
+            out.append((lo_c, max(hi_c - lo_c, 0)))
+        else:
+            hi = dim if last else as_expr(starts[k + 1], like=dim.dtype)
+            out.append((lo, simplify(hi - lo)))
+    return out
+
+
+def split(data: te.Tensor, indices_or_sections: Any, axis: int = 0) -> list[te.Tensor]:
+    """numpy.split: an int gives equal sections, a list gives split points."""
+    nd = len(data.shape)
+    axis = normalize_axis(axis, nd, "topi.split")
+    pieces = split_sections(data.shape[axis], indices_or_sections, "topi.split")
+    outs = []
+    for n, (begin, ext) in enumerate(pieces):
+        shape = tuple(ext if k == axis else d for k, d in enumerate(data.shape))
+
+        def body(*idx: Any, begin: Any = begin) -> PrimExpr:
+            i = idx[axis] if const_int(begin) == 0 else idx[axis] + begin
+            return data[tuple(idx[:axis]) + (i,) + tuple(idx[axis + 1 :])]
+
+        outs.append(te.compute(shape, body, name=f"T_split_{n}", tag="injective"))
+    return outs
+
+
+def slice_bounds(dim: Any, begin: int, end: int, stride: int) -> tuple[Any, Any]:
+    """Clamped (start, extent) of a numpy slice over a dim (symbolic dims allowed)."""
+    size = const_int(dim)
+    if stride == 0:
+        raise ShapeError("topi.strided_slice: stride 0 is not allowed")
+    if size is not None:
+        start, stop, step = slice(begin, end, stride).indices(size)
+        return start, max(0, -(-(stop - start) // step)) if step > 0 else max(
+            0, -(-(start - stop) // -step)
+        )
+    if stride < 0:
+        raise ShapeError(
+            f"topi.strided_slice: negative stride over the symbolic dim {dim} is not supported"
+        )
+    d = dim
+
+    def clamp(v: int) -> Any:
+        return tir_op.max(d + v, 0) if v < 0 else tir_op.min(as_expr(v, like=d.dtype), d)
+
+    start, stop = clamp(begin), clamp(end)
+    ext = (
+        tir_op.max(stop - start, 0)
+        if stride == 1
+        else tir_op.max((stop - start + (stride - 1)) // stride, 0)
+    )
+    return simplify(start), simplify(ext)
+
+
+def strided_slice(
+    data: te.Tensor,
+    begin: Sequence[int],
+    end: Sequence[int],
+    strides: Sequence[int] | None = None,
+    axes: Sequence[int] | None = None,
+) -> te.Tensor:
+    """numpy-style slice `data[b0:e0:s0, ...]` over `axes` (all leading axes when None)."""
+    nd = len(data.shape)
+    axes = (
+        list(range(len(begin)))
+        if axes is None
+        else [normalize_axis(a, nd, "topi.strided_slice") for a in axes]
+    )
+    strides = list(strides) if strides is not None else [1] * len(axes)
+    if not len(begin) == len(end) == len(strides) == len(axes):
+        raise ShapeError(
+            f"topi.strided_slice: begin {list(begin)}, end {list(end)}, strides {strides} and axes "
+            f"{axes} must have the same length"
+        )
+    starts, steps = [0] * nd, [1] * nd
+    out_shape = list(data.shape)
+    for a, b, e, s in zip(axes, begin, end, strides):
+        starts[a], out_shape[a] = slice_bounds(data.shape[a], int(b), int(e), int(s))
+        steps[a] = int(s)
+
+    def body(*idx: Any) -> PrimExpr:
+        index = []
+        for i, st, sp in zip(idx, starts, steps):
+            j = i if sp == 1 else i * sp
+            index.append(j if const_int(st) == 0 else j + st)
+        return data[tuple(index)]
+
+    return te.compute(tuple(out_shape), body, name="T_strided_slice", tag="injective")
+
+
+def take(
+    data: te.Tensor, indices: te.Tensor, axis: int | None = None, mode: str = "clip"
+) -> te.Tensor:
+    """Gather along `axis` (the flattened data when None); out-of-range indices are clipped."""
+    if axis is None:
+        data, axis = flatten(data), 0
+    nd = len(data.shape)
+    axis = normalize_axis(axis, nd, "topi.take")
+    ni = len(indices.shape)
+    out_shape = tuple(data.shape[:axis]) + tuple(indices.shape) + tuple(data.shape[axis + 1 :])
+    dim = data.shape[axis]
+
+    def body(*idx: Any) -> PrimExpr:
+        raw = tir_cast(dim.dtype, indices[tuple(idx[axis : axis + ni])])
+        if mode == "wrap":
+            pos = raw % dim
+        else:
+            pos = tir_op.min(tir_op.max(raw, 0), dim - 1)
+        return data[tuple(idx[:axis]) + (pos,) + tuple(idx[axis + ni :])]
+
+    if mode not in ("clip", "wrap"):
+        raise TEError(f"topi.take: mode {mode!r} is not one of 'clip', 'wrap'")
+    return te.compute(out_shape, body, name="T_take", tag="injective")
+
+
+def expand_dims(data: te.Tensor, axis: int, num_newaxis: int = 1) -> te.Tensor:
+    """Insert `num_newaxis` size-1 dims at `axis`."""
+    nd = len(data.shape)
+    axis = normalize_axis(axis, nd + 1, "topi.expand_dims")
+    out_shape = tuple(data.shape[:axis]) + (1,) * num_newaxis + tuple(data.shape[axis:])
+    return te.compute(
+        out_shape,
+        lambda *idx: data[tuple(idx[:axis]) + tuple(idx[axis + num_newaxis :])],
+        name="T_expand_dims",
+        tag="injective",
+    )
