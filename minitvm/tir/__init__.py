@@ -20,3 +20,5 @@ from .stmt import (
     Allocate, AssertStmt, AttrStmt, Block, BlockRealize, BufferRegion, BufferStore, DeclBuffer,
     Evaluate, For, ForKind, IfThenElse, LetStmt, MatchBufferRegion, SeqStmt, Stmt, While, seq,
 )
+from . import printer  # registers the TVMScript printer
+from .schedule import BlockRV, LoopRV, Schedule  # the TensorIR scheduler (tvm.tir.Schedule)

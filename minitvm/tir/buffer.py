@@ -29,7 +29,8 @@ class Buffer(Node):
     offset_factor: int = 1
     axis_separators: tuple = ()
     _is_buffer = True
-    _def_fields = ("data",)
+    # a symbolic dim (`n` in shape (n, 128)) is defined where its buffer is first seen
+    _def_fields = ("data", "shape", "strides", "elem_offset")
 
     def __post_init__(self):
         setfield(self, "dtype", DataType(self.dtype))

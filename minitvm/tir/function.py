@@ -22,6 +22,8 @@ class PrimFunc(BaseFunc):
     buffer_map: FrozenDict = FrozenDict()
     attrs: FrozenDict = FrozenDict()
     _def_fields = ("params",)
+    # buffer_map before body: its buffers' shapes define the symbolic dims the body uses
+    _structural_order = ("params", "buffer_map", "body", "ret_type", "attrs")
 
     def __post_init__(self):
         setfield(self, "params", tuple(self.params))

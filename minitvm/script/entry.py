@@ -1,0 +1,150 @@
+"""TVMScript entry points: `@T.prim_func`, `@I.ir_module`, `from_source`, and the tables that
+map a decorator to its function parser and an alias (`T`, `I`, later `R`) to its namespace."""
+
+from __future__ import annotations
+
+import ast
+from collections import ChainMap
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ..error import ParseError
+from ..ir.module import IRModule
+from ..tir.function import PrimFunc
+from . import tir as T
+from .parser import TIRParser, _unsupported
+from .source import Source, TVMScriptError, source_of
+
+# ----------------------------------------------------------------------------- entry points
+
+
+def _decorator_kind(parser: TIRParser, dec: ast.expr) -> tuple[Any, dict]:
+    """The decorator object and its keyword arguments (`T.prim_func(private=True)`)."""
+    if isinstance(dec, ast.Call):
+        return parser.eval(dec.func), {kw.arg: parser.eval(kw.value) for kw in dec.keywords}
+    return parser.eval(dec), {}
+
+
+def _parse_tir_function(
+    source: Source, fdef: ast.FunctionDef, env: Mapping, name: str, private: bool
+) -> PrimFunc:
+    return TIRParser(source, env).parse_function(fdef, name, private)
+
+
+# decorator object -> function parser (source, def, env, name, private) -> function
+_FUNCTION_PARSERS: dict[Any, Callable[..., Any]] = {T.prim_func: _parse_tir_function}
+
+
+def register_function_parser(decorator: Any, fn: Callable[..., Any]) -> None:
+    """Let `@decorator` functions inside `@I.ir_module` classes be parsed by `fn` (relax hook)."""
+    _FUNCTION_PARSERS[decorator] = fn
+
+
+# names every script sees (from_source text has no imports): namespace alias -> module
+_NAMESPACES: dict[str, Any] = {"T": T, "tir": T}
+
+
+def register_namespace(alias: str, namespace: Any) -> None:
+    """Make `alias` (e.g. "R") resolve to `namespace` in every script (relax hook)."""
+    _NAMESPACES[alias] = namespace
+
+
+def _default_env() -> dict[str, Any]:
+    from . import ir as I
+
+    return {"I": I, "ir": I, **_NAMESPACES}
+
+
+class ModuleAttrs:
+    """`I.module_attrs({...})` inside an `@I.ir_module` class."""
+
+    def __init__(self, attrs: Mapping):
+        self.attrs = dict(attrs)
+
+
+def parse_prim_func_object(fn: Callable, env: Mapping, private: bool) -> PrimFunc:
+    source = source_of(fn, ast.FunctionDef)
+    env = ChainMap(dict(env), _default_env())
+    return _parse_tir_function(source, source.node, env, fn.__name__, private)
+
+
+def parse_ir_module_class(cls: type, env: Mapping) -> IRModule:
+    source = source_of(cls, ast.ClassDef)
+    env = ChainMap(
+        {k: v for k, v in vars(cls).items() if not callable(v)}, dict(env), _default_env()
+    )
+    return _parse_class(source, source.node, env)
+
+
+def _parse_class(source: Source, cdef: ast.ClassDef, env: Mapping) -> IRModule:
+    mod = IRModule()
+    probe = TIRParser(source, env)
+    for item in cdef.body:
+        if isinstance(item, ast.FunctionDef):
+            if not item.decorator_list:
+                raise source.error(
+                    item, f"method '{item.name}' of an IRModule needs a decorator like @T.prim_func"
+                )
+            kind, kwargs = _decorator_kind(probe, item.decorator_list[0])
+            parser = _FUNCTION_PARSERS.get(kind)
+            if parser is None:
+                dec = ast.unparse(item.decorator_list[0])
+                raise source.error(
+                    item.decorator_list[0],
+                    f"functions decorated with @{dec} are not supported in an IRModule yet",
+                )
+            mod[item.name] = parser(
+                source, item, env, item.name, bool(kwargs.get("private", False))
+            )
+        elif isinstance(item, ast.Expr):
+            value = probe.eval(item.value)
+            if isinstance(value, ModuleAttrs):
+                for k, v in value.attrs.items():
+                    mod = mod.with_attr(k, v)
+            elif not isinstance(value, str):  # docstrings are fine
+                raise source.error(
+                    item, "only I.module_attrs({...}) and methods may appear in an IRModule class"
+                )
+        elif isinstance(item, ast.Pass | ast.Assign):
+            continue
+        else:
+            raise source.error(item, _unsupported(item))
+    return mod
+
+
+def from_source(text: str, filename: str = "<string>") -> PrimFunc | IRModule:
+    """Parse TVMScript text: an `@I.ir_module` class gives an IRModule, a function a PrimFunc.
+
+    `from_source(func.script())` is structurally equal to `func`.
+    """
+    lines = text.splitlines(keepends=True)
+    try:
+        tree = ast.parse(text, filename)
+    except SyntaxError as err:
+        raise TVMScriptError(
+            f"invalid Python syntax: {err.msg}",
+            filename,
+            err.lineno or 1,
+            (err.offset or 1) - 1,
+            (err.text or "").rstrip("\n"),
+        ) from err
+    env = _default_env()
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef):
+            return _parse_class(Source(filename, lines, node), node, env)
+        if isinstance(node, ast.FunctionDef):
+            source = Source(filename, lines, node)
+            parser, kwargs = _parse_tir_function, {}
+            if node.decorator_list:
+                kind, kwargs = _decorator_kind(TIRParser(source, env), node.decorator_list[0])
+                parser = _FUNCTION_PARSERS.get(kind, _parse_tir_function)
+            return parser(source, node, env, node.name, bool(kwargs.get("private", False)))
+    raise ParseError(f"{filename}: no @T.prim_func function or @I.ir_module class found")
+
+
+__all__ = [
+    "TVMScriptError",
+    "from_source",
+    "register_function_parser",
+    "register_namespace",
+]

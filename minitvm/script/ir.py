@@ -1,0 +1,43 @@
+"""The `I` namespace of TVMScript: `from minitvm.script import ir as I` (`@I.ir_module`)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+from ..ir.module import IRModule
+
+__tvmscript__ = True
+
+
+def ir_module(cls: type | None = None) -> Any:
+    """Class decorator: parse a class of `@T.prim_func` methods into an `IRModule`.
+
+    Example::
+
+        @I.ir_module
+        class Module:
+            @T.prim_func
+            def add_one(A: T.Buffer((4,), "float32"), B: T.Buffer((4,), "float32")):
+                for i in range(4):
+                    B[i] = A[i] + T.float32(1)
+    """
+    from .entry import parse_ir_module_class
+    from .source import capture_env
+
+    env = capture_env(sys._getframe(1))
+
+    def decorate(klass: type) -> IRModule:
+        return parse_ir_module_class(klass, env)
+
+    return decorate if cls is None else decorate(cls)
+
+
+def module_attrs(attrs: Mapping) -> Any:
+    from .entry import ModuleAttrs
+
+    return ModuleAttrs(attrs)
+
+
+__all__ = ["ir_module", "module_attrs"]

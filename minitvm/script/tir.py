@@ -1,0 +1,665 @@
+"""The `T` namespace of TVMScript: `from minitvm.script import tir as T`.
+
+Inside a `@T.prim_func` these names are interpreted by the parser (minitvm/script/parser.py):
+expression helpers build TIR directly; declarations (`T.Buffer`, `T.alloc_buffer`, `T.grid`,
+`T.axis.remap`, `T.reads`, ...) return small spec objects that the parser turns into IR.
+Outside a parsed function only the annotation forms matter (`A: T.Buffer((128,), "float32")`,
+`n: T.int32`), which Python evaluates when the `def` runs.
+"""
+
+from __future__ import annotations
+
+import builtins
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from ..error import ParseError
+from ..ir.dtype import DataType
+from ..ir.structural import structural_equal
+from ..tir import op as _op
+from ..tir.expr import (
+    Add,
+    Call,
+    Div,
+    FloatImm,
+    FloorDiv,
+    FloorMod,
+    IntImm,
+    IterType,
+    Max,
+    Min,
+    Mod,
+    Op,
+    PrimExpr,
+    StringImm,
+    Sub,
+    _match_operands,
+    as_expr,
+    binary,
+)
+from ..tir.expr import (
+    Broadcast as _BroadcastNode,
+)
+from ..tir.expr import (
+    Cast as _CastNode,
+)
+from ..tir.expr import (
+    Ramp as _RampNode,
+)
+from ..tir.expr import (
+    Range as _RangeNode,
+)
+from ..tir.expr import (
+    Select as _SelectNode,
+)
+from ..tir.stmt import BufferRegion, Evaluate, ForKind
+
+__tvmscript__ = True  # the parser resolves `T.<name>` through `__all__` of namespaces like this
+
+# ----------------------------------------------------------------------------- specs
+
+
+@dataclass(frozen=True)
+class BufferSpec:
+    """`T.Buffer(...)`, `T.alloc_buffer(...)`, `T.match_buffer(...)` or `T.decl_buffer(...)`."""
+
+    kind: str  # "param" | "alloc" | "match" | "decl"
+    shape: tuple
+    dtype: str = "float32"
+    source: Any = None  # match_buffer: the handle param
+    data: Any = None
+    strides: tuple = ()
+    elem_offset: Any = None
+    scope: str = "global"
+    align: int = 64
+    offset_factor: int = 1
+    axis_separators: tuple = ()
+    name: str | None = None
+
+
+@dataclass(frozen=True)
+class VarDecl:
+    """`n = T.int32()`: a fresh (symbolic) variable named by the assignment."""
+
+    dtype: DataType
+    is_size_var: bool = False
+
+
+@dataclass(frozen=True)
+class LoopSpec:
+    kind: ForKind
+    min: Any
+    extent: Any
+    thread: str | None = None
+    annotations: Mapping | None = None
+
+
+@dataclass(frozen=True)
+class AxisSpec:
+    iter_type: IterType
+    dom: Any
+    value: Any
+    dtype: str = "int32"
+
+
+@dataclass(frozen=True)
+class RemapSpec:
+    kinds: str
+    values: tuple
+
+
+@dataclass(frozen=True)
+class AllocateSpec:
+    extents: tuple
+    dtype: str
+    scope: str | None = None
+    condition: Any = True
+    annotations: Mapping | None = None
+
+
+@dataclass(frozen=True)
+class BlockSpec:
+    name: str
+
+
+@dataclass(frozen=True)
+class InitSpec:
+    pass
+
+
+@dataclass(frozen=True)
+class AttrSpec:
+    node: Any
+    key: str
+    value: Any
+
+
+@dataclass(frozen=True)
+class BlockHeader:
+    """A statement that configures the enclosing block or function (T.reads, T.where, ...)."""
+
+    what: str  # "reads" | "writes" | "where" | "block_attr" | "func_attr"
+    value: Any = field(default=None)
+
+
+# ----------------------------------------------------------------------------- types / dtypes
+
+
+class _BufferType:
+    """`T.Buffer`: a buffer annotation `T.Buffer((128, 128), "float32")` or `T.Buffer[...]`."""
+
+    def __call__(
+        self,
+        shape: Any,
+        dtype: str = "float32",
+        data: Any = None,
+        strides: Sequence = (),
+        elem_offset: Any = None,
+        scope: str = "global",
+        align: int = 64,
+        offset_factor: int = 1,
+        axis_separators: Sequence = (),
+        name: str | None = None,
+    ) -> BufferSpec:
+        return BufferSpec(
+            "param",
+            _shape(shape),
+            dtype,
+            None,
+            data,
+            tuple(strides),
+            elem_offset,
+            scope,
+            align,
+            offset_factor,
+            tuple(axis_separators),
+            name,
+        )
+
+    def __getitem__(self, item: Any) -> BufferSpec:
+        if not isinstance(item, tuple):
+            item = (item,)
+        return self(*item)
+
+    def __repr__(self) -> str:
+        return "T.Buffer"
+
+
+Buffer = _BufferType()
+
+
+def _shape(shape: Any) -> tuple:
+    return tuple(shape) if isinstance(shape, tuple | list) else (shape,)
+
+
+def _dtype_ctor(name: str) -> Callable[..., Any]:
+    dtype = DataType(name)
+    missing = object()
+
+    def ctor(value: Any = missing, is_size_var: bool = False) -> Any:
+        if value is missing:
+            return VarDecl(dtype, is_size_var)
+        if isinstance(value, PrimExpr):
+            return value if value.dtype == dtype else _CastNode(dtype, value)
+        if isinstance(value, str):  # T.float32("inf")
+            value = float(value)
+        if dtype.is_float:
+            return FloatImm(dtype, float(value))
+        if dtype.is_handle:
+            raise ParseError(f"T.{name}(...) takes no value; use T.{name}() to declare a variable")
+        return IntImm(dtype, int(builtins.bool(value)) if dtype.is_bool else int(value))
+
+    ctor.__name__ = name
+    ctor._tvmscript_dtype = dtype  # type: ignore[attr-defined]
+    ctor.__doc__ = f"`T.{name}(v)` is a {name} constant; `T.{name}()` declares a variable."
+    return ctor
+
+
+_DTYPE_NAMES = [
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float16",
+    "float32",
+    "float64",
+    "bool",
+    "handle",
+]
+_mod = sys.modules[__name__]
+for _n in _DTYPE_NAMES:
+    setattr(_mod, _n, _dtype_ctor(_n))
+
+
+# ----------------------------------------------------------------------------- function, loops
+
+
+def prim_func(
+    func: Callable | None = None, *, private: bool = False, check_well_formed: bool = True
+) -> Any:
+    """Decorator: parse a Python function written in TVMScript into a `tir.PrimFunc`.
+
+    Example::
+
+        @T.prim_func
+        def add_one(A: T.Buffer((4,), "float32"), B: T.Buffer((4,), "float32")):
+            for i in range(4):
+                B[i] = A[i] + T.float32(1)
+    """
+    from .entry import parse_prim_func_object
+    from .source import capture_env
+
+    frame = sys._getframe(1)
+    env = capture_env(frame)
+    in_class = "__module__" in frame.f_locals and "__qualname__" in frame.f_locals
+
+    def decorate(fn: Callable) -> Any:
+        if in_class:  # inside `@I.ir_module class ...`: the module decorator parses the class
+            fn.__tvmscript_private__ = private  # type: ignore[attr-defined]
+            return fn
+        return parse_prim_func_object(fn, env, private)
+
+    return decorate if func is None else decorate(func)
+
+
+def func_attr(attrs: Mapping) -> BlockHeader:
+    return BlockHeader("func_attr", dict(attrs))
+
+
+def _loop(kind: ForKind) -> Callable[..., LoopSpec]:
+    def loop(start: Any, stop: Any = None, *, annotations: Mapping | None = None) -> LoopSpec:
+        return _loop_spec(kind, start, stop, None, annotations)
+
+    loop.__name__ = kind.name.lower()
+    return loop
+
+
+def _loop_spec(
+    kind: ForKind, start: Any, stop: Any, thread: str | None, annotations: Any
+) -> LoopSpec:
+    if stop is None:
+        return LoopSpec(kind, 0, start, thread, annotations)
+    lo, extent = min_extent(start, stop)
+    return LoopSpec(kind, lo, extent, thread, annotations)
+
+
+def min_extent(begin: Any, end: Any) -> tuple[Any, Any]:
+    """`begin:end` as (min, extent), inverting how the printer writes a range's end.
+
+    `0:e` and `b:b + e` give extent `e` itself; other symbolic bounds give `end - begin`.
+    """
+    if isinstance(begin, int) and isinstance(end, int):
+        return begin, end - begin
+    if begin is None or (isinstance(begin, int | IntImm) and int(begin) == 0):
+        return 0, end
+    if isinstance(end, Add) and structural_equal(end.a, begin):
+        return begin, end.b
+    lo, hi = _match_operands(begin, end)
+    return lo, binary(Sub, hi, lo)
+
+
+serial = _loop(ForKind.SERIAL)
+parallel = _loop(ForKind.PARALLEL)
+vectorized = _loop(ForKind.VECTORIZED)
+unroll = _loop(ForKind.UNROLLED)
+
+
+def thread_binding(
+    start: Any, stop: Any = None, thread: str | None = None, *, annotations: Mapping | None = None
+) -> LoopSpec:
+    if isinstance(stop, str) and thread is None:  # T.thread_binding(n, "threadIdx.x")
+        stop, thread = None, stop
+    if not thread:
+        raise ParseError('T.thread_binding needs thread="threadIdx.x" (or another thread tag)')
+    return _loop_spec(ForKind.THREAD_BINDING, start, stop, thread, annotations)
+
+
+def grid(*extents: Any) -> list[LoopSpec]:
+    return [LoopSpec(ForKind.SERIAL, 0, e) for e in extents]
+
+
+def range_(start: Any, stop: Any = None, step: Any = None) -> LoopSpec:
+    """Python's `range` inside TVMScript: a serial loop."""
+    if step not in (None, 1):
+        raise ParseError(
+            "range() with a step is not supported in TVMScript; scale the index instead"
+        )
+    return _loop_spec(ForKind.SERIAL, start, stop, None, None)
+
+
+# ----------------------------------------------------------------------------- blocks
+
+
+def block(name: str = "", no_realize: bool = False) -> BlockSpec:
+    return BlockSpec(name)
+
+
+sblock = block
+
+
+def init() -> InitSpec:
+    return InitSpec()
+
+
+class _Axis:
+    """`T.axis.spatial/reduce/scan/opaque/remap`."""
+
+    __tvmscript__ = True
+    __all__: ClassVar[tuple[str, ...]] = ("spatial", "reduce", "scan", "opaque", "remap", "S", "R")
+
+    @staticmethod
+    def spatial(dom: Any, binding: Any, dtype: str = "int32") -> AxisSpec:
+        return AxisSpec(IterType.DataPar, dom, binding, dtype)
+
+    @staticmethod
+    def reduce(dom: Any, binding: Any, dtype: str = "int32") -> AxisSpec:
+        return AxisSpec(IterType.CommReduce, dom, binding, dtype)
+
+    @staticmethod
+    def scan(dom: Any, binding: Any, dtype: str = "int32") -> AxisSpec:
+        return AxisSpec(IterType.Ordered, dom, binding, dtype)
+
+    @staticmethod
+    def opaque(dom: Any, binding: Any, dtype: str = "int32") -> AxisSpec:
+        return AxisSpec(IterType.Opaque, dom, binding, dtype)
+
+    @staticmethod
+    def remap(kinds: str, bindings: Sequence, dtype: str = "int32") -> RemapSpec:
+        return RemapSpec(kinds, tuple(bindings))
+
+    S = spatial
+    R = reduce
+
+
+axis = _Axis()
+
+
+def where(predicate: Any) -> BlockHeader:
+    return BlockHeader("where", predicate)
+
+
+def reads(*regions: Any) -> BlockHeader:
+    return BlockHeader("reads", _regions(regions))
+
+
+def writes(*regions: Any) -> BlockHeader:
+    return BlockHeader("writes", _regions(regions))
+
+
+def _regions(items: Sequence) -> tuple:
+    if len(items) == 1 and isinstance(items[0], list | tuple):
+        items = tuple(items[0])
+    from ..tir.buffer import Buffer as _Buf
+    from ..tir.expr import BufferLoad
+
+    out = []
+    for r in items:
+        if isinstance(r, BufferRegion):
+            out.append(r)
+        elif isinstance(r, BufferLoad):
+            out.append(BufferRegion(r.buffer, tuple(_RangeNode(i, 1) for i in r.indices)))
+        elif isinstance(r, _Buf):
+            out.append(BufferRegion.full_region(r))
+        else:
+            raise ParseError(f"T.reads/T.writes take buffer regions like A[vi, 0:16], got {r!r}")
+    return tuple(out)
+
+
+def block_attr(attrs: Mapping) -> BlockHeader:
+    return BlockHeader("block_attr", dict(attrs))
+
+
+# ----------------------------------------------------------------------------- buffers, memory
+
+
+def match_buffer(
+    param: Any,
+    shape: Any,
+    dtype: str = "float32",
+    data: Any = None,
+    strides: Sequence = (),
+    elem_offset: Any = None,
+    scope: str = "global",
+    align: int = 64,
+    offset_factor: int = 1,
+    axis_separators: Sequence = (),
+    name: str | None = None,
+) -> BufferSpec:
+    return BufferSpec(
+        "match",
+        _shape(shape),
+        dtype,
+        param,
+        data,
+        tuple(strides),
+        elem_offset,
+        scope,
+        align,
+        offset_factor,
+        tuple(axis_separators),
+        name,
+    )
+
+
+def alloc_buffer(
+    shape: Any,
+    dtype: str = "float32",
+    data: Any = None,
+    strides: Sequence = (),
+    elem_offset: Any = None,
+    scope: str = "global",
+    align: int = 64,
+    offset_factor: int = 1,
+    axis_separators: Sequence = (),
+    name: str | None = None,
+) -> BufferSpec:
+    return BufferSpec(
+        "alloc",
+        _shape(shape),
+        dtype,
+        None,
+        data,
+        tuple(strides),
+        elem_offset,
+        scope,
+        align,
+        offset_factor,
+        tuple(axis_separators),
+        name,
+    )
+
+
+def decl_buffer(
+    shape: Any,
+    dtype: str = "float32",
+    data: Any = None,
+    strides: Sequence = (),
+    elem_offset: Any = None,
+    scope: str = "global",
+    align: int = 64,
+    offset_factor: int = 1,
+    axis_separators: Sequence = (),
+    name: str | None = None,
+) -> BufferSpec:
+    return BufferSpec(
+        "decl",
+        _shape(shape),
+        dtype,
+        None,
+        data,
+        tuple(strides),
+        elem_offset,
+        scope,
+        align,
+        offset_factor,
+        tuple(axis_separators),
+        name,
+    )
+
+
+def allocate(
+    extents: Sequence,
+    dtype: str,
+    scope: str | None = None,
+    condition: Any = True,
+    annotations: Mapping | None = None,
+) -> AllocateSpec:
+    return AllocateSpec(tuple(_shape(extents)), dtype, scope, condition, annotations)
+
+
+def attr(node: Any, attr_key: str, value: Any) -> AttrSpec:
+    return AttrSpec(node, attr_key, value)
+
+
+def evaluate(value: Any) -> Evaluate:
+    return Evaluate(value)
+
+
+# ----------------------------------------------------------------------------- expressions
+# These build nodes directly (no constant folding), so printed IR parses back unchanged.
+
+
+def max(a: Any, b: Any) -> PrimExpr:
+    return Max(a, b)
+
+
+def min(a: Any, b: Any) -> PrimExpr:
+    return Min(a, b)
+
+
+def truncdiv(a: Any, b: Any) -> PrimExpr:
+    return Div(a, b)
+
+
+def truncmod(a: Any, b: Any) -> PrimExpr:
+    return Mod(a, b)
+
+
+def floordiv(a: Any, b: Any) -> PrimExpr:
+    return FloorDiv(a, b)
+
+
+def floormod(a: Any, b: Any) -> PrimExpr:
+    return FloorMod(a, b)
+
+
+def Cast(dtype: str, value: Any) -> PrimExpr:
+    return _CastNode(DataType(dtype), value)
+
+
+def Select(cond: Any, true_value: Any, false_value: Any) -> PrimExpr:
+    return _SelectNode(as_expr(cond), true_value, false_value)
+
+
+def if_then_else(cond: Any, true_value: Any, false_value: Any) -> PrimExpr:
+    t, f = _match_operands(true_value, false_value)
+    return Call(t.dtype, Op.get("tir.if_then_else"), (as_expr(cond), t, f))
+
+
+def Ramp(base: Any, stride: Any, lanes: int) -> PrimExpr:
+    return _RampNode(base, stride, lanes)
+
+
+def Broadcast(value: Any, lanes: int) -> PrimExpr:
+    return _BroadcastNode(value, lanes)
+
+
+ramp = Ramp
+broadcast = Broadcast
+
+
+def Range(begin: Any, end: Any) -> _RangeNode:
+    return _RangeNode(*min_extent(begin, end))
+
+
+def call_extern(dtype: str, name: str, *args: Any) -> PrimExpr:
+    return Call(DataType(dtype), name, tuple(_arg(a) for a in args))
+
+
+def call_intrin(dtype: str, name: str, *args: Any) -> PrimExpr:
+    return Call(DataType(dtype), Op.get(name), tuple(_arg(a) for a in args))
+
+
+def _arg(a: Any) -> PrimExpr:
+    return StringImm(a) if isinstance(a, str) else as_expr(a)
+
+
+def _intrinsic(name: str) -> Callable[..., PrimExpr]:
+    """`T.<name>(...)` for an intrinsic op: the `tir.op` helper when there is one, else a Call."""
+    helper = getattr(_op, name, None)
+    if helper is not None and callable(helper):
+        return helper
+    opname = "tir." + name
+    bool_result = name in ("isnan", "isinf", "isfinite")
+
+    def call(*args: Any) -> PrimExpr:
+        exprs = [as_expr(a) for a in args]
+        if len(exprs) >= 2:
+            exprs[0], exprs[1] = _match_operands(exprs[0], exprs[1])
+        dtype = DataType("bool") if bool_result else exprs[0].dtype
+        return Call(dtype, Op.get(opname), tuple(exprs))
+
+    call.__name__ = name
+    return call
+
+
+_INTRINSIC_NAMES = [
+    n[4:]
+    for n in Op._registry
+    if n.startswith("tir.") and n not in ("tir.if_then_else", "tir.fabs")
+]
+for _n in _INTRINSIC_NAMES:
+    setattr(_mod, _n, _intrinsic(_n))
+abs = _op.abs
+likely = _op.likely
+
+__all__ = [
+    "Broadcast",
+    "Buffer",
+    "Cast",
+    "Ramp",
+    "Range",
+    "Select",
+    "abs",
+    "alloc_buffer",
+    "allocate",
+    "attr",
+    "axis",
+    "block",
+    "block_attr",
+    "broadcast",
+    "call_extern",
+    "call_intrin",
+    "decl_buffer",
+    "evaluate",
+    "floordiv",
+    "floormod",
+    "func_attr",
+    "grid",
+    "if_then_else",
+    "init",
+    "likely",
+    "match_buffer",
+    "max",
+    "min",
+    "parallel",
+    "prim_func",
+    "ramp",
+    "reads",
+    "sblock",
+    "serial",
+    "thread_binding",
+    "truncdiv",
+    "truncmod",
+    "unroll",
+    "vectorized",
+    "where",
+    "writes",
+]
+__all__ += _DTYPE_NAMES + _INTRINSIC_NAMES  # noqa: PLE0605

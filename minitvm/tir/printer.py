@@ -1,0 +1,943 @@
+"""TVMScript printer for TIR: expressions print as Python, PrimFuncs as `@T.prim_func` source.
+
+The dialect is the one `minitvm.script` parses, so `from_source(func.script())` gives back a
+structurally equal function. `func.script(highlight={stmt: "message"})` (or a list of nodes)
+marks those statements' lines with `# <--- here` for error messages.
+"""
+
+from __future__ import annotations
+
+import json
+import keyword
+import math
+import re
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from ..ir.dtype import DataType
+from ..ir.module import BaseFunc, IRModule
+from ..ir.node import Node, register_printer
+from ..ir.structural import structural_equal
+from .analysis.region import infer_access_regions
+from .buffer import Buffer
+from .expr import (
+    EQ,
+    GE,
+    GT,
+    LE,
+    LT,
+    NE,
+    Add,
+    And,
+    Broadcast,
+    BufferLoad,
+    Call,
+    Cast,
+    Div,
+    FloatImm,
+    FloorDiv,
+    FloorMod,
+    IntImm,
+    IterType,
+    IterVar,
+    Let,
+    Max,
+    Min,
+    Mod,
+    Mul,
+    Not,
+    Or,
+    PrimExpr,
+    Ramp,
+    Range,
+    Select,
+    SizeVar,
+    StringImm,
+    Sub,
+    Var,
+)
+from .function import PrimFunc
+from .functor import Visitor, post_order_visit, pre_order_visit
+from .stmt import (
+    Allocate,
+    AssertStmt,
+    AttrStmt,
+    Block,
+    BlockRealize,
+    BufferRegion,
+    BufferStore,
+    DeclBuffer,
+    Evaluate,
+    For,
+    ForKind,
+    IfThenElse,
+    LetStmt,
+    MatchBufferRegion,
+    SeqStmt,
+    Stmt,
+    While,
+)
+
+INDENT = "    "
+HEADER_T = "# from minitvm.script import tir as T"
+HEADER_I = "# from minitvm.script import ir as I"
+
+# Python operator precedence (higher binds tighter); atoms are 100.
+_ATOM = 100
+_UNARY_MINUS = 11
+_BINOPS: dict[type, tuple[str, int]] = {
+    Or: ("or", 1),
+    And: ("and", 2),
+    EQ: ("==", 4),
+    NE: ("!=", 4),
+    LT: ("<", 4),
+    LE: ("<=", 4),
+    GT: (">", 4),
+    GE: (">=", 4),
+    Add: ("+", 9),
+    Sub: ("-", 9),
+    Mul: ("*", 10),
+    FloorDiv: ("//", 10),
+    FloorMod: ("%", 10),
+}
+_CMP_PREC = 4
+_NOT_PREC = 3
+# binary nodes printed as calls: class -> T name (Div/Mod are `/` on floats, see _print_div).
+_CALL_BINOPS: dict[type, str] = {Min: "T.min", Max: "T.max", Mod: "T.truncmod"}
+# intrinsic op name -> TVMScript spelling when it differs from `T.<name>`.
+_OP_SPELLING = {"tir.fabs": "T.abs"}
+_FOR_KIND_NAME = {
+    ForKind.SERIAL: "T.serial",
+    ForKind.PARALLEL: "T.parallel",
+    ForKind.VECTORIZED: "T.vectorized",
+    ForKind.UNROLLED: "T.unroll",
+    ForKind.THREAD_BINDING: "T.thread_binding",
+}
+_AXIS_KIND = {
+    IterType.DataPar: ("S", "T.axis.spatial"),
+    IterType.CommReduce: ("R", "T.axis.reduce"),
+    IterType.Ordered: ("", "T.axis.scan"),
+    IterType.Opaque: ("", "T.axis.opaque"),
+}
+_RESERVED = set(keyword.kwlist) | {"T", "I", "R", "range", "print", "int", "float", "bool"}
+_BUFFER_DEFAULTS = {
+    "strides": (),
+    "storage_scope": "global",
+    "data_alignment": 64,
+    "offset_factor": 1,
+    "axis_separators": (),
+}
+_BUFFER_KWARG = {
+    "strides": "strides",
+    "elem_offset": "elem_offset",
+    "storage_scope": "scope",
+    "data_alignment": "align",
+    "offset_factor": "offset_factor",
+    "axis_separators": "axis_separators",
+}
+
+
+# ----------------------------------------------------------------------------- names
+
+
+class _Names:
+    """Unique, valid Python identifiers for vars and buffers (two `i`s print as `i`, `i_1`)."""
+
+    def __init__(self) -> None:
+        self.by_id: dict[int, str] = {}
+        self.used: set[str] = set(_RESERVED)
+        self.keep: list[Any] = []
+
+    def get(self, obj: Any, hint: str | None = None) -> str:
+        name = self.by_id.get(id(obj))
+        if name is None:
+            name = self.fresh(obj, hint if hint is not None else _hint_of(obj))
+        return name
+
+    def fresh(self, obj: Any, hint: str) -> str:
+        """Name a definition; one already named and still in scope keeps its name."""
+        known = self.by_id.get(id(obj))
+        if known is not None and known in self.used:
+            return known
+        base = _sanitize(hint)
+        name, k = base, 0
+        while name in self.used:
+            k += 1
+            name = f"{base}_{k}"
+        self.used.add(name)
+        self.by_id[id(obj)] = name
+        self.keep.append(obj)
+        return name
+
+    def release(self, objs: Iterable[Any]) -> None:
+        """Leaving a scope: sibling scopes may reuse these names (two sibling `for i` loops)."""
+        for obj in objs:
+            self.used.discard(self.by_id.get(id(obj)))
+
+
+def _hint_of(obj: Any) -> str:
+    if isinstance(obj, Buffer):
+        return obj.name
+    return getattr(obj, "name", "v") or "v"
+
+
+def _sanitize(hint: str) -> str:
+    name = re.sub(r"\W", "_", hint or "v")
+    if not name or name[0].isdigit():
+        name = "v" + name
+    return name
+
+
+# ----------------------------------------------------------------------------- expressions
+
+
+def _q(s: str) -> str:
+    """A double-quoted Python string literal."""
+    return json.dumps(s)
+
+
+def _fmt_float(value: float) -> str:
+    if math.isnan(value) or math.isinf(value):
+        return _q(str(value))  # T.float32("inf"), T.float32("nan")
+    if value.is_integer() and abs(value) < 1e16:
+        return str(int(value))
+    return repr(value)
+
+
+class _ExprPrinter:
+    """Prints expressions with minimal parentheses; subclassed by the statement printer."""
+
+    def __init__(self, names: _Names | None = None) -> None:
+        self.names = names or _Names()
+
+    def expr(self, e: Any) -> str:
+        return self._expr(e)[0]
+
+    def _paren(self, e: Any, need: Callable[[int], bool]) -> str:
+        text, prec = self._expr(e)
+        return f"({text})" if need(prec) else text
+
+    def _expr(self, e: Any) -> tuple[str, int]:
+        if not isinstance(e, PrimExpr):
+            return self._value(e), _ATOM
+        for klass in type(e).__mro__:
+            fn = _EXPR_TABLE.get(klass)
+            if fn is not None:
+                return fn(self, e)
+        return f"<{type(e).__name__}>", _ATOM
+
+    def _value(self, v: Any) -> str:
+        """A non-expression value inside IR (annotation values, dict entries, lists)."""
+        if isinstance(v, IntImm):  # typed, so it does not parse back as a Python int/bool
+            return f"T.{v.dtype}({v.value != 0 if v.dtype.is_bool else v.value})"
+        if isinstance(v, PrimExpr):
+            return self.expr(v)
+        if isinstance(v, Buffer):
+            return self.names.get(v)
+        if isinstance(v, DataType):
+            return _q(str(v))
+        if isinstance(v, Mapping):
+            items = ", ".join(f"{self._value(k)}: {self._value(x)}" for k, x in v.items())
+            return "{" + items + "}"
+        if isinstance(v, tuple):
+            inner = ", ".join(self._value(x) for x in v)
+            return f"({inner},)" if len(v) == 1 else f"({inner})"
+        if isinstance(v, list):
+            return "[" + ", ".join(self._value(x) for x in v) + "]"
+        if isinstance(v, Range):
+            return f"T.Range({self.expr(v.min)}, {self.expr(_range_end(v))})"
+        if isinstance(v, BufferRegion):
+            return self.region(v)
+        if isinstance(v, IterVar):
+            return self.names.get(v.var)
+        if isinstance(v, str):
+            return _q(v)
+        return repr(v)
+
+    # -- leaves
+    def _var(self, v: Var) -> tuple[str, int]:
+        return self.names.get(v), _ATOM
+
+    def _int(self, e: IntImm) -> tuple[str, int]:
+        if e.dtype.is_bool:
+            return ("True" if e.value else "False"), _ATOM
+        if e.dtype == "int32":
+            return str(e.value), (_UNARY_MINUS if e.value < 0 else _ATOM)
+        return f"T.{e.dtype}({e.value})", _ATOM
+
+    def _float(self, e: FloatImm) -> tuple[str, int]:
+        return f"T.{e.dtype}({_fmt_float(e.value)})", _ATOM
+
+    def _string(self, e: StringImm) -> tuple[str, int]:
+        return _q(e.value), _ATOM
+
+    # -- operators
+    def _binop(self, e: Any) -> tuple[str, int]:
+        op, prec = _BINOPS[type(e)]
+        if prec == _CMP_PREC:  # comparisons chain in Python: parenthesise both sides
+            lhs = self._paren(e.a, lambda p: p <= prec)
+        else:
+            lhs = self._paren(e.a, lambda p: p < prec)
+        rhs = self._paren(e.b, lambda p: p <= prec)
+        return f"{lhs} {op} {rhs}", prec
+
+    def _div(self, e: Div) -> tuple[str, int]:
+        if e.dtype.is_float:
+            lhs = self._paren(e.a, lambda p: p < 10)
+            rhs = self._paren(e.b, lambda p: p <= 10)
+            return f"{lhs} / {rhs}", 10
+        return f"T.truncdiv({self.expr(e.a)}, {self.expr(e.b)})", _ATOM
+
+    def _call_binop(self, e: Any) -> tuple[str, int]:
+        return f"{_CALL_BINOPS[type(e)]}({self.expr(e.a)}, {self.expr(e.b)})", _ATOM
+
+    def _not(self, e: Not) -> tuple[str, int]:
+        return "not " + self._paren(e.a, lambda p: p < _NOT_PREC), _NOT_PREC
+
+    def _cast(self, e: Cast) -> tuple[str, int]:
+        return f'T.Cast("{e.dtype}", {self.expr(e.value)})', _ATOM
+
+    def _select(self, e: Select) -> tuple[str, int]:
+        args = ", ".join(self.expr(x) for x in (e.condition, e.true_value, e.false_value))
+        return f"T.Select({args})", _ATOM
+
+    def _load(self, e: BufferLoad) -> tuple[str, int]:
+        return f"{self.names.get(e.buffer)}[{self.indices(e.indices)}]", _ATOM
+
+    def _ramp(self, e: Ramp) -> tuple[str, int]:
+        return f"T.Ramp({self.expr(e.base)}, {self.expr(e.stride)}, {e.lanes})", _ATOM
+
+    def _broadcast(self, e: Broadcast) -> tuple[str, int]:
+        return f"T.Broadcast({self.expr(e.value)}, {e.lanes})", _ATOM
+
+    def _let(self, e: Let) -> tuple[str, int]:
+        name = self.names.get(e.var)
+        return f"T.Let({self.expr(e.body)}, where={{{name}: {self.expr(e.value)}}})", _ATOM
+
+    def _call(self, e: Call) -> tuple[str, int]:
+        args = ", ".join(self.expr(a) for a in e.args)
+        if isinstance(e.op, str):
+            sep = ", " if args else ""
+            return f'T.call_extern("{e.dtype}", "{e.op}"{sep}{args})', _ATOM
+        name = e.op.name
+        spelled = _OP_SPELLING.get(name, "T." + name[4:] if name.startswith("tir.") else None)
+        if spelled is None or not _call_dtype_is_default(e):
+            sep = ", " if args else ""
+            return f'T.call_intrin("{e.dtype}", "{name}"{sep}{args})', _ATOM
+        return f"{spelled}({args})", _ATOM
+
+    # -- pieces shared with statements
+    def tuple_expr(self, xs: Iterable[Any]) -> str:
+        xs = tuple(xs)
+        inner = ", ".join(self.expr(x) if isinstance(x, PrimExpr) else repr(x) for x in xs)
+        return f"({inner},)" if len(xs) == 1 else f"({inner})"
+
+    def indices(self, indices: Iterable[Any]) -> str:
+        indices = tuple(indices)
+        if not indices:
+            return "()"
+        return ", ".join(self.expr(i) for i in indices)
+
+    def region(self, r: BufferRegion) -> str:
+        parts = []
+        for rng in r.region:
+            if isinstance(rng.extent, IntImm) and rng.extent.value == 1:
+                parts.append(self.expr(rng.min))
+            else:
+                lo = self._paren(rng.min, lambda p: p <= _NOT_PREC)
+                hi = self._paren(_range_end(rng), lambda p: p <= _NOT_PREC)
+                parts.append(f"{lo}:{hi}")
+        inner = ", ".join(parts) if parts else "()"
+        return f"{self.names.get(r.buffer)}[{inner}]"
+
+
+def _range_end(r: Range) -> PrimExpr:
+    if isinstance(r.min, IntImm) and r.min.value == 0:
+        return r.extent
+    if isinstance(r.min, IntImm) and isinstance(r.extent, IntImm):
+        return IntImm(r.extent.dtype, r.min.value + r.extent.value)
+    if isinstance(r.extent, Sub) and structural_equal(r.extent.b, r.min):
+        return r.extent.a  # `end - min` came from `min:end`
+    return Add(r.min, r.extent)
+
+
+# Ops whose result dtype the parser can recompute from the arguments.
+_BOOL_RESULT = {"tir.isnan", "tir.isinf", "tir.isfinite"}
+
+
+def _call_dtype_is_default(e: Call) -> bool:
+    if not e.args:
+        return False
+    name = e.op.name
+    if name in _BOOL_RESULT:
+        return e.dtype.is_bool
+    ref = e.args[1] if name == "tir.if_then_else" else e.args[0]
+    return ref.dtype == e.dtype
+
+
+_EXPR_TABLE: dict[type, Callable[[_ExprPrinter, Any], tuple[str, int]]] = {
+    Var: _ExprPrinter._var,
+    IntImm: _ExprPrinter._int,
+    FloatImm: _ExprPrinter._float,
+    StringImm: _ExprPrinter._string,
+    Div: _ExprPrinter._div,
+    Not: _ExprPrinter._not,
+    Cast: _ExprPrinter._cast,
+    Select: _ExprPrinter._select,
+    BufferLoad: _ExprPrinter._load,
+    Ramp: _ExprPrinter._ramp,
+    Broadcast: _ExprPrinter._broadcast,
+    Let: _ExprPrinter._let,
+    Call: _ExprPrinter._call,
+    **{cls: _ExprPrinter._binop for cls in _BINOPS},
+    **{cls: _ExprPrinter._call_binop for cls in _CALL_BINOPS},
+}
+
+
+# ----------------------------------------------------------------------------- statements
+
+
+def _regions_equal(a: tuple, b: tuple) -> bool:
+    if len(a) != len(b):
+        return False
+    return all(x.buffer is y.buffer and structural_equal(x.region, y.region) for x, y in zip(a, b))
+
+
+# ----------------------------------------------------------------------------- statements
+
+
+def _is_true(e: PrimExpr) -> bool:
+    return isinstance(e, IntImm) and e.dtype.is_bool and e.value == 1
+
+
+def _is_zero(e: PrimExpr) -> bool:
+    return isinstance(e, IntImm) and e.value == 0
+
+
+def _buffer_is_plain(buf: Buffer) -> bool:
+    return all(getattr(buf, f) == v for f, v in _BUFFER_DEFAULTS.items()) and (
+        isinstance(buf.elem_offset, IntImm)
+        and buf.elem_offset.value == 0
+        and buf.elem_offset.dtype == "int32"
+    )
+
+
+class _FreeVars(Visitor):
+    """Vars used but defined nowhere in a function: symbolic shapes and other free sizes."""
+
+    def __init__(self) -> None:
+        self.seen: dict[int, Var] = {}
+        self.defined: set[int] = set()
+
+    def visit_Var(self, v: Var) -> None:
+        self.seen.setdefault(id(v), v)
+
+    def visit_For(self, s: For) -> None:
+        self.defined.add(id(s.loop_var))
+        self.generic_visit(s)
+
+    def visit_IterVar(self, iv: IterVar) -> None:
+        self.defined.add(id(iv.var))
+        self.generic_visit(iv)
+
+    def visit_LetStmt(self, s: LetStmt) -> None:
+        self.defined.add(id(s.var))
+        self.generic_visit(s)
+
+    def visit_Let(self, e: Let) -> None:
+        self.defined.add(id(e.var))
+        self.generic_visit(e)
+
+    def visit_Allocate(self, s: Allocate) -> None:
+        self.defined.add(id(s.buffer_var))
+        self.generic_visit(s)
+
+    def visit_Buffer(self, b: Buffer) -> None:
+        self.defined.add(id(b.data))
+        self.generic_visit(b)
+
+    def free(self) -> list[Var]:
+        return [v for k, v in self.seen.items() if k not in self.defined]
+
+
+class TIRPrinter(_ExprPrinter):
+    """Prints TIR statements and PrimFuncs as TVMScript lines."""
+
+    def __init__(self, names: _Names | None = None, highlight: Any = None) -> None:
+        super().__init__(names)
+        self.lines: list[str] = []
+        self.depth = 0
+        self.marks = _normalize_marks(highlight)
+        self.loops: dict[int, For] = {}
+
+    # -- output
+    def emit(self, text: str, node: Any = None) -> None:
+        line = INDENT * self.depth + text
+        if node is not None and id(node) in self.marks:
+            msg = self.marks[id(node)][1]
+            line += "  # <--- here" + (f": {msg}" if msg else "")
+        self.lines.append(line)
+
+    def body(self, s: Stmt | None) -> None:
+        self.depth += 1
+        if s is None:
+            self.emit("pass")
+        else:
+            self.stmt(s)
+        self.depth -= 1
+
+    def stmt(self, s: Any) -> None:
+        # iterate SeqStmt and let-like chains instead of recursing on them
+        work = [s]
+        while work:
+            cur = work.pop()
+            if isinstance(cur, SeqStmt):
+                work.extend(reversed(cur.seq))
+                continue
+            for klass in type(cur).__mro__:
+                fn = _STMT_TABLE.get(klass)
+                if fn is not None:
+                    nxt = fn(self, cur)
+                    if nxt is not None:
+                        work.append(nxt)
+                    break
+            else:
+                self.emit(f"# unprintable {type(cur).__name__}", cur)
+
+    # -- statements (each returns a trailing statement printed at the same depth, or None)
+    def _store(self, s: BufferStore) -> None:
+        self.emit(
+            f"{self.names.get(s.buffer)}[{self.indices(s.indices)}] = {self.expr(s.value)}", s
+        )
+
+    def _evaluate(self, s: Evaluate) -> None:
+        self.emit(f"T.evaluate({self.expr(s.value)})", s)
+
+    def _if(self, s: IfThenElse) -> None:
+        self.emit(f"if {self.expr(s.condition)}:", s)
+        self.body(s.then_case)
+        if s.else_case is not None:
+            self.emit("else:")
+            self.body(s.else_case)
+
+    def _while(self, s: While) -> None:
+        self.emit(f"while {self.expr(s.condition)}:", s)
+        self.body(s.body)
+
+    def _let_stmt(self, s: LetStmt) -> Stmt:
+        value = self.expr(s.value)
+        name = self.names.fresh(s.var, s.var.name)
+        self.emit(f"{name}: T.{s.var.dtype} = {value}", s)
+        return s.body
+
+    def _assert(self, s: AssertStmt) -> Stmt:
+        self.emit(f"assert {self.expr(s.condition)}, {_q(s.message)}", s)
+        return s.body
+
+    def _attr(self, s: AttrStmt) -> None:
+        self.emit(f"with T.attr({self._value(s.node)}, {_q(s.attr_key)}, {self.expr(s.value)}):", s)
+        self.body(s.body)
+
+    def _allocate(self, s: Allocate) -> Stmt:
+        views = _buffers_over(s.buffer_var, s.body)
+        for buf in views:  # buffers keep their own names; the pointer gets a suffix if needed
+            self.names.get(buf)
+        name = self.names.fresh(s.buffer_var, s.buffer_var.name)
+        extents = "[" + ", ".join(self.expr(e) for e in s.extents) + "]"
+        args = [extents, f'"{s.dtype}"']
+        annotations = dict(s.annotations)
+        if "storage_scope" in annotations:
+            args.append(_q(annotations.pop("storage_scope")))
+        if not _is_true(s.condition):
+            args.append(f"condition={self.expr(s.condition)}")
+        if annotations:
+            args.append(f"annotations={self._value(annotations)}")
+        self.emit(f"{name} = T.allocate({', '.join(args)})", s)
+        for buf in views:
+            self.emit(f"{self.names.get(buf)} = {self.buffer_decl('T.Buffer', buf, data=True)}")
+        return s.body
+
+    def _decl_buffer(self, s: DeclBuffer) -> Stmt:
+        name = self.names.get(s.buffer)
+        self.emit(f"{name} = {self.buffer_decl('T.decl_buffer', s.buffer, data=True)}", s)
+        return s.body
+
+    def _for(self, s: For) -> None:
+        loops = [s]
+        while _grid_foldable(loops[-1]) and isinstance(loops[-1].body, For):
+            nxt = loops[-1].body
+            if not _grid_foldable(nxt) or id(nxt) in self.marks:
+                break
+            loops.append(nxt)
+        for loop in loops:
+            self.loops[id(loop.loop_var)] = loop
+        names = ", ".join(self.names.fresh(lp.loop_var, lp.loop_var.name) for lp in loops)
+        if len(loops) > 1:
+            extents = ", ".join(self.expr(lp.extent) for lp in loops)
+            self.emit(f"for {names} in T.grid({extents}):", s)
+        else:
+            self.emit(f"for {names} in {self.loop_iter(s)}:", s)
+        self.body(loops[-1].body)
+        self.names.release(lp.loop_var for lp in loops)
+
+    def loop_iter(self, s: For) -> str:
+        if _grid_foldable(s):
+            return f"range({self.expr(s.extent)})"
+        args = (
+            [self.expr(s.extent)]
+            if _is_zero(s.min)
+            else [self.expr(s.min), self.expr(_range_end(Range(s.min, s.extent)))]
+        )
+        if s.kind == ForKind.THREAD_BINDING:
+            tag = s.thread_binding.thread_tag if s.thread_binding is not None else ""
+            args.append(f"thread={_q(tag)}")
+        if s.annotations:
+            args.append(f"annotations={self._value(dict(s.annotations))}")
+        return f"{_FOR_KIND_NAME[s.kind]}({', '.join(args)})"
+
+    def _block_realize(self, s: BlockRealize) -> None:
+        block = s.block
+        self.emit(f'with T.block("{block.name_hint}"):', s if id(s) in self.marks else block)
+        self.depth += 1
+        self.block_iters(s)
+        if not _is_true(s.predicate):
+            self.emit(f"T.where({self.expr(s.predicate)})")
+        reads, writes = infer_access_regions(block)
+        if not (_regions_equal(reads, block.reads) and _regions_equal(writes, block.writes)):
+            self.emit(f"T.reads({', '.join(self.region(r) for r in block.reads)})")
+            self.emit(f"T.writes({', '.join(self.region(r) for r in block.writes)})")
+        self.block_header(block)
+        if block.init is not None:
+            self.emit("with T.init():")
+            self.body(block.init)
+        self.stmt(block.body)
+        self.depth -= 1
+        self.names.release([iv.var for iv in block.iter_vars] + list(block.alloc_buffers))
+
+    def block_header(self, block: Block) -> None:
+        if block.annotations:
+            self.emit(f"T.block_attr({self._value(dict(block.annotations))})")
+        for buf in block.alloc_buffers:
+            self.emit(
+                f"{self.names.fresh(buf, buf.name)} = {self.buffer_decl('T.alloc_buffer', buf)}"
+            )
+        for mb in block.match_buffers:
+            name = self.names.fresh(mb.buffer, mb.buffer.name)
+            self.emit(
+                f"{name} = T.match_buffer({self.region(mb.source)}, {self.buffer_args(mb.buffer)})"
+            )
+
+    def block_iters(self, s: BlockRealize) -> None:
+        ivs = s.block.iter_vars
+        if not ivs:
+            return
+        if len(ivs) > 1 and self._remappable(s):
+            names = [self.names.fresh(iv.var, iv.var.name) for iv in ivs]
+            kinds = "".join(_AXIS_KIND[iv.iter_type][0] for iv in ivs)
+            values = ", ".join(self.expr(v) for v in s.iter_values)
+            self.emit(f'{", ".join(names)} = T.axis.remap("{kinds}", [{values}])')
+            return
+        for iv, value in zip(ivs, s.iter_values):
+            dom = (
+                self.expr(iv.dom.extent)
+                if _is_zero(iv.dom.min)
+                else self.tuple_expr((iv.dom.min, _range_end(iv.dom)))
+            )
+            value_text = self.expr(value)
+            name = self.names.fresh(iv.var, iv.var.name)
+            self.emit(f"{name} = {_AXIS_KIND[iv.iter_type][1]}({dom}, {value_text})")
+
+    def _remappable(self, s: BlockRealize) -> bool:
+        seen = set()
+        for iv, value in zip(s.block.iter_vars, s.iter_values):
+            loop = self.loops.get(id(value)) if isinstance(value, Var) else None
+            if loop is None or id(value) in seen or not _AXIS_KIND[iv.iter_type][0]:
+                return False
+            seen.add(id(value))
+            if iv.var.dtype != value.dtype or iv.dom is None:
+                return False
+            if not (
+                structural_equal(iv.dom.min, loop.min)
+                and structural_equal(iv.dom.extent, loop.extent)
+            ):
+                return False
+        return True
+
+    # -- buffers
+    def buffer_args(self, buf: Buffer) -> str:
+        shape = self.tuple_expr(buf.shape)
+        args = [shape, f'"{buf.dtype}"']
+        for f, kw in _BUFFER_KWARG.items():
+            value = getattr(buf, f)
+            if f == "elem_offset":
+                if isinstance(value, IntImm) and value.value == 0 and value.dtype == "int32":
+                    continue
+            elif value == _BUFFER_DEFAULTS[f]:
+                continue
+            text = self.tuple_expr(value) if isinstance(value, tuple) else self._value(value)
+            args.append(f"{kw}={text}")
+        if self.names.get(buf) != buf.name:
+            args.append(f"name={_q(buf.name)}")
+        return ", ".join(args)
+
+    def buffer_decl(self, fn: str, buf: Buffer, data: bool = False) -> str:
+        extra = f", data={self.names.get(buf.data)}" if data else ""
+        return f"{fn}({self.buffer_args(buf)}{extra})"
+
+    # -- functions
+    def prim_func(
+        self, func: PrimFunc, name: str | None = None, decorate: str = "@T.prim_func"
+    ) -> None:
+        symbol = func.attrs.get("global_symbol")
+        fname = _sanitize(name or symbol or "main")
+        attrs = {k: v for k, v in func.attrs.items() if not (k == "global_symbol" and v == fname)}
+        private = symbol is None
+        self.emit(decorate + ("(private=True)" if private else ""))
+        # names: param buffers first (they keep their names), then params, then free vars
+        plain = {}
+        for p in func.params:
+            buf = func.buffer_map.get(p)
+            if buf is not None:
+                self.names.fresh(buf, buf.name)
+                plain[id(p)] = _buffer_is_plain(buf) and _shape_vars_ok(buf, func.params)
+        params = []
+        for p in func.params:
+            buf = func.buffer_map.get(p)
+            if buf is not None and plain[id(p)]:
+                params.append(f"{self.names.get(buf)}: {self.buffer_decl('T.Buffer', buf)}")
+                self.names.by_id[id(p)] = self.names.get(buf)
+                self.names.keep.append(p)
+            elif buf is not None:
+                hint = "var_" + buf.name if p.name == buf.name else p.name
+                params.append(f"{self.names.fresh(p, hint)}: T.handle")
+            else:
+                params.append(f"{self.names.fresh(p, p.name)}: T.{p.dtype}")
+        self.emit(f"def {fname}({', '.join(params)}):")
+        self.depth += 1
+        if attrs:
+            self.emit(f"T.func_attr({self._value(attrs)})")
+        for v in _free_vars(func):
+            size = ", is_size_var=True" if isinstance(v, SizeVar) else ""
+            self.emit(f"{self.names.fresh(v, v.name)} = T.{v.dtype}({size.lstrip(', ')})")
+        for p in func.params:
+            buf = func.buffer_map.get(p)
+            if buf is not None and not plain[id(p)]:
+                self.emit(
+                    f"{self.names.get(buf)} = T.match_buffer({self.names.get(p)}, {self.buffer_args(buf)})"
+                )
+        self.func_body(func.body)
+        self.depth -= 1
+
+    def func_body(self, body: Stmt) -> None:
+        if isinstance(body, BlockRealize) and _is_implicit_root(body):
+            self.emit('# with T.block("root"):', body.block if id(body) not in self.marks else body)
+            self.block_header(body.block)
+            self.stmt(body.block.body)
+        else:
+            self.stmt(body)
+
+
+def _grid_foldable(s: For) -> bool:
+    return (
+        s.kind == ForKind.SERIAL
+        and _is_zero(s.min)
+        and not s.annotations
+        and s.thread_binding is None
+    )
+
+
+def _shape_vars_ok(buf: Buffer, params: tuple) -> bool:
+    """Shapes in a `T.Buffer(...)` annotation may use only constants and scalar params."""
+    allowed = {id(p) for p in params}
+    ok = True
+
+    def check(n: Any) -> None:
+        nonlocal ok
+        if isinstance(n, Var) and id(n) not in allowed:
+            ok = False
+
+    post_order_visit(buf.shape, check)
+    return ok
+
+
+def _free_vars(func: PrimFunc) -> list[Var]:
+    v = _FreeVars()
+    v.defined.update(id(p) for p in func.params)
+    for buf in func.buffer_map.values():
+        v.visit(buf)
+    v.visit(func.body)
+    return v.free()
+
+
+def _buffers_over(data: Var, body: Stmt) -> list[Buffer]:
+    found: dict[int, Buffer] = {}
+
+    def check(n: Any) -> None:
+        if isinstance(n, Buffer) and n.data is data:
+            found.setdefault(id(n), n)
+
+    post_order_visit(body, check)
+    return list(found.values())
+
+
+def _is_implicit_root(s: BlockRealize) -> bool:
+    """A root block with nothing to say prints as a `# with T.block("root"):` comment."""
+    b = s.block
+    if b.name_hint != "root" or b.iter_vars or b.reads or b.writes or b.init is not None:
+        return False
+    if b.match_buffers or b.annotations or not _is_true(s.predicate):
+        return False
+    # the parser re-creates an implicit root only when the body has blocks or allocations
+    return bool(b.alloc_buffers) or _contains_block(b.body)
+
+
+def _contains_block(s: Stmt) -> bool:
+    found = False
+
+    def check(n: Any) -> bool:
+        nonlocal found
+        if isinstance(n, BlockRealize):
+            found = True
+        return not found and isinstance(n, Stmt)
+
+    pre_order_visit(s, check)
+    return found
+
+
+def _normalize_marks(highlight: Any) -> dict[int, tuple[Any, str]]:
+    if highlight is None:
+        return {}
+    if isinstance(highlight, Mapping):
+        items = list(highlight.items())
+    elif isinstance(highlight, Node):
+        items = [(highlight, "")]
+    else:
+        items = [(h, "") for h in highlight]
+    marks = {}
+    for n, msg in items:
+        marks[id(n)] = (n, msg or "")
+        if isinstance(n, BlockRealize):  # marking a realize marks its block line and vice versa
+            marks[id(n.block)] = (n.block, msg or "")
+    return marks
+
+
+_STMT_TABLE: dict[type, Callable[[TIRPrinter, Any], Stmt | None]] = {
+    BufferStore: TIRPrinter._store,
+    Evaluate: TIRPrinter._evaluate,
+    IfThenElse: TIRPrinter._if,
+    While: TIRPrinter._while,
+    LetStmt: TIRPrinter._let_stmt,
+    AssertStmt: TIRPrinter._assert,
+    AttrStmt: TIRPrinter._attr,
+    Allocate: TIRPrinter._allocate,
+    DeclBuffer: TIRPrinter._decl_buffer,
+    For: TIRPrinter._for,
+    BlockRealize: TIRPrinter._block_realize,
+}
+
+
+# ----------------------------------------------------------------------------- entry points
+
+
+def _mark_kw(kwargs: Mapping[str, Any]) -> Any:
+    return kwargs.get("highlight", kwargs.get("mark"))
+
+
+def print_expr(e: PrimExpr, **kwargs: Any) -> str:
+    return _ExprPrinter().expr(e)
+
+
+def print_stmt(s: Stmt, **kwargs: Any) -> str:
+    p = TIRPrinter(highlight=_mark_kw(kwargs))
+    if isinstance(s, Block):
+        s = BlockRealize((), True, s) if not s.iter_vars else s
+        if isinstance(s, Block):  # a bare block with iter vars: print its parts
+            p.emit(f'with T.block("{s.name_hint}"):', s)
+            p.body(s.body)
+            return "\n".join(p.lines)
+    p.stmt(s)
+    return "\n".join(p.lines)
+
+
+def print_prim_func(func: PrimFunc, **kwargs: Any) -> str:
+    p = TIRPrinter(highlight=_mark_kw(kwargs))
+    p.prim_func(func, name=kwargs.get("name"))
+    header = [HEADER_T, ""] if kwargs.get("show_header", True) else []
+    return "\n".join(header + p.lines)
+
+
+def print_buffer(buf: Buffer, **kwargs: Any) -> str:
+    p = TIRPrinter()
+    return f"{p.names.fresh(buf, buf.name)}: {p.buffer_decl('T.Buffer', buf)}"
+
+
+def print_misc(n: Node, **kwargs: Any) -> str:
+    """Ranges, regions, iter vars: printed as the value they denote in TVMScript."""
+    p = _ExprPrinter()
+    if isinstance(n, IterVar):
+        kind = _AXIS_KIND.get(n.iter_type, ("", f"T.iter_var_{n.iter_type.name}"))[1]
+        dom = "None" if n.dom is None else p._value(n.dom)
+        return f"{p.names.get(n.var)} = {kind}({dom})" + (
+            f"  # thread {n.thread_tag!r}" if n.thread_tag else ""
+        )
+    if isinstance(n, MatchBufferRegion):
+        return f"{p.names.get(n.buffer)} = T.match_buffer({p.region(n.source)})"
+    return p._value(n)
+
+
+# Function printers by function class: IRModule printing dispatches here (relax registers later).
+_FUNC_PRINTERS: dict[type, Callable[[BaseFunc, str, Any], list[str]]] = {}
+
+
+def register_function_printer(cls: type, fn: Callable[[BaseFunc, str, Any], list[str]]) -> None:
+    """Make `IRModule.script()` print functions of class `cls` with `fn(func, name, highlight) -> lines`."""
+    _FUNC_PRINTERS[cls] = fn
+
+
+def _prim_func_lines(func: PrimFunc, name: str, highlight: Any) -> list[str]:
+    p = TIRPrinter(highlight=highlight)
+    p.prim_func(func, name=name)
+    return p.lines
+
+
+register_function_printer(PrimFunc, _prim_func_lines)
+
+
+def print_ir_module(mod: IRModule, **kwargs: Any) -> str:
+    highlight = _mark_kw(kwargs)
+    out = [HEADER_I, HEADER_T, "", "@I.ir_module", "class Module:"]
+    if mod.attrs:
+        out.append(INDENT + f"I.module_attrs({_ExprPrinter()._value(dict(mod.attrs))})")
+    items = mod.functions_items()
+    for i, (gv, func) in enumerate(items):
+        fn = next((_FUNC_PRINTERS[k] for k in type(func).__mro__ if k in _FUNC_PRINTERS), None)
+        if fn is None:
+            lines = [f"# {gv.name_hint}: no printer for {type(func).__name__}"]
+        else:
+            lines = fn(func, gv.name_hint, highlight)
+        if i:
+            out.append("")
+        out.extend(INDENT + line if line else line for line in lines)
+    if not items:
+        out.append(INDENT + "pass")
+    return "\n".join(out)
+
+
+register_printer(PrimExpr, print_expr)
+register_printer(Stmt, print_stmt)
+register_printer(PrimFunc, print_prim_func)
+register_printer(Buffer, print_buffer)
+register_printer(Range, print_misc)
+register_printer(BufferRegion, print_misc)
+register_printer(IterVar, print_misc)
+register_printer(MatchBufferRegion, print_misc)
+register_printer(IRModule, print_ir_module)
+
+__all__ = [
+    "TIRPrinter",
+    "print_expr",
+    "print_ir_module",
+    "print_prim_func",
+    "print_stmt",
+    "register_function_printer",
+]
