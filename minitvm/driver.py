@@ -52,8 +52,10 @@ def _to_module(inp: Any, args: Any, name: str, binds: Any, where: str) -> IRModu
             out[gv.name_hint] = func if func.name else _named(func, gv.name_hint)
         _check_unique_symbols(out, where)
         return out
-    if isinstance(inp, PrimFunc):
-        return IRModule({name: _named(inp, name)})
+    if isinstance(inp, PrimFunc):  # TVM names a lone PrimFunc by its global_symbol
+        symbol = name or inp.name or "main"
+        return IRModule({symbol: _named(inp, symbol)})
+    name = name or "main"
     if hasattr(inp, "build_prim_func"):  # a te Schedule (te.create_schedule)
         if args is None:
             raise BuildError(
@@ -69,7 +71,7 @@ def _to_module(inp: Any, args: Any, name: str, binds: Any, where: str) -> IRModu
 
 
 def lower(
-    inp: Any, args: Any = None, name: str = "main", binds: Any = None, simple_mode: bool = False
+    inp: Any, args: Any = None, name: str | None = None, binds: Any = None, simple_mode: bool = False
 ) -> IRModule:
     """The loop nest of `inp` after block lowering and simplification (multi-dim indices kept).
 
@@ -87,7 +89,7 @@ def build(
     args: Any = None,
     target: Any = "llvm",
     target_host: Any = None,
-    name: str = "main",
+    name: str | None = None,
     binds: Any = None,
 ):
     """Lower and compile `inp` for `target`; returns a runtime.Module (`mod[name](*arrays)`).

@@ -238,3 +238,21 @@ def test_classic_te_schedule_lower_and_build():
     mod = driver.build(s, [A, B, C], "llvm", name="vadd")
     a, b = _rand(13), _rand(13)
     np.testing.assert_allclose(_call(mod, a, b, np.zeros(13, "float32"))[2], a + b)
+
+
+def test_build_lone_primfunc_uses_its_global_symbol():
+    from minitvm.script import tir as T
+
+    @T.prim_func
+    def add_one(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32")):
+        for i in range(8):
+            with T.block("B"):
+                vi = T.axis.spatial(8, i)
+                B[vi] = A[vi] + T.float32(1)
+
+    lib = driver.build(add_one, target="llvm")
+    a = np.arange(8, dtype="float32")
+    b = np.zeros(8, dtype="float32")
+    lib["add_one"](a, b)
+    np.testing.assert_allclose(b, a + 1)
+    assert lib.entry_name == "add_one"
