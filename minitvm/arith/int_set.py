@@ -1,0 +1,238 @@
+"""Symbolic interval sets: inclusive [min, max] bounds that are expressions of the free vars."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..tir.expr import (
+    Add,
+    Call,
+    Cast,
+    Div,
+    FloorDiv,
+    FloorMod,
+    IntImm,
+    Max,
+    Min,
+    Mod,
+    Mul,
+    Op,
+    PrimExpr,
+    Range,
+    Select,
+    SizeVar,
+    Sub,
+    Var,
+    make_const,
+)
+from ..tir.op import max_value, min_value
+
+if TYPE_CHECKING:
+    from .analyzer import Analyzer
+
+
+@dataclass(frozen=True)
+class IntervalSet:
+    """Inclusive bounds; `None` for an unbounded side (use has_lower_bound/has_upper_bound).
+
+    `min_value` / `max_value` are PrimExprs; an unbounded side reads as the dtype's limit.
+    """
+
+    lo: PrimExpr | None
+    hi: PrimExpr | None
+    dtype: Any = None
+
+    @property
+    def min_value(self) -> PrimExpr:
+        return self.lo if self.lo is not None else min_value(self.dtype)
+
+    @property
+    def max_value(self) -> PrimExpr:
+        return self.hi if self.hi is not None else max_value(self.dtype)
+
+    def has_lower_bound(self) -> bool:
+        return self.lo is not None
+
+    def has_upper_bound(self) -> bool:
+        return self.hi is not None
+
+    def is_single_point(self) -> bool:
+        return self.lo is not None and (self.lo is self.hi)
+
+    def is_everything(self) -> bool:
+        return self.lo is None and self.hi is None
+
+    @staticmethod
+    def point(e: PrimExpr) -> IntervalSet:
+        return IntervalSet(e, e, e.dtype)
+
+    @staticmethod
+    def from_range(r: Range) -> IntervalSet:
+        hi = r.min + r.extent - 1
+        return IntervalSet(r.min, hi, r.min.dtype)
+
+
+def _opt(fn: Callable, *xs: PrimExpr | None) -> PrimExpr | None:
+    return None if any(x is None for x in xs) else fn(*xs)
+
+
+class IntSetCalc:
+    """Relax the vars of `dom` (and the analyzer's bound vars) to their ranges."""
+
+    def __init__(self, ana: Analyzer, dom: dict[int, IntervalSet]):
+        self.ana = ana
+        self.dom = dom
+        self.memo: dict[int, tuple[PrimExpr, IntervalSet]] = {}
+
+    def eval(self, e: PrimExpr) -> IntervalSet:
+        hit = self.memo.get(id(e))
+        if hit is not None:
+            return hit[1]
+        handler = _HANDLERS.get(type(e))
+        if handler is None:
+            out = self._fallback(e)
+        else:
+            out = handler(self, e)
+        self.memo[id(e)] = (e, out)
+        return out
+
+    def _has_relaxed_var(self, e: PrimExpr) -> bool:
+        from ..tir.functor import post_order_visit
+
+        found = []
+        post_order_visit(
+            e, lambda n: found.append(n) if isinstance(n, Var) and self.relaxed(n) else None
+        )
+        return bool(found)
+
+    def relaxed(self, v: Var) -> IntervalSet | None:
+        if id(v) in self.dom:
+            return self.dom[id(v)]
+        r = self.ana._var_range(v)
+        return None if r is None else IntervalSet.from_range(r)
+
+    def _fallback(self, e: PrimExpr) -> IntervalSet:
+        if not self._has_relaxed_var(e):
+            return IntervalSet.point(e)
+        return self.const_set(e)
+
+    def const_set(self, e: PrimExpr) -> IntervalSet:
+        lo, hi = self.ana._bound_with(e, {k: v for k, v in self.dom.items()})
+        return self.ana._const_interval(lo, hi, e.dtype)
+
+    def var(self, v: Var) -> IntervalSet:
+        s = self.relaxed(v)
+        return IntervalSet.point(v) if s is None else s
+
+
+def _add(calc: IntSetCalc, e: Add) -> IntervalSet:
+    a, b = calc.eval(e.a), calc.eval(e.b)
+    return IntervalSet(_opt(Add, a.lo, b.lo), _opt(Add, a.hi, b.hi), e.dtype)
+
+
+def _sub(calc: IntSetCalc, e: Sub) -> IntervalSet:
+    a, b = calc.eval(e.a), calc.eval(e.b)
+    return IntervalSet(_opt(Sub, a.lo, b.hi), _opt(Sub, a.hi, b.lo), e.dtype)
+
+
+def _sign(calc: IntSetCalc, s: IntervalSet) -> int:
+    """+1 when the set is provably >= 0, -1 when provably <= 0, 0 otherwise."""
+    if s.lo is not None and calc.ana._min_of(s.lo) >= 0:
+        return 1
+    if s.hi is not None and calc.ana._max_of(s.hi) <= 0:
+        return -1
+    return 0
+
+
+def _mul(calc: IntSetCalc, e: Mul) -> IntervalSet:
+    a, b = calc.eval(e.a), calc.eval(e.b)
+    for x, y in ((a, b), (b, a)):
+        if y.is_single_point():
+            sign = _sign(calc, y)
+            if sign > 0:
+                return IntervalSet(_opt(Mul, x.lo, y.lo), _opt(Mul, x.hi, y.lo), e.dtype)
+            if sign < 0:
+                return IntervalSet(_opt(Mul, x.hi, y.lo), _opt(Mul, x.lo, y.lo), e.dtype)
+    if a.is_single_point() and b.is_single_point():
+        return IntervalSet.point(Mul(a.lo, b.lo))
+    return calc.const_set(e)
+
+
+def _floordiv(calc: IntSetCalc, e: PrimExpr) -> IntervalSet:
+    a, b = calc.eval(e.a), calc.eval(e.b)
+    if type(e) is Div and _sign(calc, a) <= 0:
+        return calc.const_set(e)
+    if b.is_single_point() and calc.ana._is_divisor_positive(b.lo):
+        if a.is_single_point():
+            return IntervalSet.point(type(e)(a.lo, b.lo))
+        return IntervalSet(_opt(FloorDiv, a.lo, b.lo), _opt(FloorDiv, a.hi, b.lo), e.dtype)
+    return calc.const_set(e)
+
+
+def _floormod(calc: IntSetCalc, e: PrimExpr) -> IntervalSet:
+    a, b = calc.eval(e.a), calc.eval(e.b)
+    if type(e) is Mod and _sign(calc, a) <= 0:
+        return calc.const_set(e)
+    if b.is_single_point() and calc.ana._is_divisor_positive(b.lo):
+        if a.is_single_point():
+            return IntervalSet.point(type(e)(a.lo, b.lo))
+        if isinstance(b.lo, IntImm):
+            return calc.const_set(e)  # [0, c-1] or tighter, from constant bounds
+        return IntervalSet(make_const(e.dtype, 0), Sub(b.lo, make_const(e.dtype, 1)), e.dtype)
+    return calc.const_set(e)
+
+
+def _minmax(cls: type) -> Callable[[IntSetCalc, PrimExpr], IntervalSet]:
+    def handler(calc: IntSetCalc, e: PrimExpr) -> IntervalSet:
+        a, b = calc.eval(e.a), calc.eval(e.b)
+        if cls is Min:
+            lo = _opt(Min, a.lo, b.lo)
+            hi = a.hi if b.hi is None else b.hi if a.hi is None else Min(a.hi, b.hi)
+        else:
+            lo = a.lo if b.lo is None else b.lo if a.lo is None else Max(a.lo, b.lo)
+            hi = _opt(Max, a.hi, b.hi)
+        return IntervalSet(lo, hi, e.dtype)
+
+    return handler
+
+
+def _select(calc: IntSetCalc, e: Select) -> IntervalSet:
+    t, f = calc.eval(e.true_value), calc.eval(e.false_value)
+    return IntervalSet(_opt(Min, t.lo, f.lo), _opt(Max, t.hi, f.hi), e.dtype)
+
+
+def _cast(calc: IntSetCalc, e: Cast) -> IntervalSet:
+    src, dst = e.value.dtype, e.dtype
+    if src.is_int and dst.is_int and dst.bits >= src.bits:
+        s = calc.eval(e.value)
+        return IntervalSet(
+            _opt(lambda x: Cast(dst, x), s.lo), _opt(lambda x: Cast(dst, x), s.hi), dst
+        )
+    return calc._fallback(e)
+
+
+def _call(calc: IntSetCalc, e: Call) -> IntervalSet:
+    if isinstance(e.op, Op) and e.op.name == "tir.likely":
+        return calc.eval(e.args[0])
+    return calc._fallback(e)
+
+
+_HANDLERS: dict[type, Callable[[IntSetCalc, Any], IntervalSet]] = {
+    IntImm: lambda calc, e: IntervalSet.point(e),
+    Add: _add,
+    Sub: _sub,
+    Mul: _mul,
+    FloorDiv: _floordiv,
+    Div: _floordiv,
+    FloorMod: _floormod,
+    Mod: _floormod,
+    Min: _minmax(Min),
+    Max: _minmax(Max),
+    Select: _select,
+    Cast: _cast,
+    Call: _call,
+    Var: lambda calc, e: calc.var(e),
+    SizeVar: lambda calc, e: calc.var(e),
+}

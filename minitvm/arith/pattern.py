@@ -1,0 +1,328 @@
+"""A tiny pattern language for rewrite rules over TIR expressions.
+
+`x, y = PVar("x"), PVar("y")` match any expression (a name used twice must match equal
+expressions); `c1 = PConst("c1")` matches a scalar constant; Python numbers in a pattern match
+constants of that value. Operators on patterns build patterns (`x + 0`, `x // c1`, `x < y`);
+`min_`, `max_`, `select`, `eq`, `ne`, `truncdiv`, `truncmod`, `and_`, `or_`, `not_` name the rest.
+A rule is `Rule(pattern, rewrite, when)`: `rewrite` is a pattern (instantiated with the match)
+or a function of the Match; `when` is an optional side condition on the Match.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..ir.structural import structural_equal
+from ..tir.expr import (
+    EQ,
+    GE,
+    GT,
+    LE,
+    LT,
+    NE,
+    Add,
+    And,
+    Broadcast,
+    Call,
+    Cast,
+    Div,
+    FloatImm,
+    FloorDiv,
+    FloorMod,
+    IntImm,
+    Max,
+    Min,
+    Mod,
+    Mul,
+    Not,
+    Op,
+    Or,
+    PrimExpr,
+    Ramp,
+    Select,
+    Sub,
+    binary,
+    make_const,
+)
+
+COMMUTATIVE = (Add, Mul, Min, Max, EQ, NE, And, Or)
+
+
+class Pattern:
+    """Base of patterns; Python operators build bigger patterns."""
+
+    def __add__(self, o):
+        return PNode(Add, (self, _p(o)))
+
+    def __radd__(self, o):
+        return PNode(Add, (_p(o), self))
+
+    def __sub__(self, o):
+        return PNode(Sub, (self, _p(o)))
+
+    def __rsub__(self, o):
+        return PNode(Sub, (_p(o), self))
+
+    def __mul__(self, o):
+        return PNode(Mul, (self, _p(o)))
+
+    def __rmul__(self, o):
+        return PNode(Mul, (_p(o), self))
+
+    def __floordiv__(self, o):
+        return PNode(FloorDiv, (self, _p(o)))
+
+    def __mod__(self, o):
+        return PNode(FloorMod, (self, _p(o)))
+
+    def __lt__(self, o):
+        return PNode(LT, (self, _p(o)))
+
+    def __le__(self, o):
+        return PNode(LE, (self, _p(o)))
+
+    def __gt__(self, o):
+        return PNode(GT, (self, _p(o)))
+
+    def __ge__(self, o):
+        return PNode(GE, (self, _p(o)))
+
+    def __and__(self, o):
+        return PNode(And, (self, _p(o)))
+
+    def __or__(self, o):
+        return PNode(Or, (self, _p(o)))
+
+    def __invert__(self):
+        return PNode(Not, (self,))
+
+    __hash__ = object.__hash__
+
+
+@dataclass(eq=False)
+class PVar(Pattern):
+    """Matches any expression; the same PVar twice must match structurally equal expressions."""
+
+    name: str
+
+
+@dataclass(eq=False)
+class PConst(Pattern):
+    """Matches a scalar IntImm or FloatImm."""
+
+    name: str
+
+
+@dataclass(eq=False)
+class PLit(Pattern):
+    """Matches a scalar constant equal to `value` (True/False match bool constants only)."""
+
+    value: int | float | bool
+
+
+@dataclass(eq=False)
+class PNode(Pattern):
+    """Matches a node of class `cls` whose operands match `args`."""
+
+    cls: type
+    args: tuple
+
+
+@dataclass(eq=False)
+class PCall(Pattern):
+    """Matches a Call of the intrinsic `op_name` with operands matching `args`."""
+
+    op_name: str
+    args: tuple
+
+
+def _p(x: Any) -> Pattern:
+    return x if isinstance(x, Pattern) else PLit(x)
+
+
+def min_(a, b) -> Pattern:
+    return PNode(Min, (_p(a), _p(b)))
+
+
+def max_(a, b) -> Pattern:
+    return PNode(Max, (_p(a), _p(b)))
+
+
+def eq(a, b) -> Pattern:
+    return PNode(EQ, (_p(a), _p(b)))
+
+
+def ne(a, b) -> Pattern:
+    return PNode(NE, (_p(a), _p(b)))
+
+
+def truncdiv(a, b) -> Pattern:
+    return PNode(Div, (_p(a), _p(b)))
+
+
+def truncmod(a, b) -> Pattern:
+    return PNode(Mod, (_p(a), _p(b)))
+
+
+def and_(a, b) -> Pattern:
+    return PNode(And, (_p(a), _p(b)))
+
+
+def or_(a, b) -> Pattern:
+    return PNode(Or, (_p(a), _p(b)))
+
+
+def not_(a) -> Pattern:
+    return PNode(Not, (_p(a),))
+
+
+def select(c, t, f) -> Pattern:
+    return PNode(Select, (_p(c), _p(t), _p(f)))
+
+
+def ramp(base, stride) -> Pattern:
+    return PNode(Ramp, (_p(base), _p(stride)))
+
+
+def broadcast(value) -> Pattern:
+    return PNode(Broadcast, (_p(value),))
+
+
+def cast(value) -> Pattern:
+    """A Cast to any dtype (side conditions inspect `m.node.dtype`)."""
+    return PNode(Cast, (_p(value),))
+
+
+def call(op_name: str, *args) -> Pattern:
+    return PCall(op_name, tuple(_p(a) for a in args))
+
+
+# the operand fields of each matchable node class, in pattern order
+_OPERANDS: dict[type, tuple[str, ...]] = {
+    Select: ("condition", "true_value", "false_value"),
+    Not: ("a",),
+    Ramp: ("base", "stride"),
+    Broadcast: ("value",),
+    Cast: ("value",),
+}
+
+
+def operands(e: PrimExpr) -> tuple:
+    return tuple(getattr(e, f) for f in _OPERANDS.get(type(e), ("a", "b")))
+
+
+class Match:
+    """The bindings of one successful match: `m.x` is the expression bound to PVar("x")."""
+
+    __slots__ = ("ana", "binds", "node")
+
+    def __init__(self, binds: dict[str, PrimExpr], node: PrimExpr, ana: Any):
+        self.binds, self.node, self.ana = binds, node, ana
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self.binds[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+def _is_scalar_const(e: Any) -> bool:
+    return isinstance(e, IntImm | FloatImm) and e.dtype.lanes == 1
+
+
+def _matches(p: Pattern, e: PrimExpr, binds: dict[str, PrimExpr]) -> Iterator[dict]:
+    """Every way `e` matches `p` extending `binds` (commutative nodes try both operand orders)."""
+    if isinstance(p, PVar | PConst):
+        if isinstance(p, PConst) and not _is_scalar_const(e):
+            return
+        bound = binds.get(p.name)
+        if bound is None:
+            yield {**binds, p.name: e}
+        elif bound is e or structural_equal(bound, e):
+            yield binds
+        return
+    if isinstance(p, PLit):
+        if _is_scalar_const(e) and (
+            e.dtype.is_bool and e.value == int(p.value)
+            if isinstance(p.value, bool)
+            else not e.dtype.is_bool and e.value == p.value
+        ):
+            yield binds
+        return
+    if isinstance(p, PCall):
+        same_op = type(e) is Call and isinstance(e.op, Op) and e.op.name == p.op_name
+        if same_op and len(e.args) == len(p.args):
+            yield from _matches_seq(p.args, e.args, binds)
+        return
+    if type(e) is not p.cls:
+        return
+    args = operands(e)
+    yield from _matches_seq(p.args, args, binds)
+    if p.cls in COMMUTATIVE:
+        yield from _matches_seq(p.args, args[::-1], binds)
+
+
+def _matches_seq(ps: tuple, es: tuple, binds: dict[str, PrimExpr]) -> Iterator[dict]:
+    if not ps:
+        yield binds
+        return
+    for first in _matches(ps[0], es[0], binds):
+        yield from _matches_seq(ps[1:], es[1:], first)
+
+
+def instantiate(p: Any, m: Match, top: bool = True) -> Any:
+    """Build the expression a rewrite pattern denotes under the bindings of `m`."""
+    if isinstance(p, PVar | PConst):
+        return m.binds[p.name]
+    if isinstance(p, PLit):
+        return make_const(m.node.dtype, p.value) if top else p.value
+    if isinstance(p, PCall):
+        args = tuple(instantiate(a, m, top=False) for a in p.args)
+        assert top, "a call inside a rewrite template has no dtype to take"
+        return Call(m.node.dtype, p.op_name, args)
+    args = [instantiate(a, m, top=False) for a in p.args]
+    if p.cls in (Select, Not, Ramp, Broadcast):
+        if p.cls is Ramp:
+            return Ramp(args[0], args[1], m.node.dtype.lanes)
+        if p.cls is Broadcast:
+            return Broadcast(args[0], m.node.dtype.lanes)
+        return p.cls(*args)
+    return binary(p.cls, *args)
+
+
+@dataclass
+class Rule:
+    """`pattern → rewrite` when `when(match)`; `rewrite` is a Pattern or a function of the Match
+    returning the new expression (or None to decline)."""
+
+    pattern: Pattern
+    rewrite: Pattern | Callable[[Match], PrimExpr | None]
+    when: Callable[[Match], bool] | None = None
+    root: type = field(init=False)
+
+    def __post_init__(self):
+        if isinstance(self.rewrite, int | float | bool):
+            self.rewrite = PLit(self.rewrite)
+        self.root = Call if isinstance(self.pattern, PCall) else self.pattern.cls
+
+    def apply(self, e: PrimExpr, ana: Any) -> PrimExpr | None:
+        for binds in _matches(self.pattern, e, {}):
+            m = Match(binds, e, ana)
+            if self.when is not None and not self.when(m):
+                continue
+            if isinstance(self.rewrite, Pattern):
+                return instantiate(self.rewrite, m)
+            out = self.rewrite(m)
+            if out is not None:
+                return out
+        return None
+
+
+def rule_table(rules: list[Rule]) -> dict[type, tuple[Rule, ...]]:
+    """Group rules by the node class at their root, keeping their order."""
+    table: dict[type, list[Rule]] = {}
+    for r in rules:
+        table.setdefault(r.root, []).append(r)
+    return {cls: tuple(rs) for cls, rs in table.items()}

@@ -1,0 +1,328 @@
+"""The rewrite-rule table of local algebra, applied bottom-up to a fixpoint by one driver."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..tir.expr import (
+    EQ,
+    LE,
+    LT,
+    NE,
+    Add,
+    Broadcast,
+    FloorDiv,
+    FloorMod,
+    IntImm,
+    Max,
+    Min,
+    Mul,
+    Not,
+    PrimExpr,
+    Ramp,
+    Sub,
+    binary,
+    make_const,
+)
+from .canonical import is_index_dtype
+from .const_fold import fold
+from .pattern import (
+    Match,
+    PConst,
+    PVar,
+    Rule,
+    and_,
+    broadcast,
+    call,
+    cast,
+    eq,
+    max_,
+    min_,
+    ne,
+    not_,
+    or_,
+    ramp,
+    rule_table,
+    select,
+    truncdiv,
+    truncmod,
+)
+
+if TYPE_CHECKING:
+    from .analyzer import Analyzer
+
+x, y, z, w = PVar("x"), PVar("y"), PVar("z"), PVar("w")
+c1, c2, c3 = PConst("c1"), PConst("c2"), PConst("c3")
+
+
+# --- side conditions and computed rewrites ---------------------------------------------------
+def _is_int(m: Match) -> bool:
+    return m.node.dtype.element_of().is_int
+
+
+def _pos(*names: str):
+    return lambda m: all(m.binds[n].value > 0 for n in names)
+
+
+def _nonneg_and_pos(m: Match) -> bool:
+    """x >= 0 and y > 0: truncating division equals floor division."""
+    return _is_int(m) and m.ana._min_of(m.x) >= 0 and m.ana._is_divisor_positive(m.y)
+
+
+def _const_by_bound(m: Match) -> PrimExpr | None:
+    """An integer expression whose bounds are one value is that value."""
+    if not is_index_dtype(m.node.dtype):
+        return None
+    lo, hi = m.ana._bound_of(m.node)
+    return make_const(m.node.dtype, lo) if lo == hi else None
+
+
+def _min_by_diff(m: Match) -> PrimExpr | None:
+    """min(x, y) → x when x <= y is provable, → y when y <= x is."""
+    if not is_index_dtype(m.node.dtype):
+        return None
+    le = m.ana._decide_le0(Sub(m.x, m.y))
+    if le is None:
+        return None
+    smaller, larger = (m.x, m.y) if le else (m.y, m.x)
+    return smaller if type(m.node) is Min else larger
+
+
+def _le0_of(m: Match) -> PrimExpr:
+    """The expression d with `node` true iff d <= 0 (for LT: a - b + 1)."""
+    d = Sub(m.x, m.y)
+    return Add(d, make_const(d.dtype, 1)) if type(m.node) is LT else d
+
+
+def _compare(m: Match) -> PrimExpr | None:
+    """Decide x < y, x <= y, x == y, x != y on integers from bounds and facts, else normalise."""
+    if not is_index_dtype(m.x.dtype):
+        return None
+    ana, cls, t = m.ana, type(m.node), make_const(m.node.dtype, 1)
+    f = make_const(m.node.dtype, 0)
+    if cls in (LT, LE):
+        answer = ana._decide_le0(_le0_of(m))
+    else:
+        d = Sub(m.x, m.y)
+        le, ge = ana._decide_le0(d), ana._decide_le0(Sub(make_const(d.dtype, 0), d))
+        answer = None if le is None or ge is None else le and ge
+        if le is False or ge is False:
+            answer = False
+        if answer is not None and cls is NE:
+            answer = not answer
+    if answer is not None:
+        return t if answer else f
+    known = ana._known_literal(m.node)
+    if known is not None:
+        return t if known else f
+    return ana._normal_compare(m.node)
+
+
+def _floordiv_nested(m: Match) -> PrimExpr:
+    return binary(FloorDiv, m.x, m.c1.value * m.c2.value)
+
+
+def _floordiv_nested_offset(m: Match) -> PrimExpr:
+    return binary(FloorDiv, binary(Add, m.x, m.c3.value * m.c1.value), m.c1.value * m.c2.value)
+
+
+def _swapped(cls: type):
+    return lambda m: binary(cls, m.y, m.x)
+
+
+def _same(cls: type):
+    return lambda m: binary(cls, m.x, m.y)
+
+
+def _int_operands(m: Match) -> bool:
+    return m.x.dtype.element_of().is_int
+
+
+def _divisible(m: Match) -> bool:
+    return m.c1.value > 0 and m.c2.value > 0 and m.c1.value % m.c2.value == 0
+
+
+def _bcast(cls: type):
+    """broadcast(x) op broadcast(y) → broadcast(x op y)."""
+    return lambda m: Broadcast(binary(cls, m.x, m.y), m.node.dtype.lanes)
+
+
+def _ramp_shift(cls: type):
+    """ramp(x, s) ± broadcast(z) → ramp(x ± z, s)."""
+    return lambda m: Ramp(binary(cls, m.x, m.z), m.y, m.node.dtype.lanes)
+
+
+def _ramp_add(m: Match) -> PrimExpr:
+    return Ramp(binary(Add, m.x, m.z), binary(Add, m.y, m.w), m.node.dtype.lanes)
+
+
+def _ramp_scale(m: Match) -> PrimExpr:
+    return Ramp(binary(Mul, m.x, m.z), binary(Mul, m.y, m.z), m.node.dtype.lanes)
+
+
+def _ramp_divmod(m: Match) -> PrimExpr | None:
+    """ramp(b, s, L) // c and % c when c | s, or when the whole ramp stays in one bucket of c."""
+    if not (isinstance(m.y, IntImm) and isinstance(m.z, IntImm) and m.z.value > 0):
+        return None
+    b, s, c, lanes = m.x, m.y.value, m.z.value, m.node.dtype.lanes
+    is_div = type(m.node) is FloorDiv
+    if s % c == 0:  # floor((b + s*i) / c) == b//c + (s/c)*i
+        if is_div:
+            return Ramp(binary(FloorDiv, b, c), s // c, lanes)
+        return Broadcast(binary(FloorMod, b, c), lanes)
+    last = binary(Add, b, s * (lanes - 1))
+    if s > 0 and m.ana.can_prove_equal(binary(FloorDiv, last, c), binary(FloorDiv, b, c)):
+        if is_div:
+            return Broadcast(binary(FloorDiv, b, c), lanes)
+        return Ramp(binary(FloorMod, b, c), s, lanes)
+    return None
+
+
+def _cast_round_trip(m: Match) -> PrimExpr | None:
+    """cast(T, cast(U, x)) → x when x has type T and U holds every value of T."""
+    inner, outer = m.node.value.dtype, m.node.dtype
+    if m.x.dtype != outer or not (inner.is_int and outer.is_int) or inner.bits < outer.bits:
+        return None
+    return m.x
+
+
+def _is_linear_cmp(e: PrimExpr) -> bool:
+    return isinstance(e, LT | LE | EQ | NE) and is_index_dtype(e.a.dtype)
+
+
+def _and_implied(m: Match) -> PrimExpr | None:
+    """x && y → x when x implies y; → false when x implies !y (x, y integer comparisons)."""
+    if not (_is_linear_cmp(m.x) and _is_linear_cmp(m.y)):
+        return None
+    with m.ana.constraint_scope(m.x):
+        if m.ana.can_prove(m.y):
+            return m.x
+        if m.ana.can_prove(Not(m.y)):
+            return make_const(m.node.dtype, 0)
+    return None
+
+
+def _or_implied(m: Match) -> PrimExpr | None:
+    """x || y → y when x implies y; → true when !x implies y (x, y integer comparisons)."""
+    if not (_is_linear_cmp(m.x) and _is_linear_cmp(m.y)):
+        return None
+    with m.ana.constraint_scope(m.x):
+        if m.ana.can_prove(m.y):
+            return m.y
+    with m.ana.constraint_scope(Not(m.x)):
+        if m.ana.can_prove(m.y):
+            return make_const(m.node.dtype, 1)
+    return None
+
+
+def _min_const(m: Match) -> PrimExpr:
+    return binary(Min, m.x, min(m.c1.value, m.c2.value))
+
+
+def _max_const(m: Match) -> PrimExpr:
+    return binary(Max, m.x, max(m.c1.value, m.c2.value))
+
+
+def _div_lt(m: Match) -> PrimExpr:
+    return binary(LT, m.x, m.c1.value * m.c2.value)
+
+
+def _lt_div(m: Match) -> PrimExpr:
+    return binary(LE, (m.c2.value + 1) * m.c1.value, m.x)
+
+
+def _to_floor(cls: type):
+    return lambda m: binary(cls, m.x, m.y)
+
+
+# --- the table: one rule per line ------------------------------------------------------------
+RULES = [
+    # add / sub / mul identities (the canonical form collects the rest)
+    Rule(x + 0, x),  # x+0 -> x
+    Rule(x - 0, x),  # x-0 -> x
+    Rule(x - x, 0, _is_int),  # x-x -> 0
+    Rule((x + y) - y, x, _is_int),  # (x+y)-y -> x
+    Rule(x * 1, x),  # x*1 -> x
+    Rule(x * 0, 0, _is_int),  # x*0 -> 0 (not for floats: nan*0)
+    # vectors
+    Rule(broadcast(x) + broadcast(y), _bcast(Add)),  # bx+by -> b(x+y)
+    Rule(broadcast(x) - broadcast(y), _bcast(Sub)),  # bx-by -> b(x-y)
+    Rule(broadcast(x) * broadcast(y), _bcast(Mul)),  # bx*by -> b(x*y)
+    Rule(ramp(x, y) + broadcast(z), _ramp_shift(Add)),  # ramp(x,s)+bz -> ramp(x+z,s)
+    Rule(ramp(x, y) - broadcast(z), _ramp_shift(Sub)),  # ramp(x,s)-bz -> ramp(x-z,s)
+    Rule(ramp(x, y) + ramp(z, w), _ramp_add),  # ramp(x,s)+ramp(z,t) -> ramp(x+z,s+t)
+    Rule(ramp(x, y) * broadcast(z), _ramp_scale, _is_int),  # ramp(x,s)*bz -> ramp(x*z,s*z)
+    Rule(ramp(x, y) // broadcast(z), _ramp_divmod),  # ramp(b,s)//c -> broadcast/ramp when exact
+    Rule(ramp(x, y) % broadcast(z), _ramp_divmod),  # ramp(b,s)%c -> broadcast/ramp when exact
+    Rule(cast(cast(x)), _cast_round_trip),  # int32(int64(x)) -> x
+    # truncating division / remainder
+    Rule(truncdiv(x, 1), x, _is_int),  # x/1 -> x
+    Rule(truncmod(x, 1), 0, _is_int),  # x%1 -> 0
+    Rule(truncdiv(x, y), _to_floor(FloorDiv), _nonneg_and_pos),  # x/y -> x//y if x>=0, y>0
+    Rule(truncmod(x, y), _to_floor(FloorMod), _nonneg_and_pos),  # x%y -> floormod if x>=0, y>0
+    # floor division / modulo
+    Rule(x // 1, x, _is_int),  # x//1 -> x
+    Rule(x % 1, 0, _is_int),  # floormod(x,1) -> 0
+    Rule(x % x, 0, _is_int),  # floormod(x,x) -> 0
+    Rule((x // c1) // c2, _floordiv_nested, _pos("c1", "c2")),  # (x//c1)//c2 -> x//(c1*c2)
+    Rule((x // c1 + c3) // c2, _floordiv_nested_offset, _pos("c1", "c2")),  # -> (x+c3*c1)//(c1*c2)
+    Rule((x % c1) % c2, x % c2, _divisible),  # (x%c1)%c2 -> x%c2 when c2 divides c1
+    Rule(x // y, _const_by_bound),  # x//y -> k when the bounds pin it
+    Rule(x % y, _const_by_bound),  # x%y -> k when the bounds pin it
+    # min / max
+    Rule(min_(x, x), x),  # min(x,x) -> x
+    Rule(max_(x, x), x),  # max(x,x) -> x
+    Rule(min_(max_(x, y), x), x),  # min(max(x,y),x) -> x
+    Rule(max_(min_(x, y), x), x),  # max(min(x,y),x) -> x
+    Rule(min_(min_(x, c1), c2), _min_const),  # min(min(x,c1),c2) -> min(x,min(c1,c2))
+    Rule(max_(max_(x, c1), c2), _max_const),  # max(max(x,c1),c2) -> max(x,max(c1,c2))
+    Rule(min_(x, y), _min_by_diff),  # min(x,y) -> x when x <= y is provable (or y)
+    Rule(max_(x, y), _min_by_diff),  # max(x,y) -> y when x <= y is provable (or x)
+    # select and conditional calls
+    Rule(select(True, x, y), x),  # select(true,x,y) -> x
+    Rule(select(False, x, y), y),  # select(false,x,y) -> y
+    Rule(select(z, x, x), x),  # select(c,x,x) -> x
+    Rule(call("tir.if_then_else", True, x, y), x),  # if_then_else(true,x,y) -> x
+    Rule(call("tir.if_then_else", False, x, y), y),  # if_then_else(false,x,y) -> y
+    Rule(call("tir.likely", c1), c1),  # likely(c) -> c
+    # comparisons: one direction, then decided or normalised
+    Rule(x > y, y < x),  # x>y -> y<x
+    Rule(x >= y, y <= x),  # x>=y -> y<=x
+    Rule(eq(x, x), True, _int_operands),  # x==x -> true
+    Rule(x // c1 < c2, _div_lt, _pos("c1")),  # x//c1 < c2 -> x < c1*c2
+    Rule(c2 < x // c1, _lt_div, _pos("c1")),  # c2 < x//c1 -> (c2+1)*c1 <= x
+    Rule(x < y, _compare),  # decide / normalise x<y
+    Rule(x <= y, _compare),  # decide / normalise x<=y
+    Rule(eq(x, y), _compare),  # decide / normalise x==y
+    Rule(ne(x, y), _compare),  # decide / normalise x!=y
+    # boolean logic
+    Rule(and_(x, True), x),  # x && true -> x
+    Rule(and_(x, False), False),  # x && false -> false
+    Rule(and_(x, x), x),  # x && x -> x
+    Rule(and_(x, not_(x)), False),  # x && !x -> false
+    Rule(or_(x, False), x),  # x || false -> x
+    Rule(or_(x, True), True),  # x || true -> true
+    Rule(or_(x, x), x),  # x || x -> x
+    Rule(or_(x, not_(x)), True),  # x || !x -> true
+    Rule(and_(x, y), _and_implied),  # x && y -> x when x implies y
+    Rule(or_(x, y), _or_implied),  # x || y -> y when x implies y
+    Rule(not_(not_(x)), x),  # !!x -> x
+    Rule(not_(x < y), _swapped(LE)),  # !(x<y) -> y<=x
+    Rule(not_(x <= y), _swapped(LT)),  # !(x<=y) -> y<x
+    Rule(not_(eq(x, y)), _same(NE)),  # !(x==y) -> x!=y
+    Rule(not_(ne(x, y)), _same(EQ)),  # !(x!=y) -> x==y
+]
+
+TABLE = rule_table(RULES)
+
+
+def rewrite_node(e: PrimExpr, ana: Analyzer) -> PrimExpr | None:
+    """One rewrite step at the root of `e` (children already simplified), or None."""
+    folded = fold(e)
+    if folded is not None:
+        return folded
+    for r in TABLE.get(type(e), ()):
+        out = r.apply(e, ana)
+        if out is not None:
+            return out
+    return None
