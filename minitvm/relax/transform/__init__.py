@@ -11,10 +11,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...ir.transform import Pass
+from .annotate_op_pattern import annotate_op_pattern
 from .bind_params import bind_params, bind_params_function
 from .dead_code_elimination import dead_code_elimination, remove_unused_bindings
+from .default_schedule import default_schedule
 from .eliminate_common_subexpr import eliminate_common_subexpr
 from .fold_constant import fold_constant
+from .fuse_ops import fuse_ops
+from .fuse_tir import fuse_tir
 from .legalize_ops import legalize_ops
 
 
@@ -38,7 +42,35 @@ def EliminateCommonSubexpr() -> Pass:
     return Pass(eliminate_common_subexpr, "EliminateCommonSubexpr")
 
 
+def AnnotateTIROpPattern() -> Pass:
+    return Pass(annotate_op_pattern, "AnnotateTIROpPattern")
+
+
+def FuseOps(fuse_opt_level: int = -1) -> Pass:
+    return Pass(lambda mod: fuse_ops(mod, fuse_opt_level), "FuseOps")
+
+
+def FuseTIR() -> Pass:
+    return Pass(fuse_tir, "FuseTIR")
+
+
+def DefaultSchedule() -> Pass:
+    return Pass(default_schedule, "DefaultSchedule")
+
+
+ApplyDefaultSchedule = DefaultSchedule  # TVM's dlight spelling
+
+
 __all__ = [
+    "AnnotateTIROpPattern",
+    "ApplyDefaultSchedule",
+    "DefaultSchedule",
+    "FuseOps",
+    "FuseTIR",
+    "annotate_op_pattern",
+    "default_schedule",
+    "fuse_ops",
+    "fuse_tir",
     "BindParams",
     "DeadCodeElimination",
     "EliminateCommonSubexpr",
@@ -52,3 +84,13 @@ __all__ = [
     "legalize_ops",
     "remove_unused_bindings",
 ]
+
+from .static_plan_block_memory import static_plan_block_memory  # noqa: E402
+
+
+def StaticPlanBlockMemory() -> Pass:
+    """Share storage between intermediates by liveness (relax/transform/static_plan_block_memory.py)."""
+    return Pass(static_plan_block_memory, "StaticPlanBlockMemory")
+
+
+__all__ += ["StaticPlanBlockMemory", "static_plan_block_memory"]

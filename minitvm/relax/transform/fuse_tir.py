@@ -1,0 +1,248 @@
+"""FuseTIR: turn every primitive relax Function (made by FuseOps) into ONE PrimFunc.
+
+The PrimFuncs its `call_tir`s call are inlined in order under one root block: their buffer
+params are renamed to the fused function's params (inputs, then the output), each
+intermediate tensor becomes an `alloc_buffer` of the root block, and every loop, block,
+iterator and local buffer gets a fresh definition (a PrimFunc called twice is copied twice).
+Calls of the primitive function become a single `call_tir`; the primitive functions, and
+the PrimFuncs only they called, leave the module.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...error import MiniTVMError
+from ...ir.dtype import DataType
+from ...ir.module import GlobalVar, IRModule
+from ...tir.buffer import Buffer, decl_buffer
+from ...tir.expr import Var as TirVar
+from ...tir.function import PrimFunc
+from ...tir.functor import Mutator
+from ...tir.op import const
+from ...tir.stmt import Block, BlockRealize, For, seq
+from ..expr import Call, Function, SeqExpr, Var, VarBinding
+from ..functor import ExprMutator, ExprVisitor
+from ..op.base import call_tir
+from ..struct_info import TensorStructInfo
+from .annotate_op_pattern import OP_PATTERN_ATTR, func_pattern
+
+
+class _Names:
+    """Unique block and buffer names inside the fused function (`T_add`, `T_add_1`, ...)."""
+
+    def __init__(self) -> None:
+        self.used: set[str] = set()
+
+    def __call__(self, name: str) -> str:
+        out, k = name, 0
+        while out in self.used:
+            k += 1
+            out = f"{name}_{k}"
+        self.used.add(out)
+        return out
+
+
+class _Inline(Mutator):
+    """Copy a callee's body: params → given buffers, shape vars → given dims, every definition fresh."""
+
+    def __init__(
+        self, buffers: dict[int, Buffer], dims: dict[int, Any], names: _Names, blocks: _Names
+    ):
+        super().__init__()
+        self.buffers, self.vars, self.names, self.blocks = buffers, dims, names, blocks
+
+    def visit_Var(self, v: TirVar) -> Any:
+        return self.vars.get(id(v), v)
+
+    def visit_Buffer(self, buf: Buffer) -> Buffer:
+        mapped = self.buffers.get(id(buf))
+        if mapped is None:  # a buffer local to the callee: a fresh copy
+            shape = tuple(self.visit(d) for d in buf.shape)
+            name = self.names(buf.name)
+            mapped = buf.replace(data=TirVar(name, buf.data.dtype), shape=shape, name=name)
+            self.buffers[id(buf)] = mapped
+        return mapped
+
+    def visit_For(self, loop: For) -> For:
+        self.vars[id(loop.loop_var)] = TirVar(loop.loop_var.name, loop.loop_var.dtype)
+        return self.generic_visit(loop)
+
+    def visit_Block(self, block: Block) -> Block:
+        for iv in block.iter_vars:
+            self.vars[id(iv.var)] = TirVar(iv.var.name, iv.var.dtype)
+        return self.generic_visit(block).replace(name_hint=self.blocks(block.name_hint))
+
+
+def _bind_dims(callee: Buffer, target: Buffer, dims: dict[int, Any], where: str) -> None:
+    if len(callee.shape) != len(target.shape):
+        raise MiniTVMError(
+            f"FuseTIR: {where}: buffer '{callee.name}' has {len(callee.shape)} dims but the "
+            f"tensor passed to it has {len(target.shape)}; the call_tir's struct info does not "
+            "match the PrimFunc"
+        )
+    for d, t in zip(callee.shape, target.shape):
+        if isinstance(d, TirVar) and id(d) not in dims:
+            dims[id(d)] = t
+
+
+def _tensor_sinfo(var: Var, where: str) -> TensorStructInfo:
+    sinfo = var.struct_info
+    if not isinstance(sinfo, TensorStructInfo) or sinfo.shape is None or sinfo.dtype is None:
+        raise MiniTVMError(
+            f"FuseTIR: {where}: '{var.name_hint}' has struct info {sinfo}; fused functions take "
+            "tensors of known shape and dtype"
+        )
+    return sinfo
+
+
+def _bindings(name: str, func: Function) -> list[VarBinding]:
+    body = func.body
+    ok = (
+        isinstance(body, SeqExpr)
+        and len(body.blocks) == 1
+        and body.body is body.blocks[0].bindings[-1].var
+    )
+    bindings = list(body.blocks[0].bindings) if ok else []
+    for b in bindings:
+        value = b.value
+        if not (
+            isinstance(b, VarBinding)
+            and isinstance(value, Call)
+            and getattr(value.op, "name", None) == "relax.call_tir"
+            and len(value.args) == 2
+        ):
+            ok = False
+    if not ok:
+        raise MiniTVMError(
+            f"FuseTIR: primitive function '{name}' is not a chain of call_tir bindings (without "
+            "tir_vars) ending in its result; run LegalizeOps before FuseOps"
+        )
+    return bindings
+
+
+def fuse_primitive(mod: IRModule, name: str, func: Function) -> PrimFunc:
+    """The one PrimFunc computing the primitive relax Function `func`."""
+    bindings = _bindings(name, func)
+    names, block_names = _Names(), _Names()
+    params: list[TirVar] = []
+    buffer_map: dict[TirVar, Buffer] = {}
+    tensors: dict[Var, Buffer] = {}
+
+    def new_buffer(var: Var, base: str) -> Buffer:
+        sinfo = _tensor_sinfo(var, f"function '{name}'")
+        return decl_buffer(sinfo.shape, str(sinfo.dtype), names(base))
+
+    for p in func.params:
+        buf = new_buffer(p, p.name_hint)
+        param = TirVar(buf.name, DataType("handle"))
+        params.append(param)
+        buffer_map[param] = buf
+        tensors[p] = buf
+    allocs: list[Buffer] = []
+    bodies = []
+    for k, b in enumerate(bindings):
+        gv, args = b.value.args
+        callee = mod[gv]
+        if not isinstance(callee, PrimFunc):
+            raise MiniTVMError(f"FuseTIR: '{name}' calls {gv.name_hint}, which is not a PrimFunc")
+        where = f"function '{name}', call of {gv.name_hint}"
+        cparams = callee.buffer_params()
+        if len(cparams) != len(args.fields) + 1:
+            raise MiniTVMError(
+                f"FuseTIR: {where}: it takes {len(cparams)} buffers but is called with "
+                f"{len(args.fields)} inputs and 1 output"
+            )
+        out_buf = new_buffer(b.var, cparams[-1].name)
+        if k == len(bindings) - 1:
+            param = TirVar(out_buf.name, DataType("handle"))
+            params.append(param)
+            buffer_map[param] = out_buf
+        else:
+            allocs.append(out_buf)
+        buffers: dict[int, Buffer] = {}
+        dims: dict[int, Any] = {}
+        for cbuf, arg in zip(cparams, [*args.fields, b.var]):
+            target = out_buf if arg is b.var else tensors.get(arg)
+            if target is None:
+                raise MiniTVMError(
+                    f"FuseTIR: {where}: argument {arg!r} is neither a param of the primitive "
+                    "function nor an earlier result in it"
+                )
+            buffers[id(cbuf)] = target
+            _bind_dims(cbuf, target, dims, where)
+        tensors[b.var] = out_buf
+        inliner = _Inline(buffers, dims, names, block_names)
+        body = callee.body
+        if isinstance(body, BlockRealize) and not body.block.iter_vars:  # the root block
+            allocs.extend(inliner.visit(buf) for buf in body.block.alloc_buffers)
+            body = body.block.body
+        bodies.append(inliner.visit(body))
+    root = Block((), (), (), "root", seq(*bodies), alloc_buffers=tuple(allocs))
+    prim = PrimFunc(
+        tuple(params),
+        BlockRealize((), const(True, "bool"), root),
+        None,
+        buffer_map,
+        {"tir.noalias": True},
+    )
+    return prim.with_attr(OP_PATTERN_ATTR, int(func_pattern(prim)))
+
+
+class _CallSites(ExprMutator):
+    def __init__(self, fused: dict[GlobalVar, tuple[GlobalVar, Any]]):
+        super().__init__()
+        self.fused = fused
+
+    def visit_call(self, call: Call):
+        call = super().visit_call(call)
+        hit = self.fused.get(call.op) if isinstance(call.op, GlobalVar) else None
+        if hit is None:
+            return call
+        prim_gv, ret = hit
+        return call_tir(prim_gv, list(call.args), ret)
+
+
+def _referenced(mod: IRModule) -> set[str]:
+    class _Refs(ExprVisitor):
+        def __init__(self) -> None:
+            self.names: set[str] = set()
+
+        def visit_global_var(self, gv: GlobalVar) -> None:
+            self.names.add(gv.name_hint)
+
+    refs = _Refs()
+    for _, func in mod.functions_items():
+        if isinstance(func, Function):
+            refs.visit_expr(func)
+    return refs.names
+
+
+def fuse_tir(mod: IRModule) -> IRModule:
+    """Replace each primitive relax Function and its calls by one fused PrimFunc."""
+    out = IRModule(attrs=mod.attrs)
+    fused: dict[GlobalVar, tuple[GlobalVar, Any]] = {}
+    callees: set[str] = set()
+    for gv, func in mod.functions_items():
+        if isinstance(func, Function) and func.attrs.get("Primitive"):
+            prim = fuse_primitive(mod, gv.name_hint, func)
+            prim_gv = GlobalVar(gv.name_hint)
+            out[prim_gv] = prim
+            fused[gv] = (prim_gv, func.ret_struct_info)
+            callees.update(b.value.args[0].name_hint for b in _bindings(gv.name_hint, func))
+        else:
+            out[gv] = func
+    if not fused:
+        return mod
+    for gv, func in out.functions_items():
+        if isinstance(func, Function):
+            new = _CallSites(fused).visit_function(func)
+            if new is not func:
+                out[gv] = new
+    used = _referenced(out)
+    for name in callees - used:
+        out.remove(name)
+    return out
+
+
+__all__ = ["fuse_primitive", "fuse_tir"]
