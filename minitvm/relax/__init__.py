@@ -31,6 +31,7 @@ from .expr import (
     const,
 )
 from .op import call_dps_packed, call_tir
+from .vm import Executable, VirtualMachine, build  # relax.build / relax.VirtualMachine
 from .struct_info import (
     FuncStructInfo,
     ObjectStructInfo,
@@ -49,6 +50,7 @@ __all__ = [
     "Constant",
     "DataflowBlock",
     "DataflowVar",
+    "Executable",
     "Expr",
     "ExternFunc",
     "FuncStructInfo",
@@ -71,6 +73,8 @@ __all__ = [
     "TupleStructInfo",
     "Var",
     "VarBinding",
+    "VirtualMachine",
+    "build",
     "call_dps_packed",
     "call_tir",
     "const",

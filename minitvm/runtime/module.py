@@ -176,21 +176,7 @@ class Module:
     # --- export / load -------------------------------------------------------------------
     def export_library(self, file_name: str, fcompile=None, **unused_options) -> None:
         """Write one file (a zip of the object code and meta.json) that `load_module` reads."""
-        meta = {
-            "format": _FORMAT,
-            "format_version": _FORMAT_VERSION,
-            "minitvm_version": metadata.version("minitvm"),
-            "target": str(self.target),
-            "host_cpu": host_cpu_name(),
-            "host_features": host_cpu_features(),
-            "required_features": sorted(enabled_features(self.target.features)),
-            "entry_name": self.entry_name,
-            "func_infos": list(self._result.func_infos),
-        }
-        with zipfile.ZipFile(file_name, "w", compression=zipfile.ZIP_DEFLATED) as zf:
-            zf.writestr(_META, json.dumps(meta, indent=1))
-            zf.writestr(_OBJECT, self._result.object_code)
-            zf.writestr(_LLVM_IR, self._result.llvm_ir)
+        write_module_zip(file_name, self)
 
     save = export_library
 
@@ -198,26 +184,87 @@ class Module:
         return f"Module(target='{self.target}', functions={list(self._functions)})"
 
 
-def load_module(path: str, fmt: str = "") -> Module:
-    """Load a file written by `export_library` (no compiling, no C compiler)."""
+def write_module_zip(
+    file_name: str, module: Module | None, kind: str = "module", extra: dict | None = None
+) -> None:
+    """Write the export zip: meta.json (with `kind`), the module's object code and LLVM IR
+    (when there is a module), and `extra` entries (name -> bytes) that a loader of `kind` reads."""
+    meta = {
+        "format": _FORMAT,
+        "format_version": _FORMAT_VERSION,
+        "kind": kind,
+        "minitvm_version": metadata.version("minitvm"),
+        "host_cpu": host_cpu_name(),
+        "host_features": host_cpu_features(),
+        "required_features": [],
+    }
+    if module is not None:
+        meta.update(
+            target=str(module.target),
+            required_features=sorted(enabled_features(module.target.features)),
+            entry_name=module.entry_name,
+            func_infos=list(module._result.func_infos),
+        )
+    with zipfile.ZipFile(file_name, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr(_META, json.dumps(meta, indent=1))
+        if module is not None:
+            zf.writestr(_OBJECT, module._result.object_code)
+            zf.writestr(_LLVM_IR, module._result.llvm_ir)
+        for name, data in (extra or {}).items():
+            zf.writestr(name, data)
+
+
+# kind (meta.json "kind") -> loader(path, zipfile, meta). Higher layers register theirs
+# (relax registers "relax.Executable"); the runtime never imports them.
+_LOADERS: dict = {}
+
+
+def register_loader(kind: str, loader) -> None:
+    """Make `load_module` hand files whose meta.json says `kind` to `loader(path, zf, meta)`."""
+    _LOADERS[kind] = loader
+
+
+def read_native_module(path: str, zf: zipfile.ZipFile, meta: dict) -> Module | None:
+    """The native Module stored in an export zip (None when the zip holds no object code)."""
+    if _OBJECT not in zf.namelist():
+        return None
+    _check_host_features(path, meta)
+    result = CodegenResult(
+        zf.read(_OBJECT), zf.read(_LLVM_IR).decode(), tuple(meta["func_infos"]), meta["target"]
+    )
+    return Module(result, meta["entry_name"])
+
+
+def load_module(path: str, fmt: str = ""):
+    """Load a file written by `export_library` (no compiling, no C compiler); a relax
+    Executable's file gives back the Executable."""
     try:
         with zipfile.ZipFile(path) as zf:
             meta = json.loads(zf.read(_META))
-            object_code = zf.read(_OBJECT)
-            llvm_ir = zf.read(_LLVM_IR).decode()
+            if meta.get("format") != _FORMAT or meta.get("format_version") != _FORMAT_VERSION:
+                raise RuntimeError_(
+                    f"load_module('{path}'): format {meta.get('format')!r} version "
+                    f"{meta.get('format_version')!r}; this minitvm reads {_FORMAT!r} version "
+                    f"{_FORMAT_VERSION}"
+                )
+            kind = meta.get("kind", "module")
+            if kind != "module":
+                if kind not in _LOADERS:
+                    raise RuntimeError_(
+                        f"load_module('{path}'): the file holds a {kind!r}, whose loader is not "
+                        f"registered; import the package that defines it first (for "
+                        f"'relax.Executable': import minitvm.relax)"
+                    )
+                return _LOADERS[kind](path, zf, meta)
+            module = read_native_module(path, zf, meta)
     except (zipfile.BadZipFile, KeyError, ValueError) as err:
         raise RuntimeError_(
             f"load_module('{path}'): not a minitvm module (a zip with {_META} and {_OBJECT} "
             "written by export_library)"
         ) from err
-    if meta.get("format") != _FORMAT or meta.get("format_version") != _FORMAT_VERSION:
-        raise RuntimeError_(
-            f"load_module('{path}'): format {meta.get('format')!r} version "
-            f"{meta.get('format_version')!r}; this minitvm reads {_FORMAT!r} version {_FORMAT_VERSION}"
-        )
-    _check_host_features(path, meta)
-    result = CodegenResult(object_code, llvm_ir, tuple(meta["func_infos"]), meta["target"])
-    return Module(result, meta["entry_name"])
+    if module is None:
+        raise RuntimeError_(f"load_module('{path}'): the file has no {_OBJECT}")
+    return module
 
 
 def _check_host_features(path: str, meta: dict) -> None:

@@ -394,13 +394,27 @@ class PackedFunc:
     def __call__(self, *args) -> None:
         self._fast(*args)
 
-    def bind(self, *args):
-        """Check `args` once and return a zero-argument callable that runs the native code on
-        them with no further checks (used by time_evaluator); the arrays must stay alive."""
-        native = _NATIVE(self.address)
+    def prepare(self, *args):
+        """Check `args` through the checked path (raising what a call would raise) and return
+        `(native, ptrs, ints)`: the raw entry `native(addressof(ptrs), addressof(ints)) -> rc`
+        and its argument arrays filled for `args` (ptrs[k] is the k-th buffer param's data).
+
+        The unchecked fast entry for callers that proved later arguments have the same dtypes
+        and shapes (the relax VM: same input-shape signature) and only swap pointers in `ptrs`.
+        Never hand it user arguments unchecked; a non-zero rc must go to `self.fail(rc)`."""
         n_ptrs = max(len(self._plan.buffers), 1)
         n_ints = max(len(self._plan.sym_names) + len(self._plan.scalars), 1)
         ptrs, ints = _capture(self, args, n_ptrs, n_ints)
+        return _NATIVE(self.address), ptrs, ints
+
+    def fail(self, rc: int) -> None:
+        """Raise the error for a non-zero return code of the native entry."""
+        self._failed(rc)
+
+    def bind(self, *args):
+        """Check `args` once and return a zero-argument callable that runs the native code on
+        them with no further checks (used by time_evaluator); the arrays must stay alive."""
+        native, ptrs, ints = self.prepare(*args)
         pa, ia = ctypes.addressof(ptrs), ctypes.addressof(ints)
 
         def run() -> None:

@@ -1,0 +1,78 @@
+"""The default `relax.build` pipeline, as one list.
+
+Each step names a pass of `relax.transform` (alternative names allowed), the lowest
+`PassContext.opt_level` at which it runs, and the passes it needs beside it. A step runs only
+if its pass exists *when the pipeline is built* (`hasattr(relax.transform, name)` is checked at
+call time, not at import time), so the list grows as passes land: FuseOps/FuseTIR and the
+default schedule join the build as soon as they are defined. `PassContext(disabled_pass=[...])`
+removes a step, `required_pass` forces it regardless of opt_level. VM code generation follows
+the last step (`relax.vm.build`).
+
+    with tvm.transform.PassContext(opt_level=0):      # no fusion
+        ex = relax.build(mod, "llvm")
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import Any
+
+from ..error import BuildError
+from ..ir.transform import Pass, PassContext
+
+
+@dataclass(frozen=True)
+class Step:
+    names: tuple[str, ...]  # the pass's name in relax.transform (first existing one is used)
+    opt_level: int
+    needs: tuple[str, ...] = ()  # other passes that must exist for this one to make sense
+
+
+DEFAULT_PIPELINE: tuple[Step, ...] = (
+    Step(("LegalizeOps",), 0),
+    Step(("AnnotateTIROpPattern",), 0),
+    Step(("FuseOps",), 1, needs=("FuseTIR",)),
+    Step(("FuseTIR",), 1, needs=("FuseOps",)),
+    Step(("DeadCodeElimination",), 0),
+    Step(("DefaultSchedule", "DefaultCPUSchedule", "DefaultTIRSchedule"), 0),
+    Step(("StaticPlanBlockMemory",), 0),
+)
+
+
+def _make(factory: Any, target: Any) -> Pass:
+    try:
+        params = inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        params = {}
+    return factory(target=target) if "target" in params else factory()
+
+
+def default_passes(target: Any = "llvm", ctx: PassContext | None = None) -> list[Pass]:
+    """The passes of DEFAULT_PIPELINE that exist now and that `ctx` (default: current) enables."""
+    from . import transform
+
+    ctx = ctx or PassContext.current()
+    out = []
+    for step in DEFAULT_PIPELINE:
+        name = next((n for n in step.names if hasattr(transform, n)), None)
+        if name is None or not all(hasattr(transform, n) for n in step.needs):
+            continue
+        if name in ctx.disabled_pass:
+            continue
+        if step.opt_level > ctx.opt_level and name not in ctx.required_pass:
+            continue
+        out.append(_make(getattr(transform, name), target))
+    return out
+
+
+def run_default_pipeline(mod: Any, target: Any = "llvm") -> Any:
+    """Run the enabled default passes on `mod`, in order."""
+    for p in default_passes(target):
+        mod = p(mod)
+        if mod is None:
+            raise BuildError(f"relax.build: pass {p.name} returned None")
+    return mod
+
+
+__all__ = ["DEFAULT_PIPELINE", "Step", "default_passes", "run_default_pipeline"]

@@ -1,0 +1,320 @@
+"""VM code generation: a relax Function becomes a flat list of VM instructions (JSON-able).
+
+Registers hold values (tensors, tuples, shapes); parameters are registers 0..n-1. Symbolic
+dims live in a per-function heap `h` (slot per tir Var), bound by `MatchTensor` from the
+parameters; every shape and size is Python source over `h` (see _shape_code.py).
+
+Instructions (a list: name first):
+  MatchTensor  reg, name, dtype, ndim, dims, at   dims: int | ["bind", slot] | ["check", src];
+                                                   at: "param" (checked when a new input-shape
+                                                   signature is seen) or "body" (every call)
+  AllocStorage sid, size_src                       a byte buffer of the memory plan
+  AllocTensor  dst, sid, offset, shape_srcs, dtype sid -1: a fresh tensor per call
+  LoadConst    dst, index
+  CallTIR      func, arg_regs, scalar_srcs         destination-passing: outputs are arg regs
+  CallPacked   func, arg_regs                      a registered function (tvm.get_global_func)
+  Call         dst, func, arg_regs                 another relax function
+  MakeTuple    dst, regs          GetItem dst, src, index          Move dst, src
+  MakeShape    dst, srcs          MakeScalar dst, src
+  If           cond_reg, else_pc  Goto pc          Ret reg
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...error import BuildError
+from ...ir.module import GlobalVar, IRModule
+from ...tir.expr import IntImm
+from ...tir.expr import Var as TirVar
+from ..expr import (
+    Call,
+    Constant,
+    ExternFunc,
+    Function,
+    If,
+    MatchCast,
+    Op,
+    PrimValue,
+    SeqExpr,
+    ShapeExpr,
+    Tuple,
+    TupleGetItem,
+    Var,
+)
+from ..struct_info import TensorStructInfo
+from ..transform.static_plan_block_memory import (
+    PLAN_ATTR,
+    analyze_liveness,
+    flat_bindings,
+    is_dps_call,
+    out_sinfos,
+    tensor_bytes,
+)
+from ._shape_code import to_source
+
+
+class _Constants:
+    """The executable's constant pool, shared by all functions (deduplicated by identity)."""
+
+    def __init__(self) -> None:
+        self.arrays: list[np.ndarray] = []
+        self._index: dict[int, int] = {}
+
+    def add(self, c: Constant) -> int:
+        key = id(c.data)
+        if key not in self._index:
+            self._index[key] = len(self.arrays)
+            self.arrays.append(np.array(c.data.numpy(), order="C"))  # keeps 0-d
+        return self._index[key]
+
+
+class FunctionCodegen:
+    """Compiles one relax Function into its VM program dict."""
+
+    def __init__(self, name: str, func: Function, prim_names: dict, consts: _Constants):
+        self.name, self.func, self.prim_names, self.consts = name, func, prim_names, consts
+        self.code: list[list] = []
+        self.regs: dict[Var, int] = {}
+        self.num_regs = 0
+        self.slots: dict[TirVar, int] = {}
+        self.param_dims: set[int] = set()
+        self.storages: list[str] = []
+        plan = dict(func.attrs.get(PLAN_ATTR, {}) or {})
+        self.plan = {(b, o): sid for b, o, sid in plan.get("tensors", ())}
+        self.plan_sizes = list(plan.get("storages", ()))
+        self.binding_index: dict[int, int] = {}
+
+    # ------------------------------------------------------------------ helpers
+    def new_reg(self) -> int:
+        self.num_regs += 1
+        return self.num_regs - 1
+
+    def emit(self, *ins: Any) -> int:
+        self.code.append(list(ins))
+        return len(self.code) - 1
+
+    def src(self, e: Any) -> str:
+        return to_source(e, self.slots, f"relax function '{self.name}'")
+
+    def match(self, reg: int, name: str, sinfo: Any, at: str) -> None:
+        if not isinstance(sinfo, TensorStructInfo):
+            return
+        dims: list = []
+        for d in sinfo.shape or ():
+            if isinstance(d, IntImm):
+                dims.append(d.value)
+            elif isinstance(d, TirVar) and d not in self.slots:
+                self.slots[d] = len(self.slots)
+                if at == "param":
+                    self.param_dims.add(self.slots[d])
+                dims.append(["bind", self.slots[d]])
+            else:
+                dims.append(["check", self.src(d)])
+        dtype = str(sinfo.dtype) if sinfo.dtype is not None else None
+        ndim = sinfo.ndim if sinfo.shape is None else len(sinfo.shape)
+        self.emit(
+            "MatchTensor", reg, name, dtype, ndim, dims if sinfo.shape is not None else None, at
+        )
+
+    # ------------------------------------------------------------------ functions
+    def run(self) -> dict:
+        func = self.func
+        for p in func.params:
+            self.regs[p] = self.new_reg()
+        for p in func.params:
+            self.match(self.regs[p], p.name_hint, p.struct_info, "param")
+        renumber = {}
+        for old_sid, size in enumerate(self.plan_sizes):
+            try:
+                text = self.src(size)
+            except BuildError:  # sized by a dim bound later (match_cast): allocate per call
+                continue
+            renumber[old_sid] = len(self.storages)
+            self.storages.append(text)
+            self.emit("AllocStorage", renumber[old_sid], text)
+        self.plan = {k: renumber[s] for k, s in self.plan.items() if s in renumber}
+        for i, b in enumerate(flat_bindings(func)):
+            self.binding_index[id(b)] = i
+        out = self.expr(func.body)
+        self.emit("Ret", out)
+        return {
+            "name": self.name,
+            "params": [p.name_hint for p in func.params],
+            "num_regs": self.num_regs,
+            "dims": [v.name for v in self.slots],
+            "storages": self.storages,
+            "stats": self.stats(),
+            "code": self.code,
+        }
+
+    def stats(self) -> dict:
+        live = analyze_liveness(self.func)
+        inter = [a for a in live.allocations if not a.is_output]
+        sizes = [self.src(tensor_bytes(a.sinfo, a.var.name_hint)) for a in inter]
+        planned = [(a.binding, a.out) in self.plan for a in inter]
+        allocated = self.storages + [s for s, p in zip(sizes, planned) if not p]
+        return {
+            "num_intermediates": len(inter),
+            "num_outputs": len(live.allocations) - len(inter),
+            "num_storages": len(self.storages),
+            "planned": bool(self.plan),
+            "intermediate_bytes": " + ".join(sizes) or "0",
+            "allocated_bytes": " + ".join(allocated) or "0",
+        }
+
+    # ------------------------------------------------------------------ expressions
+    def expr(self, e: Any) -> int:
+        """Compile `e`; the register holding its value."""
+        if isinstance(e, Var):
+            if e not in self.regs:
+                raise BuildError(
+                    f"relax function '{self.name}': variable '{e.name_hint}' is used before it is bound"
+                )
+            return self.regs[e]
+        if isinstance(e, SeqExpr):
+            for block in e.blocks:
+                for b in block.bindings:
+                    self.binding(b)
+            return self.expr(e.body)
+        handler = _EXPR_RULES.get(type(e))
+        if handler is None:
+            raise BuildError(
+                f"relax function '{self.name}': the VM cannot run a {type(e).__name__}"
+            )
+        return handler(self, e, None)
+
+    def binding(self, b: Any) -> None:
+        value = b.value
+        if isinstance(b, MatchCast):
+            reg = self.expr(value)
+            self.match(reg, b.var.name_hint, b.struct_info, "body")
+            self.regs[b.var] = reg
+            return
+        if isinstance(value, Var):  # an alias: same register
+            self.regs[b.var] = self.expr(value)
+            return
+        handler = _EXPR_RULES.get(type(value))
+        if handler is None:
+            self.regs[b.var] = self.expr(value)
+            return
+        self.regs[b.var] = handler(self, value, b)
+
+    def const(self, c: Constant, _b: Any) -> int:
+        dst = self.new_reg()
+        self.emit("LoadConst", dst, self.consts.add(c))
+        return dst
+
+    def shape(self, s: ShapeExpr, _b: Any) -> int:
+        dst = self.new_reg()
+        self.emit("MakeShape", dst, [self.src(d) for d in s.values])
+        return dst
+
+    def prim_value(self, p: PrimValue, _b: Any) -> int:
+        dst = self.new_reg()
+        self.emit("MakeScalar", dst, self.src(p.value))
+        return dst
+
+    def tuple_(self, t: Tuple, _b: Any) -> int:
+        regs = [self.expr(f) for f in t.fields]
+        dst = self.new_reg()
+        self.emit("MakeTuple", dst, regs)
+        return dst
+
+    def get_item(self, g: TupleGetItem, _b: Any) -> int:
+        src = self.expr(g.tuple_value)
+        dst = self.new_reg()
+        self.emit("GetItem", dst, src, g.index)
+        return dst
+
+    def if_(self, e: If, _b: Any) -> int:
+        cond = self.expr(e.cond)
+        dst = self.new_reg()
+        branch = self.emit("If", cond, -1)
+        self.emit("Move", dst, self.expr(e.true_branch))
+        goto = self.emit("Goto", -1)
+        self.code[branch][2] = len(self.code)
+        self.emit("Move", dst, self.expr(e.false_branch))
+        self.code[goto][1] = len(self.code)
+        return dst
+
+    def call(self, call: Call, b: Any) -> int:
+        if is_dps_call(call):
+            return self.dps_call(call, b)
+        if isinstance(call.op, GlobalVar):
+            args = [self.expr(a) for a in call.args]
+            dst = self.new_reg()
+            self.emit("Call", dst, call.op.name_hint, args)
+            return dst
+        what = call.op.name if isinstance(call.op, Op) else type(call.op).__name__
+        raise BuildError(
+            f"relax function '{self.name}': the VM cannot run {what} directly; lower high-level "
+            "ops with relax.transform.LegalizeOps() (relax.build does) or use call_tir"
+        )
+
+    def dps_call(self, call: Call, b: Any) -> int:
+        callee = call.args[0]
+        args = [self.expr(a) for a in _fields(call.args[1])]
+        index = self.binding_index.get(id(b)) if b is not None else None
+        outs = []
+        for j, s in enumerate(out_sinfos(call)):
+            dst = self.new_reg()
+            sid = self.plan.get((index, j), -1) if index is not None else -1
+            if s.shape is None or s.dtype is None:
+                raise BuildError(
+                    f"relax function '{self.name}': output {j} of a call of "
+                    f"{_callee_name(callee)} needs a known shape and dtype, got {s}"
+                )
+            self.emit("AllocTensor", dst, sid, 0, [self.src(d) for d in s.shape], str(s.dtype))
+            outs.append(dst)
+        if isinstance(callee, GlobalVar):
+            scalars = [self.src(v) for v in call.args[2].values] if len(call.args) > 2 else []
+            self.emit("CallTIR", self.prim_names[callee.name_hint], args + outs, scalars)
+        elif isinstance(callee, ExternFunc):
+            name = callee.global_symbol
+            if name in self.prim_names:  # a PrimFunc of this module, called by name
+                self.emit("CallTIR", self.prim_names[name], args + outs, [])
+            else:
+                self.emit("CallPacked", name, args + outs)
+        else:
+            raise BuildError(f"relax function '{self.name}': cannot call {callee!r}")
+        if isinstance(call.sinfo_args[0], TensorStructInfo):
+            return outs[0]
+        dst = self.new_reg()
+        self.emit("MakeTuple", dst, outs)
+        return dst
+
+
+def _fields(args: Any) -> tuple:
+    return args.fields if isinstance(args, Tuple) else (args,)
+
+
+def _callee_name(callee: Any) -> str:
+    return getattr(callee, "name_hint", None) or getattr(callee, "global_symbol", repr(callee))
+
+
+_EXPR_RULES = {
+    Constant: FunctionCodegen.const,
+    ShapeExpr: FunctionCodegen.shape,
+    PrimValue: FunctionCodegen.prim_value,
+    Tuple: FunctionCodegen.tuple_,
+    TupleGetItem: FunctionCodegen.get_item,
+    If: FunctionCodegen.if_,
+    Call: FunctionCodegen.call,
+}
+
+
+def vm_codegen(mod: IRModule, prim_names: dict) -> tuple[dict, list[np.ndarray]]:
+    """The VM program of every relax function of `mod` and the constant pool.
+
+    `prim_names` maps each PrimFunc's name in the module to its symbol in the native module."""
+    consts = _Constants()
+    functions = {}
+    for gv, func in mod.functions_items():
+        if isinstance(func, Function):
+            functions[gv.name_hint] = FunctionCodegen(gv.name_hint, func, prim_names, consts).run()
+    if not functions:
+        raise BuildError("relax.build: the module has no relax function to run")
+    return {"format": "minitvm-vm", "version": 1, "functions": functions}, consts.arrays

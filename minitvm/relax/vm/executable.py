@@ -1,0 +1,149 @@
+"""Executable: what `relax.build` returns — the native module of all kernels, the VM program
+(JSON) and the constants. `export_library` writes one zip (object code, program.json,
+constants as .npy, no pickle) that `tvm.runtime.load_module` / `load_executable` read back."""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from typing import Any
+
+import numpy as np
+
+from ...error import RuntimeError_
+from ...runtime import module as _rt_module
+from ._shape_code import compile_shape_fn
+
+KIND = "relax.Executable"
+_PROGRAM = "program.json"
+_CONST_DIR = "constants/"
+
+
+class Executable:
+    """A built relax module: run it with `relax.VirtualMachine(ex, tvm.cpu())`."""
+
+    def __init__(self, mod: Any, program: dict, constants: list[np.ndarray]) -> None:
+        self.mod = mod  # runtime.Module of the kernels, or None when there are none
+        self.program = program
+        self.constants = list(constants)
+
+    # ------------------------------------------------------------------ inspecting
+    @property
+    def function_names(self) -> list[str]:
+        return list(self.program["functions"])
+
+    def memory_stats(self, func_name: str = "main", **dims: int) -> dict:
+        """Bytes of intermediates of `func_name`: `intermediate_bytes` (each one allocated on its
+        own, i.e. no planning) and `allocated_bytes` (what the VM allocates with the plan).
+        Symbolic dims are given by name (`ex.memory_stats("main", n=64)`)."""
+        prog = self._function(func_name)
+        st = prog["stats"]
+        missing = [d for d in prog["dims"] if d not in dims]
+        heap = [dims.get(d, 0) for d in prog["dims"]]
+        out = {k: st[k] for k in ("num_intermediates", "num_outputs", "num_storages", "planned")}
+        for key in ("intermediate_bytes", "allocated_bytes"):
+            text = st[key]
+            if missing and "h[" in text:
+                out[key] = _named(text, prog["dims"])
+            else:
+                out[key] = compile_shape_fn([text], f"{func_name} stats")(heap)[0]
+        return out
+
+    def stats(self) -> str:
+        """A summary: kernels, constants, and per function its instructions and memory."""
+        kernels = len(self.mod.func_infos) if self.mod is not None else 0
+        head = (
+            f"relax Executable: {len(self.program['functions'])} function(s), {kernels} "
+            f"kernel(s), {len(self.constants)} constant(s) "
+            f"({sum(a.nbytes for a in self.constants)} bytes)"
+        )
+        lines = [head]
+        for name, prog in self.program["functions"].items():
+            st = prog["stats"]
+            try:
+                mem = self.memory_stats(name)
+                planned, unplanned = mem["allocated_bytes"], mem["intermediate_bytes"]
+            except IndexError:
+                planned, unplanned = st["allocated_bytes"], st["intermediate_bytes"]
+            lines.append(
+                f"  {name}: {len(prog['code'])} instructions, {st['num_intermediates']} "
+                f"intermediate tensor(s) in {st['num_storages']} planned storage(s); "
+                f"planned bytes {planned}, unplanned bytes {unplanned}"
+            )
+        return "\n".join(lines)
+
+    def as_text(self) -> str:
+        """The VM program, one instruction per line."""
+        out = []
+        for name, prog in self.program["functions"].items():
+            out.append(
+                f"function {name}({', '.join(prog['params'])})  "
+                f"# regs={prog['num_regs']} dims={prog['dims']}"
+            )
+            for pc, ins in enumerate(prog["code"]):
+                args = ", ".join(json.dumps(a) for a in ins[1:])
+                out.append(f"  {pc:>4}: {ins[0]} {args}")
+        return "\n".join(out)
+
+    def _function(self, name: str) -> dict:
+        from ...error import MiniTVMError
+
+        try:
+            return self.program["functions"][name]
+        except KeyError:
+            raise MiniTVMError(
+                f"the executable has no relax function '{name}'; it has {self.function_names}"
+            ) from None
+
+    # ------------------------------------------------------------------ export / load
+    def export_library(self, file_name: str, fcompile: Any = None, **unused_options: Any) -> None:
+        """Write one zip file: object code, meta.json, program.json and constants/<i>.npy."""
+        extra = {_PROGRAM: json.dumps(self.program).encode()}
+        for i, a in enumerate(self.constants):
+            buf = io.BytesIO()
+            np.save(buf, a, allow_pickle=False)
+            extra[f"{_CONST_DIR}{i}.npy"] = buf.getvalue()
+        _rt_module.write_module_zip(file_name, self.mod, kind=KIND, extra=extra)
+
+    save = export_library
+
+    def __repr__(self) -> str:
+        return f"<relax.Executable functions={self.function_names}>"
+
+
+def _named(text: str, names: list[str]) -> str:
+    for k, n in enumerate(names):
+        text = text.replace(f"h[{k}]", n)
+    return text
+
+
+def _load(path: str, zf: zipfile.ZipFile, meta: dict) -> Executable:
+    try:
+        program = json.loads(zf.read(_PROGRAM))
+        n = len([f for f in zf.namelist() if f.startswith(_CONST_DIR)])
+        constants = [
+            np.load(io.BytesIO(zf.read(f"{_CONST_DIR}{i}.npy")), allow_pickle=False)
+            for i in range(n)
+        ]
+    except (KeyError, ValueError) as err:
+        raise RuntimeError_(
+            f"load_executable('{path}'): the file's VM program or constants are damaged ({err})"
+        ) from err
+    if program.get("format") != "minitvm-vm" or program.get("version") != 1:
+        raise RuntimeError_(f"load_executable('{path}'): unknown VM program format")
+    return Executable(_rt_module.read_native_module(path, zf, meta), program, constants)
+
+
+def load_executable(path: str) -> Executable:
+    """Load a file written by `Executable.export_library`."""
+    exe = _rt_module.load_module(path)
+    if not isinstance(exe, Executable):
+        raise RuntimeError_(
+            f"load_executable('{path}'): the file holds a plain runtime Module, "
+            "not a relax Executable; load it with tvm.runtime.load_module"
+        )
+    return exe
+
+
+_rt_module.register_loader(KIND, _load)

@@ -1,0 +1,641 @@
+"""The relax VirtualMachine: runs an Executable's program on NDArrays.
+
+At construction every instruction becomes a Python closure `f(regs, frame)` (names resolved,
+shape expressions compiled), so a call is a loop over closures. A *frame* holds what depends
+only on the input-shape signature (the shapes and dtypes of the tensor arguments): the bound
+dims, the planned storages and the tensors carved from them, the constants, and for each
+kernel call its argument arrays. It is made (and the parameters fully checked) the first time
+a signature is seen, then reused; a few signatures are kept per function.
+
+Kernel calls go through `PackedFunc.prepare`: the first call under a frame runs the checked
+path, later calls only swap the data pointers of per-call tensors (inputs, outputs) and call
+the native entry: their shapes are those already checked, because every register they read
+has a shape fixed by the signature. Calls whose arguments could change shape within a
+signature (values from `If`, function calls, tuples) always take the checked path.
+
+A VirtualMachine runs one call at a time (use one per thread).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import re
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ...error import ArgumentError, DTypeError, MiniTVMError, ShapeError
+from ...runtime import Device, NDArray, ProfileResult, cpu
+from ...runtime import ndarray as _nd
+from ...runtime.registry import get_global_func
+from ._shape_code import compile_shape_fn
+
+_MAX_FRAMES = 8  # input-shape signatures remembered per function
+
+
+class _Frame:
+    """Everything fixed by one input-shape signature."""
+
+    __slots__ = ("heap", "prep", "regs", "storages")
+
+    def __init__(self, heap: list, regs: list, storages: list, n_calls: int) -> None:
+        self.heap, self.regs, self.storages = heap, regs, storages
+        self.prep: list = [None] * n_calls
+
+
+_CPU = cpu(0)
+_DTYPE_NAMES: dict = {}  # numpy dtype -> dtype string (a handful of entries)
+_addr = ctypes.addressof
+_char_at = ctypes.c_char.from_buffer
+
+
+def _as_nd(data: np.ndarray, ptr: int) -> NDArray:
+    """Wrap C-contiguous `data` at address `ptr` as an NDArray without re-validating it (the
+    VM's hot path: NDArray(data) parses the dtype on every call)."""
+    name = _DTYPE_NAMES.get(data.dtype)
+    if name is None:
+        name = _DTYPE_NAMES[data.dtype] = NDArray(data)._dtype
+    out = NDArray.__new__(NDArray)
+    out._data, out._ptr, out._dtype, out.device = data, ptr, name, _CPU
+    return out
+
+
+def _new_tensor(shape: tuple, nbytes: int, dtype: np.dtype) -> NDArray:
+    """A fresh 64-byte-aligned tensor."""
+    raw = np.empty(nbytes + _nd.ALIGNMENT, np.uint8)
+    ptr = _addr(_char_at(raw))  # 4x faster than raw.ctypes.data
+    off = -ptr % _nd.ALIGNMENT
+    return _as_nd(raw[off : off + nbytes].view(dtype).reshape(shape), ptr + off)
+
+
+def _wrap(a: Any, where: str, name: str, position: int) -> Any:
+    """An argument as an NDArray (numpy / DLPack tensors wrapped without copying when possible)."""
+    if type(a) is NDArray:
+        return a
+    if isinstance(a, np.ndarray):
+        a = a if a.flags.c_contiguous else np.ascontiguousarray(a)
+        return _as_nd(a, a.ctypes.data)
+    if hasattr(a, "__dlpack__"):
+        return _nd.from_dlpack(a)
+    if isinstance(a, int | float | tuple | list):
+        return a
+    raise ArgumentError(
+        f"{where}: argument '{name}' (position {position}) is a {type(a).__name__}; pass a "
+        "tvm.nd.NDArray, a numpy array or a DLPack tensor"
+    )
+
+
+class _Function:
+    """One relax function of the program, with its closures and its frames."""
+
+    def __init__(self, vm: VirtualMachine, prog: dict) -> None:
+        self.vm, self.name = vm, prog["name"]
+        self.where = f"calling relax function '{self.name}'"
+        self.params = prog["params"]
+        self.num_regs = prog["num_regs"]
+        self.dims = prog["dims"]
+        self.code = prog["code"]
+        self.frames: OrderedDict = OrderedDict()
+        self.stable = set(range(len(self.params)))  # regs whose shape the signature fixes
+        self.param_checks: list = []
+        self.storage_fn = compile_shape_fn(prog["storages"], f"{self.name} storages")
+        self.planned: list = []  # (dst, sid, offset, shape_fn, dtype)
+        self.consts: list = []  # (dst, index)
+        self.n_calls = 0
+        self.tensor_params: list[int] = []
+        self.param_dims = _param_dim_slots(prog)
+        self.frame_static = {ins[1] for ins in self.code if ins[0] == "LoadConst"}
+        self.frame_static |= {
+            ins[1] for ins in self.code if ins[0] == "AllocTensor" and ins[2] >= 0
+        }
+        self.has_jumps = any(ins[0] in ("If", "Goto") for ins in self.code)
+        per_pc = [_RULES[ins[0]](self, pc, *ins[1:]) for pc, ins in enumerate(self.code)]
+        self.ret = self.code[-1][1]
+        if self.has_jumps:  # one closure per pc so that jump targets stay valid
+            self.run_list = tuple(f if f is not None else _nop for f in per_pc)
+            self.names = [_display(ins) for ins in self.code]
+        else:
+            self.run_list = tuple(f for f in per_pc if f is not None)
+            self.names = [_display(ins) for ins, f in zip(self.code, per_pc) if f is not None]
+
+    # ------------------------------------------------------------------ calling
+    def __call__(self, args: tuple) -> Any:
+        if len(args) != len(self.params):
+            raise ArgumentError(
+                f"{self.where}: expected {len(self.params)} arguments ({', '.join(self.params)}), "
+                f"got {len(args)}"
+            )
+        args = tuple(_wrap(a, self.where, self.params[i], i) for i, a in enumerate(args))
+        try:
+            key = tuple([(args[i]._data.shape, args[i]._dtype) for i in self.tensor_params])
+        except AttributeError:  # a non-tensor where a tensor belongs: the checks say which
+            key = None
+        frame = self.frames.get(key)
+        if frame is None:
+            frame = self._new_frame(args, key)
+        regs = frame.regs.copy()
+        regs[: len(args)] = args
+        if self.has_jumps:
+            pc, code, n = 0, self.run_list, len(self.run_list)
+            while pc < n:
+                nxt = code[pc](regs, frame)
+                pc = pc + 1 if nxt is None else nxt
+        else:
+            for f in self.run_list:
+                f(regs, frame)
+        return regs[self.ret]
+
+    def _new_frame(self, args: tuple, key: tuple) -> _Frame:
+        heap = [0] * len(self.dims)
+        for check in self.param_checks:
+            check(args, heap)
+        sizes = self.storage_fn(heap)
+        storages = [_nd._aligned_empty((n,), np.uint8) for n in sizes]
+        regs: list = [None] * self.num_regs
+        for dst, index in self.consts:
+            regs[dst] = self.vm._constants[index]
+        for dst, sid, offset, shape_fn, dtype in self.planned:
+            shape = shape_fn(heap)
+            nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+            storage = storages[sid]
+            if offset + nbytes > storage.size:
+                raise ShapeError(
+                    f"{self.where}: a tensor of shape {shape} needs {nbytes} bytes but its planned "
+                    f"storage {sid} has {storage.size}: a dim exceeds its tir_var_upper_bound "
+                    f"(bound dims: {dict(zip(self.dims, heap))})"
+                )
+            regs[dst] = NDArray(storage[offset : offset + nbytes].view(dtype).reshape(shape))
+        frame = _Frame(heap, regs, storages, self.n_calls)
+        self.frames[key] = frame
+        if len(self.frames) > _MAX_FRAMES:
+            self.frames.popitem(last=False)
+        return frame
+
+    # ------------------------------------------------------------------ instruction rules
+    def match_tensor(self, pc, reg, name, dtype, ndim, dims, at):
+        want_dtype = dtype
+        where = self.where
+        name = f"argument '{name}' (position {reg})" if at == "param" else f"match_cast '{name}'"
+
+        def check(value: Any, heap: list) -> None:
+            if not isinstance(value, NDArray):
+                raise ArgumentError(f"{where}: {name} must be a tensor, got {type(value).__name__}")
+            if want_dtype is not None and value._dtype != want_dtype:
+                raise DTypeError(
+                    f"{where}: {name} has dtype {value._dtype}, expected {want_dtype}; "
+                    f"convert with .astype('{want_dtype}')"
+                )
+            shape = value._data.shape
+            if ndim >= 0 and len(shape) != ndim:
+                raise ShapeError(f"{where}: {name} has shape {shape}, expected {ndim} dimensions")
+            for k, d in enumerate(dims or ()):
+                if type(d) is int:
+                    want = d
+                elif d[0] == "bind":
+                    heap[d[1]] = shape[k]
+                    continue
+                else:
+                    want = checks[k](heap)[0]
+                if shape[k] != want:
+                    raise ShapeError(
+                        f"{where}: {name} has shape {shape}: dim {k} must be {want}"
+                        f"{_dim_origin(d, self.dims)}"
+                    )
+
+        checks = {
+            k: compile_shape_fn([d[1]], f"{self.name} {name}")
+            for k, d in enumerate(dims or ())
+            if type(d) is not int and d[0] == "check"
+        }
+        if at == "param":
+            self.tensor_params.append(reg)
+            self.param_checks.append(lambda args, heap: check(args[reg], heap))
+            return None
+        return lambda regs, frame: check(regs[reg], frame.heap)
+
+    def alloc_storage(self, pc, sid, size):
+        return None  # made with the frame
+
+    def load_const(self, pc, dst, index):
+        self.consts.append((dst, index))
+        self.stable.add(dst)
+
+    def alloc_tensor(self, pc, dst, sid, offset, shape, dtype):
+        shape_fn = compile_shape_fn(shape, f"{self.name} tensor")
+        np_dtype = np.dtype(dtype)
+        if sid >= 0:
+            self.planned.append((dst, sid, offset, shape_fn, np_dtype))
+            self.stable.add(dst)
+            return None
+        if all(_only_param_dims(s, self.param_dims) for s in shape):
+            self.stable.add(dst)
+        try:
+            static = shape_fn([])
+        except IndexError:
+            static = None
+        if static is not None:
+            nbytes = int(np.prod(static, dtype=np.int64)) * np_dtype.itemsize
+
+            def alloc(regs, frame):
+                regs[dst] = _new_tensor(static, nbytes, np_dtype)
+
+        else:
+            size = np_dtype.itemsize
+
+            def alloc(regs, frame):
+                shape = shape_fn(frame.heap)
+                n = size
+                for d in shape:
+                    n *= d
+                regs[dst] = _new_tensor(shape, n, np_dtype)
+
+        return alloc
+
+    def call_tir(self, pc, func, arg_regs, scalars):
+        pf = self.vm._kernel(func, self.name)
+        scalar_fn = compile_shape_fn(scalars, f"{self.name} call of {func}") if scalars else None
+        if not all(r in self.stable for r in arg_regs):
+
+            def checked(regs, frame):
+                extra = scalar_fn(frame.heap) if scalar_fn else ()
+                pf(*[regs[r] for r in arg_regs], *extra)
+
+            return checked
+        k = self.n_calls
+        self.n_calls += 1
+        slots = _buffer_slots(pf)
+        dyn = tuple((slots[j], r) for j, r in enumerate(arg_regs) if r not in self.frame_static)
+        return _unchecked_call(k, pf, arg_regs, scalar_fn, dyn)
+
+    def call_packed(self, pc, func, arg_regs):
+        resolved = [get_global_func(func, allow_missing=True)]
+        where = self.where
+
+        def run(regs, frame):
+            fn = resolved[0]
+            if fn is None:
+                fn = resolved[0] = get_global_func(func, allow_missing=True)
+                if fn is None:
+                    raise MiniTVMError(
+                        f"{where}: no global function named '{func}' for call_dps_packed; register "
+                        f"it with @tvm.register_func('{func}')"
+                    )
+            fn(*[regs[r] for r in arg_regs])
+
+        return run
+
+    def call(self, pc, dst, func, arg_regs):
+        functions = self.vm._functions  # the callee may be made after this function
+        callee: list = []
+
+        def run(regs, frame):
+            if not callee:
+                callee.append(functions[func])
+            regs[dst] = callee[0]([regs[r] for r in arg_regs])
+
+        return run
+
+    def make_tuple(self, pc, dst, regs_):
+        def run(regs, frame):
+            regs[dst] = tuple([regs[r] for r in regs_])
+
+        return run
+
+    def get_item(self, pc, dst, src, index):
+        def run(regs, frame):
+            regs[dst] = regs[src][index]
+
+        return run
+
+    def move(self, pc, dst, src):
+        if src in self.stable and not self.has_jumps:
+            self.stable.add(dst)
+
+        def run(regs, frame):
+            regs[dst] = regs[src]
+
+        return run
+
+    def make_shape(self, pc, dst, srcs):
+        fn = compile_shape_fn(srcs, f"{self.name} shape")
+
+        def run(regs, frame):
+            regs[dst] = fn(frame.heap)
+
+        return run
+
+    def make_scalar(self, pc, dst, src):
+        fn = compile_shape_fn([src], f"{self.name} scalar")
+
+        def run(regs, frame):
+            regs[dst] = fn(frame.heap)[0]
+
+        return run
+
+    def if_(self, pc, cond, else_pc):
+        def run(regs, frame):
+            value = regs[cond]
+            value = value.numpy() if isinstance(value, NDArray) else value
+            return None if bool(np.asarray(value)) else else_pc
+
+        return run
+
+    def goto(self, pc, target):
+        return lambda regs, frame: target
+
+    def ret(self, pc, reg):
+        return None
+
+
+def _unchecked_call(k: int, pf: Any, arg_regs: list, scalar_fn: Any, dyn: tuple) -> Callable:
+    """The closure of kernel call number `k`: the first run under a frame takes the checked
+    path and keeps the prepared argument arrays in `frame.prep[k]`; later runs only store the
+    data pointers of the `dyn` (slot, register) pairs and call the native entry."""
+    fail = pf.fail
+
+    def first(regs, frame):
+        extra = scalar_fn(frame.heap) if scalar_fn else ()
+        native, ptrs, ints = pf.prepare(*[regs[r] for r in arg_regs], *extra)
+        frame.prep[k] = p = (native, ptrs, _addr(ptrs), _addr(ints), ints)
+        rc = native(p[2], p[3])
+        if rc:
+            fail(rc)
+
+    if not dyn:
+
+        def run(regs, frame):
+            p = frame.prep[k]
+            if p is None:
+                return first(regs, frame)
+            rc = p[0](p[2], p[3])
+            if rc:
+                fail(rc)
+
+    elif len(dyn) == 1:
+        ((s0, r0),) = dyn
+
+        def run(regs, frame):
+            p = frame.prep[k]
+            if p is None:
+                return first(regs, frame)
+            p[1][s0] = regs[r0]._ptr
+            rc = p[0](p[2], p[3])
+            if rc:
+                fail(rc)
+
+    elif len(dyn) == 2:
+        (s0, r0), (s1, r1) = dyn
+
+        def run(regs, frame):
+            p = frame.prep[k]
+            if p is None:
+                return first(regs, frame)
+            ptrs = p[1]
+            ptrs[s0] = regs[r0]._ptr
+            ptrs[s1] = regs[r1]._ptr
+            rc = p[0](p[2], p[3])
+            if rc:
+                fail(rc)
+
+    else:
+
+        def run(regs, frame):
+            p = frame.prep[k]
+            if p is None:
+                return first(regs, frame)
+            ptrs = p[1]
+            for s, r in dyn:
+                ptrs[s] = regs[r]._ptr
+            rc = p[0](p[2], p[3])
+            if rc:
+                fail(rc)
+
+    return run
+
+
+def _nop(regs, frame):
+    return None
+
+
+def _buffer_slots(pf) -> dict:
+    """Argument position -> pointer slot of the kernel's buffer params."""
+    slots, k = {}, 0
+    for position, p in enumerate(pf.info["params"]):
+        if p["kind"] == "buffer":
+            slots[position] = k
+            k += 1
+    return slots
+
+
+def _only_param_dims(src: str, param_dims: set) -> bool:
+    return all(int(m) in param_dims for m in re.findall(r"h\[(\d+)\]", src))
+
+
+def _dim_origin(d: Any, names: list) -> str:
+    """For a dim checked against an expression of bound dims: the expression in their names."""
+    if type(d) is int or d[0] != "check":
+        return ""
+    return " (= " + re.sub(r"h\[(\d+)\]", lambda m: names[int(m.group(1))], d[1]) + ")"
+
+
+def _display(ins: list) -> str:
+    if ins[0] in ("CallTIR", "CallPacked"):
+        return ins[1]
+    if ins[0] == "Call":
+        return f"call {ins[2]}"
+    return ins[0]
+
+
+_RULES: dict[str, Callable] = {
+    "MatchTensor": _Function.match_tensor,
+    "AllocStorage": _Function.alloc_storage,
+    "AllocTensor": _Function.alloc_tensor,
+    "LoadConst": _Function.load_const,
+    "CallTIR": _Function.call_tir,
+    "CallPacked": _Function.call_packed,
+    "Call": _Function.call,
+    "MakeTuple": _Function.make_tuple,
+    "GetItem": _Function.get_item,
+    "Move": _Function.move,
+    "MakeShape": _Function.make_shape,
+    "MakeScalar": _Function.make_scalar,
+    "If": _Function.if_,
+    "Goto": _Function.goto,
+    "Ret": _Function.ret,
+}
+
+
+class VirtualMachine:
+    """Runs a built Executable: `vm = relax.VirtualMachine(ex, tvm.cpu()); vm["main"](x, w)`.
+
+    Arguments may be NDArrays, numpy arrays or DLPack tensors; results are NDArrays (tuples for
+    tuple results)."""
+
+    def __init__(self, exe: Any, device: Device | None = None, profile: bool = False) -> None:
+        (device or cpu(0)).check_available()
+        self.exe = exe
+        self.device = device or cpu(0)
+        self._module = exe.mod
+        self._constants = [NDArray(_nd._aligned_empty(a.shape, a.dtype)) for a in exe.constants]
+        for nd_, a in zip(self._constants, exe.constants):
+            np.copyto(nd_._data, a)
+        self._kernels: dict = {}
+        self._functions: dict[str, _Function] = {}
+        for name, prog in exe.program["functions"].items():
+            self._functions[name] = self._make_function(prog)
+        self._profiled: dict[str, _Function] = {}
+        self.profile_enabled = profile
+
+    def _make_function(self, prog: dict) -> _Function:
+        return _Function(self, prog)
+
+    def _kernel(self, name: str, caller: str):
+        if name not in self._kernels:
+            if self._module is None or name not in self._module:
+                raise MiniTVMError(
+                    f"relax function '{caller}' calls kernel '{name}', which the executable's "
+                    "native module does not have"
+                )
+            self._kernels[name] = self._module[name]
+        return self._kernels[name]
+
+    def _get(self, name: str) -> _Function:
+        try:
+            return self._functions[name]
+        except KeyError:
+            raise MiniTVMError(
+                f"the executable has no relax function '{name}'; it has {sorted(self._functions)}"
+            ) from None
+
+    def __getitem__(self, name: str) -> Callable:
+        fn = self._get(name)
+        return lambda *args: fn(args)
+
+    def invoke(self, name: str, *args: Any) -> Any:
+        return self._get(name)(args)
+
+    # ------------------------------------------------------------------ timing and profiling
+    def time_evaluator(
+        self,
+        func_name: str,
+        dev: Device | None = None,
+        number: int = 10,
+        repeat: int = 1,
+        min_repeat_ms: float = 0,
+        **unused_options: Any,
+    ) -> Callable[..., ProfileResult]:
+        """A callable that times `func_name` on given args (the runtime Module's protocol)."""
+        fn = self._get(func_name)
+        if dev is not None:
+            dev.check_available()
+        if number < 1 or repeat < 1:
+            raise MiniTVMError(
+                f"time_evaluator: number and repeat must be >= 1, got {number}, {repeat}"
+            )
+
+        def evaluator(*args: Any) -> ProfileResult:
+            args = tuple(
+                _wrap(a, fn.where, fn.params[i] if i < len(fn.params) else "?", i)
+                for i, a in enumerate(args)
+            )
+            fn(args)
+            results, count = [], number
+            for _ in range(repeat):
+                while True:
+                    start = time.perf_counter()
+                    for _ in range(count):
+                        fn(args)
+                    elapsed = time.perf_counter() - start
+                    if elapsed * 1e3 >= min_repeat_ms:
+                        break
+                    count = max(count * 2, int(count * min_repeat_ms / max(elapsed * 1e3, 1e-3)))
+                results.append(elapsed / count)
+            return ProfileResult(tuple(results))
+
+        return evaluator
+
+    def profile(self, func_name: str, *args: Any, number: int = 1) -> Report:
+        """Run `func_name` `number` times with every instruction timed; returns a Report
+        (print it: per-op name, calls, total µs, percent, sorted by time)."""
+        fn = self._get(func_name)
+        if func_name not in self._profiled:
+            self._profiled[func_name] = _profiled_copy(fn)
+        pfn, acc = self._profiled[func_name], {}
+        pfn.acc = acc
+        fn(args)  # warm up: frames and first checked calls are not what the report is about
+        start = time.perf_counter()
+        for _ in range(number):
+            pfn(args)
+        total = time.perf_counter() - start
+        return Report(func_name, acc, total, number)
+
+
+def _param_dim_slots(prog: dict) -> set:
+    return {
+        d[1]
+        for ins in prog["code"]
+        if ins[0] == "MatchTensor" and ins[6] == "param"
+        for d in (ins[5] or ())
+        if type(d) is not int and d[0] == "bind"
+    }
+
+
+def _profiled_copy(fn: _Function) -> _Function:
+    """The same function with each closure wrapped in a timer (frames shared)."""
+    clone = _Function.__new__(_Function)
+    clone.__dict__.update(fn.__dict__)
+    clone.acc = {}
+    clone.run_list = tuple(_timed(clone, f, n) for f, n in zip(fn.run_list, fn.names))
+    return clone
+
+
+def _timed(owner: _Function, f: Callable, name: str) -> Callable:
+    clock = time.perf_counter
+
+    def run(regs, frame):
+        t = clock()
+        out = f(regs, frame)
+        dt = clock() - t
+        entry = owner.acc.get(name)
+        if entry is None:
+            owner.acc[name] = [1, dt]
+        else:
+            entry[0] += 1
+            entry[1] += dt
+        return out
+
+    return run
+
+
+class Report:
+    """Per-op times of a profiled run: `print(report)` shows a table sorted by total time."""
+
+    def __init__(self, func: str, acc: dict, total: float, number: int) -> None:
+        self.func, self.total, self.number = func, total, number
+        self.rows = sorted(
+            ((name, calls, secs) for name, (calls, secs) in acc.items()), key=lambda r: -r[2]
+        )
+
+    def table(self) -> str:
+        lines = [
+            f"profile of '{self.func}' ({self.number} run(s), {self.total * 1e6:.1f} us)",
+            f"{'name':<32} {'calls':>7} {'total us':>12} {'percent':>8}",
+        ]
+        for name, calls, secs in self.rows:
+            pct = 100.0 * secs / self.total if self.total else 0.0
+            lines.append(f"{name:<32} {calls:>7} {secs * 1e6:>12.2f} {pct:>7.2f}%")
+        ops = sum(r[2] for r in self.rows)
+        lines.append(
+            f"{'(VM dispatch outside ops)':<32} {'':>7} "
+            f"{(self.total - ops) * 1e6:>12.2f} "
+            f"{100.0 * (self.total - ops) / self.total if self.total else 0:>7.2f}%"
+        )
+        return "\n".join(lines)
+
+    __str__ = table
+
+    def __repr__(self) -> str:
+        return self.table()
