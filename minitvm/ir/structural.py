@@ -8,6 +8,7 @@ from typing import Any
 
 from ..error import MiniTVMError
 from .dtype import DataType
+from .module import IRModule
 from .node import FrozenDict, Node, field_names
 
 
@@ -69,6 +70,25 @@ class _Equal:
         self.bind(a, b)  # bind first: a buffer's fields may refer back to it
         return self.fields(a, b, path, defs=type(a)._def_fields)
 
+    def module(self, a: IRModule, b: IRModule, path: str) -> bool:
+        """Modules match when they have the same function names (GlobalVars paired by name),
+        equal attrs, and structurally equal functions; each function is compared on its own
+        (a symbolic var shared by two functions of one module is bound per function)."""
+        names_a, names_b = sorted(a), sorted(b)
+        if names_a != names_b:
+            return self.fail(path + ".functions", names_a, names_b)
+        if not self.eq(a.attrs, b.attrs, path + ".attrs"):
+            return False
+        pairs = [(a.get_global_var(n), b.get_global_var(n)) for n in names_a]
+        for name in names_a:
+            sub = _Equal(self.map_free_vars)
+            for ga, gb in pairs:
+                sub.bind(ga, gb)
+            if not sub.eq(a[name], b[name], f"{path}[{name!r}]"):
+                self.mismatch = self.mismatch or sub.mismatch
+                return False
+        return True
+
     def fields(self, a: Node, b: Node, path: str, defs: tuple[str, ...]) -> bool:
         for name in _compare_order(type(a)):
             if not self.eq(getattr(a, name), getattr(b, name), f"{path}.{name}", name in defs):
@@ -78,6 +98,8 @@ class _Equal:
     def eq(self, a: Any, b: Any, path: str = "", defining: bool = False) -> bool:
         if type(a) is not type(b):
             return self.fail(path, a, b)
+        if isinstance(a, IRModule):
+            return self.module(a, b, path)
         if isinstance(a, Node):
             if _is_var(a):
                 return self.var(a, b, path, defining)

@@ -1,25 +1,34 @@
-"""Prints graph-level IR as TVMScript-style text (`@R.function`, `R.Tensor`, `R.call_tir`, ...).
+"""Prints graph-level IR as TVMScript (`@R.function`, `R.Tensor`, `R.call_tir`, ...).
 
-Readable output for `mod.script()` and error messages. Parsing it back is the TVMScript
-parser's job (`minitvm/script`), which may register a fuller printer over this one.
+The dialect is the one `minitvm.script` parses (`from minitvm.script import relax as R`), so
+`from_source(mod.script())` is structurally equal to `mod`. Symbolic dims print as strings
+(`R.Tensor(("n", 784), dtype="float32")`), op calls by their R name (`R.nn.conv2d`) with their
+non-default attributes as keyword arguments, every binding with its struct info.
+
+Limit: constants with more than `INLINE_CONST_LIMIT` elements print as an unparseable
+`R.const(<array ...>)` placeholder unless `script(show_meta=True)` asks for all values; tests that
+round-trip use small constants.
 """
 
 from __future__ import annotations
 
+import contextvars
+import inspect
+import keyword
+import math
 from typing import Any
 
-import numpy as np
-
-from ..ir.module import GlobalVar
+from ..ir.module import GlobalVar, IRModule
 from ..ir.node import register_printer
 from ..tir.expr import IntImm, PrimExpr
-from ..tir.expr import Var as TirVar
 from ..tir.printer import print_expr, register_function_printer
+from ..tir.printer import print_ir_module as _print_tir_module
 from .expr import (
     BindingBlock,
     Call,
     Constant,
     DataflowBlock,
+    DataflowVar,
     Expr,
     ExternFunc,
     Function,
@@ -47,6 +56,14 @@ from .struct_info import (
 )
 
 INDENT = "    "
+HEADER_R = "# from minitvm.script import relax as R"
+HEADER_MODULE = "# from minitvm.script import ir as I, tir as T, relax as R"
+INLINE_CONST_LIMIT = 64
+_SHOW_META: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "minitvm_relax_show_meta", default=False
+)
+_RESERVED = set(keyword.kwlist) | {"R", "T", "I", "cls", "Module", "range", "int", "float", "bool"}
+_DPS_CALLS = ("relax.call_tir", "relax.call_dps_packed")
 
 
 class _Names:
@@ -60,6 +77,7 @@ class _Names:
     def get(self, v: Any, hint: str) -> str:
         name = self._by_id.get(id(v))
         if name is None:
+            hint = _sanitize(hint)
             name, n = hint, 0
             while name in self._used:
                 n += 1
@@ -70,46 +88,61 @@ class _Names:
         return name
 
 
+def _sanitize(hint: str) -> str:
+    text = "".join(c if c.isalnum() or c == "_" else "_" for c in hint) or "v"
+    if text[0].isdigit() or text in _RESERVED:
+        text = "v_" + text
+    return text
+
+
 class RelaxPrinter:
     def __init__(self) -> None:
         self.names = _Names()
         self.lines: list[str] = []
 
     # ------------------------------------------------------------------ struct info
-    def dim(self, d: PrimExpr, quote: bool) -> str:
+    def dim(self, d: PrimExpr) -> str:
+        """A dim: an int, or a quoted expression over symbolic dims ("n", "n * 2")."""
         if isinstance(d, IntImm):
             return str(d.value)
-        if isinstance(d, TirVar):
-            name = self.names.get(d, d.name)
-            return f'"{name}"' if quote else name
-        text = print_expr(d)
-        return f'"{text}"' if quote else text
+        return f'"{print_expr(d)}"'
 
-    def sinfo(self, s: StructInfo, quote: bool = False) -> str:
+    def dims(self, values: Any, brackets: str = "()") -> str:
+        inner = ", ".join(self.dim(d) for d in values)
+        if brackets == "()" and len(values) == 1:
+            inner += ","
+        return brackets[0] + inner + brackets[1]
+
+    def sinfo(self, s: StructInfo) -> str:
         if isinstance(s, TensorStructInfo):
-            dtype = f'dtype="{s.dtype}"' if s.dtype is not None else 'dtype="void"'
-            if s.shape is None:
-                return f"R.Tensor(ndim={s.ndim}, {dtype})" if s.ndim != -1 else f"R.Tensor({dtype})"
-            dims = ", ".join(self.dim(d, quote) for d in s.shape)
-            return f"R.Tensor(({dims}{',' if len(s.shape) == 1 else ''}), {dtype})"
+            parts = []
+            if s.shape is not None:
+                parts.append(self.dims(s.shape))
+            elif s.ndim != -1:
+                parts.append(f"ndim={s.ndim}")
+            if s.dtype is not None:
+                parts.append(f'dtype="{s.dtype}"')
+            return f"R.Tensor({', '.join(parts)})"
         if isinstance(s, TupleStructInfo):
-            return "R.Tuple(" + ", ".join(self.sinfo(f, quote) for f in s.fields) + ")"
+            return "R.Tuple(" + ", ".join(self.sinfo(f) for f in s.fields) + ")"
         if isinstance(s, ShapeStructInfo):
             if s.values is None:
                 return f"R.Shape(ndim={s.ndim})"
-            return "R.Shape([" + ", ".join(self.dim(d, quote) for d in s.values) + "])"
+            return f"R.Shape({self.dims(s.values, '[]')})"
         if isinstance(s, PrimStructInfo):
-            return f'R.Prim("{s.dtype}")'
+            value = "" if s.value is None else f", value={self.dim(s.value)}"
+            return f'R.Prim("{s.dtype}"{value})'
         if isinstance(s, FuncStructInfo):
             params = (
                 "None"
                 if s.params is None
                 else "[" + ", ".join(self.sinfo(p) for p in s.params) + "]"
             )
-            return f"R.Callable({params}, {self.sinfo(s.ret)})"
+            purity = "" if s.purity else ", purity=False"
+            return f"R.Callable({params}, {self.sinfo(s.ret)}{purity})"
         if isinstance(s, ObjectStructInfo):
             return "R.Object"
-        return type(s).__name__
+        return f"<{type(s).__name__}>"
 
     # ------------------------------------------------------------------ expressions
     def expr(self, e: Any) -> str:
@@ -120,81 +153,101 @@ class RelaxPrinter:
         if isinstance(e, Constant):
             return _const_text(e)
         if isinstance(e, PrimValue):
-            return f"R.prim_value({print_expr(e.value)})"
+            return f"R.prim_value({self.dim(e.value)})"
         if isinstance(e, StringImm):
-            return f"R.str({e.value!r})"
+            return f"R.str({_str(e.value)})"
         if isinstance(e, ShapeExpr):
-            return "R.shape([" + ", ".join(self.dim(d, False) for d in e.values) + "])"
+            return f"R.shape({self.dims(e.values, '[]')})"
         if isinstance(e, Tuple):
             inner = ", ".join(self.expr(f) for f in e.fields)
             return f"({inner},)" if len(e.fields) == 1 else f"({inner})"
         if isinstance(e, TupleGetItem):
             return f"{self.expr(e.tuple_value)}[{e.index}]"
         if isinstance(e, ExternFunc):
-            return f'R.ExternFunc("{e.global_symbol}")'
+            return f"R.ExternFunc({_str(e.global_symbol)})"
         if isinstance(e, Call):
             return self.call(e)
         return f"<{type(e).__name__}>"
 
     def call(self, c: Call) -> str:
-        if isinstance(c.op, Op) and c.op.name in ("relax.call_tir", "relax.call_dps_packed"):
-            callee = c.args[0]
-            target = (
-                f'"{callee.global_symbol}"' if isinstance(callee, ExternFunc) else self.expr(callee)
-            )
-            args = [target, self.expr(c.args[1]), f"out_sinfo={self.sinfo(c.sinfo_args[0])}"]
-            if len(c.args) > 2:
-                args.append(f"tir_vars={self.expr(c.args[2])}")
-            return f"R.{c.op.name.split('.', 1)[1]}({', '.join(args)})"
-        head = f"R.{c.op.name.split('.', 1)[1]}" if isinstance(c.op, Op) else self.expr(c.op)
+        if isinstance(c.op, Op) and c.op.name in _DPS_CALLS:
+            return self.dps_call(c)
+        if not isinstance(c.op, Op):
+            return f"{self.expr(c.op)}({', '.join(self.expr(a) for a in c.args)})"
         args = [self.expr(a) for a in c.args]
-        args += [f"{k}={_attr_text(v)}" for k, v in c.attrs.items()]
-        if c.sinfo_args and not isinstance(c.op, Op):
-            args.append(f"sinfo_args={self.sinfo(c.sinfo_args[0])}")
-        return f"{head}({', '.join(args)})"
+        defaults = _op_defaults(c.op.name)
+        for key, value in c.attrs.items():
+            if defaults is None or (key in defaults and not _same_attr(defaults[key], value)):
+                args.append(f"{key}={_attr_text(value)}")
+        return f"R.{c.op.name.split('.', 1)[1]}({', '.join(args)})"
+
+    def dps_call(self, c: Call) -> str:
+        callee, inputs = c.args[0], c.args[1]
+        target = _str(callee.global_symbol) if isinstance(callee, ExternFunc) else self.expr(callee)
+        out = c.sinfo_args[0]
+        if isinstance(out, TupleStructInfo):
+            out_text = "[" + ", ".join(self.sinfo(f) for f in out.fields) + "]"
+        else:
+            out_text = self.sinfo(out)
+        args = [target, self.expr(inputs), f"out_sinfo={out_text}"]
+        if len(c.args) > 2:
+            args.append(f"tir_vars={self.expr(c.args[2])}")
+        return f"R.{c.op.name.split('.', 1)[1]}({', '.join(args)})"
 
     # ------------------------------------------------------------------ functions
     def function(self, f: Function, name: str) -> list[str]:
-        params = ", ".join(
-            f"{self.expr(p)}: {self.sinfo(p.struct_info, quote=True)}" for p in f.params
-        )
-        ret = self.sinfo(f.ret_struct_info, quote=True)
+        symbol = f.attrs.get("global_symbol")
+        flags = [] if symbol is not None else ["private=True"]
+        if not f.is_pure:
+            flags.append("pure=False")
+        params = ", ".join(f"{self.expr(p)}: {self.sinfo(p.struct_info)}" for p in f.params)
         self.lines = [
-            "@R.function" + ("" if f.is_pure else "(pure=False)"),
-            f"def {name}({params}) -> {ret}:",
+            "@R.function" + (f"({', '.join(flags)})" if flags else ""),
+            f"def {name}({params}) -> {self.sinfo(f.ret_struct_info)}:",
         ]
-        defined: list[TirVar] = []
+        # the params' symbolic dims, declared as in the MLC course (`n = T.int64()`); a dim whose
+        # name is also a param's name stays a string only (declaring it would shadow the param)
+        param_names = {self.expr(p) for p in f.params}
+        declared: set[str] = set()
         for p in f.params:
             for v in shape_vars(p.struct_info):
-                if all(v is not d for d in defined):
-                    defined.append(v)
-                    self.lines.append(INDENT + f"{self.names.get(v, v.name)} = T.int64()")
-        if f.attrs:
-            self.lines.append(INDENT + f"R.func_attr({_attr_text(dict(f.attrs))})")
-        self.body(f.body, 1)
+                if v.name.isidentifier() and v.name not in param_names | declared | _RESERVED:
+                    declared.add(v.name)
+                    self.lines.append(INDENT + f"{v.name} = T.{v.dtype}()")
+        attrs = {k: v for k, v in f.attrs.items() if not (k == "global_symbol" and v == name)}
+        if attrs:
+            self.lines.append(INDENT + f"R.func_attr({_attr_text(attrs)})")
+        self.tail(f.body, 1)
         return self.lines
 
-    def body(self, body: Expr, depth: int) -> None:
+    def tail(self, body: Expr, depth: int) -> None:
+        """A function body (or both-branches-return `if`): blocks, then `return`."""
         pad = INDENT * depth
-        if not isinstance(body, SeqExpr):
-            self.lines.append(pad + f"return {self.expr(body)}")
+        if isinstance(body, SeqExpr):
+            for block in body.blocks:
+                self.block(block, depth)
+            body = body.body
+        if isinstance(body, If):
+            self.lines.append(pad + f"if {self.expr(body.cond)}:")
+            self.tail(body.true_branch, depth + 1)
+            self.lines.append(pad + "else:")
+            self.tail(body.false_branch, depth + 1)
             return
-        for block in body.blocks:
-            self.block(block, depth)
-        self.lines.append(pad + f"return {self.expr(body.body)}")
+        self.lines.append(pad + f"return {self.expr(body)}")
 
     def block(self, block: BindingBlock, depth: int) -> None:
         pad = INDENT * depth
-        inner = depth + 1 if isinstance(block, DataflowBlock) else depth
-        if isinstance(block, DataflowBlock):
-            self.lines.append(pad + "with R.dataflow():")
+        if not isinstance(block, DataflowBlock):
+            for b in block.bindings:
+                self.binding(b, depth)
+            return
+        self.lines.append(pad + "with R.dataflow():")
         outputs = []
         for b in block.bindings:
-            self.binding(b, inner)
-            if isinstance(block, DataflowBlock) and type(b.var) is Var:
+            self.binding(b, depth + 1)
+            if not isinstance(b.var, DataflowVar):
                 outputs.append(self.expr(b.var))
-        if isinstance(block, DataflowBlock):
-            self.lines.append(INDENT * inner + f"R.output({', '.join(outputs)})")
+        self.lines.append(pad + INDENT + f"R.output({', '.join(outputs)})")
 
     def binding(self, b: Any, depth: int) -> None:
         pad = INDENT * depth
@@ -205,20 +258,14 @@ class RelaxPrinter:
         if isinstance(b.value, If):
             v = b.value
             self.lines.append(pad + f"if {self.expr(v.cond)}:")
-            self._branch(v.true_branch, b.var, depth + 1)
+            self.branch(v.true_branch, b.var, depth + 1)
             self.lines.append(pad + "else:")
-            self._branch(v.false_branch, b.var, depth + 1)
-            return
-        if isinstance(b.value, Function):
-            sub = RelaxPrinter()
-            sub.names = self.names
-            for line in sub.function(b.value, self.expr(b.var)):
-                self.lines.append(pad + line)
+            self.branch(v.false_branch, b.var, depth + 1)
             return
         value = self.expr(b.value)
         self.lines.append(pad + f"{self.expr(b.var)}: {self.sinfo(b.var.struct_info)} = {value}")
 
-    def _branch(self, e: Expr, var: Var, depth: int) -> None:
+    def branch(self, e: Expr, var: Var, depth: int) -> None:
         if isinstance(e, SeqExpr):
             for block in e.blocks:
                 self.block(block, depth)
@@ -226,25 +273,94 @@ class RelaxPrinter:
         self.lines.append(INDENT * depth + f"{self.expr(var)} = {self.expr(e)}")
 
 
+# ----------------------------------------------------------------------------- attributes and constants
+
+
+def _op_function(qualified: str) -> Any:
+    """The Python op function behind a table op ("relax.nn.conv2d" -> relax.op.nn.conv2d)."""
+    from . import op as op_module
+
+    obj: Any = op_module
+    for part in qualified.split(".")[1:]:
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return None
+    return obj if callable(obj) else None
+
+
+def _op_defaults(qualified: str) -> dict[str, Any] | None:
+    """{keyword parameter: default} of an op's Python function (None: not introspectable)."""
+    fn = _op_function(qualified)
+    if fn is None:
+        return None
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    # parameters without a default map to Parameter.empty, which never equals an attribute
+    return {p.name: p.default for p in params}
+
+
+def _norm(v: Any) -> Any:
+    return tuple(_norm(x) for x in v) if isinstance(v, list | tuple) else v
+
+
+def _same_attr(default: Any, value: Any) -> bool:
+    """Whether an attribute equals its op function's default (then it is not printed)."""
+    if default is inspect.Parameter.empty:
+        return False
+    a, b = _norm(default), _norm(value)
+    try:
+        return type(a) is type(b) and bool(a == b)
+    except (TypeError, ValueError):
+        return False
+
+
+def _str(s: str) -> str:
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
 def _attr_text(v: Any) -> str:
     if isinstance(v, str):
-        return f'"{v}"'
-    if isinstance(v, dict):
-        return "{" + ", ".join(f'"{k}": {_attr_text(x)}' for k, x in v.items()) + "}"
-    if isinstance(v, tuple):
+        return _str(v)
+    if isinstance(v, dict) or hasattr(v, "items"):
+        return "{" + ", ".join(f"{_str(str(k))}: {_attr_text(x)}" for k, x in v.items()) + "}"
+    if isinstance(v, tuple | list):
         inner = ", ".join(_attr_text(x) for x in v)
-        return f"[{inner}]"
+        return f"({inner},)" if len(v) == 1 else f"({inner})"
+    if isinstance(v, float):
+        return _float_text(v)
+    if isinstance(v, PrimExpr):
+        return print_expr(v)
     return repr(v)
+
+
+def _float_text(x: float) -> str:
+    if math.isnan(x):
+        return 'float("nan")'
+    if math.isinf(x):
+        return 'float("inf")' if x > 0 else 'float("-inf")'
+    return repr(x)
+
+
+def _literal(x: Any) -> str:
+    if isinstance(x, list):
+        return "[" + ", ".join(_literal(v) for v in x) + "]"
+    if isinstance(x, float):
+        return _float_text(x)
+    return repr(x)
 
 
 def _const_text(c: Constant) -> str:
     a = c.data.numpy()
-    if a.ndim == 0:
-        return f'R.const({a.item()!r}, "{a.dtype}")'
-    if a.size <= 8:
-        text = np.array2string(a, separator=", ", max_line_width=10**6).replace("\n", "")
-        return f'R.const(np.array({text}), "{a.dtype}")'
-    return f"R.const(<array {a.shape} {a.dtype}>)"
+    if a.size > INLINE_CONST_LIMIT and not _SHOW_META.get():
+        return f"R.const(<array of shape {a.shape} {a.dtype}>)"
+    if a.size == 0:
+        return f"R.const(<empty array of shape {a.shape} {a.dtype}>)"
+    return f'R.const({_literal(a.tolist())}, "{a.dtype}")'
+
+
+# ----------------------------------------------------------------------------- entry points
 
 
 def _function_lines(f: Function, name: str, highlight: Any) -> list[str]:
@@ -253,15 +369,17 @@ def _function_lines(f: Function, name: str, highlight: Any) -> list[str]:
 
 def print_function(f: Function, **kwargs: Any) -> str:
     name = kwargs.get("name") or f.attrs.get("global_symbol") or "main"
-    return "\n".join(
-        ["# from minitvm.script import relax as R", ""] + _function_lines(f, name, None)
-    )
+    token = _SHOW_META.set(bool(kwargs.get("show_meta", False)))
+    try:
+        return "\n".join([HEADER_R, ""] + _function_lines(f, name, None))
+    finally:
+        _SHOW_META.reset(token)
 
 
 def print_relax_expr(e: Any, **kwargs: Any) -> str:
     p = RelaxPrinter()
     if isinstance(e, SeqExpr):
-        p.body(e, 0)
+        p.tail(e, 0)
         return "\n".join(p.lines)
     return p.expr(e)
 
@@ -279,10 +397,25 @@ def print_binding(b: Any, **kwargs: Any) -> str:
     return "\n".join(p.lines)
 
 
+def print_ir_module(mod: IRModule, **kwargs: Any) -> str:
+    """The TIR module printer, with the relax header when the module has relax functions."""
+    token = _SHOW_META.set(bool(kwargs.pop("show_meta", False)))
+    try:
+        text = _print_tir_module(mod, **kwargs)
+    finally:
+        _SHOW_META.reset(token)
+    if not any(isinstance(f, Function) for f in mod.functions.values()):
+        return text
+    lines = text.split("\n")
+    assert lines[0].startswith("# from") and lines[1].startswith("# from")
+    return "\n".join([HEADER_MODULE] + lines[2:])
+
+
 register_printer(Expr, print_relax_expr)
 register_printer(Function, print_function)
 register_printer(StructInfo, print_struct_info)
 register_printer(VarBinding, print_binding)
 register_printer(MatchCast, print_binding)
 register_printer(BindingBlock, print_binding)
+register_printer(IRModule, print_ir_module)
 register_function_printer(Function, _function_lines)

@@ -1,12 +1,18 @@
-"""TVMScript: write TIR as Python (`@T.prim_func`, `@I.ir_module`) and parse printed IR back.
+"""TVMScript: write TIR and Relax as Python (`@T.prim_func`, `@R.function`, `@I.ir_module`)
+and parse printed IR back.
 
-`from minitvm.script import tir as T, ir as I`; `minitvm.script.from_source(mod.script())`.
+`from minitvm.script import tir as T, relax as R, ir as I`;
+`minitvm.script.from_source(mod.script())`.
 """
 
-from . import ir, tir
+from . import ir, relax, tir
 from .entry import from_source, register_function_parser, register_namespace
 from .ir import ir_module
+from .relax_parser import parse_relax_function
 from .source import TVMScriptError
+
+register_namespace("R", relax)
+register_function_parser(relax.function, parse_relax_function)
 
 __all__ = [
     "TVMScriptError",
@@ -15,5 +21,6 @@ __all__ = [
     "ir_module",
     "register_function_parser",
     "register_namespace",
+    "relax",
     "tir",
 ]

@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..error import ParseError
-from ..ir.module import IRModule
+from ..ir.module import GlobalVar, IRModule
 from ..tir.function import PrimFunc
 from . import tir as T
 from .parser import TIRParser, _unsupported
@@ -76,8 +76,33 @@ def parse_ir_module_class(cls: type, env: Mapping) -> IRModule:
     return _parse_class(source, source.node, env)
 
 
+# env key under which function parsers find the module being parsed (its GlobalVars)
+MODULE_SCOPE_KEY = "__tvmscript_module__"
+
+
+class ModuleScope:
+    """The IRModule class being parsed: `cls.foo` / `Module.foo` give the GlobalVar of `foo`."""
+
+    def __init__(self, name: str, gvars: Mapping[str, GlobalVar]):
+        self.name = name
+        self.gvars = dict(gvars)
+
+    def __getattr__(self, attr: str) -> GlobalVar:
+        gvars = self.__dict__.get("gvars", {})
+        if attr not in gvars:
+            raise AttributeError(
+                f"module {self.__dict__.get('name')!r} has no function {attr!r}; "
+                f"it has {sorted(gvars)}"
+            )
+        return gvars[attr]
+
+
 def _parse_class(source: Source, cdef: ast.ClassDef, env: Mapping) -> IRModule:
     mod = IRModule()
+    gvars = {
+        item.name: GlobalVar(item.name) for item in cdef.body if isinstance(item, ast.FunctionDef)
+    }
+    env = ChainMap({MODULE_SCOPE_KEY: ModuleScope(cdef.name, gvars)}, env)
     probe = TIRParser(source, env)
     for item in cdef.body:
         if isinstance(item, ast.FunctionDef):
@@ -93,7 +118,7 @@ def _parse_class(source: Source, cdef: ast.ClassDef, env: Mapping) -> IRModule:
                     item.decorator_list[0],
                     f"functions decorated with @{dec} are not supported in an IRModule yet",
                 )
-            mod[item.name] = parser(
+            mod[gvars[item.name]] = parser(
                 source, item, env, item.name, bool(kwargs.get("private", False))
             )
         elif isinstance(item, ast.Expr):

@@ -275,7 +275,9 @@ class TIRParser:
         if frame.root_allocs or (_contains_block(body) and not _is_root(body)):
             root = Block((), (), (), "root", body, None, tuple(frame.root_allocs))
             body = BlockRealize((), True, root)
-        return PrimFunc(tuple(frame.params), body, None, frame.buffer_map, frame.attrs)
+        # buffer_map in parameter order, whether a buffer came from an annotation or match_buffer
+        buffer_map = {p: frame.buffer_map[p] for p in frame.params if p in frame.buffer_map}
+        return PrimFunc(tuple(frame.params), body, None, buffer_map, frame.attrs)
 
     def parameter(self, arg: ast.arg) -> None:
         if arg.annotation is None:

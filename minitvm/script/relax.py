@@ -1,0 +1,479 @@
+"""The `R` namespace of TVMScript: `from minitvm.script import relax as R`.
+
+Struct-info constructors (`R.Tensor((1, "m"), "float32")`, `R.Tuple`, `R.Shape`, `R.Object`,
+`R.Prim`), the function decorator (`@R.function`), block markers (`R.dataflow()`, `R.output`),
+calls into lower levels (`R.call_tir`, `R.call_dps_packed`) and every op of the relax op table:
+`R.<name>` / `R.nn.<name>` resolve through `minitvm.relax.op.OP_TABLE` to the Python op
+functions, so an op added to the table is usable from TVMScript without touching this file.
+
+A string dimension such as `"m"` names a symbolic int64 `tir.Var`: inside a parsed function all
+occurrences of one name are the same variable; outside a parser each struct info gets fresh ones.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import contextlib
+import contextvars
+import sys
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..error import MiniTVMError, ParseError
+from ..ir.dtype import DataType
+from ..ir.module import GlobalVar
+from ..relax import op as _op
+from ..relax.expr import (
+    Call,
+    Constant,
+    Expr,
+    PrimValue,
+    ShapeExpr,
+    StringImm,
+)
+from ..relax.expr import (
+    const as _const,
+)
+from ..relax.struct_info import (
+    FuncStructInfo,
+    ObjectStructInfo,
+    PrimStructInfo,
+    ShapeStructInfo,
+    StructInfo,
+    TensorStructInfo,
+    TupleStructInfo,
+)
+from ..tir.expr import PrimExpr
+from ..tir.expr import Var as TirVar
+
+__tvmscript__ = True
+
+# ----------------------------------------------------------------------------- symbolic dims
+
+# the current function's table of symbolic dims (name -> tir.Var), set by the relax parser
+_DIMS: contextvars.ContextVar[dict[str, TirVar] | None] = contextvars.ContextVar(
+    "minitvm_relax_script_dims", default=None
+)
+
+
+@contextlib.contextmanager
+def dim_scope(table: dict[str, TirVar]) -> Iterator[None]:
+    """Within the block, string dims resolve through `table` (the relax parser: one per function)."""
+    token = _DIMS.set(table)
+    try:
+        yield
+    finally:
+        _DIMS.reset(token)
+
+
+def _resolve_dim(value: Any, table: dict[str, TirVar]) -> Any:
+    if not isinstance(value, builtins.str):
+        return value
+    text = value.strip()
+    if text.isidentifier():
+        if text not in table:
+            table[text] = TirVar(text, "int64")
+        return table[text]
+    return _dim_expression(text, table)
+
+
+def _dim_expression(text: str, table: Mapping[str, TirVar]) -> PrimExpr:
+    """A dim written as a string expression over known symbolic dims, e.g. "n * 2"."""
+    from .parser import TIRParser
+    from .source import Source
+
+    try:
+        tree = ast.parse(text, mode="eval")
+    except SyntaxError as err:
+        raise ParseError(f"shape dimension {text!r} is not a valid expression") from err
+    from . import tir as T
+
+    parser = TIRParser(Source("<dim>", [text], tree), {"T": T})
+    parser.scopes = [dict(table)]
+    try:
+        return parser.eval(tree.body)
+    except ParseError as err:
+        raise ParseError(
+            f"shape dimension {text!r}: {getattr(err, 'msg', err)}; a dim expression may use only "
+            f"symbolic dims already defined in the function ({sorted(table)})"
+        ) from err
+
+
+def _dims(values: Any) -> Any:
+    table = _DIMS.get()
+    if table is None:
+        table = {}  # outside a parser: names are shared within one struct info only
+    return tuple(_resolve_dim(v, table) for v in values)
+
+
+def _dtype(dtype: Any) -> str | None:
+    if dtype is None or dtype == "" or dtype == "void":
+        return None
+    return builtins.str(DataType(dtype))
+
+
+# ----------------------------------------------------------------------------- struct info
+
+
+def Tensor(shape: Any = None, dtype: Any = None, ndim: int = -1) -> TensorStructInfo:
+    """Tensor struct info: `R.Tensor((1, "m"), "float32")`, `R.Tensor(ndim=2)`, `R.Tensor`."""
+    if isinstance(shape, builtins.str | DataType) and dtype is None:  # R.Tensor("float32", ndim=2)
+        shape, dtype = None, shape
+    if isinstance(shape, Expr):
+        shape = shape.struct_info.values if isinstance(shape, ShapeExpr) else None
+    if shape is not None:
+        shape = _dims(shape if isinstance(shape, tuple | list) else (shape,))
+        return TensorStructInfo(shape, _dtype(dtype))
+    return TensorStructInfo(None, _dtype(dtype), ndim)
+
+
+def Tuple(*fields: Any) -> TupleStructInfo:
+    """Tuple struct info: `R.Tuple(R.Tensor((2,), "float32"), R.Object)`."""
+    if len(fields) == 1 and isinstance(fields[0], list | tuple):
+        fields = tuple(fields[0])
+    return TupleStructInfo(tuple(as_struct_info(f) for f in fields))
+
+
+def Shape(values: Any = None, ndim: int = -1) -> ShapeStructInfo:
+    """Shape struct info: `R.Shape([1, "n"])` or `R.Shape(ndim=2)`."""
+    if values is None:
+        return ShapeStructInfo(None, ndim)
+    return ShapeStructInfo(_dims(values))
+
+
+def Prim(dtype: Any = "int64", value: Any = None) -> PrimStructInfo:
+    """Scalar struct info: `R.Prim("int64")`."""
+    if value is not None:
+        value = _dims((value,))[0]
+    return PrimStructInfo(dtype, value)
+
+
+def Callable(params: Any = None, ret: Any = None, purity: bool = True) -> FuncStructInfo:
+    """Function struct info: `R.Callable([R.Tensor((2,), "float32")], R.Tensor((2,), "float32"))`."""
+    ps = None if params is None else tuple(as_struct_info(p) for p in params)
+    return FuncStructInfo(ps, as_struct_info(ret) if ret is not None else Object, purity)
+
+
+Object = ObjectStructInfo()
+
+# bare names used as annotations (`x: R.Tensor`) mean "nothing more is known"
+_BARE_SINFO: dict[Any, Any] = {
+    Tensor: lambda: TensorStructInfo(None, None),
+    Shape: lambda: ShapeStructInfo(),
+    Tuple: lambda: ObjectStructInfo(),
+}
+
+
+def as_struct_info(value: Any) -> StructInfo:
+    """A struct info from an annotation value (also the bare `R.Tensor`, `R.Shape`)."""
+    if isinstance(value, StructInfo):
+        return value
+    for key, make in _BARE_SINFO.items():
+        if value is key:
+            return make()
+    raise MiniTVMError(
+        f'expected a struct info such as R.Tensor((n, 4), "float32"), R.Tuple(...), '
+        f'R.Shape([...]), R.Object or R.Prim("int64"); got {value!r}'
+    )
+
+
+# ----------------------------------------------------------------------------- functions and blocks
+
+
+def function(
+    fn: Any = None, *, private: bool = False, pure: bool = True, check_well_formed: bool = True
+) -> Any:
+    """Decorator: parse a Python function as a relax Function (inside `@I.ir_module` or alone).
+
+    Example::
+
+        @R.function
+        def main(x: R.Tensor((1, "m"), "float32")) -> R.Tensor((1, "m"), "float32"):
+            with R.dataflow():
+                y = R.nn.relu(x)
+                R.output(y)
+            return y
+    """
+    from .relax_parser import parse_relax_function_object
+    from .source import capture_env
+
+    frame = sys._getframe(1)
+    env = capture_env(frame)
+    in_class = "__module__" in frame.f_locals and "__qualname__" in frame.f_locals
+
+    def decorate(f: Any) -> Any:
+        if in_class:  # inside `@I.ir_module class ...`: the module decorator parses the class
+            return f
+        return parse_relax_function_object(f, env, private)
+
+    return decorate if fn is None else decorate(fn)
+
+
+@dataclass(frozen=True)
+class DataflowSpec:
+    """`with R.dataflow():`."""
+
+
+@dataclass(frozen=True)
+class OutputSpec:
+    """`R.output(a, b)`: the vars of a dataflow block visible after it."""
+
+    values: tuple
+
+
+@dataclass(frozen=True)
+class FuncAttrSpec:
+    attrs: Mapping
+
+
+@dataclass(frozen=True)
+class MatchCastSpec:
+    value: Expr
+    struct_info: StructInfo
+
+
+def dataflow() -> DataflowSpec:
+    """`with R.dataflow():` opens a side-effect-free block."""
+    return DataflowSpec()
+
+
+def output(*values: Any) -> OutputSpec:
+    """`R.output(a, b)` as the last statement of a dataflow block."""
+    return OutputSpec(values)
+
+
+def func_attr(attrs: Mapping) -> FuncAttrSpec:
+    """`R.func_attr({"key": value})` attaches attributes to the enclosing function."""
+    return FuncAttrSpec(dict(attrs))
+
+
+def match_cast(value: Expr, struct_info: Any) -> MatchCastSpec:
+    """`lv = R.match_cast(x, R.Tensor(("n", 4), "float32"))` binds x under a new struct info."""
+    if not isinstance(value, Expr):
+        raise MiniTVMError(f"R.match_cast: the value must be a relax expression, got {value!r}")
+    return MatchCastSpec(value, as_struct_info(struct_info))
+
+
+# ----------------------------------------------------------------------------- values
+
+
+def const(value: Any, dtype: Any = None) -> Constant:
+    """A constant: `R.const(1.0, "float32")`, `R.const([[1, 2]], "int32")`, `R.const(np_array)`."""
+    if isinstance(value, list | tuple):
+        value = np.array(value, dtype=None if dtype is None else DataType(dtype).numpy_dtype())
+    return _const(value, None if dtype is None else builtins.str(DataType(dtype)))
+
+
+def shape(values: Any) -> ShapeExpr:
+    """A shape value: `R.shape([1, "n"])`."""
+    return ShapeExpr(_dims(values))
+
+
+def prim_value(value: Any) -> PrimValue:
+    """A scalar value: `R.prim_value(1)` or `R.prim_value("n")`."""
+    return PrimValue(_dims((value,))[0])
+
+
+def str(value: Any) -> StringImm:
+    """A string value: `R.str("hello")`."""
+    return StringImm(f"{value}")
+
+
+def ExternFunc(name: Any) -> Any:
+    """A packed function by name, as a value."""
+    from ..relax.expr import ExternFunc as _ExternFunc
+
+    return _ExternFunc(f"{name}")
+
+
+def _out_sinfo(out_sinfo: Any, shape: Any, dtype: Any, what: str) -> Any:
+    if out_sinfo is not None and shape is None:
+        if (
+            isinstance(out_sinfo, list | tuple)
+            and out_sinfo
+            and not all(isinstance(s, StructInfo) for s in out_sinfo)
+        ):
+            return Tensor(out_sinfo, dtype)  # the older positional `(1, 128), dtype=...` form
+        return out_sinfo
+    if out_sinfo is None and shape is not None:
+        return Tensor(shape, dtype)
+    raise MiniTVMError(
+        f'{what}: give the outputs\' struct info as out_sinfo=R.Tensor((1, 128), "float32") '
+        "(or, in the older form, a shape tuple and dtype=...)"
+    )
+
+
+def call_tir(
+    func: Any,
+    args: Any,
+    out_sinfo: Any = None,
+    dtype: Any = None,
+    tir_vars: Any = None,
+    shape: Any = None,
+) -> Call:
+    """`R.call_tir(cls.linear0, (x, w, b), out_sinfo=R.Tensor((1, 128), "float32"))`."""
+    if not isinstance(func, GlobalVar):
+        raise MiniTVMError(
+            f"R.call_tir: the callee must be a PrimFunc of the module (cls.name), got {func!r}"
+        )
+    sinfo = _out_sinfo(out_sinfo, shape, dtype, "R.call_tir")
+    if tir_vars is not None and not isinstance(tir_vars, ShapeExpr):
+        tir_vars = ShapeExpr(_dims(tir_vars))
+    return _op.call_tir(func, _args(args), sinfo, tir_vars)
+
+
+def call_dps_packed(func: Any, args: Any, out_sinfo: Any = None, dtype: Any = None) -> Call:
+    """`R.call_dps_packed("env.linear", (x, w, b), out_sinfo=R.Tensor((1, 128), "float32"))`."""
+    sinfo = _out_sinfo(out_sinfo, None, dtype, "R.call_dps_packed")
+    return _op.call_dps_packed(func, _args(args), sinfo)
+
+
+call_packed = call_dps_packed  # the MLC course's older spelling
+
+
+def _args(args: Any) -> Any:
+    return list(args) if isinstance(args, list | tuple) else args
+
+
+# ----------------------------------------------------------------------------- ops from the table
+
+
+def _op_function(qualified: str) -> Any:
+    """The Python op function for an op-table name like "relax.nn.conv2d"."""
+    path = qualified.split(".")[1:]
+    obj: Any = _op
+    for part in path:
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return None
+    return obj if callable(obj) else None
+
+
+_SPECIAL = {"relax.call_tir", "relax.call_dps_packed"}
+
+
+_OPS_CACHE: dict[tuple[str, int], dict[str, Any]] = {}
+
+
+def _ops_under(prefix: str) -> dict[str, Any]:
+    """{short name: op function} for table ops directly under `prefix` ("relax." or "relax.nn.")."""
+    from ..relax.op import OP_TABLE
+
+    key = (prefix, len(OP_TABLE))  # the table only grows: its size identifies a version
+    if key not in _OPS_CACHE:
+        _OPS_CACHE[key] = _scan_ops(prefix, OP_TABLE)
+    return _OPS_CACHE[key]
+
+
+def _scan_ops(prefix: str, table: Mapping) -> dict[str, Any]:
+    out = {}
+    for qualified in table:
+        if qualified in _SPECIAL or not qualified.startswith(prefix):
+            continue
+        rest = qualified[len(prefix) :]
+        if "." in rest:
+            continue
+        out[rest] = _op_function(qualified) or _generic_op(qualified)
+    return out
+
+
+def _generic_op(qualified: str) -> Any:
+    """`R.<name>(*args, **attrs)` for a table op that has no Python op function (yet)."""
+    from ..relax.expr import Op
+    from ..relax.op._table import make_call
+
+    op = Op.get(qualified)
+
+    def build(*args: Any, **attrs: Any) -> Call:
+        return make_call(op, tuple(_as_arg(a) for a in args), attrs)
+
+    build.__name__ = qualified.rsplit(".", 1)[-1]
+    build.__doc__ = (
+        f"The table op {qualified!r}: positional relax arguments, attributes by keyword."
+    )
+    return build
+
+
+def _as_arg(value: Any) -> Any:
+    if isinstance(value, list | tuple) and all(isinstance(v, Expr) for v in value):
+        from ..relax.expr import Tuple as _TupleExpr
+
+        return _TupleExpr(tuple(value))
+    return value
+
+
+class _Names:
+    """An `__all__` that follows the op table (ops registered later appear automatically)."""
+
+    def __init__(self, fixed: tuple[str, ...], prefix: str):
+        self.fixed, self.prefix = fixed, prefix
+
+    def _all(self) -> list[str]:
+        return sorted(set(self.fixed) | set(_ops_under(self.prefix)))
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.fixed or name in _ops_under(self.prefix)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+    def __getitem__(self, index: int) -> str:
+        return self._all()[index]
+
+
+class _OpNamespace:
+    """`R.nn`: the table's ops under "relax.nn."."""
+
+    __tvmscript__ = True
+
+    def __init__(self, prefix: str):
+        self._prefix = prefix
+        self.__all__ = _Names((), prefix)
+
+    def __getattr__(self, name: str) -> Any:
+        fn = _ops_under(self._prefix).get(name)
+        if fn is None:
+            raise AttributeError(f"R.{self._prefix[len('relax.') :]}{name} is not a relax op")
+        return fn
+
+
+nn = _OpNamespace("relax.nn.")
+
+_FIXED = (
+    "Callable",
+    "ExternFunc",
+    "Object",
+    "Prim",
+    "Shape",
+    "Tensor",
+    "Tuple",
+    "call_dps_packed",
+    "call_packed",
+    "call_tir",
+    "const",
+    "dataflow",
+    "func_attr",
+    "function",
+    "match_cast",
+    "nn",
+    "output",
+    "prim_value",
+    "shape",
+    "str",
+)
+# not a list: it follows the op table, so ops registered later are R names too
+__all__ = _Names(_FIXED, "relax.")  # type: ignore[assignment]  # noqa: PLE0605
+
+
+def __getattr__(name: str) -> Any:
+    fn = _ops_under("relax.").get(name)
+    if fn is None:
+        raise AttributeError(f"module 'minitvm.script.relax' has no attribute {name!r}")
+    return fn
