@@ -76,6 +76,7 @@ class PrimStructInfo(StructInfo):
 
     dtype: Any
     value: Any = None
+    _def_fields = ("value",)  # a symbolic value is defined where the struct info is first seen
 
     def __post_init__(self):
         setfield(self, "dtype", DataType(self.dtype))
@@ -89,6 +90,7 @@ class ShapeStructInfo(StructInfo):
 
     values: Any = None
     ndim: int = -1
+    _def_fields = ("values",)  # symbolic dims are defined where the shape is first seen
 
     def __post_init__(self):
         if self.values is not None:
