@@ -1,0 +1,520 @@
+"""The classic TE schedule API (`te.create_schedule`) as an adapter onto `tir.Schedule`.
+
+Stage methods only record what the user asked for (validated against the stage's current
+IterVars). The function's arguments are known only at `tvm.lower` / `tvm.build` time, so
+`build_prim_func(args, name)` makes `te.create_prim_func(args)` and replays the record on a
+`tir.Schedule`: cache stages first, then stages from the outputs back to the inputs (a
+consumer's loops are final before a producer is computed at one of them), each stage's
+attachment before its own loop actions. Loops carry the user's names (`i.outer`, `i.j.fused`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..error import ScheduleError
+from ..tir.expr import IterType, IterVar, Var
+from ..tir.function import PrimFunc
+from .operation import ComputeOp, Operation, PlaceholderOp
+from .tensor import Tensor
+
+
+class _CacheOp:
+    """The operation of a tensor made by cache_read / cache_write: a copy stage."""
+
+    num_outputs = 1
+
+    def __init__(
+        self, name: str, shape: tuple, dtype: Any, axis: tuple, reduce_axis: tuple, source: Tensor
+    ) -> None:
+        self.name, self.shape, self.dtype = name, tuple(shape), dtype
+        self.axis, self.reduce_axis, self.source = tuple(axis), tuple(reduce_axis), source
+        self.tag, self.attrs = "", {}
+
+    @property
+    def input_tensors(self) -> list[Tensor]:
+        return [self.source]
+
+    def output(self, index: int) -> Tensor:
+        return Tensor(self.shape, self.dtype, self, 0)
+
+    @property
+    def outputs(self) -> tuple[Tensor, ...]:
+        return (self.output(0),)
+
+    def __repr__(self) -> str:
+        return f"CacheOp({self.name})"
+
+
+def _iv(name: str, like: IterVar) -> IterVar:
+    return IterVar(None, Var(name, like.var.dtype), like.iter_type)
+
+
+def _op_of(x: Any) -> Any:
+    if isinstance(x, Tensor):
+        return x.op
+    if isinstance(x, Operation | _CacheOp):
+        return x
+    raise ScheduleError(f"expected a te.Tensor or its .op, got {type(x).__name__}")
+
+
+@dataclass
+class _Attach:
+    kind: str  # "root" | "inline" | "at"
+    parent: Any = None
+    iv: IterVar | None = None
+
+
+@dataclass
+class Stage:
+    """The schedule of one operation: `s[C]`. Methods record loop transformations."""
+
+    op: Any
+    _sch: Any
+    leaf_iter_vars: list = field(default_factory=list)
+    all_iter_vars: list = field(default_factory=list)
+    attach: _Attach = field(default_factory=lambda: _Attach("root"))
+    actions: list = field(default_factory=list)
+    initial: list = field(default_factory=list)  # the IterVars the block's loops start as
+    scope: str | None = None
+
+    def __post_init__(self) -> None:
+        self.initial = list(self.op.axis) + list(self.op.reduce_axis)
+        self.leaf_iter_vars = list(self.initial)
+        self.all_iter_vars = list(self.initial)
+
+    __hash__ = object.__hash__
+    __eq__ = object.__eq__
+
+    @property
+    def name(self) -> str:
+        return self.op.name
+
+    def __repr__(self) -> str:
+        return f"Stage({self.name})"
+
+    # ------------------------------------------------------------------ checks
+    def _leaf(self, iv: Any, what: str) -> IterVar:
+        if not isinstance(iv, IterVar):
+            raise ScheduleError(
+                f"{what} on stage '{self.name}': expected an IterVar (e.g. "
+                f"s[{self.name}].op.axis[0]), got {type(iv).__name__}"
+            )
+        if any(iv is x for x in self.leaf_iter_vars):
+            return iv
+        if any(iv is x for x in self.all_iter_vars):
+            raise ScheduleError(
+                f"{what} on stage '{self.name}': IterVar '{iv.var.name}' was already split or "
+                f"fused; use the IterVars that split/fuse returned. Current loops: "
+                f"{[x.var.name for x in self.leaf_iter_vars]}"
+            )
+        owner = self._sch._owner(iv)
+        if owner is not None:
+            raise ScheduleError(
+                f"{what} on stage '{self.name}': IterVar '{iv.var.name}' belongs to stage "
+                f"'{owner.name}', not to '{self.name}'; use s[{self.name}].op.axis / "
+                f"s[{self.name}].op.reduce_axis"
+            )
+        raise ScheduleError(
+            f"{what} on stage '{self.name}': IterVar '{iv.var.name}' is not a "
+            f"loop of this stage; its loops are {[x.var.name for x in self.leaf_iter_vars]}"
+        )
+
+    def _replace_leaves(self, old: list, new: list) -> None:
+        pos = min(i for i, x in enumerate(self.leaf_iter_vars) if any(x is o for o in old))
+        kept = [x for x in self.leaf_iter_vars if not any(x is o for o in old)]
+        self.leaf_iter_vars = kept[:pos] + list(new) + kept[pos:]
+        self.all_iter_vars += list(new)
+
+    def _no_placeholder(self, what: str) -> None:
+        if isinstance(self.op, PlaceholderOp):
+            raise ScheduleError(
+                f"{what}: '{self.name}' is a placeholder (an input); it has no loops to schedule"
+            )
+
+    # ------------------------------------------------------------------ loop transformations
+    def split(
+        self, parent: IterVar, factor: Any = None, nparts: Any = None
+    ) -> tuple[IterVar, IterVar]:
+        """Split `parent` into (outer, inner) by `factor` (inner extent) or `nparts` (outer)."""
+        self._no_placeholder("split")
+        parent = self._leaf(parent, "split")
+        if (factor is None) == (nparts is None):
+            raise ScheduleError(
+                f"split on stage '{self.name}' of '{parent.var.name}': give "
+                "exactly one of factor= and nparts="
+            )
+        amount = factor if factor is not None else nparts
+        if isinstance(amount, int) and amount <= 0:
+            raise ScheduleError(
+                f"split on stage '{self.name}' of '{parent.var.name}': "
+                f"{'factor' if factor is not None else 'nparts'} must be positive, "
+                f"got {amount}"
+            )
+        outer = _iv(parent.var.name + ".outer", parent)
+        inner = _iv(parent.var.name + ".inner", parent)
+        self._replace_leaves([parent], [outer, inner])
+        self.actions.append(("split", parent, factor, nparts, outer, inner))
+        return outer, inner
+
+    def tile(self, x_parent: IterVar, y_parent: IterVar, x_factor: Any, y_factor: Any):
+        """Split two loops and reorder into (x.outer, y.outer, x.inner, y.inner)."""
+        xo, xi = self.split(x_parent, factor=x_factor)
+        yo, yi = self.split(y_parent, factor=y_factor)
+        self.reorder(xo, yo, xi, yi)
+        return xo, yo, xi, yi
+
+    def fuse(self, *args: IterVar) -> IterVar:
+        """Fuse adjacent loops (outer first) into one named `a.b.fused`."""
+        self._no_placeholder("fuse")
+        if len(args) == 1 and isinstance(args[0], list | tuple):
+            args = tuple(args[0])
+        ivs = [self._leaf(iv, "fuse") for iv in args]
+        if len(ivs) == 1:
+            return ivs[0]
+        pos = [next(i for i, x in enumerate(self.leaf_iter_vars) if x is iv) for iv in ivs]
+        if pos != list(range(pos[0], pos[0] + len(pos))):
+            raise ScheduleError(
+                f"fuse on stage '{self.name}': loops {[iv.var.name for iv in ivs]} are not "
+                f"adjacent and in order (outer first) among {[x.var.name for x in self.leaf_iter_vars]}; "
+                "reorder them first"
+            )
+        fused = _iv(".".join(iv.var.name for iv in ivs) + ".fused", ivs[0])
+        if any(iv.iter_type == IterType.CommReduce for iv in ivs):
+            fused = IterVar(None, fused.var, IterType.CommReduce)
+        self._replace_leaves(ivs, [fused])
+        self.actions.append(("fuse", tuple(ivs), fused))
+        return fused
+
+    def reorder(self, *args: IterVar) -> None:
+        self._no_placeholder("reorder")
+        if len(args) == 1 and isinstance(args[0], list | tuple):
+            args = tuple(args[0])
+        ivs = [self._leaf(iv, "reorder") for iv in args]
+        if len({id(iv) for iv in ivs}) != len(ivs):
+            raise ScheduleError(f"reorder on stage '{self.name}': an IterVar is listed twice")
+        slots = sorted(i for i, x in enumerate(self.leaf_iter_vars) if any(x is iv for iv in ivs))
+        for slot, iv in zip(slots, ivs):
+            self.leaf_iter_vars[slot] = iv
+        self.actions.append(("reorder", tuple(ivs)))
+
+    def _kind(self, method: str, iv: IterVar, *extra: Any) -> None:
+        self._no_placeholder(method)
+        iv = self._leaf(iv, method)
+        self.actions.append(("kind", method, iv, extra))
+
+    def vectorize(self, var: IterVar) -> None:
+        self._kind("vectorize", var)
+
+    def parallel(self, var: IterVar) -> None:
+        self._kind("parallel", var)
+
+    def unroll(self, var: IterVar) -> None:
+        self._kind("unroll", var)
+
+    def bind(self, ivar: IterVar, thread_ivar: IterVar) -> None:
+        tag = getattr(thread_ivar, "thread_tag", "") or str(thread_ivar)
+        self._kind("bind", ivar, tag)
+
+    def pragma(self, var: IterVar, pragma_type: str, pragma_value: Any = None) -> None:
+        if pragma_type == "unroll":
+            self._kind("unroll", var)
+            return
+        if pragma_type == "vectorize":
+            self._kind("vectorize", var)
+            return
+        self._kind(
+            "annotate", var, "pragma_" + pragma_type, 1 if pragma_value is None else pragma_value
+        )
+
+    # ------------------------------------------------------------------ attachment
+    def compute_inline(self) -> None:
+        self._no_placeholder("compute_inline")
+        self.attach = _Attach("inline")
+
+    def compute_root(self) -> None:
+        self._no_placeholder("compute_root")
+        self.attach = _Attach("root")
+
+    def compute_at(self, parent: "Stage", scope: IterVar) -> None:
+        self._no_placeholder("compute_at")
+        if not isinstance(parent, Stage):
+            raise ScheduleError(
+                f"compute_at on stage '{self.name}': the first argument must be a stage, e.g. s[C]"
+            )
+        if parent is self:
+            raise ScheduleError(
+                f"compute_at on stage '{self.name}': a stage cannot be computed at its own loop"
+            )
+        if not any(scope is x for x in parent.all_iter_vars):
+            owner = self._sch._owner(scope)
+            where = f"belongs to stage '{owner.name}'" if owner else "is not a loop of any stage"
+            raise ScheduleError(
+                f"compute_at on stage '{self.name}': IterVar "
+                f"'{getattr(getattr(scope, 'var', None), 'name', scope)}' {where}, not to "
+                f"'{parent.name}'; pass a loop of s[{parent.name}]"
+            )
+        self.attach = _Attach("at", parent, scope)
+
+    def set_scope(self, scope: str) -> None:
+        self.scope = scope
+
+
+class Schedule:
+    """`te.create_schedule(ops)`: one Stage per compute operation feeding `ops`."""
+
+    def __init__(self, ops: Any) -> None:
+        ops = list(ops) if isinstance(ops, list | tuple) else [ops]
+        self.outputs = [_op_of(o) for o in ops]
+        self.stage_map: dict[int, Stage] = {}
+        self._deps: dict[int, list[Stage]] = {}
+        self._structural: list[tuple] = []
+        order: list[Any] = []
+        seen: set[int] = set()
+        for root in self.outputs:
+            stack = [(root, False)]
+            while stack:
+                op, done = stack.pop()
+                if done:
+                    order.append(op)
+                    continue
+                if id(op) in seen:
+                    continue
+                seen.add(id(op))
+                stack.append((op, True))
+                stack.extend((t.op, False) for t in reversed(op.input_tensors))
+        for op in order:
+            if isinstance(op, ComputeOp):
+                stage = Stage(op, self)
+                self.stage_map[id(op)] = stage
+        for op in order:
+            if isinstance(op, ComputeOp):
+                self._deps[id(self.stage_map[id(op)])] = [
+                    self.stage_map[id(t.op)] for t in op.input_tensors if id(t.op) in self.stage_map
+                ]
+
+    @property
+    def stages(self) -> list[Stage]:
+        return list(self.stage_map.values())
+
+    def __getitem__(self, x: Any) -> Stage:
+        op = _op_of(x)
+        stage = self.stage_map.get(id(op))
+        if stage is None:
+            if isinstance(op, PlaceholderOp):
+                raise ScheduleError(
+                    f"s[{op.name}]: '{op.name}' is a placeholder (an input); it "
+                    "has no loops to schedule"
+                )
+            raise ScheduleError(
+                f"s[{op.name}]: '{op.name}' is not computed by this schedule's "
+                "outputs; create the schedule from the final tensor(s)"
+            )
+        return stage
+
+    def _owner(self, iv: Any) -> Stage | None:
+        for stage in self.stage_map.values():
+            if any(iv is x for x in stage.all_iter_vars):
+                return stage
+        return None
+
+    # ------------------------------------------------------------------ caches
+    def cache_read(self, tensor: Tensor, scope: str, readers: Any) -> Tensor:
+        """A copy of `tensor` in `scope`, read by `readers` instead of `tensor`."""
+        readers = list(readers) if isinstance(readers, list | tuple) else [readers]
+        reader_stages = [self[r] for r in readers]
+        if not reader_stages:
+            raise ScheduleError(f"cache_read of '{tensor.name}': give at least one reader")
+        for st in reader_stages:
+            if not any(t == tensor for t in st.op.input_tensors) and not any(
+                d is self.stage_map.get(id(tensor.op)) for d in self._deps[id(st)]
+            ):
+                raise ScheduleError(
+                    f"cache_read of '{tensor.name}': stage '{st.name}' does not "
+                    f"read '{tensor.name}'"
+                )
+        axis = tuple(
+            IterVar(None, Var(f"ax{d}", getattr(s, "dtype", "int32")), IterType.DataPar)
+            for d, s in enumerate(tensor.shape)
+        )
+        op = _CacheOp(f"{tensor.name}.{scope}", tensor.shape, tensor.dtype, axis, (), tensor)
+        stage = Stage(op, self)
+        self.stage_map[id(op)] = stage
+        src = self.stage_map.get(id(tensor.op))
+        self._deps[id(stage)] = [src] if src is not None else []
+        for st in reader_stages:
+            self._deps[id(st)] = [d for d in self._deps[id(st)] if d is not src] + [stage]
+        self._structural.append(("cache_read", tensor, scope, reader_stages, stage))
+        return op.output(0)
+
+    def cache_write(self, tensor: Tensor, scope: str) -> Tensor:
+        """Compute `tensor` into a new tensor in `scope`; `s[tensor]` becomes the copy back."""
+        stage = self[tensor]
+        if stage.actions or stage.attach.kind != "root":
+            raise ScheduleError(
+                f"cache_write of '{tensor.name}': stage '{stage.name}' was "
+                "already scheduled; call cache_write before split/reorder/..."
+            )
+        op = stage.op
+        axis = tuple(_iv(iv.var.name + ".c", iv) for iv in op.axis)
+        cop = _CacheOp(
+            f"{tensor.name}.{scope}",
+            tensor.shape,
+            tensor.dtype,
+            axis,
+            tuple(op.reduce_axis),
+            tensor,
+        )
+        cache_stage = Stage(cop, self)
+        self.stage_map[id(cop)] = cache_stage
+        self._deps[id(cache_stage)] = self._deps[id(stage)]
+        self._deps[id(stage)] = [cache_stage]
+        stage.initial = list(op.axis)
+        stage.leaf_iter_vars = list(op.axis)
+        stage.all_iter_vars = list(op.axis)
+        self._structural.append(("cache_write", tensor, scope, stage, cache_stage))
+        return cop.output(0)
+
+    # ------------------------------------------------------------------ replay
+    def build_prim_func(self, args: list, name: str = "main") -> PrimFunc:
+        """`te.create_prim_func(args)` with this schedule applied (used by tvm.lower/build)."""
+        return _Replay(self, args).run().with_attr("global_symbol", name)
+
+    def _consumers_first(self) -> list[Stage]:
+        order: list[Stage] = []
+        seen: set[int] = set()
+        for stage in self.stage_map.values():
+            stack = [(stage, False)]
+            while stack:
+                st, done = stack.pop()
+                if done:
+                    order.append(st)
+                    continue
+                if id(st) in seen:
+                    continue
+                seen.add(id(st))
+                stack.append((st, True))
+                stack.extend((d, False) for d in self._deps.get(id(st), []))
+        return list(reversed(order))
+
+
+class _Replay:
+    """Applies a te Schedule's record to a tir.Schedule of create_prim_func(args)."""
+
+    def __init__(self, te_sch: Schedule, args: list) -> None:
+        from ..tir.schedule import Schedule as TirSchedule
+        from .to_tir import create_prim_func_with_blocks
+
+        self.te = te_sch
+        func, block_of = create_prim_func_with_blocks(list(args))
+        self.args = list(args)
+        self.sch = TirSchedule(func)
+        self.block: dict[int, Any] = {}
+        for op, bname in block_of.items():
+            stage = te_sch.stage_map.get(id(op))
+            if stage is not None:
+                self.block[id(stage)] = self.sch.get_block(bname)
+        self.loop: dict[int, Any] = {}
+
+    def _buffer_of(self, tensor: Tensor) -> Any:
+        for n, a in enumerate(self.args):
+            if isinstance(a, Tensor) and a == tensor:
+                func = self.sch.mod["main"]
+                return func.buffer_map[func.params[n]]
+        stage = self.te.stage_map.get(id(tensor.op))
+        if stage is None or id(stage) not in self.block:
+            raise ScheduleError(f"'{tensor.name}' is neither an argument nor computed here")
+        return self.sch.get(self.block[id(stage)]).writes[0].buffer
+
+    def _map_loops(self, stage: Stage, names: bool) -> None:
+        loops = self.sch.get_loops(self.block[id(stage)])
+        mine = loops[len(loops) - len(stage.initial) :]
+        for iv, lp in zip(stage.initial, mine):
+            self.loop[id(iv)] = lp
+            if names:
+                self.sch._rename_loop(lp, iv.var.name)
+
+    def _structural(self) -> None:
+        for action in self.te._structural:
+            if action[0] == "cache_read":
+                _, tensor, scope, readers, stage = action
+                buf = self._buffer_of(tensor)
+                first = self.block[id(readers[0])]
+                reads = self.sch.get(first).reads
+                index = next(i for i, r in enumerate(reads) if r.buffer is buf)
+                consumers = [self.block[id(r)] for r in readers]
+                self.block[id(stage)] = self.sch.cache_read(first, index, scope, consumers)
+            else:
+                _, tensor, scope, stage, cache_stage = action
+                block = self.block[id(stage)]
+                self.block[id(cache_stage)] = block
+                self.block[id(stage)] = self.sch.cache_write(block, 0, scope)
+
+    def run(self) -> PrimFunc:
+        self._structural()
+        stages = [st for st in self.te._consumers_first() if id(st) in self.block]
+        for st in stages:
+            self._map_loops(st, names=True)
+        for st in stages:
+            self._attach(st)
+            for action in st.actions:
+                self._apply(st, action)
+        return self.sch.mod["main"]
+
+    def _loop_of(self, stage: Stage, iv: IterVar, what: str) -> Any:
+        if not any(iv is x for x in stage.leaf_iter_vars):
+            raise ScheduleError(
+                f"{what}: IterVar '{iv.var.name}' of stage '{stage.name}' was "
+                "split or fused after being used; use the IterVars split/fuse "
+                "returned"
+            )
+        return self.loop[id(iv)]
+
+    def _attach(self, st: Stage) -> None:
+        kind = st.attach.kind
+        if kind == "inline":
+            if st.actions:
+                raise ScheduleError(
+                    f"stage '{st.name}' is inlined (compute_inline) but also has "
+                    "loop transformations; an inlined stage has no loops"
+                )
+            self.sch.compute_inline(self.block[id(st)])
+        elif kind == "at":
+            parent = st.attach.parent
+            loop = self._loop_of(parent, st.attach.iv, f"compute_at of stage '{st.name}'")
+            self.sch.compute_at(self.block[id(st)], loop, preserve_unit_loops=True)
+            self._map_loops(st, names=True)
+
+    def _apply(self, st: Stage, action: tuple) -> None:
+        sch = self.sch
+        if action[0] == "split":
+            _, parent, factor, nparts, outer, inner = action
+            factors = [None, factor] if factor is not None else [nparts, None]
+            lo, li = sch.split(
+                self._loop_of(st, parent, what) if False else self.loop[id(parent)], factors
+            )
+            for iv, lp in ((outer, lo), (inner, li)):
+                sch._rename_loop(lp, iv.var.name)
+                self.loop[id(iv)] = lp
+        elif action[0] == "fuse":
+            _, ivs, fused = action
+            lp = sch.fuse(*[self.loop[id(iv)] for iv in ivs])
+            sch._rename_loop(lp, fused.var.name)
+            self.loop[id(fused)] = lp
+        elif action[0] == "reorder":
+            sch.reorder(*[self.loop[id(iv)] for iv in action[1]])
+        else:
+            _, method, iv, extra = action
+            getattr(sch, method)(self.loop[id(iv)], *extra)
+
+
+def create_schedule(ops: Any) -> Schedule:
+    """A schedule for the operations `ops` (a `.op`, a tensor or a list of them).
+
+    >>> s = te.create_schedule(C.op); xo, xi = s[C].split(C.op.axis[0], factor=4)
+    """
+    return Schedule(ops)
+
+
+__all__ = ["Schedule", "Stage", "create_schedule"]

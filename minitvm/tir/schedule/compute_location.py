@@ -1,0 +1,362 @@
+"""compute_at and reverse_compute_at: move a block under a loop, covering only the region needed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..analysis.region import Interval, eval_interval, loop_domain, region_interval
+from ..expr import GE, LT, Add, BufferLoad, IntImm, IterType, PrimExpr, Range, Sub, Var, binary, logical_and
+from ..function import PrimFunc
+from ..functor import post_order_visit, substitute
+from ..stmt import Block, BlockRealize, BufferRegion, For, ForKind, SeqStmt, Stmt, seq
+from .common import analyzer, const_int, schedule_error
+from .tree import Path, enclosing_block, loops_above, replace_stmts, walk
+
+
+def scope_blocks(scope_stmt: Stmt, scope_path: Path) -> list[tuple[BlockRealize, Path]]:
+    """Blocks directly in a scope (not nested in a deeper block), in program order."""
+    out = []
+    depth = len(scope_path)
+    for s, p in walk(scope_stmt, scope_path):
+        if isinstance(s, BlockRealize) and not any(isinstance(a, Block) for a in p[depth:]):
+            out.append((s, p))
+    return out
+
+
+def _scope_of(path: Path) -> tuple[Stmt, Path]:
+    """The body of the innermost block on `path`, and the path down to that body."""
+    for k in range(len(path) - 1, -1, -1):
+        if isinstance(path[k], Block):
+            return path[k].body, path[: k + 1]
+    return path[0], ()
+
+
+def _under(path: Path, node: Stmt) -> bool:
+    return any(a is node for a in path)
+
+
+def _mentions(e: PrimExpr, var: Var) -> bool:
+    from .tree import uses_var
+
+    return uses_var(e, {id(var)})
+
+
+def _buffers(regions: tuple) -> set[int]:
+    return {id(r.buffer) for r in regions}
+
+
+def _reads(r: BlockRealize) -> set[int]:
+    """Buffers the block reads: its declared reads plus what its body loads (an accumulator
+    that a reduction reads back is often left out of the declared reads)."""
+    out = _buffers(r.block.reads)
+    post_order_visit(r.block.body, lambda n: out.add(id(n.buffer)) if isinstance(n, BufferLoad) else None)
+    return out
+
+
+def _writes(r: BlockRealize) -> set[int]:
+    return _buffers(r.block.writes)
+
+
+def _bind_region(region: BufferRegion, r: BlockRealize) -> BufferRegion:
+    """`region` (in r's iter vars) rewritten in terms of the loop vars r is bound to."""
+    vmap = {iv.var: v for iv, v in zip(r.block.iter_vars, r.iter_values)}
+    return substitute(region, vmap)
+
+
+def _union(a: list, b: list, ana: Any) -> list:
+    out = []
+    for x, y in zip(a, b):
+        if x is None or y is None:
+            out.append(None)
+        else:
+            out.append((ana.simplify(binary_min(x[0], y[0])), ana.simplify(binary_max(x[1], y[1]))))
+    return out
+
+
+def binary_min(a: PrimExpr, b: PrimExpr) -> PrimExpr:
+    from ..expr import Min
+
+    return binary(Min, a, b)
+
+
+def binary_max(a: PrimExpr, b: PrimExpr) -> PrimExpr:
+    from ..expr import Max
+
+    return binary(Max, a, b)
+
+
+def _touched_region(
+    blocks: list[tuple[BlockRealize, Path]], loop: For, buf_id: int, use_writes: bool, ana: Any
+) -> list | None:
+    """Union over `blocks` (all under `loop`) of the region of buffer `buf_id` they touch
+    during one iteration of `loop`, in terms of loop vars at and above `loop`."""
+    total = None
+    for r, p in blocks:
+        k = next(i for i, a in enumerate(p) if a is loop)
+        inner = [a for a in p[k + 1 :] if isinstance(a, For)]
+        dom = loop_domain(inner)
+        for region in r.block.writes if use_writes else r.block.reads:
+            if id(region.buffer) != buf_id:
+                continue
+            got = region_interval(_bind_region(region, r), dom, ana.simplify)
+            total = got if total is None else _union(total, got, ana)
+    return total
+
+
+def _full(buf: Any, dim: int) -> Interval:
+    return IntImm(buf.shape[dim].dtype, 0), binary(Sub, buf.shape[dim], 1)
+
+
+def _iter_map(func: PrimFunc, r: BlockRealize, region: BufferRegion, what: str) -> dict[int, int]:
+    """dimension -> iter var index, for a region indexed directly by the block's iter vars."""
+    ids = {id(iv.var): k for k, iv in enumerate(r.block.iter_vars)}
+    out: dict[int, int] = {}
+    for d, rng in enumerate(region.region):
+        if isinstance(rng.min, Var) and id(rng.min) in ids and const_int(rng.extent) == 1:
+            out[d] = ids[id(rng.min)]
+        elif not (const_int(rng.min) is not None and const_int(rng.extent) == 1):
+            raise schedule_error(
+                func, f"{what}: block '{r.block.name_hint}' accesses {region.buffer.name} at "
+                f"dimension {d} with `{rng.min}`, not with one of its iterators; only blocks "
+                "indexed directly by their iterators can be moved", r)
+    return out
+
+
+def _rebind(
+    func: PrimFunc, r: BlockRealize, intervals: list[Interval | None], outer: list[For],
+    preserve_unit_loops: bool,
+) -> Stmt:
+    """A loop nest running block r once for each iter var value in `intervals` (None: its
+    whole domain), guarded to stay inside each iter var's domain."""
+    new_loops: list[For] = []
+    bindings = []
+    ana = analyzer(outer)
+    for iv, span in zip(r.block.iter_vars, intervals):
+        dom = iv.dom
+        lo, ext = (dom.min, dom.extent) if span is None else (
+            span[0], ana.simplify(binary(Add, binary(Sub, span[1], span[0]), 1)))
+        lo = ana.simplify(lo)
+        if const_int(ext) == 1 and not preserve_unit_loops:
+            bindings.append(lo)
+            continue
+        v = Var(f"ax{len(new_loops)}", iv.var.dtype)
+        loop = For(v, IntImm(v.dtype, 0), ext, ForKind.SERIAL, seq())
+        new_loops.append(loop)
+        ana.bind(v, Range(0, ext))
+        bindings.append(ana.simplify(binary(Add, lo, v)))
+    pred: PrimExpr = IntImm("bool", 1)
+    for iv, b in zip(r.block.iter_vars, bindings):
+        lo, end = iv.dom.min, binary(Add, iv.dom.min, iv.dom.extent)
+        for cond in (GE(b, lo), LT(b, end)):
+            if not ana.can_prove(cond):
+                pred = cond if const_int(pred) == 1 else logical_and(pred, cond)
+    body: Stmt = BlockRealize(tuple(bindings), pred, r.block)
+    for loop in reversed(new_loops):
+        body = loop.replace(body=body)
+    return body
+
+
+def _insert(loop: For, new: Stmt, index_of: Any, after: bool) -> For:
+    items = list(loop.body.seq) if isinstance(loop.body, SeqStmt) else [loop.body]
+    pos = index_of(items)
+    items.insert(pos + 1 if after else pos, new)
+    return loop.replace(body=seq(*items))
+
+
+def _self_reads(block: Block) -> bool:
+    """True when the block's body loads a buffer that the block writes."""
+    outs = _buffers(block.writes)
+    found: list = []
+    post_order_visit(block.body, lambda n: found.append(n)
+                     if isinstance(n, BufferLoad) and id(n.buffer) in outs else None)
+    return bool(found)
+
+
+def _check_idempotent(func: PrimFunc, what: str, r: BlockRealize) -> None:
+    """A block that reads what it writes without an init accumulates: running it again on an
+    overlapping region (which moving it may do) would add twice."""
+    if r.block.init is None and _self_reads(r.block):
+        raise schedule_error(
+            func, f"{what}: block '{r.block.name_hint}' updates "
+            f"{r.block.writes[0].buffer.name} in place (it reads it and has no init); it cannot "
+            "be moved. Move the block before decompose_reduction", r)
+
+
+def _check_same_scope(func, what, r_path, loop, loop_path, r):
+    if _under(r_path, loop):
+        raise schedule_error(
+            func, f"{what}: block '{r.block.name_hint}' is already inside loop "
+            f"'{loop.loop_var.name}'; pick a loop that does not enclose it", loop)
+    if enclosing_block(r_path) is not enclosing_block(loop_path):
+        raise schedule_error(
+            func, f"{what}: loop '{loop.loop_var.name}' is in a different block scope than block "
+            f"'{r.block.name_hint}'", loop)
+
+
+def compute_at(
+    func: PrimFunc, r: BlockRealize, r_path: Path, loop: For, loop_path: Path,
+    preserve_unit_loops: bool = False,
+) -> PrimFunc:
+    """Move producer block r under `loop`, computing only what consumers there read."""
+    name = r.block.name_hint
+    what = f"compute_at(block '{name}', loop '{loop.loop_var.name}')"
+    _check_same_scope(func, what, r_path, loop, loop_path, r)
+    _check_idempotent(func, what, r)
+    scope, scope_path = _scope_of(r_path)
+    blocks = scope_blocks(scope, scope_path)
+    outs = _writes(r)
+    consumers = [(b, p) for b, p in blocks if b is not r and _reads(b) & outs]
+    inside = [(b, p) for b, p in consumers if _under(p, loop)]
+    if not inside:
+        raise schedule_error(
+            func, f"{what}: no block under loop '{loop.loop_var.name}' reads what '{name}' "
+            "writes; compute a block at a loop of one of its consumers", loop)
+    for b, _ in inside:
+        if _writes(b) & outs:
+            raise schedule_error(
+                func, f"{what}: block '{b.block.name_hint}' under the loop also writes what "
+                f"'{name}' writes; recomputing '{name}' there would overwrite its updates", loop)
+    outside = [b for b, p in consumers if not _under(p, loop)]
+    if outside:
+        raise schedule_error(
+            func, f"{what}: block '{outside[0].block.name_hint}' outside the loop also reads "
+            f"what '{name}' writes; it would see a partial result. Move that block under the "
+            "loop too, or use cache_read first", loop)
+    order = [b for b, _ in blocks]
+    first_inside = min(order.index(b) for b, p in blocks if _under(p, loop))
+    here = order.index(r)
+    if here > first_inside:
+        raise schedule_error(
+            func, f"{what}: block '{name}' comes after the loop; use reverse_compute_at to move "
+            "a consumer under a producer's loop", loop)
+    ins = _reads(r) | outs
+    for b, p in blocks[here + 1 : first_inside]:
+        if _writes(b) & ins:
+            raise schedule_error(
+                func, f"{what}: block '{b.block.name_hint}' between '{name}' and the loop writes "
+                f"a buffer '{name}' uses; moving '{name}' past it would change the result", loop)
+    outer = loops_above(loop_path) + [loop]
+    ana = analyzer(outer)
+    if len(r.block.writes) != 1:
+        raise schedule_error(
+            func, f"{what}: block '{name}' writes {len(r.block.writes)} buffers; compute_at "
+            "needs a block with exactly one output", r)
+    write = r.block.writes[0]
+    dims = _iter_map(func, r, write, what)
+    need = _touched_region([(b, p) for b, p in inside], loop, id(write.buffer), False, ana)
+    intervals: list = [None] * len(r.block.iter_vars)
+    for d, k in dims.items():
+        intervals[k] = need[d] if need is not None and need[d] is not None else _full(write.buffer, d)
+    new = _rebind(func, r, intervals, outer, preserve_unit_loops)
+    inside_ids = {id(b) for b, _ in inside}
+
+    def first_consumer(items: list) -> int:
+        return next(i for i, s in enumerate(items) if any(id(x) in inside_ids for x, _ in walk(s)))
+
+    new_loop = _insert(loop, new, first_consumer, after=False)
+    return replace_stmts(func, {id(r): None, id(loop): new_loop}, [r, loop])
+
+
+def reverse_compute_at(
+    func: PrimFunc, r: BlockRealize, r_path: Path, loop: For, loop_path: Path,
+    preserve_unit_loops: bool = False,
+) -> PrimFunc:
+    """Move consumer block r under `loop`, consuming what the producers there just wrote."""
+    name = r.block.name_hint
+    what = f"reverse_compute_at(block '{name}', loop '{loop.loop_var.name}')"
+    _check_same_scope(func, what, r_path, loop, loop_path, r)
+    _check_idempotent(func, what, r)
+    scope, scope_path = _scope_of(r_path)
+    blocks = scope_blocks(scope, scope_path)
+    ins = _reads(r)
+    producers = [(b, p) for b, p in blocks if b is not r and _writes(b) & ins]
+    inside = [(b, p) for b, p in producers if _under(p, loop)]
+    if not inside:
+        raise schedule_error(
+            func, f"{what}: no block under loop '{loop.loop_var.name}' writes what '{name}' "
+            "reads; move a consumer to a loop of one of its producers", loop)
+    for b, p in inside:
+        k = next(i for i, a in enumerate(p) if a is loop)
+        for f in [a for a in p[: k + 1] if isinstance(a, For)]:
+            drives = [iv.var.name for iv, v in zip(b.block.iter_vars, b.iter_values)
+                      if iv.iter_type == IterType.CommReduce and _mentions(v, f.loop_var)]
+            if drives:
+                raise schedule_error(
+                    func, f"{what}: loop '{f.loop_var.name}' drives reduction iterator "
+                    f"'{drives[0]}' of producer '{b.block.name_hint}', so under loop "
+                    f"'{loop.loop_var.name}' '{name}' would read partial sums; pick a loop outside "
+                    "the producer's reduction loops", loop)
+    order = [b for b, _ in blocks]
+    here = order.index(r)
+    last_inside = max(order.index(b) for b, p in blocks if _under(p, loop))
+    if here < last_inside:
+        raise schedule_error(
+            func, f"{what}: block '{name}' comes before the loop; use compute_at to move a "
+            "producer under a consumer's loop", loop)
+    touched = ins | _writes(r)
+    for b, p in blocks[last_inside + 1 : here]:
+        if not _under(p, loop) and (_writes(b) & touched or _reads(b) & _writes(r)):
+            raise schedule_error(
+                func, f"{what}: block '{b.block.name_hint}' between the loop and '{name}' "
+                f"touches a buffer '{name}' uses; moving '{name}' before it would change the "
+                "result", loop)
+    outer = loops_above(loop_path) + [loop]
+    ana = analyzer(outer)
+    intervals: list = [None] * len(r.block.iter_vars)
+    produced_ids = {id(w.buffer) for b, _ in inside for w in b.block.writes} & ins
+    produced: dict[int, list] = {}
+    for read in r.block.reads:
+        if id(read.buffer) not in produced_ids or id(read.buffer) in produced:
+            continue
+        have = _touched_region(inside, loop, id(read.buffer), True, ana)
+        produced[id(read.buffer)] = have
+        for d, k in _iter_map(func, r, read, what).items():
+            if have is not None and have[d] is not None and intervals[k] is None:
+                iv = r.block.iter_vars[k]
+                if iv.iter_type == IterType.CommReduce and _covers_domain(have[d], iv, ana):
+                    continue
+                if iv.iter_type == IterType.CommReduce:
+                    raise schedule_error(
+                        func, f"{what}: the loop produces {read.buffer.name} piece by piece "
+                        f"along reduction iterator '{r.block.iter_vars[k].var.name}' of "
+                        f"'{name}'; a reduction cannot be split across loop iterations", loop)
+                intervals[k] = have[d]
+    _check_cover(func, what, r, intervals, produced, ana, loop)
+    new = _rebind(func, r, intervals, outer, preserve_unit_loops)
+    inside_ids = {id(b) for b, _ in inside}
+
+    def last_producer(items: list) -> int:
+        hits = [i for i, s in enumerate(items) if any(id(x) in inside_ids for x, _ in walk(s))]
+        return hits[-1]
+
+    new_loop = _insert(loop, new, last_producer, after=True)
+    return replace_stmts(func, {id(r): None, id(loop): new_loop}, [r, loop])
+
+
+def _covers_domain(span: Interval, iv: Any, ana: Any) -> bool:
+    last = binary(Sub, binary(Add, iv.dom.min, iv.dom.extent), 1)
+    return ana.can_prove(GE(iv.dom.min, span[0])) and ana.can_prove(GE(span[1], last))
+
+
+def _check_cover(func, what, r, intervals, produced, ana, loop) -> None:
+    """Every element r reads (with its iterators in `intervals`) must be produced in the loop."""
+    dom = {}
+    for iv, span in zip(r.block.iter_vars, intervals):
+        dom[id(iv.var)] = span if span is not None else (
+            iv.dom.min, binary(Sub, binary(Add, iv.dom.min, iv.dom.extent), 1))
+    for read in r.block.reads:
+        have = produced.get(id(read.buffer))
+        if have is None:
+            continue
+        need = region_interval(read, dom, ana.simplify)
+        for d, (h, n) in enumerate(zip(have, need)):
+            ok = h is not None and n is not None and ana.can_prove(GE(n[0], h[0])) and ana.can_prove(
+                GE(h[1], n[1]))
+            if not ok:
+                raise schedule_error(
+                    func, f"{what}: one iteration of loop '{loop.loop_var.name}' does not produce "
+                    f"all of {read.buffer.name} (dimension {d}) that block '{r.block.name_hint}' "
+                    "needs; pick an outer loop", loop)
+
+
+__all__ = ["compute_at", "reverse_compute_at", "scope_blocks", "eval_interval"]

@@ -1,0 +1,278 @@
+"""Loop primitives: split, fuse, reorder, loop kinds (parallel/vectorize/unroll/bind), annotate."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..expr import (
+    GT, FloorDiv, FloorMod, IntImm, IterType, IterVar, LT, PrimExpr, Range, Var, as_expr, binary,
+    Add, Mul, Sub, cast, logical_and,
+)
+from ..function import PrimFunc
+from ..functor import substitute
+from ..op import likely
+from ..stmt import Block, BlockRealize, For, ForKind, IfThenElse, Stmt
+from .common import analyzer, const_int, describe_loop, is_zero, schedule_error
+from .tree import Path, loops_above, map_realizes, replace_stmt, uses_var, walk
+
+
+def _mul_all(values: list[PrimExpr], like: PrimExpr) -> PrimExpr:
+    out: PrimExpr = IntImm(like.dtype, 1)
+    for v in values:
+        out = binary(Mul, out, v)
+    return out
+
+
+def _check_factors(func: PrimFunc, loop: For, factors: list) -> list:
+    """Validate split factors; return them as PrimExprs (None kept for the one inferred)."""
+    where = f"split({describe_loop(loop)})"
+    shown = [None if f is None else (const_int(f) if const_int(f) is not None else f) for f in factors]
+    if len(factors) < 1:
+        raise schedule_error(func, f"{where}: factors must not be empty", loop)
+    if sum(f is None for f in factors) > 1:
+        raise schedule_error(
+            func, f"{where}: factors {shown} contain more than one None; at most one factor "
+            "may be inferred", loop)
+    out = []
+    for f in factors:
+        if f is None:
+            out.append(None)
+            continue
+        if isinstance(f, bool) or not isinstance(f, int | PrimExpr):
+            raise schedule_error(func, f"{where}: factor {f!r} is not an int, None or expression", loop)
+        value = const_int(f)
+        if value is not None and value <= 0:
+            word = "0" if value == 0 else "a negative number"
+            raise schedule_error(
+                func, f"{where}: factors {shown} contain {word}; use positive integers, at most "
+                "one None", loop)
+        expr = as_expr(f, like=loop.extent.dtype)
+        if not expr.dtype.is_integer:
+            raise schedule_error(func, f"{where}: factor `{expr}` is not an integer", loop)
+        out.append(cast(loop.extent.dtype, expr))
+    return out
+
+
+def add_predicate(stmt: Stmt, cond: PrimExpr) -> Stmt:
+    """AND `cond` into the predicate of every block realized directly under `stmt`."""
+    found = False
+
+    def guard(r: BlockRealize) -> BlockRealize:
+        nonlocal found
+        found = True
+        pred = r.predicate
+        is_true = isinstance(pred, IntImm) and pred.value == 1
+        return r.replace(predicate=cond if is_true else logical_and(pred, cond))
+
+    out = map_realizes(stmt, guard)
+    return out if found else IfThenElse(likely(cond), stmt)
+
+
+def simplify_bindings(stmt: Stmt, loops: list[For]) -> Stmt:
+    """Simplify the iter_values and predicates of the blocks under `stmt`."""
+    outer = list(loops)
+    inner = [s for s, _ in walk(stmt) if isinstance(s, For)]
+    ana = analyzer(outer + inner)
+
+    def simp(r: BlockRealize) -> BlockRealize:
+        values = tuple(ana.simplify(v) for v in r.iter_values)
+        same = all(a is b for a, b in zip(values, r.iter_values))
+        pred = ana.simplify(r.predicate)
+        return r.replace(iter_values=r.iter_values if same else values, predicate=pred)
+
+    return map_realizes(stmt, simp)
+
+
+def split(func: PrimFunc, loop: For, path: Path, factors: list) -> tuple[PrimFunc, list[Var]]:
+    """Split `loop` into len(factors) nested loops (outermost first); returns the new loop vars."""
+    factors = _check_factors(func, loop, list(factors))
+    ext = loop.extent
+    ana = analyzer(loops_above(path))
+    known = [f for f in factors if f is not None]
+    prod = _mul_all(known, ext)
+    if None in factors:
+        inferred = ana.simplify(FloorDiv(binary(Add, ext, binary(Sub, prod, 1)), prod))
+        factors = [inferred if f is None else f for f in factors]
+        exact = ana.can_prove(binary(FloorMod, ext, prod).equal(0))
+    else:
+        prod = ana.simplify(prod)
+        covers = ana.can_prove(prod >= ext)
+        if not covers:
+            shown = [const_int(f) if const_int(f) is not None else f for f in factors]
+            raise schedule_error(
+                func, f"split({describe_loop(loop)}): factors {shown} multiply to {prod}, which "
+                f"does not cover the loop extent {ext}; make the product at least the extent, or "
+                "pass None for one factor to infer it", loop)
+        exact = ana.can_prove(prod.equal(ext))
+    names = [f"{loop.loop_var.name}_{k}" for k in range(len(factors))]
+    new_vars = [Var(n, loop.loop_var.dtype) for n in names]
+    fused: PrimExpr = new_vars[0]
+    for v, f in zip(new_vars[1:], factors[1:]):
+        fused = binary(Add, binary(Mul, fused, f), v)
+    value = fused if is_zero(loop.min) else binary(Add, loop.min, fused)
+    body = substitute(loop.body, {loop.loop_var: value})
+    if not exact:
+        body = add_predicate(body, LT(fused, ext))
+    new_loops = [For(v, 0, f, ForKind.SERIAL, body) for v, f in zip(new_vars, factors)]
+    body = simplify_bindings(body, loops_above(path) + new_loops)
+    for v, f in reversed(list(zip(new_vars, factors))):
+        body = For(v, IntImm(v.dtype, 0), f, ForKind.SERIAL, body)
+    return replace_stmt(func, loop, body), new_vars
+
+
+def fuse(func: PrimFunc, loops: list[For], path: Path) -> tuple[PrimFunc, Var]:
+    """Fuse directly nested loops (outermost first) into one; returns the fused loop var."""
+    for outer, inner in zip(loops, loops[1:]):
+        if outer.body is not inner:
+            names = ", ".join(f"'{f.loop_var.name}'" for f in loops)
+            raise schedule_error(
+                func, f"fuse({names}): loop '{inner.loop_var.name}' is not directly nested in "
+                f"loop '{outer.loop_var.name}' (the body of '{outer.loop_var.name}' is not "
+                "exactly that loop); fuse only adjacent loops of one chain, outermost first",
+                inner)
+    for f in loops:
+        if uses_var([g.extent for g in loops] + [g.min for g in loops], {id(f.loop_var)}):
+            raise schedule_error(
+                func, f"fuse: the extent of a fused loop depends on loop '{f.loop_var.name}'", f)
+    dtype = loops[0].loop_var.dtype
+    fused = Var("_".join(f.loop_var.name for f in loops) + "_fused", dtype)
+    extents = [f.extent for f in loops]
+    vmap: dict = {}
+    for k, f in enumerate(loops):
+        inner = _mul_all(extents[k + 1 :], fused)
+        part: PrimExpr = fused if k + 1 == len(loops) else binary(FloorDiv, fused, inner)
+        if k > 0:
+            part = binary(FloorMod, part, f.extent)
+        vmap[f.loop_var] = part if is_zero(f.min) else binary(Add, f.min, part)
+    body = substitute(loops[-1].body, vmap)
+    ana = analyzer(loops_above(path))
+    total = ana.simplify(_mul_all(extents, fused))
+    new = For(fused, IntImm(dtype, 0), total, ForKind.SERIAL, body)
+    new = new.replace(body=simplify_bindings(body, loops_above(path) + [new]))
+    return replace_stmt(func, loops[0], new), fused
+
+
+def reorder(func: PrimFunc, located: list[tuple[For, Path]]) -> PrimFunc:
+    """Reorder loops of one chain: the listed loops take each other's places in the given order."""
+    names = ", ".join(f"'{f.loop_var.name}'" for f, _ in located)
+    seen: set[int] = set()
+    for f, _ in located:
+        if id(f.loop_var) in seen:
+            raise schedule_error(
+                func, f"reorder({names}): loop '{f.loop_var.name}' is listed twice; list each "
+                "loop once", f)
+        seen.add(id(f.loop_var))
+    by_depth = sorted(located, key=lambda lp: len(lp[1]))
+    top, top_path = by_depth[0]
+    for f, p in by_depth[1:]:
+        if not any(a is top for a in p) or any(isinstance(a, Block) for a in p[len(top_path):]):
+            raise schedule_error(
+                func, f"reorder({names}): loops '{top.loop_var.name}' and '{f.loop_var.name}' "
+                "are not in one loop chain (neither is nested in the other); reorder only loops "
+                "that enclose the same block", f)
+    bottom = by_depth[-1][0]
+    chain = [top]
+    while chain[-1] is not bottom:
+        body = chain[-1].body
+        if not isinstance(body, For):
+            raise schedule_error(
+                func, f"reorder({names}): loop '{chain[-1].loop_var.name}' has a body that is not "
+                "a single loop, so the loops between the reordered ones do not form one chain",
+                chain[-1])
+        chain.append(body)
+    listed = {id(f): k for k, (f, _) in enumerate(located)}
+    order = iter([f for f, _ in located])
+    headers = [next(order) if id(f) in listed else f for f in chain]
+    chain_vars = {id(f.loop_var) for f in chain}
+    for f in chain:
+        if uses_var((f.min, f.extent), chain_vars):
+            raise schedule_error(
+                func, f"reorder({names}): the extent of loop '{f.loop_var.name}' depends on "
+                "another loop of the chain", f)
+    body = bottom.body
+    for f in reversed(headers):
+        body = f.replace(body=body)
+    return replace_stmt(func, top, body)
+
+
+# loop kind -> (verb used in messages, what it would break on a reduction)
+_KIND_VERB = {
+    ForKind.PARALLEL: ("parallel", "parallelizing it would race on"),
+    ForKind.VECTORIZED: ("vectorize", "vectorizing it would combine lanes of"),
+    ForKind.THREAD_BINDING: ("bind", "binding it to threads would race on"),
+}
+
+
+def _check_no_reduction(func: PrimFunc, loop: For, kind: ForKind) -> None:
+    verb, consequence = _KIND_VERB[kind]
+    for s, _ in walk(loop.body):
+        if not isinstance(s, BlockRealize):
+            continue
+        for iv, value in zip(s.block.iter_vars, s.iter_values):
+            if iv.iter_type == IterType.CommReduce and uses_var(value, {id(loop.loop_var)}):
+                out = ", ".join(w.buffer.name for w in s.block.writes) or s.block.name_hint
+                fix = "Parallelize" if kind is ForKind.PARALLEL else "Use"
+                raise schedule_error(
+                    func, f"{verb}(loop '{loop.loop_var.name}' of block '{s.block.name_hint}'): "
+                    f"the loop drives reduction iterator '{iv.var.name}'; {consequence} {out}. "
+                    f"{fix} a spatial loop, or rfactor the reduction first.", loop)
+
+
+def _check_disjoint_updates(func: PrimFunc, loop: For, path: Path, kind: ForKind) -> None:
+    """Blocks that accumulate (an init, or reading what they write) must update different
+    elements in different iterations of a loop that runs its iterations at the same time."""
+    from .compute_location import _self_reads, _touched_region
+
+    verb, _ = _KIND_VERB[kind]
+    ana = analyzer(loops_above(path) + [loop])
+    step = {loop.loop_var: binary(Add, loop.loop_var, 1)}
+    for s, p in walk(loop.body, path + (loop,)):
+        if not isinstance(s, BlockRealize):
+            continue
+        if s.block.init is None and not _self_reads(s.block):
+            continue  # overlapping plain stores write the same values
+        for w in s.block.writes:
+            region = _touched_region([(s, p)], loop, id(w.buffer), True, ana)
+            disjoint = region is not None and any(
+                d is not None and ana.can_prove(GT(substitute(d[0], step), d[1])) for d in region)
+            if not disjoint:
+                raise schedule_error(
+                    func, f"{verb}(loop '{loop.loop_var.name}'): block '{s.block.name_hint}' "
+                    f"under it accumulates into {w.buffer.name}, and different iterations of "
+                    f"'{loop.loop_var.name}' update the same elements of {w.buffer.name}; use a "
+                    f"loop that {w.buffer.name}'s index depends on", loop)
+
+
+def set_loop_kind(func: PrimFunc, loop: For, kind: ForKind, thread: str | None = None,
+                  path: Path = ()) -> PrimFunc:
+    """Mark `loop` parallel / vectorized / unrolled / bound to a thread axis."""
+    if kind in _KIND_VERB:
+        _check_no_reduction(func, loop, kind)
+    if kind in (ForKind.PARALLEL, ForKind.THREAD_BINDING):
+        _check_disjoint_updates(func, loop, path, kind)
+    if kind is ForKind.VECTORIZED and const_int(loop.extent) is None:
+        pass  # a symbolic vector loop lowers to a scalar loop with vectorize metadata
+    binding = None
+    if kind is ForKind.THREAD_BINDING:
+        binding = IterVar(Range(loop.min, loop.extent), Var(thread, loop.loop_var.dtype),
+                          IterType.ThreadIndex, thread)
+    return replace_stmt(func, loop, loop.replace(kind=kind, thread_binding=binding))
+
+
+def annotate(func: PrimFunc, target: Any, key: str, value: Any) -> PrimFunc:
+    """Set annotation `key` on a For or a Block."""
+    new = target.replace(annotations=target.annotations.set(key, value))
+    return replace_stmt(func, target, new)
+
+
+def unannotate(func: PrimFunc, target: Any, key: str) -> PrimFunc:
+    if key not in target.annotations:
+        kind = "loop" if isinstance(target, For) else "block"
+        name = target.loop_var.name if isinstance(target, For) else target.name_hint
+        raise schedule_error(
+            func, f"unannotate({kind} '{name}'): it has no annotation {key!r}; it has "
+            f"{sorted(target.annotations)}", target)
+    from ...ir.node import FrozenDict
+
+    kept = FrozenDict({k: v for k, v in target.annotations.items() if k != key})
+    return replace_stmt(func, target, target.replace(annotations=kept))

@@ -1,0 +1,375 @@
+"""tvm.tir.Schedule: block and loop primitives over an IRModule, with a replayable trace.
+
+IR is immutable, so the schedule holds the current functions and replaces them on every
+primitive. A BlockRV resolves by its block's (unique) name, a LoopRV by its loop variable,
+which every primitive keeps for the loops it does not replace.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...error import ScheduleError
+from ...ir.module import IRModule
+from ..expr import PrimExpr, Var
+from ..function import PrimFunc
+from ..functor import substitute
+from ..stmt import Block, BlockRealize, For, ForKind
+from . import cache as _cache
+from . import compute_location as _loc
+from . import inline as _inline
+from . import loop_transform as _lt
+from . import reduction as _red
+from .common import schedule_error
+from .compute_location import _scope_of, scope_blocks
+from .trace import BlockRV, Instruction, LoopRV, Trace
+from .tree import (
+    Path, block_names, find_block, find_loop, loops_above, replace_stmt, root_realize, walk,
+)
+
+
+def _as_factor(f: Any) -> Any:
+    if f is None or isinstance(f, PrimExpr):
+        return f
+    if hasattr(f, "__index__") and not isinstance(f, bool):
+        return int(f.__index__())
+    return f
+
+
+class Schedule:
+    """Schedule primitives on the PrimFuncs of a module (or of one PrimFunc, as "main").
+
+    >>> sch = tvm.tir.Schedule(mod)
+    >>> i, j, k = sch.get_loops(sch.get_block("C"))
+    >>> i0, i1 = sch.split(i, factors=[None, 4])
+    """
+
+    def __init__(self, mod: IRModule | PrimFunc, *, seed: int | None = None,
+                 debug_mask: Any = "all", error_render_level: str = "detail") -> None:
+        if isinstance(mod, PrimFunc):
+            mod = IRModule({"main": mod})
+        if not isinstance(mod, IRModule):
+            raise ScheduleError(
+                f"tir.Schedule takes an IRModule or a PrimFunc, got {type(mod).__name__}")
+        self._mod = mod.copy()
+        prims = [name for name, f in ((gv.name_hint, f) for gv, f in mod.items()) if isinstance(f, PrimFunc)]
+        if not prims:
+            raise ScheduleError("tir.Schedule: the module has no PrimFunc to schedule")
+        self._func_name = "main" if "main" in prims else (prims[0] if len(prims) == 1 else None)
+        self._blocks: dict[int, tuple[str, str]] = {}
+        self._loops: dict[int, tuple[str, Var]] = {}
+        self._trace = Trace()
+
+    # ------------------------------------------------------------------ state
+    @property
+    def mod(self) -> IRModule:
+        return self._mod.copy()
+
+    @property
+    def trace(self) -> Trace:
+        return self._trace
+
+    @property
+    def func_working_on(self) -> str | None:
+        return self._func_name
+
+    def show(self, *args: Any, **kwargs: Any) -> None:
+        self._mod.show(*args, **kwargs)
+
+    def copy(self) -> "Schedule":
+        out = Schedule.__new__(Schedule)
+        out._mod = self._mod.copy()
+        out._func_name = self._func_name
+        out._blocks = dict(self._blocks)
+        out._loops = dict(self._loops)
+        out._trace = self._trace.copy()
+        return out
+
+    def work_on(self, func_name: str) -> None:
+        if func_name not in self._mod or not isinstance(self._mod[func_name], PrimFunc):
+            names = [gv.name_hint for gv, f in self._mod.items() if isinstance(f, PrimFunc)]
+            raise ScheduleError(f"work_on: no PrimFunc named {func_name!r}; the module has {names}")
+        self._func_name = func_name
+        self._record("work_on", (), (("func_name", func_name),))
+
+    def _func(self, name: str) -> PrimFunc:
+        return self._mod[name]
+
+    def _update(self, name: str, func: PrimFunc) -> None:
+        self._mod[name] = func
+
+    def _record(self, kind: str, args: tuple, kwargs: tuple, outputs: tuple = (), unpack: bool = False) -> None:
+        self._trace.append(Instruction(kind, tuple(args), tuple(kwargs), tuple(outputs), unpack))
+
+    # ------------------------------------------------------------------ random variables
+    def _new_block(self, func_name: str, name: str) -> BlockRV:
+        rv = BlockRV()
+        self._blocks[rv._id] = (func_name, name)
+        return rv
+
+    def _new_loop(self, func_name: str, var: Var) -> LoopRV:
+        rv = LoopRV()
+        self._loops[rv._id] = (func_name, var)
+        return rv
+
+    def _block(self, rv: Any) -> tuple[str, PrimFunc, BlockRealize, Path]:
+        if isinstance(rv, str):  # convenience: a block name
+            rv = self.get_block(rv)
+        if not isinstance(rv, BlockRV) or isinstance(rv, LoopRV) or rv._id not in self._blocks:
+            raise ScheduleError(f"expected a BlockRV from this schedule's get_block, got {rv!r}")
+        fname, name = self._blocks[rv._id]
+        func = self._func(fname)
+        found = find_block(func, name)
+        if found is None:
+            raise schedule_error(
+                func, f"block '{name}' no longer exists in function '{fname}' (a primitive such "
+                "as compute_inline removed it)")
+        return fname, func, found[0], found[1]
+
+    def _loop(self, rv: Any) -> tuple[str, PrimFunc, For, Path]:
+        if not isinstance(rv, LoopRV) or rv._id not in self._loops:
+            raise ScheduleError(f"expected a LoopRV from this schedule's get_loops/split/fuse, got {rv!r}")
+        fname, var = self._loops[rv._id]
+        func = self._func(fname)
+        found = find_loop(func, var)
+        if found is None:
+            raise schedule_error(
+                func, f"loop '{var.name}' no longer exists in function '{fname}' (it was split, "
+                "fused or moved away by an earlier primitive); use the loops that primitive "
+                "returned")
+        return fname, func, found[0], found[1]
+
+    def get(self, rv: Any) -> Any:
+        """The current Block (for a BlockRV) or For (for a LoopRV) node."""
+        if isinstance(rv, LoopRV):
+            return self._loop(rv)[2]
+        return self._block(rv)[2].block
+
+    def get_sref(self, rv: Any) -> Any:
+        return self.get(rv)
+
+    def _rename_loop(self, loop: LoopRV, name: str) -> None:
+        """Give a loop a new variable called `name` (not traced: the te adapter names loops
+        after the user's IterVars, e.g. `i.outer`)."""
+        fname, func, node, _ = self._loop(loop)
+        if node.loop_var.name == name:
+            return
+        old = node.loop_var
+        var = Var(name, old.dtype)
+        new = node.replace(loop_var=var, body=substitute(node.body, {old: var}))
+        self._update(fname, replace_stmt(func, node, new))
+        for key, (fn, v) in list(self._loops.items()):
+            if v is old:
+                self._loops[key] = (fn, var)
+
+    # ------------------------------------------------------------------ lookup
+    def get_block(self, name: str, func_name: str | None = None) -> BlockRV:
+        fname = func_name or self._func_name
+        if fname is None:
+            raise ScheduleError("get_block: the module has several PrimFuncs; pass func_name= or "
+                                "call work_on(name) first")
+        if fname not in self._mod:
+            raise ScheduleError(f"get_block: no function named {fname!r} in the module")
+        func = self._func(fname)
+        found = [r for r, _ in ((s, p) for s, p in walk(func.body)) if isinstance(r, BlockRealize)
+                 and r.block.name_hint == name]
+        if not found or found[0] is root_realize(func):
+            raise schedule_error(
+                func, f"no block named '{name}' in function '{fname}'; blocks are: "
+                f"{block_names(func)}")
+        if len(found) > 1:
+            raise schedule_error(func, f"get_block: {len(found)} blocks are named '{name}'; block "
+                                 "names must be unique to be scheduled")
+        rv = self._new_block(fname, name)
+        self._record("get_block", (), (("name", name), ("func_name", fname)), (rv,))
+        return rv
+
+    def get_loops(self, block: BlockRV) -> list[LoopRV]:
+        fname, _, _, path = self._block(block)
+        out = [self._new_loop(fname, f.loop_var) for f in loops_above(path)]
+        self._record("get_loops", (), (("block", block),), tuple(out), unpack=True)
+        return out
+
+    def get_child_blocks(self, block_or_loop: Any) -> list[BlockRV]:
+        if isinstance(block_or_loop, LoopRV):
+            fname, _, node, _ = self._loop(block_or_loop)
+            stmt = node.body
+        else:
+            fname, _, realize, _ = self._block(block_or_loop)
+            stmt = realize.block.body
+        names = [r.block.name_hint for r, p in walk(stmt)
+                 if isinstance(r, BlockRealize) and not any(isinstance(a, Block) for a in p)]
+        out = [self._new_block(fname, n) for n in names]
+        self._record("get_child_blocks", (), (("block_or_loop", block_or_loop),), tuple(out), unpack=True)
+        return out
+
+    def _neighbours(self, block: BlockRV, producers: bool) -> list[BlockRV]:
+        fname, _, r, path = self._block(block)
+        mine_r = {id(x.buffer) for x in r.block.reads}
+        mine_w = {id(x.buffer) for x in r.block.writes}
+        out = []
+        for b, _ in scope_blocks(*_scope_of(path)):
+            if b is r:
+                continue
+            theirs = {id(x.buffer) for x in (b.block.writes if producers else b.block.reads)}
+            if theirs & (mine_r if producers else mine_w):
+                out.append(self._new_block(fname, b.block.name_hint))
+        return out
+
+    def get_producers(self, block: BlockRV) -> list[BlockRV]:
+        out = self._neighbours(block, producers=True)
+        self._record("get_producers", (), (("block", block),), tuple(out), unpack=True)
+        return out
+
+    def get_consumers(self, block: BlockRV) -> list[BlockRV]:
+        out = self._neighbours(block, producers=False)
+        self._record("get_consumers", (), (("block", block),), tuple(out), unpack=True)
+        return out
+
+    # ------------------------------------------------------------------ loop primitives
+    def split(self, loop: LoopRV, factors: list, preserve_unit_iters: bool = True) -> list[LoopRV]:
+        fname, func, node, path = self._loop(loop)
+        factors = [_as_factor(f) for f in factors]
+        func, new_vars = _lt.split(func, node, path, factors)
+        self._update(fname, func)
+        out = [self._new_loop(fname, v) for v in new_vars]
+        self._record("split", (), (("loop", loop), ("factors", list(factors)),
+                                   ("preserve_unit_iters", preserve_unit_iters)), tuple(out), True)
+        return out
+
+    def fuse(self, *loops: LoopRV, preserve_unit_iters: bool = True) -> LoopRV:
+        if len(loops) == 1 and isinstance(loops[0], list | tuple):
+            loops = tuple(loops[0])
+        if not loops:
+            raise ScheduleError("fuse: pass at least one loop")
+        resolved = [self._loop(rv) for rv in loops]
+        fname, func = resolved[0][0], resolved[0][1]
+        if len(loops) == 1:
+            return loops[0]
+        func, var = _lt.fuse(func, [r[2] for r in resolved], resolved[0][3])
+        self._update(fname, func)
+        out = self._new_loop(fname, var)
+        self._record("fuse", tuple(loops), (("preserve_unit_iters", preserve_unit_iters),), (out,))
+        return out
+
+    def reorder(self, *ordered_loops: LoopRV) -> None:
+        if len(ordered_loops) == 1 and isinstance(ordered_loops[0], list | tuple):
+            ordered_loops = tuple(ordered_loops[0])
+        resolved = [self._loop(rv) for rv in ordered_loops]
+        if not resolved:
+            return
+        fname, func = resolved[0][0], resolved[0][1]
+        self._update(fname, _lt.reorder(func, [(r[2], r[3]) for r in resolved]))
+        self._record("reorder", tuple(ordered_loops), ())
+
+    def _set_kind(self, name: str, loop: LoopRV, kind: ForKind, thread: str | None = None) -> None:
+        fname, func, node, path = self._loop(loop)
+        self._update(fname, _lt.set_loop_kind(func, node, kind, thread, path))
+        kwargs = (("loop", loop),) + ((("thread_axis", thread),) if thread is not None else ())
+        self._record(name, (), kwargs)
+
+    def parallel(self, loop: LoopRV) -> None:
+        self._set_kind("parallel", loop, ForKind.PARALLEL)
+
+    def vectorize(self, loop: LoopRV) -> None:
+        self._set_kind("vectorize", loop, ForKind.VECTORIZED)
+
+    def unroll(self, loop: LoopRV) -> None:
+        self._set_kind("unroll", loop, ForKind.UNROLLED)
+
+    def bind(self, loop: LoopRV, thread_axis: str) -> None:
+        if not isinstance(thread_axis, str):
+            thread_axis = getattr(thread_axis, "thread_tag", None) or str(thread_axis)
+        self._set_kind("bind", loop, ForKind.THREAD_BINDING, thread_axis)
+
+    def annotate(self, block_or_loop: Any, ann_key: str, ann_val: Any) -> None:
+        fname, func, node = self._target(block_or_loop)
+        self._update(fname, _lt.annotate(func, node, ann_key, ann_val))
+        self._record("annotate", (), (("block_or_loop", block_or_loop), ("ann_key", ann_key),
+                                      ("ann_val", ann_val)))
+
+    def unannotate(self, block_or_loop: Any, ann_key: str) -> None:
+        fname, func, node = self._target(block_or_loop)
+        self._update(fname, _lt.unannotate(func, node, ann_key))
+        self._record("unannotate", (), (("block_or_loop", block_or_loop), ("ann_key", ann_key)))
+
+    def _target(self, rv: Any) -> tuple[str, PrimFunc, Any]:
+        if isinstance(rv, LoopRV):
+            fname, func, node, _ = self._loop(rv)
+            return fname, func, node
+        fname, func, realize, _ = self._block(rv)
+        return fname, func, realize.block
+
+    # ------------------------------------------------------------------ compute location
+    def compute_at(self, block: BlockRV, loop: LoopRV, preserve_unit_loops: bool = False,
+                   index: int = -1) -> None:
+        fname, func, r, rpath = self._block(block)
+        _, _, node, lpath = self._loop(loop)
+        self._update(fname, _loc.compute_at(func, r, rpath, node, lpath, preserve_unit_loops))
+        self._record("compute_at", (), (("block", block), ("loop", loop),
+                                        ("preserve_unit_loops", preserve_unit_loops)))
+
+    def reverse_compute_at(self, block: BlockRV, loop: LoopRV, preserve_unit_loops: bool = False,
+                           index: int = -1) -> None:
+        fname, func, r, rpath = self._block(block)
+        _, _, node, lpath = self._loop(loop)
+        self._update(fname, _loc.reverse_compute_at(func, r, rpath, node, lpath, preserve_unit_loops))
+        self._record("reverse_compute_at", (), (("block", block), ("loop", loop),
+                                                ("preserve_unit_loops", preserve_unit_loops)))
+
+    def compute_inline(self, block: BlockRV) -> None:
+        fname, func, r, path = self._block(block)
+        self._update(fname, _inline.compute_inline(func, r, path))
+        self._record("compute_inline", (), (("block", block),))
+
+    def reverse_compute_inline(self, block: BlockRV) -> None:
+        fname, func, r, path = self._block(block)
+        self._update(fname, _inline.reverse_compute_inline(func, r, path))
+        self._record("reverse_compute_inline", (), (("block", block),))
+
+    # ------------------------------------------------------------------ caching
+    def cache_read(self, block: BlockRV, read_buffer_index: int, storage_scope: str,
+                   consumer_blocks: list | None = None) -> BlockRV:
+        fname, func, r, path = self._block(block)
+        consumers = None
+        if consumer_blocks is not None:
+            consumers = [self._block(b)[2] for b in consumer_blocks]
+        func, name = _cache.cache_read(func, r, path, read_buffer_index, storage_scope, consumers)
+        self._update(fname, func)
+        out = self._new_block(fname, name)
+        kwargs = (("block", block), ("read_buffer_index", read_buffer_index),
+                  ("storage_scope", storage_scope))
+        if consumer_blocks is not None:
+            kwargs += (("consumer_blocks", list(consumer_blocks)),)
+        self._record("cache_read", (), kwargs, (out,))
+        return out
+
+    def cache_write(self, block: BlockRV, write_buffer_index: int, storage_scope: str) -> BlockRV:
+        fname, func, r, path = self._block(block)
+        func, name = _cache.cache_write(func, r, path, write_buffer_index, storage_scope)
+        self._update(fname, func)
+        out = self._new_block(fname, name)
+        self._record("cache_write", (), (("block", block), ("write_buffer_index", write_buffer_index),
+                                         ("storage_scope", storage_scope)), (out,))
+        return out
+
+    # ------------------------------------------------------------------ reductions
+    def decompose_reduction(self, block: BlockRV, loop: LoopRV) -> BlockRV:
+        fname, func, r, path = self._block(block)
+        _, _, node, _ = self._loop(loop)
+        func, name = _red.decompose_reduction(func, r, path, node)
+        self._update(fname, func)
+        out = self._new_block(fname, name)
+        self._record("decompose_reduction", (), (("block", block), ("loop", loop)), (out,))
+        return out
+
+    def rfactor(self, loop: LoopRV, factor_axis: int) -> BlockRV:
+        fname, func, node, path = self._loop(loop)
+        func, name = _red.rfactor(func, node, path, factor_axis)
+        self._update(fname, func)
+        out = self._new_block(fname, name)
+        self._record("rfactor", (), (("loop", loop), ("factor_axis", factor_axis)), (out,))
+        return out
+
+
+__all__ = ["Schedule", "BlockRV", "LoopRV", "Trace", "ScheduleError"]

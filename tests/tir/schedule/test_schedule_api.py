@@ -1,0 +1,123 @@
+"""Schedule state, lookups, random variables and the replayable trace."""
+
+import pytest
+from sched_workloads import build_and_run, chain, matmul
+
+from minitvm import tir
+from minitvm.error import ScheduleError
+from minitvm.ir import IRModule, structural_equal
+
+
+def test_schedule_accepts_primfunc_and_module():
+    func = matmul().func()
+    sch = tir.Schedule(func)
+    assert isinstance(sch.mod, IRModule) and "main" in sch.mod
+    sch2 = tir.Schedule(IRModule({"main": func}))
+    assert structural_equal(sch2.mod["main"], func)
+
+
+def test_unknown_block_lists_the_blocks():
+    sch = tir.Schedule(chain().func())
+    with pytest.raises(ScheduleError, match=r"no block named 'E' in function 'main'; blocks are: \['B', 'C', 'D'\]"):
+        sch.get_block("E")
+
+
+def test_get_returns_current_nodes_and_child_blocks():
+    sch = tir.Schedule(chain().func())
+    d = sch.get_block("D")
+    i, j = sch.get_loops(d)
+    assert sch.get(d).name_hint == "D" and sch.get(i).loop_var.name == "i"
+    sch.compute_at(sch.get_block("C"), i)
+    children = [sch.get(b).name_hint for b in sch.get_child_blocks(i)]
+    assert children == ["C", "D"]
+    assert [sch.get(b).name_hint for b in sch.get_producers(d)] == ["C"]
+    assert [sch.get(b).name_hint for b in sch.get_consumers(sch.get_block("B"))] == ["C"]
+
+
+def test_schedule_does_not_mutate_input():
+    func = matmul().func()
+    sch = tir.Schedule(func)
+    i, _, _ = sch.get_loops(sch.get_block("C"))
+    sch.split(i, [None, 4])
+    assert not structural_equal(sch.mod["main"], func)
+    assert structural_equal(tir.Schedule(func).mod["main"], func)
+
+
+def test_copy_is_independent():
+    sch = tir.Schedule(matmul().func())
+    b = sch.get_block("C")
+    i, _, _ = sch.get_loops(b)
+    other = sch.copy()
+    sch.split(i, [None, 4])
+    assert len(other.get_loops(b)) == 3 and len(sch.get_loops(b)) == 4
+
+
+def test_trace_prints_python_with_rv_names():
+    sch = tir.Schedule(matmul().func())
+    b = sch.get_block("C")
+    i, j, k = sch.get_loops(b)
+    i0, i1 = sch.split(i, factors=[None, 4])
+    sch.reorder(i0, j, i1)
+    sch.parallel(i0)
+    lines = str(sch.trace).splitlines()[1:]
+    assert lines == [
+        'b0 = sch.get_block(name="C", func_name="main")',
+        "l1, l2, l3 = sch.get_loops(block=b0)",
+        "l4, l5 = sch.split(loop=l1, factors=[None, 4], preserve_unit_iters=True)",
+        "sch.reorder(l4, l2, l5)",
+        "sch.parallel(loop=l4)",
+    ]
+
+
+def test_trace_replays_on_a_fresh_schedule():
+    wl = matmul()
+    sch = tir.Schedule(wl.func())
+    c = sch.get_block("C")
+    i, j, k = sch.get_loops(c)
+    i0, i1 = sch.split(i, [None, 4])
+    cw = sch.cache_write(c, 0, "local")
+    sch.reverse_compute_at(cw, i0)
+    init = sch.decompose_reduction(c, sch.get_loops(c)[1])
+    sch.vectorize(sch.get_loops(init)[-1])
+    fresh = tir.Schedule(wl.func())
+    sch.trace.apply_to_schedule(fresh)
+    assert structural_equal(fresh.mod["main"], sch.mod["main"])
+    assert str(fresh.trace) == str(sch.trace)
+    build_and_run(fresh, wl)
+
+
+def test_trace_text_is_executable_python():
+    wl = chain()
+    sch = tir.Schedule(wl.func())
+    d = sch.get_block("D")
+    i, j = sch.get_loops(d)
+    sch.compute_at(sch.get_block("C"), i)
+    sch.compute_inline(sch.get_block("B"))
+    sch.annotate(d, ann_key="note", ann_val="x")
+    fresh = tir.Schedule(wl.func())
+    exec("\n".join(sch.trace.as_python()), {"sch": fresh})
+    assert structural_equal(fresh.mod["main"], sch.mod["main"])
+
+
+def test_work_on_and_multi_function_modules():
+    mod = IRModule({"mm": matmul().func(), "ew": chain().func()})
+    sch = tir.Schedule(mod)
+    with pytest.raises(ScheduleError, match=r"several PrimFuncs; pass func_name="):
+        sch.get_block("C")
+    sch.work_on("ew")
+    (i, j) = sch.get_loops(sch.get_block("D"))
+    sch.parallel(i)
+    c = sch.get_block("C", func_name="mm")
+    assert len(sch.get_loops(c)) == 3
+    with pytest.raises(ScheduleError, match=r"work_on: no PrimFunc named 'nope'"):
+        sch.work_on("nope")
+
+
+def test_wrong_rv_kinds_raise():
+    sch = tir.Schedule(matmul().func())
+    b = sch.get_block("C")
+    with pytest.raises(ScheduleError, match=r"expected a LoopRV"):
+        sch.parallel(b)
+    i, _, _ = sch.get_loops(b)
+    with pytest.raises(ScheduleError, match=r"expected a BlockRV"):
+        sch.compute_inline(i)
