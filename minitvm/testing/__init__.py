@@ -52,3 +52,7 @@ def check_numpy(
     for got, want in zip(outs, expected):
         np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
     return outs
+
+from .grad import check_grad  # noqa: E402
+
+__all__ += ["check_grad"]

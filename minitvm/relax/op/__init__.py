@@ -77,3 +77,7 @@ __all__ = [
     "tanh",
     "zeros",
 ]
+
+from . import grad  # noqa: E402  (gradient rules: fills the `grad` column of the op table)
+
+__all__ += ["grad"]

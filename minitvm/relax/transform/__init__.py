@@ -94,3 +94,13 @@ def StaticPlanBlockMemory() -> Pass:
 
 
 __all__ += ["StaticPlanBlockMemory", "static_plan_block_memory"]
+
+from .gradient import gradient  # noqa: E402
+
+
+def Gradient(func_name: str, require_grads: Any = None, target_index: int = 0) -> Pass:
+    """Add `<func_name>_adjoint` returning (output, (grads...)) (relax/transform/gradient.py)."""
+    return Pass(lambda mod: gradient(mod, func_name, require_grads, target_index), "Gradient")
+
+
+__all__ += ["Gradient", "gradient"]

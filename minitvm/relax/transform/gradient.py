@@ -1,0 +1,322 @@
+"""Reverse-mode automatic differentiation on relax functions (`relax.transform.Gradient`).
+
+`Gradient("main")(mod)` adds `main_adjoint`, which computes main's bindings, then the backward
+pass, and returns `(original output, (grad of each required param, ...))`. The backward pass is
+made of ordinary op calls produced by the op table's gradient rules (relax/op/grad.py), so it
+is legalized, fused and memory-planned like the forward pass, and can be differentiated again.
+
+`backprop` is the one mechanism: given bindings recorded in order, a target variable and the
+variables to differentiate against, it emits the adjoint bindings through the same builder.
+The dlsys API (`minitvm.autodiff.gradients`) uses it too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ...error import MiniTVMError, ShapeError
+from ...ir.module import IRModule
+from ...topi.utils import const_int, fmt_shape
+from ..block_builder import BlockBuilder
+from ..expr import (
+    Call,
+    Constant,
+    Expr,
+    Function,
+    MatchCast,
+    Op,
+    SeqExpr,
+    Tuple,
+    TupleGetItem,
+    Var,
+    VarBinding,
+    is_leaf,
+)
+from ..op import elementwise
+from ..op.grad import ones_like, zeros_like
+from ..struct_info import TensorStructInfo, TupleStructInfo
+
+
+class Emitter:
+    """Emits values through a BlockBuilder in A-normal form and records every binding, so a
+    backward pass can walk them (nested calls are bound first, and recorded, by this class)."""
+
+    def __init__(self, bb: BlockBuilder) -> None:
+        self.bb = bb
+        self.bindings: list[tuple[Var, Expr]] = []
+
+    def emit(self, expr: Expr, name_hint: str = "") -> Expr:
+        if is_leaf(expr):
+            return expr
+        value = self._leaves(expr)
+        var = self.bb.emit(value, name_hint)
+        self.bindings.append((var, value))
+        return var
+
+    def _leaf(self, e: Any) -> Any:
+        if is_leaf(e):
+            return e
+        if isinstance(e, Tuple):
+            return Tuple(tuple(self._leaf(f) for f in e.fields))
+        return self.emit(e)
+
+    def _leaves(self, e: Expr) -> Expr:
+        if isinstance(e, Call):
+            return Call(e.op, tuple(self._leaf(a) for a in e.args), e.attrs, e.sinfo_args)
+        if isinstance(e, Tuple):
+            return Tuple(tuple(self._leaf(f) for f in e.fields))
+        if isinstance(e, TupleGetItem):
+            return TupleGetItem(self._leaf(e.tuple_value), e.index)
+        return e
+
+
+def _is_float(sinfo: Any) -> bool:
+    if isinstance(sinfo, TensorStructInfo):
+        return sinfo.dtype is not None and sinfo.dtype.is_float
+    if isinstance(sinfo, TupleStructInfo):
+        return any(_is_float(f) for f in sinfo.fields)
+    return False
+
+
+def _vars_in(e: Any) -> list[Var]:
+    if isinstance(e, Var):
+        return [e]
+    if isinstance(e, Call):
+        return [v for a in e.args for v in _vars_in(a)]
+    if isinstance(e, Tuple):
+        return [v for f in e.fields for v in _vars_in(f)]
+    if isinstance(e, TupleGetItem):
+        return _vars_in(e.tuple_value)
+    return []
+
+
+class _Adjoints:
+    """Adjoint contributions per variable (tensors: a list; tuples: a list per field)."""
+
+    def __init__(self, em: Emitter) -> None:
+        self.em = em
+        self.parts: dict[Var, Any] = {}
+
+    def add(self, var: Var, grad: Any) -> None:
+        if grad is None:
+            return
+        if isinstance(var.struct_info, TupleStructInfo):
+            n = len(var.struct_info.fields)
+            slots = self.parts.setdefault(var, [[] for _ in range(n)])
+            for i, gi in enumerate(_fields_of(grad, n)):
+                if gi is not None:
+                    slots[i].append(_as_expr(var.struct_info.fields[i], gi))
+        else:
+            self.parts.setdefault(var, []).append(grad)
+
+    def add_field(self, var: Var, index: int, grad: Any) -> None:
+        n = len(var.struct_info.fields)
+        grad = _as_expr(var.struct_info.fields[index], grad)
+        self.parts.setdefault(var, [[] for _ in range(n)])[index].append(grad)
+
+    def _sum(self, parts: list, hint: str) -> Expr | None:
+        if not parts:
+            return None
+        total = self.em.emit(parts[0], hint)
+        for p in parts[1:]:
+            total = self.em.emit(elementwise.add(total, p), hint)
+        return total
+
+    def total(self, var: Var) -> Any:
+        """The summed adjoint (None if nothing flowed in; a list per field for tuples)."""
+        parts = self.parts.get(var)
+        if parts is None:
+            return None
+        hint = f"{var.name_hint}_adjoint"
+        if isinstance(var.struct_info, TupleStructInfo):
+            return [self._sum(p, hint) for p in parts]
+        return self._sum(parts, hint)
+
+
+def _check_target(target: Expr) -> None:
+    sinfo = target.struct_info
+    if not isinstance(sinfo, TensorStructInfo) or not _is_float(sinfo):
+        raise MiniTVMError(
+            f"relax.Gradient: the target {target!r} must be a float tensor, got {sinfo}"
+        )
+
+
+def backprop(
+    em: Emitter,
+    target: Var,
+    wrt: Sequence[Var],
+    seed: Expr | None = None,
+    bindings: Sequence[tuple[Var, Expr]] | None = None,
+) -> list[Expr | None]:
+    """Emit the adjoints of `wrt` for `target` (seeded with `seed`, default ones) through `em`.
+
+    Walks `bindings` (default: all recorded by `em`) backwards from target's binding; returns one
+    emitted adjoint per `wrt` variable, or None where target does not depend on it.
+    """
+    bindings = list(em.bindings if bindings is None else bindings)
+    _check_target(target)
+    pos = next((k for k, (v, _) in enumerate(bindings) if v is target), None)
+    prefix = bindings[: pos + 1] if pos is not None else []
+    needs: set[Var] = {w for w in wrt if _is_float(w.struct_info)}
+    for var, value in prefix:
+        if _is_float(var.struct_info) and any(v in needs for v in _vars_in(value)):
+            needs.add(var)
+    adj = _Adjoints(em)
+    adj.add(target, seed if seed is not None else ones_like(target))
+    for var, value in reversed(prefix):
+        if var not in needs or var not in adj.parts:
+            continue
+        g = adj.total(var)
+        _propagate(var, value, g, needs, adj, em)
+    return [adj.total(w) if w in needs else None for w in wrt]
+
+
+def _fields_of(g: Any, n: int) -> list:
+    """The per-field adjoints of a tuple adjoint given as a list, a Tuple or a tuple-valued expr."""
+    if isinstance(g, list):
+        return g
+    if isinstance(g, Tuple):
+        return list(g.fields)
+    return [TupleGetItem(g, i) for i in range(n)]
+
+
+def _as_expr(sinfo: Any, g: Any) -> Expr:
+    """An adjoint as one expression: lists of field adjoints become Tuples (zeros where None)."""
+    if not isinstance(sinfo, TupleStructInfo) or not isinstance(g, list):
+        return g
+    from ..op import create
+
+    fields = []
+    for fs, gi in zip(sinfo.fields, g):
+        if gi is None:
+            gi = (
+                create.zeros(tuple(fs.shape), str(fs.dtype))
+                if isinstance(fs, TensorStructInfo)
+                else _as_expr(fs, [None] * len(fs.fields))
+            )
+        fields.append(_as_expr(fs, gi))
+    return Tuple(tuple(fields))
+
+
+def _distribute(field: Any, g: Any, needs: set, adj: _Adjoints) -> None:
+    """Send adjoint `g` to `field`, a variable or a (nested) Tuple literal of them."""
+    if g is None:
+        return
+    if isinstance(field, Var):
+        if field in needs:
+            adj.add(field, g)
+    elif isinstance(field, Tuple):
+        for f, gi in zip(field.fields, _fields_of(g, len(field.fields))):
+            _distribute(f, gi, needs, adj)
+
+
+def _propagate(var: Var, value: Expr, g: Any, needs: set, adj: _Adjoints, em: Emitter) -> None:
+    if isinstance(value, Var | Tuple):
+        _distribute(value, g, needs, adj)
+        return
+    if isinstance(value, TupleGetItem):
+        tv = value.tuple_value
+        if isinstance(tv, Var) and tv in needs and g is not None:
+            adj.add_field(tv, value.index, g)
+        return
+    if isinstance(value, Constant) or is_leaf(value):
+        return
+    if not isinstance(value, Call) or not isinstance(value.op, Op):
+        raise MiniTVMError(
+            f"relax.Gradient: cannot differentiate through {value!r} (bound to '{var.name_hint}'); "
+            "only calls of relax ops (relax.op.*) have gradient rules"
+        )
+    rule = value.op.op_def.grad if value.op.op_def is not None else None
+    if rule is None:
+        raise MiniTVMError(
+            f"relax.Gradient: op {value.op.name} (bound to '{var.name_hint}') has no gradient rule; "
+            "add one to GRAD_RULES in minitvm/relax/op/grad.py, or stop the gradient before it"
+        )
+    grads = rule(var, value, _as_expr(var.struct_info, g), em)
+    for arg, ga in zip(value.args, grads):
+        _distribute(arg, ga, needs, adj)
+
+
+# ----------------------------------------------------------------------------- the pass
+
+
+def _subst(e: Any, vmap: dict) -> Any:
+    if isinstance(e, Var):
+        return vmap.get(e, e)
+    if isinstance(e, Call):
+        return Call(e.op, tuple(_subst(a, vmap) for a in e.args), e.attrs, e.sinfo_args)
+    if isinstance(e, Tuple):
+        return Tuple(tuple(_subst(f, vmap) for f in e.fields))
+    if isinstance(e, TupleGetItem):
+        return TupleGetItem(_subst(e.tuple_value, vmap), e.index)
+    return e
+
+
+def _require(func: Function, require_grads: Any, func_name: str) -> list[Var]:
+    if require_grads is None:
+        return [p for p in func.params if _is_float(p.struct_info)]
+    items = require_grads if isinstance(require_grads, list | tuple) else [require_grads]
+    by_name = {p.name_hint: p for p in func.params}
+    out = []
+    for r in items:
+        p = by_name.get(r) if isinstance(r, str) else r
+        if p is None or not any(p is q for q in func.params):
+            raise MiniTVMError(
+                f"relax.Gradient: {r!r} is not a parameter of {func_name!r}; parameters are "
+                f"{[q.name_hint for q in func.params]}"
+            )
+        out.append(p)
+    return out
+
+
+def gradient(
+    mod: IRModule, func_name: str, require_grads: Any = None, target_index: int = 0
+) -> IRModule:
+    """Add `<func_name>_adjoint` to `mod` (see the module docstring)."""
+    if func_name not in mod:
+        raise MiniTVMError(f"relax.Gradient: the module has no function {func_name!r}")
+    func = mod[func_name]
+    if not isinstance(func, Function) or not isinstance(func.body, SeqExpr):
+        raise MiniTVMError(f"relax.Gradient: {func_name!r} is not a relax Function with a body")
+    wrt = _require(func, require_grads, func_name)
+    bb = BlockBuilder(mod)
+    with bb.function(f"{func_name}_adjoint", list(func.params)):
+        with bb.dataflow():
+            em = Emitter(bb)
+            vmap: dict = {}
+            for block in func.body.blocks:
+                for b in block.bindings:
+                    if isinstance(b, MatchCast):
+                        raise MiniTVMError(
+                            f"relax.Gradient: {func_name!r} has a match_cast (to '{b.var.name_hint}'); "
+                            "differentiate a function with static or parameter-defined shapes"
+                        )
+                    assert isinstance(b, VarBinding)
+                    vmap[b.var] = em.emit(_subst(b.value, vmap), b.var.name_hint)
+            out = _subst(func.body.body, vmap)
+            target = out
+            if isinstance(out.struct_info, TupleStructInfo):
+                target = (
+                    out.fields[target_index]
+                    if isinstance(out, Tuple)
+                    else em.emit(TupleGetItem(out, target_index))
+                )
+            if not isinstance(target, Var):
+                target = em.emit(target, "loss")
+            sinfo = target.struct_info
+            shape = getattr(sinfo, "shape", None)
+            if shape is None or not all(const_int(d) == 1 for d in shape):
+                raise ShapeError(
+                    f"relax.Gradient: {func_name!r} must return a scalar loss (shape () or (1,)), "
+                    f"got {fmt_shape(shape) if shape is not None else sinfo}; reduce it with "
+                    "relax.op.sum or relax.op.mean"
+                )
+            grads = backprop(em, target, wrt)
+            grads = [g if g is not None else em.emit(zeros_like(p)) for g, p in zip(grads, wrt)]
+            result = bb.emit_output(Tuple((out, Tuple(tuple(grads)))))
+        bb.emit_func_output(result)
+    return bb.get()
+
+
+__all__ = ["Emitter", "backprop", "gradient"]

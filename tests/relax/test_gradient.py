@@ -1,0 +1,362 @@
+"""relax.transform.Gradient: finite-difference checks of every gradient rule in the op table."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import minitvm as tvm
+from minitvm import relax
+from minitvm.error import MiniTVMError, ShapeError
+from minitvm.ir.module import IRModule
+from minitvm.relax import op as R
+from minitvm.relax.op.grad import GRAD_RULES
+from minitvm.relax.transform.gradient import Emitter, _subst
+from minitvm.testing import check_grad
+from minitvm.tir.expr import Var as TirVar
+
+F64 = "float64"
+
+
+def _rng(seed=0):
+    return np.random.default_rng(seed)
+
+
+def normal(*shape):
+    return lambda rng: rng.standard_normal(shape)
+
+
+def positive(*shape):
+    return lambda rng: rng.uniform(0.5, 2.0, shape)
+
+
+def away_from_zero(*shape):
+    """Values with |x| >= 0.2, so kinks (relu, abs, max) stay out of the eps-ball."""
+    return lambda rng: rng.uniform(0.2, 1.5, shape) * rng.choice([-1.0, 1.0], shape)
+
+
+def distinct(*shape):
+    """A random permutation of spread values: no ties inside pooling windows."""
+    return lambda rng: (
+        rng.permutation(np.arange(np.prod(shape), dtype=np.float64)).reshape(shape) * 0.1
+    )
+
+
+def ints(high, *shape):
+    return lambda rng: rng.integers(0, high, shape).astype("int32")
+
+
+# name -> (build(*vars) -> expr, input generators, options)
+CASES: dict[str, list] = {
+    "relax.add": [(R.add, [normal(3, 4), normal(4)]), (R.add, [normal(3, 1), normal(1, 4)])],
+    "relax.subtract": [(R.subtract, [normal(2, 3, 4), normal(3, 1)])],
+    "relax.multiply": [
+        (R.multiply, [normal(3, 4), normal(3, 4)]),
+        (R.multiply, [normal(2, 3), normal(2, 1)]),
+    ],
+    "relax.divide": [(R.divide, [normal(3, 4), positive(4)])],
+    "relax.power": [
+        (lambda x: R.power(x, relax.const(3.0, F64)), [positive(3, 4)]),
+        (R.power, [positive(3, 4), normal(3, 4)]),
+    ],
+    "relax.broadcast_like": [
+        (
+            lambda x, y: R.grad.broadcast_like(x, y),
+            [normal(3, 1), normal(2, 3, 4)],
+            {"require": [0]},
+        )
+    ],
+    "relax.maximum": [(R.maximum, [normal(3, 4), normal(4)])],
+    "relax.minimum": [(R.minimum, [normal(3, 4), normal(3, 4)])],
+    "relax.negative": [(R.negative, [normal(3, 4)])],
+    "relax.abs": [(R.abs, [away_from_zero(3, 4)])],
+    "relax.exp": [(R.exp, [normal(3, 4)])],
+    "relax.log": [(R.log, [positive(3, 4)])],
+    "relax.sqrt": [(R.sqrt, [positive(3, 4)])],
+    "relax.tanh": [(R.tanh, [normal(3, 4)])],
+    "relax.sigmoid": [(R.sigmoid, [normal(3, 4)])],
+    "relax.erf": [(R.grad.erf, [normal(3, 4)])],
+    "relax.nn.relu": [(R.nn.relu, [away_from_zero(3, 4)])],
+    "relax.nn.relu_grad": [
+        (R.grad.relu_grad, [away_from_zero(3, 4), normal(3, 4)], {"require": [1]})
+    ],
+    "relax.nn.gelu": [(R.nn.gelu, [normal(3, 4)])],
+    "relax.nn.softmax": [
+        (R.nn.softmax, [normal(3, 5)]),
+        (lambda x: R.nn.softmax(x, axis=0), [normal(3, 5)]),
+    ],
+    "relax.nn.log_softmax": [(R.nn.log_softmax, [normal(3, 5)])],
+    "relax.matmul": [
+        (R.matmul, [normal(3, 4), normal(4, 5)]),
+        (R.matmul, [normal(2, 3, 4), normal(4, 5)]),
+        (R.matmul, [normal(3, 4), normal(2, 4, 5)]),
+        (R.matmul, [normal(4), normal(4, 5)]),
+        (R.matmul, [normal(3, 4), normal(4)]),
+    ],
+    "relax.nn.linear": [
+        (R.nn.linear, [normal(3, 4), normal(5, 4), normal(5)]),
+        (R.nn.linear, [normal(2, 3, 4), normal(5, 4)]),
+    ],
+    "relax.sum": [(lambda x: R.sum(x, axis=[1]), [normal(2, 3, 4)]), (R.sum, [normal(2, 3)])],
+    "relax.mean": [(lambda x: R.mean(x, axis=[0, 2], keepdims=True), [normal(2, 3, 4)])],
+    "relax.reshape": [(lambda x: R.reshape(x, (4, 6)), [normal(2, 3, 4)])],
+    "relax.flatten": [(R.flatten, [normal(2, 3)])],
+    "relax.expand_dims": [(lambda x: R.expand_dims(x, 1), [normal(2, 3)])],
+    "relax.permute_dims": [(lambda x: R.permute_dims(x, [2, 0, 1]), [normal(2, 3, 4)])],
+    "relax.astype": [
+        (lambda x: R.astype(R.astype(x, "float32"), F64), [normal(3, 4)], {"tol": 1e-3})
+    ],
+    "relax.strided_slice": [
+        (lambda x: R.strided_slice(x, [1, 0], [1, -3], [3, 5]), [normal(2, 5, 4)])
+    ],
+    "relax.concat": [(lambda a, b: R.concat([a, b], axis=1), [normal(2, 3), normal(2, 4)])],
+    "relax.split": [(lambda x: R.split(x, 3, axis=1), [normal(2, 6)])],
+    "relax.take": [
+        (lambda w, i: R.take(w, i, axis=0), [normal(6, 4), ints(6, 5)], {"require": [0]})
+    ],
+    "relax.nn.conv2d": [
+        (lambda x, w: R.nn.conv2d(x, w), [normal(2, 3, 6, 6), normal(4, 3, 3, 3)]),
+        (
+            lambda x, w: R.nn.conv2d(x, w, strides=2, padding=1, dilation=(1, 2)),
+            [normal(1, 2, 7, 8), normal(3, 2, 3, 2)],
+        ),
+    ],
+    "relax.nn.max_pool2d": [
+        (lambda x: R.nn.max_pool2d(x, 2, 2), [distinct(2, 2, 6, 6)]),
+        (lambda x: R.nn.max_pool2d(x, 3, 2, padding=1), [distinct(1, 2, 7, 7)]),
+    ],
+    "relax.nn.avg_pool2d": [
+        (lambda x: R.nn.avg_pool2d(x, 3, 2, padding=1), [normal(1, 2, 7, 7)]),
+        (
+            lambda x: R.nn.avg_pool2d(x, 3, 2, padding=1, count_include_pad=True),
+            [normal(1, 2, 6, 6)],
+        ),
+    ],
+}
+
+
+def _scalar_loss_module(build, gens, seed=0):
+    """main(*inputs) = sum(build(*inputs) * C) with a fixed random C (one per tuple field)."""
+    rng = _rng(seed)
+    inputs = [g(rng) for g in gens]
+    params = [
+        relax.Var(f"x{k}", relax.TensorStructInfo(a.shape, str(a.dtype)))
+        for k, a in enumerate(inputs)
+    ]
+    bb = relax.BlockBuilder()
+    with bb.function("main", params):
+        with bb.dataflow():
+            out = bb.emit(build(*params))
+            sinfo = out.struct_info
+            fields = (
+                [bb.emit(relax.TupleGetItem(out, i)) for i in range(len(sinfo.fields))]
+                if isinstance(sinfo, relax.TupleStructInfo)
+                else [out]
+            )
+            terms = []
+            for f in fields:
+                c = relax.const(rng.standard_normal([int(d) for d in f.struct_info.shape]), F64)
+                terms.append(bb.emit(R.sum(R.multiply(f, c))))
+            loss = terms[0]
+            for t in terms[1:]:
+                loss = bb.emit(R.add(loss, t))
+            loss = bb.emit_output(loss)
+        bb.emit_func_output(loss)
+    return bb.get(), inputs
+
+
+def _flat_cases():
+    for name, cases in CASES.items():
+        for k, case in enumerate(cases):
+            yield pytest.param(name, case, id=f"{name}-{k}")
+
+
+def test_every_grad_rule_has_a_case():
+    assert set(GRAD_RULES) <= set(CASES), sorted(set(GRAD_RULES) - set(CASES))
+    for name in GRAD_RULES:
+        assert relax.Op.get(name).op_def.grad is GRAD_RULES[name]
+
+
+@pytest.mark.parametrize("name,case", list(_flat_cases()))
+def test_grad_rule_finite_differences(name, case):
+    build, gens = case[0], case[1]
+    opts = case[2] if len(case) > 2 else {}
+    mod, inputs = _scalar_loss_module(build, gens)
+    tol = opts.get("tol", 1e-4)
+    eps = 1e-6 if tol < 1e-3 else 1e-3
+    check_grad(mod, inputs, require_grads=opts.get("require"), eps=eps, rtol=tol, atol=tol * 1e-2)
+
+
+VM_CASES = [
+    "relax.add",
+    "relax.matmul",
+    "relax.nn.softmax",
+    "relax.nn.conv2d",
+    "relax.nn.max_pool2d",
+    "relax.nn.avg_pool2d",
+    "relax.take",
+    "relax.nn.relu",
+    "relax.split",
+    "relax.strided_slice",
+]
+
+
+@pytest.mark.parametrize("name", VM_CASES)
+def test_grad_rule_compiled_on_vm(name):
+    """The backward graph goes through relax.build (legalize, fuse, plan memory) and the VM."""
+    case = CASES[name][-1]
+    opts = case[2] if len(case) > 2 else {}
+    mod, inputs = _scalar_loss_module(case[0], case[1], seed=1)
+    check_grad(mod, inputs, require_grads=opts.get("require"), use_vm=True, num_directions=1)
+
+
+def test_cross_entropy_composition():
+    def xent(logits, labels):
+        return R.negative(R.mean(R.sum(R.multiply(labels, R.nn.log_softmax(logits)), axis=[1])))
+
+    rng = _rng(3)
+    logits = rng.standard_normal((4, 5))
+    labels = np.eye(5)[rng.integers(0, 5, 4)]
+    x = relax.Var("logits", relax.TensorStructInfo((4, 5), F64))
+    y = relax.Var("labels", relax.TensorStructInfo((4, 5), F64))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x, y]):
+        with bb.dataflow():
+            out = bb.emit_output(xent(x, y))
+        bb.emit_func_output(out)
+    grads = check_grad(bb.get(), [logits, labels], require_grads=[0])
+    p = np.exp(logits) / np.exp(logits).sum(1, keepdims=True)
+    np.testing.assert_allclose(grads[0], (p - labels) / 4, rtol=1e-10)
+
+
+def _mlp_module(n=None):
+    batch = TirVar("n", "int64") if n is None else n
+    x = relax.Var("x", relax.TensorStructInfo((batch, 4), F64))
+    w = relax.Var("w", relax.TensorStructInfo((4, 3), F64))
+    b = relax.Var("b", relax.TensorStructInfo((3,), F64))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x, w, b]):
+        with bb.dataflow():
+            h = bb.emit(R.tanh(R.add(R.matmul(x, w), b)))
+            loss = bb.emit_output(R.sum(R.multiply(h, h)))
+        bb.emit_func_output(loss)
+    return bb.get()
+
+
+def test_symbolic_batch_dim():
+    mod = _mlp_module()
+    adj = relax.transform.Gradient("main", require_grads=["w", "b"])(mod)
+    sinfo = adj["main_adjoint"].ret_struct_info
+    assert len(sinfo.fields[1].fields) == 2
+    ex = relax.build(adj, "llvm")
+    vm = relax.VirtualMachine(ex, tvm.cpu(0))
+    rng = _rng(4)
+    w, b = rng.standard_normal((4, 3)), rng.standard_normal(3)
+    for n in (2, 5):
+        x = rng.standard_normal((n, 4))
+        loss, (gw, gb) = vm["main_adjoint"](tvm.nd.array(x), tvm.nd.array(w), tvm.nd.array(b))
+        h = np.tanh(x @ w + b)
+        dz = 2 * h * (1 - h * h)
+        np.testing.assert_allclose(loss.numpy(), (h * h).sum(), rtol=1e-10)
+        np.testing.assert_allclose(gw.numpy(), x.T @ dz, rtol=1e-10)
+        np.testing.assert_allclose(gb.numpy(), dz.sum(0), rtol=1e-10)
+    check_grad(mod, [rng.standard_normal((3, 4)), w, b])
+
+
+def test_unused_param_gets_zero_grad_and_tuple_output():
+    x = relax.Var("x", relax.TensorStructInfo((3,), F64))
+    y = relax.Var("y", relax.TensorStructInfo((2,), F64))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x, y]):
+        with bb.dataflow():
+            e = bb.emit(R.exp(x))
+            s = bb.emit(R.sum(e))
+            out = bb.emit_output(relax.Tuple((e, s)))
+        bb.emit_func_output(out)
+    adj = relax.transform.Gradient("main", target_index=1)(bb.get())
+    xv = np.array([0.1, 0.2, 0.3])
+    (ev, _sv), (gx, gy) = relax.eval_ref.evaluate(adj, xv, np.ones(2), func_name="main_adjoint")
+    np.testing.assert_allclose(ev, np.exp(xv))
+    np.testing.assert_allclose(gx, np.exp(xv))
+    np.testing.assert_array_equal(gy, np.zeros(2))
+
+
+def _second_order_module(adj_mod, name):
+    """g(x) = sum(grad_0(x)) built from the bindings of `name` (the adjoint of f)."""
+    func = adj_mod[name]
+    bb = relax.BlockBuilder()
+    with bb.function("g", list(func.params)):
+        with bb.dataflow():
+            em = Emitter(bb)
+            vmap = {}
+            for block in func.body.blocks:
+                for b in block.bindings:
+                    vmap[b.var] = em.emit(_subst(b.value, vmap))
+            out = _subst(func.body.body, vmap)
+            grad = em.emit(relax.TupleGetItem(em.emit(relax.TupleGetItem(out, 1)), 0))
+            total = bb.emit_output(em.emit(R.sum(grad)))
+        bb.emit_func_output(total)
+    return bb.get()
+
+
+def test_gradient_of_gradient():
+    """d/dx sum(3 x^2) = 6 x: Gradient applied to a function built from an adjoint."""
+    x = relax.Var("x", relax.TensorStructInfo((4,), F64))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            out = bb.emit_output(R.sum(R.multiply(R.multiply(x, x), x)))
+        bb.emit_func_output(out)
+    adj = relax.transform.Gradient("main")(bb.get())
+    second = relax.transform.Gradient("g")(_second_order_module(adj, "main_adjoint"))
+    xv = np.array([0.5, -1.0, 2.0, 3.0])
+    val, (g2,) = relax.eval_ref.evaluate(second, xv, func_name="g_adjoint")
+    np.testing.assert_allclose(val, (3 * xv * xv).sum())
+    np.testing.assert_allclose(g2, 6 * xv)
+    check_grad(_second_order_module(adj, "main_adjoint"), [xv], func_name="g")
+
+
+def test_errors():
+    x = relax.Var("x", relax.TensorStructInfo((3,), F64))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            out = bb.emit_output(R.exp(x))
+        bb.emit_func_output(out)
+    mod = bb.get()
+    with pytest.raises(ShapeError, match="must return a scalar loss"):
+        relax.transform.Gradient("main")(mod)
+    with pytest.raises(MiniTVMError, match="no function 'nope'"):
+        relax.transform.Gradient("nope")(mod)
+    with pytest.raises(MiniTVMError, match="'z' is not a parameter"):
+        relax.transform.Gradient("main", require_grads=["z"])(mod)
+
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            out = bb.emit_output(R.sum(R.prod(x, keepdims=True)))
+        bb.emit_func_output(out)
+    with pytest.raises(MiniTVMError, match="relax.prod .* has no gradient rule"):
+        relax.transform.Gradient("main")(bb.get())
+
+    xi = relax.Var("x", relax.TensorStructInfo((1, 2, 5, 5), F64))
+    wi = relax.Var("w", relax.TensorStructInfo((2, 1, 3, 3), F64))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [xi, wi]):
+        with bb.dataflow():
+            out = bb.emit_output(R.sum(R.nn.conv2d(xi, wi, groups=2)))
+        bb.emit_func_output(out)
+    with pytest.raises(MiniTVMError, match="groups=2 has no gradient rule"):
+        relax.transform.Gradient("main")(bb.get())
+    assert isinstance(IRModule, type)
+
+
+def test_check_grad_catches_a_wrong_rule(monkeypatch):
+    import dataclasses
+
+    exp = relax.Op.get("relax.exp")
+    wrong = dataclasses.replace(exp.op_def, grad=lambda y, call, g, bb: [R.multiply(g, 2.0)])
+    monkeypatch.setattr(exp, "op_def", wrong)
+    mod, inputs = _scalar_loss_module(R.exp, [normal(3, 4)])
+    with pytest.raises(AssertionError, match="disagrees with finite differences"):
+        check_grad(mod, inputs)
