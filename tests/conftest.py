@@ -1,6 +1,10 @@
-"""Suite-wide test settings."""
+"""Suite-wide test settings: IR checks that run under every test."""
 
 import pytest
+
+import minitvm.driver
+from minitvm.ir import assert_structural_equal
+from minitvm.script import from_source
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -8,5 +12,29 @@ def _verify_ir_after_every_pass():
     """Run the TIR well-formedness check after every lowering pass in every test."""
     mp = pytest.MonkeyPatch()
     mp.setenv("MINITVM_VERIFY_IR", "1")
+    yield
+    mp.undo()
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _every_built_primfunc_round_trips():
+    """Every PrimFunc that any test lowers or builds must print as TVMScript and parse back
+    structurally equal (the TVMScript issue's contract, checked on the whole suite's IR)."""
+    original = minitvm.driver.lower_primfunc
+    seen: set[int] = set()
+
+    def checked(func, *args, **kwargs):
+        if id(func) not in seen:
+            seen.add(id(func))
+            text = func.script()
+            try:
+                parsed = from_source(text)
+            except Exception as err:
+                raise AssertionError(f"printed PrimFunc does not parse back:\n{text}") from err
+            assert_structural_equal(parsed, func)
+        return original(func, *args, **kwargs)
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(minitvm.driver, "lower_primfunc", checked)
     yield
     mp.undo()

@@ -10,6 +10,7 @@ from ..error import DTypeError, TEError
 from ..ir.dtype import DataType
 from ..ir.node import FrozenDict, Node, node, setfield
 from ..tir.expr import (
+    cast,
     EqualOp,
     IntImm,
     IterType,
@@ -160,7 +161,9 @@ def _shape(shape: Any, what: str) -> tuple[PrimExpr, ...]:
         if isinstance(expr, IntImm) and expr.value < 0:
             raise TEError(f"{what}: shape entry {n} is negative ({expr.value})")
         out.append(expr)
-    return tuple(out)
+    # One index dtype per shape (the widest), so (n_int64, 1, 4) does not mix int32 dims in.
+    widest = max((e.dtype for e in out), key=lambda t: t.bits, default=None)
+    return tuple(e if e.dtype == widest else cast(widest, e) for e in out)
 
 
 def placeholder(shape: Any, dtype: str | DataType = "float32", name: str = "placeholder") -> Tensor:
