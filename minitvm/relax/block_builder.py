@@ -99,9 +99,10 @@ class BlockBuilder:
             )
         if isinstance(params, Var):
             params = [params]
-        frame = _FunctionFrame(
-            name, list(params) if params is not None else None, dict(attrs or {}), pure
-        )
+        attrs = dict(attrs or {})
+        if not private:  # as in TVM: a public function carries its symbol name
+            attrs.setdefault("global_symbol", name)
+        frame = _FunctionFrame(name, list(params) if params is not None else None, attrs, pure)
 
         def enter() -> BlockBuilder:
             self._func = frame
