@@ -5,6 +5,7 @@ from ._pass import prim_func_pass
 from .compact_buffer_allocation import CompactBufferAllocation, compact_buffer_allocation
 from .convert_blocks_to_loops import ConvertBlocksToLoops, LowerOpaqueBlock, convert_blocks_to_loops
 from .flatten_buffer import FlattenBuffer, flatten_buffer
+from .loop_partition import LoopPartition, loop_partition
 from .lower_init_block import LowerInitBlock, lower_init_block
 from .pipeline import PIPELINE, lower_primfunc
 from .plan_buffer_allocation import (
@@ -21,6 +22,7 @@ __all__ = [
     "CompactBufferAllocation",
     "ConvertBlocksToLoops",
     "FlattenBuffer",
+    "LoopPartition",
     "LowerInitBlock",
     "LowerOpaqueBlock",
     "PlanAndUpdateBufferAllocationLocation",
@@ -31,6 +33,7 @@ __all__ = [
     "compact_buffer_allocation",
     "convert_blocks_to_loops",
     "flatten_buffer",
+    "loop_partition",
     "lower_init_block",
     "lower_primfunc",
     "plan_and_update_buffer_allocation_location",

@@ -14,6 +14,7 @@ from ..function import PrimFunc
 from .compact_buffer_allocation import compact_buffer_allocation
 from .convert_blocks_to_loops import convert_blocks_to_loops
 from .flatten_buffer import flatten_buffer
+from .loop_partition import loop_partition
 from .lower_init_block import lower_init_block
 from .plan_buffer_allocation import plan_and_update_buffer_allocation_location
 from .remove_no_op import remove_no_op
@@ -40,6 +41,7 @@ PIPELINE: tuple[Step, ...] = (
     Step(remove_no_op, blocks_lowered=True, flat=False),
     Step(flatten_buffer, blocks_lowered=True, flat=True),
     Step(simplify, blocks_lowered=True, flat=True),
+    Step(loop_partition, blocks_lowered=True, flat=True),
     Step(vectorize_loop, blocks_lowered=True, flat=True),
     Step(unroll_loop, blocks_lowered=True, flat=True),
     Step(simplify, blocks_lowered=True, flat=True),
