@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from ..tir.expr import (
     EQ,
+    And,
     LE,
     LT,
     NE,
@@ -116,6 +117,27 @@ def _compare(m: Match) -> PrimExpr | None:
     if known is not None:
         return t if known else f
     return ana._normal_compare(m.node)
+
+
+def _eq_of_nonneg_terms(m: Match) -> PrimExpr | None:
+    """x == y where x - y = sum(c_i * v_i) with every c_i of one sign and every v_i >= 0: then
+    the sum is 0 exactly when each v_i is 0 (`k_0*4 + k_1 == 0` -> `k_0 == 0 && k_1 == 0`, which
+    LLVM can unswitch per loop)."""
+    if not is_index_dtype(m.x.dtype):
+        return None
+    from .canonical import Canonical  # noqa: PLC0415 - canonical imports this module's siblings
+
+    p = Canonical(m.ana).poly(Sub(m.x, m.y))
+    if p.const != 0 or len(p.terms) < 2 or len({c > 0 for c, _ in p.terms.values()}) != 1:
+        return None
+    atoms = [atoms[0] for _, atoms in p.terms.values() if len(atoms) == 1]
+    if len(atoms) != len(p.terms) or any(m.ana.const_int_bound(a).min_value < 0 for a in atoms):
+        return None
+    zero = make_const(m.x.dtype, 0)
+    out = EQ(atoms[0], zero)
+    for a in atoms[1:]:
+        out = And(out, EQ(a, zero))
+    return out
 
 
 def _floordiv_nested(m: Match) -> PrimExpr:
@@ -293,6 +315,7 @@ RULES = [
     Rule(c2 < x // c1, _lt_div, _pos("c1")),  # c2 < x//c1 -> (c2+1)*c1 <= x
     Rule(x < y, _compare),  # decide / normalise x<y
     Rule(x <= y, _compare),  # decide / normalise x<=y
+    Rule(eq(x, y), _eq_of_nonneg_terms),  # a*i + j == 0, i,j >= 0 -> i == 0 && j == 0
     Rule(eq(x, y), _compare),  # decide / normalise x==y
     Rule(ne(x, y), _compare),  # decide / normalise x!=y
     # boolean logic

@@ -339,3 +339,18 @@ def test_likely_constraint_is_unwrapped():
     with ana.constraint_scope(tir.likely(tir.LT(x, n))):
         assert ana.can_prove(tir.LT(x, n))
         assert ana.can_prove(tir.LE(x, n))
+
+
+def test_sum_of_nonnegative_terms_equal_zero_splits_per_term():
+    """`k_0*4 + k_1 == 0` over loop vars becomes `k_0 == 0 and k_1 == 0` (unswitchable per loop)."""
+    from minitvm import arith, tir
+    from minitvm.ir import structural_equal
+
+    k0, k1, n = tir.Var("k_0"), tir.Var("k_1"), tir.Var("n")
+    ana = arith.Analyzer()
+    ana.bind(k0, tir.Range(0, 256))
+    ana.bind(k1, tir.Range(0, 4))
+    assert structural_equal(ana.simplify(k0 * 4 + k1 == 0), tir.all(k0 == 0, k1 == 0))
+    # a term that may be negative, or a non-zero constant, keeps the equality whole
+    assert isinstance(ana.simplify(k0 * 4 - n == 0), tir.EQ)
+    assert isinstance(ana.simplify(k0 * 4 + k1 == 4), tir.EQ)
