@@ -77,7 +77,6 @@ class Stage:
     attach: _Attach = field(default_factory=lambda: _Attach("root"))
     actions: list = field(default_factory=list)
     initial: list = field(default_factory=list)  # the IterVars the block's loops start as
-    scope: str | None = None
 
     def __post_init__(self) -> None:
         self.initial = list(self.op.axis) + list(self.op.reduce_axis)
@@ -258,7 +257,9 @@ class Stage:
         self.attach = _Attach("at", parent, scope)
 
     def set_scope(self, scope: str) -> None:
-        self.scope = scope
+        """Keep this stage's (intermediate) tensor in storage `scope`, e.g. "local"."""
+        self._no_placeholder("set_scope")
+        self._sch._structural.append(("set_scope", self, scope))
 
 
 class Schedule:
@@ -445,6 +446,9 @@ class _Replay:
                 index = next(i for i, r in enumerate(reads) if r.buffer is buf)
                 consumers = [self.block[id(r)] for r in readers]
                 self.block[id(stage)] = self.sch.cache_read(first, index, scope, consumers)
+            elif action[0] == "set_scope":
+                _, stage, scope = action
+                self.sch.set_scope(self.block[id(stage)], 0, scope)
             else:
                 _, tensor, scope, stage, cache_stage = action
                 block = self.block[id(stage)]
@@ -491,9 +495,7 @@ class _Replay:
         if action[0] == "split":
             _, parent, factor, nparts, outer, inner = action
             factors = [None, factor] if factor is not None else [nparts, None]
-            lo, li = sch.split(
-                self._loop_of(st, parent, what) if False else self.loop[id(parent)], factors
-            )
+            lo, li = sch.split(self.loop[id(parent)], factors)
             for iv, lp in ((outer, lo), (inner, li)):
                 sch._rename_loop(lp, iv.var.name)
                 self.loop[id(iv)] = lp

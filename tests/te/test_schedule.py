@@ -340,3 +340,53 @@ def test_stage_uses_tir_schedule_underneath():
     s[C].split(C.op.axis[0], factor=4)
     func = s.build_prim_func([A, C], "f")
     assert isinstance(func, tir.PrimFunc) and func.attrs["global_symbol"] == "f"
+
+
+def test_set_scope_of_intermediate_stage():
+    A, B, C = _b_then_c(8)
+    s = te.create_schedule(C.op)
+    s[B].set_scope("local")
+    s[B].compute_at(s[C], C.op.axis[0])
+    func = s.build_prim_func([A, C], "main")
+    assert 'scope="local"' in func.script()
+    _run(s, [A, C], lambda a: (a + 1) * 2, [(8,)])
+
+
+# ----------------------------------------------------------------------------- property
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=20, deadline=None, derandomize=True)
+@given(
+    fi=st.integers(1, 7),
+    fj=st.integers(1, 7),
+    fk=st.integers(1, 5),
+    perm=st.permutations(range(6)),
+    fuse_at=st.integers(0, 4),
+    kinds=st.booleans(),
+)
+def test_random_stage_schedules_keep_numbers(fi, fj, fk, perm, fuse_at, kinds):
+    """Random splits (often non-divisible), a random loop order, one fusion of adjacent loops,
+    and loop kinds on legal loops, all through the classic API."""
+    A, B, C = _matmul(13, 10, 6)
+    s = te.create_schedule(C.op)
+    i, j = C.op.axis
+    (k,) = C.op.reduce_axis
+    io, ii = s[C].split(i, factor=fi)
+    jo, ji = s[C].split(j, nparts=fj)
+    ko, ki = s[C].split(k, factor=fk)
+    order = [[io, ii, jo, ji, ko, ki][p] for p in perm]
+    s[C].reorder(*order)
+    a, b = order[fuse_at], order[fuse_at + 1]
+    fused = s[C].fuse(a, b)
+    leaves = s[C].leaf_iter_vars
+    if kinds:
+        from minitvm.tir.expr import IterType
+
+        if leaves[0].iter_type != IterType.CommReduce:
+            s[C].parallel(leaves[0])
+        if leaves[-1].iter_type != IterType.CommReduce and leaves[-1] is not fused:
+            s[C].vectorize(leaves[-1])
+    _run(s, [A, B, C], lambda x, y: x @ y, [(13, 6), (6, 10)])

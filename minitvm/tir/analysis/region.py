@@ -10,7 +10,19 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..expr import (
-    Add, BufferLoad, Cast, FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimExpr, Range, Sub, Var,
+    Add,
+    BufferLoad,
+    Cast,
+    FloorDiv,
+    FloorMod,
+    IntImm,
+    Max,
+    Min,
+    Mul,
+    PrimExpr,
+    Range,
+    Sub,
+    Var,
     binary,
 )
 from ..functor import Visitor

@@ -19,11 +19,17 @@ def copy_nest(src: Buffer, dst: Buffer, name: str, loop_names: list[str] | None 
     ndim = len(src.shape)
     loop_names = loop_names or [f"ax{d}" for d in range(ndim)]
     loop_vars = [Var(n, s.dtype) for n, s in zip(loop_names, src.shape)]
-    ivs = [IterVar(Range(0, s), Var(f"v{d}", s.dtype), IterType.DataPar) for d, s in enumerate(src.shape)]
+    ivs = [
+        IterVar(Range(0, s), Var(f"v{d}", s.dtype), IterType.DataPar)
+        for d, s in enumerate(src.shape)
+    ]
     idx = tuple(iv.var for iv in ivs)
     point = tuple(Range(i, 1) for i in idx)
     block = Block(
-        tuple(ivs), (BufferRegion(src, point),), (BufferRegion(dst, point),), name,
+        tuple(ivs),
+        (BufferRegion(src, point),),
+        (BufferRegion(dst, point),),
+        name,
         BufferStore(dst, BufferLoad(src, idx), idx),
     )
     body: Stmt = BlockRealize(tuple(loop_vars), IntImm("bool", 1), block)
@@ -53,7 +59,9 @@ class _Rename(Mutator):
 
 def _loads(stmt: Stmt, buf: Buffer) -> bool:
     found = []
-    post_order_visit(stmt, lambda n: found.append(n) if isinstance(n, BufferLoad) and n.buffer is buf else None)
+    post_order_visit(
+        stmt, lambda n: found.append(n) if isinstance(n, BufferLoad) and n.buffer is buf else None
+    )
     return bool(found)
 
 
@@ -73,13 +81,22 @@ def _check_top_level(func: PrimFunc, r_path: Path, what: str, r: BlockRealize) -
     scope, _ = _scope_of(r_path)
     root = root_realize(func)
     if scope is not scope_body(func) or (root is None and scope is not func.body):
-        raise schedule_error(func, f"{what}: block '{r.block.name_hint}' is inside a nested block "
-                             "scope; caching is supported at the function's root scope", r)
+        raise schedule_error(
+            func,
+            f"{what}: block '{r.block.name_hint}' is inside a nested block "
+            "scope; caching is supported at the function's root scope",
+            r,
+        )
 
 
 def cache_read(
-    func: PrimFunc, r: BlockRealize, r_path: Path, index: int, scope: str,
-    consumers: list[BlockRealize] | None = None, loop_names: list[str] | None = None,
+    func: PrimFunc,
+    r: BlockRealize,
+    r_path: Path,
+    index: int,
+    scope: str,
+    consumers: list[BlockRealize] | None = None,
+    loop_names: list[str] | None = None,
 ) -> tuple[PrimFunc, str]:
     """Copy the `index`-th buffer `r` reads into a new buffer in `scope` and read that instead."""
     name = r.block.name_hint
@@ -88,15 +105,22 @@ def cache_read(
     if not isinstance(index, int) or not -len(reads) <= index < len(reads):
         shown = ", ".join(rg.buffer.name for rg in reads)
         raise schedule_error(
-            func, f"{what}: block '{name}' reads {len(reads)} buffers ({shown}); use an index in "
-            f"0..{len(reads) - 1}", r)
+            func,
+            f"{what}: block '{name}' reads {len(reads)} buffers ({shown}); use an index in "
+            f"0..{len(reads) - 1}",
+            r,
+        )
     _check_top_level(func, r_path, what, r)
     buf = reads[index].buffer
     cache_name = unique_name(func, f"{buf.name}_{scope}")
     cache = decl_buffer(buf.shape, buf.dtype, cache_name, scope=scope)
     blocks = scope_blocks(*_scope_of(r_path))
-    readers = [b for b, _ in blocks if any(rg.buffer is buf for rg in b.block.reads)
-               and not any(w.buffer is buf for w in b.block.writes)]
+    readers = [
+        b
+        for b, _ in blocks
+        if any(rg.buffer is buf for rg in b.block.reads)
+        and not any(w.buffer is buf for w in b.block.writes)
+    ]
     if consumers is not None:
         wanted = {id(c) for c in consumers}
         readers = [b for b in readers if id(b) in wanted]
@@ -106,8 +130,11 @@ def cache_read(
     write_pos = _top_index(items, {id(b) for b in writers})
     if write_pos and read_pos and max(write_pos) >= min(read_pos):
         raise schedule_error(
-            func, f"{what}: {buf.name} is written and read inside one loop nest; cache it before "
-            "moving its producer with compute_at", r)
+            func,
+            f"{what}: {buf.name} is written and read inside one loop nest; cache it before "
+            "moving its producer with compute_at",
+            r,
+        )
     rename = _Rename(buf, cache, stores=False)
     table = {id(b): b.replace(block=rename.visit(b.block)) for b in readers}
     func = replace_stmts(func, table, readers)
@@ -117,7 +144,11 @@ def cache_read(
 
 
 def cache_write(
-    func: PrimFunc, r: BlockRealize, r_path: Path, index: int, scope: str,
+    func: PrimFunc,
+    r: BlockRealize,
+    r_path: Path,
+    index: int,
+    scope: str,
     loop_names: list[str] | None = None,
 ) -> tuple[PrimFunc, str]:
     """Make `r` write its `index`-th output into a new buffer in `scope`, copied back after."""
@@ -127,15 +158,21 @@ def cache_write(
     if not isinstance(index, int) or not -len(writes) <= index < len(writes):
         shown = ", ".join(rg.buffer.name for rg in writes)
         raise schedule_error(
-            func, f"{what}: block '{name}' writes {len(writes)} buffers ({shown}); use an index "
-            f"in 0..{len(writes) - 1}", r)
+            func,
+            f"{what}: block '{name}' writes {len(writes)} buffers ({shown}); use an index "
+            f"in 0..{len(writes) - 1}",
+            r,
+        )
     _check_top_level(func, r_path, what, r)
     buf = writes[index].buffer
     if r.block.init is None and _loads(r.block.body, buf):
         raise schedule_error(
-            func, f"{what}: block '{name}' reads {buf.name} before updating it (it has no init, "
+            func,
+            f"{what}: block '{name}' reads {buf.name} before updating it (it has no init, "
             f"e.g. after decompose_reduction), so a fresh cache would lose the old values; "
-            "call cache_write before decompose_reduction", r)
+            "call cache_write before decompose_reduction",
+            r,
+        )
     cache_name = unique_name(func, f"{buf.name}_{scope}")
     cache = decl_buffer(buf.shape, buf.dtype, cache_name, scope=scope)
     blocks = scope_blocks(*_scope_of(r_path))
@@ -145,10 +182,37 @@ def cache_write(
         if b is not r and any(rg.buffer is buf for rg in b.block.reads + b.block.writes):
             if _top_index(items, {id(b)}) == [pos]:
                 raise schedule_error(
-                    func, f"{what}: block '{b.block.name_hint}' in the same loop nest also uses "
-                    f"{buf.name}; cache before moving blocks with compute_at", r)
+                    func,
+                    f"{what}: block '{b.block.name_hint}' in the same loop nest also uses "
+                    f"{buf.name}; cache before moving blocks with compute_at",
+                    r,
+                )
     new_block = _Rename(buf, cache).visit(r.block)
     func = replace_stmts(func, {id(r): r.replace(block=new_block)}, [r])
     nest = copy_nest(cache, buf, cache_name, loop_names)
     func = insert_in_scope(func, nest, lambda items: pos + 1)
     return add_root_alloc(func, cache), cache_name
+
+
+def set_scope(func: PrimFunc, r: BlockRealize, index: int, scope: str) -> PrimFunc:
+    """Move the `index`-th buffer that `r` writes (an intermediate) to storage `scope`."""
+    name = r.block.name_hint
+    what = f"set_scope(block '{name}', buffer_index={index}, storage_scope={scope!r})"
+    writes = r.block.writes
+    if not isinstance(index, int) or not -len(writes) <= index < len(writes):
+        raise schedule_error(
+            func,
+            f"{what}: block '{name}' writes {len(writes)} buffers; use an index in "
+            f"0..{len(writes) - 1}",
+            r,
+        )
+    buf = writes[index].buffer
+    if any(b is buf for b in func.buffer_map.values()):
+        raise schedule_error(
+            func,
+            f"{what}: {buf.name} is a parameter of the function; its memory belongs to the "
+            "caller. Use cache_write to stage it in another scope",
+            r,
+        )
+    new = buf.replace(storage_scope=scope)
+    return func.replace(body=_Rename(buf, new).visit(func.body))

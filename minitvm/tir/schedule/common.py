@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from ...error import ScheduleError
-from ..expr import IntImm, IterType, PrimExpr, Range, Var, const_value
+from ..expr import IntImm, IterType, PrimExpr, Range, const_value
 from ..function import PrimFunc
 from ..stmt import Block, BlockRealize, For
-from .tree import block_realizes, loops_above, walk
+from .tree import block_realizes, walk
 
 
 def schedule_error(func: PrimFunc, message: str, culprit: Any = None) -> ScheduleError:
@@ -71,12 +71,10 @@ def describe_loop(loop: For) -> str:
     return f"loop '{loop_name(loop)}' of block '{first_block_name(loop.body)}'"
 
 
-def iter_kind(iv: Any) -> IterType:
-    return iv.iter_type
-
-
 def is_reduction_block(block: Block) -> bool:
-    return block.init is not None or any(iv.iter_type == IterType.CommReduce for iv in block.iter_vars)
+    return block.init is not None or any(
+        iv.iter_type == IterType.CommReduce for iv in block.iter_vars
+    )
 
 
 def unique_name(func: PrimFunc, base: str) -> str:
@@ -94,21 +92,8 @@ def unique_name(func: PrimFunc, base: str) -> str:
     return f"{base}_{i}"
 
 
-def fresh_var(name: str, like: Var | PrimExpr) -> Var:
-    return Var(name, like.dtype)
-
-
-def int_const(value: int, like: PrimExpr) -> IntImm:
-    return IntImm(like.dtype, value)
-
-
-def loops_of(path: Any) -> list[For]:
-    return loops_above(path)
-
-
 def add_root_alloc(func: PrimFunc, buf: Any) -> PrimFunc:
     """`func` with `buf` allocated by its root block (a root block is added when missing)."""
-    from ..expr import IntImm
     from .tree import root_realize
 
     root = root_realize(func)

@@ -4,13 +4,28 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..analysis.region import Interval, eval_interval, loop_domain, region_interval
-from ..expr import GE, LT, Add, BufferLoad, IntImm, IterType, PrimExpr, Range, Sub, Var, binary, logical_and
+from ..analysis.region import Interval, loop_domain, region_interval
+from ..expr import (
+    GE,
+    LT,
+    Add,
+    BufferLoad,
+    Max,
+    Min,
+    IntImm,
+    IterType,
+    PrimExpr,
+    Range,
+    Sub,
+    Var,
+    binary,
+    logical_and,
+)
 from ..function import PrimFunc
 from ..functor import post_order_visit, substitute
 from ..stmt import Block, BlockRealize, BufferRegion, For, ForKind, SeqStmt, Stmt, seq
 from .common import analyzer, const_int, schedule_error
-from .tree import Path, enclosing_block, loops_above, replace_stmts, walk
+from .tree import Path, enclosing_block, loops_above, replace_stmts, uses_var, walk
 
 
 def scope_blocks(scope_stmt: Stmt, scope_path: Path) -> list[tuple[BlockRealize, Path]]:
@@ -36,8 +51,6 @@ def _under(path: Path, node: Stmt) -> bool:
 
 
 def _mentions(e: PrimExpr, var: Var) -> bool:
-    from .tree import uses_var
-
     return uses_var(e, {id(var)})
 
 
@@ -49,7 +62,9 @@ def _reads(r: BlockRealize) -> set[int]:
     """Buffers the block reads: its declared reads plus what its body loads (an accumulator
     that a reduction reads back is often left out of the declared reads)."""
     out = _buffers(r.block.reads)
-    post_order_visit(r.block.body, lambda n: out.add(id(n.buffer)) if isinstance(n, BufferLoad) else None)
+    post_order_visit(
+        r.block.body, lambda n: out.add(id(n.buffer)) if isinstance(n, BufferLoad) else None
+    )
     return out
 
 
@@ -69,20 +84,10 @@ def _union(a: list, b: list, ana: Any) -> list:
         if x is None or y is None:
             out.append(None)
         else:
-            out.append((ana.simplify(binary_min(x[0], y[0])), ana.simplify(binary_max(x[1], y[1]))))
+            out.append(
+                (ana.simplify(binary(Min, x[0], y[0])), ana.simplify(binary(Max, x[1], y[1])))
+            )
     return out
-
-
-def binary_min(a: PrimExpr, b: PrimExpr) -> PrimExpr:
-    from ..expr import Min
-
-    return binary(Min, a, b)
-
-
-def binary_max(a: PrimExpr, b: PrimExpr) -> PrimExpr:
-    from ..expr import Max
-
-    return binary(Max, a, b)
 
 
 def _touched_region(
@@ -116,14 +121,20 @@ def _iter_map(func: PrimFunc, r: BlockRealize, region: BufferRegion, what: str) 
             out[d] = ids[id(rng.min)]
         elif not (const_int(rng.min) is not None and const_int(rng.extent) == 1):
             raise schedule_error(
-                func, f"{what}: block '{r.block.name_hint}' accesses {region.buffer.name} at "
+                func,
+                f"{what}: block '{r.block.name_hint}' accesses {region.buffer.name} at "
                 f"dimension {d} with `{rng.min}`, not with one of its iterators; only blocks "
-                "indexed directly by their iterators can be moved", r)
+                "indexed directly by their iterators can be moved",
+                r,
+            )
     return out
 
 
 def _rebind(
-    func: PrimFunc, r: BlockRealize, intervals: list[Interval | None], outer: list[For],
+    func: PrimFunc,
+    r: BlockRealize,
+    intervals: list[Interval | None],
+    outer: list[For],
     preserve_unit_loops: bool,
 ) -> Stmt:
     """A loop nest running block r once for each iter var value in `intervals` (None: its
@@ -133,8 +144,11 @@ def _rebind(
     ana = analyzer(outer)
     for iv, span in zip(r.block.iter_vars, intervals):
         dom = iv.dom
-        lo, ext = (dom.min, dom.extent) if span is None else (
-            span[0], ana.simplify(binary(Add, binary(Sub, span[1], span[0]), 1)))
+        lo, ext = (
+            (dom.min, dom.extent)
+            if span is None
+            else (span[0], ana.simplify(binary(Add, binary(Sub, span[1], span[0]), 1)))
+        )
         lo = ana.simplify(lo)
         if const_int(ext) == 1 and not preserve_unit_loops:
             bindings.append(lo)
@@ -150,7 +164,7 @@ def _rebind(
         for cond in (GE(b, lo), LT(b, end)):
             if not ana.can_prove(cond):
                 pred = cond if const_int(pred) == 1 else logical_and(pred, cond)
-    body: Stmt = BlockRealize(tuple(bindings), pred, r.block)
+    body: Stmt = BlockRealize(tuple(bindings), ana.simplify(pred), r.block)
     for loop in reversed(new_loops):
         body = loop.replace(body=body)
     return body
@@ -167,8 +181,10 @@ def _self_reads(block: Block) -> bool:
     """True when the block's body loads a buffer that the block writes."""
     outs = _buffers(block.writes)
     found: list = []
-    post_order_visit(block.body, lambda n: found.append(n)
-                     if isinstance(n, BufferLoad) and id(n.buffer) in outs else None)
+    post_order_visit(
+        block.body,
+        lambda n: found.append(n) if isinstance(n, BufferLoad) and id(n.buffer) in outs else None,
+    )
     return bool(found)
 
 
@@ -177,24 +193,37 @@ def _check_idempotent(func: PrimFunc, what: str, r: BlockRealize) -> None:
     overlapping region (which moving it may do) would add twice."""
     if r.block.init is None and _self_reads(r.block):
         raise schedule_error(
-            func, f"{what}: block '{r.block.name_hint}' updates "
+            func,
+            f"{what}: block '{r.block.name_hint}' updates "
             f"{r.block.writes[0].buffer.name} in place (it reads it and has no init); it cannot "
-            "be moved. Move the block before decompose_reduction", r)
+            "be moved. Move the block before decompose_reduction",
+            r,
+        )
 
 
 def _check_same_scope(func, what, r_path, loop, loop_path, r):
     if _under(r_path, loop):
         raise schedule_error(
-            func, f"{what}: block '{r.block.name_hint}' is already inside loop "
-            f"'{loop.loop_var.name}'; pick a loop that does not enclose it", loop)
+            func,
+            f"{what}: block '{r.block.name_hint}' is already inside loop "
+            f"'{loop.loop_var.name}'; pick a loop that does not enclose it",
+            loop,
+        )
     if enclosing_block(r_path) is not enclosing_block(loop_path):
         raise schedule_error(
-            func, f"{what}: loop '{loop.loop_var.name}' is in a different block scope than block "
-            f"'{r.block.name_hint}'", loop)
+            func,
+            f"{what}: loop '{loop.loop_var.name}' is in a different block scope than block "
+            f"'{r.block.name_hint}'",
+            loop,
+        )
 
 
 def compute_at(
-    func: PrimFunc, r: BlockRealize, r_path: Path, loop: For, loop_path: Path,
+    func: PrimFunc,
+    r: BlockRealize,
+    r_path: Path,
+    loop: For,
+    loop_path: Path,
     preserve_unit_loops: bool = False,
 ) -> PrimFunc:
     """Move producer block r under `loop`, computing only what consumers there read."""
@@ -209,44 +238,64 @@ def compute_at(
     inside = [(b, p) for b, p in consumers if _under(p, loop)]
     if not inside:
         raise schedule_error(
-            func, f"{what}: no block under loop '{loop.loop_var.name}' reads what '{name}' "
-            "writes; compute a block at a loop of one of its consumers", loop)
+            func,
+            f"{what}: no block under loop '{loop.loop_var.name}' reads what '{name}' "
+            "writes; compute a block at a loop of one of its consumers",
+            loop,
+        )
     for b, _ in inside:
         if _writes(b) & outs:
             raise schedule_error(
-                func, f"{what}: block '{b.block.name_hint}' under the loop also writes what "
-                f"'{name}' writes; recomputing '{name}' there would overwrite its updates", loop)
+                func,
+                f"{what}: block '{b.block.name_hint}' under the loop also writes what "
+                f"'{name}' writes; recomputing '{name}' there would overwrite its updates",
+                loop,
+            )
     outside = [b for b, p in consumers if not _under(p, loop)]
     if outside:
         raise schedule_error(
-            func, f"{what}: block '{outside[0].block.name_hint}' outside the loop also reads "
+            func,
+            f"{what}: block '{outside[0].block.name_hint}' outside the loop also reads "
             f"what '{name}' writes; it would see a partial result. Move that block under the "
-            "loop too, or use cache_read first", loop)
+            "loop too, or use cache_read first",
+            loop,
+        )
     order = [b for b, _ in blocks]
     first_inside = min(order.index(b) for b, p in blocks if _under(p, loop))
     here = order.index(r)
     if here > first_inside:
         raise schedule_error(
-            func, f"{what}: block '{name}' comes after the loop; use reverse_compute_at to move "
-            "a consumer under a producer's loop", loop)
+            func,
+            f"{what}: block '{name}' comes after the loop; use reverse_compute_at to move "
+            "a consumer under a producer's loop",
+            loop,
+        )
     ins = _reads(r) | outs
     for b, p in blocks[here + 1 : first_inside]:
         if _writes(b) & ins:
             raise schedule_error(
-                func, f"{what}: block '{b.block.name_hint}' between '{name}' and the loop writes "
-                f"a buffer '{name}' uses; moving '{name}' past it would change the result", loop)
+                func,
+                f"{what}: block '{b.block.name_hint}' between '{name}' and the loop writes "
+                f"a buffer '{name}' uses; moving '{name}' past it would change the result",
+                loop,
+            )
     outer = loops_above(loop_path) + [loop]
     ana = analyzer(outer)
     if len(r.block.writes) != 1:
         raise schedule_error(
-            func, f"{what}: block '{name}' writes {len(r.block.writes)} buffers; compute_at "
-            "needs a block with exactly one output", r)
+            func,
+            f"{what}: block '{name}' writes {len(r.block.writes)} buffers; compute_at "
+            "needs a block with exactly one output",
+            r,
+        )
     write = r.block.writes[0]
     dims = _iter_map(func, r, write, what)
     need = _touched_region([(b, p) for b, p in inside], loop, id(write.buffer), False, ana)
     intervals: list = [None] * len(r.block.iter_vars)
     for d, k in dims.items():
-        intervals[k] = need[d] if need is not None and need[d] is not None else _full(write.buffer, d)
+        intervals[k] = (
+            need[d] if need is not None and need[d] is not None else _full(write.buffer, d)
+        )
     new = _rebind(func, r, intervals, outer, preserve_unit_loops)
     inside_ids = {id(b) for b, _ in inside}
 
@@ -258,7 +307,11 @@ def compute_at(
 
 
 def reverse_compute_at(
-    func: PrimFunc, r: BlockRealize, r_path: Path, loop: For, loop_path: Path,
+    func: PrimFunc,
+    r: BlockRealize,
+    r_path: Path,
+    loop: For,
+    loop_path: Path,
     preserve_unit_loops: bool = False,
 ) -> PrimFunc:
     """Move consumer block r under `loop`, consuming what the producers there just wrote."""
@@ -273,33 +326,48 @@ def reverse_compute_at(
     inside = [(b, p) for b, p in producers if _under(p, loop)]
     if not inside:
         raise schedule_error(
-            func, f"{what}: no block under loop '{loop.loop_var.name}' writes what '{name}' "
-            "reads; move a consumer to a loop of one of its producers", loop)
+            func,
+            f"{what}: no block under loop '{loop.loop_var.name}' writes what '{name}' "
+            "reads; move a consumer to a loop of one of its producers",
+            loop,
+        )
     for b, p in inside:
         k = next(i for i, a in enumerate(p) if a is loop)
         for f in [a for a in p[: k + 1] if isinstance(a, For)]:
-            drives = [iv.var.name for iv, v in zip(b.block.iter_vars, b.iter_values)
-                      if iv.iter_type == IterType.CommReduce and _mentions(v, f.loop_var)]
+            drives = [
+                iv.var.name
+                for iv, v in zip(b.block.iter_vars, b.iter_values)
+                if iv.iter_type == IterType.CommReduce and _mentions(v, f.loop_var)
+            ]
             if drives:
                 raise schedule_error(
-                    func, f"{what}: loop '{f.loop_var.name}' drives reduction iterator "
+                    func,
+                    f"{what}: loop '{f.loop_var.name}' drives reduction iterator "
                     f"'{drives[0]}' of producer '{b.block.name_hint}', so under loop "
                     f"'{loop.loop_var.name}' '{name}' would read partial sums; pick a loop outside "
-                    "the producer's reduction loops", loop)
+                    "the producer's reduction loops",
+                    loop,
+                )
     order = [b for b, _ in blocks]
     here = order.index(r)
     last_inside = max(order.index(b) for b, p in blocks if _under(p, loop))
     if here < last_inside:
         raise schedule_error(
-            func, f"{what}: block '{name}' comes before the loop; use compute_at to move a "
-            "producer under a consumer's loop", loop)
+            func,
+            f"{what}: block '{name}' comes before the loop; use compute_at to move a "
+            "producer under a consumer's loop",
+            loop,
+        )
     touched = ins | _writes(r)
     for b, p in blocks[last_inside + 1 : here]:
         if not _under(p, loop) and (_writes(b) & touched or _reads(b) & _writes(r)):
             raise schedule_error(
-                func, f"{what}: block '{b.block.name_hint}' between the loop and '{name}' "
+                func,
+                f"{what}: block '{b.block.name_hint}' between the loop and '{name}' "
                 f"touches a buffer '{name}' uses; moving '{name}' before it would change the "
-                "result", loop)
+                "result",
+                loop,
+            )
     outer = loops_above(loop_path) + [loop]
     ana = analyzer(outer)
     intervals: list = [None] * len(r.block.iter_vars)
@@ -317,9 +385,12 @@ def reverse_compute_at(
                     continue
                 if iv.iter_type == IterType.CommReduce:
                     raise schedule_error(
-                        func, f"{what}: the loop produces {read.buffer.name} piece by piece "
+                        func,
+                        f"{what}: the loop produces {read.buffer.name} piece by piece "
                         f"along reduction iterator '{r.block.iter_vars[k].var.name}' of "
-                        f"'{name}'; a reduction cannot be split across loop iterations", loop)
+                        f"'{name}'; a reduction cannot be split across loop iterations",
+                        loop,
+                    )
                 intervals[k] = have[d]
     _check_cover(func, what, r, intervals, produced, ana, loop)
     new = _rebind(func, r, intervals, outer, preserve_unit_loops)
@@ -342,21 +413,28 @@ def _check_cover(func, what, r, intervals, produced, ana, loop) -> None:
     """Every element r reads (with its iterators in `intervals`) must be produced in the loop."""
     dom = {}
     for iv, span in zip(r.block.iter_vars, intervals):
-        dom[id(iv.var)] = span if span is not None else (
-            iv.dom.min, binary(Sub, binary(Add, iv.dom.min, iv.dom.extent), 1))
+        dom[id(iv.var)] = (
+            span
+            if span is not None
+            else (iv.dom.min, binary(Sub, binary(Add, iv.dom.min, iv.dom.extent), 1))
+        )
     for read in r.block.reads:
         have = produced.get(id(read.buffer))
         if have is None:
             continue
         need = region_interval(read, dom, ana.simplify)
         for d, (h, n) in enumerate(zip(have, need)):
-            ok = h is not None and n is not None and ana.can_prove(GE(n[0], h[0])) and ana.can_prove(
-                GE(h[1], n[1]))
+            ok = (
+                h is not None
+                and n is not None
+                and ana.can_prove(GE(n[0], h[0]))
+                and ana.can_prove(GE(h[1], n[1]))
+            )
             if not ok:
                 raise schedule_error(
-                    func, f"{what}: one iteration of loop '{loop.loop_var.name}' does not produce "
+                    func,
+                    f"{what}: one iteration of loop '{loop.loop_var.name}' does not produce "
                     f"all of {read.buffer.name} (dimension {d}) that block '{r.block.name_hint}' "
-                    "needs; pick an outer loop", loop)
-
-
-__all__ = ["compute_at", "reverse_compute_at", "scope_blocks", "eval_interval"]
+                    "needs; pick an outer loop",
+                    loop,
+                )

@@ -10,7 +10,7 @@ from ..expr import BufferLoad, IterType, Var
 from ..function import PrimFunc
 from ..functor import Mutator, Visitor, substitute
 from ..stmt import Block, BlockRealize, BufferStore
-from .common import schedule_error
+from .common import analyzer, schedule_error
 from .compute_location import _scope_of, scope_blocks
 from .tree import Path, replace_stmts, root_realize, walk
 
@@ -20,20 +20,30 @@ def _single_store(func: PrimFunc, r: BlockRealize, what: str) -> BufferStore:
     name = block.name_hint
     if block.init is not None or any(iv.iter_type == IterType.CommReduce for iv in block.iter_vars):
         raise schedule_error(
-            func, f"{what}: block '{name}' is a reduction; only blocks that compute each "
-            "element once (no T.init, no reduction iterators) can be inlined", r)
+            func,
+            f"{what}: block '{name}' is a reduction; only blocks that compute each "
+            "element once (no T.init, no reduction iterators) can be inlined",
+            r,
+        )
     if len(block.writes) != 1:
         raise schedule_error(
-            func, f"{what}: block '{name}' writes {len(block.writes)} buffers; it must write "
-            "exactly one", r)
+            func,
+            f"{what}: block '{name}' writes {len(block.writes)} buffers; it must write exactly one",
+            r,
+        )
     if not isinstance(block.body, BufferStore):
         raise schedule_error(
-            func, f"{what}: the body of block '{name}' is not a single store to "
-            f"{block.writes[0].buffer.name}", r)
+            func,
+            f"{what}: the body of block '{name}' is not a single store to "
+            f"{block.writes[0].buffer.name}",
+            r,
+        )
     return block.body
 
 
-def _as_distinct_iters(func: PrimFunc, r: BlockRealize, indices: tuple, buf: Any, what: str) -> list[Var]:
+def _as_distinct_iters(
+    func: PrimFunc, r: BlockRealize, indices: tuple, buf: Any, what: str
+) -> list[Var]:
     """The iter vars `indices` consist of; each iter var exactly once."""
     ids = {id(iv.var) for iv in r.block.iter_vars}
     seen: list[Var] = []
@@ -41,14 +51,20 @@ def _as_distinct_iters(func: PrimFunc, r: BlockRealize, indices: tuple, buf: Any
         if not (isinstance(i, Var) and id(i) in ids) or any(i is s for s in seen):
             shown = ", ".join(str(x) for x in indices)
             raise schedule_error(
-                func, f"{what}: block '{r.block.name_hint}' accesses {buf.name}[{shown}]; each "
+                func,
+                f"{what}: block '{r.block.name_hint}' accesses {buf.name}[{shown}]; each "
                 "index must be a different iterator of the block, so that every element maps "
-                "to one iteration", r)
+                "to one iteration",
+                r,
+            )
         seen.append(i)
     if len(seen) != len(r.block.iter_vars):
         raise schedule_error(
-            func, f"{what}: block '{r.block.name_hint}' has iterators that do not index "
-            f"{buf.name}; it cannot be inlined", r)
+            func,
+            f"{what}: block '{r.block.name_hint}' has iterators that do not index "
+            f"{buf.name}; it cannot be inlined",
+            r,
+        )
     return seen
 
 
@@ -79,12 +95,13 @@ class _InlineLoads(Mutator):
     def __init__(self, buf: Any, params: list[Var], value: Any) -> None:
         super().__init__()
         self.buf, self.params, self.value = buf, params, value
+        self.ana = analyzer()
 
     def visit_BufferLoad(self, e: BufferLoad) -> Any:
         e = self.generic_visit(e)
         if e.buffer is not self.buf:
             return e
-        return substitute(self.value, dict(zip(self.params, e.indices)))
+        return self.ana.simplify(substitute(self.value, dict(zip(self.params, e.indices))))
 
     def visit_Block(self, b: Block) -> Block:
         out = self.generic_visit(b)
@@ -99,15 +116,21 @@ def compute_inline(func: PrimFunc, r: BlockRealize, path: Path) -> PrimFunc:
     buf = store.buffer
     if _is_param_buffer(func, buf):
         raise schedule_error(
-            func, f"{what}: it writes {buf.name}, an output of the function; an output cannot "
-            "be inlined (inline the consumer into it with reverse_compute_inline instead)", r)
+            func,
+            f"{what}: it writes {buf.name}, an output of the function; an output cannot "
+            "be inlined (inline the consumer into it with reverse_compute_inline instead)",
+            r,
+        )
     params = _as_distinct_iters(func, r, store.indices, buf, what)
     for other, _ in walk(func.body):
         if isinstance(other, BlockRealize) and other is not r:
             if any(w.buffer is buf for w in other.block.writes):
                 raise schedule_error(
-                    func, f"{what}: block '{other.block.name_hint}' also writes {buf.name}; only "
-                    "a buffer with a single producer can be inlined", r)
+                    func,
+                    f"{what}: block '{other.block.name_hint}' also writes {buf.name}; only "
+                    "a buffer with a single producer can be inlined",
+                    r,
+                )
     func = replace_stmts(func, {id(r): None}, [r])
     func = func.replace(body=_InlineLoads(buf, params, store.value).visit(func.body))
     return _drop_alloc(func, buf)
@@ -131,39 +154,65 @@ def reverse_compute_inline(func: PrimFunc, r: BlockRealize, path: Path) -> PrimF
     scope, scope_path = _scope_of(path)
     blocks = scope_blocks(scope, scope_path)
     read_ids = {id(rg.buffer) for rg in r.block.reads}
-    producers = [(b, p) for b, p in blocks if b is not r and read_ids & {id(w.buffer) for w in b.block.writes}]
-    bufs = {id(w.buffer): w.buffer for b, _ in producers for w in b.block.writes if id(w.buffer) in read_ids}
+    producers = [
+        (b, p)
+        for b, p in blocks
+        if b is not r and read_ids & {id(w.buffer) for w in b.block.writes}
+    ]
+    bufs = {
+        id(w.buffer): w.buffer
+        for b, _ in producers
+        for w in b.block.writes
+        if id(w.buffer) in read_ids
+    }
     if len(bufs) != 1 or len(producers) != 1:
         raise schedule_error(
-            func, f"{what}: it must read exactly one buffer written by exactly one other block; "
-            f"it reads {len(bufs)} produced buffers from {len(producers)} blocks", r)
+            func,
+            f"{what}: it must read exactly one buffer written by exactly one other block; "
+            f"it reads {len(bufs)} produced buffers from {len(producers)} blocks",
+            r,
+        )
     (buf,) = bufs.values()
     producer, _ = producers[0]
     pstore = _single_store(func, producer, what.replace(name, producer.block.name_hint))
     if _is_param_buffer(func, buf):
         raise schedule_error(
-            func, f"{what}: {buf.name}, which it reads, is an output of the function and must "
-            "still be written", r)
+            func,
+            f"{what}: {buf.name}, which it reads, is an output of the function and must "
+            "still be written",
+            r,
+        )
     loads = _Loads(buf)
     loads.visit(store.value)
     first = loads.found[0].indices
     for ld in loads.found[1:]:
         if not all(structural_equal(a, b) for a, b in zip(ld.indices, first)):
             raise schedule_error(
-                func, f"{what}: it reads {buf.name} at more than one place; reverse inlining "
-                "needs a single elementwise read", r)
+                func,
+                f"{what}: it reads {buf.name} at more than one place; reverse inlining "
+                "needs a single elementwise read",
+                r,
+            )
     for b, _ in blocks:
         if b is not r and b is not producer and any(rg.buffer is buf for rg in b.block.reads):
             raise schedule_error(
-                func, f"{what}: block '{b.block.name_hint}' also reads {buf.name}; it would no "
-                "longer be computed", r)
+                func,
+                f"{what}: block '{b.block.name_hint}' also reads {buf.name}; it would no "
+                "longer be computed",
+                r,
+            )
     iters = _as_distinct_iters(func, r, first, buf, what)
     vmap = dict(zip(iters, pstore.indices))
-    new_value = substitute(_replace_load(store.value, buf, pstore.value), vmap)
-    new_store = BufferStore(store.buffer, new_value, tuple(substitute(i, vmap) for i in store.indices))
+    ana = analyzer()
+    new_value = ana.simplify(substitute(_replace_load(store.value, buf, pstore.value), vmap))
+    new_store = BufferStore(
+        store.buffer, new_value, tuple(ana.simplify(substitute(i, vmap)) for i in store.indices)
+    )
     block = producer.block.replace(body=new_store)
     reads, writes = infer_access_regions(block)
-    block = block.replace(reads=tuple(rg for rg in reads if rg.buffer is not store.buffer), writes=writes)
+    block = block.replace(
+        reads=tuple(rg for rg in reads if rg.buffer is not store.buffer), writes=writes
+    )
     new_producer = producer.replace(block=block)
     func = replace_stmts(func, {id(r): None, id(producer): new_producer}, [r, producer])
     return _drop_alloc(func, buf)

@@ -5,8 +5,22 @@ from __future__ import annotations
 from typing import Any
 
 from ..expr import (
-    GT, FloorDiv, FloorMod, IntImm, IterType, IterVar, LT, PrimExpr, Range, Var, as_expr, binary,
-    Add, Mul, Sub, cast, logical_and,
+    FloorDiv,
+    FloorMod,
+    IntImm,
+    IterType,
+    IterVar,
+    LT,
+    PrimExpr,
+    Range,
+    Var,
+    as_expr,
+    binary,
+    Add,
+    Mul,
+    Sub,
+    cast,
+    logical_and,
 )
 from ..function import PrimFunc
 from ..functor import substitute
@@ -26,26 +40,35 @@ def _mul_all(values: list[PrimExpr], like: PrimExpr) -> PrimExpr:
 def _check_factors(func: PrimFunc, loop: For, factors: list) -> list:
     """Validate split factors; return them as PrimExprs (None kept for the one inferred)."""
     where = f"split({describe_loop(loop)})"
-    shown = [None if f is None else (const_int(f) if const_int(f) is not None else f) for f in factors]
+    shown = [
+        None if f is None else (const_int(f) if const_int(f) is not None else f) for f in factors
+    ]
     if len(factors) < 1:
         raise schedule_error(func, f"{where}: factors must not be empty", loop)
     if sum(f is None for f in factors) > 1:
         raise schedule_error(
-            func, f"{where}: factors {shown} contain more than one None; at most one factor "
-            "may be inferred", loop)
+            func,
+            f"{where}: factors {shown} contain more than one None; at most one factor "
+            "may be inferred",
+            loop,
+        )
     out = []
     for f in factors:
         if f is None:
             out.append(None)
             continue
         if isinstance(f, bool) or not isinstance(f, int | PrimExpr):
-            raise schedule_error(func, f"{where}: factor {f!r} is not an int, None or expression", loop)
+            raise schedule_error(
+                func, f"{where}: factor {f!r} is not an int, None or expression", loop
+            )
         value = const_int(f)
         if value is not None and value <= 0:
             word = "0" if value == 0 else "a negative number"
             raise schedule_error(
-                func, f"{where}: factors {shown} contain {word}; use positive integers, at most "
-                "one None", loop)
+                func,
+                f"{where}: factors {shown} contain {word}; use positive integers, at most one None",
+                loop,
+            )
         expr = as_expr(f, like=loop.extent.dtype)
         if not expr.dtype.is_integer:
             raise schedule_error(func, f"{where}: factor `{expr}` is not an integer", loop)
@@ -100,9 +123,12 @@ def split(func: PrimFunc, loop: For, path: Path, factors: list) -> tuple[PrimFun
         if not covers:
             shown = [const_int(f) if const_int(f) is not None else f for f in factors]
             raise schedule_error(
-                func, f"split({describe_loop(loop)}): factors {shown} multiply to {prod}, which "
+                func,
+                f"split({describe_loop(loop)}): factors {shown} multiply to {prod}, which "
                 f"does not cover the loop extent {ext}; make the product at least the extent, or "
-                "pass None for one factor to infer it", loop)
+                "pass None for one factor to infer it",
+                loop,
+            )
         exact = ana.can_prove(prod.equal(ext))
     names = [f"{loop.loop_var.name}_{k}" for k in range(len(factors))]
     new_vars = [Var(n, loop.loop_var.dtype) for n in names]
@@ -126,14 +152,17 @@ def fuse(func: PrimFunc, loops: list[For], path: Path) -> tuple[PrimFunc, Var]:
         if outer.body is not inner:
             names = ", ".join(f"'{f.loop_var.name}'" for f in loops)
             raise schedule_error(
-                func, f"fuse({names}): loop '{inner.loop_var.name}' is not directly nested in "
+                func,
+                f"fuse({names}): loop '{inner.loop_var.name}' is not directly nested in "
                 f"loop '{outer.loop_var.name}' (the body of '{outer.loop_var.name}' is not "
                 "exactly that loop); fuse only adjacent loops of one chain, outermost first",
-                inner)
+                inner,
+            )
     for f in loops:
         if uses_var([g.extent for g in loops] + [g.min for g in loops], {id(f.loop_var)}):
             raise schedule_error(
-                func, f"fuse: the extent of a fused loop depends on loop '{f.loop_var.name}'", f)
+                func, f"fuse: the extent of a fused loop depends on loop '{f.loop_var.name}'", f
+            )
     dtype = loops[0].loop_var.dtype
     fused = Var("_".join(f.loop_var.name for f in loops) + "_fused", dtype)
     extents = [f.extent for f in loops]
@@ -159,26 +188,33 @@ def reorder(func: PrimFunc, located: list[tuple[For, Path]]) -> PrimFunc:
     for f, _ in located:
         if id(f.loop_var) in seen:
             raise schedule_error(
-                func, f"reorder({names}): loop '{f.loop_var.name}' is listed twice; list each "
-                "loop once", f)
+                func,
+                f"reorder({names}): loop '{f.loop_var.name}' is listed twice; list each loop once",
+                f,
+            )
         seen.add(id(f.loop_var))
     by_depth = sorted(located, key=lambda lp: len(lp[1]))
     top, top_path = by_depth[0]
     for f, p in by_depth[1:]:
-        if not any(a is top for a in p) or any(isinstance(a, Block) for a in p[len(top_path):]):
+        if not any(a is top for a in p) or any(isinstance(a, Block) for a in p[len(top_path) :]):
             raise schedule_error(
-                func, f"reorder({names}): loops '{top.loop_var.name}' and '{f.loop_var.name}' "
+                func,
+                f"reorder({names}): loops '{top.loop_var.name}' and '{f.loop_var.name}' "
                 "are not in one loop chain (neither is nested in the other); reorder only loops "
-                "that enclose the same block", f)
+                "that enclose the same block",
+                f,
+            )
     bottom = by_depth[-1][0]
     chain = [top]
     while chain[-1] is not bottom:
         body = chain[-1].body
         if not isinstance(body, For):
             raise schedule_error(
-                func, f"reorder({names}): loop '{chain[-1].loop_var.name}' has a body that is not "
+                func,
+                f"reorder({names}): loop '{chain[-1].loop_var.name}' has a body that is not "
                 "a single loop, so the loops between the reordered ones do not form one chain",
-                chain[-1])
+                chain[-1],
+            )
         chain.append(body)
     listed = {id(f): k for k, (f, _) in enumerate(located)}
     order = iter([f for f, _ in located])
@@ -187,8 +223,11 @@ def reorder(func: PrimFunc, located: list[tuple[For, Path]]) -> PrimFunc:
     for f in chain:
         if uses_var((f.min, f.extent), chain_vars):
             raise schedule_error(
-                func, f"reorder({names}): the extent of loop '{f.loop_var.name}' depends on "
-                "another loop of the chain", f)
+                func,
+                f"reorder({names}): the extent of loop '{f.loop_var.name}' depends on "
+                "another loop of the chain",
+                f,
+            )
     body = bottom.body
     for f in reversed(headers):
         body = f.replace(body=body)
@@ -213,38 +252,44 @@ def _check_no_reduction(func: PrimFunc, loop: For, kind: ForKind) -> None:
                 out = ", ".join(w.buffer.name for w in s.block.writes) or s.block.name_hint
                 fix = "Parallelize" if kind is ForKind.PARALLEL else "Use"
                 raise schedule_error(
-                    func, f"{verb}(loop '{loop.loop_var.name}' of block '{s.block.name_hint}'): "
+                    func,
+                    f"{verb}(loop '{loop.loop_var.name}' of block '{s.block.name_hint}'): "
                     f"the loop drives reduction iterator '{iv.var.name}'; {consequence} {out}. "
-                    f"{fix} a spatial loop, or rfactor the reduction first.", loop)
+                    f"{fix} a spatial loop, or rfactor the reduction first.",
+                    loop,
+                )
 
 
 def _check_disjoint_updates(func: PrimFunc, loop: For, path: Path, kind: ForKind) -> None:
     """Blocks that accumulate (an init, or reading what they write) must update different
     elements in different iterations of a loop that runs its iterations at the same time."""
-    from .compute_location import _self_reads, _touched_region
+    from .compute_location import _self_reads
+    from .race import iterations_collide
 
     verb, _ = _KIND_VERB[kind]
-    ana = analyzer(loops_above(path) + [loop])
-    step = {loop.loop_var: binary(Add, loop.loop_var, 1)}
+    if const_int(loop.extent) == 1:
+        return  # a single iteration cannot race with another
     for s, p in walk(loop.body, path + (loop,)):
         if not isinstance(s, BlockRealize):
             continue
         if s.block.init is None and not _self_reads(s.block):
             continue  # overlapping plain stores write the same values
-        for w in s.block.writes:
-            region = _touched_region([(s, p)], loop, id(w.buffer), True, ana)
-            disjoint = region is not None and any(
-                d is not None and ana.can_prove(GT(substitute(d[0], step), d[1])) for d in region)
-            if not disjoint:
-                raise schedule_error(
-                    func, f"{verb}(loop '{loop.loop_var.name}'): block '{s.block.name_hint}' "
-                    f"under it accumulates into {w.buffer.name}, and different iterations of "
-                    f"'{loop.loop_var.name}' update the same elements of {w.buffer.name}; use a "
-                    f"loop that {w.buffer.name}'s index depends on", loop)
+        inner = loops_above(p)[len(loops_above(path)) + 1 :]
+        if iterations_collide(loop, s, inner, loops_above(path)):
+            out = ", ".join(w.buffer.name for w in s.block.writes)
+            raise schedule_error(
+                func,
+                f"{verb}(loop '{loop.loop_var.name}'): block '{s.block.name_hint}' under "
+                f"it accumulates into {out}, and different iterations of "
+                f"'{loop.loop_var.name}' update the same elements of {out}; use a loop that "
+                f"{out}'s index depends on",
+                loop,
+            )
 
 
-def set_loop_kind(func: PrimFunc, loop: For, kind: ForKind, thread: str | None = None,
-                  path: Path = ()) -> PrimFunc:
+def set_loop_kind(
+    func: PrimFunc, loop: For, kind: ForKind, thread: str | None = None, path: Path = ()
+) -> PrimFunc:
     """Mark `loop` parallel / vectorized / unrolled / bound to a thread axis."""
     if kind in _KIND_VERB:
         _check_no_reduction(func, loop, kind)
@@ -254,8 +299,12 @@ def set_loop_kind(func: PrimFunc, loop: For, kind: ForKind, thread: str | None =
         pass  # a symbolic vector loop lowers to a scalar loop with vectorize metadata
     binding = None
     if kind is ForKind.THREAD_BINDING:
-        binding = IterVar(Range(loop.min, loop.extent), Var(thread, loop.loop_var.dtype),
-                          IterType.ThreadIndex, thread)
+        binding = IterVar(
+            Range(loop.min, loop.extent),
+            Var(thread, loop.loop_var.dtype),
+            IterType.ThreadIndex,
+            thread,
+        )
     return replace_stmt(func, loop, loop.replace(kind=kind, thread_binding=binding))
 
 
@@ -270,8 +319,11 @@ def unannotate(func: PrimFunc, target: Any, key: str) -> PrimFunc:
         kind = "loop" if isinstance(target, For) else "block"
         name = target.loop_var.name if isinstance(target, For) else target.name_hint
         raise schedule_error(
-            func, f"unannotate({kind} '{name}'): it has no annotation {key!r}; it has "
-            f"{sorted(target.annotations)}", target)
+            func,
+            f"unannotate({kind} '{name}'): it has no annotation {key!r}; it has "
+            f"{sorted(target.annotations)}",
+            target,
+        )
     from ...ir.node import FrozenDict
 
     kept = FrozenDict({k: v for k, v in target.annotations.items() if k != key})

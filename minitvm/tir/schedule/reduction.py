@@ -6,7 +6,7 @@ from typing import Any
 
 from ..analysis.region import infer_access_regions
 from ..buffer import decl_buffer
-from ..expr import Add, BufferLoad, IntImm, IterType, IterVar, Max, Min, Mul, Range, Var
+from ..expr import Add, BufferLoad, IterType, IterVar, Max, Min, Mul, Range, Var
 from ..function import PrimFunc
 from ..functor import substitute
 from ..stmt import Block, BlockRealize, BufferStore, For, ForKind, SeqStmt, Stmt, seq
@@ -29,8 +29,17 @@ def _fresh_loops(loops: list[For], suffix: str) -> tuple[list[For], dict]:
     for f in loops:
         v = Var(f.loop_var.name + suffix, f.loop_var.dtype)
         vmap[f.loop_var] = v
-        out.append(For(v, substitute(f.min, vmap), substitute(f.extent, vmap), f.kind, seq(),
-                       f.thread_binding, f.annotations))
+        out.append(
+            For(
+                v,
+                substitute(f.min, vmap),
+                substitute(f.extent, vmap),
+                f.kind,
+                seq(),
+                f.thread_binding,
+                f.annotations,
+            )
+        )
     return out, vmap
 
 
@@ -54,7 +63,9 @@ def _insert_next_to(func: PrimFunc, loop_var: Var, new: Stmt, after: bool) -> Pr
     return replace_stmts(func, {id(target): pair}, [target])
 
 
-def decompose_reduction(func: PrimFunc, r: BlockRealize, path: Path, loop: For) -> tuple[PrimFunc, str]:
+def decompose_reduction(
+    func: PrimFunc, r: BlockRealize, path: Path, loop: For
+) -> tuple[PrimFunc, str]:
     """Move the init of reduction block r into a new block `<name>_init` placed before `loop`."""
     block = r.block
     name = block.name_hint
@@ -64,23 +75,47 @@ def decompose_reduction(func: PrimFunc, r: BlockRealize, path: Path, loop: For) 
     loops = loops_above(path)
     if not any(f is loop for f in loops):
         raise schedule_error(
-            func, f"{what}: loop '{loop.loop_var.name}' does not enclose block '{name}'; pick one "
-            "of the loops returned by get_loops(block)", loop)
-    chain = loops[next(i for i, f in enumerate(loops) if f is loop):]
-    spatial = [(iv, v) for iv, v in zip(block.iter_vars, r.iter_values) if iv.iter_type != IterType.CommReduce]
-    reduce = [(iv, v) for iv, v in zip(block.iter_vars, r.iter_values) if iv.iter_type == IterType.CommReduce]
+            func,
+            f"{what}: loop '{loop.loop_var.name}' does not enclose block '{name}'; pick one "
+            "of the loops returned by get_loops(block)",
+            loop,
+        )
+    chain = loops[next(i for i, f in enumerate(loops) if f is loop) :]
+    spatial = [
+        (iv, v)
+        for iv, v in zip(block.iter_vars, r.iter_values)
+        if iv.iter_type != IterType.CommReduce
+    ]
+    reduce = [
+        (iv, v)
+        for iv, v in zip(block.iter_vars, r.iter_values)
+        if iv.iter_type == IterType.CommReduce
+    ]
     s_ids = {id(f.loop_var) for f in chain if uses_var([v for _, v in spatial], {id(f.loop_var)})}
     r_ids = {id(f.loop_var) for f in chain if uses_var([v for _, v in reduce], {id(f.loop_var)})}
     above = loops[: next(i for i, f in enumerate(loops) if f is loop)]
     for f in above:
         if uses_var([v for _, v in reduce], {id(f.loop_var)}):
             raise schedule_error(
-                func, f"{what}: loop '{f.loop_var.name}' above it drives reduction iterator(s) of "
+                func,
+                f"{what}: loop '{f.loop_var.name}' above it drives reduction iterator(s) of "
                 f"'{name}', so the init would run on every iteration of '{f.loop_var.name}'; "
-                "decompose at a loop outside all reduction loops", loop)
+                "decompose at a loop outside all reduction loops",
+                loop,
+            )
     if s_ids & r_ids:
         raise schedule_error(
-            func, f"{what}: a loop below it drives both spatial and reduction iterators", loop)
+            func, f"{what}: a loop below it drives both spatial and reduction iterators", loop
+        )
+    for f in chain:
+        if id(f.loop_var) not in s_ids | r_ids:
+            raise schedule_error(
+                func,
+                f"{what}: loop '{f.loop_var.name}' drives no iterator of '{name}' (it "
+                "repeats the whole reduction, e.g. after compute_at), so a hoisted init would run "
+                f"only once; decompose at a loop inside '{f.loop_var.name}'",
+                loop,
+            )
     keep_loops = [f for f in chain if id(f.loop_var) in s_ids]
     new_loops, vmap = _fresh_loops(keep_loops, "_init")
     ivs = [IterVar(iv.dom, Var(iv.var.name, iv.var.dtype), iv.iter_type) for iv, _ in spatial]
@@ -88,7 +123,7 @@ def decompose_reduction(func: PrimFunc, r: BlockRealize, path: Path, loop: For) 
     init_body = substitute(block.init, ivmap)
     writes = tuple(substitute(w, ivmap) for w in block.writes)
     drop = [f for f in chain if id(f.loop_var) not in s_ids]
-    pred = substitute(_at_min(r.predicate, drop), vmap)
+    pred = analyzer(loops).simplify(substitute(_at_min(r.predicate, drop), vmap))
     values = tuple(substitute(v, vmap) for _, v in spatial)
     init_name = unique_name(func, f"{name}_init")
     init_block = Block(tuple(ivs), (), writes, init_name, init_body)
@@ -102,16 +137,22 @@ def _reducer(func: PrimFunc, r: BlockRealize, what: str) -> tuple[type, Any, Any
     body = r.block.body
     if r.block.init is None or not isinstance(body, BufferStore):
         raise schedule_error(
-            func, f"{what}: block '{r.block.name_hint}' is not a reduction of the form "
-            "`C[...] = C[...] op value` with an init", r)
+            func,
+            f"{what}: block '{r.block.name_hint}' is not a reduction of the form "
+            "`C[...] = C[...] op value` with an init",
+            r,
+        )
     v = body.value
     if isinstance(v, _COMBINERS):
         for acc, other in ((v.a, v.b), (v.b, v.a)):
             if isinstance(acc, BufferLoad) and acc.buffer is body.buffer:
                 return type(v), body, other
     raise schedule_error(
-        func, f"{what}: the update of block '{r.block.name_hint}' is `{v}`; rfactor needs "
-        "`C[...] = C[...] + value` (or *, max, min)", r)
+        func,
+        f"{what}: the update of block '{r.block.name_hint}' is `{v}`; rfactor needs "
+        "`C[...] = C[...] + value` (or *, max, min)",
+        r,
+    )
 
 
 def rfactor(func: PrimFunc, loop: For, loop_path: Path, factor_axis: int) -> tuple[PrimFunc, str]:
@@ -121,7 +162,8 @@ def rfactor(func: PrimFunc, loop: For, loop_path: Path, factor_axis: int) -> tup
     under = [(s, p) for s, p in walk(loop.body, loop_path + (loop,)) if isinstance(s, BlockRealize)]
     if len(under) != 1:
         raise schedule_error(
-            func, f"{what}: the loop must enclose exactly one block, it encloses {len(under)}", loop)
+            func, f"{what}: the loop must enclose exactly one block, it encloses {len(under)}", loop
+        )
     r, path = under[0]
     block = r.block
     name = block.name_hint
@@ -134,27 +176,41 @@ def rfactor(func: PrimFunc, loop: For, loop_path: Path, factor_axis: int) -> tup
     rf_id = {id(loop.loop_var)}
     if not uses_var([v for _, v in reduce], rf_id):
         raise schedule_error(
-            func, f"{what}: loop '{loop.loop_var.name}' does not drive a reduction iterator of "
-            f"'{name}'; rfactor a loop over the reduction axis", loop)
+            func,
+            f"{what}: loop '{loop.loop_var.name}' does not drive a reduction iterator of "
+            f"'{name}'; rfactor a loop over the reduction axis",
+            loop,
+        )
     s_loops = [f for f in chain if uses_var([v for _, v in spatial], {id(f.loop_var)})]
     r_loops = [f for f in chain if uses_var([v for _, v in reduce], {id(f.loop_var)})]
     if {id(f) for f in s_loops} & {id(f) for f in r_loops}:
-        raise schedule_error(func, f"{what}: a loop drives both spatial and reduction iterators", loop)
+        raise schedule_error(
+            func, f"{what}: a loop drives both spatial and reduction iterators", loop
+        )
     buf = store.buffer
     ndim = len(buf.shape)
     axis = factor_axis + ndim + 1 if factor_axis < 0 else factor_axis
     if not 0 <= axis <= ndim:
         raise schedule_error(
-            func, f"{what}: factor_axis must be in [{-ndim - 1}, {ndim}] for {buf.name} of "
-            f"{ndim} dimensions", loop)
+            func,
+            f"{what}: factor_axis must be in [{-ndim - 1}, {ndim}] for {buf.name} of "
+            f"{ndim} dimensions",
+            loop,
+        )
     shape = list(buf.shape)
     shape.insert(axis, loop.extent)
     rf_buf = decl_buffer(tuple(shape), buf.dtype, unique_name(func, f"{buf.name}_rf"))
 
     # the rfactor block: spatial iters, then one iter per reduction loop (the rf loop spatial)
     s_ivs = [IterVar(iv.dom, Var(iv.var.name, iv.var.dtype), iv.iter_type) for iv, _ in spatial]
-    loop_ivs = [IterVar(Range(f.min, f.extent), Var("v" + f.loop_var.name, f.loop_var.dtype),
-                        IterType.DataPar if f is loop else IterType.CommReduce) for f in r_loops]
+    loop_ivs = [
+        IterVar(
+            Range(f.min, f.extent),
+            Var("v" + f.loop_var.name, f.loop_var.dtype),
+            IterType.DataPar if f is loop else IterType.CommReduce,
+        )
+        for f in r_loops
+    ]
     lmap = {f.loop_var: iv.var for f, iv in zip(r_loops, loop_ivs)}
     vmap = {iv.var: new.var for (iv, _), new in zip(spatial, s_ivs)}
     vmap.update({iv.var: substitute(v, lmap) for iv, v in reduce})
@@ -166,7 +222,10 @@ def rfactor(func: PrimFunc, loop: For, loop_path: Path, factor_axis: int) -> tup
     if init_value is None:
         raise schedule_error(func, f"{what}: the init of '{name}' is not a single store", r)
     rf_block = Block(
-        tuple(s_ivs + loop_ivs), (), (), unique_name(func, f"{name}_rf"),
+        tuple(s_ivs + loop_ivs),
+        (),
+        (),
+        unique_name(func, f"{name}_rf"),
         BufferStore(rf_buf, combiner(acc, substitute(rhs, vmap)), rf_idx),
         init=BufferStore(rf_buf, init_value, rf_idx),
     )
@@ -180,21 +239,34 @@ def rfactor(func: PrimFunc, loop: For, loop_path: Path, factor_axis: int) -> tup
     own = [k for k, f in enumerate(chain) if _only_block(f, r)]
     if not own or any(any(f is g for g in r_loops) for f in chain[: own[0]]):
         raise schedule_error(
-            func, f"{what}: the reduction loops of '{name}' are shared with other blocks (after "
-            "compute_at); rfactor before moving blocks into its loops", loop)
+            func,
+            f"{what}: the reduction loops of '{name}' are shared with other blocks (after "
+            "compute_at); rfactor before moving blocks into its loops",
+            loop,
+        )
     top = chain[own[0]]
-    wb_src = [f for f in chain[own[0]:] if any(f is g for g in s_loops) or f is loop]
+    wb_src = [f for f in chain[own[0] :] if any(f is g for g in s_loops) or f is loop]
     wb_loops, wmap = _fresh_loops(wb_src, "")
-    wb_loops = [f.replace(kind=ForKind.SERIAL, thread_binding=None) if f.loop_var is wmap[loop.loop_var]
-                else f for f in wb_loops]
+    wb_loops = [
+        f.replace(kind=ForKind.SERIAL, thread_binding=None)
+        if f.loop_var is wmap[loop.loop_var]
+        else f
+        for f in wb_loops
+    ]
     w_ivs = [IterVar(iv.dom, Var(iv.var.name, iv.var.dtype), iv.iter_type) for iv, _ in spatial]
-    w_rf = IterVar(Range(loop.min, loop.extent), Var("v" + loop.loop_var.name, loop.loop_var.dtype),
-                   IterType.CommReduce)
+    w_rf = IterVar(
+        Range(loop.min, loop.extent),
+        Var("v" + loop.loop_var.name, loop.loop_var.dtype),
+        IterType.CommReduce,
+    )
     wvmap = {iv.var: new.var for (iv, _), new in zip(spatial, w_ivs)}
     w_idx = tuple(substitute(i, wvmap) for i in store.indices)
     w_rf_idx = tuple(list(w_idx[:axis]) + [w_rf.var] + list(w_idx[axis:]))
     wb_block = Block(
-        tuple(w_ivs) + (w_rf,), (), (), name,
+        tuple(w_ivs) + (w_rf,),
+        (),
+        (),
+        name,
         BufferStore(buf, combiner(BufferLoad(buf, w_idx), BufferLoad(rf_buf, w_rf_idx)), w_idx),
         init=BufferStore(buf, substitute(block.init.value, wvmap), w_idx),
     )
@@ -218,4 +290,6 @@ def _only_block(loop: For, r: BlockRealize) -> bool:
 def _with_regions(block: Block, ana: Any) -> Block:
     reads, writes = infer_access_regions(block, ana.simplify)
     out_ids = {id(w.buffer) for w in writes}
-    return block.replace(reads=tuple(rg for rg in reads if id(rg.buffer) not in out_ids), writes=writes)
+    return block.replace(
+        reads=tuple(rg for rg in reads if id(rg.buffer) not in out_ids), writes=writes
+    )

@@ -24,7 +24,14 @@ from .common import schedule_error
 from .compute_location import _scope_of, scope_blocks
 from .trace import BlockRV, Instruction, LoopRV, Trace
 from .tree import (
-    Path, block_names, find_block, find_loop, loops_above, replace_stmt, root_realize, walk,
+    Path,
+    block_names,
+    find_block,
+    find_loop,
+    loops_above,
+    replace_stmt,
+    root_realize,
+    walk,
 )
 
 
@@ -44,15 +51,26 @@ class Schedule:
     >>> i0, i1 = sch.split(i, factors=[None, 4])
     """
 
-    def __init__(self, mod: IRModule | PrimFunc, *, seed: int | None = None,
-                 debug_mask: Any = "all", error_render_level: str = "detail") -> None:
+    def __init__(
+        self,
+        mod: IRModule | PrimFunc,
+        *,
+        seed: int | None = None,
+        debug_mask: Any = "all",
+        error_render_level: str = "detail",
+    ) -> None:
         if isinstance(mod, PrimFunc):
             mod = IRModule({"main": mod})
         if not isinstance(mod, IRModule):
             raise ScheduleError(
-                f"tir.Schedule takes an IRModule or a PrimFunc, got {type(mod).__name__}")
+                f"tir.Schedule takes an IRModule or a PrimFunc, got {type(mod).__name__}"
+            )
         self._mod = mod.copy()
-        prims = [name for name, f in ((gv.name_hint, f) for gv, f in mod.items()) if isinstance(f, PrimFunc)]
+        prims = [
+            name
+            for name, f in ((gv.name_hint, f) for gv, f in mod.items())
+            if isinstance(f, PrimFunc)
+        ]
         if not prims:
             raise ScheduleError("tir.Schedule: the module has no PrimFunc to schedule")
         self._func_name = "main" if "main" in prims else (prims[0] if len(prims) == 1 else None)
@@ -98,7 +116,9 @@ class Schedule:
     def _update(self, name: str, func: PrimFunc) -> None:
         self._mod[name] = func
 
-    def _record(self, kind: str, args: tuple, kwargs: tuple, outputs: tuple = (), unpack: bool = False) -> None:
+    def _record(
+        self, kind: str, args: tuple, kwargs: tuple, outputs: tuple = (), unpack: bool = False
+    ) -> None:
         self._trace.append(Instruction(kind, tuple(args), tuple(kwargs), tuple(outputs), unpack))
 
     # ------------------------------------------------------------------ random variables
@@ -122,21 +142,27 @@ class Schedule:
         found = find_block(func, name)
         if found is None:
             raise schedule_error(
-                func, f"block '{name}' no longer exists in function '{fname}' (a primitive such "
-                "as compute_inline removed it)")
+                func,
+                f"block '{name}' no longer exists in function '{fname}' (a primitive such "
+                "as compute_inline removed it)",
+            )
         return fname, func, found[0], found[1]
 
     def _loop(self, rv: Any) -> tuple[str, PrimFunc, For, Path]:
         if not isinstance(rv, LoopRV) or rv._id not in self._loops:
-            raise ScheduleError(f"expected a LoopRV from this schedule's get_loops/split/fuse, got {rv!r}")
+            raise ScheduleError(
+                f"expected a LoopRV from this schedule's get_loops/split/fuse, got {rv!r}"
+            )
         fname, var = self._loops[rv._id]
         func = self._func(fname)
         found = find_loop(func, var)
         if found is None:
             raise schedule_error(
-                func, f"loop '{var.name}' no longer exists in function '{fname}' (it was split, "
+                func,
+                f"loop '{var.name}' no longer exists in function '{fname}' (it was split, "
                 "fused or moved away by an earlier primitive); use the loops that primitive "
-                "returned")
+                "returned",
+            )
         return fname, func, found[0], found[1]
 
     def get(self, rv: Any) -> Any:
@@ -166,20 +192,29 @@ class Schedule:
     def get_block(self, name: str, func_name: str | None = None) -> BlockRV:
         fname = func_name or self._func_name
         if fname is None:
-            raise ScheduleError("get_block: the module has several PrimFuncs; pass func_name= or "
-                                "call work_on(name) first")
+            raise ScheduleError(
+                "get_block: the module has several PrimFuncs; pass func_name= or "
+                "call work_on(name) first"
+            )
         if fname not in self._mod:
             raise ScheduleError(f"get_block: no function named {fname!r} in the module")
         func = self._func(fname)
-        found = [r for r, _ in ((s, p) for s, p in walk(func.body)) if isinstance(r, BlockRealize)
-                 and r.block.name_hint == name]
+        found = [
+            r
+            for r, _ in ((s, p) for s, p in walk(func.body))
+            if isinstance(r, BlockRealize) and r.block.name_hint == name
+        ]
         if not found or found[0] is root_realize(func):
             raise schedule_error(
-                func, f"no block named '{name}' in function '{fname}'; blocks are: "
-                f"{block_names(func)}")
+                func,
+                f"no block named '{name}' in function '{fname}'; blocks are: {block_names(func)}",
+            )
         if len(found) > 1:
-            raise schedule_error(func, f"get_block: {len(found)} blocks are named '{name}'; block "
-                                 "names must be unique to be scheduled")
+            raise schedule_error(
+                func,
+                f"get_block: {len(found)} blocks are named '{name}'; block "
+                "names must be unique to be scheduled",
+            )
         rv = self._new_block(fname, name)
         self._record("get_block", (), (("name", name), ("func_name", fname)), (rv,))
         return rv
@@ -197,10 +232,15 @@ class Schedule:
         else:
             fname, _, realize, _ = self._block(block_or_loop)
             stmt = realize.block.body
-        names = [r.block.name_hint for r, p in walk(stmt)
-                 if isinstance(r, BlockRealize) and not any(isinstance(a, Block) for a in p)]
+        names = [
+            r.block.name_hint
+            for r, p in walk(stmt)
+            if isinstance(r, BlockRealize) and not any(isinstance(a, Block) for a in p)
+        ]
         out = [self._new_block(fname, n) for n in names]
-        self._record("get_child_blocks", (), (("block_or_loop", block_or_loop),), tuple(out), unpack=True)
+        self._record(
+            "get_child_blocks", (), (("block_or_loop", block_or_loop),), tuple(out), unpack=True
+        )
         return out
 
     def _neighbours(self, block: BlockRV, producers: bool) -> list[BlockRV]:
@@ -233,8 +273,17 @@ class Schedule:
         func, new_vars = _lt.split(func, node, path, factors)
         self._update(fname, func)
         out = [self._new_loop(fname, v) for v in new_vars]
-        self._record("split", (), (("loop", loop), ("factors", list(factors)),
-                                   ("preserve_unit_iters", preserve_unit_iters)), tuple(out), True)
+        self._record(
+            "split",
+            (),
+            (
+                ("loop", loop),
+                ("factors", list(factors)),
+                ("preserve_unit_iters", preserve_unit_iters),
+            ),
+            tuple(out),
+            True,
+        )
         return out
 
     def fuse(self, *loops: LoopRV, preserve_unit_iters: bool = True) -> LoopRV:
@@ -285,8 +334,11 @@ class Schedule:
     def annotate(self, block_or_loop: Any, ann_key: str, ann_val: Any) -> None:
         fname, func, node = self._target(block_or_loop)
         self._update(fname, _lt.annotate(func, node, ann_key, ann_val))
-        self._record("annotate", (), (("block_or_loop", block_or_loop), ("ann_key", ann_key),
-                                      ("ann_val", ann_val)))
+        self._record(
+            "annotate",
+            (),
+            (("block_or_loop", block_or_loop), ("ann_key", ann_key), ("ann_val", ann_val)),
+        )
 
     def unannotate(self, block_or_loop: Any, ann_key: str) -> None:
         fname, func, node = self._target(block_or_loop)
@@ -301,21 +353,31 @@ class Schedule:
         return fname, func, realize.block
 
     # ------------------------------------------------------------------ compute location
-    def compute_at(self, block: BlockRV, loop: LoopRV, preserve_unit_loops: bool = False,
-                   index: int = -1) -> None:
+    def compute_at(
+        self, block: BlockRV, loop: LoopRV, preserve_unit_loops: bool = False, index: int = -1
+    ) -> None:
         fname, func, r, rpath = self._block(block)
         _, _, node, lpath = self._loop(loop)
         self._update(fname, _loc.compute_at(func, r, rpath, node, lpath, preserve_unit_loops))
-        self._record("compute_at", (), (("block", block), ("loop", loop),
-                                        ("preserve_unit_loops", preserve_unit_loops)))
+        self._record(
+            "compute_at",
+            (),
+            (("block", block), ("loop", loop), ("preserve_unit_loops", preserve_unit_loops)),
+        )
 
-    def reverse_compute_at(self, block: BlockRV, loop: LoopRV, preserve_unit_loops: bool = False,
-                           index: int = -1) -> None:
+    def reverse_compute_at(
+        self, block: BlockRV, loop: LoopRV, preserve_unit_loops: bool = False, index: int = -1
+    ) -> None:
         fname, func, r, rpath = self._block(block)
         _, _, node, lpath = self._loop(loop)
-        self._update(fname, _loc.reverse_compute_at(func, r, rpath, node, lpath, preserve_unit_loops))
-        self._record("reverse_compute_at", (), (("block", block), ("loop", loop),
-                                                ("preserve_unit_loops", preserve_unit_loops)))
+        self._update(
+            fname, _loc.reverse_compute_at(func, r, rpath, node, lpath, preserve_unit_loops)
+        )
+        self._record(
+            "reverse_compute_at",
+            (),
+            (("block", block), ("loop", loop), ("preserve_unit_loops", preserve_unit_loops)),
+        )
 
     def compute_inline(self, block: BlockRV) -> None:
         fname, func, r, path = self._block(block)
@@ -328,8 +390,13 @@ class Schedule:
         self._record("reverse_compute_inline", (), (("block", block),))
 
     # ------------------------------------------------------------------ caching
-    def cache_read(self, block: BlockRV, read_buffer_index: int, storage_scope: str,
-                   consumer_blocks: list | None = None) -> BlockRV:
+    def cache_read(
+        self,
+        block: BlockRV,
+        read_buffer_index: int,
+        storage_scope: str,
+        consumer_blocks: list | None = None,
+    ) -> BlockRV:
         fname, func, r, path = self._block(block)
         consumers = None
         if consumer_blocks is not None:
@@ -337,8 +404,11 @@ class Schedule:
         func, name = _cache.cache_read(func, r, path, read_buffer_index, storage_scope, consumers)
         self._update(fname, func)
         out = self._new_block(fname, name)
-        kwargs = (("block", block), ("read_buffer_index", read_buffer_index),
-                  ("storage_scope", storage_scope))
+        kwargs = (
+            ("block", block),
+            ("read_buffer_index", read_buffer_index),
+            ("storage_scope", storage_scope),
+        )
         if consumer_blocks is not None:
             kwargs += (("consumer_blocks", list(consumer_blocks)),)
         self._record("cache_read", (), kwargs, (out,))
@@ -349,9 +419,26 @@ class Schedule:
         func, name = _cache.cache_write(func, r, path, write_buffer_index, storage_scope)
         self._update(fname, func)
         out = self._new_block(fname, name)
-        self._record("cache_write", (), (("block", block), ("write_buffer_index", write_buffer_index),
-                                         ("storage_scope", storage_scope)), (out,))
+        self._record(
+            "cache_write",
+            (),
+            (
+                ("block", block),
+                ("write_buffer_index", write_buffer_index),
+                ("storage_scope", storage_scope),
+            ),
+            (out,),
+        )
         return out
+
+    def set_scope(self, block: BlockRV, buffer_index: int, storage_scope: str) -> None:
+        fname, func, r, _ = self._block(block)
+        self._update(fname, _cache.set_scope(func, r, buffer_index, storage_scope))
+        self._record(
+            "set_scope",
+            (),
+            (("block", block), ("buffer_index", buffer_index), ("storage_scope", storage_scope)),
+        )
 
     # ------------------------------------------------------------------ reductions
     def decompose_reduction(self, block: BlockRV, loop: LoopRV) -> BlockRV:

@@ -13,8 +13,19 @@ from ..expr import IntImm, Var
 from ..function import PrimFunc
 from ..functor import Mutator, Visitor
 from ..stmt import (
-    Allocate, AssertStmt, AttrStmt, Block, BlockRealize, DeclBuffer, For, IfThenElse, LetStmt,
-    SeqStmt, Stmt, While, seq,
+    Allocate,
+    AssertStmt,
+    AttrStmt,
+    Block,
+    BlockRealize,
+    DeclBuffer,
+    For,
+    IfThenElse,
+    LetStmt,
+    SeqStmt,
+    Stmt,
+    While,
+    seq,
 )
 
 Path = tuple  # ancestors of a statement, outermost first (func.body first)

@@ -23,7 +23,9 @@ class Workload:
 
     def inputs(self, seed: int = 0) -> list[np.ndarray]:
         rng = np.random.default_rng(seed)
-        return [rng.standard_normal([int(d) for d in t.shape]).astype(t.dtype) for t in self.args[:-1]]
+        return [
+            rng.standard_normal([int(d) for d in t.shape]).astype(t.dtype) for t in self.args[:-1]
+        ]
 
 
 def matmul(n: int = 16, m: int = 12, k: int = 8) -> Workload:
@@ -66,22 +68,25 @@ def conv2d(n: int = 1, c: int = 2, h: int = 6, w: int = 6, f: int = 3, kh: int =
     P = te.compute(
         (n, c, h + 2, w + 2),
         lambda b, ch, y, x: te.if_then_else(
-            te.all(y >= 1, y < h + 1, x >= 1, x < w + 1), X[b, ch, y - 1, x - 1], 0.0),
-        name="P")
+            te.all(y >= 1, y < h + 1, x >= 1, x < w + 1), X[b, ch, y - 1, x - 1], 0.0
+        ),
+        name="P",
+    )
     rc = te.reduce_axis((0, c), name="rc")
     ry = te.reduce_axis((0, kh), name="ry")
     rx = te.reduce_axis((0, kh), name="rx")
     Y = te.compute(
         (n, f, h, w),
         lambda b, o, y, x: te.sum(P[b, rc, y + ry, x + rx] * W[o, rc, ry, rx], axis=[rc, ry, rx]),
-        name="Y")
+        name="Y",
+    )
 
     def ref(x, wt):
         xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
         out = np.zeros((n, f, h, w), "float32")
         for dy in range(kh):
             for dx in range(kh):
-                patch = xp[:, :, dy:dy + h, dx:dx + w]
+                patch = xp[:, :, dy : dy + h, dx : dx + w]
                 out += np.einsum("bchw,oc->bohw", patch, wt[:, :, dy, dx])
         return out
 

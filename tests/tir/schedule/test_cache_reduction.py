@@ -64,7 +64,10 @@ def test_cache_write_then_reverse_compute_at():
 
 def test_cache_write_index_out_of_range_raises():
     _, sch, c = _mm()
-    with pytest.raises(ScheduleError, match=r"cache_write\(block 'C', write_buffer_index=1, .*writes 1 buffers \(C\)"):
+    with pytest.raises(
+        ScheduleError,
+        match=r"cache_write\(block 'C', write_buffer_index=1, .*writes 1 buffers \(C\)",
+    ):
         sch.cache_write(c, 1, "local")
 
 
@@ -95,7 +98,9 @@ def test_decompose_reduction_errors():
     sch = tir.Schedule(wl.func())
     b = sch.get_block("B")
     i, _ = sch.get_loops(b)
-    with pytest.raises(ScheduleError, match=r"decompose_reduction\(block 'B', loop 'i'\): block 'B' has no init"):
+    with pytest.raises(
+        ScheduleError, match=r"decompose_reduction\(block 'B', loop 'i'\): block 'B' has no init"
+    ):
         sch.decompose_reduction(b, i)
     _, sch, c = _mm()
     with pytest.raises(ScheduleError, match=r"loop 'ax0' does not enclose block 'C'"):
@@ -142,7 +147,10 @@ def test_rfactor_softmax_max_reduction():
 def test_rfactor_errors():
     _, sch, c = _mm()
     i, j, k = sch.get_loops(c)
-    with pytest.raises(ScheduleError, match=r"rfactor\(loop 'i' of block 'C', factor_axis=0\): loop 'i' does not drive a reduction iterator"):
+    with pytest.raises(
+        ScheduleError,
+        match=r"rfactor\(loop 'i' of block 'C', factor_axis=0\): loop 'i' does not drive a reduction iterator",
+    ):
         sch.rfactor(i, 0)
     with pytest.raises(ScheduleError, match=r"factor_axis must be in \[-3, 2\] for C"):
         sch.rfactor(k, 5)
@@ -179,7 +187,9 @@ def test_decompose_reduction_below_a_reduction_loop_raises():
     _, sch, c = _mm()
     i, j, k = sch.get_loops(c)
     k0, k1 = sch.split(k, [None, 2])
-    with pytest.raises(ScheduleError, match=r"loop 'k_0' above it drives reduction iterator\(s\) of 'C'"):
+    with pytest.raises(
+        ScheduleError, match=r"loop 'k_0' above it drives reduction iterator\(s\) of 'C'"
+    ):
         sch.decompose_reduction(c, k1)
 
 
@@ -195,7 +205,9 @@ def test_compute_at_of_init_under_its_update_raises():
     _, sch, c = _mm()
     i, j, k = sch.get_loops(c)
     init = sch.decompose_reduction(c, i)
-    with pytest.raises(ScheduleError, match=r"block 'C' under the loop also writes what 'C_init' writes"):
+    with pytest.raises(
+        ScheduleError, match=r"block 'C' under the loop also writes what 'C_init' writes"
+    ):
         sch.compute_at(init, sch.get_loops(c)[2])
     with pytest.raises(ScheduleError, match=r"block 'C' updates C in place"):
         sch.reverse_compute_at(c, sch.get_loops(init)[0])
@@ -211,3 +223,29 @@ def test_rfactor_of_block_computed_at_writes_back_inside_the_shared_loop():
     wb_loops = sch.get_loops(sch.get_block("S"))
     assert sch.get(wb_loops[0]).loop_var is sch.get(i).loop_var  # inside Y's row loop
     build_and_run(sch, wl)
+
+
+def test_decompose_reduction_above_a_repeating_loop_raises():
+    wl = softmax()
+    sch = tir.Schedule(wl.func())
+    i, j = sch.get_loops(sch.get_block("Y"))
+    sch.compute_at(sch.get_block("S"), j)  # S is recomputed for every j
+    s = sch.get_block("S")
+    with pytest.raises(ScheduleError, match=r"loop 'j' drives no iterator of 'S'"):
+        sch.decompose_reduction(s, i)
+    sch.decompose_reduction(s, sch.get_loops(s)[-1])
+    build_and_run(sch, wl)
+
+
+def test_set_scope_moves_intermediate_to_local():
+    wl = chain()
+    sch = tir.Schedule(wl.func())
+    sch.set_scope(sch.get_block("B"), 0, "local")
+    assert sch.get(sch.get_block("B")).writes[0].buffer.scope() == "local"
+    assert 'scope="local"' in sch.mod.script()
+    build_and_run(sch, wl)
+    with pytest.raises(
+        ScheduleError,
+        match=r"set_scope\(block 'D', buffer_index=0, storage_scope='local'\): D is a parameter",
+    ):
+        sch.set_scope(sch.get_block("D"), 0, "local")

@@ -72,7 +72,10 @@ def test_compute_at_with_consumer_outside_raises():
     sch = tir.Schedule(wl.func())
     # D reads C; B's consumer is C. Put C's loops to the test: B at D's loop has no consumer.
     i, _ = sch.get_loops(sch.get_block("D"))
-    with pytest.raises(ScheduleError, match=r"compute_at\(block 'B', loop 'i'\): no block under loop 'i' reads what 'B' writes"):
+    with pytest.raises(
+        ScheduleError,
+        match=r"compute_at\(block 'B', loop 'i'\): no block under loop 'i' reads what 'B' writes",
+    ):
         sch.compute_at(sch.get_block("B"), i)
 
 
@@ -83,7 +86,9 @@ def test_compute_at_partial_consumers_raise():
     D = te.compute((8,), lambda i: B[i] + C[i], name="D")
     sch = tir.Schedule(te.create_prim_func([A, D]))
     (i,) = sch.get_loops(sch.get_block("C"))
-    with pytest.raises(ScheduleError, match=r"block 'D' outside the loop also reads what 'B' writes"):
+    with pytest.raises(
+        ScheduleError, match=r"block 'D' outside the loop also reads what 'B' writes"
+    ):
         sch.compute_at(sch.get_block("B"), i)
 
 
@@ -135,7 +140,10 @@ def test_reverse_compute_at_producer_after_raises():
     wl = chain()
     sch = tir.Schedule(wl.func())
     i, _ = sch.get_loops(sch.get_block("D"))
-    with pytest.raises(ScheduleError, match=r"reverse_compute_at\(block 'B', loop 'i'\): no block under loop 'i' writes what 'B' reads"):
+    with pytest.raises(
+        ScheduleError,
+        match=r"reverse_compute_at\(block 'B', loop 'i'\): no block under loop 'i' writes what 'B' reads",
+    ):
         sch.reverse_compute_at(sch.get_block("B"), i)
 
 
@@ -160,14 +168,18 @@ def test_compute_inline_padding_into_conv():
 def test_compute_inline_reduction_raises():
     wl = softmax()
     sch = tir.Schedule(wl.func())
-    with pytest.raises(ScheduleError, match=r"compute_inline\(block 'mx'\): block 'mx' is a reduction"):
+    with pytest.raises(
+        ScheduleError, match=r"compute_inline\(block 'mx'\): block 'mx' is a reduction"
+    ):
         sch.compute_inline(sch.get_block("mx"))
 
 
 def test_compute_inline_output_raises():
     wl = chain()
     sch = tir.Schedule(wl.func())
-    with pytest.raises(ScheduleError, match=r"compute_inline\(block 'D'\): it writes D, an output of the function"):
+    with pytest.raises(
+        ScheduleError, match=r"compute_inline\(block 'D'\): it writes D, an output of the function"
+    ):
         sch.compute_inline(sch.get_block("D"))
 
 
@@ -194,7 +206,9 @@ def test_reverse_compute_inline_into_reduction_raises():
     A, B, C = wl.args
     D = te.compute(C.shape, lambda i, j: C[i, j] + 1.0, name="D")
     sch = tir.Schedule(te.create_prim_func([A, B, D]))
-    with pytest.raises(ScheduleError, match=r"reverse_compute_inline\(block 'C'\): block 'C' is a reduction"):
+    with pytest.raises(
+        ScheduleError, match=r"reverse_compute_inline\(block 'C'\): block 'C' is a reduction"
+    ):
         sch.reverse_compute_inline(sch.get_block("D"))
 
 
@@ -204,7 +218,9 @@ def test_reverse_compute_inline_two_inputs_raises():
     C = te.compute((8,), lambda i: A[i] * 2.0, name="C")
     D = te.compute((8,), lambda i: B[i] + C[i], name="D")
     sch = tir.Schedule(te.create_prim_func([A, D]))
-    with pytest.raises(ScheduleError, match=r"reverse_compute_inline\(block 'D'\): it must read exactly one buffer"):
+    with pytest.raises(
+        ScheduleError, match=r"reverse_compute_inline\(block 'D'\): it must read exactly one buffer"
+    ):
         sch.reverse_compute_inline(sch.get_block("D"))
 
 
@@ -224,7 +240,10 @@ def test_reverse_compute_at_inside_producer_reduction_loop_raises():
     i, j, k = sch.get_loops(c)
     sch.reorder(i, k, j)
     cw = sch.cache_write(c, 0, "local")
-    with pytest.raises(ScheduleError, match=r"loop 'k' drives reduction iterator 'v_k' of producer 'C'.*partial sums"):
+    with pytest.raises(
+        ScheduleError,
+        match=r"loop 'k' drives reduction iterator 'v_k' of producer 'C'.*partial sums",
+    ):
         sch.reverse_compute_at(cw, j)
     sch.reverse_compute_at(cw, i)
     build_and_run(sch, wl)

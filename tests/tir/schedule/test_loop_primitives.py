@@ -103,7 +103,9 @@ def test_fuse_three_loops_of_chain():
 def test_fuse_non_adjacent_raises():
     _, sch, b = _mm()
     i, j, k = sch.get_loops(b)
-    with pytest.raises(ScheduleError, match=r"fuse\('i', 'k'\): loop 'k' is not directly nested in loop 'i'"):
+    with pytest.raises(
+        ScheduleError, match=r"fuse\('i', 'k'\): loop 'k' is not directly nested in loop 'i'"
+    ):
         sch.fuse(i, k)
 
 
@@ -162,8 +164,13 @@ def test_parallel_vectorize_unroll_set_kinds_and_run():
     build_and_run(sch, wl)
 
 
-@pytest.mark.parametrize("prim, verb", [("parallel", "parallelizing it would race on C"),
-                                        ("vectorize", "vectorizing it would combine lanes of C")])
+@pytest.mark.parametrize(
+    "prim, verb",
+    [
+        ("parallel", "parallelizing it would race on C"),
+        ("vectorize", "vectorizing it would combine lanes of C"),
+    ],
+)
 def test_parallel_or_vectorize_reduction_loop_raises(prim, verb):
     _, sch, b = _mm()
     _, _, k = sch.get_loops(b)
@@ -194,7 +201,9 @@ def test_annotate_and_unannotate_loop_and_block():
     assert sch.get(b).annotations["meta"] == "x"
     sch.unannotate(i, "pragma_auto_unroll_max_step")
     assert "pragma_auto_unroll_max_step" not in sch.get(i).annotations
-    with pytest.raises(ScheduleError, match=r"unannotate\(block 'C'\): it has no annotation 'nope'"):
+    with pytest.raises(
+        ScheduleError, match=r"unannotate\(block 'C'\): it has no annotation 'nope'"
+    ):
         sch.unannotate(b, "nope")
 
 
@@ -213,7 +222,9 @@ def test_parallel_over_recomputed_reduction_raises():
     sch = tir.Schedule(wl.func())
     i, j = sch.get_loops(sch.get_block("Y"))
     sch.compute_at(sch.get_block("S"), j)  # S[i] is recomputed for every j
-    with pytest.raises(ScheduleError, match=r"parallel\(loop 'j'\): block 'S' under it accumulates into S"):
+    with pytest.raises(
+        ScheduleError, match=r"parallel\(loop 'j'\): block 'S' under it accumulates into S"
+    ):
         sch.parallel(j)
     sch.parallel(i)  # rows are independent
     build_and_run(sch, wl)

@@ -18,7 +18,9 @@ def test_schedule_accepts_primfunc_and_module():
 
 def test_unknown_block_lists_the_blocks():
     sch = tir.Schedule(chain().func())
-    with pytest.raises(ScheduleError, match=r"no block named 'E' in function 'main'; blocks are: \['B', 'C', 'D'\]"):
+    with pytest.raises(
+        ScheduleError, match=r"no block named 'E' in function 'main'; blocks are: \['B', 'C', 'D'\]"
+    ):
         sch.get_block("E")
 
 
@@ -121,3 +123,52 @@ def test_wrong_rv_kinds_raise():
     i, _, _ = sch.get_loops(b)
     with pytest.raises(ScheduleError, match=r"expected a BlockRV"):
         sch.compute_inline(i)
+
+
+def test_mlc_course_mm_relu_from_tvmscript():
+    import numpy as np
+
+    from minitvm.driver import build
+    from minitvm.runtime.ndarray import array
+    from minitvm.script import ir as I
+    from minitvm.script import tir as T
+
+    @I.ir_module
+    class MyModule:
+        @T.prim_func
+        def mm_relu(
+            A: T.Buffer((32, 32), "float32"),
+            B: T.Buffer((32, 32), "float32"),
+            C: T.Buffer((32, 32), "float32"),
+        ):
+            T.func_attr({"global_symbol": "mm_relu", "tir.noalias": True})
+            Y = T.alloc_buffer((32, 32), dtype="float32")
+            for i, j, k in T.grid(32, 32, 32):
+                with T.block("Y"):
+                    vi = T.axis.spatial(32, i)
+                    vj = T.axis.spatial(32, j)
+                    vk = T.axis.reduce(32, k)
+                    with T.init():
+                        Y[vi, vj] = T.float32(0)
+                    Y[vi, vj] = Y[vi, vj] + A[vi, vk] * B[vk, vj]
+            for i, j in T.grid(32, 32):
+                with T.block("C"):
+                    vi = T.axis.spatial(32, i)
+                    vj = T.axis.spatial(32, j)
+                    C[vi, vj] = T.max(Y[vi, vj], T.float32(0))
+
+    sch = tir.Schedule(MyModule)
+    block_y = sch.get_block("Y", func_name="mm_relu")
+    i, j, k = sch.get_loops(block_y)
+    j0, j1 = sch.split(j, factors=[None, 4])
+    sch.reorder(j0, k, j1)
+    sch.reverse_compute_at(sch.get_block("C", "mm_relu"), j0)
+    sch.decompose_reduction(block_y, k)
+    text = sch.mod.script()
+    assert 'T.block("Y_init")' in text and "for ax0 in range(4)" in text
+    rt = build(sch.mod, target="llvm")
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal((32, 32)).astype("float32") for _ in range(2))
+    c = array(np.zeros((32, 32), "float32"))
+    rt["mm_relu"](array(a), array(b), c)
+    np.testing.assert_allclose(c.numpy(), np.maximum(a @ b, 0), rtol=1e-4, atol=1e-4)

@@ -105,8 +105,9 @@ PRIMITIVES = [_split, _reorder, _fuse, _kind, _compute_at, _inline, _cache, _red
 
 
 @pytest.mark.parametrize("name", sorted(WORKLOADS))
-@settings(max_examples=30, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=30, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+)
 @given(data=st.data())
 def test_random_legal_schedules_keep_numbers(name, data):
     wl = WORKLOADS[name]()

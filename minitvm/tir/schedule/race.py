@@ -1,0 +1,138 @@
+"""Does running a loop's iterations at the same time make two of them update one element?
+
+A block that accumulates (it has an init, or reads what it writes) must touch disjoint
+elements in different iterations of a parallel loop. We decide this exactly for constant
+loop nests of moderate size by enumerating the iterations, and otherwise conservatively
+from the bindings (the loop must at least drive one of the block's spatial iterators).
+"""
+
+from __future__ import annotations
+
+import itertools
+import operator
+
+from ..expr import (
+    EQ,
+    GE,
+    GT,
+    LE,
+    LT,
+    NE,
+    Add,
+    And,
+    Cast,
+    FloorDiv,
+    FloorMod,
+    IntImm,
+    IterType,
+    Max,
+    Min,
+    Mul,
+    Not,
+    Or,
+    PrimExpr,
+    Select,
+    Sub,
+    Var,
+)
+from ..stmt import BlockRealize, For
+from .common import const_int
+from .tree import uses_var
+
+_MAX_POINTS = 1 << 14
+
+
+class _Unknown(Exception):
+    """The expression uses something the small evaluator does not model."""
+
+
+def _floordiv(a: int, b: int) -> int:
+    if b == 0:
+        raise _Unknown
+    return a // b
+
+
+def _floormod(a: int, b: int) -> int:
+    if b == 0:
+        raise _Unknown
+    return a % b
+
+
+# node class -> how to combine the operand values (one line per operator)
+_BINARY = {
+    Add: operator.add,
+    Sub: operator.sub,
+    Mul: operator.mul,
+    FloorDiv: _floordiv,
+    FloorMod: _floormod,
+    Min: min,
+    Max: max,
+    LT: operator.lt,
+    LE: operator.le,
+    GT: operator.gt,
+    GE: operator.ge,
+    EQ: operator.eq,
+    NE: operator.ne,
+    And: lambda a, b: a and b,
+    Or: lambda a, b: a or b,
+}
+
+
+def _eval(e: PrimExpr, env: dict[int, int]) -> int:
+    if isinstance(e, IntImm):
+        return e.value
+    if isinstance(e, Var):
+        if id(e) not in env:
+            raise _Unknown
+        return env[id(e)]
+    if isinstance(e, Cast):
+        return _eval(e.value, env)
+    if isinstance(e, Not):
+        return int(not _eval(e.a, env))
+    if isinstance(e, Select):
+        return _eval(e.true_value if _eval(e.condition, env) else e.false_value, env)
+    fn = _BINARY.get(type(e))
+    if fn is None:
+        raise _Unknown
+    return int(fn(_eval(e.a, env), _eval(e.b, env)))
+
+
+def _spatial(r: BlockRealize) -> list[PrimExpr]:
+    return [
+        v for iv, v in zip(r.block.iter_vars, r.iter_values) if iv.iter_type != IterType.CommReduce
+    ]
+
+
+def iterations_collide(loop: For, r: BlockRealize, inner: list[For], outer: list[For]) -> bool:
+    """True when two iterations of `loop` run block `r` at the same spatial point.
+
+    `inner` are the loops between `loop` and the block, `outer` the loops around `loop`
+    (held at their first iteration).
+    """
+    spatial = _spatial(r)
+    if not uses_var(spatial, {id(loop.loop_var)}):
+        return True  # every iteration writes the very same elements
+    nest = [loop] + inner
+    extents = [const_int(f.extent) for f in nest]
+    mins = [const_int(f.min) for f in nest + outer]
+    size = 1
+    for e in extents:
+        size *= e if e is not None else _MAX_POINTS + 1
+    if None in mins or size > _MAX_POINTS:
+        return False  # cannot enumerate: accept, as the loop drives a spatial iterator
+    env = {id(f.loop_var): const_int(f.min) for f in outer}
+    owner: dict[tuple, int] = {}
+    try:
+        for point in itertools.product(*(range(m, m + e) for m, e in zip(mins, extents))):
+            env.update({id(f.loop_var): p for f, p in zip(nest, point)})
+            if not _eval(r.predicate, env):
+                continue
+            key = tuple(_eval(v, env) for v in spatial)
+            if owner.setdefault(key, point[0]) != point[0]:
+                return True
+    except _Unknown:
+        return False
+    return False
+
+
+__all__ = ["iterations_collide"]
