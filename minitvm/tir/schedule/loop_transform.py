@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..expr import (
+    cast,
     FloorDiv,
     FloorMod,
     IntImm,
@@ -163,7 +164,8 @@ def fuse(func: PrimFunc, loops: list[For], path: Path) -> tuple[PrimFunc, Var]:
             raise schedule_error(
                 func, f"fuse: the extent of a fused loop depends on loop '{f.loop_var.name}'", f
             )
-    dtype = loops[0].loop_var.dtype
+    # the widest index dtype, so the fused extent (a product) and the var agree
+    dtype = max((f.loop_var.dtype for f in loops), key=lambda t: t.bits)
     fused = Var("_".join(f.loop_var.name for f in loops) + "_fused", dtype)
     extents = [f.extent for f in loops]
     vmap: dict = {}
@@ -172,7 +174,8 @@ def fuse(func: PrimFunc, loops: list[For], path: Path) -> tuple[PrimFunc, Var]:
         part: PrimExpr = fused if k + 1 == len(loops) else binary(FloorDiv, fused, inner)
         if k > 0:
             part = binary(FloorMod, part, f.extent)
-        vmap[f.loop_var] = part if is_zero(f.min) else binary(Add, f.min, part)
+        part = part if is_zero(f.min) else binary(Add, f.min, part)
+        vmap[f.loop_var] = cast(f.loop_var.dtype, part)
     body = substitute(loops[-1].body, vmap)
     ana = analyzer(loops_above(path))
     total = ana.simplify(_mul_all(extents, fused))

@@ -228,3 +228,28 @@ def test_parallel_over_recomputed_reduction_raises():
         sch.parallel(j)
     sch.parallel(i)  # rows are independent
     build_and_run(sch, wl)
+
+
+def test_fuse_of_mixed_index_dtypes_uses_the_widest():
+    """Fusing an int32 loop (extent 2) with an int64 one (extent n) gives an int64 fused var,
+    matching its int64 extent, and the result still prints and parses back equal."""
+    from minitvm import tir
+    from minitvm.ir import assert_structural_equal
+    from minitvm.script import from_source
+
+    src = """
+@T.prim_func
+def main(a: T.handle):
+    n = T.int64()
+    A = T.match_buffer(a, (2, n), "float32")
+    for i, j in T.grid(2, n):
+        with T.block("A"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            A[vi, vj] = T.float32(1)
+"""
+    sch = tir.Schedule(from_source(src))
+    i_loop, j_loop = sch.get_loops(sch.get_block("A"))
+    assert sch.get(i_loop).loop_var.dtype == "int32"
+    fused = sch.fuse(i_loop, j_loop)
+    assert sch.get(fused).loop_var.dtype == "int64"
+    assert_structural_equal(from_source(sch.mod["main"].script()), sch.mod["main"])
