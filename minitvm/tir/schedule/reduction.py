@@ -108,7 +108,7 @@ def decompose_reduction(
             func, f"{what}: a loop below it drives both spatial and reduction iterators", loop
         )
     for f in chain:
-        if id(f.loop_var) not in s_ids | r_ids:
+        if id(f.loop_var) not in s_ids | r_ids and not _is_unit(f):  # a unit loop repeats nothing
             raise schedule_error(
                 func,
                 f"{what}: loop '{f.loop_var.name}' drives no iterator of '{name}' (it "
@@ -293,3 +293,7 @@ def _with_regions(block: Block, ana: Any) -> Block:
     return block.replace(
         reads=tuple(rg for rg in reads if id(rg.buffer) not in out_ids), writes=writes
     )
+
+
+def _is_unit(loop: For) -> bool:
+    return getattr(loop.extent, "value", None) == 1

@@ -249,3 +249,32 @@ def test_set_scope_moves_intermediate_to_local():
         match=r"set_scope\(block 'D', buffer_index=0, storage_scope='local'\): D is a parameter",
     ):
         sch.set_scope(sch.get_block("D"), 0, "local")
+
+
+def test_decompose_reduction_accepts_a_unit_loop_that_drives_nothing():
+    """A batch-1 matmul's `i` loop (extent 1) binds no iterator but repeats nothing either."""
+    import numpy as np
+
+    import minitvm as tvm
+    from minitvm.script import from_source
+
+    src = """
+@T.prim_func
+def main(X: T.Buffer((1, 8), "float32"), W: T.Buffer((8, 4), "float32"), Y: T.Buffer((1, 4), "float32")):
+    for i, j, k in T.grid(1, 4, 8):
+        with T.block("Y"):
+            vi = T.axis.spatial(1, 0)
+            vj, vk = T.axis.remap("SR", [j, k])
+            with T.init():
+                Y[vi, vj] = T.float32(0)
+            Y[vi, vj] = Y[vi, vj] + X[vi, vk] * W[vk, vj]
+"""
+    sch = tvm.tir.Schedule(from_source(src))
+    block = sch.get_block("Y")
+    _, _, k = sch.get_loops(block)
+    sch.decompose_reduction(block, k)
+    x = np.random.default_rng(0).random((1, 8), dtype=np.float32)
+    w = np.random.default_rng(1).random((8, 4), dtype=np.float32)
+    y = np.full((1, 4), 7.0, np.float32)
+    tvm.build(sch.mod)(x, w, y)
+    np.testing.assert_allclose(y, x @ w, rtol=1e-5)
