@@ -19,52 +19,9 @@ import time
 
 import numpy as np
 
-MR, NR, KU = 8, 32, 4  # register tile rows, vector columns, k unroll
+from minitvm.testing.workloads import gemm_te, schedule_blocked, schedule_classic
 
-
-def gemm_te(te, n, packed):
-    A = te.placeholder((n, n), name="A")
-    B = te.placeholder((n, n), name="B")
-    k = te.reduce_axis((0, n), name="k")
-    if not packed:
-        C = te.compute((n, n), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
-        return A, B, C
-    Bp = te.compute((n // NR, n, NR), lambda jo, kk, ji: B[kk, jo * NR + ji], name="Bp")
-    C = te.compute(
-        (n, n), lambda i, j: te.sum(A[i, k] * Bp[j // NR, k, j % NR], axis=k), name="C"
-    )
-    return A, B, C
-
-
-def schedule_a(sch, get_block):
-    c = get_block(sch, "C")
-    i, j, k = sch.get_loops(c)
-    io, ii = sch.split(i, [None, 32])
-    jo, ji = sch.split(j, [None, 32])
-    ko, ki = sch.split(k, [None, 4])
-    sch.reorder(io, jo, ko, ii, ki, ji)
-    sch.vectorize(ji)
-    sch.parallel(io)
-
-
-def schedule_b(sch, get_block):
-    c = get_block(sch, "C")
-    cw = sch.cache_write(c, 0, "local")
-    i, j, k = sch.get_loops(c)
-    io, ii = sch.split(i, [None, MR])
-    jo, ji = sch.split(j, [None, NR])
-    ko, ki = sch.split(k, [None, KU])
-    sch.reorder(jo, io, ko, ki, ii, ji)  # a 32-column B panel stays in L2 while A streams
-    sch.reverse_compute_at(cw, io)
-    sch.parallel(jo)
-    sch.unroll(ki)
-    sch.unroll(ii)
-    sch.vectorize(ji)
-    sch.decompose_reduction(c, ko)
-    jo2, _, ji2 = sch.get_loops(get_block(sch, "Bp"))
-    sch.parallel(jo2)
-    sch.vectorize(ji2)
-    sch.vectorize(sch.get_loops(cw)[-1])
+SCHEDULES = {"a": schedule_classic, "b": schedule_blocked}
 
 
 def build_minitvm(n, which):
@@ -73,7 +30,7 @@ def build_minitvm(n, which):
 
     A, B, C = gemm_te(te, n, packed=(which == "b"))
     sch = tvm.tir.Schedule(te.create_prim_func([A, B, C]))
-    (schedule_a if which == "a" else schedule_b)(sch, lambda s, name: s.get_block(name))
+    SCHEDULES[which](sch, lambda s, name: s.get_block(name))
     f = tvm.build(sch.mod, target="llvm")
     cache = {}
 
@@ -95,7 +52,7 @@ def build_tvm(n, which):
 
     A, B, C = gemm_te(te, n, packed=(which == "b"))
     sch = tvm.s_tir.Schedule(te.create_prim_func([A, B, C]))
-    (schedule_a if which == "a" else schedule_b)(sch, lambda s, name: s.get_sblock(name))
+    SCHEDULES[which](sch, lambda s, name: s.get_sblock(name))
     target = {"kind": "llvm", "mcpu": _llvm_cpu(), "num-cores": os.cpu_count()}
     f = tvm.compile(sch.mod, target=target)["main"]
     dev = tvm.cpu()
