@@ -65,6 +65,24 @@ class ProfileResult:
         )
 
 
+def time_calls(run, number: int, repeat: int, min_repeat_ms: float) -> ProfileResult:
+    """Time the no-argument callable `run` as TVM's time_evaluator does: one warm-up call, then
+    `repeat` rounds of `number` calls (more when a round is shorter than `min_repeat_ms`)."""
+    run()
+    results, count = [], number
+    for _ in range(repeat):
+        while True:
+            start = time.perf_counter()
+            for _ in range(count):
+                run()
+            elapsed = time.perf_counter() - start
+            if elapsed * 1e3 >= min_repeat_ms:
+                break
+            count = max(count * 2, int(count * min_repeat_ms / max(elapsed * 1e3, 1e-3)))
+        results.append(elapsed / count)
+    return ProfileResult(tuple(results))
+
+
 class Module:
     """Native functions loaded from a CodegenResult; `mod(*args)` runs the entry function.
 
@@ -155,21 +173,7 @@ class Module:
             )
 
         def evaluator(*args) -> ProfileResult:
-            run = func.bind(*args)
-            run()
-            results = []
-            count = number
-            for _ in range(repeat):
-                while True:
-                    start = time.perf_counter()
-                    for _ in range(count):
-                        run()
-                    elapsed = time.perf_counter() - start
-                    if elapsed * 1e3 >= min_repeat_ms:
-                        break
-                    count = max(count * 2, int(count * min_repeat_ms / max(elapsed * 1e3, 1e-3)))
-                results.append(elapsed / count)
-            return ProfileResult(tuple(results))
+            return time_calls(func.bind(*args), number, repeat, min_repeat_ms)
 
         return evaluator
 

@@ -447,60 +447,32 @@ def match_buffer(
     )
 
 
-def alloc_buffer(
-    shape: Any,
-    dtype: str = "float32",
-    data: Any = None,
-    strides: Sequence = (),
-    elem_offset: Any = None,
-    scope: str = "global",
-    align: int = 64,
-    offset_factor: int = 1,
-    axis_separators: Sequence = (),
-    name: str | None = None,
-) -> BufferSpec:
-    return BufferSpec(
-        "alloc",
-        _shape(shape),
-        dtype,
-        None,
-        data,
-        tuple(strides),
-        elem_offset,
-        scope,
-        align,
-        offset_factor,
-        tuple(axis_separators),
-        name,
-    )
+def _local_buffer(kind: str):
+    """`T.alloc_buffer` / `T.decl_buffer`: a buffer declared in the body (no param to match)."""
+
+    def make(
+        shape: Any,
+        dtype: str = "float32",
+        data: Any = None,
+        strides: Sequence = (),
+        elem_offset: Any = None,
+        scope: str = "global",
+        align: int = 64,
+        offset_factor: int = 1,
+        axis_separators: Sequence = (),
+        name: str | None = None,
+    ) -> BufferSpec:
+        return BufferSpec(
+            kind, _shape(shape), dtype, None, data, tuple(strides), elem_offset, scope, align,
+            offset_factor, tuple(axis_separators), name,
+        )
+
+    make.__name__ = f"{kind}_buffer"
+    return make
 
 
-def decl_buffer(
-    shape: Any,
-    dtype: str = "float32",
-    data: Any = None,
-    strides: Sequence = (),
-    elem_offset: Any = None,
-    scope: str = "global",
-    align: int = 64,
-    offset_factor: int = 1,
-    axis_separators: Sequence = (),
-    name: str | None = None,
-) -> BufferSpec:
-    return BufferSpec(
-        "decl",
-        _shape(shape),
-        dtype,
-        None,
-        data,
-        tuple(strides),
-        elem_offset,
-        scope,
-        align,
-        offset_factor,
-        tuple(axis_separators),
-        name,
-    )
+alloc_buffer = _local_buffer("alloc")
+decl_buffer = _local_buffer("decl")
 
 
 def allocate(

@@ -29,6 +29,7 @@ import numpy as np
 
 from ...error import ArgumentError, DTypeError, MiniTVMError, ShapeError
 from ...runtime import Device, NDArray, ProfileResult, cpu
+from ...runtime.module import time_calls
 from ...runtime import ndarray as _nd
 from ...runtime.registry import get_global_func
 from ._shape_code import compile_shape_fn
@@ -541,19 +542,7 @@ class VirtualMachine:
                 _wrap(a, fn.where, fn.params[i] if i < len(fn.params) else "?", i)
                 for i, a in enumerate(args)
             )
-            fn(args)
-            results, count = [], number
-            for _ in range(repeat):
-                while True:
-                    start = time.perf_counter()
-                    for _ in range(count):
-                        fn(args)
-                    elapsed = time.perf_counter() - start
-                    if elapsed * 1e3 >= min_repeat_ms:
-                        break
-                    count = max(count * 2, int(count * min_repeat_ms / max(elapsed * 1e3, 1e-3)))
-                results.append(elapsed / count)
-            return ProfileResult(tuple(results))
+            return time_calls(lambda: fn(args), number, repeat, min_repeat_ms)
 
         return evaluator
 
