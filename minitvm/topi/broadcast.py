@@ -78,6 +78,7 @@ divide = _binary("divide", lambda a, b: a / b)
 power = _binary("power", tir_op.power)
 maximum = _binary("maximum", tir_op.max)
 minimum = _binary("minimum", tir_op.min)
+equal = _binary("equal", lambda a, b: a == b)  # bool result
 
 
 def _unary(name: str, fn: Callable[[PrimExpr], PrimExpr]) -> Callable:

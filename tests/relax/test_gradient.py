@@ -132,6 +132,56 @@ CASES: dict[str, list] = {
             [normal(1, 2, 6, 6)],
         ),
     ],
+    "relax.max": [
+        (lambda x: R.max(x, axis=[1]), [distinct(2, 5, 3)]),
+        (lambda x: R.max(x, axis=[0, 2], keepdims=True), [distinct(3, 4, 2)]),
+        (R.max, [distinct(3, 4)]),
+    ],
+    "relax.prod": [
+        (lambda x: R.prod(x, axis=[1]), [away_from_zero(2, 4, 3)]),
+        (lambda x: R.prod(x, axis=[0, 2], keepdims=True), [away_from_zero(3, 2, 2)]),
+        (R.prod, [away_from_zero(2, 3)]),
+    ],
+    "relax.min": [
+        (lambda x: R.min(x, axis=-1), [distinct(4, 5)]),
+        (lambda x: R.min(x, axis=[0], keepdims=True), [distinct(3, 4)]),
+    ],
+    "relax.nn.layer_norm": [
+        (lambda x, g, b: R.nn.layer_norm(x, g, b), [normal(3, 5), normal(5), normal(5)]),
+        (
+            lambda x, g, b: R.nn.layer_norm(x, g, b, axes=[0]),
+            [normal(4, 3), normal(4), normal(4)],
+        ),
+        (
+            lambda x, g, b: R.nn.layer_norm(x, g, b, center=False, scale=False),
+            [normal(3, 5), normal(5), normal(5)],
+            {"require": [0]},
+        ),
+        (
+            lambda x, g, b: R.nn.layer_norm(x, g, b, axes=[-2, -1], epsilon=1e-3),
+            [normal(2, 3, 4), normal(3, 4), normal(3, 4)],
+        ),
+    ],
+    "relax.nn.batch_norm": [
+        (
+            lambda x, g, b, m, v: R.nn.batch_norm(x, g, b, m, v, axis=-1, epsilon=1e-3),
+            [normal(5, 4), normal(4), normal(4), normal(4), positive(4)],
+        ),
+        (
+            lambda x, g, b, m, v: R.nn.batch_norm(x, g, b, m, v, center=False, scale=False),
+            [normal(2, 3, 5), normal(3), normal(3), normal(3), positive(3)],
+            {"require": [0, 3, 4]},
+        ),
+        (
+            lambda x, g, b, m, v: R.nn.batch_norm(x, g, b, m, v),
+            [normal(2, 3, 4, 4), normal(3), normal(3), normal(3), positive(3)],
+        ),
+    ],
+    "relax.nn.adaptive_avg_pool2d": [
+        (lambda x: R.nn.adaptive_avg_pool2d(x), [normal(1, 2, 3, 3)]),
+        (lambda x: R.nn.adaptive_avg_pool2d(x, (2, 3)), [normal(1, 2, 4, 6)]),
+        (lambda x: R.nn.adaptive_avg_pool2d(x, 1), [normal(2, 3, 4, 5)]),
+    ],
 }
 
 
@@ -198,6 +248,12 @@ VM_CASES = [
     "relax.nn.relu",
     "relax.split",
     "relax.strided_slice",
+    "relax.max",
+    "relax.min",
+    "relax.prod",
+    "relax.nn.layer_norm",
+    "relax.nn.batch_norm",
+    "relax.nn.adaptive_avg_pool2d",
 ]
 
 
@@ -261,6 +317,75 @@ def test_symbolic_batch_dim():
         np.testing.assert_allclose(gw.numpy(), x.T @ dz, rtol=1e-10)
         np.testing.assert_allclose(gb.numpy(), dz.sum(0), rtol=1e-10)
     check_grad(mod, [rng.standard_normal((3, 4)), w, b])
+
+
+def _norm_pool_module():
+    """A small net with a symbolic batch dim through every newly differentiable op."""
+    n = TirVar("n", "int64")
+    x = relax.Var("x", relax.TensorStructInfo((n, 2, 4, 4), F64))
+    params = [x] + [
+        relax.Var(name, relax.TensorStructInfo(shape, F64))
+        for name, shape in (
+            ("bn_g", (2,)),
+            ("bn_b", (2,)),
+            ("bn_m", (2,)),
+            ("bn_v", (2,)),
+            ("ln_g", (4,)),
+            ("ln_b", (4,)),
+        )
+    ]
+    _, bn_g, bn_b, bn_m, bn_v, ln_g, ln_b = params
+    bb = relax.BlockBuilder()
+    with bb.function("main", params):
+        with bb.dataflow():
+            bn = bb.emit(R.nn.batch_norm(x, bn_g, bn_b, bn_m, bn_v))
+            h = bb.emit(relax.TupleGetItem(bn, 0))
+            ln = bb.emit(R.nn.layer_norm(h, ln_g, ln_b, axes=-1))
+            # (n, 2, 1, 1); not tanh/exp before the pool: a float64 exp/tanh fused into
+            # adaptive_avg_pool2d segfaults in the compiled kernel (a codegen bug, reported)
+            pooled = bb.emit(R.nn.adaptive_avg_pool2d(R.multiply(ln, ln), 1))
+            top = bb.emit(R.max(ln, axis=[2]))  # (n, 2, 4)
+            low = bb.emit(R.min(top, axis=[1], keepdims=True))  # (n, 1, 4)
+            loss = bb.emit(R.add(R.sum(R.multiply(pooled, pooled)), R.sum(R.multiply(low, top))))
+            loss = bb.emit_output(loss)
+        bb.emit_func_output(loss)
+    return bb.get()
+
+
+def test_norm_pool_reduce_rules_with_symbolic_batch_dim():
+    mod = _norm_pool_module()
+    rng = _rng(5)
+    weights = [
+        rng.standard_normal(2),
+        rng.standard_normal(2),
+        rng.standard_normal(2),
+        rng.uniform(0.5, 2.0, 2),
+        rng.standard_normal(4),
+        rng.standard_normal(4),
+    ]
+    for n in (2, 3):
+        x = rng.permutation(np.arange(n * 32, dtype=np.float64)).reshape(n, 2, 4, 4) * 0.1
+        check_grad(mod, [x] + weights, use_vm=True, num_directions=1, seed=n)
+
+
+def test_max_min_ties_give_the_grad_to_every_tied_element():
+    x = relax.Var("x", relax.TensorStructInfo((2, 4), F64))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            hi = bb.emit(R.multiply(R.max(x, axis=1), relax.const(np.array([1.0, 2.0]), F64)))
+            lo = bb.emit(R.min(x, axis=0))
+            out = bb.emit_output(R.add(R.sum(hi), R.sum(lo)))
+        bb.emit_func_output(out)
+    adj = relax.transform.Gradient("main")(bb.get())
+    xv = np.array([[3.0, 1.0, 3.0, 0.0], [5.0, 5.0, 5.0, 7.0]])
+    # row maxima (weights 1, 2): both 3.0s of row 0 and the 7.0; column minima: all of row 0
+    expected = np.array([[2.0, 1.0, 2.0, 1.0], [0.0, 0.0, 0.0, 2.0]])
+    _, (gx,) = relax.eval_ref.evaluate(adj, xv, func_name="main_adjoint")
+    np.testing.assert_array_equal(gx, expected)
+    vm = relax.VirtualMachine(relax.build(adj, "llvm"), tvm.cpu(0))
+    _, (gx_vm,) = vm["main_adjoint"](tvm.nd.array(xv))
+    np.testing.assert_array_equal(gx_vm.numpy(), expected)
 
 
 def test_unused_param_gets_zero_grad_and_tuple_output():
@@ -331,12 +456,15 @@ def test_errors():
     with pytest.raises(MiniTVMError, match="'z' is not a parameter"):
         relax.transform.Gradient("main", require_grads=["z"])(mod)
 
+    x4 = relax.Var("x", relax.TensorStructInfo((1, 1, 4, 4), F64))
+    g4 = relax.Var("g", relax.TensorStructInfo((1, 1, 2, 2), F64))
+    pool_attrs = dict(R.nn.max_pool2d(x4, 2, 2).attrs)
     bb = relax.BlockBuilder()
-    with bb.function("main", [x]):
+    with bb.function("main", [g4, x4]):
         with bb.dataflow():
-            out = bb.emit_output(R.sum(R.prod(x, keepdims=True)))
+            out = bb.emit_output(R.sum(R.grad.max_pool2d_grad(g4, x4, **pool_attrs)))
         bb.emit_func_output(out)
-    with pytest.raises(MiniTVMError, match="relax.prod .* has no gradient rule"):
+    with pytest.raises(MiniTVMError, match="relax.nn.max_pool2d_grad .* has no gradient rule"):
         relax.transform.Gradient("main")(bb.get())
 
     xi = relax.Var("x", relax.TensorStructInfo((1, 2, 5, 5), F64))
@@ -347,6 +475,25 @@ def test_errors():
             out = bb.emit_output(R.sum(R.nn.conv2d(xi, wi, groups=2)))
         bb.emit_func_output(out)
     with pytest.raises(MiniTVMError, match="groups=2 has no gradient rule"):
+        relax.transform.Gradient("main")(bb.get())
+
+    bb = relax.BlockBuilder()
+    with bb.function("main", [xi]):
+        with bb.dataflow():
+            out = bb.emit_output(R.sum(R.nn.adaptive_avg_pool2d(xi, (2, 3))))
+        bb.emit_func_output(out)
+    with pytest.raises(MiniTVMError, match=r"adaptive_avg_pool2d .* divisible by the output size"):
+        relax.transform.Gradient("main")(bb.get())
+
+    n = TirVar("n", "int64")
+    xs = relax.Var("x", relax.TensorStructInfo((2, n), F64))
+    gs = relax.Var("g", relax.TensorStructInfo((n,), F64))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [xs, gs]):
+        with bb.dataflow():
+            out = bb.emit_output(R.sum(R.nn.layer_norm(xs, gs, gs)))
+        bb.emit_func_output(out)
+    with pytest.raises(MiniTVMError, match=r"layer_norm over the symbolic dims \['n'\]"):
         relax.transform.Gradient("main")(bb.get())
     assert isinstance(IRModule, type)
 

@@ -39,6 +39,10 @@ CASES: dict[str, Case] = {
     "multiply": Case(lambda x, y: op.multiply(x, y), [(2, "n", 4), (4,)]),
     "divide": Case(lambda x, y: op.divide(x, y), [("n", 4), ("n", 4)], positive=True),
     "power": Case(lambda x, y: op.power(x, y), [("n", 4), (4,)], positive=True, rtol=1e-4),
+    "equal": Case(lambda x, y: op.equal(x, y), [("n", 4), (4,)]),
+    "equal_max": Case(
+        lambda x: op.equal(x, op.max(x, axis=1, keepdims=True)), [("n", 4)]
+    ),  # some True: the row maxima
     "maximum": Case(lambda x, y: op.maximum(x, y), [("n", 4), (1, 4)]),
     "minimum": Case(lambda x, y: op.minimum(x, y), [("n", 4), ()]),
     "negative": Case(lambda x: op.negative(x), [("n", 4)]),

@@ -77,6 +77,21 @@ maximum = _make_binary("maximum")
 minimum = _make_binary("minimum")
 
 
+def _infer_compare(call: Call) -> StructInfo:
+    sinfo = _infer_binary(call)
+    return TensorStructInfo(sinfo.shape, "bool", sinfo.ndim)
+
+
+_equal = register_op("relax.equal", _infer_compare, topi.equal, np.equal, OpPattern.BROADCAST)
+
+
+def equal(x1: Any, x2: Any) -> Call:
+    """Elementwise x1 == x2 with numpy broadcasting; a bool tensor: `relax.op.equal(x1, x2)`."""
+    x1 = _as_operand(x1, x2 if isinstance(x2, Expr) else None)
+    x2 = _as_operand(x2, x1)
+    return make_call(_equal, (x1, x2))
+
+
 def _infer_unary(float_only: bool) -> Callable[[Call], StructInfo]:
     def infer(call: Call) -> StructInfo:
         x = I.tensor_arg(call, 0, "x")

@@ -11,7 +11,8 @@ Broadcasting is undone by summing over the broadcast axes (`collapse_sum_to`).
 New ops (each an ordinary table row: shape rule, TE, numpy reference):
 `relax.erf`, `relax.nn.relu_grad(x, g)` (g where x > 0), `relax.nn.conv2d_backward_data`,
 `relax.nn.conv2d_backward_weight`, `relax.nn.max_pool2d_grad`, `relax.nn.avg_pool2d_grad`,
-`relax.take_backward` (scatter-add of an embedding gradient).
+`relax.take_backward` (scatter-add of an embedding gradient); `relax.equal` (elementwise.py)
+masks the arg-max/min of max/min reductions (ties: every tied element gets the gradient).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from ...topi.broadcast import broadcast_index
 from ...topi.nn.pooling import _valid_taps
 from ...topi.nn.pooling import pool2d as topi_pool2d
 from ...topi.transform import slice_bounds
-from ...topi.utils import const_int, fmt_shape, normalize_axes, normalize_axis, prove_equal
+from ...topi.utils import const_int, fmt_dim, fmt_shape, normalize_axes, normalize_axis, prove_equal
 from ..expr import Call, Expr, ShapeExpr, Tuple, TupleGetItem, const
 from ..struct_info import StructInfo, TensorStructInfo
 from . import _infer as I
@@ -717,6 +718,137 @@ def _sign_mask(x: Expr, g: Expr) -> Expr:
     return E.subtract(relu_grad(x, g), relu_grad(E.negative(x), g))
 
 
+def _max_min(var, call, g, bb):
+    """Every input equal to its (broadcast) result gets the whole output grad (ties: all of them,
+    as in max_pool2d_grad)."""
+    x = call.args[0]
+    keep, _ = _keepdims_shape(call)
+    y = manipulate.reshape(var, keep)
+    mask = manipulate.astype(elementwise.equal(x, y), dtype_of(x))
+    return [E.multiply(mask, manipulate.reshape(g, keep))]
+
+
+def _prod(var, call, g, bb):
+    """d prod / d x_i = prod / x_i: exact for nonzero inputs; a zero input gives inf/nan (the
+    division is not special-cased)."""
+    x = call.args[0]
+    keep, _ = _keepdims_shape(call)
+    scaled = E.multiply(manipulate.reshape(g, keep), manipulate.reshape(var, keep))
+    return [E.divide(scaled, x)]
+
+
+def _static_count(x: Expr, axes: Sequence[int], what: str) -> int:
+    xs = shape_of(x)
+    counts = [const_int(xs[a]) for a in axes]
+    if any(c is None for c in counts):
+        raise MiniTVMError(
+            f"relax.Gradient: {what} over the symbolic dims {[fmt_dim(xs[a]) for a in axes]} of "
+            f"data {fmt_shape(xs)} is not supported; make those dims static"
+        )
+    return int(np.prod(counts)) if counts else 1
+
+
+def _param_layout(x: Expr, axes: Sequence[int]) -> tuple:
+    """Shape of a per-`axes` parameter broadcast against `x` (1 on the other axes)."""
+    xs = shape_of(x)
+    return tuple(d if k in axes else 1 for k, d in enumerate(xs))
+
+
+def _layer_norm(var, call, g, bb):
+    """dx = rstd * (dxh - mean(dxh) - xh * mean(dxh * xh)) over the normalised axes, where
+    xh = (x - mean) * rstd and dxh = g * gamma; dgamma = sum(g * xh), dbeta = sum(g) over the
+    other axes."""
+    x, gamma, beta = call.args
+    a = call.attrs
+    xs = shape_of(x)
+    axes = list(normalize_axes(a["axes"], len(xs), "relax.nn.layer_norm"))
+    other = [k for k in range(len(xs)) if k not in axes]
+    inv_n = 1.0 / _static_count(x, axes, "layer_norm")
+    layout = _param_layout(x, axes)
+
+    def mean_keep(e: Expr) -> Expr:
+        return E.multiply(statistical.sum(e, axes, keepdims=True), inv_n)
+
+    xc = bb.emit(E.subtract(x, mean_keep(x)))
+    var_ = mean_keep(E.multiply(xc, xc))
+    rstd = bb.emit(E.divide(1.0, E.sqrt(E.add(var_, a["epsilon"]))))
+    xh = bb.emit(E.multiply(xc, rstd))
+    dxh = bb.emit(E.multiply(g, manipulate.reshape(gamma, layout)) if a["scale"] else g)
+    dx = E.multiply(
+        rstd,
+        E.subtract(E.subtract(dxh, mean_keep(dxh)), E.multiply(xh, mean_keep(E.multiply(dxh, xh)))),
+    )
+
+    def param_grad(e: Expr, p: Expr) -> Expr:
+        out = statistical.sum(e, other, keepdims=False) if other else e
+        return manipulate.reshape(out, shape_of(p))
+
+    dgamma = param_grad(E.multiply(g, xh), gamma) if a["scale"] else None
+    dbeta = param_grad(g, beta) if a["center"] else None
+    return [dx, dgamma, dbeta]
+
+
+def _batch_norm(var, call, g, bb):
+    """Inference batch norm: out = (x - m) * rstd * gamma + beta with rstd = 1/sqrt(v + eps);
+    grads w.r.t. data, gamma, beta, moving_mean and moving_var (which the op also returns)."""
+    x, gamma, _beta, m, v = call.args
+    a = call.attrs
+    xs = shape_of(x)
+    axis = normalize_axis(a["axis"], len(xs), "relax.nn.batch_norm")
+    other = [k for k in range(len(xs)) if k != axis]
+    layout = _param_layout(x, [axis])
+    g0, g1, g2 = (
+        g.fields if isinstance(g, Tuple) else [bb.emit(TupleGetItem(g, i)) for i in range(3)]
+    )
+    rstd = bb.emit(E.divide(1.0, E.sqrt(E.add(v, a["epsilon"]))))  # (C,)
+    scale = bb.emit(E.multiply(rstd, gamma) if a["scale"] else rstd)  # (C,)
+    xc = bb.emit(E.subtract(x, manipulate.reshape(m, layout)))
+
+    def per_channel(e: Expr) -> Expr:
+        return manipulate.reshape(statistical.sum(e, other, keepdims=False), shape_of(gamma))
+
+    g0s = bb.emit(per_channel(g0))  # sum(g0) per channel
+    g0xc = bb.emit(per_channel(E.multiply(g0, xc)))  # sum(g0 * (x - m)) per channel
+    dx = E.multiply(g0, manipulate.reshape(scale, layout))
+    dgamma = E.multiply(g0xc, rstd) if a["scale"] else None
+    dbeta = g0s if a["center"] else None
+    dm = E.subtract(g1, E.multiply(g0s, scale))
+    rstd3 = E.multiply(E.multiply(rstd, rstd), scale)  # rstd^3 * gamma
+    dv = E.add(g2, E.multiply(E.multiply(g0xc, rstd3), -0.5))
+    return [dx, dgamma, dbeta, dm, dv]
+
+
+def _adaptive_avg_pool2d(var, call, g, bb):
+    """Windows that tile H, W evenly (always so for output (1, 1) and for None) are an avg_pool2d;
+    other output sizes (overlapping, uneven windows) have no rule."""
+    x = call.args[0]
+    xs = shape_of(x)
+    size = call.attrs["output_size"]
+    if size is None:
+        return [g]
+    h, w = const_int(xs[2]), const_int(xs[3])
+    oh, ow = (const_int(d) for d in size)
+    if h is None or w is None or oh is None or ow is None or h % oh or w % ow:
+        raise MiniTVMError(
+            f"relax.Gradient: adaptive_avg_pool2d of data {fmt_shape(xs)} to output_size "
+            f"{tuple(size)}: only static H, W divisible by the output size have a gradient rule; "
+            "use avg_pool2d with pool_size = strides = (H // OH, W // OW)"
+        )
+    if (oh, ow) == (1, 1):
+        return [broadcast_to(E.multiply(g, 1.0 / float(h * w)), x)]
+    k = (h // oh, w // ow)
+    attrs = {
+        "pool_size": k,
+        "strides": k,
+        "padding": (0, 0, 0, 0),
+        "dilation": (1, 1),
+        "ceil_mode": False,
+        "count_include_pad": False,
+        "layout": "NCHW",
+    }
+    return [avg_pool2d_grad(g, x, **attrs)]
+
+
 GRAD_RULES: dict[str, Callable[..., list]] = {
     "relax.add": _binary(lambda v, c, g, bb, a, b: (g, g)),
     "relax.subtract": _binary(lambda v, c, g, bb, a, b: (g, E.negative(g))),
@@ -761,6 +893,12 @@ GRAD_RULES: dict[str, Callable[..., list]] = {
     "relax.nn.max_pool2d": _pool(max_pool2d_grad),
     "relax.broadcast_like": lambda var, call, g, bb: [_reduce_to(g, call.args[0]), None],
     "relax.nn.avg_pool2d": _pool(avg_pool2d_grad),
+    "relax.max": _max_min,
+    "relax.min": _max_min,
+    "relax.prod": _prod,
+    "relax.nn.layer_norm": _layer_norm,
+    "relax.nn.batch_norm": _batch_norm,
+    "relax.nn.adaptive_avg_pool2d": _adaptive_avg_pool2d,
 }
 
 
