@@ -209,7 +209,8 @@ class CodeGenLLVM:
         compute = self.emit_kernel_function(
             name + ".compute", params, lambda args: self._emit_body(func.body, handles)
         )
-        self._emit_abi_wrapper(name, compute, len(buffers), [*sym_vars, *scalars])
+        self._emit_abi_wrapper(entry_symbol(name), compute, len(buffers), [*sym_vars, *scalars])
+        info["symbol"] = entry_symbol(name)
         info["asserts"] = list(self._asserts)
         return info
 
@@ -557,6 +558,14 @@ _STMT: dict[type, Callable[[CodeGenLLVM, Stmt], None]] = {
 
 
 # --------------------------------------------------------------------------- build
+
+
+def entry_symbol(name: str) -> str:
+    """The object-file symbol of the ABI entry of function `name`. The prefix keeps kernels
+    named like C functions (`exp`, `log`, `sqrt`: relax names kernels after their ops) from
+    shadowing libm, whose calls the backend emits for vector math (`llvm.exp.v4f64` → `exp`);
+    a '.' cannot occur in a C identifier."""
+    return f"minitvm.{name}"
 
 
 def build(

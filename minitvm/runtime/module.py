@@ -114,7 +114,7 @@ class Module:
         return cls(result, entry_name)
 
     def _load(self, info: dict) -> PackedFunc:
-        address = self._engine.get_function_address(info["name"])
+        address = self._engine.get_function_address(info.get("symbol", info["name"]))
         if not address:
             raise BuildError(f"the object code has no function '{info['name']}'")
         return PackedFunc(info, address, keepalive=self._engine)

@@ -63,7 +63,7 @@ class Loaded:
         """Call `name` with numpy arrays (updated in place) and Python scalars; return its code."""
         info = self.infos[name]
         fn = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p)(
-            self.engine.get_function_address(name)
+            self.engine.get_function_address(info["symbol"])
         )
         arrays, scalars = [], []
         for param, arg in zip(info["params"], args):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from minitvm import driver, te, tir
 
@@ -41,3 +42,21 @@ def test_auto_vectorizer_does_not_touch_unmarked_loops():
     c = np.zeros((8, 16, 12), np.float32)
     tvm.build(f)(a, b, c)
     np.testing.assert_allclose(c, np.einsum("ij,jk->jik", a, b), rtol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["exp", "log", "sqrt", "tanh", "pow", "malloc"])
+def test_kernel_named_like_a_libc_function_does_not_shadow_it(name):
+    """A kernel called `exp` whose vector exp becomes calls to libm's `exp` once recursed into
+    itself and crashed; entry symbols are prefixed so C names stay libc's."""
+    import minitvm as tvm
+    from minitvm import te
+
+    A = te.placeholder((4,), "float64", name="A")
+    B = te.compute((4,), lambda i: te.exp(A[i]) + te.log(A[i]) + te.sqrt(A[i]), name="B")
+    s = te.create_schedule(B.op)
+    s[B].vectorize(B.op.axis[0])
+    f = tvm.build(s, [A, B], "llvm", name=name)
+    a = np.random.default_rng(0).random(4) + 0.5
+    b = np.zeros(4)
+    f[name](a, b)
+    np.testing.assert_allclose(b, np.exp(a) + np.log(a) + np.sqrt(a), rtol=1e-12)
