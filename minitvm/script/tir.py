@@ -9,6 +9,8 @@ Outside a parsed function only the annotation forms matter (`A: T.Buffer((128,),
 
 from __future__ import annotations
 
+import functools
+
 import builtins
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -163,20 +165,11 @@ class _BufferType:
         axis_separators: Sequence = (),
         name: str | None = None,
     ) -> BufferSpec:
-        return BufferSpec(
-            "param",
-            _shape(shape),
-            dtype,
-            None,
-            data,
-            tuple(strides),
-            elem_offset,
-            scope,
-            align,
-            offset_factor,
-            tuple(axis_separators),
-            name,
+        return _buffer_spec(
+            "param", None, shape, dtype, data, strides, elem_offset, scope, align,
+            offset_factor, axis_separators, name,
         )
+
 
     def __getitem__(self, item: Any) -> BufferSpec:
         if not isinstance(item, tuple):
@@ -418,7 +411,8 @@ def block_attr(attrs: Mapping) -> BlockHeader:
 # ----------------------------------------------------------------------------- buffers, memory
 
 
-def match_buffer(
+def _buffer_spec(
+    kind: str,
     param: Any,
     shape: Any,
     dtype: str = "float32",
@@ -431,48 +425,19 @@ def match_buffer(
     axis_separators: Sequence = (),
     name: str | None = None,
 ) -> BufferSpec:
+    """One buffer declaration; `T.Buffer`, `T.match_buffer`, `T.alloc_buffer` and
+    `T.decl_buffer` are this with `kind` (and `param`) fixed, so they share one signature."""
     return BufferSpec(
-        "match",
-        _shape(shape),
-        dtype,
-        param,
-        data,
-        tuple(strides),
-        elem_offset,
-        scope,
-        align,
-        offset_factor,
-        tuple(axis_separators),
-        name,
+        kind, _shape(shape), dtype, param, data, tuple(strides), elem_offset, scope, align,
+        offset_factor, tuple(axis_separators), name,
     )
 
 
-def _local_buffer(kind: str):
-    """`T.alloc_buffer` / `T.decl_buffer`: a buffer declared in the body (no param to match)."""
-
-    def make(
-        shape: Any,
-        dtype: str = "float32",
-        data: Any = None,
-        strides: Sequence = (),
-        elem_offset: Any = None,
-        scope: str = "global",
-        align: int = 64,
-        offset_factor: int = 1,
-        axis_separators: Sequence = (),
-        name: str | None = None,
-    ) -> BufferSpec:
-        return BufferSpec(
-            kind, _shape(shape), dtype, None, data, tuple(strides), elem_offset, scope, align,
-            offset_factor, tuple(axis_separators), name,
-        )
-
-    make.__name__ = f"{kind}_buffer"
-    return make
+match_buffer = functools.partial(_buffer_spec, "match")  # (param, shape, dtype, ...)
+alloc_buffer = functools.partial(_buffer_spec, "alloc", None)
+decl_buffer = functools.partial(_buffer_spec, "decl", None)
 
 
-alloc_buffer = _local_buffer("alloc")
-decl_buffer = _local_buffer("decl")
 
 
 def allocate(
