@@ -23,6 +23,7 @@ from typing import Any
 
 from ..error import MiniTVMError, ParseError
 from ..ir.dtype import DataType
+from ..tir.analysis.blocks import contains_block
 from ..tir.analysis.region import infer_access_regions
 from ..tir.buffer import Buffer
 from ..tir.expr import (
@@ -272,7 +273,7 @@ class TIRParser:
         for arg in args.args:
             self.parameter(arg)
         body = self.body(fdef.body) or seq()
-        if frame.root_allocs or (_contains_block(body) and not _is_root(body)):
+        if frame.root_allocs or (contains_block(body) and not _is_root(body)):
             root = Block((), (), (), "root", body, None, tuple(frame.root_allocs))
             body = BlockRealize((), True, root)
         # buffer_map in parameter order, whether a buffer came from an annotation or match_buffer
@@ -839,21 +840,6 @@ def _loop_range(spec: LoopSpec) -> tuple[PrimExpr, PrimExpr]:
     if not (lo.dtype.is_integer and ext.dtype.is_integer):
         raise ParseError(f"loop bounds must be integers, got `{lo}` and `{ext}`")
     return lo, ext
-
-
-def _contains_block(s: Stmt) -> bool:
-    from ..tir.functor import pre_order_visit
-
-    found = False
-
-    def check(n: Any) -> bool:
-        nonlocal found
-        if isinstance(n, BlockRealize):
-            found = True
-        return not found and isinstance(n, Stmt)
-
-    pre_order_visit(s, check)
-    return found
 
 
 def _is_root(s: Stmt) -> bool:

@@ -18,6 +18,7 @@ from ..ir.dtype import DataType
 from ..ir.module import BaseFunc, IRModule
 from ..ir.node import Node, register_printer
 from ..ir.structural import structural_equal
+from .analysis.blocks import contains_block
 from .analysis.region import infer_access_regions
 from .buffer import Buffer
 from .expr import (
@@ -57,7 +58,7 @@ from .expr import (
     Var,
 )
 from .function import PrimFunc
-from .functor import Visitor, post_order_visit, pre_order_visit
+from .functor import Visitor, post_order_visit
 from .stmt import (
     Allocate,
     AssertStmt,
@@ -788,20 +789,7 @@ def _is_implicit_root(s: BlockRealize) -> bool:
     if b.match_buffers or b.annotations or not _is_true(s.predicate):
         return False
     # the parser re-creates an implicit root only when the body has blocks or allocations
-    return bool(b.alloc_buffers) or _contains_block(b.body)
-
-
-def _contains_block(s: Stmt) -> bool:
-    found = False
-
-    def check(n: Any) -> bool:
-        nonlocal found
-        if isinstance(n, BlockRealize):
-            found = True
-        return not found and isinstance(n, Stmt)
-
-    pre_order_visit(s, check)
-    return found
+    return bool(b.alloc_buffers) or contains_block(b.body)
 
 
 def _normalize_marks(highlight: Any) -> dict[int, tuple[Any, str]]:
