@@ -1,15 +1,27 @@
-"""Flatten every multi-dimensional buffer access to a 1-D access at the element offset."""
+"""Flatten every multi-dimensional buffer access to a 1-D access at the element offset.
+
+Offsets are computed in int32 when the buffer provably spans fewer than 2**31 elements (the
+common case: cheaper arithmetic, and what vectorization expects) and in int64 otherwise: a
+buffer with a symbolic dim, or a static one of 2**31 elements or more, would overflow int32
+offsets (`i * m + j` wraps for an int8 (32769, 65536) array). Loop variables keep their
+dtype; they are cast to int64 where such an offset is formed.
+"""
 
 from __future__ import annotations
 
 from functools import reduce
 
+from ...ir.dtype import DataType
 from ..buffer import Buffer
-from ..expr import Add, BufferLoad, IntImm, Mul, PrimExpr, Sub, binary
+from ..expr import Add, BufferLoad, IntImm, Mul, PrimExpr, Sub, binary, cast, const_value
 from ..function import PrimFunc
 from ..functor import Mutator
 from ..stmt import Allocate, BufferStore, DeclBuffer, Stmt
 from ._pass import prim_func_pass
+
+INT32 = DataType("int32")
+INT64 = DataType("int64")
+_INT32_LIMIT = 2**31
 
 
 def _is_flat(buf: Buffer) -> bool:
@@ -18,13 +30,44 @@ def _is_flat(buf: Buffer) -> bool:
     return len(buf.shape) == 1 and not buf.strides and zero
 
 
+def _static_span(buf: Buffer) -> int | None:
+    """One past the largest element offset of `buf` when its layout is all constants."""
+    dims = [const_value(x) for x in (*buf.shape, *buf.strides, buf.elem_offset)]
+    if any(d is None for d in dims):
+        return None
+    shape = dims[: len(buf.shape)]
+    if any(s == 0 for s in shape):
+        return 0
+    if buf.strides:
+        strides = dims[len(buf.shape) : -1]
+        last = sum((s - 1) * abs(st) for s, st in zip(shape, strides))
+        return dims[-1] + last + 1
+    return dims[-1] + reduce(lambda a, b: a * b, shape, 1)
+
+
+def index_dtype(buf: Buffer) -> DataType:
+    """int64 unless every offset into `buf` provably fits in int32."""
+    layout = (*buf.shape, *buf.strides, buf.elem_offset)
+    if any(x.dtype.bits > 32 for x in layout):
+        return INT64
+    span = _static_span(buf)
+    return INT32 if span is not None and span < _INT32_LIMIT else INT64
+
+
+def _widen(x: PrimExpr, dtype: DataType) -> PrimExpr:
+    return x if x.dtype.bits >= dtype.bits else cast(dtype, x)
+
+
 def flat_extent(buf: Buffer) -> PrimExpr:
     """Number of elements a flat view of `buf` spans (from its shape, or its strides)."""
-    if not buf.shape:
-        return IntImm("int32", 1)
+    dtype = index_dtype(buf)
+    shape = [_widen(s, dtype) for s in buf.shape]
+    if not shape:
+        return IntImm(dtype, 1)
     if not buf.strides:
-        return reduce(lambda a, b: binary(Mul, a, b), buf.shape)
-    last = [binary(Mul, binary(Sub, s, 1), st) for s, st in zip(buf.shape, buf.strides)]
+        return reduce(lambda a, b: binary(Mul, a, b), shape)
+    strides = [_widen(st, dtype) for st in buf.strides]
+    last = [binary(Mul, binary(Sub, s, 1), st) for s, st in zip(shape, strides)]
     return binary(Add, reduce(lambda a, b: binary(Add, a, b), last), 1)
 
 
@@ -38,6 +81,28 @@ def flat_view(buf: Buffer) -> Buffer:
         storage_scope=buf.storage_scope,
         data_alignment=buf.data_alignment,
     )
+
+
+def flat_offset(buf: Buffer, indices: tuple) -> PrimExpr:
+    """The element offset of `buf[indices]`, in `index_dtype(buf)`."""
+    dtype = index_dtype(buf)
+    if dtype == INT32:
+        return buf.offset_of(indices)
+    wide = buf.replace(
+        shape=tuple(_widen(s, dtype) for s in buf.shape),
+        strides=tuple(_widen(s, dtype) for s in buf.strides),
+        elem_offset=_widen(buf.elem_offset, dtype),
+    )
+    return wide.offset_of(tuple(_widen(i, dtype.with_lanes(i.dtype.lanes)) for i in indices))
+
+
+def _flat_alloc_extent(extents: tuple) -> PrimExpr:
+    """The product of an allocation's extents, in int64 when it may not fit int32."""
+    values = [const_value(e) for e in extents]
+    small = all(v is not None for v in values) and reduce(lambda a, b: a * b, values, 1) < _INT32_LIMIT
+    small = small and all(e.dtype.bits <= 32 for e in extents)
+    dtype = INT32 if small else INT64
+    return reduce(lambda a, b: binary(Mul, a, b), (_widen(e, dtype) for e in extents), IntImm(dtype, 1))
 
 
 class _Flatten(Mutator):
@@ -58,7 +123,7 @@ class _Flatten(Mutator):
         buf = load.buffer
         if _is_flat(buf) and _same(indices, load.indices):
             return load
-        return BufferLoad(self.view(buf), (buf.offset_of(indices),), load.dtype)
+        return BufferLoad(self.view(buf), (flat_offset(buf, indices),), load.dtype)
 
     def visit_BufferStore(self, store: BufferStore) -> Stmt:
         indices = tuple(self.visit(i) for i in store.indices)
@@ -66,13 +131,13 @@ class _Flatten(Mutator):
         buf = store.buffer
         if _is_flat(buf) and _same(indices, store.indices) and value is store.value:
             return store
-        return BufferStore(self.view(buf), value, (buf.offset_of(indices),))
+        return BufferStore(self.view(buf), value, (flat_offset(buf, indices),))
 
     def visit_Allocate(self, alloc: Allocate) -> Stmt:
         body = self.visit(alloc.body)
         extents = alloc.extents
         if len(extents) != 1:
-            extents = (reduce(lambda a, b: binary(Mul, a, b), extents, IntImm("int32", 1)),)
+            extents = (_flat_alloc_extent(extents),)
         return alloc.replace(extents=extents, body=body)
 
     def visit_DeclBuffer(self, decl: DeclBuffer) -> Stmt:

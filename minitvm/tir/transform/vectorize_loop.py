@@ -28,6 +28,7 @@ from ..expr import (
     Sub,
     Var,
     binary,
+    cast,
 )
 from ..function import PrimFunc
 from ..functor import Mutator, post_order_visit, substitute
@@ -49,6 +50,13 @@ def _lanes(e: PrimExpr) -> int:
 
 def _broadcast(e: PrimExpr, lanes: int) -> PrimExpr:
     return e if _lanes(e) == lanes else Broadcast(e, lanes)
+
+
+def _is_widening(src: Any, dst: Any) -> bool:
+    """An integer cast to at least as many bits of the same signedness."""
+    return (
+        src.is_integer and dst.is_integer and src.is_int == dst.is_int and dst.bits >= src.bits
+    )
 
 
 def _ramp_add(cls: type, a: PrimExpr, b: PrimExpr) -> PrimExpr | None:
@@ -118,7 +126,15 @@ class _Vectorizer(Mutator):
 
     def visit_Cast(self, e: Cast) -> PrimExpr:
         v = self.visit(e.value)
-        return e if v is e.value else Cast(e.dtype.with_lanes(_lanes(v)), v)
+        if v is e.value:
+            return e
+        dst = e.dtype.with_lanes(_lanes(v))
+        if isinstance(v, Ramp) and _is_widening(v.dtype, dst):
+            # each lane is a value of the narrow index expression, so widening lane by lane
+            # equals widening base and stride: int64 offsets stay contiguous Ramps
+            elem = dst.element_of()
+            return Ramp(cast(elem, v.base), cast(elem, v.stride), v.lanes)
+        return Cast(dst, v)
 
     def visit_Select(self, e: Select) -> PrimExpr:
         c, t, f = self.visit(e.condition), self.visit(e.true_value), self.visit(e.false_value)
