@@ -26,6 +26,7 @@ from llvmlite.ir.values import FunctionAttributes
 from ..error import BuildError, MiniTVMError
 from ..ir.dtype import DataType
 from ..ir.module import IRModule
+from ..runtime import compiler_rt
 from ..runtime.module import CodegenResult
 from ..target import Target
 from ..tir.expr import (
@@ -352,6 +353,7 @@ class CodeGenLLVM:
         return rule(self, e)
 
     def _call_extern(self, e: Call) -> ir.Value:
+        _check_resolvable(self.func_name, e.op)
         vals = [self.expr(a) for a in e.args]
         fn = declare_extern(self.module, e.op, llvm_type(e.dtype), [v.type for v in vals])
         if list(fn.ftype.args) != [v.type for v in vals]:
@@ -508,6 +510,20 @@ class CodeGenLLVM:
         return loop_id
 
 
+def _check_resolvable(func_name: str, symbol: str) -> None:
+    """A call_extern target must exist in this process (MCJIT would resolve it to address 0)."""
+    if symbol in compiler_rt.PROVIDED_SYMBOLS:
+        return
+    compiler_rt.ensure_helpers()  # its engine also makes the process's own symbols searchable
+    if not llvm.address_of_symbol(symbol):
+        raise BuildError(
+            f"building '{func_name}': tir.call_extern calls '{symbol}', which is not defined in "
+            "this process (not in libc/libm, a loaded library or minitvm's runtime helpers), "
+            "so the call would jump to address 0; load the library that defines it with "
+            "ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL) before building, or use a tir intrinsic"
+        )
+
+
 def _named(value: ir.Value, name: str) -> ir.Value:
     """Give an unnamed instruction the user's variable name (the IR then reads like the TIR)."""
     if isinstance(value, ir.Instruction) and not value.name:
@@ -581,6 +597,7 @@ def build(
         funcs = [f for _, f in funcs.functions_items() if isinstance(f, PrimFunc)]
     target = Target(target)
     tm = target.create_target_machine()
+    compiler_rt.ensure_helpers()  # helpers LLVM may call, registered before anything is loaded
     cg = CodeGenLLVM(tm, target.cpu, target.features)
     names = [f.attrs.get("global_symbol") for f in funcs]
     for name in names:

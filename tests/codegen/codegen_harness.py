@@ -126,3 +126,26 @@ def run_elementwise(make, inputs: list[np.ndarray], out_dtype: str) -> np.ndarra
     out = np.zeros(n, DataType(out_dtype).numpy_dtype())
     run(func, *inputs, out)
     return out
+
+
+def run_isolated(code: str, timeout: float = 120) -> str:
+    """Run `code` in a fresh Python process (for cases that crashed the process before their
+    fix); assert it exited cleanly and return its stdout."""
+    import os
+    import subprocess
+    import sys
+    import textwrap
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([here, os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )
+    assert proc.returncode == 0, (
+        f"exit code {proc.returncode}\nstdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-3000:]}"
+    )
+    return proc.stdout
