@@ -56,3 +56,6 @@ def check_numpy(
 from .grad import check_grad  # noqa: E402
 
 __all__ += ["check_grad"]
+from .tir_interp import InterpreterError, run_prim_func  # noqa: E402
+
+__all__ += ["InterpreterError", "run_prim_func"]

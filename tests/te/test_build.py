@@ -12,7 +12,7 @@ import pytest
 import te_workloads as W
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from te_interp import run_prim_func
+from minitvm.testing import run_prim_func
 
 from minitvm import te
 

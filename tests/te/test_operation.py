@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from te_interp import run_prim_func
+from minitvm.testing import run_prim_func
 
 from minitvm import te, tir
 from minitvm.error import TEError

@@ -1,6 +1,6 @@
 import numpy as np
 import tir_builders as tb
-from tir_eval import run_tir
+from minitvm.testing import run_prim_func
 
 from minitvm import tir
 from minitvm.tir import Allocate, BufferStore, For, ForKind
@@ -54,7 +54,7 @@ def test_tile_cache_shrinks_to_the_tile():
     )
     assert isinstance(stores[0].indices[0], tir.Var)  # io*4 + ii - io*4 simplified to ii
     a = np.arange(16, dtype="float32")
-    np.testing.assert_allclose(run_tir(func, a, a * 0)[1], a * 2 + 1)
+    np.testing.assert_allclose(run_prim_func(func, a, a * 0)[1], a * 2 + 1)
 
 
 def test_row_buffer_of_fused_softmax_shrinks_to_one_row():
@@ -64,7 +64,7 @@ def test_row_buffer_of_fused_softmax_shrinks_to_one_row():
     assert sorted([int(e) for e in a.extents] for a in allocs) == [[1], [1, 6]]
     a = np.random.default_rng(0).random((3, 6), "float32")
     ref = np.exp(a) / np.exp(a).sum(1, keepdims=True)
-    np.testing.assert_allclose(run_tir(func, a, a * 0)[1], ref, rtol=1e-6)
+    np.testing.assert_allclose(run_prim_func(func, a, a * 0)[1], ref, rtol=1e-6)
 
 
 def test_buffer_used_by_whole_nests_keeps_its_shape():

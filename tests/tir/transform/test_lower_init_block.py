@@ -1,6 +1,6 @@
 import numpy as np
 import tir_builders as tb
-from tir_eval import run_tir
+from minitvm.testing import run_prim_func
 
 from minitvm import tir
 from minitvm.ir import IRModule, assert_structural_equal
@@ -41,7 +41,7 @@ def test_several_reduction_vars_all_at_their_min():
     a, b = (iv.var for iv in _blocks(func)["S"].iter_vars[1:])
     assert_structural_equal(blk.body.seq[0].condition, tir.And(EQ(a, 0), EQ(b, 0)))
     data = np.random.default_rng(0).random((4, 3, 2), "float32")
-    out = run_tir(lower_init_block(func), data, np.zeros(4, "float32"))[1]
+    out = run_prim_func(lower_init_block(func), data, np.zeros(4, "float32"))[1]
     np.testing.assert_allclose(out, data.sum((1, 2)) + 1, rtol=1e-6)
 
 
@@ -62,5 +62,5 @@ def test_numerics_unchanged():
     rng = np.random.default_rng(1)
     a, b = rng.random((4, 3), "float32"), rng.random((3, 5), "float32")
     c = np.full((4, 5), 7.0, "float32")  # garbage in the output: the init must overwrite it
-    out = run_tir(lower_init_block(tb.matmul()), a, b, c)[2]
+    out = run_prim_func(lower_init_block(tb.matmul()), a, b, c)[2]
     np.testing.assert_allclose(out, a @ b, rtol=1e-5)

@@ -1,6 +1,6 @@
 import numpy as np
 import tir_builders as tb
-from tir_eval import run_tir
+from minitvm.testing import run_prim_func
 
 from minitvm import tir
 from minitvm.tir import Allocate, BufferStore, DeclBuffer, For, ForKind
@@ -53,7 +53,7 @@ def test_local_cache_is_allocated_inside_the_tile_with_local_scope():
     assert inner.loop_var.name == "ii" and isinstance(inner.body, Allocate)
     assert inner.body.annotations["storage_scope"] == "local"
     a = np.arange(16, dtype="float32")
-    np.testing.assert_allclose(run_tir(func, a, a * 0)[1], a * 2)
+    np.testing.assert_allclose(run_prim_func(func, a, a * 0)[1], a * 2)
 
 
 def test_never_placed_inside_a_vectorized_loop():

@@ -1,7 +1,7 @@
 """Lowering to the readable loop nest (`tvm.lower`), written as TVMScript before/expected pairs."""
 
 import numpy as np
-from tir_eval import run_tir
+from minitvm.testing import run_prim_func
 
 from minitvm.ir import assert_structural_equal
 from minitvm.script import tir as T
@@ -48,7 +48,7 @@ def test_non_divisible_split_keeps_a_likely_guard():
 
     out = _check(before, expected)
     a = np.arange(14, dtype="float32")
-    np.testing.assert_array_equal(run_tir(out, a, a * 0)[1], a + 1)
+    np.testing.assert_array_equal(run_prim_func(out, a, a * 0)[1], a + 1)
 
 
 def test_matmul_init_becomes_first_iteration_guard():

@@ -1,6 +1,6 @@
 import numpy as np
 import tir_builders as tb
-from tir_eval import run_tir
+from minitvm.testing import run_prim_func
 
 from minitvm import tir
 from minitvm.ir import assert_structural_equal
@@ -37,7 +37,7 @@ def test_copies_get_fresh_inner_loop_vars():
     assert len(out.body.seq) == 4
     assert len({id(s.loop_var) for s in out.body.seq}) == 4
     verify_well_formed(out, flat=False)
-    got = run_tir(out, np.zeros((4, 3), "float32"))[0]
+    got = run_prim_func(out, np.zeros((4, 3), "float32"))[0]
     np.testing.assert_array_equal(got, np.add.outer(np.arange(4), np.arange(3)))
 
 

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 import tir_builders as tb
-from tir_eval import run_tir
+from minitvm.testing import run_prim_func
 
 from minitvm import tir
 from minitvm.ir import assert_structural_equal
@@ -20,8 +20,8 @@ def _flat(n, body_fn, extent=None, outer=None):
 
 def _check_numerics(func, n):
     a = np.random.default_rng(0).random(n, "float32") + 0.5
-    want = run_tir(func, a, np.zeros(n, "float32"))
-    got = run_tir(vectorize_loop(func), a, np.zeros(n, "float32"))
+    want = run_prim_func(func, a, np.zeros(n, "float32"))
+    got = run_prim_func(vectorize_loop(func), a, np.zeros(n, "float32"))
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-6)
 
