@@ -20,6 +20,7 @@ from .target import Target
 
 # The 2018 flat names of the dlsys assignment (`tvm.placeholder`, `tvm.sum`, ...).
 from .te import compute, placeholder, reduce_axis, sum, max, min, exp, log, var, size_var  # noqa: A004
+from .te import create_schedule
 from .tir import const, select, if_then_else, all, any  # noqa: A004
 
 __version__ = "0.1.0"

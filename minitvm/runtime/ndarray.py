@@ -61,21 +61,26 @@ class NDArray:
     asnumpy = numpy
 
     def copyfrom(self, source: NDArray | np.ndarray | list | float) -> NDArray:
-        """Copy `source` (same shape and dtype) into this array; returns self."""
+        """Copy `source` (same shape) into this array; returns self.
+
+        A numpy array or list of another dtype is converted to this array's dtype (as TVM does:
+        `float32_arr.copyfrom(np.float64 array)` works); an NDArray source must match exactly.
+        """
         if isinstance(source, NDArray):
             source = source._data
-        elif not isinstance(source, np.ndarray):
-            source = np.asarray(source, dtype=self._data.dtype)
+            if source.dtype != self._data.dtype:
+                raise DTypeError(
+                    f"copyfrom: source NDArray has dtype {_dtype_str(source.dtype)}, this array "
+                    f"has dtype {self.dtype}; convert with tvm.nd.array(x.numpy(), "
+                    f"dtype='{self.dtype}')"
+                )
+        else:
+            source = np.asarray(source)
         if source.shape != self.shape:
             raise ShapeError(
                 f"copyfrom: source has shape {source.shape}, this array has shape {self.shape}"
             )
-        if source.dtype != self._data.dtype:
-            raise DTypeError(
-                f"copyfrom: source has dtype {source.dtype}, this array has dtype {self.dtype}; "
-                f"convert with .astype('{self.dtype}')"
-            )
-        np.copyto(self._data, source)
+        np.copyto(self._data, source, casting="unsafe")
         return self
 
     def copyto(self, target: NDArray | Device) -> NDArray:

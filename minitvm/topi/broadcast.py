@@ -101,6 +101,23 @@ sigmoid = _unary("sigmoid", tir_op.sigmoid)
 abs = _unary("abs", tir_op.abs)
 
 
+def broadcast_to(data: te.Tensor, shape: Sequence[Any]) -> te.Tensor:
+    """`numpy.broadcast_to(data, shape)`: size-1 and missing leading dims are repeated."""
+    shape = tuple(shape)
+    out = broadcast_shape(data.shape, shape, "topi.broadcast_to")
+    if len(data.shape) > len(shape) or not all(prove_equal(a, b) for a, b in zip(out, shape)):
+        raise TEError(
+            f"topi.broadcast_to: cannot broadcast {data.name} of shape {fmt_shape(data.shape)} "
+            f"to {fmt_shape(shape)}; each dim of the input must be 1 or equal the target's"
+        )
+    return te.compute(
+        shape,
+        lambda *idx: data[broadcast_index(data, shape, idx)],
+        name="T_broadcast_to",
+        tag="broadcast",
+    )
+
+
 def cast(x: te.Tensor, dtype: str) -> te.Tensor:
     """Elementwise conversion to `dtype`."""
     return te.compute(x.shape, lambda *i: tir_cast(dtype, x[i]), name="T_cast", tag="elemwise")
