@@ -5,7 +5,19 @@ from __future__ import annotations
 from typing import Any
 
 from ...error import ScheduleError
-from ..expr import IntImm, IterType, PrimExpr, Range, const_value
+from ..expr import (
+    Add,
+    FloorDiv,
+    FloorMod,
+    IntImm,
+    IterType,
+    Mul,
+    PrimExpr,
+    Range,
+    Sub,
+    Var,
+    const_value,
+)
 from ..function import PrimFunc
 from ..stmt import Block, BlockRealize, For
 from .tree import block_realizes, walk
@@ -69,6 +81,22 @@ def first_block_name(stmt: Any) -> str:
 def describe_loop(loop: For) -> str:
     """`loop 'k' of block 'C'` for messages."""
     return f"loop '{loop_name(loop)}' of block '{first_block_name(loop.body)}'"
+
+
+def is_quasi_affine(e: Any) -> bool:
+    """Built from variables and integer constants by +, -, * by a constant, and floordiv /
+    floormod by a positive constant (the bindings whose iteration sets are boxes)."""
+    if isinstance(e, Var | IntImm):
+        return True
+    if isinstance(e, Add | Sub):
+        return is_quasi_affine(e.a) and is_quasi_affine(e.b)
+    if isinstance(e, Mul):
+        return (const_int(e.a) is not None and is_quasi_affine(e.b)) or (
+            const_int(e.b) is not None and is_quasi_affine(e.a)
+        )
+    if isinstance(e, FloorDiv | FloorMod):
+        return (const_int(e.b) or 0) > 0 and is_quasi_affine(e.a)
+    return False
 
 
 def is_reduction_block(block: Block) -> bool:

@@ -10,9 +10,12 @@ from ..expr import BufferLoad, IterType, Var
 from ..function import PrimFunc
 from ..functor import Mutator, Visitor, substitute
 from ..stmt import Block, BlockRealize, BufferStore
-from .common import analyzer, schedule_error
+from ..expr import logical_and
+from .binding import block_points, covers_domain, domain_points, invert_indices
+from .common import analyzer, const_int, schedule_error
 from .compute_location import _scope_of, scope_blocks
-from .tree import Path, replace_stmts, root_realize, walk
+from .race import Unknown, eval_int
+from .tree import Path, loops_above, replace_stmts, root_realize, walk
 
 
 def _single_store(func: PrimFunc, r: BlockRealize, what: str) -> BufferStore:
@@ -173,7 +176,7 @@ def reverse_compute_inline(func: PrimFunc, r: BlockRealize, path: Path) -> PrimF
             r,
         )
     (buf,) = bufs.values()
-    producer, _ = producers[0]
+    producer, producer_path = producers[0]
     pstore = _single_store(func, producer, what.replace(name, producer.block.name_hint))
     if _is_param_buffer(func, buf):
         raise schedule_error(
@@ -201,21 +204,155 @@ def reverse_compute_inline(func: PrimFunc, r: BlockRealize, path: Path) -> PrimF
                 "longer be computed",
                 r,
             )
-    iters = _as_distinct_iters(func, r, first, buf, what)
-    vmap = dict(zip(iters, pstore.indices))
+    inverse = _consumer_inverse(func, r, path, first, (producer, producer_path), pstore, what)
     ana = analyzer()
-    new_value = ana.simplify(substitute(_replace_load(store.value, buf, pstore.value), vmap))
+    new_value = ana.simplify(substitute(_replace_load(store.value, buf, pstore.value), inverse))
     new_store = BufferStore(
-        store.buffer, new_value, tuple(ana.simplify(substitute(i, vmap)) for i in store.indices)
+        store.buffer, new_value, tuple(ana.simplify(substitute(i, inverse)) for i in store.indices)
     )
     block = producer.block.replace(body=new_store)
     reads, writes = infer_access_regions(block)
     block = block.replace(
         reads=tuple(rg for rg in reads if rg.buffer is not store.buffer), writes=writes
     )
-    new_producer = producer.replace(block=block)
+    pred = _inlined_predicate(producer, producer_path, r, inverse)
+    new_producer = producer.replace(block=block, predicate=pred)
     func = replace_stmts(func, {id(r): None, id(producer): new_producer}, [r, producer])
     return _drop_alloc(func, buf)
+
+
+def _consumer_inverse(
+    func: PrimFunc,
+    r: BlockRealize,
+    path: Path,
+    load_idx: tuple,
+    producer_at: tuple,
+    pstore: BufferStore,
+    what: str,
+) -> dict:
+    """Each iter var of consumer `r` as an expression of the producer's iter vars, proven to
+    visit each element the consumer reads exactly where the producer writes it."""
+    name, buf = r.block.name_hint, pstore.buffer
+    producer, producer_path = producer_at
+    if covers_domain(r, loops_above(path)) is not True:
+        raise schedule_error(
+            func,
+            f"{what}: cannot prove that block '{name}' runs every point of its iteration "
+            "domain exactly once (its loops or T.where cut it); the producer would then "
+            "write elements the consumer never computed",
+            r,
+        )
+    shown = ", ".join(str(x) for x in load_idx)
+    inverse = invert_indices(list(r.block.iter_vars), list(load_idx), list(pstore.indices))
+    if inverse is None:
+        raise schedule_error(
+            func,
+            f"{what}: block '{name}' reads {buf.name}[{shown}]; cannot recover its iterators "
+            "from that index (it must be an injective affine or div/mod map of them)",
+            r,
+        )
+    verdict = _check_by_points(r, load_idx, producer_at, pstore, inverse)
+    if verdict is None:
+        verdict = _check_by_analysis(r, load_idx, producer_at, pstore, inverse)
+    if verdict:
+        raise schedule_error(func, f"{what}: {verdict}", r)
+    return inverse
+
+
+def _eval_all(exprs: Any, env: dict) -> tuple:
+    return tuple(eval_int(e, env) for e in exprs)
+
+
+def _check_by_points(
+    r: BlockRealize, load_idx: tuple, producer_at: tuple, pstore: BufferStore, inverse: dict
+) -> str | None:
+    """Decide by enumerating both blocks: "" when legal, the reason when not, None if too big."""
+    producer, producer_path = producer_at
+    dom = domain_points(r)
+    wpoints = block_points(producer, loops_above(producer_path))
+    if dom is None or wpoints is None:
+        return None
+    try:
+        p_ids = [id(iv.var) for iv in producer.block.iter_vars]
+        c_ids = [id(iv.var) for iv in r.block.iter_vars]
+        written = set()
+        dom_set = set(dom)
+        for w in wpoints:
+            env = dict(zip(p_ids, w))
+            at = _eval_all(pstore.indices, env)
+            written.add(at)
+            v = _eval_all([inverse[iv.var] for iv in r.block.iter_vars], env)
+            if v in dom_set and _eval_all(load_idx, dict(zip(c_ids, v))) != at:
+                return f"the inverse of its read index does not map element {at} back to it"
+        for v in dom:
+            at = _eval_all(load_idx, dict(zip(c_ids, v)))
+            if at not in written:
+                return (
+                    f"block '{r.block.name_hint}' reads {pstore.buffer.name}{list(at)}, which "
+                    f"its producer '{producer.block.name_hint}' does not write"
+                )
+    except Unknown:
+        return None
+    return ""
+
+
+def _check_by_analysis(
+    r: BlockRealize, load_idx: tuple, producer_at: tuple, pstore: BufferStore, inverse: dict
+) -> str:
+    """Decide symbolically: the producer fills a box that holds every element the consumer
+    reads, and the inverse maps each written element back to it. "" when proven."""
+    producer, producer_path = producer_at
+    pname, bname = producer.block.name_hint, pstore.buffer.name
+    p_vars = {id(iv.var): iv for iv in producer.block.iter_vars}
+    distinct = {id(i) for i in pstore.indices if id(i) in p_vars}
+    if len(distinct) != len(pstore.indices) or covers_domain(
+        producer, loops_above(producer_path)
+    ) is not True:
+        return (
+            f"cannot prove which elements of {bname} producer '{pname}' writes (write it "
+            "with one iterator per dimension over loops that span its domain)"
+        )
+    c_ana = _iter_analyzer(r.block.iter_vars)
+    for k, (idx, at) in enumerate(zip(load_idx, pstore.indices)):
+        dom = p_vars[id(at)].dom
+        inside = (idx >= dom.min) & (idx < dom.min + dom.extent)
+        if not c_ana.can_prove(inside):
+            return (
+                f"cannot prove that the index {idx} it reads in dimension {k} of {bname} "
+                f"stays inside what producer '{pname}' writes ({dom.min} .. "
+                f"{dom.min + dom.extent} - 1)"
+            )
+    p_ana = _iter_analyzer(producer.block.iter_vars)
+    for idx, at in zip(load_idx, pstore.indices):
+        if not p_ana.can_prove_equal(substitute(idx, inverse), at):
+            return f"cannot prove that its read index {idx} maps each element back to itself"
+    return ""
+
+
+def _iter_analyzer(iter_vars: tuple) -> Any:
+    from ...arith import Analyzer
+
+    ana = Analyzer()
+    for iv in iter_vars:
+        ana.bind(iv.var, iv.dom)
+    return ana
+
+
+def _inlined_predicate(
+    producer: BlockRealize, producer_path: Path, consumer: BlockRealize, inverse: dict
+) -> Any:
+    """The producer's predicate and the consumer's domain (through `inverse`), in loop vars;
+    conjuncts the producer's loops already guarantee are left out."""
+    to_loops = {iv.var: v for iv, v in zip(producer.block.iter_vars, producer.iter_values)}
+    ana = analyzer(loops_above(producer_path))
+    pred = producer.predicate
+    for iv in consumer.block.iter_vars:
+        at = substitute(inverse[iv.var], to_loops)
+        for cond in (at >= iv.dom.min, at < iv.dom.min + iv.dom.extent):
+            cond = ana.simplify(cond)
+            if not ana.can_prove(cond):
+                pred = cond if const_int(pred) == 1 else logical_and(pred, cond)
+    return ana.simplify(pred)
 
 
 def _replace_load(expr: Any, buf: Any, value: Any) -> Any:

@@ -290,14 +290,19 @@ def _check_disjoint_updates(func: PrimFunc, loop: For, path: Path, kind: ForKind
             )
 
 
-def set_loop_kind(
-    func: PrimFunc, loop: For, kind: ForKind, thread: str | None = None, path: Path = ()
-) -> PrimFunc:
-    """Mark `loop` parallel / vectorized / unrolled / bound to a thread axis."""
+def check_loop_kind(func: PrimFunc, loop: For, kind: ForKind, path: Path = ()) -> None:
+    """Raise ScheduleError when running `loop` as `kind` could change the results."""
     if kind in _KIND_VERB:
         _check_no_reduction(func, loop, kind)
     if kind in (ForKind.PARALLEL, ForKind.THREAD_BINDING):
         _check_disjoint_updates(func, loop, path, kind)
+
+
+def set_loop_kind(
+    func: PrimFunc, loop: For, kind: ForKind, thread: str | None = None, path: Path = ()
+) -> PrimFunc:
+    """Mark `loop` parallel / vectorized / unrolled / bound to a thread axis."""
+    check_loop_kind(func, loop, kind, path)
     if kind is ForKind.VECTORIZED and const_int(loop.extent) is None:
         pass  # a symbolic vector loop lowers to a scalar loop with vectorize metadata
     binding = None

@@ -42,19 +42,19 @@ from .tree import uses_var
 _MAX_POINTS = 1 << 14
 
 
-class _Unknown(Exception):
+class Unknown(Exception):
     """The expression uses something the small evaluator does not model."""
 
 
 def _floordiv(a: int, b: int) -> int:
     if b == 0:
-        raise _Unknown
+        raise Unknown
     return a // b
 
 
 def _floormod(a: int, b: int) -> int:
     if b == 0:
-        raise _Unknown
+        raise Unknown
     return a % b
 
 
@@ -78,23 +78,23 @@ _BINARY = {
 }
 
 
-def _eval(e: PrimExpr, env: dict[int, int]) -> int:
+def eval_int(e: PrimExpr, env: dict[int, int]) -> int:
     if isinstance(e, IntImm):
         return e.value
     if isinstance(e, Var):
         if id(e) not in env:
-            raise _Unknown
+            raise Unknown
         return env[id(e)]
     if isinstance(e, Cast):
-        return _eval(e.value, env)
+        return eval_int(e.value, env)
     if isinstance(e, Not):
-        return int(not _eval(e.a, env))
+        return int(not eval_int(e.a, env))
     if isinstance(e, Select):
-        return _eval(e.true_value if _eval(e.condition, env) else e.false_value, env)
+        return eval_int(e.true_value if eval_int(e.condition, env) else e.false_value, env)
     fn = _BINARY.get(type(e))
     if fn is None:
-        raise _Unknown
-    return int(fn(_eval(e.a, env), _eval(e.b, env)))
+        raise Unknown
+    return int(fn(eval_int(e.a, env), eval_int(e.b, env)))
 
 
 def _spatial(r: BlockRealize) -> list[PrimExpr]:
@@ -125,14 +125,14 @@ def iterations_collide(loop: For, r: BlockRealize, inner: list[For], outer: list
     try:
         for point in itertools.product(*(range(m, m + e) for m, e in zip(mins, extents))):
             env.update({id(f.loop_var): p for f, p in zip(nest, point)})
-            if not _eval(r.predicate, env):
+            if not eval_int(r.predicate, env):
                 continue
-            key = tuple(_eval(v, env) for v in spatial)
+            key = tuple(eval_int(v, env) for v in spatial)
             if owner.setdefault(key, point[0]) != point[0]:
                 return True
-    except _Unknown:
+    except Unknown:
         return False
     return False
 
 
-__all__ = ["iterations_collide"]
+__all__ = ["Unknown", "eval_int", "iterations_collide"]

@@ -6,11 +6,12 @@ from typing import Any
 
 from ..analysis.region import infer_access_regions
 from ..buffer import decl_buffer
-from ..expr import Add, BufferLoad, IterType, IterVar, Max, Min, Mul, Range, Var
+from ...ir.structural import structural_equal
+from ..expr import Add, BufferLoad, IterType, IterVar, Max, Min, Mul, Range, Var, const_value
 from ..function import PrimFunc
-from ..functor import substitute
+from ..functor import post_order_visit, substitute
 from ..stmt import Block, BlockRealize, BufferStore, For, ForKind, SeqStmt, Stmt, seq
-from .common import add_root_alloc, analyzer, schedule_error, unique_name
+from .common import add_root_alloc, analyzer, is_quasi_affine, schedule_error, unique_name
 from .tree import Path, find_loop, loops_above, replace_stmts, uses_var, walk
 
 _COMBINERS = (Add, Mul, Max, Min)
@@ -132,27 +133,105 @@ def decompose_reduction(
     return _insert_next_to(func, loop.loop_var, nest, after=False), init_name
 
 
+# combiner -> the init value it needs, or None when any init works (max/min are idempotent:
+# folding the init in once per partial result gives the same answer)
+_IDENTITY = {Add: 0, Mul: 1, Max: None, Min: None}
+_KIND_NAME = {Add: "sum", Mul: "product"}
+
+
 def _reducer(func: PrimFunc, r: BlockRealize, what: str) -> tuple[type, Any, Any]:
-    """(combiner class, the accumulator store, the value combined in) of a reduction block."""
-    body = r.block.body
+    """(combiner class, the accumulator store, the value combined in) of a reduction block,
+    after checking that rfactor may regroup it: `C[idx] = C[idx] op value` with the very same
+    indices, `value` free of C, and an init that is the identity of `op`."""
+    body, name = r.block.body, r.block.name_hint
     if r.block.init is None or not isinstance(body, BufferStore):
         raise schedule_error(
             func,
-            f"{what}: block '{r.block.name_hint}' is not a reduction of the form "
+            f"{what}: block '{name}' is not a reduction of the form "
             "`C[...] = C[...] op value` with an init",
             r,
         )
     v = body.value
+    found = None
     if isinstance(v, _COMBINERS):
         for acc, other in ((v.a, v.b), (v.b, v.a)):
             if isinstance(acc, BufferLoad) and acc.buffer is body.buffer:
-                return type(v), body, other
-    raise schedule_error(
-        func,
-        f"{what}: the update of block '{r.block.name_hint}' is `{v}`; rfactor needs "
-        "`C[...] = C[...] + value` (or *, max, min)",
-        r,
+                found = (type(v), acc, other)
+                break
+    if found is None:
+        raise schedule_error(
+            func,
+            f"{what}: the update of block '{name}' is `{v}`; rfactor needs "
+            "`C[...] = C[...] + value` (or *, max, min)",
+            r,
+        )
+    combiner, acc, rhs = found
+    buf = body.buffer
+    if not _same_indices(acc.indices, body.indices) or _loads(rhs, buf):
+        raise schedule_error(
+            func,
+            f"{what}: the update of block '{name}' is `{body.buffer.name}"
+            f"[{_show(body.indices)}] = {v}`; rfactor needs it to read {buf.name} only at the "
+            "element it writes, as `C[idx] = C[idx] op value`",
+            r,
+        )
+    reduce_ids = {id(iv.var) for iv in r.block.iter_vars if iv.iter_type == IterType.CommReduce}
+    if uses_var(list(body.indices), reduce_ids):
+        raise schedule_error(
+            func,
+            f"{what}: block '{name}' writes {buf.name}[{_show(body.indices)}], which depends "
+            "on a reduction iterator; each element must be the result of one whole reduction",
+            r,
+        )
+    init = r.block.init
+    if not isinstance(init, BufferStore) or init.buffer is not buf:
+        raise schedule_error(func, f"{what}: the init of '{name}' is not a single store to {buf.name}", r)
+    if not _same_indices(init.indices, body.indices):
+        raise schedule_error(
+            func,
+            f"{what}: the init of '{name}' writes {buf.name}[{_show(init.indices)}] but the "
+            f"update writes {buf.name}[{_show(body.indices)}]",
+            r,
+        )
+    identity = _IDENTITY[combiner]
+    if identity is not None and const_value(init.value) != identity:
+        raise schedule_error(
+            func,
+            f"{what}: the init of '{name}' sets {buf.name} to {init.value}, but rfactor of a "
+            f"{_KIND_NAME[combiner]} needs the identity {identity} there (each partial "
+            "result starts from the init, so another value would be counted once per part); "
+            f"start from {identity} and combine the other value in a separate block",
+            r,
+        )
+    if uses_var(init.value, reduce_ids) or _loads(init.value, buf):
+        raise schedule_error(
+            func, f"{what}: the init value {init.value} of '{name}' depends on the reduction", r
+        )
+    return combiner, body, rhs
+
+
+def _same_indices(a: tuple, b: tuple) -> bool:
+    return len(a) == len(b) and all(structural_equal(x, y) for x, y in zip(a, b))
+
+
+def _show(indices: tuple) -> str:
+    return ", ".join(str(i) for i in indices)
+
+
+def _loads(expr: Any, buf: Any) -> bool:
+    found: list = []
+    post_order_visit(
+        expr, lambda n: found.append(n) if isinstance(n, BufferLoad) and n.buffer is buf else None
     )
+    return bool(found)
+
+
+def _not_quasi_affine(r: BlockRealize) -> Any:
+    """The first binding of `r` that is not quasi-affine in the loop vars, else None."""
+    for v in r.iter_values:
+        if not is_quasi_affine(v):
+            return v
+    return None
 
 
 def rfactor(func: PrimFunc, loop: For, loop_path: Path, factor_axis: int) -> tuple[PrimFunc, str]:
@@ -169,6 +248,15 @@ def rfactor(func: PrimFunc, loop: For, loop_path: Path, factor_axis: int) -> tup
     name = block.name_hint
     what = f"rfactor(loop '{loop.loop_var.name}' of block '{name}', factor_axis={factor_axis})"
     combiner, store, rhs = _reducer(func, r, what)
+    bad = _not_quasi_affine(r)
+    if bad is not None:
+        raise schedule_error(
+            func,
+            f"{what}: block '{name}' has the binding {bad}, which is not quasi-affine "
+            "(sums of loop variables times constants, floordiv/floormod by constants); "
+            "rfactor cannot tell which reduction points each loop iteration covers",
+            r,
+        )
     chain = loops_above(path)
     pairs = list(zip(block.iter_vars, r.iter_values))
     spatial = [(iv, v) for iv, v in pairs if iv.iter_type != IterType.CommReduce]

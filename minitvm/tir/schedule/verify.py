@@ -1,0 +1,127 @@
+"""Checks on a PrimFunc that arrives already scheduled (TVMScript): the same legality rules
+the primitives enforce, run once before lowering.
+
+- `verify_loop_kinds`: a parallel, vectorized or thread-bound loop carries no reduction and
+  no other update of one element from two iterations (the rules of `Schedule.parallel`).
+- `verify_block_bindings`: every block binding stays inside its iterator's domain.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..expr import IterType, Range
+from ..function import PrimFunc
+from ..stmt import Block, BlockRealize, BufferStore, For, ForKind
+from .binding import block_points
+from .common import const_int, schedule_error
+from .loop_transform import check_loop_kind
+from .tree import uses_var, walk
+
+_CHECKED_KINDS = (ForKind.PARALLEL, ForKind.VECTORIZED, ForKind.THREAD_BINDING)
+
+
+def verify_loop_kinds(func: PrimFunc) -> None:
+    """Raise ScheduleError when a parallel/vectorized/thread-bound loop of `func` would race."""
+    for s, path in walk(func.body):
+        if isinstance(s, For) and s.kind in _CHECKED_KINDS:
+            check_loop_kind(func, s, s.kind, path)
+            _check_plain_stores(func, s)
+
+
+def _check_plain_stores(func: PrimFunc, loop: For) -> None:
+    """Stores outside blocks (already-lowered TVMScript) that accumulate into one element from
+    every iteration of `loop`, e.g. `for k in T.parallel(n): s[0] = s[0] + a[k]`."""
+    if loop.kind is ForKind.VECTORIZED or const_int(loop.extent) == 1:
+        return  # a vectorized plain store is the vectorizer's to check or scalarize
+    for s, path in walk(loop.body):
+        if not isinstance(s, BufferStore) or any(isinstance(p, Block) for p in path):
+            continue
+        if uses_var(list(s.indices), {id(loop.loop_var)}):
+            continue
+        reads_back = []
+        from ..functor import post_order_visit
+
+        post_order_visit(
+            s.value,
+            lambda n: reads_back.append(n) if getattr(n, "buffer", None) is s.buffer else None,
+        )
+        if reads_back:
+            raise schedule_error(
+                func,
+                f"loop '{loop.loop_var.name}' is {loop.kind.name.lower()}, but every iteration "
+                f"updates the same element of {s.buffer.name} (it reads it back); make the "
+                "loop serial or give each iteration its own element",
+                loop,
+            )
+
+
+def verify_block_bindings(func: PrimFunc) -> None:
+    """Raise ScheduleError when a block binding can leave its iterator's domain."""
+    for s, path in walk(func.body):
+        if not isinstance(s, BlockRealize) or not s.block.iter_vars:
+            continue
+        bad = _binding_out_of_domain(s, path)
+        if bad is not None:
+            iv, value, why = bad
+            kind = "spatial" if iv.iter_type != IterType.CommReduce else "reduce"
+            raise schedule_error(
+                func,
+                f"block '{s.block.name_hint}': iterator '{iv.var.name}' is declared as "
+                f"T.axis.{kind}({_show_dom(iv.dom)}, ...) but bound to {value}, which {why}; "
+                "fix the binding or the domain (or add a T.where that keeps it inside)",
+                s,
+            )
+
+
+def _show_dom(dom: Range) -> str:
+    return str(dom.extent) if const_int(dom.min) == 0 else f"({dom.min}, {dom.min + dom.extent})"
+
+
+def _scope_analyzer(path: tuple) -> Any:
+    """An analyzer with every loop and enclosing block iterator on `path` bound to its range."""
+    from ...arith import Analyzer
+
+    ana = Analyzer()
+    for p in path:
+        if isinstance(p, For):
+            ana.bind(p.loop_var, Range(p.min, p.extent))
+        elif isinstance(p, Block):
+            for iv in p.iter_vars:
+                if iv.dom is not None:
+                    ana.bind(iv.var, iv.dom)
+    return ana
+
+
+def _binding_out_of_domain(r: BlockRealize, path: tuple) -> tuple | None:
+    """(iter var, binding, reason) for the first binding not proven inside its domain."""
+    ana = _scope_analyzer(path)
+    unproven = []
+    with ana.constraint_scope(r.predicate):
+        for iv, value in zip(r.block.iter_vars, r.iter_values):
+            if iv.dom is None:
+                continue
+            lo, hi = iv.dom.min, iv.dom.min + iv.dom.extent
+            if not (ana.can_prove(value >= lo) and ana.can_prove(value < hi)):
+                unproven.append((iv, value))
+    if not unproven:
+        return None
+    loops = [p for p in path if isinstance(p, For)]
+    points = block_points(r, loops)
+    if points is None:
+        iv, value = unproven[0]
+        return iv, value, "cannot be proven to stay inside it"
+    index = {id(iv.var): k for k, iv in enumerate(r.block.iter_vars)}
+    for iv, value in unproven:
+        lo, ext = const_int(iv.dom.min), const_int(iv.dom.extent)
+        reached = [p[index[id(iv.var)]] for p in points]
+        if lo is None or ext is None:
+            return iv, value, "cannot be proven to stay inside it"
+        outside = [x for x in reached if not lo <= x < lo + ext]
+        if outside:
+            worst = max(outside) if max(outside) >= lo + ext else min(outside)
+            return iv, value, f"reaches {worst}"
+    return None
+
+
+__all__ = ["verify_block_bindings", "verify_loop_kinds"]
