@@ -12,14 +12,27 @@ from importlib import metadata
 import llvmlite.binding as llvm
 
 from ..error import BuildError, MiniTVMError, RuntimeError_
-from ..target import Target, emit_assembly, enabled_features, host_cpu_features, host_cpu_name
-from . import threadpool
+from ..target import (
+    Target,
+    emit_assembly,
+    enabled_features,
+    host_cpu_features,
+    host_cpu_name,
+    unavailable_reason,
+)
+from ..target.host import host_arch
+from . import compiler_rt, threadpool
 from .device import Device
+from .elf import read_elf
+from .meta import meta_digest, sha256, validate_meta
 from .packed_func import PackedFunc
 
 _FORMAT = "minitvm-module"
-_FORMAT_VERSION = 1
+_FORMAT_VERSION = 2  # 2: checksums of every member in meta.json; 1 had none
 _OBJECT, _META, _LLVM_IR = "object.o", "meta.json", "module.ll"
+_MAX_MEMBER_BYTES = 1 << 31
+_LINKER_SYMBOLS = frozenset({"_GLOBAL_OFFSET_TABLE_"})  # MCJIT's linker defines it
+_THREADPOOL_SYMBOLS = frozenset({"minitvm_parallel_for", "minitvm_num_threads"})  # contracts §2
 
 
 @dataclass(frozen=True)
@@ -91,54 +104,101 @@ class Module:
 
     type_key = "llvm"
 
-    def __init__(self, result: CodegenResult, entry_name: str | None = None) -> None:
+    def __init__(
+        self, result: CodegenResult, entry_name: str | None = None, source: str | None = None
+    ) -> None:
         if not result.func_infos:
             raise BuildError("cannot make a Module with no functions")
-        threadpool.ensure_pool()  # its symbols must exist before the object is linked
         self._result = result
         self.target = Target(result.target)
-        self._engine = llvm.create_mcjit_compiler(
-            llvm.parse_assembly(""), self.target.new_target_machine()
-        )
-        self._engine.add_object_file(llvm.ObjectFileRef.from_data(result.object_code))
-        self._engine.finalize_object()
-        self._functions = {info["name"]: self._load(info) for info in result.func_infos}
-        names = list(self._functions)
-        if entry_name is not None and entry_name not in self._functions:
+        self._source = source  # the file it was loaded from; None when freshly built
+        names = [info["name"] for info in result.func_infos]
+        if entry_name is not None and entry_name not in names:
             raise BuildError(f"entry function '{entry_name}' is not in the module; it has {names}")
-        self.entry_name = entry_name or ("main" if "main" in self._functions else names[0])
+        self.entry_name = entry_name or ("main" if "main" in names else names[0])
         self.imported_modules: list = []
+        self._engine = None
+        self._functions: dict[str, PackedFunc] = {}
+        # Code for another CPU or architecture is built (export it, read its assembly) but never
+        # handed to the JIT here: it would die with SIGILL or worse when called.
+        self._unavailable = unavailable_reason(self.target)
+        if self._unavailable is None:
+            self._link()
 
     @classmethod
     def from_codegen(cls, result: CodegenResult, entry_name: str | None = None) -> Module:
         return cls(result, entry_name)
 
+    def _where(self) -> str:
+        return f"load_module('{self._source}')" if self._source else "building the module"
+
+    def _fail(self, message: str) -> MiniTVMError:
+        return (RuntimeError_ if self._source else BuildError)(f"{self._where()}: {message}")
+
+    def _link(self) -> None:
+        """Check the object (architecture, symbols), then load it into a fresh MCJIT engine."""
+        threadpool.ensure_pool()  # its symbols must exist before the object is linked
+        compiler_rt.ensure_helpers()  # also makes the process's libc/libm searchable
+        info = read_elf(self._result.object_code, f"{self._where()}: {_OBJECT}")
+        if info.machine != host_arch():
+            raise self._fail(
+                f"the object code was built for {info.machine}, this machine is {host_arch()}; "
+                "rebuild it here with target 'llvm'"
+            )
+        unresolved = sorted(s for s in info.undefined_symbols if not _resolvable(s))
+        if unresolved:
+            raise self._fail(
+                f"the object code calls {', '.join(repr(s) for s in unresolved[:10])}, which "
+                "neither minitvm's runtime nor this process (libc, libm) provides; calling it "
+                "would jump to address 0. Call only functions that exist (check the names given "
+                "to tir.call_extern)"
+            )
+        for func in self._result.func_infos:
+            if _symbol(func) not in info.defined_symbols:
+                raise self._fail(f"the object code has no function '{func['name']}'")
+        engine = llvm.create_mcjit_compiler(
+            llvm.parse_assembly(""), self.target.new_target_machine()
+        )
+        engine.add_object_file(llvm.ObjectFileRef.from_data(self._result.object_code))
+        engine.finalize_object()
+        self._engine = engine
+        self._functions = {info["name"]: self._load(info) for info in self._result.func_infos}
+
     def _load(self, info: dict) -> PackedFunc:
-        address = self._engine.get_function_address(info.get("symbol", info["name"]))
+        address = self._engine.get_function_address(_symbol(info))
         if not address:
-            raise BuildError(f"the object code has no function '{info['name']}'")
+            raise self._fail(f"the object code has no function '{info['name']}'")
         return PackedFunc(info, address, keepalive=self._engine)
+
+    def _check_runnable(self) -> None:
+        if self._unavailable is not None:
+            raise RuntimeError_(
+                f"module built for target '{self.target}' cannot run on this machine: "
+                f"{self._unavailable}. Export it to run it on such a machine, or build with "
+                "target 'llvm' (this machine's CPU) to run it here"
+            )
 
     # --- calling -------------------------------------------------------------------------
     def get_function(self, name: str, query_imports: bool = False) -> PackedFunc:
         """The checked callable for `name`."""
+        if name in self:
+            self._check_runnable()
         try:
             return self._functions[name]
         except KeyError:
-            raise MiniTVMError(
-                f"module has no function '{name}'; it has {sorted(self._functions)}"
-            ) from None
+            names = sorted(info["name"] for info in self._result.func_infos)
+            raise MiniTVMError(f"module has no function '{name}'; it has {names}") from None
 
     __getitem__ = get_function
 
     def implements_function(self, name: str, query_imports: bool = False) -> bool:
-        return name in self._functions
+        return name in self
 
     def __contains__(self, name: str) -> bool:
-        return name in self._functions
+        return any(info["name"] == name for info in self._result.func_infos)
 
     def __call__(self, *args) -> None:
-        self._functions[self.entry_name](*args)
+        self.get_function(self.entry_name)(*args)
 
     @property
     def func_infos(self) -> tuple:
@@ -185,14 +245,16 @@ class Module:
     save = export_library
 
     def __repr__(self) -> str:
-        return f"Module(target='{self.target}', functions={list(self._functions)})"
+        names = [info["name"] for info in self._result.func_infos]
+        return f"Module(target='{self.target}', functions={names})"
 
 
 def write_module_zip(
     file_name: str, module: Module | None, kind: str = "module", extra: dict | None = None
 ) -> None:
     """Write the export zip: meta.json (with `kind`), the module's object code and LLVM IR
-    (when there is a module), and `extra` entries (name -> bytes) that a loader of `kind` reads."""
+    (when there is a module), and `extra` entries (name -> bytes) that a loader of `kind` reads.
+    meta.json records the sha256 of every other member and of its own other fields."""
     meta = {
         "format": _FORMAT,
         "format_version": _FORMAT_VERSION,
@@ -202,19 +264,23 @@ def write_module_zip(
         "host_features": host_cpu_features(),
         "required_features": [],
     }
+    members = dict(extra or {})
     if module is not None:
+        needed = module.target.required_features
         meta.update(
             target=str(module.target),
-            required_features=sorted(enabled_features(module.target.features)),
+            required_features=sorted(needed if needed is not None else ()),
             entry_name=module.entry_name,
             func_infos=list(module._result.func_infos),
         )
+        members[_OBJECT] = module._result.object_code
+        members[_LLVM_IR] = module._result.llvm_ir.encode()
+    checksums = {name: sha256(data) for name, data in members.items()}
+    checksums[_META] = meta_digest(meta)
+    meta["checksums"] = checksums
     with zipfile.ZipFile(file_name, "w", compression=zipfile.ZIP_DEFLATED) as zf:
         zf.writestr(_META, json.dumps(meta, indent=1))
-        if module is not None:
-            zf.writestr(_OBJECT, module._result.object_code)
-            zf.writestr(_LLVM_IR, module._result.llvm_ir)
-        for name, data in (extra or {}).items():
+        for name, data in members.items():
             zf.writestr(name, data)
 
 
@@ -228,47 +294,149 @@ def register_loader(kind: str, loader) -> None:
     _LOADERS[kind] = loader
 
 
+def read_member(path: str, zf: zipfile.ZipFile, name: str) -> bytes:
+    """The bytes of member `name`, size-limited; RuntimeError_ naming the file when it is
+    missing or damaged. (Checksums were verified by load_module before any loader runs.)"""
+    try:
+        entry = zf.getinfo(name)
+    except KeyError:
+        raise RuntimeError_(
+            f"load_module('{path}'): the file has no {name} (members: {zf.namelist()[:10]}); "
+            "it is not a complete minitvm export"
+        ) from None
+    if entry.file_size > _MAX_MEMBER_BYTES:
+        raise RuntimeError_(
+            f"load_module('{path}'): {name} claims {entry.file_size} bytes, more than "
+            f"{_MAX_MEMBER_BYTES}; the file is damaged"
+        )
+    try:
+        return zf.read(entry)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ValueError) as err:
+        raise RuntimeError_(f"load_module('{path}'): {name} is damaged ({err})") from err
+    except (NotImplementedError, RuntimeError) as err:  # unknown compression, encryption
+        raise RuntimeError_(f"load_module('{path}'): {name} cannot be read ({err})") from err
+
+
 def read_native_module(path: str, zf: zipfile.ZipFile, meta: dict) -> Module | None:
     """The native Module stored in an export zip (None when the zip holds no object code)."""
     if _OBJECT not in zf.namelist():
         return None
+    object_code = read_member(path, zf, _OBJECT)
+    machine = read_elf(object_code, f"load_module('{path}'): {_OBJECT}").machine
+    if machine != host_arch():
+        raise RuntimeError_(
+            f"load_module('{path}'): the module was built for {machine} (target "
+            f"'{meta['target']}'), this machine is {host_arch()}; load it on a {machine} "
+            "machine, or rebuild it here with target 'llvm'"
+        )
     _check_host_features(path, meta)
-    result = CodegenResult(
-        zf.read(_OBJECT), zf.read(_LLVM_IR).decode(), tuple(meta["func_infos"]), meta["target"]
-    )
-    return Module(result, meta["entry_name"])
+    try:
+        llvm_ir = read_member(path, zf, _LLVM_IR).decode()
+        target = Target(meta["target"])
+    except (UnicodeDecodeError, MiniTVMError) as err:
+        raise RuntimeError_(f"load_module('{path}'): {err}") from err
+    reason = unavailable_reason(target)
+    if reason is not None:
+        raise RuntimeError_(
+            f"load_module('{path}'): the module cannot run on this machine: {reason}; "
+            "rebuild it here with target 'llvm'"
+        )
+    result = CodegenResult(object_code, llvm_ir, tuple(meta["func_infos"]), meta["target"])
+    return Module(result, meta["entry_name"], source=path)
 
 
 def load_module(path: str, fmt: str = ""):
     """Load a file written by `export_library` (no compiling, no C compiler); a relax
-    Executable's file gives back the Executable."""
+    Executable's file gives back the Executable. Everything is checked first: the zip, every
+    field of meta.json, the checksums of every member, the object's architecture and symbols."""
     try:
-        with zipfile.ZipFile(path) as zf:
-            meta = json.loads(zf.read(_META))
-            if meta.get("format") != _FORMAT or meta.get("format_version") != _FORMAT_VERSION:
-                raise RuntimeError_(
-                    f"load_module('{path}'): format {meta.get('format')!r} version "
-                    f"{meta.get('format_version')!r}; this minitvm reads {_FORMAT!r} version "
-                    f"{_FORMAT_VERSION}"
-                )
-            kind = meta.get("kind", "module")
-            if kind != "module":
-                if kind not in _LOADERS:
-                    raise RuntimeError_(
-                        f"load_module('{path}'): the file holds a {kind!r}, whose loader is not "
-                        f"registered; import the package that defines it first (for "
-                        f"'relax.Executable': import minitvm.relax)"
-                    )
-                return _LOADERS[kind](path, zf, meta)
-            module = read_native_module(path, zf, meta)
-    except (zipfile.BadZipFile, KeyError, ValueError) as err:
+        zf = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, ValueError) as err:
         raise RuntimeError_(
-            f"load_module('{path}'): not a minitvm module (a zip with {_META} and {_OBJECT} "
-            "written by export_library)"
+            f"load_module('{path}'): not a minitvm module: the file is not a zip archive "
+            f"({err}); load files written by export_library"
         ) from err
+    with zf:
+        meta = _read_meta(path, zf)
+        _check_checksums(path, zf, meta)
+        kind = meta["kind"]
+        if kind != "module":
+            if kind not in _LOADERS:
+                raise RuntimeError_(
+                    f"load_module('{path}'): the file holds a {kind!r}, whose loader is not "
+                    f"registered; import the package that defines it first (for "
+                    f"'relax.Executable': import minitvm.relax)"
+                )
+            return _LOADERS[kind](path, zf, meta)
+        module = read_native_module(path, zf, meta)
     if module is None:
         raise RuntimeError_(f"load_module('{path}'): the file has no {_OBJECT}")
     return module
+
+
+def _read_meta(path: str, zf: zipfile.ZipFile) -> dict:
+    """meta.json, parsed and validated field by field (runtime/meta.py) before any use."""
+    raw = read_member(path, zf, _META)
+    try:
+        meta = json.loads(raw)
+    except (ValueError, RecursionError) as err:
+        raise RuntimeError_(f"load_module('{path}'): {_META} is not valid JSON ({err})") from err
+    if not isinstance(meta, dict) or meta.get("format") != _FORMAT:
+        raise RuntimeError_(
+            f"load_module('{path}'): not a minitvm module ({_META} does not say format "
+            f"{_FORMAT!r}); load files written by export_library"
+        )
+    version = meta.get("format_version")
+    if version != _FORMAT_VERSION:
+        hint = (
+            "it was written by an older minitvm, before exports carried checksums; export it "
+            "again with this version"
+            if version == 1
+            else f"this minitvm reads version {_FORMAT_VERSION}"
+        )
+        raise RuntimeError_(
+            f"load_module('{path}'): format {_FORMAT!r} version {version!r}: {hint}"
+        )
+    return validate_meta(meta, f"load_module('{path}')", has_object=_OBJECT in zf.namelist())
+
+
+def _check_checksums(path: str, zf: zipfile.ZipFile, meta: dict) -> None:
+    """Every member is listed in meta.json's checksums and matches it, and so does meta.json."""
+    checksums = meta["checksums"]
+    names = [n for n in zf.namelist() if n != _META]
+    unlisted = sorted(set(names) - set(checksums)) + (["meta.json"] * (_META not in checksums))
+    missing = sorted(set(checksums) - set(names) - {_META})
+    if unlisted or missing or len(set(zf.namelist())) != len(zf.namelist()):
+        raise RuntimeError_(
+            f"load_module('{path}'): the file's members do not match its {_META} (not listed: "
+            f"{unlisted[:5]}, missing: {missing[:5]}); it is damaged or was tampered with"
+        )
+    if meta_digest(meta) != checksums[_META]:
+        raise RuntimeError_(
+            f"load_module('{path}'): {_META} does not match its checksum (fields were edited "
+            "after export); it is damaged or was tampered with"
+        )
+    for name in names:
+        if sha256(read_member(path, zf, name)) != checksums[name]:
+            raise RuntimeError_(
+                f"load_module('{path}'): {name} does not match its sha256 in {_META} "
+                "(truncated, corrupted or replaced); export the module again"
+            )
+
+
+def _symbol(info: dict) -> str:
+    """The entry's object-file symbol (hand-written test kernels may use the bare name)."""
+    return info.get("symbol", info["name"])
+
+
+def _resolvable(symbol: str) -> bool:
+    """An undefined symbol of an object that the JIT can bind (see docs/contracts.md)."""
+    return (
+        symbol in compiler_rt.PROVIDED_SYMBOLS
+        or symbol in _THREADPOOL_SYMBOLS
+        or symbol in _LINKER_SYMBOLS
+        or bool(llvm.address_of_symbol(symbol))
+    )
 
 
 def _check_host_features(path: str, meta: dict) -> None:

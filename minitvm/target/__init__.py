@@ -1,6 +1,7 @@
 """Compilation targets (`Target("llvm -mcpu=...")`) and host CPU detection."""
 
 from .compile import compile_llvm_ir, emit_assembly
+from .host import list_cpus, list_features
 from .target import (
     SUPPORTED_KINDS,
     Target,
@@ -9,6 +10,7 @@ from .target import (
     host_cpu_features,
     host_cpu_name,
     initialize_llvm,
+    unavailable_reason,
 )
 
 __all__ = [
@@ -21,4 +23,7 @@ __all__ = [
     "host_cpu_features",
     "host_cpu_name",
     "initialize_llvm",
+    "list_cpus",
+    "list_features",
+    "unavailable_reason",
 ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 import threading
 from dataclasses import dataclass
@@ -10,6 +11,7 @@ from functools import lru_cache
 import llvmlite.binding as llvm
 
 from ..error import TargetError
+from . import host
 
 SUPPORTED_KINDS = ("llvm",)
 _GPU_KINDS = ("cuda", "opencl", "vulkan", "metal", "rocm", "nvptx")
@@ -26,6 +28,8 @@ _OPTIONS = {
 
 _init_lock = threading.Lock()
 _initialized = False
+_all_initialized = False
+_MATTR_ENTRY = re.compile(r"[+-][A-Za-z0-9_.-]+")
 
 
 def initialize_llvm() -> None:
@@ -38,6 +42,17 @@ def initialize_llvm() -> None:
             llvm.initialize_native_target()
             llvm.initialize_native_asmprinter()
             _initialized = True
+
+
+def _initialize_all_targets() -> None:
+    """Every LLVM back end (for cross-compiling with -mtriple), once per process."""
+    global _all_initialized
+    initialize_llvm()
+    with _init_lock:
+        if not _all_initialized:
+            llvm.initialize_all_targets()
+            llvm.initialize_all_asmprinters()
+            _all_initialized = True
 
 
 @lru_cache(maxsize=1)
@@ -93,6 +108,8 @@ class Target:
         for word in words[1:]:
             self._set_option(word, target)
         self._str = " ".join([kind, *_option_words(self)])
+        if self.mtriple or self.mattr or self.mcpu not in (None, "native"):
+            _check_llvm_names(self._str)
 
     def _set_option(self, word: str, target: str) -> None:
         name, eq, value = word.partition("=")
@@ -125,6 +142,21 @@ class Target:
         initialize_llvm()
         return self.mtriple or llvm.get_process_triple()
 
+    @property
+    def required_features(self) -> frozenset[str] | None:
+        """ISA features code for this target may use; None when the CPU's are unknown."""
+        if self.mcpu in (None, "native"):
+            implied = enabled_features(host_cpu_features())
+        elif self.mcpu == host_cpu_name():
+            implied = enabled_features(host_cpu_features()) & _ALL_ISA_FEATURES
+        elif self.mcpu in host.CPU_FEATURES:
+            implied = host.CPU_FEATURES[self.mcpu]
+        else:
+            return None
+        added = {a[1:] for a in self.mattr if a.startswith("+")}
+        removed = {a[1:] for a in self.mattr if a.startswith("-")}
+        return frozenset((implied | added) - removed)
+
     def create_target_machine(self) -> llvm.TargetMachine:
         """An llvmlite TargetMachine for this target (opt=3, PIC), shared per target string.
 
@@ -156,6 +188,60 @@ class Target:
 
     def __hash__(self) -> int:
         return hash(self._str)
+
+
+_ALL_ISA_FEATURES = frozenset().union(*host.CPU_FEATURES.values())
+
+
+@lru_cache(maxsize=64)
+def _check_llvm_names(target_str: str) -> None:
+    """-mtriple, -mcpu and -mattr name things LLVM knows (LLVM itself only warns, then dies)."""
+    t = Target.__new__(Target)  # fields only: the full constructor would call us again
+    t.mcpu, t.mattr, t.mtriple = None, (), None
+    for word in shlex.split(target_str)[1:]:
+        name, _, value = word.partition("=")
+        if name in ("-mcpu", "-mattr", "-mtriple"):
+            setattr(t, _OPTIONS[name][0], _OPTIONS[name][1](value))
+    if t.mtriple:
+        _initialize_all_targets()
+    triple = t.mtriple or llvm.get_process_triple()
+    try:
+        cpus, features = host.llvm_names(triple)
+    except RuntimeError as err:
+        raise TargetError(f"target '{target_str}': LLVM does not know triple '{triple}'") from err
+    if t.mcpu not in (None, "native") and t.mcpu not in cpus:
+        raise TargetError(
+            f"target '{target_str}': unknown CPU '{t.mcpu}' for {host.triple_arch(triple)}; "
+            f"see the valid names with minitvm.target.list_cpus() (e.g. x86-64-v3, "
+            f"skylake-avx512, znver4), or use 'llvm' for this machine's CPU"
+        )
+    for entry in t.mattr:
+        if not _MATTR_ENTRY.fullmatch(entry) or entry[1:] not in features:
+            raise TargetError(
+                f"target '{target_str}': unknown CPU feature '{entry}' in -mattr; write "
+                f"+name or -name (e.g. -mattr=+avx2,-avx512f) with names from "
+                "minitvm.target.list_features()"
+            )
+
+
+def unavailable_reason(target: Target) -> str | None:
+    """Why code built for `target` cannot run on this machine; None when it can."""
+    arch, here = host.triple_arch(target.triple), host.host_arch()
+    if arch != here:
+        return f"it was built for {arch} (-mtriple={target.mtriple}), this machine is {here}"
+    needed = target.required_features
+    if needed is None:
+        return (
+            f"minitvm does not know which instruction sets -mcpu={target.mcpu} implies, so it "
+            f"cannot check that this {host_cpu_name()} CPU has them"
+        )
+    missing = needed - enabled_features(host_cpu_features())
+    if missing:
+        return (
+            f"it needs CPU features this {host_cpu_name()} CPU lacks: "
+            f"{', '.join(sorted(missing))}"
+        )
+    return None
 
 
 def _check_kind(kind: str, target: str) -> str:

@@ -12,6 +12,7 @@ from llvm_kernels import ADD_INFO, ADD_IR, AXPK_INFO, build_result
 from minitvm.error import BuildError, MiniTVMError, RuntimeError_
 from minitvm.runtime import CodegenResult, Module, ProfileResult, cpu, load_module
 from minitvm.runtime import ndarray as nd
+from minitvm.runtime.meta import meta_digest
 
 
 def test_codegen_result_is_frozen(add_result):
@@ -145,11 +146,14 @@ def test_load_module_refuses_non_modules(tmp_path):
 
 
 def _rewrite_meta(src, dst, **changes):
+    """Change meta.json fields and re-sign them, as an export from another machine would be."""
     with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w") as zout:
         for name in zin.namelist():
             data = zin.read(name)
             if name == "meta.json":
-                data = json.dumps({**json.loads(data), **changes})
+                meta = {**json.loads(data), **changes}
+                meta["checksums"]["meta.json"] = meta_digest(meta)
+                data = json.dumps(meta)
             zout.writestr(name, data)
 
 
@@ -169,7 +173,7 @@ def test_load_module_checks_format_version(add_module, tmp_path):
     add_module.export_library(str(src))
     _rewrite_meta(src, dst, format_version=99)
     with pytest.raises(
-        RuntimeError_, match="version 99; this minitvm reads 'minitvm-module' version 1"
+        RuntimeError_, match="version 99: this minitvm reads version 2"
     ):
         load_module(str(dst))
 
