@@ -254,6 +254,16 @@ class Stage:
                 f"'{getattr(getattr(scope, 'var', None), 'name', scope)}' {where}, not to "
                 f"'{parent.name}'; pass a loop of s[{parent.name}]"
             )
+        if not self._sch._reaches(parent, self):
+            raise ScheduleError(
+                f"compute_at on stage '{self.name}': stage '{parent.name}' does not consume "
+                f"'{self.name}' (directly or through other stages), so no loop of "
+                f"'{parent.name}' runs after '{self.name}' is needed; compute a producer at a "
+                f"loop of one of its consumers, e.g. s[{parent.name}].compute_at(s[{self.name}], ...)"
+                if self._sch._reaches(self, parent)
+                else f"compute_at on stage '{self.name}': stage '{parent.name}' does not consume "
+                f"'{self.name}'; compute a stage at a loop of a stage that reads it"
+            )
         self.attach = _Attach("at", parent, scope)
 
     def set_scope(self, scope: str) -> None:
@@ -271,6 +281,8 @@ class Schedule:
         self.stage_map: dict[int, Stage] = {}
         self._deps: dict[int, list[Stage]] = {}
         self._structural: list[tuple] = []
+        # (reader stage, tensor) -> the cache tensor that reader now reads instead
+        self._cached_reads: dict[tuple[int, Tensor], Tensor] = {}
         order: list[Any] = []
         seen: set[int] = set()
         for root in self.outputs:
@@ -314,6 +326,19 @@ class Schedule:
             )
         return stage
 
+    def _reaches(self, consumer: Stage, producer: Stage) -> bool:
+        """True when `consumer` reads `producer`'s output, directly or through other stages."""
+        stack, seen = [consumer], set()
+        while stack:
+            st = stack.pop()
+            for d in self._deps.get(id(st), []):
+                if d is producer:
+                    return True
+                if id(d) not in seen:
+                    seen.add(id(d))
+                    stack.append(d)
+        return False
+
     def _owner(self, iv: Any) -> Stage | None:
         for stage in self.stage_map.values():
             if any(iv is x for x in stage.all_iter_vars):
@@ -328,6 +353,14 @@ class Schedule:
         if not reader_stages:
             raise ScheduleError(f"cache_read of '{tensor.name}': give at least one reader")
         for st in reader_stages:
+            earlier = self._cached_reads.get((id(st), tensor))
+            if earlier is not None:
+                raise ScheduleError(
+                    f"cache_read of '{tensor.name}' for stage '{st.name}': '{st.name}' already "
+                    f"reads '{tensor.name}' through the cache '{earlier.op.name}' of an earlier "
+                    "cache_read; drop this call (to cache that copy again, pass the tensor "
+                    "the earlier cache_read returned)"
+                )
             if not any(t == tensor for t in st.op.input_tensors) and not any(
                 d is self.stage_map.get(id(tensor.op)) for d in self._deps[id(st)]
             ):
@@ -347,6 +380,8 @@ class Schedule:
         for st in reader_stages:
             self._deps[id(st)] = [d for d in self._deps[id(st)] if d is not src] + [stage]
         self._structural.append(("cache_read", tensor, scope, reader_stages, stage))
+        for st in reader_stages:
+            self._cached_reads[(id(st), tensor)] = op.output(0)
         return op.output(0)
 
     def cache_write(self, tensor: Tensor, scope: str) -> Tensor:
@@ -473,7 +508,7 @@ class _Replay:
                 "split or fused after being used; use the IterVars split/fuse "
                 "returned"
             )
-        return self.loop[id(iv)]
+        return self.loop.get(id(iv))
 
     def _attach(self, st: Stage) -> None:
         kind = st.attach.kind
@@ -487,6 +522,13 @@ class _Replay:
         elif kind == "at":
             parent = st.attach.parent
             loop = self._loop_of(parent, st.attach.iv, f"compute_at of stage '{st.name}'")
+            if loop is None:
+                raise ScheduleError(
+                    f"compute_at of stage '{st.name}' at loop '{st.attach.iv.var.name}' of "
+                    f"stage '{parent.name}': that loop does not exist when '{st.name}' is "
+                    f"placed ('{parent.name}' must consume '{st.name}', and a cache stage "
+                    "made later may have replaced it); attach to a loop of a consumer"
+                )
             self.sch.compute_at(self.block[id(st)], loop, preserve_unit_loops=True)
             self._map_loops(st, names=True)
 

@@ -390,3 +390,43 @@ def test_random_stage_schedules_keep_numbers(fi, fj, fk, perm, fuse_at, kinds):
         if leaves[-1].iter_type != IterType.CommReduce and leaves[-1] is not fused:
             s[C].vectorize(leaves[-1])
     _run(s, [A, B, C], lambda x, y: x @ y, [(13, 6), (6, 10)])
+
+
+def test_compute_at_a_loop_of_its_own_producer_raises():
+    """C reads B, so B's loops run before C is needed: C cannot be computed inside them."""
+    A = te.placeholder((16,), name="A")
+    B = te.compute((16,), lambda i: A[i] * 2.0, name="B")
+    C = te.compute((16,), lambda i: B[i] + 1.0, name="C")
+    s = te.create_schedule(C.op)
+    xo, _ = s[B].split(B.op.axis[0], factor=4)
+    with pytest.raises(
+        ScheduleError,
+        match=r"compute_at on stage 'C': stage 'B' does not consume 'C' .*"
+        r"e\.g\. s\[B\]\.compute_at\(s\[C\], \.\.\.\)",
+    ):
+        s[C].compute_at(s[B], xo)
+
+
+def test_cache_read_of_the_same_tensor_twice_raises():
+    A = te.placeholder((16,), name="A")
+    C = te.compute((16,), lambda i: A[i] * 2.0, name="C")
+    s = te.create_schedule(C.op)
+    s.cache_read(A, "local", [C])
+    with pytest.raises(
+        ScheduleError,
+        match=r"cache_read of 'A' for stage 'C': 'C' already reads 'A' through the cache "
+        r"'A\.local' of an earlier cache_read",
+    ):
+        s.cache_read(A, "local", [C])
+
+
+def test_cache_read_of_a_cache_chains_copies():
+    """The GPU-tutorial pattern: cache A into one scope, then that copy into another."""
+    A = te.placeholder((16,), name="A")
+    C = te.compute((16,), lambda i: A[i] * 2.0, name="C")
+    s = te.create_schedule(C.op)
+    AA = s.cache_read(A, "global", [C])
+    AL = s.cache_read(AA, "local", [C])
+    xo, _ = s[C].split(C.op.axis[0], factor=4)
+    s[AL].compute_at(s[C], xo)
+    _run(s, [A, C], lambda a: a * 2, [(16,)])

@@ -365,3 +365,27 @@ def test_verify_block_bindings_rejects_binding_past_domain():
 def test_verifiers_accept_legal_programs(func):
     verify_loop_kinds(func)
     verify_block_bindings(func)
+
+
+# ---------------------------------------------------------------- empty reductions
+
+
+@T.prim_func
+def empty_sum(A: T.Buffer((4, 8), "float32"), B: T.Buffer((4,), "float32")):
+    for i, k in T.grid(4, 0):
+        with T.block("B"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                B[vi] = 0.0
+            B[vi] = B[vi] + A[vi, vk]
+
+
+def test_decompose_reduction_over_an_empty_axis_still_runs_the_init():
+    sch = tir.Schedule(empty_sum)
+    block = sch.get_block("B")
+    _, k = sch.get_loops(block)
+    sch.decompose_reduction(block, k)
+    f = tvm.build(sch.mod, target="llvm")
+    out = tvm.nd.array(np.full(4, 7.0, "float32"))
+    f(tvm.nd.array(np.ones((4, 8), "float32")), out)
+    np.testing.assert_array_equal(out.numpy(), np.zeros(4, "float32"))
