@@ -5,6 +5,11 @@ tvm.build), the dlsys autodiff assignment (2018 flat names such as `tvm.placehol
 MLC course (TensorIR, TVMScript).
 """
 
+import importlib
+import importlib.abc
+import importlib.util
+import sys
+
 from . import error, ir, arith, tir, te, target, runtime, codegen, script, driver, testing  # noqa: I001
 from . import relax, topi, autodiff  # graph level, operator library, training
 from .driver import build, lower
@@ -24,3 +29,35 @@ from .te import create_schedule
 from .tir import const, select, if_then_else, all, any  # noqa: A004
 
 __version__ = "0.1.0"
+
+
+class _AliasFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Resolves `tvm.x.y` to `minitvm.x.y` once a user sets `sys.modules['tvm'] = minitvm`.
+
+    Without it, `from tvm.script import tir as T` would load a second copy of minitvm.script
+    under the name `tvm.script`, with its own IRModule class that minitvm's own checks reject.
+    Works for any alias of a minitvm package (`sys.modules['topi'] = minitvm.topi` too).
+    """
+
+    def find_spec(self, fullname, path=None, target=None):
+        head, _, rest = fullname.partition(".")
+        aliased = sys.modules.get(head)
+        real_head = getattr(aliased, "__name__", "")
+        if not rest or head == real_head or not real_head.startswith(__name__):
+            return None
+        try:
+            module = importlib.import_module(f"{real_head}.{rest}")
+        except ModuleNotFoundError:
+            return None
+        return importlib.util.spec_from_loader(fullname, self, origin=module.__name__)
+
+    def create_module(self, spec):
+        return sys.modules[spec.origin]
+
+    def exec_module(self, module):
+        pass  # already executed under its real name
+
+
+# `any` here is tir.any (the 2018 flat name), hence the explicit loop.
+if not [f for f in sys.meta_path if type(f).__name__ == "_AliasFinder"]:
+    sys.meta_path.insert(0, _AliasFinder())
