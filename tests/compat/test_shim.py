@@ -13,7 +13,7 @@ def _run(code: str) -> subprocess.CompletedProcess:
 def test_submodule_imports_are_the_same_module_objects():
     code = (
         "from tvm.script import tir as T\n"
-        "import tvm.relax, tvm.ir.module, topi.nn\n"
+        "import tvm.relax, tvm.ir.module, tvm.script.tir, topi.nn\n"
         "from tvm.ir.module import IRModule\n"
         "assert T is minitvm.script.tir and tvm.relax is minitvm.relax\n"
         "assert IRModule is minitvm.IRModule and topi.nn is minitvm.topi.nn\n"
