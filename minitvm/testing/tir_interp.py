@@ -319,8 +319,9 @@ class _Interp:
             return
         want = self.expr(dim)()
         if want != n:
+            shown = want if isinstance(dim, E.IntImm) else f"{dim} = {want}"
             raise InterpreterError(
-                f"run_prim_func: buffer '{name}' needs {dim} = {want}, the array has {n}"
+                f"run_prim_func: buffer '{name}' needs {shown} here, the array has {n}"
             )
 
     def _scalar_arg(self, param: E.Var, arg: Any) -> Any:
@@ -511,6 +512,10 @@ class _Interp:
         if id(buf) in self.matched:
             views, bkey = self.views, id(buf)
             layout = lambda: views[bkey]  # noqa: E731 - bound when the block is entered
+        elif all(isinstance(x, E.IntImm) for x in (*buf.shape, *buf.strides, buf.elem_offset)):
+            extents = [int(d) for d in buf.shape]
+            fixed = (int(buf.elem_offset), [int(s) for s in buf.strides] or _row_major(extents), extents)
+            layout = lambda: fixed  # noqa: E731 - a static layout is computed once
         else:
             shape = [self.expr(d) for d in buf.shape]
             strides = [self.expr(s) for s in buf.strides]
@@ -693,16 +698,18 @@ class _Interp:
         run_block = self._block(block, reduce_keys)
 
         def realize():
-            if not pred():
+            bound = [value() for value in values]
+            for (key, _, _, _), v in zip(iters, bound):
+                env[key] = v
+            if not pred():  # evaluated with the iterators bound, so T.where may use them
                 return
-            for (key, name, lo, ext), value in zip(iters, values):
-                v, start = value(), lo()
+            for (key, name, lo, ext), v in zip(iters, bound):
+                start = lo()
                 if not start <= v < start + ext():
                     raise InterpreterError(
                         f"block '{block.name_hint}': iterator '{name}' is bound to {v}, outside "
                         f"its domain [{start}, {start + ext()})"
                     )
-                env[key] = v
             run_block()
 
         return realize
