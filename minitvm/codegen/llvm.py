@@ -66,8 +66,9 @@ from ..tir.stmt import (
 from . import llvm_memory, llvm_parallel
 from .llvm_binary import BINARY
 from .llvm_funcinfo import func_info
-from .llvm_intrinsics import INTRINSICS, declare_extern
+from .llvm_intrinsics import DTYPE_KINDS, INTRINSICS, declare_extern
 from .llvm_types import (
+    CASTS,
     I1,
     I32,
     I64,
@@ -302,6 +303,11 @@ class CodeGenLLVM:
         )
 
     def _cast(self, e: Cast) -> ir.Value:
+        if (kind(e.value.dtype), kind(e.dtype)) not in CASTS:
+            raise BuildError(
+                f"building '{self.func_name}': cannot cast {e.value.dtype} to {e.dtype}: `{e}`; "
+                "casts are defined between bool, int, uint and float dtypes"
+            )
         return cast_value(self.builder, self.expr(e.value), e.value.dtype, e.dtype)
 
     def _binary(self, e) -> ir.Value:
@@ -350,7 +356,21 @@ class CodeGenLLVM:
                 f"building '{self.func_name}': intrinsic {e.op!r} has no LLVM "
                 f"lowering; supported: {sorted(INTRINSICS)}"
             )
+        self._check_intrinsic_dtypes(e)
         return rule(self, e)
+
+    def _check_intrinsic_dtypes(self, e: Call) -> None:
+        """Refuse an intrinsic on dtypes it is not defined for (LLVM would reject the IR)."""
+        results, args = DTYPE_KINDS.get(e.op.name, (None, None))
+        seen = [("result", e.dtype)] + [(f"argument {k}", a.dtype) for k, a in enumerate(e.args)]
+        for what, dtype in seen:
+            allowed = results if what == "result" else args
+            if allowed is not None and kind(dtype) not in allowed:
+                raise BuildError(
+                    f"building '{self.func_name}': {e.op.name} is not defined for a {dtype} "
+                    f"{what} (it takes {' or '.join(sorted(allowed))}): `{e}`; cast the "
+                    "operands first"
+                )
 
     def _call_extern(self, e: Call) -> ir.Value:
         _check_resolvable(self.func_name, e.op)

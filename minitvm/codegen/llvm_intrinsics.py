@@ -199,7 +199,11 @@ def _fmod(cg: CodeGenLLVM, call: Call) -> ir.Value:
     return _finish(cg, cg.builder.frem(*vals), work, call.dtype)
 
 
-INTRINSICS: dict[str, Rule] = {
+_FLOAT = frozenset({"float"})
+_INTEGER = frozenset({"int", "uint", "bool"})
+
+# Intrinsics computed in floating point (float16 in float32): defined on float results only.
+_MATH: dict[str, Rule] = {
     "tir.exp": llvm_math("llvm.exp"),
     "tir.exp2": llvm_math("llvm.exp2"),
     "tir.exp10": llvm_math("llvm.exp10"),
@@ -231,6 +235,10 @@ INTRINSICS: dict[str, Rule] = {
     "tir.sigmoid": _expansion(_sigmoid),
     "tir.rsqrt": _expansion(_rsqrt),
     "tir.fmod": _fmod,
+}
+
+INTRINSICS: dict[str, Rule] = {
+    **_MATH,
     "tir.isnan": _float_test(_isnan),
     "tir.isinf": _float_test(_isinf),
     "tir.isfinite": _float_test(_isfinite),
@@ -243,4 +251,16 @@ INTRINSICS: dict[str, Rule] = {
     "tir.shift_left": _int_binary(lambda b: b.shl),
     "tir.shift_right": _int_binary(lambda b: b.ashr, unsigned_op=lambda b: b.lshr),
     "tir.reinterpret": _reinterpret,
+}
+
+# (result kinds, argument kinds) an intrinsic is defined on; None: any. The rules above would
+# emit IR that LLVM rejects for other kinds (`and float`, `@llvm.floor.i1`).
+_SHIFTABLE = frozenset({"int", "uint"})
+DTYPE_KINDS: dict[str, tuple[frozenset[str] | None, frozenset[str] | None]] = {
+    **{name: (_FLOAT, None) for name in _MATH},  # arguments are cast to the result dtype
+    **{f"tir.bitwise_{op}": (_INTEGER, _INTEGER) for op in ("and", "or", "xor", "not")},
+    "tir.shift_left": (_SHIFTABLE, _SHIFTABLE),
+    "tir.shift_right": (_SHIFTABLE, _SHIFTABLE),
+    **{f"tir.{test}": (frozenset({"bool"}), None) for test in ("isnan", "isinf", "isfinite")},
+    "tir.likely": (frozenset({"bool"}), frozenset({"bool"})),
 }

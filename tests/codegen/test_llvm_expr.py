@@ -387,3 +387,44 @@ def test_floordiv_floormod_property_matches_numpy(floor_kernels, a, b):
         out = aligned_copy(np.zeros(N, "int32"))
         assert floor_kernels(name, aligned_copy(a), aligned_copy(b), out) == 0
         np.testing.assert_array_equal(out, ref(a, b), err_msg=name)
+
+
+# --------------------------------------------------------------------------- dtype errors
+
+
+@pytest.mark.parametrize(
+    "make,dtype,match",
+    [
+        (
+            lambda x: tir.call_intrin("float32", "bitwise_and", x, x),
+            "float32",
+            r"tir.bitwise_and is not defined for a float32 result \(it takes bool or int or uint\)",
+        ),
+        (
+            lambda x: tir.call_intrin("bool", "floor", x),
+            "bool",
+            r"tir.floor is not defined for a bool result \(it takes float\)",
+        ),
+        (
+            lambda x: Cast("float32", tir.call_intrin("int32", "shift_left", x, x)),
+            "float32",
+            r"tir.shift_left is not defined for a float32 argument 0",
+        ),
+    ],
+)
+def test_intrinsic_on_unsupported_dtype_is_build_error_not_invalid_ir(make, dtype, match):
+    from minitvm.error import BuildError
+
+    with pytest.raises(BuildError, match=match):
+        run_elementwise(make, [np.ones(N, dtype)], "float32" if dtype == "float32" else "bool")
+
+
+def test_cast_to_handle_is_build_error():
+    from minitvm.error import BuildError
+
+    with pytest.raises(BuildError, match="cannot cast handle64 to float32"):
+        run_elementwise(
+            lambda x: Cast("float32", Cast("handle", x)),
+            [np.ones(N, "float32")],
+            "float32",
+        )
