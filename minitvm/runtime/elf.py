@@ -31,7 +31,21 @@ _HEADER, _SECTION, _SYMBOL = 64, 64, 24
 _RELOC_SIZE = {_SHT_RELA: 24, _SHT_REL: 16}
 # x86-64 relocation type -> bytes it patches, for the types LLVM's runtime linker
 # (RuntimeDyldELF) implements; another type makes it abort, so the reader refuses it first.
-_X86_64_RELOCS = {0: 0, 1: 8, 2: 4, 3: 4, 4: 4, 9: 4, 10: 4, 11: 4, 24: 8, 25: 8, 26: 4, 41: 4, 42: 4}
+_X86_64_RELOCS = {
+    0: 0,  # NONE
+    1: 8,  # 64
+    2: 4,  # PC32
+    3: 4,  # GOT32
+    4: 4,  # PLT32
+    9: 4,  # GOTPCREL
+    10: 4,  # 32
+    11: 4,  # 32S
+    24: 8,  # PC64
+    25: 8,  # GOTOFF64
+    26: 4,  # GOTPC32
+    41: 4,  # GOTPCRELX
+    42: 4,  # REX_GOTPCRELX
+}
 
 
 @dataclass(frozen=True)

@@ -106,23 +106,30 @@ def _llvm_stderr(fn) -> str:
 _HELP_LINE = re.compile(r"^  (\S+)\s+- ", re.MULTILINE)
 
 
+@lru_cache(maxsize=128)
+def llvm_complaints(triple: str, cpu: str, features: str) -> str:
+    """What LLVM says (it only warns, then may die later) about a CPU name and feature string."""
+    target = llvm.Target.from_triple(triple)
+    return _llvm_stderr(lambda: target.create_target_machine(cpu=cpu, features=features))
+
+
 @lru_cache(maxsize=8)
-def llvm_names(triple: str) -> tuple[frozenset[str], frozenset[str]]:
-    """(CPU names, feature names) LLVM knows for `triple`, from its own help listing."""
+def _llvm_help(triple: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    # LLVM prints its help listing once per process, whatever the triple: cache what we get
     target = llvm.Target.from_triple(triple)
     text = _llvm_stderr(lambda: target.create_target_machine(cpu="help", features="+help"))
-    cpus_at = text.find("Available CPUs")
-    features_at = text.find("Available features")
-    cpus = _HELP_LINE.findall(text[cpus_at:features_at] if cpus_at < features_at else "")
-    features = _HELP_LINE.findall(text[features_at:])
-    return frozenset(cpus), frozenset(features)
+    cpus_at, features_at = text.find("Available CPUs"), text.find("Available features")
+    cpus = _HELP_LINE.findall(text[cpus_at:features_at]) if 0 <= cpus_at < features_at else []
+    features = _HELP_LINE.findall(text[features_at:]) if features_at >= 0 else []
+    return tuple(sorted(cpus)), tuple(sorted(features))
 
 
 def list_cpus(triple: str | None = None) -> list[str]:
-    """CPU names accepted by `-mcpu=` (for the host's architecture unless `triple` is given)."""
-    return sorted(llvm_names(triple or llvm.get_process_triple())[0])
+    """CPU names accepted by `-mcpu=` (for the host's architecture unless `triple` is given).
+    LLVM lists them once per process: call this before other triples' lists."""
+    return list(_llvm_help(triple or llvm.get_process_triple())[0])
 
 
 def list_features(triple: str | None = None) -> list[str]:
-    """Feature names accepted by `-mattr=+name,-name`."""
-    return sorted(llvm_names(triple or llvm.get_process_triple())[1])
+    """Feature names accepted by `-mattr=+name,-name` (listed once per process, as CPUs)."""
+    return list(_llvm_help(triple or llvm.get_process_triple())[1])

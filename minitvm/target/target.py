@@ -126,14 +126,24 @@ class Target:
 
     # --- what the code generator uses ------------------------------------
     @property
+    def is_host_arch(self) -> bool:
+        """Whether the target's architecture is this machine's (no foreign -mtriple)."""
+        return self.mtriple is None or host.triple_arch(self.mtriple) == host.host_arch()
+
+    @property
     def cpu(self) -> str:
-        """The CPU to generate code for: -mcpu, or the host CPU (also for -mcpu=native)."""
-        return host_cpu_name() if self.mcpu in (None, "native") else self.mcpu
+        """The CPU to generate code for: -mcpu, or the host CPU (also for -mcpu=native);
+        LLVM's "generic" CPU of a foreign -mtriple's architecture."""
+        if self.mcpu not in (None, "native"):
+            return self.mcpu
+        return host_cpu_name() if self.is_host_arch else "generic"
 
     @property
     def features(self) -> str:
-        """LLVM feature string: -mattr, plus every host feature when -mcpu is absent or "native"."""
-        parts = [host_cpu_features()] if self.mcpu in (None, "native") else []
+        """LLVM feature string: -mattr, plus every host feature when -mcpu is absent or "native"
+        (and the architecture is the host's)."""
+        host_cpu = self.mcpu in (None, "native") and self.is_host_arch
+        parts = [host_cpu_features()] if host_cpu else []
         parts.extend(self.mattr)
         return ",".join(p for p in parts if p)
 
@@ -145,6 +155,8 @@ class Target:
     @property
     def required_features(self) -> frozenset[str] | None:
         """ISA features code for this target may use; None when the CPU's are unknown."""
+        if not self.is_host_arch:
+            return None
         if self.mcpu in (None, "native"):
             implied = enabled_features(host_cpu_features())
         elif self.mcpu == host_cpu_name():
@@ -202,26 +214,34 @@ def _check_llvm_names(target_str: str) -> None:
         name, _, value = word.partition("=")
         if name in ("-mcpu", "-mattr", "-mtriple"):
             setattr(t, _OPTIONS[name][0], _OPTIONS[name][1](value))
+    initialize_llvm()
     if t.mtriple:
         _initialize_all_targets()
     triple = t.mtriple or llvm.get_process_triple()
+    for entry in t.mattr:
+        if not _MATTR_ENTRY.fullmatch(entry):
+            raise TargetError(_bad_feature(target_str, entry))
+    cpu = t.mcpu if t.mcpu not in (None, "native") else "generic"
     try:
-        cpus, features = host.llvm_names(triple)
+        complaints = host.llvm_complaints(triple, cpu, ",".join(t.mattr))
     except RuntimeError as err:
         raise TargetError(f"target '{target_str}': LLVM does not know triple '{triple}'") from err
-    if t.mcpu not in (None, "native") and t.mcpu not in cpus:
+    if f"'{cpu}' is not a recognized processor" in complaints:
         raise TargetError(
             f"target '{target_str}': unknown CPU '{t.mcpu}' for {host.triple_arch(triple)}; "
             f"see the valid names with minitvm.target.list_cpus() (e.g. x86-64-v3, "
             f"skylake-avx512, znver4), or use 'llvm' for this machine's CPU"
         )
     for entry in t.mattr:
-        if not _MATTR_ENTRY.fullmatch(entry) or entry[1:] not in features:
-            raise TargetError(
-                f"target '{target_str}': unknown CPU feature '{entry}' in -mattr; write "
-                f"+name or -name (e.g. -mattr=+avx2,-avx512f) with names from "
-                "minitvm.target.list_features()"
-            )
+        if f"'{entry}' is not a recognized feature" in complaints:
+            raise TargetError(_bad_feature(target_str, entry))
+
+
+def _bad_feature(target_str: str, entry: str) -> str:
+    return (
+        f"target '{target_str}': unknown CPU feature '{entry}' in -mattr; write +name or -name "
+        "(e.g. -mattr=+avx2,-avx512f) with names from minitvm.target.list_features()"
+    )
 
 
 def unavailable_reason(target: Target) -> str | None:
