@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 from ..error import BuildError
 from ..tir.expr import Add, Cast, FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimExpr, Sub, Var
+from ..tir.analysis.alias import analyze_alias
 from ..tir.function import PrimFunc
 from ..tir.functor import post_order_visit
 
@@ -22,12 +23,19 @@ _PY_SYNTAX: dict[type, Callable[[str, str], str]] = {
 
 
 def func_info(func: PrimFunc) -> tuple[dict, list[Var]]:
-    """The FuncInfo dict of `func` and its symbolic dims in `sym_vars` order."""
+    """The FuncInfo dict of `func` and its symbolic dims in `sym_vars` order.
+
+    Symbolic dims are keyed by identity: two distinct vars both called "n" get the names
+    "n" and "n_1" in shape entries (the renamed one keeps the user's name in "label")."""
     name = func.attrs["global_symbol"]
     params: list[dict] = []
     sym_vars: list[Var] = []
     sym_info: list[dict] = []
     param_set = set(map(id, func.params))
+    names = _UniqueNames()
+    for p in func.params:  # scalar params keep their own name where it is free
+        if p not in func.buffer_map:
+            names.add(p)
     for index, p in enumerate(func.params):
         buf = func.buffer_map.get(p)
         if buf is None:
@@ -36,7 +44,10 @@ def func_info(func: PrimFunc) -> tuple[dict, list[Var]]:
                     f"building '{name}': param '{p.name}' is a handle without a "
                     "buffer in buffer_map; bind it with T.match_buffer"
                 )
-            params.append({"name": p.name, "kind": "scalar", "dtype": str(p.dtype)})
+            entry = {"name": p.name, "kind": "scalar", "dtype": str(p.dtype)}
+            if names[p] != p.name:
+                entry["ref"] = names[p]
+            params.append(entry)
             continue
         for dim, extent in enumerate(buf.shape):
             if (
@@ -45,15 +56,17 @@ def func_info(func: PrimFunc) -> tuple[dict, list[Var]]:
                 and all(v is not extent for v in sym_vars)
             ):
                 sym_vars.append(extent)
-                sym_info.append(
-                    {"name": extent.name, "dtype": str(extent.dtype), "param": index, "dim": dim}
-                )
+                unique = names.add(extent)
+                entry = {"name": unique, "dtype": str(extent.dtype), "param": index, "dim": dim}
+                if unique != extent.name:
+                    entry["label"] = extent.name
+                sym_info.append(entry)
         params.append(
             {
                 "name": buf.name,
                 "kind": "buffer",
                 "dtype": str(buf.dtype),
-                "shape": [_shape_entry(name, buf.name, e) for e in buf.shape],
+                "shape": [_shape_entry(name, buf.name, e, names) for e in buf.shape],
             }
         )
     known = {id(v) for v in sym_vars} | param_set
@@ -61,29 +74,53 @@ def func_info(func: PrimFunc) -> tuple[dict, list[Var]]:
         buf = func.buffer_map.get(p)
         for extent in buf.shape if buf is not None else ():
             _check_defined(name, buf.name, extent, known)
-    return {"name": name, "params": params, "sym_vars": sym_info}, sym_vars
+    writes, alias_ok = analyze_alias(func)
+    info = {"name": name, "params": params, "sym_vars": sym_info}
+    info.update(writes=writes, alias_ok=alias_ok)
+    return info, sym_vars
 
 
-def _shape_entry(func: str, buf: str, e: PrimExpr) -> int | str:
+class _UniqueNames:
+    """A name per variable (by identity), suffixed _1, _2, ... where the name is taken."""
+
+    def __init__(self) -> None:
+        self.by_var: dict[int, str] = {}
+        self.taken: set[str] = set()
+
+    def add(self, v: Var) -> str:
+        if id(v) not in self.by_var:
+            name, k = v.name, 0
+            while name in self.taken:
+                k += 1
+                name = f"{v.name}_{k}"
+            self.taken.add(name)
+            self.by_var[id(v)] = name
+        return self.by_var[id(v)]
+
+    def __getitem__(self, v: Var) -> str:
+        return self.by_var[id(v)]
+
+
+def _shape_entry(func: str, buf: str, e: PrimExpr, names: _UniqueNames) -> int | str:
     if isinstance(e, IntImm):
         return e.value
-    return _py_expr(func, buf, e, top=True)
+    return _py_expr(func, buf, e, names, top=True)
 
 
-def _py_expr(func: str, buf: str, e: PrimExpr, top: bool = False) -> str:
+def _py_expr(func: str, buf: str, e: PrimExpr, names: _UniqueNames, top: bool = False) -> str:
     if isinstance(e, Var):
-        return e.name
+        return names.by_var.get(id(e), e.name)  # an undefined var is reported by _check_defined
     if isinstance(e, IntImm):
         return str(e.value)
     if isinstance(e, Cast):
-        return _py_expr(func, buf, e.value, top)
+        return _py_expr(func, buf, e.value, names, top)
     rule = _PY_SYNTAX.get(type(e))
     if rule is None:
         raise BuildError(
             f"building '{func}': buffer '{buf}' has shape entry `{e}` that the runtime "
             f"cannot check; use +, -, *, //, %, min, max of symbolic dims"
         )
-    text = rule(_py_expr(func, buf, e.a), _py_expr(func, buf, e.b))
+    text = rule(_py_expr(func, buf, e.a, names), _py_expr(func, buf, e.b, names))
     return text if top or text.startswith(("min(", "max(")) else f"({text})"
 
 
