@@ -66,8 +66,9 @@ def _insert_next_to(func: PrimFunc, loop_var: Var, new: Stmt, after: bool) -> Pr
 
 def decompose_reduction(
     func: PrimFunc, r: BlockRealize, path: Path, loop: For
-) -> tuple[PrimFunc, str]:
-    """Move the init of reduction block r into a new block `<name>_init` placed before `loop`."""
+) -> tuple[PrimFunc, str, str]:
+    """Move the init of reduction block r into a new block `<name>_init` placed before `loop`;
+    r becomes `<name>_update`. Returns the function and the two blocks' names."""
     block = r.block
     name = block.name_hint
     what = f"decompose_reduction(block '{name}', loop '{loop.loop_var.name}')"
@@ -127,10 +128,12 @@ def decompose_reduction(
     pred = analyzer(loops).simplify(substitute(_at_min(r.predicate, drop), vmap))
     values = tuple(substitute(v, vmap) for _, v in spatial)
     init_name = unique_name(func, f"{name}_init")
+    update_name = unique_name(func, f"{name}_update")  # TVM's names for the two halves
     init_block = Block(tuple(ivs), (), writes, init_name, init_body)
     nest = _rebuild_nest(new_loops, BlockRealize(values, pred, init_block))
-    func = replace_stmts(func, {id(r): r.replace(block=block.replace(init=None))}, [r])
-    return _insert_next_to(func, loop.loop_var, nest, after=False), init_name
+    update = block.replace(init=None, name_hint=update_name)
+    func = replace_stmts(func, {id(r): r.replace(block=update)}, [r])
+    return _insert_next_to(func, loop.loop_var, nest, after=False), init_name, update_name
 
 
 # combiner -> the init value it needs, or None when any init works (max/min are idempotent:

@@ -174,6 +174,12 @@ class Schedule:
     def get_sref(self, rv: Any) -> Any:
         return self.get(rv)
 
+    def _rename_block(self, fname: str, old: str, new: str) -> None:
+        """Point every BlockRV of block `old` at its new name `new`."""
+        for key, (fn, name) in list(self._blocks.items()):
+            if fn == fname and name == old:
+                self._blocks[key] = (fn, new)
+
     def _rename_loop(self, loop: LoopRV, name: str) -> None:
         """Give a loop a new variable called `name` (not traced: the te adapter names loops
         after the user's IterVars, e.g. `i.outer`)."""
@@ -444,8 +450,9 @@ class Schedule:
     def decompose_reduction(self, block: BlockRV, loop: LoopRV) -> BlockRV:
         fname, func, r, path = self._block(block)
         _, _, node, _ = self._loop(loop)
-        func, name = _red.decompose_reduction(func, r, path, node)
+        func, name, update_name = _red.decompose_reduction(func, r, path, node)
         self._update(fname, func)
+        self._rename_block(fname, r.block.name_hint, update_name)
         out = self._new_block(fname, name)
         self._record("decompose_reduction", (), (("block", block), ("loop", loop)), (out,))
         return out

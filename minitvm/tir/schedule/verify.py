@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..expr import IterType, Range
+from ..expr import IterType, Range, logical_and
 from ..function import PrimFunc
 from ..stmt import Block, BlockRealize, BufferStore, For, ForKind
 from .binding import block_points
@@ -97,7 +97,12 @@ def _binding_out_of_domain(r: BlockRealize, path: tuple) -> tuple | None:
     """(iter var, binding, reason) for the first binding not proven inside its domain."""
     ana = _scope_analyzer(path)
     unproven = []
-    with ana.constraint_scope(r.predicate):
+    # the block runs only where its predicate holds and every enclosing loop is non-empty
+    facts = r.predicate
+    for p in path:
+        if isinstance(p, For) and const_int(p.extent) is None:
+            facts = logical_and(p.extent > 0, facts)
+    with ana.constraint_scope(facts):
         for iv, value in zip(r.block.iter_vars, r.iter_values):
             if iv.dom is None:
                 continue

@@ -76,7 +76,8 @@ def test_decompose_reduction_moves_init_before_loop():
     i, j, k = sch.get_loops(c)
     init = sch.decompose_reduction(c, k)
     assert sch.get(init).name_hint == "C_init"
-    assert sch.get(c).init is None
+    assert sch.get(c).name_hint == "C_update"  # TVM's name; the BlockRV follows the rename
+    assert sch.get(sch.get_block("C_update")).init is None
     assert [sch.get(lp).loop_var.name for lp in sch.get_loops(init)] == ["i", "j"]
     build_and_run(sch, wl)
 
@@ -197,7 +198,7 @@ def test_cache_write_of_update_without_init_raises():
     _, sch, c = _mm()
     i, j, k = sch.get_loops(c)
     sch.decompose_reduction(c, i)
-    with pytest.raises(ScheduleError, match=r"block 'C' reads C before updating it"):
+    with pytest.raises(ScheduleError, match=r"block 'C_update' reads C before updating it"):
         sch.cache_write(c, 0, "local")
 
 
@@ -206,10 +207,10 @@ def test_compute_at_of_init_under_its_update_raises():
     i, j, k = sch.get_loops(c)
     init = sch.decompose_reduction(c, i)
     with pytest.raises(
-        ScheduleError, match=r"block 'C' under the loop also writes what 'C_init' writes"
+        ScheduleError, match=r"block 'C_update' under the loop also writes what 'C_init' writes"
     ):
         sch.compute_at(init, sch.get_loops(c)[2])
-    with pytest.raises(ScheduleError, match=r"block 'C' updates C in place"):
+    with pytest.raises(ScheduleError, match=r"block 'C_update' updates C in place"):
         sch.reverse_compute_at(c, sch.get_loops(init)[0])
 
 
