@@ -119,20 +119,72 @@ def _named(text: str, names: list[str]) -> str:
 
 
 def _load(path: str, zf: zipfile.ZipFile, meta: dict) -> Executable:
+    """The Executable of an export zip whose meta.json and checksums load_module has checked."""
+    names = zf.namelist()
+    const_names = sorted((f for f in names if f.startswith(_CONST_DIR)), key=_const_index(path))
     try:
-        program = json.loads(zf.read(_PROGRAM))
-        n = len([f for f in zf.namelist() if f.startswith(_CONST_DIR)])
+        program = json.loads(_rt_module.read_member(path, zf, _PROGRAM))
         constants = [
-            np.load(io.BytesIO(zf.read(f"{_CONST_DIR}{i}.npy")), allow_pickle=False)
-            for i in range(n)
+            np.load(io.BytesIO(_rt_module.read_member(path, zf, name)), allow_pickle=False)
+            for name in const_names
         ]
-    except (KeyError, ValueError) as err:
+    except (ValueError, RecursionError, EOFError, OSError) as err:
         raise RuntimeError_(
             f"load_executable('{path}'): the file's VM program or constants are damaged ({err})"
         ) from err
-    if program.get("format") != "minitvm-vm" or program.get("version") != 1:
-        raise RuntimeError_(f"load_executable('{path}'): unknown VM program format")
+    _check_program(path, program)
     return Executable(_rt_module.read_native_module(path, zf, meta), program, constants)
+
+
+def _const_index(path: str):
+    def index(name: str) -> int:
+        stem = name[len(_CONST_DIR) :].removesuffix(".npy")
+        if not stem.isdigit():
+            raise RuntimeError_(f"load_executable('{path}'): unexpected member {name!r}")
+        return int(stem)
+
+    return index
+
+
+# key of a VM function -> the type its value must have (program.json is data: the VM
+# interprets it through its rule table, shape code is re-validated by compile_shape_fn)
+_FUNCTION_FIELDS = {
+    "name": str,
+    "params": list,
+    "num_regs": int,
+    "dims": list,
+    "storages": list,
+    "stats": dict,
+    "code": list,
+}
+
+
+def _check_program(path: str, program: Any) -> None:
+    """The VM program's shape: known format, functions of the expected fields and types,
+    instructions that name opcodes the VM has."""
+    from .vm import _RULES  # the VM sits beside us; its rule table names every opcode
+
+    def fail(what: str) -> RuntimeError_:
+        return RuntimeError_(f"load_executable('{path}'): program.json: {what}; export it again")
+
+    if not isinstance(program, dict) or program.get("format") != "minitvm-vm":
+        raise fail("unknown VM program format")
+    if program.get("version") != 1 or not isinstance(program.get("functions"), dict):
+        raise fail("unknown VM program version or no functions")
+    for name, func in program["functions"].items():
+        if not isinstance(func, dict) or set(func) != set(_FUNCTION_FIELDS):
+            raise fail(f"function {name!r} does not have the fields {sorted(_FUNCTION_FIELDS)}")
+        for key, kind in _FUNCTION_FIELDS.items():
+            if type(func[key]) is not kind:
+                raise fail(f"function {name!r}: {key} is not a {kind.__name__}")
+        texts = [*func["params"], *func["dims"], *func["storages"]]
+        if not all(type(t) is str for t in texts) or not 0 <= func["num_regs"] < 1 << 24:
+            raise fail(f"function {name!r}: malformed params, dims, storages or num_regs")
+        for pc, ins in enumerate(func["code"]):
+            if not isinstance(ins, list) or not ins or ins[0] not in _RULES:
+                raise fail(f"function {name!r}: instruction {pc} is not a known VM opcode")
+        if not func["code"] or func["code"][-1][0] != "Ret":
+            raise fail(f"function {name!r} does not end with Ret")
 
 
 def load_executable(path: str) -> Executable:

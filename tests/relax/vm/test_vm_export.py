@@ -101,3 +101,67 @@ def test_tampered_shape_code_is_rejected(tmp_path):
     ex.program["functions"]["main"]["storages"] = ["__import__('os').getpid()"]
     with pytest.raises(RuntimeError_, match="is not plain integer arithmetic"):
         VirtualMachine(ex, tvm.cpu())
+
+
+def _resign(src, dst, edit_program):
+    """A copy whose program.json was edited and whose checksums were recomputed."""
+    from minitvm.runtime.meta import meta_digest, sha256
+
+    with zipfile.ZipFile(src) as zf:
+        members = {n: zf.read(n) for n in zf.namelist()}
+    program = json.loads(members["program.json"])
+    edit_program(program)
+    members["program.json"] = json.dumps(program).encode()
+    meta = json.loads(members["meta.json"])
+    meta["checksums"]["program.json"] = sha256(members["program.json"])
+    meta["checksums"]["meta.json"] = meta_digest(meta)
+    members["meta.json"] = json.dumps(meta).encode()
+    with zipfile.ZipFile(dst, "w") as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+    return str(dst)
+
+
+def test_edited_program_json_is_rejected_by_its_checksum(tmp_path):
+    mod, _ = _module()
+    src = tmp_path / "m.zip"
+    build(mod).export_library(str(src))
+    with zipfile.ZipFile(src) as zf:
+        members = {n: zf.read(n) for n in zf.namelist()}
+    members["program.json"] = members["program.json"].replace(b'"Ret"', b'"Ret" ')
+    with zipfile.ZipFile(tmp_path / "e.zip", "w") as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+    with pytest.raises(RuntimeError_, match="program.json does not match its sha256"):
+        load_executable(str(tmp_path / "e.zip"))
+
+
+@pytest.mark.parametrize(
+    ("edit", "match"),
+    [
+        (lambda p: p["functions"]["main"]["code"].append(["Exec", "x"]), "not a known VM opcode"),
+        (lambda p: p["functions"]["main"].update(num_regs="9"), "num_regs is not a int"),
+        (lambda p: p["functions"]["main"].update(hook=1), "does not have the fields"),
+        (lambda p: p.update(version=7), "unknown VM program version"),
+    ],
+)
+def test_resigned_malformed_programs_are_rejected(tmp_path, edit, match):
+    mod, _ = _module()
+    src = tmp_path / "m.zip"
+    build(mod).export_library(str(src))
+    with pytest.raises(RuntimeError_, match=match):
+        load_executable(_resign(src, tmp_path / "bad.zip", edit))
+
+
+def test_resigned_code_in_shape_expressions_never_runs(tmp_path):
+    mod, _ = _module()
+    src = tmp_path / "m.zip"
+    build(mod).export_library(str(src))
+    marker = tmp_path / "pwned"
+    evil = f"__import__('os').system('touch {marker}')"
+    path = _resign(src, tmp_path / "evil.zip", lambda p: p["functions"]["main"].update(
+        storages=[evil]
+    ))
+    with pytest.raises(RuntimeError_, match="is not plain integer arithmetic"):
+        VirtualMachine(load_executable(path), tvm.cpu())
+    assert not marker.exists()
