@@ -372,7 +372,9 @@ class _Interp:
         if cls in _COMPARE:
             op = _COMPARE[cls]
             return (lambda: op(a(), b())) if vector else (lambda: bool(op(a(), b())))
-        op = (_VECTOR_BINARY if vector else _SCALAR_BINARY)[(cls, _kind(dtype))]
+        op = (_VECTOR_BINARY if vector else _SCALAR_BINARY).get((cls, _kind(dtype)))
+        if op is None:
+            raise InterpreterError(f"run_prim_func: cannot interpret {cls.__name__} on {dtype}: `{e}`")
         if not dtype.is_integer:
             return lambda: op(a(), b())
         checked = self._int_division(op, e) if cls in _INT_DIVISIONS else op
