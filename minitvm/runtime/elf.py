@@ -48,6 +48,10 @@ _X86_64_RELOCS = {
 }
 
 
+# a data symbol codegen may define: the canonical JSON of the object's FuncInfos
+SIGNATURE_SYMBOL = "minitvm.signature"
+
+
 @dataclass(frozen=True)
 class ElfInfo:
     """What the loader needs to know about an object: its architecture and its symbols."""
@@ -55,6 +59,7 @@ class ElfInfo:
     machine: str  # e.g. "x86_64", "aarch64" (MACHINES), or "machine <number>"
     undefined_symbols: frozenset[str]
     defined_symbols: frozenset[str]  # global and weak symbols the object defines
+    signature: bytes | None = None  # the bytes of SIGNATURE_SYMBOL, when the object has it
 
 
 @dataclass(frozen=True)
@@ -126,14 +131,14 @@ def read_elf(data: bytes, where: str) -> ElfInfo:
     for s in sections:
         if s.type != _SHT_NOBITS:
             reader.span(s.offset, s.size, f"section {s.index}")
-    undefined, defined, n_symbols = set(), set(), {}
+    undefined, defined, n_symbols, data = set(), set(), {}, {}
     for s in sections:
         if s.type == _SHT_SYMTAB:
-            n_symbols[s.index] = _symbols(reader, sections, s, undefined, defined)
+            n_symbols[s.index] = _symbols(reader, sections, s, undefined, defined, data)
     for s in sections:
         if s.type in _RELOC_SIZE:
             _check_relocations(reader, sections, s, n_symbols, machine)
-    return ElfInfo(machine, frozenset(undefined), frozenset(defined))
+    return ElfInfo(machine, frozenset(undefined), frozenset(defined), data.get(SIGNATURE_SYMBOL))
 
 
 def _sections(reader: _Reader) -> list[_Section]:
@@ -165,7 +170,7 @@ def _section(reader: _Reader, e_shoff: int, index: int) -> _Section:
     return _Section(index, name, type_, offset, size, link, info, entsize)
 
 
-def _symbols(reader: _Reader, sections, symtab: _Section, undefined: set, defined: set) -> int:
+def _symbols(reader: _Reader, sections, symtab: _Section, undefined, defined, data) -> int:
     if symtab.entsize != _SYMBOL or symtab.size % _SYMBOL:
         raise reader.fail(f"symbol table (section {symtab.index}) has a bad entry size")
     if not 0 < symtab.link < len(sections) or sections[symtab.link].type != _SHT_STRTAB:
@@ -173,7 +178,7 @@ def _symbols(reader: _Reader, sections, symtab: _Section, undefined: set, define
     strtab = sections[symtab.link]
     count = symtab.size // _SYMBOL
     for k in range(1, count):  # entry 0 is the null symbol
-        name_off, st_info, _, shndx, _, _ = reader.unpack(
+        name_off, st_info, _, shndx, value, size = reader.unpack(
             "IBBHQQ", symtab.offset + k * _SYMBOL, f"symbol {k}"
         )
         if shndx != _SHN_UNDEF and shndx < _SHN_LORESERVE and shndx >= len(sections):
@@ -185,7 +190,19 @@ def _symbols(reader: _Reader, sections, symtab: _Section, undefined: set, define
             undefined.add(name)
         elif st_info >> 4 in (_STB_GLOBAL, _STB_WEAK):
             defined.add(name)
+            if name == SIGNATURE_SYMBOL:
+                data[name] = _symbol_bytes(reader, sections, k, shndx, value, size)
     return count
+
+
+def _symbol_bytes(reader: _Reader, sections, k: int, shndx: int, value: int, size: int) -> bytes:
+    """The initialised bytes a data symbol names (bounds-checked within its section)."""
+    if not 0 < shndx < len(sections) or sections[shndx].type == _SHT_NOBITS:
+        raise reader.fail(f"data symbol {k} lies in no section with contents")
+    section = sections[shndx]
+    if value + size > section.size:
+        raise reader.fail(f"data symbol {k} extends past its section")
+    return reader.data[section.offset + value : section.offset + value + size]
 
 
 def _check_relocations(reader: _Reader, sections, rel: _Section, n_symbols: dict, machine: str):

@@ -52,6 +52,12 @@ def canonical_json(value) -> bytes:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
 
 
+def signature_bytes(func_infos) -> bytes:
+    """What codegen embeds as the object's `minitvm.signature` data symbol (elf.py): the
+    canonical JSON of the FuncInfo list, so the loader can tell metadata from another object."""
+    return canonical_json(list(func_infos))
+
+
 def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 

@@ -24,7 +24,7 @@ from ..target.host import host_arch
 from . import compiler_rt, threadpool
 from .device import Device
 from .elf import read_elf
-from .meta import meta_digest, sha256, validate_meta
+from .meta import meta_digest, sha256, signature_bytes, validate_meta
 from .packed_func import PackedFunc
 
 _FORMAT = "minitvm-module"
@@ -156,6 +156,14 @@ class Module:
         for func in self._result.func_infos:
             if _symbol(func) not in info.defined_symbols:
                 raise self._fail(f"the object code has no function '{func['name']}'")
+        if info.signature is not None and info.signature != signature_bytes(
+            self._result.func_infos
+        ):
+            raise self._fail(
+                "the functions' signatures (parameters, dtypes, shapes) in the metadata differ "
+                "from those the object code was compiled for; the metadata does not belong to "
+                "this object"
+            )
         engine = llvm.create_mcjit_compiler(
             llvm.parse_assembly(""), self.target.new_target_machine()
         )

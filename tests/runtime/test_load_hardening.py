@@ -20,7 +20,7 @@ from minitvm import te
 from minitvm.error import BuildError, RuntimeError_
 from minitvm.runtime import Module, load_module
 from minitvm.runtime.elf import read_elf
-from minitvm.runtime.meta import meta_digest, sha256, validate_func_info
+from minitvm.runtime.meta import meta_digest, sha256, signature_bytes, validate_func_info
 
 
 @pytest.fixture(scope="module")
@@ -473,3 +473,51 @@ def test_module_creation_load_and_calls_do_not_leak_native_memory(tmp_path):
 def test_builds_do_not_leak_native_memory(tmp_path):
     growth = _growth_kb(tmp_path, "tvm.build(s, [A, B], 'llvm', name='double')")
     assert growth < 2 * 1024, f"RSS grew by {growth} KB over 100 builds"
+
+
+# --- the embedded signature ----------------------------------------------------------------
+_STORE_ONE = r"""
+define i32 @"minitvm.one"(ptr noalias %args, ptr noalias %scalars) {
+entry:
+  %p = load ptr, ptr %args
+  store float 1.0, ptr %p
+  ret i32 0
+}
+"""
+_ONE_INFO = {
+    "name": "one",
+    "symbol": "minitvm.one",
+    "params": [{"name": "A", "kind": "buffer", "dtype": "float32", "shape": [1]}],
+    "sym_vars": [],
+}
+
+
+def _signed_object(infos) -> str:
+    """_STORE_ONE plus the `minitvm.signature` data symbol codegen embeds for `infos`."""
+    sig = signature_bytes(infos)
+    text = "".join(chr(b) if 32 <= b < 127 and b not in b'"\\' else f"\\{b:02X}" for b in sig)
+    return f'@"minitvm.signature" = constant [{len(sig)} x i8] c"{text}"\n' + _STORE_ONE
+
+
+def test_read_elf_returns_the_embedded_signature():
+    result = build_result(_signed_object([_ONE_INFO]), [_ONE_INFO])
+    assert read_elf(result.object_code, "one").signature == signature_bytes([_ONE_INFO])
+
+
+def test_metadata_disagreeing_with_the_embedded_signature_is_refused(tmp_path):
+    result = build_result(_signed_object([_ONE_INFO]), [_ONE_INFO])
+    mod = Module(result)
+    a = np.zeros(1, "float32")
+    mod(a)
+    assert a[0] == 1.0
+    wrong = dict(_ONE_INFO, params=[dict(_ONE_INFO["params"][0], dtype="float64")])
+    with pytest.raises(BuildError, match="signatures .* differ from those the object code"):
+        Module(build_result(_signed_object([_ONE_INFO]), [wrong]))
+    path = tmp_path / "one.so"
+    mod.export_library(str(path))
+
+    def retype(meta):
+        meta["func_infos"][0]["params"][0]["dtype"] = "float64"
+
+    with pytest.raises(RuntimeError_, match="retyped.so'\\): the functions' signatures"):
+        load_module(_resigned(path, tmp_path / "retyped.so", retype))
