@@ -17,6 +17,7 @@ is unordered (NaN != x is true), the other comparisons are ordered.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import llvmlite.binding as llvm
@@ -63,7 +64,8 @@ from ..tir.stmt import (
     Stmt,
     While,
 )
-from . import llvm_memory, llvm_parallel
+from . import llvm_checks, llvm_memory, llvm_parallel
+from .llvm_checks import INTEGER_DIVISIONS, safe_divisor
 from .llvm_binary import BINARY
 from .llvm_funcinfo import func_info
 from .llvm_intrinsics import DTYPE_KINDS, INTRINSICS, declare_extern
@@ -120,8 +122,11 @@ class CodeGenLLVM:
         self._state: _FunctionState | None = None
         self.func_name = ""
         self._noalias = True
-        self._asserts: list[str] = []
+        self._errors: list[str] = []  # FuncInfo["errors"]: return code k + 1 means errors[k]
         self.known_align: dict = {}  # data var → known alignment (our allocations only)
+        self.extents: dict = {}  # data var → (flat extent expr, dtype) of its param/allocation
+        self.data_vars: set = set()  # Vars whose value comes from memory or the caller's data
+        self.where = ""  # what the statement being emitted computes, for error messages
 
     # ------------------------------------------------------------------ helpers used by rules
     @property
@@ -200,20 +205,22 @@ class CodeGenLLVM:
             )
         self.func_name = name
         self._noalias = bool(func.attrs.get("tir.noalias", True))
-        self._asserts = []
+        self._errors = []
         info, sym_vars = func_info(func)
         buffers = [func.buffer_map[p] for p in func.params if p in func.buffer_map]
         scalars = [p for p in func.params if p not in func.buffer_map]
         params = [(buf.data, PTR) for buf in buffers]
         params += [(v, llvm_type(v.dtype)) for v in [*sym_vars, *scalars]]
         self.known_align = {}
+        self.extents = {buf.data: (tuple(buf.shape), buf.dtype) for buf in buffers}
+        self.data_vars = set(scalars)  # a scalar argument indexing memory is checked
         handles = {p: func.buffer_map[p].data for p in func.params if p in func.buffer_map}
         compute = self.emit_kernel_function(
             name + ".compute", params, lambda args: self._emit_body(func.body, handles)
         )
         self._emit_abi_wrapper(entry_symbol(name), compute, len(buffers), [*sym_vars, *scalars])
         info["symbol"] = entry_symbol(name)
-        info["asserts"] = list(self._asserts)
+        info["errors"] = list(self._errors)
         return info
 
     def _emit_body(self, body: Stmt, handles: dict) -> None:
@@ -318,7 +325,15 @@ class CodeGenLLVM:
                 f"building '{self.func_name}': {type(e).__name__} is not defined on "
                 f"{operand} operands: `{e}`; cast the operands first"
             )
-        return rule(self.builder, self.expr(e.a), self.expr(e.b), "")
+        x, y = self.expr(e.a), self.expr(e.b)
+        if isinstance(e, INTEGER_DIVISIONS) and not operand.is_float:
+            y = safe_divisor(self, e, x, y)
+        return rule(self.builder, x, y, "")
+
+    def _mark_data(self, var: Var, value: PrimExpr) -> None:
+        """`var` inherits the data dependence of its value (its uses as an index get checked)."""
+        if self.depends_on_data(value):
+            self.data_vars.add(var)
 
     def _not(self, e: Not) -> ir.Value:
         return self.builder.not_(self.expr(e.a))
@@ -329,6 +344,7 @@ class CodeGenLLVM:
 
     def _let(self, e: Let) -> ir.Value:
         value = _named(self.expr(e.value), e.var.name)
+        self._mark_data(e.var, e.value)
         self.bind(e.var, value)
         try:
             return self.expr(e.body)
@@ -406,6 +422,7 @@ class CodeGenLLVM:
 
     def _let_stmt(self, s: LetStmt) -> None:
         self.bind(s.var, _named(self.expr(s.value), s.var.name))
+        self._mark_data(s.var, s.value)
         self.stmt(s.body)
         self.unbind(s.var)
 
@@ -443,9 +460,9 @@ class CodeGenLLVM:
         self.stmt(s.body)
 
     def fail_unless(self, ok: ir.Value, message: str) -> None:
-        """Return code k (FuncInfo["asserts"][k - 1] is `message`) when `ok` is false."""
-        self._asserts.append(message)
-        code = ir.Constant(I32, len(self._asserts))
+        """Return code k (FuncInfo["errors"][k - 1] is `message`) when `ok` is false."""
+        self._errors.append(message)
+        code = ir.Constant(I32, len(self._errors))
         b = self.builder
         fail, cont = self.new_block("assert_fail"), self.new_block("assert_ok")
         b.cbranch(ok, cont, fail)
@@ -479,8 +496,24 @@ class CodeGenLLVM:
     def loop_bounds(self, s: For) -> tuple[ir.Value, ir.Value]:
         """`min` and `extent` of a loop in its loop variable's type."""
         b, dtype = self.builder, s.loop_var.dtype
-        begin = cast_value(b, self.expr(s.min), s.min.dtype, dtype)
-        return begin, cast_value(b, self.expr(s.extent), s.extent.dtype, dtype)
+        with self.computing(f" in the bounds of loop '{s.loop_var.name}'"):
+            begin = cast_value(b, self.expr(s.min), s.min.dtype, dtype)
+            extent = cast_value(b, self.expr(s.extent), s.extent.dtype, dtype)
+        if self.depends_on_data(s.min) or self.depends_on_data(s.extent):
+            self.data_vars.add(s.loop_var)  # e.g. CSR rows: range(I[i], I[i + 1])
+        return begin, extent
+
+    @contextmanager
+    def computing(self, where: str):
+        """Name what is being emitted (" computing 'C'") in run-time error messages."""
+        outer, self.where = self.where, where
+        try:
+            yield
+        finally:
+            self.where = outer
+
+    def depends_on_data(self, e: PrimExpr) -> bool:
+        return llvm_checks.depends_on_data(self, e)
 
     def emit_serial_loop(
         self, s: For, begin: ir.Value, end: ir.Value, parallel_body: bool = False

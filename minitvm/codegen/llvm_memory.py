@@ -18,6 +18,7 @@ from ..error import BuildError
 from ..ir.dtype import DataType
 from ..tir.expr import Add, Broadcast, BufferLoad, Cast, IntImm, Mul, PrimExpr, Ramp, Sub
 from ..tir.stmt import Allocate, BufferStore
+from . import llvm_checks
 from .llvm_intrinsics import declare_extern
 from .llvm_types import I32, I64, PTR, cast_value, from_memory, mem_type, to_memory
 
@@ -35,21 +36,41 @@ def load(cg: CodeGenLLVM, e: BufferLoad) -> ir.Value:
     elem = buf.dtype.element_of()
     label = buf.name
     if index.dtype.lanes == 1:
-        addr = b.gep(ptr, [cg.expr(index)], inbounds=True, source_etype=mem_type(elem))
+        addr = _address(cg, buf, index, cg.expr(index), "reading")
         raw = b.load(addr, typ=mem_type(elem), align=_align(cg, buf, index), name=label)
         return from_memory(b, raw, elem, label)
     if _is_contiguous(index):
-        addr = b.gep(ptr, [cg.expr(index.base)], inbounds=True, source_etype=mem_type(elem))
+        addr = _address(cg, buf, index, cg.expr(index.base), "reading")
         raw = b.load(addr, typ=mem_type(e.dtype), align=_align(cg, buf, index.base), name=label)
         return from_memory(b, raw, e.dtype, label)
     idx = cg.expr(index)
+    llvm_checks.check_index(cg, buf, index, [(idx, index.dtype)], "reading")
 
     def load_lane(i: ir.Value) -> ir.Value:
-        addr = b.gep(ptr, [i], inbounds=True, source_etype=mem_type(elem))
+        addr = b.gep(ptr, [_wide(b, i)], inbounds=True, source_etype=mem_type(elem))
         raw = b.load(addr, typ=mem_type(elem), align=elem.bytes)
         return from_memory(b, raw, elem)
 
     return cg.lanewise(load_lane, [idx], e.dtype)
+
+
+def _address(cg: CodeGenLLVM, buf, index: PrimExpr, start: ir.Value, access: str) -> ir.Value:
+    """The address of element `start` (the scalar index, or a contiguous Ramp's base) of `buf`,
+    after a bounds check when the index depends on data."""
+    b = cg.builder
+    if llvm_checks.depends_on_data(cg, index):
+        values = [(start, index.dtype.element_of())]
+        if index.dtype.lanes > 1:  # contiguous: the first and the last lane bound the rest
+            last = b.add(_wide(b, start), ir.Constant(I64, index.dtype.lanes - 1))
+            values.append((last, DataType("int64")))
+        llvm_checks.check_index(cg, buf, index, values, access)
+    elem = mem_type(buf.dtype.element_of())
+    return b.gep(cg.lookup(buf.data), [_wide(b, start)], inbounds=True, source_etype=elem)
+
+
+def _wide(b: ir.IRBuilder, index: ir.Value) -> ir.Value:
+    """A narrower index sign-extended to i64: address arithmetic never wraps at 32 bits."""
+    return b.sext(index, I64) if index.type.width < 64 else index
 
 
 def _flat_index(cg: CodeGenLLVM, buf, indices: tuple) -> PrimExpr:
@@ -78,33 +99,41 @@ def _align(cg: CodeGenLLVM, buf, offset: PrimExpr) -> int:
 def store(cg: CodeGenLLVM, s: BufferStore) -> None:
     """`buf[index] = value`, scalar, vector or per lane like `load`."""
     buf, index = s.buffer, _flat_index(cg, s.buffer, s.indices)
-    b, ptr = cg.builder, cg.lookup(buf.data)
+    b = cg.builder
     elem = buf.dtype.element_of()
     if s.value.dtype.element_of() != elem:
         raise BuildError(
             f"building '{cg.func_name}': storing a {s.value.dtype} value into {buf.dtype} "
             f"buffer '{buf.name}': `{s.value}`; cast the value to {buf.dtype}"
         )
-    value = cg.expr(s.value)
-    lanes = index.dtype.lanes
-    if lanes > 1 and s.value.dtype.lanes == 1:
-        value = cg.splat(value, lanes)
-    vdtype = elem.with_lanes(lanes)
-    value = to_memory(b, value, vdtype)
-    if lanes == 1:
-        addr = b.gep(ptr, [cg.expr(index)], inbounds=True, source_etype=mem_type(elem))
-        b.store(value, addr, align=_align(cg, buf, index))
-    elif _is_contiguous(index):
-        addr = b.gep(ptr, [cg.expr(index.base)], inbounds=True, source_etype=mem_type(elem))
-        b.store(value, addr, align=_align(cg, buf, index.base))
-    else:
-        idx = cg.expr(index)
-        for lane in range(lanes):
-            k = ir.Constant(I32, lane)
-            addr = b.gep(
-                ptr, [b.extract_element(idx, k)], inbounds=True, source_etype=mem_type(elem)
-            )
-            b.store(b.extract_element(value, k), addr, align=elem.bytes)
+    with cg.computing(f" computing '{buf.name}'"):
+        value = cg.expr(s.value)
+        lanes = index.dtype.lanes
+        if lanes > 1 and s.value.dtype.lanes == 1:
+            value = cg.splat(value, lanes)
+        value = to_memory(b, value, elem.with_lanes(lanes))
+        if lanes == 1:
+            addr = _address(cg, buf, index, cg.expr(index), "writing")
+            b.store(value, addr, align=_align(cg, buf, index))
+        elif _is_contiguous(index):
+            addr = _address(cg, buf, index, cg.expr(index.base), "writing")
+            b.store(value, addr, align=_align(cg, buf, index.base))
+        else:
+            _scatter(cg, buf, index, value)
+
+
+def _scatter(cg: CodeGenLLVM, buf, index: PrimExpr, value: ir.Value) -> None:
+    """A store per lane of a non-contiguous vector index."""
+    b, ptr = cg.builder, cg.lookup(buf.data)
+    elem = buf.dtype.element_of()
+    idx = cg.expr(index)
+    llvm_checks.check_index(cg, buf, index, [(idx, index.dtype)], "writing")
+    for lane in range(index.dtype.lanes):
+        k = ir.Constant(I32, lane)
+        addr = b.gep(
+            ptr, [_wide(b, b.extract_element(idx, k))], inbounds=True, source_etype=mem_type(elem)
+        )
+        b.store(b.extract_element(value, k), addr, align=elem.bytes)
 
 
 def allocate(cg: CodeGenLLVM, s: Allocate) -> None:
@@ -117,6 +146,7 @@ def allocate(cg: CodeGenLLVM, s: Allocate) -> None:
     else:
         ptr = _heap_allocate(cg, s, elem)
     cg.known_align[s.buffer_var] = ALIGN
+    cg.extents[s.buffer_var] = (tuple(s.extents), s.dtype)
     cg.bind(s.buffer_var, ptr)
     cg.stmt(s.body)
     cg.unbind(s.buffer_var)

@@ -26,6 +26,7 @@ from llvmlite import ir
 from ..tir.expr import BufferLoad, Var
 from ..tir.functor import Visitor
 from ..tir.stmt import BufferStore, For
+from .llvm_checks import depends_on_data
 from .llvm_intrinsics import declare_extern
 from .llvm_types import I32, PTR, VOID
 
@@ -34,28 +35,38 @@ if TYPE_CHECKING:
 
 
 class _UsedVars(Visitor):
-    """Every Var an IR subtree mentions (buffer data vars included), in first-use order."""
+    """Every Var an IR subtree mentions (buffer data vars included), in first-use order, and
+    the data vars of buffers indexed by data (their extents are needed by bounds checks)."""
 
-    def __init__(self) -> None:
+    def __init__(self, cg: CodeGenLLVM) -> None:
+        self.cg = cg
         self.found: dict[int, Var] = {}
+        self.checked: list[Var] = []
 
     def visit_Var(self, v: Var) -> None:
         self.found.setdefault(id(v), v)
 
     def visit_BufferLoad(self, n: BufferLoad) -> None:
-        self.visit_Var(n.buffer.data)
-        self.visit(n.indices)
+        self._access(n.buffer, n.indices)
 
     def visit_BufferStore(self, n: BufferStore) -> None:
-        self.visit_Var(n.buffer.data)
         self.visit(n.value)
-        self.visit(n.indices)
+        self._access(n.buffer, n.indices)
+
+    def _access(self, buf, indices) -> None:
+        self.visit_Var(buf.data)
+        self.visit(indices)
+        if any(depends_on_data(self.cg, i) for i in indices):
+            self.checked.append(buf.data)
 
 
 def captured_vars(cg: CodeGenLLVM, loop: For) -> list[Var]:
     """The variables bound outside `loop` that its body uses: what the closure must carry."""
-    used = _UsedVars()
+    used = _UsedVars(cg)
     used.visit(loop.body)
+    for data in used.checked:
+        dims, _ = cg.extents.get(data, ((), None))
+        used.visit(dims)
     return [v for v in used.found.values() if v is not loop.loop_var and cg.is_bound(v)]
 
 
@@ -121,7 +132,7 @@ def _emit_task(
     end = b.select(b.icmp_signed("<", end, hi), end, hi, "chunk_end")
     code = b.call(body_fn, args + [start, end], name="code")
     with b.if_then(b.icmp_signed("!=", code, ir.Constant(I32, 0)), likely=False):
-        b.store(code, status)
+        b.atomic_rmw("xchg", status, code, "monotonic")  # tasks may fail at the same time
     b.ret_void()
     return fn
 

@@ -465,7 +465,7 @@ def test_assert_failure_returns_nonzero_code_naming_the_message():
     )
     func = prim_func("checked", [ap], {ap: A}, body)
     result = codegen_llvm.build([func])
-    assert result.func_infos[0]["asserts"] == ["n must exceed 4", "n must be below 100"]
+    assert result.func_infos[0]["errors"] == ["n must exceed 4", "n must be below 100"]
     loaded = Loaded(result)
     assert loaded("checked", aligned_copy(np.zeros(8, "float32"))) == 0
     assert loaded("checked", aligned_copy(np.zeros(3, "float32"))) == 1
@@ -631,7 +631,7 @@ def test_heap_allocation_failure_returns_out_of_memory_code():
     body = Allocate(tmp.data, "float32", (size,), tir.const(True), BufferStore(tmp, 1.0, (0,)))
     func = prim_func("huge", [ap, size], {ap: A}, body)
     result = codegen_llvm.build(func)
-    assert result.func_infos[0]["asserts"] == ["out of memory allocating 'tmp' of float32"]
+    assert result.func_infos[0]["errors"] == ["out of memory allocating 'tmp' of float32"]
     loaded = Loaded(result)
     assert loaded("huge", aligned_copy(np.zeros(4, "float32")), 1 << 50) == 1
     assert loaded("huge", aligned_copy(np.zeros(4, "float32")), 16) == 0
