@@ -730,7 +730,36 @@ def _call_loaded(mod, record) -> None:
     _compare(args[-1], ref(*args[:n_in]), "loaded module")
 
 
+# ----------------------------------------------------------------------------- harness self-test
+
+# a fixed list instead of a strategy: every outcome exactly once, in this order
+SELFTEST_CASES = [
+    {"behaviour": b}
+    for b in ("ok", "crash", "clean", "bug", "hang", "wrong", "skip", "codeexec", "ok")
+]
+
+
+def run_selftest(case: dict, canary_dir: str) -> None:
+    """Each outcome on purpose, so the harness's classification is itself tested."""
+    behaviour = case["behaviour"]
+    if behaviour == "clean":
+        raise MiniTVMError("a clean error")
+    if behaviour == "bug":
+        raise KeyError("not a MiniTVMError")
+    if behaviour == "wrong":
+        raise Wrong("a wrong result")
+    if behaviour == "skip":
+        raise Skip("no oracle")
+    if behaviour == "crash":
+        os.kill(os.getpid(), signal.SIGSEGV)
+    if behaviour == "hang":
+        signal.pause()
+    if behaviour == "codeexec":
+        open(os.path.join(canary_dir, "PWNED"), "w").close()
+
+
 CATEGORIES = {
+    "selftest": (SELFTEST_CASES, run_selftest),
     "ops": (OPS_CASES, run_ops),
     "args": (ARGS_CASES, run_args),
     "schedules": (SCHEDULE_CASES, run_schedule),

@@ -10,7 +10,7 @@ from conftest import fuzz_examples
 from fuzz_harness import run_campaign
 
 # category -> default number of cases (about 10 s each on 2 cores)
-BUDGET = {"ops": 100, "args": 80, "schedules": 60, "script": 80, "exports": 60}
+BUDGET = {"ops": 80, "args": 60, "schedules": 50, "script": 60, "exports": 50}
 
 
 @pytest.mark.parametrize("category", sorted(BUDGET))
@@ -19,3 +19,14 @@ def test_fuzz_category_has_no_crash_hang_wrong_result_or_foreign_exception(categ
     print(report.summary())
     assert report.tried > 0
     assert not report.failures, report.summary()
+
+
+def test_harness_classifies_every_outcome_and_continues_after_crashes_and_hangs():
+    report = run_campaign("selftest", 9, case_timeout=2)
+    for outcome in ("ok", "clean", "bug", "wrong", "skip", "crash", "hang", "codeexec"):
+        assert report.counts[outcome] > 0, report.summary()
+    assert report.tried == 9 and report.counts["ok"] == 2, report.summary()
+    (crash,) = report.bad("crash")
+    assert crash[1] == {"behaviour": "crash"} and "SIGSEGV" in crash[2]
+    assert report.bad("hang")[0][1] == {"behaviour": "hang"}
+    assert report.bad("codeexec")[0][1] == {"behaviour": "codeexec"}
