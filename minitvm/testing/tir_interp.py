@@ -472,7 +472,12 @@ class _Interp:
     def _bitwise(self, e: E.Call, fn: Callable, args: list[Thunk]) -> Thunk:
         dtype = e.dtype
         shift = e.op.name.startswith("tir.shift")
-        wrap = _wrapper(dtype) if dtype.lanes == 1 and dtype.is_integer else (lambda x: x)
+        if dtype.lanes > 1:
+            wrap = lambda x: x  # noqa: E731 - numpy arrays wrap, and ~ on bool arrays is not
+        elif dtype.is_bool:
+            wrap = lambda x: bool(x & 1)  # noqa: E731 - ~True is -2 in Python, False in i1
+        else:
+            wrap = _wrapper(dtype)
 
         def bitwise():
             values = [a() for a in args]

@@ -215,3 +215,15 @@ def test_non_contiguous_arguments_are_written_back():
     out = np.zeros((4, 2), "float32")[:, 0]
     run_prim_func(te.create_prim_func([A, B]), np.ones(4, "float32"), out)
     np.testing.assert_array_equal(out, 2.0)
+
+
+@pytest.mark.parametrize("dtype, values, expected", [
+    ("bool", [True, False], [False, True]),
+    ("int8", [0, -128], [-1, 127]),
+    ("uint8", [0, 200], [255, 55]),
+])
+def test_bitwise_not_in_every_width(dtype, values, expected):
+    A = te.placeholder((2,), dtype, name="A")
+    B = te.compute((2,), lambda i: tir.call_intrin(dtype, "tir.bitwise_not", A[i]), name="B")
+    got = run_prim_func(te.create_prim_func([A, B]), np.array(values, dtype), np.zeros(2, dtype))
+    np.testing.assert_array_equal(got[1], np.array(expected, dtype))
