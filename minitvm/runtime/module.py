@@ -30,7 +30,8 @@ from .packed_func import PackedFunc
 _FORMAT = "minitvm-module"
 _FORMAT_VERSION = 2  # 2: checksums of every member in meta.json; 1 had none
 _OBJECT, _META, _LLVM_IR = "object.o", "meta.json", "module.ll"
-_MAX_MEMBER_BYTES = 1 << 31
+_MAX_MEMBER_BYTES = 1 << 31  # what a member may claim to inflate to (zip bombs)
+_MAX_JSON_BYTES = 1 << 26
 _LINKER_SYMBOLS = frozenset({"_GLOBAL_OFFSET_TABLE_"})  # MCJIT's linker defines it
 _THREADPOOL_SYMBOLS = frozenset({"minitvm_parallel_for", "minitvm_num_threads"})  # contracts §2
 
@@ -312,10 +313,11 @@ def read_member(path: str, zf: zipfile.ZipFile, name: str) -> bytes:
             f"load_module('{path}'): the file has no {name} (members: {zf.namelist()[:10]}); "
             "it is not a complete minitvm export"
         ) from None
-    if entry.file_size > _MAX_MEMBER_BYTES:
+    limit = _MAX_JSON_BYTES if name.endswith(".json") else _MAX_MEMBER_BYTES
+    if entry.file_size > limit:
         raise RuntimeError_(
             f"load_module('{path}'): {name} claims {entry.file_size} bytes, more than "
-            f"{_MAX_MEMBER_BYTES}; the file is damaged"
+            f"{limit}; the file is damaged"
         )
     try:
         return zf.read(entry)

@@ -521,3 +521,17 @@ def test_metadata_disagreeing_with_the_embedded_signature_is_refused(tmp_path):
 
     with pytest.raises(RuntimeError_, match="retyped.so'\\): the functions' signatures"):
         load_module(_resigned(path, tmp_path / "retyped.so", retype))
+
+
+def test_members_claiming_huge_sizes_are_refused_before_inflating(exported, tmp_path):
+    data = bytearray(exported.read_bytes())
+    entry = data.find(b"PK\x01\x02")  # the central directory entry of the first member
+    while entry >= 0:
+        name_len = int.from_bytes(data[entry + 28 : entry + 30], "little")
+        if data[entry + 46 : entry + 46 + name_len] == b"meta.json":
+            data[entry + 24 : entry + 28] = (1 << 30).to_bytes(4, "little")
+        entry = data.find(b"PK\x01\x02", entry + 4)
+    path = tmp_path / "bomb.so"
+    path.write_bytes(bytes(data))
+    with pytest.raises(RuntimeError_, match="meta.json claims 1073741824 bytes"):
+        load_module(str(path))
