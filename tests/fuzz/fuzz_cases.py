@@ -169,6 +169,12 @@ NUMPY = {
     "gt": np.greater, "ge": np.greater_equal, "select": lambda a, b: np.where(a > b, a, b),
 }
 
+# mostly the host; other CPUs must either run correctly or refuse cleanly (never SIGILL)
+TARGETS = ("llvm",) * 6 + (
+    "llvm -mcpu=x86-64", "llvm -mcpu=x86-64-v3", "llvm -mcpu=skylake-avx512",
+    "llvm -mcpu=znver4", "llvm -mcpu=sapphirerapids", "llvm -mcpu=pentium99",
+    "llvm -mtriple=aarch64-linux-gnu",
+)
 OPS_CASES = st.fixed_dictionaries({
     "op": st.sampled_from(sorted(OPS)),
     "dtype": st.sampled_from(DTYPES),
@@ -178,6 +184,7 @@ OPS_CASES = st.fixed_dictionaries({
     "tail": st.integers(0, 3),
     "symbolic": st.booleans(),
     "special": st.booleans(),
+    "target": st.sampled_from(TARGETS),
     "seed": SEEDS,
 })
 
@@ -193,7 +200,7 @@ def run_ops(case: dict, canary_dir: str) -> None:
     if case["lanes"] > 1:
         _, inner = s[C].split(C.op.axis[0], factor=case["lanes"])
         s[C].vectorize(inner)
-    f = tvm.build(s, [A, B, C], "llvm")
+    f = tvm.build(s, [A, B, C], case.get("target", "llvm"))
     rng = np.random.default_rng(case["seed"])
     a, b = (_data(case["dtype"], n, rng, case["special"]) for _ in range(2))
     a, b = _keep_defined(case, a, b)
@@ -202,7 +209,7 @@ def run_ops(case: dict, canary_dir: str) -> None:
     try:
         got = _run_compiled(f, [a, b, out])
     except MiniTVMError:
-        if undefined is not None or case["op"] in _DIVISIONS:
+        if undefined is not None or case["op"] in _DIVISIONS or case.get("target", "llvm") != "llvm":
             raise  # a clean error for x // 0 (or INT_MIN // -1) is the defined behaviour
         raise Wrong("a call on defined inputs was rejected") from None
     if undefined is not None:
@@ -245,6 +252,13 @@ def _kernels() -> dict:
     rev = te.compute((8,), lambda i: R[7 - i], name="Rr")
     M = te.placeholder((3, 5), "float64", name="M")
     m2 = te.compute((3, 5), lambda i, j: M[i, j] * 2 + 1, name="M2")
+    na, nb = te.var("n"), te.var("n")  # two distinct variables with one name
+    P = te.placeholder((na,), name="P")
+    Q = te.placeholder((nb,), name="Q")
+    two_n = te.compute((na,), lambda i: P[i] * 2.0 + Q[0], name="PQ")
+    V = te.placeholder((8,), name="V")
+    I = te.placeholder((n,), "int32", name="I")
+    gather = te.compute((n,), lambda i: V[I[i]], name="VI")
     build = lambda out, args: tvm.build(te.create_schedule(out.op), args, "llvm")  # noqa: E731
     _kernels.cache = {
         "add": (build(add, [A, B, add]), 2, np.add, lambda k: [(k,), (k,), (k,)], "float32"),
@@ -252,6 +266,10 @@ def _kernels() -> dict:
                 lambda k: [(k,), (k,), (k,)], "float32"),
         "rev": (build(rev, [R, rev]), 1, lambda r: r[::-1], lambda k: [(8,), (8,)], "float32"),
         "m2": (build(m2, [M, m2]), 1, lambda m: m * 2 + 1, lambda k: [(3, 5), (3, 5)], "float64"),
+        "two_n": (build(two_n, [P, Q, two_n]), 2, lambda p, q: p * 2 + q[0],
+                  lambda k: [(k,), (k + 2,), (k,)], "float32"),
+        "gather": (build(gather, [V, I, gather]), 2, lambda v, i: v[i],
+                   lambda k: [(8,), (k,), (k,)], ("float32", "int32", "float32")),
     }
     return _kernels.cache
 
@@ -260,11 +278,11 @@ _kernels.cache = {}
 MUTATIONS = (
     "none", "ndarray", "dlpack", "torch", "dtype", "ndim", "shape", "strided", "fortran",
     "readonly", "frombuffer", "memmap", "alias_same", "alias_overlap", "fewer", "more",
-    "scalar", "none_arg", "list", "zero_size", "other_n",
+    "scalar", "none_arg", "list", "zero_size", "other_n", "bad_index",
 )
 VALID = ("none", "ndarray", "dlpack", "torch", "zero_size")
 ARGS_CASES = st.fixed_dictionaries({
-    "kernel": st.sampled_from(["add", "sgd", "rev", "m2"]),
+    "kernel": st.sampled_from(["add", "sgd", "rev", "m2", "two_n", "gather"]),
     "mutation": st.sampled_from(MUTATIONS),
     "position": st.integers(0, 2),
     "n": st.integers(1, 40),
@@ -275,17 +293,24 @@ ARGS_CASES = st.fixed_dictionaries({
 def run_args(case: dict, canary_dir: str) -> None:
     f, n_in, ref, shapes, dtype = _kernels()[case["kernel"]]
     mutation = case["mutation"]
-    n = 0 if mutation == "zero_size" and case["kernel"] in ("add", "sgd") else case["n"]
+    n = 0 if mutation == "zero_size" and case["kernel"] in ("add", "sgd", "gather") else case["n"]
     rng = np.random.default_rng(case["seed"])
-    args = [rng.standard_normal(s).astype(dtype) for s in shapes(n)]
+    dtypes = dtype if isinstance(dtype, tuple) else (dtype,) * len(shapes(n))
+    args = [rng.standard_normal(s).astype(d) for s, d in zip(shapes(n), dtypes)]
+    if case["kernel"] == "gather":  # indices in range, unless the mutation breaks one
+        args[1] = rng.integers(0, 8, args[1].shape).astype("int32")
+        if mutation == "bad_index" and args[1].size:
+            args[1][case["seed"] % args[1].size] = (8, -1, 2**31 - 1, -(2**31))[case["seed"] % 4]
     args[-1][...] = 0
     pos = case["position"] % len(args)
     pristine = [a.copy() for a in args[:n_in]]
-    expected = ref(*pristine)
+    bad_gather = mutation == "bad_index" and case["kernel"] == "gather" and n > 0
+    expected = None if bad_gather else ref(*pristine)
     args, out_index = _mutate(mutation, args, pos, n_in, canary_dir)
     if mutation == "torch":
         import torch  # noqa: F401 - only when installed (the strategy keeps the case otherwise)
     valid = mutation in VALID or (mutation == "alias_same" and case["kernel"] == "sgd" and pos == 0)
+    valid = valid or (mutation == "bad_index" and not bad_gather)
     try:
         with np.errstate(all="ignore"):
             f(*args)
@@ -295,6 +320,8 @@ def run_args(case: dict, canary_dir: str) -> None:
         raise
     if mutation in ("readonly", "frombuffer", "memmap") and pos == len(args) - 1:
         raise Wrong(f"a read-only output ({mutation}) was accepted")
+    if bad_gather:
+        raise Wrong(f"gather index {args[1].tolist()} out of range of 8 elements was accepted")
     out = args[out_index] if out_index is not None else None
     if out is None:
         return
@@ -312,7 +339,7 @@ def _mutate(mutation: str, args: list, pos: int, n_in: int, canary_dir: str) -> 
     """Apply `mutation` to argument `pos`; returns (args, index of the output to check)."""
     out = len(args) - 1
     a = args[pos]
-    if mutation in ("none", "zero_size"):
+    if mutation in ("none", "zero_size", "bad_index"):
         return args, out
     if mutation == "ndarray":
         return [tvm.nd.array(x) for x in args], out
@@ -377,7 +404,7 @@ PRIMITIVES = (
 )
 SCHEDULE_CASES = st.fixed_dictionaries({
     "program": st.sampled_from(["matmul", "chain", "rowsum"]),
-    "sizes": st.lists(st.integers(1, 12), min_size=3, max_size=3),
+    "sizes": st.lists(st.integers(0, 12), min_size=3, max_size=3),  # 0: empty axes
     "steps": st.lists(
         st.tuples(st.sampled_from(PRIMITIVES), st.integers(0, 7), st.integers(0, 9), st.integers(0, 7)),
         min_size=1, max_size=6,
@@ -564,6 +591,9 @@ def run_script(case: dict, canary_dir: str) -> None:
     func = funcs[0]
     rng = np.random.default_rng(case["seed"])
     arrays = []
+    if any(isinstance(d, tir.IntImm) and d.value < 0 for b in func.buffer_params() for d in b.shape):
+        tvm.build(func, target="llvm")  # must refuse the negative dimension
+        raise Wrong("a buffer with a negative dimension was built")
     for buf in func.buffer_params():
         shape = [int(d) if isinstance(d, tir.IntImm) else 8 for d in buf.shape]
         if np.prod(shape, dtype=np.float64) > 1e5 or str(buf.dtype) == "handle":
