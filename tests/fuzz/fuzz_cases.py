@@ -606,6 +606,9 @@ def run_script(case: dict, canary_dir: str) -> None:
     expected, undefined = _oracle(func, arrays)
     f = tvm.build(func, target="llvm")
     got = _run_compiled(f, arrays)
+    if undefined is not None and "division by zero" in undefined:
+        # x // 0 is undefined in TVM, so the simplifier may fold it (0 // x -> 0) before it runs
+        raise Skip(f"compiled code ran where the interpreter says {undefined!r}")
     if undefined is not None:
         raise Wrong(f"the interpreter says {undefined!r}; the compiled code ran without error")
     if func.body is not None and "alloc_buffer" in text and any(
