@@ -17,8 +17,9 @@ from .error import MiniTVMError, TVMError
 from .ir import IRModule, assert_structural_equal, structural_equal, structural_hash, transform
 from .runtime import (
     Device, Module, cl, context, cpu, cuda, device, get_global_func, gpu, load_module,
-    metal, opencl, register_func, rocm, vulkan,
+    metal, opencl, register_func, register_global_func, rocm, vulkan,
 )
+from .relax.pipeline import compile  # noqa: A004 (tvm.compile, TVM 0.20+)
 from .runtime import ndarray as nd
 from .runtime import ndarray
 from .target import Target

@@ -4,6 +4,7 @@ from . import transform
 from .dtype import DataType
 from .module import BaseFunc, GlobalVar, IRModule
 from .node import FrozenDict, Node, node
+from .op import Op
 from .structural import assert_structural_equal, structural_equal, structural_hash
 
 __all__ = [
@@ -13,6 +14,7 @@ __all__ = [
     "IRModule",
     "FrozenDict",
     "Node",
+    "Op",
     "node",
     "assert_structural_equal",
     "structural_equal",

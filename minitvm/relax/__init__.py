@@ -5,6 +5,7 @@
 """
 
 from . import eval_ref, functor, op, printer, transform
+from . import analysis, expr_functor, vm_build
 from .block_builder import BlockBuilder
 from .expr import (
     Binding,
@@ -30,9 +31,11 @@ from .expr import (
     VarBinding,
     const,
 )
+from .expr_functor import PyExprMutator, PyExprVisitor
 from .op import call_dps_packed, call_tir
 from .vm import Executable, VirtualMachine, build  # relax.build / relax.VirtualMachine
 from .struct_info import (
+    DynTensorType,
     FuncStructInfo,
     ObjectStructInfo,
     PrimStructInfo,
@@ -50,6 +53,7 @@ __all__ = [
     "Constant",
     "DataflowBlock",
     "DataflowVar",
+    "DynTensorType",
     "Executable",
     "Expr",
     "ExternFunc",
@@ -62,6 +66,8 @@ __all__ = [
     "Op",
     "PrimStructInfo",
     "PrimValue",
+    "PyExprMutator",
+    "PyExprVisitor",
     "SeqExpr",
     "ShapeExpr",
     "ShapeStructInfo",
@@ -75,12 +81,15 @@ __all__ = [
     "VarBinding",
     "VirtualMachine",
     "build",
+    "analysis",
     "call_dps_packed",
     "call_tir",
     "const",
     "eval_ref",
+    "expr_functor",
     "functor",
     "op",
     "printer",
     "transform",
+    "vm_build",
 ]

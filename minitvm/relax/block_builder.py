@@ -148,6 +148,24 @@ class BlockBuilder:
             self._func.blocks.append(block_cls(tuple(self._bindings)))
         self._bindings, self._dataflow = [], False
 
+    # A bare block with no function around it, for PyExprMutator: it re-emits a function's
+    # bindings one block at a time, and user code may bb.emit(...) into the same block.
+    def _begin_rewrite_block(self, dataflow: bool) -> None:
+        self._rewrite_stack = getattr(self, "_rewrite_stack", [])
+        self._rewrite_stack.append((self._func, self._bindings, self._dataflow))
+        if self._func is None:
+            self._func = _FunctionFrame("<rewrite>", [], {}, True)
+        self._begin_block(dataflow)
+
+    def _end_rewrite_block(self) -> list:
+        bindings = self._bindings
+        self._func, self._bindings, self._dataflow = self._rewrite_stack.pop()
+        return bindings
+
+    def _append_binding(self, binding: Any) -> None:
+        self._require_function("re-emitting a binding")
+        self._bindings.append(binding)
+
     def _require_function(self, what: str) -> None:
         if self._func is None or self._bindings is None:
             raise MiniTVMError(f"{what} must be called inside `with bb.function(...)`")
@@ -221,8 +239,9 @@ class BlockBuilder:
         output = self.normalize(output)
         if not (is_leaf(output) or isinstance(output, Tuple)):
             output = self._bind(output, self.infer_struct_info(output), "gv")
-        _check_no_dataflow_var(output, frame.name)
         self._end_block()
+        output = self._expose_dataflow_outputs(output)
+        _check_no_dataflow_var(output, frame.name)
         frame.output = output
         attrs = FrozenDict(frame.attrs) if frame.attrs else FrozenDict()
         body = SeqExpr(tuple(frame.blocks), output)
@@ -230,6 +249,25 @@ class BlockBuilder:
             tuple(frame.params), body, self.infer_struct_info(output), attrs, frame.pure
         )
         return self.add_func(func, frame.name, dedupe=False)
+
+    def _expose_dataflow_outputs(self, output: Expr) -> Expr:
+        """A returned DataflowVar that was passed to `emit_output` stands for the var emit_output
+        bound to it (TVM accepts this; the MLC course's `from_fx` ends so). Any other DataflowVar
+        is left for _check_no_dataflow_var to report."""
+        items = output.fields if isinstance(output, Tuple) else (output,)
+        if not [e for e in items if isinstance(e, DataflowVar)]:
+            return output
+        exposed = {
+            b.value: b.var
+            for block in self._func.blocks
+            if isinstance(block, DataflowBlock)
+            for b in block.bindings
+            if isinstance(b, VarBinding)
+            and isinstance(b.value, DataflowVar)
+            and not isinstance(b.var, DataflowVar)
+        }
+        new_items = tuple(exposed.get(e, e) for e in items)
+        return Tuple(new_items) if isinstance(output, Tuple) else new_items[0]
 
     # ------------------------------------------------------------------ normalisation
     def normalize(self, expr: Any) -> Expr:

@@ -6,6 +6,7 @@ from its children (a Call through its op's inference rule in the op table).
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -14,9 +15,11 @@ import numpy as np
 from ..error import MiniTVMError, ShapeError
 from ..ir.dtype import DataType
 from ..ir.module import BaseFunc, GlobalVar
+from ..ir.op import Op
 from ..ir.node import FrozenDict, Node, node, setfield
 from ..tir.expr import PrimExpr, as_expr
 from .struct_info import (
+    DynTensorType,
     FuncStructInfo,
     ObjectStructInfo,
     PrimStructInfo,
@@ -42,6 +45,22 @@ class Expr(Node):
     def struct_info_(self) -> StructInfo:  # TVM's spelling
         return self.struct_info
 
+    @property
+    def shape_(self) -> Any:
+        """2022 spelling: the shape as a ShapeExpr (use `struct_info.shape`)."""
+        sinfo = self.struct_info
+        return ShapeExpr(sinfo.shape) if getattr(sinfo, "shape", None) is not None else None
+
+    @property
+    def _checked_type_(self) -> Any:
+        """2022 spelling: a DynTensorType of the tensor's ndim and dtype (use `struct_info`)."""
+        sinfo = self.struct_info
+        if not isinstance(sinfo, TensorStructInfo):
+            raise MiniTVMError(f"{_short(self)} is not a tensor; read .struct_info instead")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            return DynTensorType(sinfo.ndim, str(sinfo.dtype) if sinfo.dtype else None)
+
     def __getitem__(self, index: int) -> TupleGetItem:
         if not isinstance(self.struct_info, TupleStructInfo):
             raise MiniTVMError(f"cannot index {_short(self)}: it is not a tuple")
@@ -65,7 +84,11 @@ class Var(Expr):
     _var_fields = ("struct_info",)  # compared/hashed where the var is defined
     dtype = None  # structural equality compares var dtypes; graph vars have none
 
-    def __init__(self, name_hint: str, struct_info: StructInfo | None = None):
+    def __init__(
+        self, name_hint: str, struct_info: StructInfo | None = None, type_annotation: Any = None
+    ):
+        if type_annotation is not None:  # 2022: Var(name, shape, DynTensorType(ndim, dtype))
+            struct_info = _struct_info_2022(name_hint, struct_info, type_annotation)
         object.__setattr__(self, "name_hint", str(name_hint))
         object.__setattr__(self, "struct_info", struct_info or ObjectStructInfo())
         if not isinstance(self.struct_info, StructInfo):
@@ -83,8 +106,22 @@ class Var(Expr):
 class DataflowVar(Var):
     """A variable local to a dataflow block (not visible after it)."""
 
-    def __init__(self, name_hint: str, struct_info: StructInfo | None = None):
-        Var.__init__(self, name_hint, struct_info)
+    def __init__(
+        self, name_hint: str, struct_info: StructInfo | None = None, type_annotation: Any = None
+    ):
+        Var.__init__(self, name_hint, struct_info, type_annotation)
+
+
+def _struct_info_2022(name: str, shape: Any, type_annotation: Any) -> StructInfo:
+    """The struct info of the 2022 `Var(name, shape_annotation, type_annotation)` form."""
+    if not isinstance(type_annotation, DynTensorType):
+        raise MiniTVMError(
+            f"Var {name!r}: the third argument must be a relax.DynTensorType, got "
+            f"{type(type_annotation).__name__}; write relax.Var(name, relax.TensorStructInfo(shape, dtype))"
+        )
+    if isinstance(shape, ShapeExpr):
+        shape = shape.values
+    return type_annotation.struct_info(shape)
 
 
 class _ArrayData:
@@ -207,44 +244,6 @@ class ExternFunc(Expr, BaseFunc):
 # ----------------------------------------------------------------------------- ops and calls
 
 
-class Op:
-    """A graph-level operator (`relax.add`), looked up by name; compared by identity.
-
-    The op table (`relax/op/_table.py`) attaches each op's `OpDef` as `op.op_def`.
-    """
-
-    __slots__ = ("name", "op_def")
-    _registry: dict[str, Op] = {}
-
-    def __init__(self, name: str):
-        self.name, self.op_def = name, None
-
-    @classmethod
-    def get(cls, name: str) -> Op:
-        try:
-            return cls._registry[name]
-        except KeyError:
-            raise MiniTVMError(
-                f"unknown relax op {name!r}; known ops: {sorted(cls._registry)}"
-            ) from None
-
-    @classmethod
-    def register(cls, name: str) -> Op:
-        op = cls._registry.get(name) or cls(name)
-        cls._registry[name] = op
-        return op
-
-    @classmethod
-    def list_op_names(cls) -> list[str]:
-        return sorted(cls._registry)
-
-    def __repr__(self) -> str:
-        return f'Op("{self.name}")'
-
-    def __reduce__(self):
-        raise TypeError("Op is not picklable")
-
-
 @node
 class Call(Expr):
     """`op(*args)` with attributes; `sinfo_args` carry output struct info (call_tir)."""
@@ -257,7 +256,7 @@ class Call(Expr):
     def __post_init__(self):
         setfield(self, "args", tuple(self.args))
         setfield(self, "attrs", FrozenDict(self.attrs or {}))
-        setfield(self, "sinfo_args", tuple(self.sinfo_args))
+        setfield(self, "sinfo_args", tuple(self.sinfo_args or ()))  # TVM code passes None
         for i, a in enumerate(self.args):
             if not isinstance(a, Expr | GlobalVar):
                 name = self.op.name if isinstance(self.op, Op) else _short(self.op)
@@ -416,6 +415,8 @@ _STRUCT_INFO_RULES: dict[type, Callable[[Any], StructInfo]] = {
 def const(value: Any, dtype: str | None = None) -> Constant:
     """A constant tensor: `relax.const(np.ones((2, 3), "float32"))`, `relax.const(1.0, "float32")`."""
     array = _to_numpy(value)
+    if isinstance(dtype, DynTensorType):  # 2022: relax.const(arr, relax.DynTensorType(2, "float32"))
+        dtype = dtype.dtype
     if dtype is not None:
         array = array.astype(DataType(dtype).numpy_dtype())
     elif array.dtype == np.float64 and not isinstance(value, np.ndarray):

@@ -75,4 +75,33 @@ def run_default_pipeline(mod: Any, target: Any = "llvm") -> Any:
     return mod
 
 
-__all__ = ["DEFAULT_PIPELINE", "Step", "default_passes", "run_default_pipeline"]
+def compile(mod: Any, target: Any = None, **kwargs: Any) -> Any:  # noqa: A001 (TVM's name)
+    """`tvm.compile` (TVM 0.20+): a module with relax functions → `relax.build` (an Executable for
+    `relax.VirtualMachine`); TIR only (an IRModule of PrimFuncs, or one PrimFunc) → `tvm.build`.
+
+    >>> ex = tvm.compile(mod, target="llvm"); vm = relax.VirtualMachine(ex, tvm.cpu())
+    """
+    from .. import driver
+    from ..ir.module import IRModule
+    from ..tir.function import PrimFunc
+    from .expr import Function
+    from .vm import build as relax_build
+
+    unknown = set(kwargs) - {"relax_pipeline", "tir_pipeline", "exec_mode", "system_lib_prefix"}
+    if unknown:
+        raise BuildError(f"tvm.compile: unknown keyword argument(s) {sorted(unknown)}")
+    target = "llvm" if target is None else target
+    if isinstance(mod, Function) or (
+        isinstance(mod, IRModule)
+        and [f for _, f in mod.functions_items() if isinstance(f, Function)]
+    ):
+        return relax_build(mod, target=target)
+    if isinstance(mod, IRModule | PrimFunc):
+        return driver.build(mod, target=target)
+    raise BuildError(
+        f"tvm.compile: expected an IRModule, a tir.PrimFunc or a relax.Function, got "
+        f"{type(mod).__name__}"
+    )
+
+
+__all__ = ["DEFAULT_PIPELINE", "Step", "compile", "default_passes", "run_default_pipeline"]

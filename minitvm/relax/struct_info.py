@@ -6,6 +6,8 @@ is unknown has `shape=None` and, when known, its rank in `ndim` (-1 when even th
 
 from __future__ import annotations
 
+import warnings
+
 from typing import Any
 
 from ..error import MiniTVMError
@@ -201,3 +203,23 @@ __all__ = [
     "shape_vars",
     "tensor_sinfo",
 ]
+
+
+class DynTensorType:
+    """The 2022 spelling of a tensor annotation: `relax.Var("x", (n, 4), relax.DynTensorType(2,
+    "float32"))`. Deprecated: use `relax.TensorStructInfo((n, 4), "float32")`."""
+
+    def __init__(self, ndim: int = -1, dtype: Any = "float32") -> None:
+        warnings.warn(
+            "relax.DynTensorType is the 2022 spelling; use relax.TensorStructInfo(shape, dtype)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        self.ndim, self.dtype = int(ndim), dtype
+
+    def struct_info(self, shape: Any = None) -> TensorStructInfo:
+        """The TensorStructInfo this annotation and `shape` (None: unknown) describe."""
+        return TensorStructInfo(shape, self.dtype, self.ndim)
+
+    def __repr__(self) -> str:
+        return f"DynTensorType(ndim={self.ndim}, dtype={self.dtype!r})"

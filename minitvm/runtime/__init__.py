@@ -5,12 +5,16 @@ from . import ndarray as nd
 from .device import Device, cl, context, cpu, cuda, device, gpu, metal, opencl, rocm, vulkan
 from .module import CodegenResult, Module, ProfileResult, load_module
 from .ndarray import NDArray
+from .ndarray import NDArray as Tensor  # TVM 0.20+ name
+from .ndarray import array as tensor  # TVM 0.20+: tvm.runtime.tensor(np_array, device)
 from .packed_func import PackedFunc
 from .registry import get_global_func, list_global_func_names, register_func, remove_global_func
+from .registry import register_func as register_global_func  # TVM 0.20+ name
 
 __all__ = [
     "CodegenResult",
     "Device",
+    "Tensor",
     "Module",
     "NDArray",
     "PackedFunc",
@@ -29,8 +33,10 @@ __all__ = [
     "ndarray",
     "opencl",
     "register_func",
+    "register_global_func",
     "remove_global_func",
     "rocm",
+    "tensor",
     "threadpool",
     "vulkan",
 ]

@@ -44,6 +44,7 @@ CASES: dict[str, Case] = {
         lambda x: op.equal(x, op.max(x, axis=1, keepdims=True)), [("n", 4)]
     ),  # some True: the row maxima
     "maximum": Case(lambda x, y: op.maximum(x, y), [("n", 4), (1, 4)]),
+    "ewise_fma": Case(lambda x, y, z: op.ewise_fma(x, y, z), [("n", 4), (4,), ("n", 1)]),
     "minimum": Case(lambda x, y: op.minimum(x, y), [("n", 4), ()]),
     "negative": Case(lambda x: op.negative(x), [("n", 4)]),
     "abs": Case(lambda x: op.abs(x), [("n", 4)]),

@@ -92,6 +92,29 @@ def equal(x1: Any, x2: Any) -> Call:
     return make_call(_equal, (x1, x2))
 
 
+def _infer_ewise_fma(call: Call) -> StructInfo:
+    xs = [I.tensor_arg(call, k, f"x{k + 1}") for k in range(3)]
+    dtype = I.same_dtype(call, [(f"x{k + 1}", x) for k, x in enumerate(xs)])
+    if any(x.shape is None for x in xs):
+        return TensorStructInfo(None, dtype, max(x.ndim for x in xs))
+    prod = TensorStructInfo(I.broadcast(call, "x1", xs[0], "x2", xs[1]), dtype)
+    return TensorStructInfo(I.broadcast(call, "x1 * x2", prod, "x3", xs[2]), dtype)
+
+
+_ewise_fma = register_op(
+    "relax.ewise_fma",
+    _infer_ewise_fma,
+    lambda a, b, c: topi.add(topi.multiply(a, b), c),
+    lambda a, b, c: (a * b + c).astype(np.result_type(a, b, c)),
+    OpPattern.BROADCAST,
+)
+
+
+def ewise_fma(x1: Expr, x2: Expr, x3: Expr) -> Call:
+    """Elementwise x1 * x2 + x3 in one op (what the MLC course's fusion pass rewrites to)."""
+    return make_call(_ewise_fma, (x1, x2, x3))
+
+
 def _infer_unary(float_only: bool) -> Callable[[Call], StructInfo]:
     def infer(call: Call) -> StructInfo:
         x = I.tensor_arg(call, 0, "x")

@@ -1,7 +1,7 @@
 """Neural-network operators as TE computes."""
 
-from .conv2d import conv2d_nchw
-from .dense import dense
+from .conv import conv2d, conv2d_nchw
+from .dense import dense, flatten, matmul
 from .elemwise import gelu, relu
 from .norm import batch_norm, layer_norm
 from .pad import pad
@@ -11,12 +11,15 @@ from .softmax import log_softmax, softmax
 __all__ = [
     "adaptive_pool2d",
     "batch_norm",
+    "conv2d",
     "conv2d_nchw",
     "dense",
+    "flatten",
     "gelu",
     "global_pool",
     "layer_norm",
     "log_softmax",
+    "matmul",
     "pad",
     "pool2d",
     "relu",

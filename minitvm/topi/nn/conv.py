@@ -1,4 +1,6 @@
-"""2-D convolution in NCHW layout with OIHW kernels (stride, padding, dilation, groups)."""
+"""2-D convolution in NCHW layout with OIHW kernels (stride, padding, dilation, groups).
+
+`topi.nn.conv2d` is TVM's layout-dispatching entry; `conv2d_nchw` does the work."""
 
 from __future__ import annotations
 
@@ -112,3 +114,22 @@ def conv2d_nchw(
         )
 
     return te.compute((n, o, oh, ow), body, name="conv2d_nchw", tag="conv2d_nchw")
+
+
+def conv2d(
+    input: te.Tensor,  # noqa: A002 (TVM's parameter name)
+    filter: te.Tensor,  # noqa: A002
+    strides: Any,
+    padding: Any,
+    dilation: Any,
+    data_layout: str = "NCHW",
+    kernel_layout: str = "",
+    out_dtype: str | None = None,
+) -> te.Tensor:
+    """TVM's `topi.nn.conv2d(input, filter, strides, padding, dilation)`; NCHW data, OIHW kernel."""
+    if data_layout != "NCHW" or kernel_layout not in ("", "OIHW"):
+        raise TEError(
+            f"topi.nn.conv2d: layout {data_layout!r}/{kernel_layout or 'OIHW'!r} is not supported; "
+            "use data_layout='NCHW' with an OIHW kernel (transpose the tensors first)"
+        )
+    return conv2d_nchw(input, filter, strides, padding, dilation, out_dtype=out_dtype)

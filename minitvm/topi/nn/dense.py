@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ... import te
 from ...error import TEError
 from ...tir.expr import cast as tir_cast
-from ..utils import fmt_shape, prove_equal
+from ..linalg import matmul as _matmul
+from ..transform import reshape
+from ..utils import const_int, fmt_shape, prove_equal
+from ..utils import prod as dims_prod
 
 
 def dense(
@@ -43,3 +47,33 @@ def dense(
         name="T_dense_bias",
         tag="broadcast",
     )
+
+
+def matmul(
+    tensor_a: te.Tensor,
+    tensor_b: te.Tensor,
+    bias: te.Tensor | None = None,
+    out_dtype: str | None = None,
+    transpose_a: bool = False,
+    transpose_b: bool = False,
+) -> te.Tensor:
+    """TVM's `topi.nn.matmul`: 2-D `a @ b` (either transposed), plus `bias` (n,) when given."""
+    for name, t in (("tensor_a", tensor_a), ("tensor_b", tensor_b)):
+        if len(t.shape) != 2:
+            raise TEError(f"topi.nn.matmul: {name} must be 2-D, got shape {fmt_shape(t.shape)}")
+    out = _matmul(tensor_a, tensor_b, transpose_a, transpose_b, out_dtype)
+    if bias is None:
+        return out
+    dtype = out_dtype or tensor_a.dtype
+    return te.compute(
+        out.shape, lambda i, j: out[i, j] + tir_cast(dtype, bias[j]), name="T_add", tag="broadcast"
+    )
+
+
+def flatten(data: te.Tensor) -> te.Tensor:
+    """TVM's `topi.nn.flatten` (batch flatten): (N, d1, d2, ...) → (N, d1*d2*...)."""
+    if len(data.shape) < 1:
+        raise TEError("topi.nn.flatten: data must have a batch dimension")
+    rest = [const_int(d) for d in data.shape[1:]]
+    inner = math.prod(rest) if None not in rest else dims_prod(tuple(data.shape[1:]))
+    return reshape(data, (data.shape[0], inner))

@@ -10,7 +10,7 @@ from ...tir import op as tir_op
 from ...tir.expr import cast as tir_cast
 from ...tir.expr import make_const
 from ..utils import const_int, get_const_tuple, simplify
-from .conv2d import conv_out_dim, padding4, pair, window_index
+from .conv import conv_out_dim, padding4, pair, window_index
 from .pad import pad
 
 

@@ -7,7 +7,7 @@ from typing import Any
 from ....error import ShapeError
 from ....topi import nn as topi_nn
 from ....topi import reference as ref
-from ....topi.nn.conv2d import conv_out_dim, padding4, pair
+from ....topi.nn.conv import conv_out_dim, padding4, pair
 from ....topi.utils import const_int, fmt_dim, fmt_shape, prove_equal
 from ...expr import Call, Expr
 from ...struct_info import StructInfo, TensorStructInfo, TupleStructInfo
