@@ -273,7 +273,6 @@ class _Interp:
     def bind_params(self, func: PrimFunc, args: tuple) -> list[tuple[np.ndarray, np.ndarray]]:
         """Bind scalars and buffers; returns (array, contiguous copy) pairs to copy back."""
         copies = []
-        buffers = []
         for param, arg in zip(func.params, args):
             buf = func.buffer_map.get(param)
             if buf is None:
@@ -297,7 +296,6 @@ class _Interp:
             for s, n in zip(buf.strides, strides):
                 self._bind_or_check(s, n, buf.name)
             self._bind_or_check(buf.elem_offset, 0, buf.name)
-            buffers.append(buf)
         return copies
 
     def _flat_memory(self, buf: Any, arr: np.ndarray) -> tuple[np.ndarray | None, tuple]:
@@ -502,10 +500,13 @@ class _Interp:
 
     def e_BufferLoad(self, e: E.BufferLoad) -> Thunk:
         locate = self._locator(e.buffer, e.indices, e.dtype.lanes, "load")
-        if e.dtype.lanes > 1:
-            return lambda: (lambda m, off: m[off])(*locate())
-        convert = _scalar_of(e.dtype)
-        return lambda: (lambda m, off: convert(m[off]))(*locate())
+        convert = _scalar_of(e.dtype) if e.dtype.lanes == 1 else np.copy
+
+        def load():
+            m, off = locate()
+            return convert(m[off])
+
+        return load
 
     # --- buffer addressing -------------------------------------------------
     def _locator(self, buf: Any, indices: tuple, lanes: int, what: str) -> Thunk:
@@ -759,7 +760,7 @@ class _Interp:
             shape = [self.expr(d) for d in src.buffer.shape]
             strides = [self.expr(s) for s in src.buffer.strides]
             src_layout = lambda: [s() for s in strides] or _row_major([d() for d in shape])  # noqa: E731
-        mem, views, env = self.mem, self.views, self.env
+        mem, views = self.mem, self.views
         ndim = len(buf.shape)
 
         def match():

@@ -307,8 +307,6 @@ def run_args(case: dict, canary_dir: str) -> None:
     bad_gather = mutation == "bad_index" and case["kernel"] == "gather" and n > 0
     expected = None if bad_gather else ref(*pristine)
     args, out_index = _mutate(mutation, args, pos, n_in, canary_dir)
-    if mutation == "torch":
-        import torch  # noqa: F401 - only when installed (the strategy keeps the case otherwise)
     valid = mutation in VALID or (mutation == "alias_same" and case["kernel"] == "sgd" and pos == 0)
     valid = valid or (mutation == "bad_index" and not bad_gather)
     try:
