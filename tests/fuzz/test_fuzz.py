@@ -30,3 +30,13 @@ def test_harness_classifies_every_outcome_and_continues_after_crashes_and_hangs(
     assert crash[1] == {"behaviour": "crash"} and "SIGSEGV" in crash[2]
     assert report.bad("hang")[0][1] == {"behaviour": "hang"}
     assert report.bad("codeexec")[0][1] == {"behaviour": "codeexec"}
+
+
+def test_fuzz_examples_reads_the_campaign_size(monkeypatch):
+    monkeypatch.setenv("MINITVM_FUZZ_EXAMPLES", "2000")
+    assert fuzz_examples(60) == 2000
+    monkeypatch.delenv("MINITVM_FUZZ_EXAMPLES")
+    assert fuzz_examples(60) == 60
+    monkeypatch.setenv("MINITVM_FUZZ_EXAMPLES", "many")
+    with pytest.raises(pytest.UsageError, match="MINITVM_FUZZ_EXAMPLES must be an integer, got 'many'"):
+        fuzz_examples(60)
