@@ -89,7 +89,7 @@ def _time_limit(seconds: float):
 
 def _oracle(func, arrays: list) -> tuple[list | None, str | None]:
     """The interpreter's outputs, or (None, reason) when the program is undefined there."""
-    copies = [a.copy() for a in arrays]
+    copies = [a.copy() if isinstance(a, np.ndarray) else a for a in arrays]
     try:
         with _time_limit(10), np.errstate(all="ignore"):
             run_prim_func(func, *copies)
@@ -103,7 +103,7 @@ def _oracle(func, arrays: list) -> tuple[list | None, str | None]:
 
 
 def _run_compiled(f, arrays: list) -> list:
-    copies = [a.copy() for a in arrays]
+    copies = [a.copy() if isinstance(a, np.ndarray) else a for a in arrays]
     with np.errstate(all="ignore"):
         f(*copies)
     return copies
@@ -185,6 +185,7 @@ OPS_CASES = st.fixed_dictionaries({
     "symbolic": st.booleans(),
     "special": st.booleans(),
     "target": st.sampled_from(TARGETS),
+    "scalar_b": st.booleans(),
     "seed": SEEDS,
 })
 
@@ -194,8 +195,12 @@ def run_ops(case: dict, canary_dir: str) -> None:
     dim = te.var("n") if case["symbolic"] else n
     arity, build = OPS[case["op"]]
     A = te.placeholder((dim,), case["dtype"], name="A")
-    B = te.placeholder((dim,), case["dtype"], name="B")
-    C = te.compute((dim,), lambda i: build(A[i], B[i], case), name="C")
+    if case.get("scalar_b"):  # B as a scalar parameter (a float16 one once crashed)
+        B = te.var("b", case["dtype"])
+        C = te.compute((dim,), lambda i: build(A[i], B, case), name="C")
+    else:
+        B = te.placeholder((dim,), case["dtype"], name="B")
+        C = te.compute((dim,), lambda i: build(A[i], B[i], case), name="C")
     s = te.create_schedule(C.op)
     if case["lanes"] > 1:
         _, inner = s[C].split(C.op.axis[0], factor=case["lanes"])
@@ -204,6 +209,8 @@ def run_ops(case: dict, canary_dir: str) -> None:
     rng = np.random.default_rng(case["seed"])
     a, b = (_data(case["dtype"], n, rng, case["special"]) for _ in range(2))
     a, b = _keep_defined(case, a, b)
+    if case.get("scalar_b"):
+        b = b[:1].reshape(()).item()  # a Python number
     out = np.zeros(n, C.dtype)
     expected, undefined = _oracle(te.create_prim_func([A, B, C]), [a, b, out])
     try:
