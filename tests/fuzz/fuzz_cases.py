@@ -543,6 +543,29 @@ def flat(a: T.handle, c: T.handle):
             if io * 8 + ii < 20:
                 C[io * 8 + ii] = T.max(A[io * 8 + ii], T.float32(0)) * T.float32(2)
 ''',
+    '''
+@T.prim_func
+def rowsum(a: T.handle, c: T.handle):
+    A = T.match_buffer(a, (6, 10), "float32")
+    C = T.match_buffer(c, (6,), "float32")
+    for i in range(6):
+        for k in T.parallel(10):
+            with T.block("C"):
+                vi, vk = T.axis.remap("SR", [i, k])
+                with T.init():
+                    C[vi] = T.float32(0)
+                C[vi] = C[vi] + A[vi, vk]
+''',
+    '''
+@T.prim_func
+def square(a: T.handle, b: T.handle):
+    A = T.match_buffer(a, (28,), "float32")
+    B = T.match_buffer(b, (14,), "float32")
+    for v0, v1 in T.grid(5, 4):  # v0 * v0 + v1 reaches 19, outside the domain 14
+        with T.block("B"):
+            vi = T.axis.spatial(14, v0 * v0 + v1)
+            B[vi] = A[vi] + T.float32(1)
+''',
 )
 _MUTATION_KINDS = ("num", "drop", "dup", "dtype", "var", "op", "dedent")
 SCRIPT_CASES = st.fixed_dictionaries({
