@@ -5,11 +5,12 @@ class MiniTVMError(Exception):
     """Base class of every error minitvm raises for bad user input."""
 
 
-class TVMError(MiniTVMError):
-    """Alias kept for code written against TVM (`except tvm.TVMError`)."""
+class TVMError(MiniTVMError, RuntimeError):
+    """TVM's error base, a RuntimeError as in TVM: `except tvm.TVMError` (or `pytest.raises(
+    RuntimeError)`) catches schedule, TE, build and runtime errors, as TVM's own tests expect."""
 
 
-class InternalError(MiniTVMError):
+class InternalError(TVMError):
     """An invariant of minitvm itself broke; please report it."""
 
 
@@ -17,11 +18,11 @@ class DTypeError(MiniTVMError, TypeError):
     """An unknown or mismatched data type."""
 
 
-class TEError(MiniTVMError):
+class TEError(TVMError):
     """A tensor-expression program is malformed (e.g. a nested reduction)."""
 
 
-class ScheduleError(MiniTVMError):
+class ScheduleError(TVMError):
     """A schedule primitive was applied where it is not legal."""
 
 
@@ -37,7 +38,7 @@ class ParseError(MiniTVMError, SyntaxError):
     """TVMScript source could not be parsed; carries file, line and column."""
 
 
-class BuildError(MiniTVMError):
+class BuildError(TVMError):
     """Lowering or code generation failed."""
 
 
@@ -45,7 +46,7 @@ class TargetError(MiniTVMError, ValueError):
     """An unknown or unsupported compilation target."""
 
 
-class RuntimeError_(MiniTVMError, RuntimeError):
+class RuntimeError_(TVMError):
     """A failure while running compiled code or loading a module."""
 
 

@@ -12,8 +12,9 @@ from .module import IRModule
 from .node import FrozenDict, Node, field_names
 
 
-class StructuralMismatch(MiniTVMError, AssertionError):
-    """Raised by assert_structural_equal; says where the two IRs first differ."""
+class StructuralMismatch(MiniTVMError, ValueError, AssertionError):
+    """Raised by assert_structural_equal; says where the two IRs first differ (a ValueError, as
+    in TVM, and an AssertionError, as a test assertion)."""
 
 
 def _is_var(x: Any) -> bool:

@@ -9,13 +9,23 @@ import numpy as np
 
 from ..ir.structural import assert_structural_equal
 
-__all__ = ["assert_allclose", "check_numpy", "random_inputs", "assert_structural_equal"]
+__all__ = ["assert_allclose", "check_numpy", "main", "random_inputs", "assert_structural_equal"]
 
 
 def assert_allclose(actual: Any, desired: Any, rtol: float = 1e-5, atol: float = 1e-6) -> None:
     """np.testing.assert_allclose that also accepts NDArrays."""
     to_np = lambda x: x.numpy() if hasattr(x, "numpy") else np.asarray(x)  # noqa: E731
     np.testing.assert_allclose(to_np(actual), to_np(desired), rtol=rtol, atol=atol)
+
+
+def main() -> None:
+    """`tvm.testing.main()` at the end of a test file: run that file's tests with pytest."""
+    import __main__
+    import sys
+
+    import pytest
+
+    sys.exit(pytest.main([__main__.__file__, *sys.argv[1:]]))
 
 
 def random_inputs(shapes: Sequence[tuple], dtype: str = "float32", seed: int = 0) -> list[np.ndarray]:
