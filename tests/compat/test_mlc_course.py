@@ -300,7 +300,7 @@ def test_ewise_fma_rewrite_with_a_mutator():
     assert binding.value.op.name == "relax.ewise_fma"
     a, b = (RNG.standard_normal((3, 4)).astype("float32") for _ in range(2))
     got = _vm(IRModule({"main": func}))["main"](tvm.runtime.tensor(a), tvm.runtime.tensor(b))
-    np.testing.assert_allclose(got.numpy(), a * b + b, rtol=1e-6)
+    np.testing.assert_allclose(got.numpy(), a * b + b, rtol=1e-6, atol=1e-6)  # LLVM may fuse (one rounding)
 
 
 def test_cnn_assignment_with_emit_te_conv2d():
