@@ -10,7 +10,7 @@ from conftest import fuzz_examples
 from fuzz_harness import run_campaign
 
 # category -> default number of cases (about 10 s each on 2 cores)
-BUDGET = {"ops": 80, "args": 60, "schedules": 50, "script": 60, "exports": 50}
+BUDGET = {"ops": 60, "args": 50, "schedules": 40, "script": 50, "exports": 40}
 
 
 @pytest.mark.parametrize("category", sorted(BUDGET))
