@@ -13,13 +13,16 @@ the native entry: their shapes are those already checked, because every register
 has a shape fixed by the signature. Calls whose arguments could change shape within a
 signature (values from `If`, function calls, tuples) always take the checked path.
 
-A VirtualMachine runs one call at a time (use one per thread).
+A VirtualMachine may be called from several threads at once: a frame's planned storages and
+prepared argument arrays belong to one call at a time (each frame has a lock), so a call that
+finds its signature's frame busy runs on a spare frame of the same signature (kept for reuse).
 """
 
 from __future__ import annotations
 
 import ctypes
 import re
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -35,16 +38,19 @@ from ...runtime.registry import get_global_func
 from ._shape_code import compile_shape_fn
 
 _MAX_FRAMES = 8  # input-shape signatures remembered per function
+_MAX_SPARES = 8  # idle spare frames kept per signature (for concurrent calls)
 
 
 class _Frame:
     """Everything fixed by one input-shape signature."""
 
-    __slots__ = ("heap", "prep", "regs", "storages")
+    __slots__ = ("heap", "lock", "prep", "regs", "spares", "storages")
 
     def __init__(self, heap: list, regs: list, storages: list, n_calls: int) -> None:
         self.heap, self.regs, self.storages = heap, regs, storages
         self.prep: list = [None] * n_calls
+        self.lock = threading.Lock()  # held by the call running on this frame
+        self.spares: list[_Frame] = []  # idle frames of the same signature
 
 
 _CPU = cpu(0)
@@ -137,6 +143,25 @@ class _Function:
         frame = self.frames.get(key)
         if frame is None:
             frame = self._new_frame(args, key)
+            self.frames[key] = frame
+            if len(self.frames) > _MAX_FRAMES:
+                self.frames.popitem(last=False)
+        if frame.lock.acquire(False):
+            try:
+                return self._run(args, frame)
+            finally:
+                frame.lock.release()
+        try:  # another thread runs on this frame: never share its storages
+            spare = frame.spares.pop()  # atomic
+        except IndexError:
+            spare = self._new_frame(args, key)
+        try:
+            return self._run(args, spare)
+        finally:
+            if len(frame.spares) < _MAX_SPARES:
+                frame.spares.append(spare)
+
+    def _run(self, args: tuple, frame: _Frame) -> Any:
         regs = frame.regs.copy()
         regs[: len(args)] = args
         if self.has_jumps:
@@ -169,11 +194,7 @@ class _Function:
                     f"(bound dims: {dict(zip(self.dims, heap))})"
                 )
             regs[dst] = NDArray(storage[offset : offset + nbytes].view(dtype).reshape(shape))
-        frame = _Frame(heap, regs, storages, self.n_calls)
-        self.frames[key] = frame
-        if len(self.frames) > _MAX_FRAMES:
-            self.frames.popitem(last=False)
-        return frame
+        return _Frame(heap, regs, storages, self.n_calls)
 
     # ------------------------------------------------------------------ instruction rules
     def match_tensor(self, pc, reg, name, dtype, ndim, dims, at):
