@@ -4,17 +4,33 @@ from __future__ import annotations
 
 import os
 
+from .error import MiniTVMError
+
 FLAGS = {
     "MINITVM_NUM_THREADS": "threads in the parallel-loop pool (default: number of cores)",
     "MINITVM_DUMP_IR": "directory; the lowering pipeline writes the script after each pass there",
     "MINITVM_VERIFY_IR": "1 to run the well-formedness check after every lowering pass",
     "MINITVM_EXAMPLE_SMALL": "1 to run examples/*.py at small sizes (the test suite sets it)",
+    "MINITVM_FUZZ_EXAMPLES": "cases per category of tests/fuzz (default: a small fixed budget)",
 }
 
 
 def num_threads() -> int | None:
-    value = os.environ.get("MINITVM_NUM_THREADS")
-    return int(value) if value else None
+    """MINITVM_NUM_THREADS as a positive int, None when unset or empty."""
+    value = os.environ.get("MINITVM_NUM_THREADS", "").strip()
+    if not value:
+        return None
+    try:
+        n = int(value, 10)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise MiniTVMError(
+            f"MINITVM_NUM_THREADS={value!r} is not a positive integer; set it to the number of "
+            f"threads for parallel loops (e.g. {os.cpu_count() or 1}, the cores of this "
+            "machine), or unset it to use every core"
+        )
+    return n
 
 
 def dump_ir_dir() -> str | None:

@@ -1,5 +1,6 @@
 """The native thread pool, driven by hand-written LLVM IR that follows contracts.md §2."""
 
+import textwrap
 import threading
 import time
 
@@ -357,15 +358,37 @@ def test_pool_works_in_a_forked_child(pool_module):
     assert os.waitstatus_to_exitcode(status) == 0
 
 
-def test_bad_minitvm_num_threads_is_an_error():
+@pytest.mark.parametrize("value", ["abc", "0", "-2", "1.5", "4x"])
+def test_bad_minitvm_num_threads_is_a_clear_error(value):
+    """Not a traceback from int(): a MiniTVMError naming the flag, the value and what to set."""
     import os
     import subprocess
     import sys
 
-    script = "from minitvm.runtime import threadpool; threadpool.num_threads()"
-    env = {**os.environ, "MINITVM_NUM_THREADS": "-2"}
+    script = textwrap.dedent(
+        """
+        from minitvm import env
+        from minitvm.error import MiniTVMError
+        from minitvm.runtime import threadpool
+        try:
+            threadpool.num_threads()
+        except MiniTVMError as err:
+            print(err)
+        """
+    )
+    env = {**os.environ, "MINITVM_NUM_THREADS": value}
     out = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, env=env, check=False
     )
-    assert out.returncode != 0
-    assert "MINITVM_NUM_THREADS=-2: use a positive number of threads" in out.stderr
+    assert out.returncode == 0, out.stderr
+    assert f"MINITVM_NUM_THREADS={value!r} is not a positive integer" in out.stdout
+    assert "set it to the number of threads for parallel loops" in out.stdout
+
+
+def test_minitvm_num_threads_ignores_surrounding_spaces(monkeypatch):
+    from minitvm import env
+
+    monkeypatch.setenv("MINITVM_NUM_THREADS", " 3 ")
+    assert env.num_threads() == 3
+    monkeypatch.setenv("MINITVM_NUM_THREADS", "")
+    assert env.num_threads() is None
