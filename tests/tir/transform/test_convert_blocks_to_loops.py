@@ -53,7 +53,7 @@ def test_affine_bindings_are_substituted():
 
 def test_predicate_becomes_likely_guard():
     out = convert_blocks_to_loops(lower_init_block(tb.split_sum()))
-    guard = out.body.body.body.body
+    guard = out.body.body.seq[1].body.body  # for i: {S[i] = 0; for ko: for ki: if ...}
     assert isinstance(guard, IfThenElse)
     cond = guard.condition
     assert isinstance(cond, tir.Call) and cond.op.name == "tir.likely"

@@ -51,7 +51,7 @@ def test_non_divisible_split_keeps_a_likely_guard():
     np.testing.assert_array_equal(run_prim_func(out, a, a * 0)[1], a + 1)
 
 
-def test_matmul_init_becomes_first_iteration_guard():
+def test_matmul_init_is_hoisted_out_of_the_reduction_loop():
     @T.prim_func
     def before(
         A: T.Buffer((4, 3), "float32"),
@@ -71,10 +71,10 @@ def test_matmul_init_becomes_first_iteration_guard():
         B: T.Buffer((3, 5), "float32"),
         C: T.Buffer((4, 5), "float32"),
     ):
-        for i, j, k in T.grid(4, 5, 3):
-            if k == 0:
-                C[i, j] = T.float32(0)
-            C[i, j] = C[i, j] + A[i, k] * B[k, j]
+        for i, j in T.grid(4, 5):
+            C[i, j] = T.float32(0)
+            for k in range(3):
+                C[i, j] = C[i, j] + A[i, k] * B[k, j]
 
     _check(before, expected)
 
