@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from ... import env
 from ...error import MiniTVMError
 from ..analysis.verify import verify_well_formed
+from ..analysis.verify_bounds import verify_bounds
 from ..function import PrimFunc
 from .compact_buffer_allocation import compact_buffer_allocation
 from .convert_blocks_to_loops import convert_blocks_to_loops
@@ -61,6 +62,7 @@ def lower_primfunc(func: PrimFunc, *, flatten: bool = True, verify: bool | None 
         func = func.with_attr("tir.noalias", True)
     if verify:
         verify_well_formed(func, pass_name="(input of lowering)")
+    verify_bounds(func)  # always: a provably out-of-bounds access is a build error
     for n, step in enumerate(s for s in PIPELINE if flatten or not s.flat):
         func = step.fn(func)
         name = step.fn.__name__
