@@ -416,3 +416,42 @@ def test_dlpack_tensor_on_another_device_says_move_it():
     f = _build([C], [A, C], "inc")
     with pytest.raises(ArgumentError, match=r"on a non-CPU device .*; move it to the CPU first"):
         f(OnGpu(), np.zeros(4, "float32"))
+
+
+# --- the alias analysis behind "alias_ok" (tir/analysis/alias.py) -------------------------
+def _alias_ok(outs, args, schedule=None):
+    return _build(outs, args, "k", schedule).info["alias_ok"]
+
+
+def test_alias_ok_only_for_inputs_read_at_the_written_index():
+    A = te.placeholder((16, 8), name="A")
+    B = te.placeholder((8,), name="B")
+    C = te.compute((16, 8), lambda i, j: A[i, j] + B[j], name="C")
+    assert _alias_ok([C], [A, B, C]) == [[0, 2]]  # B is read at j, not at (i, j)
+    T = te.compute((8, 16), lambda i, j: A[j, i], name="T")
+    assert _alias_ok([T], [A, T]) == []
+
+
+def test_alias_ok_refused_when_an_element_is_written_twice():
+    k = te.reduce_axis((0, 4), name="k")
+    A = te.placeholder((8,), name="A")
+    C = te.compute((8,), lambda i: te.sum(A[i] * 2.0, axis=k), name="C")
+    assert _alias_ok([C], [A, C]) == []  # C[i] is written 1 + 4 times, reading A[i] each time
+
+
+def test_alias_ok_for_fused_split_and_parallel_loops():
+    A = te.placeholder((37, 100), name="A")
+    C = te.compute((37, 100), lambda i, j: A[i, j] * 2.0, name="C")
+
+    def schedule(s):
+        fused = s[C].fuse(*C.op.axis)
+        outer, inner = s[C].split(fused, factor=16)
+        s[C].vectorize(inner)
+        s[C].parallel(outer)
+
+    assert _alias_ok([C], [A, C], schedule) == [[0, 1]]
+    f = _build([C], [A, C], "k", schedule)
+    a = RNG.standard_normal((37, 100)).astype("float32")
+    want = 2 * a
+    f(a, a)
+    np.testing.assert_allclose(a, want)
