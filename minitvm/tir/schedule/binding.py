@@ -178,6 +178,9 @@ def invert_indices(
         solved = _mixed_radix(live, base, dom, value)
         if solved is not None:
             found.update(solved)
+    for iv in iter_vars:  # a unit iterator the indices do not mention sits at its minimum
+        if id(iv.var) not in found and const_int(iv.dom.extent) == 1:
+            found[id(iv.var)] = iv.dom.min
     if len(found) != len(ivars):
         return None
     return {v: ana.simplify(found[id(v)]) for v in ivars}

@@ -10,6 +10,8 @@ from ..expr import (
     LT,
     Add,
     BufferLoad,
+    FloorDiv,
+    Mul,
     Max,
     Min,
     IntImm,
@@ -108,25 +110,58 @@ def _touched_region(
     return total
 
 
-def _full(buf: Any, dim: int) -> Interval:
-    return IntImm(buf.shape[dim].dtype, 0), binary(Sub, buf.shape[dim], 1)
+def _ceil_div(x: PrimExpr, a: int) -> PrimExpr:
+    return binary(FloorDiv, binary(Add, x, a - 1), a)
 
 
-def _iter_map(func: PrimFunc, r: BlockRealize, region: BufferRegion, what: str) -> dict[int, int]:
-    """dimension -> iter var index, for a region indexed directly by the block's iter vars."""
-    ids = {id(iv.var): k for k, iv in enumerate(r.block.iter_vars)}
-    out: dict[int, int] = {}
+def _affine_in(e: PrimExpr, v: Var, ana: Any) -> tuple[int, PrimExpr] | None:
+    """(a, b) with e == a*v + b, a a non-zero constant and b free of v; else None."""
+    from ...arith import affine_coeffs
+
+    got = affine_coeffs(e, [v], ana)
+    if got is None or got[0][v] == 0 or _mentions(got[1], v):
+        return None
+    return got[0][v], got[1]
+
+
+def _solve(index: PrimExpr, v: Var, span: Interval, ana: Any) -> Interval | None:
+    """The interval of v where `index` (a monotone function of v: a*v + b, or such a form
+    floordiv a positive constant) lies in `span`, exactly; None for other forms."""
+    lo, hi = span
+    if isinstance(index, FloorDiv) and (const_int(index.b) or 0) > 0:
+        c = const_int(index.b)
+        lo, hi = binary(Mul, lo, c), binary(Add, binary(Mul, hi, c), c - 1)
+        index = index.a
+    got = _affine_in(index, v, ana)
+    if got is None:
+        return None
+    a, b = got
+    if a > 0:
+        first, last = _ceil_div(binary(Sub, lo, b), a), binary(FloorDiv, binary(Sub, hi, b), a)
+    else:
+        first = _ceil_div(binary(Sub, b, hi), -a)
+        last = binary(FloorDiv, binary(Sub, b, lo), -a)
+    return ana.simplify(first), ana.simplify(last)
+
+
+def _iter_spans(
+    r: BlockRealize, region: BufferRegion, have: list | None, ana: Any
+) -> dict[int, Interval | None]:
+    """iter var index -> the interval of it that keeps `region` inside `have` (per dimension),
+    or None (its whole domain) for an iterator found only in indices we cannot solve."""
+    ivars = [iv.var for iv in r.block.iter_vars]
+    out: dict[int, Interval | None] = {}
     for d, rng in enumerate(region.region):
-        if isinstance(rng.min, Var) and id(rng.min) in ids and const_int(rng.extent) == 1:
-            out[d] = ids[id(rng.min)]
-        elif not (const_int(rng.min) is not None and const_int(rng.extent) == 1):
-            raise schedule_error(
-                func,
-                f"{what}: block '{r.block.name_hint}' accesses {region.buffer.name} at "
-                f"dimension {d} with `{rng.min}`, not with one of its iterators; only blocks "
-                "indexed directly by their iterators can be moved",
-                r,
-            )
+        users = [k for k, v in enumerate(ivars) if _mentions(rng.min, v)]
+        span = have[d] if have is not None else None
+        solved = None
+        if len(users) == 1 and const_int(rng.extent) == 1 and span is not None:
+            solved = _solve(rng.min, ivars[users[0]], span, ana)
+        for k in users:
+            if solved is not None and out.get(k) is None:
+                out[k] = solved
+            else:
+                out.setdefault(k, None)
     return out
 
 
@@ -201,19 +236,36 @@ def _check_idempotent(func: PrimFunc, what: str, r: BlockRealize) -> None:
         )
 
 
+def _check_sole_writer(func: PrimFunc, what: str, r: BlockRealize, blocks: list) -> None:
+    """The moved block must be the only writer of its outputs in the scope (a complete block):
+    a region it recomputes per loop iteration must not be shared with another writer."""
+    outs = _writes(r)
+    for b, _ in blocks:
+        if b is not r and _writes(b) & outs:
+            raise schedule_error(
+                func,
+                f"{what}: block '{r.block.name_hint}' is not a complete block: block "
+                f"'{b.block.name_hint}' also writes "
+                f"{r.block.writes[0].buffer.name}; merge the writers into one block first",
+                r,
+            )
+
+
 def _check_same_scope(func, what, r_path, loop, loop_path, r):
     if _under(r_path, loop):
         raise schedule_error(
             func,
             f"{what}: block '{r.block.name_hint}' is already inside loop "
-            f"'{loop.loop_var.name}'; pick a loop that does not enclose it",
+            f"'{loop.loop_var.name}' (the loop is an ancestor of block "
+            f"'{r.block.name_hint}'); pick a loop that does not enclose it",
             loop,
         )
     if enclosing_block(r_path) is not enclosing_block(loop_path):
         raise schedule_error(
             func,
-            f"{what}: loop '{loop.loop_var.name}' is in a different block scope than block "
-            f"'{r.block.name_hint}'",
+            f"{what}: loop '{loop.loop_var.name}' is not in the same block scope as block "
+            f"'{r.block.name_hint}' (one of them is nested in another block); pick a loop of "
+            "the block's own scope",
             loop,
         )
 
@@ -236,6 +288,14 @@ def compute_at(
     outs = _writes(r)
     consumers = [(b, p) for b, p in blocks if b is not r and _reads(b) & outs]
     inside = [(b, p) for b, p in consumers if _under(p, loop)]
+    if not consumers:
+        raise schedule_error(
+            func,
+            f"{what}: '{name}' is an output block (no block of its scope reads what it "
+            "writes), so there is nothing to compute it for; only a producer can be computed "
+            "at a consumer's loop",
+            r,
+        )
     if not inside:
         raise schedule_error(
             func,
@@ -251,12 +311,14 @@ def compute_at(
                 f"'{name}' writes; recomputing '{name}' there would overwrite its updates",
                 loop,
             )
+    _check_sole_writer(func, what, r, blocks)
     outside = [b for b, p in consumers if not _under(p, loop)]
     if outside:
         raise schedule_error(
             func,
             f"{what}: block '{outside[0].block.name_hint}' outside the loop also reads "
-            f"what '{name}' writes; it would see a partial result. Move that block under the "
+            f"what '{name}' writes; it would see a partial result (compute_at requires all "
+            f"the consumers of '{name}' to be under the loop). Move that block under the "
             "loop too, or use cache_read first",
             loop,
         )
@@ -289,13 +351,11 @@ def compute_at(
             r,
         )
     write = r.block.writes[0]
-    dims = _iter_map(func, r, write, what)
     need = _touched_region([(b, p) for b, p in inside], loop, id(write.buffer), False, ana)
+    # the producer may compute more than the consumers need (it is pure), never less
     intervals: list = [None] * len(r.block.iter_vars)
-    for d, k in dims.items():
-        intervals[k] = (
-            need[d] if need is not None and need[d] is not None else _full(write.buffer, d)
-        )
+    for k, span in _iter_spans(r, write, need, ana).items():
+        intervals[k] = span
     new = _rebind(func, r, intervals, outer, preserve_unit_loops)
     inside_ids = {id(b) for b, _ in inside}
 
@@ -378,10 +438,10 @@ def reverse_compute_at(
             continue
         have = _touched_region(inside, loop, id(read.buffer), True, ana)
         produced[id(read.buffer)] = have
-        for d, k in _iter_map(func, r, read, what).items():
-            if have is not None and have[d] is not None and intervals[k] is None:
+        for k, span in _iter_spans(r, read, have, ana).items():
+            if span is not None and intervals[k] is None:
                 iv = r.block.iter_vars[k]
-                if iv.iter_type == IterType.CommReduce and _covers_domain(have[d], iv, ana):
+                if iv.iter_type == IterType.CommReduce and _covers_domain(span, iv, ana):
                     continue
                 if iv.iter_type == IterType.CommReduce:
                     raise schedule_error(
@@ -391,7 +451,7 @@ def reverse_compute_at(
                         f"'{name}'; a reduction cannot be split across loop iterations",
                         loop,
                     )
-                intervals[k] = have[d]
+                intervals[k] = span
     _check_cover(func, what, r, intervals, produced, ana, loop)
     new = _rebind(func, r, intervals, outer, preserve_unit_loops)
     inside_ids = {id(b) for b, _ in inside}
