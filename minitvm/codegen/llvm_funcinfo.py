@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..error import BuildError
-from ..tir.expr import Add, Cast, FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimExpr, Sub, Var
 from ..tir.analysis.alias import analyze_alias
+from ..tir.expr import Add, Cast, FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimExpr, Sub, Var
 from ..tir.function import PrimFunc
 from ..tir.functor import post_order_visit
 

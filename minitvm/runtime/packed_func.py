@@ -173,8 +173,7 @@ def _plan(info: dict) -> _Plan:
         if type(shape) is not list or len(shape) > 64:
             raise _bad(name, f"param '{pname}' shape must be a list of at most 64 entries")
         dims = tuple(
-            _dim(name, d, local_names, syms, sym_at.get((position, k)))
-            for k, d in enumerate(shape)
+            _dim(name, d, local_names, syms, sym_at.get((position, k))) for k, d in enumerate(shape)
         )
         written = position in writes
         params.append(_Buffer(position, pname, dtype.numpy_dtype(), dims, n_buffers, written))
@@ -241,8 +240,11 @@ def _dim(func: str, d, local_names: dict, syms: tuple, defines: int | None) -> _
     and int scalar params using + - * // % min max (parsed into a tree, names made local)."""
     if defines is not None:  # this is where sym var `defines` is read from the arguments
         if local_names.get(d) != f"v{defines}":
-            raise _bad(func, f"shape entry {d!r:.80} is where symbolic dim "
-                       f"'{syms[defines].label}' is defined, so it must be its name")
+            raise _bad(
+                func,
+                f"shape entry {d!r:.80} is where symbolic dim "
+                f"'{syms[defines].label}' is defined, so it must be its name",
+            )
         return _Dim(syms[defines].label, sym=defines, defines=True)
     if type(d) is int:
         return _Dim(str(_int(func, d, "a static dim")), value=d)
@@ -415,7 +417,11 @@ def _unwrap_lines(b: _Buffer) -> list[str]:
         "        try:  # 4x faster than .ctypes.data; needs a writable, non-empty buffer",
         f"            p{k} = addressof(char_from_buffer({a}))",
         "        except (TypeError, ValueError):",
-        *([f"            if not {a}.flags.writeable:", "                return slow(args)"] if b.written else []),
+        *(
+            [f"            if not {a}.flags.writeable:", "                return slow(args)"]
+            if b.written
+            else []
+        ),
         f"            p{k} = {a}.ctypes.data",
         "    else:",
         "        return slow(args)",
@@ -472,10 +478,7 @@ def _overlap_lines(plan: _Plan) -> list[str]:
 def _overlap_pairs(plan: _Plan) -> list[tuple[_Buffer, _Buffer]]:
     buffers = plan.buffers
     return [
-        (x, y)
-        for i, x in enumerate(buffers)
-        for y in buffers[i + 1 :]
-        if x.written or y.written
+        (x, y) for i, x in enumerate(buffers) for y in buffers[i + 1 :] if x.written or y.written
     ]
 
 
@@ -580,8 +583,7 @@ def _explain(plan: _Plan, args: tuple) -> None:
         got = arrays[s.position].shape[s.dim]
         values[f"v{i}"] = got
         origin[i] = f"set by argument '{plan.params[s.position].name}' dim {s.dim}"
-        lo, hi = _int_range(s.dtype)
-        if got > hi:
+        if got > _int_range(s.dtype)[1]:
             label = s.label
             raise ArgumentError(
                 f"{where}: dim {s.dim} of '{plan.params[s.position].name}' is {got}, which does "
@@ -671,7 +673,9 @@ def _check_overlap(where: str, plan: _Plan, arrays: dict) -> None:
         if not (dx.nbytes and dy.nbytes and px < py + dy.nbytes and py < px + dx.nbytes):
             continue
         same = px == py and dx.shape == dy.shape
-        if same and ((x.position, y.position) in plan.alias_ok or (y.position, x.position) in plan.alias_ok):
+        if same and (
+            (x.position, y.position) in plan.alias_ok or (y.position, x.position) in plan.alias_ok
+        ):
             continue
         if x.written and y.written:
             why = "the function writes both, so the result would be wrong; pass separate arrays"

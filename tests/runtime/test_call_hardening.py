@@ -79,9 +79,7 @@ def test_hostile_names_in_metadata_never_run(tmp_path, payload):
             {"name": f"{x}{payload}", "kind": "buffer", "dtype": "float32", "shape": [payload]}
             for x in "ABC"
         ],
-        "sym_vars": [
-            {"name": payload, "label": payload, "dtype": "int32", "param": 0, "dim": 0}
-        ],
+        "sym_vars": [{"name": payload, "label": payload, "dtype": "int32", "param": 0, "dim": 0}],
         "writes": [2],
         "symbol": "add",
     }

@@ -32,8 +32,8 @@ import numpy as np
 
 from ...error import ArgumentError, DTypeError, MiniTVMError, ShapeError
 from ...runtime import Device, NDArray, ProfileResult, cpu
-from ...runtime.module import time_calls
 from ...runtime import ndarray as _nd
+from ...runtime.module import time_calls
 from ...runtime.registry import get_global_func
 from ._shape_code import compile_shape_fn
 

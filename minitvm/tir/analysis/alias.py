@@ -14,9 +14,9 @@ overlapping call instead of computing a wrong result.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
-from typing import Any
 
 from ...ir import structural_equal
 from ..buffer import Buffer
@@ -195,7 +195,7 @@ def _written_once(sites: list[_Site], outer_vars: set[int]) -> bool:
             return False
         inner.append((span[0] + shift, span[1] + shift))
     spans = sorted(inner)
-    if any(prev[1] >= nxt[0] for prev, nxt in zip(spans, spans[1:])):
+    if any(prev[1] >= nxt[0] for prev, nxt in itertools.pairwise(spans)):
         return False
     return _mixed_radix(outer, [], (spans[0][0], max(hi for _, hi in spans))) is not None
 
