@@ -178,3 +178,23 @@ def test_topi_nn_conv2d_matmul_flatten_match_numpy():
     np.testing.assert_allclose(res.numpy(), ref_conv.reshape(1, -1) @ wv + bv, rtol=1e-4, atol=1e-4)
     with pytest.raises(TEError, match="layout 'NHWC'/'OIHW' is not supported"):
         topi.nn.conv2d(data, kern, 1, 1, 1, data_layout="NHWC")
+
+
+def test_2022_dense_and_relu_spellings_warn_and_compute_x_times_w_transposed():
+    from minitvm import relax
+
+    x = relax.Var("x", relax.TensorStructInfo((2, 3), "float32"))
+    w = relax.const(np.arange(12, dtype="float32").reshape(4, 3))
+    with pytest.warns(DeprecationWarning, match=r"use relax.op.linear\(x, w\)"):
+        call = relax.op.dense(x, w)
+    assert call.op is tvm.ir.Op.get("relax.nn.dense") and relax.op.dense is relax.op.nn.dense
+    with pytest.warns(DeprecationWarning, match="use relax.op.nn.relu"):
+        relu = relax.op.relu(x)
+    assert relu.op is tvm.ir.Op.get("relax.nn.relu")
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            gv = bb.emit_output(call)
+        bb.emit_func_output(gv)
+    a = np.random.default_rng(4).standard_normal((2, 3)).astype("float32")
+    np.testing.assert_allclose(_run_vm(bb.get(), a), a @ w.data.numpy().T, rtol=1e-5)

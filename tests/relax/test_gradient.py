@@ -97,6 +97,7 @@ CASES: dict[str, list] = {
         (R.nn.linear, [normal(3, 4), normal(5, 4), normal(5)]),
         (R.nn.linear, [normal(2, 3, 4), normal(5, 4)]),
     ],
+    "relax.nn.dense": [(lambda x, w: R.nn.dense(x, w), [normal(3, 4), normal(5, 4)])],
     "relax.sum": [(lambda x: R.sum(x, axis=[1]), [normal(2, 3, 4)]), (R.sum, [normal(2, 3)])],
     "relax.mean": [(lambda x: R.mean(x, axis=[0, 2], keepdims=True), [normal(2, 3, 4)])],
     "relax.reshape": [(lambda x: R.reshape(x, (4, 6)), [normal(2, 3, 4)])],

@@ -59,6 +59,7 @@ CASES: dict[str, Case] = {
     "matmul_vec": Case(lambda x, y: op.matmul(x, y), [("n", 6), (6,)], rtol=1e-4),
     "nn.linear": Case(lambda x, w, b: op.nn.linear(x, w, b), [("n", 8), (5, 8), (5,)], rtol=1e-4),
     "nn.linear_nobias": Case(lambda x, w: op.linear(x, w), [(2, "n", 8), (5, 8)], rtol=1e-4),
+    "nn.dense_2022": Case(lambda x, w: op.nn.dense(x, w), [("n", 8), (5, 8)], rtol=1e-4),
     "nn.relu": Case(lambda x: op.nn.relu(x), [("n", 4)]),
     "nn.gelu": Case(lambda x: op.nn.gelu(x), [("n", 4)], rtol=1e-4, atol=1e-5),
     "nn.softmax": Case(lambda x: op.nn.softmax(x), [("n", 7)]),

@@ -34,7 +34,18 @@ from .manipulate import (
     strided_slice,
     take,
 )
-from .nn import linear
+from .nn import dense, linear
+
+
+def relu(x):  # noqa: ANN001, ANN201 (2022 spelling; the op is relax.op.nn.relu)
+    """2022 spelling of `relax.op.nn.relu`; warns (DeprecationWarning)."""
+    import warnings
+
+    warnings.warn(
+        "relax.op.relu is the 2022 spelling; use relax.op.nn.relu", DeprecationWarning, stacklevel=2
+    )
+    return nn.relu(x)
+
 from .statistical import max, mean, min, prod, sum
 
 __all__ = [
@@ -54,9 +65,11 @@ __all__ = [
     "expand_dims",
     "flatten",
     "full",
+    "dense",
     "linear",
     "log",
     "matmul",
+    "relu",
     "max",
     "maximum",
     "mean",

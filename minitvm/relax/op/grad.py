@@ -878,6 +878,7 @@ GRAD_RULES: dict[str, Callable[..., list]] = {
     "relax.nn.log_softmax": _log_softmax,
     "relax.matmul": _matmul,
     "relax.nn.linear": _linear,
+    "relax.nn.dense": _linear,
     "relax.sum": _sum,
     "relax.mean": _mean,
     "relax.reshape": _reshape_back,

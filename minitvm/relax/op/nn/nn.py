@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 from ....error import ShapeError
@@ -103,6 +104,24 @@ def linear(x: Expr, weight: Expr, bias: Expr | None = None, out_dtype: str | Non
     """x @ weight.T + bias: `relax.op.linear(x, w, b)`."""
     args = (x, weight) if bias is None else (x, weight, bias)
     return make_call(_linear, args, {"out_dtype": out_dtype})
+
+
+# The 2022 op of the MLC notebooks (`relax.op.nn.dense(x, w)` = x @ w.T): its own op, so that
+# `tvm.ir.Op.get("relax.nn.dense")` matches it in a pattern, and the linear rules otherwise.
+_dense = register_op(
+    "relax.nn.dense", _infer_linear, _te_linear, _np_linear, OpPattern.OUT_EWISE_FUSABLE
+)
+
+
+def dense(x: Expr, weight: Expr) -> Call:
+    """2022 spelling of `relax.op.linear(x, weight)` (x @ weight.T); warns (DeprecationWarning)."""
+    warnings.warn(
+        "relax.op.dense / relax.op.nn.dense are the 2022 spelling; use relax.op.linear(x, w) "
+        "or relax.op.matmul(x, relax.op.permute_dims(w))",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return make_call(_dense, (x, weight), {"out_dtype": None})
 
 
 # ----------------------------------------------------------------------------- conv2d
