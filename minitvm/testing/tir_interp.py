@@ -801,6 +801,8 @@ def _row_major(extents: list[int]) -> list[int]:
 
 def _fresh(n: int, dt: np.dtype) -> np.ndarray:
     """New memory filled with a value that makes reads before writes visible."""
+    if n < 0:
+        raise InterpreterError(f"allocation of {n} elements of {dt}: a negative size")
     if dt.kind == "f":
         return np.full(n, np.nan, dt)
     if dt.kind == "b":

@@ -120,3 +120,61 @@ def test_parallel_loop_whose_iterations_store_to_one_element():
         print("OK")
     ''')
     _assert_clean_or_ok(proc)
+
+
+@pytest.mark.xfail(strict=False, reason="issue 10: uint64 scalar arguments >= 2**63 are rejected")
+def test_uint64_scalar_argument_above_int64_max():
+    proc = _run("""
+        b = te.var("b", "uint64")
+        A = te.placeholder((4,), "uint64", name="A")
+        C = te.compute((4,), lambda i: A[i] + b, name="C")
+        f = tvm.build(te.create_schedule(C.op), [A, b, C], "llvm")
+        c = np.zeros(4, "uint64")
+        f(np.arange(4, dtype="uint64"), 2**63 + 5, c)
+        np.testing.assert_array_equal(c, np.arange(4, dtype="uint64") + np.uint64(2**63 + 5))
+        print("OK")
+    """)
+    _assert_clean_or_ok(proc)
+
+
+_SCRIPT = '''
+    from minitvm.testing import run_prim_func
+    func = tvm.script.from_source("from minitvm.script import tir as T\\n" + SRC)
+    f = tvm.build(func, target="llvm")  # must refuse: the program is undefined
+    a = np.arange(1, 21, dtype="float32")
+    c = np.zeros(20, "float32")
+    f(a, c)
+    print("ran")
+'''
+
+
+@pytest.mark.xfail(strict=False, reason="issue 10 item 12: block binding outside its domain builds")
+def test_block_binding_outside_its_domain_is_refused():
+    src = '''
+@T.prim_func
+def f(a: T.handle, c: T.handle):
+    A = T.match_buffer(a, (20,), "float32")
+    C = T.match_buffer(c, (20,), "float32")
+    for i in range(16):
+        with T.block("C"):
+            vi = T.axis.spatial(7, i)  # i reaches 15
+            C[vi] = A[vi] * T.float32(2)
+'''
+    proc = _run(f"SRC = {src!r}\n" + textwrap.dedent(_SCRIPT))
+    assert proc.returncode == 1 and "minitvm.error" in proc.stderr, proc.stdout + proc.stderr[-1500:]
+
+
+@pytest.mark.xfail(strict=False, reason="issue 10 item 5: provable out-of-bounds store in loops")
+def test_out_of_bounds_store_in_loop_form_tvmscript_is_refused():
+    src = '''
+@T.prim_func
+def f(a: T.handle, c: T.handle):
+    A = T.match_buffer(a, (20,), "float32")
+    C = T.match_buffer(c, (20,), "float32")
+    for io in T.parallel(3):
+        for ii in T.vectorized(8):
+            if io * 8 + ii < 20:
+                C[io * 8 * ii] = A[io * 8 + ii]  # C[56] at io = 1, ii = 7
+'''
+    proc = _run(f"SRC = {src!r}\n" + textwrap.dedent(_SCRIPT))
+    assert proc.returncode == 1 and "minitvm.error" in proc.stderr, proc.stdout + proc.stderr[-1500:]
