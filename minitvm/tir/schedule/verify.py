@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..expr import IterType, Range, logical_and
+from ..expr import LT, Add, And, FloorDiv, FloorMod, IterType, Mul, Range, logical_and
 from ..function import PrimFunc
 from ..stmt import Block, BlockRealize, BufferStore, For, ForKind
 from .binding import block_points
@@ -93,6 +93,55 @@ def _scope_analyzer(path: tuple) -> Any:
     return ana
 
 
+def _prove_below(ana: Any, e: Any, hi: Any, facts: tuple = ()) -> bool:
+    """e < hi; `a // d < hi` follows from `a < hi * d` when d > 0 (a fused loop's outer
+    part, which the analyzer's interval bounds cannot see for a symbolic d), and a guard
+    `a < b` with `e - hi <= a - b` settles it whatever its terms (T.min/T.max of shapes)."""
+    if ana.can_prove(e < hi):
+        return True
+    if any(ana.can_prove((e - hi) - (f.a - f.b) <= 0) for f in facts):
+        return True
+    return (
+        isinstance(e, FloorDiv)
+        and ana.can_prove(e.b > 0)
+        and _prove_below(ana, e.a, hi * e.b, facts)
+    )
+
+
+def _positive_parts(extent: Any) -> list:
+    """`extent` and, for `E * c` with a constant c > 0, also E (both are > 0 when the loop runs)."""
+    out = [extent]
+    if isinstance(extent, Mul):
+        for x, c in ((extent.a, extent.b), (extent.b, extent.a)):
+            if (const_int(c) or 0) > 0:
+                out.append(x)
+    return out
+
+
+def _conjuncts(e: Any) -> list:
+    return _conjuncts(e.a) + _conjuncts(e.b) if isinstance(e, And) else [e]
+
+
+def _prove_at_least(ana: Any, e: Any, lo: Any) -> bool:
+    """e >= lo; for lo == 0 also by the signs of e's parts (`x % d * 16 + j` is >= 0 when
+    d > 0, a fact the analyzer keeps but does not apply inside a symbolic floormod)."""
+    if ana.can_prove(e >= lo):
+        return True
+    return const_int(lo) == 0 and _nonnegative(ana, e)
+
+
+def _nonnegative(ana: Any, e: Any) -> bool:
+    if ana.can_prove(e >= 0):
+        return True
+    if isinstance(e, Add | Mul):
+        return _nonnegative(ana, e.a) and _nonnegative(ana, e.b)
+    if isinstance(e, FloorMod):
+        return ana.can_prove(e.b > 0)
+    if isinstance(e, FloorDiv):
+        return ana.can_prove(e.b > 0) and _nonnegative(ana, e.a)
+    return False
+
+
 def _binding_out_of_domain(r: BlockRealize, path: tuple) -> tuple | None:
     """(iter var, binding, reason) for the first binding not proven inside its domain."""
     ana = _scope_analyzer(path)
@@ -101,13 +150,15 @@ def _binding_out_of_domain(r: BlockRealize, path: tuple) -> tuple | None:
     facts = r.predicate
     for p in path:
         if isinstance(p, For) and const_int(p.extent) is None:
-            facts = logical_and(p.extent > 0, facts)
+            for positive in _positive_parts(p.extent):
+                facts = logical_and(positive > 0, facts)
+    guards = tuple(c for c in _conjuncts(r.predicate) if isinstance(c, LT))
     with ana.constraint_scope(facts):
         for iv, value in zip(r.block.iter_vars, r.iter_values):
             if iv.dom is None:
                 continue
             lo, hi = iv.dom.min, iv.dom.min + iv.dom.extent
-            if not (ana.can_prove(value >= lo) and ana.can_prove(value < hi)):
+            if not (_prove_at_least(ana, value, lo) and _prove_below(ana, value, hi, guards)):
                 unproven.append((iv, value))
     if not unproven:
         return None

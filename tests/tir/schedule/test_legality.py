@@ -361,7 +361,54 @@ def test_verify_block_bindings_rejects_binding_past_domain():
         verify_block_bindings(binding_past_domain)
 
 
-@pytest.mark.parametrize("func", [parallel_spatial, binding_nonaffine_inside, binding_guarded])
+@T.prim_func
+def binding_fused_symbolic(a: T.handle, b: T.handle):
+    n = T.int64()
+    A = T.match_buffer(a, (T.int64(2), n))
+    B = T.match_buffer(b, (T.int64(2), n))
+    for f in range(T.int64(2) * n):
+        with T.block("B"):
+            v0 = T.axis.spatial(T.int64(2), f // n)
+            v1 = T.axis.spatial(n, f % n)
+            B[v0, v1] = A[v0, v1]
+
+
+@T.prim_func
+def binding_sliced_symbolic(a: T.handle, b: T.handle):
+    n = T.int64()
+    A = T.match_buffer(a, (T.int64(6), n))
+    B = T.match_buffer(b, (T.int64(2), T.max(n - T.int64(1), T.int64(0)) - T.min(T.int64(0), n)))
+    for f in T.parallel(
+        (T.max(n - T.int64(1), T.int64(0)) - T.min(T.int64(0), n) + T.int64(15)) // T.int64(16)
+        * T.int64(2)
+    ):
+        for j in T.vectorized(T.int64(16)):
+            with T.block("B"):
+                v0 = T.axis.spatial(
+                    T.int64(2),
+                    f // ((T.max(n - T.int64(1), T.int64(0)) - T.min(T.int64(0), n) + T.int64(15)) // T.int64(16)),
+                )
+                v1 = T.axis.spatial(
+                    T.max(n - T.int64(1), T.int64(0)) - T.min(T.int64(0), n),
+                    f % ((T.max(n - T.int64(1), T.int64(0)) - T.min(T.int64(0), n) + T.int64(15)) // T.int64(16)) * T.int64(16) + j,
+                )
+                T.where(
+                    f % ((T.max(n - T.int64(1), T.int64(0)) - T.min(T.int64(0), n) + T.int64(15)) // T.int64(16)) * T.int64(16) + j + T.min(T.int64(0), n)
+                    < T.max(n - T.int64(1), T.int64(0))
+                )
+                B[v0, v1] = A[v0 * T.int64(2) + T.int64(1), v1 + T.min(T.int64(0), n)]
+
+
+@pytest.mark.parametrize(
+    "func",
+    [
+        parallel_spatial,
+        binding_nonaffine_inside,
+        binding_guarded,
+        binding_fused_symbolic,
+        binding_sliced_symbolic,
+    ],
+)
 def test_verifiers_accept_legal_programs(func):
     verify_loop_kinds(func)
     verify_block_bindings(func)
