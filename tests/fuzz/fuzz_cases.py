@@ -462,7 +462,14 @@ def run_schedule(case: dict, canary_dir: str) -> None:
     arrays = [rng.standard_normal([int(d) for d in t.shape]).astype("float32") for t in inputs]
     got = np.zeros([int(d) for d in out.shape], "float32")
     f(*arrays, got)
-    _compare(got, ref(*arrays), f"schedule {case['steps']}", rtol=1e-4)
+    want = ref(*arrays)
+    _compare(got, want, f"schedule {case['steps']}", rtol=1e-4)
+    # the lowered loop nest, run by the bounds-checked interpreter: lowering alone is right
+    # and touches no element outside its buffers (compiled code could do so unnoticed)
+    lowered, undefined = _oracle(tvm.lower(s, inputs + [out])["main"], arrays + [got * 0])
+    if undefined is not None:
+        raise Wrong(f"the lowered schedule is undefined: {undefined}")
+    _compare(lowered[-1], want, f"interpreted lowering of {case['steps']}", rtol=1e-4)
 
 
 def _apply(s, tensors: list, inputs: list, prim: str, x: int, y: int, z: int) -> None:
