@@ -654,16 +654,12 @@ def _check_dim(where, b: _Buffer, shape, k, d: _Dim, values, origin) -> None:
         except ZeroDivisionError:
             raise ShapeError(
                 f"{where}: {_arg(b)} has shape {shape}, expected {b.shape_text}: dim {k} is "
-                f"{d.text}, which divides by zero for these arguments ({_show(values, b)})."
+                f"{d.text}, which divides by zero for these arguments."
             ) from None
         if got == want:
             return
         rule = f"dim {k} must equal {d.text} = {want}"
     raise ShapeError(f"{where}: {_arg(b)} has shape {shape}, expected {b.shape_text}: {rule}.")
-
-
-def _show(values: dict, b: _Buffer) -> str:
-    return ", ".join(f"{k}={v}" for k, v in values.items())
 
 
 def _check_overlap(where: str, plan: _Plan, arrays: dict) -> None:
