@@ -24,11 +24,13 @@ MACHINES = {
     258: "loongarch64",
 }
 _ET_REL = 1
-_SHT_SYMTAB, _SHT_STRTAB, _SHT_RELA, _SHT_NOBITS, _SHT_REL = 2, 3, 4, 8, 9
+_SHT_PROGBITS, _SHT_SYMTAB, _SHT_STRTAB, _SHT_RELA, _SHT_NOBITS, _SHT_REL = 1, 2, 3, 4, 8, 9
+_SHF_EXECINSTR = 0x4
 _SHN_UNDEF, _SHN_LORESERVE, _SHN_XINDEX = 0, 0xFF00, 0xFFFF
 _STB_GLOBAL, _STB_WEAK = 1, 2
 _HEADER, _SECTION, _SYMBOL = 64, 64, 24
 _RELOC_SIZE = {_SHT_RELA: 24, _SHT_REL: 16}
+_MAX_ALIGN, _MAX_NOBITS, _ADDEND_SLACK = 1 << 16, 1 << 30, 1 << 12
 # x86-64 relocation type -> bytes it patches, for the types LLVM's runtime linker
 # (RuntimeDyldELF) implements; another type makes it abort, so the reader refuses it first.
 _X86_64_RELOCS = {
@@ -67,10 +69,12 @@ class _Section:
     index: int
     name_offset: int
     type: int
+    flags: int
     offset: int
     size: int
     link: int
     info: int
+    align: int
     entsize: int
 
 
@@ -159,15 +163,29 @@ def _sections(reader: _Reader) -> list[_Section]:
         raise reader.fail(f"section count {e_shnum} does not fit in the file")
     reader.span(e_shoff, e_shnum * _SECTION, "the section header table")
     sections = [first] + [_section(reader, e_shoff, i) for i in range(1, e_shnum)]
+    for s in sections:
+        if s.align & (s.align - 1) or s.align > _MAX_ALIGN:
+            raise reader.fail(f"section {s.index} has alignment {s.align}")
+        if s.type == _SHT_NOBITS and s.size > _MAX_NOBITS:
+            raise reader.fail(f"section {s.index} asks for {s.size} bytes of zeroed memory")
     if not 0 < e_shstrndx < e_shnum or sections[e_shstrndx].type != _SHT_STRTAB:
         raise reader.fail(f"section-name table index {e_shstrndx} is not a string table")
+    names = sections[e_shstrndx]
+    reader.span(names.offset, names.size, "the section-name table")
+    for s in sections[1:]:
+        name = reader.string(names, s.name_offset, f"section {s.index}")
+        code = s.flags & _SHF_EXECINSTR
+        if code and (name != ".text" and not name.startswith(".text.") or s.type != _SHT_PROGBITS):
+            raise reader.fail(f"section {s.index} ({name!r}) is executable but not .text")
+        if name.startswith(".text") and s.type == _SHT_PROGBITS and not code:
+            raise reader.fail(f"section {s.index} ({name!r}) is code that is not executable")
     return sections
 
 
 def _section(reader: _Reader, e_shoff: int, index: int) -> _Section:
     fields = reader.unpack("IIQQQQIIQQ", e_shoff + index * _SECTION, f"section header {index}")
-    name, type_, _, _, offset, size, link, info, _, entsize = fields
-    return _Section(index, name, type_, offset, size, link, info, entsize)
+    name, type_, flags, _, offset, size, link, info, align, entsize = fields
+    return _Section(index, name, type_, flags, offset, size, link, info, align, entsize)
 
 
 def _symbols(reader: _Reader, sections, symtab: _Section, undefined, defined, data) -> int:
@@ -181,8 +199,11 @@ def _symbols(reader: _Reader, sections, symtab: _Section, undefined, defined, da
         name_off, st_info, _, shndx, value, size = reader.unpack(
             "IBBHQQ", symtab.offset + k * _SYMBOL, f"symbol {k}"
         )
-        if shndx != _SHN_UNDEF and shndx < _SHN_LORESERVE and shndx >= len(sections):
-            raise reader.fail(f"symbol {k} lies in section {shndx}, which does not exist")
+        if _SHN_UNDEF < shndx < _SHN_LORESERVE:
+            if shndx >= len(sections):
+                raise reader.fail(f"symbol {k} lies in section {shndx}, which does not exist")
+            if value + size > sections[shndx].size:
+                raise reader.fail(f"symbol {k} extends past the end of its section")
         if not name_off:
             continue
         name = reader.string(strtab, name_off, f"symbol {k}")
@@ -214,6 +235,10 @@ def _check_relocations(reader: _Reader, sections, rel: _Section, n_symbols: dict
     target = sections[rel.info]
     for k in range(rel.size // size):
         r_offset, r_info = reader.unpack("QQ", rel.offset + k * size, f"relocation {k}")
+        if rel.type == _SHT_RELA:
+            (addend,) = reader.unpack("q", rel.offset + k * size + 16, f"relocation {k}")
+            if abs(addend) > len(reader.data) + _ADDEND_SLACK:  # an offset within the object
+                raise reader.fail(f"relocation {k} of section {rel.index} has addend {addend}")
         symbol, kind = r_info >> 32, r_info & 0xFFFFFFFF
         if symbol >= n_symbols[rel.link]:
             raise reader.fail(f"relocation {k} of section {rel.index} names symbol {symbol}")

@@ -535,3 +535,50 @@ def test_members_claiming_huge_sizes_are_refused_before_inflating(exported, tmp_
     path.write_bytes(bytes(data))
     with pytest.raises(RuntimeError_, match="meta.json claims 1073741824 bytes"):
         load_module(str(path))
+
+
+def _patched_section(obj: bytes, name: bytes, field_offset: int, value: bytes) -> bytes:
+    """`obj` with one field of the section header of section `name` overwritten."""
+    shoff = int.from_bytes(obj[40:48], "little")
+    shnum, shstrndx = int.from_bytes(obj[60:62], "little"), int.from_bytes(obj[62:64], "little")
+    names_header = shoff + shstrndx * 64
+    names_at = int.from_bytes(obj[names_header + 24 : names_header + 32], "little")
+    for k in range(shnum):
+        header = shoff + k * 64
+        start = names_at + int.from_bytes(obj[header : header + 4], "little")
+        if obj[start : obj.index(b"\0", start)] == name:
+            at = header + field_offset
+            return obj[:at] + value + obj[at + len(value) :]
+    raise AssertionError(f"no section {name!r}")
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "match"),
+    [
+        (8, (0x90).to_bytes(8, "little"), "is code that is not executable"),  # flags
+        (48, (3).to_bytes(8, "little"), "has alignment 3"),  # addralign: LLVM asserts
+        (0, (1 << 24).to_bytes(4, "little"), "past its string table"),  # name
+    ],
+)
+def test_section_headers_llvm_would_abort_on_are_refused(sym_module, tmp_path, field, value, match):
+    obj = _patched_section(sym_module._result.object_code, b".text", field, value)
+    with pytest.raises(RuntimeError_, match=match):
+        read_elf(obj, "object.o")
+    path = _resigned(_export(sym_module, tmp_path), tmp_path / "patched.so", object_code=obj)
+    out = _run(
+        f"""
+        import minitvm as tvm
+        try:
+            tvm.runtime.load_module({path!r})
+        except tvm.error.RuntimeError_ as err:
+            print("refused:", err)
+        """
+    )
+    assert out.returncode == 0, out.stderr
+    assert "malformed ELF object" in out.stdout
+
+
+def _export(mod, tmp_path):
+    path = tmp_path / "orig.so"
+    mod.export_library(str(path))
+    return path
