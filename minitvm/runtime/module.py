@@ -335,9 +335,9 @@ def read_native_module(path: str, zf: zipfile.ZipFile, meta: dict) -> Module | N
     machine = read_elf(object_code, f"load_module('{path}'): {_OBJECT}").machine
     if machine != host_arch():
         raise RuntimeError_(
-            f"load_module('{path}'): the module was built for {machine} (target "
-            f"'{meta['target']}'), this machine is {host_arch()}; load it on a {machine} "
-            "machine, or rebuild it here with target 'llvm'"
+            f"load_module('{path}'): the module was built for {machine}, this machine is "
+            f"{host_arch()} (target '{meta['target']}'); load it on a {machine} machine, or "
+            "rebuild it here with target 'llvm'"
         )
     _check_host_features(path, meta)
     try:

@@ -248,7 +248,7 @@ def unavailable_reason(target: Target) -> str | None:
     """Why code built for `target` cannot run on this machine; None when it can."""
     arch, here = host.triple_arch(target.triple), host.host_arch()
     if arch != here:
-        return f"it was built for {arch} (-mtriple={target.mtriple}), this machine is {here}"
+        return f"it was built for {arch}, this machine is {here} (-mtriple={target.mtriple})"
     needed = target.required_features
     if needed is None:
         return (

@@ -113,9 +113,7 @@ def test_code_for_another_architecture_never_reaches_the_jit():
     )
     assert out.returncode == 0, out.stderr
     assert "asm has ret: True" in out.stdout
-    assert "it was built for aarch64 (-mtriple=aarch64-linux-gnu), this machine is x86_64" in (
-        out.stdout
-    )
+    assert "it was built for aarch64, this machine is x86_64" in out.stdout
 
 
 def test_host_targets_run():
