@@ -10,11 +10,12 @@ from .expr import (
 from .function import PrimFunc
 from .functor import Mutator, Visitor, post_order_visit, pre_order_visit, substitute
 from .op import (
-    abs, acos, all, any, asin, atan, atan2, call_extern, call_intrin, ceil, const, copysign, cos,
+    abs, acos, all, any, asin, atan, atan2, bitwise_and, bitwise_not, bitwise_or, bitwise_xor,
+    call_extern, call_intrin, ceil, const, copysign, cos,
     cosh, div, equal, erf, exp, exp2, exp10, floor, floordiv, floormod, fma, fmod, if_then_else,
     indexdiv, indexmod, infinity, isfinite, isinf, isnan, likely, log, log1p, log2, log10, max,
     max_value, min, min_value, nearbyint, pow, power, round, rsqrt, select, sigmoid, sin, sinh,
-    sqrt, tan, tanh, trunc, truncdiv, truncmod,
+    shift_left, shift_right, sqrt, tan, tanh, trunc, truncdiv, truncmod,
 )
 from .stmt import (
     Allocate, AssertStmt, AttrStmt, Block, BlockRealize, BufferRegion, BufferStore, DeclBuffer,

@@ -94,8 +94,26 @@ class PrimExpr(Node):
     def __ror__(self, other):
         return logical_or(other, self)
 
+    def __xor__(self, other):
+        return bitwise("^", self, other)
+
+    def __rxor__(self, other):
+        return bitwise("^", other, self)
+
+    def __lshift__(self, other):
+        return bitwise("<<", self, other)
+
+    def __rlshift__(self, other):
+        return bitwise("<<", other, self)
+
+    def __rshift__(self, other):
+        return bitwise(">>", self, other)
+
+    def __rrshift__(self, other):
+        return bitwise(">>", other, self)
+
     def __invert__(self):
-        return Not(self)
+        return Not(self) if self.dtype.is_bool else bitwise_not(self)
 
     def __bool__(self) -> bool:
         raise MiniTVMError(
@@ -191,7 +209,7 @@ def make_const(dtype: str | DataType, value: Any) -> PrimExpr:
     if dtype.lanes > 1:
         return Broadcast(make_const(dtype.element_of(), value), dtype.lanes)
     if dtype.is_float:
-        return FloatImm(dtype, float(value))
+        return FloatImm(dtype, value)  # checks that the value fits the width
     if dtype.is_bool:
         return IntImm(dtype, int(bool(value)))
     return IntImm(dtype, int(value))
@@ -235,7 +253,10 @@ class IntImm(PrimExpr):
         else:
             lo, hi = 0, 2**dtype.bits  # uint, and bool (1 bit)
         if not lo <= value < hi:
-            raise DTypeError(f"constant {value} does not fit in {dtype}")
+            raise DTypeError(
+                f"constant {_short(value)} does not fit in {dtype} (range [{lo}, {hi - 1}]); "
+                "use a wider dtype (e.g. int64) or a smaller value"
+            )
         setfield(self, "value", value)
 
     def __int__(self) -> int:
@@ -257,11 +278,44 @@ class FloatImm(PrimExpr):
     value: float
 
     def __post_init__(self):
-        setfield(self, "dtype", DataType(self.dtype))
-        setfield(self, "value", float(self.value))
+        dtype = DataType(self.dtype)
+        setfield(self, "dtype", dtype)
+        setfield(self, "value", _float_constant(self.value, dtype))
 
     def __float__(self) -> float:
         return self.value
+
+
+# the largest finite value of each float width (inf and nan are allowed; overflow is not)
+_FLOAT_MAX = {16: 65504.0, 32: 3.4028234663852886e38, 64: 1.7976931348623157e308}
+
+
+def _float_constant(value: Any, dtype: DataType) -> float:
+    """`value` as a Python float, refusing a finite value the float dtype cannot hold."""
+    try:
+        out = float(value)
+    except OverflowError as err:
+        raise DTypeError(
+            f"constant {_short(value)} does not fit {dtype} (largest finite value "
+            f"{_FLOAT_MAX.get(dtype.bits, 'unknown'):g}); use a smaller value, or float('inf')"
+        ) from err
+    limit = _FLOAT_MAX.get(dtype.bits)
+    if limit is not None and abs(out) > limit and out == out and abs(out) != float("inf"):
+        import numpy as np  # rounding to the nearest representable value may still fit
+
+        with np.errstate(over="ignore"):
+            fits = bool(np.isfinite(np.array(out, dtype=f"float{dtype.bits}")))
+        if not fits:
+            raise DTypeError(
+                f"constant {out:g} does not fit {dtype} (largest finite value {limit:g}); "
+                f"use a wider dtype (float64) or a smaller value"
+            )
+    return out
+
+
+def _short(value: Any) -> str:
+    text = str(value)
+    return text if len(text) <= 30 else f"{text[:12]}...({len(text)} digits)"
 
 
 @node
@@ -767,17 +821,55 @@ def cast(dtype: str | DataType, value: Any) -> PrimExpr:
 
 
 def logical_and(a: Any, b: Any) -> PrimExpr:
-    a, b = as_expr(_lift(a)), as_expr(_lift(b))
-    if a.dtype.is_bool and b.dtype.is_bool:
-        return And(a, b)
-    return Call(_match_operands(a, b)[0].dtype, Op.get("tir.bitwise_and"), _match_operands(a, b))
+    """`a & b`: logical and on bools, bitwise and on integers."""
+    a, b = _match_operands(a, b)
+    return And(a, b) if a.dtype.is_bool else bitwise("&", a, b)
 
 
 def logical_or(a: Any, b: Any) -> PrimExpr:
-    a, b = as_expr(_lift(a)), as_expr(_lift(b))
-    if a.dtype.is_bool and b.dtype.is_bool:
-        return Or(a, b)
-    return Call(_match_operands(a, b)[0].dtype, Op.get("tir.bitwise_or"), _match_operands(a, b))
+    """`a | b`: logical or on bools, bitwise or on integers."""
+    a, b = _match_operands(a, b)
+    return Or(a, b) if a.dtype.is_bool else bitwise("|", a, b)
+
+
+# operator -> (intrinsic, accepts bool operands). Shifts of a bool have no meaning.
+_BITWISE = {
+    "&": ("tir.bitwise_and", True),
+    "|": ("tir.bitwise_or", True),
+    "^": ("tir.bitwise_xor", True),
+    "<<": ("tir.shift_left", False),
+    ">>": ("tir.shift_right", False),
+}
+
+
+def _check_bitwise(symbol: str, allow_bool: bool, *operands: PrimExpr) -> None:
+    if all(x.dtype.is_integer or (allow_bool and x.dtype.is_bool) for x in operands):
+        return
+    kinds = "integer or bool operands" if allow_bool else "integer operands"
+    got = " and ".join(str(x.dtype) for x in operands)
+    text = f" {symbol} ".join(str(x) for x in operands) if len(operands) > 1 else f"{symbol}{operands[0]}"
+    text = text if len(text) <= 80 else text[:77] + "..."
+    raise DTypeError(
+        f"bitwise '{symbol}' needs {kinds}, got {got} in `{text}`; cast with .astype('int32')"
+    )
+
+
+def bitwise(symbol: str, a: Any, b: Any) -> PrimExpr:
+    """`a <symbol> b` for a bitwise operator symbol (&, |, ^, <<, >>) on integers (or bools)."""
+    name, allow_bool = _BITWISE[symbol]
+    a, b = _lift(a), _lift(b)
+    a, b = _match_operands(a, b)  # float32 & int32 promotes to float32 and is refused
+    _check_bitwise(symbol, allow_bool, a, b)
+    return Call(a.dtype, Op.get(name), (a, b))
+
+
+def bitwise_not(a: Any) -> PrimExpr:
+    """`~a`: logical not on a bool, bitwise complement on an integer."""
+    a = as_expr(_lift(a))
+    if a.dtype.is_bool:
+        return Not(a)
+    _check_bitwise("~", True, a)
+    return Call(a.dtype, Op.get("tir.bitwise_not"), (a,))
 
 
 EqualOp._cls = EQ

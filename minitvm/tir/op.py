@@ -25,6 +25,8 @@ from .expr import (
     _match_operands,
     as_expr,
     binary,
+    bitwise,
+    bitwise_not,
     cast,
     logical_and,
     logical_or,
@@ -85,19 +87,27 @@ cosh = _unary_math("cosh")
 asin = _unary_math("asin")
 acos = _unary_math("acos")
 atan = _unary_math("atan")
-round = _unary_math("round")  # noqa: A001 - TVM's name
-nearbyint = _unary_math("nearbyint")
-trunc = _unary_math("trunc")
 
 
-def floor(x: Any) -> PrimExpr:
-    x = as_expr(_lift(x))
-    return x if x.dtype.is_integer else Call(x.dtype, Op.get("floor"), (x,))
+def _rounding(name: str):
+    op = Op.get(name)
+
+    def fn(x: Any) -> PrimExpr:
+        x = as_expr(_lift(x))
+        if not x.dtype.is_float:  # an integer or bool is already whole (TVM returns it as is)
+            return x
+        return Call(x.dtype, op, (x,))
+
+    fn.__name__ = name
+    fn.__doc__ = f"Elementwise `{name}` of a float; integers and bools are returned unchanged."
+    return fn
 
 
-def ceil(x: Any) -> PrimExpr:
-    x = as_expr(_lift(x))
-    return x if x.dtype.is_integer else Call(x.dtype, Op.get("ceil"), (x,))
+floor = _rounding("floor")
+ceil = _rounding("ceil")
+round = _rounding("round")  # noqa: A001 - TVM's name
+nearbyint = _rounding("nearbyint")
+trunc = _rounding("trunc")
 
 
 def abs(x: Any) -> PrimExpr:  # noqa: A001 - TVM's name
@@ -129,25 +139,52 @@ fmod = _binary_math("fmod")
 copysign = _binary_math("copysign")
 
 
-def isnan(x: Any) -> PrimExpr:
-    x = as_expr(_lift(x))
-    return Call(DataType("bool").with_lanes(x.dtype.lanes), Op.get("isnan"), (x,))
+def _float_class(name: str, int_answer: bool):
+    op = Op.get(name)
+
+    def fn(x: Any) -> PrimExpr:
+        x = as_expr(_lift(x))
+        dtype = DataType("bool").with_lanes(x.dtype.lanes)
+        if not x.dtype.is_float:  # an integer is never nan or inf
+            return make_const(dtype, int_answer)
+        return Call(dtype, op, (x,))
+
+    fn.__name__ = name
+    return fn
 
 
-def isinf(x: Any) -> PrimExpr:
-    x = as_expr(_lift(x))
-    return Call(DataType("bool").with_lanes(x.dtype.lanes), Op.get("isinf"), (x,))
-
-
-def isfinite(x: Any) -> PrimExpr:
-    x = as_expr(_lift(x))
-    return Call(DataType("bool").with_lanes(x.dtype.lanes), Op.get("isfinite"), (x,))
+isnan = _float_class("isnan", False)
+isinf = _float_class("isinf", False)
+isfinite = _float_class("isfinite", True)
 
 
 def fma(a: Any, b: Any, c: Any) -> PrimExpr:
+    """`a * b + c` (one rounding for floats; plain multiply-add for integers)."""
     a, b = _match_operands(a, b)
     a, c = _match_operands(a, c)
+    if not a.dtype.is_float:
+        return a * b + c
     return Call(a.dtype, Op.get("fma"), (a, b, c))
+
+
+def bitwise_and(x: Any, y: Any) -> PrimExpr:
+    return bitwise("&", x, y)
+
+
+def bitwise_or(x: Any, y: Any) -> PrimExpr:
+    return bitwise("|", x, y)
+
+
+def bitwise_xor(x: Any, y: Any) -> PrimExpr:
+    return bitwise("^", x, y)
+
+
+def shift_left(x: Any, y: Any) -> PrimExpr:
+    return bitwise("<<", x, y)
+
+
+def shift_right(x: Any, y: Any) -> PrimExpr:
+    return bitwise(">>", x, y)
 
 
 def likely(cond: Any) -> PrimExpr:

@@ -225,6 +225,9 @@ class _ExprPrinter:
             fn = _EXPR_TABLE.get(klass)
             if fn is not None:
                 return fn(self, e)
+        producer = getattr(e, "producer", None)
+        if producer is not None:  # a TE tensor element (te.ProducerLoad) in an error message
+            return f"{producer.name}[{self.indices(e.indices)}]", _ATOM
         return f"<{type(e).__name__}>", _ATOM
 
     def _value(self, v: Any) -> str:
