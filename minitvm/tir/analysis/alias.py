@@ -205,6 +205,8 @@ def _constant_difference(a: PrimExpr, b: PrimExpr) -> int | None:
 
     if structural_equal(a, b):
         return 0
+    if a.dtype != b.dtype:
+        return None  # not comparable without casts: refuse rather than guess
     diff = Analyzer().simplify(a - b)
     return diff.value if isinstance(diff, IntImm) else None
 
