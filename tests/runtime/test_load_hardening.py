@@ -581,3 +581,25 @@ def _export(mod, tmp_path):
     path = tmp_path / "orig.so"
     mod.export_library(str(path))
     return path
+
+
+def test_libm_calls_resolve_in_a_fresh_process(tmp_path):
+    path = tmp_path / "exp.so"
+    A = te.placeholder((16,), name="A")
+    B = te.compute((16,), lambda i: te.exp(A[i]), name="B")
+    mod = tvm.build(te.create_schedule(B.op), [A, B], "llvm", name="vexp")
+    assert "expf" in read_elf(mod._result.object_code, "vexp").undefined_symbols
+    mod.export_library(str(path))
+    out = _run(
+        f"""
+        import numpy as np
+        import minitvm.runtime as rt
+        mod = rt.load_module({str(path)!r})
+        a = np.linspace(-2, 2, 16, dtype="float32"); b = np.zeros(16, "float32")
+        mod(a, b)
+        assert np.allclose(b, np.exp(a), rtol=1e-6), b
+        print("ok")
+        """
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"
