@@ -93,6 +93,7 @@ class _FunctionState:
     builder: ir.IRBuilder
     vars: dict = field(default_factory=dict)  # Var → ir.Value (Vars hash by identity)
     in_parallel: bool = False
+    loop_depth: int = 0  # loops around the statement being emitted
 
 
 class _Attributes(FunctionAttributes):
@@ -233,6 +234,7 @@ class CodeGenLLVM:
         name: str,
         params: list[tuple[Var | str, ir.Type]],
         emit_body: Callable[[list[ir.Value]], None],
+        attributes: tuple[str, ...] = (),
     ) -> ir.Function:
         """An internal `i32 name(params...)` whose body `emit_body(args)` fills; returns 0.
 
@@ -241,7 +243,7 @@ class CodeGenLLVM:
         """
         fn = ir.Function(self.module, ir.FunctionType(I32, [ty for _, ty in params]), name)
         fn.linkage = "internal"
-        self.set_function_attributes(fn)
+        self.set_function_attributes(fn, *attributes)
         for arg, (var, ty) in zip(fn.args, params):
             arg.name = var if isinstance(var, str) else var.name
             if isinstance(var, Var) and var.dtype.is_handle and isinstance(ty, ir.PointerType):
@@ -413,8 +415,26 @@ class CodeGenLLVM:
         rule(self, s)
 
     def _seq(self, s: SeqStmt) -> None:
+        if self._state.loop_depth == 0 and len(s.seq) > _OUTLINE_ABOVE:
+            for k in range(0, len(s.seq), _OUTLINE_CHUNK):
+                self._outlined(SeqStmt(s.seq[k : k + _OUTLINE_CHUNK]))
+            return
         for child in s.seq:
             self.stmt(child)
+
+    def _outlined(self, body: Stmt) -> None:
+        """Emit `body` as a call of its own (noinline) function: LLVM's loop passes
+        (IndVarSimplify, LoopRotate) take time quadratic in the loops of one function, so a
+        long top-level sequence (5 000 loops, a huge unrolled body) is cut into parts."""
+        captured = llvm_parallel.captured_vars(self, body)
+        values = [self.lookup(v) for v in captured]
+        fn = self.emit_kernel_function(
+            self.unique_symbol(f"{self.func_name}.part"),
+            [(v, val.type) for v, val in zip(captured, values)],
+            lambda args: self.stmt(body),
+            attributes=("noinline",),
+        )
+        self.return_if_nonzero(self.builder.call(fn, values, name="code"))
 
     def _evaluate(self, s: Evaluate) -> None:
         if not isinstance(s.value, IntImm | FloatImm):
@@ -451,7 +471,9 @@ class CodeGenLLVM:
         b.position_at_end(head)
         b.cbranch(self.expr(s.condition), body, end)
         b.position_at_end(body)
+        self._state.loop_depth += 1
         self.stmt(s.body)
+        self._state.loop_depth -= 1
         b.branch(head)
         b.position_at_end(end)
 
@@ -532,9 +554,11 @@ class CodeGenLLVM:
         b.position_at_end(body)
         was_parallel = self._state.in_parallel
         self._state.in_parallel = was_parallel or parallel_body
+        self._state.loop_depth += 1
         self.bind(s.loop_var, var)
         self.stmt(s.body)
         self.unbind(s.loop_var)
+        self._state.loop_depth -= 1
         self._state.in_parallel = was_parallel
         b.branch(latch)
         b.position_at_end(latch)
@@ -575,6 +599,12 @@ def _check_resolvable(func_name: str, symbol: str) -> None:
             "so the call would jump to address 0; load the library that defines it with "
             "ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL) before building, or use a tir intrinsic"
         )
+
+
+# A top-level sequence longer than _OUTLINE_ABOVE statements is emitted as calls of functions
+# of _OUTLINE_CHUNK statements each (see CodeGenLLVM._outlined).
+_OUTLINE_ABOVE = 64
+_OUTLINE_CHUNK = 16
 
 
 def _named(value: ir.Value, name: str) -> ir.Value:

@@ -25,7 +25,7 @@ from llvmlite import ir
 
 from ..tir.expr import BufferLoad, Var
 from ..tir.functor import Visitor
-from ..tir.stmt import BufferStore, For
+from ..tir.stmt import BufferStore, For, Stmt
 from .llvm_checks import depends_on_data
 from .llvm_intrinsics import declare_extern
 from .llvm_types import I32, PTR, VOID
@@ -60,19 +60,20 @@ class _UsedVars(Visitor):
             self.checked.append(buf.data)
 
 
-def captured_vars(cg: CodeGenLLVM, loop: For) -> list[Var]:
-    """The variables bound outside `loop` that its body uses: what the closure must carry."""
+def captured_vars(cg: CodeGenLLVM, body: Stmt, inner: Var | None = None) -> list[Var]:
+    """The variables bound outside `body` (other than `inner`, the loop's own variable) that it
+    uses: what an outlined function must be passed."""
     used = _UsedVars(cg)
-    used.visit(loop.body)
+    used.visit(body)
     for data in used.checked:
         dims, _ = cg.extents.get(data, ((), None))
         used.visit(dims)
-    return [v for v in used.found.values() if v is not loop.loop_var and cg.is_bound(v)]
+    return [v for v in used.found.values() if v is not inner and cg.is_bound(v)]
 
 
 def emit_parallel_for(cg: CodeGenLLVM, loop: For) -> None:
     """Emit `loop` (kind PARALLEL) as an outlined task run across the thread pool."""
-    captured = captured_vars(cg, loop)
+    captured = captured_vars(cg, loop.body, loop.loop_var)
     values = [cg.lookup(v) for v in captured]
     b = cg.builder
     lo, extent = cg.loop_bounds(loop)

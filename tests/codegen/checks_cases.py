@@ -57,7 +57,8 @@ def gather_kernel(n_a: int = 100, lanes: int = 1, kind=ForKind.SERIAL):
     bp, B, _ = flat_buffer("B", N, "float32")
     i = Var("i")
     index = i if lanes == 1 else Ramp(i * lanes, 1, lanes)
-    body = For(i, 0, N // lanes, kind, BufferStore(B, BufferLoad(A, (BufferLoad(I, (index,)),)), (index,)))
+    gathered = BufferLoad(A, (BufferLoad(I, (index,)),))
+    body = For(i, 0, N // lanes, kind, BufferStore(B, gathered, (index,)))
     return prim_func("gather", [ap, ip, bp], {ap: A, ip: I, bp: B}, body)
 
 

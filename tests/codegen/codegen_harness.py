@@ -146,6 +146,7 @@ def run_isolated(code: str, timeout: float = 120) -> str:
         env=env,
     )
     assert proc.returncode == 0, (
-        f"exit code {proc.returncode}\nstdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-3000:]}"
+        f"exit code {proc.returncode}\nstdout:\n{proc.stdout[-3000:]}\n"
+        f"stderr:\n{proc.stderr[-3000:]}"
     )
     return proc.stdout

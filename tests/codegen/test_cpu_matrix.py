@@ -138,9 +138,8 @@ def functions():
 def _unresolvable(symbols: frozenset[str]) -> list[str]:
     compiler_rt.ensure_helpers()
     threadpool.ensure_pool()
-    return sorted(
-        s for s in symbols if s not in compiler_rt.PROVIDED_SYMBOLS and not llvm.address_of_symbol(s)
-    )
+    provided = compiler_rt.PROVIDED_SYMBOLS
+    return sorted(s for s in symbols if s not in provided and not llvm.address_of_symbol(s))
 
 
 @pytest.mark.parametrize("cpu", [*CPUS, "host"])
