@@ -118,6 +118,29 @@ def broadcast_to(data: te.Tensor, shape: Sequence[Any]) -> te.Tensor:
     )
 
 
+def elemwise_sum(xs: Sequence[te.Tensor]) -> te.Tensor:
+    """The elementwise sum of same-shaped tensors: `topi.elemwise_sum([A, B, C])`."""
+    xs = list(xs)
+    if not xs or not all(isinstance(x, te.Tensor) for x in xs):
+        raise TEError("topi.elemwise_sum: expected a non-empty list of te.Tensors")
+    for x in xs[1:]:
+        if len(x.shape) != len(xs[0].shape) or not all(
+            prove_equal(a, b) for a, b in zip(x.shape, xs[0].shape)
+        ):
+            raise TEError(
+                f"topi.elemwise_sum: {x.name} has shape {fmt_shape(x.shape)}, {xs[0].name} has "
+                f"{fmt_shape(xs[0].shape)}; all tensors must have the same shape"
+            )
+
+    def body(*idx: Any) -> PrimExpr:
+        total = xs[0][idx]
+        for x in xs[1:]:
+            total = total + x[idx]
+        return total
+
+    return te.compute(xs[0].shape, body, name="T_elemwise_sum", tag="elemwise")
+
+
 def cast(x: te.Tensor, dtype: str) -> te.Tensor:
     """Elementwise conversion to `dtype`."""
     return te.compute(x.shape, lambda *i: tir_cast(dtype, x[i]), name="T_cast", tag="elemwise")

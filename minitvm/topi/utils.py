@@ -42,14 +42,15 @@ def prove_equal(a: Any, b: Any) -> bool:
     return bool(Analyzer().can_prove_equal(as_expr(a), as_expr(b)))
 
 
-def get_const_tuple(shape: Sequence[Any], what: str) -> tuple[int, ...]:
-    """The shape as ints; raises naming `what` when a dim is symbolic."""
+def get_const_tuple(shape: Sequence[Any], what: str | None = None) -> tuple:
+    """The shape as ints. TVM's one-argument form keeps a symbolic dim as its expression; with
+    `what` (minitvm's operators) a symbolic dim raises an error naming `what`."""
     out = []
     for n, d in enumerate(shape):
         v = const_int(d)
-        if v is None:
+        if v is None and what is not None:
             raise TEError(f"{what}: dim {n} is symbolic ({d}); this operator needs a static size")
-        out.append(v)
+        out.append(d if v is None else v)
     return tuple(out)
 
 

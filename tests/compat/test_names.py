@@ -198,3 +198,31 @@ def test_2022_dense_and_relu_spellings_warn_and_compute_x_times_w_transposed():
         bb.emit_func_output(gv)
     a = np.random.default_rng(4).standard_normal((2, 3)).astype("float32")
     np.testing.assert_allclose(_run_vm(bb.get(), a), a @ w.data.numpy().T, rtol=1e-5)
+
+
+# ----------------------------------------------------------------------------- tutorial topi names
+
+
+def test_elemwise_sum_get_const_tuple_and_adaptive_pool():
+    n = te.var("n")
+    A = te.placeholder((n, 3), "float32", name="A")
+    B = te.placeholder((n, 3), "float32", name="B")
+    assert topi.utils.get_const_tuple(A.shape) == (n, 3)  # TVM keeps a symbolic dim
+    assert topi.utils.get_const_tuple((te.const(2, "int64"), 5)) == (2, 5)
+    with pytest.raises(TEError, match="my_op: dim 0 is symbolic"):
+        topi.utils.get_const_tuple(A.shape, "my_op")
+    S = topi.elemwise_sum([A, B, A])
+    f = tvm.build(te.create_prim_func([A, B, S]), target="llvm")
+    a, b = (np.random.default_rng(k).standard_normal((4, 3)).astype("float32") for k in (5, 6))
+    out = tvm.nd.empty((4, 3), "float32")
+    f(tvm.nd.array(a), tvm.nd.array(b), out)
+    np.testing.assert_allclose(out.numpy(), a + b + a, rtol=1e-6)
+    with pytest.raises(TEError, match=r"topi.elemwise_sum: C has shape \(3,\)"):
+        topi.elemwise_sum([A, te.placeholder((3,), name="C")])
+    D = te.placeholder((1, 2, 4, 4), "float32", name="D")
+    P = topi.nn.adaptive_pool(D, (2, 2), "avg")
+    fp = tvm.build(te.create_prim_func([D, P]), target="llvm")
+    d = np.random.default_rng(7).standard_normal((1, 2, 4, 4)).astype("float32")
+    res = tvm.nd.empty((1, 2, 2, 2), "float32")
+    fp(tvm.nd.array(d), res)
+    np.testing.assert_allclose(res.numpy(), d.reshape(1, 2, 2, 2, 2, 2).mean(axis=(3, 5)), rtol=1e-5)

@@ -5,10 +5,11 @@ from .dense import dense, flatten, matmul
 from .elemwise import gelu, relu
 from .norm import batch_norm, layer_norm
 from .pad import pad
-from .pooling import adaptive_pool2d, global_pool, pool2d
+from .pooling import adaptive_pool, adaptive_pool2d, global_pool, pool2d
 from .softmax import log_softmax, softmax
 
 __all__ = [
+    "adaptive_pool",
     "adaptive_pool2d",
     "batch_norm",
     "conv2d",

@@ -142,3 +142,10 @@ def adaptive_pool2d(
 
 def global_pool(data: te.Tensor, pool_type: str = "avg") -> te.Tensor:
     return adaptive_pool2d(data, (1, 1), pool_type)
+
+
+def adaptive_pool(
+    data: te.Tensor, output_size: Any, pool_type: str = "avg", layout: str = "NCHW"
+) -> te.Tensor:
+    """TVM's name of `adaptive_pool2d` for 4-D NCHW data."""
+    return adaptive_pool2d(data, output_size, pool_type, layout)
