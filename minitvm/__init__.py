@@ -45,7 +45,8 @@ class _AliasFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         head, _, rest = fullname.partition(".")
         aliased = sys.modules.get(head)
         real_head = getattr(aliased, "__name__", "")
-        if not rest or head == real_head or not real_head.startswith(__name__):
+        ours = real_head == __name__ or real_head.startswith(__name__ + ".")
+        if not rest or head == real_head or not ours:
             return None
         try:
             module = importlib.import_module(f"{real_head}.{rest}")
