@@ -48,9 +48,12 @@ class _AliasFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         ours = real_head == __name__ or real_head.startswith(__name__ + ".")
         if not rest or head == real_head or not ours:
             return None
+        real = f"{real_head}.{rest}"
         try:
-            module = importlib.import_module(f"{real_head}.{rest}")
-        except ModuleNotFoundError:
+            module = importlib.import_module(real)
+        except ModuleNotFoundError as err:
+            if err.name != real:
+                raise  # the module exists but needs something missing: say what
             return None
         return importlib.util.spec_from_loader(fullname, self, origin=module.__name__)
 
