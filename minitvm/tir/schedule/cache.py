@@ -89,6 +89,20 @@ def _check_top_level(func: PrimFunc, r_path: Path, what: str, r: BlockRealize) -
         )
 
 
+# storage scopes a buffer may live in (a scope may carry a tag after a dot: "shared.dyn")
+_SCOPES = ("global", "shared", "local", "warp", "wmma", "metal", "texture")
+
+
+def _check_scope(func: PrimFunc, scope: Any, what: str, r: BlockRealize) -> None:
+    if not isinstance(scope, str) or scope.split(".")[0] not in _SCOPES:
+        raise schedule_error(
+            func,
+            f"{what}: {scope!r} is not a storage scope; use one of "
+            f"{', '.join(repr(x) for x in _SCOPES)} (optionally tagged, e.g. 'shared.dyn')",
+            r,
+        )
+
+
 def cache_read(
     func: PrimFunc,
     r: BlockRealize,
@@ -110,6 +124,7 @@ def cache_read(
             f"0..{len(reads) - 1}",
             r,
         )
+    _check_scope(func, scope, what, r)
     _check_top_level(func, r_path, what, r)
     buf = reads[index].buffer
     cache_name = unique_name(func, f"{buf.name}_{scope}")
@@ -163,6 +178,7 @@ def cache_write(
             f"in 0..{len(writes) - 1}",
             r,
         )
+    _check_scope(func, scope, what, r)
     _check_top_level(func, r_path, what, r)
     buf = writes[index].buffer
     if r.block.init is None and _loads(r.block.body, buf):
@@ -179,6 +195,14 @@ def cache_write(
     items = _scope_items(func)
     (pos,) = _top_index(items, {id(r)})
     for b, _ in blocks:
+        if b is not r and any(w.buffer is buf for w in b.block.writes):
+            # the copy back writes every element of the cache; another writer's would be lost
+            raise schedule_error(
+                func,
+                f"{what}: block '{b.block.name_hint}' also writes {buf.name}; cache_write "
+                f"needs '{name}' to be the only block that writes it",
+                r,
+            )
         if b is not r and any(rg.buffer is buf for rg in b.block.reads + b.block.writes):
             if _top_index(items, {id(b)}) == [pos]:
                 raise schedule_error(

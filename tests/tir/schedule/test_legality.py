@@ -436,3 +436,47 @@ def test_decompose_reduction_over_an_empty_axis_still_runs_the_init():
     out = tvm.nd.array(np.full(4, 7.0, "float32"))
     f(tvm.nd.array(np.ones((4, 8), "float32")), out)
     np.testing.assert_array_equal(out.numpy(), np.zeros(4, "float32"))
+
+
+# ---------------------------------------------------------------- caching
+
+
+@T.prim_func
+def two_writers(C: T.Buffer((16,), "float32")):
+    A = T.alloc_buffer((16,))
+    for i in range(16):
+        with T.block("A0"):
+            vi = T.axis.spatial(16, i)
+            A[vi] = 1.0
+    for i in range(8):
+        with T.block("A1"):
+            vi = T.axis.spatial(16, i)
+            A[vi] = 2.0
+    for i in range(16):
+        with T.block("C"):
+            vi = T.axis.spatial(16, i)
+            C[vi] = A[vi]
+
+
+def test_cache_write_of_one_of_two_writers_raises():
+    """Copying A1's cache back would overwrite what A0 wrote to the elements A1 does not."""
+    sch = tir.Schedule(two_writers)
+    with pytest.raises(
+        ScheduleError, match=r"block 'A0' also writes A; cache_write needs 'A1' to be the only"
+    ):
+        sch.cache_write(sch.get_block("A1"), 0, "global")
+
+
+def test_cache_read_of_two_writers_copies_after_both():
+    sch = tir.Schedule(two_writers)
+    sch.cache_read(sch.get_block("C"), 0, "local")
+    f = tvm.build(sch.mod, target="llvm")
+    out = tvm.nd.array(np.zeros(16, "float32"))
+    f(out)
+    np.testing.assert_array_equal(out.numpy(), [2.0] * 8 + [1.0] * 8)
+
+
+def test_cache_with_an_unknown_storage_scope_raises():
+    sch = tir.Schedule(two_writers)
+    with pytest.raises(ScheduleError, match=r"'test_scope' is not a storage scope"):
+        sch.cache_read(sch.get_block("C"), 0, "test_scope")
