@@ -33,6 +33,7 @@ from ..tir.expr import (
     as_expr,
     make_const,
 )
+from ..tir.functor import deep_recursion
 from .bound import NEG_INF, POS_INF, ConstBoundCalc, ConstIntBound
 from .canonical import Canonical, Poly, is_index_dtype
 from .int_set import IntervalSet, IntSetCalc
@@ -165,8 +166,10 @@ class Analyzer:
         if self._session_depth == 0 and self._cache is not None:
             self._cache.rewriter.steps = 0
         self._session_depth += 1
+        deep = deep_recursion() if self._session_depth == 1 else contextlib.nullcontext()
         try:
-            yield
+            with deep:  # simplifying a 10,000-term sum recurses 10,000 levels deep
+                yield
         finally:
             self._session_depth -= 1
             cache = self._cache

@@ -14,6 +14,7 @@ from ..tir.function import PrimFunc
 from . import tir as T
 from .parser import TIRParser, _unsupported
 from .source import Source, TVMScriptError, source_of
+from ..tir.functor import allows_deep_recursion
 
 # ----------------------------------------------------------------------------- entry points
 
@@ -62,12 +63,14 @@ class ModuleAttrs:
         self.attrs = dict(attrs)
 
 
+@allows_deep_recursion
 def parse_prim_func_object(fn: Callable, env: Mapping, private: bool) -> PrimFunc:
     source = source_of(fn, ast.FunctionDef)
     env = ChainMap(dict(env), _default_env())
     return _parse_tir_function(source, source.node, env, fn.__name__, private)
 
 
+@allows_deep_recursion
 def parse_ir_module_class(cls: type, env: Mapping) -> IRModule:
     source = source_of(cls, ast.ClassDef)
     env = ChainMap(
@@ -137,6 +140,7 @@ def _parse_class(source: Source, cdef: ast.ClassDef, env: Mapping) -> IRModule:
     return mod
 
 
+@allows_deep_recursion
 def from_source(text: str, filename: str = "<string>") -> PrimFunc | IRModule:
     """Parse TVMScript text: an `@I.ir_module` class gives an IRModule, a function a PrimFunc.
 

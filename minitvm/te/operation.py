@@ -24,6 +24,7 @@ from ..tir.expr import (
 from ..tir.functor import Visitor
 from .reduction import Reduce
 from .tensor import ProducerLoad, Tensor, _dim_text
+from ..tir.functor import allows_deep_recursion
 
 
 class Operation(Node):
@@ -200,6 +201,7 @@ def _axis_names(fcompute: Callable, ndim: int, name: str) -> list[str]:
     return [p.name for p in positional]
 
 
+@allows_deep_recursion
 def compute(
     shape: Any,
     fcompute: Callable,

@@ -40,6 +40,7 @@ from ..tir.stmt import (
 from .operation import ComputeOp, Operation, PlaceholderOp
 from .reduction import Reduce
 from .tensor import ProducerLoad, Tensor
+from ..tir.functor import allows_deep_recursion
 
 
 class _Names:
@@ -301,6 +302,7 @@ def _collect_defined(ctx: _Context, params: list[Var], buffer_map: dict) -> None
     ctx.defined = {id(v) for v in finder.found} | {id(p) for p in params}
 
 
+@allows_deep_recursion
 def create_prim_func(
     ops: list[Tensor | Var], index_dtype_override: str | DataType | None = None
 ) -> PrimFunc:

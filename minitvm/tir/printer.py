@@ -78,6 +78,7 @@ from .stmt import (
     Stmt,
     While,
 )
+from .functor import allows_deep_recursion
 
 INDENT = "    "
 HEADER_T = "# from minitvm.script import tir as T"
@@ -834,10 +835,12 @@ def _mark_kw(kwargs: Mapping[str, Any]) -> Any:
     return kwargs.get("highlight", kwargs.get("mark"))
 
 
+@allows_deep_recursion
 def print_expr(e: PrimExpr, **kwargs: Any) -> str:
     return _ExprPrinter().expr(e)
 
 
+@allows_deep_recursion
 def print_stmt(s: Stmt, **kwargs: Any) -> str:
     p = TIRPrinter(highlight=_mark_kw(kwargs))
     if isinstance(s, Block):
@@ -850,6 +853,7 @@ def print_stmt(s: Stmt, **kwargs: Any) -> str:
     return "\n".join(p.lines)
 
 
+@allows_deep_recursion
 def print_prim_func(func: PrimFunc, **kwargs: Any) -> str:
     p = TIRPrinter(highlight=_mark_kw(kwargs))
     p.prim_func(func, name=kwargs.get("name"))
@@ -894,6 +898,7 @@ def _prim_func_lines(func: PrimFunc, name: str, highlight: Any) -> list[str]:
 register_function_printer(PrimFunc, _prim_func_lines)
 
 
+@allows_deep_recursion
 def print_ir_module(mod: IRModule, **kwargs: Any) -> str:
     highlight = _mark_kw(kwargs)
     out = [HEADER_I, HEADER_T, "", "@I.ir_module", "class Module:"]

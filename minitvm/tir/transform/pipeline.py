@@ -22,6 +22,7 @@ from .remove_no_op import remove_no_op
 from .simplify import simplify
 from .unroll_loop import unroll_loop
 from .vectorize_loop import vectorize_loop
+from ..functor import allows_deep_recursion
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,7 @@ PIPELINE: tuple[Step, ...] = (
 )
 
 
+@allows_deep_recursion
 def lower_primfunc(func: PrimFunc, *, flatten: bool = True, verify: bool | None = None) -> PrimFunc:
     """Run the pipeline on `func`. `flatten=False` stops at the readable loop nest (`tvm.lower`).
 
