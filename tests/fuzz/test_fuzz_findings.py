@@ -73,7 +73,6 @@ _RESIGN = """
 """
 
 
-@pytest.mark.xfail(strict=False, reason="issue 10 item 7: ELF section alignment not validated")
 def test_load_module_of_a_resigned_object_with_a_bad_section_alignment(tmp_path):
     proc = _run(_RESIGN + f"""
     path = {str(tmp_path / "m.so")!r}
