@@ -426,9 +426,15 @@ def _unwrap_lines(b: _Buffer) -> list[str]:
         "    else:",
         "        return slow(args)",
         f"    s{k} = d{k}.shape",
-        f"    if d{k}.dtype is not dt{k} and d{k}.dtype != dt{k} or len(s{k}) != {len(b.dims)!r}:",
+        f"    if d{k}.dtype is not dt{k} and d{k}.dtype != dt{k}{_rank_test(b)}:",
         "        return slow(args)",
     ]
+
+
+def _rank_test(b: _Buffer) -> str:
+    """The rank test, unless the whole shape is compared later and no dim is read before."""
+    compared_later = b.dims and not any(d.defines for d in b.dims)
+    return "" if compared_later else f" or len(s{b.slot}) != {len(b.dims)!r}"
 
 
 def _shape_lines(plan: _Plan) -> list[str]:
