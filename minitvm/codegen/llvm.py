@@ -127,6 +127,7 @@ class CodeGenLLVM:
         self.known_align: dict = {}  # data var → known alignment (our allocations only)
         self.extents: dict = {}  # data var → (flat extent expr, dtype) of its param/allocation
         self.data_vars: set = set()  # Vars whose value comes from memory or the caller's data
+        self.shape_vars: set = set()  # symbolic dims of the params' shapes (>= 0)
         self.where = ""  # what the statement being emitted computes, for error messages
 
     # ------------------------------------------------------------------ helpers used by rules
@@ -215,6 +216,7 @@ class CodeGenLLVM:
         self.known_align = {}
         self.extents = {buf.data: (tuple(buf.shape), buf.dtype) for buf in buffers}
         self.data_vars = set(scalars)  # a scalar argument indexing memory is checked
+        self.shape_vars = set(sym_vars)  # dims of argument shapes: never negative
         handles = {p: func.buffer_map[p].data for p in func.params if p in func.buffer_map}
         compute = self.emit_kernel_function(
             name + ".compute", params, lambda args: self._emit_body(func.body, handles)

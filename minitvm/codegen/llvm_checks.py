@@ -72,7 +72,9 @@ def safe_divisor(cg: CodeGenLLVM, e, x: ir.Value, y: ir.Value) -> ir.Value:
             "check the divisor data (or the split factor) before calling",
         )
     int_min = -(2 ** (dtype.bits - 1))
-    if dtype.is_int and divisor in (None, -1) and dividend in (None, int_min):
+    if dtype.is_int and divisor in (None, -1) and dividend in (None, int_min) and not (
+        isinstance(e.b, Var) and e.b in cg.shape_vars  # a shape dim is never -1
+    ):
         overflows = b.and_(
             b.icmp_signed("==", x, constant(dtype, int_min)),
             b.icmp_signed("==", y, constant(e.b.dtype, -1)),
