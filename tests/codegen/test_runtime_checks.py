@@ -310,3 +310,21 @@ with pytest.raises(MiniTVMError, match=expected):
     mod["gather"](a, idx, b)
 """
     )
+
+
+def test_shape_dim_divisor_gets_no_int_min_overflow_select():
+    """i // m with m a shape dim (never negative) is only checked for 0 (outside the loop)."""
+    m = Var("m")
+    ap, A, _ = flat_buffer("A", m, "int32")
+    bp, B, _ = flat_buffer("B", m, "int32")
+    i, d = Var("i"), Var("d")
+
+    def kernel(divisor):
+        value = tir.Div(BufferLoad(A, (i,)), divisor)
+        body = For(i, 0, m, ForKind.SERIAL, BufferStore(B, value, (i,)))
+        params = [ap, bp] + ([d] if divisor is d else [])
+        return codegen_llvm.build([prim_func("q", params, {ap: A, bp: B}, body)]).llvm_ir
+
+    int_min = "-2147483648"
+    assert int_min not in kernel(m)
+    assert int_min in kernel(d)  # a scalar argument may be -1: INT_MIN / -1 is made defined
