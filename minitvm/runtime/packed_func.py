@@ -543,16 +543,21 @@ def _convert(plan: _Plan, i: int, arg):
     if isinstance(arg, np.ndarray):
         return arg.view(np.ndarray)
     if hasattr(arg, "__dlpack__"):
-        try:
-            return np.from_dlpack(arg)
-        except (RuntimeError, TypeError, BufferError, ValueError) as err:
-            raise _dlpack_error(plan, plan.params[i], arg, err) from err
+        b = plan.params[i]
+        return import_dlpack(arg, f"calling '{plan.name}': {_arg(b)}", str(b.dtype))
     return arg
 
 
-def _dlpack_error(plan: _Plan, b: _Buffer, arg, err: Exception) -> ArgumentError:
-    """Why numpy could not import a DLPack tensor, and what to do about it."""
-    where = f"calling '{plan.name}': {_arg(b)}"
+def import_dlpack(arg, where: str, want: str = "float32") -> np.ndarray:
+    """A DLPack tensor as a zero-copy numpy view, or an ArgumentError that says why not and
+    what to do: move it to the CPU, or convert a dtype numpy lacks (bfloat16) to `want`."""
+    try:
+        return np.from_dlpack(arg)
+    except (RuntimeError, TypeError, BufferError, ValueError) as err:
+        raise _dlpack_error(where, arg, err, want) from err
+
+
+def _dlpack_error(where: str, arg, err: Exception, want: str) -> ArgumentError:
     try:
         device = arg.__dlpack_device__()[0]
     except Exception:  # noqa: BLE001 - a producer without a device query: judge by the error
@@ -566,8 +571,7 @@ def _dlpack_error(plan: _Plan, b: _Buffer, arg, err: Exception) -> ArgumentError
     if "dtype" in str(err).lower() or "data type" in str(err).lower():
         return ArgumentError(
             f"{where} is a {type(arg).__name__} of dtype {dtype}, which cannot be read through "
-            f"DLPack ({err}); convert it to {b.dtype} first (e.g. x.float() / "
-            f"x.astype('{b.dtype}'))"
+            f"DLPack ({err}); convert it to {want} first (e.g. x.float() / x.astype('{want}'))"
         )
     return ArgumentError(
         f"{where} is a {type(arg).__name__} that cannot be read through DLPack ({err}); "

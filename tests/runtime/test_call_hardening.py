@@ -453,3 +453,25 @@ def test_alias_ok_for_fused_split_and_parallel_loops():
     want = 2 * a
     f(a, a)
     np.testing.assert_allclose(a, want)
+
+
+def test_relax_vm_gives_the_same_dlpack_advice():
+    torch = pytest.importorskip("torch")
+    from minitvm import relax
+    from minitvm.relax import op
+    from minitvm.relax.vm import VirtualMachine, build
+
+    x = relax.Var("x", relax.TensorStructInfo((4,), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            out = bb.emit_output(op.add(x, x))
+        bb.emit_func_output(out)
+    vm = VirtualMachine(build(bb.get()))
+    np.testing.assert_array_equal(vm["main"](torch.ones(4)).numpy(), 2 * np.ones(4))
+    with pytest.raises(
+        ArgumentError,
+        match=r"calling relax function 'main': argument 'x' \(position 0\) is a Tensor of dtype "
+        r"torch.bfloat16, which cannot be read through DLPack .*; convert it to float32 first",
+    ):
+        vm["main"](torch.ones(4, dtype=torch.bfloat16))

@@ -34,6 +34,7 @@ from ...error import ArgumentError, DTypeError, MiniTVMError, ShapeError
 from ...runtime import Device, NDArray, ProfileResult, cpu
 from ...runtime import ndarray as _nd
 from ...runtime.module import time_calls
+from ...runtime.packed_func import import_dlpack
 from ...runtime.registry import get_global_func
 from ._shape_code import compile_shape_fn
 
@@ -86,7 +87,8 @@ def _wrap(a: Any, where: str, name: str, position: int) -> Any:
         a = a if a.flags.c_contiguous else np.ascontiguousarray(a)
         return _as_nd(a, a.ctypes.data)
     if hasattr(a, "__dlpack__"):
-        return _nd.from_dlpack(a)
+        data = import_dlpack(a, f"{where}: argument '{name}' (position {position})")
+        return _wrap(data, where, name, position)
     if isinstance(a, int | float | tuple | list):
         return a
     raise ArgumentError(
