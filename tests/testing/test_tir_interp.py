@@ -227,3 +227,17 @@ def test_bitwise_not_in_every_width(dtype, values, expected):
     B = te.compute((2,), lambda i: tir.call_intrin(dtype, "tir.bitwise_not", A[i]), name="B")
     got = run_prim_func(te.create_prim_func([A, B]), np.array(values, dtype), np.zeros(2, dtype))
     np.testing.assert_array_equal(got[1], np.array(expected, dtype))
+
+
+def test_accepts_an_irmodule_and_free_symbols_by_name():
+    A, B = tir.decl_buffer((8,), "float32", "A"), tir.decl_buffer((8,), "float32", "B")
+    i, n = tir.Var("i"), tir.Var("n")  # n: free in the function, given by name
+    store = tir.BufferStore(B, A[i] * n.astype("float32"), (i,))
+    params = (tir.Var("a", "handle"), tir.Var("b", "handle"))
+    func = tir.PrimFunc(params, tir.For(i, 0, 8, tir.ForKind.SERIAL, store),
+                        buffer_map={params[0]: A, params[1]: B})
+    mod = tvm.IRModule({"main": func})
+    a = np.arange(8, dtype="float32")
+    np.testing.assert_array_equal(run_prim_func(mod, a, np.zeros(8, "float32"), n=3)[1], a * 3)
+    with pytest.raises(InterpreterError, match="variable 'n' is used but not defined"):
+        run_prim_func(mod, a, np.zeros(8, "float32"))
