@@ -290,10 +290,51 @@ def _check_disjoint_updates(func: PrimFunc, loop: For, path: Path, kind: ForKind
             )
 
 
+def _check_no_carried_update(func: PrimFunc, loop: For, kind: ForKind) -> None:
+    """A block that reads a buffer it writes, at another element that depends on the loop
+    (`A[i + 1] = A[i + 1] + A[i]`), hands a value from one iteration to the next: running the
+    iterations at once (lanes or threads) would read values not yet written."""
+    from ...ir.structural import structural_equal
+    from ..expr import BufferLoad
+    from ..functor import post_order_visit
+    from ..stmt import BufferStore
+
+    verb, _ = _KIND_VERB[kind]
+    mine = {id(loop.loop_var)}
+    ana = analyzer()
+    for s, _ in walk(loop.body):
+        if not isinstance(s, BlockRealize):
+            continue
+        bind = {iv.var: v for iv, v in zip(s.block.iter_vars, s.iter_values)}
+        stores = [n for n, _ in walk(s.block.body) if isinstance(n, BufferStore)]
+        for st in stores:
+            loads: list = []
+            post_order_visit(
+                s.block.body,
+                lambda n, b=st.buffer: loads.append(n)
+                if isinstance(n, BufferLoad) and n.buffer is b
+                else None,
+            )
+            at = [ana.simplify(substitute(i, bind)) for i in st.indices]
+            for ld in loads:
+                got = [ana.simplify(substitute(i, bind)) for i in ld.indices]
+                same = all(structural_equal(a, b) for a, b in zip(at, got))
+                if not same and uses_var(at + got, mine):
+                    raise schedule_error(
+                        func,
+                        f"{verb}(loop '{loop.loop_var.name}'): block '{s.block.name_hint}' "
+                        f"reads {st.buffer.name}[{', '.join(map(str, got))}] and writes "
+                        f"{st.buffer.name}[{', '.join(map(str, at))}], so one iteration uses "
+                        "what another writes (a loop-carried dependence); keep this loop serial",
+                        loop,
+                    )
+
+
 def check_loop_kind(func: PrimFunc, loop: For, kind: ForKind, path: Path = ()) -> None:
     """Raise ScheduleError when running `loop` as `kind` could change the results."""
     if kind in _KIND_VERB:
         _check_no_reduction(func, loop, kind)
+        _check_no_carried_update(func, loop, kind)
     if kind in (ForKind.PARALLEL, ForKind.THREAD_BINDING):
         _check_disjoint_updates(func, loop, path, kind)
 

@@ -480,3 +480,24 @@ def test_cache_with_an_unknown_storage_scope_raises():
     sch = tir.Schedule(two_writers)
     with pytest.raises(ScheduleError, match=r"'test_scope' is not a storage scope"):
         sch.cache_read(sch.get_block("C"), 0, "test_scope")
+
+
+@T.prim_func
+def prefix_sum(A: T.Buffer((16,), "float32")):
+    for i in range(15):
+        with T.block("scan"):
+            A[i + 1] = A[i + 1] + A[i]
+
+
+@pytest.mark.parametrize("primitive", ["vectorize", "parallel"])
+def test_loop_carried_update_cannot_run_in_parallel(primitive):
+    sch = tir.Schedule(prefix_sum)
+    (i,) = sch.get_loops(sch.get_block("scan"))
+    with pytest.raises(ScheduleError, match=r"reads A\[i\] and writes A\[i \+ 1\].*loop-carried"):
+        getattr(sch, primitive)(i)
+    sch.unroll(i)  # running the iterations in order stays legal
+    a = np.arange(16, dtype="float32")
+    f = tvm.build(sch.mod, target="llvm")
+    nd = tvm.nd.array(a.copy())
+    f(nd)
+    np.testing.assert_array_equal(nd.numpy(), np.cumsum(a))
