@@ -3,12 +3,13 @@
 It is the oracle of tests and of the fuzz suite, so it follows the compiler's semantics exactly
 (integer `Div`/`Mod` truncate, `FloorDiv`/`FloorMod` round toward -inf, integers wrap, float32
 arithmetic stays float32, casts as numpy's `astype`) and it never guesses: an out-of-bounds
-access, an integer division by zero, an undefined shift, a block binding outside its domain or
-a failed assert raises `InterpreterError` naming the buffer, the indices and the shape.
+access, an integer division by zero, an undefined shift, a block binding outside its domain, a
+data race between iterations of a parallel loop or a failed assert raises `InterpreterError`.
 
 Blocks (predicates, `T.init`, `alloc_buffer`, `match_buffer`) and lowered code (flat buffers,
 `Allocate`, `Ramp`/`Broadcast` vectors, `LetStmt`, `While`, `AssertStmt`) are both run;
-parallel, vectorized, unrolled and thread-bound loops run serially. Each node is compiled once
+parallel, vectorized, unrolled and thread-bound loops run serially (parallel ones recording
+which iteration touched which element, to find races). Each node is compiled once
 into a Python closure (dispatch per node class), so small kernels run at about 1e6 ops/s.
 """
 
@@ -251,6 +252,35 @@ def _dispatch(table: dict, cls: type, prefix: str) -> Callable:
     return method
 
 
+class _Races:
+    """The accesses of one parallel loop's iterations: an element that one iteration writes
+    and another reads or writes is a data race (the compiled loop runs them concurrently)."""
+
+    def __init__(self, loop: str) -> None:
+        self.loop, self.iteration = loop, 0
+        self.writes: dict[tuple, int] = {}
+        self.reads: dict[tuple, int] = {}  # -1: read by several iterations
+        self.keep: dict[int, np.ndarray] = {}  # memory stays alive, so its id stays unique
+
+    def access(self, m: np.ndarray, off: Any, name: str, writing: bool) -> None:
+        self.keep[id(m)] = m
+        t = self.iteration
+        for o in off.tolist() if isinstance(off, np.ndarray) else (off,):
+            loc = (id(m), o)
+            w, r = self.writes.get(loc, t), self.reads.get(loc, t)
+            if w != t or (writing and r != t):
+                other = w if w != t else ("several others" if r == -1 else r)
+                raise InterpreterError(
+                    f"data race in parallel loop '{self.loop}': iteration {t} "
+                    f"{'writes' if writing else 'reads'} element {o} of '{name}', which "
+                    f"iteration {other} {'writes' if w != t else 'reads'}"
+                )
+            if writing:
+                self.writes[loc] = t
+            else:
+                self.reads[loc] = t if r == t else -1
+
+
 _EXPR_TABLE: dict[type, Callable] = {}
 _STMT_TABLE: dict[type, Callable] = {}
 # Statements with one `body` that only bind something first; compiled as a flat chain so a
@@ -266,6 +296,7 @@ class _Interp:
         self.mem: dict[int, np.ndarray] = {}  # id(data Var) -> flat memory
         self.views: dict[int, tuple] = {}  # id(matched Buffer) -> (base, strides, extents)
         self.matched: set[int] = set()
+        self.races: _Races | None = None  # set while a parallel loop runs
         self.sym = sym
         self._memo: dict[int, Thunk] = {}
 
@@ -516,7 +547,8 @@ class _Interp:
         vector = any(i.dtype.lanes > 1 for i in indices)
         # a vector access at a scalar index covers `lanes` consecutive elements
         span = np.arange(lanes) if lanes > 1 and not vector else None
-        mem, key, name = self.mem, id(buf.data), buf.name
+        mem, key, name, interp = self.mem, id(buf.data), buf.name, self
+        writing = what == "store"
         if id(buf) in self.matched:
             views, bkey = self.views, id(buf)
             layout = lambda: views[bkey]  # noqa: E731 - bound when the block is entered
@@ -566,6 +598,8 @@ class _Interp:
                     raise out_of_bounds(values, extents, f"; memory holds {m.shape[0]} elements")
             elif not 0 <= off < m.shape[0]:
                 raise out_of_bounds(values, extents, f"; memory holds {m.shape[0]} elements")
+            if interp.races is not None and what != "match_buffer":
+                interp.races.access(m, off, name, writing)
             return m, off
 
         return locate
@@ -645,7 +679,23 @@ class _Interp:
                 env[key] = v
                 body()
 
-        return loop
+        if s.kind != S.ForKind.PARALLEL:
+            return loop
+        name = s.loop_var.name
+
+        def parallel_loop():
+            if self.races is not None:  # nested: the outer loop's iterations are checked
+                return loop()
+            start, races = lo(), _Races(name)
+            self.races = races
+            try:
+                for v in range(start, start + ext()):
+                    races.iteration = env[key] = v
+                    body()
+            finally:
+                self.races = None
+
+        return parallel_loop
 
     def s_While(self, s: S.While) -> Thunk:
         cond, body = self.expr(s.condition), self.stmt(s.body)

@@ -241,3 +241,24 @@ def test_accepts_an_irmodule_and_free_symbols_by_name():
     np.testing.assert_array_equal(run_prim_func(mod, a, np.zeros(8, "float32"), n=3)[1], a * 3)
     with pytest.raises(InterpreterError, match="variable 'n' is used but not defined"):
         run_prim_func(mod, a, np.zeros(8, "float32"))
+
+
+@T.prim_func
+def _racy(a: T.handle, c: T.handle):
+    A = T.match_buffer(a, (20,), "float32")
+    C = T.match_buffer(c, (20,), "float32")
+    for io in T.parallel(3):
+        for ii in range(8):
+            if io * 8 + ii < 20:
+                C[io // 8 + ii] = A[io * 8 + ii]
+
+
+def test_a_data_race_in_a_parallel_loop_is_an_error():
+    with pytest.raises(InterpreterError, match=r"data race in parallel loop 'io': iteration 1 writes element 0 of 'C', which iteration 0 writes"):
+        run_prim_func(_racy, np.zeros(20, "float32"), np.zeros(20, "float32"))
+    A, B, C = _matmul(8)  # parallel rows, each iteration its own rows of C: no race
+    s = te.create_schedule(C.op)
+    s[C].parallel(C.op.axis[0])
+    a, b = _ab(8)
+    got = run_prim_func(lower_primfunc(tvm.lower(s, [A, B, C])["main"]), a, b, np.zeros((8, 8), "float32"))
+    np.testing.assert_allclose(got[2], a @ b, rtol=1e-5)
