@@ -501,3 +501,11 @@ def test_loop_carried_update_cannot_run_in_parallel(primitive):
     nd = tvm.nd.array(a.copy())
     f(nd)
     np.testing.assert_array_equal(nd.numpy(), np.cumsum(a))
+
+
+def test_schedule_errors_are_runtime_errors_as_in_tvm():
+    """TVM's own tests catch schedule errors as tvm.tir.ScheduleError or RuntimeError."""
+    sch = tir.Schedule(rowsum_init_one)
+    _, k = sch.get_loops(sch.get_block("B"))
+    with pytest.raises(RuntimeError, match=r"rfactor of a sum needs the identity 0"):
+        sch.rfactor(k, 0)
