@@ -47,6 +47,7 @@ from ..tir.expr import (
     Var,
 )
 from ..tir.function import PrimFunc
+from ..tir.functor import Visitor
 from ..tir.stmt import (
     Allocate,
     AssertStmt,
@@ -259,6 +260,7 @@ class CodeGenLLVM:
         start = fn.append_basic_block("start")
         self._state = _FunctionState(fn, ir.IRBuilder(start))
         self._state.in_parallel = outer.in_parallel if outer is not None else False
+        self._state.loop_depth = outer.loop_depth if outer is not None else 0
         for arg, (var, _) in zip(fn.args, params):
             if isinstance(var, Var):
                 self.bind(var, arg)
@@ -425,9 +427,10 @@ class CodeGenLLVM:
             self.stmt(child)
 
     def _outlined(self, body: Stmt) -> None:
-        """Emit `body` as a call of its own (noinline) function: LLVM's loop passes
-        (IndVarSimplify, LoopRotate) take time quadratic in the loops of one function, so a
-        long top-level sequence (5 000 loops, a huge unrolled body) is cut into parts."""
+        """Emit `body` as a call of its own (noinline) function. LLVM's loop passes take time
+        quadratic in the loops of one function (IndVarSimplify, LoopRotate) and in the memory
+        accesses of one loop (LoopLoadElimination), so a long top-level sequence (5 000 loops,
+        a huge unrolled body) is cut into parts, and a huge loop body becomes a call."""
         captured = llvm_parallel.captured_vars(self, body)
         values = [self.lookup(v) for v in captured]
         fn = self.emit_kernel_function(
@@ -558,7 +561,10 @@ class CodeGenLLVM:
         self._state.in_parallel = was_parallel or parallel_body
         self._state.loop_depth += 1
         self.bind(s.loop_var, var)
-        self.stmt(s.body)
+        if _is_long_straight_line(s.body):
+            self._outlined(s.body)  # LoopLoadElimination is quadratic in a loop's accesses
+        else:
+            self.stmt(s.body)
         self.unbind(s.loop_var)
         self._state.loop_depth -= 1
         self._state.in_parallel = was_parallel
@@ -607,6 +613,37 @@ def _check_resolvable(func_name: str, symbol: str) -> None:
 # of _OUTLINE_CHUNK statements each (see CodeGenLLVM._outlined).
 _OUTLINE_ABOVE = 64
 _OUTLINE_CHUNK = 16
+
+
+# An innermost loop body with more stores than this is outlined (see CodeGenLLVM._outlined);
+# register-blocked kernels unroll to far fewer (the GEMM micro-kernel: 32).
+_OUTLINE_LOOP_BODY_ABOVE = 512
+
+
+class _StraightLine(Visitor):
+    """Counts the stores of a statement, and whether it contains a loop."""
+
+    def __init__(self) -> None:
+        self.stores = 0
+        self.has_loop = False
+
+    def visit_BufferStore(self, n: BufferStore) -> None:
+        self.stores += 1
+
+    def visit_For(self, n: For) -> None:
+        self.has_loop = True
+
+    def visit_While(self, n: While) -> None:
+        self.has_loop = True
+
+
+def _is_long_straight_line(body: Stmt) -> bool:
+    """A loop-free body with more than _OUTLINE_LOOP_BODY_ABOVE stores (a huge unroll)."""
+    if not isinstance(body, SeqStmt) or len(body.seq) <= _OUTLINE_LOOP_BODY_ABOVE // 8:
+        return False  # cheap exit for ordinary bodies
+    count = _StraightLine()
+    count.visit(body)
+    return not count.has_loop and count.stores > _OUTLINE_LOOP_BODY_ABOVE
 
 
 def _named(value: ir.Value, name: str) -> ir.Value:
