@@ -6,8 +6,14 @@
 Every PrimFunc `f` becomes `i32 @f(ptr %args, ptr %scalars)`, a thin wrapper that unpacks the
 arguments and calls the internal `@f.compute(ptr noalias %A, ..., i32 %n, ...)` (inlined at O3,
 which is how `noalias` reaches the loops). Internal functions have a '.' in their names, so they
-never collide with a PrimFunc's (C identifier) symbol. Expressions and statements are emitted through two
-dispatch tables keyed by node class; binary operators through one keyed by (class, dtype kind).
+never collide with a PrimFunc's (C identifier) symbol. Expressions and statements are emitted
+through two dispatch tables keyed by node class; binary operators through one keyed by (class,
+dtype kind); an (op, dtype) pair outside the tables is a BuildError, never invalid IR.
+
+What would trap returns an error code instead (llvm_checks.py): integer division by zero, and
+indices computed from data that fall outside their buffer; FuncInfo["errors"][k - 1] names the
+failure behind return code k. Long top-level sequences and huge loop bodies are emitted as calls
+of outlined parts, so LLVM's pass time stays linear in the program (`_outlined`).
 
 Numerics follow numpy: no fast-math except `contract` (FMA fusion); Min/Max on floats use
 `llvm.minimum`/`llvm.maximum`, which propagate NaN like np.minimum/np.maximum; `!=` on floats
