@@ -169,3 +169,22 @@ def f(a: T.handle, c: T.handle):
 '''
     proc = _run(f"SRC = {src!r}\n" + textwrap.dedent(_SCRIPT))
     assert proc.returncode == 1 and "minitvm.error" in proc.stderr, proc.stdout + proc.stderr[-1500:]
+
+
+@pytest.mark.xfail(strict=False, reason="issue 10 item 12: T.parallel over a reduction axis builds")
+def test_parallel_reduction_axis_in_tvmscript_is_refused():
+    src = '''
+@T.prim_func
+def f(a: T.handle, c: T.handle):
+    A = T.match_buffer(a, (20,), "float32")
+    C = T.match_buffer(c, (20,), "float32")
+    for i in range(2):
+        for k in T.parallel(10):
+            with T.block("C"):
+                vi, vk = T.axis.remap("SR", [i, k])
+                with T.init():
+                    C[vi] = T.float32(0)
+                C[vi] = C[vi] + A[vi * 10 + vk]  # every k adds into the same C[vi]
+'''
+    proc = _run(f"SRC = {src!r}\n" + textwrap.dedent(_SCRIPT))
+    assert proc.returncode == 1 and "minitvm.error" in proc.stderr, proc.stdout + proc.stderr[-1500:]
