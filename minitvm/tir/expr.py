@@ -847,7 +847,10 @@ def _check_bitwise(symbol: str, allow_bool: bool, *operands: PrimExpr) -> None:
         return
     kinds = "integer or bool operands" if allow_bool else "integer operands"
     got = " and ".join(str(x.dtype) for x in operands)
-    text = f" {symbol} ".join(str(x) for x in operands) if len(operands) > 1 else f"{symbol}{operands[0]}"
+    if len(operands) > 1:
+        text = f" {symbol} ".join(str(x) for x in operands)
+    else:
+        text = f"{symbol}{operands[0]}"
     text = text if len(text) <= 80 else text[:77] + "..."
     raise DTypeError(
         f"bitwise '{symbol}' needs {kinds}, got {got} in `{text}`; cast with .astype('int32')"

@@ -99,10 +99,11 @@ def flat_offset(buf: Buffer, indices: tuple) -> PrimExpr:
 def _flat_alloc_extent(extents: tuple) -> PrimExpr:
     """The product of an allocation's extents, in int64 when it may not fit int32."""
     values = [const_value(e) for e in extents]
-    small = all(v is not None for v in values) and reduce(lambda a, b: a * b, values, 1) < _INT32_LIMIT
-    small = small and all(e.dtype.bits <= 32 for e in extents)
+    static = all(v is not None for v in values) and all(e.dtype.bits <= 32 for e in extents)
+    small = static and reduce(lambda a, b: a * b, values, 1) < _INT32_LIMIT
     dtype = INT32 if small else INT64
-    return reduce(lambda a, b: binary(Mul, a, b), (_widen(e, dtype) for e in extents), IntImm(dtype, 1))
+    wide = (_widen(e, dtype) for e in extents)
+    return reduce(lambda a, b: binary(Mul, a, b), wide, IntImm(dtype, 1))
 
 
 class _Flatten(Mutator):

@@ -67,12 +67,13 @@ def _hoisted_init(realize: BlockRealize, scope: _Scope) -> tuple[For, Stmt] | No
         return None
     red_vars = {loop_ids[n] for n in red}
     kept = [c for c in _conjuncts(realize.predicate) if not _var_ids(c) & red_vars]
-    spatial_uses = set().union(*(_var_ids(v) for iv, v in bind if not _is_reduce(iv)), *map(_var_ids, kept))
+    spatial_values = [v for iv, v in bind if not _is_reduce(iv)]
+    spatial_uses = set().union(*map(_var_ids, spatial_values), *map(_var_ids, kept))
     dropped = [c for c in _conjuncts(realize.predicate) if _var_ids(c) & red_vars]
     inner = scope.loops[red[0] :]
     copied = [lp for lp in inner if id(lp.loop_var) not in red_vars]
-    copied_ids = {id(lp.loop_var) for lp in copied}
-    if red_vars & spatial_uses or any(_var_ids(c) & copied_ids for c in dropped):
+    other_vars = scope.varying - red_vars
+    if red_vars & spatial_uses or any(_var_ids(c) & other_vars for c in dropped):
         return None  # a loop (or a condition) mixes spatial and reduction axes
     if any(_var_ids((lp.min, lp.extent)) & red_vars for lp in copied):
         return None  # a spatial loop's range depends on the reduction (triangular nest)
