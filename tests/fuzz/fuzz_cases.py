@@ -752,7 +752,7 @@ def run_export(case: dict, canary_dir: str) -> None:
         data = bytearray(members["meta.json"])
         data[pos % len(data)] ^= 1 << (value % 8)
         members["meta.json"] = bytes(data)
-    path = os.path.join(canary_dir, "..", f"{os.path.basename(canary_dir)}_m.so")
+    path = os.path.join(tempfile.gettempdir(), "tampered.so")  # the worker's scratch dir
     with zipfile.ZipFile(path, "w") as zf:
         for m, data in members.items():
             if data is not None:

@@ -73,26 +73,29 @@ def run_campaign(category: str, examples: int, case_timeout: float = 60.0) -> Re
     """Run `examples` cases of `category` in as few worker processes as crashes allow."""
     report = Report(category)
     canary_dir = tempfile.mkdtemp(prefix="minitvm_fuzz_canary_")
+    scratch = tempfile.mkdtemp(prefix="minitvm_fuzz_tmp_")  # the workers' TMPDIR, removed after
     start = time.time()
     skip = 0
     try:
         while skip < examples:
-            skip = _one_worker(category, examples, skip, canary_dir, case_timeout, report)
+            skip = _one_worker(category, examples, skip, canary_dir, scratch, case_timeout, report)
         if os.listdir(canary_dir):
             report.counts["codeexec"] += 1
             report.failures.append(("codeexec", {}, f"canary files: {os.listdir(canary_dir)}"))
     finally:
         shutil.rmtree(canary_dir, ignore_errors=True)
+        shutil.rmtree(scratch, ignore_errors=True)
         report.seconds = time.time() - start
     return report
 
 
-def _one_worker(category, examples, skip, canary_dir, case_timeout, report) -> int:
+def _one_worker(category, examples, skip, canary_dir, scratch, case_timeout, report) -> int:
     """Run one worker from case `skip`; returns the index to continue from (>= examples: done)."""
     cmd = [sys.executable, os.path.join(HERE, "fuzz_harness.py"), "run", category,
            str(examples), str(skip), canary_dir]
     with tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, cwd=HERE)
+        env = dict(os.environ, TMPDIR=scratch)
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, cwd=HERE, env=env)
         lines: queue.Queue = queue.Queue()
         threading.Thread(target=_pump, args=(proc.stdout, lines), daemon=True).start()
         current = None
