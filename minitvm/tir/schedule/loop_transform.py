@@ -231,10 +231,30 @@ def reorder(func: PrimFunc, located: list[tuple[For, Path]]) -> PrimFunc:
                 "another loop of the chain",
                 f,
             )
+    _check_order_free(func, names, [f for f, h in zip(chain, headers) if f is not h], bottom)
     body = bottom.body
     for f in reversed(headers):
         body = f.replace(body=body)
     return replace_stmt(func, top, body)
+
+
+def _check_order_free(func: PrimFunc, names: str, moved: list[For], bottom: For) -> None:
+    """A loop that drives a scan (ordered) or opaque iterator carries an order the block relies
+    on; moving it past other loops changes which iterations come first."""
+    ids = {id(f.loop_var) for f in moved}
+    for s, _ in walk(bottom.body):
+        if not isinstance(s, BlockRealize):
+            continue
+        for iv, v in zip(s.block.iter_vars, s.iter_values):
+            if iv.iter_type in (IterType.Ordered, IterType.Opaque) and uses_var(v, ids):
+                raise schedule_error(
+                    func,
+                    f"reorder({names}): a moved loop drives iterator '{iv.var.name}' of block "
+                    f"'{s.block.name_hint}', which is {iv.iter_type.name.lower()} (its "
+                    "iterations must run in order); reorder only loops over spatial or "
+                    "reduction iterators",
+                    s,
+                )
 
 
 # loop kind -> (verb used in messages, what it would break on a reduction)

@@ -509,3 +509,19 @@ def test_schedule_errors_are_runtime_errors_as_in_tvm():
     _, k = sch.get_loops(sch.get_block("B"))
     with pytest.raises(RuntimeError, match=r"rfactor of a sum needs the identity 0"):
         sch.rfactor(k, 0)
+
+
+@T.prim_func
+def scan_axis(A: T.Buffer((8, 8), "float32"), B: T.Buffer((8, 8), "float32")):
+    for i, k in T.grid(8, 8):
+        with T.block("B"):
+            vi = T.axis.spatial(8, i)
+            vk = T.axis.scan(8, k)
+            B[vi, vk] = A[vi, vk] * 2.0
+
+
+def test_reorder_past_a_scan_iterator_raises():
+    sch = tir.Schedule(scan_axis)
+    i, k = sch.get_loops(sch.get_block("B"))
+    with pytest.raises(ScheduleError, match=r"drives iterator 'vk' of block 'B', which is ordered"):
+        sch.reorder(k, i)
