@@ -34,6 +34,8 @@ from ..error import BuildError, MiniTVMError
 from ..ir.dtype import DataType
 from ..ir.module import IRModule
 from ..runtime import compiler_rt
+from ..runtime.elf import SIGNATURE_SYMBOL
+from ..runtime.meta import signature_bytes
 from ..runtime.module import CodegenResult
 from ..target import Target
 from ..tir.expr import (
@@ -53,7 +55,7 @@ from ..tir.expr import (
     Var,
 )
 from ..tir.function import PrimFunc
-from ..tir.functor import Visitor
+from ..tir.functor import Visitor, deep_recursion
 from ..tir.stmt import (
     Allocate,
     AssertStmt,
@@ -719,6 +721,11 @@ def build(
 
     >>> result = build([lowered_func], "llvm")   # then runtime.Module.from_codegen(result)
     """
+    with deep_recursion():  # expressions are emitted recursively; a long sum is deep
+        return _build(funcs, target)
+
+
+def _build(funcs, target) -> CodegenResult:
     if isinstance(funcs, PrimFunc):
         funcs = [funcs]
     if isinstance(funcs, IRModule):
@@ -732,6 +739,7 @@ def build(
         if name is not None and names.count(name) > 1:
             raise BuildError(f"two functions are named '{name}'; give each a unique global_symbol")
     infos = [_add_function(cg, func) for func in funcs]
+    _embed_signature(cg.module, infos)
     mod = _verified(str(cg.module), [i["name"] for i in infos])
     _optimize(mod, tm, target.opt_level)
     return CodegenResult(
@@ -740,6 +748,16 @@ def build(
         func_infos=tuple(infos),
         target=str(target),
     )
+
+
+def _embed_signature(module: ir.Module, infos: list[dict]) -> None:
+    """Store the FuncInfos in the object as data (`minitvm.signature`), so the loader can tell
+    whether a meta.json describes this object's functions (runtime/meta.py, elf.py)."""
+    data = signature_bytes(infos)
+    array = ir.ArrayType(ir.IntType(8), len(data))
+    glob = ir.GlobalVariable(module, array, name=SIGNATURE_SYMBOL)
+    glob.global_constant = True
+    glob.initializer = ir.Constant(array, bytearray(data))
 
 
 def _add_function(cg: CodeGenLLVM, func: PrimFunc) -> dict:

@@ -23,7 +23,7 @@ from ..target import (
 from ..target.host import host_arch
 from . import compiler_rt, threadpool
 from .device import Device
-from .elf import read_elf
+from .elf import SIGNATURE_SYMBOL, read_elf
 from .meta import meta_digest, sha256, signature_bytes, validate_meta
 from .packed_func import PackedFunc
 
@@ -157,9 +157,12 @@ class Module:
         for func in self._result.func_infos:
             if _symbol(func) not in info.defined_symbols:
                 raise self._fail(f"the object code has no function '{func['name']}'")
-        if info.signature is not None and info.signature != signature_bytes(
-            self._result.func_infos
-        ):
+        if info.signature is None:
+            raise self._fail(
+                f"the object code has no embedded '{SIGNATURE_SYMBOL}', so its metadata cannot "
+                "be checked against it; it was not written by this minitvm's code generator"
+            )
+        if info.signature != signature_bytes(self._result.func_infos):
             raise self._fail(
                 "the functions' signatures (parameters, dtypes, shapes) in the metadata differ "
                 "from those the object code was compiled for; the metadata does not belong to "
