@@ -50,6 +50,10 @@ class RuntimeError_(TVMError):
     """A failure while running compiled code or loading a module."""
 
 
+class ExpressionTooDeep(MiniTVMError, RecursionError):
+    """The IR nests deeper than minitvm's walkers can go without risking the C stack."""
+
+
 __all__ = [
     "MiniTVMError",
     "TVMError",
@@ -63,4 +67,5 @@ __all__ = [
     "BuildError",
     "TargetError",
     "RuntimeError_",
+    "ExpressionTooDeep",
 ]

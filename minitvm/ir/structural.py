@@ -10,6 +10,7 @@ from ..error import MiniTVMError
 from .dtype import DataType
 from .module import IRModule
 from .node import FrozenDict, Node, field_names
+from .recursion import allows_deep_recursion
 
 
 class StructuralMismatch(MiniTVMError, ValueError, AssertionError):
@@ -129,11 +130,13 @@ class _Equal:
         return a == b or self.fail(path, a, b)
 
 
+@allows_deep_recursion
 def structural_equal(lhs: Any, rhs: Any, map_free_vars: bool = False) -> bool:
     """True when two IR values have the same structure (bound variables up to renaming)."""
     return _Equal(map_free_vars).eq(lhs, rhs, "root")
 
 
+@allows_deep_recursion
 def assert_structural_equal(lhs: Any, rhs: Any, map_free_vars: bool = False) -> None:
     """Raise StructuralMismatch showing the first place where `lhs` and `rhs` differ."""
     checker = _Equal(map_free_vars)
@@ -195,6 +198,7 @@ class _Hasher:
         return hash(x)
 
 
+@allows_deep_recursion
 def structural_hash(node: Any, map_free_vars: bool = False) -> int:
     """A hash consistent with structural_equal."""
     return _Hasher(map_free_vars).h(node)

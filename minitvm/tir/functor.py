@@ -2,53 +2,11 @@
 
 from __future__ import annotations
 
-import sys
-import threading
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
-from functools import wraps
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..ir.node import FrozenDict, Node, field_names
-
-
-# IR is walked recursively, a few Python frames per level, and a 10,000-term sum is 10,000
-# levels deep. Entry points that walk user IR (parse, print, lower, simplify) raise the
-# interpreter's limit to this while they run; Python 3.11 keeps Python-to-Python calls off the
-# C stack, so the deeper recursion needs no larger thread stack.
-DEEP_RECURSION_LIMIT = 200_000
-
-_deep_lock = threading.Lock()
-_deep_users = [0, 0]  # [active entry points, limit to restore when the last one leaves]
-
-
-@contextmanager
-def deep_recursion() -> Iterator[None]:
-    """Allow deep recursion (DEEP_RECURSION_LIMIT frames) inside the `with` block."""
-    with _deep_lock:
-        if _deep_users[0] == 0:
-            _deep_users[1] = sys.getrecursionlimit()
-            if _deep_users[1] < DEEP_RECURSION_LIMIT:
-                sys.setrecursionlimit(DEEP_RECURSION_LIMIT)
-        _deep_users[0] += 1
-    try:
-        yield
-    finally:
-        with _deep_lock:
-            _deep_users[0] -= 1
-            if _deep_users[0] == 0:
-                sys.setrecursionlimit(_deep_users[1])
-
-
-def allows_deep_recursion(fn: Callable) -> Callable:
-    """Decorator form of `deep_recursion` for entry points that walk IR."""
-
-    @wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        with deep_recursion():
-            return fn(*args, **kwargs)
-
-    return wrapper
+from ..ir.recursion import DEEP_RECURSION_LIMIT, allows_deep_recursion, deep_recursion  # noqa: F401
 
 
 def _dispatch(visitor_cls: type, node_cls: type) -> Callable | None:
@@ -185,4 +143,3 @@ def substitute(n: Any, vmap: Mapping | Callable[[Any], Any]) -> Any:
     if not vmap:
         return n
     return _Substitute(vmap).visit(n)
-
