@@ -7,8 +7,10 @@ from typing import Any
 
 from .error import BuildError
 from .ir.module import IRModule
+from .ir.recursion import allows_deep_recursion
 from .target import Target
 from .tir.function import PrimFunc
+from .tir.schedule.verify import verify_block_bindings, verify_loop_kinds
 from .tir.transform.pipeline import lower_primfunc
 
 _INPUTS = "a te.Schedule (with args), a list of te.Tensors, a tir.PrimFunc or an IRModule"
@@ -70,6 +72,7 @@ def _to_module(inp: Any, args: Any, name: str, binds: Any, where: str) -> IRModu
     raise BuildError(f"{where}: expected {_INPUTS}, got {type(inp).__name__}")
 
 
+@allows_deep_recursion
 def lower(
     inp: Any, args: Any = None, name: str | None = None, binds: Any = None, simple_mode: bool = False
 ) -> IRModule:
@@ -80,10 +83,20 @@ def lower(
     mod = _to_module(inp, args, name, binds, "tvm.lower")
     out = IRModule(attrs=mod.attrs)
     for gv, func in mod.functions_items():
-        out[gv.name_hint] = lower_primfunc(func, flatten=False)
+        out[gv.name_hint] = _lower_checked(func, flatten=False)
     return out
 
 
+def _lower_checked(func: PrimFunc, flatten: bool = True) -> PrimFunc:
+    """Lower `func` after the scheduler's legality rules hold for it: a function written already
+    scheduled (TVMScript `T.parallel` over a reduction, a binding outside its domain) gets the
+    same ScheduleError the primitive would have raised. Every front end builds through here."""
+    verify_loop_kinds(func)
+    verify_block_bindings(func)
+    return lower_primfunc(func, flatten=flatten)
+
+
+@allows_deep_recursion
 def build(
     inp: Any,
     args: Any = None,
@@ -100,7 +113,7 @@ def build(
     if target_host is not None:
         Target(target_host)  # validated; the host is the CPU target itself
     mod = _to_module(inp, args, name, binds, "tvm.build")
-    funcs = [lower_primfunc(func) for _, func in mod.functions_items()]
+    funcs = [_lower_checked(func) for _, func in mod.functions_items()]
     if not funcs:
         raise BuildError("tvm.build: the IRModule has no PrimFunc to compile")
     from . import codegen, runtime

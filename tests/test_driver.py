@@ -256,3 +256,39 @@ def test_build_lone_primfunc_uses_its_global_symbol():
     lib["add_one"](a, b)
     np.testing.assert_allclose(b, a + 1)
     assert lib.entry_name == "add_one"
+
+
+_RACING_SUM = """
+@T.prim_func
+def rowsum(A: T.Buffer((8, 64), "float32"), B: T.Buffer((8,), "float32")):
+    for i in T.serial(8):
+        for k in T.parallel(64):
+            with T.block("B"):
+                vi, vk = T.axis.remap("SR", [i, k])
+                with T.init():
+                    B[vi] = T.float32(0)
+                B[vi] = B[vi] + A[vi, vk]
+"""
+
+_OUT_OF_DOMAIN = """
+@T.prim_func
+def f(A: T.Buffer((14,), "float32"), B: T.Buffer((14,), "float32")):
+    for i, j in T.grid(4, 8):
+        with T.block("B"):
+            v = T.axis.spatial(14, i * i + j)
+            B[v] = A[v]
+"""
+
+
+@pytest.mark.parametrize("build", [driver.build, driver.lower], ids=["build", "lower"])
+@pytest.mark.parametrize(
+    "source, message",
+    [(_RACING_SUM, "parallel"), (_OUT_OF_DOMAIN, "domain|reaches")],
+    ids=["parallel_reduction", "binding_out_of_domain"],
+)
+def test_prescheduled_tvmscript_gets_the_primitives_legality_checks(build, source, message):
+    from minitvm.error import ScheduleError
+    from minitvm.script import from_source
+
+    with pytest.raises(ScheduleError, match=message):
+        build(from_source(source))

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..error import ScheduleError
+from ..ir.recursion import deep_recursion
 from ..tir.expr import IterType, IterVar, Var
 from ..tir.function import PrimFunc
 from .operation import ComputeOp, Operation, PlaceholderOp
@@ -236,7 +237,7 @@ class Stage:
         self._no_placeholder("compute_root")
         self.attach = _Attach("root")
 
-    def compute_at(self, parent: "Stage", scope: IterVar) -> None:
+    def compute_at(self, parent: Stage, scope: IterVar) -> None:
         self._no_placeholder("compute_at")
         if not isinstance(parent, Stage):
             raise ScheduleError(
@@ -558,7 +559,8 @@ def create_schedule(ops: Any) -> Schedule:
 
     >>> s = te.create_schedule(C.op); xo, xi = s[C].split(C.op.axis[0], factor=4)
     """
-    return Schedule(ops)
+    with deep_recursion():  # finding the stages walks every compute expression
+        return Schedule(ops)
 
 
 __all__ = ["Schedule", "Stage", "create_schedule"]

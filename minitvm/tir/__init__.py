@@ -1,5 +1,6 @@
 """Tensor IR: expressions, statements, buffers, PrimFuncs, the visitor/mutator and ops."""
 
+from ..error import ScheduleError  # noqa: F401  (tvm.tir.ScheduleError, as TVM's tests spell it)
 from . import op
 from .buffer import Buffer, decl_buffer
 from .expr import (

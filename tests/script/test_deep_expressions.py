@@ -133,3 +133,21 @@ class Mod:
 """
     mod = from_source(src)
     assert "cls.g(x)" in mod.script() and "cls.f(x)" in mod.script()
+
+
+def test_classic_te_schedule_of_a_long_sum_builds():
+    A = te.placeholder((4,), name="A")
+
+    def body(i):
+        acc = A[i]
+        for _ in range(3000):
+            acc = acc + A[i]
+        return acc
+
+    B = te.compute((4,), body, name="B")
+    s = te.create_schedule(B.op)
+    mod = tvm.build(s, [A, B])
+    a = np.ones(4, "float32")
+    b = np.zeros(4, "float32")
+    mod(a, b)
+    np.testing.assert_array_equal(b, np.full(4, 3001, "float32"))
