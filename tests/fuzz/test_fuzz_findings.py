@@ -139,7 +139,6 @@ _SCRIPT = '''
 '''
 
 
-@pytest.mark.xfail(strict=False, reason="issue 10 item 12: block binding outside its domain builds")
 def test_block_binding_outside_its_domain_is_refused():
     src = '''
 @T.prim_func
@@ -171,7 +170,6 @@ def f(a: T.handle, c: T.handle):
     assert proc.returncode == 1 and "minitvm.error" in proc.stderr, proc.stdout + proc.stderr[-1500:]
 
 
-@pytest.mark.xfail(strict=False, reason="issue 10 item 12: T.parallel over a reduction axis builds")
 def test_parallel_reduction_axis_in_tvmscript_is_refused():
     src = '''
 @T.prim_func
