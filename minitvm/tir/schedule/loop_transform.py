@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
+
+from ...ir.dtype import DataType
 
 from ..expr import (
     cast,
@@ -164,10 +167,15 @@ def fuse(func: PrimFunc, loops: list[For], path: Path) -> tuple[PrimFunc, Var]:
             raise schedule_error(
                 func, f"fuse: the extent of a fused loop depends on loop '{f.loop_var.name}'", f
             )
-    # the widest index dtype, so the fused extent (a product) and the var agree
+    # the widest index dtype, so the fused extent (a product) and the var agree; int64 when the
+    # product may reach 2**31 (symbolic extents), where an int32 fused var would wrap
     dtype = max((f.loop_var.dtype for f in loops), key=lambda t: t.bits)
-    fused = Var("_".join(f.loop_var.name for f in loops) + "_fused", dtype)
     extents = [f.extent for f in loops]
+    sizes = [const_int(e) for e in extents]
+    if dtype.bits < 64 and (None in sizes or math.prod(sizes) >= 2**31):
+        dtype = DataType("int64")
+        extents = [cast(dtype, e) for e in extents]
+    fused = Var("_".join(f.loop_var.name for f in loops) + "_fused", dtype)
     vmap: dict = {}
     for k, f in enumerate(loops):
         inner = _mul_all(extents[k + 1 :], fused)

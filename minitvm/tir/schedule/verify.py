@@ -10,7 +10,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..expr import LT, Add, And, FloorDiv, FloorMod, IterType, Mul, Range, logical_and
+from ..expr import (
+    LT,
+    Add,
+    And,
+    Cast,
+    FloorDiv,
+    FloorMod,
+    IterType,
+    Mul,
+    Range,
+    Var,
+    cast,
+    logical_and,
+)
 from ..function import PrimFunc
 from ..stmt import Block, BlockRealize, BufferStore, For, ForKind
 from .binding import block_points
@@ -58,10 +71,11 @@ def _check_plain_stores(func: PrimFunc, loop: For) -> None:
 
 def verify_block_bindings(func: PrimFunc) -> None:
     """Raise ScheduleError when a block binding can leave its iterator's domain."""
+    dims = _shape_facts(func)
     for s, path in walk(func.body):
         if not isinstance(s, BlockRealize) or not s.block.iter_vars:
             continue
-        bad = _binding_out_of_domain(s, path)
+        bad = _binding_out_of_domain(s, path, dims)
         if bad is not None:
             iv, value, why = bad
             kind = "spatial" if iv.iter_type != IterType.CommReduce else "reduce"
@@ -99,11 +113,15 @@ def _prove_below(ana: Any, e: Any, hi: Any, facts: tuple = ()) -> bool:
     `a < b` with `e - hi <= a - b` settles it whatever its terms (T.min/T.max of shapes)."""
     if ana.can_prove(e < hi):
         return True
+    if _is_int_cast(e):  # narrowing is value-preserving when the wide value is in range
+        return _prove_below(ana, e.value, cast(e.value.dtype, hi), facts)
+    if isinstance(e, FloorMod) and _divisor_positive(ana, e.b):  # x % d < d <= hi
+        return ana.can_prove(e.b - cast(e.b.dtype, hi) <= 0)
     if any(ana.can_prove((e - hi) - (f.a - f.b) <= 0) for f in facts):
         return True
     return (
         isinstance(e, FloorDiv)
-        and ana.can_prove(e.b > 0)
+        and _divisor_positive(ana, e.b)
         and _prove_below(ana, e.a, hi * e.b, facts)
     )
 
@@ -127,7 +145,28 @@ def _prove_at_least(ana: Any, e: Any, lo: Any) -> bool:
     d > 0, a fact the analyzer keeps but does not apply inside a symbolic floormod)."""
     if ana.can_prove(e >= lo):
         return True
+    if _is_int_cast(e):
+        return _prove_at_least(ana, e.value, cast(e.value.dtype, lo))
     return const_int(lo) == 0 and _nonnegative(ana, e)
+
+
+def _divisor_positive(ana: Any, d: Any) -> bool:
+    """d > 0 wherever a binding divided by d is used: d >= 0 suffices, because a divisor of 0
+    either stops the block from running (a fused extent n * 0) or is a run-time error (codegen
+    checks every non-constant divisor), so no access is made with it."""
+    return ana.can_prove(_widened(d) >= 0)
+
+
+def _widened(e: Any) -> Any:
+    """The value under widening integer casts (same sign as the cast value)."""
+    while _is_int_cast(e) and e.dtype.bits >= e.value.dtype.bits:
+        e = e.value
+    return e
+
+
+def _is_int_cast(e: Any) -> bool:
+    """An integer-to-integer cast (int64 offsets of a fused symbolic loop bound to int32)."""
+    return isinstance(e, Cast) and e.dtype.is_int and e.value.dtype.is_int
 
 
 def _nonnegative(ana: Any, e: Any) -> bool:
@@ -136,16 +175,26 @@ def _nonnegative(ana: Any, e: Any) -> bool:
     if isinstance(e, Add | Mul):
         return _nonnegative(ana, e.a) and _nonnegative(ana, e.b)
     if isinstance(e, FloorMod):
-        return ana.can_prove(e.b > 0)
+        return _divisor_positive(ana, e.b)
     if isinstance(e, FloorDiv):
-        return ana.can_prove(e.b > 0) and _nonnegative(ana, e.a)
+        return _divisor_positive(ana, e.b) and _nonnegative(ana, e.a)
     return False
 
 
-def _binding_out_of_domain(r: BlockRealize, path: tuple) -> tuple | None:
+def _shape_facts(func: PrimFunc) -> Any:
+    """`n >= 0` for every variable dim of a param buffer: the argument checker binds it to an
+    array's shape, never negative."""
+    facts = None
+    for buf in func.buffer_map.values():
+        for d in buf.shape:
+            if isinstance(d, Var):
+                facts = d >= 0 if facts is None else logical_and(facts, d >= 0)
+    return facts
+
+
+def _binding_out_of_domain(r: BlockRealize, path: tuple, dims: Any = None) -> tuple | None:
     """(iter var, binding, reason) for the first binding not proven inside its domain."""
     ana = _scope_analyzer(path)
-    unproven = []
     # the block runs only where its predicate holds and every enclosing loop is non-empty
     facts = r.predicate
     for p in path:
@@ -153,13 +202,19 @@ def _binding_out_of_domain(r: BlockRealize, path: tuple) -> tuple | None:
             for positive in _positive_parts(p.extent):
                 facts = logical_and(positive > 0, facts)
     guards = tuple(c for c in _conjuncts(r.predicate) if isinstance(c, LT))
+
+    def proven(iv: Any, value: Any) -> bool:
+        lo, hi = iv.dom.min, iv.dom.min + iv.dom.extent
+        return _prove_at_least(ana, value, lo) and _prove_below(ana, value, hi, guards)
+
+    pairs = [(iv, v) for iv, v in zip(r.block.iter_vars, r.iter_values) if iv.dom is not None]
     with ana.constraint_scope(facts):
-        for iv, value in zip(r.block.iter_vars, r.iter_values):
-            if iv.dom is None:
-                continue
-            lo, hi = iv.dom.min, iv.dom.min + iv.dom.extent
-            if not (_prove_at_least(ana, value, lo) and _prove_below(ana, value, hi, guards)):
-                unproven.append((iv, value))
+        unproven = [(iv, v) for iv, v in pairs if not proven(iv, v)]
+    if unproven and dims is not None:
+        # second try with the shape dims known non-negative (kept apart: simplifying them into
+        # the loop facts can hide a fact the first try used)
+        with ana.constraint_scope(dims), ana.constraint_scope(facts):
+            unproven = [(iv, v) for iv, v in unproven if not proven(iv, v)]
     if not unproven:
         return None
     loops = [p for p in path if isinstance(p, For)]

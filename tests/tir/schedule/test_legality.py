@@ -525,3 +525,27 @@ def test_reorder_past_a_scan_iterator_raises():
     i, k = sch.get_loops(sch.get_block("B"))
     with pytest.raises(ScheduleError, match=r"drives iterator 'vk' of block 'B', which is ordered"):
         sch.reorder(k, i)
+
+
+def test_fuse_of_symbolic_loops_uses_int64_and_passes_the_binding_check():
+    # n * m can exceed 2**31 even when n and m fit int32: the fused var is int64, and the
+    # build-time binding check proves the narrowed bindings (v // m, v % m) in range
+    import numpy as np
+
+    import minitvm as tvm
+    from minitvm import te
+
+    n, m = te.var("n"), te.var("m")
+    A = te.placeholder((n, m), name="A")
+    B = te.compute((n, m), lambda i, j: A[i, j] * 2.0, name="B")
+    s = te.create_schedule(B.op)
+    fused = s[B].fuse(*B.op.axis)
+    outer, inner = s[B].split(fused, factor=16)
+    s[B].vectorize(inner)
+    s[B].parallel(outer)
+    assert "T.int64(16)" in tvm.lower(s, [A, B]).script()
+    mod = tvm.build(s, [A, B])
+    a = np.random.default_rng(0).random((37, 29), dtype="float32")
+    b = np.zeros_like(a)
+    mod(a, b)
+    np.testing.assert_array_equal(b, a * 2)
