@@ -216,6 +216,12 @@ class Module:
     def func_infos(self) -> tuple:
         return self._result.func_infos
 
+    @property
+    def mod(self) -> Module:
+        """This module: TVM 0.20+ returns an Executable from `tvm.compile` of TIR, whose `.mod`
+        is the runtime module (`rt_lib.mod.time_evaluator("main", dev)`)."""
+        return self
+
     # --- inspecting ----------------------------------------------------------------------
     def get_source(self, fmt: str = "") -> str:
         """Optimised LLVM IR ("ll", "llvm" or "") or assembly ("asm", "s")."""

@@ -24,9 +24,15 @@ class Executable:
     """A built relax module: run it with `relax.VirtualMachine(ex, tvm.cpu())`."""
 
     def __init__(self, mod: Any, program: dict, constants: list[np.ndarray]) -> None:
-        self.mod = mod  # runtime.Module of the kernels, or None when there are none
+        self._kernels = mod
         self.program = program
         self.constants = list(constants)
+
+    @property
+    def mod(self) -> Any:
+        """The runtime.Module of the compiled kernels (None when there are none); TVM's
+        `ex.mod`, so `ex.mod.time_evaluator(kernel_name, dev)` times one kernel."""
+        return self._kernels
 
     # ------------------------------------------------------------------ inspecting
     @property

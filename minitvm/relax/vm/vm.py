@@ -542,6 +542,12 @@ class VirtualMachine:
         return self._get(name)(args)
 
     # ------------------------------------------------------------------ timing and profiling
+    @property
+    def module(self) -> VirtualMachine:
+        """TVM's `vm.module`: the VM itself implements the runtime Module protocol used on it
+        (`vm.module.time_evaluator("main", dev)(*args)`)."""
+        return self
+
     def time_evaluator(
         self,
         func_name: str,
