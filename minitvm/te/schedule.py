@@ -284,6 +284,7 @@ class Schedule:
         self._structural: list[tuple] = []
         # (reader stage, tensor) -> the cache tensor that reader now reads instead
         self._cached_reads: dict[tuple[int, Tensor], Tensor] = {}
+        self._cache_written: dict[int, Tensor] = {}  # stage id -> the tensor cache_write made
         order: list[Any] = []
         seen: set[int] = set()
         for root in self.outputs:
@@ -354,6 +355,14 @@ class Schedule:
         if not reader_stages:
             raise ScheduleError(f"cache_read of '{tensor.name}': give at least one reader")
         for st in reader_stages:
+            moved = self._cache_written.get(id(st))
+            if moved is not None:
+                raise ScheduleError(
+                    f"cache_read of '{tensor.name}' for stage '{st.name}': '{st.name}' was "
+                    f"cache_write'd, so its computation (and its reads) moved to "
+                    f"'{moved.op.name}' and '{st.name}' only copies the result back; pass the "
+                    f"tensor cache_write returned ('{moved.op.name}') as the reader"
+                )
             earlier = self._cached_reads.get((id(st), tensor))
             if earlier is not None:
                 raise ScheduleError(
@@ -362,7 +371,7 @@ class Schedule:
                     "cache_read; drop this call (to cache that copy again, pass the tensor "
                     "the earlier cache_read returned)"
                 )
-            if not any(t == tensor for t in st.op.input_tensors) and not any(
+            if not any(t == tensor for t in self._inputs_of(st)) and not any(
                 d is self.stage_map.get(id(tensor.op)) for d in self._deps[id(st)]
             ):
                 raise ScheduleError(
@@ -384,6 +393,13 @@ class Schedule:
         for st in reader_stages:
             self._cached_reads[(id(st), tensor)] = op.output(0)
         return op.output(0)
+
+    def _inputs_of(self, stage: Stage) -> list:
+        """The tensors `stage` reads: a cache_write stage computes what its source did."""
+        for cached in self._cache_written.values():
+            if cached.op is stage.op:
+                return list(stage.op.source.op.input_tensors)
+        return list(stage.op.input_tensors)
 
     def cache_write(self, tensor: Tensor, scope: str) -> Tensor:
         """Compute `tensor` into a new tensor in `scope`; `s[tensor]` becomes the copy back."""
@@ -411,6 +427,7 @@ class Schedule:
         stage.leaf_iter_vars = list(op.axis)
         stage.all_iter_vars = list(op.axis)
         self._structural.append(("cache_write", tensor, scope, stage, cache_stage))
+        self._cache_written[id(stage)] = cop.output(0)
         return cop.output(0)
 
     # ------------------------------------------------------------------ replay

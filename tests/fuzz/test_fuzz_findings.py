@@ -29,7 +29,6 @@ def _assert_clean_or_ok(proc: subprocess.CompletedProcess) -> None:
         assert proc.stdout.strip().endswith("OK"), proc.stdout
 
 
-@pytest.mark.xfail(strict=False, reason="issue 10 (worst errors): te cache_read after cache_write")
 def test_cache_read_naming_a_stage_replaced_by_cache_write():
     proc = _run("""
         A = te.placeholder((4, 4), name="A")
@@ -93,7 +92,6 @@ def test_load_module_of_a_resigned_object_with_a_bad_section_alignment(tmp_path)
     _assert_clean_or_ok(proc)
 
 
-@pytest.mark.xfail(strict=False, reason="issue 10 item 12: races in loop-form TVMScript T.parallel")
 def test_parallel_loop_whose_iterations_store_to_one_element_is_refused():
     src = '''
 @T.prim_func
@@ -109,7 +107,6 @@ def f(a: T.handle, c: T.handle):
     assert proc.returncode == 1 and "minitvm.error" in proc.stderr, proc.stdout + proc.stderr[-1500:]
 
 
-@pytest.mark.xfail(strict=False, reason="issue 10: uint64 scalar arguments >= 2**63 are rejected")
 def test_uint64_scalar_argument_above_int64_max():
     proc = _run("""
         b = te.var("b", "uint64")
@@ -154,7 +151,6 @@ def f(a: T.handle, c: T.handle):
     assert proc.returncode == 1 and "minitvm.error" in proc.stderr, proc.stdout + proc.stderr[-1500:]
 
 
-@pytest.mark.xfail(strict=False, reason="issue 10 item 5: provable out-of-bounds store in loops")
 def test_out_of_bounds_store_in_loop_form_tvmscript_is_refused():
     src = '''
 @T.prim_func

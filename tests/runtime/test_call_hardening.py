@@ -475,3 +475,18 @@ def test_relax_vm_gives_the_same_dlpack_advice():
         r"torch.bfloat16, which cannot be read through DLPack .*; convert it to float32 first",
     ):
         vm["main"](torch.ones(4, dtype=torch.bfloat16))
+
+
+def test_uint64_scalars_take_the_whole_range():
+    b, n = te.var("b", "uint64"), te.var("n")
+    A = te.placeholder((n,), "uint64", name="A")
+    C = te.compute((n,), lambda i: A[i] & b, name="C")
+    f = tvm.build(te.create_schedule(C.op), [A, b, C])
+    a = np.array([2**64 - 1, 2**63 + 7, 5, 0], dtype="uint64")
+    c = np.zeros(4, "uint64")
+    f(a, 2**63 + 5, c)  # above int64's range: passed as its 64-bit pattern
+    np.testing.assert_array_equal(c, a & np.uint64(2**63 + 5))
+    with pytest.raises(ArgumentError, match=r"does not fit in uint64 \[0, 18446744073709551615\]"):
+        f(a, 2**64, c)
+    with pytest.raises(ArgumentError, match="does not fit in uint64"):
+        f(a, -1, c)

@@ -430,3 +430,19 @@ def test_cache_read_of_a_cache_chains_copies():
     xo, _ = s[C].split(C.op.axis[0], factor=4)
     s[AL].compute_at(s[C], xo)
     _run(s, [A, C], lambda a: a * 2, [(16,)])
+
+
+def test_cache_read_for_a_cache_written_stage_names_the_cache_to_use():
+    A = te.placeholder((4, 4), name="A")
+    B = te.compute((4, 4), lambda i, j: A[i, j] * 2.0, name="B")
+    C = te.compute((4, 4), lambda i, j: B[i, j] + 1.0, name="C")
+    s = te.create_schedule(C.op)
+    BL = s.cache_write(B, "local")
+    with pytest.raises(ScheduleError, match=r"'B' was cache_write'd.*pass the tensor .*'B.local'"):
+        s.cache_read(A, "local", [B])
+    s.cache_read(A, "local", [BL])  # the stage that now reads A
+    f = build(s, [A, C], "llvm")
+    a = np.random.default_rng(0).random((4, 4), dtype="float32")
+    c = np.zeros_like(a)
+    f(a, c)
+    np.testing.assert_allclose(c, a * 2 + 1, rtol=1e-6)

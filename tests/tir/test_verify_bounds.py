@@ -155,3 +155,29 @@ def test_gather_index_is_left_to_the_run_time_check():
             B[i] = A[I[i] + 100]
 
     assert verify_bounds(gather) is gather
+
+
+def test_out_of_bounds_point_that_no_corner_reaches_is_found_by_enumeration():
+    # the guard excludes every corner where the index is too big, but admits io = 1, ii = 3
+    @T.prim_func
+    def f(A: T.Buffer((20,), "float32"), C: T.Buffer((20,), "float32")):
+        for io in T.serial(3):
+            for ii in T.serial(8):
+                if io * 8 + ii < 20:
+                    C[io * 8 * ii] = A[io * 8 + ii] * T.float32(2)
+
+    with pytest.raises(BuildError, match=r"'C' of shape \(20,\) is written out of bounds.*it is 24"):
+        tvm.build(f)
+
+
+def test_guarded_access_in_bounds_at_every_running_point_builds():
+    @T.prim_func
+    def f(A: T.Buffer((20,), "float32"), C: T.Buffer((20,), "float32")):
+        for io, ii in T.grid(3, 8):
+            if io * 8 + ii < 20:
+                C[io * 8 + ii] = A[io * 8 + ii] * T.float32(2)
+
+    a = np.arange(20, dtype="float32")
+    c = np.zeros(20, "float32")
+    tvm.build(f)(a, c)
+    np.testing.assert_array_equal(c, a * 2)

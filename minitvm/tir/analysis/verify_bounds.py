@@ -2,7 +2,8 @@
 
 The rule (one place, with its error text): an index of a BufferLoad/BufferStore is checked
 against its buffer's extent in that dimension. It is an error only with a witness: a corner
-of the enclosing loop ranges (every loop the index uses at its first or last value) where
+of the enclosing loop ranges (every loop the index uses at its first or last value; in a
+constant nest of at most MAX_ENUMERATED_POINTS points, any point) where
 the index is provably outside `[0, extent)`, every enclosing loop provably runs, and every
 enclosing condition (`if`, `T.where`, `if_then_else`) provably holds. Anything short of
 that (a data-dependent index, a guard that may exclude the corner, a symbolic extent that
@@ -12,6 +13,7 @@ may be 0) passes: gathers are checked at run time instead.
 from __future__ import annotations
 
 import itertools
+import math
 from typing import Any
 
 from ...error import BuildError
@@ -36,6 +38,7 @@ from ..functor import Visitor, post_order_visit, substitute
 from ..stmt import BlockRealize, BufferStore, For, IfThenElse, LetStmt, While
 
 MAX_WITNESS_VARS = 8  # corners tried: 2**vars; indices over more loops are not searched
+MAX_ENUMERATED_POINTS = 4096  # a constant nest this small is searched point by point
 
 _UNKNOWN = object()  # a guard whose truth cannot be known at build time (data, while loops)
 
@@ -192,6 +195,27 @@ class _BoundsChecker(Visitor):
             value = self.ana.simplify(substitute(index, point))
             outside = self.ana.can_prove(value >= extent) or self.ana.can_prove(value < 0)
             if outside and self._runs_at(point):
+                return point, value
+        return self._enumerated_witness(index, extent)
+
+    def _enumerated_witness(self, index: PrimExpr, extent: PrimExpr) -> tuple | None:
+        """Try every point of a small constant loop nest (the loops of the index and of the
+        guards): a guard can exclude every corner and still admit an out-of-bounds point
+        (`if io * 8 + ii < 20: C[io * 8 * ii]` reaches C[48] at io = 2, ii = 3)."""
+        if not isinstance(extent, IntImm):
+            return None
+        used = _var_ids(index).union(*(_var_ids(g) for g in self.ctx.guards))
+        loops = [lp for lp in self.ctx.loops if id(lp.loop_var) in used]
+        if not all(isinstance(x, IntImm) for lp in loops for x in (lp.min, lp.extent)):
+            return None
+        ranges = [range(lp.min.value, lp.min.value + lp.extent.value) for lp in loops]
+        if math.prod(len(r) for r in ranges) > MAX_ENUMERATED_POINTS:
+            return None
+        for values in itertools.product(*ranges):
+            point = {lp.loop_var: IntImm(lp.loop_var.dtype, v) for lp, v in zip(loops, values)}
+            value = self.ana.simplify(substitute(index, point))
+            inside = isinstance(value, IntImm) and 0 <= value.value < extent.value
+            if isinstance(value, IntImm) and not inside and self._runs_at(point):
                 return point, value
         return None
 

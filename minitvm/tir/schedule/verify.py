@@ -25,7 +25,7 @@ from ..expr import (
     logical_and,
 )
 from ..function import PrimFunc
-from ..stmt import Block, BlockRealize, BufferStore, For, ForKind
+from ..stmt import Allocate, Block, BlockRealize, BufferStore, DeclBuffer, For, ForKind, LetStmt
 from .binding import block_points
 from .common import const_int, schedule_error
 from .loop_transform import check_loop_kind
@@ -50,7 +50,18 @@ def _check_plain_stores(func: PrimFunc, loop: For) -> None:
     for s, path in walk(loop.body):
         if not isinstance(s, BufferStore) or any(isinstance(p, Block) for p in path):
             continue
+        if _private_to_iteration(s.buffer, path):
+            continue
         if uses_var(list(s.indices), {id(loop.loop_var)}):
+            if not _iterations_write_apart(loop, s, path):
+                raise schedule_error(
+                    func,
+                    f"loop '{loop.loop_var.name}' is {loop.kind.name.lower()}, but the store "
+                    f"{s.buffer.name}[{', '.join(map(str, s.indices))}] cannot be proven to "
+                    "write different elements in different iterations, so iterations may race; "
+                    "make the loop serial or index the store by the loop variable",
+                    loop,
+                )
             continue
         reads_back = []
         from ..functor import post_order_visit
@@ -67,6 +78,46 @@ def _check_plain_stores(func: PrimFunc, loop: For) -> None:
                 "loop serial or give each iteration its own element",
                 loop,
             )
+
+
+def _private_to_iteration(buf: Any, path: tuple) -> bool:
+    """Whether `buf` is allocated inside the loop body (each iteration has its own)."""
+    return any(
+        (isinstance(p, Allocate) and p.buffer_var is buf.data)
+        or (isinstance(p, DeclBuffer) and p.buffer.data is buf.data and _is_allocated(p, path))
+        for p in path
+    )
+
+
+def _is_allocated(decl: Any, path: tuple) -> bool:
+    return any(isinstance(p, Allocate) and p.buffer_var is decl.buffer.data for p in path)
+
+
+def _iterations_write_apart(loop: For, store: BufferStore, path: tuple) -> bool:
+    """Some index of `store` strictly increases (or decreases) from iteration v to v + 1 of
+    `loop` whatever the inner loops do: then no two iterations write one element."""
+    from ...arith import Analyzer
+    from ..functor import substitute
+
+    inner = [p for p in path if isinstance(p, For) and p is not loop]
+    if any(isinstance(p, LetStmt) for p in path):
+        return False  # a let-bound index is not analysed
+    ana = Analyzer()
+    v = loop.loop_var
+    ana.bind(v, Range(loop.min, loop.extent - 1))  # v and v + 1 both run
+    again = {}
+    for f in inner:
+        twin = Var(f.loop_var.name + "_next", f.loop_var.dtype)
+        again[f.loop_var] = twin
+        ana.bind(f.loop_var, Range(f.min, f.extent))
+    for f in inner:  # the next iteration's inner loops, over their own (maybe v-dependent) ranges
+        nxt = {v: v + 1, **again}
+        ana.bind(again[f.loop_var], Range(substitute(f.min, nxt), substitute(f.extent, nxt)))
+    for index in store.indices:
+        step = substitute(index, {v: v + 1, **again}) - index
+        if ana.can_prove(step >= 1) or ana.can_prove(step <= -1):
+            return True
+    return False
 
 
 def verify_block_bindings(func: PrimFunc) -> None:

@@ -549,3 +549,41 @@ def test_fuse_of_symbolic_loops_uses_int64_and_passes_the_binding_check():
     b = np.zeros_like(a)
     mod(a, b)
     np.testing.assert_array_equal(b, a * 2)
+
+
+def _loop_form_store(index: str) -> str:
+    return f"""
+@T.prim_func
+def f(a: T.handle, c: T.handle):
+    A = T.match_buffer(a, (20,), "float32")
+    C = T.match_buffer(c, (20,), "float32")
+    for io in T.parallel(3):
+        for ii in range(8):
+            if io * 8 + ii < 20:
+                C[{index}] = A[io * 8 + ii] * T.float32(2)
+"""
+
+
+@pytest.mark.parametrize(
+    "index, expected",
+    [("io * 8 + ii", lambda a: a * 2), ("19 - (io * 8 + ii)", lambda a: (a * 2)[::-1])],
+)
+def test_parallel_loop_form_stores_that_separate_iterations_build(index, expected):
+    import numpy as np
+
+    import minitvm as tvm
+    from minitvm.script import from_source
+
+    mod = tvm.build(from_source(_loop_form_store(index)))
+    a = np.arange(20, dtype="float32")
+    c = np.zeros(20, "float32")
+    mod(a, c)
+    np.testing.assert_array_equal(c, expected(a))
+
+
+def test_parallel_loop_form_store_shared_by_iterations_is_refused():
+    import minitvm as tvm
+    from minitvm.script import from_source
+
+    with pytest.raises(ScheduleError, match=r"C\[io // 8 \+ ii\] cannot be proven to write different"):
+        tvm.build(from_source(_loop_form_store("io // 8 + ii")))
