@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import numbers
 from collections.abc import Callable
 from typing import Any
 
@@ -139,8 +140,22 @@ class _Loads(Visitor):
 # ----------------------------------------------------------------------------- shapes
 
 
+def _whole_number(dim: Any, n: int, what: str) -> Any:
+    """A float or numpy integer shape entry as an int (`N / bn` is a float in Python 3)."""
+    if isinstance(dim, numbers.Integral) and not isinstance(dim, bool | int):
+        return int(dim)
+    if not isinstance(dim, numbers.Real) or isinstance(dim, numbers.Integral):
+        return dim
+    if not float(dim).is_integer():
+        raise TEError(
+            f"{what}: shape entry {n} is {dim!r}, a float that is not a whole number; shape "
+            "entries must be ints or integer expressions (use // for integer division)"
+        )
+    return int(dim)
+
+
 def _shape(shape: Any, what: str) -> tuple[PrimExpr, ...]:
-    if isinstance(shape, int | PrimExpr | IterVar) and not isinstance(shape, bool):
+    if isinstance(shape, numbers.Real | PrimExpr | IterVar) and not isinstance(shape, bool):
         shape = (shape,)
     if not isinstance(shape, tuple | list):
         raise TEError(
@@ -150,6 +165,7 @@ def _shape(shape: Any, what: str) -> tuple[PrimExpr, ...]:
     for n, dim in enumerate(shape):
         if isinstance(dim, IterVar):
             dim = dim.var
+        dim = _whole_number(dim, n, what)
         ok = isinstance(dim, int) and not isinstance(dim, bool)
         ok = ok or (isinstance(dim, PrimExpr) and dim.dtype.is_integer and dim.dtype.is_scalar)
         if not ok:

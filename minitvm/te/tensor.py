@@ -185,11 +185,39 @@ def _whole_tensor(self: Tensor, *_: Any) -> PrimExpr:
     )
 
 
-# Arithmetic on an incomplete slice (`A[i] + 1` on a 2-D A) reports the missing indices;
-# on a whole tensor (`C / n`, a common slip) it says to index it.
+# Whole-tensor `A + B`, `2 * A`, `A / B` build a broadcasting compute, as in TVM. The builders
+# live in the operator library (te cannot import topi), which registers them when imported.
+_WHOLE_TENSOR_OPS: dict[str, Callable[[Any, Any], Tensor]] = {}
+_OVERLOADED = {"add": ("add", False), "radd": ("add", True), "sub": ("subtract", False),
+               "rsub": ("subtract", True), "mul": ("multiply", False),
+               "rmul": ("multiply", True), "truediv": ("divide", False),
+               "rtruediv": ("divide", True)}  # fmt: skip
+
+
+def register_tensor_op(name: str, build: Callable[[Any, Any], Tensor]) -> None:
+    """Make whole-tensor arithmetic `name` (add, subtract, multiply, divide) call `build(a, b)`."""
+    _WHOLE_TENSOR_OPS[name] = build
+
+
+def _overload(method: str) -> Callable:
+    name, reflected = _OVERLOADED[method]
+
+    def op(self: Tensor, other: Any) -> Tensor:
+        build = _WHOLE_TENSOR_OPS.get(name)
+        if build is None or isinstance(other, TensorSlice):
+            return _whole_tensor(self)
+        return build(other, self) if reflected else build(self, other)
+
+    op.__name__ = f"__{method}__"
+    op.__doc__ = f"Elementwise {name} with broadcasting (a new compute), as topi.{name}."
+    return op
+
+
+# Arithmetic on an incomplete slice (`A[i] + 1` on a 2-D A) reports the missing indices; on a
+# whole tensor, + - * / broadcast and the rest (`C % n`, a slip) say to index it.
 for _name in _ARITHMETIC:
     setattr(TensorSlice, f"__{_name}__", _incomplete)
-    setattr(Tensor, f"__{_name}__", _whole_tensor)
+    setattr(Tensor, f"__{_name}__", _overload(_name) if _name in _OVERLOADED else _whole_tensor)
 
 
 def _index(tensor: Tensor, indices: tuple) -> PrimExpr | TensorSlice:

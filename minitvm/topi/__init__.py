@@ -30,7 +30,7 @@ from .broadcast import (
     tanh,
 )
 from .linalg import batch_matmul, matmul
-from .reduction import max, mean, min, prod, sum
+from .reduction import argmax, argmin, max, mean, min, prod, sum
 from .transform import (
     concatenate,
     expand_dims,
@@ -45,6 +45,8 @@ from .transform import (
 __all__ = [
     "abs",
     "add",
+    "argmax",
+    "argmin",
     "batch_matmul",
     "broadcast_shape",
     "broadcast_to",

@@ -7,6 +7,7 @@ from typing import Any
 
 from .. import te
 from ..error import TEError
+from ..ir.dtype import DataType
 from ..tir import op as tir_op
 from ..tir.expr import PrimExpr, as_expr
 from ..tir.expr import cast as tir_cast
@@ -57,7 +58,7 @@ def _binary(name: str, fn: Callable[[PrimExpr, PrimExpr], PrimExpr]) -> Callable
         def elem(x: Any, idx: tuple, other_dtype: str) -> PrimExpr:
             if isinstance(x, te.Tensor):
                 return x[broadcast_index(x, out_shape, idx)]
-            return as_expr(x, like=te.const(0, other_dtype))
+            return as_expr(x, like=DataType(other_dtype))
 
         def body(*idx: Any) -> PrimExpr:
             a = elem(lhs, idx, getattr(rhs, "dtype", "float32"))
@@ -79,6 +80,10 @@ power = _binary("power", tir_op.power)
 maximum = _binary("maximum", tir_op.max)
 minimum = _binary("minimum", tir_op.min)
 equal = _binary("equal", lambda a, b: a == b)  # bool result
+
+# `A + B`, `A - 1`, `2 * A`, `A / B` on te Tensors build these computes, as in TVM.
+for _op_fn in (add, subtract, multiply, divide):
+    te.tensor.register_tensor_op(_op_fn.__name__, _op_fn)
 
 
 def _unary(name: str, fn: Callable[[PrimExpr], PrimExpr]) -> Callable:
