@@ -16,6 +16,7 @@ import numpy as np
 
 from minitvm.runtime import CodegenResult, Module, cpu, threadpool
 from minitvm.runtime import ndarray as nd
+from minitvm.runtime.meta import signature_llvm_ir
 from minitvm.target import compile_llvm_ir
 
 IR = r"""
@@ -123,7 +124,7 @@ def per_call_us(f, *args, number: int = 200_000, repeat: int = 5) -> float:
 
 
 def main() -> None:
-    optimised, obj = compile_llvm_ir(IR, "llvm")
+    optimised, obj = compile_llvm_ir(IR + signature_llvm_ir(INFOS), "llvm")
     mod = Module(CodegenResult(obj, optimised, INFOS, "llvm"))
     add = mod["add"]
     rng = np.random.default_rng(0)

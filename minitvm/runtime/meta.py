@@ -58,6 +58,14 @@ def signature_bytes(func_infos) -> bytes:
     return canonical_json(list(func_infos))
 
 
+def signature_llvm_ir(func_infos) -> str:
+    """LLVM IR text of the `minitvm.signature` constant, for objects compiled from hand-written
+    IR (tests, benchmarks); codegen emits the same constant through llvmlite's builder."""
+    data = signature_bytes(func_infos)
+    chars = "".join(f"\\{b:02X}" for b in data)
+    return f'@"minitvm.signature" = constant [{len(data)} x i8] c"{chars}"\n'
+
+
 def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 

@@ -2,7 +2,7 @@
 
 from minitvm.runtime import CodegenResult
 from minitvm.runtime.elf import SIGNATURE_SYMBOL
-from minitvm.runtime.meta import signature_bytes
+from minitvm.runtime.meta import signature_llvm_ir
 from minitvm.target import compile_llvm_ir
 
 # C[i] = A[i] + B[i] for i < n (n is the symbolic dim, scalars[0])
@@ -95,16 +95,9 @@ AXPK_INFO = {
 }
 
 
-def signature_global(infos) -> str:
-    """The `minitvm.signature` constant codegen embeds (the loader compares it with infos)."""
-    data = signature_bytes(infos)
-    chars = "".join(f"\\{b:02X}" for b in data)
-    return f'@"{SIGNATURE_SYMBOL}" = constant [{len(data)} x i8] c"{chars}"\n'
-
-
 def build_result(ir: str, infos, target: str = "llvm") -> CodegenResult:
     """Compile hand-written IR with the signature global codegen would add for `infos`."""
     if SIGNATURE_SYMBOL not in ir:
-        ir = ir + "\n" + signature_global(infos)
+        ir = ir + "\n" + signature_llvm_ir(infos)
     optimised, obj = compile_llvm_ir(ir, target)
     return CodegenResult(obj, optimised, tuple(infos), target)
