@@ -217,6 +217,14 @@ _PYTHON_BUILTINS = {
 }
 _NUMBER = (int, float, bool)
 
+# Buffer methods of TVM's TVMScript that have no lowering here: a clear error, not "no attribute".
+_UNSUPPORTED_BUFFER_METHODS = {
+    "access_ptr": (
+        "{} is not supported: minitvm has no tvm_access_ptr lowering; pass the buffer itself "
+        "(its data pointer) to T.call_extern, or index it (A[i]) to read or write elements"
+    ),
+}
+
 
 def _is_expr(x: Any) -> bool:
     return isinstance(x, PrimExpr)
@@ -677,6 +685,8 @@ class TIRParser:
             return getattr(base, node.attr)
         if node.attr.startswith("_"):
             raise self.error(node, f"private attribute '{node.attr}' cannot be used in TVMScript")
+        if isinstance(base, Buffer) and node.attr in _UNSUPPORTED_BUFFER_METHODS:
+            raise self.error(node, _UNSUPPORTED_BUFFER_METHODS[node.attr].format(ast.unparse(node)))
         try:
             return getattr(base, node.attr)
         except AttributeError as err:

@@ -494,9 +494,53 @@ def Select(cond: Any, true_value: Any, false_value: Any) -> PrimExpr:
     return _SelectNode(as_expr(cond), true_value, false_value)
 
 
-def if_then_else(cond: Any, true_value: Any, false_value: Any) -> PrimExpr:
+def if_then_else(
+    cond: Any, true_value: Any, false_value: Any, dtype: str | None = None
+) -> PrimExpr:
     t, f = _match_operands(true_value, false_value)
-    return Call(t.dtype, Op.get("tir.if_then_else"), (as_expr(cond), t, f))
+    return _typed(Call(t.dtype, Op.get("tir.if_then_else"), (as_expr(cond), t, f)), dtype)
+
+
+def _typed(result: PrimExpr, dtype: str | None) -> PrimExpr:
+    """Check TVM's optional `dtype=` keyword against the type the call really has.
+
+    TVM accepts and drops it; a mismatch would silently change nothing here, so it is an error.
+    """
+    if dtype is not None and DataType(dtype) != result.dtype:
+        raise ParseError(
+            f"dtype={dtype!r} was given but the call computes {result.dtype}; "
+            f"cast an operand (T.Cast({dtype!r}, x)) or drop dtype="
+        )
+    return result
+
+
+def _with_dtype_keyword(fn: Callable[..., PrimExpr]) -> Callable[..., PrimExpr]:
+    """`fn` also taking TVM's `dtype=` keyword (checked by `_typed`)."""
+
+    @functools.wraps(fn)
+    def call(*args: Any, dtype: str | None = None) -> PrimExpr:
+        return _typed(fn(*args), dtype)
+
+    del call.__wrapped__  # the parser binds arguments against this signature, not fn's
+    return call
+
+
+def _limit(name: str, pick: Callable[[Any], Any]) -> Callable[[str], PrimExpr]:
+    def limit(dtype: str) -> PrimExpr:
+        dt = DataType(dtype)
+        if dt.is_float:  # TVM's limits are the finite extremes, not infinities
+            import numpy as np
+
+            return FloatImm(dt, float(pick(np.finfo(str(dt)))))
+        return getattr(_op, name)(dt)
+
+    limit.__name__ = name
+    limit.__doc__ = f"`T.{name}(dtype)`: the {name.split('_')[0]}imum finite value of `dtype`."
+    return limit
+
+
+min_value = _limit("min_value", lambda info: info.min)
+max_value = _limit("max_value", lambda info: info.max)
 
 
 def Ramp(base: Any, stride: Any, lanes: int) -> PrimExpr:
@@ -515,12 +559,27 @@ def Range(begin: Any, end: Any) -> _RangeNode:
     return _RangeNode(*min_extent(begin, end))
 
 
-def call_extern(dtype: str, name: str, *args: Any) -> PrimExpr:
-    return Call(DataType(dtype), name, tuple(_arg(a) for a in args))
+def call_extern(*args: Any, dtype: str | None = None) -> PrimExpr:
+    """`T.call_extern(dtype, name, *args)`, or TVM's `T.call_extern(name, *args, dtype=...)`."""
+    dtype, name, rest = _dtype_name_args("call_extern", args, dtype)
+    return Call(DataType(dtype), name, tuple(_arg(a) for a in rest))
 
 
-def call_intrin(dtype: str, name: str, *args: Any) -> PrimExpr:
-    return Call(DataType(dtype), Op.get(name), tuple(_arg(a) for a in args))
+def call_intrin(*args: Any, dtype: str | None = None) -> PrimExpr:
+    dtype, name, rest = _dtype_name_args("call_intrin", args, dtype)
+    return Call(DataType(dtype), Op.get(name), tuple(_arg(a) for a in rest))
+
+
+def _dtype_name_args(what: str, args: tuple, dtype: str | None) -> tuple[str, str, tuple]:
+    """Split `(dtype, name, *args)`, or `(name, *args)` when dtype comes as a keyword."""
+    if dtype is not None:
+        args = (dtype, *args)
+    if len(args) < 2 or not all(isinstance(a, str) for a in args[:2]):
+        raise ParseError(
+            f"T.{what} takes the result dtype and the function name as strings first, "
+            f'as in T.{what}("float32", "sqrtf", x), got {args[:2]!r}'
+        )
+    return args[0], args[1], args[2:]
 
 
 def _arg(a: Any) -> PrimExpr:
@@ -552,9 +611,9 @@ _INTRINSIC_NAMES = [
     if n.startswith("tir.") and n not in ("tir.if_then_else", "tir.fabs")
 ]
 for _n in _INTRINSIC_NAMES:
-    setattr(_mod, _n, _intrinsic(_n))
-abs = _op.abs
-likely = _op.likely
+    setattr(_mod, _n, _with_dtype_keyword(_intrinsic(_n)))
+abs = _with_dtype_keyword(_op.abs)
+likely = _with_dtype_keyword(_op.likely)
 
 __all__ = [
     "Broadcast",
@@ -584,7 +643,9 @@ __all__ = [
     "likely",
     "match_buffer",
     "max",
+    "max_value",
     "min",
+    "min_value",
     "parallel",
     "prim_func",
     "ramp",
