@@ -86,7 +86,7 @@ class Target:
     'llvm -mcpu=skylake-avx512 -mattr=+avx512f'
     """
 
-    __slots__ = ("_str", "kind", "mattr", "mcpu", "mtriple", "num_cores", "opt_level")
+    __slots__ = ("_str", "attrs", "kind", "mattr", "mcpu", "mtriple", "num_cores", "opt_level")
 
     def __init__(self, target: str | Target, host: str | Target | None = None) -> None:
         if isinstance(target, Target):
@@ -105,8 +105,10 @@ class Target:
         self.mtriple: str | None = None
         self.num_cores: int | None = None
         self.opt_level: int = 3
+        self.attrs: dict[str, str] = {}
+        set_option = self._set_option if kind in SUPPORTED_KINDS else self._set_gpu_option
         for word in words[1:]:
-            self._set_option(word, target)
+            set_option(word, target)
         self._str = " ".join([kind, *_option_words(self)])
         if self.mtriple or self.mattr or self.mcpu not in (None, "native"):
             _check_llvm_names(self._str)
@@ -124,16 +126,51 @@ class Target:
         except ValueError as err:
             raise TargetError(f"target '{target}': bad value in '{word}'") from err
 
+    def _set_gpu_option(self, word: str, target: str) -> None:
+        # A GPU target only describes the device (-arch=sm_80, -max_num_threads=1024): it is
+        # kept as text, since nothing here compiles for it.
+        name, eq, value = word.partition("=")
+        if not name.startswith("-") or not eq:
+            raise TargetError(f"target '{target}': option '{word}' is not of the form -name=value")
+        self.attrs[name[1:]] = value
+
+    # --- `with Target(...):` scopes (TVM's Target.current) ----------------
+    def __enter__(self) -> Target:
+        _scopes().append(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _scopes().pop()
+
+    @staticmethod
+    def current(allow_none: bool = True) -> Target | None:
+        """The target of the innermost `with Target(...):` block in this thread."""
+        stack = _scopes()
+        if stack:
+            return stack[-1]
+        if not allow_none:
+            raise TargetError("Target.current(allow_none=False): no `with Target(...):` is active")
+        return None
+
+    def _require_cpu(self, what: str) -> None:
+        if self.kind.name not in SUPPORTED_KINDS:
+            raise TargetError(
+                f"cannot build for target '{self._str}' ({what}): there is no "
+                f"{self.kind.name.upper()} runtime in this build; build for 'llvm' (the host CPU)"
+            )
+
     # --- what the code generator uses ------------------------------------
     @property
     def is_host_arch(self) -> bool:
         """Whether the target's architecture is this machine's (no foreign -mtriple)."""
+        self._require_cpu("is_host_arch")
         return self.mtriple is None or host.triple_arch(self.mtriple) == host.host_arch()
 
     @property
     def cpu(self) -> str:
         """The CPU to generate code for: -mcpu, or the host CPU (also for -mcpu=native);
         LLVM's "generic" CPU of a foreign -mtriple's architecture."""
+        self._require_cpu("cpu")
         if self.mcpu not in (None, "native"):
             return self.mcpu
         return host_cpu_name() if self.is_host_arch else "generic"
@@ -142,6 +179,7 @@ class Target:
     def features(self) -> str:
         """LLVM feature string: -mattr, plus every host feature when -mcpu is absent or "native"
         (and the architecture is the host's)."""
+        self._require_cpu("features")
         host_cpu = self.mcpu in (None, "native") and self.is_host_arch
         parts = [host_cpu_features()] if host_cpu else []
         parts.extend(self.mattr)
@@ -149,6 +187,7 @@ class Target:
 
     @property
     def triple(self) -> str:
+        self._require_cpu("triple")
         initialize_llvm()
         return self.mtriple or llvm.get_process_triple()
 
@@ -175,6 +214,7 @@ class Target:
         For an execution engine use `new_target_machine()`: an engine takes ownership of its
         TargetMachine and frees it with itself. (A shared one handed to an engine anyway is
         dropped from the cache, so later callers never get a machine an engine may free.)"""
+        self._require_cpu("create_target_machine")
         tm = _target_machine(self._str)
         if getattr(tm, "_owned", False):  # llvmlite marks a machine an engine took over
             _target_machine.cache_clear()
@@ -183,11 +223,12 @@ class Target:
 
     def new_target_machine(self) -> llvm.TargetMachine:
         """A fresh TargetMachine, e.g. for `llvm.create_mcjit_compiler`, which takes ownership."""
+        self._require_cpu("new_target_machine")
         return _new_target_machine(self._str)
 
     @property
     def keys(self) -> tuple[str, ...]:
-        return ("cpu",)
+        return ("cpu",) if self.kind.name in SUPPORTED_KINDS else (self.kind.name, "gpu")
 
     def __str__(self) -> str:
         return self._str
@@ -264,14 +305,26 @@ def unavailable_reason(target: Target) -> str | None:
     return None
 
 
+_local = threading.local()
+
+
+def _scopes() -> list[Target]:
+    if not hasattr(_local, "stack"):
+        _local.stack = []
+    return _local.stack
+
+
+def cuda(model: str = "unknown", arch: str | None = None, options: list | str | None = None):
+    """A CUDA Target (`tvm.target.cuda(arch="sm_80")`); building for it raises TargetError."""
+    extra = options.split() if isinstance(options, str) else list(options or [])
+    words = ["cuda", f"-model={model}", *([f"-arch={arch}"] if arch else []), *extra]
+    return Target(" ".join(words))
+
+
 def _check_kind(kind: str, target: str) -> str:
-    if kind in SUPPORTED_KINDS:
+    # GPU kinds parse (a Target describes a device); only building for one is refused.
+    if kind in SUPPORTED_KINDS or kind in _GPU_KINDS:
         return kind
-    if kind in _GPU_KINDS:
-        raise TargetError(
-            f"target '{target}': GPU targets ('{kind}') are not available in this build; "
-            "use 'llvm' (the host CPU)"
-        )
     if kind in _PLANNED_KINDS:
         raise TargetError(f"target '{target}': {_PLANNED_KINDS[kind]}")
     raise TargetError(
@@ -291,6 +344,7 @@ def _option_words(t: Target) -> list[str]:
         words.append(f"-num-cores={t.num_cores}")
     if t.opt_level != 3:
         words.append(f"-opt-level={t.opt_level}")
+    words.extend(f"-{k}={v}" for k, v in t.attrs.items())
     return words
 
 
