@@ -23,26 +23,6 @@ _BINOPS = {
     tx.Mod: "%",
 }  # dims are non-negative: truncating == flooring
 _CALLS = {tx.Min: "min", tx.Max: "max"}
-_ALLOWED = (
-    ast.Expression,
-    ast.Lambda,
-    ast.arguments,
-    ast.arg,
-    ast.Tuple,
-    ast.BinOp,
-    ast.UnaryOp,
-    ast.USub,
-    ast.Constant,
-    ast.Subscript,
-    ast.Name,
-    ast.Load,
-    ast.Add,
-    ast.Sub,
-    ast.Mult,
-    ast.FloorDiv,
-    ast.Mod,
-    ast.Call,
-)
 
 
 def to_source(e: tx.PrimExpr, slots: dict, what: str) -> str:
@@ -70,25 +50,66 @@ def to_source(e: tx.PrimExpr, slots: dict, what: str) -> str:
 
 
 def compile_shape_fn(sources: Sequence[str], where: str) -> Callable[[list], tuple]:
-    """`fn(h) -> tuple of ints` for the given per-entry sources (validated, compiled once)."""
-    text = "lambda h: (" + "".join(f"{s}, " for s in sources) + ")"
-    try:
-        tree = ast.parse(text, mode="eval")
-    except SyntaxError as err:
-        raise RuntimeError_(f"{where}: malformed shape expression in the VM program") from err
-    for node in ast.walk(tree):
-        ok = isinstance(node, _ALLOWED)
-        if isinstance(node, ast.Name):
-            ok = node.id in ("h", "min", "max")
-        elif isinstance(node, ast.Constant):
-            ok = type(node.value) is int
-        elif isinstance(node, ast.Call):
-            ok = isinstance(node.func, ast.Name) and node.func.id in ("min", "max")
-        if not ok:
+    """`fn(h) -> tuple of ints` for the given per-entry sources (validated, compiled once).
+
+    The sources may come from a loaded file, so each must be integer arithmetic in the grammar
+    `to_source` writes (ints, `h[k]`, + - * // %, unary -, min/max of two): anything else —
+    a tuple times a huge int, a slice, a nested lambda — is refused before it is compiled."""
+    entries = []
+    for text in sources:
+        try:
+            tree = ast.parse(text, mode="eval").body
+        except (SyntaxError, ValueError, RecursionError, MemoryError) as err:
+            raise RuntimeError_(f"{where}: malformed shape expression in the VM program") from err
+        if not _is_int_expr(tree, 0):
             raise RuntimeError_(
-                f"{where}: the VM program's shape expression {text!r} is not "
-                "plain integer arithmetic"
+                f"{where}: the VM program's shape expression {text[:80]!r} is not plain integer "
+                "arithmetic over h[k] (+ - * // % min max)"
             )
+        entries.append(tree)
+    body = ast.Tuple(elts=entries, ctx=ast.Load())
+    args = ast.arguments(
+        posonlyargs=[], args=[ast.arg(arg="h")], kwonlyargs=[], kw_defaults=[], defaults=[]
+    )
+    tree = ast.fix_missing_locations(ast.Expression(ast.Lambda(args=args, body=body)))
     return eval(
         compile(tree, f"<shape of {where}>", "eval"), {"__builtins__": {}, "min": min, "max": max}
     )
+
+
+_MAX_DEPTH, _MAX_CONST = 64, 2**63
+_INT_BINOPS = (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod)
+
+
+def _is_int_expr(node: ast.AST, depth: int) -> bool:
+    """Whether `node` is in the shape-expression grammar (see compile_shape_fn)."""
+    if depth > _MAX_DEPTH:
+        return False
+    if isinstance(node, ast.Constant):
+        return type(node.value) is int and abs(node.value) < _MAX_CONST
+    if isinstance(node, ast.Subscript):  # h[k]
+        index = node.slice
+        return (
+            isinstance(node.value, ast.Name)
+            and node.value.id == "h"
+            and isinstance(index, ast.Constant)
+            and type(index.value) is int
+            and 0 <= index.value < _MAX_CONST
+        )
+    if isinstance(node, ast.UnaryOp):
+        return isinstance(node.op, ast.USub) and _is_int_expr(node.operand, depth + 1)
+    if isinstance(node, ast.BinOp):
+        return (
+            isinstance(node.op, _INT_BINOPS)
+            and _is_int_expr(node.left, depth + 1)
+            and _is_int_expr(node.right, depth + 1)
+        )
+    if isinstance(node, ast.Call):
+        return (
+            isinstance(node.func, ast.Name)
+            and node.func.id in ("min", "max")
+            and len(node.args) == 2
+            and not node.keywords
+            and all(_is_int_expr(a, depth + 1) for a in node.args)
+        )
+    return False
