@@ -15,7 +15,8 @@ from typing import Any
 
 from ..error import ScheduleError
 from ..ir.recursion import deep_recursion
-from ..tir.expr import IterType, IterVar, Var
+from ..tir.expr import IterType, IterVar, Range, Var, as_expr
+from ..tir.op import floordiv
 from ..tir.function import PrimFunc
 from .operation import ComputeOp, Operation, PlaceholderOp
 from .tensor import Tensor
@@ -60,6 +61,33 @@ def _op_of(x: Any) -> Any:
     raise ScheduleError(f"expected a te.Tensor or its .op, got {type(x).__name__}")
 
 
+@dataclass(frozen=True)
+class Split:
+    """`Stage.relations` entry: `parent` split into `outer`, `inner` by `factor` or `nparts`."""
+
+    parent: IterVar
+    outer: IterVar
+    inner: IterVar
+    factor: Any = None
+    nparts: Any = None
+
+
+@dataclass(frozen=True)
+class Fuse:
+    """`Stage.relations` entry: adjacent loops `fused_from` (outer first) became `fused`."""
+
+    fused_from: tuple
+    fused: IterVar
+
+    @property
+    def outer(self) -> IterVar:
+        return self.fused_from[0]
+
+    @property
+    def inner(self) -> IterVar:
+        return self.fused_from[-1]
+
+
 @dataclass
 class _Attach:
     kind: str  # "root" | "inline" | "at"
@@ -93,6 +121,18 @@ class Stage:
 
     def __repr__(self) -> str:
         return f"Stage({self.name})"
+
+    @property
+    def relations(self) -> list[Split | Fuse]:
+        """The splits and fuses applied so far, in order (TVM's IterVar relations)."""
+        out: list[Split | Fuse] = []
+        for action in self.actions:
+            if action[0] == "split":
+                _, parent, factor, nparts, outer, inner = action
+                out.append(Split(parent, outer, inner, factor, nparts))
+            elif action[0] == "fuse":
+                out.append(Fuse(action[1], action[2]))
+        return out
 
     # ------------------------------------------------------------------ checks
     def _leaf(self, iv: Any, what: str) -> IterVar:
@@ -430,6 +470,15 @@ class Schedule:
         self._cache_written[id(stage)] = cop.output(0)
         return cop.output(0)
 
+    def normalize(self) -> Schedule:
+        """TVM rebases loops to start at 0; here it changes nothing and returns the schedule.
+
+        The loops lowering makes are the ones the record implies: a reduce axis declared
+        as (2, 6) keeps its start (`for k in T.serial(2, 6)`), the same program as TVM's
+        rebased `k + 2` form.
+        """
+        return self
+
     # ------------------------------------------------------------------ replay
     def build_prim_func(self, args: list, name: str = "main") -> PrimFunc:
         """`te.create_prim_func(args)` with this schedule applied (used by tvm.lower/build)."""
@@ -461,7 +510,20 @@ class _Replay:
         from .to_tir import create_prim_func_with_blocks
 
         self.te = te_sch
-        func, block_of = create_prim_func_with_blocks(list(args))
+        # Outputs left out of the arguments are still computed (into internal buffers).
+        outputs = tuple(t for op in te_sch.outputs if isinstance(op, ComputeOp) for t in op.outputs)
+        # An inlined stage that is also an argument is still written (the caller reads it);
+        # its consumers get the inlined expression.
+        copies = tuple(
+            t
+            for st in te_sch.stage_map.values()
+            if st.attach.kind == "inline" and isinstance(st.op, ComputeOp)
+            for t in st.op.outputs
+            if any(isinstance(a, Tensor) and a == t for a in args)
+        )
+        func, block_of = create_prim_func_with_blocks(
+            list(args), also_compute=outputs, inline_copies=copies
+        )
         self.args = list(args)
         self.sch = TirSchedule(func)
         self.block: dict[int, Any] = {}
@@ -571,6 +633,59 @@ class _Replay:
             getattr(sch, method)(self.loop[id(iv)], *extra)
 
 
+def _extent(x: Any) -> Any:
+    value = getattr(x, "value", x)
+    return value if isinstance(value, int) else x
+
+
+def _ceildiv(a: Any, b: Any) -> Any:
+    a, b = _extent(a), _extent(b)
+    if isinstance(a, int) and isinstance(b, int):
+        return -(-a // b)
+    return floordiv(a + b - 1, b)
+
+
+def _times(a: Any, b: Any) -> Any:
+    a, b = _extent(a), _extent(b)
+    return a * b if isinstance(a, int) and isinstance(b, int) else as_expr(a) * b
+
+
+def InferBound(sch: Schedule) -> dict[IterVar, Range]:  # noqa: N802 (TVM's name)
+    """The range of every IterVar of every stage at root (its own loop nest).
+
+    A stage computed at another stage's loop gets its bounds from that consumer when
+    lowered; asking here is a ScheduleError rather than a guess.
+    """
+    bounds: dict[IterVar, Range] = {}
+    for st in sch.stages:
+        if st.attach.kind == "at":
+            raise ScheduleError(
+                f"InferBound: stage '{st.name}' is computed at a loop of '{st.attach.parent.name}'"
+                "; its bounds come from that consumer, which minitvm derives only when lowering "
+                "(inspect tvm.lower(s, args) instead)"
+            )
+        if st.attach.kind == "inline":
+            continue
+        shape = list(st.op.shape) if isinstance(st.op, _CacheOp) else []
+        for k, iv in enumerate(st.initial):
+            bounds[iv] = iv.dom if iv.dom is not None else Range(0, shape[k])
+        for rel in st.relations:
+            if isinstance(rel, Split):
+                ext = bounds[rel.parent].extent
+                outer, inner = (
+                    (_ceildiv(ext, rel.factor), rel.factor)
+                    if rel.factor is not None
+                    else (rel.nparts, _ceildiv(ext, rel.nparts))
+                )
+                bounds[rel.outer], bounds[rel.inner] = Range(0, outer), Range(0, inner)
+            else:
+                ext = 1
+                for iv in rel.fused_from:
+                    ext = _times(ext, bounds[iv].extent)
+                bounds[rel.fused] = Range(0, ext)
+    return bounds
+
+
 def create_schedule(ops: Any) -> Schedule:
     """A schedule for the operations `ops` (a `.op`, a tensor or a list of them).
 
@@ -580,4 +695,4 @@ def create_schedule(ops: Any) -> Schedule:
         return Schedule(ops)
 
 
-__all__ = ["Schedule", "Stage", "create_schedule"]
+__all__ = ["Fuse", "InferBound", "Schedule", "Split", "Stage", "create_schedule"]

@@ -125,7 +125,8 @@ class _ToBuffers(_Retype):
         return v if out is None else out
 
     def visit_ProducerLoad(self, n: ProducerLoad) -> PrimExpr:
-        return BufferLoad(self.buffers[n.producer], self.visit(n.indices))
+        buf = self.ctx.read_buffers.get(n.producer) or self.buffers[n.producer]
+        return BufferLoad(buf, self.visit(n.indices))
 
     def visit_Reduce(self, n: Reduce) -> PrimExpr:
         raise TEError(f"compute '{self.op_name}': a reduction can only be the whole body")
@@ -143,6 +144,8 @@ class _Context:
         self.defined: set[int] = set()  # ids of vars bound by params and their shapes
         self.reduce_vars: set[int] = set()  # ids of every reduce axis var in the graph
         self.block_of: dict[int, str] = {}  # id(compute op) → its block's name
+        # An inlined argument's consumers read an internal copy of it (see inline_copies).
+        self.read_buffers: dict[Tensor, Buffer] = {}
 
     def index(self, e: PrimExpr) -> PrimExpr:
         """An index or extent in the function's index dtype."""
@@ -162,7 +165,7 @@ class _Context:
     def loop_dtype(self, extent: PrimExpr) -> DataType:
         return self.index_dtype or extent.dtype
 
-    def declare(self, tensor: Tensor) -> Buffer:
+    def declare(self, tensor: Tensor, register: bool = True) -> Buffer:
         name = self.buffer_names.get(
             tensor.op.name
             if tensor.op.num_outputs == 1
@@ -170,7 +173,8 @@ class _Context:
         )
         shape = tuple(self.index(s) for s in tensor.shape)
         buf = decl_buffer(shape, tensor.dtype, name)
-        self.buffers[tensor] = buf
+        if register:
+            self.buffers[tensor] = buf
         return buf
 
 
@@ -209,8 +213,8 @@ def _reduce_update(red: Reduce, outs: list[Buffer], idx: tuple, conv: _ToBuffers
     return init, update
 
 
-def _lower_compute(ctx: _Context, op: ComputeOp) -> Any:
-    outs = [ctx.buffers[op.output(n)] for n in range(op.num_outputs)]
+def _lower_compute(ctx: _Context, op: ComputeOp, outs: list[Buffer] | None = None) -> Any:
+    outs = outs or [ctx.buffers[op.output(n)] for n in range(op.num_outputs)]
     names, vmap = _Names(), {}
     red = op.body[0] if isinstance(op.body[0], Reduce) else None
     axes = _axis_loops(ctx, op.axis, IterType.DataPar, names, vmap)
@@ -315,17 +319,25 @@ def create_prim_func(
 
 
 def create_prim_func_with_blocks(
-    ops: list[Tensor | Var], index_dtype_override: str | DataType | None = None
+    ops: list[Tensor | Var],
+    index_dtype_override: str | DataType | None = None,
+    also_compute: tuple[Tensor, ...] = (),
+    inline_copies: tuple[Tensor, ...] = (),
 ) -> tuple[PrimFunc, dict[Operation, str]]:
     """`create_prim_func`, plus the name of the block made for each compute operation.
 
     Block names are the computes' names made unique, so two computes named "C" give "C" and
-    "C_1"; the classic schedule adapter uses this map to find `s[T]`'s block.
+    "C_1"; the classic schedule adapter uses this map to find `s[T]`'s block. Tensors in
+    `also_compute` (a schedule's outputs left out of `tvm.lower`'s arguments) are computed
+    into internal buffers, as TVM does. An argument in `inline_copies` (computed, and inlined
+    by the schedule) is written by its own block, and also computed by a second block into an
+    internal copy that its consumers read: the map names that copy's block, which the
+    schedule inlines, so the argument still holds its values.
     """
     args = list(ops) if isinstance(ops, list | tuple) else [ops]
     ctx = _Context(DataType(index_dtype_override) if index_dtype_override else None)
     tensors = _check_args(args)
-    order, reader = _topo_order(tensors)
+    order, reader = _topo_order(tensors + [t for t in also_compute if t not in tensors])
     params: list[Var] = []
     buffer_map: dict[Var, Buffer] = {}
     for a in args:
@@ -351,8 +363,19 @@ def create_prim_func_with_blocks(
         for t in op.outputs:
             if t not in ctx.buffers:
                 allocs.append(ctx.declare(t))
+    copies = {}
+    for t in inline_copies:
+        copies[t.op] = ctx.declare(t, register=False)
+        ctx.read_buffers[t] = copies[t.op]
+        allocs.append(copies[t.op])
     computes = [op for op in order if isinstance(op, ComputeOp)]
-    stmts = [_lower_compute(ctx, op) for op in computes]
+    stmts = []
+    for op in computes:
+        if op in copies:  # the argument's own block, then the copy the schedule inlines
+            stmts.append(_lower_compute(ctx, op))
+            stmts.append(_lower_compute(ctx, op, [copies[op]]))
+        else:
+            stmts.append(_lower_compute(ctx, op))
     root = Block((), (), (), "root", seq(*stmts), None, tuple(allocs))
     attrs = FrozenDict({"global_symbol": "main", "tir.noalias": True})
     func = PrimFunc(tuple(params), BlockRealize((), True, root), None, buffer_map, attrs)

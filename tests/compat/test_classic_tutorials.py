@@ -7,6 +7,7 @@ import pytest
 import minitvm as tvm
 from minitvm import te, topi
 from minitvm.error import TEError
+from minitvm.tir.functor import substitute
 
 
 def _run(outs, args, *arrays):
@@ -142,3 +143,100 @@ def test_argmax_of_all_negative_infinity_is_index_zero():
     a = np.full((2, 3), -np.inf, "float32")
     *_, out = _run([B], [A, B], a, np.full(2, 7, "int32"))
     np.testing.assert_array_equal(out, [0, 0])
+
+
+# --- 3. lowering a schedule: outputs left out, inlined arguments, schedule introspection ---
+def _doubled_then_incremented():
+    A = te.placeholder((8,), name="A")
+    B = te.compute((8,), lambda i: A[i] + 1.0, name="B")
+    C = te.compute((8,), lambda i: B[i] * 2.0, name="C")
+    return A, B, C
+
+
+def test_lower_without_the_output_keeps_the_computation():
+    # TVM: the output becomes an internal allocation; the loop nest stays.
+    A, B, C = _doubled_then_incremented()
+    s = te.create_schedule(C.op)
+    s[C].split(C.op.axis[0], factor=4)
+    text = str(tvm.lower(s, [A], simple_mode=True))
+    assert "T.evaluate(0)" not in text
+    assert "B[i] = A[i] + T.float32(1)" in text
+    assert "= B[i_outer * 4 + i_inner] * T.float32(2)" in text
+    tvm.build(s, [A])(tvm.nd.array(np.ones(8, "float32")))  # builds and runs
+
+
+def test_inlined_stage_that_is_an_argument_is_still_written():
+    A, B, C = _doubled_then_incremented()
+    s = te.create_schedule(C.op)
+    s[B].compute_inline()
+    text = str(tvm.lower(s, [A, B, C], simple_mode=True))
+    assert "C[i] = (A[i] + T.float32(1)) * T.float32(2)" in text  # C reads B's expression
+    assert "B[i] = A[i] + T.float32(1)" in text  # and B, an argument, holds its values
+    a = np.arange(8, dtype="float32")
+    _, b, c = [x.numpy() for x in _build_run(s, [A, B, C], a)]
+    np.testing.assert_array_equal(b, a + 1)
+    np.testing.assert_array_equal(c, (a + 1) * 2)
+
+
+def _build_run(s, args, a):
+    nds = [tvm.nd.array(a)] + [tvm.nd.empty((8,)) for _ in args[1:]]
+    tvm.build(s, args)(*nds)
+    return nds
+
+
+def test_inlined_stage_not_in_the_arguments_is_only_inlined():
+    A, B, C = _doubled_then_incremented()
+    s = te.create_schedule(C.op)
+    s[B].compute_inline()
+    text = str(tvm.lower(s, [A, C], simple_mode=True))
+    assert "B[" not in text and "B = " not in text
+    assert "C[i] = (A[i] + T.float32(1)) * T.float32(2)" in text
+    a = np.arange(8, dtype="float32")
+    _, c = [x.numpy() for x in _build_run(s, [A, C], a)]
+    np.testing.assert_array_equal(c, (a + 1) * 2)
+
+
+def test_normalize_returns_the_schedule_and_changes_nothing():
+    A, B, C = _doubled_then_incremented()
+    s = te.create_schedule(C.op)
+    s[C].split(C.op.axis[0], factor=2)
+    before = str(tvm.lower(s, [A, C], simple_mode=True))
+    assert s.normalize() is s
+    assert str(tvm.lower(s, [A, C], simple_mode=True)) == before
+
+
+def test_stage_relations_and_infer_bound():
+    n = te.var("n")
+    A = te.placeholder((10, n), name="A")
+    k = te.reduce_axis((0, n), name="k")
+    B = te.compute((10,), lambda i: te.sum(A[i, k], axis=k), name="B")
+    s = te.create_schedule(B.op)
+    xo, xi = s[B].split(B.op.axis[0], factor=3)
+    ko, ki = s[B].split(k, nparts=4)
+    fused = s[B].fuse(xo, xi)
+    split_i, split_k, fuse = s[B].relations
+    assert isinstance(split_i, te.schedule.Split) and split_i.parent is B.op.axis[0]
+    assert (split_i.outer, split_i.inner, split_i.factor) == (xo, xi, 3)
+    assert (split_k.outer, split_k.inner, split_k.nparts) == (ko, ki, 4)
+    assert isinstance(fuse, te.schedule.Fuse) and (fuse.outer, fuse.inner, fuse.fused) == (
+        xo, xi, fused,
+    )
+    bounds = te.schedule.InferBound(s)
+    extents = {iv.var.name: bounds[iv].extent for iv in (xo, xi, ko, fused)}
+    assert {name: int(e) for name, e in extents.items()} == {
+        "i.outer": 4, "i.inner": 3, "k.outer": 4, "i.outer.i.inner.fused": 12,
+    }
+    ki_extent = bounds[ki].extent  # ceil(n / 4), symbolic
+    for value in (1, 4, 5, 9):
+        got = tvm.arith.Analyzer().simplify(substitute(ki_extent, {n: tvm.tir.const(value)}))
+        assert int(got) == -(-value // 4)
+
+
+def test_infer_bound_of_a_stage_computed_at_a_loop_is_a_clear_error():
+    A, B, C = _doubled_then_incremented()
+    s = te.create_schedule(C.op)
+    xo, _ = s[C].split(C.op.axis[0], factor=4)
+    s[B].compute_at(s[C], xo)
+    with pytest.raises(tvm.error.ScheduleError, match="InferBound: stage 'B' is computed at a "
+                       "loop of 'C'.*inspect tvm.lower"):
+        te.schedule.InferBound(s)
