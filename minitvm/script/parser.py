@@ -631,8 +631,13 @@ class TIRParser:
             if any(p is source for p in self.func.buffer_map):
                 raise self.error(node, f"parameter '{source.name}' is already bound to a buffer")
             self.func.buffer_map[source] = buf
-        elif spec.kind == "decl":
+        elif spec.kind == "decl" and spec.data is not None:
             return _Wrap(lambda rest: DeclBuffer(buf, rest))
+        elif spec.kind == "decl":  # TVM: a decl_buffer without data= allocates its storage
+            scope = {"storage_scope": buf.storage_scope}
+            return _Wrap(
+                lambda rest: Allocate(buf.data, buf.dtype, buf.shape, True, DeclBuffer(buf, rest), scope)
+            )
         return None
 
     def bind_allocate(self, name: str, spec: AllocateSpec, node: ast.AST) -> _Wrap:

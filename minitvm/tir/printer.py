@@ -544,7 +544,19 @@ class TIRPrinter(_ExprPrinter):
         self.body(s.body)
 
     def _allocate(self, s: Allocate) -> Stmt:
-        views = _buffers_over(s.buffer_var, s.body)
+        decl = _allocated_decl(s)
+        if decl is not None:  # TVM's one-line form; other uses of the pointer print as `B.data`
+            name = self.names.get(decl.buffer)
+            self.names.by_id[id(s.buffer_var)] = f"{name}.data"
+            self.names.keep.append(s.buffer_var)
+            self.emit(f"{name} = {self.buffer_decl('T.decl_buffer', decl.buffer)}", s)
+            declared = _declared_buffers(decl.body) | {id(decl.buffer)}
+            for buf in _buffers_over(s.buffer_var, decl.body):
+                if id(buf) not in declared:
+                    self.emit(f"{self.names.get(buf)} = {self.buffer_decl('T.Buffer', buf, data=True)}")
+            return decl.body
+        declared = _declared_buffers(s.body)
+        views = [b for b in _buffers_over(s.buffer_var, s.body) if id(b) not in declared]
         for buf in views:  # buffers keep their own names; the pointer gets a suffix if needed
             self.names.get(buf)
         name = self.names.fresh(s.buffer_var, s.buffer_var.name)
@@ -772,6 +784,34 @@ def _free_vars(func: PrimFunc) -> list[Var]:
         v.visit(buf)
     v.visit(func.body)
     return v.free()
+
+
+def _allocated_decl(s: Allocate) -> DeclBuffer | None:
+    """The DeclBuffer that `s` exists for, when `T.decl_buffer(shape, dtype, scope=)` alone
+    re-creates both (the parser turns a data-less decl_buffer into Allocate + DeclBuffer)."""
+    decl = s.body
+    if not isinstance(decl, DeclBuffer) or decl.buffer.data is not s.buffer_var:
+        return None
+    buf = decl.buffer
+    same = (
+        _is_true(s.condition)
+        and dict(s.annotations) == {"storage_scope": buf.storage_scope}
+        and s.dtype == buf.dtype
+        and structural_equal(tuple(s.extents), tuple(buf.shape))
+    )
+    return decl if same else None
+
+
+def _declared_buffers(body: Stmt) -> set[int]:
+    """ids of the buffers a DeclBuffer inside `body` declares (they print there, not earlier)."""
+    found: set[int] = set()
+
+    def check(n: Any) -> None:
+        if isinstance(n, DeclBuffer):
+            found.add(id(n.buffer))
+
+    post_order_visit(body, check)
+    return found
 
 
 def _buffers_over(data: Var, body: Stmt) -> list[Buffer]:
