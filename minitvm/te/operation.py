@@ -11,7 +11,6 @@ from ..error import DTypeError, TEError
 from ..ir.dtype import DataType
 from ..ir.node import FrozenDict, Node, node, setfield
 from ..tir.expr import (
-    cast,
     EqualOp,
     IntImm,
     IterType,
@@ -21,11 +20,11 @@ from ..tir.expr import (
     SizeVar,
     Var,
     as_expr,
+    cast,
 )
-from ..tir.functor import Visitor
+from ..tir.functor import Visitor, allows_deep_recursion
 from .reduction import Reduce
 from .tensor import ProducerLoad, Tensor, _dim_text
-from ..tir.functor import allows_deep_recursion
 
 
 class Operation(Node):

@@ -16,8 +16,8 @@ from typing import Any
 from ..error import ScheduleError
 from ..ir.recursion import deep_recursion
 from ..tir.expr import IterType, IterVar, Range, Var, as_expr
-from ..tir.op import floordiv
 from ..tir.function import PrimFunc
+from ..tir.op import floordiv
 from .operation import ComputeOp, Operation, PlaceholderOp
 from .tensor import Tensor
 
@@ -650,7 +650,7 @@ def _times(a: Any, b: Any) -> Any:
     return a * b if isinstance(a, int) and isinstance(b, int) else as_expr(a) * b
 
 
-def InferBound(sch: Schedule) -> dict[IterVar, Range]:  # noqa: N802 (TVM's name)
+def InferBound(sch: Schedule) -> dict[IterVar, Range]:
     """The range of every IterVar of every stage at root (its own loop nest).
 
     A stage computed at another stage's loop gets its bounds from that consumer when

@@ -25,7 +25,7 @@ from ..tir.expr import (
     cast,
 )
 from ..tir.function import PrimFunc
-from ..tir.functor import Mutator, Visitor, post_order_visit
+from ..tir.functor import Mutator, Visitor, allows_deep_recursion, post_order_visit
 from ..tir.stmt import (
     Block,
     BlockRealize,
@@ -40,7 +40,6 @@ from ..tir.stmt import (
 from .operation import ComputeOp, Operation, PlaceholderOp
 from .reduction import Reduce
 from .tensor import ProducerLoad, Tensor
-from ..tir.functor import allows_deep_recursion
 
 
 class _Names:

@@ -82,7 +82,7 @@ def _arg_reducer(name: str, better: Callable, select_last_index: bool) -> Any:
         if not xv.dtype.is_float:
             return better(xv, yv) | ((xv == yv) & earlier)
         # numpy returns the first NaN: a NaN beats any number, and NaNs tie with each other.
-        x_nan, y_nan = xv != xv, yv != yv
+        x_nan, y_nan = tir_op.isnan(xv), tir_op.isnan(yv)
         same = (xv == yv) | (x_nan & y_nan)
         return (x_nan & ~y_nan) | better(xv, yv) | (same & earlier)
 

@@ -40,8 +40,11 @@ def test_numpy_integer_shape_entries_become_ints():
 
 def test_fractional_float_shape_entry_is_a_clear_error():
     A = te.placeholder((10,), name="A")
-    with pytest.raises(TEError, match=r"compute 'half': shape entry 0 is 3.3333333333333335, a "
-                       r"float that is not a whole number.*use // for integer division"):
+    with pytest.raises(
+        TEError,
+        match=r"compute 'half': shape entry 0 is 3.3333333333333335, a "
+        r"float that is not a whole number.*use // for integer division",
+    ):
         te.compute((10 / 3,), lambda i: A[i], name="half")
 
 
@@ -155,7 +158,7 @@ def _doubled_then_incremented():
 
 def test_lower_without_the_output_keeps_the_computation():
     # TVM: the output becomes an internal allocation; the loop nest stays.
-    A, B, C = _doubled_then_incremented()
+    A, _, C = _doubled_then_incremented()
     s = te.create_schedule(C.op)
     s[C].split(C.op.axis[0], factor=4)
     text = str(tvm.lower(s, [A], simple_mode=True))
@@ -197,7 +200,7 @@ def test_inlined_stage_not_in_the_arguments_is_only_inlined():
 
 
 def test_normalize_returns_the_schedule_and_changes_nothing():
-    A, B, C = _doubled_then_incremented()
+    A, _, C = _doubled_then_incremented()
     s = te.create_schedule(C.op)
     s[C].split(C.op.axis[0], factor=2)
     before = str(tvm.lower(s, [A, C], simple_mode=True))
@@ -219,12 +222,17 @@ def test_stage_relations_and_infer_bound():
     assert (split_i.outer, split_i.inner, split_i.factor) == (xo, xi, 3)
     assert (split_k.outer, split_k.inner, split_k.nparts) == (ko, ki, 4)
     assert isinstance(fuse, te.schedule.Fuse) and (fuse.outer, fuse.inner, fuse.fused) == (
-        xo, xi, fused,
+        xo,
+        xi,
+        fused,
     )
     bounds = te.schedule.InferBound(s)
     extents = {iv.var.name: bounds[iv].extent for iv in (xo, xi, ko, fused)}
     assert {name: int(e) for name, e in extents.items()} == {
-        "i.outer": 4, "i.inner": 3, "k.outer": 4, "i.outer.i.inner.fused": 12,
+        "i.outer": 4,
+        "i.inner": 3,
+        "k.outer": 4,
+        "i.outer.i.inner.fused": 12,
     }
     ki_extent = bounds[ki].extent  # ceil(n / 4), symbolic
     for value in (1, 4, 5, 9):
@@ -233,10 +241,12 @@ def test_stage_relations_and_infer_bound():
 
 
 def test_infer_bound_of_a_stage_computed_at_a_loop_is_a_clear_error():
-    A, B, C = _doubled_then_incremented()
+    _, B, C = _doubled_then_incremented()
     s = te.create_schedule(C.op)
     xo, _ = s[C].split(C.op.axis[0], factor=4)
     s[B].compute_at(s[C], xo)
-    with pytest.raises(tvm.error.ScheduleError, match="InferBound: stage 'B' is computed at a "
-                       "loop of 'C'.*inspect tvm.lower"):
+    with pytest.raises(
+        tvm.error.ScheduleError,
+        match="InferBound: stage 'B' is computed at a loop of 'C'.*inspect tvm.lower",
+    ):
         te.schedule.InferBound(s)

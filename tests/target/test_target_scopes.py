@@ -29,9 +29,8 @@ def test_with_target_nests_and_restores():
 
 
 def test_scope_is_restored_after_an_exception():
-    with pytest.raises(ValueError):
-        with Target("llvm"):
-            raise ValueError("inside")
+    with pytest.raises(ValueError), Target("llvm"):
+        raise ValueError("inside")
     assert Target.current() is None
 
 
