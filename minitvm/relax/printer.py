@@ -5,18 +5,25 @@ The dialect is the one `minitvm.script` parses (`from minitvm.script import rela
 (`R.Tensor(("n", 784), dtype="float32")`), op calls by their R name (`R.nn.conv2d`) with their
 non-default attributes as keyword arguments, every binding with its struct info.
 
-Limit: constants with more than `INLINE_CONST_LIMIT` elements print as an unparseable
-`R.const(<array ...>)` placeholder unless `script(show_meta=True)` asks for all values; tests that
-round-trip use small constants.
+Constants: small ones print inline (`R.const([[1.0, 2.0]], "float32")`); larger ones, empty
+ones and float arrays holding NaNs print as `metadata["relax.expr.Constant"][i]`, and the script
+ends with a `metadata = <JSON string>` section carrying their bytes (base64, little-endian), which
+the parser decodes without evaluating any code — so print → parse is bit-exact.
+`script(show_meta=True)` inlines every constant that a literal can carry exactly.
 """
 
 from __future__ import annotations
 
+import base64
 import contextvars
 import inspect
+import json
 import keyword
 import math
+from collections.abc import Callable
 from typing import Any
+
+import numpy as np
 
 from ..ir.module import GlobalVar, IRModule
 from ..ir.node import register_printer
@@ -62,7 +69,15 @@ INLINE_CONST_LIMIT = 64
 _SHOW_META: contextvars.ContextVar[bool] = contextvars.ContextVar(
     "minitvm_relax_show_meta", default=False
 )
-_RESERVED = set(keyword.kwlist) | {"R", "T", "I", "cls", "Module", "range", "int", "float", "bool"}
+# the constants a module/function print moves to its metadata section (None: printing a lone
+# expression, which keeps a readable placeholder since it has no section to point into)
+_META: contextvars.ContextVar[list | None] = contextvars.ContextVar(
+    "minitvm_relax_meta", default=None
+)
+META_KEY = "relax.expr.Constant"
+_RESERVED = set(keyword.kwlist) | {
+    "R", "T", "I", "cls", "Module", "range", "int", "float", "bool", "metadata"
+}
 _DPS_CALLS = ("relax.call_tir", "relax.call_dps_packed")
 
 
@@ -353,11 +368,45 @@ def _literal(x: Any) -> str:
 
 def _const_text(c: Constant) -> str:
     a = c.data.numpy()
-    if a.size > INLINE_CONST_LIMIT and not _SHOW_META.get():
+    if _inlinable(a):
+        return f'R.const({_literal(a.tolist())}, "{a.dtype}")'
+    table = _META.get()
+    if table is None:
         return f"R.const(<array of shape {a.shape} {a.dtype}>)"
-    if a.size == 0:
-        return f"R.const(<empty array of shape {a.shape} {a.dtype}>)"
-    return f'R.const({_literal(a.tolist())}, "{a.dtype}")'
+    index = next((i for i, known in enumerate(table) if known is c), None)
+    if index is None:
+        index = len(table)
+        table.append(c)
+    return f'metadata["{META_KEY}"][{index}]'
+
+
+def _inlinable(a: Any) -> bool:
+    """A literal carries `a` exactly: not empty, no NaN payloads, small unless show_meta asks."""
+    if a.size == 0 or (a.dtype.kind == "f" and bool(np.isnan(a).any())):
+        return False
+    return a.size <= INLINE_CONST_LIMIT or _SHOW_META.get()
+
+
+def encode_metadata(constants: list[Constant]) -> str:
+    """The `metadata = \"\"\"...\"\"\"` section: one JSON object per constant, bytes in base64."""
+    rows = []
+    for c in constants:
+        a = c.data.numpy()
+        raw = np.ascontiguousarray(a, dtype=a.dtype.newbyteorder("<")).tobytes()
+        row = {"dtype": str(a.dtype), "shape": list(a.shape), "data": base64.b64encode(raw).decode()}
+        rows.append("  " + json.dumps(row))
+    return f'metadata = """\n{{"{META_KEY}": [\n' + ",\n".join(rows) + '\n]}\n"""'
+
+
+def _with_metadata(print_body: Callable[[], str]) -> str:
+    """`print_body()`, followed by the metadata section of the constants it moved there."""
+    token = _META.set([])
+    try:
+        text = print_body()
+        table = _META.get()
+    finally:
+        _META.reset(token)
+    return text if not table else f"{text}\n\n{encode_metadata(table)}\n"
 
 
 # ----------------------------------------------------------------------------- entry points
@@ -371,7 +420,7 @@ def print_function(f: Function, **kwargs: Any) -> str:
     name = kwargs.get("name") or f.attrs.get("global_symbol") or "main"
     token = _SHOW_META.set(bool(kwargs.get("show_meta", False)))
     try:
-        return "\n".join([HEADER_R, ""] + _function_lines(f, name, None))
+        return _with_metadata(lambda: "\n".join([HEADER_R, ""] + _function_lines(f, name, None)))
     finally:
         _SHOW_META.reset(token)
 
@@ -401,7 +450,7 @@ def print_ir_module(mod: IRModule, **kwargs: Any) -> str:
     """The TIR module printer, with the relax header when the module has relax functions."""
     token = _SHOW_META.set(bool(kwargs.pop("show_meta", False)))
     try:
-        text = _print_tir_module(mod, **kwargs)
+        text = _with_metadata(lambda: _print_tir_module(mod, **kwargs))
     finally:
         _SHOW_META.reset(token)
     if not any(isinstance(f, Function) for f in mod.functions.values()):

@@ -13,6 +13,7 @@ from ..ir.module import GlobalVar, IRModule
 from ..tir.function import PrimFunc
 from . import tir as T
 from .parser import TIRParser, _unsupported
+from .metadata import META_NAME, find_metadata
 from .source import Source, TVMScriptError, source_of
 from ..tir.functor import allows_deep_recursion
 
@@ -158,6 +159,9 @@ def from_source(text: str, filename: str = "<string>") -> PrimFunc | IRModule:
             (err.text or "").rstrip("\n"),
         ) from err
     env = _default_env()
+    metadata = find_metadata(tree, filename)
+    if metadata is not None:
+        env[META_NAME] = metadata
     for node in tree.body:
         if isinstance(node, ast.ClassDef):
             return _parse_class(Source(filename, lines, node), node, env)
