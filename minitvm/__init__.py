@@ -24,6 +24,7 @@ from .relax.pipeline import compile  # noqa: A004 (tvm.compile, TVM 0.20+)
 from .runtime import ndarray as nd
 from .runtime import ndarray
 from .target import Target
+from .ir.dtype import DataType  # tvm.DataType
 
 # The 2018 flat names of the dlsys assignment (`tvm.placeholder`, `tvm.sum`, ...).
 from .te import compute, placeholder, reduce_axis, sum, max, min, exp, log, var, size_var  # noqa: A004
@@ -31,6 +32,9 @@ from .te import create_schedule
 from .tir import const, select, if_then_else, all, any  # noqa: A004
 
 __version__ = "0.1.0"
+
+# tvm.ir.Range is TVM's spelling of the range node; ir/ sits below tir/, so it is attached here.
+ir.Range = tir.Range
 
 
 class _AliasFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):

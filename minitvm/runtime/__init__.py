@@ -2,6 +2,7 @@
 
 from . import ndarray, threadpool
 from . import ndarray as nd
+from ..ir.dtype import DataType  # tvm.runtime.DataType
 from .device import Device, cl, context, cpu, cuda, device, gpu, metal, opencl, rocm, vulkan
 from .module import CodegenResult, Module, ProfileResult, load_module
 from .ndarray import NDArray
@@ -13,6 +14,7 @@ from .registry import register_func as register_global_func  # TVM 0.20+ name
 
 __all__ = [
     "CodegenResult",
+    "DataType",
     "Device",
     "Tensor",
     "Module",

@@ -648,6 +648,10 @@ class IterVar(Node):
     CommReduce = IterType.CommReduce
     Ordered = IterType.Ordered
     Opaque = IterType.Opaque
+    DimInfo = IterType.Opaque  # TVM's value 4 under its older name
+    Unrolled = IterType.Unrolled
+    Vectorized = IterType.Vectorized
+    Parallelized = IterType.Parallelized
 
     def __post_init__(self):
         if self.dom is not None and not isinstance(self.dom, Range):
