@@ -14,6 +14,8 @@ is reported at the binding's line. String dims ("m") are one `tir.Var` per funct
 from __future__ import annotations
 
 import ast
+import importlib
+import warnings
 from collections import ChainMap
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -59,6 +61,36 @@ class _Expired:
     name: str
 
 
+def _deprecated(old: str, new: str) -> None:
+    warnings.warn(
+        f"TVMScript `{old}` is the 2022 relax spelling; write `{new}` "
+        "(from minitvm.script import relax as R)",
+        DeprecationWarning,
+        stacklevel=4,
+    )
+
+
+def _legacy_tensor() -> Any:
+    _deprecated("Tensor(shape, dtype)", "R.Tensor(shape, dtype)")
+    return R.Tensor
+
+
+def _relax_module() -> Any:
+    return importlib.import_module("minitvm.relax")
+
+
+# bare names 2022 scripts used without defining them (the parser supplied them)
+_LEGACY_NAMES: dict[str, Callable[[], Any]] = {"Tensor": _legacy_tensor, "relax": _relax_module}
+
+
+def _is_legacy_relax_name(base: Any, attr: str) -> bool:
+    """`relax.dataflow()`, `relax.output(...)`, `relax.add(...)`: the 2022 script spellings
+    of R constructs and ops (names the Python `relax` package lacks, or has as something else)."""
+    if base is not _relax_module() or attr not in R.__all__:
+        return False
+    return attr in ("dataflow", "output") or not hasattr(base, attr)
+
+
 class _Frame:
     """Bindings being collected into the current block."""
 
@@ -95,6 +127,8 @@ class RelaxParser(TIRParser):
                 return self.module
             if name in self.module.gvars:
                 return self.module.gvars[name]
+        if name in _LEGACY_NAMES and name not in self.env:
+            return _LEGACY_NAMES[name]()
         return super().lookup(name, node)
 
     def eval(self, node: ast.AST) -> Any:
@@ -114,6 +148,9 @@ class RelaxParser(TIRParser):
             )
         if base is R or base is R.nn:
             return getattr(base, node.attr)
+        if _is_legacy_relax_name(base, node.attr):
+            _deprecated(f"relax.{node.attr}", f"R.{node.attr}")
+            return getattr(R, node.attr)
         try:
             return getattr(base, node.attr)
         except AttributeError as err:
