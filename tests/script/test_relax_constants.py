@@ -4,6 +4,7 @@ through the `metadata["relax.expr.Constant"][i]` section, which is decoded witho
 import numpy as np
 import pytest
 
+import minitvm
 from minitvm import relax
 from minitvm.error import ParseError
 from minitvm.ir import assert_structural_equal
@@ -112,3 +113,21 @@ def test_metadata_that_is_not_a_string_literal_is_refused_not_evaluated():
     head = text[: text.index('metadata = """')]
     with pytest.raises(ParseError, match="must be a string literal holding JSON"):
         from_source(head + "metadata = __import__('os').getcwd()\n")
+
+
+def test_a_lone_function_carries_its_metadata_and_computes_the_same():
+    from minitvm.relax.eval_ref import evaluate
+
+    x = relax.Var("x", relax.TensorStructInfo((100,), "float32"))
+    bb = relax.BlockBuilder()
+    w = RNG.standard_normal(100).astype("float32")
+    with bb.function("main", [x]):
+        bb.emit_func_output(bb.emit(relax.op.multiply(x, relax.const(w))))
+    func = bb.get()["main"]
+    text = func.script()
+    assert 'metadata["relax.expr.Constant"][0]' in text
+    again = from_source(text)
+    assert_structural_equal(func, again)
+    xs = RNG.standard_normal(100).astype("float32")
+    mod = minitvm.ir.IRModule({"main": again})
+    np.testing.assert_array_equal(evaluate(mod, xs), xs * w)
