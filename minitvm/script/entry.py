@@ -13,7 +13,7 @@ from ..ir.module import GlobalVar, IRModule
 from ..tir.function import PrimFunc
 from . import tir as T
 from .parser import TIRParser, _unsupported
-from .metadata import META_NAME, find_metadata
+from .metadata import META_KEY, META_NAME, decode_metadata, find_metadata
 from .source import Source, TVMScriptError, source_of
 from ..tir.functor import allows_deep_recursion
 
@@ -75,9 +75,20 @@ def parse_prim_func_object(fn: Callable, env: Mapping, private: bool) -> PrimFun
 def parse_ir_module_class(cls: type, env: Mapping) -> IRModule:
     source = source_of(cls, ast.ClassDef)
     env = ChainMap(
-        {k: v for k, v in vars(cls).items() if not callable(v)}, dict(env), _default_env()
+        {k: v for k, v in vars(cls).items() if not callable(v)},
+        _decoded_metadata(env),
+        dict(env),
+        _default_env(),
     )
     return _parse_class(source, source.node, env)
+
+
+def _decoded_metadata(env: Mapping) -> dict[str, Any]:
+    """A printed module pasted into a file, its `metadata = \"\"\"...\"\"\"` section above it."""
+    text = env.get(META_NAME)
+    if isinstance(text, str) and f'"{META_KEY}"' in text:
+        return {META_NAME: decode_metadata(text, META_NAME)}
+    return {}
 
 
 # env key under which function parsers find the module being parsed (its GlobalVars)

@@ -131,3 +131,18 @@ def test_a_lone_function_carries_its_metadata_and_computes_the_same():
     xs = RNG.standard_normal(100).astype("float32")
     mod = minitvm.ir.IRModule({"main": again})
     np.testing.assert_array_equal(evaluate(mod, xs), xs * w)
+
+
+def test_a_printed_module_pasted_into_a_file_reads_its_metadata(tmp_path, monkeypatch):
+    import importlib
+
+    big = RNG.standard_normal((5, 4, 4)).astype("float32")
+    mod = _module(big)
+    body, section = mod.script().split("\nmetadata = ")
+    (tmp_path / "pasted_module.py").write_text(
+        "from minitvm.script import ir as I, relax as R\n\nmetadata = " + section + "\n" + body
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    pasted = importlib.import_module("pasted_module")
+    assert_structural_equal(mod, pasted.Module)
+    assert _bits_equal(big, _constants(pasted.Module)[0])
