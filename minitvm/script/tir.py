@@ -490,6 +490,26 @@ def Cast(dtype: str, value: Any) -> PrimExpr:
     return _CastNode(DataType(dtype), value)
 
 
+def cast(value: Any, dtype: str) -> PrimExpr:
+    """TVM's `T.cast(value, dtype)`: the same node as `T.Cast(dtype, value)`."""
+    return _CastNode(DataType(dtype), value)
+
+
+def ceildiv(a: Any, b: Any) -> PrimExpr:
+    """`T.ceildiv(a, b)` on integers: `(a + b - 1) // b`, as TVM expands it (b > 0)."""
+    a, b = _match_operands(a, b)
+    if not a.dtype.is_int and not a.dtype.is_uint:
+        raise ParseError(
+            f"T.ceildiv takes integers, got {a.dtype}; for floats write T.ceil(a / b)"
+        )
+    return FloorDiv(binary(Add, a, binary(Sub, b, IntImm(b.dtype, 1))), b)
+
+
+def meta_var(value: Any) -> Any:
+    """`T.meta_var(v)`: a Python value used as is inside the script (TVM's macro helper)."""
+    return value
+
+
 def Select(cond: Any, true_value: Any, false_value: Any) -> PrimExpr:
     return _SelectNode(as_expr(cond), true_value, false_value)
 
@@ -565,6 +585,9 @@ def call_extern(*args: Any, dtype: str | None = None) -> PrimExpr:
     return Call(DataType(dtype), name, tuple(_arg(a) for a in rest))
 
 
+call_pure_extern = call_extern  # no purity flag here: every extern call is kept in order
+
+
 def call_intrin(*args: Any, dtype: str | None = None) -> PrimExpr:
     dtype, name, rest = _dtype_name_args("call_intrin", args, dtype)
     return Call(DataType(dtype), Op.get(name), tuple(_arg(a) for a in rest))
@@ -632,6 +655,9 @@ __all__ = [
     "broadcast",
     "call_extern",
     "call_intrin",
+    "call_pure_extern",
+    "cast",
+    "ceildiv",
     "decl_buffer",
     "evaluate",
     "floordiv",
@@ -644,6 +670,7 @@ __all__ = [
     "match_buffer",
     "max",
     "max_value",
+    "meta_var",
     "min",
     "min_value",
     "parallel",

@@ -142,3 +142,33 @@ def test_buffer_access_ptr_is_a_clear_parse_error():
             'def f(A: T.Buffer((4,), "float32")):\n'
             '    T.evaluate(T.call_extern("int32", "memset", A.access_ptr("w"), 0, 16))\n'
         )
+
+
+@T.prim_func
+def more_names(A: T.Buffer((10,), "int32"), B: T.Buffer((10,), "float32")):
+    T.func_attr({"global_symbol": "more_names"})
+    n = T.meta_var(3)
+    for i in range(10):
+        with T.block("c"):
+            vi = T.axis.spatial(10, i)
+            B[vi] = T.cast(T.ceildiv(A[vi], n), "float32") + T.call_pure_extern(
+                "float32", "fabsf", T.Cast("float32", A[vi])
+            )
+
+
+def test_cast_ceildiv_meta_var_and_call_pure_extern_build_and_round_trip():
+    a = np.arange(-5, 5, dtype="int32")
+    _, b = _run(more_names, a, np.zeros(10, "float32"))
+    np.testing.assert_array_equal(b, -(-a // 3) + np.abs(a))
+    again = _roundtrip(more_names)
+    _, b2 = _run(again, a, np.zeros(10, "float32"))
+    np.testing.assert_array_equal(b2, b)
+
+
+def test_ceildiv_of_floats_is_a_clear_error():
+    with pytest.raises(ParseError, match=r"T.ceildiv takes integers, got float32; for floats"):
+        from_source(
+            "@T.prim_func\n"
+            'def f(A: T.Buffer((4,), "float32")):\n'
+            "    A[0] = T.ceildiv(A[1], A[2])\n"
+        )
