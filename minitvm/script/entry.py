@@ -11,11 +11,11 @@ from typing import Any
 from ..error import ParseError
 from ..ir.module import GlobalVar, IRModule
 from ..tir.function import PrimFunc
-from . import tir as T
-from .parser import TIRParser, _unsupported
-from .metadata import META_KEY, META_NAME, decode_metadata, find_metadata
-from .source import Source, TVMScriptError, source_of
 from ..tir.functor import allows_deep_recursion
+from . import tir as T
+from .metadata import META_KEY, META_NAME, decode_metadata, find_metadata
+from .parser import TIRParser, _unsupported
+from .source import Source, TVMScriptError, source_of
 
 # ----------------------------------------------------------------------------- entry points
 

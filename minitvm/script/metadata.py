@@ -17,18 +17,29 @@ from ..error import ParseError
 META_NAME = "metadata"
 META_KEY = "relax.expr.Constant"
 _DTYPES = frozenset(
-    ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-     "float16", "float32", "float64"]
+    [
+        "bool",
+        "int8",
+        "int16",
+        "int32",
+        "int64",
+        "uint8",
+        "uint16",
+        "uint32",
+        "uint64",
+        "float16",
+        "float32",
+        "float64",
+    ]
 )
 
 
 def find_metadata(tree: ast.Module, filename: str) -> dict[str, Any] | None:
     """The decoded section of a script (a top-level `metadata = "..."`), or None."""
     for node in tree.body:
-        if (
-            isinstance(node, ast.Assign)
-            and [getattr(t, "id", None) for t in node.targets] == [META_NAME]
-        ):
+        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == [
+            META_NAME
+        ]:
             if not (isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)):
                 raise ParseError(
                     f"{filename}:{node.lineno}: the metadata section must be a string literal "

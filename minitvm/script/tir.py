@@ -9,9 +9,8 @@ Outside a parsed function only the annotation forms matter (`A: T.Buffer((128,),
 
 from __future__ import annotations
 
-import functools
-
 import builtins
+import functools
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field

@@ -58,7 +58,7 @@ from .expr import (
     Var,
 )
 from .function import PrimFunc
-from .functor import Visitor, post_order_visit
+from .functor import Visitor, allows_deep_recursion, post_order_visit
 from .stmt import (
     Allocate,
     AssertStmt,
@@ -78,7 +78,6 @@ from .stmt import (
     Stmt,
     While,
 )
-from .functor import allows_deep_recursion
 
 INDENT = "    "
 HEADER_T = "# from minitvm.script import tir as T"

@@ -36,7 +36,7 @@ def test_te_intermediate_prints_once_as_decl_buffer_and_round_trips():
     assert isinstance(alloc.body, DeclBuffer) and alloc.body.buffer.data is alloc.buffer_var
 
 
-SCRIPT = '''
+SCRIPT = """
 @T.prim_func
 def f(A: T.Buffer((8,), "float32"), C: T.Buffer((8,), "float32")):
     T.func_attr({"global_symbol": "f"})
@@ -46,13 +46,15 @@ def f(A: T.Buffer((8,), "float32"), C: T.Buffer((8,), "float32")):
         B[i] = A[i] * T.float32(3)
     for i in range(8):
         C[i] = B2[i // 4, i % 4] + T.float32(1)
-'''
+"""
 
 
 def test_decl_buffer_without_data_allocates_builds_and_matches_numpy():
-    func = from_source(SCRIPT.replace("B2[i // 4, i % 4]", "B[i]").replace(
-        '    B2 = T.Buffer((2, 4), "float32", data=B.data)\n', ""
-    ))
+    func = from_source(
+        SCRIPT.replace("B2[i // 4, i % 4]", "B[i]").replace(
+            '    B2 = T.Buffer((2, 4), "float32", data=B.data)\n', ""
+        )
+    )
     assert "B2" not in func.script()
     lib = minitvm.driver.build(func, target="llvm")
     a = np.arange(8, dtype="float32")
@@ -64,13 +66,13 @@ def test_decl_buffer_without_data_allocates_builds_and_matches_numpy():
 def test_second_view_prints_over_b_data_and_round_trips():
     func = from_source(SCRIPT)
     text = func.script()
-    assert "B2 = T.Buffer((2, 4), \"float32\", data=B.data)" in text
+    assert 'B2 = T.Buffer((2, 4), "float32", data=B.data)' in text
     assert text.count("T.decl_buffer") == 1 and "T.allocate" not in text
     assert_structural_equal(func, from_source(text))
 
 
 def test_allocate_without_scope_keeps_its_form_without_a_duplicate_buffer_line():
-    src = '''
+    src = """
 @T.prim_func
 def g(A: T.Buffer((4,), "float32")):
     p = T.allocate([4], "float32")
@@ -78,10 +80,10 @@ def g(A: T.Buffer((4,), "float32")):
     for i in range(4):
         B[i] = A[i]
         A[i] = B[i] + T.float32(1)
-'''
+"""
     func = from_source(src)
     text = func.script()
-    assert text.count("B = ") == 1 and "T.Buffer((4,), \"float32\", data=" not in text
+    assert text.count("B = ") == 1 and 'T.Buffer((4,), "float32", data=' not in text
     assert "T.allocate([4]" in text
     assert_structural_equal(func, from_source(text))
 

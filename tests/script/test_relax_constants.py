@@ -48,7 +48,10 @@ RNG = np.random.default_rng(7)
     "arrays",
     [
         [RNG.standard_normal((4, 4)).astype("float32")],  # 16 elements: inline
-        [RNG.standard_normal((4, 4)).astype("float32"), np.float32(2.5) * np.ones((1, 4), "float32")],
+        [
+            RNG.standard_normal((4, 4)).astype("float32"),
+            np.float32(2.5) * np.ones((1, 4), "float32"),
+        ],
         [np.float32(RNG.standard_normal((40, 4, 4)).astype("float32")).sum(0)],
         [np.arange(16, dtype="int64").reshape(4, 4) * (2**40)],
         [RNG.standard_normal((4, 4)).astype("float16")],
@@ -93,12 +96,18 @@ def test_show_meta_inlines_large_constants_and_still_round_trips():
     "section,match",
     [
         ('"not json', "not JSON with a 'relax.expr.Constant' list"),
-        ('{"relax.expr.Constant": [{"dtype": "float32", "shape": [2], "data": "AAAA"}]}',
-         r"3 bytes of data do not fill shape \(2,\) of float32 \(8 bytes\)"),
-        ('{"relax.expr.Constant": [{"dtype": "object", "shape": [1], "data": "AAAA"}]}',
-         "has dtype 'object'"),
-        ('{"relax.expr.Constant": [{"dtype": "float32", "shape": [1], "data": "!!"}]}',
-         "needs dtype, shape and base64 data"),
+        (
+            '{"relax.expr.Constant": [{"dtype": "float32", "shape": [2], "data": "AAAA"}]}',
+            r"3 bytes of data do not fill shape \(2,\) of float32 \(8 bytes\)",
+        ),
+        (
+            '{"relax.expr.Constant": [{"dtype": "object", "shape": [1], "data": "AAAA"}]}',
+            "has dtype 'object'",
+        ),
+        (
+            '{"relax.expr.Constant": [{"dtype": "float32", "shape": [1], "data": "!!"}]}',
+            "needs dtype, shape and base64 data",
+        ),
     ],
 )
 def test_a_damaged_metadata_section_is_a_clear_parse_error(section, match):

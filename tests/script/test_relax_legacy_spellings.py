@@ -10,7 +10,7 @@ import warnings
 import numpy as np
 import pytest
 
-from minitvm import relax  # noqa: F401 - the 2022 scripts below say `relax.dataflow()`
+from minitvm import relax
 from minitvm.error import ParseError
 from minitvm.ir import assert_structural_equal
 from minitvm.relax.eval_ref import evaluate
@@ -18,7 +18,7 @@ from minitvm.script import from_source
 from minitvm.script import ir as I
 from minitvm.script import relax as R
 
-LEGACY = '''
+LEGACY = """
 @I.ir_module
 class MyModule:
     @R.function
@@ -28,12 +28,9 @@ class MyModule:
             gv0 = relax.add(lv0, y)
             relax.output(gv0)
         return gv0
-'''
+"""
 
-MODERN = (
-    LEGACY.replace("Tensor(", "R.Tensor(")
-    .replace("relax.", "R.")
-)
+MODERN = LEGACY.replace("Tensor(", "R.Tensor(").replace("relax.", "R.")
 
 
 def _parse_legacy(text=LEGACY):
@@ -73,9 +70,7 @@ def test_modern_spelling_does_not_warn():
 
 
 def test_legacy_return_annotation_with_unknown_shape():
-    text = LEGACY.replace(
-        '"float32")):\n', '"float32")) -> Tensor(None, "float32", ndim=2):\n', 1
-    )
+    text = LEGACY.replace('"float32")):\n', '"float32")) -> Tensor(None, "float32", ndim=2):\n', 1)
     mod, messages = _parse_legacy(text)
     modern = from_source(MODERN)["main"].params
     for got, want in zip(mod["main"].params, modern):

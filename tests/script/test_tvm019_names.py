@@ -49,7 +49,10 @@ def test_math_intrinsics_with_dtype_keyword_build_and_match_numpy():
     a = np.linspace(-2.2, 2.7, 8).astype("float32")
     _, b = _run(math_names, a, np.zeros(8, "float32"))
     want = (
-        np.sqrt(np.exp(a)) + np.round(a) + np.where(np.arange(8) < 4, a, 0) + 0
+        np.sqrt(np.exp(a))
+        + np.round(a)
+        + np.where(np.arange(8) < 4, a, 0)
+        + 0
         + np.floor(np.abs(a))
     )
     np.testing.assert_allclose(b, want, rtol=1e-5)
@@ -127,7 +130,9 @@ def test_call_extern_without_a_dtype_is_a_clear_error():
 
 
 def test_dtype_keyword_that_disagrees_is_a_clear_error():
-    with pytest.raises(ParseError, match=r"dtype='float64' was given but the call computes float32"):
+    with pytest.raises(
+        ParseError, match=r"dtype='float64' was given but the call computes float32"
+    ):
         from_source(
             "@T.prim_func\n"
             'def f(A: T.Buffer((4,), "float32")):\n'
@@ -168,7 +173,5 @@ def test_cast_ceildiv_meta_var_and_call_pure_extern_build_and_round_trip():
 def test_ceildiv_of_floats_is_a_clear_error():
     with pytest.raises(ParseError, match=r"T.ceildiv takes integers, got float32; for floats"):
         from_source(
-            "@T.prim_func\n"
-            'def f(A: T.Buffer((4,), "float32")):\n'
-            "    A[0] = T.ceildiv(A[1], A[2])\n"
+            '@T.prim_func\ndef f(A: T.Buffer((4,), "float32")):\n    A[0] = T.ceildiv(A[1], A[2])\n'
         )
