@@ -10,7 +10,6 @@ param/dim reference is in range. Anything else raises RuntimeError_ naming the f
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import json
 import re
@@ -18,6 +17,7 @@ from collections.abc import Callable, Mapping
 
 from ..error import MiniTVMError, RuntimeError_
 from ..ir.dtype import DataType
+from .packed_func import parse_shape_expr
 
 _MAX_INT = 2**63 - 1
 _FUNC_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,199}")
@@ -26,25 +26,9 @@ _DTYPE = re.compile(r"[a-z]+[0-9]*(x[0-9]+)?")
 _WORD = re.compile(r"[A-Za-z0-9_.+-]{1,128}")
 _FEATURES = re.compile(r"([+-][A-Za-z0-9_.-]+(,[+-][A-Za-z0-9_.-]+)*)?")
 _HEX64 = re.compile(r"[0-9a-f]{64}")
-_MAX_PARAMS, _MAX_NDIM, _MAX_FUNCS, _MAX_EXPR, _MAX_EXPR_NODES = 4096, 64, 100_000, 1000, 200
+_MAX_PARAMS, _MAX_NDIM, _MAX_FUNCS, _MAX_EXPR = 4096, 64, 100_000, 1000
 
-# shape expression AST: node class -> allowed (ints, dim names and calls are checked apart)
-_EXPR_NODES = (
-    ast.Expression,
-    ast.BinOp,
-    ast.UnaryOp,
-    ast.Name,
-    ast.Constant,
-    ast.Load,
-    ast.Add,
-    ast.Sub,
-    ast.Mult,
-    ast.FloorDiv,
-    ast.Mod,
-    ast.USub,
-    ast.Call,
-)
-_EXPR_CALLS = ("min", "max")
+_EXPR_CALLS = ("min", "max")  # names a symbolic dim may not take
 
 
 def canonical_json(value) -> bytes:
@@ -218,32 +202,14 @@ def _shape_expr(text: str, where: _Where, sym_names: set, int_scalars: set) -> N
     _string(text, where, limit=_MAX_EXPR)
     if text in sym_names:
         return
+    names = {n: n for n in sym_names | int_scalars}
     try:
-        tree = ast.parse(text, mode="eval")
-    except (SyntaxError, ValueError, RecursionError, MemoryError) as err:
-        raise where.fail(f"shape entry {text[:80]!r} is not an expression") from err
-    nodes = list(ast.walk(tree))
-    if len(nodes) > _MAX_EXPR_NODES:
-        raise where.fail(f"shape entry {text[:80]!r} is too long")
-    callees = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
-    for node in nodes:
-        bad = not isinstance(node, _EXPR_NODES)
-        if isinstance(node, ast.Constant):
-            bad = type(node.value) is not int or abs(node.value) > _MAX_INT
-        elif isinstance(node, ast.Call):
-            bad = (
-                not isinstance(node.func, ast.Name)
-                or node.func.id not in _EXPR_CALLS
-                or len(node.args) != 2
-                or bool(node.keywords)
-            )
-        elif isinstance(node, ast.Name) and id(node) not in callees:
-            bad = node.id not in sym_names and node.id not in int_scalars
-        if bad:
-            raise where.fail(
-                f"shape entry {text[:80]!r} is not integer arithmetic (+ - * // % min max) "
-                "over ints and symbolic dims"
-            )
+        parse_shape_expr("", text, names)  # the argument checker's grammar: one rule
+    except RuntimeError_ as err:
+        raise where.fail(
+            f"shape entry {text[:80]!r} is not integer arithmetic (+ - * // % min max) "
+            "over ints and symbolic dims"
+        ) from err
 
 
 def _positions(values, where: _Where, allowed: set[int]) -> None:

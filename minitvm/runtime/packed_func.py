@@ -253,15 +253,22 @@ def _dim(func: str, d, local_names: dict, syms: tuple, defines: int | None) -> _
     if local is not None and local[0] == "v":
         i = int(local[1:])
         return _Dim(syms[i].label, sym=i)
+    labels = {v: syms[int(v[1:])].label for v in local_names.values() if v[0] == "v"}
+    expr = parse_shape_expr(func, text, local_names)
+    return _Dim(_expr_text(expr, labels, local_names), expr=expr)
+
+
+def parse_shape_expr(func: str, text: str, names: dict) -> tuple:
+    """The one grammar of shape expressions (docs/contracts.md §3), also used by the loader's
+    metadata validator: the validated tree, names mapped through `names`; RuntimeError_
+    for anything else."""
     if len(text) > _MAX_EXPR_TEXT:
         raise _bad(func, f"shape entry of {len(text)} characters is too long")
     try:
         tree = ast.parse(text, mode="eval").body
     except (SyntaxError, ValueError, RecursionError, MemoryError) as err:
         raise _bad(func, f"shape entry {text!r:.80} is not an expression") from err
-    labels = {v: syms[int(v[1:])].label for v in local_names.values() if v[0] == "v"}
-    expr = _expr_tree(func, text, tree, local_names)
-    return _Dim(_expr_text(expr, labels, local_names), expr=expr)
+    return _expr_tree(func, text, tree, names)
 
 
 def _expr_tree(func: str, text: str, node: ast.AST, names: dict, depth: int = 0) -> tuple:
