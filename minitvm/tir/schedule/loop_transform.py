@@ -8,7 +8,6 @@ from typing import Any
 from ...ir.dtype import DataType
 
 from ..expr import (
-    cast,
     FloorDiv,
     FloorMod,
     IntImm,
@@ -171,8 +170,9 @@ def fuse(func: PrimFunc, loops: list[For], path: Path) -> tuple[PrimFunc, Var]:
     # product may reach 2**31 (symbolic extents), where an int32 fused var would wrap
     dtype = max((f.loop_var.dtype for f in loops), key=lambda t: t.bits)
     extents = [f.extent for f in loops]
-    sizes = [const_int(e) for e in extents]
-    if dtype.bits < 64 and (None in sizes or math.prod(sizes) >= 2**31):
+    ana = analyzer(loops_above(path))
+    sizes = [ana.const_int_bound(e).max_value for e in extents]  # bounded, if not constant
+    if dtype.bits < 64 and math.prod(max(x, 0) for x in sizes) >= 2**31:
         dtype = DataType("int64")
         extents = [cast(dtype, e) for e in extents]
     fused = Var("_".join(f.loop_var.name for f in loops) + "_fused", dtype)
@@ -185,7 +185,6 @@ def fuse(func: PrimFunc, loops: list[For], path: Path) -> tuple[PrimFunc, Var]:
         part = part if is_zero(f.min) else binary(Add, f.min, part)
         vmap[f.loop_var] = cast(f.loop_var.dtype, part)
     body = substitute(loops[-1].body, vmap)
-    ana = analyzer(loops_above(path))
     total = ana.simplify(_mul_all(extents, fused))
     new = For(fused, IntImm(dtype, 0), total, ForKind.SERIAL, body)
     new = new.replace(body=simplify_bindings(body, loops_above(path) + [new]))
