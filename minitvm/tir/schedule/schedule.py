@@ -465,5 +465,13 @@ class Schedule:
         self._record("rfactor", (), (("loop", loop), ("factor_axis", factor_axis)), (out,))
         return out
 
+    # --- helper-trace-state ---
+
+    # --- helper-prims-a ---
+
+    # --- helper-prims-b ---
+
+    # --- helper-existing ---
+
 
 __all__ = ["Schedule", "BlockRV", "LoopRV", "Trace", "ScheduleError"]
