@@ -9,6 +9,7 @@ from .expr import (
     Or, PrimExpr, Ramp, Range, Select, SizeVar, StringImm, Sub, Var, as_expr, cast, make_const,
 )
 from .function import PrimFunc
+from .index_map import IndexMap
 from .functor import Mutator, Visitor, post_order_visit, pre_order_visit, substitute
 from .op import (
     abs, acos, all, any, asin, atan, atan2, bitwise_and, bitwise_not, bitwise_or, bitwise_xor,
@@ -23,4 +24,5 @@ from .stmt import (
     Evaluate, For, ForKind, IfThenElse, LetStmt, MatchBufferRegion, SeqStmt, Stmt, While, seq,
 )
 from . import printer  # registers the TVMScript printer
+from .tensor_intrin_base import TensorIntrin  # tensorize's intrinsics (tvm.tir.TensorIntrin)
 from .schedule import BlockRV, LoopRV, Schedule  # the TensorIR scheduler (tvm.tir.Schedule)
