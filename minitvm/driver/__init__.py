@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from .error import BuildError
-from .ir.module import IRModule
-from .ir.recursion import allows_deep_recursion
-from .target import Target
-from .tir.function import PrimFunc
-from .tir.schedule.verify import verify_block_bindings, verify_loop_kinds
-from .tir.transform.pipeline import lower_primfunc
+from ..error import BuildError
+from ..ir.module import IRModule
+from ..ir.recursion import allows_deep_recursion
+from ..target import Target
+from ..tir.function import PrimFunc
+from ..tir.schedule.verify import verify_block_bindings, verify_loop_kinds
+from ..tir.transform.pipeline import lower_primfunc
 
 _INPUTS = "a te.Schedule (with args), a list of te.Tensors, a tir.PrimFunc or an IRModule"
 
@@ -66,7 +66,7 @@ def _to_module(inp: Any, args: Any, name: str, binds: Any, where: str) -> IRModu
             )
         return IRModule({name: _named(inp.build_prim_func(list(args), name), name)})
     if isinstance(inp, list | tuple) and inp:
-        from .te import create_prim_func  # te sits above tir; imported when used
+        from ..te import create_prim_func  # te sits above tir; imported when used
 
         return IRModule({name: _named(create_prim_func(list(inp)), name)})
     raise BuildError(f"{where}: expected {_INPUTS}, got {type(inp).__name__}")
@@ -116,9 +116,13 @@ def build(
     funcs = [_lower_checked(func) for _, func in mod.functions_items()]
     if not funcs:
         raise BuildError("tvm.build: the IRModule has no PrimFunc to compile")
-    from . import codegen, runtime
+    from .. import codegen, runtime
 
     result = codegen.llvm.build(funcs, target)
     names = [f.name for f in funcs]
     entry = name if name in names else names[0]
     return runtime.Module.from_codegen(result, entry_name=entry)
+
+
+from . import build_module  # noqa: E402  (tvm.driver.build_module; needs lower/build above)
+from .build_module import schedule_to_module  # noqa: E402
