@@ -73,9 +73,9 @@ from ..tir.stmt import (
     Stmt,
     While,
 )
-from . import llvm_checks, llvm_memory, llvm_parallel
-from .llvm_checks import INTEGER_DIVISIONS, safe_divisor
+from . import llvm_checks, llvm_memory, llvm_packed, llvm_parallel
 from .llvm_binary import BINARY
+from .llvm_checks import INTEGER_DIVISIONS, safe_divisor
 from .llvm_funcinfo import func_info
 from .llvm_intrinsics import DTYPE_KINDS, INTRINSICS, declare_extern
 from .llvm_types import (
@@ -138,6 +138,7 @@ class CodeGenLLVM:
         self.data_vars: set = set()  # Vars whose value comes from memory or the caller's data
         self.shape_vars: set = set()  # symbolic dims of the params' shapes (>= 0)
         self.where = ""  # what the statement being emitted computes, for error messages
+        self.imported_symbols: frozenset[str] = frozenset()  # defined by import_llvm IR
 
     # ------------------------------------------------------------------ helpers used by rules
     @property
@@ -380,7 +381,7 @@ class CodeGenLLVM:
     def _call(self, e: Call) -> ir.Value:
         if isinstance(e.op, str):
             return self._call_extern(e)
-        rule = INTRINSICS.get(e.op.name) if isinstance(e.op, Op) else None
+        rule = _INTRINSICS.get(e.op.name) if isinstance(e.op, Op) else None
         if rule is None:
             raise BuildError(
                 f"building '{self.func_name}': intrinsic {e.op!r} has no LLVM "
@@ -403,7 +404,8 @@ class CodeGenLLVM:
                 )
 
     def _call_extern(self, e: Call) -> ir.Value:
-        _check_resolvable(self.func_name, e.op)
+        if e.op not in self.imported_symbols:
+            _check_resolvable(self.func_name, e.op)
         vals = [self.expr(a) for a in e.args]
         fn = declare_extern(self.module, e.op, llvm_type(e.dtype), [v.type for v in vals])
         if list(fn.ftype.args) != [v.type for v in vals]:
@@ -670,6 +672,8 @@ def _unpack_scalar(b: ir.IRBuilder, raw: ir.Value, var: Var) -> ir.Value:
     return cast_value(b, raw, DataType("int64"), dtype, var.name)
 
 
+_INTRINSICS = {**INTRINSICS, **llvm_packed.RULES}  # packed calls and pointers: llvm_packed.py
+
 _EXPR: dict[type, Callable[[CodeGenLLVM, PrimExpr], ir.Value]] = {
     IntImm: CodeGenLLVM._imm,
     FloatImm: CodeGenLLVM._imm,
@@ -733,7 +737,9 @@ def _build(funcs, target) -> CodegenResult:
     target = Target(target)
     tm = target.create_target_machine()
     compiler_rt.ensure_helpers()  # helpers LLVM may call, registered before anything is loaded
+    imported = llvm_packed.imported_ir(funcs, tm)  # pragma import_llvm: checked LLVM IR
     cg = CodeGenLLVM(tm, target.cpu, target.features)
+    cg.imported_symbols = llvm_packed.defined_functions(imported)
     names = [f.attrs.get("global_symbol") for f in funcs]
     for name in names:
         if name is not None and names.count(name) > 1:
@@ -741,6 +747,7 @@ def _build(funcs, target) -> CodegenResult:
     infos = [_add_function(cg, func) for func in funcs]
     _embed_signature(cg.module, infos)
     mod = _verified(str(cg.module), [i["name"] for i in infos])
+    llvm_packed.link_imported(mod, imported)
     _optimize(mod, tm, target.opt_level)
     return CodegenResult(
         object_code=bytes(tm.emit_object(mod)),
