@@ -68,6 +68,8 @@ from .operation import (
     var,
 )
 from .reduction import CommReducer, Reduce, Reducer, comm_reducer, max, min, sum
+from .extern import ExternOp, extern
+from .scan import ScanOp, scan
 from .tensor import ProducerLoad, Tensor, TensorSlice
 from .to_tir import create_prim_func
 
@@ -91,6 +93,7 @@ def __dir__() -> list[str]:
 __all__ = [
     "CommReducer",
     "ComputeOp",
+    "ExternOp",
     "IterVar",
     "Operation",
     "PlaceholderOp",
@@ -98,6 +101,7 @@ __all__ = [
     "Range",
     "Reduce",
     "Reducer",
+    "ScanOp",
     "Tensor",
     "TensorSlice",
     "Var",
@@ -120,6 +124,7 @@ __all__ = [
     "exp",
     "exp2",
     "exp10",
+    "extern",
     "floor",
     "floordiv",
     "floormod",
@@ -145,6 +150,7 @@ __all__ = [
     "reduce_axis",
     "round",
     "rsqrt",
+    "scan",
     "select",
     "sigmoid",
     "sin",

@@ -350,6 +350,10 @@ def create_prim_func_with_blocks(
     _collect_defined(ctx, params, buffer_map)
     ctx.reduce_vars = {id(iv.var) for op in order for iv in op.reduce_axis}
     allocs = []
+    claimed: set[int] = set()  # ops that a scan lowers inside its loop (te/scan.py)
+    for op in order:
+        if hasattr(op, "prepare_lowering"):
+            claimed |= op.prepare_lowering(ctx, allocs)
     for op in order:
         if isinstance(op, PlaceholderOp):
             if op.output(0) not in ctx.buffers:
@@ -367,10 +371,13 @@ def create_prim_func_with_blocks(
         copies[t.op] = ctx.declare(t, register=False)
         ctx.read_buffers[t] = copies[t.op]
         allocs.append(copies[t.op])
-    computes = [op for op in order if isinstance(op, ComputeOp)]
     stmts = []
-    for op in computes:
-        if op in copies:  # the argument's own block, then the copy the schedule inlines
+    for op in order:
+        if id(op) in claimed or isinstance(op, PlaceholderOp):
+            continue
+        if not isinstance(op, ComputeOp):  # extern and scan operations lower themselves
+            stmts.append(op.lower_into(ctx, order))
+        elif op in copies:  # the argument's own block, then the copy the schedule inlines
             stmts.append(_lower_compute(ctx, op))
             stmts.append(_lower_compute(ctx, op, [copies[op]]))
         else:
@@ -378,7 +385,7 @@ def create_prim_func_with_blocks(
     root = Block((), (), (), "root", seq(*stmts), None, tuple(allocs))
     attrs = FrozenDict({"global_symbol": "main", "tir.noalias": True})
     func = PrimFunc(tuple(params), BlockRealize((), True, root), None, buffer_map, attrs)
-    return func, {op: ctx.block_of[id(op)] for op in computes}
+    return func, {op: ctx.block_of[id(op)] for op in order if id(op) in ctx.block_of}
 
 
 def _check_args(args: list) -> list[Tensor]:

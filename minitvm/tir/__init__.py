@@ -24,5 +24,7 @@ from .stmt import (
     Evaluate, For, ForKind, IfThenElse, LetStmt, MatchBufferRegion, SeqStmt, Stmt, While, seq,
 )
 from . import printer  # registers the TVMScript printer
+from . import ir_builder
+from .packed import call_packed
 from .tensor_intrin_base import TensorIntrin  # tensorize's intrinsics (tvm.tir.TensorIntrin)
 from .schedule import BlockRV, LoopRV, Schedule  # the TensorIR scheduler (tvm.tir.Schedule)
