@@ -470,6 +470,82 @@ class Schedule:
     # --- helper-prims-a ---
 
     # --- helper-prims-b ---
+    def transform_layout(
+        self,
+        block: Any,
+        buffer: Any,
+        index_map: Any,
+        pad_value: Any = None,
+        *,
+        assume_injective_transform: bool = False,
+    ) -> None:
+        from . import layout as _layout
+
+        fname, func, r, _ = self._block(block)
+        func = _layout.transform_layout(
+            func, r, buffer, index_map, pad_value, assume_injective_transform
+        )
+        self._update(fname, func)
+        self._record(
+            "transform_layout",
+            (),
+            (
+                ("block", block),
+                ("buffer", buffer),
+                ("index_map", index_map),
+                ("pad_value", pad_value),
+                ("assume_injective_transform", assume_injective_transform),
+            ),
+        )
+
+    def transform_block_layout(self, block: Any, index_map: Any) -> None:
+        from . import layout as _layout
+
+        fname, func, r, path = self._block(block)
+        self._update(fname, _layout.transform_block_layout(func, r, path, index_map))
+        self._record("transform_block_layout", (), (("block", block), ("index_map", index_map)))
+
+    def set_axis_separator(self, block: Any, buffer: Any, axis_separators: Any) -> None:
+        from . import layout as _layout
+
+        fname, func, r, _ = self._block(block)
+        self._update(fname, _layout.set_axis_separator(func, r, buffer, axis_separators))
+        self._record(
+            "set_axis_separator",
+            (),
+            (("block", block), ("buffer", buffer), ("axis_separators", list(axis_separators))),
+        )
+
+    def storage_align(
+        self, block: Any, buffer_index: int, axis: int, factor: int, offset: int
+    ) -> None:
+        from . import layout as _layout
+
+        fname, func, r, _ = self._block(block)
+        self._update(fname, _layout.storage_align(func, r, buffer_index, axis, factor, offset))
+        self._record(
+            "storage_align",
+            (),
+            (
+                ("block", block),
+                ("buffer_index", buffer_index),
+                ("axis", axis),
+                ("factor", factor),
+                ("offset", offset),
+            ),
+        )
+
+    def unsafe_set_dtype(self, block: Any, buffer_index: int, dtype: str) -> None:
+        from . import layout as _layout
+
+        fname, func, r, _ = self._block(block)
+        self._update(fname, _layout.unsafe_set_dtype(func, r, buffer_index, dtype))
+        self._record(
+            "unsafe_set_dtype",
+            (),
+            (("block", block), ("buffer_index", buffer_index), ("dtype", dtype)),
+        )
+
 
     # --- helper-existing ---
 

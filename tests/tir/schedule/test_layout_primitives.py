@@ -1,0 +1,252 @@
+"""IndexMap and the buffer-layout primitives (transform_layout, transform_block_layout,
+set_axis_separator, storage_align, unsafe_set_dtype): results match numpy on odd shapes, and
+what cannot be proven legal is refused with a message naming the block and buffer."""
+
+import numpy as np
+import pytest
+
+import minitvm as tvm
+from minitvm import tir
+from minitvm.error import ScheduleError
+from minitvm.script import tir as T
+from minitvm.tir import IndexMap
+
+
+def run(mod, inputs, out_shape, out_dtype="float32"):
+    f = tvm.build(mod, target="llvm")
+    nds = [tvm.nd.array(x) for x in inputs] + [tvm.nd.array(np.zeros(out_shape, out_dtype))]
+    f(*nds)
+    return nds[-1].numpy()
+
+
+def rand(*shape):
+    return np.random.default_rng(0).standard_normal(shape).astype("float32")
+
+
+@T.prim_func
+def two_steps(A: T.Buffer((7, 13), "float32"), C: T.Buffer((7, 13), "float32")):
+    B = T.alloc_buffer((7, 13))
+    for i, j in T.grid(7, 13):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            B[vi, vj] = A[vi, vj] * 2.0
+    for i, j in T.grid(7, 13):
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = B[vi, vj] + 1.0
+
+
+@T.prim_func
+def row_sum(A: T.Buffer((7, 13), "float32"), C: T.Buffer((7,), "float32")):
+    for i, k in T.grid(7, 13):
+        with T.block("C"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                C[vi] = 0.0
+            C[vi] = C[vi] + A[vi, vk]
+
+
+def expect_two_steps(a):
+    return a * 2 + 1
+
+
+# ---------------------------------------------------------------------- IndexMap
+def test_index_map_split_shape_and_inverse():
+    m = IndexMap.from_func(lambda i: [i // 4, i % 4])
+    assert [int(x) for x in m.map_shape([16])] == [4, 4]
+    inv = m.inverse([16])
+    ax = inv.initial_indices
+    for a in range(4):
+        for b in range(4):
+            (i,) = inv.map_indices([a, b])
+            assert int(i) == a * 4 + b
+    assert len(ax) == 2
+
+
+def test_index_map_fuse_inverse_round_trips():
+    m = IndexMap.from_func(lambda i, j: [i * 13 + j])
+    inv = m.inverse([7, 13])
+    for flat in (0, 12, 13, 90):
+        i, j = inv.map_indices([flat])
+        assert (int(i), int(j)) == divmod(flat, 13)
+
+
+def test_index_map_padding_predicate_marks_the_tail():
+    m = IndexMap.from_func(lambda i: [i // 4, i % 4])
+    assert [int(x) for x in m.map_shape([14])] == [4, 4]
+    inv, pred = m.non_surjective_inverse([14])
+    a, b = inv.initial_indices
+    padding = [
+        (x, y)
+        for x in range(4)
+        for y in range(4)
+        if tvm.arith.Analyzer().can_prove(tir.substitute(pred, {a: tir.const(x), b: tir.const(y)}))
+    ]
+    assert padding == [(3, 2), (3, 3)]
+    with pytest.raises(ScheduleError, match="not a bijection"):
+        m.inverse([14])
+
+
+def test_index_map_refuses_a_non_injective_inverse():
+    m = IndexMap.from_func(lambda i, j: [i + j])
+    with pytest.raises(ScheduleError, match="cannot prove this map is injective"):
+        m.inverse([4, 8])
+
+
+def test_index_map_arity_and_var_args():
+    m = IndexMap.from_func(lambda *ix, k: [*ix, k // 4, k % 4], ndim=3)
+    assert m.ndim == 3 and len(m) == 4
+    with pytest.raises(ScheduleError, match="pass ndim="):
+        IndexMap.from_func(lambda *ix: ix)
+    with pytest.raises(ScheduleError, match="takes 1 indices but the buffer has 2"):
+        IndexMap.from_func(lambda i: [i]).map_shape([2, 3])
+    with pytest.raises(ScheduleError, match="AXIS_SEPARATOR"):
+        IndexMap.from_func(lambda i: [i // 4, IndexMap.AXIS_SEPARATOR, i % 4])
+
+
+def test_index_map_equivalence_and_ndarray():
+    m = IndexMap.from_func(lambda i, j: [j, i])
+    assert m.is_equivalent_to(IndexMap.from_func(lambda a, b: [b, a]))
+    assert not m.is_equivalent_to(IndexMap.from_func(lambda a, b: [a, b]))
+    src = np.arange(6).reshape(2, 3)
+    np.testing.assert_array_equal(m.map_ndarray(src), src.T)
+    padded = IndexMap.from_func(lambda i: [i // 4, i % 4]).map_ndarray(np.arange(1, 7))
+    np.testing.assert_array_equal(padded, [[1, 2, 3, 4], [5, 6, 0, 0]])
+
+
+# ---------------------------------------------------------------------- transform_layout
+def test_transform_layout_of_an_intermediate_keeps_results():
+    sch = tir.Schedule(two_steps)
+    sch.transform_layout("B", ("write", 0), lambda i, j: (j, i))
+    assert [int(s) for s in sch.get(sch.get_block("B")).writes[0].buffer.shape] == [13, 7]
+    a = rand(7, 13)
+    np.testing.assert_allclose(run(sch.mod, [a], (7, 13)), expect_two_steps(a), rtol=1e-6)
+    assert "transform_layout" in str(sch.trace)
+
+
+def test_transform_layout_with_padding_writes_the_pad_value():
+    sch = tir.Schedule(two_steps)
+    sch.transform_layout(sch.get_block("C"), "B", lambda i, j: (i, j // 4, j % 4), pad_value=0.0)
+    buf = sch.get(sch.get_block("B")).writes[0].buffer
+    assert [int(s) for s in buf.shape] == [7, 4, 4]
+    assert "B_pad" in sch.mod.script()
+    a = rand(7, 13)
+    np.testing.assert_allclose(run(sch.mod, [a], (7, 13)), expect_two_steps(a), rtol=1e-6)
+
+
+def test_transform_layout_of_a_parameter_changes_the_signature():
+    sch = tir.Schedule(two_steps)
+    sch.transform_layout("C", ("write", 0), lambda i, j: (j // 13, i, j % 13))
+    a = rand(7, 13)
+    out = run(sch.mod, [a], (1, 7, 13))
+    np.testing.assert_allclose(out[0], expect_two_steps(a), rtol=1e-6)
+
+
+def test_transform_layout_refuses_padding_without_pad_value():
+    sch = tir.Schedule(two_steps)
+    with pytest.raises(ScheduleError, match="adds padding; pass pad_value="):
+        sch.transform_layout("B", ("write", 0), lambda i, j: (i, j // 4, j % 4))
+
+
+def test_transform_layout_refuses_what_it_cannot_prove_injective():
+    sch = tir.Schedule(two_steps)
+    with pytest.raises(ScheduleError, match="block 'B', buffer 'B'.*one to one"):
+        sch.transform_layout("B", ("write", 0), lambda i, j: (i + j,))
+
+
+def test_transform_layout_errors_name_the_buffer():
+    sch = tir.Schedule(two_steps)
+    with pytest.raises(ScheduleError, match="takes 1 indices but 'B' has 2 dimensions"):
+        sch.transform_layout("B", ("write", 0), IndexMap.from_func(lambda i: [i]))
+    with pytest.raises(ScheduleError, match="has 1 write buffers"):
+        sch.transform_layout("B", ("write", 3), lambda i, j: (j, i))
+    with pytest.raises(ScheduleError, match="no buffer named 'Q'"):
+        sch.transform_layout("B", "Q", lambda i, j: (j, i))
+    with pytest.raises(ScheduleError, match="pad_value has dtype int32 but 'B' holds float32"):
+        sch.transform_layout("B", "B", lambda i, j: (i, j // 4, j % 4), pad_value=0)
+
+
+# ---------------------------------------------------------------------- transform_block_layout
+def test_transform_block_layout_fuses_the_iteration_space():
+    sch = tir.Schedule(two_steps)
+    sch.transform_block_layout("B", lambda i, j: (i * 13 + j,))
+    (loop,) = sch.get_loops(sch.get_block("B"))
+    assert int(sch.get(loop).extent) == 91
+    a = rand(7, 13)
+    np.testing.assert_allclose(run(sch.mod, [a], (7, 13)), expect_two_steps(a), rtol=1e-6)
+
+
+def test_transform_block_layout_of_a_reduction():
+    sch = tir.Schedule(row_sum)
+    sch.transform_block_layout("C", lambda i, k: (k, i))
+    a = rand(7, 13)
+    np.testing.assert_allclose(run(sch.mod, [a], (7,)), a.sum(1), rtol=1e-5)
+
+
+def test_transform_block_layout_refusals():
+    sch = tir.Schedule(row_sum)
+    with pytest.raises(ScheduleError, match="mixes spatial and reduction iterators"):
+        sch.transform_block_layout("C", lambda i, k: (i * 13 + k,))
+    with pytest.raises(ScheduleError, match="not a bijection"):
+        sch.transform_block_layout("C", lambda i, k: (i + k, k))
+    sch = tir.Schedule(two_steps)
+    _, j = sch.get_loops(sch.get_block("B"))
+    sch.split(j, factors=[None, 4])
+    with pytest.raises(ScheduleError, match="bound one-to-one to the loops"):
+        sch.transform_block_layout("B", lambda i, j: (j, i))
+
+
+# ---------------------------------------------------------------------- axis separators, align
+def test_set_axis_separator_keeps_results():
+    sch = tir.Schedule(two_steps)
+    sch.set_axis_separator("B", ("write", 0), [1])
+    assert sch.get(sch.get_block("B")).writes[0].buffer.axis_separators == (1,)
+    a = rand(7, 13)
+    np.testing.assert_allclose(run(sch.mod, [a], (7, 13)), expect_two_steps(a), rtol=1e-6)
+    with pytest.raises(ScheduleError, match="strictly between 0 and 2"):
+        sch.set_axis_separator("B", ("write", 0), [2])
+
+
+def test_transform_layout_with_axis_separator_marker():
+    sch = tir.Schedule(two_steps)
+    sch.transform_layout("B", "B", lambda i, j: [i, IndexMap.AXIS_SEPARATOR, j])
+    assert sch.get(sch.get_block("B")).writes[0].buffer.axis_separators == (1,)
+
+
+def test_storage_align_annotates_and_keeps_results():
+    sch = tir.Schedule(two_steps)
+    sch.storage_align("B", 0, axis=0, factor=16, offset=1)
+    sch.storage_align("B", 0, axis=0, factor=16, offset=3)
+    assert sch.get(sch.get_block("B")).annotations["buffer_dim_align"] == [[0, 0, 16, 3]]
+    a = rand(7, 13)
+    np.testing.assert_allclose(run(sch.mod, [a], (7, 13)), expect_two_steps(a), rtol=1e-6)
+
+
+def test_storage_align_refusals():
+    sch = tir.Schedule(two_steps)
+    with pytest.raises(ScheduleError, match="factor must be a positive int"):
+        sch.storage_align("B", 0, axis=0, factor=0, offset=1)
+    with pytest.raises(ScheduleError, match="'C' is a parameter of the function"):
+        sch.storage_align("C", 0, axis=0, factor=16, offset=1)
+    with pytest.raises(ScheduleError, match="axis is out of range"):
+        sch.storage_align("B", 0, axis=2, factor=16, offset=1)
+    with pytest.raises(ScheduleError, match="use a buffer_index in 0..0"):
+        sch.storage_align("B", 1, axis=0, factor=16, offset=1)
+
+
+# ---------------------------------------------------------------------- unsafe_set_dtype
+def test_unsafe_set_dtype_casts_on_store_and_load():
+    sch = tir.Schedule(two_steps)
+    sch.unsafe_set_dtype("B", 0, "float16")
+    assert str(sch.get(sch.get_block("B")).writes[0].buffer.dtype) == "float16"
+    a = rand(7, 13)
+    expected = (a * 2).astype("float16").astype("float32") + 1
+    np.testing.assert_allclose(run(sch.mod, [a], (7, 13)), expected, rtol=1e-6)
+
+
+def test_unsafe_set_dtype_refuses_a_parameter():
+    sch = tir.Schedule(two_steps)
+    with pytest.raises(ScheduleError, match="'C' is a parameter of the function"):
+        sch.unsafe_set_dtype("C", 0, "float16")
+    with pytest.raises(ScheduleError, match="use a buffer_index in 0..0"):
+        sch.unsafe_set_dtype("B", -1, "float16")
