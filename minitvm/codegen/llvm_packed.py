@@ -198,16 +198,27 @@ def defined_functions(modules: list) -> frozenset[str]:
 
 
 def link_imported(mod: llvm.ModuleRef, modules: list) -> None:
-    """Link each imported module into `mod` (a clash of definitions is a BuildError)."""
+    """Link each imported module into `mod`. A function defined again with the same body (two
+    pragmas importing the same code) is linked once; a different body is a BuildError."""
+    linked: dict[str, str] = {}
     for name, other in modules:
-        clash = [
-            f.name for f in other.functions if not f.is_declaration and f.name.startswith("minitvm")
-        ]
-        if clash:
-            raise BuildError(
-                f"building '{name}': the LLVM IR of pragma import_llvm defines {clash}, names "
-                "reserved for minitvm's own functions; rename them"
-            )
+        for f in other.functions:
+            if f.is_declaration:
+                continue
+            if f.name.startswith("minitvm"):
+                raise BuildError(
+                    f"building '{name}': the LLVM IR of pragma import_llvm defines '{f.name}', "
+                    "a name reserved for minitvm's own functions; rename it"
+                )
+            body = str(f)
+            if f.name in linked:
+                if linked[f.name] != body:
+                    raise BuildError(
+                        f"building '{name}': two pragma import_llvm texts define '{f.name}' "
+                        "differently; import each function once"
+                    )
+                f.linkage = "linkonce_odr"  # the copy already linked is kept
+            linked.setdefault(f.name, body)
         try:
             mod.link_in(other)
         except RuntimeError as err:

@@ -70,6 +70,8 @@ from .operation import (
 from .reduction import CommReducer, Reduce, Reducer, comm_reducer, max, min, sum
 from .extern import ExternOp, extern
 from .scan import ScanOp, scan
+from .tag import tag_scope
+from .tensor_intrin import TensorIntrin, decl_tensor_intrin
 from .tensor import ProducerLoad, Tensor, TensorSlice
 from .to_tir import create_prim_func
 
@@ -103,6 +105,7 @@ __all__ = [
     "Reducer",
     "ScanOp",
     "Tensor",
+    "TensorIntrin",
     "TensorSlice",
     "Var",
     "abs",
@@ -119,6 +122,7 @@ __all__ = [
     "cos",
     "cosh",
     "create_prim_func",
+    "decl_tensor_intrin",
     "div",
     "erf",
     "exp",
@@ -158,6 +162,7 @@ __all__ = [
     "size_var",
     "sqrt",
     "sum",
+    "tag_scope",
     "tan",
     "tanh",
     "thread_axis",

@@ -24,6 +24,7 @@ from ..tir.expr import (
 )
 from ..tir.functor import Visitor, allows_deep_recursion
 from .reduction import Reduce
+from .tag import current_tag
 from .tensor import ProducerLoad, Tensor, _dim_text
 
 
@@ -240,7 +241,7 @@ def compute(
     if not body:
         raise TEError(f"compute '{name}': fcompute returned no values")
     _check_reductions(name, body, names, dims)
-    op = ComputeOp(name, tag, FrozenDict(attrs or {}), axis, body)
+    op = ComputeOp(name, tag or current_tag(), FrozenDict(attrs or {}), axis, body)
     return list(op.outputs) if multi else op.output(0)
 
 

@@ -312,6 +312,14 @@ class Stage:
         self._no_placeholder("set_scope")
         self._sch._structural.append(("set_scope", self, scope))
 
+    def tensorize(self, var: IterVar, tensor_intrin: Any) -> None:
+        """Replace the loops from `var` inward by `tensor_intrin`'s kernel (te/tensor_intrin.py)."""
+        self._no_placeholder("tensorize")
+        iv = self._leaf(var, "tensorize")
+        # an IterVar carries one intrinsic: tensorizing it again replaces the earlier one
+        self.actions = [a for a in self.actions if not (a[0] == "tensorize" and a[1] is iv)]
+        self.actions.append(("tensorize", iv, tensor_intrin))
+
 
 class Schedule:
     """`te.create_schedule(ops)`: one Stage per compute operation feeding `ops`."""
@@ -575,10 +583,19 @@ class _Replay:
         stages = [st for st in self.te._consumers_first() if id(st) in self.block]
         for st in stages:
             self._map_loops(st, names=True)
+        tensorized = []  # applied last, on the final loops (te/tensor_intrin.py)
         for st in stages:
             self._attach(st)
             for action in st.actions:
-                self._apply(st, action)
+                if action[0] == "tensorize":
+                    loop = self._loop_of(st, action[1], f"tensorize of stage '{st.name}'")
+                    tensorized.append((st.name, self.block[id(st)], loop, action[2]))
+                else:
+                    self._apply(st, action)
+        if tensorized:
+            from .tensor_intrin import apply_tensorize
+
+            return apply_tensorize(self.sch, tensorized)
         return self.sch.mod["main"]
 
     def _loop_of(self, stage: Stage, iv: IterVar, what: str) -> Any:

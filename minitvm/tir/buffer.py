@@ -64,6 +64,13 @@ class Buffer(Node):
             )
         return BufferLoad(self, tuple(_lift(i) for i in indices))
 
+    def access_ptr(self, access_mask: Any = "rw", ptr_type: str = "handle",
+                   content_lanes: int = 1, offset: Any = 0, extent: Any = None) -> PrimExpr:  # fmt: skip
+        """The address of element `offset` (a pointer for call_extern): tir/packed.py."""
+        from .packed import access_ptr
+
+        return access_ptr(self, access_mask, ptr_type, content_lanes, offset, extent)
+
     def vload(self, indices: Any, dtype: str | None = None) -> PrimExpr:
         if not isinstance(indices, tuple | list):
             indices = (indices,)
