@@ -15,10 +15,13 @@ from ..expr import PrimExpr, Var
 from ..function import PrimFunc
 from ..functor import substitute
 from ..stmt import Block, BlockRealize, For, ForKind
+from . import block_edit as _edit
+from . import blockize as _blockize
 from . import cache as _cache
 from . import compute_location as _loc
 from . import inline as _inline
 from . import loop_transform as _lt
+from . import merge as _merge
 from . import reduction as _red
 from .common import schedule_error
 from .compute_location import _scope_of, scope_blocks
@@ -468,6 +471,61 @@ class Schedule:
     # --- helper-trace-state ---
 
     # --- helper-prims-a ---
+    def blockize(self, target: Any, preserve_unit_iters: bool = True) -> BlockRV:
+        if isinstance(target, list | tuple):
+            located = [self._block(b) for b in target]
+            fname, func = located[0][0], located[0][1]
+            func, name = _blockize.blockize_blocks(
+                func, [(r, p) for _, _, r, p in located], preserve_unit_iters
+            )
+        else:
+            fname, func, node, path = self._loop(target)
+            func, realize = _blockize.blockize_loop(func, node, path, preserve_unit_iters)
+            name = realize.block.name_hint
+        self._update(fname, func)
+        out = self._new_block(fname, name)
+        kwargs = (("target", target), ("preserve_unit_iters", preserve_unit_iters))
+        self._record("blockize", (), kwargs, (out,))
+        return out
+
+    def merge(self, *loops: LoopRV) -> LoopRV:
+        if len(loops) == 1 and isinstance(loops[0], list | tuple):
+            loops = tuple(loops[0])
+        resolved = [self._loop(rv) for rv in loops]
+        if not resolved:
+            raise ScheduleError("merge: pass at least two loops")
+        fname, func = resolved[0][0], resolved[0][1]
+        func, var = _merge.merge(func, [(r[2], r[3]) for r in resolved])
+        self._update(fname, func)
+        out = self._new_loop(fname, var)
+        self._record("merge", tuple(loops), (), (out,))
+        return out
+
+    def reorder_block_iter_var(self, block: BlockRV, new_order: list) -> None:
+        fname, func, r, _ = self._block(block)
+        new_order = [int(i) for i in new_order]
+        self._update(fname, _edit.reorder_block_iter_var(func, r, new_order))
+        self._record("reorder_block_iter_var", (), (("block", block), ("new_order", new_order)))
+
+    def annotate_buffer_access(
+        self, block: BlockRV, buffer_index: int, buf_type: str, gen_new_ranges: Any
+    ) -> None:
+        fname, func, r, _ = self._block(block)
+        gen_new_ranges = _edit.ranges_index_map(gen_new_ranges, r.block)
+        self._update(
+            fname, _edit.annotate_buffer_access(func, r, buffer_index, buf_type, gen_new_ranges)
+        )
+        self._record(
+            "annotate_buffer_access",
+            (),
+            (
+                ("block", block),
+                ("buffer_index", buffer_index),
+                ("buf_type", buf_type),
+                ("gen_new_ranges", gen_new_ranges),
+            ),
+        )
+
 
     # --- helper-prims-b ---
     def transform_layout(
