@@ -604,6 +604,28 @@ class Schedule:
             (("block", block), ("buffer_index", buffer_index), ("dtype", dtype)),
         )
 
+    def decompose_padding(self, block: Any, loop: LoopRV) -> BlockRV:
+        from . import padding as _padding
+
+        fname, func, r, path = self._block(block)
+        _, _, node, _ = self._loop(loop)
+        func, name = _padding.decompose_padding(func, r, path, node)
+        self._update(fname, func)
+        out = self._new_block(fname, name)
+        self._record("decompose_padding", (), (("block", block), ("loop", loop)), (out,))
+        return out
+
+    def can_decompose_padding(self, block: Any, loop: LoopRV) -> bool:
+        from . import padding as _padding
+
+        _, func, r, path = self._block(block)
+        _, _, node, _ = self._loop(loop)
+        try:
+            _padding.decompose_padding(func, r, path, node)
+        except ScheduleError:
+            return False
+        return True
+
 
     # --- helper-existing ---
 

@@ -250,3 +250,65 @@ def test_unsafe_set_dtype_refuses_a_parameter():
         sch.unsafe_set_dtype("C", 0, "float16")
     with pytest.raises(ScheduleError, match="use a buffer_index in 0..0"):
         sch.unsafe_set_dtype("B", -1, "float16")
+
+
+# ---------------------------------------------------------------------- decompose_padding
+@T.prim_func
+def pad_2d(X: T.Buffer((7, 13), "float32"), Y: T.Buffer((11, 17), "float32")):
+    for i, j in T.grid(11, 17):
+        with T.block("pad"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            Y[vi, vj] = T.if_then_else(
+                2 <= vi < 9 and 1 <= vj < 14, X[vi - 2, vj - 1], T.float32(-5)
+            )
+
+
+def expect_pad_2d(x):
+    y = np.full((11, 17), -5, "float32")
+    y[2:9, 1:14] = x
+    return y
+
+
+@pytest.mark.parametrize("level", [0, 1])
+def test_decompose_padding_keeps_results(level):
+    sch = tir.Schedule(pad_2d)
+    block = sch.get_block("pad")
+    fill = sch.decompose_padding(block, sch.get_loops(block)[level])
+    assert sch.get(fill).name_hint == "pad_pad_const"
+    x = rand(7, 13)
+    np.testing.assert_array_equal(run(sch.mod, [x], (11, 17)), expect_pad_2d(x))
+    assert "decompose_padding" in str(sch.trace)
+
+
+def test_decompose_padding_after_split_uses_a_predicate():
+    sch = tir.Schedule(pad_2d)
+    block = sch.get_block("pad")
+    i, _ = sch.get_loops(block)
+    sch.split(i, factors=[None, 4])
+    sch.decompose_padding(block, sch.get_loops(block)[0])
+    assert "T.where" in sch.mod.script()
+    x = rand(7, 13)
+    np.testing.assert_array_equal(run(sch.mod, [x], (11, 17)), expect_pad_2d(x))
+
+
+@T.prim_func
+def no_padding(X: T.Buffer((7,), "float32"), Y: T.Buffer((7,), "float32")):
+    for i in range(7):
+        with T.block("copy"):
+            vi = T.axis.remap("S", [i])
+            Y[vi] = T.if_then_else(0 <= vi < 7, X[vi], T.float32(0))
+
+
+def test_decompose_padding_refusals():
+    sch = tir.Schedule(no_padding)
+    block = sch.get_block("copy")
+    (loop,) = sch.get_loops(block)
+    assert not sch.can_decompose_padding(block, loop)
+    with pytest.raises(ScheduleError, match="leaves nothing to decompose"):
+        sch.decompose_padding(block, loop)
+    sch = tir.Schedule(two_steps)
+    block = sch.get_block("B")
+    with pytest.raises(ScheduleError, match="one store `buf"):
+        sch.decompose_padding(block, sch.get_loops(block)[0])
+    with pytest.raises(ScheduleError, match="is not above the block"):
+        sch.decompose_padding(block, sch.get_loops(sch.get_block("C"))[0])
