@@ -23,6 +23,7 @@ from . import inline as _inline
 from . import loop_transform as _lt
 from . import merge as _merge
 from . import reduction as _red
+from . import tensorize as _tensorize
 from .common import schedule_error
 from .compute_location import _scope_of, scope_blocks
 from .trace import BlockRV, Instruction, LoopRV, Trace
@@ -526,6 +527,33 @@ class Schedule:
             ),
         )
 
+
+    def tensorize(
+        self, block_or_loop: Any, tensor_intrin: Any, preserve_unit_iters: bool = True
+    ) -> None:
+        from ..tensor_intrin_base import TensorIntrin
+
+        intrin = tensor_intrin
+        if isinstance(tensor_intrin, str):
+            intrin = TensorIntrin.get(tensor_intrin)
+        if isinstance(block_or_loop, LoopRV):
+            fname, func, node, path = self._loop(block_or_loop)
+            outer = _blockize.blockize_realize(func, node, path, preserve_unit_iters)
+            new = _tensorize.tensorize_block(func, outer, intrin.desc, intrin.impl)
+            func = replace_stmt(func, node, new)
+        else:
+            fname, func, r, _ = self._block(block_or_loop)
+            func = replace_stmt(func, r, _tensorize.tensorize_block(func, r, intrin.desc, intrin.impl))
+        self._update(fname, func)
+        self._record(
+            "tensorize",
+            (),
+            (
+                ("block_or_loop", block_or_loop),
+                ("tensor_intrin", tensor_intrin),
+                ("preserve_unit_iters", preserve_unit_iters),
+            ),
+        )
 
     # --- helper-prims-b ---
     def transform_layout(

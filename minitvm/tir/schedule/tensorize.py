@@ -1,0 +1,235 @@
+"""tensorize: replace a block's computation by a tensor intrinsic's implementation.
+
+The block (blockized first when a loop is given) must compute what the intrinsic's
+description computes: the same loop nest, one inner block with the same iterators, and the
+same body up to (1) which buffers are used, consistently, and (2) a constant-in-the-tile offset
+added to each buffer's indices. Those offsets give the sub-regions that the implementation's
+buffers are matched to (`T.match_buffer`), and the block's body becomes the implementation's.
+Anything else raises ScheduleError: a block that only resembles the description is never
+replaced.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...ir.node import FrozenDict, Node, field_names
+from ..buffer import Buffer
+from ..expr import BufferLoad, IntImm, PrimExpr, Range, Var
+from ..function import PrimFunc
+from ..functor import Mutator
+from ..stmt import Block, BlockRealize, BufferRegion, BufferStore, For, MatchBufferRegion
+from .common import analyzer, const_int, schedule_error
+from .tree import uses_var
+
+
+class _Mismatch(Exception):
+    """The block differs from the description at `where`."""
+
+
+class _Matcher:
+    """Compares our tile (lhs) with the intrinsic description (rhs)."""
+
+    def __init__(self, inner_ids: set[int]) -> None:
+        self.vars: dict[int, Var] = {}  # rhs var id -> lhs expr var
+        self.buffers: dict[int, Buffer] = {}  # rhs buffer id -> lhs buffer
+        self.bases: dict[int, list] = {}  # lhs buffer id -> index offsets
+        self.inner_ids = inner_ids
+        self.ana = analyzer()
+
+    def buffer(self, lhs: Buffer, rhs: Buffer) -> None:
+        seen = self.buffers.setdefault(id(rhs), lhs)
+        if seen is not lhs:
+            raise _Mismatch(f"description buffer '{rhs.name}' is both '{seen.name}' and '{lhs.name}'")
+        if lhs.dtype != rhs.dtype:
+            raise _Mismatch(f"buffer '{lhs.name}' is {lhs.dtype}, the description's '{rhs.name}' is {rhs.dtype}")
+        if len(lhs.shape) < len(rhs.shape):
+            raise _Mismatch(f"buffer '{lhs.name}' has fewer dimensions than '{rhs.name}'")
+
+    def indices(self, buf: Buffer, lhs: tuple, rhs: tuple) -> None:
+        lead = len(lhs) - len(rhs)
+        base = list(lhs[:lead])
+        for a, b in zip(lhs[lead:], rhs):
+            mapped = _Rebind(self.vars).visit(b)
+            base.append(self.ana.simplify(a - mapped))
+        for e in base:
+            if uses_var(e, self.inner_ids):
+                raise _Mismatch(f"an index of buffer '{buf.name}' is not the description's plus a constant offset: {e}")
+        seen = self.bases.setdefault(id(buf), base)
+        if seen is not base and not all(self.ana.can_prove_equal(x, y) for x, y in zip(seen, base)):
+            raise _Mismatch(f"buffer '{buf.name}' is accessed at two different offsets")
+
+    def expr(self, a: Any, b: Any) -> None:
+        if isinstance(b, Var):
+            mapped = self.vars.get(id(b))
+            if mapped is None or a is not mapped:
+                raise _Mismatch(f"{a} where the description has {b}")
+            return
+        if isinstance(b, BufferLoad):
+            if not isinstance(a, BufferLoad):
+                raise _Mismatch(f"{a} where the description loads {b}")
+            self.buffer(a.buffer, b.buffer)
+            self.indices(a.buffer, a.indices, b.indices)
+            return
+        if type(a) is not type(b):
+            raise _Mismatch(f"{a} ({type(a).__name__}) where the description has {b}")
+        if isinstance(b, Node):
+            for name in field_names(type(b)):
+                self.expr(getattr(a, name), getattr(b, name))
+        elif isinstance(b, tuple | list):
+            if len(a) != len(b):
+                raise _Mismatch(f"{a} where the description has {b}")
+            for x, y in zip(a, b):
+                self.expr(x, y)
+        elif a != b:
+            raise _Mismatch(f"{a!r} where the description has {b!r}")
+
+    def store(self, a: Any, b: Any) -> None:
+        if not isinstance(a, BufferStore) or not isinstance(b, BufferStore):
+            raise _Mismatch(f"the block body is not a single store like the description's")
+        self.buffer(a.buffer, b.buffer)
+        self.indices(a.buffer, a.indices, b.indices)
+        self.expr(a.value, b.value)
+
+
+class _Rebind(Mutator):
+    def __init__(self, vmap: dict[int, Any]) -> None:
+        super().__init__()
+        self.vmap = vmap
+
+    def visit_Var(self, v: Var) -> Any:
+        return self.vmap.get(id(v), v)
+
+
+def _nest(stmt: Any) -> tuple[list[For], Any]:
+    loops = []
+    while isinstance(stmt, For):
+        loops.append(stmt)
+        stmt = stmt.body
+    return loops, stmt
+
+
+def _match(func: PrimFunc, outer: Block, desc: PrimFunc) -> _Matcher:
+    """Check the tile under `outer` against the description; the buffer/offset mapping."""
+    desc_root = desc.body.block if isinstance(desc.body, BlockRealize) else None
+    if desc_root is None:
+        raise schedule_error(func, "tensorize: the intrinsic's description has no root block")
+    our_loops, our_inner = _nest(outer.body)
+    desc_loops, desc_inner = _nest(desc_root.body)
+    m = _Matcher({id(f.loop_var) for f in our_loops})
+    try:
+        if outer.init is not None:
+            raise _Mismatch("the block still has an init statement; decompose_reduction first")
+        if len(our_loops) != len(desc_loops):
+            raise _Mismatch(f"{len(our_loops)} loops where the description has {len(desc_loops)}")
+        for a, b in zip(our_loops, desc_loops):
+            if const_int(a.extent) != const_int(b.extent) or const_int(a.extent) is None:
+                raise _Mismatch(f"loop '{a.loop_var.name}' has extent {a.extent}, the description's '{b.loop_var.name}' {b.extent}")
+            m.vars[id(b.loop_var)] = a.loop_var
+        if not isinstance(our_inner, BlockRealize) or not isinstance(desc_inner, BlockRealize):
+            raise _Mismatch("the tile is not one block under its loops as in the description")
+        a_blk, b_blk = our_inner.block, desc_inner.block
+        if len(a_blk.iter_vars) != len(b_blk.iter_vars):
+            raise _Mismatch(f"block '{a_blk.name_hint}' has {len(a_blk.iter_vars)} iterators, the description's {len(b_blk.iter_vars)}")
+        for iv_a, iv_b, va, vb in zip(a_blk.iter_vars, b_blk.iter_vars, our_inner.iter_values, desc_inner.iter_values):
+            if iv_a.iter_type != iv_b.iter_type:
+                raise _Mismatch(f"iterator {iv_a.var.name} is {iv_a.iter_type.name}, the description's {iv_b.iter_type.name}")
+            m.expr(va, vb)
+            m.vars[id(iv_b.var)] = iv_a.var
+        m.inner_ids |= {id(iv.var) for iv in a_blk.iter_vars}
+        m.expr(our_inner.predicate, desc_inner.predicate)
+        if a_blk.init is not None or b_blk.init is not None:
+            raise _Mismatch("the inner block has an init statement; decompose_reduction first")
+        m.store(a_blk.body, b_blk.body)
+    except _Mismatch as err:
+        raise schedule_error(
+            func,
+            f"tensorize: block '{outer.name_hint}' does not match the intrinsic's description: "
+            f"{err}",
+            outer,
+        ) from err
+    return m
+
+
+class _Fresh(Mutator):
+    """Copies of the implementation's buffers and variables (one intrinsic can be used twice)."""
+
+    def __init__(self, fresh: dict[int, Var]) -> None:
+        super().__init__()
+        self.fresh = fresh
+
+    def visit_Var(self, v: Var) -> Any:
+        return self.fresh.get(id(v), v)
+
+
+def _impl_copy(impl: PrimFunc) -> tuple[list[Buffer], Block]:
+    params = [impl.buffer_map[p] for p in impl.params]
+    fresh: dict[int, Var] = {}
+    for buf in params:
+        fresh[id(buf.data)] = Var(buf.data.name, buf.data.dtype)
+        if isinstance(buf.elem_offset, Var):
+            fresh[id(buf.elem_offset)] = Var(buf.elem_offset.name, buf.elem_offset.dtype)
+    mut = _Fresh(fresh)
+    new_params = [mut.visit(b) for b in params]
+    block = mut.visit(impl.body.block)
+    # a matched sub-buffer starts wherever its region does: its offset is a variable
+    with_offset = []
+    for buf in new_params:
+        if isinstance(buf.elem_offset, Var):
+            with_offset.append(buf)
+            continue
+        offset = Var(f"{buf.name}_elem_offset", buf.elem_offset.dtype)
+        with_offset.append(buf.replace(elem_offset=offset))
+    remap = {id(a): b for a, b in zip(new_params, with_offset) if a is not b}
+    if remap:
+        block = _BufferSwap(remap).visit(block)
+    return with_offset, block
+
+
+class _BufferSwap(Mutator):
+    def __init__(self, table: dict[int, Buffer]) -> None:
+        super().__init__()
+        self.table = table
+
+    def visit_Buffer(self, b: Buffer) -> Buffer:
+        return self.table.get(id(b), b)
+
+
+def tensorize_block(func: PrimFunc, outer: BlockRealize, desc: PrimFunc, impl: PrimFunc) -> BlockRealize:
+    """The block realize `outer` with its body replaced by the intrinsic's implementation."""
+    block = outer.block
+    m = _match(func, block, desc)
+    desc_params = [desc.buffer_map[p] for p in desc.params]
+    impl_params, impl_block = _impl_copy(impl)
+    regions = {id(r.buffer): r.region for r in (*impl_block.reads, *impl_block.writes)}
+    matches = []
+    for d_buf, i_buf, orig in zip(desc_params, impl_params, [impl.buffer_map[p] for p in impl.params]):
+        ours = m.buffers.get(id(d_buf))
+        if ours is None:
+            raise schedule_error(func, f"tensorize: the description never uses its buffer '{d_buf.name}'")
+        base = m.bases[id(ours)]
+        extents = [r.extent for r in regions.get(id(i_buf), ())] or list(i_buf.shape)
+        lead = len(base) - len(extents)
+        ranges = [Range(b, IntImm(b.dtype, 1)) for b in base[:lead]]
+        ranges += [Range(b, _cast_like(e, b)) for b, e in zip(base[lead:], extents)]
+        matches.append(MatchBufferRegion(i_buf, BufferRegion(ours, tuple(ranges))))
+        del orig
+    annotations = dict(block.annotations)
+    for key, value in impl_block.annotations.items():
+        annotations.setdefault(key, value)
+    new_block = block.replace(
+        body=impl_block.body,
+        match_buffers=tuple(matches),
+        annotations=FrozenDict(annotations),
+    )
+    return outer.replace(block=new_block)
+
+
+def _cast_like(e: PrimExpr, like: PrimExpr) -> PrimExpr:
+    if e.dtype == like.dtype:
+        return e
+    value = const_int(e)
+    return IntImm(like.dtype, value) if value is not None else e.astype(like.dtype)
+
+
+__all__ = ["tensorize_block"]
