@@ -654,6 +654,44 @@ class Schedule:
             return False
         return True
 
+    def _reindex(self, name: str, block: Any, spec: Any, scope: Any, index_map: Any, kwargs):
+        from . import reindex as _reindex
+
+        fname, func, r, path = self._block(block)
+        func, new = _reindex.reindex(func, r, path, spec, scope, index_map, name)
+        self._update(fname, func)
+        out = self._new_block(fname, new)
+        self._record(name, (), kwargs, (out,))
+        return out
+
+    def reindex(self, block: Any, buffer: Any) -> BlockRV:
+        kwargs = (("block", block), ("buffer", buffer))
+        return self._reindex("reindex", block, buffer, None, None, kwargs)
+
+    def reindex_cache_read(
+        self, block: Any, read_buffer_index: int, storage_scope: str, index_map: Any
+    ) -> BlockRV:
+        kwargs = (
+            ("block", block),
+            ("read_buffer_index", read_buffer_index),
+            ("storage_scope", storage_scope),
+            ("index_map", index_map),
+        )
+        spec = ("read", read_buffer_index)
+        return self._reindex("reindex_cache_read", block, spec, storage_scope, index_map, kwargs)
+
+    def reindex_cache_write(
+        self, block: Any, write_buffer_index: int, storage_scope: str, index_map: Any
+    ) -> BlockRV:
+        kwargs = (
+            ("block", block),
+            ("write_buffer_index", write_buffer_index),
+            ("storage_scope", storage_scope),
+            ("index_map", index_map),
+        )
+        spec = ("write", write_buffer_index)
+        return self._reindex("reindex_cache_write", block, spec, storage_scope, index_map, kwargs)
+
 
     # --- helper-existing ---
 

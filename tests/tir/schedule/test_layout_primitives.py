@@ -312,3 +312,69 @@ def test_decompose_padding_refusals():
         sch.decompose_padding(block, sch.get_loops(block)[0])
     with pytest.raises(ScheduleError, match="is not above the block"):
         sch.decompose_padding(block, sch.get_loops(sch.get_block("C"))[0])
+
+
+# ---------------------------------------------------------------------- reindex
+@T.prim_func
+def transpose_scale(A: T.Buffer((13, 7), "float32"), B: T.Buffer((7, 13), "float32")):
+    for i, j in T.grid(7, 13):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            B[vi, vj] = A[vj, vi] * 3.0
+
+
+@T.prim_func
+def accumulate(A: T.Buffer((7, 13), "float32"), C: T.Buffer((7,), "float32")):
+    for i, k in T.grid(7, 13):
+        with T.block("C"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            C[vi] = C[vi] + A[vi, vk]
+
+
+@T.prim_func
+def twice(A: T.Buffer((7, 13), "float32"), B: T.Buffer((7, 13), "float32")):
+    for i, j in T.grid(7, 13):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            B[vi, vj] = A[vi, vj] + A[vj % 7, vi]
+
+
+def test_reindex_read_and_write_keep_results():
+    a = rand(13, 7)
+    for spec in (("read", 0), "A", ("write", 0)):
+        sch = tir.Schedule(transpose_scale)
+        copy = sch.reindex("B", spec)
+        name = sch.get(copy).name_hint
+        assert name in ("A_reindex", "B_reindex")
+        np.testing.assert_allclose(run(sch.mod, [a], (7, 13)), a.T * 3, rtol=1e-6)
+    assert "reindex" in str(sch.trace)
+
+
+def test_reindex_of_a_reduction_output():
+    sch = tir.Schedule(row_sum)
+    sch.reindex("C", ("write", 0))
+    a = rand(7, 13)
+    np.testing.assert_allclose(run(sch.mod, [a], (7,)), a.sum(1), rtol=1e-5)
+
+
+def test_reindex_cache_read_and_write_with_an_index_map():
+    a = rand(13, 7)
+    sch = tir.Schedule(transpose_scale)
+    sch.reindex_cache_read("B", 0, "global", lambda i, j: (j, i))
+    sch.reindex_cache_write("B", 0, "global", lambda i, j: (j // 4, i, j % 4))
+    assert "A_global" in sch.mod.script() and "B_global" in sch.mod.script()
+    np.testing.assert_allclose(run(sch.mod, [a], (7, 13)), a.T * 3, rtol=1e-6)
+
+
+def test_reindex_refusals():
+    sch = tir.Schedule(twice)
+    with pytest.raises(ScheduleError, match="accesses 'A' at .* and at"):
+        sch.reindex("B", "A")
+    sch = tir.Schedule(accumulate)
+    with pytest.raises(ScheduleError, match="has no init, so a fresh copy would lose"):
+        sch.reindex("C", ("write", 0))
+    with pytest.raises(ScheduleError, match="also writes 'C'"):
+        sch.reindex("C", ("read", 0))
+    sch = tir.Schedule(transpose_scale)
+    with pytest.raises(ScheduleError, match="map only the iterators its indices use|takes 1"):
+        sch.reindex_cache_read("B", 0, "global", lambda i: (i,))
