@@ -69,3 +69,29 @@ __all__ += ["check_grad"]
 from .tir_interp import InterpreterError, run_prim_func  # noqa: E402
 
 __all__ += ["InterpreterError", "run_prim_func"]
+
+# TVM's pytest helpers live in .utils, loaded on first use so that `import minitvm` does not
+# import pytest.
+_PYTEST_HELPERS = frozenset(
+    {
+        "CompareBeforeAfter", "DEFAULT_TEST_TARGETS", "Feature", "assert_prim_expr_equal",
+        "check_numerical_grads", "device_enabled", "enabled_targets", "exclude_targets",
+        "fixture", "known_failing_targets", "parameter", "parameters", "parametrize_targets",
+        "requires_aarch64_sve", "requires_arm", "requires_arm_dot", "requires_arm_fp16",
+        "requires_cublas", "requires_cuda", "requires_cuda_compute_version", "requires_cudagraph",
+        "requires_cudnn", "requires_gpu", "requires_hexagon", "requires_hipblas", "requires_llvm",
+        "requires_matrixcore", "requires_metal", "requires_multi_gpu", "requires_nvcc_version",
+        "requires_nvptx", "requires_opencl", "requires_package", "requires_rocm", "requires_rpc",
+        "requires_tensorcore", "requires_vulkan", "requires_x86", "requires_x86_amx",
+        "requires_x86_avx512", "requires_x86_vnni", "skip_if_32bit", "skip_if_wheel_test",
+        "slow", "uses_gpu", "uses_multi_gpu",
+    }
+)  # fmt: skip
+
+
+def __getattr__(name: str):
+    if name in _PYTEST_HELPERS:
+        from . import utils
+
+        return getattr(utils, name)
+    raise AttributeError(f"module 'minitvm.testing' has no attribute {name!r}")
