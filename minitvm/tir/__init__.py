@@ -24,6 +24,7 @@ from .stmt import (
     Evaluate, For, ForKind, IfThenElse, LetStmt, MatchBufferRegion, SeqStmt, Stmt, While, seq,
 )
 from . import printer  # registers the TVMScript printer
+from . import stmt_functor  # tvm.tir.stmt_functor (ir_transform, post_order_visit, substitute)
 from . import ir_builder
 from .packed import call_packed
 from .tensor_intrin_base import TensorIntrin  # tensorize's intrinsics (tvm.tir.TensorIntrin)
