@@ -2,6 +2,7 @@
 
 from . import transform
 from .dtype import DataType
+from .json_io import load_json, save_json
 from .module import BaseFunc, GlobalVar, IRModule
 from .node import FrozenDict, Node, node
 from .op import Op
@@ -20,4 +21,6 @@ __all__ = [
     "structural_equal",
     "structural_hash",
     "transform",
+    "load_json",
+    "save_json",
 ]
