@@ -36,11 +36,57 @@ class PassContext:
     def __enter__(self) -> "PassContext":
         if not hasattr(self._local, "stack"):
             self._local.stack = []
+        self._enter_instruments(self.instruments)
         self._local.stack.append(self)
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self._local.stack.pop()
+        self._exit_instruments()
+
+    # --- instruments (tvm.instrument): called around every pass run in this context ---------
+    def _enter_instruments(self, instruments: Sequence[Any]) -> None:
+        """enter_pass_ctx of each; when one raises, those already entered are exited and the
+        context keeps no instruments (as TVM does)."""
+        entered = []
+        try:
+            for inst in instruments:
+                _call_hook(inst, "enter_pass_ctx")
+                entered.append(inst)
+        except BaseException:
+            self.instruments = ()
+            for inst in entered:
+                _call_hook(inst, "exit_pass_ctx")
+            raise
+
+    def _exit_instruments(self) -> None:
+        """exit_pass_ctx of each; when one raises, the context keeps no instruments."""
+        try:
+            for inst in self.instruments:
+                _call_hook(inst, "exit_pass_ctx")
+        except BaseException:
+            self.instruments = ()
+            raise
+
+    def override_instruments(self, instruments: Sequence[Any]) -> None:
+        """Replace the instruments: the old ones exit, the new ones enter."""
+        self._exit_instruments()
+        self.instruments = tuple(instruments)
+        self._enter_instruments(self.instruments)
+
+    def instrument_before_pass(self, mod: Any, info: PassInfo) -> bool:
+        """Ask every instrument's should_run (all must agree), then call run_before_pass."""
+        should_run = True
+        for inst in self.instruments:  # every instrument is asked, as in TVM
+            should_run &= _call_hook(inst, "should_run", mod, info) is not False
+        if should_run:
+            for inst in self.instruments:
+                _call_hook(inst, "run_before_pass", mod, info)
+        return should_run
+
+    def instrument_after_pass(self, mod: Any, info: PassInfo) -> None:
+        for inst in self.instruments:
+            _call_hook(inst, "run_after_pass", mod, info)
 
     def enabled(self, p: "Pass") -> bool:
         if p.name in self.disabled_pass:
@@ -51,9 +97,18 @@ class PassContext:
 _DEFAULT = PassContext()
 
 
+def _call_hook(inst: Any, name: str, *args: Any) -> Any:
+    """inst.<name>(*args) when the instrument defines it (any object with some of the hooks)."""
+    hook = getattr(inst, name, None)
+    return hook(*args) if hook is not None else None
+
+
 class PassInfo:
     def __init__(self, opt_level: int, name: str, required: Sequence[str] = ()):
         self.opt_level, self.name, self.required = opt_level, name, tuple(required)
+
+    def __repr__(self) -> str:
+        return f"The meta data of the pass - pass name: {self.name}, opt_level: {self.opt_level}"
 
 
 class Pass:
@@ -70,15 +125,13 @@ class Pass:
         ctx = PassContext.current()
         if not ctx.enabled(self):
             return mod
-        for inst in ctx.instruments:
-            if hasattr(inst, "run_before_pass"):
-                inst.run_before_pass(mod, self.info)
+        info = self.info
+        if not ctx.instrument_before_pass(mod, info):
+            return mod  # an instrument's should_run skipped this pass
         out = self.fn(mod)
         if out is None:
             raise MiniTVMError(f"pass {self.name} returned None; a pass must return the module")
-        for inst in ctx.instruments:
-            if hasattr(inst, "run_after_pass"):
-                inst.run_after_pass(out, self.info)
+        ctx.instrument_after_pass(out, info)
         return out
 
     def __repr__(self) -> str:
