@@ -1,5 +1,5 @@
-"""Helpers TVM keeps under `tvm.contrib` (`tvm.contrib.utils.tempdir()`)."""
+"""Helpers TVM keeps under `tvm.contrib` (`tvm.contrib.utils.tempdir()`, `tvm.contrib.cc`)."""
 
-from . import utils
+from . import cc, utils
 
-__all__ = ["utils"]
+__all__ = ["cc", "utils"]
