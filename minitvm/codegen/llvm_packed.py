@@ -68,7 +68,7 @@ def _store(cg: CodeGenLLVM, slots: tuple, index: int, field: str, value: ir.Valu
 def _fill(cg: CodeGenLLVM, slots: tuple, k: int, arg: Any, fname: str) -> None:
     b = cg.builder
     if _is(arg, "tir.tvm_stack_make_array"):
-        data, marker, offset, *shape = arg.args
+        marker, data, offset, *shape = arg.args
         dims_type = ir.ArrayType(I64, max(len(shape), 1))
         dims = cg.entry_alloca(dims_type, f"{fname}.shape{k}")
         for d, extent in enumerate(shape):

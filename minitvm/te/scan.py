@@ -117,7 +117,8 @@ class ScanOp(Operation):
             op = t.op
             if isinstance(op, PlaceholderOp):  # copy the given rows into the output
                 copy = compute(t.shape, lambda *i, t=t: t(*i), name=f"{self.name}.init{k}").op
-                stmts.append(_lower_compute(ctx, copy, [ctx.buffers[self.update[k]]]))
+                ctx.buffers[copy.output(0)] = ctx.buffers[self.update[k]]
+                stmts.append(_lower_compute(ctx, copy))
             elif op not in [s.op for s in self.init[:k]]:
                 stmts.append(_lower_compute(ctx, op))
         lo = ctx.index(self.scan_axis.dom.min)

@@ -111,7 +111,8 @@ class IRBuilder:
             raise MiniTVMError("ir_builder.else_scope must follow an if_scope without an else")
         self._stack.append([])
         yield
-        self._stack[-2][-1] = last.replace(else_case=self._pop())
+        else_case = self._pop()
+        self._stack[-1][-1] = last.replace(else_case=else_case)
 
     @contextmanager
     def new_scope(self):

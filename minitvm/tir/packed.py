@@ -1,8 +1,8 @@
 """Calls from compiled code back into registered Python functions, and raw buffer pointers.
 
 `tir.call_packed("name", A, B, 1.5)` is a `tir.tvm_call_packed` intrinsic whose first argument
-is the function's name; each buffer argument becomes a `tir.tvm_stack_make_array` (its data
-pointer, a zero of its dtype, its element offset, its shape), which codegen passes as an array
+is the function's name; each buffer argument becomes a `tir.tvm_stack_make_array` (a zero of
+its dtype, its data pointer, its element offset, its shape), which codegen passes as an array
 descriptor (runtime/packed_callback.py). `Buffer.access_ptr` is a `tir.tvm_access_ptr`: the
 address of the buffer's first element, for `call_extern` of C kernels.
 """
@@ -25,9 +25,9 @@ _ACCESS_MASKS = {"r": 1, "w": 2, "rw": 3, "wr": 3}
 
 
 def array_of(buf: Buffer) -> PrimExpr:
-    """A buffer as a packed-call argument: data pointer, dtype, element offset and shape."""
+    """A buffer as a packed-call argument: dtype, data pointer, element offset and shape."""
     return Call(
-        _HANDLE, MAKE_ARRAY, (buf.data, make_const(buf.dtype, 0), buf.elem_offset, *buf.shape)
+        _HANDLE, MAKE_ARRAY, (make_const(buf.dtype, 0), buf.data, buf.elem_offset, *buf.shape)
     )
 
 
