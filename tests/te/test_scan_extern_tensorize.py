@@ -445,13 +445,12 @@ def test_tag_scope_tags_computes_and_does_not_nest():
         return te.compute(t.shape, lambda i: t[i] * 2.0)
 
     assert double(a).op.tag == "double"
-    with pytest.raises(ValueError, match="tag scopes do not nest"):
-        with te.tag_scope(tag="outer"):
-            double(a)
+    with pytest.raises(ValueError, match="tag scopes do not nest"), te.tag_scope(tag="outer"):
+        double(a)
 
 
 def test_ir_builder_else_scope_needs_an_if_scope():
     ib = tir.ir_builder.create()
+    scope = ib.else_scope()
     with pytest.raises(tvm.error.MiniTVMError, match="else_scope must follow an if_scope"):
-        with ib.else_scope():
-            pass
+        scope.__enter__()

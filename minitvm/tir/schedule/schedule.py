@@ -11,7 +11,7 @@ from typing import Any
 
 from ...error import ScheduleError
 from ...ir.module import IRModule
-from ..expr import PrimExpr, Var
+from ..expr import IntImm, PrimExpr, Var
 from ..function import PrimFunc
 from ..functor import substitute
 from ..stmt import Block, BlockRealize, For, ForKind
@@ -24,9 +24,12 @@ from . import loop_transform as _lt
 from . import merge as _merge
 from . import reduction as _red
 from . import tensorize as _tensorize
-from .common import schedule_error
+from .common import const_int, schedule_error, simplify
 from .compute_location import _scope_of, scope_blocks
-from .trace import BlockRV, Instruction, LoopRV, Trace
+from . import sampling as _sampling
+from .instruction import BlockRV, Instruction, LoopRV, kind_of_method
+from .state import ScheduleState, StmtSRef, UnknownRVError
+from .trace import Trace
 from .tree import (
     Path,
     block_names,
@@ -34,7 +37,6 @@ from .tree import (
     find_loop,
     loops_above,
     replace_stmt,
-    root_realize,
     walk,
 )
 
@@ -45,6 +47,15 @@ def _as_factor(f: Any) -> Any:
     if hasattr(f, "__index__") and not isinstance(f, bool):
         return int(f.__index__())
     return f
+
+
+_RENDER_LEVELS = {"detail", "fast", "none"}
+_BLOCK_PARAMS = {"block", "block_or_loop", "scope_block", "target", "consumer_blocks"}
+_MARKS = {-2: Var("inline_mark", "int32"), -1: Var("root_mark", "int32")}
+
+
+class _NoFunctionError(ScheduleError, ValueError):
+    """get_block without a function to work on (TVM raises a ValueError here)."""
 
 
 class Schedule:
@@ -62,6 +73,7 @@ class Schedule:
         seed: int | None = None,
         debug_mask: Any = "all",
         error_render_level: str = "detail",
+        enable_check: bool = True,
     ) -> None:
         if isinstance(mod, PrimFunc):
             mod = IRModule({"main": mod})
@@ -81,6 +93,7 @@ class Schedule:
         self._blocks: dict[int, tuple[str, str]] = {}
         self._loops: dict[int, tuple[str, Var]] = {}
         self._trace = Trace()
+        self._init_trace_state(seed, debug_mask, error_render_level, enable_check)
 
     # ------------------------------------------------------------------ state
     @property
@@ -92,8 +105,9 @@ class Schedule:
         return self._trace
 
     @property
-    def func_working_on(self) -> str | None:
-        return self._func_name
+    def func_working_on(self) -> Any:
+        """The GlobalVar of the function get_block looks in (None when not decided)."""
+        return None if self._func_name is None else self._mod.get_global_var(self._func_name)
 
     def show(self, *args: Any, **kwargs: Any) -> None:
         self._mod.show(*args, **kwargs)
@@ -105,14 +119,14 @@ class Schedule:
         out._blocks = dict(self._blocks)
         out._loops = dict(self._loops)
         out._trace = self._trace.copy()
+        self._copy_trace_state(out)
         return out
 
     def work_on(self, func_name: str) -> None:
         if func_name not in self._mod or not isinstance(self._mod[func_name], PrimFunc):
             names = [gv.name_hint for gv, f in self._mod.items() if isinstance(f, PrimFunc)]
             raise ScheduleError(f"work_on: no PrimFunc named {func_name!r}; the module has {names}")
-        self._func_name = func_name
-        self._record("work_on", (), (("func_name", func_name),))
+        self._func_name = func_name  # not traced: get_block records its func_name (as TVM)
 
     def _func(self, name: str) -> PrimFunc:
         return self._mod[name]
@@ -121,9 +135,20 @@ class Schedule:
         self._mod[name] = func
 
     def _record(
-        self, kind: str, args: tuple, kwargs: tuple, outputs: tuple = (), unpack: bool = False
+        self,
+        kind: str,
+        args: tuple,
+        kwargs: tuple,
+        outputs: tuple = (),
+        unpack: bool = False,
+        decision: Any = None,
     ) -> None:
-        self._trace.append(Instruction(kind, tuple(args), tuple(kwargs), tuple(outputs), unpack))
+        """Append the call `sch.<kind>(*args, **kwargs)` to the trace as an Instruction."""
+        named = {k: self._desugar(k, v) for k, v in kwargs}
+        inst_kind = kind_of_method(kind, named, len(outputs), unpack)
+        inputs, attrs = inst_kind.split_call(tuple(args), named)
+        self._trace.append(Instruction(inst_kind, inputs, attrs, list(outputs)), decision)
+        self._sugar.clear()
 
     # ------------------------------------------------------------------ random variables
     def _new_block(self, func_name: str, name: str) -> BlockRV:
@@ -137,9 +162,13 @@ class Schedule:
         return rv
 
     def _block(self, rv: Any) -> tuple[str, PrimFunc, BlockRealize, Path]:
-        if isinstance(rv, str):  # convenience: a block name
-            rv = self.get_block(rv)
-        if not isinstance(rv, BlockRV) or isinstance(rv, LoopRV) or rv._id not in self._blocks:
+        if isinstance(rv, str):  # convenience: a block name, traced as a get_block (as TVM)
+            name, rv = rv, self.get_block(rv)
+            self._sugar[name] = rv
+        if isinstance(rv, BlockRV) and not isinstance(rv, LoopRV) and rv._id not in self._blocks:
+            raise UnknownRVError(f"{rv!r} is not a BlockRV of this schedule (removed, or from "
+                                 "another schedule)")
+        if not isinstance(rv, BlockRV) or isinstance(rv, LoopRV):
             raise ScheduleError(f"expected a BlockRV from this schedule's get_block, got {rv!r}")
         fname, name = self._blocks[rv._id]
         func = self._func(fname)
@@ -153,7 +182,10 @@ class Schedule:
         return fname, func, found[0], found[1]
 
     def _loop(self, rv: Any) -> tuple[str, PrimFunc, For, Path]:
-        if not isinstance(rv, LoopRV) or rv._id not in self._loops:
+        if isinstance(rv, LoopRV) and rv._id not in self._loops:
+            raise UnknownRVError(f"{rv!r} is not a LoopRV of this schedule (removed, or from "
+                                 "another schedule)")
+        if not isinstance(rv, LoopRV):
             raise ScheduleError(
                 f"expected a LoopRV from this schedule's get_loops/split/fuse, got {rv!r}"
             )
@@ -170,13 +202,19 @@ class Schedule:
         return fname, func, found[0], found[1]
 
     def get(self, rv: Any) -> Any:
-        """The current Block (for a BlockRV) or For (for a LoopRV) node."""
+        """The Block of a BlockRV, the For of a LoopRV, the int of a sampled ExprRV."""
+        if isinstance(rv, StmtSRef):
+            return rv.stmt
+        if isinstance(rv, Var):
+            return self._expr_value(rv)
         if isinstance(rv, LoopRV):
             return self._loop(rv)[2]
         return self._block(rv)[2].block
 
     def get_sref(self, rv: Any) -> Any:
-        return self.get(rv)
+        """The StmtSRef of a BlockRV/LoopRV or of a Block/For node of the current module."""
+        stmt = rv if isinstance(rv, Block | For) else self.get(rv)
+        return self.state.get_sref(stmt)
 
     def _rename_block(self, fname: str, old: str, new: str) -> None:
         """Point every BlockRV of block `old` at its new name `new`."""
@@ -202,9 +240,9 @@ class Schedule:
     def get_block(self, name: str, func_name: str | None = None) -> BlockRV:
         fname = func_name or self._func_name
         if fname is None:
-            raise ScheduleError(
-                "get_block: the module has several PrimFuncs; pass func_name= or "
-                "call work_on(name) first"
+            raise _NoFunctionError(
+                "get_block: the schedule does not know which function to be working on (the "
+                "module has several PrimFuncs; pass func_name= or call work_on(name) first)"
             )
         if fname not in self._mod:
             raise ScheduleError(f"get_block: no function named {fname!r} in the module")
@@ -214,10 +252,12 @@ class Schedule:
             for r, _ in ((s, p) for s, p in walk(func.body))
             if isinstance(r, BlockRealize) and r.block.name_hint == name
         ]
-        if not found or found[0] is root_realize(func):
-            raise schedule_error(
+        if not found:
+            raise self._render_error(
                 func,
-                f"no block named '{name}' in function '{fname}'; blocks are: {block_names(func)}",
+                f"Cannot find a block with the name: {name} (no block named '{name}' in "
+                f"function '{fname}'; blocks are: {block_names(func)})",
+                "Cannot find a block with the specified name",
             )
         if len(found) > 1:
             raise schedule_error(
@@ -279,7 +319,7 @@ class Schedule:
     # ------------------------------------------------------------------ loop primitives
     def split(self, loop: LoopRV, factors: list, preserve_unit_iters: bool = True) -> list[LoopRV]:
         fname, func, node, path = self._loop(loop)
-        factors = [_as_factor(f) for f in factors]
+        traced, factors = list(factors), [_as_factor(self._expr_value(f)) for f in factors]
         func, new_vars = _lt.split(func, node, path, factors)
         self._update(fname, func)
         out = [self._new_loop(fname, v) for v in new_vars]
@@ -288,7 +328,7 @@ class Schedule:
             (),
             (
                 ("loop", loop),
-                ("factors", list(factors)),
+                ("factors", traced),
                 ("preserve_unit_iters", preserve_unit_iters),
             ),
             tuple(out),
@@ -470,6 +510,176 @@ class Schedule:
         return out
 
     # --- helper-trace-state ---
+    def _init_trace_state(
+        self, seed: Any, debug_mask: Any, error_render_level: str, enable_check: bool
+    ) -> None:
+        if error_render_level not in _RENDER_LEVELS:
+            raise ScheduleError(
+                f"error_render_level must be one of {sorted(_RENDER_LEVELS)}, got "
+                f"{error_render_level!r}"
+            )
+        self._rng = _sampling.make_rng(seed)
+        self._debug_mask = debug_mask
+        self._error_render_level = error_render_level
+        self._enable_check = enable_check
+        self._exprs: dict[int, tuple[Var, int]] = {}  # sampled ExprRVs and their values
+        self._sugar: dict[str, BlockRV] = {}  # block names a primitive turned into get_block
+        self._state: ScheduleState | None = None
+        self._locations: dict = {}  # sample_compute_location's candidates of one func version
+
+    def _copy_trace_state(self, out: "Schedule") -> None:
+        out._rng = _sampling.fork(self._rng)
+        out._debug_mask = self._debug_mask
+        out._error_render_level = self._error_render_level
+        out._enable_check = self._enable_check
+        out._exprs = dict(self._exprs)
+        out._sugar = {}
+        out._state = None
+        out._locations = {}
+
+    def _desugar(self, param: str, value: Any) -> Any:
+        """A block name the primitive looked up stands for the BlockRV it got (as TVM traces)."""
+        if param not in _BLOCK_PARAMS:
+            return value
+        if isinstance(value, str):
+            return self._sugar.get(value, value)
+        if isinstance(value, list | tuple):
+            return type(value)(self._sugar.get(v, v) if isinstance(v, str) else v for v in value)
+        return value
+
+    def _render_error(self, func: PrimFunc, detail: str, fast: str) -> ScheduleError:
+        """The error at this schedule's error_render_level (detail shows the function)."""
+        if self._error_render_level == "detail":
+            return schedule_error(func, detail)
+        if self._error_render_level == "fast":
+            return ScheduleError(fast)
+        return ScheduleError("(not rendered)")
+
+    def _new_expr(self, value: int) -> Var:
+        var = Var("v", "int32")
+        self._exprs[id(var)] = (var, int(value))
+        return var
+
+    def _expr_value(self, value: Any) -> Any:
+        """The int a sampled ExprRV holds (other values unchanged; sums of them folded)."""
+        if isinstance(value, Var) and id(value) in self._exprs:
+            return self._exprs[id(value)][1]
+        if isinstance(value, Var):
+            raise UnknownRVError(f"{value!r} is not a sampled variable of this schedule")
+        if isinstance(value, PrimExpr) and self._exprs:
+            known = {v: IntImm(v.dtype, n) for v, n in self._exprs.values()}
+            folded = simplify(substitute(value, known))
+            return int(folded.value) if isinstance(folded, IntImm) else folded
+        return value
+
+    @property
+    def state(self) -> ScheduleState:
+        """The ScheduleState (module, srefs, block scopes) this schedule works on."""
+        if self._state is None:
+            self._state = ScheduleState(_owner=self, debug_mask=self._debug_mask,
+                                        enable_check=self._enable_check)
+        return self._state
+
+    def remove_rv(self, rand_var: Any) -> None:
+        """Forget a random variable; using it afterwards raises IndexError."""
+        table = {BlockRV: self._blocks, LoopRV: self._loops}.get(type(rand_var))
+        key = id(rand_var) if isinstance(rand_var, Var) else getattr(rand_var, "_id", None)
+        table = self._exprs if isinstance(rand_var, Var) else table
+        if table is None or table.pop(key, None) is None:
+            raise UnknownRVError(f"remove_rv: {rand_var!r} is not a random variable of this "
+                                 "schedule")
+
+    def seed(self, seed: int) -> None:
+        """Reseed the schedule's random state (-1 for a random seed)."""
+        self._rng = _sampling.make_rng(seed)
+
+    def fork_seed(self) -> int:
+        """A new seed drawn from this schedule's random state."""
+        return self._rng.getrandbits(31)
+
+    def enter_postproc(self) -> None:
+        """Mark the start of postprocessing in the trace (Trace.simplified can cut it)."""
+        self._record("enter_postproc", (), ())
+
+    def sample_categorical(
+        self, candidates: list, probs: list, decision: int | None = None
+    ) -> Var:
+        """Draw one of `candidates` with probabilities `probs`; the index is the decision."""
+        value, index = _sampling.sample_categorical(self._rng, candidates, probs, decision)
+        out = self._new_expr(value)
+        cands = [int(c) for c in candidates]
+        self._record("sample_categorical", (),
+                     (("candidates", cands), ("probs", [float(p) for p in probs])),
+                     (out,), decision=index)
+        return out
+
+    def _loop_extent(self, loop: LoopRV) -> int | None:
+        return const_int(self._loop(loop)[2].extent)
+
+    def _tile_outputs(self, kind: str, loop: LoopRV, attrs: tuple, factors: list) -> list:
+        outs = [None if f == -1 else self._new_expr(f) for f in factors]
+        self._record(kind, (), (("loop", loop),) + attrs, tuple(outs), unpack=True,
+                     decision=list(factors))
+        return outs
+
+    def sample_perfect_tile(
+        self, loop: LoopRV, n: int, max_innermost_factor: int = 16, decision: Any = None
+    ) -> list:
+        """`n` sampled factors whose product is the loop's extent (None first when unknown)."""
+        factors = _sampling.sample_perfect_tile(
+            self._rng, self._loop_extent(loop), int(n), int(max_innermost_factor), decision
+        )
+        attrs = (("n", int(n)), ("max_innermost_factor", int(max_innermost_factor)))
+        return self._tile_outputs("sample_perfect_tile", loop, attrs, factors)
+
+    def sample_partitioned_tile(
+        self,
+        loop: LoopRV,
+        n: int,
+        partition_pos: int = 0,
+        innerpart_factor: int = 1,
+        decision: Any = None,
+    ) -> list:
+        """Perfect-tile factors whose product from `partition_pos` on divides by
+        `innerpart_factor`."""
+        factors = _sampling.sample_partitioned_tile(
+            self._rng, self._loop_extent(loop), int(n), int(partition_pos),
+            int(innerpart_factor), decision,
+        )
+        attrs = (("n", int(n)), ("partition_pos", int(partition_pos)),
+                 ("innerpart_factor", int(innerpart_factor)))
+        return self._tile_outputs("sample_partitioned_tile", loop, attrs, factors)
+
+    def sample_compute_location(self, block: Any, decision: int | None = None) -> LoopRV:
+        """A loop (or root/inline mark) where `block` may be computed at, drawn uniformly."""
+        fname, func, r, path = self._block(block)
+        key = (fname, r.block.name_hint)
+        cached = self._locations.get(key)
+        if cached is None or cached[0] is not func:
+            cached = (func, _sampling.compute_locations(func, r, path))
+            self._locations = {key: cached}
+        places = dict(cached[1])
+        index = _sampling.pick_location(self._rng, sorted(places), decision)
+        loop = places[index]
+        out = self._new_loop(fname, loop.loop_var if loop is not None else _MARKS[index])
+        self._record("sample_compute_location", (), (("block", block),), (out,),
+                     decision=index)
+        return out
+
+    def get_output_blocks(self, scope_block: Any) -> list[BlockRV]:
+        """Blocks under `scope_block` that write a buffer of the function's parameters."""
+        fname, func, r, _ = self._block(scope_block)
+        params = {id(b) for b in func.buffer_map.values()}
+        names = [
+            s.block.name_hint
+            for s, _ in walk(r.block.body)
+            if isinstance(s, BlockRealize) and any(id(w.buffer) in params for w in s.block.writes)
+        ]
+        out = [self._new_block(fname, n) for n in names]
+        self._record("get_output_blocks", (), (("scope_block", scope_block),), tuple(out),
+                     unpack=True)
+        return out
+
 
     # --- helper-prims-a ---
     def blockize(self, target: Any, preserve_unit_iters: bool = True) -> BlockRV:
