@@ -1,7 +1,26 @@
 """TensorIR scheduling: `tvm.tir.Schedule` and its block/loop primitives."""
 
 from ...error import ScheduleError
+from ..expr import Var as ExprRV  # a sampled value is a tir.Var, as in TVM
+from . import state
+from .block_scope import BlockScope, Dependency, DepKind
+from .instruction import BlockRV, Instruction, InstructionKind, LoopRV
 from .schedule import Schedule
-from .trace import BlockRV, Instruction, LoopRV, Trace
+from .state import ScheduleState, StmtSRef
+from .trace import Trace
 
-__all__ = ["Schedule", "BlockRV", "LoopRV", "Trace", "Instruction", "ScheduleError"]
+__all__ = [
+    "Schedule",
+    "BlockRV",
+    "LoopRV",
+    "ExprRV",
+    "Trace",
+    "Instruction",
+    "InstructionKind",
+    "ScheduleError",
+    "ScheduleState",
+    "StmtSRef",
+    "BlockScope",
+    "Dependency",
+    "DepKind",
+]

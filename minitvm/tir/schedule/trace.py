@@ -1,135 +1,317 @@
-"""Random variables (BlockRV, LoopRV) and the Trace: a replayable record of schedule calls."""
+"""The Trace: the instructions applied to a Schedule and the decisions of its sampling steps.
+
+It prints as Python (`as_python`), serialises to JSON data (`as_json`) and replays on a
+fresh schedule (`apply_to_schedule`, `apply_json_to_schedule`). JSON is read as data: a kind
+is looked up in the instruction table, a name in the replay's own variables; nothing is
+evaluated.
+"""
 
 from __future__ import annotations
 
-import itertools
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
-from ..expr import PrimExpr
+from ...error import ScheduleError
+from ..expr import FloatImm, IntImm, PrimExpr, StringImm
+from .instruction import (
+    BlockRV,
+    Code,
+    Instruction,
+    InstructionKind,
+    LoopRV,
+    is_rv,
+    map_rvs,
+    rv_prefix,
+)
 
-_ids = itertools.count()
 
-
-class BlockRV:
-    """A handle to a block of a Schedule (resolved by the schedule, valid across primitives)."""
-
-    __slots__ = ("_id",)
-    _prefix = "b"
+class _Namer:
+    """Names RVs in order of first definition, as TVM does: b0, l1, l2, v3, ..."""
 
     def __init__(self) -> None:
-        self._id = next(_ids)
+        self.names: dict[int, str] = {}
+        self.count = 0
+        self._none_named = False
 
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self._id})"
+    def define(self, rv: Any) -> str:
+        if rv is None:
+            if not self._none_named:  # TVM counts the undefined output once
+                self._none_named = True
+                self.count += 1
+            return "_"
+        if id(rv) in self.names:
+            raise ScheduleError(f"trace: random variable {rv!r} is produced twice")
+        name = f"{rv_prefix(rv)}{self.count}"
+        self.count += 1
+        self.names[id(rv)] = name
+        return name
 
-
-class LoopRV(BlockRV):
-    """A handle to a loop of a Schedule."""
-
-    __slots__ = ()
-    _prefix = "l"
-
-
-@dataclass(frozen=True)
-class Instruction:
-    """One schedule call: `outputs = sch.<kind>(*args, **kwargs)`."""
-
-    kind: str
-    args: tuple = ()
-    kwargs: tuple = ()  # (name, value) pairs, in call order
-    outputs: tuple = ()
-    unpack: bool = False  # outputs were returned as a list (get_loops, split)
-
-
-def _map_value(value: Any, fn: Any) -> Any:
-    if isinstance(value, BlockRV):
-        return fn(value)
-    if isinstance(value, list | tuple):
-        return type(value)(_map_value(v, fn) for v in value)
-    return value
+    def use(self, rv: Any) -> str:
+        name = self.names.get(id(rv))
+        if name is None:
+            raise ScheduleError(
+                f"trace: random variable {rv!r} is used before an instruction defines it"
+            )
+        return name
 
 
-@dataclass
 class Trace:
-    """The instructions applied to a Schedule, printable as Python and replayable."""
+    """Instructions in order plus the decisions of the sampling ones (keyed by instruction)."""
 
-    insts: list = field(default_factory=list)
+    def __init__(self, insts: list | None = None, decisions: dict | None = None) -> None:
+        self.insts: list[Instruction] = list(insts or [])
+        self.decisions: dict[Instruction, Any] = dict(decisions or {})
 
-    def append(self, inst: Instruction) -> None:
+    # ---------------------------------------------------------------- editing
+    def get_decision(self, inst: Instruction) -> Any:
+        return self.decisions.get(inst)
+
+    def append(self, inst: Instruction, decision: Any = None) -> None:
         self.insts.append(inst)
+        if decision is not None:
+            self.decisions[inst] = decision
+
+    def pop(self) -> Instruction | None:
+        if not self.insts:
+            return None
+        inst = self.insts.pop()
+        self.decisions.pop(inst, None)
+        return inst
 
     def copy(self) -> "Trace":
-        return Trace(list(self.insts))
+        return Trace(list(self.insts), dict(self.decisions))
 
-    def as_python(self) -> list[str]:
-        """One line of Python per instruction, naming RVs b0, l1, ... in order of creation."""
-        names: dict[int, str] = {}
-        counter = itertools.count()
-
-        def name(rv: BlockRV) -> str:
-            if rv._id not in names:
-                names[rv._id] = f"{rv._prefix}{next(counter)}"
-            return names[rv._id]
-
-        def code(rv: BlockRV) -> _Code:
-            return _Code(name(rv))
-
-        lines = []
+    def _valid(self, remove_postproc: bool) -> list[Instruction]:
+        if not remove_postproc:
+            return list(self.insts)
+        out = []
         for inst in self.insts:
-            args = [_render(_map_value(a, code)) for a in inst.args]
-            args += [f"{k}={_render(_map_value(v, code))}" for k, v in inst.kwargs]
-            call = f"sch.{inst.kind}({', '.join(args)})"
-            if inst.outputs:
-                outs = ", ".join(name(o) for o in inst.outputs)
-                if inst.unpack and len(inst.outputs) == 1:
-                    outs += ","
-                call = f"{outs} = {call}"
-            lines.append(call)
+            if inst.kind._is_postproc:
+                break
+            out.append(inst)
+        return out
+
+    def with_decision(self, inst: Instruction, decision: Any, remove_postproc: bool) -> "Trace":
+        """A new trace whose `inst` takes `decision`."""
+        insts = self._valid(remove_postproc)
+        decisions = {i: d for i, d in self.decisions.items() if i in set(insts)}
+        decisions[inst] = decision
+        return Trace(insts, decisions)
+
+    def simplified(self, remove_postproc: bool) -> "Trace":
+        """Drop pure instructions whose outputs nothing uses (and the postproc part if asked)."""
+        used: set[int] = set()
+        kept: list[Instruction] = []
+        for inst in reversed(self._valid(remove_postproc)):
+            needed = not inst.kind.is_pure or any(id(o) in used for o in inst.outputs if o)
+            if not needed:
+                continue
+            kept.append(inst)
+            map_rvs(inst.inputs, lambda rv: used.add(id(rv)))
+        kept.reverse()
+        return Trace(kept, {i: d for i, d in self.decisions.items() if i in set(kept)})
+
+    # ---------------------------------------------------------------- printing
+    def as_python(self, remove_postproc: bool = False) -> list[str]:
+        """One line of Python per instruction, naming RVs b0, l1, v2, ... in order of creation."""
+        namer = _Namer()
+        lines = []
+        for inst in self._valid(remove_postproc):
+            inputs = map_rvs(inst.inputs, lambda rv: Code(namer.use(rv)))
+            outputs = [namer.define(o) for o in inst.outputs]
+            lines.append(inst.kind.as_python(inputs, inst.attrs, self.get_decision(inst), outputs))
         return lines
 
-    def show(self) -> None:
-        print(str(self))  # noqa: T201 - explicit user request to print
-
     def __str__(self) -> str:
-        return "\n".join(["# from minitvm import tir", *self.as_python()])
+        body = ["  " + line for line in self.as_python()] or ["  pass"]
+        return "\n".join(["# from tvm import tir", "def apply_trace(sch: tir.Schedule) -> None:"]
+                         + body)
 
     __repr__ = __str__
 
-    def apply_to_schedule(self, sch: Any, remove_postproc: bool = False) -> None:
-        """Replay every instruction on `sch` (a fresh Schedule of an equivalent function)."""
+    def show(self, style: Any = None, black_format: Any = None) -> None:
+        print(str(self))  # noqa: T201 - explicit user request to print
+
+    # ---------------------------------------------------------------- replay
+    def apply_to_schedule(
+        self,
+        sch: Any,
+        remove_postproc: bool = False,
+        decision_provider: Callable | None = None,
+    ) -> None:
+        """Replay every instruction on `sch` (a fresh Schedule of an equivalent module)."""
         rvs: dict[int, Any] = {}
 
-        def lookup(rv: BlockRV) -> Any:
-            return rvs[rv._id]
+        def lookup(rv: Any) -> Any:
+            if id(rv) not in rvs:
+                raise ScheduleError(
+                    f"trace: random variable {rv!r} is used before an instruction defines it"
+                )
+            return rvs[id(rv)]
 
-        for inst in self.insts:
-            args = [_map_value(a, lookup) for a in inst.args]
-            kwargs = {k: _map_value(v, lookup) for k, v in inst.kwargs}
-            out = getattr(sch, inst.kind)(*args, **kwargs)
-            if not inst.outputs:
-                continue
-            results = list(out) if inst.unpack else [out]
-            for old, new in zip(inst.outputs, results):
-                rvs[old._id] = new
+        for inst in self._valid(remove_postproc):
+            inputs = map_rvs(inst.inputs, lookup)
+            decision = self.get_decision(inst)
+            if decision_provider is not None:
+                decision = decision_provider(inst, inputs, inst.attrs, decision)
+            outputs = inst.kind.apply(sch, inputs, inst.attrs, decision)
+            _bind_outputs(inst, inst.outputs, outputs, rvs.__setitem__, key=id)
+
+    # ---------------------------------------------------------------- JSON
+    def as_json(self, remove_postproc: bool = False) -> list:
+        """[[[kind, inputs, attrs, outputs], ...], [[index, decision], ...]] as plain data."""
+        namer = _Namer()
+        insts, decisions = [], []
+        for i, inst in enumerate(self._valid(remove_postproc)):
+            inputs = [_input_to_json(v, namer, inst) for v in inst.inputs]
+            attrs = [_value_to_json(v, inst) for v in inst.attrs]
+            outputs = [namer.define(o) for o in inst.outputs]
+            insts.append([inst.kind.name, inputs, attrs, outputs])
+            decision = self.get_decision(inst)
+            if decision is not None:
+                decisions.append([i, _value_to_json(decision, inst)])
+        return [insts, decisions]
+
+    @staticmethod
+    def apply_json_to_schedule(json_obj: Any, sch: Any) -> None:
+        """Replay a trace given as `as_json` data on `sch`, checking every part of it."""
+        insts, decisions = _check_json_shape(json_obj)
+        by_index = {}
+        for item in decisions:
+            if not (isinstance(item, list) and len(item) == 2 and type(item[0]) is int):
+                raise ScheduleError(f"trace JSON: a decision must be [index, value], got {item!r}")
+            if not 0 <= item[0] < len(insts):
+                raise ScheduleError(f"trace JSON: decision index {item[0]} has no instruction")
+            by_index[item[0]] = item[1]
+        named: dict[str, Any] = {}
+        for i, item in enumerate(insts):
+            kind_name, inputs, attrs, outputs = _check_inst_shape(item, i)
+            kind = InstructionKind.get(kind_name)
+            where = f"trace JSON instruction {i} ({kind_name})"
+            values = [_input_from_json(v, named, where) for v in inputs]
+            attrs = [_value_from_json(v, where) for v in attrs]
+            results = kind.apply(sch, values, attrs, by_index.get(i))
+            _bind_outputs(kind_name, outputs, results, named.__setitem__, key=str)
 
 
-class _Code:
-    """A value that renders as the given Python source."""
+def _bind_outputs(inst: Any, olds: list, news: list, bind: Callable, key: Callable) -> None:
+    if len(olds) != len(news):
+        raise ScheduleError(
+            f"trace: instruction {inst} recorded {len(olds)} outputs but its replay gave "
+            f"{len(news)}; the trace does not fit this module"
+        )
+    for old, new in zip(olds, news):
+        if old is not None and old != "_":
+            bind(key(old), new)
 
-    def __init__(self, text: str) -> None:
-        self.text = text
+
+def _check_json_shape(obj: Any) -> tuple[list, list]:
+    if not (isinstance(obj, list | tuple) and len(obj) == 2):
+        raise ScheduleError("trace JSON must be [instructions, decisions] (from Trace.as_json)")
+    insts, decisions = obj
+    if not isinstance(insts, list | tuple) or not isinstance(decisions, list | tuple):
+        raise ScheduleError("trace JSON: instructions and decisions must be lists")
+    return list(insts), list(decisions)
 
 
-def _render(value: Any) -> str:
-    if isinstance(value, _Code):
-        return value.text
+def _check_inst_shape(item: Any, i: int) -> tuple:
+    ok = isinstance(item, list | tuple) and len(item) == 4 and isinstance(item[0], str)
+    ok = ok and all(isinstance(part, list | tuple) for part in item[1:])
+    if not ok or not all(isinstance(o, str) for o in item[3]):
+        raise ScheduleError(
+            f"trace JSON instruction {i} must be [kind, inputs, attrs, output names], got {item!r}"
+        )
+    return item[0], list(item[1]), list(item[2]), list(item[3])
+
+
+# ------------------------------------------------------------------ JSON values
+
+_CODECS: dict[str, tuple[type, Callable, Callable]] = {}
+
+
+def register_json_codec(cls: type, tag: str, encode: Callable, decode: Callable) -> None:
+    """Let traces serialise values of `cls` (e.g. an IndexMap) as {"__codec__": tag, "data": ..}.
+
+    `encode(value) -> JSON data` and `decode(data) -> value`; decode must parse data, never
+    evaluate it.
+    """
+    _CODECS[tag] = (cls, encode, decode)
+
+
+def _value_to_json(value: Any, inst: Any) -> Any:
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, IntImm):
+        return bool(value.value) if value.dtype == "bool" else int(value.value)
+    if isinstance(value, FloatImm):
+        return float(value.value)
+    if isinstance(value, StringImm):
+        return value.value
+    if isinstance(value, list | tuple):
+        return [_value_to_json(v, inst) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _value_to_json(v, inst) for k, v in value.items()}
+    for tag, (cls, encode, _) in _CODECS.items():
+        if isinstance(value, cls):
+            return {"__codec__": tag, "data": encode(value)}
+    raise ScheduleError(
+        f"trace.as_json: instruction {inst} holds a {type(value).__name__} ({value!r}) that has "
+        "no JSON form; register one with tir.schedule.trace.register_json_codec"
+    )
+
+
+def _input_to_json(value: Any, namer: _Namer, inst: Any) -> Any:
+    if is_rv(value):
+        return namer.use(value)
+    if value is None:
+        return "None"
+    if isinstance(value, str | StringImm):
+        return '"' + (value if isinstance(value, str) else value.value) + '"'
+    if isinstance(value, list | tuple):
+        return [_input_to_json(v, namer, inst) for v in value]
+    if isinstance(value, PrimExpr) and not isinstance(value, IntImm | FloatImm):
+        raise ScheduleError(
+            f"trace.as_json: instruction {inst} has an expression input {value} that is not a "
+            "sampled variable; pass an integer or the variable itself"
+        )
+    return _value_to_json(value, inst)
+
+
+def _value_from_json(value: Any, where: str) -> Any:
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, list | tuple):
+        return [_value_from_json(v, where) for v in value]
+    if isinstance(value, dict):
+        if "__codec__" in value:
+            codec = _CODECS.get(value["__codec__"])
+            if codec is None:
+                raise ScheduleError(f"{where}: unknown value codec {value['__codec__']!r}")
+            return codec[2](value.get("data"))
+        return {k: _value_from_json(v, where) for k, v in value.items()}
+    raise ScheduleError(f"{where}: {type(value).__name__} is not a JSON value")
+
+
+def _input_from_json(value: Any, named: dict[str, Any], where: str) -> Any:
     if isinstance(value, str):
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    if isinstance(value, list):
-        return "[" + ", ".join(_render(v) for v in value) + "]"
-    if isinstance(value, tuple):
-        return "(" + ", ".join(_render(v) for v in value) + ("," if len(value) == 1 else "") + ")"
-    if isinstance(value, PrimExpr):
-        return str(value)
-    return repr(value)
+        if len(value) >= 2 and value[0] == '"' and value[-1] == '"':
+            return value[1:-1]
+        if value == "None":
+            return None
+        if value not in named:
+            raise ScheduleError(
+                f"{where}: input {value!r} names no random variable defined before it"
+            )
+        return named[value]
+    if isinstance(value, list | tuple):
+        return [_input_from_json(v, named, where) for v in value]
+    return _value_from_json(value, where)
+
+
+__all__ = [
+    "BlockRV",
+    "LoopRV",
+    "Instruction",
+    "InstructionKind",
+    "Trace",
+    "register_json_codec",
+]

@@ -1,0 +1,346 @@
+"""ScheduleState: the module being scheduled, its sref tree and per-block flags.
+
+IR nodes are immutable, so the sref tree is derived from the current module on demand: a
+StmtSRef stays the same object for a Block/For node as long as that node is in the module
+(its parent is refreshed when the tree around it changes); a node that left the module gets
+`stmt = None`, as an expired sref in TVM.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ...error import ScheduleError
+from ...ir.module import IRModule
+from ..analysis.region import loop_domain, region_interval
+from ..expr import Max, Min, Sub, binary
+from ..function import PrimFunc
+from ..functor import substitute
+from ..stmt import Block, BlockRealize, For
+from .block_scope import BlockScope, DepKind, Dependency
+from .common import analyzer, const_int, is_quasi_affine
+from .tree import replace_stmt, walk
+
+
+class UnknownRVError(ScheduleError, IndexError):
+    """A random variable that this schedule does not know (removed, or from another one)."""
+
+
+class StmtSRef:
+    """A reference to a Block or For of the scheduled module, with its parent sref."""
+
+    __slots__ = ("stmt", "parent", "seq_index", "__weakref__")
+
+    def __init__(self, stmt: Any, parent: "StmtSRef | None" = None, seq_index: int = -1) -> None:
+        self.stmt = stmt
+        self.parent = parent
+        self.seq_index = seq_index
+
+    def same_as(self, other: Any) -> bool:
+        return self is other
+
+    @staticmethod
+    def inline_mark() -> "StmtSRef":
+        """The sref that stands for "compute inline" in sample_compute_location."""
+        return _INLINE_MARK
+
+    @staticmethod
+    def root_mark() -> "StmtSRef":
+        """The sref that stands for "compute at root" in sample_compute_location."""
+        return _ROOT_MARK
+
+    def __repr__(self) -> str:
+        if self.stmt is None:
+            return "StmtSRef(expired)"
+        what = self.stmt.name_hint if isinstance(self.stmt, Block) else self.stmt.loop_var.name
+        return f"StmtSRef({type(self.stmt).__name__} {what})"
+
+
+_INLINE_MARK = StmtSRef(None)
+_ROOT_MARK = StmtSRef(None)
+
+
+@dataclass(frozen=True)
+class CachedFlags:
+    """Per-block facts TVM caches: affine bindings, region cover, stage pipeline."""
+
+    affine_binding: bool
+    region_cover: bool
+    stage_pipeline: bool
+
+
+class ScheduleState:
+    """The state of a schedule: `mod`, srefs of its blocks/loops, block scopes and flags."""
+
+    def __init__(
+        self,
+        mod: IRModule | PrimFunc | None = None,
+        *,
+        debug_mask: Any = "none",
+        enable_check: bool = True,
+        _owner: Any = None,
+    ) -> None:
+        if _owner is None:
+            if isinstance(mod, PrimFunc):
+                mod = IRModule({"main": mod})
+            if not isinstance(mod, IRModule):
+                raise ScheduleError(
+                    f"ScheduleState takes an IRModule or a PrimFunc, got {type(mod).__name__}"
+                )
+        self._own_mod = mod
+        self._owner = _owner
+        self.debug_mask = debug_mask
+        self.enable_check = enable_check
+        self._srefs: dict[int, StmtSRef] = {}
+        self._built_for: tuple = ()
+        self._flags: dict[int, CachedFlags] = {}
+        self._scopes: dict[int, BlockScope] = {}
+
+    @property
+    def mod(self) -> IRModule:
+        return self._owner._mod if self._owner is not None else self._own_mod
+
+    # ---------------------------------------------------------------- sref tree
+    def _funcs(self) -> list[PrimFunc]:
+        return [f for _, f in self.mod.items() if isinstance(f, PrimFunc)]
+
+    def _refresh(self) -> None:
+        funcs = tuple(self._funcs())
+        if len(funcs) == len(self._built_for) and all(
+            a is b for a, b in zip(funcs, self._built_for)
+        ):
+            return
+        alive: dict[int, StmtSRef] = {}
+        for func in funcs:
+            self._build(func, alive)
+        for key, sref in self._srefs.items():
+            if key not in alive:
+                sref.stmt = None
+                sref.parent = None
+        self._srefs = alive
+        self._built_for = funcs
+        self._flags.clear()
+        self._scopes.clear()
+
+    def _build(self, func: PrimFunc, alive: dict[int, StmtSRef]) -> None:
+        for s, path in walk(func.body):
+            if not isinstance(s, Block | For):
+                continue
+            parent = next((p for p in reversed(path) if isinstance(p, Block | For)), None)
+            sref = self._srefs.get(id(s))
+            if sref is None or sref.stmt is not s:
+                sref = StmtSRef(s)
+            sref.parent = alive.get(id(parent)) if parent is not None else None
+            alive[id(s)] = sref
+
+    def get_sref(self, stmt: Any) -> StmtSRef | None:
+        """The sref of a Block or For node of the current module (None if it is not in it)."""
+        if not isinstance(stmt, Block | For):
+            raise ScheduleError(
+                f"get_sref takes a Block or For node, got {type(stmt).__name__}"
+            )
+        self._refresh()
+        return self._srefs.get(id(stmt))
+
+    def _realize_of(self, block_sref: StmtSRef) -> BlockRealize | None:
+        parent = block_sref.parent
+        for s, _ in walk(parent.stmt.body if parent is not None else self._func_of(block_sref)):
+            if isinstance(s, BlockRealize) and s.block is block_sref.stmt:
+                return s
+        return None
+
+    def _func_of(self, sref: StmtSRef) -> Any:
+        for func in self._funcs():
+            if func.body is sref.stmt or any(s is sref.stmt for s, _ in walk(func.body)):
+                return func.body
+        raise ScheduleError(f"{sref!r} is not in the module")
+
+    def _check_block(self, block_sref: Any, what: str) -> Block:
+        if not isinstance(block_sref, StmtSRef) or not isinstance(block_sref.stmt, Block):
+            raise ScheduleError(f"{what} takes the StmtSRef of a block, got {block_sref!r}")
+        self._refresh()
+        if self._srefs.get(id(block_sref.stmt)) is not block_sref:
+            raise ScheduleError(f"{what}: {block_sref!r} is not a block of the current module")
+        return block_sref.stmt
+
+    def child_blocks(self, scope_sref: StmtSRef) -> list[StmtSRef]:
+        """Srefs of the blocks directly inside a scope block, in program order."""
+        out = []
+        for s, path in walk(scope_sref.stmt.body):
+            if isinstance(s, BlockRealize) and not any(isinstance(p, Block) for p in path):
+                out.append(self._srefs[id(s.block)])
+        return out
+
+    def get_block_scope(self, block_sref: StmtSRef) -> BlockScope:
+        """The BlockScope of the scope block `block_sref`."""
+        self._check_block(block_sref, "get_block_scope")
+        key = id(block_sref.stmt)
+        if key not in self._scopes:
+            self._scopes[key] = BlockScope(self.child_blocks(block_sref))
+        return self._scopes[key]
+
+    # ---------------------------------------------------------------- cached flags
+    def _get_cached_flags(self, block_sref: StmtSRef) -> CachedFlags:
+        """affine_binding, region_cover and stage_pipeline of a block, computed from the IR."""
+        block = self._check_block(block_sref, "_get_cached_flags")
+        key = id(block)
+        if key not in self._flags:
+            self._compute_flags(block_sref)
+        return self._flags[key]
+
+    def _compute_flags(self, block_sref: StmtSRef) -> None:
+        scope = _scope_sref(block_sref)
+        if scope is None:  # the root block
+            self._flags[id(block_sref.stmt)] = CachedFlags(
+                affine_binding=True,
+                region_cover=True,
+                stage_pipeline=self._stage_pipeline(block_sref),
+            )
+            return
+        covers = self._region_cover(scope)
+        for child in self.child_blocks(scope):
+            realize = self._realize_of(child)
+            self._flags[id(child.stmt)] = CachedFlags(
+                affine_binding=all(is_quasi_affine(v) for v in realize.iter_values),
+                region_cover=covers[id(child.stmt)],
+                stage_pipeline=self._stage_pipeline(child),
+            )
+
+    def _stage_pipeline(self, scope: StmtSRef) -> bool:
+        if not self.child_blocks(scope):
+            return True
+        return self.get_block_scope(scope).stage_pipeline_deps and all(
+            self._region_cover(scope).values()
+        )
+
+    def _region_cover(self, scope: StmtSRef) -> dict[int, bool]:
+        """For each child block of `scope`: does what its producers write cover what it reads?"""
+        deps = self.get_block_scope(scope)
+        out = {}
+        for child in self.child_blocks(scope):
+            producers = [d.src for d in deps.get_deps_by_dst(child) if d.kind == DepKind.RAW]
+            out[id(child.stmt)] = all(
+                self._covered(scope, child, [p for p in producers if _writes(p, region.buffer)],
+                              region)
+                for region in child.stmt.reads
+                if any(_writes(p, region.buffer) for p in producers)
+            )
+        return out
+
+    def _covered(self, scope: StmtSRef, consumer: StmtSRef, producers: list, read: Any) -> bool:
+        lca = _lca([consumer, *producers], scope)
+        outer = [s.stmt for s in _ancestors(lca, scope) if isinstance(s.stmt, For)]
+        ana = analyzer(outer)
+        consumed = self._relaxed(consumer, read, lca, ana)
+        pieces = []
+        for p in producers:
+            realize = self._realize_of(p)
+            if const_int(realize.predicate) != 1:
+                return False  # a predicated producer: what it writes is not a box we can bound
+            for region in p.stmt.writes:
+                if region.buffer is read.buffer:
+                    pieces.append(self._relaxed(p, region, lca, ana))
+        shape = read.buffer.shape
+        for dim, extent in enumerate(shape):
+            have = _union([piece[dim] for piece in pieces], ana)
+            need = consumed[dim]
+            if have is None or need is None:
+                return False
+            have, need = _clip(have, extent, ana), _clip(need, extent, ana)
+            if not (ana.can_prove(have[0] <= need[0]) and ana.can_prove(need[1] <= have[1])):
+                return False
+        return True
+
+    def _relaxed(self, block_sref: StmtSRef, region: Any, lca: StmtSRef, ana: Any) -> list:
+        realize = self._realize_of(block_sref)
+        binding = {iv.var: v for iv, v in zip(block_sref.stmt.iter_vars, realize.iter_values)}
+        inner = [s.stmt for s in _ancestors(block_sref.parent, lca) if isinstance(s.stmt, For)]
+        return region_interval(substitute(region, binding), loop_domain(inner), ana.simplify)
+
+    # ---------------------------------------------------------------- replace
+    def replace(self, src_sref: StmtSRef, tgt_stmt: Any, block_sref_reuse: Any = None) -> None:
+        """Put `tgt_stmt` where `src_sref`'s statement is (srefs of reused blocks follow)."""
+        if not isinstance(src_sref, StmtSRef) or src_sref.stmt is None:
+            raise ScheduleError(f"replace: {src_sref!r} does not point into the module")
+        old = src_sref.stmt
+        self._refresh()
+        for gv, func in self.mod.items():
+            if not isinstance(func, PrimFunc) or not any(s is old for s, _ in walk(func.body)):
+                continue
+            new_func = replace_stmt(func, old, tgt_stmt)
+            mod = self.mod
+            mod[gv.name_hint] = new_func
+            for old_block, new_block in dict(block_sref_reuse or {}).items():
+                sref = self._srefs.pop(id(old_block), None)
+                if sref is not None:
+                    sref.stmt = new_block
+                    self._srefs[id(new_block)] = sref
+            if type(tgt_stmt) is type(old) and isinstance(old, Block | For):
+                self._srefs.pop(id(old), None)
+                src_sref.stmt = tgt_stmt
+                self._srefs[id(tgt_stmt)] = src_sref
+            return
+        raise ScheduleError(f"replace: {src_sref!r} is not in any function of the module")
+
+
+def _writes(sref: StmtSRef, buffer: Any) -> bool:
+    return any(w.buffer is buffer for w in sref.stmt.writes)
+
+
+def _scope_sref(sref: StmtSRef) -> StmtSRef | None:
+    p = sref.parent
+    while p is not None and not isinstance(p.stmt, Block):
+        p = p.parent
+    return p
+
+
+def _ancestors(sref: StmtSRef | None, stop: StmtSRef) -> list[StmtSRef]:
+    """Srefs from `sref` up to (excluding) `stop`."""
+    out = []
+    while sref is not None and sref is not stop:
+        out.append(sref)
+        sref = sref.parent
+    return out
+
+
+def _lca(srefs: list[StmtSRef], scope: StmtSRef) -> StmtSRef:
+    paths = [list(reversed(_ancestors(s.parent, scope))) for s in srefs]
+    lca = scope
+    for level in zip(*paths):
+        if all(x is level[0] for x in level):
+            lca = level[0]
+        else:
+            break
+    return lca
+
+
+def _union(intervals: list, ana: Any) -> tuple | None:
+    """One interval equal to the union of `intervals`, or None when they leave a gap."""
+    if not intervals or any(i is None for i in intervals):
+        return None
+    consts = [(const_int(lo), const_int(hi)) for lo, hi in intervals]
+    if all(lo is not None and hi is not None for lo, hi in consts):
+        consts.sort()
+        lo, hi = consts[0]
+        for a, b in consts[1:]:
+            if a > hi + 1:
+                return None
+            hi = max(hi, b)
+        first = intervals[0][0]
+        return (type(first)(first.dtype, lo) if hasattr(first, "dtype") else lo,
+                type(first)(first.dtype, hi) if hasattr(first, "dtype") else hi)
+    first = intervals[0]
+    if all(ana.can_prove_equal(i[0], first[0]) and ana.can_prove_equal(i[1], first[1])
+           for i in intervals):
+        return first
+    return None
+
+
+def _clip(interval: tuple, extent: Any, ana: Any) -> tuple:
+    lo, hi = interval
+    return (ana.simplify(binary(Max, lo, 0)),
+            ana.simplify(binary(Min, hi, binary(Sub, extent, 1))))
+
+
+__all__ = ["ScheduleState", "StmtSRef", "CachedFlags", "BlockScope", "Dependency", "DepKind"]
