@@ -18,7 +18,7 @@ import builtins
 import inspect
 import operator
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..error import MiniTVMError, ParseError
@@ -71,8 +71,10 @@ from ..tir.stmt import (
     For,
     IfThenElse,
     LetStmt,
+    MatchBufferRegion,
     Stmt,
     While,
+    regions_over_sources,
     seq,
 )
 from . import tir as T
@@ -103,6 +105,7 @@ class _BlockFrame:
     writes: tuple | None = None
     annotations: dict = field(default_factory=dict)
     alloc_buffers: list = field(default_factory=list)
+    match_buffers: list = field(default_factory=list)
     init: Stmt | None = None
 
 
@@ -269,6 +272,10 @@ class TIRParser:
     def define(self, name: str, value: Any) -> None:
         self.scopes[-1][name] = value
 
+    def in_scope(self, value: Any) -> bool:
+        """Whether `value` is already one of the script's names (a loop var, a param, ...)."""
+        return any(v is value for scope in self.scopes for v in scope.values())
+
     # -- functions
     def parse_function(self, fdef: ast.FunctionDef, name: str, private: bool) -> PrimFunc:
         frame = _FuncFrame(name)
@@ -422,11 +429,13 @@ class TIRParser:
                 body,
                 frame.init,
                 tuple(frame.alloc_buffers),
-                (),
+                tuple(frame.match_buffers),
                 frame.annotations,
             )
             if frame.reads is None or frame.writes is None:
-                reads, writes = infer_access_regions(block)
+                reads, writes = (
+                    regions_over_sources(block, r) for r in infer_access_regions(block)
+                )
                 block = block.replace(
                     reads=reads if frame.reads is None else frame.reads,
                     writes=writes if frame.writes is None else frame.writes,
@@ -559,6 +568,9 @@ class TIRParser:
         binder = _BINDERS.get(type(value))
         if binder is not None:
             return binder(self, name, value, node)
+        if type(value) in (Var, SizeVar) and not self.in_scope(value):
+            self.define(name, value)  # `n = te.var("n")`: a new free variable, named here
+            return None
         if _is_expr(value):  # `x = expr`: a let binding
             var = Var(name, value.dtype)
             self.define(name, var)
@@ -617,16 +629,23 @@ class TIRParser:
         self.define(name, (SizeVar if decl.is_size_var else Var)(name, decl.dtype))
 
     def bind_buffer(self, name: str, spec: BufferSpec, node: ast.AST) -> _Wrap | None:
+        if isinstance(spec.source, BufferLoad):
+            spec = replace(spec, source=_point_region(spec.source))
         buf = self.make_buffer(name, spec, node)
         self.define(name, buf)
         if spec.kind == "alloc":
             (self.blocks[-1].alloc_buffers if self.blocks else self.func.root_allocs).append(buf)
+        elif spec.kind == "match" and isinstance(spec.source, BufferRegion):
+            if not self.blocks:
+                raise self.error(node, "T.match_buffer of a buffer region must be inside a T.block")
+            self.blocks[-1].match_buffers.append(MatchBufferRegion(buf, spec.source))
         elif spec.kind == "match":
             source = spec.source
             if self.blocks or not isinstance(source, Var) or source not in self.func.params:
                 raise self.error(
                     node,
-                    "T.match_buffer binds a T.handle parameter of the function at its top level",
+                    "T.match_buffer binds a T.handle parameter of the function at its top level, "
+                    "or a buffer region (A[i, 0:16]) inside a T.block",
                 )
             if any(p is source for p in self.func.buffer_map):
                 raise self.error(node, f"parameter '{source.name}' is already bound to a buffer")
@@ -636,7 +655,9 @@ class TIRParser:
         elif spec.kind == "decl":  # TVM: a decl_buffer without data= allocates its storage
             scope = {"storage_scope": buf.storage_scope}
             return _Wrap(
-                lambda rest: Allocate(buf.data, buf.dtype, buf.shape, True, DeclBuffer(buf, rest), scope)
+                lambda rest: Allocate(
+                    buf.data, buf.dtype, buf.shape, True, DeclBuffer(buf, rest), scope
+                )
             )
         return None
 
@@ -651,20 +672,30 @@ class TIRParser:
         )
 
     def make_buffer(self, name: str, spec: BufferSpec, node: ast.AST) -> Buffer:
-        data = spec.data if spec.data is not None else Var(spec.name or name, DataType("handle"))
-        offset = 0 if spec.elem_offset is None else spec.elem_offset
+        name = spec.name or name
+        if isinstance(spec.source, BufferLoad):  # T.match_buffer(A[i, j], ()): one element
+            spec = replace(spec, source=_point_region(spec.source))
+        spec = _region_defaults(spec)
+        if spec.shape is None:
+            raise self.error(node, f"buffer '{name}' needs a shape")
+        data = spec.data if spec.data is not None else Var(name, DataType("handle"))
+        offset = spec.elem_offset
+        if offset is None:  # TVM: a region matched with an offset_factor has a variable offset
+            implicit = spec.kind == "match" and spec.source is not None and spec.offset_factor
+            offset = Var(f"{name}_elem_offset", DataType("int32")) if implicit else 0
+        strides = tuple(_stride_var(name, k, s) for k, s in enumerate(spec.strides))
         return self.guard(
             node,
             lambda: Buffer(
                 data,
-                spec.dtype,
+                spec.dtype or "float32",
                 spec.shape,
-                spec.strides,
+                strides,
                 offset,
-                spec.name or name,
+                name,
                 spec.scope,
                 spec.align,
-                spec.offset_factor,
+                spec.offset_factor or 1,
                 spec.axis_separators,
             ),
         )
@@ -842,6 +873,30 @@ def _region(buf: Buffer, idx: tuple) -> BufferRegion:
         else:
             ranges.append(Range(i, 1))
     return BufferRegion(buf, tuple(ranges))
+
+
+def _point_region(load: BufferLoad) -> BufferRegion:
+    """`A[i, j]` as a region of one element (T.match_buffer(A[i, j], ()))."""
+    return BufferRegion(load.buffer, tuple(Range(i, 1) for i in load.indices))
+
+
+def _region_defaults(spec: BufferSpec) -> BufferSpec:
+    """A matched region's shape and dtype, when not given: its extents and its buffer's dtype."""
+    if not isinstance(spec.source, BufferRegion):
+        return spec
+    shape = spec.shape
+    if shape is None:
+        shape = tuple(r.extent for r in spec.source.region)
+    return replace(spec, shape=shape, dtype=spec.dtype or spec.source.buffer.dtype)
+
+
+def _stride_var(buffer: str, k: int, stride: Any) -> Any:
+    """TVM spells an unknown stride as a name (strides=["s0", "s1"]) or T.int32(): a new var."""
+    if isinstance(stride, str):
+        return Var(stride, DataType("int32"))
+    if isinstance(stride, VarDecl):
+        return Var(f"{buffer}_s{k}", stride.dtype)
+    return stride
 
 
 def _loop_range(spec: LoopSpec) -> tuple[PrimExpr, PrimExpr]:

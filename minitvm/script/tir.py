@@ -44,6 +44,9 @@ from ..tir.expr import (
     Broadcast as _BroadcastNode,
 )
 from ..tir.expr import (
+    BufferLoad as _BufferLoadNode,
+)
+from ..tir.expr import (
     Cast as _CastNode,
 )
 from ..tir.expr import (
@@ -67,15 +70,15 @@ class BufferSpec:
     """`T.Buffer(...)`, `T.alloc_buffer(...)`, `T.match_buffer(...)` or `T.decl_buffer(...)`."""
 
     kind: str  # "param" | "alloc" | "match" | "decl"
-    shape: tuple
-    dtype: str = "float32"
+    shape: tuple | None
+    dtype: str | None = None  # None: float32, or a matched region's dtype
     source: Any = None  # match_buffer: the handle param
     data: Any = None
     strides: tuple = ()
     elem_offset: Any = None
     scope: str = "global"
     align: int = 64
-    offset_factor: int = 1
+    offset_factor: int | None = None  # None: not given (1; a matched region's offset is then 0)
     axis_separators: tuple = ()
     name: str | None = None
 
@@ -154,13 +157,13 @@ class _BufferType:
     def __call__(
         self,
         shape: Any,
-        dtype: str = "float32",
+        dtype: str | None = None,
         data: Any = None,
         strides: Sequence = (),
         elem_offset: Any = None,
         scope: str = "global",
         align: int = 64,
-        offset_factor: int = 1,
+        offset_factor: int | None = None,
         axis_separators: Sequence = (),
         name: str | None = None,
     ) -> BufferSpec:
@@ -182,7 +185,9 @@ class _BufferType:
 Buffer = _BufferType()
 
 
-def _shape(shape: Any) -> tuple:
+def _shape(shape: Any) -> tuple | None:
+    if shape is None:  # a region's match_buffer: its extents (the parser fills them in)
+        return None
     return tuple(shape) if isinstance(shape, tuple | list) else (shape,)
 
 
@@ -414,13 +419,13 @@ def _buffer_spec(
     kind: str,
     param: Any,
     shape: Any,
-    dtype: str = "float32",
+    dtype: str | None = None,
     data: Any = None,
     strides: Sequence = (),
     elem_offset: Any = None,
     scope: str = "global",
     align: int = 64,
-    offset_factor: int = 1,
+    offset_factor: int | None = None,
     axis_separators: Sequence = (),
     name: str | None = None,
 ) -> BufferSpec:
@@ -432,7 +437,18 @@ def _buffer_spec(
     )
 
 
-match_buffer = functools.partial(_buffer_spec, "match")  # (param, shape, dtype, ...)
+def match_buffer(
+    param: Any, shape: Any = None, dtype: str | None = None, *args: Any, **kwargs: Any
+) -> BufferSpec:
+    """`T.match_buffer(a, shape, ...)` of a handle param, or of a region `A[i, 0:16]` in a block.
+
+    A region's shape and dtype default to its extents and its buffer's dtype.
+    """
+    if shape is None and not isinstance(param, BufferRegion | _BufferLoadNode):
+        raise ParseError("T.match_buffer of a handle parameter needs its shape")
+    return _buffer_spec("match", param, shape, dtype, *args, **kwargs)
+
+
 alloc_buffer = functools.partial(_buffer_spec, "alloc", None)
 decl_buffer = functools.partial(_buffer_spec, "decl", None)
 
@@ -581,7 +597,7 @@ def Range(begin: Any, end: Any) -> _RangeNode:
 def call_extern(*args: Any, dtype: str | None = None) -> PrimExpr:
     """`T.call_extern(dtype, name, *args)`, or TVM's `T.call_extern(name, *args, dtype=...)`."""
     dtype, name, rest = _dtype_name_args("call_extern", args, dtype)
-    return Call(DataType(dtype), name, tuple(_arg(a) for a in rest))
+    return Call(_result_dtype(dtype), name, tuple(_arg(a) for a in rest))
 
 
 call_pure_extern = call_extern  # no purity flag here: every extern call is kept in order
@@ -589,7 +605,7 @@ call_pure_extern = call_extern  # no purity flag here: every extern call is kept
 
 def call_intrin(*args: Any, dtype: str | None = None) -> PrimExpr:
     dtype, name, rest = _dtype_name_args("call_intrin", args, dtype)
-    return Call(DataType(dtype), Op.get(name), tuple(_arg(a) for a in rest))
+    return Call(_result_dtype(dtype), Op.get(name), tuple(_arg(a) for a in rest))
 
 
 def _dtype_name_args(what: str, args: tuple, dtype: str | None) -> tuple[str, str, tuple]:
@@ -602,6 +618,11 @@ def _dtype_name_args(what: str, args: tuple, dtype: str | None) -> tuple[str, st
             f'as in T.{what}("float32", "sqrtf", x), got {args[:2]!r}'
         )
     return args[0], args[1], args[2:]
+
+
+def _result_dtype(dtype: str) -> DataType:
+    """A call's result dtype; TVM's "" (void, for calls run for their effect) is a handle here."""
+    return DataType(_op._VOID if dtype == "" else dtype)
 
 
 def _arg(a: Any) -> PrimExpr:
@@ -627,10 +648,27 @@ def _intrinsic(name: str) -> Callable[..., PrimExpr]:
     return call
 
 
+def _builtin(name: str) -> Callable[..., PrimExpr]:
+    """`T.<name>(*args, dtype=None)` for a TVM builtin (tir/op.py's BUILTINS table)."""
+
+    def call(*args: Any, dtype: str | None = None) -> PrimExpr:
+        return _op.call_builtin(name, *args, dtype=dtype)
+
+    call.__name__ = name
+    call.__doc__ = f"TVM's builtin `tir.{_op.BUILTIN_ALIASES.get(name, name)}` (see tir/op.py)."
+    return call
+
+
+_BUILTIN_NAMES = [*_op.BUILTINS, *_op.BUILTIN_ALIASES]
+for _n in _BUILTIN_NAMES:
+    setattr(_mod, _n, _builtin(_n))
+
 _INTRINSIC_NAMES = [
     n[4:]
     for n in Op._registry
-    if n.startswith("tir.") and n not in ("tir.if_then_else", "tir.fabs")
+    if n.startswith("tir.")
+    and n not in ("tir.if_then_else", "tir.fabs")
+    and n[4:] not in _op.BUILTINS
 ]
 for _n in _INTRINSIC_NAMES:
     setattr(_mod, _n, _with_dtype_keyword(_intrinsic(_n)))
@@ -686,4 +724,4 @@ __all__ = [
     "where",
     "writes",
 ]
-__all__ += _DTYPE_NAMES + _INTRINSIC_NAMES  # noqa: PLE0605
+__all__ += _DTYPE_NAMES + _INTRINSIC_NAMES + _BUILTIN_NAMES  # noqa: PLE0605

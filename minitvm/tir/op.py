@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import reduce
 from typing import Any
 
@@ -42,7 +43,7 @@ _INTRINSICS = [
     ("atan2", 2), ("pow", 2), ("fmod", 2), ("isnan", 1), ("isinf", 1), ("isfinite", 1),
     ("fma", 3), ("likely", 1), ("if_then_else", 3), ("bitwise_and", 2), ("bitwise_or", 2),
     ("bitwise_xor", 2), ("bitwise_not", 1), ("shift_left", 2), ("shift_right", 2),
-    ("reinterpret", 1), ("copysign", 2),
+    ("copysign", 2),
 ]
 for _name, _n in _INTRINSICS:
     Op.register("tir." + _name, _n)
@@ -305,3 +306,140 @@ def call_extern(dtype: str, name: str, *args: Any) -> PrimExpr:
 
 def call_intrin(dtype: str, name: str, *args: Any) -> PrimExpr:
     return Call(DataType(dtype), Op.get(name), tuple(as_expr(a) for a in args))
+
+
+# ----------------------------------------------------------------------------- TVM builtins
+# TVM's builtin intrinsics (tensor-core fragments, packed calls, PTX, ...) that TVMScript names
+# as `T.<name>(...)`. They parse and print so TVM's scripts round-trip; codegen lowers the few it
+# knows (codegen/llvm_intrinsics.py, llvm_packed.py) and refuses the others with a BuildError.
+# A rule for the result dtype: a dtype string, "arg0"/"arg1" (that argument's dtype), or
+# "given" (the caller names it: first positional argument or dtype=).
+
+_VOID = "handle"  # TVM's void calls (dtype ""): minitvm has no void dtype; the value is unused
+
+
+@dataclass(frozen=True)
+class Builtin:
+    """One TVM builtin: its result dtype rule and whether it only computes a value."""
+
+    name: str
+    result: str
+    pure: bool = False
+
+
+def _builtins(result: str, names: str, pure: bool = False) -> list[Builtin]:
+    return [Builtin(n, result, pure) for n in names.split()]
+
+
+BUILTINS: dict[str, Builtin] = {
+    b.name: b
+    for b in [
+        *_builtins(
+            "handle",
+            "tvm_access_ptr tvm_stack_make_shape tvm_stack_make_array tvm_stack_alloca "
+            "tvm_load_matrix_sync tvm_mma_sync tvm_bmma_sync tvm_fill_fragment "
+            "tvm_store_matrix_sync tvm_thread_allreduce tvm_tuple tvm_throw_last_error "
+            "lookup_param start_profile_intrinsic end_profile_intrinsic "
+            "make_filled_simdgroup_matrix simdgroup_load simdgroup_store "
+            "simdgroup_multiply_accumulate TVMBackendAllocWorkspace anylist_getitem",
+        ),
+        *_builtins("handle", "address_of", pure=True),
+        *_builtins(
+            "int32",
+            "tvm_call_packed tvm_call_cpacked tvm_call_packed_lowered tvm_call_cpacked_lowered "
+            "tvm_check_return tvm_struct_set tvm_storage_sync TVMBackendFreeWorkspace "
+            "anylist_resetitem anylist_setitem_call_packed anylist_setitem_call_cpacked",
+        ),
+        *_builtins(
+            "int32", "undef q_multiply_shift q_multiply_shift_per_axis vscale clz dp4a", pure=True
+        ),
+        *_builtins("bool", "assume isnullptr", pure=True),
+        *_builtins("uint32", "tvm_warp_activemask"),
+        *_builtins(
+            _VOID,
+            "ptx_commit_group ptx_wait_group ptx_cp_async_barrier ptx_init_barrier_thread_count "
+            "ptx_arrive_barrier ptx_arrive_barrier_expect_tx ptx_wait_barrier create_barriers",
+        ),
+        *_builtins("arg0", "tvm_thread_invariant", pure=True),
+        *_builtins("arg0", "popcount nextafter hypot ldexp acosh asinh atanh", pure=True),
+        *_builtins("arg1", "tvm_warp_shuffle tvm_warp_shuffle_up tvm_warp_shuffle_down"),
+        *_builtins(
+            "given", "type_annotation reinterpret vectorlow vectorhigh vectorcombine", pure=True
+        ),
+        *_builtins(
+            "given",
+            "tvm_struct_get ptx_mma ptx_mma_sp ptx_ldmatrix ptx_cp_async ptx_cp_async_bulk "
+            "mma_store mma_fill get_active_lane_mask",
+        ),
+    ]
+}
+# TVMScript spellings that name the same builtin
+BUILTIN_ALIASES = {
+    "call_packed": "tvm_call_packed",
+    "call_cpacked": "tvm_call_cpacked",
+    "call_packed_lowered": "tvm_call_packed_lowered",
+    "call_cpacked_lowered": "tvm_call_cpacked_lowered",
+}
+for _b in BUILTINS.values():
+    if "tir." + _b.name not in Op._registry:  # packed.py may have registered it already
+        Op.register("tir." + _b.name, -1, pure=_b.pure)
+
+
+def builtin_dtype(name: str, args: tuple) -> DataType | None:
+    """The result dtype `name`'s rule gives for `args`; None when the caller must name it."""
+    rule = BUILTINS[name].result
+    if rule == "given":
+        return None
+    if rule.startswith("arg"):
+        k = int(rule[3:])
+        return args[k].dtype if len(args) > k else None
+    return DataType(rule)
+
+
+def call_builtin(name: str, *args: Any, dtype: str | DataType | None = None) -> PrimExpr:
+    """`Call` of TVM builtin `name`; `dtype` must agree with the rule (or name a "given" one)."""
+    name = BUILTIN_ALIASES.get(name, name)
+    if BUILTINS[name].result == "given" and dtype is None:
+        if not args or not isinstance(args[0], str | DataType):
+            raise DTypeError(
+                f'T.{name} needs its result dtype: T.{name}("float32", ...) or dtype="float32"'
+            )
+        dtype, args = args[0], args[1:]
+    exprs = tuple(_builtin_arg(a) for a in args)
+    rule = builtin_dtype(name, exprs)
+    want = DataType(_VOID if dtype == "" else dtype) if dtype is not None else rule
+    if want is None:
+        raise DTypeError(
+            f"T.{name} takes its result dtype from argument {BUILTINS[name].result[3:]}, "
+            f"but only {len(exprs)} arguments were given"
+        )
+    if rule is not None and want != rule:
+        raise DTypeError(
+            f"T.{name} computes {rule}, but dtype={str(want)!r} was given; drop dtype= "
+            f"or cast the result"
+        )
+    if name == "reinterpret":
+        _check_reinterpret(want, exprs)
+    return Call(want, Op.get(name), exprs)
+
+
+def _builtin_arg(a: Any) -> PrimExpr:
+    from .expr import StringImm
+
+    return StringImm(a) if isinstance(a, str) else as_expr(a)
+
+
+def _check_reinterpret(dtype: DataType, args: tuple) -> None:
+    if len(args) != 1:
+        raise DTypeError(f"reinterpret takes one value, got {len(args)}")
+    src = args[0].dtype
+    if src.bits * src.lanes != dtype.bits * dtype.lanes:
+        raise DTypeError(
+            f"reinterpret of {src} as {dtype}: the sizes differ ({src.bits * src.lanes} vs "
+            f"{dtype.bits * dtype.lanes} bits); reinterpret keeps the bits, so they must match"
+        )
+
+
+def reinterpret(dtype: str | DataType, value: Any) -> PrimExpr:
+    """The bits of `value` read as `dtype` (same total width), as TVM's tir.reinterpret."""
+    return call_builtin("reinterpret", dtype, value)

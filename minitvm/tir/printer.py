@@ -59,6 +59,7 @@ from .expr import (
 )
 from .function import PrimFunc
 from .functor import Visitor, allows_deep_recursion, post_order_visit
+from .op import BUILTINS, builtin_dtype
 from .stmt import (
     Allocate,
     AssertStmt,
@@ -77,6 +78,7 @@ from .stmt import (
     SeqStmt,
     Stmt,
     While,
+    regions_over_sources,
 )
 
 INDENT = "    "
@@ -168,6 +170,13 @@ class _Names:
         self.used.add(name)
         self.by_id[id(obj)] = name
         self.keep.append(obj)
+        if isinstance(obj, Buffer):  # the parser reads `B.data`, `B.elem_offset` as B's own
+            own = {"data": obj.data, "elem_offset": obj.elem_offset}
+            own.update({f"strides[{k}]": st for k, st in enumerate(obj.strides)})
+            for field, v in own.items():
+                if isinstance(v, Var) and id(v) not in self.by_id:
+                    self.by_id[id(v)] = f"{name}.{field}"
+                    self.keep.append(v)
         return name
 
     def release(self, objs: Iterable[Any]) -> None:
@@ -278,7 +287,9 @@ class _ExprPrinter:
     # -- operators
     def _binop(self, e: Any) -> tuple[str, int]:
         op, prec = _BINOPS[type(e)]
-        if prec == _CMP_PREC:  # comparisons chain in Python: parenthesise both sides
+        if isinstance(e.a, IntImm) and isinstance(e.b, IntImm):
+            lhs = self._value(e.a)  # typed: two bare literals would fold in Python when parsed
+        elif prec == _CMP_PREC:  # comparisons chain in Python: parenthesise both sides
             lhs = self._paren(e.a, lambda p: p <= prec)
         else:
             lhs = self._paren(e.a, lambda p: p < prec)
@@ -324,11 +335,20 @@ class _ExprPrinter:
             sep = ", " if args else ""
             return f'T.call_extern("{e.dtype}", "{e.op}"{sep}{args})', _ATOM
         name = e.op.name
+        if name[4:] in BUILTINS:
+            return self._builtin(e, args)
         spelled = _OP_SPELLING.get(name, "T." + name[4:] if name.startswith("tir.") else None)
         if spelled is None or not _call_dtype_is_default(e):
             sep = ", " if args else ""
             return f'T.call_intrin("{e.dtype}", "{name}"{sep}{args})', _ATOM
         return f"{spelled}({args})", _ATOM
+
+    def _builtin(self, e: Call, args: str) -> tuple[str, int]:
+        """`T.<builtin>(args)`, with `dtype=` where its rule does not give the call's dtype."""
+        name = e.op.name[4:]
+        if builtin_dtype(name, e.args) != e.dtype:
+            args += (", " if args else "") + f'dtype="{e.dtype}"'
+        return f"T.{name}({args})", _ATOM
 
     # -- pieces shared with statements
     def tuple_expr(self, xs: Iterable[Any]) -> str:
@@ -460,6 +480,11 @@ class _FreeVars(Visitor):
         self.defined.add(id(b.data))
         self.generic_visit(b)
 
+    def visit_MatchBufferRegion(self, m: MatchBufferRegion) -> None:
+        own = (m.buffer.elem_offset, *m.buffer.strides)
+        self.defined.update(id(v) for v in own if isinstance(v, Var))
+        self.generic_visit(m)
+
     def free(self) -> list[Var]:
         return [v for k, v in self.seen.items() if k not in self.defined]
 
@@ -552,7 +577,9 @@ class TIRPrinter(_ExprPrinter):
             declared = _declared_buffers(decl.body) | {id(decl.buffer)}
             for buf in _buffers_over(s.buffer_var, decl.body):
                 if id(buf) not in declared:
-                    self.emit(f"{self.names.get(buf)} = {self.buffer_decl('T.Buffer', buf, data=True)}")
+                    self.emit(
+                        f"{self.names.get(buf)} = {self.buffer_decl('T.Buffer', buf, data=True)}"
+                    )
             return decl.body
         declared = _declared_buffers(s.body)
         views = [b for b in _buffers_over(s.buffer_var, s.body) if id(b) not in declared]
@@ -582,7 +609,7 @@ class TIRPrinter(_ExprPrinter):
         loops = [s]
         while _grid_foldable(loops[-1]) and isinstance(loops[-1].body, For):
             nxt = loops[-1].body
-            if not _grid_foldable(nxt) or id(nxt) in self.marks:
+            if not _grid_foldable(nxt) or id(nxt) in self.marks or _uses_loop_vars(nxt, loops):
                 break
             loops.append(nxt)
         for loop in loops:
@@ -618,7 +645,7 @@ class TIRPrinter(_ExprPrinter):
         self.block_iters(s)
         if not _is_true(s.predicate):
             self.emit(f"T.where({self.expr(s.predicate)})")
-        reads, writes = infer_access_regions(block)
+        reads, writes = (regions_over_sources(block, r) for r in infer_access_regions(block))
         if not (_regions_equal(reads, block.reads) and _regions_equal(writes, block.writes)):
             self.emit(f"T.reads({', '.join(self.region(r) for r in block.reads)})")
             self.emit(f"T.writes({', '.join(self.region(r) for r in block.writes)})")
@@ -640,7 +667,7 @@ class TIRPrinter(_ExprPrinter):
         for mb in block.match_buffers:
             name = self.names.fresh(mb.buffer, mb.buffer.name)
             self.emit(
-                f"{name} = T.match_buffer({self.region(mb.source)}, {self.buffer_args(mb.buffer)})"
+                f"{name} = T.match_buffer({self.region(mb.source)}, {self.buffer_args(mb.buffer, matched=True)})"
             )
 
     def block_iters(self, s: BlockRealize) -> None:
@@ -680,21 +707,44 @@ class TIRPrinter(_ExprPrinter):
         return True
 
     # -- buffers
-    def buffer_args(self, buf: Buffer) -> str:
+    def buffer_args(self, buf: Buffer, matched: bool = False) -> str:
+        """Arguments of a buffer declaration; `matched`: a block's T.match_buffer, whose
+        variable offset and strides the parser creates (printed as offset_factor= and names)."""
         shape = self.tuple_expr(buf.shape)
         args = [shape, f'"{buf.dtype}"']
+        own_offset = matched and self._owned(buf, buf.elem_offset, "elem_offset")
         for f, kw in _BUFFER_KWARG.items():
             value = getattr(buf, f)
             if f == "elem_offset":
-                if isinstance(value, IntImm) and value.value == 0 and value.dtype == "int32":
+                if own_offset or (
+                    isinstance(value, IntImm) and value.value == 0 and value.dtype == "int32"
+                ):
                     continue
+            elif f == "offset_factor" and own_offset:
+                pass  # printed even when 1: it is what makes the parser create the offset var
             elif value == _BUFFER_DEFAULTS[f]:
                 continue
-            text = self.tuple_expr(value) if isinstance(value, tuple) else self._value(value)
+            if f == "strides" and matched:
+                text = self._matched_strides(buf)
+            else:
+                text = self.tuple_expr(value) if isinstance(value, tuple) else self._value(value)
             args.append(f"{kw}={text}")
         if self.names.get(buf) != buf.name:
             args.append(f"name={_q(buf.name)}")
         return ", ".join(args)
+
+    def _owned(self, buf: Buffer, v: Any, field: str) -> bool:
+        """Whether var `v` is `buf`'s own (named `B.elem_offset` / `B.strides[k]`)."""
+        return isinstance(v, Var) and self.names.get(v).startswith(f"{self.names.get(buf)}.{field}")
+
+    def _matched_strides(self, buf: Buffer) -> str:
+        """Strides of a matched buffer; its own stride vars print as new names ("B_s0")."""
+        name = self.names.get(buf)
+        items = [
+            _q(f"{name}_s{k}") if self._owned(buf, st, "strides") else self.expr(st)
+            for k, st in enumerate(buf.strides)
+        ]
+        return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
 
     def buffer_decl(self, fn: str, buf: Buffer, data: bool = False) -> str:
         extra = f", data={self.names.get(buf.data)}" if data else ""
@@ -715,7 +765,8 @@ class TIRPrinter(_ExprPrinter):
             buf = func.buffer_map.get(p)
             if buf is not None:
                 self.names.fresh(buf, buf.name)
-                plain[id(p)] = _buffer_is_plain(buf) and _shape_vars_ok(buf, func.params)
+                earlier = func.params[: func.params.index(p)]
+                plain[id(p)] = _buffer_is_plain(buf) and _shape_vars_ok(buf, earlier)
         params = []
         for p in func.params:
             buf = func.buffer_map.get(p)
@@ -762,8 +813,21 @@ def _grid_foldable(s: For) -> bool:
     )
 
 
+def _uses_loop_vars(loop: For, outer: list[For]) -> bool:
+    """Whether `loop`'s extent uses one of `outer`'s vars (T.grid cannot express that)."""
+    names = {id(o.loop_var) for o in outer}
+    found = False
+
+    def check(n: Any) -> None:
+        nonlocal found
+        found = found or (isinstance(n, Var) and id(n) in names)
+
+    post_order_visit(loop.extent, check)
+    return found
+
+
 def _shape_vars_ok(buf: Buffer, params: tuple) -> bool:
-    """Shapes in a `T.Buffer(...)` annotation may use only constants and scalar params."""
+    """Shapes in a `T.Buffer(...)` annotation may use only constants and earlier scalar params."""
     allowed = {id(p) for p in params}
     ok = True
 

@@ -211,6 +211,11 @@ class Block(Stmt):
     alloc_buffers: tuple = ()
     match_buffers: tuple = ()
     annotations: FrozenDict = FrozenDict()
+    # compared definitions first: the body may use a matched buffer's `B.data` before any B[...]
+    _structural_order = (
+        "iter_vars", "alloc_buffers", "match_buffers", "reads", "writes", "name_hint", "init",
+        "body", "annotations",
+    )  # fmt: skip
 
     def __post_init__(self):
         for field in ("iter_vars", "reads", "writes", "alloc_buffers", "match_buffers"):
@@ -260,3 +265,22 @@ def region_from_slices(buffer: Buffer, indices: tuple) -> BufferRegion:
         else:
             ranges.append(Range(_lift(idx), 1))
     return BufferRegion(buffer, tuple(ranges))
+
+
+def regions_over_sources(block: Block, regions: tuple) -> tuple:
+    """`regions` with each of `block`'s matched buffers replaced by the region it matches.
+
+    An access of a `T.match_buffer` view is an access of its source region; outside the block
+    only the source buffer exists. Duplicates (two views of one region) are dropped.
+    """
+    if not block.match_buffers:
+        return regions
+    from ..ir.structural import structural_equal
+
+    source = {id(m.buffer): m.source for m in block.match_buffers}
+    out: list[BufferRegion] = []
+    for r in regions:
+        r = source.get(id(r.buffer), r)
+        if not any(r is o or structural_equal(r, o) for o in out):
+            out.append(r)
+    return tuple(out)
