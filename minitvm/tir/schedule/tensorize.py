@@ -15,9 +15,9 @@ from typing import Any
 
 from ...ir.node import FrozenDict, Node, field_names
 from ..buffer import Buffer
-from ..expr import BufferLoad, IntImm, PrimExpr, Range, Var
+from ..expr import BufferLoad, Call, IntImm, PrimExpr, Range, Var
 from ..function import PrimFunc
-from ..functor import Mutator
+from ..functor import Mutator, post_order_visit
 from ..stmt import Block, BlockRealize, BufferRegion, BufferStore, For, MatchBufferRegion
 from .common import analyzer, const_int, schedule_error
 from .tree import uses_var
@@ -71,6 +71,11 @@ class _Matcher:
             self.buffer(a.buffer, b.buffer)
             self.indices(a.buffer, a.indices, b.indices)
             return
+        if _index_like(a) and _index_like(b) and a.dtype == b.dtype:
+            # integer arithmetic of iterators: equal values are enough (i % 8 is i for i < 8)
+            if not self.ana.can_prove_equal(a, _Rebind(self.vars).visit(b)):
+                raise _Mismatch(f"{a} where the description has {b}")
+            return
         if type(a) is not type(b):
             raise _Mismatch(f"{a} ({type(a).__name__}) where the description has {b}")
         if isinstance(b, Node):
@@ -90,6 +95,21 @@ class _Matcher:
         self.buffer(a.buffer, b.buffer)
         self.indices(a.buffer, a.indices, b.indices)
         self.expr(a.value, b.value)
+
+
+def _index_like(e: Any) -> bool:
+    """An integer expression over variables and constants only (no loads, no calls)."""
+    if not isinstance(e, PrimExpr) or not e.dtype.is_int:
+        return False
+    ok = True
+
+    def visit(node: Any) -> None:
+        nonlocal ok
+        if isinstance(node, BufferLoad | Call):
+            ok = False
+
+    post_order_visit(e, visit)
+    return ok
 
 
 class _Rebind(Mutator):
@@ -137,6 +157,8 @@ def _match(func: PrimFunc, outer: Block, desc: PrimFunc) -> _Matcher:
             m.expr(va, vb)
             m.vars[id(iv_b.var)] = iv_a.var
         m.inner_ids |= {id(iv.var) for iv in a_blk.iter_vars}
+        for iv in a_blk.iter_vars:  # offsets simplify within the tile: (8o + i) // 8 - i // 8 -> o
+            m.ana.bind(iv.var, iv.dom)
         m.expr(our_inner.predicate, desc_inner.predicate)
         if a_blk.init is not None or b_blk.init is not None:
             raise _Mismatch("the inner block has an init statement; decompose_reduction first")
