@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..expr import Add, IntImm, IterType, IterVar, Mul, PrimExpr, Range, Sub, Var
+from ..expr import Add, IntImm, IterType, IterVar, Max, Min, Mul, PrimExpr, Range, Sub, Var
 from ..function import PrimFunc
 from ..functor import Mutator
-from ..stmt import Block, BlockRealize, BufferRegion, For
+from ..stmt import Block, BlockRealize, BufferRegion, For, SeqStmt, seq
 from .common import analyzer, const_int, is_one, schedule_error, unique_name
 from .tree import Path, loops_above, replace_stmt, uses_var
 
@@ -208,12 +208,27 @@ def blockize_loop(
     return replace_stmt(func, loop, new), new
 
 
-def blockize_realize(
-    func: PrimFunc, loop: For, path: Path, preserve_unit_iters: bool
-) -> BlockRealize:
-    """The outer BlockRealize that replaces `loop` (see the module docstring)."""
-    inner_loops, realize = single_block_under(func, loop, "blockize")
-    outer_loops = loops_above(path)
+class _Split:
+    """A block divided at a loop: the outer iterators and the inner block realize."""
+
+    def __init__(self, outer_ivs, outer_values, inner, sub, dom, outer_pred):
+        self.outer_ivs, self.outer_values, self.inner = outer_ivs, outer_values, inner
+        self.sub, self.dom, self.outer_pred = sub, dom, outer_pred
+
+
+def _split_block(
+    func: PrimFunc,
+    realize: BlockRealize,
+    inner_loops: list[For],
+    outer_loops: list[For],
+    preserve_unit_iters: bool,
+    shared: _Split | None = None,
+) -> _Split:
+    """Divide `realize` between `outer_loops` and `inner_loops` (those below the division).
+
+    With `shared`, the outer iterators are those of another block of the same outer block,
+    and this block's outer bindings must be the same.
+    """
     block = realize.block
     ana = analyzer([*outer_loops, *inner_loops])
     unit = {}
@@ -233,12 +248,24 @@ def blockize_realize(
             "both outside and inside the blockized loop",
             block,
         )
+    if shared is not None and len(shared.outer_ivs) != len(divisions):
+        raise _shared_error(func, block, "a different number of iterators")
     inner_pred = uses_var(realize.predicate, inner_ids)
     outer_ivs, outer_values, inner_ivs, inner_values = [], [], [], []
     vmap: dict[int, PrimExpr] = {}
-    for iv, d in zip(block.iter_vars, divisions):
-        o_var = Var(f"{iv.var.name}_o", iv.var.dtype)
-        outer_ivs.append(IterVar(Range(IntImm(iv.var.dtype, 0), d.outer_ext), o_var, iv.iter_type))
+    for k, (iv, d) in enumerate(zip(block.iter_vars, divisions)):
+        if shared is None:
+            o_var = Var(f"{iv.var.name}_o", iv.var.dtype)
+            o_iv = IterVar(Range(IntImm(iv.var.dtype, 0), d.outer_ext), o_var, iv.iter_type)
+        else:
+            o_iv = shared.outer_ivs[k]
+            o_var = o_iv.var
+            same = ana.can_prove_equal(o_iv.dom.extent, d.outer_ext) and ana.can_prove_equal(
+                shared.outer_values[k], d.outer
+            )
+            if not same:
+                raise _shared_error(func, block, f"outer binding {d.outer} for iterator {k}")
+        outer_ivs.append(o_iv)
         outer_values.append(d.outer)
         if is_one(d.inner_ext):
             both_unit = is_one(d.outer_ext) and not preserve_unit_iters
@@ -248,48 +275,162 @@ def blockize_realize(
         inner_ivs.append(IterVar(Range(IntImm(iv.var.dtype, 0), d.inner_ext), i_var, iv.iter_type))
         inner_values.append(d.inner)
         vmap[id(iv.var)] = i_var if is_one(d.outer_ext) else o_var * d.inner_ext + i_var
-    for iv in inner_ivs:
-        ana.bind(iv.var, iv.dom)
-    for iv in outer_ivs:
+    for iv in [*inner_ivs, *outer_ivs]:
         ana.bind(iv.var, iv.dom)
     sub = subst_simplify(block, vmap, ana)
     outer_reduce = any(iv.iter_type == IterType.CommReduce for iv in outer_ivs)
     reads = sub.writes + sub.reads if (sub.init is not None and outer_reduce) else sub.reads
-    true = IntImm("bool", 1)
     inner = BlockRealize(
         tuple(inner_values),
-        realize.predicate if inner_pred else true,
+        realize.predicate if inner_pred else IntImm("bool", 1),
         sub.replace(iter_vars=tuple(inner_ivs), init=None, reads=reads),
     )
-    body: Any = inner
-    for f in reversed(inner_loops):
-        body = f.replace(body=body)
     dom = {iv.var: iv.dom for iv in inner_ivs}
-    name = unique_name(func, f"{block.name_hint}_o")
+    outer_pred = IntImm("bool", 1) if inner_pred else realize.predicate
+    return _Split(outer_ivs, outer_values, inner, sub, dom, outer_pred)
+
+
+def _shared_error(func: PrimFunc, block: Block, what: str) -> Exception:
+    return schedule_error(
+        func,
+        f"blockize: block '{block.name_hint}' has {what} unlike the first block; blocks "
+        "blockized together must share their outer iteration space",
+        block,
+    )
+
+
+def _wrap(stmt: Any, loops: list[For]) -> Any:
+    for f in reversed(loops):
+        stmt = f.replace(body=stmt)
+    return stmt
+
+
+def blockize_realize(
+    func: PrimFunc, loop: For, path: Path, preserve_unit_iters: bool
+) -> BlockRealize:
+    """The outer BlockRealize that replaces `loop` (see the module docstring)."""
+    inner_loops, realize = single_block_under(func, loop, "blockize")
+    split = _split_block(func, realize, inner_loops, loops_above(path), preserve_unit_iters)
+    block, sub = realize.block, split.sub
     init = None
     if sub.init is not None:
-        init = _outer_init(sub.init, inner, inner_loops, f"{block.name_hint}_init")
+        init = _outer_init(sub.init, split.inner, inner_loops, f"{block.name_hint}_init")
     outer_block = Block(
-        tuple(outer_ivs),
-        relax_regions(sub.reads, dom),
-        relax_regions(sub.writes, dom),
-        name,
-        body,
+        tuple(split.outer_ivs),
+        relax_regions(sub.reads, split.dom),
+        relax_regions(sub.writes, split.dom),
+        unique_name(func, f"{block.name_hint}_o"),
+        _wrap(split.inner, inner_loops),
         init=init,
     )
-    return BlockRealize(
-        tuple(outer_values), true if inner_pred else realize.predicate, outer_block
+    return BlockRealize(tuple(split.outer_values), split.outer_pred, outer_block)
+
+
+def union_regions(regions: list) -> tuple:
+    """One region per buffer (in order of first appearance) covering all of its regions."""
+    ana = analyzer()
+    order: list = []
+    hulls: dict[int, list] = {}
+    for region in regions:
+        key = id(region.buffer)
+        bounds = [(r.min, r.min + r.extent) for r in region.region]
+        if key not in hulls:
+            order.append(region.buffer)
+            hulls[key] = bounds
+            continue
+        hulls[key] = [
+            (ana.simplify(Min(lo, lo2)), ana.simplify(Max(hi, hi2)))
+            for (lo, hi), (lo2, hi2) in zip(hulls[key], bounds)
+        ]
+    return tuple(
+        BufferRegion(b, tuple(Range(lo, ana.simplify(hi - lo)) for lo, hi in hulls[id(b)]))
+        for b in order
     )
 
 
-__all__ = ["blockize_loop", "blockize_realize", "single_block_under", "subst_simplify"]
+def _lca_items(func: PrimFunc, located: list) -> tuple[Any, list[int]]:
+    """The statement list holding every block's subtree, and each subtree's position in it."""
+    paths = [path + (r,) for r, path in located]
+    depth = 0
+    while all(len(p) > depth + 1 for p in paths) and all(
+        p[depth] is paths[0][depth] for p in paths
+    ):
+        depth += 1
+    # paths[.][depth - 1] is the deepest common ancestor: it must be a list of statements
+    seq_node = paths[0][depth - 1]
+    if not isinstance(seq_node, SeqStmt):
+        raise schedule_error(
+            func, "blockize: the blocks must be in different statements of one statement list"
+        )
+    items = [next(k for k, s in enumerate(seq_node.seq) if s is p[depth]) for p in paths]
+    if len(set(items)) != len(items):
+        raise schedule_error(func, "blockize: two of the blocks are under the same statement")
+    if sorted(items) != list(range(min(items), max(items) + 1)):
+        raise schedule_error(
+            func, "blockize: the blocks' statements must be consecutive in their statement list"
+        )
+    return seq_node, items
 
 
-def blockize_blocks(func: PrimFunc, located: list, preserve_unit_iters: bool) -> Any:
-    """blockize of a list of blocks (TVM's `outer_<names>_` block) is not implemented yet."""
-    names = [r.block.name_hint for r, _ in located]
-    raise schedule_error(
-        func,
-        f"blockize: a list of blocks ({names}) is not supported yet; blockize the loop above "
-        "them instead when they share one loop nest",
+def blockize_blocks(func: PrimFunc, located: list, preserve_unit_iters: bool) -> tuple:
+    """`func` with the blocks' subtrees (consecutive statements of one list) made into one
+    block `outer_<names>_`; returns it and that block's name."""
+    if not located:
+        raise schedule_error(func, "blockize: pass at least one block")
+    seq_node, items = _lca_items(func, located)
+    ordered = [located[k] for k in sorted(range(len(items)), key=items.__getitem__)]
+    shared = None
+    nests, reads, writes, names = [], [], [], []
+    for r, path in ordered:
+        loops = [f for f in path[path.index(seq_node) + 1 :] if isinstance(f, For)]
+        chain_ok = all(
+            a.body is b for a, b in zip([*loops], [*loops[1:], r])
+        ) and len(path) - path.index(seq_node) - 1 == len(loops)
+        if not chain_ok:
+            raise schedule_error(
+                func,
+                f"blockize: block '{r.block.name_hint}' must sit under a chain of loops below "
+                "the blocks' common statement list",
+                r.block,
+            )
+        outer_loops = _outer_loops(path, seq_node)
+        split = _split_block(func, r, loops, outer_loops, preserve_unit_iters, shared)
+        if split.sub.init is not None and any(
+            iv.iter_type == IterType.CommReduce for iv in split.outer_ivs
+        ):
+            raise schedule_error(
+                func,
+                f"blockize: block '{r.block.name_hint}' reduces over an outer iterator; blockize "
+                "it alone",
+                r.block,
+            )
+        shared = shared or split
+        nests.append(_wrap(split.inner, loops))
+        reads += relax_regions(split.sub.reads, split.dom)
+        writes += relax_regions(split.sub.writes, split.dom)
+        names.append(r.block.name_hint)
+    name = unique_name(func, "outer_" + "".join(f"{n}_" for n in names))
+    outer = BlockRealize(
+        tuple(shared.outer_values),
+        shared.outer_pred,
+        Block(tuple(shared.outer_ivs), union_regions(reads), union_regions(writes), name,
+              seq(*nests)),
     )
+    first = min(items)
+    kept = [s for k, s in enumerate(seq_node.seq) if k not in items]
+    kept.insert(first, outer)
+    return replace_stmt(func, seq_node, seq(*kept)), name
+
+
+def _outer_loops(path: Path, seq_node: Any) -> list[For]:
+    """Loops between the innermost enclosing block and the statement list (outer space)."""
+    return loops_above(path[: path.index(seq_node)])
+
+
+__all__ = [
+    "blockize_blocks",
+    "blockize_loop",
+    "blockize_realize",
+    "single_block_under",
+    "subst_simplify",
+]

@@ -145,10 +145,38 @@ def test_blockize_needs_a_single_block_under_the_loop():
         sch.blockize(a)
 
 
-def test_blockize_of_block_list_is_refused_clearly():
+def test_blockize_block_list_makes_one_outer_block():
     sch = tir.Schedule(two_maps)
-    with pytest.raises(ScheduleError, match="a list of blocks .* is not supported yet"):
-        sch.blockize([sch.get_block("P"), sch.get_block("Q")])
+    outer = sch.blockize([sch.get_block("P"), sch.get_block("Q")], preserve_unit_iters=False)
+    blk = sch.get(outer)
+    assert blk.name_hint == "outer_P_Q_"
+    assert [r.buffer.name for r in blk.writes] == ["P", "Q"]
+    x = np.random.rand(16, 16).astype("float32")
+    _, p, q = _run(sch.mod["main"], x, np.zeros_like(x), np.zeros_like(x))
+    np.testing.assert_allclose(p, x + 1, rtol=1e-6)
+    np.testing.assert_allclose(q, x.T * 2, rtol=1e-6)
+    _replays(sch, two_maps)
+
+
+def test_blockize_block_list_needs_consecutive_statements():
+    @T.prim_func
+    def three(X: T.Buffer((8,), "float32"), Y: T.Buffer((8,), "float32")):
+        for a in range(8):
+            with T.block("P"):
+                va = T.axis.remap("S", [a])
+                Y[va] = X[va]
+        for a in range(8):
+            with T.block("Q"):
+                va = T.axis.remap("S", [a])
+                Y[va] = Y[va] + X[va]
+        for a in range(8):
+            with T.block("R"):
+                va = T.axis.remap("S", [a])
+                Y[va] = Y[va] * X[va]
+
+    sch = tir.Schedule(three)
+    with pytest.raises(ScheduleError, match="must be consecutive"):
+        sch.blockize([sch.get_block("P"), sch.get_block("R")])
 
 
 # ------------------------------------------------------------------ tensorize
@@ -348,3 +376,47 @@ def test_annotate_buffer_access_checks_its_arguments():
 def test_builtin_intrinsics_are_registered():
     for name in ("dot_16x4_vnni", "dot_16x4_avx512", "dot_4x4_i8i8s32_sdot", "sdot4", "dp4a_s8s8s32"):
         assert tir.TensorIntrin.get(name) is not None
+
+
+@T.prim_func
+def _phase_desc(x: T.handle, y: T.handle):
+    X = T.match_buffer(x, (4,), "float32", offset_factor=1)
+    Y = T.match_buffer(y, (4,), "float32", offset_factor=1)
+    with T.block("root"):
+        T.reads(X[0:4])
+        T.writes(Y[0:4])
+        for i in range(4):
+            with T.block("phase"):
+                vi = T.axis.remap("S", [i])
+                Y[vi] = X[vi] + T.Cast("float32", vi % 4)
+
+
+@T.prim_func
+def _phase_impl(x: T.handle, y: T.handle):
+    X = T.match_buffer(x, (4,), "float32", offset_factor=1)
+    Y = T.match_buffer(y, (4,), "float32", offset_factor=1)
+    with T.block("root"):
+        T.reads(X[0:4])
+        T.writes(Y[0:4])
+        for i in T.unroll(4):
+            Y[i] = X[i] + T.Cast("float32", i)
+
+
+tir.TensorIntrin.register("prims_a_test_phase", _phase_desc, _phase_impl, override=True)
+
+
+def test_tensorize_matches_iterator_arithmetic_by_value():
+    @T.prim_func
+    def phase(X: T.Buffer((16,), "float32"), Y: T.Buffer((16,), "float32")):
+        for v in range(16):
+            with T.block("phase"):
+                vv = T.axis.remap("S", [v])
+                Y[vv] = X[vv] + T.Cast("float32", vv % 4)
+
+    sch = tir.Schedule(phase)
+    (v,) = sch.get_loops(sch.get_block("phase"))
+    _, vi = sch.split(v, factors=[None, 4])
+    sch.tensorize(vi, "prims_a_test_phase")  # (4*o + i) % 4 in the tile is the desc's i % 4
+    x = np.random.rand(16).astype("float32")
+    got = _run(sch.mod["main"], x, np.zeros_like(x))[1]
+    np.testing.assert_allclose(got, x + np.arange(16) % 4, rtol=1e-6)
