@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 from ...error import ScheduleError
 from ..expr import FloatImm, IntImm, PrimExpr, StringImm, Var
+from .trace_lambda import is_index_function, lambda_source
 
 _ids = itertools.count()
 
@@ -391,15 +392,15 @@ def render(value: Any) -> str:
         return _render_float(float(value.value))
     if isinstance(value, StringImm):
         return render(value.value)
-    if isinstance(value, list):
+    if isinstance(value, list | tuple):  # both are TVM Arrays: they print (and replay) as lists
         return "[" + ", ".join(render(v) for v in value) + "]"
-    if isinstance(value, tuple):
-        return "(" + ", ".join(render(v) for v in value) + ("," if len(value) == 1 else "") + ")"
     if isinstance(value, dict):
         return "{" + ", ".join(f"{render(k)}: {render(v)}" for k, v in value.items()) + "}"
     for cls, fn in _RENDERERS:
         if isinstance(value, cls):
             return fn(value)
+    if is_index_function(value):
+        return lambda_source(value)
     if isinstance(value, PrimExpr):
         return str(value)
     return repr(value)

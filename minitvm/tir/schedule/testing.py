@@ -17,6 +17,7 @@ from ...ir.node import FrozenDict
 from ...ir.structural import assert_structural_equal
 from ..function import PrimFunc
 from .instruction import kind_by_method
+from .trace_lambda import TraceLambda
 
 
 def _without_global_symbol(x: Any) -> Any:
@@ -119,6 +120,8 @@ class _PythonTraceReplayer:
             return [self._value(e) for e in node.elts]
         if isinstance(node, ast.Tuple):
             return tuple(self._value(e) for e in node.elts)
+        if isinstance(node, ast.Lambda):
+            return TraceLambda(node, ast.unparse(node))
         if isinstance(node, ast.Dict):
             return {self._value(k): self._value(v) for k, v in zip(node.keys, node.values)}
         raise self._fail(node, f"{type(node).__name__} is not a trace value")

@@ -22,6 +22,7 @@ from .instruction import (
     map_rvs,
     rv_prefix,
 )
+from .trace_lambda import TraceLambda, is_index_function, lambda_source
 
 
 class _Namer:
@@ -253,6 +254,8 @@ def _value_to_json(value: Any, inst: Any) -> Any:
     for tag, (cls, encode, _) in _CODECS.items():
         if isinstance(value, cls):
             return {"__codec__": tag, "data": encode(value)}
+    if is_index_function(value):
+        return {"__codec__": "lambda", "data": lambda_source(value)}
     raise ScheduleError(
         f"trace.as_json: instruction {inst} holds a {type(value).__name__} ({value!r}) that has "
         "no JSON form; register one with tir.schedule.trace.register_json_codec"
@@ -282,6 +285,8 @@ def _value_from_json(value: Any, where: str) -> Any:
     if isinstance(value, list | tuple):
         return [_value_from_json(v, where) for v in value]
     if isinstance(value, dict):
+        if value.get("__codec__") == "lambda" and isinstance(value.get("data"), str):
+            return TraceLambda.parse(value["data"])
         if "__codec__" in value:
             codec = _CODECS.get(value["__codec__"])
             if codec is None:
