@@ -656,3 +656,52 @@ def test_every_lazily_loaded_testing_name_resolves():
         assert getattr(tvm.testing, name) is getattr(utils, name)
     with pytest.raises(AttributeError, match="no attribute 'no_such_helper'"):
         tvm.testing.no_such_helper  # noqa: B018
+
+
+class _RecordingSchedule:
+    """Stands in for a GPU-capable Schedule: records each primitive call, returns fresh names."""
+
+    def __init__(self):
+        self.calls = []
+        self.count = 0
+
+    def __getattr__(self, name):
+        def primitive(*args, **kwargs):
+            names_so_far = [c[0] for c in self.calls]
+            self.calls.append((name, args, kwargs))
+            self.count += 1
+            if name == "get_loops":
+                depth = 3 if names_so_far == ["get_block"] else 6  # the matmul: i, j, k
+                return [f"loop{self.count}_{i}" for i in range(depth)]
+            if name == "split":
+                factors = kwargs["factors"] if "factors" in kwargs else args[1]
+                return [f"split{self.count}_{i}" for i in range(len(factors))]
+            return f"{name}{self.count}"
+
+        return primitive
+
+
+@pytest.mark.parametrize("kind,warp,aligned", [("mma", 32, True), ("mfma", 64, False)])
+def test_tensor_core_schedules_issue_the_primitive_sequence(kind, warp, aligned):
+    from minitvm.testing import tir as testing_tir
+
+    sch = _RecordingSchedule()
+    build = getattr(testing_tir, f"{kind}_schedule")
+    intrins = ["load_a", "load_b", "mma", "fill", "store"]
+    maps = ["map_a", "map_b", "map_c"]
+    args = ["workload", 16, "float16", False, [1, 2, 2, 1, 1], [1, 2, 2, 1, 1], [4, 2, 1], *maps]
+    original = testing_tir._schedule_of
+    testing_tir._schedule_of = lambda workload: sch
+    try:
+        assert build(*args, *intrins) is sch
+    finally:
+        testing_tir._schedule_of = original
+    names = [c[0] for c in sch.calls]
+    assert [c[1][1] for c in sch.calls if c[0] == "tensorize"] == intrins
+    assert [c[1][2] for c in sch.calls if c[0] == "transform_layout"] == maps
+    binds = [c[1][1] for c in sch.calls if c[0] == "bind"]
+    assert binds == ["blockIdx.x", "blockIdx.y", "threadIdx.y"] + ["threadIdx.x", "threadIdx.y"] * 2
+    copies = [c for c in sch.calls if c[0] == "split" and len(c[2].get("factors", ())) == 4]
+    assert [c[2]["factors"][2] for c in copies] == [warp, warp]
+    assert ("storage_align" in names) == aligned
+    assert names.index("blockize") < names.index("decompose_reduction") < names.index("tensorize")
