@@ -2,7 +2,7 @@
 
 from ...error import ScheduleError
 from ..expr import Var as ExprRV  # a sampled value is a tir.Var, as in TVM
-from . import state
+from . import state  # noqa: F401  tvm.tir.schedule.state (CachedFlags)
 from .block_scope import BlockScope, Dependency, DepKind
 from .instruction import BlockRV, Instruction, InstructionKind, LoopRV
 from .schedule import Schedule
@@ -10,17 +10,17 @@ from .state import ScheduleState, StmtSRef
 from .trace import Trace
 
 __all__ = [
-    "Schedule",
     "BlockRV",
-    "LoopRV",
+    "BlockScope",
+    "DepKind",
+    "Dependency",
     "ExprRV",
-    "Trace",
     "Instruction",
     "InstructionKind",
+    "LoopRV",
+    "Schedule",
     "ScheduleError",
     "ScheduleState",
     "StmtSRef",
-    "BlockScope",
-    "Dependency",
-    "DepKind",
+    "Trace",
 ]

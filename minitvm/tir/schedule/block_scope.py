@@ -27,7 +27,7 @@ class DepKind(IntEnum):
 class Dependency:
     """`src` must run before `dst` (both StmtSRefs of blocks in one scope)."""
 
-    __slots__ = ("src", "dst", "kind")
+    __slots__ = ("dst", "kind", "src")
 
     def __init__(self, src: Any, dst: Any, kind: DepKind) -> None:
         self.src, self.dst, self.kind = src, dst, DepKind(kind)
@@ -36,7 +36,9 @@ class Dependency:
         return self is other
 
     def __repr__(self) -> str:
-        return f"Dependency({self.src.stmt.name_hint} -> {self.dst.stmt.name_hint}, {self.kind.name})"
+        return (
+            f"Dependency({self.src.stmt.name_hint} -> {self.dst.stmt.name_hint}, {self.kind.name})"
+        )
 
 
 def read_buffers(block: Block) -> list[Any]:
@@ -105,4 +107,4 @@ class BlockScope:
         )
 
 
-__all__ = ["BlockScope", "Dependency", "DepKind"]
+__all__ = ["BlockScope", "DepKind", "Dependency"]

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import inspect
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, ClassVar
 
 from ...error import ScheduleError
 from ..expr import FloatImm, IntImm, PrimExpr, StringImm, Var
@@ -24,7 +25,7 @@ _ids = itertools.count()
 class BlockRV:
     """A handle to a block of a Schedule (resolved by the schedule, valid across primitives)."""
 
-    __slots__ = ("_id", "__weakref__")
+    __slots__ = ("__weakref__", "_id")
     _prefix = "b"
 
     def __init__(self) -> None:
@@ -74,8 +75,8 @@ def _param(spec: str | tuple) -> _Param:
 class InstructionKind:
     """A kind of schedule instruction (`InstructionKind.get("Split")`), one per primitive."""
 
-    _registry: dict[str, "InstructionKind"] = {}
-    _by_method: dict[str, "InstructionKind"] = {}
+    _registry: ClassVar[dict[str, InstructionKind]] = {}
+    _by_method: ClassVar[dict[str, InstructionKind]] = {}
 
     def __init__(
         self,
@@ -94,7 +95,7 @@ class InstructionKind:
         self.has_decision = has_decision
 
     @staticmethod
-    def get(name: str) -> "InstructionKind":
+    def get(name: str) -> InstructionKind:
         """The registered kind named `name` (TVM's spelling, e.g. "GetBlock")."""
         kind = InstructionKind._registry.get(name)
         if kind is None:
@@ -178,7 +179,8 @@ class InstructionKind:
         if accepted is not None:
             defaults = {p.name: p.default for p in self.params}
             kwargs = {
-                k: v for k, v in kwargs.items()
+                k: v
+                for k, v in kwargs.items()
                 if k in accepted or k not in defaults or v != defaults[k]
             }
         return method(*pos, **kwargs)
@@ -209,6 +211,7 @@ def _parameters(method: Any) -> set[str] | None:
         return None
     return set(sig.parameters)
 
+
 _B = ("block",)
 _KIND_TABLE: tuple = (
     # name, method, is_pure, params, outputs, has_decision
@@ -218,11 +221,20 @@ _KIND_TABLE: tuple = (
     ("GetProducers", "get_producers", True, _B, "list"),
     ("GetConsumers", "get_consumers", True, _B, "list"),
     ("GetOutputBlocks", "get_output_blocks", True, ("scope_block",), "list"),
-    ("Split", "split", False,
-     ("loop", "*factors", ("@preserve_unit_iters", True), ("@disable_predication", False)),
-     "list"),
-    ("LoopPartition", "loop_partition", False,
-     ("loop", "*factors", ("@preserve_unit_iters", True)), "list"),
+    (
+        "Split",
+        "split",
+        False,
+        ("loop", "*factors", ("@preserve_unit_iters", True), ("@disable_predication", False)),
+        "list",
+    ),
+    (
+        "LoopPartition",
+        "loop_partition",
+        False,
+        ("loop", "*factors", ("@preserve_unit_iters", True)),
+        "list",
+    ),
     ("Merge", "merge", False, ("*",), "single"),
     ("Fuse", "fuse", False, ("*", ("@preserve_unit_iters", True)), "single"),
     ("Reorder", "reorder", False, ("*",), "none"),
@@ -232,58 +244,149 @@ _KIND_TABLE: tuple = (
     ("Vectorize", "vectorize", False, ("loop",), "none"),
     ("Unroll", "unroll", False, ("loop",), "none"),
     ("Bind", "bind", False, ("loop", "@thread_axis"), "none"),
-    ("CacheRead", "cache_read", False,
-     ("block", "@read_buffer_index", "@storage_scope", ("consumer_blocks", None)), "single"),
-    ("CacheWrite", "cache_write", False,
-     ("block", "@write_buffer_index", "@storage_scope", ("consumer_blocks", None)), "single"),
-    ("ReindexCacheRead", "reindex_cache_read", False,
-     ("block", "@read_buffer_index", "@storage_scope", "index_map"), "single"),
-    ("ReindexCacheWrite", "reindex_cache_write", False,
-     ("block", "@write_buffer_index", "@storage_scope", "index_map"), "single"),
-    ("CacheInplace", "cache_inplace", False,
-     ("block", "@read_buffer_index", "@storage_scope"), "list"),
-    ("CacheIndex", "cache_index", False,
-     ("block", "@storage_scope", ("@cse_thresh", 0)), "list"),
+    (
+        "CacheRead",
+        "cache_read",
+        False,
+        ("block", "@read_buffer_index", "@storage_scope", ("consumer_blocks", None)),
+        "single",
+    ),
+    (
+        "CacheWrite",
+        "cache_write",
+        False,
+        ("block", "@write_buffer_index", "@storage_scope", ("consumer_blocks", None)),
+        "single",
+    ),
+    (
+        "ReindexCacheRead",
+        "reindex_cache_read",
+        False,
+        ("block", "@read_buffer_index", "@storage_scope", "index_map"),
+        "single",
+    ),
+    (
+        "ReindexCacheWrite",
+        "reindex_cache_write",
+        False,
+        ("block", "@write_buffer_index", "@storage_scope", "index_map"),
+        "single",
+    ),
+    (
+        "CacheInplace",
+        "cache_inplace",
+        False,
+        ("block", "@read_buffer_index", "@storage_scope"),
+        "list",
+    ),
+    ("CacheIndex", "cache_index", False, ("block", "@storage_scope", ("@cse_thresh", 0)), "list"),
     ("ReIndex", "reindex", False, ("block", "@buffer"), "single"),
-    ("ReadAt", "read_at", False,
-     ("loop", "block", "@read_buffer_index", "@storage_scope"), "single"),
-    ("WriteAt", "write_at", False,
-     ("loop", "block", "@write_buffer_index", "@storage_scope"), "single"),
-    ("ComputeAt", "compute_at", False,
-     ("block", "loop", ("@preserve_unit_loops", False), ("@index", -1)), "none"),
-    ("ReverseComputeAt", "reverse_compute_at", False,
-     ("block", "loop", ("@preserve_unit_loops", False), ("@index", -1)), "none"),
+    (
+        "ReadAt",
+        "read_at",
+        False,
+        ("loop", "block", "@read_buffer_index", "@storage_scope"),
+        "single",
+    ),
+    (
+        "WriteAt",
+        "write_at",
+        False,
+        ("loop", "block", "@write_buffer_index", "@storage_scope"),
+        "single",
+    ),
+    (
+        "ComputeAt",
+        "compute_at",
+        False,
+        ("block", "loop", ("@preserve_unit_loops", False), ("@index", -1)),
+        "none",
+    ),
+    (
+        "ReverseComputeAt",
+        "reverse_compute_at",
+        False,
+        ("block", "loop", ("@preserve_unit_loops", False), ("@index", -1)),
+        "none",
+    ),
     ("ComputeInline", "compute_inline", False, _B, "none"),
     ("ReverseComputeInline", "reverse_compute_inline", False, _B, "none"),
     ("DecomposeReduction", "decompose_reduction", False, ("block", "loop"), "single"),
     ("DecomposePadding", "decompose_padding", False, ("block", "loop"), "single"),
     ("RFactor", "rfactor", False, ("loop", "@factor_axis"), "single"),
-    ("StorageAlign", "storage_align", False,
-     ("block", "@buffer_index", "@axis", "@factor", "@offset"), "none"),
+    (
+        "StorageAlign",
+        "storage_align",
+        False,
+        ("block", "@buffer_index", "@axis", "@factor", "@offset"),
+        "none",
+    ),
     ("SetScope", "set_scope", False, ("block", "@buffer_index", "@storage_scope"), "none"),
     ("UnsafeSetDType", "unsafe_set_dtype", False, ("block", "@buffer_index", "@dtype"), "none"),
     ("Blockize", "blockize", False, ("target", ("@preserve_unit_iters", True)), "single"),
-    ("Tensorize", "tensorize", False,
-     ("block_or_loop", "@tensor_intrin", ("@preserve_unit_iters", True)), "none"),
+    (
+        "Tensorize",
+        "tensorize",
+        False,
+        ("block_or_loop", "@tensor_intrin", ("@preserve_unit_iters", True)),
+        "none",
+    ),
     ("Annotate", "annotate", False, ("block_or_loop", "@ann_key", "ann_val"), "none"),
     ("Unannotate", "unannotate", False, ("block_or_loop", "@ann_key"), "none"),
-    ("TransformLayout", "transform_layout", False,
-     ("block", "@buffer", "index_map", ("@pad_value", None),
-      ("@assume_injective_transform", False)), "none"),
+    (
+        "TransformLayout",
+        "transform_layout",
+        False,
+        (
+            "block",
+            "@buffer",
+            "index_map",
+            ("@pad_value", None),
+            ("@assume_injective_transform", False),
+        ),
+        "none",
+    ),
     ("TransformBlockLayout", "transform_block_layout", False, ("block", "@index_map"), "none"),
-    ("SetAxisSeparator", "set_axis_separator", False,
-     ("block", "@buffer", "@axis_separators"), "none"),
+    (
+        "SetAxisSeparator",
+        "set_axis_separator",
+        False,
+        ("block", "@buffer", "@axis_separators"),
+        "none",
+    ),
     ("PadEinsum", "pad_einsum", False, ("block", "@padding"), "none"),
     ("RollingBuffer", "rolling_buffer", False, ("block", "@write_buffer_index"), "none"),
-    ("UnsafeHideBufferAccess", "unsafe_hide_buffer_access", False,
-     ("block", "@buf_type", "@buf_index_array"), "none"),
-    ("AnnotateBufferAccess", "annotate_buffer_access", False,
-     ("block", "@buffer_index", "@buf_type", "gen_new_ranges"), "none"),
+    (
+        "UnsafeHideBufferAccess",
+        "unsafe_hide_buffer_access",
+        False,
+        ("block", "@buf_type", "@buf_index_array"),
+        "none",
+    ),
+    (
+        "AnnotateBufferAccess",
+        "annotate_buffer_access",
+        False,
+        ("block", "@buffer_index", "@buf_type", "gen_new_ranges"),
+        "none",
+    ),
     ("SampleCategorical", "sample_categorical", True, ("@candidates", "@probs"), "single", True),
-    ("SamplePerfectTile", "sample_perfect_tile", True,
-     ("loop", "@n", ("@max_innermost_factor", 16)), "list", True),
-    ("SamplePartitionedTile", "sample_partitioned_tile", True,
-     ("loop", "@n", ("@partition_pos", 0), ("@innerpart_factor", 1)), "list", True),
+    (
+        "SamplePerfectTile",
+        "sample_perfect_tile",
+        True,
+        ("loop", "@n", ("@max_innermost_factor", 16)),
+        "list",
+        True,
+    ),
+    (
+        "SamplePartitionedTile",
+        "sample_partitioned_tile",
+        True,
+        ("loop", "@n", ("@partition_pos", 0), ("@innerpart_factor", 1)),
+        "list",
+        True,
+    ),
     ("SampleComputeLocation", "sample_compute_location", True, _B, "single", True),
     ("EnterPostproc", "enter_postproc", False, (), "none"),
 )
@@ -317,7 +420,7 @@ def kind_of_method(method: str, kwargs: dict, n_outputs: int, unpack: bool) -> I
 class Instruction:
     """One schedule call: kind, inputs (RVs and values), attrs (constants), outputs (RVs)."""
 
-    __slots__ = ("kind", "inputs", "attrs", "outputs")
+    __slots__ = ("attrs", "inputs", "kind", "outputs")
 
     def __init__(self, kind: InstructionKind, inputs: list, attrs: list, outputs: list) -> None:
         if not isinstance(kind, InstructionKind):
@@ -408,9 +511,9 @@ def render(value: Any) -> str:
 
 __all__ = [
     "BlockRV",
-    "LoopRV",
     "Instruction",
     "InstructionKind",
+    "LoopRV",
     "register_kind",
     "register_python_renderer",
 ]

@@ -41,15 +41,13 @@ def sample_categorical(
         )
     if any(w < 0 for w in weights) or sum(weights) <= 0:
         raise ScheduleError(
-            f"sample_categorical: probabilities {weights} must be non-negative with a "
-            "positive sum"
+            f"sample_categorical: probabilities {weights} must be non-negative with a positive sum"
         )
     if decision is not None:
         index = int(decision)
         if not 0 <= index < len(cands):
             raise ScheduleError(
-                f"sample_categorical: decision {index} is not an index into {len(cands)} "
-                "candidates"
+                f"sample_categorical: decision {index} is not an index into {len(cands)} candidates"
             )
     else:
         index = rng.choices(range(len(cands)), weights=weights)[0]
@@ -157,7 +155,7 @@ def pick_location(rng: random.Random, indices: list[int], decision: Any) -> int:
 
 
 def _loop_kind(loop: Any) -> str:
-    """"reduce" if the loop drives a reduction iterator of a block under it, else "spatial"."""
+    """The loop's kind: "reduce" if it drives a reduction iterator under it, else "spatial"."""
     from ..expr import IterType
     from ..stmt import BlockRealize
     from .tree import uses_var, walk
@@ -191,8 +189,11 @@ def compute_locations(func: Any, r: Any, path: Any) -> list[tuple[int, Any]]:
     out.append((-1, None))
     scope, scope_path = _loc._scope_of(path)
     writes = _loc._writes(r)
-    consumers = [(b, p) for b, p in _loc.scope_blocks(scope, scope_path)
-                 if b is not r and _loc._reads(b) & writes]
+    consumers = [
+        (b, p)
+        for b, p in _loc.scope_blocks(scope, scope_path)
+        if b is not r and _loc._reads(b) & writes
+    ]
     if not consumers:
         return out
     common = [a for a in consumers[0][1] if all(any(a is x for x in p) for _, p in consumers)]
@@ -221,10 +222,10 @@ def compute_locations(func: Any, r: Any, path: Any) -> list[tuple[int, Any]]:
 
 __all__ = [
     "compute_locations",
-    "make_rng",
     "fork",
-    "sample_categorical",
-    "sample_perfect_tile",
-    "sample_partitioned_tile",
+    "make_rng",
     "pick_location",
+    "sample_categorical",
+    "sample_partitioned_tile",
+    "sample_perfect_tile",
 ]

@@ -18,7 +18,7 @@ from ..expr import Max, Min, Sub, binary
 from ..function import PrimFunc
 from ..functor import substitute
 from ..stmt import Block, BlockRealize, For
-from .block_scope import BlockScope, DepKind, Dependency
+from .block_scope import BlockScope, Dependency, DepKind
 from .common import analyzer, const_int, is_quasi_affine
 from .tree import replace_stmt, walk
 
@@ -30,9 +30,9 @@ class UnknownRVError(ScheduleError, IndexError):
 class StmtSRef:
     """A reference to a Block or For of the scheduled module, with its parent sref."""
 
-    __slots__ = ("stmt", "parent", "seq_index", "__weakref__")
+    __slots__ = ("__weakref__", "parent", "seq_index", "stmt")
 
-    def __init__(self, stmt: Any, parent: "StmtSRef | None" = None, seq_index: int = -1) -> None:
+    def __init__(self, stmt: Any, parent: StmtSRef | None = None, seq_index: int = -1) -> None:
         self.stmt = stmt
         self.parent = parent
         self.seq_index = seq_index
@@ -41,12 +41,12 @@ class StmtSRef:
         return self is other
 
     @staticmethod
-    def inline_mark() -> "StmtSRef":
+    def inline_mark() -> StmtSRef:
         """The sref that stands for "compute inline" in sample_compute_location."""
         return _INLINE_MARK
 
     @staticmethod
-    def root_mark() -> "StmtSRef":
+    def root_mark() -> StmtSRef:
         """The sref that stands for "compute at root" in sample_compute_location."""
         return _ROOT_MARK
 
@@ -137,9 +137,7 @@ class ScheduleState:
     def get_sref(self, stmt: Any) -> StmtSRef | None:
         """The sref of a Block or For node of the current module (None if it is not in it)."""
         if not isinstance(stmt, Block | For):
-            raise ScheduleError(
-                f"get_sref takes a Block or For node, got {type(stmt).__name__}"
-            )
+            raise ScheduleError(f"get_sref takes a Block or For node, got {type(stmt).__name__}")
         self._refresh()
         return self._srefs.get(id(stmt))
 
@@ -221,8 +219,9 @@ class ScheduleState:
         for child in self.child_blocks(scope):
             producers = [d.src for d in deps.get_deps_by_dst(child) if d.kind == DepKind.RAW]
             out[id(child.stmt)] = all(
-                self._covered(scope, child, [p for p in producers if _writes(p, region.buffer)],
-                              region)
+                self._covered(
+                    scope, child, [p for p in producers if _writes(p, region.buffer)], region
+                )
                 for region in child.stmt.reads
                 if any(_writes(p, region.buffer) for p in producers)
             )
@@ -328,19 +327,22 @@ def _union(intervals: list, ana: Any) -> tuple | None:
                 return None
             hi = max(hi, b)
         first = intervals[0][0]
-        return (type(first)(first.dtype, lo) if hasattr(first, "dtype") else lo,
-                type(first)(first.dtype, hi) if hasattr(first, "dtype") else hi)
+        return (
+            type(first)(first.dtype, lo) if hasattr(first, "dtype") else lo,
+            type(first)(first.dtype, hi) if hasattr(first, "dtype") else hi,
+        )
     first = intervals[0]
-    if all(ana.can_prove_equal(i[0], first[0]) and ana.can_prove_equal(i[1], first[1])
-           for i in intervals):
+    if all(
+        ana.can_prove_equal(i[0], first[0]) and ana.can_prove_equal(i[1], first[1])
+        for i in intervals
+    ):
         return first
     return None
 
 
 def _clip(interval: tuple, extent: Any, ana: Any) -> tuple:
     lo, hi = interval
-    return (ana.simplify(binary(Max, lo, 0)),
-            ana.simplify(binary(Min, hi, binary(Sub, extent, 1))))
+    return (ana.simplify(binary(Max, lo, 0)), ana.simplify(binary(Min, hi, binary(Sub, extent, 1))))
 
 
-__all__ = ["ScheduleState", "StmtSRef", "CachedFlags", "BlockScope", "Dependency", "DepKind"]
+__all__ = ["BlockScope", "CachedFlags", "DepKind", "Dependency", "ScheduleState", "StmtSRef"]

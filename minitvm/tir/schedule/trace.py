@@ -8,7 +8,8 @@ evaluated.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ...error import ScheduleError
 from ..expr import FloatImm, IntImm, PrimExpr, StringImm
@@ -78,7 +79,7 @@ class Trace:
         self.decisions.pop(inst, None)
         return inst
 
-    def copy(self) -> "Trace":
+    def copy(self) -> Trace:
         return Trace(list(self.insts), dict(self.decisions))
 
     def _valid(self, remove_postproc: bool) -> list[Instruction]:
@@ -91,14 +92,14 @@ class Trace:
             out.append(inst)
         return out
 
-    def with_decision(self, inst: Instruction, decision: Any, remove_postproc: bool) -> "Trace":
+    def with_decision(self, inst: Instruction, decision: Any, remove_postproc: bool) -> Trace:
         """A new trace whose `inst` takes `decision`."""
         insts = self._valid(remove_postproc)
         decisions = {i: d for i, d in self.decisions.items() if i in set(insts)}
         decisions[inst] = decision
         return Trace(insts, decisions)
 
-    def simplified(self, remove_postproc: bool) -> "Trace":
+    def simplified(self, remove_postproc: bool) -> Trace:
         """Drop pure instructions whose outputs nothing uses (and the postproc part if asked)."""
         used: set[int] = set()
         kept: list[Instruction] = []
@@ -124,13 +125,14 @@ class Trace:
 
     def __str__(self) -> str:
         body = ["  " + line for line in self.as_python()] or ["  pass"]
-        return "\n".join(["# from tvm import tir", "def apply_trace(sch: tir.Schedule) -> None:"]
-                         + body)
+        return "\n".join(
+            ["# from tvm import tir", "def apply_trace(sch: tir.Schedule) -> None:"] + body
+        )
 
     __repr__ = __str__
 
     def show(self, style: Any = None, black_format: Any = None) -> None:
-        print(str(self))  # noqa: T201 - explicit user request to print
+        print(str(self))
 
     # ---------------------------------------------------------------- replay
     def apply_to_schedule(
@@ -314,9 +316,9 @@ def _input_from_json(value: Any, named: dict[str, Any], where: str) -> Any:
 
 __all__ = [
     "BlockRV",
-    "LoopRV",
     "Instruction",
     "InstructionKind",
+    "LoopRV",
     "Trace",
     "register_json_codec",
 ]

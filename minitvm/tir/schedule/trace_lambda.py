@@ -14,7 +14,8 @@ import ast
 import inspect
 import operator
 import types
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ...error import ScheduleError
 from ..expr import PrimExpr, Var
@@ -35,10 +36,32 @@ _COMPARES: dict[type, Callable] = {
     ast.Eq: operator.eq,
     ast.NotEq: operator.ne,
 }
-_INTRINSICS = (
-    "min", "max", "if_then_else", "Cast", "cast", "floordiv", "floormod", "truncdiv",
-    "truncmod", "Select", "likely", "int8", "int16", "int32", "int64", "uint8", "uint16",
-    "uint32", "uint64", "float16", "float32", "float64", "bool",
+_INTRINSICS = frozenset(
+    [
+        "min",
+        "max",
+        "if_then_else",
+        "Cast",
+        "cast",
+        "floordiv",
+        "floormod",
+        "truncdiv",
+        "truncmod",
+        "Select",
+        "likely",
+        "int8",
+        "int16",
+        "int32",
+        "int64",
+        "uint8",
+        "uint16",
+        "uint32",
+        "uint64",
+        "float16",
+        "float32",
+        "float64",
+        "bool",
+    ]
 )
 
 
@@ -71,7 +94,7 @@ class TraceLambda:
         )
 
     @staticmethod
-    def parse(source: str) -> "TraceLambda":
+    def parse(source: str) -> TraceLambda:
         try:
             node = ast.parse(source, mode="eval").body
         except SyntaxError as err:
@@ -92,7 +115,7 @@ class TraceLambda:
         return self._eval(self.body, dict(zip(self.params, args)), dry=False)
 
     def _eval(self, node: ast.AST, env: dict, dry: bool) -> Any:
-        ev = lambda n: self._eval(n, env, dry)  # noqa: E731 - local shorthand
+        ev = lambda n: self._eval(n, env, dry)
         if isinstance(node, ast.Constant) and isinstance(node.value, int | float | bool):
             return node.value
         if isinstance(node, ast.Name) and node.id in env:
@@ -122,8 +145,9 @@ class TraceLambda:
             return 0 if dry else _separator()
         if _is_intrinsic_call(node):
             args = [ev(a) for a in node.args]
-            kwargs = {k.arg: ev(k.value) if not _is_str(k.value) else k.value.value
-                      for k in node.keywords}
+            kwargs = {
+                k.arg: ev(k.value) if not _is_str(k.value) else k.value.value for k in node.keywords
+            }
             args = [a.value if _is_str(a) else v for a, v in zip(node.args, args)]
             return 0 if dry else _intrinsic(node.func.attr)(*args, **kwargs)
         if _is_str(node):
@@ -193,4 +217,4 @@ def is_index_function(value: Any) -> bool:
     return isinstance(value, types.FunctionType | TraceLambda | IndexMap)
 
 
-__all__ = ["TraceLambda", "lambda_source", "is_index_function", "PrimExpr"]
+__all__ = ["PrimExpr", "TraceLambda", "is_index_function", "lambda_source"]
