@@ -11,11 +11,11 @@ from ..expr import (
     Add,
     BufferLoad,
     FloorDiv,
-    Mul,
-    Max,
-    Min,
     IntImm,
     IterType,
+    Max,
+    Min,
+    Mul,
     PrimExpr,
     Range,
     Sub,
@@ -92,16 +92,50 @@ def _union(a: list, b: list, ana: Any) -> list:
     return out
 
 
+# storage rank of a scope, and the thread ranks a buffer of that rank is shared across
+_STORAGE_RANK = {"global": 0, "shared": 1, "shared.dyn": 1, "warp": 2, "local": 3}
+
+
+def _thread_rank(tag: str) -> int | None:
+    """1 for threadIdx.* and vthread* (threads of one block), 0 for blockIdx.*, else None."""
+    if tag.startswith(("vthread", "threadIdx.")):
+        return 1
+    return 0 if tag.startswith("blockIdx.") else None
+
+
+def shared_across(loops: list[For], scope: str) -> list[For]:
+    """The thread-bound loops among `loops` whose threads all see one buffer of `scope`: a
+    shared buffer is filled once for all threads of a block, so one thread's iteration must
+    produce what every thread of the block needs."""
+    rank = _STORAGE_RANK.get(scope.split(".")[0] if scope != "shared.dyn" else scope, 0)
+    out = []
+    for f in loops:
+        if f.kind != ForKind.THREAD_BINDING or f.thread_binding is None or rank == 0:
+            continue
+        tag = f.thread_binding.thread_tag
+        t = _thread_rank(tag)
+        ok = tag == "threadIdx.x" if rank == 2 else (t is not None and rank <= t)
+        if ok:
+            out.append(f)
+    return out
+
+
 def _touched_region(
-    blocks: list[tuple[BlockRealize, Path]], loop: For, buf_id: int, use_writes: bool, ana: Any
+    blocks: list[tuple[BlockRealize, Path]],
+    loop: For,
+    buf_id: int,
+    use_writes: bool,
+    ana: Any,
+    extra: list[For] = (),
 ) -> list | None:
     """Union over `blocks` (all under `loop`) of the region of buffer `buf_id` they touch
-    during one iteration of `loop`, in terms of loop vars at and above `loop`."""
+    during one iteration of `loop`, in terms of loop vars at and above `loop` (those in
+    `extra` are relaxed over their whole range too)."""
     total = None
     for r, p in blocks:
         k = next(i for i, a in enumerate(p) if a is loop)
         inner = [a for a in p[k + 1 :] if isinstance(a, For)]
-        dom = loop_domain(inner)
+        dom = loop_domain(inner + list(extra))
         for region in r.block.writes if use_writes else r.block.reads:
             if id(region.buffer) != buf_id:
                 continue
@@ -124,11 +158,13 @@ def _affine_in(e: PrimExpr, v: Var, ana: Any) -> tuple[int, PrimExpr] | None:
     return got[0][v], got[1]
 
 
-def _solve(index: PrimExpr, v: Var, span: Interval, ana: Any) -> Interval | None:
-    """The interval of v where `index` (a monotone function of v: a*v + b, or such a form
-    floordiv a positive constant) lies in `span`, exactly; None for other forms."""
+def _solve(index: PrimExpr, v: Var, span: Interval, ana: Any, ext: int = 1) -> Interval | None:
+    """The interval of v whose written range [index, index + ext - 1] meets `span` (index a
+    monotone function of v: a*v + b, or, for a single point, such a form floordiv a positive
+    constant); None for other forms. Every element of `span` written by some v is written by
+    a v in the interval."""
     lo, hi = span
-    if isinstance(index, FloorDiv) and (const_int(index.b) or 0) > 0:
+    if isinstance(index, FloorDiv) and (const_int(index.b) or 0) > 0 and ext == 1:
         c = const_int(index.b)
         lo, hi = binary(Mul, lo, c), binary(Add, binary(Mul, hi, c), c - 1)
         index = index.a
@@ -136,11 +172,17 @@ def _solve(index: PrimExpr, v: Var, span: Interval, ana: Any) -> Interval | None
     if got is None:
         return None
     a, b = got
+    if a > 0 and ext == a and const_int(b) == 0:
+        # tiles of width a: tile v holds [a*v, a*v + a - 1] (TVM's floordiv form)
+        return ana.simplify(binary(FloorDiv, lo, a)), ana.simplify(binary(FloorDiv, hi, a))
     if a > 0:
-        first, last = _ceil_div(binary(Sub, lo, b), a), binary(FloorDiv, binary(Sub, hi, b), a)
-    else:
+        first = _ceil_div(binary(Sub, binary(Sub, lo, b), ext - 1), a)
+        last = binary(FloorDiv, binary(Sub, hi, b), a)
+    elif ext == 1:
         first = _ceil_div(binary(Sub, b, hi), -a)
         last = binary(FloorDiv, binary(Sub, b, lo), -a)
+    else:
+        return None
     return ana.simplify(first), ana.simplify(last)
 
 
@@ -154,15 +196,35 @@ def _iter_spans(
     for d, rng in enumerate(region.region):
         users = [k for k, v in enumerate(ivars) if _mentions(rng.min, v)]
         span = have[d] if have is not None else None
+        ext = const_int(rng.extent)
         solved = None
-        if len(users) == 1 and const_int(rng.extent) == 1 and span is not None:
-            solved = _solve(rng.min, ivars[users[0]], span, ana)
+        if len(users) == 1 and ext is not None and ext >= 1 and span is not None:
+            solved = _solve(rng.min, ivars[users[0]], span, ana, ext)
         for k in users:
             if solved is not None and out.get(k) is None:
                 out[k] = solved
             else:
                 out.setdefault(k, None)
     return out
+
+
+def _clamp(span: Interval | None, iv: Any, ana: Any) -> Interval | None:
+    """`span` cut to the iter var's domain where that is free (TVM's rule): when the span
+    lies in the domain keep it, when it covers the domain take the domain, when the
+    intersection has constant ends take the intersection; else keep it (a predicate guards)."""
+    if span is None:
+        return None
+    dlo = iv.dom.min
+    dhi = ana.simplify(binary(Sub, binary(Add, iv.dom.min, iv.dom.extent), 1))
+    if ana.can_prove(GE(span[0], dlo)) and ana.can_prove(GE(dhi, span[1])):
+        return span
+    if ana.can_prove(GE(dlo, span[0])) and ana.can_prove(GE(span[1], dhi)):
+        return None
+    lo = ana.simplify(binary(Max, span[0], dlo))
+    hi = ana.simplify(binary(Min, span[1], dhi))
+    if const_int(lo) is not None and const_int(hi) is not None and const_int(lo) <= const_int(hi):
+        return lo, hi
+    return span
 
 
 def _rebind(
@@ -179,6 +241,7 @@ def _rebind(
     ana = analyzer(outer)
     for iv, span in zip(r.block.iter_vars, intervals):
         dom = iv.dom
+        span = _clamp(span, iv, ana)
         lo, ext = (
             (dom.min, dom.extent)
             if span is None
@@ -192,7 +255,8 @@ def _rebind(
         loop = For(v, IntImm(v.dtype, 0), ext, ForKind.SERIAL, seq())
         new_loops.append(loop)
         ana.bind(v, Range(0, ext))
-        bindings.append(ana.simplify(binary(Add, lo, v)))
+        # min + ax, unsimplified, as TVM writes it (a unit ax stays visible in the binding)
+        bindings.append(v if const_int(lo) == 0 else binary(Add, lo, v))
     pred: PrimExpr = IntImm("bool", 1)
     for iv, b in zip(r.block.iter_vars, bindings):
         lo, end = iv.dom.min, binary(Add, iv.dom.min, iv.dom.extent)
@@ -205,10 +269,42 @@ def _rebind(
     return body
 
 
-def _insert(loop: For, new: Stmt, index_of: Any, after: bool) -> For:
+def _insert_at(
+    func: PrimFunc,
+    what: str,
+    loop: For,
+    new: Stmt,
+    producers: list,
+    consumers: list,
+    index: int,
+    default_last: bool,
+) -> For:
+    """`loop` with `new` inserted among its body's statements after every one holding a
+    producer and before every one holding a consumer: index -1 takes the last such
+    position, -2 the first, k >= 0 position k (TVM's convention)."""
     items = list(loop.body.seq) if isinstance(loop.body, SeqStmt) else [loop.body]
-    pos = index_of(items)
-    items.insert(pos + 1 if after else pos, new)
+
+    def holds(blocks: list) -> list[int]:
+        ids = {id(b) for b in blocks}
+        return [i for i, st in enumerate(items) if any(id(x) in ids for x, _ in walk(st))]
+
+    low = max(holds(producers), default=-1) + 1
+    high = min(holds(consumers), default=len(items))
+    if index == -1:
+        pos = high if default_last else low
+    elif index == -2:
+        pos = low
+    elif isinstance(index, int) and low <= index <= high:
+        pos = index
+    else:
+        raise schedule_error(
+            func,
+            f"{what}: index={index} is not a valid insertion point; use -1, -2 or a position "
+            f"in [{low}, {high}] of loop '{loop.loop_var.name}''s body (after its producers, "
+            "before its consumers)",
+            loop,
+        )
+    items.insert(pos, new)
     return loop.replace(body=seq(*items))
 
 
@@ -277,6 +373,7 @@ def compute_at(
     loop: For,
     loop_path: Path,
     preserve_unit_loops: bool = False,
+    index: int = -1,
 ) -> PrimFunc:
     """Move producer block r under `loop`, computing only what consumers there read."""
     name = r.block.name_hint
@@ -351,18 +448,16 @@ def compute_at(
             r,
         )
     write = r.block.writes[0]
-    need = _touched_region([(b, p) for b, p in inside], loop, id(write.buffer), False, ana)
+    above = [a for a in loop_path if isinstance(a, For)] + [loop]
+    extra = shared_across(above, write.buffer.scope())
+    need = _touched_region(inside, loop, id(write.buffer), False, ana, extra)
     # the producer may compute more than the consumers need (it is pure), never less
     intervals: list = [None] * len(r.block.iter_vars)
     for k, span in _iter_spans(r, write, need, ana).items():
         intervals[k] = span
     new = _rebind(func, r, intervals, outer, preserve_unit_loops)
-    inside_ids = {id(b) for b, _ in inside}
-
-    def first_consumer(items: list) -> int:
-        return next(i for i, s in enumerate(items) if any(id(x) in inside_ids for x, _ in walk(s)))
-
-    new_loop = _insert(loop, new, first_consumer, after=False)
+    producers = [b for b, _ in blocks if b is not r and _writes(b) & _reads(r)]
+    new_loop = _insert_at(func, what, loop, new, producers, [b for b, _ in inside], index, True)
     return replace_stmts(func, {id(r): None, id(loop): new_loop}, [r, loop])
 
 
@@ -373,6 +468,7 @@ def reverse_compute_at(
     loop: For,
     loop_path: Path,
     preserve_unit_loops: bool = False,
+    index: int = -1,
 ) -> PrimFunc:
     """Move consumer block r under `loop`, consuming what the producers there just wrote."""
     name = r.block.name_hint
@@ -391,6 +487,16 @@ def reverse_compute_at(
             "reads; move a consumer to a loop of one of its producers",
             loop,
         )
+    outside = [b for b, p in producers if not _under(p, loop)]
+    if outside:
+        raise schedule_error(
+            func,
+            f"{what}: reverse_compute_at requires all the producers of '{name}' to be under "
+            f"the loop, but block '{outside[0].block.name_hint}' is not; move it under loop "
+            f"'{loop.loop_var.name}' first (reverse_compute_at or compute_at)",
+            loop,
+        )
+    _check_sole_writer(func, what, r, blocks)
     for b, p in inside:
         k = next(i for i, a in enumerate(p) if a is loop)
         for f in [a for a in p[: k + 1] if isinstance(a, For)]:
@@ -454,13 +560,8 @@ def reverse_compute_at(
                 intervals[k] = span
     _check_cover(func, what, r, intervals, produced, ana, loop)
     new = _rebind(func, r, intervals, outer, preserve_unit_loops)
-    inside_ids = {id(b) for b, _ in inside}
-
-    def last_producer(items: list) -> int:
-        hits = [i for i, s in enumerate(items) if any(id(x) in inside_ids for x, _ in walk(s))]
-        return hits[-1]
-
-    new_loop = _insert(loop, new, last_producer, after=True)
+    consumers = [b for b, _ in blocks if b is not r and _reads(b) & _writes(r)]
+    new_loop = _insert_at(func, what, loop, new, [b for b, _ in inside], consumers, index, True)
     return replace_stmts(func, {id(r): None, id(loop): new_loop}, [r, loop])
 
 

@@ -166,8 +166,9 @@ class Schedule:
             name, rv = rv, self.get_block(rv)
             self._sugar[name] = rv
         if isinstance(rv, BlockRV) and not isinstance(rv, LoopRV) and rv._id not in self._blocks:
-            raise UnknownRVError(f"{rv!r} is not a BlockRV of this schedule (removed, or from "
-                                 "another schedule)")
+            raise UnknownRVError(
+                f"{rv!r} is not a BlockRV of this schedule (removed, or from another schedule)"
+            )
         if not isinstance(rv, BlockRV) or isinstance(rv, LoopRV):
             raise ScheduleError(f"expected a BlockRV from this schedule's get_block, got {rv!r}")
         fname, name = self._blocks[rv._id]
@@ -183,8 +184,9 @@ class Schedule:
 
     def _loop(self, rv: Any) -> tuple[str, PrimFunc, For, Path]:
         if isinstance(rv, LoopRV) and rv._id not in self._loops:
-            raise UnknownRVError(f"{rv!r} is not a LoopRV of this schedule (removed, or from "
-                                 "another schedule)")
+            raise UnknownRVError(
+                f"{rv!r} is not a LoopRV of this schedule (removed, or from another schedule)"
+            )
         if not isinstance(rv, LoopRV):
             raise ScheduleError(
                 f"expected a LoopRV from this schedule's get_loops/split/fuse, got {rv!r}"
@@ -408,11 +410,14 @@ class Schedule:
     ) -> None:
         fname, func, r, rpath = self._block(block)
         _, _, node, lpath = self._loop(loop)
-        self._update(fname, _loc.compute_at(func, r, rpath, node, lpath, preserve_unit_loops))
+        self._update(
+            fname, _loc.compute_at(func, r, rpath, node, lpath, preserve_unit_loops, index)
+        )
         self._record(
             "compute_at",
             (),
-            (("block", block), ("loop", loop), ("preserve_unit_loops", preserve_unit_loops)),
+            (("block", block), ("loop", loop), ("preserve_unit_loops", preserve_unit_loops))
+            + ((("index", index),) if index != -1 else ()),
         )
 
     def reverse_compute_at(
@@ -421,12 +426,13 @@ class Schedule:
         fname, func, r, rpath = self._block(block)
         _, _, node, lpath = self._loop(loop)
         self._update(
-            fname, _loc.reverse_compute_at(func, r, rpath, node, lpath, preserve_unit_loops)
+            fname, _loc.reverse_compute_at(func, r, rpath, node, lpath, preserve_unit_loops, index)
         )
         self._record(
             "reverse_compute_at",
             (),
-            (("block", block), ("loop", loop), ("preserve_unit_loops", preserve_unit_loops)),
+            (("block", block), ("loop", loop), ("preserve_unit_loops", preserve_unit_loops))
+            + ((("index", index),) if index != -1 else ()),
         )
 
     def compute_inline(self, block: BlockRV) -> None:
@@ -576,8 +582,9 @@ class Schedule:
     def state(self) -> ScheduleState:
         """The ScheduleState (module, srefs, block scopes) this schedule works on."""
         if self._state is None:
-            self._state = ScheduleState(_owner=self, debug_mask=self._debug_mask,
-                                        enable_check=self._enable_check)
+            self._state = ScheduleState(
+                _owner=self, debug_mask=self._debug_mask, enable_check=self._enable_check
+            )
         return self._state
 
     def remove_rv(self, rand_var: Any) -> None:
@@ -586,8 +593,9 @@ class Schedule:
         key = id(rand_var) if isinstance(rand_var, Var) else getattr(rand_var, "_id", None)
         table = self._exprs if isinstance(rand_var, Var) else table
         if table is None or table.pop(key, None) is None:
-            raise UnknownRVError(f"remove_rv: {rand_var!r} is not a random variable of this "
-                                 "schedule")
+            raise UnknownRVError(
+                f"remove_rv: {rand_var!r} is not a random variable of this schedule"
+            )
 
     def seed(self, seed: int) -> None:
         """Reseed the schedule's random state (-1 for a random seed)."""
@@ -601,16 +609,18 @@ class Schedule:
         """Mark the start of postprocessing in the trace (Trace.simplified can cut it)."""
         self._record("enter_postproc", (), ())
 
-    def sample_categorical(
-        self, candidates: list, probs: list, decision: int | None = None
-    ) -> Var:
+    def sample_categorical(self, candidates: list, probs: list, decision: int | None = None) -> Var:
         """Draw one of `candidates` with probabilities `probs`; the index is the decision."""
         value, index = _sampling.sample_categorical(self._rng, candidates, probs, decision)
         out = self._new_expr(value)
         cands = [int(c) for c in candidates]
-        self._record("sample_categorical", (),
-                     (("candidates", cands), ("probs", [float(p) for p in probs])),
-                     (out,), decision=index)
+        self._record(
+            "sample_categorical",
+            (),
+            (("candidates", cands), ("probs", [float(p) for p in probs])),
+            (out,),
+            decision=index,
+        )
         return out
 
     def _loop_extent(self, loop: LoopRV) -> int | None:
@@ -618,8 +628,9 @@ class Schedule:
 
     def _tile_outputs(self, kind: str, loop: LoopRV, attrs: tuple, factors: list) -> list:
         outs = [None if f == -1 else self._new_expr(f) for f in factors]
-        self._record(kind, (), (("loop", loop),) + attrs, tuple(outs), unpack=True,
-                     decision=list(factors))
+        self._record(
+            kind, (), (("loop", loop),) + attrs, tuple(outs), unpack=True, decision=list(factors)
+        )
         return outs
 
     def sample_perfect_tile(
@@ -643,11 +654,18 @@ class Schedule:
         """Perfect-tile factors whose product from `partition_pos` on divides by
         `innerpart_factor`."""
         factors = _sampling.sample_partitioned_tile(
-            self._rng, self._loop_extent(loop), int(n), int(partition_pos),
-            int(innerpart_factor), decision,
+            self._rng,
+            self._loop_extent(loop),
+            int(n),
+            int(partition_pos),
+            int(innerpart_factor),
+            decision,
         )
-        attrs = (("n", int(n)), ("partition_pos", int(partition_pos)),
-                 ("innerpart_factor", int(innerpart_factor)))
+        attrs = (
+            ("n", int(n)),
+            ("partition_pos", int(partition_pos)),
+            ("innerpart_factor", int(innerpart_factor)),
+        )
         return self._tile_outputs("sample_partitioned_tile", loop, attrs, factors)
 
     def sample_compute_location(self, block: Any, decision: int | None = None) -> LoopRV:
@@ -662,8 +680,7 @@ class Schedule:
         index = _sampling.pick_location(self._rng, sorted(places), decision)
         loop = places[index]
         out = self._new_loop(fname, loop.loop_var if loop is not None else _MARKS[index])
-        self._record("sample_compute_location", (), (("block", block),), (out,),
-                     decision=index)
+        self._record("sample_compute_location", (), (("block", block),), (out,), decision=index)
         return out
 
     def get_output_blocks(self, scope_block: Any) -> list[BlockRV]:
@@ -676,10 +693,10 @@ class Schedule:
             if isinstance(s, BlockRealize) and any(id(w.buffer) in params for w in s.block.writes)
         ]
         out = [self._new_block(fname, n) for n in names]
-        self._record("get_output_blocks", (), (("scope_block", scope_block),), tuple(out),
-                     unpack=True)
+        self._record(
+            "get_output_blocks", (), (("scope_block", scope_block),), tuple(out), unpack=True
+        )
         return out
-
 
     # --- helper-prims-a ---
     def blockize(self, target: Any, preserve_unit_iters: bool = True) -> BlockRV:
@@ -737,7 +754,6 @@ class Schedule:
             ),
         )
 
-
     def tensorize(
         self, block_or_loop: Any, tensor_intrin: Any, preserve_unit_iters: bool = True
     ) -> None:
@@ -753,7 +769,9 @@ class Schedule:
             func = replace_stmt(func, node, new)
         else:
             fname, func, r, _ = self._block(block_or_loop)
-            func = replace_stmt(func, r, _tensorize.tensorize_block(func, r, intrin.desc, intrin.impl))
+            func = replace_stmt(
+                func, r, _tensorize.tensorize_block(func, r, intrin.desc, intrin.impl)
+            )
         self._update(fname, func)
         self._record(
             "tensorize",
@@ -901,7 +919,6 @@ class Schedule:
         )
         spec = ("write", write_buffer_index)
         return self._reindex("reindex_cache_write", block, spec, storage_scope, index_map, kwargs)
-
 
     # --- helper-existing ---
 

@@ -1,0 +1,216 @@
+"""Existing schedule primitives on the forms TVM v0.19 accepts: tiled producers, clamped
+regions, shared-memory relaxation, insertion indices, and the errors TVM raises."""
+
+import numpy as np
+import pytest
+
+import minitvm as tvm
+from minitvm import tir
+from minitvm.error import ScheduleError
+from minitvm.script import tir as T
+from minitvm.testing.tir_interp import run_prim_func
+
+
+def _same_numbers(before, after, seed=0):
+    """Build both functions and run them on the same random data; outputs must agree."""
+    rng = np.random.default_rng(seed)
+    fb, fa = before, after
+    args = []
+    for p in fb.params:
+        buf = fb.buffer_map[p]
+        shape = [int(s) for s in buf.shape]
+        args.append(rng.standard_normal(shape).astype(str(buf.dtype)))
+    outs = []
+    for f in (fb, fa):
+        mod = tvm.build(f, target="llvm")
+        nds = [tvm.nd.array(a.copy()) for a in args]
+        mod(*nds)
+        outs.append([x.numpy() for x in nds])
+    for x, y in zip(*outs):
+        np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-5)
+
+
+@T.prim_func
+def tiled_scale(A: T.Buffer((64, 64), "float32"), C: T.Buffer((64, 64), "float32")):
+    B = T.alloc_buffer((64, 64), "float32")
+    for to, uo in T.grid(8, 8):
+        with T.block("tile"):
+            vt, vu = T.axis.remap("SS", [to, uo])
+            T.reads(A[vt * 8 : vt * 8 + 8, vu * 8 : vu * 8 + 8])
+            T.writes(B[vt * 8 : vt * 8 + 8, vu * 8 : vu * 8 + 8])
+            for ti, ui in T.grid(8, 8):
+                with T.block("cell"):
+                    x = T.axis.spatial(64, vt * 8 + ti)
+                    y = T.axis.spatial(64, vu * 8 + ui)
+                    B[x, y] = A[x, y] * T.float32(3)
+    for p, q in T.grid(4, 64):
+        for r in range(16):
+            with T.block("out"):
+                x = T.axis.spatial(64, p * 16 + r)
+                y = T.axis.spatial(64, q)
+                C[x, y] = B[x, y] + T.float32(1)
+
+
+def test_compute_at_tiled_producer_runs_only_the_tiles_a_row_block_needs():
+    sch = tir.Schedule(tiled_scale)
+    _p, q, _ = sch.get_loops(sch.get_block("out"))
+    sch.compute_at(sch.get_block("tile"), q)
+    loops = sch.get_loops(sch.get_block("tile"))
+    # rows p*16 .. p*16+15 are tiles 2p, 2p+1; column q is tile q // 8
+    assert [int(sch.get(lp).extent) for lp in loops] == [4, 64, 2]
+    _same_numbers(tiled_scale, sch.mod["main"])
+
+
+@T.prim_func
+def sliced_copy(A: T.Buffer((20,), "float32"), C: T.Buffer((24,), "float32")):
+    B = T.alloc_buffer((8,), "float32")
+    for i in range(8):
+        with T.block("small"):
+            vi = T.axis.spatial(8, i)
+            B[vi] = A[vi] * T.float32(2)
+    for o in range(1):
+        for i in range(24):
+            with T.block("pick"):
+                vi = T.axis.spatial(24, o * 24 + i)
+                C[vi] = T.if_then_else(16 <= vi, B[vi - 16], T.float32(0))
+
+
+def test_compute_at_cuts_a_region_wider_than_the_domain_to_the_domain():
+    sch = tir.Schedule(sliced_copy)
+    (o, _) = sch.get_loops(sch.get_block("pick"))
+    sch.compute_at(sch.get_block("small"), o)
+    block = sch.get_block("small")
+    (ax,) = sch.get_loops(block)[1:]
+    # the consumer's index vi - 16 spans [-16, 7]; only [0, 7] exists, so no guard is needed
+    assert int(sch.get(ax).extent) == 8
+    realize = next(
+        s
+        for s, _ in tvm.tir.schedule.tree.walk(sch.mod["main"].body)
+        if isinstance(s, tvm.tir.BlockRealize) and s.block.name_hint == "small"
+    )
+    assert int(realize.predicate.value) == 1
+    _same_numbers(sliced_copy, sch.mod["main"])
+
+
+def test_compute_at_preserve_unit_loops_keeps_the_unit_loop_in_the_binding():
+    @T.prim_func
+    def two(A: T.Buffer((8, 8), "float32"), C: T.Buffer((8, 8), "float32")):
+        B = T.alloc_buffer((8, 8), "float32")
+        for i, j in T.grid(8, 8):
+            with T.block("B"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                B[vi, vj] = A[vi, vj] + T.float32(1)
+        for i, j in T.grid(8, 8):
+            with T.block("C"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                C[vi, vj] = B[vi, vj] * T.float32(2)
+
+    sch = tir.Schedule(two)
+    i, _ = sch.get_loops(sch.get_block("C"))
+    sch.compute_at(sch.get_block("B"), i, preserve_unit_loops=True)
+    realize = sch.get(sch.get_loops(sch.get_block("B"))[-1]).body
+    ax0 = sch.get(sch.get_loops(sch.get_block("B"))[1]).loop_var
+    binding = realize.iter_values[0]
+    assert isinstance(binding, tvm.tir.Add) and binding.b is ax0
+    _same_numbers(two, sch.mod["main"])
+
+
+@T.prim_func
+def two_producers(
+    X: T.Buffer((16, 16), "float32"),
+    W: T.Buffer((16,), "float32"),
+    Y: T.Buffer((16, 16), "float32"),
+):
+    P = T.alloc_buffer((16, 16), "float32")
+    Q = T.alloc_buffer((16,), "float32")
+    for i, j in T.grid(16, 16):
+        with T.block("P"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            P[vi, vj] = X[vi, vj] * T.float32(2)
+    for o in range(1):
+        for j in range(16):
+            with T.block("Q"):
+                vj = T.axis.spatial(16, j)
+                Q[vj] = W[vj] + T.float32(1)
+        for i, j in T.grid(16, 16):
+            with T.block("Y"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                Y[vi, vj] = P[vi, vj] - Q[vj] + T.float32(0) * T.float32(o)
+
+
+def test_compute_at_index_chooses_the_insertion_point():
+    for index, first in ((-1, "Q"), (-2, "P"), (0, "P"), (1, "Q")):
+        sch = tir.Schedule(two_producers)
+        (o,) = sch.get_loops(sch.get_block("Y"))[:1]
+        sch.compute_at(sch.get_block("P"), o, index=index)
+        body = sch.get(o).body
+        names = [
+            s.block.name_hint
+            for s, _ in tvm.tir.schedule.tree.walk(body.seq[0])
+            if isinstance(s, tvm.tir.BlockRealize)
+        ]
+        assert names == [first], index
+        _same_numbers(two_producers, sch.mod["main"])
+
+
+def test_compute_at_index_past_a_consumer_is_refused():
+    sch = tir.Schedule(two_producers)
+    (o,) = sch.get_loops(sch.get_block("Y"))[:1]
+    with pytest.raises(ScheduleError, match=r"index=2 is not a valid insertion point"):
+        sch.compute_at(sch.get_block("P"), o, index=2)
+
+
+def test_reverse_compute_at_requires_all_producers_under_the_loop():
+    @T.prim_func
+    def fan_in(A: T.Buffer((8, 8), "float32"), D: T.Buffer((8, 8), "float32")):
+        B = T.alloc_buffer((8, 8), "float32")
+        C = T.alloc_buffer((8, 8), "float32")
+        for i, j in T.grid(8, 8):
+            with T.block("B"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                B[vi, vj] = A[vi, vj] * T.float32(2)
+        for i, j in T.grid(8, 8):
+            with T.block("C"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                C[vi, vj] = A[vi, vj] + T.float32(1)
+        for i, j in T.grid(8, 8):
+            with T.block("D"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                D[vi, vj] = B[vi, vj] + C[vi, vj]
+
+    sch = tir.Schedule(fan_in)
+    i, _ = sch.get_loops(sch.get_block("C"))
+    with pytest.raises(ScheduleError, match="requires all the producers of 'D'.*block 'B'"):
+        sch.reverse_compute_at(sch.get_block("D"), i)
+
+
+@T.prim_func
+def shared_tile(A: T.Buffer((64, 64), "float32"), C: T.Buffer((64, 64), "float32")):
+    S = T.alloc_buffer((64, 64), "float32", scope="shared")
+    for i, j in T.grid(64, 64):
+        with T.block("S"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            S[vi, vj] = A[vi, vj]
+    for bx in T.thread_binding(4, thread="blockIdx.x"):
+        for tx in T.thread_binding(4, thread="threadIdx.x"):
+            for k in range(4):
+                for r in range(4):
+                    with T.block("C"):
+                        vi = T.axis.spatial(64, bx * 16 + tx * 4 + r)
+                        vj = T.axis.spatial(64, k * 16)
+                        C[vi, vj] = S[vi, vj] * T.float32(2)
+
+
+def test_compute_at_shared_buffer_covers_every_thread_of_the_block():
+    sch = tir.Schedule(shared_tile)
+    _, _, k, _ = sch.get_loops(sch.get_block("C"))
+    sch.compute_at(sch.get_block("S"), k)
+    loops = sch.get_loops(sch.get_block("S"))
+    # the 4 threads of a block share S: one fill covers rows bx*16 .. bx*16+15, not 4 rows
+    assert [int(sch.get(lp).extent) for lp in loops[3:]] == [16]
+    a = np.random.default_rng(1).standard_normal((64, 64)).astype("float32")
+    c = np.zeros((64, 64), "float32")
+    (out,) = run_prim_func(sch.mod["main"], a, c)[1:]
+    expect = np.zeros((64, 64), "float32")
+    expect[:, ::16] = a[:, ::16] * 2
+    np.testing.assert_allclose(out, expect, rtol=1e-6)
