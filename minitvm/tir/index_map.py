@@ -28,6 +28,7 @@ from .expr import (
     Var,
     as_expr,
     const_value,
+    make_const,
 )
 from .functor import Mutator, substitute
 
@@ -110,6 +111,30 @@ class IndexMap:
                     "return index expressions (and IndexMap.AXIS_SEPARATOR) only"
                 )
         return IndexMap(args, final, inverse_index_map), separators
+
+    @staticmethod
+    def from_text(text: str, index_dtype: str = "int32") -> "IndexMap":
+        """The IndexMap of `lambda i, j: (...)` source text (as traces print it), read as
+        data: only names, integers and + - * // % are accepted, nothing is evaluated."""
+        import ast
+
+        try:
+            tree = ast.parse(text.strip(), mode="eval").body
+        except SyntaxError as err:
+            raise ScheduleError(f"IndexMap.from_text: {text!r} is not a lambda: {err}") from err
+        if not isinstance(tree, ast.Lambda) or tree.args.vararg or tree.args.kwonlyargs:
+            raise ScheduleError(f"IndexMap.from_text: {text!r} is not `lambda i, j: (...)`")
+        dtype = "int64" if "T.int64(" in text else index_dtype
+        params = {a.arg: Var(a.arg, dtype) for a in tree.args.args}
+        items = tree.body.elts if isinstance(tree.body, ast.Tuple | ast.List) else [tree.body]
+        final = [_from_ast(e, params, DataType(dtype), text) for e in items]
+        return IndexMap(list(params.values()), final)
+
+    def as_lambda_text(self) -> str:
+        """`lambda i, j: (...)`: the source `from_text` reads back."""
+        ins = ", ".join(v.name for v in self.initial_indices)
+        outs = ", ".join(str(e) for e in self.final_indices)
+        return f"lambda {ins}: ({outs}{',' if len(self.final_indices) == 1 else ''})"
 
     # ------------------------------------------------------------------ queries
     @property
@@ -450,16 +475,41 @@ class _Layout:
     def padding_predicate(self, inv: IndexMap) -> PrimExpr:
         """True on the points of the image that no initial index maps to (over `inv`'s
         variables, `inv` being this layout's inverse_map())."""
-        pred: PrimExpr = IntImm("bool", 0)
-        for e, total in zip(inv.final_indices, self.in_extents):
-            if isinstance(const_value(total), int) and self.padded:
-                pred = pred | (e >= total) if not _is_false(pred) else (e >= total)
         from ..arith import Analyzer
+        from .expr import Or
 
         ana = Analyzer()
+        bounds = {}
         for y, ext in zip(inv.initial_indices, self.extents):
             ana.bind(y, Range(0, as_expr(ext, like=y.dtype)))
-        return ana.simplify(pred)
+            bounds[id(y)] = _int(ext)
+        pred: PrimExpr | None = None
+        for e, total in zip(inv.final_indices, self.in_extents):
+            term = _past_end(e, _int(total), bounds) if isinstance(_int(total), int) else None
+            term = term if term is not None else ana.simplify(e >= total)
+            if _is_false(term):
+                continue
+            pred = term if pred is None else Or(pred, term)
+        return pred if pred is not None else IntImm("bool", 0)
+
+
+def _past_end(e: PrimExpr, total: int, bounds: dict) -> PrimExpr | None:
+    """`a * k + b >= total` (b in [0, k), a in [0, A)) written as TVM's simplifier writes it:
+    `a == q and r <= b`, `q <= a` or `q < a or a == q and r <= b`; None for other shapes."""
+    if not (isinstance(e, Add) and isinstance(e.a, Mul) and isinstance(e.b, Var)):
+        return None
+    a, k, b = e.a.a, const_value(e.a.b), e.b
+    if not (isinstance(a, Var) and isinstance(k, int) and bounds.get(id(b)) == k):
+        return None
+    extent_a = bounds.get(id(a))
+    q, r = divmod(total, k)
+    if not isinstance(extent_a, int) or q >= extent_a:
+        return IntImm("bool", 0) if isinstance(extent_a, int) else None
+    qe, re = IntImm(a.dtype, q), IntImm(b.dtype, r)
+    if r == 0:
+        return qe <= a
+    at_q = (a == qe) & (re <= b)
+    return at_q if q == extent_a - 1 else (qe < a) | at_q
 
 
 def _digit_of(y: Var, coef: int, ext: Any, total: Any, lower: int) -> PrimExpr:
@@ -528,6 +578,46 @@ def analyse(imap: IndexMap, extents: list) -> _Layout:
             bound = ana.int_set(e)
             layout.extents.append(ana.simplify(bound.max_value - bound.min_value + 1))
     return layout
+
+
+_TYPED_CONSTANTS = frozenset(
+    f"{kind}{bits}" for kind in ("int", "uint") for bits in (8, 16, 32, 64)
+) | {"float16", "float32", "float64", "bfloat16"}
+_AST_OPS = {"Add": Add, "Sub": Sub, "Mult": Mul, "FloorDiv": FloorDiv, "Mod": FloorMod}
+
+
+def _from_ast(node: Any, params: dict, dtype: DataType, text: str) -> PrimExpr:
+    """An index expression from the AST of trace text (names, ints, + - * // %, T.int64(k))."""
+    import ast
+
+    from .expr import binary
+
+    if isinstance(node, ast.Name) and node.id in params:
+        return params[node.id]
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return IntImm(dtype, node.value)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return IntImm(dtype, 0) - _from_ast(node.operand, params, dtype, text)
+    if isinstance(node, ast.BinOp) and type(node.op).__name__ in _AST_OPS:
+        a = _from_ast(node.left, params, dtype, text)
+        b = _from_ast(node.right, params, dtype, text)
+        return binary(_AST_OPS[type(node.op).__name__], a, b)
+    typed = (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in _TYPED_CONSTANTS
+        and len(node.args) == 1
+    )
+    if typed:  # T.int64(4), T.float32(0.5): a typed constant (a pad value, say)
+        arg = node.args[0]
+        sign = -1 if isinstance(arg, ast.UnaryOp) and isinstance(arg.op, ast.USub) else 1
+        arg = arg.operand if sign == -1 else arg
+        if isinstance(arg, ast.Constant) and type(arg.value) in (int, float):
+            return make_const(node.func.attr, sign * arg.value)
+    raise ScheduleError(
+        f"IndexMap.from_text: cannot read `{ast.unparse(node)}` in {text!r}; index maps in "
+        "traces use names, integers and + - * // %"
+    )
 
 
 def _eval_numpy(e: PrimExpr, env: dict, n: int) -> Any:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ...error import ScheduleError
 from ...ir.dtype import DataType
 from ..buffer import Buffer
 from ..expr import (
@@ -22,7 +23,7 @@ from ..expr import (
 )
 from ..function import PrimFunc
 from ..functor import Mutator, post_order_visit, substitute
-from ..index_map import IndexMap, analyse
+from ..index_map import IndexMap, analyse, retype, retype_vars
 from ..stmt import (
     Block,
     BlockRealize,
@@ -30,11 +31,13 @@ from ..stmt import (
     BufferStore,
     For,
     ForKind,
-    IfThenElse,
     MatchBufferRegion,
+    SeqStmt,
     Stmt,
 )
 from .common import analyzer, insert_in_scope, schedule_error, unique_name
+from .instruction import register_python_renderer, render
+from .trace import register_json_codec
 from .tree import Path, replace_stmt, root_realize, scope_body, walk
 
 
@@ -96,14 +99,64 @@ def block_index_dtype(block: Block) -> str:
 
 
 def as_index_map(index_map: Any, ndim: int, dtype: str, what: str) -> tuple[IndexMap, list[int]]:
-    """(IndexMap, axis separators) of a callable or an IndexMap."""
+    """(IndexMap, axis separators) of a callable, an IndexMap or the lambda text traces print."""
     if isinstance(index_map, IndexMap):
         return index_map, []
+    if isinstance(index_map, str):
+        return IndexMap.from_text(index_map, dtype), []
     if callable(index_map):
         return IndexMap.from_func_with_separators(index_map, ndim=ndim, index_dtype=dtype)
-    from ...error import ScheduleError
-
     raise ScheduleError(f"{what}: index_map must be an IndexMap or a function, got {index_map!r}")
+
+
+def buffer_index_map(func: PrimFunc, r: BlockRealize, spec: Any, index_map: Any) -> tuple:
+    """(IndexMap, axis separators) for transforming the buffer `spec` of block `r` (a
+    function's parameters get the buffer's index dtype)."""
+    what = f"transform_layout(block '{r.block.name_hint}', buffer {spec!r})"
+    _, _, buf = resolve_buffer(func, r, spec, what)
+    dtype = str(buf.shape[0].dtype) if buf.shape else block_index_dtype(r.block)
+    return as_index_map(index_map, len(buf.shape), dtype, what)
+
+
+def block_index_map(r: BlockRealize, index_map: Any) -> IndexMap:
+    """The IndexMap for transforming block `r`'s iteration space."""
+    what = f"transform_block_layout(block '{r.block.name_hint}')"
+    block = r.block
+    return as_index_map(index_map, len(block.iter_vars), block_index_dtype(block), what)[0]
+
+
+def pad_value_map(pad_value: Any, imap: IndexMap, buf_dtype: Any) -> Any:
+    """The pad value as an IndexMap over the transformed indices, as TVM traces it (a Python
+    int/float takes the buffer's dtype when its kind matches; None stays None)."""
+    if pad_value is None or isinstance(pad_value, IndexMap):
+        return pad_value
+    dtype = str(imap.initial_indices[0].dtype) if imap.ndim else "int32"
+    if isinstance(pad_value, str):  # the lambda text a printed trace passes back
+        return IndexMap.from_text(pad_value, dtype)
+    if not callable(pad_value):
+        value = pad_value
+        if isinstance(value, int) and not isinstance(value, bool) and buf_dtype.is_integer:
+            value = IntImm(buf_dtype, value)
+        elif isinstance(value, float) and buf_dtype.is_float:
+            value = FloatImm(buf_dtype, value)
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            value = as_expr(value)  # a Python int is int32, a float float32, as in TVM
+        if not isinstance(value, PrimExpr):
+            return pad_value  # transform_layout says why it is not a value
+
+        pad_value = _constant(value)
+
+    return IndexMap.from_func(pad_value, ndim=len(imap.final_indices), index_dtype=dtype)
+
+
+def _constant(value: PrimExpr) -> Callable:
+    return lambda *_: value
+
+
+# IndexMaps in traces: printed as the lambda text (a string the Python replay passes back to
+# the primitive) and stored in JSON as that text; both are read by IndexMap.from_text.
+register_python_renderer(IndexMap, lambda m: render(m.as_lambda_text()))
+register_json_codec(IndexMap, "IndexMap", IndexMap.as_lambda_text, IndexMap.from_text)
 
 
 # ---------------------------------------------------------------------- rewriting accesses
@@ -225,9 +278,17 @@ def transform_layout(
     def fn(indices: tuple) -> list:
         return imap.map_indices(list(indices))
 
+    if pad is None:
+        return _rewrite_buffer(func, buf, new, fn)
+    inverse, pred = imap.non_surjective_inverse(list(buf.shape))
+    producer = _row_major_producer(func, buf)
+    if producer is not None:
+        func, block_name = _pad_in_producer(func, producer, buf, imap, layout, inverse, pred, pad)
+        func = _rewrite_buffer(func, buf, new, fn)
+        return _simplify_block(func, block_name)
     func = _rewrite_buffer(func, buf, new, fn)
-    if pad is not None and _writers(func, new) and any(b is new for b in _root_allocs(func)):
-        func = _write_padding(func, new, layout, pad)
+    if _writers(func, new):
+        func = _write_padding(func, new, inverse, pred, pad)
     return func
 
 
@@ -276,34 +337,157 @@ def _pad_value(
     return pmap
 
 
-def _write_padding(func: PrimFunc, new: Buffer, layout: Any, pmap: IndexMap) -> PrimFunc:
+def _write_padding(
+    func: PrimFunc, new: Buffer, inverse: IndexMap, pred: PrimExpr, pmap: IndexMap
+) -> PrimFunc:
     """Insert, after the last writer of `new`, a nest that stores the pad value where the
-    transformed layout has padding."""
-    inverse, pred = layout.imap.non_surjective_inverse(list(layout.in_extents))
+    transformed layout has padding (TVM's post-processing block)."""
+    from ..stmt import SeqStmt
+
+    writers = _writers(func, new)
+    scope = scope_body(func)
+    items = list(scope.seq) if isinstance(scope, SeqStmt) else [scope]
+    writer_ids = {id(w) for w, _ in writers}
+    last = max(i for i, s in enumerate(items) if any(id(x) in writer_ids for x, _ in walk(s)))
+    first_writer = writers[-1][0]
+    looped = any(isinstance(x, For) for x, _ in walk(items[last]))
+    base = (
+        f"{first_writer.block.name_hint}_pad_{new.name}" if looped else f"buffer_{new.name}_padding"
+    )
     dtype = new.shape[0].dtype
-    name = unique_name(func, f"{new.name}_pad")
     loop_vars = [Var(f"ax{d}", dtype) for d in range(len(new.shape))]
     ivs = [
         IterVar(Range(0, s), Var(f"v{d}", dtype), IterType.DataPar) for d, s in enumerate(new.shape)
     ]
     idx = tuple(iv.var for iv in ivs)
-    cond = substitute(pred, dict(zip(inverse.initial_indices, idx)))
+    where = substitute(pred, dict(zip(retype_vars(inverse.initial_indices, dtype), loop_vars)))
     value = pmap.map_indices(list(idx))[0]
-    value = _Remap(new, new, lambda ix: list(ix)).visit(value)
-    store = IfThenElse(cond, BufferStore(new, value, idx))
     point = tuple(Range(i, 1) for i in idx)
     reads = tuple(BufferRegion.full_region(b) for b in _loaded_buffers(value))
-    block = Block(tuple(ivs), reads, (BufferRegion(new, point),), name, store)
-    body: Stmt = BlockRealize(tuple(loop_vars), IntImm("bool", 1), block)
+    block = Block(
+        tuple(ivs),
+        reads,
+        (BufferRegion(new, point),),
+        unique_name(func, base),
+        BufferStore(new, value, idx),
+    )
+    body: Stmt = BlockRealize(tuple(loop_vars), where, block)
     for v, s in reversed(list(zip(loop_vars, new.shape))):
         body = For(v, IntImm(v.dtype, 0), s, ForKind.SERIAL, body)
-    from ..stmt import SeqStmt
-
-    scope = scope_body(func)
-    items = list(scope.seq) if isinstance(scope, SeqStmt) else [scope]
-    writer_ids = {id(w) for w, _ in _writers(func, new)}
-    last = max(i for i, s in enumerate(items) if any(id(x) in writer_ids for x, _ in walk(s)))
     return insert_in_scope(func, body, lambda _items: last + 1)
+
+
+def _row_major_producer(func: PrimFunc, buf: Buffer) -> tuple | None:
+    """(realize, path) of the one block that writes `buf`, writes nothing else, and stores
+    every element `buf[v0, v1, ...]` at its own iterators over loops that wrap only it; else
+    None (the padding then goes to a separate block)."""
+    writers = _writers(func, buf)
+    if len(writers) != 1:
+        return None
+    r, path = writers[0]
+    block = r.block
+    if len(block.writes) != 1:
+        return None
+    stores: list = []
+    post_order_visit(block, lambda n: stores.append(n) if isinstance(n, Stmt) else None)
+    if any(not isinstance(x, BufferStore | Block) for x in stores if not isinstance(x, SeqStmt)):
+        return None
+    pos = {id(iv.var): iv for iv in block.iter_vars}
+    for st in (x for x in stores if isinstance(x, BufferStore)):
+        ivs = [pos.get(id(i)) for i in st.indices]
+        if st.buffer is not buf or None in ivs or len({id(iv) for iv in ivs}) != len(ivs):
+            return None
+        if any(
+            iv.iter_type != IterType.DataPar or not _same_extent(iv.dom.extent, d)
+            for iv, d in zip(ivs, buf.shape)
+        ):
+            return None
+    try:
+        _perfect_loops(func, r, path, "transform_layout")
+    except ScheduleError:
+        return None
+    return r, path
+
+
+def _pad_in_producer(
+    func: PrimFunc,
+    producer: tuple,
+    buf: Buffer,
+    imap: IndexMap,
+    layout: Any,
+    inverse: IndexMap,
+    pred: PrimExpr,
+    pmap: IndexMap,
+) -> tuple[PrimFunc, str]:
+    """The producer iterates over the transformed shape and stores
+    `if_then_else(padding, pad_value, value)` (the old iterators through the inverse)."""
+    r, path = producer
+    block = r.block
+    loops = _perfect_loops(func, r, path, "transform_layout")
+    store = next(x for x, _ in walk(block.body) if isinstance(x, BufferStore))
+    by_id = {id(iv.var): iv for iv in block.iter_vars}
+    stored = [by_id[id(i)] for i in store.indices]
+    stored_ids = {id(iv) for iv in stored}
+    others = [(iv, v) for iv, v in zip(block.iter_vars, r.iter_values) if id(iv) not in stored_ids]
+    dtype = stored[0].var.dtype if stored else DataType("int32")
+    ys = [Var(f"v{j}", dtype) for j in range(len(layout.extents))]
+    new_loops = [Var(f"ax{j}", dtype) for j in range(len(ys))]
+    ys_ivs = [
+        IterVar(Range(0, as_expr(e, like=dtype)), y, IterType.DataPar)
+        for y, e in zip(ys, layout.extents)
+    ]
+    inv_vars = retype_vars(inverse.initial_indices, dtype)
+    olds = retype(inverse.final_indices, inverse.initial_indices, dtype)
+    vmap = {iv.var: substitute(e, dict(zip(inv_vars, ys))) for iv, e in zip(stored, olds)}
+    cond = substitute(retype([pred], inverse.initial_indices, dtype)[0], dict(zip(inv_vars, ys)))
+    pad = pmap.map_indices(list(ys))[0]
+
+    class _Guard(Mutator):
+        def visit_BufferStore(self, st: BufferStore) -> Any:
+            from ..op import if_then_else
+
+            value = substitute(st.value, vmap)
+            return st.replace(
+                value=if_then_else(cond, pad, value), indices=substitute(st.indices, vmap)
+            )
+
+    guard = _Guard()
+    new_block = block.replace(
+        iter_vars=tuple(ys_ivs) + tuple(iv for iv, _ in others),
+        body=guard.visit(block.body),
+        init=guard.visit(block.init) if block.init is not None else None,
+        reads=substitute(block.reads, vmap),
+        writes=substitute(block.writes, vmap),
+    )
+    values = tuple(new_loops) + tuple(v for _, v in others)
+    stmt: Stmt = BlockRealize(values, r.predicate, new_block)
+    by_loop = {id(f.loop_var): f for f in loops}
+    for _, v in reversed(others):
+        f = by_loop[id(v)]
+        stmt = f.replace(body=stmt)
+    for v, iv in reversed(list(zip(new_loops, ys_ivs))):
+        stmt = For(v, IntImm(dtype, 0), iv.dom.extent, ForKind.SERIAL, stmt)
+    return replace_stmt(func, loops[0] if loops else r, stmt), block.name_hint
+
+
+def _simplify_block(func: PrimFunc, name: str) -> PrimFunc:
+    """Simplify the indices and regions of block `name` under its iterators' ranges."""
+    from .tree import find_block
+
+    r, _ = find_block(func, name)
+    ana = analyzer()
+    for iv in r.block.iter_vars:
+        if const_value(iv.dom.extent) != 1:
+            ana.bind(iv.var, iv.dom)
+    simp = _SimplifyIndices(ana)
+    block = r.block
+    new = block.replace(
+        body=simp.visit(block.body),
+        init=simp.visit(block.init) if block.init is not None else None,
+        reads=simp.visit(block.reads),
+        writes=simp.visit(block.writes),
+    )
+    return replace_stmt(func, r, r.replace(block=new))
 
 
 def _loaded_buffers(e: PrimExpr) -> list[Buffer]:

@@ -784,6 +784,8 @@ class Schedule:
         )
 
     # --- helper-prims-b ---
+    from . import layout as _layout_module  # registers how traces print and store IndexMaps
+
     def transform_layout(
         self,
         block: Any,
@@ -796,8 +798,11 @@ class Schedule:
         from . import layout as _layout
 
         fname, func, r, _ = self._block(block)
+        imap, separators = _layout.buffer_index_map(func, r, buffer, index_map)
+        kind, index, buf = _layout.resolve_buffer(func, r, buffer, "transform_layout")
+        pad_value = _layout.pad_value_map(pad_value, imap, buf.dtype)
         func = _layout.transform_layout(
-            func, r, buffer, index_map, pad_value, assume_injective_transform
+            func, r, buffer, imap, pad_value, assume_injective_transform
         )
         self._update(fname, func)
         self._record(
@@ -805,29 +810,37 @@ class Schedule:
             (),
             (
                 ("block", block),
-                ("buffer", buffer),
-                ("index_map", index_map),
+                ("buffer", [kind, index]),  # a Buffer object or name has no trace form
+                ("index_map", imap),
                 ("pad_value", pad_value),
                 ("assume_injective_transform", assume_injective_transform),
             ),
         )
+        if separators:  # TVM applies (and traces) the separators as a second primitive
+            self.set_axis_separator(block, (kind, index), separators)
 
     def transform_block_layout(self, block: Any, index_map: Any) -> None:
         from . import layout as _layout
 
         fname, func, r, path = self._block(block)
-        self._update(fname, _layout.transform_block_layout(func, r, path, index_map))
-        self._record("transform_block_layout", (), (("block", block), ("index_map", index_map)))
+        imap = _layout.block_index_map(r, index_map)
+        self._update(fname, _layout.transform_block_layout(func, r, path, imap))
+        self._record("transform_block_layout", (), (("block", block), ("index_map", imap)))
 
     def set_axis_separator(self, block: Any, buffer: Any, axis_separators: Any) -> None:
         from . import layout as _layout
 
         fname, func, r, _ = self._block(block)
+        kind, index, _ = _layout.resolve_buffer(func, r, buffer, "set_axis_separator")
         self._update(fname, _layout.set_axis_separator(func, r, buffer, axis_separators))
         self._record(
             "set_axis_separator",
             (),
-            (("block", block), ("buffer", buffer), ("axis_separators", list(axis_separators))),
+            (
+                ("block", block),
+                ("buffer", [kind, index]),
+                ("axis_separators", list(axis_separators)),
+            ),
         )
 
     def storage_align(
@@ -886,6 +899,9 @@ class Schedule:
         from . import reindex as _reindex
 
         fname, func, r, path = self._block(block)
+        if index_map is not None:
+            index_map = self._layout_module.block_index_map(r, index_map)
+            kwargs = tuple((k, index_map if k == "index_map" else v) for k, v in kwargs)
         func, new = _reindex.reindex(func, r, path, spec, scope, index_map, name)
         self._update(fname, func)
         out = self._new_block(fname, new)
@@ -893,7 +909,9 @@ class Schedule:
         return out
 
     def reindex(self, block: Any, buffer: Any) -> BlockRV:
-        kwargs = (("block", block), ("buffer", buffer))
+        _, func, r, _ = self._block(block)
+        kind, index, _ = self._layout_module.resolve_buffer(func, r, buffer, "reindex")
+        kwargs = (("block", block), ("buffer", [kind, index]))
         return self._reindex("reindex", block, buffer, None, None, kwargs)
 
     def reindex_cache_read(
@@ -919,6 +937,7 @@ class Schedule:
         )
         spec = ("write", write_buffer_index)
         return self._reindex("reindex_cache_write", block, spec, storage_scope, index_map, kwargs)
+
 
     # --- helper-existing ---
 
