@@ -39,6 +39,7 @@ class ScanOp(Operation):
     update: tuple
     state_placeholder: tuple
     inputs: tuple
+    spatial_axis_: tuple = ()  # the non-scan axes of every output, output after output
 
     def __post_init__(self):
         setfield(self, "attrs", FrozenDict(self.attrs or {}))
@@ -67,8 +68,9 @@ class ScanOp(Operation):
 
     # ------------------------------------------------------------------ lowering (to_tir)
     def body_ops(self) -> list[Operation]:
-        """The operations that depend on a state: computed inside the scan loop, in order."""
-        states = {id(t.op) for t in self.state_placeholder}
+        """The operations between the states (and the given `inputs`) and the updates: computed
+        inside the scan loop, one step at a time, in dependency order (TVM's scan body)."""
+        states = {id(t.op) for t in (*self.state_placeholder, *self.inputs)}
         depends: dict[int, bool] = {}
         order: list[Operation] = []
 
@@ -85,8 +87,10 @@ class ScanOp(Operation):
                 order.append(op)
             return depends[id(op)]
 
+        reads_state = {id(t.op) for t in self.state_placeholder}
         for t in self.update:
-            if not visit(t.op):
+            visit(t.op)
+            if not _reaches(t.op, reads_state):
                 raise TEError(
                     f"scan '{self.name}': update '{t.op.name}' does not read any state "
                     "placeholder; the update must compute step t from state[t - 1]"
@@ -132,6 +136,20 @@ class ScanOp(Operation):
         return f"ScanOp({self.name})"
 
     __str__ = __repr__
+
+
+def _reaches(op: Operation, targets: set[int]) -> bool:
+    """True when `op` reads one of the operations in `targets`, directly or not."""
+    stack, seen = [op], set()
+    while stack:
+        o = stack.pop()
+        for t in o.input_tensors:
+            if id(t.op) in targets:
+                return True
+            if id(t.op) not in seen:
+                seen.add(id(t.op))
+                stack.append(t.op)
+    return False
 
 
 def _one_step(nest: Any, step: Var, name: str) -> Any:
@@ -217,8 +235,15 @@ def scan(
     rows, steps = init[0].shape[0], update[0].shape[0]
     dom = Range.by_begin_end(rows, steps)
     axis = IterVar(dom, Var(f"{name}.idx", steps.dtype), IterType.Ordered)
+    spatial = tuple(
+        IterVar(Range(0, d), Var(f"{name}.out{k}.i{n}", d.dtype), IterType.DataPar)
+        for k, u in enumerate(update)
+        for n, d in enumerate(u.shape)
+        if n > 0
+    )
     op = ScanOp(name, tag, FrozenDict(attrs or {}), axis, tuple(init), tuple(update),
-                tuple(states), tuple(_as_list(inputs) if inputs is not None else ()))  # fmt: skip
+                tuple(states), tuple(_as_list(inputs) if inputs is not None else ()),
+                spatial)  # fmt: skip
     for bop in op.body_ops():
         first = bop.axis[0] if isinstance(bop, ComputeOp) and bop.axis else None
         if first is None or not _same_dim(first.dom.extent, steps):

@@ -454,3 +454,65 @@ def test_ir_builder_else_scope_needs_an_if_scope():
     scope = ib.else_scope()
     with pytest.raises(tvm.error.MiniTVMError, match="else_scope must follow an if_scope"):
         scope.__enter__()
+
+
+# ----------------------------------------------------------------------------- groups, graph
+
+
+def test_scan_body_includes_stages_fed_by_the_given_inputs():
+    m, n = 6, 4
+    x = te.placeholder((m, n), name="X")
+    state = te.placeholder((m, n), name="state")
+    # reads X[t - 1]: valid only because, fed by the scan's input, it runs at steps t >= 1
+    prev = te.compute((m, n), lambda t, i: x[t - 1, i] * 2.0, name="prev")
+    first = te.compute((1, n), lambda _, i: x[0, i], name="first")
+    step = te.compute((m, n), lambda t, i: state[t - 1, i] + prev[t, i], name="step")
+    out = te.scan(first, step, state, inputs=[x])
+    assert {op.name for op in te.schedule.ScanGetBody(out.op)} == {"prev", "step", "scan"}
+    f = tvm.build(te.create_schedule(out.op), [x, out], "llvm")
+    a = RNG.random((m, n), dtype="float32")
+    got = _nd(np.zeros_like(a))
+    f(_nd(a), got)
+    want = a.copy()
+    for t in range(1, m):
+        want[t] = want[t - 1] + 2 * a[t - 1]
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-5)
+
+
+def _chain():
+    a = te.placeholder((6, 5), name="A")
+    x = te.compute(a.shape, lambda i, j: a[i, j] + 1.0, name="x")
+    x1 = te.compute(a.shape, lambda i, j: x[i, j] * 3.0, name="x1")
+    x2 = te.compute(a.shape, lambda i, j: x1[i, j] - 2.0, name="x2")
+    return a, x, x1, x2
+
+
+def test_group_compute_at_places_every_member():
+    a, x, x1, x2 = _chain()
+    s = te.create_schedule(x2.op)
+    g = s.create_group(outputs=x1, inputs=a, include_inputs=False)
+    assert (s[x].group, s[x1].group, g.num_child_stages) == (g, g, 2)
+    g.compute_at(s[x2], x2.op.axis[0])
+    assert g.attach_stage is s[x2]
+    text = tvm.lower(s, [a, x2]).script()
+    assert text.index("for i in") < text.index("x[") < text.index("x1[")  # both inside x2's i
+    f = tvm.build(s, [a, x2], "llvm")
+    v = RNG.random((6, 5), dtype="float32")
+    got = _nd(np.zeros_like(v))
+    f(_nd(v), got)
+    np.testing.assert_allclose(got.numpy(), (v + 1) * 3 - 2, rtol=1e-6)
+
+
+def test_compute_at_outside_the_group_is_refused():
+    _, x, x1, x2 = _chain()
+    s = te.create_schedule(x2.op)
+    s.create_group(outputs=x1, inputs=x)
+    with pytest.raises(ScheduleError, match="stage 'x' is outside group"):
+        s[x1].compute_at(s[x], x.op.axis[0])
+
+
+def test_read_graph_and_post_order():
+    a, x, x1, x2 = _chain()
+    graph = te.schedule.CreateReadGraph([x2.op])
+    assert graph[x2.op] == [x1] and graph[x.op] == [a]
+    assert te.schedule.PostDFSOrder([x2.op], graph) == [a.op, x.op, x1.op, x2.op]
