@@ -13,13 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..error import ScheduleError
+from ..error import ScheduleError, TargetError
 from ..ir.recursion import deep_recursion
 from ..tir.expr import IterType, IterVar, Range, Var, as_expr
 from ..tir.function import PrimFunc
-from ..tir.op import floordiv
-from .graph import CreateReadGraph, PostDFSOrder, ScanGetBody  # noqa: F401 (TVM names)
-from .group import add_scan_groups, check_same_group, create_group, group_attachment, sch_groups
+from ..tir.functor import substitute
 from .operation import ComputeOp, Operation, PlaceholderOp
 from .tensor import Tensor
 
@@ -108,7 +106,9 @@ class Stage:
     attach: _Attach = field(default_factory=lambda: _Attach("root"))
     actions: list = field(default_factory=list)
     initial: list = field(default_factory=list)  # the IterVars the block's loops start as
-    group: Any = None  # the te/group.py Group this stage belongs to
+    store_predicate: Any = None  # set_store_predicate: the block stores only where it holds
+    # id(thread axis var) -> (thread IterVar, the leaf IterVar bound to it)
+    bound_threads: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.initial = list(self.op.axis) + list(self.op.reduce_axis)
@@ -257,8 +257,25 @@ class Stage:
         self._kind("unroll", var)
 
     def bind(self, ivar: IterVar, thread_ivar: IterVar) -> None:
+        """Bind loop `ivar` to a thread axis (`te.thread_axis("threadIdx.x")`)."""
         tag = getattr(thread_ivar, "thread_tag", "") or str(thread_ivar)
         self._kind("bind", ivar, tag)
+        if isinstance(thread_ivar, IterVar):
+            self.bound_threads[id(thread_ivar.var)] = (thread_ivar, ivar)
+
+    def _is_bound(self, iv: IterVar) -> bool:
+        return any(a[0] == "kind" and a[1] == "bind" and a[2] is iv for a in self.actions)
+
+    def set_store_predicate(self, predicate: Any) -> None:
+        """Store this stage's values only where `predicate` (over its IterVars) holds."""
+        self._no_placeholder("set_store_predicate")
+        pred = as_expr(predicate)
+        if not pred.dtype.is_bool:
+            raise ScheduleError(
+                f"set_store_predicate on stage '{self.name}': `{pred}` is not a condition "
+                f"(dtype {pred.dtype}); pass a comparison such as tx.var.equal(0)"
+            )
+        self.store_predicate = pred
 
     def pragma(self, var: IterVar, pragma_type: str, pragma_value: Any = None) -> None:
         if pragma_type == "unroll":
@@ -290,7 +307,6 @@ class Stage:
             raise ScheduleError(
                 f"compute_at on stage '{self.name}': a stage cannot be computed at its own loop"
             )
-        check_same_group(self, parent, f"compute_at on stage '{self.name}'")
         if not any(scope is x for x in parent.all_iter_vars):
             owner = self._sch._owner(scope)
             where = f"belongs to stage '{owner.name}'" if owner else "is not a loop of any stage"
@@ -337,6 +353,10 @@ class Schedule:
         # (reader stage, tensor) -> the cache tensor that reader now reads instead
         self._cached_reads: dict[tuple[int, Tensor], Tensor] = {}
         self._cache_written: dict[int, Tensor] = {}  # stage id -> the tensor cache_write made
+        # rfactor swaps a stage's operation: the old op (kept alive, so its id stays unique)
+        # still finds the stage, and tensors of the old op stand for the new op's outputs
+        self._alias: dict[int, tuple[Any, Stage]] = {}
+        self._replaced: dict[Tensor, Tensor] = {}
         order: list[Any] = []
         seen: set[int] = set()
         for root in self.outputs:
@@ -360,16 +380,6 @@ class Schedule:
                 self._deps[id(self.stage_map[id(op)])] = [
                     self.stage_map[id(t.op)] for t in op.input_tensors if id(t.op) in self.stage_map
                 ]
-        add_scan_groups(self)
-
-    @property
-    def groups(self) -> list:
-        """The stage groups: scans' bodies and those create_group made (te/group.py)."""
-        return list(sch_groups(self))
-
-    def create_group(self, outputs: Any, inputs: Any, include_inputs: bool = False) -> Any:
-        """Group the stages between `inputs` and `outputs`; `g.compute_at` places them all."""
-        return create_group(self, outputs, inputs, include_inputs)
 
     @property
     def stages(self) -> list[Stage]:
@@ -377,7 +387,7 @@ class Schedule:
 
     def __getitem__(self, x: Any) -> Stage:
         op = _op_of(x)
-        stage = self.stage_map.get(id(op))
+        stage = self.stage_map.get(id(op)) or self._alias.get(id(op), (None, None))[1]
         if stage is None:
             if isinstance(op, PlaceholderOp):
                 raise ScheduleError(
@@ -402,6 +412,12 @@ class Schedule:
                     seen.add(id(d))
                     stack.append(d)
         return False
+
+    def _owner_of_var(self, var: Any) -> Stage | None:
+        for stage in self.stage_map.values():
+            if any(var is x.var for x in stage.all_iter_vars):
+                return stage
+        return None
 
     def _owner(self, iv: Any) -> Stage | None:
         for stage in self.stage_map.values():
@@ -463,6 +479,27 @@ class Schedule:
                 return list(stage.op.source.op.input_tensors)
         return list(stage.op.input_tensors)
 
+    def _reads_of(self, consumer: Stage, producer: Stage) -> list[tuple]:
+        """Index tuples (in `consumer`'s root IterVars) at which `consumer` reads `producer`."""
+        from .bound import loads_of
+
+        cop, pop = consumer.op, producer.op
+        if isinstance(cop, _CacheOp) and not self._is_cache_write(cop):
+            return [tuple(iv.var for iv in cop.axis)]  # a cache_read stage copies its source
+        if isinstance(pop, _CacheOp) and self._is_cache_write(pop) and pop.source.op is cop:
+            return [tuple(iv.var for iv in cop.axis)]  # the stage copies its cache back
+        wanted = list(pop.outputs)
+        if isinstance(pop, _CacheOp) and not self._is_cache_write(pop):
+            wanted = [pop.source]  # the reader's body still names the cached tensor
+        if isinstance(cop, _CacheOp):  # a cache_write stage computes its source's body
+            src = cop.source.op
+            vmap = {a.var: b.var for a, b in zip(src.axis, cop.axis)}
+            return [tuple(substitute(e, vmap) for e in idx) for idx in loads_of(src.body, wanted)]
+        return loads_of(cop.body, wanted)
+
+    def _is_cache_write(self, op: Any) -> bool:
+        return any(t.op is op for t in self._cache_written.values())
+
     def cache_write(self, tensor: Tensor, scope: str) -> Tensor:
         """Compute `tensor` into a new tensor in `scope`; `s[tensor]` becomes the copy back."""
         stage = self[tensor]
@@ -504,7 +541,70 @@ class Schedule:
     # ------------------------------------------------------------------ replay
     def build_prim_func(self, args: list, name: str = "main") -> PrimFunc:
         """`te.create_prim_func(args)` with this schedule applied (used by tvm.lower/build)."""
+        args = [self._resolve(a) if isinstance(a, Tensor) else a for a in args]
         return _Replay(self, args).run().with_attr("global_symbol", name)
+
+    def _resolve(self, tensor: Tensor) -> Tensor:
+        """The tensor that stands for `tensor` now (rfactor replaces a stage's operation)."""
+        while tensor in self._replaced:
+            tensor = self._replaced[tensor]
+        return tensor
+
+    # ------------------------------------------------------------------ rfactor
+    def rfactor(self, tensor: Tensor, axis: IterVar, factor_axis: int = 0) -> Any:
+        """Factor the reduction of `tensor` over its loop `axis` into a new stage.
+
+        >>> ko, ki = s[B].split(B.op.reduce_axis[0], factor=16); BF = s.rfactor(B, ki)
+        """
+        from .rfactor import rfactor
+
+        return rfactor(self, tensor, axis, factor_axis)
+
+    def _check_not_cached(self, stage: Stage, what: str) -> None:
+        """`what` swaps the stage's operation, which a cache stage made earlier still reads."""
+        for prim, used in (
+            ("cache_write", id(stage) in self._cache_written),
+            ("cache_read", any(t.op is stage.op for (_, t) in self._cached_reads)),
+        ):
+            if used:
+                raise ScheduleError(
+                    f"{what} of '{stage.name}': it was already given to {prim}; call {what} "
+                    f"first, then {prim} (on the tensor {what} returns or on '{stage.name}')"
+                )
+
+    def _replace_op(self, stage: Stage, new_op: Any, rf_op: Any) -> None:
+        """Swap `stage`'s operation for `new_op`, reading the new stage of `rf_op` (rfactor)."""
+        from .rfactor import replace_loads
+
+        old = stage.op
+        rf_stage = Stage(rf_op, self)
+        mapping = {old.output(n): new_op.output(n) for n in range(old.num_outputs)}
+        self._replaced.update(mapping)
+        self._rekey(stage, new_op)
+        stage.initial = list(new_op.axis) + list(new_op.reduce_axis)
+        stage.leaf_iter_vars = list(stage.initial)
+        stage.all_iter_vars = list(stage.initial)
+        stage.actions = []
+        # the factored stage runs right before the stage it feeds (stages list producers first)
+        items = list(self.stage_map.items())
+        at = next(i for i, (_, st) in enumerate(items) if st is stage)
+        self.stage_map = dict(items[:at] + [(id(rf_op), rf_stage)] + items[at:])
+        self._deps[id(rf_stage)] = self._deps[id(stage)]
+        self._deps[id(stage)] = [rf_stage]
+        for st in list(self.stage_map.values()):
+            if st is not stage and st is not rf_stage:
+                self._rekey(st, replace_loads(st.op, mapping))
+        self.outputs = [new_op if o is old else o for o in self.outputs]
+
+    def _rekey(self, stage: Stage, new_op: Any) -> None:
+        old = stage.op
+        if new_op is old:
+            return
+        self._alias[id(old)] = (old, stage)
+        items = [(id(new_op), st) if st is stage else (k, st) for k, st in self.stage_map.items()]
+        self.stage_map = dict(items)
+        stage.op = new_op
+        self.outputs = [new_op if o is old else o for o in self.outputs]
 
     def _consumers_first(self) -> list[Stage]:
         order: list[Stage] = []
@@ -609,8 +709,31 @@ class _Replay:
         if tensorized:
             from .tensor_intrin import apply_tensorize
 
-            return apply_tensorize(self.sch, tensorized)
-        return self.sch.mod["main"]
+            func = apply_tensorize(self.sch, tensorized)
+        else:
+            func = self.sch.mod["main"]
+        for st in stages:
+            if st.store_predicate is not None:
+                func = self._store_predicate(func, st)
+        return func
+
+    def _store_predicate(self, func: PrimFunc, st: Stage) -> PrimFunc:
+        from .predicate import apply_store_predicate
+
+        loop_var_of = {
+            id(iv): self.sch.get(self.loop[id(iv)]).loop_var
+            for stage in self.te.stage_map.values()
+            if stage.attach.kind != "inline"
+            for iv in stage.leaf_iter_vars
+            if id(iv) in self.loop
+        }
+        threads = {}
+        for stage in self.te.stage_map.values():
+            for key, (_, leaf) in stage.bound_threads.items():
+                if id(leaf) in loop_var_of and (stage is st or key not in threads):
+                    threads[key] = loop_var_of[id(leaf)]
+        name = self.sch.get(self.block[id(st)]).name_hint
+        return apply_store_predicate(func, st, name, loop_var_of, threads)
 
     def _loop_of(self, stage: Stage, iv: IterVar, what: str) -> Any:
         if not any(iv is x for x in stage.leaf_iter_vars):
@@ -622,9 +745,7 @@ class _Replay:
         return self.loop.get(id(iv))
 
     def _attach(self, st: Stage) -> None:
-        kind, parent, scope = st.attach.kind, st.attach.parent, st.attach.iv
-        if kind == "root" and group_attachment(st) is not None:  # its group was placed
-            kind, (parent, scope) = "at", group_attachment(st)
+        kind = st.attach.kind
         if kind == "inline":
             if st.actions:
                 raise ScheduleError(
@@ -633,10 +754,11 @@ class _Replay:
                 )
             self.sch.compute_inline(self.block[id(st)])
         elif kind == "at":
-            loop = self._loop_of(parent, scope, f"compute_at of stage '{st.name}'")
+            parent = st.attach.parent
+            loop = self._loop_of(parent, st.attach.iv, f"compute_at of stage '{st.name}'")
             if loop is None:
                 raise ScheduleError(
-                    f"compute_at of stage '{st.name}' at loop '{scope.var.name}' of "
+                    f"compute_at of stage '{st.name}' at loop '{st.attach.iv.var.name}' of "
                     f"stage '{parent.name}': that loop does not exist when '{st.name}' is "
                     f"placed ('{parent.name}' must consume '{st.name}', and a cache stage "
                     "made later may have replaced it); attach to a loop of a consumer"
@@ -662,60 +784,22 @@ class _Replay:
             sch.reorder(*[self.loop[id(iv)] for iv in action[1]])
         else:
             _, method, iv, extra = action
+            if method == "bind" and iv.iter_type is IterType.CommReduce:
+                raise TargetError(
+                    f"stage '{st.name}': reduction loop '{iv.var.name}' is bound to "
+                    f"'{extra[0]}', a cross-thread reduction; that needs GPU lowering, which this "
+                    "build does not have. On the CPU, keep reduction loops serial (or rfactor "
+                    "and parallelize the factored stage's spatial loops)"
+                )
             getattr(sch, method)(self.loop[id(iv)], *extra)
 
 
-def _extent(x: Any) -> Any:
-    value = getattr(x, "value", x)
-    return value if isinstance(value, int) else x
-
-
-def _ceildiv(a: Any, b: Any) -> Any:
-    a, b = _extent(a), _extent(b)
-    if isinstance(a, int) and isinstance(b, int):
-        return -(-a // b)
-    return floordiv(a + b - 1, b)
-
-
-def _times(a: Any, b: Any) -> Any:
-    a, b = _extent(a), _extent(b)
-    return a * b if isinstance(a, int) and isinstance(b, int) else as_expr(a) * b
-
-
 def InferBound(sch: Schedule) -> dict[IterVar, Range]:
-    """The range of every IterVar of every stage at root (its own loop nest).
+    """The Range of every IterVar of every stage; a stage computed at a consumer's loop gets
+    the region that consumer reads during one iteration of that loop (as in TVM)."""
+    from .bound import infer_bound
 
-    A stage computed at another stage's loop gets its bounds from that consumer when
-    lowered; asking here is a ScheduleError rather than a guess.
-    """
-    bounds: dict[IterVar, Range] = {}
-    for st in sch.stages:
-        if st.attach.kind == "at":
-            raise ScheduleError(
-                f"InferBound: stage '{st.name}' is computed at a loop of '{st.attach.parent.name}'"
-                "; its bounds come from that consumer, which minitvm derives only when lowering "
-                "(inspect tvm.lower(s, args) instead)"
-            )
-        if st.attach.kind == "inline":
-            continue
-        shape = list(st.op.shape) if isinstance(st.op, _CacheOp) else []
-        for k, iv in enumerate(st.initial):
-            bounds[iv] = iv.dom if iv.dom is not None else Range(0, shape[k])
-        for rel in st.relations:
-            if isinstance(rel, Split):
-                ext = bounds[rel.parent].extent
-                outer, inner = (
-                    (_ceildiv(ext, rel.factor), rel.factor)
-                    if rel.factor is not None
-                    else (rel.nparts, _ceildiv(ext, rel.nparts))
-                )
-                bounds[rel.outer], bounds[rel.inner] = Range(0, outer), Range(0, inner)
-            else:
-                ext = 1
-                for iv in rel.fused_from:
-                    ext = _times(ext, bounds[iv].extent)
-                bounds[rel.fused] = Range(0, ext)
-    return bounds
+    return infer_bound(sch)
 
 
 def create_schedule(ops: Any) -> Schedule:

@@ -1,0 +1,266 @@
+"""Classic TE schedule names that TVM v0.19's TE tests and tutorials use: rfactor, store
+predicates, InferBound for attached stages, multi-output compute_at, cache_write after
+loop transformations, and the Stage annotations. Checked against numpy or exact ranges."""
+
+import numpy as np
+import pytest
+
+import minitvm as tvm
+from minitvm import te
+from minitvm.error import ScheduleError, TargetError
+
+RNG = np.random.default_rng(11)
+
+
+def _run(s, args, *arrays):
+    f = tvm.build(s, args)
+    nd = [tvm.nd.array(a) for a in arrays]
+    f(*nd)
+    return [x.numpy() for x in nd]
+
+
+def _row_sum(rows=5, cols=37):
+    A = te.placeholder((rows, cols), name="A")
+    k = te.reduce_axis((0, cols), "k")
+    B = te.compute((rows,), lambda i: te.sum(A[i, k], axis=k), name="B")
+    return A, B
+
+
+# ----------------------------------------------------------------------------- rfactor
+
+
+@pytest.mark.parametrize("factor_axis", [0, 1])
+def test_rfactor_partial_sums_add_up_to_row_sums(factor_axis):
+    A, B = _row_sum()
+    s = te.create_schedule(B.op)
+    _, ki = s[B].split(B.op.reduce_axis[0], factor=16)  # 37 is not a multiple of 16
+    BF = s.rfactor(B, ki, factor_axis=factor_axis)
+    expected_shape = (16, 5) if factor_axis == 0 else (5, 16)
+    assert tuple(int(d) for d in BF.shape) == expected_shape
+    a = RNG.random((5, 37), dtype=np.float32)
+    _, b = _run(s, [A, B], a, np.zeros(5, "float32"))
+    np.testing.assert_allclose(b, a.sum(axis=1), rtol=1e-5)
+
+
+def test_rfactor_stage_can_be_computed_at_the_combining_loop():
+    A, B = _row_sum()
+    s = te.create_schedule(B.op)
+    ko, _ki = s[B].split(B.op.reduce_axis[0], nparts=4)
+    BF = s.rfactor(B, ko)
+    _xo, _xi = s[B].split(s[B].op.axis[0], factor=2)
+    s[BF].compute_at(s[B], s[B].op.reduce_axis[0])
+    a = RNG.random((5, 37), dtype=np.float32)
+    _, b = _run(s, [A, B], a, np.zeros(5, "float32"))
+    np.testing.assert_allclose(b, a.sum(axis=1), rtol=1e-5)
+    # the combining stage now reduces over the factored loop
+    assert s[B].op.reduce_axis[0].dom.extent.value == 4
+
+
+def test_rfactor_of_a_tuple_reducer_keeps_argmax_semantics():
+    def fcombine(x, y):
+        take = x[1] >= y[1]
+        return tvm.tir.Select(take, x[0], y[0]), tvm.tir.Select(take, x[1], y[1])
+
+    def fidentity(t0, t1):
+        return tvm.tir.const(-1, t0), te.min_value(t1)
+
+    argmax = te.comm_reducer(fcombine, fidentity, name="argmax")
+    idx = te.placeholder((4, 24), name="idx", dtype="int32")
+    val = te.placeholder((4, 24), name="val", dtype="float32")
+    k = te.reduce_axis((0, 24), "k")
+    T0, T1 = te.compute((4,), lambda i: argmax((idx[i, k], val[i, k]), axis=k), name="T")
+    s = te.create_schedule(T0.op)
+    _, ki = s[T0].split(k, factor=8)
+    parts = s.rfactor(T0, ki)
+    assert len(parts) == 2
+    v = RNG.permutation(96).reshape(4, 24).astype("float32")  # distinct: one argmax
+    ix = np.tile(np.arange(24, dtype="int32"), (4, 1))
+    _, _, i_out, v_out = _run(
+        s, [idx, val, T0, T1], ix, v, np.zeros(4, "int32"), np.zeros(4, "float32")
+    )
+    np.testing.assert_array_equal(i_out, v.argmax(axis=1))
+    np.testing.assert_array_equal(v_out, v.max(axis=1))
+
+
+def test_rfactor_of_a_spatial_loop_is_an_error():
+    _, B = _row_sum()
+    s = te.create_schedule(B.op)
+    with pytest.raises(ScheduleError, match="data-parallel loop"):
+        s.rfactor(B, B.op.axis[0])
+
+
+def test_rfactor_with_init_is_an_error():
+    A = te.placeholder((4, 8), name="A")
+    k = te.reduce_axis((0, 8), "k")
+    B = te.compute((4,), lambda i: te.sum(A[i, k], axis=k, init=1.0), name="B")
+    s = te.create_schedule(B.op)
+    _, ki = s[B].split(k, factor=4)
+    with pytest.raises(ScheduleError, match="init="):
+        s.rfactor(B, ki)
+
+
+def test_rfactor_after_cache_write_is_an_error():
+    _, B = _row_sum()
+    s = te.create_schedule(B.op)
+    s.cache_write(B, "local")
+    with pytest.raises(ScheduleError, match="call rfactor first"):
+        s.rfactor(B, B.op.reduce_axis[0])
+
+
+def test_rfactor_consumer_reads_the_combined_result():
+    A, B = _row_sum()
+    C = te.compute((5,), lambda i: B[i] * 2, name="C")
+    s = te.create_schedule(C.op)
+    _, ki = s[B].split(B.op.reduce_axis[0], factor=8)
+    s.rfactor(B, ki)
+    a = RNG.random((5, 37), dtype=np.float32)
+    _, c = _run(s, [A, C], a, np.zeros(5, "float32"))
+    np.testing.assert_allclose(c, 2 * a.sum(axis=1), rtol=1e-5)
+
+
+def test_binding_a_reduction_loop_to_a_thread_needs_a_gpu():
+    A, B = _row_sum()
+    s = te.create_schedule(B.op)
+    s[B].bind(B.op.reduce_axis[0], te.thread_axis("threadIdx.x"))
+    with pytest.raises(TargetError, match="cross-thread reduction"):
+        tvm.lower(s, [A, B])
+
+
+# ----------------------------------------------------------------------------- store predicate
+
+
+def test_store_predicate_skips_the_elements_where_it_is_false():
+    A = te.placeholder((20,), name="A")
+    B = te.compute((20,), lambda i: A[i] * 2, name="B")
+    s = te.create_schedule(B.op)
+    _, xi = s[B].split(B.op.axis[0], factor=8)
+    s[B].set_store_predicate(tvm.tir.any(xi < 2, B.op.axis[0] >= 18))
+    a = RNG.random(20, dtype=np.float32)
+    _, b = _run(s, [A, B], a, np.full(20, -1, "float32"))
+    i = np.arange(20)
+    np.testing.assert_allclose(b, np.where((i % 8 < 2) | (i >= 18), 2 * a, -1))
+
+
+def test_store_predicate_must_be_a_condition():
+    A = te.placeholder((8,), name="A")
+    B = te.compute((8,), lambda i: A[i] + 1, name="B")
+    s = te.create_schedule(B.op)
+    with pytest.raises(ScheduleError, match="not a condition"):
+        s[B].set_store_predicate(B.op.axis[0] + 1)
+
+
+def test_store_predicate_over_a_reduction_loop_is_an_error():
+    A, B = _row_sum()
+    s = te.create_schedule(B.op)
+    s[B].set_store_predicate(B.op.reduce_axis[0] < 3)
+    with pytest.raises(ScheduleError, match="reduction loop 'k'"):
+        tvm.lower(s, [A, B])
+
+
+def test_store_predicate_on_an_unbound_thread_axis_is_an_error():
+    A = te.placeholder((8,), name="A")
+    B = te.compute((8,), lambda i: A[i] + 1, name="B")
+    s = te.create_schedule(B.op)
+    tx = te.thread_axis("threadIdx.x")
+    s[B].set_store_predicate(tx.var.equal(0))
+    with pytest.raises(ScheduleError, match="no loop of 'B'"):
+        tvm.lower(s, [A, B])
+
+
+# ----------------------------------------------------------------------------- InferBound
+
+
+def _chain(shape):
+    A = te.placeholder(shape, name="A")
+    A1 = te.compute(shape, lambda *i: A(*i) * 2, name="A1")
+    A2 = te.compute(shape, lambda *i: A1(*i) + 1, name="A2")
+    return A, A1, A2
+
+
+def test_infer_bound_of_a_stage_at_a_split_loop_is_one_tile():
+    _, A1, A2 = _chain((te.var("m"), 10))
+    s = te.create_schedule(A2.op)
+    xo, _ = s[A2].split(A2.op.axis[0], 8)
+    s[A1].compute_at(s[A2], xo)
+    b = te.schedule.InferBound(s)
+    assert b[A1.op.axis[0]].extent.value == 8
+    assert b[A1.op.axis[1]].extent.value == 10
+    ana = tvm.arith.Analyzer()
+    assert ana.can_prove_equal(b[A1.op.axis[0]].min, xo.var * 8)
+
+
+def test_infer_bound_shrinks_a_factor_larger_than_the_extent():
+    _, A1, A2 = _chain((8,))
+    s = te.create_schedule(A2.op)
+    xo, xi = s[A2].split(A2.op.axis[0], factor=32)
+    s[A1].compute_at(s[A2], xo)
+    b = te.schedule.InferBound(s)
+    assert b[xi].extent.value == 8 and b[xo].extent.value == 1
+    assert b[A1.op.axis[0]].extent.value == 8
+
+
+def test_infer_bound_through_fuse_then_split():
+    # 4 x 6 fused, split by 3: each outer step covers half a row, never two rows
+    _, A1, A2 = _chain((4, 6))
+    s = te.create_schedule(A2.op)
+    fused = s[A2].fuse(*A2.op.axis)
+    xo, _ = s[A2].split(fused, 3)
+    s[A1].compute_at(s[A2], xo)
+    b = te.schedule.InferBound(s)
+    ana = tvm.arith.Analyzer()
+    for step in range(8):
+        at = {xo.var: tvm.tir.const(step, "int32")}
+        row = tvm.tir.functor.substitute(b[A1.op.axis[0]].min, at)
+        col = tvm.tir.functor.substitute(b[A1.op.axis[1]].min, at)
+        assert ana.simplify(row).value == step * 3 // 6
+        assert ana.simplify(col).value == step * 3 % 6
+    assert b[A1.op.axis[1]].extent.value == 3
+
+
+def test_infer_bound_of_a_stencil_producer_is_its_window():
+    A = te.compute((12, 12), lambda i, j: i + j, name="A")
+    B = te.compute((10, 10), lambda i, j: A[i, j] + A[i + 2, j + 1], name="B")
+    s = te.create_schedule(B.op)
+    s[A].compute_at(s[B], B.op.axis[1])
+    b = te.schedule.InferBound(s)
+    assert b[A.op.axis[0]].extent.value == 3
+    assert b[A.op.axis[1]].extent.value == 2
+
+
+def test_infer_bound_relaxes_threads_that_share_memory():
+    _, A1, A2 = _chain((te.var("m"), 64))
+    s = te.create_schedule(A2.op)
+    s[A1].set_scope("shared")
+    xo, xi = s[A2].split(A2.op.axis[0], 32)
+    t, xii = s[A2].split(xi, nparts=16)
+    s[A2].bind(t, te.thread_axis("threadIdx.x"))
+    yo, yi = s[A2].split(A2.op.axis[1], 16)
+    s[A2].reorder(xo, t, yo, xii, yi)
+    s[A1].compute_at(s[A2], yo)
+    b = te.schedule.InferBound(s)
+    # shared: every thread's rows (16 threads x 2) are needed; local would need 2
+    assert b[A1.op.axis[0]].extent.value == 32
+    assert b[A1.op.axis[1]].extent.value == 16
+
+
+def test_infer_bound_of_a_root_stage_is_what_its_consumers_read():
+    A = te.placeholder((4, 10), name="A")
+    P = te.compute((4, 10), lambda i, j: A[i, j] + 1, name="P")
+    C = te.compute((4, 3), lambda i, j: P[i, j + 2], name="C")
+    s = te.create_schedule(C.op)
+    b = te.schedule.InferBound(s)
+    assert (b[P.op.axis[1]].min.value, b[P.op.axis[1]].extent.value) == (2, 3)
+    assert b[C.op.axis[1]].extent.value == 3
+
+
+def test_infer_bound_of_the_rfactor_stage():
+    n = te.var("n")
+    A = te.placeholder((n,), name="A")
+    k = te.reduce_axis((0, n))
+    B = te.compute((1,), lambda i: te.sum(A[k], axis=k), name="B")
+    s = te.create_schedule(B.op)
+    kf, _ = s[B].split(k, nparts=4)
+    BF = s.rfactor(B, kf)
+    b = te.schedule.InferBound(s)
+    assert b[BF.op.axis[0]].extent.value == 4
+    assert b[BF.op.axis[1]].extent.value == 1
