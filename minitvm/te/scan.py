@@ -20,9 +20,10 @@ from ..error import TEError
 from ..ir import structural_equal
 from ..ir.dtype import DataType
 from ..ir.node import FrozenDict, node, setfield
+from ..tir.analysis.region import infer_access_regions
 from ..tir.expr import IntImm, IterType, IterVar, Range, Var
-from ..tir.functor import substitute
-from ..tir.stmt import For, ForKind, seq
+from ..tir.functor import Mutator, substitute
+from ..tir.stmt import Block, For, ForKind, seq
 from .operation import ComputeOp, Operation, PlaceholderOp, compute
 from .tensor import Tensor
 
@@ -153,10 +154,19 @@ def _reaches(op: Operation, targets: set[int]) -> bool:
 
 
 def _one_step(nest: Any, step: Var, name: str) -> Any:
-    """A stage's loop nest with its first loop (the time axis) replaced by the scan step."""
+    """A stage's loop nest with its first loop (the time axis) replaced by the scan step; an
+    update's block also lists its reads of earlier steps of the state it writes."""
     if not isinstance(nest, For):
         raise TEError(f"scan: stage '{name}' inside the scan has no time axis")
-    return substitute(nest.body, {nest.loop_var: step})
+    return _StateReads().visit(substitute(nest.body, {nest.loop_var: step}))
+
+
+class _StateReads(Mutator):
+    def visit_Block(self, b: Block) -> Block:
+        reads, _ = infer_access_regions(b)
+        written = {id(w.buffer) for w in b.writes}
+        extra = tuple(r for r in reads if id(r.buffer) in written)
+        return b.replace(reads=b.reads + extra) if extra else b
 
 
 def _as_list(x: Any) -> list:
