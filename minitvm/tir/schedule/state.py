@@ -8,19 +8,21 @@ StmtSRef stays the same object for a Block/For node as long as that node is in t
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Any
 
 from ...error import ScheduleError
 from ...ir.module import IRModule
 from ..analysis.region import loop_domain, region_interval
-from ..expr import Max, Min, Sub, binary
+from ..expr import GE, GT, LE, LT, And, IntImm, Max, Min, Sub, binary
 from ..function import PrimFunc
 from ..functor import substitute
-from ..stmt import Block, BlockRealize, For
+from ..stmt import Block, BlockRealize, For, ForKind
 from .block_scope import BlockScope, Dependency, DepKind
 from .common import analyzer, const_int, is_quasi_affine
-from .tree import replace_stmt, walk
+from .race import Unknown, eval_int
+from .tree import replace_stmt, uses_var, vars_in, walk
 
 
 class UnknownRVError(ScheduleError, IndexError):
@@ -228,20 +230,21 @@ class ScheduleState:
         return out
 
     def _covered(self, scope: StmtSRef, consumer: StmtSRef, producers: list, read: Any) -> bool:
+        """Do the producers' writes (a lower bound) cover the consumer's read (an upper bound)
+        of one buffer, both taken over the loops below their lowest common ancestor?"""
         lca = _lca([consumer, *producers], scope)
         outer = [s.stmt for s in _ancestors(lca, scope) if isinstance(s.stmt, For)]
         ana = analyzer(outer)
-        consumed = self._relaxed(consumer, read, lca, ana)
+        consumed = self._relaxed(consumer, read, lca, ana)[0]
         pieces = []
         for p in producers:
-            realize = self._realize_of(p)
-            if const_int(realize.predicate) != 1:
-                return False  # a predicated producer: what it writes is not a box we can bound
             for region in p.stmt.writes:
                 if region.buffer is read.buffer:
-                    pieces.append(self._relaxed(p, region, lca, ana))
-        shape = read.buffer.shape
-        for dim, extent in enumerate(shape):
+                    piece = self._produced(p, region, lca, ana)
+                    if piece is None:
+                        return False
+                    pieces.append(piece)
+        for dim, extent in enumerate(read.buffer.shape):
             have = _union([piece[dim] for piece in pieces], ana)
             need = consumed[dim]
             if have is None or need is None:
@@ -251,11 +254,37 @@ class ScheduleState:
                 return False
         return True
 
-    def _relaxed(self, block_sref: StmtSRef, region: Any, lca: StmtSRef, ana: Any) -> list:
+    def _relaxed(self, block_sref: StmtSRef, region: Any, lca: StmtSRef, ana: Any) -> tuple:
+        """(per-dimension intervals, bound region, relaxed loops) of `region` of a block over
+        the loops between it and `lca`."""
         realize = self._realize_of(block_sref)
         binding = {iv.var: v for iv, v in zip(block_sref.stmt.iter_vars, realize.iter_values)}
         inner = [s.stmt for s in _ancestors(block_sref.parent, lca) if isinstance(s.stmt, For)]
-        return region_interval(substitute(region, binding), loop_domain(inner), ana.simplify)
+        # threads that share the buffer's memory run the other iterations of their loops
+        scope = _scope_sref(block_sref)
+        inner += [
+            s.stmt
+            for s in _ancestors(lca, scope)
+            if isinstance(s.stmt, For) and _shares_memory(s.stmt, region.buffer.scope())
+        ]
+        bound = substitute(region, binding)
+        return region_interval(bound, loop_domain(inner), ana.simplify), bound, inner
+
+    def _produced(self, block_sref: StmtSRef, region: Any, lca: StmtSRef, ana: Any) -> Any:
+        """Intervals the block surely writes: each dimension dense in at most one relaxed loop
+        (no strides, no diagonals) and cut by the bounds its predicate puts on the index;
+        None when that cannot be shown."""
+        from ...arith.affine import affine_coeffs  # arith imports tir: import at call time
+
+        intervals, bound, inner = self._relaxed(block_sref, region, lca, ana)
+        loop_vars = [f.loop_var for f in inner]
+        predicate = self._realize_of(block_sref).predicate
+        if not _dense(bound, loop_vars, ana, affine_coeffs):
+            return _enumerated_box(bound, inner, predicate, ana)
+        if const_int(predicate) == 1:
+            return intervals
+        mins = [r.min for r in bound.region]
+        return _cut_by_predicate(intervals, mins, predicate, loop_vars, ana)
 
     # ---------------------------------------------------------------- replace
     def replace(self, src_sref: StmtSRef, tgt_stmt: Any, block_sref_reuse: Any = None) -> None:
@@ -281,6 +310,142 @@ class ScheduleState:
                 self._srefs[id(tgt_stmt)] = src_sref
             return
         raise ScheduleError(f"replace: {src_sref!r} is not in any function of the module")
+
+
+_SHARING_THREADS = {  # storage scope -> thread tags whose threads all see one copy of it
+    "global": ("blockIdx", "threadIdx", "vthread"),
+    "shared": ("threadIdx", "vthread"),
+    "shared.dyn": ("threadIdx", "vthread"),
+    "warp": ("threadIdx.x",),
+}
+
+
+def _shares_memory(loop: For, storage_scope: str) -> bool:
+    """Is `loop` bound to a thread axis whose threads share buffers of this storage scope?"""
+    if loop.kind != ForKind.THREAD_BINDING or loop.thread_binding is None:
+        return False
+    tag = loop.thread_binding.thread_tag
+    return any(tag.startswith(t) for t in _SHARING_THREADS.get(storage_scope, ()))
+
+
+def _dense(bound: Any, loop_vars: list, ana: Any, affine_coeffs: Any) -> bool:
+    """Is each dimension's index `c * v + rest` with |c| <= the access extent, in at most one
+    relaxed loop variable, and no variable shared by two dimensions (no stride, no diagonal)?"""
+    taken: set[int] = set()
+    for r in bound.region:
+        form = affine_coeffs(r.min, loop_vars, ana)
+        extent = const_int(r.extent)
+        if form is None or extent is None:
+            return False
+        used = [(v, c) for v, c in form[0].items() if c]
+        if len(used) > 1 or (used and (abs(used[0][1]) > extent or id(used[0][0]) in taken)):
+            return False
+        taken.update(id(v) for v, _ in used)
+    return True
+
+
+_MAX_POINTS = 1 << 16
+
+
+def _enumerated_box(bound: Any, inner: list, predicate: Any, ana: Any) -> list | None:
+    """The box a constant loop nest writes, found by running its iterations, when what it
+    writes is exactly a box (shifted by terms of the outer loops); else None."""
+    inner_ids = _ids([f.loop_var for f in inner])
+    ranges = [(const_int(f.min), const_int(f.extent)) for f in inner]
+    total = 1
+    for lo, ext in ranges:
+        if lo is None or ext is None:
+            return None
+        total *= ext
+    extents = [const_int(r.extent) for r in bound.region]
+    if total * max([1, *[e or 0 for e in extents]]) > _MAX_POINTS or None in extents:
+        return None
+    if uses_var(predicate, {id(v) for v in vars_in(predicate)} - inner_ids):
+        return None
+    inner_parts, offsets = [], []
+    for r in bound.region:  # index = (terms of inner loops) + (terms of outer loops only)
+        outer = {v: IntImm(v.dtype, 0) for v in vars_in(r.min) if id(v) not in inner_ids}
+        part = ana.simplify(substitute(r.min, outer))
+        offset = ana.simplify(r.min - part)
+        if uses_var(offset, inner_ids):
+            return None
+        inner_parts.append(part)
+        offsets.append(offset)
+    points = set()
+    try:
+        for values in itertools.product(*(range(lo, lo + ext) for lo, ext in ranges)):
+            env = {id(f.loop_var): v for f, v in zip(inner, values)}
+            if not eval_int(predicate, env):
+                continue
+            starts = [eval_int(p, env) for p in inner_parts]
+            for delta in itertools.product(*(range(e) for e in extents)):
+                points.add(tuple(a + d for a, d in zip(starts, delta)))
+    except Unknown:
+        return None
+    if not points:
+        return None
+    lows = [min(p[d] for p in points) for d in range(len(extents))]
+    highs = [max(p[d] for p in points) for d in range(len(extents))]
+    size = 1
+    for lo, hi in zip(lows, highs):
+        size *= hi - lo + 1
+    if size != len(points):
+        return None
+    return [
+        (ana.simplify(off + lo), ana.simplify(off + hi))
+        for off, lo, hi in zip(offsets, lows, highs)
+    ]
+
+
+_BOUND_FORMS = {  # comparison class -> (side the index is on, bound kind, offset to inclusive)
+    LT: (("a", "hi", -1), ("b", "lo", 1)),
+    LE: (("a", "hi", 0), ("b", "lo", 0)),
+    GT: (("a", "lo", 1), ("b", "hi", -1)),
+    GE: (("a", "lo", 0), ("b", "hi", 0)),
+}
+
+
+def _cut_by_predicate(intervals: list, mins: list, predicate: Any, loop_vars: list, ana: Any):
+    """Intersect per-dimension intervals with the bounds each conjunct of `predicate` puts on
+    one index (`c <= idx + k`, `idx + k < c`, ...); None if a conjunct bounds no index."""
+    out = list(intervals)
+    for conj in _conjuncts(predicate):
+        forms = _BOUND_FORMS.get(type(conj))
+        if forms is None:
+            return None
+        for side, kind, shift in forms:
+            expr, other = (conj.a, conj.b) if side == "a" else (conj.b, conj.a)
+            if uses_var(other, {id(v) for v in loop_vars}):
+                continue
+            dim = next(
+                (
+                    d
+                    for d, m in enumerate(mins)
+                    if out[d] is not None and not uses_var(ana.simplify(expr - m), _ids(loop_vars))
+                ),
+                None,
+            )
+            if dim is None:
+                continue
+            bound = ana.simplify(other - (expr - mins[dim]) + shift)
+            lo, hi = out[dim]
+            out[dim] = (
+                (binary(Max, lo, bound), hi) if kind == "lo" else (lo, binary(Min, hi, bound))
+            )
+            break
+        else:
+            return None
+    return out
+
+
+def _ids(vars_: list) -> set[int]:
+    return {id(v) for v in vars_}
+
+
+def _conjuncts(e: Any) -> list:
+    if isinstance(e, And):
+        return _conjuncts(e.a) + _conjuncts(e.b)
+    return [e]
 
 
 def _writes(sref: StmtSRef, buffer: Any) -> bool:

@@ -293,3 +293,38 @@ def test_get_output_blocks_and_error_render_levels():
         quiet.get_block("nope")
     with pytest.raises(ScheduleError, match="error_render_level must be one of"):
         tir.Schedule(chain().func(), error_render_level="loud")
+
+
+@T.prim_func
+def strided_producer(A: T.Buffer((16,), "float32"), C: T.Buffer((15,), "float32")):
+    B = T.alloc_buffer((16,))
+    for i in range(8):
+        with T.block("B"):
+            vi = T.axis.S(8, i)
+            B[vi * 2] = A[vi * 2]  # B[0], B[2], ..., B[14]: the odd elements stay unwritten
+    for i in range(15):
+        with T.block("C"):
+            vi = T.axis.S(15, i)
+            C[vi] = B[vi]
+
+
+@T.prim_func
+def clipped_producer(A: T.Buffer((16,), "float32"), C: T.Buffer((16,), "float32")):
+    B = T.alloc_buffer((16,))
+    for i in range(18):
+        with T.block("B"):
+            vi = T.axis.S(16, i - 1)
+            T.where(1 <= i < 17)
+            B[vi] = A[vi]
+    for i in range(16):
+        with T.block("C"):
+            vi = T.axis.S(16, i)
+            C[vi] = B[vi]
+
+
+@pytest.mark.parametrize("func, covered", [(strided_producer, False), (clipped_producer, True)])
+def test_region_cover_is_exact_for_strides_and_predicates(func, covered):
+    state = ScheduleState(func)
+    consumer = state.get_sref(state.mod["main"].body.block.body.seq[1].body.block)
+    assert consumer.stmt.name_hint == "C"
+    assert state._get_cached_flags(consumer).region_cover is covered
