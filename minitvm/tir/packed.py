@@ -25,7 +25,11 @@ _ACCESS_MASKS = {"r": 1, "w": 2, "rw": 3, "wr": 3}
 
 
 def array_of(buf: Buffer) -> PrimExpr:
-    """A buffer as a packed-call argument: dtype, data pointer, element offset and shape."""
+    """A buffer as a packed-call argument: dtype, data pointer, element offset and shape.
+
+    The callee sees a C-contiguous array, so a buffer with other strides is refused.
+    """
+    _check_compact(buf)
     return Call(
         _HANDLE, MAKE_ARRAY, (make_const(buf.dtype, 0), buf.data, buf.elem_offset, *buf.shape)
     )
@@ -70,6 +74,22 @@ def access_ptr(buf: Buffer, access_mask: Any = "rw", ptr_type: str = "handle",
     return Call(
         _HANDLE, ACCESS_PTR, (make_const(buf.dtype, 0), buf.data, start, size, int(access_mask))
     )
+
+
+def _check_compact(buf: Buffer) -> None:
+    from ..arith import Analyzer  # arith sits on tir; imported when a strided buffer is passed
+
+    if not buf.strides:
+        return
+    ana, expected = Analyzer(), as_expr(1)
+    for dim in range(buf.ndim - 1, -1, -1):
+        if not ana.can_prove_equal(buf.strides[dim], expected):
+            raise MiniTVMError(
+                f"call_packed: buffer '{buf.name}' has strides {list(buf.strides)}, not those of "
+                "a C-contiguous array of its shape; the packed function receives NDArrays, so "
+                "pass a compact buffer (or pass buffer.access_ptr() and the strides yourself)"
+            )
+        expected = expected * buf.shape[dim]
 
 
 def _elements(buf: Buffer) -> PrimExpr:

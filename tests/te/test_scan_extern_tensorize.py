@@ -506,3 +506,11 @@ def test_read_graph_and_post_order():
     graph = te.schedule.CreateReadGraph([x2.op])
     assert graph[x2.op] == [x1] and graph[x.op] == [a]
     assert te.schedule.PostDFSOrder([x2.op], graph) == [a.op, x.op, x1.op, x2.op]
+
+
+def test_call_packed_refuses_a_strided_buffer():
+    row = tir.decl_buffer((4,), "float32", name="row", strides=[8])
+    with pytest.raises(tvm.error.MiniTVMError, match="buffer 'row' has strides \\[8\\]"):
+        tir.call_packed("f", row)
+    compact = tir.decl_buffer((2, 4), "float32", name="ok", strides=[4, 1])
+    assert tir.call_packed("f", compact).args[1].args[1] is compact.data
