@@ -7,8 +7,8 @@ from typing import Any
 
 from ...ir.node import FrozenDict
 from ..expr import PrimExpr, Range, Var, as_expr
-from ..index_map import IndexMap
 from ..function import PrimFunc
+from ..index_map import IndexMap
 from ..stmt import BlockRealize, BufferRegion
 from .common import analyzer, schedule_error
 from .tree import replace_stmt
@@ -38,9 +38,7 @@ def reorder_block_iter_var(func: PrimFunc, realize: BlockRealize, new_order: lis
             block,
         )
     new_block = block.replace(iter_vars=tuple(block.iter_vars[i] for i in order))
-    new = realize.replace(
-        iter_values=tuple(realize.iter_values[i] for i in order), block=new_block
-    )
+    new = realize.replace(iter_values=tuple(realize.iter_values[i] for i in order), block=new_block)
     return replace_stmt(func, realize, new)
 
 
@@ -120,4 +118,4 @@ def is_explicit(block: Any, buf_type: str, index: int) -> bool:
     return index in [int(i) for i in block.annotations.get(EXPLICIT_REGION_KEYS[buf_type], ())]
 
 
-__all__ = ["annotate_buffer_access", "reorder_block_iter_var", "is_explicit"]
+__all__ = ["annotate_buffer_access", "is_explicit", "reorder_block_iter_var"]

@@ -18,7 +18,7 @@ from ..function import PrimFunc
 from ..functor import Mutator
 from ..stmt import Block, BlockRealize, BufferRegion, For, SeqStmt, seq
 from .common import analyzer, const_int, is_one, schedule_error, unique_name
-from .tree import Path, loops_above, replace_stmt, uses_var
+from .tree import Path, loops_above, replace_stmt, uses_var, vars_in
 
 
 class _SubstSimplify(Mutator):
@@ -85,6 +85,11 @@ def _split_sum(e: PrimExpr, inner: set[int]) -> tuple[Any, Any] | None:
                 return None
             return tuple(None if p is None else p * coef for p in parts)
     return None if _all_vars_except(e, inner) else (None, e)
+
+
+def _all_vars_except(e: PrimExpr, ids: set[int]) -> set[int]:
+    """Ids of the variables of `e` that are not in `ids`."""
+    return {id(v) for v in vars_in(e) if id(v) not in ids}
 
 
 def _div_exact(e: PrimExpr, c: int) -> PrimExpr | None:
@@ -383,9 +388,9 @@ def blockize_blocks(func: PrimFunc, located: list, preserve_unit_iters: bool) ->
     nests, reads, writes, names = [], [], [], []
     for r, path in ordered:
         loops = [f for f in path[path.index(seq_node) + 1 :] if isinstance(f, For)]
-        chain_ok = all(
-            a.body is b for a, b in zip([*loops], [*loops[1:], r])
-        ) and len(path) - path.index(seq_node) - 1 == len(loops)
+        chain_ok = all(a.body is b for a, b in zip([*loops], [*loops[1:], r])) and len(
+            path
+        ) - path.index(seq_node) - 1 == len(loops)
         if not chain_ok:
             raise schedule_error(
                 func,
@@ -413,8 +418,9 @@ def blockize_blocks(func: PrimFunc, located: list, preserve_unit_iters: bool) ->
     outer = BlockRealize(
         tuple(shared.outer_values),
         shared.outer_pred,
-        Block(tuple(shared.outer_ivs), union_regions(reads), union_regions(writes), name,
-              seq(*nests)),
+        Block(
+            tuple(shared.outer_ivs), union_regions(reads), union_regions(writes), name, seq(*nests)
+        ),
     )
     first = min(items)
     kept = [s for k, s in enumerate(seq_node.seq) if k not in items]

@@ -10,6 +10,8 @@ another merged nest reads or writes.
 
 from __future__ import annotations
 
+import itertools
+
 from ..expr import BufferLoad, Var
 from ..function import PrimFunc
 from ..functor import post_order_visit, substitute
@@ -21,7 +23,7 @@ from .tree import Path, enclosing_block, loops_above, replace_stmts
 def _chain(func: PrimFunc, loop: For, path: Path) -> list[For]:
     """The loops from the top of the nest (below the scope block) down to `loop`."""
     chain = loops_above(path) + [loop]
-    for outer, inner in zip(chain, chain[1:]):
+    for outer, inner in itertools.pairwise(chain):
         if outer.body is not inner:
             raise schedule_error(
                 func,

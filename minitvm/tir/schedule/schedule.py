@@ -754,6 +754,7 @@ class Schedule:
             ),
         )
 
+
     def tensorize(
         self, block_or_loop: Any, tensor_intrin: Any, preserve_unit_iters: bool = True
     ) -> None:
@@ -769,9 +770,8 @@ class Schedule:
             func = replace_stmt(func, node, new)
         else:
             fname, func, r, _ = self._block(block_or_loop)
-            func = replace_stmt(
-                func, r, _tensorize.tensorize_block(func, r, intrin.desc, intrin.impl)
-            )
+            new = _tensorize.tensorize_block(func, r, intrin.desc, intrin.impl)
+            func = replace_stmt(func, r, new)
         self._update(fname, func)
         self._record(
             "tensorize",

@@ -40,9 +40,17 @@ class _Matcher:
     def buffer(self, lhs: Buffer, rhs: Buffer) -> None:
         seen = self.buffers.setdefault(id(rhs), lhs)
         if seen is not lhs:
-            raise _Mismatch(f"description buffer '{rhs.name}' is both '{seen.name}' and '{lhs.name}'")
+            raise _Mismatch(
+                f"description buffer '{rhs.name}' is both '{seen.name}' and '{lhs.name}'"
+            )
         if lhs.dtype != rhs.dtype:
-            raise _Mismatch(f"buffer '{lhs.name}' is {lhs.dtype}, the description's '{rhs.name}' is {rhs.dtype}")
+            raise _Mismatch(
+                f"buffer '{lhs.name}' is {lhs.dtype}, the description's '{rhs.name}' is {rhs.dtype}"
+            )
+        if lhs.scope() != rhs.scope():
+            raise _Mismatch(
+                f"buffer '{lhs.name}' is in scope '{lhs.scope()}', the description's '{rhs.name}' in '{rhs.scope()}'"
+            )
         if len(lhs.shape) < len(rhs.shape):
             raise _Mismatch(f"buffer '{lhs.name}' has fewer dimensions than '{rhs.name}'")
 
@@ -54,7 +62,9 @@ class _Matcher:
             base.append(self.ana.simplify(a - mapped))
         for e in base:
             if uses_var(e, self.inner_ids):
-                raise _Mismatch(f"an index of buffer '{buf.name}' is not the description's plus a constant offset: {e}")
+                raise _Mismatch(
+                    f"an index of buffer '{buf.name}' is not the description's plus a constant offset: {e}"
+                )
         seen = self.bases.setdefault(id(buf), base)
         if seen is not base and not all(self.ana.can_prove_equal(x, y) for x, y in zip(seen, base)):
             raise _Mismatch(f"buffer '{buf.name}' is accessed at two different offsets")
@@ -91,7 +101,7 @@ class _Matcher:
 
     def store(self, a: Any, b: Any) -> None:
         if not isinstance(a, BufferStore) or not isinstance(b, BufferStore):
-            raise _Mismatch(f"the block body is not a single store like the description's")
+            raise _Mismatch("the block body is not a single store like the description's")
         self.buffer(a.buffer, b.buffer)
         self.indices(a.buffer, a.indices, b.indices)
         self.expr(a.value, b.value)
@@ -144,16 +154,24 @@ def _match(func: PrimFunc, outer: Block, desc: PrimFunc) -> _Matcher:
             raise _Mismatch(f"{len(our_loops)} loops where the description has {len(desc_loops)}")
         for a, b in zip(our_loops, desc_loops):
             if const_int(a.extent) != const_int(b.extent) or const_int(a.extent) is None:
-                raise _Mismatch(f"loop '{a.loop_var.name}' has extent {a.extent}, the description's '{b.loop_var.name}' {b.extent}")
+                raise _Mismatch(
+                    f"loop '{a.loop_var.name}' has extent {a.extent}, the description's '{b.loop_var.name}' {b.extent}"
+                )
             m.vars[id(b.loop_var)] = a.loop_var
         if not isinstance(our_inner, BlockRealize) or not isinstance(desc_inner, BlockRealize):
             raise _Mismatch("the tile is not one block under its loops as in the description")
         a_blk, b_blk = our_inner.block, desc_inner.block
         if len(a_blk.iter_vars) != len(b_blk.iter_vars):
-            raise _Mismatch(f"block '{a_blk.name_hint}' has {len(a_blk.iter_vars)} iterators, the description's {len(b_blk.iter_vars)}")
-        for iv_a, iv_b, va, vb in zip(a_blk.iter_vars, b_blk.iter_vars, our_inner.iter_values, desc_inner.iter_values):
+            raise _Mismatch(
+                f"block '{a_blk.name_hint}' has {len(a_blk.iter_vars)} iterators, the description's {len(b_blk.iter_vars)}"
+            )
+        for iv_a, iv_b, va, vb in zip(
+            a_blk.iter_vars, b_blk.iter_vars, our_inner.iter_values, desc_inner.iter_values
+        ):
             if iv_a.iter_type != iv_b.iter_type:
-                raise _Mismatch(f"iterator {iv_a.var.name} is {iv_a.iter_type.name}, the description's {iv_b.iter_type.name}")
+                raise _Mismatch(
+                    f"iterator {iv_a.var.name} is {iv_a.iter_type.name}, the description's {iv_b.iter_type.name}"
+                )
             m.expr(va, vb)
             m.vars[id(iv_b.var)] = iv_a.var
         m.inner_ids |= {id(iv.var) for iv in a_blk.iter_vars}
@@ -194,41 +212,107 @@ def _impl_copy(impl: PrimFunc) -> tuple[list[Buffer], Block]:
     mut = _Fresh(fresh)
     new_params = [mut.visit(b) for b in params]
     block = mut.visit(impl.body.block)
-    # a matched sub-buffer starts wherever its region does: its offset is a variable
-    with_offset = []
-    for buf in new_params:
-        if isinstance(buf.elem_offset, Var):
-            with_offset.append(buf)
-            continue
-        offset = Var(f"{buf.name}_elem_offset", buf.elem_offset.dtype)
-        with_offset.append(buf.replace(elem_offset=offset))
-    remap = {id(a): b for a, b in zip(new_params, with_offset) if a is not b}
-    if remap:
-        block = _BufferSwap(remap).visit(block)
-    return with_offset, block
+    return new_params, block
 
 
-class _BufferSwap(Mutator):
-    def __init__(self, table: dict[int, Buffer]) -> None:
+class _WidenIndex(Mutator):
+    """The implementation's index arithmetic in int64 (for blocks indexed in int64): buffer
+    shapes and offsets, loops and access indices; data values keep their types."""
+
+    def __init__(self, index_vars: set[int]) -> None:
         super().__init__()
-        self.table = table
+        self.index_vars = index_vars
+        self.new: dict[int, Var] = {}
+
+    def wide(self, e: Any) -> Any:
+        if isinstance(e, IntImm) and e.dtype == "int32":
+            return IntImm("int64", e.value)
+        e = self.visit(e)
+        return e.astype("int64") if isinstance(e, PrimExpr) and e.dtype == "int32" else e
+
+    def visit_Var(self, v: Var) -> Any:
+        if id(v) not in self.index_vars or v.dtype != "int32":
+            return v
+        if id(v) not in self.new:
+            self.new[id(v)] = Var(v.name, "int64")
+        return self.new[id(v)]
+
+    def visit_BinaryOpExpr(self, e: Any) -> Any:
+        a, b = self.visit(e.a), self.visit(e.b)
+        return e if (a is e.a and b is e.b) else type(e)(a, b)
 
     def visit_Buffer(self, b: Buffer) -> Buffer:
-        return self.table.get(id(b), b)
+        return b.replace(
+            shape=tuple(self.wide(x) for x in b.shape),
+            strides=tuple(self.wide(x) for x in b.strides),
+            elem_offset=self.wide(b.elem_offset),
+        )
+
+    def visit_For(self, f: For) -> For:
+        return f.replace(
+            loop_var=self.visit(f.loop_var),
+            min=self.wide(f.min),
+            extent=self.wide(f.extent),
+            body=self.visit(f.body),
+        )
+
+    def visit_BufferLoad(self, e: BufferLoad) -> Any:
+        return e.replace(
+            buffer=self.visit(e.buffer), indices=tuple(self.wide(i) for i in e.indices)
+        )
+
+    def visit_BufferStore(self, s: BufferStore) -> Any:
+        return s.replace(
+            buffer=self.visit(s.buffer),
+            value=self.visit(s.value),
+            indices=tuple(self.wide(i) for i in s.indices),
+        )
+
+    def visit_BufferRegion(self, r: BufferRegion) -> Any:
+        ranges = tuple(Range(self.wide(x.min), self.wide(x.extent)) for x in r.region)
+        return BufferRegion(self.visit(r.buffer), ranges)
 
 
-def tensorize_block(func: PrimFunc, outer: BlockRealize, desc: PrimFunc, impl: PrimFunc) -> BlockRealize:
+def _widen_to_int64(params: list[Buffer], block: Block) -> tuple[list[Buffer], Block]:
+    index_vars: set[int] = set()
+    for buf in params:
+        index_vars |= {
+            id(v) for v in (buf.elem_offset, *buf.strides, *buf.shape) if isinstance(v, Var)
+        }
+    post_order_visit(
+        block, lambda n: index_vars.add(id(n.loop_var)) if isinstance(n, For) else None
+    )
+    mut = _WidenIndex(index_vars)
+    return [mut.visit(b) for b in params], mut.visit(block)
+
+
+def _index_bits(block: Block) -> int:
+    return max(
+        (r.min.dtype.bits for region in (*block.reads, *block.writes) for r in region.region),
+        default=32,
+    )
+
+
+def tensorize_block(
+    func: PrimFunc, outer: BlockRealize, desc: PrimFunc, impl: PrimFunc
+) -> BlockRealize:
     """The block realize `outer` with its body replaced by the intrinsic's implementation."""
     block = outer.block
     m = _match(func, block, desc)
     desc_params = [desc.buffer_map[p] for p in desc.params]
     impl_params, impl_block = _impl_copy(impl)
+    if _index_bits(block) == 64:  # as TVM: the implementation indexes like the block it replaces
+        impl_params, impl_block = _widen_to_int64(impl_params, impl_block)
     regions = {id(r.buffer): r.region for r in (*impl_block.reads, *impl_block.writes)}
     matches = []
-    for d_buf, i_buf, orig in zip(desc_params, impl_params, [impl.buffer_map[p] for p in impl.params]):
+    for d_buf, i_buf, orig in zip(
+        desc_params, impl_params, [impl.buffer_map[p] for p in impl.params]
+    ):
         ours = m.buffers.get(id(d_buf))
         if ours is None:
-            raise schedule_error(func, f"tensorize: the description never uses its buffer '{d_buf.name}'")
+            raise schedule_error(
+                func, f"tensorize: the description never uses its buffer '{d_buf.name}'"
+            )
         base = m.bases[id(ours)]
         extents = [r.extent for r in regions.get(id(i_buf), ())] or list(i_buf.shape)
         lead = len(base) - len(extents)

@@ -58,7 +58,7 @@ def dp4a_desc_impl(a_dtype: str, b_dtype: str, c_dtype: str) -> tuple[PrimFunc, 
         with T.block("root"):
             T.reads(C[0], A[0:4], B[0:4])
             T.writes(C[0])
-            for i in range(0, 4):
+            for i in range(4):
                 with T.block("update"):
                     vi = T.axis.remap("R", [i])
                     C[0] = C[0] + T.cast(A[vi], c_dtype) * T.cast(B[vi], c_dtype)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import minitvm as tvm
-import minitvm.tir.tensor_intrin  # noqa: F401  (registers the built-in intrinsics)
+import minitvm.tir.tensor_intrin
 from minitvm import tir
 from minitvm.error import ScheduleError
 from minitvm.ir import structural_equal
@@ -37,7 +37,9 @@ def colsum(X: T.Buffer((16, 8), "float32"), S: T.Buffer((8,), "float32")):
 
 @T.prim_func
 def two_maps(
-    X: T.Buffer((16, 16), "float32"), P: T.Buffer((16, 16), "float32"), Q: T.Buffer((16, 16), "float32")
+    X: T.Buffer((16, 16), "float32"),
+    P: T.Buffer((16, 16), "float32"),
+    Q: T.Buffer((16, 16), "float32"),
 ):
     for a, b in T.grid(16, 16):
         with T.block("P"):
@@ -89,8 +91,8 @@ def _replays(sch, func):
 
 def test_blockize_tile_divides_bindings_and_keeps_results():
     sch = tir.Schedule(scale_rows)
-    r, c = sch.get_loops(sch.get_block("Y"))
-    ro, ri = sch.split(r, factors=[None, 8])
+    r, _c = sch.get_loops(sch.get_block("Y"))
+    _ro, ri = sch.split(r, factors=[None, 8])
     outer = sch.blockize(ri)
     blk = sch.get(outer)
     assert blk.name_hint == "Y_o"
@@ -211,7 +213,9 @@ tir.TensorIntrin.register("prims_a_test_dot4", _dot4_desc, _dot4_impl, override=
 
 
 @T.prim_func
-def mv(M: T.Buffer((8, 16), "float32"), V: T.Buffer((16,), "float32"), R: T.Buffer((8,), "float32")):
+def mv(
+    M: T.Buffer((8, 16), "float32"), V: T.Buffer((16,), "float32"), R: T.Buffer((8,), "float32")
+):
     for i, k in T.grid(8, 16):
         with T.block("R"):
             vi, vk = T.axis.remap("SR", [i, k])
@@ -263,7 +267,9 @@ def test_tensorize_vnni_shape_computes_the_same_integers():
 
 def test_tensorize_refuses_a_block_that_differs_from_the_description():
     @T.prim_func
-    def mv_sub(M: T.Buffer((8, 16), "float32"), V: T.Buffer((16,), "float32"), R: T.Buffer((8,), "float32")):
+    def mv_sub(
+        M: T.Buffer((8, 16), "float32"), V: T.Buffer((16,), "float32"), R: T.Buffer((8,), "float32")
+    ):
         for i, k in T.grid(8, 16):
             with T.block("R"):
                 vi, vk = T.axis.remap("SR", [i, k])
@@ -374,7 +380,13 @@ def test_annotate_buffer_access_checks_its_arguments():
 
 
 def test_builtin_intrinsics_are_registered():
-    for name in ("dot_16x4_vnni", "dot_16x4_avx512", "dot_4x4_i8i8s32_sdot", "sdot4", "dp4a_s8s8s32"):
+    for name in (
+        "dot_16x4_vnni",
+        "dot_16x4_avx512",
+        "dot_4x4_i8i8s32_sdot",
+        "sdot4",
+        "dp4a_s8s8s32",
+    ):
         assert tir.TensorIntrin.get(name) is not None
 
 
@@ -420,3 +432,134 @@ def test_tensorize_matches_iterator_arithmetic_by_value():
     x = np.random.rand(16).astype("float32")
     got = _run(sch.mod["main"], x, np.zeros_like(x))[1]
     np.testing.assert_allclose(got, x + np.arange(16) % 4, rtol=1e-6)
+
+
+def test_tensorized_vnni_kernel_builds_and_matches_numpy():
+    func = _u8i8_matmul(8, 32, 16)
+    sch = tir.Schedule(func)
+    blk = sch.get_block("compute")
+    _, j, k = sch.get_loops(blk)
+    _, ji = sch.split(j, factors=[None, 16])
+    ko, ki = sch.split(k, factors=[None, 4])
+    sch.reorder(ko, ji, ki)
+    sch.decompose_reduction(blk, ko)
+    sch.tensorize(ji, VNNI_DOT_16x4_INTRIN)
+    lib = tvm.build(sch.mod, target="llvm")
+    x = np.random.randint(0, 256, (8, 16)).astype("uint8")
+    w = np.random.randint(-128, 128, (32, 16)).astype("int8")
+    out = tvm.nd.array(np.zeros((8, 32), "int32"))
+    lib(tvm.nd.array(x), tvm.nd.array(w), out)
+    np.testing.assert_array_equal(out.numpy(), x.astype("int32") @ w.astype("int32").T)
+
+
+def test_gpu_intrinsic_matches_but_does_not_build_for_cpu():
+    x = tvm.te.placeholder((16, 16), name="X", dtype="int8")
+    w = tvm.te.placeholder((16, 16), name="W", dtype="int8")
+    rk = tvm.te.reduce_axis((0, 16), name="k")
+    out = tvm.te.compute(
+        (16, 16),
+        lambda i, j: tvm.te.sum(x[i, rk].astype("int32") * w[j, rk].astype("int32"), axis=rk),
+        name="compute",
+    )
+    sch = tir.Schedule(tvm.te.create_prim_func([x, w, out]))
+    blk = sch.get_block("compute")
+    _, j, k = sch.get_loops(blk)
+    ko, ki = sch.split(k, [None, 4])
+    sch.reverse_compute_at(sch.cache_write(blk, 0, "local"), j)
+    for idx in (0, 1):
+        sch.compute_at(sch.cache_read(blk, idx, "shared"), ko, True)
+    sch.decompose_reduction(blk, ko)
+    sch.tensorize(ki, "dp4a_s8s8s32")
+    with pytest.raises(tvm.error.BuildError, match="__dp4a"):
+        tvm.build(sch.mod, target="llvm")
+
+
+def test_tensorize_checks_buffer_scopes():
+    # dp4a's description reads shared memory: a global-memory tile does not match
+    x = tvm.te.placeholder((16, 16), name="X", dtype="int8")
+    w = tvm.te.placeholder((16, 16), name="W", dtype="int8")
+    rk = tvm.te.reduce_axis((0, 16), name="k")
+    out = tvm.te.compute(
+        (16, 16),
+        lambda i, j: tvm.te.sum(x[i, rk].astype("int32") * w[j, rk].astype("int32"), axis=rk),
+        name="compute",
+    )
+    sch = tir.Schedule(tvm.te.create_prim_func([x, w, out]))
+    blk = sch.get_block("compute")
+    _, _, k = sch.get_loops(blk)
+    ko, ki = sch.split(k, [None, 4])
+    sch.decompose_reduction(blk, ko)
+    with pytest.raises(ScheduleError, match="in scope 'global', the description's"):
+        sch.tensorize(ki, "dp4a_s8s8s32")
+
+
+@T.prim_func
+def _dot4_plain_impl(a: T.handle, b: T.handle, c: T.handle):
+    A = T.match_buffer(a, (4,), "float32")
+    B = T.match_buffer(b, (4,), "float32")
+    C = T.match_buffer(c, (), "float32")
+    with T.block("root"):
+        T.reads(C[()], A[0:4], B[0:4])
+        T.writes(C[()])
+        for i in range(4):
+            C[()] = C[()] + A[i] * B[i]
+
+
+tir.TensorIntrin.register("prims_a_test_dot4_loop", _dot4_desc, _dot4_plain_impl, override=True)
+
+
+def test_tensorize_int64_indexed_block_widens_the_implementation():
+    @T.prim_func
+    def mv64(
+        M: T.Buffer((T.int64(4), T.int64(8)), "float32"),
+        V: T.Buffer((T.int64(8),), "float32"),
+        R: T.Buffer((T.int64(4),), "float32"),
+    ):
+        for i, k in T.grid(T.int64(4), T.int64(8)):
+            with T.block("R"):
+                vi, vk = T.axis.remap("SR", [i, k])
+                R[vi] = R[vi] + M[vi, vk] * V[vk]
+
+    sch = tir.Schedule(mv64)
+    _, k = sch.get_loops(sch.get_block("R"))
+    _, ki = sch.split(k, factors=[None, 4])
+    sch.tensorize(ki, "prims_a_test_dot4_loop")
+    outer = sch.get(sch.get_block("R_o"))
+    loop = outer.body  # the implementation's loop, now counting in int64
+    assert loop.loop_var.dtype == "int64"
+    assert all(d.dtype == "int64" for m in outer.match_buffers for d in m.buffer.shape)
+    m = np.random.rand(4, 8).astype("float32")
+    v = np.random.rand(8).astype("float32")
+    r0 = np.random.rand(4).astype("float32")
+    lib = tvm.build(sch.mod, target="llvm")
+    r = tvm.nd.array(r0.copy())
+    lib(tvm.nd.array(m), tvm.nd.array(v), r)
+    np.testing.assert_allclose(r.numpy(), r0 + m @ v, rtol=1e-5)
+
+
+def test_blockize_keeps_nonlinear_inner_bindings_and_refuses_mixed_ones():
+    @T.prim_func
+    def pairs(X: T.Buffer((32,), "float32"), Y: T.Buffer((16,), "float32")):
+        for a, b in T.grid(4, 8):
+            with T.block("Y"):
+                v = T.axis.spatial(16, a * 4 + b // 2)
+                Y[v] = X[v * 2] + T.float32(1)
+
+    sch = tir.Schedule(pairs)
+    _, b = sch.get_loops(sch.get_block("Y"))
+    sch.blockize(b)  # a * 4 is the outer part, b // 2 (values 0..3) the inner one
+    x = np.random.rand(32).astype("float32")
+    got = _run(sch.mod["main"], x, np.zeros(16, "float32"))[1]
+    np.testing.assert_allclose(got, x[::2] + 1, rtol=1e-6)
+
+    @T.prim_func
+    def halves(X: T.Buffer((32,), "float32"), Y: T.Buffer((16,), "float32")):
+        for a, b in T.grid(4, 8):
+            with T.block("Y"):
+                v = T.axis.spatial(16, (a * 8 + b) // 2)
+                Y[v] = X[v * 2]
+
+    sch = tir.Schedule(halves)
+    _, b = sch.get_loops(sch.get_block("Y"))
+    with pytest.raises(ScheduleError, match="mixes outer and inner loop variables non-linearly"):
+        sch.blockize(b)
