@@ -549,7 +549,7 @@ def reverse_compute_at(
                 iv = r.block.iter_vars[k]
                 if iv.iter_type == IterType.CommReduce and _covers_domain(span, iv, ana):
                     continue
-                if iv.iter_type == IterType.CommReduce:
+                if iv.iter_type == IterType.CommReduce and not _tiles_domain(span, iv, outer, ana):
                     raise schedule_error(
                         func,
                         f"{what}: the loop produces {read.buffer.name} piece by piece "
@@ -568,6 +568,35 @@ def reverse_compute_at(
 def _covers_domain(span: Interval, iv: Any, ana: Any) -> bool:
     last = binary(Sub, binary(Add, iv.dom.min, iv.dom.extent), 1)
     return ana.can_prove(GE(iv.dom.min, span[0])) and ana.can_prove(GE(span[1], last))
+
+
+def _tiles_domain(span: Interval, iv: Any, loops: list[For], ana: Any) -> bool:
+    """True when the pieces `span` of a reduction iterator, over all iterations of the
+    serial (or thread-bound) `loops`, cut its domain into disjoint tiles visited once each,
+    the tile at the domain's start first: span = [min + sum(c_i * l_i), ... + E - 1] with the
+    c_i a mixed radix of tile width E over the loops' extents, E * prod(extents) = extent.
+    Then splitting the reduction across those iterations adds every term exactly once."""
+    from ...arith import affine_coeffs
+
+    width = const_int(ana.simplify(binary(Sub, span[1], span[0])))
+    total = const_int(iv.dom.extent)
+    if width is None or total is None:
+        return False
+    width += 1
+    got = affine_coeffs(span[0], [f.loop_var for f in loops], ana)
+    if got is None or not ana.can_prove_equal(got[1], iv.dom.min):
+        return False
+    used = sorted(((c, f) for f, c in zip(loops, got[0].values()) if c != 0), key=lambda t: t[0])
+    if any(c < 0 for c, _ in used):
+        return False
+    step = width
+    for c, f in used:
+        if c != step or not (const_int(f.min) == 0 and const_int(f.extent)):
+            return False
+        if f.kind in (ForKind.PARALLEL, ForKind.VECTORIZED):
+            return False  # the tiles would be summed at once: a race
+        step *= const_int(f.extent)
+    return step == total and bool(used)
 
 
 def _check_cover(func, what, r, intervals, produced, ana, loop) -> None:

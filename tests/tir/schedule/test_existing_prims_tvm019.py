@@ -214,3 +214,46 @@ def test_compute_at_shared_buffer_covers_every_thread_of_the_block():
     expect = np.zeros((64, 64), "float32")
     expect[:, ::16] = a[:, ::16] * 2
     np.testing.assert_allclose(out, expect, rtol=1e-6)
+
+
+def _row_sums(kind):
+    @T.prim_func
+    def row_sums(A: T.Buffer((8, 16), "float32"), S: T.Buffer((8,), "float32")):
+        P = T.alloc_buffer((16, 8), "float32")
+        for j in range(8):
+            for t in range(4):
+                for u, k in T.grid(4, 4):
+                    with T.block("P"):
+                        vi = T.axis.spatial(16, t * 4 + u)
+                        vj = T.axis.spatial(8, j)
+                        vk = T.axis.reduce(4, k)
+                        with T.init():
+                            P[vi, vj] = T.float32(0)
+                        P[vi, vj] = P[vi, vj] + A[vj, vi] * T.float32(vk + 1)
+        for i, k in T.grid(8, 16):
+            with T.block("S"):
+                vi, vk = T.axis.remap("SR", [i, k])
+                with T.init():
+                    S[vi] = T.float32(0)
+                S[vi] = S[vi] + P[vk, vi]
+
+    sch = tir.Schedule(row_sums)
+    _, t, _, _ = sch.get_loops(sch.get_block("P"))
+    if kind == "parallel":
+        sch.parallel(t)
+    return row_sums, sch, t
+
+
+def test_reverse_compute_at_splits_a_reduction_over_tiles_of_a_serial_loop():
+    before, sch, t = _row_sums("serial")
+    sch.reverse_compute_at(sch.get_block("S"), t)
+    # each iteration of t produces rows t*4 .. t*4+3 of P: S adds exactly those four terms
+    (ax,) = sch.get_loops(sch.get_block("S"))[2:]
+    assert int(sch.get(ax).extent) == 4
+    _same_numbers(before, sch.mod["main"])
+
+
+def test_reverse_compute_at_refuses_to_split_a_reduction_over_a_parallel_loop():
+    _, sch, t = _row_sums("parallel")
+    with pytest.raises(ScheduleError, match="piece by piece along reduction iterator 'vk'"):
+        sch.reverse_compute_at(sch.get_block("S"), t)
