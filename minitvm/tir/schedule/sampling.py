@@ -1,35 +1,89 @@
 """Sampling primitives: seeded random choices whose decisions the trace records and replays.
 
-Every function takes the schedule's `random.Random` and an optional earlier decision; with a
+Every function takes the schedule's RandomEngine and an optional earlier decision; with a
 decision it checks and reuses it (that is how a trace replays), without one it samples.
 """
 
 from __future__ import annotations
 
-import random
+import bisect
+import itertools
+import math
+import os
 from typing import Any
 
 from ...error import ScheduleError
 
-_MAX_SEED = 2**31 - 1
+_MODULUS = 2**31 - 1  # the minimal-standard LCG: x <- 48271 * x mod (2**31 - 1)
 
 
-def make_rng(seed: int | None) -> random.Random:
-    """TVM's seed rule: None or -1 means a random seed, else 1 <= seed < 2**31."""
-    if seed is None or seed == -1:
-        return random.Random()
-    if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed <= _MAX_SEED:
-        raise ScheduleError(f"Schedule seed must be None, -1 or an int in [0, 2**31), got {seed!r}")
-    return random.Random(seed)
+class RandomEngine:
+    """A seeded minimal-standard linear congruential generator, drawn from the way C++'s
+    standard library draws from such an engine, so a seed gives the decisions TVM gives."""
+
+    def __init__(self, seed: int | None) -> None:
+        if seed is None or seed == -1:
+            seed = int.from_bytes(os.urandom(4), "little") % _MODULUS
+        if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+            raise ScheduleError(
+                f"Schedule seed must be None, -1 or a non-negative int, got {seed!r}"
+            )
+        self.state = seed % _MODULUS or 1
+
+    def next(self) -> int:
+        self.state = self.state * 48271 % _MODULUS
+        return self.state
+
+    def randint(self, lo: int, hi: int) -> int:
+        """Uniform in [lo, hi): rejection, then downscaling of the engine's range [0, M-1)."""
+        if hi - lo <= 1:
+            return lo
+        buckets = hi - lo
+        scaling = (_MODULUS - 1) // buckets
+        past = buckets * scaling
+        while True:
+            r = self.next()
+            if r < past:
+                return lo + r // scaling
+
+    def canonical(self) -> float:
+        """Uniform in [0, 1) from two draws (53 bits of a double)."""
+        r = float(_MODULUS)
+        value = (self.next() + self.next() * r) / (r * r)
+        return value if value < 1.0 else math.nextafter(1.0, 0.0)
+
+    def discrete(self, weights: list[float]) -> int:
+        """An index drawn with probability proportional to its weight."""
+        total = sum(weights)
+        cumulative = list(itertools.accumulate(w / total for w in weights))
+        cumulative[-1] = 1.0
+        return bisect.bisect_left(cumulative, self.canonical())
+
+    def choice(self, items: list) -> Any:
+        return items[self.randint(0, len(items))]
+
+    def shuffle(self, items: list) -> None:
+        for i in range(len(items) - 1, 0, -1):
+            j = self.randint(0, i + 1)
+            items[i], items[j] = items[j], items[i]
+
+    def fork_seed(self) -> int:
+        """A seed for another engine, derived from this one's next draw."""
+        return self.next() * 32767 % 1999999973
 
 
-def fork(rng: random.Random) -> random.Random:
-    """A new generator seeded from `rng` (a copied schedule samples differently)."""
-    return random.Random(rng.getrandbits(31))
+def make_rng(seed: int | None) -> RandomEngine:
+    """A random engine; None or -1 seeds it from the operating system."""
+    return RandomEngine(seed)
+
+
+def fork(rng: RandomEngine) -> RandomEngine:
+    """A new engine seeded from `rng` (a copied schedule samples differently)."""
+    return RandomEngine(rng.fork_seed())
 
 
 def sample_categorical(
-    rng: random.Random, candidates: list, probs: list, decision: Any
+    rng: RandomEngine, candidates: list, probs: list, decision: Any
 ) -> tuple[int, int]:
     """(value, index): a candidate drawn with the given probabilities."""
     cands = [int(c) for c in candidates]
@@ -50,7 +104,7 @@ def sample_categorical(
                 f"sample_categorical: decision {index} is not an index into {len(cands)} candidates"
             )
     else:
-        index = rng.choices(range(len(cands)), weights=weights)[0]
+        index = rng.discrete(weights)
     return cands[index], index
 
 
@@ -76,7 +130,7 @@ def _check_tile(what: str, factors: list, extent: int, n: int) -> None:
 
 
 def sample_perfect_tile(
-    rng: random.Random, extent: int | None, n: int, max_innermost_factor: int, decision: Any
+    rng: RandomEngine, extent: int | None, n: int, max_innermost_factor: int, decision: Any
 ) -> list[int]:
     """`n` factors whose product is `extent`, the innermost at most max_innermost_factor.
 
@@ -104,7 +158,7 @@ def sample_perfect_tile(
 
 
 def sample_partitioned_tile(
-    rng: random.Random,
+    rng: RandomEngine,
     extent: int | None,
     n: int,
     partition_pos: int,
@@ -130,7 +184,7 @@ def sample_partitioned_tile(
                 f"innerpart_factor {innerpart_factor}"
             )
         factors = sample_perfect_tile(rng, extent // innerpart_factor, n, 0, None)
-        factors[rng.randrange(partition_pos, n)] *= innerpart_factor
+        factors[rng.randint(partition_pos, n)] *= innerpart_factor
     inner = 1
     for f in factors[partition_pos:]:
         inner *= f
@@ -142,7 +196,7 @@ def sample_partitioned_tile(
     return factors
 
 
-def pick_location(rng: random.Random, indices: list[int], decision: Any) -> int:
+def pick_location(rng: RandomEngine, indices: list[int], decision: Any) -> int:
     """A compute location index among `indices` (sorted; -2 inline, -1 root, k a loop).
 
     An earlier decision is kept when it is still a candidate, else the nearest one before it.

@@ -603,7 +603,7 @@ class Schedule:
 
     def fork_seed(self) -> int:
         """A new seed drawn from this schedule's random state."""
-        return self._rng.getrandbits(31)
+        return self._rng.fork_seed()
 
     def enter_postproc(self) -> None:
         """Mark the start of postprocessing in the trace (Trace.simplified can cut it)."""
