@@ -48,3 +48,60 @@ def PostDFSOrder(roots: Any, read_graph: dict) -> list:
 def ScanGetBody(scan_op: Any) -> list:
     """The scan operation and the operations it runs at every step (its update stages)."""
     return [*scan_op.body_ops(), scan_op]
+
+
+def ScanFixPointAnalysis(scan_op: Any) -> dict:
+    """For each spatial axis of a scan's outputs: 1 when step t's element i reads the states
+    only at element i of the same axis (the axis may be split or parallelized across steps
+    without mixing elements), else 0. Reads are followed through the scan body's stages."""
+    from ..tir.expr import IntImm, Var
+
+    axes: dict[tuple, Any] = {}
+    spatial = iter(scan_op.spatial_axis_)
+    for k, u in enumerate(scan_op.update):
+        for d in range(1, len(u.shape)):
+            axes[(k, d)] = next(spatial)
+    states = {id(t.op): k for k, t in enumerate(scan_op.state_placeholder)}
+    reach: dict[int, list[set]] = {}  # id(op) -> per dim, the spatial axes it stands for
+    for k, u in enumerate(scan_op.update):
+        dims = reach.setdefault(id(u.op), [set() for _ in u.shape])
+        for d in range(1, len(u.shape)):
+            dims[d].add((k, d))
+    fixed = dict.fromkeys(axes, True)
+    for op in reversed(scan_op.body_ops()):
+        if id(op) not in reach:
+            continue
+        of_var = {id(iv.var): reach[id(op)][d] for d, iv in enumerate(op.axis)}
+        for load in _producer_loads(op):
+            target = load.producer.op
+            for e, index in enumerate(load.indices):
+                exact = of_var.get(id(index), set()) if isinstance(index, Var) else set()
+                touched = set().union(*(of_var.get(id(v), set()) for v in _vars(index)))
+                if id(target) in states:
+                    own = (states[id(target)], e)
+                    if own in fixed and own not in exact:
+                        fixed[own] = False
+                    for s in touched - {own}:
+                        fixed[s] = False
+                elif e > 0:
+                    dims = reach.setdefault(id(target), [set() for _ in load.indices])
+                    dims[e] |= exact
+    return {axes[s]: IntImm("int32", int(ok)) for s, ok in fixed.items()}
+
+
+def _producer_loads(op: Any) -> list:
+    from ..tir.functor import post_order_visit
+    from .tensor import ProducerLoad
+
+    found: list = []
+    post_order_visit(op.body, lambda n: found.append(n) if isinstance(n, ProducerLoad) else None)
+    return found
+
+
+def _vars(e: Any) -> list:
+    from ..tir.expr import Var
+    from ..tir.functor import post_order_visit
+
+    found: list = []
+    post_order_visit(e, lambda n: found.append(n) if isinstance(n, Var) else None)
+    return found

@@ -514,3 +514,16 @@ def test_call_packed_refuses_a_strided_buffer():
         tir.call_packed("f", row)
     compact = tir.decl_buffer((2, 4), "float32", name="ok", strides=[4, 1])
     assert tir.call_packed("f", compact).args[1].args[1] is compact.data
+
+
+def test_scan_fix_point_analysis_tells_elementwise_recurrences():
+    n = 4
+    x = te.placeholder((5, n, n), name="X")
+    state = te.placeholder((5, n, n), name="state")
+    first = te.compute((1, n, n), lambda _, i, j: x[0, i, j])
+    same = te.compute((5, n, n), lambda t, i, j: state[t - 1, i, j] + x[t, j, i])
+    swapped = te.compute((5, n, n), lambda t, i, j: state[t - 1, j, i] + 1.0)
+    for update, want in ((same, [1, 1]), (swapped, [0, 0])):
+        out = te.scan(first, update, state)
+        fix = te.schedule.ScanFixPointAnalysis(out.op)
+        assert [fix[iv].value for iv in out.op.spatial_axis_] == want
