@@ -297,8 +297,11 @@ class ScheduleState:
             if not isinstance(func, PrimFunc) or not any(s is old for s, _ in walk(func.body)):
                 continue
             new_func = replace_stmt(func, old, tgt_stmt)
-            mod = self.mod
-            mod[gv.name_hint] = new_func
+            if self._owner is not None:
+                self._owner._update(gv.name_hint, new_func)
+            else:  # copy on write: a module the caller holds stays as it was
+                self._own_mod = self._own_mod.copy()
+                self._own_mod[gv.name_hint] = new_func
             for old_block, new_block in dict(block_sref_reuse or {}).items():
                 sref = self._srefs.pop(id(old_block), None)
                 if sref is not None:
@@ -308,6 +311,7 @@ class ScheduleState:
                 self._srefs.pop(id(old), None)
                 src_sref.stmt = tgt_stmt
                 self._srefs[id(tgt_stmt)] = src_sref
+            self._refresh()  # srefs of statements that left the module expire now
             return
         raise ScheduleError(f"replace: {src_sref!r} is not in any function of the module")
 

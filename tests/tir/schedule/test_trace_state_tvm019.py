@@ -342,3 +342,18 @@ def test_random_engine_is_the_minimal_standard_generator():
     assert all(900 < c < 1100 for c in counts)
     with pytest.raises(ScheduleError, match="seed must be None, -1 or a non-negative int"):
         RandomEngine(-5)
+
+
+def test_state_replace_copies_on_write_and_expires_replaced_srefs():
+    state = ScheduleState(read_then_overwrite)
+    before = state.mod
+    seq = before["main"].body.block.body.seq
+    loop_sref = state.get_sref(seq[0])
+    block_sref = state.get_sref(seq[1].body.block)
+    new_loop = seq[0].replace(extent=tir.IntImm("int32", 4))
+    state.replace(loop_sref, new_loop)
+    assert loop_sref.stmt is new_loop  # a loop replaced by a loop keeps its sref
+    assert before["main"].body.block.body.seq[0] is seq[0]  # the caller's module is untouched
+    assert int(state.mod["main"].body.block.body.seq[0].extent) == 4
+    state.replace(state.get_sref(state.mod["main"].body.block.body.seq[1]), tir.Evaluate(0))
+    assert block_sref.stmt is None  # the block left the module: its sref expired
