@@ -5,7 +5,7 @@ returns te Tensors, ready for `te.create_prim_func`. `topi.reference` holds the 
 reference of every operator.
 """
 
-from . import nn, reference, utils
+from . import cuda, nn, reference, utils
 from .broadcast import (
     abs,
     add,
@@ -52,6 +52,7 @@ __all__ = [
     "broadcast_to",
     "cast",
     "concatenate",
+    "cuda",
     "divide",
     "elemwise_sum",
     "equal",
