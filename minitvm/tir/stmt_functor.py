@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..error import ArgumentError
 from ..ir.node import Node
 from .expr import PrimExpr, Var, make_const
+from .function import PrimFunc
 from .functor import Mutator, allows_deep_recursion, post_order_visit, pre_order_visit
 from .functor import substitute as _substitute
 from .stmt import Stmt
@@ -74,10 +76,27 @@ def substitute(node: Any, vmap: Mapping | Callable[[Any], Any]) -> Any:
     return _substitute(node, vmap)
 
 
+class _Renew(Mutator):
+    """Every variable gets a fresh twin (same name and dtype), once; every buffer is rebuilt
+    around the fresh variables. Memoised by identity, so shared definitions stay shared."""
+
+    def visit_Var(self, v: Var) -> Var:
+        return dataclasses.replace(v)
+
+
+@allows_deep_recursion
+def renew_defs(func: PrimFunc) -> PrimFunc:
+    """A copy of the PrimFunc `func` with new variables and buffers: the same behaviour and
+    structure, but no definition shared with `func`."""
+    if not isinstance(func, PrimFunc):
+        raise ArgumentError(f"renew_defs: expected a tir.PrimFunc, got {type(func).__name__}")
+    return _Renew().visit(func)
+
+
 def _as_value(var: Any, value: Any) -> Any:
     if isinstance(value, bool | int | float) and isinstance(var, Var):
         return make_const(var.dtype, value)
     return value
 
 
-__all__ = ["ir_transform", "post_order_visit", "pre_order_visit", "substitute"]
+__all__ = ["ir_transform", "post_order_visit", "pre_order_visit", "renew_defs", "substitute"]

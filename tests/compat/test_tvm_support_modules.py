@@ -705,3 +705,34 @@ def test_tensor_core_schedules_issue_the_primitive_sequence(kind, warp, aligned)
     assert [c[2]["factors"][2] for c in copies] == [warp, warp]
     assert ("storage_align" in names) == aligned
     assert names.index("blockize") < names.index("decompose_reduction") < names.index("tensorize")
+
+
+@T.prim_func
+def _add_one_any_length(a: T.handle, b: T.handle):
+    n = T.int32()
+    A = T.match_buffer(a, (n,), "float32")
+    B = T.match_buffer(b, (n,), "float32")
+    for i in range(n):
+        with T.block("B"):
+            vi = T.axis.remap("S", [i])
+            B[vi] = A[vi] + T.float32(1)
+
+
+def _var_ids(node):
+    ids = set()
+    stmt_functor.post_order_visit(
+        node, lambda n: ids.add(id(n)) if isinstance(n, tir.Var) else None
+    )
+    return ids
+
+
+def test_renew_defs_copies_every_definition_and_keeps_behaviour():
+    new = stmt_functor.renew_defs(_add_one_any_length)
+    tvm.ir.assert_structural_equal(new, _add_one_any_length)
+    old_ids, new_ids = _var_ids(_add_one_any_length), _var_ids(new)
+    assert len(new_ids) == len(old_ids) and not (old_ids & new_ids)
+    a, b = np.arange(5, dtype="float32"), np.zeros(5, "float32")
+    tvm.build(new, target="llvm")(a, b)
+    np.testing.assert_array_equal(b, a + 1)
+    with pytest.raises(ArgumentError, match="expected a tir.PrimFunc"):
+        stmt_functor.renew_defs(_add_one_any_length.body)
