@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 import inspect
 import operator
 from collections.abc import Callable, Mapping
@@ -57,9 +58,10 @@ from ..tir.expr import (
     logical_or,
 )
 from ..tir.function import PrimFunc
-from ..tir.op import power
+from ..tir.op import buffer_access_ptr, power
 from ..tir.stmt import (
     Allocate,
+    AllocateConst,
     AssertStmt,
     AttrStmt,
     Block,
@@ -80,13 +82,16 @@ from ..tir.stmt import (
 from . import tir as T
 from .source import Source, TVMScriptError
 from .tir import (
+    AllocateConstSpec,
     AllocateSpec,
     AttrSpec,
     AxisSpec,
     BlockHeader,
     BlockSpec,
     BufferSpec,
+    EnvThreadSpec,
     InitSpec,
+    LaunchSpec,
     LoopSpec,
     RemapSpec,
     VarDecl,
@@ -220,13 +225,8 @@ _PYTHON_BUILTINS = {
 }
 _NUMBER = (int, float, bool)
 
-# Buffer methods of TVM's TVMScript that have no lowering here: a clear error, not "no attribute".
-_UNSUPPORTED_BUFFER_METHODS = {
-    "access_ptr": (
-        "{} is not supported: minitvm has no tvm_access_ptr lowering; pass the buffer itself "
-        "(its data pointer) to T.call_extern, or index it (A[i]) to read or write elements"
-    ),
-}
+# Buffer methods of TVM's TVMScript: `B.access_ptr("r")` -> tir/op.py's builder with B bound.
+_BUFFER_METHODS = {"access_ptr": buffer_access_ptr}
 
 
 def _is_expr(x: Any) -> bool:
@@ -252,6 +252,7 @@ class TIRParser:
         self.blocks: list[_BlockFrame] = []
         self.func: _FuncFrame | None = None
         self.keep: list[Any] = []
+        self.env_threads: dict[int, str] = {}  # T.env_thread var id -> thread tag
 
     def error(self, node: ast.AST | None, message: str) -> TVMScriptError:
         return self.source.error(node, message)
@@ -391,6 +392,17 @@ class TIRParser:
         return body
 
     def stmt_with(self, node: ast.With) -> Stmt | None:
+        item = node.items[0]
+        if len(node.items) == 1 and isinstance(item.optional_vars, ast.Name):
+            ctx = self.eval(item.context_expr)
+            if isinstance(ctx, LaunchSpec):  # with T.launch_thread("threadIdx.x", n) as tx:
+                self.scopes.append({})
+                try:
+                    wrap = self.bind_launch(item.optional_vars.id, ctx, node)
+                    body = self.body(node.body) or seq()
+                finally:
+                    self.scopes.pop()
+                return self.guard(node, lambda: wrap.build(body))
         if len(node.items) != 1 or node.items[0].optional_vars is not None:
             raise self.error(
                 node, 'TVMScript `with` takes one item without `as`: with T.block("name"):'
@@ -471,11 +483,13 @@ class TIRParser:
         msg = self.eval(node.msg) if node.msg is not None else ""
         return _Wrap(lambda rest: AssertStmt(as_expr(cond), str(msg), rest))
 
-    def stmt_expr(self, node: ast.Expr) -> Stmt | None:
+    def stmt_expr(self, node: ast.Expr) -> Stmt | _Wrap | None:
         value = self.eval(node.value)
         if isinstance(value, BlockHeader):
             self.header(node, value)
             return None
+        if isinstance(value, LaunchSpec):
+            return self.bind_launch(None, value, node)
         if isinstance(value, Stmt):
             return value
         if _is_expr(value):
@@ -671,6 +685,40 @@ class TIRParser:
             lambda rest: Allocate(var, spec.dtype, spec.extents, spec.condition, rest, annotations)
         )
 
+    def bind_allocate_const(self, name: str, spec: AllocateConstSpec, node: ast.AST) -> _Wrap:
+        var = Var(name, DataType("handle"))
+        self.define(name, var)
+        return _Wrap(
+            lambda rest: AllocateConst(
+                var, spec.dtype, spec.extents, spec.data, rest, spec.annotations or {}
+            )
+        )
+
+    def bind_env_thread(self, name: str, spec: EnvThreadSpec, node: ast.AST) -> None:
+        var = Var(name, DataType("int32"))
+        self.env_threads[id(var)] = spec.tag
+        self.keep.append(var)
+        self.define(name, var)
+
+    def bind_launch(self, name: str | None, spec: LaunchSpec, node: ast.AST) -> _Wrap:
+        """A thread extent over the rest of the statements (TVM's T.launch_thread frame)."""
+        if isinstance(spec.thread, str):
+            var = Var(name or spec.thread.replace(".", "_"), DataType("int32"))
+            tag = spec.thread
+        elif isinstance(spec.thread, Var) and id(spec.thread) in self.env_threads:
+            var, tag = spec.thread, self.env_threads[id(spec.thread)]
+        else:
+            raise self.error(
+                node, 'T.launch_thread takes a thread tag ("threadIdx.x") or a T.env_thread var'
+            )
+        if name is not None:
+            self.define(name, var)
+        self.env_threads[id(var)] = tag  # a later T.launch_thread(var, n) launches it again
+        self.keep.append(var)
+        extent = as_expr(spec.extent, like=var.dtype)
+        iv = self.guard(node, lambda: IterVar(Range(0, extent), var, IterType.ThreadIndex, tag))
+        return _Wrap(lambda rest: AttrStmt(iv, "thread_extent", extent, rest))
+
     def make_buffer(self, name: str, spec: BufferSpec, node: ast.AST) -> Buffer:
         name = spec.name or name
         if isinstance(spec.source, BufferLoad):  # T.match_buffer(A[i, j], ()): one element
@@ -721,8 +769,8 @@ class TIRParser:
             return getattr(base, node.attr)
         if node.attr.startswith("_"):
             raise self.error(node, f"private attribute '{node.attr}' cannot be used in TVMScript")
-        if isinstance(base, Buffer) and node.attr in _UNSUPPORTED_BUFFER_METHODS:
-            raise self.error(node, _UNSUPPORTED_BUFFER_METHODS[node.attr].format(ast.unparse(node)))
+        if isinstance(base, Buffer) and node.attr in _BUFFER_METHODS:
+            return functools.partial(_BUFFER_METHODS[node.attr], base)
         try:
             return getattr(base, node.attr)
         except AttributeError as err:
@@ -951,4 +999,7 @@ _BINDERS: dict[type, Callable[[TIRParser, str, Any, ast.AST], Any]] = {
     VarDecl: TIRParser.bind_var,
     BufferSpec: TIRParser.bind_buffer,
     AllocateSpec: TIRParser.bind_allocate,
+    AllocateConstSpec: TIRParser.bind_allocate_const,
+    LaunchSpec: TIRParser.bind_launch,
+    EnvThreadSpec: TIRParser.bind_env_thread,
 }

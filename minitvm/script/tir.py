@@ -124,6 +124,31 @@ class AllocateSpec:
 
 
 @dataclass(frozen=True)
+class AllocateConstSpec:
+    """`B = T.allocate_const([1.0, 2.0], "float32", [2])`: constant memory named by the assignment."""
+
+    data: tuple
+    dtype: str
+    extents: tuple
+    annotations: Mapping | None = None
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    """`T.launch_thread("blockIdx.x", n)` (or of a `T.env_thread` var): a thread extent scope."""
+
+    thread: Any  # a thread tag (str), or a Var made by T.env_thread
+    extent: Any
+
+
+@dataclass(frozen=True)
+class EnvThreadSpec:
+    """`tx = T.env_thread("threadIdx.x")`: a thread variable launched later by T.launch_thread."""
+
+    tag: str
+
+
+@dataclass(frozen=True)
 class BlockSpec:
     name: str
 
@@ -168,10 +193,19 @@ class _BufferType:
         name: str | None = None,
     ) -> BufferSpec:
         return _buffer_spec(
-            "param", None, shape, dtype, data, strides, elem_offset, scope, align,
-            offset_factor, axis_separators, name,
+            "param",
+            None,
+            shape,
+            dtype,
+            data,
+            strides,
+            elem_offset,
+            scope,
+            align,
+            offset_factor,
+            axis_separators,
+            name,
         )
-
 
     def __getitem__(self, item: Any) -> BufferSpec:
         if not isinstance(item, tuple):
@@ -432,8 +466,18 @@ def _buffer_spec(
     """One buffer declaration; `T.Buffer`, `T.match_buffer`, `T.alloc_buffer` and
     `T.decl_buffer` are this with `kind` (and `param`) fixed, so they share one signature."""
     return BufferSpec(
-        kind, _shape(shape), dtype, param, data, tuple(strides), elem_offset, scope, align,
-        offset_factor, tuple(axis_separators), name,
+        kind,
+        _shape(shape),
+        dtype,
+        param,
+        data,
+        tuple(strides),
+        elem_offset,
+        scope,
+        align,
+        offset_factor,
+        tuple(axis_separators),
+        name,
     )
 
 
@@ -453,8 +497,6 @@ alloc_buffer = functools.partial(_buffer_spec, "alloc", None)
 decl_buffer = functools.partial(_buffer_spec, "decl", None)
 
 
-
-
 def allocate(
     extents: Sequence,
     dtype: str,
@@ -463,6 +505,23 @@ def allocate(
     annotations: Mapping | None = None,
 ) -> AllocateSpec:
     return AllocateSpec(tuple(_shape(extents)), dtype, scope, condition, annotations)
+
+
+def allocate_const(
+    data: Sequence, dtype: str, extents: Sequence, annotations: Mapping | None = None
+) -> AllocateConstSpec:
+    values = tuple(getattr(v, "value", v) for v in data)  # numbers, or T.float32(...) constants
+    return AllocateConstSpec(values, dtype, tuple(_shape(extents)), annotations)
+
+
+def launch_thread(thread: Any, extent: Any) -> LaunchSpec:
+    return LaunchSpec(thread, extent)
+
+
+def env_thread(thread_tag: str, dtype: str = "int32") -> EnvThreadSpec:
+    if dtype != "int32":
+        raise ParseError(f"T.env_thread: thread variables are int32 here, got dtype={dtype!r}")
+    return EnvThreadSpec(thread_tag)
 
 
 def attr(node: Any, attr_key: str, value: Any) -> AttrSpec:
@@ -514,9 +573,7 @@ def ceildiv(a: Any, b: Any) -> PrimExpr:
     """`T.ceildiv(a, b)` on integers: `(a + b - 1) // b`, as TVM expands it (b > 0)."""
     a, b = _match_operands(a, b)
     if not a.dtype.is_int and not a.dtype.is_uint:
-        raise ParseError(
-            f"T.ceildiv takes integers, got {a.dtype}; for floats write T.ceil(a / b)"
-        )
+        raise ParseError(f"T.ceildiv takes integers, got {a.dtype}; for floats write T.ceil(a / b)")
     return FloorDiv(binary(Add, a, binary(Sub, b, IntImm(b.dtype, 1))), b)
 
 
@@ -685,6 +742,7 @@ __all__ = [
     "abs",
     "alloc_buffer",
     "allocate",
+    "allocate_const",
     "attr",
     "axis",
     "block",
@@ -696,6 +754,7 @@ __all__ = [
     "cast",
     "ceildiv",
     "decl_buffer",
+    "env_thread",
     "evaluate",
     "floordiv",
     "floormod",
@@ -703,6 +762,7 @@ __all__ = [
     "grid",
     "if_then_else",
     "init",
+    "launch_thread",
     "likely",
     "match_buffer",
     "max",

@@ -10,6 +10,7 @@ from ..error import DTypeError
 from ..ir.dtype import DataType
 from .expr import (
     EQ,
+    Add,
     Call,
     Div,
     FloatImm,
@@ -19,9 +20,11 @@ from .expr import (
     Max,
     Min,
     Mod,
+    Mul,
     Op,
     PrimExpr,
     Select,
+    Sub,
     _lift,
     _match_operands,
     as_expr,
@@ -443,3 +446,45 @@ def _check_reinterpret(dtype: DataType, args: tuple) -> None:
 def reinterpret(dtype: str | DataType, value: Any) -> PrimExpr:
     """The bits of `value` read as `dtype` (same total width), as TVM's tir.reinterpret."""
     return call_builtin("reinterpret", dtype, value)
+
+
+_ACCESS_MASKS = {"r": 1, "w": 2, "rw": 3, "wr": 3}
+
+
+def buffer_access_ptr(
+    buf: Any,
+    access_mask: str | int,
+    ptr_type: str = "handle",
+    content_lanes: int = 1,
+    offset: Any = 0,
+    extent: Any = None,
+) -> PrimExpr:
+    """TVM's `Buffer.access_ptr`: `tvm_access_ptr(type_annotation(dtype), data, elem_offset +
+    offset, extent, mask)`; the extent defaults to the elements from `offset` to the end."""
+    name = getattr(buf, "name", "?")
+    if isinstance(access_mask, str):
+        if access_mask not in _ACCESS_MASKS:
+            raise DTypeError(
+                f"{name}.access_ptr: access mask {access_mask!r} is not 'r', 'w' or 'rw'"
+            )
+        access_mask = _ACCESS_MASKS[access_mask]
+    if ptr_type != "handle" or content_lanes != 1:
+        raise DTypeError(
+            f"{name}.access_ptr: only ptr_type='handle' with content_lanes=1 is supported, "
+            f"got ptr_type={ptr_type!r}, content_lanes={content_lanes}"
+        )
+    index = buf.elem_offset.dtype
+    offset = as_expr(offset, like=index)
+    if extent is None:
+        if not buf.shape:
+            extent = IntImm(index, 1)
+        else:
+            top = buf.strides[0] if len(buf.strides) == len(buf.shape) else None
+            size = reduce(lambda a, b: binary(Mul, a, b), buf.shape[1:], buf.shape[0])
+            extent = binary(Sub, binary(Mul, top, buf.shape[0]) if top is not None else size, offset)
+    start = binary(Add, buf.elem_offset, offset)
+    marker = call_builtin("type_annotation", dtype=buf.dtype)
+    return call_builtin(
+        "tvm_access_ptr", marker, buf.data, start, as_expr(extent, like=index),
+        IntImm(DataType("int32"), int(access_mask)),
+    )  # fmt: skip

@@ -62,6 +62,7 @@ from .functor import Visitor, allows_deep_recursion, post_order_visit
 from .op import BUILTINS, builtin_dtype
 from .stmt import (
     Allocate,
+    AllocateConst,
     AssertStmt,
     AttrStmt,
     Block,
@@ -476,6 +477,10 @@ class _FreeVars(Visitor):
         self.defined.add(id(s.buffer_var))
         self.generic_visit(s)
 
+    def visit_AllocateConst(self, s: AllocateConst) -> None:
+        self.defined.add(id(s.buffer_var))
+        self.generic_visit(s)
+
     def visit_Buffer(self, b: Buffer) -> None:
         self.defined.add(id(b.data))
         self.generic_visit(b)
@@ -563,9 +568,30 @@ class TIRPrinter(_ExprPrinter):
         self.emit(f"assert {self.expr(s.condition)}, {_q(s.message)}", s)
         return s.body
 
-    def _attr(self, s: AttrStmt) -> None:
+    def _attr(self, s: AttrStmt) -> Stmt | None:
+        if _is_launch(s):
+            return self._launch(s)
         self.emit(f"with T.attr({self._value(s.node)}, {_q(s.attr_key)}, {self.expr(s.value)}):", s)
         self.body(s.body)
+
+    def _launch(self, s: AttrStmt) -> Stmt:
+        """`tx = T.launch_thread("threadIdx.x", n)`; a var launched again: `T.launch_thread(tx, n)`."""
+        var = s.node.var
+        known = self.names.by_id.get(id(var))
+        if known is not None and known in self.names.used:
+            self.emit(f"T.launch_thread({known}, {self.expr(s.value)})", s)
+        else:
+            name = self.names.fresh(var, var.name)
+            self.emit(f"{name} = T.launch_thread({_q(s.node.thread_tag)}, {self.expr(s.value)})", s)
+        return s.body
+
+    def _allocate_const(self, s: AllocateConst) -> Stmt:
+        name = self.names.fresh(s.buffer_var, s.buffer_var.name)
+        data = "[" + ", ".join(_number(v) for v in s.data) + "]"
+        extents = "[" + ", ".join(self.expr(e) for e in s.extents) + "]"
+        extra = f", annotations={self._value(dict(s.annotations))}" if s.annotations else ""
+        self.emit(f'{name} = T.allocate_const({data}, "{s.dtype}", {extents}{extra})', s)
+        return s.body
 
     def _allocate(self, s: Allocate) -> Stmt:
         decl = _allocated_decl(s)
@@ -813,6 +839,27 @@ def _grid_foldable(s: For) -> bool:
     )
 
 
+def _is_launch(s: AttrStmt) -> bool:
+    """A thread extent the parser's T.launch_thread re-creates exactly."""
+    iv = s.node
+    return (
+        s.attr_key == "thread_extent"
+        and isinstance(iv, IterVar)
+        and iv.iter_type == IterType.ThreadIndex
+        and bool(iv.thread_tag)
+        and iv.dom is not None
+        and _is_zero(iv.dom.min)
+        and structural_equal(iv.dom.extent, s.value)
+    )
+
+
+def _number(v: Any) -> str:
+    """A Python number literal that parses back to the same value (inf/nan via float(...))."""
+    if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
+        return f'float("{v}")'
+    return repr(v)
+
+
 def _uses_loop_vars(loop: For, outer: list[For]) -> bool:
     """Whether `loop`'s extent uses one of `outer`'s vars (T.grid cannot express that)."""
     names = {id(o.loop_var) for o in outer}
@@ -925,6 +972,7 @@ _STMT_TABLE: dict[type, Callable[[TIRPrinter, Any], Stmt | None]] = {
     AssertStmt: TIRPrinter._assert,
     AttrStmt: TIRPrinter._attr,
     Allocate: TIRPrinter._allocate,
+    AllocateConst: TIRPrinter._allocate_const,
     DeclBuffer: TIRPrinter._decl_buffer,
     For: TIRPrinter._for,
     BlockRealize: TIRPrinter._block_realize,

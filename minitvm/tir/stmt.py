@@ -162,6 +162,35 @@ class Allocate(Stmt):
 
 
 @node
+class AllocateConst(Stmt):
+    """`extents` elements of `dtype` at `buffer_var`, holding `data` (row-major), for `body`."""
+
+    buffer_var: Var
+    dtype: DataType
+    extents: tuple
+    data: tuple  # Python numbers, one per element
+    body: Stmt
+    annotations: FrozenDict = FrozenDict()
+    _def_fields = ("buffer_var",)
+
+    def __post_init__(self):
+        setfield(self, "dtype", DataType(self.dtype))
+        setfield(self, "extents", tuple(as_expr(e, like=DataType("int32")) for e in self.extents))
+        setfield(self, "data", tuple(self.data))
+        setfield(self, "annotations", _frozen(self.annotations))
+        size = 1
+        for e in self.extents:
+            if not isinstance(e, IntImm):
+                raise MiniTVMError(f"allocate_const '{self.buffer_var.name}': extents must be constants")
+            size *= e.value
+        if size != len(self.data):
+            raise MiniTVMError(
+                f"allocate_const '{self.buffer_var.name}': {len(self.data)} values for "
+                f"{size} elements (extents {[e.value for e in self.extents]})"
+            )
+
+
+@node
 class DeclBuffer(Stmt):
     """Declare `buffer` (a view of memory allocated elsewhere) for `body`."""
 

@@ -1,5 +1,5 @@
 """TIR TVMScript names that TVM v0.19's unit tests and tutorials use: limits, `dtype=` on the
-math intrinsics, `T.call_extern` in both argument orders, and `Buffer.access_ptr`'s clear error.
+math intrinsics, `T.call_extern` in both argument orders, and `Buffer.access_ptr`.
 Each is parsed, built and compared with numpy, and printed back and re-parsed."""
 
 import numpy as np
@@ -140,12 +140,25 @@ def test_dtype_keyword_that_disagrees_is_a_clear_error():
         )
 
 
-def test_buffer_access_ptr_is_a_clear_parse_error():
-    with pytest.raises(ParseError, match=r"A\.access_ptr.*not supported"):
+def test_buffer_access_ptr_is_tvms_access_ptr_call():
+    func = from_source(
+        "@T.prim_func\n"
+        'def f(A: T.Buffer((4, 2), "float32")):\n'
+        '    T.evaluate(T.call_extern("int32", "memset", A.access_ptr("w", offset=2), 0, 16))\n'
+    )
+    ptr = func.body.value.args[0]
+    assert ptr.op.name == "tir.tvm_access_ptr"
+    marker, data, start, extent, mask = ptr.args
+    assert str(marker.dtype) == "float32" and data is func.buffer_map[func.params[0]].data
+    assert (start.value, extent.value, mask.value) == (2, 6, 2)  # 8 elements from offset 2; "w"
+
+
+def test_buffer_access_ptr_with_a_bad_mask_is_a_clear_parse_error():
+    with pytest.raises(ParseError, match=r"A.access_ptr: access mask 'x' is not 'r', 'w' or 'rw'"):
         from_source(
             "@T.prim_func\n"
             'def f(A: T.Buffer((4,), "float32")):\n'
-            '    T.evaluate(T.call_extern("int32", "memset", A.access_ptr("w"), 0, 16))\n'
+            '    T.evaluate(T.call_extern("int32", "memset", A.access_ptr("x"), 0, 16))\n'
         )
 
 

@@ -8,12 +8,13 @@ from typing import Any
 from ...error import BuildError
 from ...ir.node import FrozenDict
 from ..buffer import Buffer
-from ..expr import Add, BufferLoad, FloorMod, IntImm, Mul, PrimExpr, Range, Var
+from ..expr import Add, BufferLoad, FloorMod, IntImm, Mul, PrimExpr, Range, Var, make_const
 from ..function import PrimFunc
 from ..functor import Mutator, Visitor
 from ..op import likely
 from ..stmt import (
     Allocate,
+    AllocateConst,
     Block,
     BlockRealize,
     BufferRegion,
@@ -23,6 +24,7 @@ from ..stmt import (
     IfThenElse,
     MatchBufferRegion,
     Stmt,
+    seq,
 )
 from ._pass import prim_func_pass
 
@@ -57,6 +59,15 @@ class _BlocksToLoops(Mutator):
 
     def visit_Var(self, v: Var) -> PrimExpr:
         return self.binding.get(id(v), v)
+
+    def visit_AllocateConst(self, s: AllocateConst) -> Stmt:
+        """Constant memory as an allocation filled with its values before the body runs."""
+        body = self.visit(s.body)
+        flat = Buffer(s.buffer_var, s.dtype, (len(s.data),), name=s.buffer_var.name)
+        fill = [BufferStore(flat, make_const(s.dtype, v), (k,)) for k, v in enumerate(s.data)]
+        return Allocate(
+            s.buffer_var, s.dtype, s.extents, IntImm("bool", 1), seq(*fill, body), s.annotations
+        )
 
     def visit_BufferLoad(self, e: BufferLoad) -> PrimExpr:
         if id(e.buffer) not in self.views:
