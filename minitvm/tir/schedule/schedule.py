@@ -23,10 +23,10 @@ from . import inline as _inline
 from . import loop_transform as _lt
 from . import merge as _merge
 from . import reduction as _red
-from . import tensorize as _tensorize
-from .common import const_int, schedule_error, simplify
-from .compute_location import _scope_of, scope_blocks
 from . import sampling as _sampling
+from . import tensorize as _tensorize
+from .block_scope import DepKind
+from .common import const_int, schedule_error, simplify
 from .instruction import BlockRV, Instruction, LoopRV, kind_of_method
 from .state import ScheduleState, StmtSRef, UnknownRVError
 from .trace import Trace
@@ -52,6 +52,23 @@ def _as_factor(f: Any) -> Any:
 _RENDER_LEVELS = {"detail", "fast", "none"}
 _BLOCK_PARAMS = {"block", "block_or_loop", "scope_block", "target", "consumer_blocks"}
 _MARKS = {-2: Var("inline_mark", "int32"), -1: Var("root_mark", "int32")}
+
+
+def _flow_neighbours(state: ScheduleState, r: BlockRealize, producers: bool) -> list[str]:
+    sref = state.get_sref(r.block)
+    scope = sref.parent
+    while scope is not None and not isinstance(scope.stmt, Block):
+        scope = scope.parent
+    if scope is None:  # the root block
+        return []
+    deps = state.get_block_scope(scope)
+    edges = deps.get_deps_by_dst(sref) if producers else deps.get_deps_by_src(sref)
+    names: list[str] = []
+    for e in edges:
+        other = e.src if producers else e.dst
+        if e.kind in (DepKind.RAW, DepKind.WAW) and other.stmt.name_hint not in names:
+            names.append(other.stmt.name_hint)
+    return names
 
 
 class _NoFunctionError(ScheduleError, ValueError):
@@ -112,7 +129,7 @@ class Schedule:
     def show(self, *args: Any, **kwargs: Any) -> None:
         self._mod.show(*args, **kwargs)
 
-    def copy(self) -> "Schedule":
+    def copy(self) -> Schedule:
         out = Schedule.__new__(Schedule)
         out._mod = self._mod.copy()
         out._func_name = self._func_name
@@ -296,17 +313,10 @@ class Schedule:
         return out
 
     def _neighbours(self, block: BlockRV, producers: bool) -> list[BlockRV]:
-        fname, _, r, path = self._block(block)
-        mine_r = {id(x.buffer) for x in r.block.reads}
-        mine_w = {id(x.buffer) for x in r.block.writes}
-        out = []
-        for b, _ in scope_blocks(*_scope_of(path)):
-            if b is r:
-                continue
-            theirs = {id(x.buffer) for x in (b.block.writes if producers else b.block.reads)}
-            if theirs & (mine_r if producers else mine_w):
-                out.append(self._new_block(fname, b.block.name_hint))
-        return out
+        """Blocks of the same scope linked to `block` by a RAW or WAW dependency (as TVM):
+        earlier ones for producers, later ones for consumers, each once."""
+        fname, _, r, _ = self._block(block)
+        return [self._new_block(fname, n) for n in _flow_neighbours(self.state, r, producers)]
 
     def get_producers(self, block: BlockRV) -> list[BlockRV]:
         out = self._neighbours(block, producers=True)
@@ -533,7 +543,7 @@ class Schedule:
         self._state: ScheduleState | None = None
         self._locations: dict = {}  # sample_compute_location's candidates of one func version
 
-    def _copy_trace_state(self, out: "Schedule") -> None:
+    def _copy_trace_state(self, out: Schedule) -> None:
         out._rng = _sampling.fork(self._rng)
         out._debug_mask = self._debug_mask
         out._error_render_level = self._error_render_level
@@ -739,10 +749,8 @@ class Schedule:
         self, block: BlockRV, buffer_index: int, buf_type: str, gen_new_ranges: Any
     ) -> None:
         fname, func, r, _ = self._block(block)
-        gen_new_ranges = _edit.ranges_index_map(gen_new_ranges, r.block)
-        self._update(
-            fname, _edit.annotate_buffer_access(func, r, buffer_index, buf_type, gen_new_ranges)
-        )
+        ranges = _edit.ranges_index_map(gen_new_ranges, r.block)
+        self._update(fname, _edit.annotate_buffer_access(func, r, buffer_index, buf_type, ranges))
         self._record(
             "annotate_buffer_access",
             (),

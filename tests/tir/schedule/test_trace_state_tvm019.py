@@ -357,3 +357,12 @@ def test_state_replace_copies_on_write_and_expires_replaced_srefs():
     assert int(state.mod["main"].body.block.body.seq[0].extent) == 4
     state.replace(state.get_sref(state.mod["main"].body.block.body.seq[1]), tir.Evaluate(0))
     assert block_sref.stmt is None  # the block left the module: its sref expired
+
+
+def test_producers_and_consumers_follow_program_order():
+    sch = tir.Schedule(read_then_overwrite)
+    # block B writes what C read before it: a write-after-read, not a producer of C
+    assert sch.get_producers("C") == [] and sch.get_consumers("B") == []
+    chain_sch = tir.Schedule(chain().func())
+    assert [chain_sch.get(b).name_hint for b in chain_sch.get_producers("D")] == ["C"]
+    assert [chain_sch.get(b).name_hint for b in chain_sch.get_consumers("B")] == ["C"]
