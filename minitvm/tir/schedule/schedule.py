@@ -762,7 +762,6 @@ class Schedule:
             ),
         )
 
-
     def tensorize(
         self, block_or_loop: Any, tensor_intrin: Any, preserve_unit_iters: bool = True
     ) -> None:
