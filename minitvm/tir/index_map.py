@@ -113,7 +113,7 @@ class IndexMap:
         return IndexMap(args, final, inverse_index_map), separators
 
     @staticmethod
-    def from_text(text: str, index_dtype: str = "int32") -> "IndexMap":
+    def from_text(text: str, index_dtype: str = "int32") -> IndexMap:
         """The IndexMap of `lambda i, j: (...)` source text (as traces print it), read as
         data: only names, integers and + - * // % are accepted, nothing is evaluated."""
         import ast

@@ -42,6 +42,15 @@ from .tree import Path, replace_stmt, root_realize, scope_body, walk
 
 
 # ---------------------------------------------------------------------- buffer arguments
+class BufferArgumentError(ScheduleError, AssertionError):
+    """A buffer argument that names none of the block's buffers. TVM checks these with
+    Python asserts, so it is also an AssertionError (its tests expect that class)."""
+
+
+def _buffer_arg_error(func: PrimFunc, message: str, culprit: Any) -> BufferArgumentError:
+    return BufferArgumentError(schedule_error(func, message, culprit).args[0])
+
+
 def resolve_buffer(
     func: PrimFunc, r: BlockRealize, spec: Any, what: str
 ) -> tuple[str, int, Buffer]:
@@ -54,9 +63,9 @@ def resolve_buffer(
     if isinstance(spec, tuple | list) and len(spec) == 2 and spec[0] in ("read", "write"):
         regions = block.reads if spec[0] == "read" else block.writes
         index = spec[1]
-        if isinstance(index, int) and -len(regions) <= index < len(regions):
-            return spec[0], index % len(regions), regions[index].buffer
-        raise schedule_error(
+        if isinstance(index, int) and 0 <= index < len(regions):
+            return spec[0], index, regions[index].buffer
+        raise _buffer_arg_error(
             func,
             f"{what}: block '{block.name_hint}' has {len(regions)} {spec[0]} buffers, so "
             f"{spec!r} names none; the block accesses {shown}",
@@ -67,7 +76,7 @@ def resolve_buffer(
         if len(found) == 1:
             return next(iter(found.values()))
         problem = "no buffer" if not found else "several buffers"
-        raise schedule_error(
+        raise _buffer_arg_error(
             func,
             f"{what}: block '{block.name_hint}' accesses {problem} named {spec!r}; it "
             f"accesses {shown}",
@@ -77,13 +86,13 @@ def resolve_buffer(
         for k, i, b in entries:
             if b is spec:
                 return k, i, b
-        raise schedule_error(
+        raise _buffer_arg_error(
             func,
             f"{what}: block '{block.name_hint}' does not access buffer '{spec.name}'; it "
             f"accesses {shown}",
             r,
         )
-    raise schedule_error(
+    raise _buffer_arg_error(
         func,
         f"{what}: buffer must be ('read', i), ('write', i), a buffer name or a Buffer, got "
         f"{spec!r}",
@@ -512,7 +521,84 @@ def set_axis_separator(func: PrimFunc, r: BlockRealize, spec: Any, separators: A
             r,
         )
     new = buf.replace(axis_separators=seps)
-    return _rewrite_buffer(func, buf, new, lambda ix: list(ix))
+
+    def matched(m: Buffer) -> Buffer:
+        # a view of fewer dimensions keeps the separators of its trailing axes (TVM's rule)
+        drop = len(buf.shape) - len(m.shape)
+        return m.replace(axis_separators=tuple(max(0, x - drop) for x in seps))
+
+    return _with_buffer(func, buf, new, matched)
+
+
+class _Rebuffer(Mutator):
+    """Buffers in `table` (by id) are replaced; a match_buffer view of a replaced buffer is
+    replaced by `derive(view)`, and its uses follow."""
+
+    def __init__(self, table: dict, derive: Callable) -> None:
+        super().__init__()
+        self.table, self.derive, self.keep = table, derive, []
+
+    def visit_Buffer(self, b: Buffer) -> Buffer:
+        return self.table.get(id(b), b)
+
+    def visit_MatchBufferRegion(self, m: MatchBufferRegion) -> Any:
+        source = self.visit(m.source)
+        if source is m.source:
+            return m
+        view = self.derive(m.buffer)
+        self.table[id(m.buffer)] = view
+        self.keep.append(m.buffer)
+        return MatchBufferRegion(view, source)
+
+    def visit_Block(self, b: Block) -> Any:
+        matches = self.visit(b.match_buffers)  # first: the body uses the views
+        return self.generic_visit(b.replace(match_buffers=matches))
+
+
+def _with_buffer(func: PrimFunc, old: Buffer, new: Buffer, derive: Callable) -> PrimFunc:
+    """`func` with buffer `old` replaced by `new` everywhere (views derived by `derive`)."""
+    mut = _Rebuffer({id(old): new}, derive)
+    body = mut.visit(func.body)
+    buffer_map = {p: (new if b is old else b) for p, b in func.buffer_map.items()}
+    return func.replace(body=body, buffer_map=type(func.buffer_map)(buffer_map))
+
+
+# ---------------------------------------------------------------------- set_scope
+def set_scope(func: PrimFunc, r: BlockRealize, spec: Any, scope: str) -> PrimFunc:
+    """`func` with the buffer block `r` writes (an index into its writes, a name or a Buffer)
+    moved to storage `scope` and renamed `<name>_<scope>`, as TVM does; views follow."""
+    from .cache import _SCOPES
+
+    what = f"set_scope(block '{r.block.name_hint}', buffer_index={spec!r}, storage_scope={scope!r})"
+    if isinstance(spec, int) and not isinstance(spec, bool):
+        n = len(r.block.writes)
+        if not 0 <= spec < n:
+            raise schedule_error(
+                func, f"{what}: the block writes {n} buffers; use an index in 0..{n - 1}", r
+            )
+        spec = ("write", spec)
+    kind, _, buf = resolve_buffer(func, r, spec, what)
+    if kind != "write":
+        raise schedule_error(func, f"{what}: '{buf.name}' is not written by the block", r)
+    if not isinstance(scope, str) or scope.split(".")[0] not in _SCOPES:
+        raise schedule_error(
+            func, f"{what}: {scope!r} is not a storage scope; use one of {list(_SCOPES)}", r
+        )
+    if any(b is buf for b in func.buffer_map.values()):
+        raise schedule_error(
+            func,
+            f"{what}: {buf.name} is a parameter of the function; its memory belongs to the "
+            "caller. Use cache_write to stage it in another scope",
+            r,
+        )
+    if buf.storage_scope == scope:
+        return func
+
+    def moved(b: Buffer) -> Buffer:
+        name = f"{b.name}_{scope.replace('.', '_')}"
+        return b.replace(storage_scope=scope, name=name, data=Var(name, b.data.dtype))
+
+    return _with_buffer(func, buf, moved(buf), moved)
 
 
 # ---------------------------------------------------------------------- transform_block_layout

@@ -497,9 +497,13 @@ class Schedule:
         )
         return out
 
-    def set_scope(self, block: BlockRV, buffer_index: int, storage_scope: str) -> None:
+    def set_scope(self, block: BlockRV, buffer_index: Any, storage_scope: str) -> None:
+        from . import layout as _layout
+
         fname, func, r, _ = self._block(block)
-        self._update(fname, _cache.set_scope(func, r, buffer_index, storage_scope))
+        if not isinstance(buffer_index, int):  # a name or Buffer: traced as its write index
+            buffer_index = _layout.resolve_buffer(func, r, buffer_index, "set_scope")[1]
+        self._update(fname, _layout.set_scope(func, r, buffer_index, storage_scope))
         self._record(
             "set_scope",
             (),
@@ -944,7 +948,6 @@ class Schedule:
         )
         spec = ("write", write_buffer_index)
         return self._reindex("reindex_cache_write", block, spec, storage_scope, index_map, kwargs)
-
 
     # --- helper-existing ---
 

@@ -414,3 +414,26 @@ def test_reindex_refusals():
     sch = tir.Schedule(transpose_scale)
     with pytest.raises(ScheduleError, match="map only the iterators its indices use|takes 1"):
         sch.reindex_cache_read("B", 0, "global", lambda i: (i,))
+
+
+# ---------------------------------------------------------------------- set_scope
+def test_set_scope_renames_and_keeps_results():
+    sch = tir.Schedule(two_steps)
+    sch.set_scope("B", "B", "global.tmp")
+    buf = sch.get(sch.get_block("B")).writes[0].buffer
+    assert (buf.name, buf.scope()) == ("B_global_tmp", "global.tmp")
+    a = rand(7, 13)
+    np.testing.assert_allclose(run(sch.mod, [a], (7, 13)), expect_two_steps(a), rtol=1e-6)
+    assert "set_scope" in str(sch.trace)
+
+
+def test_set_scope_refusals():
+    sch = tir.Schedule(two_steps)
+    with pytest.raises(ScheduleError, match="C is a parameter"):
+        sch.set_scope("C", 0, "shared")
+    with pytest.raises(ScheduleError, match="not a storage scope"):
+        sch.set_scope("B", 0, "test_scope")
+    with pytest.raises(ScheduleError, match="use an index in 0..0"):
+        sch.set_scope("B", -1, "shared")
+    with pytest.raises(AssertionError, match="names none"):  # TVM asserts on these
+        sch.set_axis_separator("B", ("write", 1), [1])
