@@ -120,10 +120,20 @@ def test_reverse_compute_at_consumer_under_producer_tile():
     build_and_run(sch, wl)
 
 
-def test_reverse_compute_at_reduction_along_producer_raises():
+def test_reverse_compute_at_reduction_along_producer_adds_one_term_per_iteration():
     wl = softmax()
     sch = tir.Schedule(wl.func())
     i, j = sch.get_loops(sch.get_block("E"))
+    # each iteration of j produces one E[i, j]; S adds it (its init runs at j == 0)
+    sch.reverse_compute_at(sch.get_block("S"), j)
+    build_and_run(sch, wl)
+
+
+def test_reverse_compute_at_reduction_along_a_parallel_producer_loop_raises():
+    wl = softmax()
+    sch = tir.Schedule(wl.func())
+    i, j = sch.get_loops(sch.get_block("E"))
+    sch.parallel(j)
     with pytest.raises(ScheduleError, match=r"a reduction cannot be split across loop iterations"):
         sch.reverse_compute_at(sch.get_block("S"), j)
 
