@@ -410,6 +410,8 @@ def _parametrize_groups(metafunc: Any) -> None:
 def _parametrize_target(metafunc: Any) -> None:
     if "target" not in metafunc.fixturenames:
         return
+    if "target" in metafunc.definition._fixtureinfo.name2fixturedefs:
+        return  # the module defines its own `target` fixture (or parameter): it wins
     for mark in metafunc.definition.iter_markers("parametrize"):
         if "target" in [a.strip() for a in str(mark.args[0]).split(",")]:
             return

@@ -75,6 +75,13 @@ def test_auto_target(target, dev):
     assert target == "llvm" and dev == tvm.cpu(0)
 
 
+class TestOwnTarget:
+    target = tvm.testing.parameter(by_dict={"own": "llvm -opt-level=1"})
+
+    def test_own_target_parameter_wins(self, target, dev):
+        assert target == "llvm -opt-level=1" and dev == tvm.cpu(0)
+
+
 @tvm.testing.requires_cuda
 def test_needs_cuda():
     raise AssertionError("must be skipped")
@@ -199,6 +206,7 @@ def test_targets_run_on_llvm_and_skip_cuda(helper_run):
     assert outcomes["test_targets[llvm]"] == "PASSED", log
     assert outcomes["test_targets[cuda]"] == "SKIPPED", log
     assert outcomes["test_auto_target[llvm]"] == "PASSED", log
+    assert outcomes["TestOwnTarget::test_own_target_parameter_wins[own]"] == "PASSED"
 
 
 def test_feature_marks_skip_absent_devices_with_a_reason(helper_run):
