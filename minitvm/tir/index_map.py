@@ -266,17 +266,16 @@ def _extent(s: Any) -> Any:
 class _Retype(Mutator):
     """Rewrite integer index arithmetic from one dtype to another (vars and constants)."""
 
-    def __init__(self, vmap: dict, dtype: DataType) -> None:
+    def __init__(self, vmap: dict, source: DataType, dtype: DataType) -> None:
         super().__init__()
-        self.vmap, self.dtype = vmap, dtype
+        self.vmap, self.source, self.dtype = vmap, source, dtype
 
     def visit_Var(self, v: Var) -> Any:
         return self.vmap.get(v, v)
 
     def visit_IntImm(self, e: IntImm) -> Any:
-        if e.dtype.is_integer and e.dtype != self.dtype and e.dtype.bits > 1:
-            return IntImm(self.dtype, e.value)
-        return e
+        # only index constants move: an int8 pad value stays int8
+        return IntImm(self.dtype, e.value) if e.dtype == self.source else e
 
     def visit_Cast(self, e: Cast) -> Any:
         value = self.visit(e.value)
@@ -305,7 +304,8 @@ def retype(exprs: Sequence[PrimExpr], vars_: Sequence[Var], dtype: DataType) -> 
     if all(v.dtype == dtype for v in vars_) and all(e.dtype == dtype for e in exprs):
         return list(exprs)
     vmap = dict(zip(vars_, retype_vars(vars_, dtype)))
-    mut = _Retype(vmap, DataType(dtype))
+    source = vars_[0].dtype if vars_ else DataType(dtype)
+    mut = _Retype(vmap, source, DataType(dtype))
     return [mut.visit(e) for e in exprs]
 
 

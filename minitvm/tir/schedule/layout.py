@@ -134,6 +134,16 @@ def block_index_map(r: BlockRealize, index_map: Any) -> IndexMap:
     return as_index_map(index_map, len(block.iter_vars), block_index_dtype(block), what)[0]
 
 
+def with_values(imap: IndexMap, sampled: dict) -> IndexMap:
+    """`imap` with the schedule's sampled variables ({id: (var, value)}) replaced by their
+    values, so the map (and the trace) holds plain numbers."""
+    if not sampled:
+        return imap
+    known = {v: IntImm(v.dtype, n) for v, n in sampled.values()}
+    finals = [analyzer().simplify(substitute(e, known)) for e in imap.final_indices]
+    return IndexMap(imap.initial_indices, finals)
+
+
 def pad_value_map(pad_value: Any, imap: IndexMap, buf_dtype: Any) -> Any:
     """The pad value as an IndexMap over the transformed indices, as TVM traces it (a Python
     int/float takes the buffer's dtype when its kind matches; None stays None)."""
@@ -282,12 +292,13 @@ def transform_layout(
         as_expr(e, like=buf.shape[0].dtype if buf.shape else None) for e in layout.extents
     )
     new = buf.replace(shape=new_shape, strides=(), axis_separators=tuple(separators))
-    pad = _pad_value(func, r, buf, imap, pad_value, what) if layout.padded else None
+    padded = layout.padded and pad_value is not None
+    pad = _pad_value(func, r, buf, imap, pad_value, what) if padded else None
 
     def fn(indices: tuple) -> list:
         return imap.map_indices(list(indices))
 
-    if pad is None:
+    if pad is None:  # no padding, or assumed never read (assume_injective_transform)
         return _rewrite_buffer(func, buf, new, fn)
     inverse, pred = imap.non_surjective_inverse(list(buf.shape))
     producer = _row_major_producer(func, buf)

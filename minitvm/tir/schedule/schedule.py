@@ -810,6 +810,7 @@ class Schedule:
 
         fname, func, r, _ = self._block(block)
         imap, separators = _layout.buffer_index_map(func, r, buffer, index_map)
+        imap = _layout.with_values(imap, getattr(self, "_exprs", {}))
         kind, index, buf = _layout.resolve_buffer(func, r, buffer, "transform_layout")
         pad_value = _layout.pad_value_map(pad_value, imap, buf.dtype)
         func = _layout.transform_layout(
@@ -835,6 +836,7 @@ class Schedule:
 
         fname, func, r, path = self._block(block)
         imap = _layout.block_index_map(r, index_map)
+        imap = _layout.with_values(imap, getattr(self, "_exprs", {}))
         self._update(fname, _layout.transform_block_layout(func, r, path, imap))
         self._record("transform_block_layout", (), (("block", block), ("index_map", imap)))
 

@@ -437,3 +437,26 @@ def test_set_scope_refusals():
         sch.set_scope("B", -1, "shared")
     with pytest.raises(AssertionError, match="names none"):  # TVM asserts on these
         sch.set_axis_separator("B", ("write", 1), [1])
+
+
+def test_transform_layout_keeps_a_narrow_pad_value_and_sampled_factors():
+    @T.prim_func
+    def copy_int8(A: T.Buffer((14,), "int8"), C: T.Buffer((14,), "int8")):
+        B = T.alloc_buffer((14,), "int8")
+        for i in range(14):
+            with T.block("B"):
+                vi = T.axis.remap("S", [i])
+                B[vi] = A[vi]
+        for i in range(14):
+            with T.block("C"):
+                vi = T.axis.remap("S", [i])
+                C[vi] = B[vi]
+
+    sch = tir.Schedule(copy_int8, seed=1)
+    (loop,) = sch.get_loops(sch.get_block("C"))
+    _, inner = sch.sample_perfect_tile(loop, 2, decision=[7, 2])
+    sch.transform_layout("B", "B", lambda i: (i // (inner * 2), i % (inner * 2)), pad_value=-3)
+    assert [int(s) for s in sch.get(sch.get_block("B")).writes[0].buffer.shape] == [4, 4]
+    assert "T.int8(-3)" in sch.mod.script()
+    a = np.arange(14, dtype="int8")
+    np.testing.assert_array_equal(run(sch.mod, [a], (14,), "int8"), a)
