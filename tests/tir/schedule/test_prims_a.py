@@ -563,3 +563,31 @@ def test_blockize_keeps_nonlinear_inner_bindings_and_refuses_mixed_ones():
     _, b = sch.get_loops(sch.get_block("Y"))
     with pytest.raises(ScheduleError, match="mixes outer and inner loop variables non-linearly"):
         sch.blockize(b)
+
+
+def test_tile_with_tensor_intrin_then_tensorize_matches_numpy():
+    from minitvm.tir.schedule.transform import tile_with_tensor_intrin
+
+    func = _u8i8_matmul(4, 32, 8)
+    sch = tir.Schedule(func)
+    blk = sch.get_block("compute")
+    tiled = tile_with_tensor_intrin(sch, blk, VNNI_DOT_16x4_INTRIN)
+    loops = sch.get_loops(blk)
+    assert [int(sch.get(lp).extent) for lp in loops] == [4, 2, 2, 16, 4]
+    assert sch.get(tiled).loop_var is sch.get(loops[3]).loop_var
+    sch.decompose_reduction(blk, loops[2])
+    sch.tensorize(tiled, VNNI_DOT_16x4_INTRIN)
+    x = np.random.randint(0, 256, (4, 8)).astype("uint8")
+    w = np.random.randint(-128, 128, (32, 8)).astype("int8")
+    out = tvm.nd.array(np.zeros((4, 32), "int32"))
+    tvm.build(sch.mod, target="llvm")(tvm.nd.array(x), tvm.nd.array(w), out)
+    np.testing.assert_array_equal(out.numpy(), x.astype("int32") @ w.astype("int32").T)
+
+
+def test_tile_with_tensor_intrin_returns_none_without_a_mapping():
+    from minitvm.tir.schedule.transform import tile_with_tensor_intrin
+
+    sch = tir.Schedule(_u8i8_matmul(4, 30, 8))  # 30 lanes do not divide into tiles of 16
+    assert tile_with_tensor_intrin(sch, sch.get_block("compute"), VNNI_DOT_16x4_INTRIN) is None
+    sch = tir.Schedule(scale_rows)  # no reduction: nothing plays the role of the dot's k
+    assert tile_with_tensor_intrin(sch, sch.get_block("Y"), VNNI_DOT_16x4_INTRIN) is None
