@@ -591,3 +591,28 @@ def test_tile_with_tensor_intrin_returns_none_without_a_mapping():
     assert tile_with_tensor_intrin(sch, sch.get_block("compute"), VNNI_DOT_16x4_INTRIN) is None
     sch = tir.Schedule(scale_rows)  # no reduction: nothing plays the role of the dot's k
     assert tile_with_tensor_intrin(sch, sch.get_block("Y"), VNNI_DOT_16x4_INTRIN) is None
+
+
+def test_blockize_under_an_outer_reduction_builds_and_matches_numpy():
+    @T.prim_func
+    def mm(
+        A: T.Buffer((8, 6), "float32"),
+        B: T.Buffer((6, 12), "float32"),
+        C: T.Buffer((8, 12), "float32"),
+    ):
+        for i, k, j in T.grid(8, 6, 12):
+            with T.block("C"):
+                vi, vk, vj = T.axis.remap("SRS", [i, k, j])
+                with T.init():
+                    C[vi, vj] = T.float32(0)
+                C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+
+    sch = tir.Schedule(mm)
+    _, _, j = sch.get_loops(sch.get_block("C"))
+    outer = sch.get(sch.blockize(j))
+    assert outer.init is not None  # the init covers the whole row tile, run at k == 0
+    a = np.random.rand(8, 6).astype("float32")
+    b = np.random.rand(6, 12).astype("float32")
+    c = tvm.nd.array(np.full((8, 12), 5, "float32"))
+    tvm.build(sch.mod, target="llvm")(tvm.nd.array(a), tvm.nd.array(b), c)
+    np.testing.assert_allclose(c.numpy(), a @ b, rtol=1e-5)
