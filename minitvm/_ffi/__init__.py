@@ -6,7 +6,6 @@ from . import base, registry
 from .base import TVMError
 from .registry import (
     get_global_func,
-    get_object_type,
     list_global_func_names,
     register_func,
     register_object,
@@ -17,7 +16,6 @@ __all__ = [
     "TVMError",
     "base",
     "get_global_func",
-    "get_object_type",
     "list_global_func_names",
     "register_func",
     "register_object",

@@ -498,7 +498,7 @@ def test_ffi_names_are_the_runtime_registry():
     class Thing:
         pass
 
-    assert tvm._ffi.get_object_type("test_support.Thing") is Thing
+    assert tvm._ffi.registry.get_object_type("test_support.Thing") is Thing
     with pytest.raises(ArgumentError, match="already registered"):
         tvm._ffi.register_object("test_support.Thing")(type("Other", (), {}))
 

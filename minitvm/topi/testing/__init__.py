@@ -16,7 +16,7 @@ from ...target import Target
 from .. import nn, reference
 
 
-def get_pad_tuple(padding: Any, kernel: tuple[int, int]) -> tuple[int, int, int, int]:
+def _pad_tuple(padding: Any, kernel: tuple[int, int]) -> tuple[int, int, int, int]:
     """(top, left, bottom, right) from TVM's padding forms: an int, (pad_h, pad_w), four
     values, "VALID" or "SAME" (the output keeps the input's size at stride 1)."""
     kh, kw = kernel
@@ -41,7 +41,7 @@ def conv2d_nchw_python(
     a_np: np.ndarray, w_np: np.ndarray, stride: Any, padding: Any, groups: int = 1
 ) -> np.ndarray:
     """Convolution of NCHW data with an OIHW (O, I/groups, KH, KW) kernel, in numpy."""
-    pad = get_pad_tuple(padding, w_np.shape[2:4])
+    pad = _pad_tuple(padding, w_np.shape[2:4])
     return reference.conv2d_nchw(a_np, w_np, stride, pad, 1, groups)
 
 
@@ -103,6 +103,5 @@ __all__ = [
     "get_conv2d_nchw_implement",
     "get_elemwise_schedule",
     "get_injective_schedule",
-    "get_pad_tuple",
     "get_reduce_schedule",
 ]
