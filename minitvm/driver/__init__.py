@@ -124,5 +124,6 @@ def build(
     return runtime.Module.from_codegen(result, entry_name=entry)
 
 
-from . import build_module  # noqa: E402  (tvm.driver.build_module; needs lower/build above)
-from .build_module import schedule_to_module  # noqa: E402
+# tvm.driver.build_module, which re-exports lower/build: imported after they are defined
+from . import build_module as build_module  # noqa: E402
+from .build_module import schedule_to_module as schedule_to_module  # noqa: E402
