@@ -106,6 +106,14 @@ def _nest(loop: For, stage: str, intrin: TensorIntrin) -> tuple[list[For], Block
         s = s.body
     if not isinstance(s, BlockRealize):
         raise _fail(stage, intrin, "the loops under the tensorize point hold more than the stage")
+    if not (isinstance(s.predicate, IntImm) and s.predicate.value == 1):
+        raise _fail(
+            stage,
+            intrin,
+            f"the loops under the tensorize point are guarded by `{s.predicate}` (a split that "
+            "does not divide the extent), so the kernel would run past the tensor's end; split "
+            "by a factor that divides the extent",
+        )
     return loops, s
 
 

@@ -527,3 +527,15 @@ def test_scan_fix_point_analysis_tells_elementwise_recurrences():
         out = te.scan(first, update, state)
         fix = te.schedule.ScanFixPointAnalysis(out.op)
         assert [fix[iv].value for iv in out.op.spatial_axis_] == want
+
+
+def test_tensorize_refuses_a_guarded_tail():
+    a, b, c = _gemm(m=36)
+    s = te.create_schedule(c.op)
+    x, y = c.op.axis
+    (z,) = c.op.reduce_axis
+    yo, yi = s[c].split(y, factor=8)
+    s[c].reorder(x, yo, yi, z)
+    s[c].tensorize(yi, _gemv_intrin(8, 24))
+    with pytest.raises(ScheduleError, match="guarded by .* the kernel would run past"):
+        tvm.lower(s, [a, b, c])
