@@ -242,6 +242,14 @@ def _dtype_ctor(name: str) -> Callable[..., Any]:
             raise ParseError(f"T.{name}(...) takes no value; use T.{name}() to declare a variable")
         return IntImm(dtype, int(builtins.bool(value)) if dtype.is_bool else int(value))
 
+    if dtype.lanes > 1:  # T.float32x4(v): v in every lane
+        scalar = _dtype_ctor(str(dtype.element_of()))
+
+        def ctor(value: Any = missing, is_size_var: bool = False) -> Any:
+            if value is missing:
+                return VarDecl(dtype, is_size_var)
+            return _BroadcastNode(scalar(value), dtype.lanes)
+
     ctor.__name__ = name
     ctor._tvmscript_dtype = dtype  # type: ignore[attr-defined]
     ctor.__doc__ = f"`T.{name}(v)` is a {name} constant; `T.{name}()` declares a variable."
@@ -263,9 +271,32 @@ _DTYPE_NAMES = [
     "bool",
     "handle",
 ]
+_DTYPE_NAMES += [
+    f"{base}x{lanes}"
+    for base in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+                 "float16", "float32", "float64")
+    for lanes in (4, 8, 16, 32, 64)
+]  # fmt: skip
 _mod = sys.modules[__name__]
 for _n in _DTYPE_NAMES:
     setattr(_mod, _n, _dtype_ctor(_n))
+boolean = _mod.bool  # TVM's other spelling of T.bool
+
+
+def var(dtype: str, name: str = "") -> VarDecl:
+    """`n = T.var("int32")`: a new variable (named by the assignment)."""
+    return VarDecl(DataType(dtype))
+
+
+def Let(body: Any, where: Mapping) -> PrimExpr:
+    """`T.Let(x + 1, where={x: v})`: `body` with `x` bound to `v` (x declared as `x = T.int32()`)."""
+    from ..tir.expr import Let as _LetNode
+    from ..tir.expr import Var as _VarNode
+
+    if len(where) != 1 or not isinstance(next(iter(where)), _VarNode):
+        raise ParseError("T.Let takes one binding: T.Let(body, where={x: value})")
+    ((v, value),) = where.items()
+    return _LetNode(v, value, body)
 
 
 # ----------------------------------------------------------------------------- function, loops
@@ -495,6 +526,7 @@ def match_buffer(
 
 alloc_buffer = functools.partial(_buffer_spec, "alloc", None)
 decl_buffer = functools.partial(_buffer_spec, "decl", None)
+buffer_decl = decl_buffer  # TVM's older name
 
 
 def allocate(
@@ -526,6 +558,9 @@ def env_thread(thread_tag: str, dtype: str = "int32") -> EnvThreadSpec:
 
 def attr(node: Any, attr_key: str, value: Any) -> AttrSpec:
     return AttrSpec(node, attr_key, value)
+
+
+buffer = Buffer  # TVM's function spelling of T.Buffer(...)
 
 
 def evaluate(value: Any) -> Evaluate:
@@ -730,12 +765,21 @@ _INTRINSIC_NAMES = [
 for _n in _INTRINSIC_NAMES:
     setattr(_mod, _n, _with_dtype_keyword(_intrinsic(_n)))
 abs = _with_dtype_keyword(_op.abs)
+fabs = abs  # TVM's alias
+
+
+def infinity(dtype: str) -> PrimExpr:
+    """`T.infinity(dtype)`: +inf for floats (as TVM), the largest value for integers."""
+    return _op.infinity(DataType(dtype))
+
+
 likely = _with_dtype_keyword(_op.likely)
 
 __all__ = [
     "Broadcast",
     "Buffer",
     "Cast",
+    "Let",
     "Ramp",
     "Range",
     "Select",
@@ -747,7 +791,10 @@ __all__ = [
     "axis",
     "block",
     "block_attr",
+    "boolean",
     "broadcast",
+    "buffer",
+    "buffer_decl",
     "call_extern",
     "call_intrin",
     "call_pure_extern",
@@ -756,11 +803,13 @@ __all__ = [
     "decl_buffer",
     "env_thread",
     "evaluate",
+    "fabs",
     "floordiv",
     "floormod",
     "func_attr",
     "grid",
     "if_then_else",
+    "infinity",
     "init",
     "launch_thread",
     "likely",
@@ -780,6 +829,7 @@ __all__ = [
     "truncdiv",
     "truncmod",
     "unroll",
+    "var",
     "vectorized",
     "where",
     "writes",

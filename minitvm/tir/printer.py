@@ -469,10 +469,6 @@ class _FreeVars(Visitor):
         self.defined.add(id(s.var))
         self.generic_visit(s)
 
-    def visit_Let(self, e: Let) -> None:
-        self.defined.add(id(e.var))
-        self.generic_visit(e)
-
     def visit_Allocate(self, s: Allocate) -> None:
         self.defined.add(id(s.buffer_var))
         self.generic_visit(s)

@@ -388,3 +388,33 @@ def test_access_ptr_assume_and_vscale_round_trip():
     text = _round_trip(access_pointers)
     assert 'T.tvm_access_ptr(T.type_annotation(dtype="float32"), A.data, 4, 8, 1)' in text
     assert "T.assume(" in text and "T.vscale()" in text
+
+
+# ----------------------------------------------------------------------------- more T names
+
+
+@T.prim_func
+def lanes_and_lets(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "int8")):
+    x = T.var("int32")
+    A[T.Ramp(0, 1, 4)] = T.float32x4(1.5)
+    B[T.Ramp(4, 1, 4)] = T.int8x4(3)
+    A[5] = T.Cast("float32", T.Let(x + 1, where={x: 4})) + T.fabs(A[6])
+    A[7] = T.Cast("float32", T.boolean(True))
+
+
+def test_vector_constants_lets_and_aliases():
+    _round_trip(lanes_and_lets)
+    a = np.arange(8, dtype="float32") - 7
+    b = np.zeros(8, "int8")
+    a2, b2 = _run(lanes_and_lets, a.copy(), b)
+    want = a.copy()
+    want[0:4] = 1.5
+    want[5] = 5 + abs(a[6])
+    want[7] = 1
+    np.testing.assert_allclose(a2, want)
+    np.testing.assert_array_equal(b2[4:], 3)
+
+
+def test_infinity_and_buffer_decl_spellings():
+    assert T.infinity("float32").value == float("inf")
+    assert T.buffer_decl is T.decl_buffer and T.buffer is T.Buffer
