@@ -283,11 +283,12 @@ class _Tensorize:
         kept = strides[len(real.shape) - len(fake.shape) :]
         kept = [self.ana.simplify(s) for s in kept]
         declared = self.intrin.buffers[self._position(fake)]
-        for d, want in enumerate(declared.strides):
+        for d, want in enumerate(declared.strides or _compact_strides(fake.shape)):
             if not isinstance(want, Var) and not self.ana.can_prove_equal(want, kept[d]):
                 raise self.fail(
                     f"buffer '{declared.name}' is declared with stride {want} in dimension "
-                    f"{d}, but '{real.name}' has stride {kept[d]} there"
+                    f"{d}, but '{real.name}' has stride {kept[d]} there; bind the intrinsic's "
+                    "tensor to a tvm.tir.decl_buffer with strides=[te.var(...), ..., 1]"
                 )
         offset = self.ana.simplify(offset)
         factor = declared.offset_factor
@@ -352,6 +353,15 @@ class _Tensorize:
             if kinds.get(id(lp.loop_var), IterType.DataPar) != IterType.CommReduce:
                 init = For(lp.loop_var, lp.min, lp.extent, ForKind.SERIAL, init)
         return init
+
+
+def _compact_strides(shape: tuple) -> list:
+    """Row-major strides of `shape` (what a buffer declared without strides assumes)."""
+    strides, acc = [], as_expr(1)
+    for extent in reversed(shape):
+        strides.insert(0, acc)
+        acc = acc * extent
+    return strides
 
 
 class _Replace(Mutator):

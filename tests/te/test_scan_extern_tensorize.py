@@ -539,3 +539,21 @@ def test_tensorize_refuses_a_guarded_tail():
     s[c].tensorize(yi, _gemv_intrin(8, 24))
     with pytest.raises(ScheduleError, match="guarded by .* the kernel would run past"):
         tvm.lower(s, [a, b, c])
+
+
+def test_tensorize_refuses_a_region_that_is_not_compact_for_a_compact_buffer():
+    a, b, c = _gemm()
+    s = te.create_schedule(c.op)
+    x, y = c.op.axis
+    (z,) = c.op.reduce_axis
+    yo, yi = s[c].split(y, factor=8)
+    zo, zi = s[c].split(z, factor=6)
+    s[c].reorder(x, yo, zo, yi, zi)
+    w = te.placeholder((6,), name="w")
+    v = te.placeholder((8, 6), name="v")  # declared without strides: rows 6 apart, B's are 24
+    k = te.reduce_axis((0, 6), name="k")
+    out = te.compute((8,), lambda i: te.sum(w[k] * v[i, k], axis=k), name="out")
+    intrin = te.decl_tensor_intrin(out.op, lambda ins, outs: tir.call_packed("f", *ins, *outs))
+    s[c].tensorize(yi, intrin)
+    with pytest.raises(ScheduleError, match="declared with stride 6 in dimension 0, but 'B'"):
+        tvm.lower(s, [a, b, c])
