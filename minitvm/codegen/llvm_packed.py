@@ -178,6 +178,15 @@ def imported_ir(funcs: list, tm: llvm.TargetMachine) -> list[llvm.ModuleRef]:
                 f"building '{name}': pragma import_llvm needs LLVM IR text (a str), got "
                 f"{type(text).__name__}"
             )
+        if text.endswith(".ll") and "\n" not in text:  # a path to a .ll file, as TVM accepts
+            try:
+                with open(text) as f:
+                    text = f.read()
+            except OSError as err:
+                raise BuildError(
+                    f"building '{name}': pragma import_llvm names the file '{text}', which "
+                    f"cannot be read: {err}"
+                ) from err
         try:
             mod = llvm.parse_assembly(text)
             mod.verify()

@@ -93,7 +93,8 @@ def _trampoline(name: bytes, args: int, count: int) -> int:
         descriptors = (ArgDescriptor * count).from_address(args) if count else ()
         func(*(_value(d) for d in descriptors))
         return 0
-    except Exception as err:  # noqa: BLE001 - no exception may unwind into native code
+    except BaseException as err:  # noqa: BLE001 - nothing may unwind into native code: ctypes
+        # would print it and return 0, reporting success for a call that did not finish
         _pending.error = err
         return 1
 

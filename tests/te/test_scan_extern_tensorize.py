@@ -557,3 +557,31 @@ def test_tensorize_refuses_a_region_that_is_not_compact_for_a_compact_buffer():
     s[c].tensorize(yi, intrin)
     with pytest.raises(ScheduleError, match="declared with stride 6 in dimension 0, but 'B'"):
         tvm.lower(s, [a, b, c])
+
+
+def test_import_llvm_reads_a_ll_file(tmp_path):
+    path = tmp_path / "gemv.ll"
+    path.write_text(GEMV_IR)
+    a, b, c = _gemm()
+    s = te.create_schedule(c.op)
+    x, y = c.op.axis
+    (z,) = c.op.reduce_axis
+    yo, yi = s[c].split(y, factor=8)
+    s[c].reorder(x, yo, yi, z)
+    s[c].tensorize(yi, _gemv_intrin(8, 24))
+    s[c].pragma(x, "import_llvm", str(path))
+    _check_gemm(tvm.build(s, [a, b, c], "llvm"))
+    s[c].pragma(x, "import_llvm", str(tmp_path / "missing.ll"))
+    with pytest.raises(BuildError, match="names the file .*missing.ll', which cannot be read"):
+        tvm.build(s, [a, b, c], "llvm")
+
+
+def test_system_exit_in_packed_function_is_not_reported_as_success():
+    @tvm.register_func("test.h7.exits", override=True)
+    def exits(x, y):
+        raise SystemExit(3)
+
+    f = _addone_module("test.h7.exits")
+    with pytest.raises(RuntimeError_, match="packed function 'test.h7.exits' failed"):
+        f(_nd(np.zeros(4, "float32")), _nd(np.zeros(4, "float32")))
+    assert isinstance(packed_callback.take_error(), SystemExit)
