@@ -908,6 +908,15 @@ class Schedule:
             return False
         return True
 
+    def rolling_buffer(self, block: Any, write_buffer_index: int) -> None:
+        from . import rolling_buffer as _rolling
+
+        fname, func, r, path = self._block(block)
+        self._update(fname, _rolling.rolling_buffer(func, r, path, write_buffer_index))
+        self._record(
+            "rolling_buffer", (), (("block", block), ("write_buffer_index", write_buffer_index))
+        )
+
     def _reindex(self, name: str, block: Any, spec: Any, scope: Any, index_map: Any, kwargs):
         from . import reindex as _reindex
 

@@ -8,7 +8,18 @@ from typing import Any
 from ...error import BuildError
 from ...ir.node import FrozenDict
 from ..buffer import Buffer
-from ..expr import Add, BufferLoad, FloorMod, IntImm, Mul, PrimExpr, Range, Var, make_const
+from ..expr import (
+    Add,
+    BufferLoad,
+    FloorMod,
+    IntImm,
+    IterType,
+    Mul,
+    PrimExpr,
+    Range,
+    Var,
+    make_const,
+)
 from ..function import PrimFunc
 from ..functor import Mutator, Visitor
 from ..op import likely
@@ -33,15 +44,24 @@ from ._pass import prim_func_pass
 _KEPT_ANNOTATION_PREFIXES = ("pragma_",)
 
 
-def allocate_buffer(buf: Buffer, body: Stmt) -> Allocate:
+# An Allocate with this annotation stays where its block put it (plan_buffer_allocation does
+# not sink it): a block reaches the buffer through an opaque iterator (rolling_buffer), so its
+# elements carry values from one iteration of the enclosing loops to the next.
+PINNED_ALLOCATION = "tir.pinned_allocation"
+
+
+def allocate_buffer(buf: Buffer, body: Stmt, pinned: bool = False) -> Allocate:
     """`Allocate` of `buf`'s memory around `body`, which sees `buf` through a DeclBuffer."""
+    annotations = {"storage_scope": buf.storage_scope}
+    if pinned:
+        annotations[PINNED_ALLOCATION] = True
     return Allocate(
         buf.data,
         buf.dtype,
         buf.shape,
         IntImm("bool", 1),
         DeclBuffer(buf, body),
-        FrozenDict({"storage_scope": buf.storage_scope}),
+        FrozenDict(annotations),
     )
 
 
@@ -56,6 +76,7 @@ class _BlocksToLoops(Mutator):
         self.keep: list[Any] = []  # keeps bound vars alive so their ids stay unique
         self.pending: list[dict] = [{}]  # annotations waiting for their enclosing loop
         self.views: dict[int, BufferRegion] = {}  # matched buffer id -> its region (lowered)
+        self.pinned: set[int] = set()  # buffers a block accesses through an opaque iterator
 
     def visit_Var(self, v: Var) -> PrimExpr:
         return self.binding.get(id(v), v)
@@ -124,9 +145,11 @@ class _BlocksToLoops(Mutator):
             self.keep.append(iv.var)
         for match in block.match_buffers:
             self.bind_view(block, match)
+        if any(iv.iter_type == IterType.Opaque for iv in block.iter_vars):
+            self.pinned.update(id(rg.buffer) for rg in block.reads + block.writes)
         body = self.visit(block.body)
         for buf in reversed(block.alloc_buffers):
-            body = allocate_buffer(self.visit(buf), body)
+            body = allocate_buffer(self.visit(buf), body, id(buf) in self.pinned)
         predicate = self.visit(realize.predicate)
         if not _is_true(predicate):
             body = IfThenElse(likely(predicate), body)

@@ -14,6 +14,7 @@ from ..function import PrimFunc
 from ..functor import Mutator, Visitor
 from ..stmt import Allocate, DeclBuffer, For, ForKind, Stmt
 from ._pass import prim_func_pass
+from .convert_blocks_to_loops import PINNED_ALLOCATION
 
 
 class _Strip(Mutator):
@@ -100,7 +101,9 @@ def plan_and_update_buffer_allocation_location(func: PrimFunc) -> PrimFunc:
         path = uses.lca.get(id(alloc.buffer_var))
         if path is None:
             continue
-        host = _placement(path)
+        # a pinned buffer carries values across loop iterations (rolling_buffer): keep it
+        # outside every loop
+        host = None if alloc.annotations.get(PINNED_ALLOCATION) else _placement(path)
         (top if host is None else at.setdefault(id(host), [])).append((alloc, decl))
     body = _Insert(at).visit(body)
     return func.replace(body=wrap(body, top))

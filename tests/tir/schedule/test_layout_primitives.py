@@ -460,3 +460,52 @@ def test_transform_layout_keeps_a_narrow_pad_value_and_sampled_factors():
     assert "T.int8(-3)" in sch.mod.script()
     a = np.arange(14, dtype="int8")
     np.testing.assert_array_equal(run(sch.mod, [a], (14,), "int8"), a)
+
+
+# ---------------------------------------------------------------------- rolling_buffer
+@T.prim_func
+def two_box_sums(A: T.Buffer((5, 17), "float32"), C: T.Buffer((5, 13), "float32")):
+    B = T.alloc_buffer((5, 15))
+    for c, i, k in T.grid(5, 15, 3):
+        with T.block("B"):
+            vc, vi, vk = T.axis.remap("SSR", [c, i, k])
+            with T.init():
+                B[vc, vi] = 0.0
+            B[vc, vi] = B[vc, vi] + A[vc, vi + vk]
+    for c, i, k in T.grid(5, 13, 3):
+        with T.block("C"):
+            vc, vi, vk = T.axis.remap("SSR", [c, i, k])
+            with T.init():
+                C[vc, vi] = 0.0
+            C[vc, vi] = C[vc, vi] + B[vc, vi + vk]
+
+
+def expect_box_sums(a):
+    b = a[:, :-2] + a[:, 1:-1] + a[:, 2:]
+    return b[:, :-2] + b[:, 1:-1] + b[:, 2:]
+
+
+@pytest.mark.parametrize("tile", [4, 5])
+def test_rolling_buffer_folds_and_keeps_results(tile):
+    sch = tir.Schedule(two_box_sums)
+    _, i, _ = sch.get_loops(sch.get_block("C"))
+    io, _ = sch.split(i, factors=[None, tile])
+    sch.compute_at(sch.get_block("B"), io)
+    sch.rolling_buffer(sch.get_block("B"), 0)
+    assert [int(s) for s in sch.get(sch.get_block("B")).writes[0].buffer.shape] == [5, tile + 2]
+    assert "T.where" in sch.mod.script() and "rolling_buffer" in str(sch.trace)
+    a = rand(5, 17)
+    np.testing.assert_allclose(run(sch.mod, [a], (5, 13)), expect_box_sums(a), rtol=1e-5)
+
+
+def test_rolling_buffer_refusals():
+    sch = tir.Schedule(two_box_sums)
+    with pytest.raises(ScheduleError, match="share no loop; move the block"):
+        sch.rolling_buffer(sch.get_block("B"), 0)
+    with pytest.raises(ScheduleError, match="'C' must be an intermediate"):
+        sch.rolling_buffer(sch.get_block("C"), 0)
+    sch = tir.Schedule(two_box_sums)
+    c, _, _ = sch.get_loops(sch.get_block("C"))
+    sch.compute_at(sch.get_block("B"), c)  # tiles along c do not overlap
+    with pytest.raises(ScheduleError, match="no axis of 'B' has tiles that overlap"):
+        sch.rolling_buffer(sch.get_block("B"), 0)
