@@ -261,8 +261,10 @@ class _Inference:
             hi = hi if self.ana.can_prove(hi <= dhi) else dhi
         return Range(lo, self.ana.simplify(hi - lo + 1))
 
-    def _needed(self, st: Any) -> list:
-        """Per output dimension of `st`, the (lo, hi) that its consumers read."""
+    def _needed(self, st: Any, ctx: Any = None) -> list:
+        """Per output dimension of `st`, the (lo, hi) that its consumers read; `ctx` (st by
+        default) is the stage whose attach point and storage scope decide what is relaxed."""
+        ctx = ctx or st
         total: list = [None] * len(st.op.axis)
         for consumer in self.sch.stages:
             if st not in self.sch._deps.get(id(consumer), []):
@@ -270,7 +272,16 @@ class _Inference:
             reads = self.sch._reads_of(consumer, st)
             if not reads:
                 continue
-            dom, relax = self._consumer_domain(consumer, st)
+            if consumer.attach.kind == "inline":  # it is evaluated where its readers need it
+                spans = self._needed(consumer, ctx)
+                dom = {
+                    iv.var: IntervalSet(span[0], span[1], iv.var.dtype)
+                    for iv, span in zip(consumer.op.axis, spans)
+                    if span is not None
+                }
+                relax: dict = {}
+            else:
+                dom, relax = self._consumer_domain(consumer, ctx)
             for idx in reads:
                 for k, e in enumerate(idx[: len(total)]):
                     got = self.ana.int_set(e, dom)

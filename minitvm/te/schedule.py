@@ -500,14 +500,20 @@ class Schedule:
     def _is_cache_write(self, op: Any) -> bool:
         return any(t.op is op for t in self._cache_written.values())
 
-    def cache_write(self, tensor: Tensor, scope: str) -> Tensor:
-        """Compute `tensor` into a new tensor in `scope`; `s[tensor]` becomes the copy back."""
-        stage = self[tensor]
-        if stage.actions or stage.attach.kind != "root":
-            raise ScheduleError(
-                f"cache_write of '{tensor.name}': stage '{stage.name}' was "
-                "already scheduled; call cache_write before split/reorder/..."
-            )
+    def cache_write(self, tensor: Any, scope: str) -> Any:
+        """Compute `tensor` into a new tensor in `scope`; `s[tensor]` becomes the copy back.
+
+        A stage already split/reordered (or a list of all outputs of a multi-output compute)
+        gets a cache in its loop layout, as in TVM (te/cache_relayout.py).
+        """
+        many = isinstance(tensor, list | tuple)
+        tensors = list(tensor) if many else [tensor]
+        stage = self[tensors[0]]
+        if many or stage.actions or stage.attach.kind != "root" or stage.op.num_outputs > 1:
+            from .cache_relayout import cache_write_relayout
+
+            out = cache_write_relayout(self, tensors, scope)
+            return out if many else out[tensor.value_index]
         op = stage.op
         axis = tuple(_iv(iv.var.name + ".c", iv) for iv in op.axis)
         cop = _CacheOp(
@@ -685,7 +691,9 @@ class _Replay:
                 self.block[id(stage)] = self.sch.cache_read(first, index, scope, consumers)
             elif action[0] == "set_scope":
                 _, stage, scope = action
-                self.sch.set_scope(self.block[id(stage)], 0, scope)
+                block = self.block[id(stage)]
+                for n in range(len(self.sch.get(block).writes)):
+                    self.sch.set_scope(block, n, scope)
             else:
                 _, tensor, scope, stage, cache_stage = action
                 block = self.block[id(stage)]
@@ -794,6 +802,19 @@ class _Replay:
             getattr(sch, method)(self.loop[id(iv)], *extra)
 
 
+def ScheduleOps(sch: Schedule, dom_map: Any = None, debug_keep_trivial_loop: bool = False):
+    """The scheduled loop nest of `sch` as one statement (the body of its PrimFunc, whose
+    arguments are the inputs and outputs); `dom_map` (InferBound's result) is not needed."""
+    args: list = []
+    for stage in sch.stages:
+        for t in stage.op.input_tensors:
+            if isinstance(t.op, PlaceholderOp) and t not in args:
+                args.append(t)
+    for op in sch.outputs:
+        args += [t for t in op.outputs if t not in args]
+    return sch.build_prim_func(args).body
+
+
 def InferBound(sch: Schedule) -> dict[IterVar, Range]:
     """The Range of every IterVar of every stage; a stage computed at a consumer's loop gets
     the region that consumer reads during one iteration of that loop (as in TVM)."""
@@ -811,4 +832,4 @@ def create_schedule(ops: Any) -> Schedule:
         return Schedule(ops)
 
 
-__all__ = ["Fuse", "InferBound", "Schedule", "Split", "Stage", "create_schedule"]
+__all__ = ["Fuse", "InferBound", "Schedule", "ScheduleOps", "Split", "Stage", "create_schedule"]

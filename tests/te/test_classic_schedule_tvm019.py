@@ -264,3 +264,94 @@ def test_infer_bound_of_the_rfactor_stage():
     b = te.schedule.InferBound(s)
     assert b[BF.op.axis[0]].extent.value == 4
     assert b[BF.op.axis[1]].extent.value == 1
+
+
+def test_infer_bound_sees_through_an_inlined_consumer():
+    n = 32
+    A = te.placeholder((n,), name="A")
+    A1 = te.compute((n,), lambda i: A[i] + 1, name="A1")
+    A2 = te.compute((n,), lambda i: A1[i + 0] * 2, name="A2")
+    C = te.compute((n - 1,), lambda i: A2[i] + A2[i + 1], name="C")
+    s = te.create_schedule(C.op)
+    xo, _ = s[C].split(C.op.axis[0], factor=8)
+    s[A1].compute_at(s[C], xo)
+    s[A2].compute_inline()
+    b = te.schedule.InferBound(s)
+    assert b[A1.op.axis[0]].extent.value == 9  # 8 outputs read 9 neighbours
+    a = RNG.random(n, dtype=np.float32)
+    _, c = _run(s, [A, C], a, np.zeros(n - 1, "float32"))
+    np.testing.assert_allclose(c, 2 * (a[:-1] + 1) + 2 * (a[1:] + 1), rtol=1e-6)
+
+
+# ----------------------------------------------------------------------------- cache_write
+
+
+def test_cache_write_after_reorder_caches_in_the_loop_layout():
+    A = te.placeholder((6, 5), name="A")
+    C = te.compute((6, 5), lambda i, j: A[i, j] * 3, name="C")
+    s = te.create_schedule(C.op)
+    s[C].reorder(C.op.axis[1], C.op.axis[0])
+    CC = s.cache_write(C, "global")
+    assert tuple(int(d) for d in CC.shape) == (5, 6)  # transposed, as the loops run
+    a = RNG.random((6, 5), dtype=np.float32)
+    _, c = _run(s, [A, C], a, np.zeros((6, 5), "float32"))
+    np.testing.assert_allclose(c, 3 * a, rtol=1e-6)
+
+
+def test_cache_write_after_an_uneven_split_guards_the_tail():
+    A = te.placeholder((10,), name="A")
+    C = te.compute((10,), lambda i: A[i] + 1, name="C")
+    s = te.create_schedule(C.op)
+    s[C].split(C.op.axis[0], factor=4)
+    CC = s.cache_write(C, "local")
+    assert tuple(int(d) for d in CC.shape) == (3, 4)
+    xo, _ = s[C].split(s[C].op.axis[0], factor=4)
+    s[CC].compute_at(s[C], xo)
+    a = RNG.random(10, dtype=np.float32)
+    _, c = _run(s, [A, C], a, np.zeros(10, "float32"))
+    np.testing.assert_allclose(c, a + 1, rtol=1e-6)
+
+
+def test_cache_write_of_a_split_reduction():
+    A = te.placeholder((12, 7), name="A")
+    k = te.reduce_axis((0, 7), "k")
+    C = te.compute((12,), lambda i: te.sum(A[i, k], axis=k), name="C")
+    s = te.create_schedule(C.op)
+    s[C].split(C.op.axis[0], factor=4)
+    s.cache_write(C, "global")
+    a = RNG.random((12, 7), dtype=np.float32)
+    _, c = _run(s, [A, C], a, np.zeros(12, "float32"))
+    np.testing.assert_allclose(c, a.sum(axis=1), rtol=1e-5)
+
+
+def test_cache_write_of_every_output_of_a_multi_output_compute():
+    A = te.placeholder((4, 6), name="A")
+    C1, C2 = te.compute((4, 6), lambda i, j: (A[i, j] + 1, A[i, j] * 2), name="C")
+    s = te.create_schedule(C1.op)
+    c1, c2 = s.cache_write([C1, C2], "local")
+    assert (c1.op is c2.op) and c1.op.name == "C.local"
+    a = RNG.random((4, 6), dtype=np.float32)
+    _, o1, o2 = _run(s, [A, C1, C2], a, np.zeros((4, 6), "float32"), np.zeros((4, 6), "float32"))
+    np.testing.assert_allclose(o1, a + 1, rtol=1e-6)
+    np.testing.assert_allclose(o2, 2 * a, rtol=1e-6)
+
+
+def test_cache_write_list_must_hold_every_output():
+    A = te.placeholder((4,), name="A")
+    C1, _ = te.compute((4,), lambda i: (A[i] + 1, A[i] * 2), name="C")
+    s = te.create_schedule(C1.op)
+    with pytest.raises(ScheduleError, match="every output"):
+        s.cache_write([C1], "local")
+
+
+def test_schedule_ops_returns_the_scheduled_loop_nest():
+    A = te.placeholder((8,), name="A")
+    C = te.compute((8,), lambda i: A[i] + 1, name="C")
+    s = te.create_schedule(C.op)
+    s[C].split(C.op.axis[0], factor=4)
+    stmt = te.schedule.ScheduleOps(s, te.schedule.InferBound(s))
+    loops = []
+    tvm.tir.functor.post_order_visit(
+        stmt, lambda n: loops.append(n.loop_var.name) if isinstance(n, tvm.tir.For) else None
+    )
+    assert loops == ["i.inner", "i.outer"]

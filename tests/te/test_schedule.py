@@ -326,12 +326,17 @@ def test_inlined_stage_with_loops_raises():
         lower(s, [A, C], simple_mode=True)
 
 
-def test_cache_write_after_scheduling_raises():
+def test_cache_write_after_scheduling_caches_in_the_split_layout():
     A, B, C = _matmul(8, 8, 8)
     s = te.create_schedule(C.op)
     s[C].split(C.op.axis[0], factor=2)
-    with pytest.raises(ScheduleError, match=r"cache_write of 'C': stage 'C' was already scheduled"):
-        s.cache_write(C, "local")
+    CC = s.cache_write(C, "local")  # TVM's relayout: one cache dimension per loop
+    assert [int(d) for d in CC.shape] == [4, 2, 8]
+    f = build(s, [A, B, C])
+    a, b = np.random.rand(8, 8).astype("float32"), np.random.rand(8, 8).astype("float32")
+    c = array(np.zeros((8, 8), "float32"))
+    f(array(a), array(b), c)
+    np.testing.assert_allclose(c.numpy(), a @ b, rtol=1e-5)
 
 
 def test_stage_uses_tir_schedule_underneath():
