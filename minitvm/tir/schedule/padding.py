@@ -5,15 +5,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..buffer import Buffer
 from ..expr import (
     GE,
     GT,
     LE,
     LT,
+    Add,
     And,
     BufferLoad,
     Call,
     IntImm,
+    IterType,
     IterVar,
     PrimExpr,
     Range,
@@ -22,7 +25,7 @@ from ..expr import (
 )
 from ..function import PrimFunc
 from ..functor import Mutator, post_order_visit, substitute
-from ..stmt import Block, BlockRealize, BufferStore, For, SeqStmt, Stmt, seq
+from ..stmt import Block, BlockRealize, BufferRegion, BufferStore, For, ForKind, SeqStmt, Stmt, seq
 from .common import analyzer, schedule_error, unique_name
 from .tree import Path, find_loop, loops_above, replace_stmt
 
@@ -254,4 +257,219 @@ class _Simplify(Mutator):
         return Range(self.ana.simplify(rg.min), self.ana.simplify(rg.extent))
 
 
-__all__ = ["decompose_padding"]
+# ---------------------------------------------------------------------- pad_einsum
+def _padded_extent(ext: PrimExpr, factor: int) -> PrimExpr:
+    """`ext` rounded up to a multiple of `factor` (folded when constant)."""
+    value = const_value(ext)
+    if isinstance(value, int):
+        return IntImm(ext.dtype, -(-value // factor) * factor)
+    if factor == 1:
+        return ext
+    f = IntImm(ext.dtype, factor)
+    return (ext + IntImm(ext.dtype, factor - 1)) // f * f
+
+
+def _einsum_accesses(block: Block) -> list:
+    """Every load and store in the block as (buffer, indices)."""
+    found: list = []
+
+    def visit(n: Any) -> None:
+        if isinstance(n, BufferLoad | BufferStore):
+            found.append((n.buffer, n.indices))
+
+    for stmt in (block.init, block.body):
+        if stmt is not None:
+            post_order_visit(stmt, visit)
+    return found
+
+
+def _sum_of_products_kills(block: Block, k: int, padded: set) -> bool:
+    """True when the block's update is `out = out + term` and `term` is a product with a
+    factor read from a padded buffer indexed by iterator `k` (so padding adds zero)."""
+    store = block.body
+    if not isinstance(store, BufferStore) or not isinstance(store.value, Add):
+        return False
+    from ..expr import Mul
+
+    var = block.iter_vars[k].var
+    for acc, term in ((store.value.a, store.value.b), (store.value.b, store.value.a)):
+        if not (isinstance(acc, BufferLoad) and acc.buffer is store.buffer):
+            continue
+        factors, stack = [], [term]
+        while stack:
+            x = stack.pop()
+            if isinstance(x, Mul):
+                stack += [x.a, x.b]
+            else:
+                factors.append(x)
+        for f in factors:
+            padded_factor = isinstance(f, BufferLoad) and id(f.buffer) in padded
+            if padded_factor and any(i is var for i in f.indices):
+                return True
+    return False
+
+
+def pad_einsum(func: PrimFunc, r: BlockRealize, path: Path, padding: list) -> PrimFunc:
+    """`func` with block `r`'s iteration space rounded up to multiples of `padding`: the
+    buffers it reads are copied into zero-padded buffers first, its output goes to a padded
+    buffer copied back after."""
+    from ..buffer import decl_buffer
+    from ..op import if_then_else
+    from .common import add_root_alloc, insert_in_scope
+    from .layout import _perfect_loops, _same_extent
+    from .reindex import _top_position
+
+    block = r.block
+    what = f"pad_einsum(block '{block.name_hint}', padding={list(padding)})"
+    if len(padding) != len(block.iter_vars) or any(
+        not isinstance(p, int) or p <= 0 for p in padding
+    ):
+        raise schedule_error(
+            func,
+            f"{what}: give one positive int per block iterator ({len(block.iter_vars)})",
+            r,
+        )
+    loops = _perfect_loops(func, r, path, what)
+    pos = {id(iv.var): k for k, iv in enumerate(block.iter_vars)}
+    accesses = _einsum_accesses(block)
+    for buf, indices in accesses:
+        for i in indices:
+            if not (id(i) in pos or isinstance(const_value(i), int)):
+                raise schedule_error(
+                    func,
+                    f"{what}: '{buf.name}' is indexed by `{i}`; an Einsum block indexes every "
+                    "buffer by its iterators or constants only",
+                    r,
+                )
+    new_ext = [_padded_extent(iv.dom.extent, p) for iv, p in zip(block.iter_vars, padding)]
+    grown = {
+        k
+        for k, (iv, e) in enumerate(zip(block.iter_vars, new_ext))
+        if not _same_extent(iv.dom.extent, e)
+    }
+    if not grown:
+        return func
+    if len(block.writes) != 1:
+        raise schedule_error(func, f"{what}: the block must write exactly one buffer", r)
+    out = block.writes[0].buffer
+    reads = []
+    for rg in block.reads:
+        if rg.buffer is out or any(rg.buffer is b for b in reads):
+            continue
+        reads.append(rg.buffer)
+
+    def grown_dims(buf: Buffer) -> dict:
+        dims = {}
+        for b, indices in accesses:
+            if b is buf:
+                for d, i in enumerate(indices):
+                    if id(i) in pos and pos[id(i)] in grown:
+                        dims[d] = new_ext[pos[id(i)]]
+        return dims
+
+    padded_reads = {id(b): b for b in reads if grown_dims(b)}
+    for k in grown:
+        if block.iter_vars[k].iter_type != IterType.DataPar and not _sum_of_products_kills(
+            block, k, set(padded_reads)
+        ):
+            raise schedule_error(
+                func,
+                f"{what}: padding reduction iterator '{block.iter_vars[k].var.name}' adds "
+                "terms; that keeps results only for a sum of products with a zero-padded "
+                "factor indexed by it",
+                r,
+            )
+    table: dict[int, Buffer] = {}
+    fills = []
+    for b in reads + [out]:
+        dims = grown_dims(b)
+        if not dims:
+            continue
+        shape = tuple(dims.get(d, s) for d, s in enumerate(b.shape))
+        table[id(b)] = decl_buffer(
+            shape, b.dtype, unique_name(func, f"{b.name}_pad"), scope=b.storage_scope
+        )
+        if b is not out:
+            fills.append(_pad_copy(b, table[id(b)], dims, if_then_else))
+    # the block over the padded space, on the padded buffers
+    swap = _SwapBuffers(table)
+    new_ivs = tuple(
+        iv.replace(dom=Range(iv.dom.min, e)) if k in grown else iv
+        for k, (iv, e) in enumerate(zip(block.iter_vars, new_ext))
+    )
+    new_block = swap.visit(block).replace(iter_vars=new_ivs)
+    func = replace_stmt(func, r, r.replace(block=new_block))
+    for f in loops:
+        k = next((j for j, v in enumerate(r.iter_values) if v is f.loop_var), None)
+        if k is not None and k in grown:
+            node, _ = find_loop(func, f.loop_var)
+            func = replace_stmt(func, node, node.replace(extent=new_ext[k]))
+    _, at = _top_position(func, find_block_realize(func, block.name_hint))
+    for nest in fills:
+        func = insert_in_scope(func, nest, lambda _items, at=at: at)
+        at += 1
+    if id(out) in table:
+        back = _copy_back(out, table[id(out)])
+        func = insert_in_scope(func, back, lambda _items, at=at: at + 1)
+    for b in reads + [out]:
+        if id(b) in table:
+            func = add_root_alloc(func, table[id(b)])
+    return func
+
+
+def find_block_realize(func: PrimFunc, name: str) -> BlockRealize:
+    from .tree import find_block
+
+    return find_block(func, name)[0]
+
+
+class _SwapBuffers(Mutator):
+    def __init__(self, table: dict) -> None:
+        super().__init__()
+        self.table = table
+
+    def visit_Buffer(self, b: Any) -> Any:
+        return self.table.get(id(b), b)
+
+
+def _grid(name: str, shape: tuple, make_body: Any) -> Stmt:
+    """Loops i0.. over `shape` around a block `name` with spatial iterators v0..."""
+    loops = [Var(f"i{d}", s.dtype) for d, s in enumerate(shape)]
+    ivs = [
+        IterVar(Range(0, s), Var(f"v{d}", s.dtype), IterType.DataPar) for d, s in enumerate(shape)
+    ]
+    idx = tuple(iv.var for iv in ivs)
+    store, reads, writes = make_body(idx)
+    point = lambda b: BufferRegion(b, tuple(Range(i, 1) for i in idx))
+    block = Block(
+        tuple(ivs), tuple(point(b) for b in reads), tuple(point(b) for b in writes), name, store
+    )
+    stmt: Stmt = BlockRealize(tuple(loops), IntImm("bool", 1), block)
+    for v, s in reversed(list(zip(loops, shape))):
+        stmt = For(v, IntImm(v.dtype, 0), s, ForKind.SERIAL, stmt)
+    return stmt
+
+
+def _pad_copy(src: Any, dst: Any, dims: dict, if_then_else: Any) -> Stmt:
+    """dst[v] = if_then_else(v < src's extent on each grown dim, src[v], 0)."""
+    from ..expr import make_const
+
+    def body(idx: tuple) -> tuple:
+        cond = None
+        for d in sorted(dims):
+            c = LT(idx[d], src.shape[d])
+            cond = c if cond is None else And(cond, c)
+        value = if_then_else(cond, BufferLoad(src, idx), make_const(src.dtype, 0))
+        return BufferStore(dst, value, idx), (src,), (dst,)
+
+    return _grid(dst.name, dst.shape, body)
+
+
+def _copy_back(out: Any, padded: Any) -> Stmt:
+    def body(idx: tuple) -> tuple:
+        return BufferStore(out, BufferLoad(padded, idx), idx), (padded,), (out,)
+
+    return _grid(padded.name, out.shape, body)
+
+
+__all__ = ["decompose_padding", "pad_einsum"]

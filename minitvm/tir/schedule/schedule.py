@@ -908,6 +908,14 @@ class Schedule:
             return False
         return True
 
+    def pad_einsum(self, block: Any, padding: list) -> None:
+        from . import padding as _padding
+
+        fname, func, r, path = self._block(block)
+        padding = [int(p) if hasattr(p, "__index__") else p for p in padding]
+        self._update(fname, _padding.pad_einsum(func, r, path, padding))
+        self._record("pad_einsum", (), (("block", block), ("padding", list(padding))))
+
     def rolling_buffer(self, block: Any, write_buffer_index: int) -> None:
         from . import rolling_buffer as _rolling
 

@@ -509,3 +509,50 @@ def test_rolling_buffer_refusals():
     sch.compute_at(sch.get_block("B"), c)  # tiles along c do not overlap
     with pytest.raises(ScheduleError, match="no axis of 'B' has tiles that overlap"):
         sch.rolling_buffer(sch.get_block("B"), 0)
+
+
+# ---------------------------------------------------------------------- pad_einsum
+@T.prim_func
+def small_matmul(
+    A: T.Buffer((7, 13), "float32"), B: T.Buffer((13, 5), "float32"), C: T.Buffer((7, 5), "float32")
+):
+    for i, j, k in T.grid(7, 5, 13):
+        with T.block("C"):
+            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+            with T.init():
+                C[vi, vj] = 0.0
+            C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+
+
+@T.prim_func
+def row_max(A: T.Buffer((7, 13), "float32"), C: T.Buffer((7,), "float32")):
+    for i, k in T.grid(7, 13):
+        with T.block("C"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                C[vi] = T.float32(-1e30)
+            C[vi] = T.max(C[vi], A[vi, vk])
+
+
+def test_pad_einsum_keeps_results():
+    sch = tir.Schedule(small_matmul)
+    sch.pad_einsum("C", [4, 4, 8])
+    names = sch.mod.script()
+    assert "A_pad" in names and "B_pad" in names and "C_pad" in names
+    loops = sch.get_loops(sch.get_block("C"))
+    assert [int(sch.get(lp).extent) for lp in loops] == [8, 8, 16]
+    a, b = rand(7, 13), rand(13, 5)
+    np.testing.assert_allclose(run(sch.mod, [a, b], (7, 5)), a @ b, rtol=1e-5, atol=1e-5)
+    assert "pad_einsum" in str(sch.trace)
+
+
+def test_pad_einsum_refusals():
+    sch = tir.Schedule(row_max)
+    with pytest.raises(ScheduleError, match="padding reduction iterator 'vk' adds terms"):
+        sch.pad_einsum("C", [1, 16])
+    sch = tir.Schedule(two_box_sums)
+    with pytest.raises(ScheduleError, match="indexed by `vi \\+ vk`"):
+        sch.pad_einsum("C", [1, 4, 1])
+    sch = tir.Schedule(small_matmul)
+    with pytest.raises(ScheduleError, match="one positive int per block iterator"):
+        sch.pad_einsum("C", [4, 4])
