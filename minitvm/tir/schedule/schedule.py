@@ -28,7 +28,7 @@ from . import tensorize as _tensorize
 from .block_scope import DepKind
 from .common import const_int, schedule_error, simplify
 from .instruction import BlockRV, Instruction, LoopRV, kind_of_method
-from .state import ScheduleState, StmtSRef, UnknownRVError
+from .state import ScheduleState, StmtSRef, UnknownRVError, parse_debug_mask
 from .trace import Trace
 from .tree import (
     Path,
@@ -539,7 +539,7 @@ class Schedule:
                 f"{error_render_level!r}"
             )
         self._rng = _sampling.make_rng(seed)
-        self._debug_mask = debug_mask
+        self._debug_mask = parse_debug_mask(debug_mask)
         self._error_render_level = error_render_level
         self._enable_check = enable_check
         self._exprs: dict[int, tuple[Var, int]] = {}  # sampled ExprRVs and their values

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from enum import IntFlag
 from typing import Any
 
 from ...error import ScheduleError
@@ -63,6 +64,28 @@ _INLINE_MARK = StmtSRef(None)
 _ROOT_MARK = StmtSRef(None)
 
 
+class ScheduleDebugMask(IntFlag):
+    """Extra checks a schedule may run after each change (`debug_mask=`; "all" sets both)."""
+
+    VERIFY_SREF_TREE = 1
+    VERIFY_CACHED_FLAGS = 2
+
+
+def parse_debug_mask(mask: Any) -> int:
+    """ "all", "none" or an int of ScheduleDebugMask bits, as TVM's Schedule takes it."""
+    named = {
+        "all": int(ScheduleDebugMask.VERIFY_SREF_TREE | ScheduleDebugMask.VERIFY_CACHED_FLAGS),
+        "none": 0,
+    }
+    if isinstance(mask, str) and mask in named:
+        return named[mask]
+    if isinstance(mask, int) and not isinstance(mask, bool) and 0 <= mask <= named["all"]:
+        return int(mask)
+    raise ScheduleError(
+        f"debug_mask must be 'all', 'none' or an int of ScheduleDebugMask bits, got {mask!r}"
+    )
+
+
 @dataclass(frozen=True)
 class CachedFlags:
     """Per-block facts TVM caches: affine bindings, region cover, stage pipeline."""
@@ -92,7 +115,7 @@ class ScheduleState:
                 )
         self._own_mod = mod
         self._owner = _owner
-        self.debug_mask = debug_mask
+        self.debug_mask = parse_debug_mask(debug_mask)
         self.enable_check = enable_check
         self._srefs: dict[int, StmtSRef] = {}
         self._built_for: tuple = ()
@@ -514,4 +537,12 @@ def _clip(interval: tuple, extent: Any, ana: Any) -> tuple:
     return (ana.simplify(binary(Max, lo, 0)), ana.simplify(binary(Min, hi, binary(Sub, extent, 1))))
 
 
-__all__ = ["BlockScope", "CachedFlags", "DepKind", "Dependency", "ScheduleState", "StmtSRef"]
+__all__ = [
+    "BlockScope",
+    "CachedFlags",
+    "DepKind",
+    "Dependency",
+    "ScheduleDebugMask",
+    "ScheduleState",
+    "StmtSRef",
+]

@@ -366,3 +366,12 @@ def test_producers_and_consumers_follow_program_order():
     chain_sch = tir.Schedule(chain().func())
     assert [chain_sch.get(b).name_hint for b in chain_sch.get_producers("D")] == ["C"]
     assert [chain_sch.get(b).name_hint for b in chain_sch.get_consumers("B")] == ["C"]
+
+
+def test_debug_mask_takes_tvm_spellings():
+    from minitvm.tir.schedule.state import ScheduleDebugMask
+
+    for mask in ("all", "none", ScheduleDebugMask.VERIFY_SREF_TREE, 3):
+        tir.Schedule(chain().func(), debug_mask=mask)
+    with pytest.raises(ScheduleError, match="debug_mask must be 'all', 'none' or an int"):
+        tir.Schedule(chain().func(), debug_mask="loud")
