@@ -2,44 +2,37 @@
 
 from __future__ import annotations
 
-from ...script import tir as T
+from ..expr import BufferLoad, Call, Cast, IntImm
 from ..function import PrimFunc
+from ..stmt import BufferRegion, BufferStore, ForKind
+from ._build import buffers, intrin_func, loop_nest, whole
 
 
 def dot_desc_impl(
     lanes: int, k: int, a_dtype: str, b_dtype: str, c_dtype: str, scope: str = "global"
 ) -> tuple[PrimFunc, PrimFunc]:
-    """C[i] += cast(A[j]) * cast(B[i, j]) for i < lanes, j < k: description and loop nest."""
+    """C[i] += cast(A[j]) * cast(B[i, j]) for i < lanes, j < k: description and loop nest.
 
-    @T.prim_func
-    def desc(
-        A: T.Buffer((k,), a_dtype, offset_factor=1, scope=scope),
-        B: T.Buffer((lanes, k), b_dtype, offset_factor=1, scope=scope),
-        C: T.Buffer((lanes,), c_dtype, offset_factor=1, scope=scope),
-    ) -> None:
-        with T.block("root"):
-            T.reads(C[0:lanes], A[0:k], B[0:lanes, 0:k])
-            T.writes(C[0:lanes])
-            for i in T.serial(0, lanes):
-                for j in T.serial(0, k):
-                    with T.block("update"):
-                        vi, vj = T.axis.remap("SR", [i, j])
-                        C[vi] = C[vi] + T.cast(A[vj], c_dtype) * T.cast(B[vi, vj], c_dtype)
+    The description is a block over (i: spatial, j: reduce); the implementation the same
+    arithmetic as plain loops (j unrolled) over the matched sub-buffers.
+    """
 
-    @T.prim_func
-    def impl(
-        A: T.Buffer((k,), a_dtype, offset_factor=1, scope=scope),
-        B: T.Buffer((lanes, k), b_dtype, offset_factor=1, scope=scope),
-        C: T.Buffer((lanes,), c_dtype, offset_factor=1, scope=scope),
-    ) -> None:
-        with T.block("root"):
-            T.reads(C[0:lanes], A[0:k], B[0:lanes, 0:k])
-            T.writes(C[0:lanes])
-            for i in T.serial(0, lanes):
-                for j in T.unroll(k):
-                    C[i] = C[i] + T.cast(A[j], c_dtype) * T.cast(B[i, j], c_dtype)
+    def make(name: str, as_block: bool) -> PrimFunc:
+        specs = (("A", (k,), a_dtype), ("B", (lanes, k), b_dtype), ("C", (lanes,), c_dtype))
+        A, B, C = buffers(specs, scope=scope, offset_factor=1)
 
-    return desc, impl
+        def update(v: list) -> BufferStore:
+            i, j = v
+            prod = Cast(c_dtype, BufferLoad(A, (j,))) * Cast(c_dtype, BufferLoad(B, (i, j)))
+            return BufferStore(C, BufferLoad(C, (i,)) + prod, (i,))
+
+        kinds = None if as_block else [ForKind.SERIAL, ForKind.UNROLLED]
+        body = loop_nest(
+            (lanes, k), "SR", update, "ij", block="update" if as_block else None, for_kinds=kinds
+        )
+        return intrin_func(name, [A, B, C], [whole(C), whole(A), whole(B)], [whole(C)], body)
+
+    return make("desc", True), make("impl", False)
 
 
 def dp4a_desc_impl(a_dtype: str, b_dtype: str, c_dtype: str) -> tuple[PrimFunc, PrimFunc]:
@@ -49,29 +42,26 @@ def dp4a_desc_impl(a_dtype: str, b_dtype: str, c_dtype: str) -> tuple[PrimFunc, 
     build fails to resolve the symbol by name instead of computing something else.
     """
 
-    @T.prim_func
-    def desc(
-        A: T.Buffer((4,), a_dtype, offset_factor=1, align=4, scope="shared"),
-        B: T.Buffer((4,), b_dtype, offset_factor=1, align=4, scope="shared"),
-        C: T.Buffer((1,), c_dtype, offset_factor=1, align=4, scope="local"),
-    ) -> None:
-        with T.block("root"):
-            T.reads(C[0], A[0:4], B[0:4])
-            T.writes(C[0])
-            for i in range(4):
-                with T.block("update"):
-                    vi = T.axis.remap("R", [i])
-                    C[0] = C[0] + T.cast(A[vi], c_dtype) * T.cast(B[vi], c_dtype)
+    def params():
+        specs = (("A", (4,), a_dtype, "shared"), ("B", (4,), b_dtype, "shared"),
+                 ("C", (1,), c_dtype, "local"))  # fmt: skip
+        return buffers(specs, offset_factor=1, data_alignment=4)
 
-    @T.prim_func
-    def impl(
-        A: T.Buffer((4,), a_dtype, offset_factor=1, align=4, scope="shared"),
-        B: T.Buffer((4,), b_dtype, offset_factor=1, align=4, scope="shared"),
-        C: T.Buffer((1,), c_dtype, offset_factor=1, align=4, scope="local"),
-    ) -> None:
-        with T.block("root"):
-            T.reads(C[0], A[0:4], B[0:4])
-            T.writes(C[0])
-            C[0] = T.call_pure_extern(c_dtype, "__dp4a", A[0], B[0], C[0])
+    A, B, C = params()
+    zero = IntImm("int32", 0)
+    c0 = BufferRegion(C, ((0, 1),))
 
+    def update(v: list) -> BufferStore:
+        (j,) = v
+        prod = Cast(c_dtype, BufferLoad(A, (j,))) * Cast(c_dtype, BufferLoad(B, (j,)))
+        return BufferStore(C, BufferLoad(C, (zero,)) + prod, (zero,))
+
+    body = loop_nest((4,), "R", update, "i", block="update")
+    desc = intrin_func("dp4a_desc", [A, B, C], [c0, whole(A), whole(B)], [c0], body)
+
+    A, B, C = params()
+    c0 = BufferRegion(C, ((0, 1),))
+    loads = [BufferLoad(X, (zero,)) for X in (A, B, C)]
+    call = BufferStore(C, Call(c_dtype, "__dp4a", tuple(loads)), (zero,))
+    impl = intrin_func("dp4a_impl", [A, B, C], [c0, whole(A), whole(B)], [c0], call)
     return desc, impl

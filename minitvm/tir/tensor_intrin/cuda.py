@@ -6,9 +6,12 @@ resolve it and fails naming the symbol, so a tensorized GPU kernel never runs wr
 
 from __future__ import annotations
 
-from ...script import tir as T
+from ..buffer import decl_buffer
+from ..expr import BufferLoad, Call, Cast
 from ..function import PrimFunc
+from ..stmt import BufferStore, Evaluate
 from ..tensor_intrin_base import TensorIntrin
+from ._build import intrin_func, loop_nest, whole
 
 
 def get_wmma_sync_intrin(
@@ -17,35 +20,30 @@ def get_wmma_sync_intrin(
     """C[i, j] += A[i, kk] * B[kk, j] (B[j, kk] when `b_transposed`), widened to `out_dtype`."""
     b_shape = (n, k) if b_transposed else (k, n)
 
-    def product(A, B, vi, vj, vk):  # A[vi, vk] * B(vk, vj), both widened
-        b = B[vj, vk] if b_transposed else B[vk, vj]
-        return T.cast(A[vi, vk], out_dtype) * T.cast(b, out_dtype)
+    def params():
+        return [
+            decl_buffer((m, k), in_dtype, "A", scope="wmma.matrix_a", offset_factor=k),
+            decl_buffer(b_shape, in_dtype, "B", scope="wmma.matrix_b", offset_factor=b_shape[1]),
+            decl_buffer((m, n), out_dtype, "C", scope="wmma.accumulator", offset_factor=n),
+        ]
 
-    @T.prim_func
-    def desc(
-        A: T.Buffer((m, k), in_dtype, align=64, offset_factor=k, scope="wmma.matrix_a"),
-        B: T.Buffer(b_shape, in_dtype, align=64, offset_factor=b_shape[1], scope="wmma.matrix_b"),
-        C: T.Buffer((m, n), out_dtype, align=64, offset_factor=n, scope="wmma.accumulator"),
-    ) -> None:
-        with T.block("root"):
-            T.reads(C[0:m, 0:n], A[0:m, 0:k], B[0 : b_shape[0], 0 : b_shape[1]])
-            T.writes(C[0:m, 0:n])
-            for i, j, kk in T.grid(m, n, k):
-                with T.block(""):
-                    vi, vj, vk = T.axis.remap("SSR", [i, j, kk])
-                    C[vi, vj] = C[vi, vj] + product(A, B, vi, vj, vk)
+    A, B, C = params()
 
-    @T.prim_func
-    def impl(
-        A: T.Buffer((m, k), in_dtype, align=64, offset_factor=k, scope="wmma.matrix_a"),
-        B: T.Buffer(b_shape, in_dtype, align=64, offset_factor=b_shape[1], scope="wmma.matrix_b"),
-        C: T.Buffer((m, n), out_dtype, align=64, offset_factor=n, scope="wmma.accumulator"),
-    ) -> None:
-        with T.block("root"):
-            T.reads(C[0:m, 0:n], A[0:m, 0:k], B[0 : b_shape[0], 0 : b_shape[1]])
-            T.writes(C[0:m, 0:n])
-            T.evaluate(T.call_extern("int32", "__wmma_sync_16x16x16", C.data, A.data, B.data))
+    def update(v: list) -> BufferStore:
+        i, j, kk = v
+        b = BufferLoad(B, (j, kk) if b_transposed else (kk, j))
+        prod = Cast(out_dtype, BufferLoad(A, (i, kk))) * Cast(out_dtype, b)
+        return BufferStore(C, BufferLoad(C, (i, j)) + prod, (i, j))
 
+    body = loop_nest((m, n, k), "SSR", update, "ijk", block="")
+    desc = intrin_func(
+        "wmma_sync_desc", [A, B, C], [whole(C), whole(A), whole(B)], [whole(C)], body
+    )
+    A, B, C = params()
+    call = Evaluate(Call("int32", "__wmma_sync_16x16x16", (C.data, A.data, B.data)))
+    impl = intrin_func(
+        "wmma_sync_impl", [A, B, C], [whole(C), whole(A), whole(B)], [whole(C)], call
+    )
     return desc, impl
 
 
