@@ -86,9 +86,8 @@ class _BlocksToLoops(Mutator):
         body = self.visit(s.body)
         flat = Buffer(s.buffer_var, s.dtype, (len(s.data),), name=s.buffer_var.name)
         fill = [BufferStore(flat, make_const(s.dtype, v), (k,)) for k, v in enumerate(s.data)]
-        return Allocate(
-            s.buffer_var, s.dtype, s.extents, IntImm("bool", 1), seq(*fill, body), s.annotations
-        )
+        filled = seq(DeclBuffer(flat, seq(*fill)), body)  # the body sees it through its own views
+        return Allocate(s.buffer_var, s.dtype, s.extents, IntImm("bool", 1), filled, s.annotations)
 
     def visit_BufferLoad(self, e: BufferLoad) -> PrimExpr:
         if id(e.buffer) not in self.views:
