@@ -105,6 +105,11 @@ class _Matcher:
         self.buffer(a.buffer, b.buffer)
         self.indices(a.buffer, a.indices, b.indices)
         self.expr(a.value, b.value)
+        # the implementation may read its inputs after writing its output (or all at once):
+        # that is only the description's result when the output is no input's buffer
+        shared = [d for d, ours in self.buffers.items() if ours is a.buffer and d != id(b.buffer)]
+        if shared:
+            raise _Mismatch(f"buffer '{a.buffer.name}' is both the output and an input of the tile")
 
 
 def _index_like(e: Any) -> bool:

@@ -616,3 +616,33 @@ def test_blockize_under_an_outer_reduction_builds_and_matches_numpy():
     c = tvm.nd.array(np.full((8, 12), 5, "float32"))
     tvm.build(sch.mod, target="llvm")(tvm.nd.array(a), tvm.nd.array(b), c)
     np.testing.assert_allclose(c.numpy(), a @ b, rtol=1e-5)
+
+
+def test_tensorize_refuses_an_output_that_is_also_an_input():
+    @T.prim_func
+    def self_dot(M: T.Buffer((8, 4), "float32"), R: T.Buffer((8, 4), "float32")):
+        for i, k in T.grid(8, 4):
+            with T.block("R"):
+                vi, vk = T.axis.remap("SR", [i, k])
+                R[vi, 0] = R[vi, 0] + M[vi, vk] * R[vi, vk]  # reads the element it updates
+
+    sch = tir.Schedule(self_dot)
+    _, k = sch.get_loops(sch.get_block("R"))
+    with pytest.raises(ScheduleError, match="'R' is both the output and an input of the tile"):
+        sch.tensorize(k, "prims_a_test_dot4")
+
+
+def test_tensorize_a_blockized_block():
+    sch = tir.Schedule(mv)
+    blk = sch.get_block("R")
+    _, k = sch.get_loops(blk)
+    ko, ki = sch.split(k, factors=[None, 4])
+    sch.decompose_reduction(blk, ko)
+    outer = sch.blockize(ki)
+    sch.tensorize(outer, "prims_a_test_dot4_loop")
+    m = np.random.rand(8, 16).astype("float32")
+    v = np.random.rand(16).astype("float32")
+    r = tvm.nd.array(np.zeros(8, "float32"))
+    tvm.build(sch.mod, target="llvm")(tvm.nd.array(m), tvm.nd.array(v), r)
+    np.testing.assert_allclose(r.numpy(), m @ v, rtol=1e-5)
+    _replays(sch, mv)
