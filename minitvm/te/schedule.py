@@ -15,9 +15,17 @@ from typing import Any
 
 from ..error import ScheduleError, TargetError
 from ..ir.recursion import deep_recursion
+from ..tir.buffer import Buffer  # noqa: F401 (tvm.te.schedule.Buffer, as TVM's module has it)
 from ..tir.expr import IterType, IterVar, Range, Var, as_expr
 from ..tir.function import PrimFunc
 from ..tir.functor import substitute
+from .graph import (  # noqa: F401 (TVM names)
+    CreateReadGraph,
+    PostDFSOrder,
+    ScanFixPointAnalysis,
+    ScanGetBody,
+)
+from .group import add_scan_groups, check_same_group, create_group, group_attachment, sch_groups
 from .operation import ComputeOp, Operation, PlaceholderOp
 from .tensor import Tensor
 
@@ -106,7 +114,11 @@ class Stage:
     attach: _Attach = field(default_factory=lambda: _Attach("root"))
     actions: list = field(default_factory=list)
     initial: list = field(default_factory=list)  # the IterVars the block's loops start as
+    group: Any = None  # the te/group.py Group this stage belongs to
     store_predicate: Any = None  # set_store_predicate: the block stores only where it holds
+    double_buffered: bool = False  # double_buffer(): a GPU hint, recorded only
+    prefetches: list = field(default_factory=list)  # prefetch(): hints, recorded only
+    env_thread_axes: list = field(default_factory=list)  # env_threads(): GPU only
     # id(thread axis var) -> (thread IterVar, the leaf IterVar bound to it)
     bound_threads: dict = field(default_factory=dict)
 
@@ -178,9 +190,18 @@ class Stage:
 
     # ------------------------------------------------------------------ loop transformations
     def split(
-        self, parent: IterVar, factor: Any = None, nparts: Any = None
+        self,
+        parent: IterVar,
+        factor: Any = None,
+        nparts: Any = None,
+        disable_predication: bool = False,
     ) -> tuple[IterVar, IterVar]:
-        """Split `parent` into (outer, inner) by `factor` (inner extent) or `nparts` (outer)."""
+        """Split `parent` into (outer, inner) by `factor` (inner extent) or `nparts` (outer).
+
+        `disable_predication=True` (TVM's promise that the tail needs no guard) is accepted,
+        and the guard is kept: it costs a comparison where the split is uneven, and dropping
+        it unproven would read and write past the tensor's end.
+        """
         self._no_placeholder("split")
         parent = self._leaf(parent, "split")
         if (factor is None) == (nparts is None):
@@ -248,7 +269,56 @@ class Stage:
         self.actions.append(("kind", method, iv, extra))
 
     def vectorize(self, var: IterVar) -> None:
+        if isinstance(var, IterVar) and var.iter_type is IterType.CommReduce:
+            raise ScheduleError(
+                f"vectorize on stage '{self.name}': '{var.var.name}' is a reduction loop; its "
+                "iterations all update the same element, so they cannot run as vector lanes. "
+                "Vectorize a spatial loop (rfactor first to make one)"
+            )
         self._kind("vectorize", var)
+
+    @property
+    def iter_var_attrs(self) -> dict:
+        """TVM's per-loop attributes: `iter_type` (Vectorized, Unrolled, ...) and pragmas."""
+        from .classic import iter_var_attrs
+
+        return iter_var_attrs(self)
+
+    def storage_align(self, axis: IterVar, factor: int, offset: int) -> None:
+        """Pad this stage's buffer so that rows along `axis` start at `offset` mod `factor`."""
+        self._no_placeholder("storage_align")
+        iv = next((x for x in self.initial if x is axis), None)
+        if iv is None:
+            raise ScheduleError(
+                f"storage_align on stage '{self.name}': pass one of s[{self.name}].op.axis (a "
+                f"dimension of the stored tensor), not the loop '{axis.var.name}'"
+            )
+        self._sch._structural.append(
+            ("storage_align", self, self.initial.index(iv), int(factor), int(offset))
+        )
+
+    def double_buffer(self) -> None:
+        """Mark the stage's buffer for double buffering (a GPU copy overlap; no CPU effect)."""
+        self._no_placeholder("double_buffer")
+        self.double_buffered = True
+
+    def prefetch(self, tensor: Any, var: IterVar, offset: Any) -> None:
+        """Hint a prefetch of `tensor` `offset` iterations of `var` ahead (no CPU effect)."""
+        self._no_placeholder("prefetch")
+        self._leaf(var, "prefetch")
+        self.prefetches.append((tensor, var, offset))
+
+    def env_threads(self, threads: Any) -> None:
+        """Launch `threads` (thread axes) around this stage (a GPU scan's threads)."""
+        self._no_placeholder("env_threads")
+        threads = list(threads) if isinstance(threads, list | tuple) else [threads]
+        for t in threads:
+            if not (isinstance(t, IterVar) and t.iter_type is IterType.ThreadIndex):
+                raise ScheduleError(
+                    f"env_threads on stage '{self.name}': expected te.thread_axis(...) values, "
+                    f"got {t!r}"
+                )
+        self.env_thread_axes = threads
 
     def parallel(self, var: IterVar) -> None:
         self._kind("parallel", var)
@@ -262,6 +332,21 @@ class Stage:
         self._kind("bind", ivar, tag)
         if isinstance(thread_ivar, IterVar):
             self.bound_threads[id(thread_ivar.var)] = (thread_ivar, ivar)
+
+    def _legal_attach(self, iv: IterVar) -> IterVar:
+        """The loop a stage attached at `iv` ends up at after `iv` was split (its inner part)
+        or fused (the fused loop), as TVM legalizes such an attachment."""
+        while not any(iv is x for x in self.leaf_iter_vars):
+            nxt = None
+            for rel in self.relations:
+                if isinstance(rel, Split) and rel.parent is iv:
+                    nxt = rel.inner
+                elif isinstance(rel, Fuse) and any(iv is x for x in rel.fused_from):
+                    nxt = rel.fused
+            if nxt is None:
+                return iv
+            iv = nxt
+        return iv
 
     def _is_bound(self, iv: IterVar) -> bool:
         return any(a[0] == "kind" and a[1] == "bind" and a[2] is iv for a in self.actions)
@@ -307,6 +392,7 @@ class Stage:
             raise ScheduleError(
                 f"compute_at on stage '{self.name}': a stage cannot be computed at its own loop"
             )
+        check_same_group(self, parent, f"compute_at on stage '{self.name}'")
         if not any(scope is x for x in parent.all_iter_vars):
             owner = self._sch._owner(scope)
             where = f"belongs to stage '{owner.name}'" if owner else "is not a loop of any stage"
@@ -380,6 +466,16 @@ class Schedule:
                 self._deps[id(self.stage_map[id(op)])] = [
                     self.stage_map[id(t.op)] for t in op.input_tensors if id(t.op) in self.stage_map
                 ]
+        add_scan_groups(self)
+
+    @property
+    def groups(self) -> list:
+        """The stage groups: scans' bodies and those create_group made (te/group.py)."""
+        return list(sch_groups(self))
+
+    def create_group(self, outputs: Any, inputs: Any, include_inputs: bool = False) -> Any:
+        """Group the stages between `inputs` and `outputs`; `g.compute_at` places them all."""
+        return create_group(self, outputs, inputs, include_inputs)
 
     @property
     def stages(self) -> list[Stage]:
@@ -639,7 +735,9 @@ class _Replay:
 
         self.te = te_sch
         # Outputs left out of the arguments are still computed (into internal buffers).
-        outputs = tuple(t for op in te_sch.outputs if isinstance(op, ComputeOp) for t in op.outputs)
+        outputs = tuple(
+            t for op in te_sch.outputs if not isinstance(op, PlaceholderOp) for t in op.outputs
+        )
         # An inlined stage that is also an argument is still written (the caller reads it);
         # its consumers get the inlined expression.
         copies = tuple(
@@ -694,6 +792,9 @@ class _Replay:
                 block = self.block[id(stage)]
                 for n in range(len(self.sch.get(block).writes)):
                     self.sch.set_scope(block, n, scope)
+            elif action[0] == "storage_align":
+                _, stage, axis, factor, offset = action
+                self.sch.storage_align(self.block[id(stage)], 0, axis, factor, offset)
             else:
                 _, tensor, scope, stage, cache_stage = action
                 block = self.block[id(stage)]
@@ -753,7 +854,9 @@ class _Replay:
         return self.loop.get(id(iv))
 
     def _attach(self, st: Stage) -> None:
-        kind = st.attach.kind
+        kind, parent, scope = st.attach.kind, st.attach.parent, st.attach.iv
+        if kind == "root" and group_attachment(st) is not None:  # its group was placed
+            kind, (parent, scope) = "at", group_attachment(st)
         if kind == "inline":
             if st.actions:
                 raise ScheduleError(
@@ -762,11 +865,11 @@ class _Replay:
                 )
             self.sch.compute_inline(self.block[id(st)])
         elif kind == "at":
-            parent = st.attach.parent
-            loop = self._loop_of(parent, st.attach.iv, f"compute_at of stage '{st.name}'")
+            scope = parent._legal_attach(scope)
+            loop = self._loop_of(parent, scope, f"compute_at of stage '{st.name}'")
             if loop is None:
                 raise ScheduleError(
-                    f"compute_at of stage '{st.name}' at loop '{st.attach.iv.var.name}' of "
+                    f"compute_at of stage '{st.name}' at loop '{scope.var.name}' of "
                     f"stage '{parent.name}': that loop does not exist when '{st.name}' is "
                     f"placed ('{parent.name}' must consume '{st.name}', and a cache stage "
                     "made later may have replaced it); attach to a loop of a consumer"
