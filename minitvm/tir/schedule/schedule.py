@@ -908,6 +908,33 @@ class Schedule:
             return False
         return True
 
+    def _stage_at(self, name: str, loop: LoopRV, block: Any, index: int, scope: str) -> BlockRV:
+        from . import read_write_at as _rw
+
+        fname, func, r, path = self._block(block)
+        _, _, node, _ = self._loop(loop)
+        func, new = getattr(_rw, name)(func, node, r, path, index, scope)
+        self._update(fname, func)
+        out = self._new_block(fname, new)
+        kwargs = (
+            ("loop", loop),
+            ("block", block),
+            (f"{name[:-3]}_buffer_index", index),
+            ("storage_scope", scope),
+        )
+        self._record(name, (), kwargs, (out,))
+        return out
+
+    def read_at(
+        self, loop: LoopRV, block: Any, read_buffer_index: int, storage_scope: str
+    ) -> BlockRV:
+        return self._stage_at("read_at", loop, block, read_buffer_index, storage_scope)
+
+    def write_at(
+        self, loop: LoopRV, block: Any, write_buffer_index: int, storage_scope: str
+    ) -> BlockRV:
+        return self._stage_at("write_at", loop, block, write_buffer_index, storage_scope)
+
     def pad_einsum(self, block: Any, padding: list) -> None:
         from . import padding as _padding
 

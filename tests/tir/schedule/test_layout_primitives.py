@@ -556,3 +556,37 @@ def test_pad_einsum_refusals():
     sch = tir.Schedule(small_matmul)
     with pytest.raises(ScheduleError, match="one positive int per block iterator"):
         sch.pad_einsum("C", [4, 4])
+
+
+# ---------------------------------------------------------------------- read_at / write_at
+def _tiled_matmul():
+    sch = tir.Schedule(small_matmul)
+    i, j, k = sch.get_loops(sch.get_block("C"))
+    k0, _ = sch.split(k, factors=[None, 4])  # 13 = 4 * 4 - 3: a guarded tail
+    sch.reorder(i, k0, j)
+    return sch, i, k0
+
+
+def test_read_at_and_write_at_keep_results():
+    sch, i, k0 = _tiled_matmul()
+    reads = [rg.buffer.name for rg in sch.get(sch.get_block("C")).reads]
+    copy = sch.read_at(k0, sch.get_block("C"), reads.index("A"), "global")
+    assert sch.get(copy).annotations["auto_copy"] == 1
+    sch.write_at(i, sch.get_block("C"), 0, "global")
+    assert "A_global" in sch.mod.script() and "C_global" in sch.mod.script()
+    a, b = rand(7, 13), rand(13, 5)
+    np.testing.assert_allclose(run(sch.mod, [a, b], (7, 5)), a @ b, rtol=1e-5, atol=1e-5)
+    assert "read_at" in str(sch.trace) and "write_at" in str(sch.trace)
+
+
+def test_read_at_refusals():
+    sch, i, k0 = _tiled_matmul()
+    with pytest.raises(ScheduleError, match="index out of range"):
+        sch.read_at(k0, sch.get_block("C"), 5, "global")
+    reads = [rg.buffer.name for rg in sch.get(sch.get_block("C")).reads]
+    with pytest.raises(ScheduleError, match="also writes 'C'"):
+        sch.read_at(k0, sch.get_block("C"), reads.index("C"), "global")
+    other = tir.Schedule(two_steps)
+    loop = other.get_loops(other.get_block("B"))[0]
+    with pytest.raises(ScheduleError, match="not above the block"):
+        other.read_at(loop, other.get_block("C"), 0, "global")
