@@ -580,7 +580,7 @@ def test_read_at_and_write_at_keep_results():
 
 
 def test_read_at_refusals():
-    sch, i, k0 = _tiled_matmul()
+    sch, _, k0 = _tiled_matmul()
     with pytest.raises(ScheduleError, match="index out of range"):
         sch.read_at(k0, sch.get_block("C"), 5, "global")
     reads = [rg.buffer.name for rg in sch.get(sch.get_block("C")).reads]
