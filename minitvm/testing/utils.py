@@ -512,7 +512,8 @@ class CompareBeforeAfter:
 
 
 def _script(ir: Any, name: str) -> str:
-    return f"# {name}\n{ir.script() if hasattr(ir, 'script') else ir!r}"
+    text = ir.script() if hasattr(ir, "script") else repr(ir)
+    return f"# {name}\n{text}"
 
 
 def _is_prim_func(obj: Any) -> bool:

@@ -5,6 +5,7 @@ tvm._ffi, tvm.instrument and tvm.contrib.cc."""
 import json
 import os
 import pathlib
+import re
 import subprocess
 import sys
 import textwrap
@@ -221,6 +222,7 @@ def test_compare_before_after_generates_a_test_that_can_fail(helper_run):
     outcomes, _, log = helper_run
     assert outcomes["TestFoldsIf::test_compare"] == "PASSED", log
     assert outcomes["TestWrongExpectedFails::test_compare"] == "FAILED", log
+    assert re.search(r"E +# expected\nE +# from minitvm", log), log  # scripts as text, not repr
     assert outcomes["TestExpectedError::test_compare"] == "PASSED", log
     assert outcomes["TestMissingErrorFails::test_compare"] == "FAILED", log
 
