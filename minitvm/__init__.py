@@ -12,7 +12,7 @@ import sys
 
 from . import error, ir, arith, tir, te, target, runtime, codegen, script, driver, testing  # noqa: I001
 from . import relax, topi, autodiff  # graph level, operator library, training
-from . import contrib
+from . import contrib, instrument, _ffi
 from .driver import build, lower
 from .error import MiniTVMError, TVMError
 from .ir import IRModule, assert_structural_equal, structural_equal, structural_hash, transform

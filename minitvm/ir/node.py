@@ -26,6 +26,10 @@ class Node:
                 return dataclasses.replace(self, **changes)  # type: ignore[type-var]
         return self
 
+    def same_as(self, other: Any) -> bool:
+        """Identity: the very same node object (TVM's reference equality; `==` builds IR)."""
+        return self is other
+
     def script(self, **kwargs: Any) -> str:
         """The node as TVMScript-style text."""
         return _printer_for(type(self))(self, **kwargs)

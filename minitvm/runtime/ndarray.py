@@ -176,9 +176,12 @@ def array(
     return NDArray(out, dev)
 
 
-def empty(shape, dtype="float32", dev: Device | str | None = None, ctx=None) -> NDArray:
-    """An uninitialised aligned NDArray: `tvm.nd.empty((n, m), "float32", tvm.cpu(0))`."""
-    dev = _device_of(dev, ctx)
+def empty(
+    shape, dtype="float32", dev: Device | str | None = None, ctx=None, *, device=None
+) -> NDArray:
+    """An uninitialised aligned NDArray: `tvm.nd.empty((n, m), "float32", tvm.cpu(0))`
+    (the device may also be given as `device=`, TVM's newer keyword)."""
+    dev = _device_of(dev if device is None else device, ctx)
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
     try:
         shape = tuple(int(d) for d in shape)

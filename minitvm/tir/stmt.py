@@ -240,10 +240,12 @@ class Block(Stmt):
     alloc_buffers: tuple = ()
     match_buffers: tuple = ()
     annotations: FrozenDict = FrozenDict()
-    # compared definitions first: the body may use a matched buffer's `B.data` before any B[...]
+    # compared definitions first: the body may use a matched buffer's `B.data` before any B[...].
+    # The name is left out, as in TVM: two blocks that compute the same are equal whatever their
+    # names (decompose_reduction's "C_update" equals a hand-written "C").
     _structural_order = (
-        "iter_vars", "alloc_buffers", "match_buffers", "reads", "writes", "name_hint", "init",
-        "body", "annotations",
+        "iter_vars", "alloc_buffers", "match_buffers", "reads", "writes", "init", "body",
+        "annotations",
     )  # fmt: skip
 
     def __post_init__(self):

@@ -1,0 +1,55 @@
+"""Names and contracts the lead added while running TVM v0.19's unit tests under the shim."""
+
+import numpy as np
+import pytest
+
+import minitvm as tvm
+from minitvm.script import tir as T
+
+
+@T.prim_func
+def _sum_rows(a: T.Buffer((4, 8), "float32"), b: T.Buffer((4,), "float32")):
+    for i, k in T.grid(4, 8):
+        with T.block("S"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                b[vi] = T.float32(0)
+            b[vi] = b[vi] + a[vi, vk]
+
+
+def test_block_names_do_not_take_part_in_structural_equality():
+    sch = tvm.tir.Schedule(_sum_rows)
+    renamed = tvm.tir.Schedule(_sum_rows)
+    renamed.decompose_reduction(renamed.get_block("S"), renamed.get_loops(renamed.get_block("S"))[1])
+    sch.decompose_reduction(sch.get_block("S"), sch.get_loops(sch.get_block("S"))[1])
+    assert "S_update" in renamed.mod.script()
+    text = sch.mod.script().replace('"S_update"', '"T_other"')
+    other = tvm.script.from_source(text)
+    tvm.ir.assert_structural_equal(sch.mod, other)
+    assert tvm.ir.structural_hash(sch.mod["main"]) == tvm.ir.structural_hash(other["main"])
+
+
+def test_blocks_that_differ_in_body_are_still_unequal():
+    sch = tvm.tir.Schedule(_sum_rows)
+    text = sch.mod.script().replace("b[vi] + a[vi, vk]", "b[vi] - a[vi, vk]")
+    with pytest.raises(AssertionError):
+        tvm.ir.assert_structural_equal(sch.mod, tvm.script.from_source(text))
+
+
+def test_same_as_is_identity():
+    sch = tvm.tir.Schedule(_sum_rows)
+    block = sch.get(sch.get_block("S"))
+    assert block.same_as(sch.get(sch.get_block("S")))
+    assert not block.same_as(block.replace(name_hint="other"))
+
+
+def test_nd_empty_takes_the_device_keyword():
+    a = tvm.nd.empty((2, 3), dtype="float32", device=tvm.cpu(0))
+    assert a.shape == (2, 3) and a.dtype == "float32"
+    a.copyfrom(np.ones((2, 3), "float32"))
+    np.testing.assert_array_equal(a.numpy(), np.ones((2, 3)))
+
+
+def test_ffi_and_instrument_resolve_after_a_plain_import():
+    assert issubclass(tvm._ffi.base.TVMError, RuntimeError)
+    assert tvm.instrument.PrintBeforeAll is not None
