@@ -158,6 +158,8 @@ def _match(func: PrimFunc, outer: Block, desc: PrimFunc) -> _Matcher:
         if len(our_loops) != len(desc_loops):
             raise _Mismatch(f"{len(our_loops)} loops where the description has {len(desc_loops)}")
         for a, b in zip(our_loops, desc_loops):
+            if const_int(a.min) != 0 or const_int(b.min) != 0:
+                raise _Mismatch(f"loop '{a.loop_var.name}' starts at {a.min}, not 0")
             if const_int(a.extent) != const_int(b.extent) or const_int(a.extent) is None:
                 raise _Mismatch(
                     f"loop '{a.loop_var.name}' has extent {a.extent}, the description's '{b.loop_var.name}' {b.extent}"
@@ -173,6 +175,11 @@ def _match(func: PrimFunc, outer: Block, desc: PrimFunc) -> _Matcher:
         for iv_a, iv_b, va, vb in zip(
             a_blk.iter_vars, b_blk.iter_vars, our_inner.iter_values, desc_inner.iter_values
         ):
+            if not m.ana.can_prove_equal(iv_a.dom.extent, iv_b.dom.extent):
+                raise _Mismatch(
+                    f"iterator {iv_a.var.name} has extent {iv_a.dom.extent}, the "
+                    f"description's {iv_b.dom.extent}"
+                )
             if iv_a.iter_type != iv_b.iter_type:
                 raise _Mismatch(
                     f"iterator {iv_a.var.name} is {iv_a.iter_type.name}, the description's {iv_b.iter_type.name}"

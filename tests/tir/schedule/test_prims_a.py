@@ -646,3 +646,21 @@ def test_tensorize_a_blockized_block():
     tvm.build(sch.mod, target="llvm")(tvm.nd.array(m), tvm.nd.array(v), r)
     np.testing.assert_allclose(r.numpy(), m @ v, rtol=1e-5)
     _replays(sch, mv)
+
+
+def test_tensorize_refuses_a_shifted_tile_loop():
+    @T.prim_func
+    def shifted(
+        M: T.Buffer((8, 16), "float32"), V: T.Buffer((16,), "float32"), R: T.Buffer((8,), "float32")
+    ):
+        for i in range(8):
+            with T.block("R_o"):
+                vi = T.axis.spatial(8, i)
+                for k in range(1, 5):  # the tile's loop runs over 1..4, the intrinsic's over 0..3
+                    with T.block("R"):
+                        vk = T.axis.reduce(16, k)
+                        R[vi] = R[vi] + M[vi, vk] * V[vk]
+
+    sch = tir.Schedule(shifted)
+    with pytest.raises(ScheduleError, match="loop 'k' starts at 1, not 0"):
+        sch.tensorize(sch.get_block("R_o"), "prims_a_test_dot4")
