@@ -419,6 +419,14 @@ class Schedule:
         self, block: BlockRV, loop: LoopRV, preserve_unit_loops: bool = False, index: int = -1
     ) -> None:
         fname, func, r, rpath = self._block(block)
+        if self._apply_location_mark(loop, fname, func, r, rpath):
+            kwargs = (
+                ("block", block),
+                ("loop", loop),
+                ("preserve_unit_loops", preserve_unit_loops),
+            )
+            self._record("compute_at", (), kwargs)
+            return
         _, _, node, lpath = self._loop(loop)
         self._update(
             fname, _loc.compute_at(func, r, rpath, node, lpath, preserve_unit_loops, index)
@@ -696,6 +704,16 @@ class Schedule:
         out = self._new_loop(fname, loop.loop_var if loop is not None else _MARKS[index])
         self._record("sample_compute_location", (), (("block", block),), (out,), decision=index)
         return out
+
+    def _apply_location_mark(
+        self, loop: Any, fname: str, func: PrimFunc, r: Any, path: Any
+    ) -> bool:
+        """compute_at at a root/inline mark of sample_compute_location: stay, or inline."""
+        entry = self._loops.get(loop._id) if isinstance(loop, LoopRV) else None
+        mark = next((k for k, v in _MARKS.items() if entry is not None and entry[1] is v), None)
+        if mark == -2:
+            self._update(fname, _inline.compute_inline(func, r, path))
+        return mark is not None
 
     def get_output_blocks(self, scope_block: Any) -> list[BlockRV]:
         """Blocks under `scope_block` that write a buffer of the function's parameters."""

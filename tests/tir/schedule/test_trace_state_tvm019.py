@@ -375,3 +375,15 @@ def test_debug_mask_takes_tvm_spellings():
         tir.Schedule(chain().func(), debug_mask=mask)
     with pytest.raises(ScheduleError, match="debug_mask must be 'all', 'none' or an int"):
         tir.Schedule(chain().func(), debug_mask="loud")
+
+
+@pytest.mark.parametrize("decision, blocks", [(-2, ["B", "D"]), (-1, ["B", "C", "D"])])
+def test_compute_at_a_sampled_root_or_inline_mark(decision, blocks):
+    wl = chain()
+    sch = tir.Schedule(wl.func())
+    loc = sch.sample_compute_location("C", decision=decision)
+    sch.compute_at(sch.get_block("C"), loc)
+    names = [sch.get(b).name_hint for b in sch.get_child_blocks(sch.get_block("root"))]
+    assert names == blocks
+    verify_trace_roundtrip(sch, wl.func())
+    build_and_run(sch, wl)
