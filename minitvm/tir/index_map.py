@@ -30,7 +30,7 @@ from .expr import (
     const_value,
     make_const,
 )
-from .functor import Mutator, substitute
+from .functor import Mutator, post_order_visit, substitute
 
 
 class _AxisSeparator:
@@ -354,6 +354,12 @@ class _Digits:
                 if isinstance(scale, int) and scale > 0:
                     d, c = self.of(x)
                     return [_Digit(t.coef * scale, t.k, t.lower, t.ext) for t in d], c * scale
+            for x, y in ((e.a, e.b), (e.b, e.a)):
+                if not self._uses_initial(y):  # a symbolic stride such as `n`
+                    d, c = self.of(x)
+                    if c != 0:
+                        raise _Unproven(e)
+                    return [_Digit(_times(t.coef, y), t.k, t.lower, t.ext) for t in d], 0
         if isinstance(e, FloorDiv | FloorMod):
             d = const_value(e.b)
             if isinstance(d, int) and d > 0:
@@ -361,8 +367,13 @@ class _Digits:
                 return self._divmod(digits, c, d, isinstance(e, FloorDiv))
         raise _Unproven(e)
 
+    def _uses_initial(self, e: PrimExpr) -> bool:
+        found: list = []
+        post_order_visit(e, lambda n: found.append(n) if id(n) in self.pos else None)
+        return bool(found)
+
     def _divmod(self, digits: list, c: int, d: int, div: bool) -> tuple[list, int]:
-        if c % d:
+        if c % d or any(not isinstance(t.coef, int) for t in digits):
             raise _Unproven(c)
         low, high = [], []
         for t in digits:
@@ -411,10 +422,10 @@ class _Layout:
         # a unit index is a digit only where it is a whole result (lambda i, j: (j, i), i in
         # [0, 1)); elsewhere it is the constant 0
         self.outputs = [
-            ds if len(ds) == 1 else [t for t in ds if t.ext != 1] for ds in self.outputs
+            ds if len(ds) == 1 else [t for t in ds if not _equal(t.ext, 1)] for ds in self.outputs
         ]
         for digits in self.outputs:
-            place = _chain([(t.coef, t.ext) for t in sorted(digits, key=lambda t: t.coef)])
+            place = _chain([(t.coef, t.ext) for t in digits])
             if place is None:
                 self.outputs = None
                 return
@@ -436,7 +447,7 @@ class _Layout:
                     self.outputs = None
                     return
                 self.padded |= lower > total_v
-            elif not _same(lower, total):
+            elif not _equal(lower, total):
                 self.outputs = None
                 return
 
@@ -512,27 +523,54 @@ def _past_end(e: PrimExpr, total: int, bounds: dict) -> PrimExpr | None:
     return at_q if q == extent_a - 1 else (qe < a) | at_q
 
 
-def _digit_of(y: Var, coef: int, ext: Any, total: Any, lower: int) -> PrimExpr:
+def _digit_of(y: Var, coef: Any, ext: Any, total: Any, lower: Any) -> PrimExpr:
     """(y // coef) % ext written as TVM writes digits: y % ext, y // coef, y % (coef*ext) // coef,
     scaled by `lower`."""
-    top = isinstance(ext, int) and _int(total) == coef * ext or (coef == 1 and _same(ext, total))
-    if coef == 1:
+    top = _equal(_times(coef, ext), total)
+    if _equal(coef, 1):
         digit = y if top else y % ext
     elif top:
         digit = y // coef
     else:
-        digit = y % (coef * ext) // coef
-    return digit if lower == 1 else digit * lower
+        digit = y % _times(coef, ext) // coef
+    return digit if _equal(lower, 1) else digit * lower
+
+
+def _times(a: Any, b: Any) -> Any:
+    """a * b, staying a Python int when both are."""
+    if isinstance(a, int) and isinstance(b, int):
+        return a * b
+    if isinstance(a, int) and a == 1:
+        return b
+    if isinstance(b, int) and b == 1:
+        return a
+    return as_expr(a) * as_expr(b) if isinstance(a, PrimExpr) else as_expr(b) * a
+
+
+def _equal(a: Any, b: Any) -> bool:
+    """a == b, provably (ints compare directly)."""
+    va = a if isinstance(a, int) else _int(a)
+    vb = b if isinstance(b, int) else _int(b)
+    if isinstance(va, int) and isinstance(vb, int):
+        return va == vb
+    if isinstance(va, int) != isinstance(vb, int):
+        return False
+    from ..arith import Analyzer
+
+    return Analyzer().can_prove_equal(as_expr(a), as_expr(b))
 
 
 def _chain(places: list) -> Any:
     """The total of mixed-radix digits given as (place value, extent), or None when a place
     value is not the product of the extents below it (a gap or an overlap)."""
     place: Any = 1
-    for value, ext in places:
-        if not isinstance(place, int) or value != place:
+    rest = list(places)
+    while rest:
+        hit = next((k for k, (value, _) in enumerate(rest) if _equal(value, place)), None)
+        if hit is None:
             return None
-        place = place * ext if isinstance(ext, int) or place != 1 else ext
+        _, ext = rest.pop(hit)
+        place = _times(place, ext)
     return place
 
 

@@ -38,7 +38,7 @@ from ..stmt import (
 from .common import analyzer, insert_in_scope, schedule_error, unique_name
 from .instruction import register_python_renderer, render
 from .trace import register_json_codec
-from .tree import Path, replace_stmt, root_realize, scope_body, walk
+from .tree import Path, replace_stmt, root_realize, scope_body, uses_var, walk
 
 
 # ---------------------------------------------------------------------- buffer arguments
@@ -184,7 +184,35 @@ class _Remap(Mutator):
 
     def __init__(self, old: Buffer, new: Buffer, fn: Callable[[tuple], list]) -> None:
         super().__init__()
-        self.old, self.new, self.fn = old, new, fn
+        self.old, self.new = old, new
+        self.units: list[dict] = [{}]  # unit-extent iterators of the enclosing blocks
+        self.fn = lambda ix: self._tidy(fn(ix))
+
+    def _tidy(self, indices: list) -> list:
+        """A composite index drops the block's unit-extent iterators (they are 0), as TVM's
+        iterator simplification does; a bare iterator stays."""
+        zeros = self.units[-1]
+        if not zeros:
+            return indices
+        ana = analyzer()
+        return [
+            e
+            if isinstance(e, Var) or not uses_var(e, set(zeros))
+            else ana.simplify(substitute(e, lambda v: zeros.get(id(v))))
+            for e in indices
+        ]
+
+    def visit_Block(self, b: Block) -> Any:
+        units = {
+            id(iv.var): IntImm(iv.var.dtype, 0)
+            for iv in b.iter_vars
+            if const_value(iv.dom.extent) == 1
+        }
+        self.units.append({**self.units[-1], **units})
+        try:
+            return self.generic_visit(b)
+        finally:
+            self.units.pop()
 
     def visit_Buffer(self, b: Buffer) -> Buffer:
         return self.new if b is self.old else b

@@ -590,3 +590,29 @@ def test_read_at_refusals():
     loop = other.get_loops(other.get_block("B"))[0]
     with pytest.raises(ScheduleError, match="not above the block"):
         other.read_at(loop, other.get_block("C"), 0, "global")
+
+
+@T.prim_func
+def scale_rows(a: T.handle, c: T.handle):
+    n = T.int32()
+    A = T.match_buffer(a, (3, n), "float32")
+    C = T.match_buffer(c, (3, n), "float32")
+    for i, j in T.grid(3, n):
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = A[vi, vj] * 2.0
+
+
+def test_layouts_with_a_symbolic_extent():
+    sch = tir.Schedule(scale_rows)
+    n = sch.mod["main"].buffer_map[sch.mod["main"].params[0]].shape[1]
+    sch.transform_block_layout("C", lambda i, j: (i * n + j,))
+    sch.transform_layout("C", ("write", 0), lambda i, j: (i * n + j,))
+    assert "n * 3" in sch.mod.script() or "3 * n" in sch.mod.script()
+    a = rand(3, 5)
+    f = tvm.build(sch.mod, target="llvm")
+    out = tvm.nd.array(np.zeros(15, "float32"))
+    f(tvm.nd.array(a), out)
+    np.testing.assert_allclose(out.numpy(), (a * 2).reshape(-1), rtol=1e-6)
+    with pytest.raises(ScheduleError, match="cannot prove"):
+        IndexMap.from_func(lambda i, j: (i * n + j // 2,)).inverse([3, n])
