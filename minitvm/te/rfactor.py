@@ -89,14 +89,16 @@ def rfactor(sch: Any, tensor: Tensor, axis: IterVar, factor_axis: int = 0) -> An
     data = [IterVar(iv.dom, Var(iv.var.name, iv.var.dtype), IterType.DataPar) for iv in op.axis]
     new_axis = IterVar(Range(0, ranges[axis].extent), Var(axis.var.name, axis.var.dtype))
     data.insert(factor_axis, new_axis)
-    kept = [
-        IterVar(Range(0, ranges[iv].extent), Var(iv.var.name, iv.var.dtype), IterType.CommReduce)
-        for iv in reduce_leaves
-        if iv is not axis
-    ]
-    leaf_values = {axis: new_axis.var} | {
-        iv: k.var for iv, k in zip((x for x in reduce_leaves if x is not axis), kept)
-    }
+    # as TVM: reduce axes the schedule left untouched are kept as they are (first); the
+    # other leaves become reduce axes over their ranges, under the same variables
+    others = [iv for iv in reduce_leaves if iv is not axis]
+    untouched = [iv for iv in others if any(iv is r for r in op.reduce_axis)]
+    touched = [iv for iv in others if not any(iv is r for r in op.reduce_axis)]
+    kept_for = {id(iv): iv for iv in untouched}
+    for iv in touched:
+        kept_for[id(iv)] = IterVar(Range(0, ranges[iv].extent), iv.var, IterType.CommReduce)
+    kept = [kept_for[id(iv)] for iv in untouched + touched]
+    leaf_values = {axis: new_axis.var} | {iv: kept_for[id(iv)].var for iv in others}
     # data-parallel leaves do not matter for the reduction: pass the original axes through
     values = root_exprs(_reduce_relations_only(stage), leaf_values, ranges, ana)
     vmap = {iv.var: values[iv] for iv in red.axis}

@@ -355,3 +355,86 @@ def test_schedule_ops_returns_the_scheduled_loop_nest():
         stmt, lambda n: loops.append(n.loop_var.name) if isinstance(n, tvm.tir.For) else None
     )
     assert loops == ["i.inner", "i.outer"]
+
+
+# ----------------------------------------------------------------------------- stage methods
+
+
+def test_iter_var_attrs_report_loop_kinds_and_pragmas():
+    A = te.placeholder((40,), name="A")
+    T = te.compute((40,), lambda i: A[i] + 1, name="T")
+    s = te.create_schedule(T.op)
+    xo, xi = s[T].split(T.op.axis[0], factor=8)
+    s[T].pragma(xo, "my_hint", 3)
+    s[T].vectorize(xi)
+    attrs = s[T].iter_var_attrs
+    assert attrs[xi].iter_type == tvm.tir.IterVar.Vectorized
+    assert attrs[xo].pragma_keys[0].value == "my_hint" and attrs[xo].pragma_values == [3]
+
+
+def test_vectorizing_a_reduction_loop_is_refused_at_once():
+    _, B = _row_sum()
+    s = te.create_schedule(B.op)
+    with pytest.raises(ScheduleError, match="reduction loop"):
+        s[B].vectorize(B.op.reduce_axis[0])
+
+
+def test_compute_at_a_loop_split_later_attaches_to_its_inner_part():
+    A = te.placeholder((10, 10), name="A")
+    P = te.compute((10, 10), lambda i, j: A[i, j] * 2, name="P")
+    C = te.compute((10, 10), lambda i, j: P[i, j] + 1, name="C")
+    s = te.create_schedule(C.op)
+    s[P].compute_at(s[C], C.op.axis[1])
+    _, ji = s[C].split(C.op.axis[1], 2)
+    assert s[C]._legal_attach(C.op.axis[1]) is ji
+    a = RNG.random((10, 10), dtype=np.float32)
+    _, c = _run(s, [A, C], a, np.zeros((10, 10), "float32"))
+    np.testing.assert_allclose(c, 2 * a + 1, rtol=1e-6)
+
+
+def test_storage_align_asks_for_aligned_rows_and_keeps_values():
+    A = te.placeholder((8, 8), name="A")
+    P = te.compute((8, 8), lambda i, j: A[i, j] + 1, name="P")
+    C = te.compute((8, 8), lambda i, j: P[j, i] * 2, name="C")
+    s = te.create_schedule(C.op)
+    s[P].storage_align(P.op.axis[0], 16, 1)
+    func = s.build_prim_func([A, C])
+    assert "buffer_dim_align" in func.script()  # the tir primitive's alignment request
+    a = RNG.random((8, 8), dtype=np.float32)
+    _, c = _run(s, [A, C], a, np.zeros((8, 8), "float32"))
+    np.testing.assert_allclose(c, 2 * (a.T + 1), rtol=1e-6)
+
+
+def test_storage_align_needs_a_tensor_dimension():
+    A = te.placeholder((8, 8), name="A")
+    P = te.compute((8, 8), lambda i, j: A[i, j] + 1, name="P")
+    s = te.create_schedule(P.op)
+    xo, _ = s[P].split(P.op.axis[0], 2)
+    with pytest.raises(ScheduleError, match="op.axis"):
+        s[P].storage_align(xo, 16, 1)
+
+
+def test_env_threads_takes_thread_axes():
+    A = te.placeholder((8,), name="A")
+    P = te.compute((8,), lambda i: A[i] + 1, name="P")
+    s = te.create_schedule(P.op)
+    s[P].env_threads([te.thread_axis("threadIdx.x")])
+    assert s[P].env_thread_axes[0].thread_tag == "threadIdx.x"
+    with pytest.raises(ScheduleError, match="thread_axis"):
+        s[P].env_threads([P.op.axis[0]])
+
+
+def test_rfactor_keeps_untouched_reduce_axes_and_leaf_variables():
+    n = 12
+    A = te.placeholder((n, n, n), name="A")
+    k1 = te.reduce_axis((0, n), name="k1")
+    k2 = te.reduce_axis((0, n), name="k2")
+    B = te.compute((n,), lambda i: te.sum(A[i, k1, k2], axis=[k1, k2]), name="B")
+    s = te.create_schedule(B.op)
+    ko, ki = s[B].split(k1, factor=4)
+    BF = s.rfactor(B, ki)
+    axes = BF.op.body[0].axis
+    assert axes[0] is k2 and axes[1].var is ko.var
+    a = RNG.random((n, n, n), dtype=np.float32)
+    _, b = _run(s, [A, B], a, np.zeros(n, "float32"))
+    np.testing.assert_allclose(b, a.sum(axis=(1, 2)), rtol=1e-4)
