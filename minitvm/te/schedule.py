@@ -15,9 +15,17 @@ from typing import Any
 
 from ..error import ScheduleError, TargetError
 from ..ir.recursion import deep_recursion
+from ..tir.buffer import Buffer  # noqa: F401 (tvm.te.schedule.Buffer, as TVM's module has it)
 from ..tir.expr import IterType, IterVar, Range, Var, as_expr
 from ..tir.function import PrimFunc
 from ..tir.functor import substitute
+from .graph import (  # noqa: F401 (TVM names)
+    CreateReadGraph,
+    PostDFSOrder,
+    ScanFixPointAnalysis,
+    ScanGetBody,
+)
+from .group import add_scan_groups, check_same_group, create_group, group_attachment, sch_groups
 from .operation import ComputeOp, Operation, PlaceholderOp
 from .tensor import Tensor
 
@@ -106,6 +114,7 @@ class Stage:
     attach: _Attach = field(default_factory=lambda: _Attach("root"))
     actions: list = field(default_factory=list)
     initial: list = field(default_factory=list)  # the IterVars the block's loops start as
+    group: Any = None  # the te/group.py Group this stage belongs to
     store_predicate: Any = None  # set_store_predicate: the block stores only where it holds
     double_buffered: bool = False  # double_buffer(): a GPU hint, recorded only
     prefetches: list = field(default_factory=list)  # prefetch(): hints, recorded only
@@ -383,6 +392,7 @@ class Stage:
             raise ScheduleError(
                 f"compute_at on stage '{self.name}': a stage cannot be computed at its own loop"
             )
+        check_same_group(self, parent, f"compute_at on stage '{self.name}'")
         if not any(scope is x for x in parent.all_iter_vars):
             owner = self._sch._owner(scope)
             where = f"belongs to stage '{owner.name}'" if owner else "is not a loop of any stage"
@@ -456,6 +466,16 @@ class Schedule:
                 self._deps[id(self.stage_map[id(op)])] = [
                     self.stage_map[id(t.op)] for t in op.input_tensors if id(t.op) in self.stage_map
                 ]
+        add_scan_groups(self)
+
+    @property
+    def groups(self) -> list:
+        """The stage groups: scans' bodies and those create_group made (te/group.py)."""
+        return list(sch_groups(self))
+
+    def create_group(self, outputs: Any, inputs: Any, include_inputs: bool = False) -> Any:
+        """Group the stages between `inputs` and `outputs`; `g.compute_at` places them all."""
+        return create_group(self, outputs, inputs, include_inputs)
 
     @property
     def stages(self) -> list[Stage]:
@@ -715,7 +735,9 @@ class _Replay:
 
         self.te = te_sch
         # Outputs left out of the arguments are still computed (into internal buffers).
-        outputs = tuple(t for op in te_sch.outputs if isinstance(op, ComputeOp) for t in op.outputs)
+        outputs = tuple(
+            t for op in te_sch.outputs if not isinstance(op, PlaceholderOp) for t in op.outputs
+        )
         # An inlined stage that is also an argument is still written (the caller reads it);
         # its consumers get the inlined expression.
         copies = tuple(
@@ -832,7 +854,9 @@ class _Replay:
         return self.loop.get(id(iv))
 
     def _attach(self, st: Stage) -> None:
-        kind = st.attach.kind
+        kind, parent, scope = st.attach.kind, st.attach.parent, st.attach.iv
+        if kind == "root" and group_attachment(st) is not None:  # its group was placed
+            kind, (parent, scope) = "at", group_attachment(st)
         if kind == "inline":
             if st.actions:
                 raise ScheduleError(
@@ -841,12 +865,11 @@ class _Replay:
                 )
             self.sch.compute_inline(self.block[id(st)])
         elif kind == "at":
-            parent = st.attach.parent
-            scope = parent._legal_attach(st.attach.iv)
+            scope = parent._legal_attach(scope)
             loop = self._loop_of(parent, scope, f"compute_at of stage '{st.name}'")
             if loop is None:
                 raise ScheduleError(
-                    f"compute_at of stage '{st.name}' at loop '{st.attach.iv.var.name}' of "
+                    f"compute_at of stage '{st.name}' at loop '{scope.var.name}' of "
                     f"stage '{parent.name}': that loop does not exist when '{st.name}' is "
                     f"placed ('{parent.name}' must consume '{st.name}', and a cache stage "
                     "made later may have replaced it); attach to a loop of a consumer"
