@@ -6,22 +6,20 @@ import math
 from typing import Any
 
 from ...ir.dtype import DataType
-
 from ..expr import (
+    LT,
+    Add,
     FloorDiv,
     FloorMod,
     IntImm,
     IterType,
     IterVar,
-    LT,
+    Mul,
     PrimExpr,
-    Range,
+    Sub,
     Var,
     as_expr,
     binary,
-    Add,
-    Mul,
-    Sub,
     cast,
     logical_and,
 )
@@ -29,7 +27,14 @@ from ..function import PrimFunc
 from ..functor import substitute
 from ..op import likely
 from ..stmt import Block, BlockRealize, For, ForKind, IfThenElse, Stmt
-from .common import analyzer, const_int, describe_loop, is_zero, schedule_error
+from .common import (
+    analyzer,
+    const_int,
+    describe_loop,
+    is_reduction_block,
+    is_zero,
+    schedule_error,
+)
 from .tree import Path, loops_above, map_realizes, replace_stmt, uses_var, walk
 
 
@@ -290,6 +295,17 @@ def _check_no_reduction(func: PrimFunc, loop: For, kind: ForKind) -> None:
                 )
 
 
+def _enclosing_bindings(stmts: tuple) -> dict:
+    """Iter var -> value in loop variables, for the blocks realized along `stmts` (outermost
+    first): a nested block's indices use its parents' iterators."""
+    out: dict = {}
+    for a in stmts:
+        if isinstance(a, BlockRealize):
+            for iv, v in zip(a.block.iter_vars, a.iter_values):
+                out[iv.var] = substitute(v, out) if out else v
+    return out
+
+
 def _check_disjoint_updates(func: PrimFunc, loop: For, path: Path, kind: ForKind) -> None:
     """Blocks that accumulate (an init, or reading what they write) must update different
     elements in different iterations of a loop that runs its iterations at the same time."""
@@ -304,8 +320,10 @@ def _check_disjoint_updates(func: PrimFunc, loop: For, path: Path, kind: ForKind
             continue
         if s.block.init is None and not _self_reads(s.block):
             continue  # overlapping plain stores write the same values
-        inner = loops_above(p)[len(loops_above(path)) + 1 :]
-        if iterations_collide(loop, s, inner, loops_above(path)):
+        below = p[len(path) + 1 :]  # statements between the loop and the block
+        inner = [a for a in below if isinstance(a, For)]
+        outer_bind = _enclosing_bindings(below)
+        if iterations_collide(loop, s, inner, loops_above(path), outer_bind):
             out = ", ".join(w.buffer.name for w in s.block.writes)
             raise schedule_error(
                 func,
@@ -329,18 +347,24 @@ def _check_no_carried_update(func: PrimFunc, loop: For, kind: ForKind) -> None:
     verb, _ = _KIND_VERB[kind]
     mine = {id(loop.loop_var)}
     ana = analyzer()
+    # a buffer allocated by a block under the loop is fresh in every iteration: not shared
+    private = {id(b) for n, _ in walk(loop.body) if isinstance(n, Block) for b in n.alloc_buffers}
     for s, _ in walk(loop.body):
         if not isinstance(s, BlockRealize):
             continue
         bind = {iv.var: v for iv, v in zip(s.block.iter_vars, s.iter_values)}
-        stores = [n for n, _ in walk(s.block.body) if isinstance(n, BufferStore)]
+        stores = [
+            n
+            for n, _ in walk(s.block.body)
+            if isinstance(n, BufferStore) and id(n.buffer) not in private
+        ]
         for st in stores:
             loads: list = []
             post_order_visit(
                 s.block.body,
-                lambda n, b=st.buffer: loads.append(n)
-                if isinstance(n, BufferLoad) and n.buffer is b
-                else None,
+                lambda n, b=st.buffer: (
+                    loads.append(n) if isinstance(n, BufferLoad) and n.buffer is b else None
+                ),
             )
             at = [ana.simplify(substitute(i, bind)) for i in st.indices]
             for ld in loads:
@@ -366,17 +390,72 @@ def check_loop_kind(func: PrimFunc, loop: For, kind: ForKind, path: Path = ()) -
         _check_disjoint_updates(func, loop, path, kind)
 
 
+def _affine(e: Any, loop_vars: set[int]) -> bool:
+    """Quasi-affine in the loop variables: sums of them times loop-free factors, floordiv /
+    floormod by loop-free divisors (symbolic extents allowed), casts of such."""
+    from ..expr import Add, Cast, FloorDiv, FloorMod, IntImm, Mul, Sub
+
+    if isinstance(e, Var | IntImm):
+        return True
+    if isinstance(e, Cast):
+        return _affine(e.value, loop_vars)
+    if isinstance(e, Add | Sub):
+        return _affine(e.a, loop_vars) and _affine(e.b, loop_vars)
+    if isinstance(e, Mul):
+        free_a, free_b = not uses_var(e.a, loop_vars), not uses_var(e.b, loop_vars)
+        return (free_a and _affine(e.b, loop_vars)) or (free_b and _affine(e.a, loop_vars))
+    if isinstance(e, FloorDiv | FloorMod):
+        return not uses_var(e.b, loop_vars) and _affine(e.a, loop_vars)
+    return not uses_var(e, loop_vars)
+
+
+def _check_affine_bindings(func: PrimFunc, loop: For, kind: ForKind) -> None:
+    """Blocks under a loop that runs its iterations at once need quasi-affine bindings where
+    the loop drives them, and reduction blocks everywhere (TVM's rule: only then are their
+    iteration sets the boxes the race checks reason about)."""
+    verb, _ = _KIND_VERB[kind]
+    loop_vars = {id(f.loop_var) for f, _ in walk(func.body) if isinstance(f, For)}
+    for s, _ in walk(loop.body):
+        if not isinstance(s, BlockRealize):
+            continue
+        reduction = is_reduction_block(s.block)  # all of its bindings must be affine
+        for iv, v in zip(s.block.iter_vars, s.iter_values):
+            if (reduction or uses_var(v, {id(loop.loop_var)})) and not _affine(v, loop_vars):
+                raise schedule_error(
+                    func,
+                    f"{verb}(loop '{loop.loop_var.name}'): block '{s.block.name_hint}' binds "
+                    f"'{iv.var.name}' to {v}, which is not quasi-affine in the loops; only "
+                    "affine bindings (sums of loop variables times constants, floordiv/floormod "
+                    "by constants) can run in parallel",
+                    s,
+                )
+
+
+def check_schedule_kind(
+    func: PrimFunc, loop: For, kind: ForKind, thread: str | None, path: Path
+) -> None:
+    """The legality rules of parallel/vectorize/unroll/bind at schedule time. Binding to a
+    threadIdx axis may carry a reduction (a cross-thread reduction, as TVM allows): the
+    build-time check (verify.py) refuses it unless the target lowers it without a race."""
+    if kind in _KIND_VERB:
+        _check_affine_bindings(func, loop, kind)
+    if kind is ForKind.THREAD_BINDING and (thread or "").startswith("threadIdx."):
+        _check_no_carried_update(func, loop, kind)
+        return
+    check_loop_kind(func, loop, kind, path)
+
+
 def set_loop_kind(
     func: PrimFunc, loop: For, kind: ForKind, thread: str | None = None, path: Path = ()
 ) -> PrimFunc:
     """Mark `loop` parallel / vectorized / unrolled / bound to a thread axis."""
-    check_loop_kind(func, loop, kind, path)
+    check_schedule_kind(func, loop, kind, thread, path)
     if kind is ForKind.VECTORIZED and const_int(loop.extent) is None:
         pass  # a symbolic vector loop lowers to a scalar loop with vectorize metadata
     binding = None
     if kind is ForKind.THREAD_BINDING:
-        binding = IterVar(
-            Range(loop.min, loop.extent),
+        binding = IterVar(  # no dom: the loop's own range is the thread extent (as TVM)
+            None,
             Var(thread, loop.loop_var.dtype),
             IterType.ThreadIndex,
             thread,

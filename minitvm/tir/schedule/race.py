@@ -103,13 +103,41 @@ def _spatial(r: BlockRealize) -> list[PrimExpr]:
     ]
 
 
-def iterations_collide(loop: For, r: BlockRealize, inner: list[For], outer: list[For]) -> bool:
-    """True when two iterations of `loop` run block `r` at the same spatial point.
+def _written(r: BlockRealize, outer: dict) -> list[PrimExpr] | None:
+    """The indices the block's own stores write, in the loop variables of its binding (and
+    of the enclosing blocks' bindings `outer`); None when a store sits under a loop or block
+    inside the block (its index is not a point)."""
+    from ..functor import substitute
+    from ..stmt import Block, BufferStore
+    from ..stmt import For as ForStmt
+    from .tree import walk
+
+    bind = dict(outer)
+    bind.update({iv.var: substitute(v, outer) for iv, v in zip(r.block.iter_vars, r.iter_values)})
+    own = {id(b) for b in r.block.alloc_buffers}
+    out: list[PrimExpr] = []
+    for s, path in walk(r.block.body):
+        if isinstance(s, BufferStore) and id(s.buffer) not in own:
+            if any(isinstance(p, ForStmt | Block) for p in path):
+                return None
+            out += [substitute(i, bind) for i in s.indices]
+    return out
+
+
+def iterations_collide(
+    loop: For, r: BlockRealize, inner: list[For], outer: list[For], outer_bind: dict | None = None
+) -> bool:
+    """True when two iterations of `loop` run block `r` at the same written point.
 
     `inner` are the loops between `loop` and the block, `outer` the loops around `loop`
-    (held at their first iteration).
+    (held at their first iteration). The written point is the store indices when the block
+    stores at points, else its spatial iterators (a well-formed block writes by those).
     """
-    spatial = _spatial(r)
+    from ..functor import substitute
+
+    outer_bind = outer_bind or {}
+    written = _written(r, outer_bind)
+    spatial = written if written else [substitute(v, outer_bind) for v in _spatial(r)]
     if not uses_var(spatial, {id(loop.loop_var)}):
         return True  # every iteration writes the very same elements
     nest = [loop] + inner

@@ -257,3 +257,76 @@ def test_reverse_compute_at_refuses_to_split_a_reduction_over_a_parallel_loop():
     _, sch, t = _row_sums("parallel")
     with pytest.raises(ScheduleError, match="piece by piece along reduction iterator 'vk'"):
         sch.reverse_compute_at(sch.get_block("S"), t)
+
+
+def test_parallel_refuses_a_block_whose_spatial_iterator_does_not_index_its_output():
+    @T.prim_func
+    def col_sums(A: T.Buffer((32, 8), "float32"), B: T.Buffer((8,), "float32")):
+        for i, k in T.grid(32, 8):
+            with T.block("B"):
+                vi, vk = T.axis.remap("SR", [i, k])
+                with T.init():
+                    B[vk] = T.float32(0)
+                B[vk] = B[vk] + A[vi, vk]
+
+    sch = tir.Schedule(col_sums)
+    i, _ = sch.get_loops(sch.get_block("B"))
+    # every i updates all of B: the stores, not the iterator kinds, decide the race
+    with pytest.raises(ScheduleError, match=r"parallel\(loop 'i'\): block 'B' .* same elements"):
+        sch.parallel(i)
+
+
+def test_parallel_refuses_a_reduction_with_a_non_affine_binding():
+    @T.prim_func
+    def odd(A: T.Buffer((16, 64), "float32"), B: T.Buffer((16,), "float32")):
+        for i, k in T.grid(16, 8):
+            with T.block("B"):
+                vi = T.axis.spatial(16, i)
+                vk = T.axis.reduce(64, k * k // 2)
+                with T.init():
+                    B[vi] = T.float32(0)
+                B[vi] = B[vi] + A[vi, vk]
+
+    sch = tir.Schedule(odd)
+    i, _ = sch.get_loops(sch.get_block("B"))
+    with pytest.raises(ScheduleError, match=r"binds 'vk' to .* not quasi-affine"):
+        sch.parallel(i)
+
+
+@T.prim_func
+def staged_rows(A: T.Buffer((8, 16), "float32"), B: T.Buffer((8,), "float32")):
+    for i in range(8):
+        with T.block("outer"):
+            vi = T.axis.spatial(8, i)
+            S = T.alloc_buffer((1, 16), "float32", scope="shared")
+            for c in range(16):
+                with T.block("stage"):
+                    vc = T.axis.spatial(16, c)
+                    S[0, vc] = A[vi, vc]
+            for k in range(16):
+                with T.block("sum"):
+                    vk = T.axis.reduce(16, k)
+                    with T.init():
+                        B[vi] = T.float32(0)
+                    B[vi] = B[vi] + S[0, vk] * T.float32(2)
+
+
+def test_bind_treats_a_block_local_buffer_as_private_to_each_iteration():
+    sch = tir.Schedule(staged_rows)
+    (i,) = sch.get_loops(sch.get_block("outer"))
+    sch.bind(i, "blockIdx.x")
+    loop = sch.get(i)
+    assert loop.thread_binding.thread_tag == "blockIdx.x" and loop.thread_binding.dom is None
+    a = np.random.default_rng(2).standard_normal((8, 16)).astype("float32")
+    (b,) = run_prim_func(sch.mod["main"], a, np.zeros(8, "float32"))[1:]
+    np.testing.assert_allclose(b, a.sum(axis=1) * 2, rtol=1e-5)
+
+
+def test_bind_reduction_loop_to_threadidx_is_a_cross_thread_reduction_not_to_blockidx():
+    sch = tir.Schedule(staged_rows)
+    (k,) = sch.get_loops(sch.get_block("sum"))
+    with pytest.raises(ScheduleError, match=r"drives reduction iterator 'vk'"):
+        sch.copy().bind(k, "blockIdx.x")
+    sch.bind(k, "threadIdx.x")  # accepted as TVM does; a CPU build refuses the race
+    with pytest.raises(ScheduleError, match=r"binding it to threads would race on B"):
+        tvm.build(sch.mod, target="llvm")

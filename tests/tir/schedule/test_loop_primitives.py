@@ -3,6 +3,7 @@
 import pytest
 from sched_workloads import build_and_run, chain, matmul
 
+import minitvm as tvm
 from minitvm import te, tir
 from minitvm.error import ScheduleError
 from minitvm.tir import ForKind
@@ -189,7 +190,12 @@ def test_bind_thread_axis_is_structural():
     loop = sch.get(i)
     assert loop.kind is ForKind.THREAD_BINDING and loop.thread_binding.thread_tag == "threadIdx.x"
     with pytest.raises(ScheduleError, match=r"bind\(loop 'k' of block 'C'\)"):
-        sch.bind(k, "threadIdx.y")
+        sch.copy().bind(k, "blockIdx.y")
+    # threadIdx may carry a reduction (TVM's cross-thread reduction); a build without a
+    # cross-thread lowering refuses the race
+    sch.bind(k, "threadIdx.y")
+    with pytest.raises(ScheduleError, match=r"drives reduction iterator 'v_k'; binding it"):
+        tvm.build(sch.mod, target="llvm")
 
 
 def test_annotate_and_unannotate_loop_and_block():
