@@ -7,14 +7,23 @@ from typing import Any
 
 from ...ir.structural import structural_equal
 from ..buffer import Buffer, decl_buffer
-from ..expr import BufferLoad, IntImm, IterType, IterVar, Range, Var, const_value
+from ..expr import BufferLoad, IterType, IterVar, Range, Var, as_expr, const_value
 from ..function import PrimFunc
 from ..functor import Mutator, post_order_visit, substitute
-from ..index_map import IndexMap
-from ..stmt import Block, BlockRealize, BufferRegion, BufferStore, For, ForKind, SeqStmt, Stmt
+from ..index_map import IndexMap, analyse
+from ..stmt import Block, BlockRealize, BufferRegion, BufferStore, For, SeqStmt, Stmt, seq
 from .common import add_root_alloc, analyzer, insert_in_scope, schedule_error, unique_name
 from .layout import as_index_map, block_index_dtype, resolve_buffer
-from .tree import Path, replace_stmt, root_realize, scope_body, uses_var, walk
+from .tree import (
+    Path,
+    find_loop,
+    loops_above,
+    replace_stmt,
+    root_realize,
+    scope_body,
+    uses_var,
+    walk,
+)
 
 
 def _accesses(block: Block, buf: Buffer) -> list[tuple]:
@@ -142,15 +151,22 @@ def reindex(
                 "not; map only the iterators its indices use",
                 r,
             )
-        shape = tuple(
-            IndexMap(imap.initial_indices, imap.final_indices).map_shape(
-                [iv.dom.extent for iv in block.iter_vars]
+        # the cache must give every accessed element its own slot: the map restricted to the
+        # iterators the access uses has to be provably injective
+        restricted = IndexMap([iv.var for iv in used], list(cache_idx))
+        layout = analyse(restricted, [iv.dom.extent for iv in used])
+        if layout.outputs is None:
+            raise schedule_error(
+                func,
+                f"{what}: cannot prove that the index map sends the elements the block "
+                f"accesses to distinct cache elements (over {[iv.var.name for iv in used]})",
+                r,
             )
-        )
+        shape = tuple(as_expr(e) for e in layout.extents)
     suffix = "reindex" if scope is None else scope
     name = unique_name(func, f"{buf.name}_{suffix}")
     cache = decl_buffer(shape, buf.dtype, name, scope=scope or buf.storage_scope)
-    _check_order(func, r, buf, kind, what)
+    lca, _ = _placement(func, r, path, buf, kind, what)
     swap = _Swap(buf, cache, cache_idx)
     new_block = block.replace(
         body=swap.visit(block.body),
@@ -158,38 +174,101 @@ def reindex(
         reads=swap.visit(block.reads),
         writes=swap.visit(block.writes),
     )
-    _, pos = _top_position(func, r)
-    nest = _copy_nest(block, used, buf, idx, cache, cache_idx, kind, name)
-    func = replace_stmt(func, r, r.replace(block=new_block))
-    func = insert_in_scope(func, nest, lambda _items: pos if kind == "read" else pos + 1)
+    inner = [f for f in loops_above(path) if not any(f is g for g in lca)]
+    dropped = {
+        id(f.loop_var)
+        for f in inner
+        if not any(uses_var(v, {id(f.loop_var)}) for v in _used_values(r, used))
+    }
+    if uses_var(r.predicate, dropped):
+        raise schedule_error(
+            func,
+            f"{what}: the block's predicate depends on loops the copy does not keep",
+            r,
+        )
+    nest = _copy_nest(r, inner, used, buf, idx, cache, cache_idx, kind, name)
+    new_r = r.replace(block=new_block)
+    func = replace_stmt(func, r, new_r)
+    if lca:
+        node, _ = find_loop(func, lca[-1].loop_var)
+        body = _insert_next_to(node.body, new_r, nest, kind == "read")
+        func = replace_stmt(func, node, node.replace(body=body))
+    else:
+        _, pos = _top_position(func, new_r)
+        func = insert_in_scope(func, nest, lambda _items: pos if kind == "read" else pos + 1)
     return add_root_alloc(func, cache), name
 
 
-def _check_order(func: PrimFunc, r: BlockRealize, buf: Buffer, kind: str, what: str) -> None:
-    """A read copy runs before the block: every other writer of `buf` must come earlier; a
-    write copy runs after: the block is the only writer and every reader comes later."""
-    items, pos = _top_position(func, r)
-    for k, item in enumerate(items):
-        for s, _ in walk(item):
-            if not isinstance(s, BlockRealize) or s is r or s is root_realize(func):
-                continue
-            writes = any(w.buffer is buf for w in s.block.writes)
-            reads = any(rg.buffer is buf for rg in s.block.reads)
-            bad = (kind == "read" and writes and k >= pos) or (
-                kind == "write" and (writes or (reads and k <= pos))
+def _used_values(r: BlockRealize, used: list) -> list:
+    ids = {id(iv.var) for iv in used}
+    return [v for iv, v in zip(r.block.iter_vars, r.iter_values) if id(iv.var) in ids]
+
+
+def _insert_next_to(body: Stmt, r: BlockRealize, nest: Stmt, before: bool) -> Stmt:
+    items = list(body.seq) if isinstance(body, SeqStmt) else [body]
+    k = next(i for i, s in enumerate(items) if any(x is r for x, _ in walk(s)))
+    items.insert(k if before else k + 1, nest)
+    return seq(*items)
+
+
+def _placement(
+    func: PrimFunc, r: BlockRealize, path: Path, buf: Buffer, kind: str, what: str
+) -> tuple[list[For], list]:
+    """(the loops shared by the block and the other blocks that write (for a read copy) or
+    read (for a write copy) the buffer, those blocks); the copy goes inside the innermost
+    shared loop, right before (after) the block, and the order is checked: a read copy must
+    come after every other writer, a write copy before every reader."""
+    root = root_realize(func)
+    others = [
+        (x, p)
+        for x, p in walk(func.body)
+        if isinstance(x, BlockRealize) and x is not r and x is not root
+    ]
+    writers = [(x, p) for x, p in others if any(w.buffer is buf for w in x.block.writes)]
+    readers = [(x, p) for x, p in others if any(g.buffer is buf for g in x.block.reads)]
+    if kind == "write" and writers:
+        x = writers[0][0]
+        raise schedule_error(
+            func,
+            f"{what}: block '{x.block.name_hint}' also writes '{buf.name}'; the copy back "
+            "would overwrite its values",
+            r,
+        )
+    related = writers if kind == "read" else readers
+    mine = path + (r,)
+    shared_len = len(mine)
+    for _, p in related:
+        n = 0
+        while n < min(len(mine), len(p)) and mine[n] is p[n]:
+            n += 1
+        shared_len = min(shared_len, n)
+    if not related:
+        shared_len = 0
+    common = mine[:shared_len]
+    lca = [s for s in common if isinstance(s, For)]
+    # order at the insertion level: the child that holds the block vs those of the others
+    scope = lca[-1].body if lca else scope_body(func)
+    items = list(scope.seq) if isinstance(scope, SeqStmt) else [scope]
+    mine_k = next(i for i, s in enumerate(items) if any(x is r for x, _ in walk(s)))
+    for x, _ in related:
+        ks = [i for i, s in enumerate(items) if any(y is x for y, _ in walk(s))]
+        bad = (
+            not ks or (kind == "read" and ks[0] >= mine_k) or (kind == "write" and ks[0] <= mine_k)
+        )
+        if bad:
+            raise schedule_error(
+                func,
+                f"{what}: block '{x.block.name_hint}' "
+                f"{'writes' if kind == 'read' else 'reads'} '{buf.name}' where the copy would "
+                "change what it sees",
+                r,
             )
-            if bad:
-                raise schedule_error(
-                    func,
-                    f"{what}: block '{s.block.name_hint}' also "
-                    f"{'writes' if writes else 'reads'} '{buf.name}' where the copy would "
-                    "change what it sees",
-                    r,
-                )
+    return lca, related
 
 
 def _copy_nest(
-    block: Block,
+    r: BlockRealize,
+    inner: list[For],
     used: list[IterVar],
     buf: Buffer,
     idx: tuple,
@@ -198,12 +277,13 @@ def _copy_nest(
     kind: str,
     name: str,
 ) -> Stmt:
-    """Loops over the used iterators around `cache[cache_idx] = buf[idx]` (or back)."""
-    pos = {id(iv.var): k for k, iv in enumerate(block.iter_vars)}
-    loops = [Var(f"ax{pos[id(iv.var)]}", iv.var.dtype) for iv in used]
-    ivs = [
-        IterVar(iv.dom, Var(f"v{pos[id(iv.var)]}", iv.var.dtype), IterType.DataPar) for iv in used
-    ]
+    """The block's loops below the insertion point that drive the used iterators, around
+    `cache[cache_idx] = buf[idx]` (or back), the iterators bound as in the block."""
+    block = r.block
+    binding = {id(iv.var): v for iv, v in zip(block.iter_vars, r.iter_values)}
+    kept = [f for f in inner if any(uses_var(binding[id(iv.var)], {id(f.loop_var)}) for iv in used)]
+    lmap = {f.loop_var: Var(f.loop_var.name, f.loop_var.dtype) for f in kept}
+    ivs = [IterVar(iv.dom, Var(iv.var.name, iv.var.dtype), IterType.DataPar) for iv in used]
     vmap = {old.var: new.var for old, new in zip(used, ivs)}
     src_idx = tuple(substitute(i, vmap) for i in idx)
     dst_idx = tuple(substitute(i, vmap) for i in cache_idx)
@@ -220,9 +300,10 @@ def _copy_nest(
         name,
         store,
     )
-    stmt: Stmt = BlockRealize(tuple(loops), IntImm("bool", 1), new)
-    for v, iv in reversed(list(zip(loops, used))):
-        stmt = For(v, IntImm(v.dtype, 0), iv.dom.extent, ForKind.SERIAL, stmt)
+    values = tuple(substitute(binding[id(iv.var)], lmap) for iv in used)
+    stmt: Stmt = BlockRealize(values, substitute(r.predicate, lmap), new)
+    for f in reversed(kept):
+        stmt = For(lmap[f.loop_var], f.min, f.extent, f.kind, stmt, f.thread_binding)
     return stmt
 
 

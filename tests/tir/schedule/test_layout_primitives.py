@@ -616,3 +616,40 @@ def test_layouts_with_a_symbolic_extent():
     np.testing.assert_allclose(out.numpy(), (a * 2).reshape(-1), rtol=1e-6)
     with pytest.raises(ScheduleError, match="cannot prove"):
         IndexMap.from_func(lambda i, j: (i * n + j // 2,)).inverse([3, n])
+
+
+@T.prim_func
+def producer_in_tiles(A: T.Buffer((91,), "float32"), C: T.Buffer((91,), "float32")):
+    B = T.alloc_buffer((91,))
+    D = T.alloc_buffer((91,))
+    for i in range(7):
+        for j in range(13):
+            with T.block("B"):
+                vi = T.axis.spatial(91, i * 13 + j)
+                B[vi] = A[vi] * 2.0
+        for j in range(13):
+            with T.block("D"):
+                vi = T.axis.spatial(91, i * 13 + j)
+                D[vi] = B[vi] + 1.0
+    for i in range(91):
+        with T.block("C"):
+            vi = T.axis.spatial(91, i)
+            C[vi] = D[vi] + B[vi]
+
+
+def test_reindex_cache_read_inside_the_shared_loop():
+    sch = tir.Schedule(producer_in_tiles)
+    sch.reindex_cache_read("D", 0, "global", lambda v: (v // 13, v % 13))
+    # the copy sits under loop i, between the producer and the consumer
+    (i,) = sch.get_loops(sch.get_block("B_global"))[:1]
+    assert sch.get(i).loop_var.name == "i"
+    a = rand(91)
+    np.testing.assert_allclose(run(sch.mod, [a], (91,)), a * 4 + 1, rtol=1e-6)
+
+
+def test_reindex_cache_refuses_a_map_that_merges_elements():
+    sch = tir.Schedule(transpose_scale)
+    with pytest.raises(ScheduleError, match="distinct cache elements"):
+        sch.reindex_cache_read("B", 0, "global", lambda i, j: (j * 2,))
+    with pytest.raises(ScheduleError, match="distinct cache elements"):
+        sch.reindex_cache_write("B", 0, "global", lambda i, j: (i + j,))
