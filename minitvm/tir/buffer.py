@@ -31,6 +31,11 @@ class Buffer(Node):
     _is_buffer = True
     # a symbolic dim (`n` in shape (n, 128)) is defined where its buffer is first seen
     _def_fields = ("data", "shape", "strides", "elem_offset")
+    # as in TVM, a buffer's name and offset_factor do not take part in structural equality
+    _structural_order = (
+        "data", "dtype", "shape", "strides", "axis_separators", "elem_offset", "storage_scope",
+        "data_alignment",
+    )  # fmt: skip
 
     def __post_init__(self):
         setfield(self, "dtype", DataType(self.dtype))

@@ -53,3 +53,13 @@ def test_nd_empty_takes_the_device_keyword():
 def test_ffi_and_instrument_resolve_after_a_plain_import():
     assert issubclass(tvm._ffi.base.TVMError, RuntimeError)
     assert tvm.instrument.PrintBeforeAll is not None
+
+
+def test_buffer_names_do_not_take_part_in_structural_equality():
+    text = _sum_rows.script()
+    renamed = tvm.script.from_source(text.replace("a[", "x[").replace("a: T.Buffer", "x: T.Buffer"))
+    assert "x[vi, vk]" in renamed.script()
+    tvm.ir.assert_structural_equal(_sum_rows, renamed)
+    other_shape = tvm.script.from_source(text.replace("(4, 8)", "(4, 9)"))
+    with pytest.raises(AssertionError):
+        tvm.ir.assert_structural_equal(_sum_rows, other_shape)
