@@ -727,11 +727,12 @@ class TIRParser:
         if spec.shape is None:
             raise self.error(node, f"buffer '{name}' needs a shape")
         data = spec.data if spec.data is not None else Var(name, DataType("handle"))
+        index = _index_dtype(spec.shape)
         offset = spec.elem_offset
         if offset is None:  # TVM: a region matched with an offset_factor has a variable offset
             implicit = spec.kind == "match" and spec.source is not None and spec.offset_factor
-            offset = Var(f"{name}_elem_offset", DataType("int32")) if implicit else 0
-        strides = tuple(_stride_var(name, k, s) for k, s in enumerate(spec.strides))
+            offset = Var(f"{name}_elem_offset", index) if implicit else 0
+        strides = tuple(_stride_var(name, k, s, index) for k, s in enumerate(spec.strides))
         return self.guard(
             node,
             lambda: Buffer(
@@ -938,10 +939,16 @@ def _region_defaults(spec: BufferSpec) -> BufferSpec:
     return replace(spec, shape=shape, dtype=spec.dtype or spec.source.buffer.dtype)
 
 
-def _stride_var(buffer: str, k: int, stride: Any) -> Any:
+def _index_dtype(shape: tuple) -> DataType:
+    """The index dtype of a buffer's implicit variables: its first dimension's (as TVM)."""
+    first = shape[0] if shape else None
+    return first.dtype if isinstance(first, PrimExpr) else DataType("int32")
+
+
+def _stride_var(buffer: str, k: int, stride: Any, index: DataType) -> Any:
     """TVM spells an unknown stride as a name (strides=["s0", "s1"]) or T.int32(): a new var."""
     if isinstance(stride, str):
-        return Var(stride, DataType("int32"))
+        return Var(stride, index)
     if isinstance(stride, VarDecl):
         return Var(f"{buffer}_s{k}", stride.dtype)
     return stride

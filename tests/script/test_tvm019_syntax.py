@@ -418,3 +418,19 @@ def test_vector_constants_lets_and_aliases():
 def test_infinity_and_buffer_decl_spellings():
     assert T.infinity("float32").value == float("inf")
     assert T.buffer_decl is T.decl_buffer and T.buffer is T.Buffer
+
+
+def test_a_views_offset_variable_takes_the_index_dtype_of_its_shape():
+    src = """
+@T.prim_func
+def f(A: T.Buffer((T.int64(8),), "float32")):
+    for i in range(T.int64(2)):
+        with T.block("b"):
+            vi = T.axis.spatial(T.int64(2), i)
+            V = T.match_buffer(A[vi * T.int64(4) : vi * T.int64(4) + T.int64(4)], (T.int64(4),), offset_factor=1)
+            V[T.int64(0)] = T.float32(1)
+"""
+    func = from_source(src)
+    view = func.body.block.body.body.block.match_buffers[0].buffer
+    assert str(view.elem_offset.dtype) == "int64"
+    _round_trip(func)
