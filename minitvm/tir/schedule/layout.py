@@ -3,6 +3,7 @@ block's iteration space is laid out, through an IndexMap whose inverse we can pr
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from typing import Any
 
@@ -334,10 +335,100 @@ def transform_layout(
         func, block_name = _pad_in_producer(func, producer, buf, imap, layout, inverse, pred, pad)
         func = _rewrite_buffer(func, buf, new, fn)
         return _simplify_block(func, block_name)
+    nest = _row_major_loops(func, buf)
+    if nest is not None:
+        func, outer = _pad_in_loops(func, nest, buf, layout, inverse, pred, pad)
+        func = _rewrite_buffer(func, buf, new, fn)
+        return _simplify_loops(func, outer)
     func = _rewrite_buffer(func, buf, new, fn)
     if _writers(func, new):
         func = _write_padding(func, new, inverse, pred, pad)
     return func
+
+
+def _row_major_loops(func: PrimFunc, buf: Buffer) -> list[For] | None:
+    """The perfectly nested loops `for i0, i1, ...` over `buf`'s shape inside which every store
+    to `buf` is `buf[i0, i1, ...]` and nothing else is stored (opaque blocks with no
+    iterators); None when the producer does not have that shape."""
+    stores = [x for x, _ in walk(func.body) if isinstance(x, BufferStore)]
+    mine = [x for x in stores if x.buffer is buf]
+    if not mine:
+        return None
+    first = mine[0]
+    found = next(((x, p) for x, p in walk(func.body) if x is first), None)
+    loops = [f for f in found[1] if isinstance(f, For)] if found else []
+    by_var = {id(f.loop_var): f for f in loops}
+    chain = [by_var.get(id(i)) for i in first.indices]
+    if None in chain or len({id(f) for f in chain}) != len(chain) or not chain:
+        return None
+    for f, d in zip(chain, buf.shape):
+        if const_value(f.min) != 0 or not _same_extent(f.extent, d) or f.kind != ForKind.SERIAL:
+            return None
+    if any(a.body is not b for a, b in itertools.pairwise(chain)):
+        return None
+    inside = [x for x, _ in walk(chain[0])]
+    if any(isinstance(x, BufferStore) and x.buffer is not buf for x in inside):
+        return None
+    if any(isinstance(x, Block) and x.iter_vars for x in inside):
+        return None
+    outside_stores = [x for x in mine if not any(x is y for y in inside)]
+    if outside_stores or any(
+        tuple(id(i) for i in x.indices) != tuple(id(f.loop_var) for f in chain)
+        for x in inside
+        if isinstance(x, BufferStore)
+    ):
+        return None
+    return chain
+
+
+def _pad_in_loops(
+    func: PrimFunc,
+    chain: list[For],
+    buf: Buffer,
+    layout: Any,
+    inverse: IndexMap,
+    pred: PrimExpr,
+    pmap: IndexMap,
+) -> tuple[PrimFunc, Var]:
+    """The loops over `buf` become loops over the transformed shape; each store writes
+    `if_then_else(padding, pad_value, value)` (old loop variables through the inverse)."""
+    from ..op import if_then_else
+
+    dtype = chain[0].loop_var.dtype
+    ys = [
+        Var(chain[j].loop_var.name if j < len(chain) else f"ax{j}", dtype)
+        for j in range(len(layout.extents))
+    ]
+    inv_vars = retype_vars(inverse.initial_indices, dtype)
+    olds = retype(inverse.final_indices, inverse.initial_indices, dtype)
+    vmap = {f.loop_var: substitute(e, dict(zip(inv_vars, ys))) for f, e in zip(chain, olds)}
+    cond = substitute(retype([pred], inverse.initial_indices, dtype)[0], dict(zip(inv_vars, ys)))
+    pad = pmap.map_indices(list(ys))[0]
+
+    class _Guard(Mutator):
+        def visit_BufferStore(self, st: BufferStore) -> Any:
+            value = substitute(st.value, vmap)
+            return st.replace(
+                value=if_then_else(cond, pad, value), indices=substitute(st.indices, vmap)
+            )
+
+        def visit_PrimExpr(self, e: Any) -> Any:
+            return substitute(e, vmap)
+
+    body = _Guard().visit(chain[-1].body)
+    for y, ext in reversed(list(zip(ys, layout.extents))):
+        body = For(y, IntImm(dtype, 0), as_expr(ext, like=dtype), ForKind.SERIAL, body)
+    return replace_stmt(func, chain[0], body), ys[0]
+
+
+def _simplify_loops(func: PrimFunc, outer: Var) -> PrimFunc:
+    """Simplify indices under the loop of variable `outer` with its loops' ranges."""
+    from .tree import find_loop
+
+    node, _ = find_loop(func, outer)
+    loops = [x for x, _ in walk(node) if isinstance(x, For)]
+    ana = analyzer(f for f in loops if const_value(f.extent) != 1)
+    return replace_stmt(func, node, _SimplifyIndices(ana).visit(node))
 
 
 def _root_allocs(func: PrimFunc) -> tuple:

@@ -653,3 +653,26 @@ def test_reindex_cache_refuses_a_map_that_merges_elements():
         sch.reindex_cache_read("B", 0, "global", lambda i, j: (j * 2,))
     with pytest.raises(ScheduleError, match="distinct cache elements"):
         sch.reindex_cache_write("B", 0, "global", lambda i, j: (i + j,))
+
+
+@T.prim_func
+def opaque_row_sums(A: T.Buffer((14, 5), "float32"), C: T.Buffer((14,), "float32")):
+    B = T.alloc_buffer((14,))
+    for i in range(14):
+        B[i] = T.float32(0)
+        for k in range(5):
+            with T.block("acc"):
+                B[i] = B[i] + A[i, k]
+    for i in range(14):
+        with T.block("C"):
+            vi = T.axis.remap("S", [i])
+            C[vi] = B[vi]
+
+
+def test_transform_layout_pads_inside_a_loop_producer():
+    sch = tir.Schedule(opaque_row_sums)
+    sch.transform_layout("C", "B", lambda i: (i // 4, i % 4), pad_value=0.0)
+    script = sch.mod.script()
+    assert "T.if_then_else" in script and "T.grid(4, 4)" in script
+    a = rand(14, 5)
+    np.testing.assert_allclose(run(sch.mod, [a], (14,)), a.sum(1), rtol=1e-5)
