@@ -164,11 +164,6 @@ def test_match_buffer_of_a_region_computes_on_the_region():
     np.testing.assert_allclose(b, a + 1, rtol=1e-6)
 
 
-@pytest.mark.xfail(
-    reason="tir/analysis/verify.py does not yet count a matched buffer's offset var as defined "
-    "by its block (requested); the test suite's IR verifier rejects it, lowering itself is right",
-    raises=tvm.error.InternalError,
-)
 def test_a_views_offset_variable_is_where_its_region_starts():
     _round_trip(tile_offsets)
     (b,) = _run(tile_offsets, np.zeros((8, 8), "float32"))
@@ -315,11 +310,6 @@ def test_allocate_const_round_trips():
     assert "T.allocate_const([0.5, 1.5, -2.0, 4.0]" in _round_trip(plus_table)
 
 
-@pytest.mark.xfail(
-    reason="tir/analysis/verify.py does not yet count AllocateConst as defining its pointer "
-    "(requested); the test suite's IR verifier rejects it, lowering itself is right",
-    raises=tvm.error.InternalError,
-)
 def test_allocate_const_holds_its_values():
     a = np.random.rand(4).astype("float32")
     _, c = _run(plus_table, a, np.zeros(4, "float32"))

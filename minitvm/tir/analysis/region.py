@@ -151,6 +151,23 @@ class _Accesses(Visitor):
     def __init__(self) -> None:
         self.reads: dict[int, tuple[Any, list[tuple]]] = {}
         self.writes: dict[int, tuple[Any, list[tuple]]] = {}
+        self.loops: dict[int, Interval] = {}  # loops inside the analysed block
+
+    def visit_For(self, loop: Any) -> None:
+        self.loops[id(loop.loop_var)] = range_to_interval(Range(loop.min, loop.extent))
+        self.generic_visit(loop)
+
+    def visit_BlockRealize(self, realize: Any) -> None:
+        # a nested block declares its own accesses in its iter vars: put their bindings in,
+        # then cover every value of the loops between the two blocks
+        from ..functor import substitute
+
+        block = realize.block
+        vmap = {iv.var: v for iv, v in zip(block.iter_vars, realize.iter_values)}
+        for table, regions in ((self.reads, block.reads), (self.writes, block.writes)):
+            for r in regions:
+                region = substitute(r, vmap) if vmap else r
+                table.setdefault(id(r.buffer), (r.buffer, []))[1].append(self._relaxed(region))
 
     def visit_BufferLoad(self, e: BufferLoad) -> None:
         self.reads.setdefault(id(e.buffer), (e.buffer, []))[1].append(e.indices)
@@ -160,12 +177,18 @@ class _Accesses(Visitor):
         self.writes.setdefault(id(s.buffer), (s.buffer, []))[1].append(s.indices)
         self.generic_visit(s)
 
-    def visit_Block(self, b: Block) -> None:
-        # a nested block declares its own accesses; take them as written there
-        for r in b.reads:
-            self.reads.setdefault(id(r.buffer), (r.buffer, []))[1].append(r.region)
-        for w in b.writes:
-            self.writes.setdefault(id(w.buffer), (w.buffer, []))[1].append(w.region)
+    def _relaxed(self, region: BufferRegion) -> tuple:
+        out = []
+        for dim, r in zip(region.buffer.shape, region.region):
+            lo = eval_interval(r.min, self.loops)
+            hi = eval_interval(binary(Sub, binary(Add, r.min, r.extent), 1), self.loops)
+            if lo is None or hi is None:
+                out.append(Range(0, dim))  # not boundable: the whole dimension
+            elif lo[0] is r.min and hi[1] is not None and _same(hi[0], hi[1]):
+                out.append(r)  # no inner loop involved: as written
+            else:
+                out.append(Range(lo[0], binary(Add, binary(Sub, hi[1], lo[0]), 1)))
+        return tuple(out)
 
 
 def _same(a: PrimExpr, b: PrimExpr) -> bool:

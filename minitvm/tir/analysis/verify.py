@@ -117,6 +117,11 @@ class _Verifier(Visitor):
         with self.define(alloc, alloc.buffer_var):
             self.visit(alloc.body)
 
+    def visit_AllocateConst(self, alloc: Any) -> None:
+        self.visit(alloc.extents)
+        with self.define(alloc, alloc.buffer_var):
+            self.visit(alloc.body)
+
     def visit_BlockRealize(self, realize: BlockRealize) -> None:
         if not self.allow_blocks:
             self.fail(f"block '{realize.block.name_hint}' remains after block lowering", realize)
@@ -132,7 +137,9 @@ class _Verifier(Visitor):
             self.visit((buf.shape, buf.strides, buf.elem_offset))
         defined = [iv.var for iv in block.iter_vars]
         defined += [b.data for b in block.alloc_buffers]
-        defined += [m.buffer.data for m in block.match_buffers]
+        for m in block.match_buffers:  # a view's pointer, offset and stride vars are its own
+            own = (m.buffer.data, m.buffer.elem_offset, *m.buffer.strides)
+            defined += [v for v in own if isinstance(v, Var)]
         declared = [*block.alloc_buffers, *(m.buffer for m in block.match_buffers)]
         with self.define(block, *defined), self.declare(*declared):
             self.visit((block.match_buffers, block.reads, block.writes, block.init, block.body))
