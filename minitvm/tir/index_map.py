@@ -330,6 +330,23 @@ class _Digits:
     def __init__(self, ivars: Sequence[Var], extents: Sequence[Any]) -> None:
         self.pos = {id(v): k for k, v in enumerate(ivars)}
         self.extents = [const_value(e) if const_value(e) is not None else e for e in extents]
+        # `i + c` (c > 0, constant extent) reads as a digit of a shifted index over [0, E + c)
+        # whose first c values are padding; an index may not be used both shifted and plain
+        self.shift: dict[int, int] = {}
+        self.plain: set[int] = set()
+
+    def _shifted(self, e: PrimExpr) -> tuple[list[_Digit], int] | None:
+        for x, y in ((e.a, e.b), (e.b, e.a)):
+            c = const_value(y)
+            if not (isinstance(x, Var) and id(x) in self.pos and isinstance(c, int) and c > 0):
+                continue
+            k = self.pos[id(x)]
+            total = self.extents[k]
+            if not isinstance(total, int) or self.shift.get(k, c) != c:
+                raise _Unproven(e)
+            self.shift[k] = c
+            return [_Digit(1, k, 1, total + c)], 0
+        return None
 
     def of(self, e: PrimExpr) -> tuple[list[_Digit], int]:
         """(digits, constant offset) of `e`."""
@@ -338,10 +355,13 @@ class _Digits:
             return [], value
         if isinstance(e, Var) and id(e) in self.pos:
             k = self.pos[id(e)]
+            self.plain.add(k)
             ext = self.extents[k]
             return [_Digit(1, k, 1, ext)], 0
         if isinstance(e, Cast):
             return self.of(e.value)
+        if isinstance(e, Add) and self._shifted(e) is not None:
+            return self._shifted(e)
         if isinstance(e, Add):
             (da, ca), (db, cb) = self.of(e.a), self.of(e.b)
             return da + db, ca + cb
@@ -404,6 +424,8 @@ class _Digits:
 
     def _is_top(self, t: _Digit) -> bool:
         total = self.extents[t.k]
+        if isinstance(total, int):
+            total += self.shift.get(t.k, 0)
         return isinstance(total, int) and t.lower * t.ext >= total
 
 
@@ -414,6 +436,7 @@ class _Layout:
         self.imap, self.in_extents, self.outputs = imap, extents, outputs
         self.extents: list = []
         self.padded = False
+        self.shift: dict[int, int] = {}
         self.pieces: dict[int, list] = {}
         if outputs is not None:
             self._check()
@@ -480,6 +503,8 @@ class _Layout:
             acc: PrimExpr = IntImm(dtype, 0)
             for low, ext, j, coef in self.pieces.get(k, []):
                 acc = acc + _digit_of(ys[j], coef, ext, self.extents[j], low)
+            if self.shift.get(k):
+                acc = acc - IntImm(dtype, self.shift[k])
             finals.append(ana.simplify(acc))
         return IndexMap(ys, finals, self.imap)
 
@@ -495,9 +520,11 @@ class _Layout:
             ana.bind(y, Range(0, as_expr(ext, like=y.dtype)))
             bounds[id(y)] = _int(ext)
         pred: PrimExpr | None = None
-        for e, total in zip(inv.final_indices, self.in_extents):
+        for k, (e, total) in enumerate(zip(inv.final_indices, self.in_extents)):
             term = _past_end(e, _int(total), bounds) if isinstance(_int(total), int) else None
             term = term if term is not None else ana.simplify(e >= total)
+            if self.shift.get(k):  # the first values of a shifted index are padding too
+                term = Or(ana.simplify(e < 0), term)
             if _is_false(term):
                 continue
             pred = term if pred is None else Or(pred, term)
@@ -605,7 +632,11 @@ def analyse(imap: IndexMap, extents: list) -> _Layout:
             outputs = None
             break
         outputs.append(ds)
+    if digits.shift.keys() & digits.plain:
+        outputs = None  # `i` and `i + 1` in one map: not a shifted digit system
     layout = _Layout(imap, extents, outputs)
+    layout.shift = dict(digits.shift)
+    layout.padded |= bool(digits.shift) and layout.outputs is not None
     if layout.outputs is None:
         # still give the image's bounding box, for map_shape and error messages
         ana = Analyzer()

@@ -676,3 +676,13 @@ def test_transform_layout_pads_inside_a_loop_producer():
     assert "T.if_then_else" in script and "T.grid(4, 4)" in script
     a = rand(14, 5)
     np.testing.assert_allclose(run(sch.mod, [a], (14,)), a.sum(1), rtol=1e-5)
+
+
+def test_transform_layout_with_an_offset_pads_both_ends():
+    sch = tir.Schedule(two_steps)
+    sch.transform_layout("B", "B", lambda i, j: (i, (j + 3) // 4, (j + 3) % 4), pad_value=0.0)
+    assert [int(s) for s in sch.get(sch.get_block("B")).writes[0].buffer.shape] == [7, 4, 4]
+    a = rand(7, 13)
+    np.testing.assert_allclose(run(sch.mod, [a], (7, 13)), expect_two_steps(a), rtol=1e-6)
+    with pytest.raises(ScheduleError, match="cannot prove"):
+        IndexMap.from_func(lambda i: [(i + 1) // 8, i % 8]).inverse([16])
