@@ -93,6 +93,9 @@ from .llvm_types import (
 
 # --------------------------------------------------------------------------- function state
 
+# AttrStmt keys that mean "run the body on GPU threads": never silently run once on a CPU
+_GPU_SCOPE_ATTRS = frozenset({"thread_extent", "virtual_thread"})
+
 
 @dataclass
 class _FunctionState:
@@ -508,6 +511,15 @@ class CodeGenLLVM:
         b.position_at_end(cont)
 
     def _attr(self, s: AttrStmt | DeclBuffer) -> None:
+        key = getattr(s, "attr_key", None)
+        if key in _GPU_SCOPE_ATTRS:  # running the body once on a CPU would be a wrong result
+            thread = getattr(s.node, "thread_tag", None) or getattr(
+                getattr(s.node, "var", s.node), "name", s.node
+            )
+            raise BuildError(
+                f"building '{self.func_name}': a '{key}' scope launches GPU thread '{thread}'; "
+                "a CPU build cannot run it (bind loops to threads only for a GPU target)"
+            )
         self.stmt(s.body)
 
     def _unlowered(self, s: Stmt) -> None:

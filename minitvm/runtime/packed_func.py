@@ -744,7 +744,9 @@ class PackedFunc:
     def _failed(self, rc: int) -> None:
         errors = self._plan.errors
         if 1 <= rc <= len(errors):
-            raise RuntimeError_(f"calling '{self.name}': {errors[rc - 1]}")
+            from .packed_callback import take_error  # a packed function's own exception, if any
+
+            raise RuntimeError_(f"calling '{self.name}': {errors[rc - 1]}") from take_error()
         raise RuntimeError_(
             f"calling '{self.name}': an assertion in the compiled code failed (return code {rc})"
         )

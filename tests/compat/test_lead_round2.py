@@ -63,3 +63,17 @@ def test_buffer_names_do_not_take_part_in_structural_equality():
     other_shape = tvm.script.from_source(text.replace("(4, 8)", "(4, 9)"))
     with pytest.raises(AssertionError):
         tvm.ir.assert_structural_equal(_sum_rows, other_shape)
+
+
+_LAUNCH = '''
+@T.prim_func
+def launch(A: T.Buffer((4,), "float32")):
+    tx = T.launch_thread("threadIdx.x", 4)
+    A[0] = A[0] + T.float32(1)
+'''
+
+
+def test_a_gpu_thread_scope_does_not_build_for_the_cpu():
+    func = tvm.script.from_source(_LAUNCH)
+    with pytest.raises(tvm.error.BuildError, match="threadIdx.x"):
+        tvm.build(func, target="llvm")

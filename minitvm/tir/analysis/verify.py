@@ -23,6 +23,8 @@ def _show(n: Any) -> str:
     return text if len(text) < 2000 else text[:2000] + "\n..."
 
 
+_THREAD_SCOPES = frozenset({"thread_extent", "virtual_thread"})
+
 class _Verifier(Visitor):
     def __init__(self, allow_blocks: bool, flat: bool | None, where: str) -> None:
         self.allow_blocks, self.flat, self.where = allow_blocks, flat, where
@@ -101,6 +103,18 @@ class _Verifier(Visitor):
         self.visit((loop.min, loop.extent))
         with self.define(loop, loop.loop_var):
             self.visit(loop.body)
+
+    def visit_AttrStmt(self, attr: Any) -> None:
+        # a GPU thread scope defines its thread's variable; one thread may open several scopes
+        var = getattr(attr.node, "var", None) if attr.attr_key in _THREAD_SCOPES else None
+        if var is None or id(var) in self.scope:
+            self.generic_visit(attr)
+            return
+        self.visit(attr.value)
+        self.scope[id(var)] = var
+        self.keep.append(var)
+        self.visit(attr.body)
+        del self.scope[id(var)]
 
     def visit_LetStmt(self, let: LetStmt) -> None:
         self.visit(let.value)
