@@ -17,10 +17,10 @@ from .op import (
     cosh, div, equal, erf, exp, exp2, exp10, floor, floordiv, floormod, fma, fmod, if_then_else,
     indexdiv, indexmod, infinity, isfinite, isinf, isnan, likely, log, log1p, log2, log10, max,
     max_value, min, min_value, nearbyint, pow, power, round, rsqrt, select, sigmoid, sin, sinh,
-    shift_left, shift_right, sqrt, tan, tanh, trunc, truncdiv, truncmod,
+    shift_left, shift_right, sqrt, tan, tanh, trunc, truncdiv, truncmod, reinterpret, vscale,
 )
 from .stmt import (
-    Allocate, AssertStmt, AttrStmt, Block, BlockRealize, BufferRegion, BufferStore, DeclBuffer,
+    Allocate, AllocateConst, AssertStmt, AttrStmt, Block, BlockRealize, BufferRegion, BufferStore, DeclBuffer,
     Evaluate, For, ForKind, IfThenElse, LetStmt, MatchBufferRegion, SeqStmt, Stmt, While, seq,
 )
 from . import printer  # registers the TVMScript printer

@@ -488,3 +488,9 @@ def buffer_access_ptr(
         "tvm_access_ptr", marker, buf.data, start, as_expr(extent, like=index),
         IntImm(DataType("int32"), int(access_mask)),
     )  # fmt: skip
+
+
+def vscale() -> PrimExpr:
+    """TVM's `tir.vscale()`: the scalable-vector multiplier (Arm SVE). It prints and parses;
+    building code that uses it for a fixed-width CPU is a BuildError (no such hardware value)."""
+    return call_builtin("vscale")

@@ -77,3 +77,13 @@ def test_a_gpu_thread_scope_does_not_build_for_the_cpu():
     func = tvm.script.from_source(_LAUNCH)
     with pytest.raises(tvm.error.BuildError, match="threadIdx.x"):
         tvm.build(func, target="llvm")
+
+
+def test_tir_exports_vscale_reinterpret_and_allocate_const():
+    bits = tvm.tir.reinterpret("int32", tvm.tir.const(1.0, "float32"))
+    assert str(bits.dtype) == "int32"
+    assert tvm.tir.AllocateConst is not None
+    A = tvm.te.placeholder((8,), name="A")
+    B = tvm.te.compute((8,), lambda i: A[i] * (4 * tvm.tir.vscale()).astype("float32"), name="B")
+    with pytest.raises(tvm.error.BuildError, match="vscale"):
+        tvm.build(tvm.te.create_schedule(B.op), [A, B])
