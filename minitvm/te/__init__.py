@@ -7,6 +7,7 @@ the math functions of `tir.op` are re-exported so TE programs read as in TVM.
 from typing import Any
 
 from ..tir.expr import IterVar, Range, Var
+from ..tir.index_map import IndexMap
 from ..tir.op import (
     abs,
     acos,
@@ -75,6 +76,8 @@ from .tensor_intrin import TensorIntrin, decl_tensor_intrin
 from .tensor import ProducerLoad, Tensor, TensorSlice
 from .to_tir import create_prim_func
 
+AXIS_SEPARATOR = IndexMap.AXIS_SEPARATOR  # between physical axes in transform_layout
+
 _FROM_SCHEDULE = ("create_schedule", "Schedule", "Stage")
 
 
@@ -93,6 +96,7 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "AXIS_SEPARATOR",
     "CommReducer",
     "ComputeOp",
     "ExternOp",

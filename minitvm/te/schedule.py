@@ -413,6 +413,14 @@ class Stage:
             )
         self.attach = _Attach("at", parent, scope)
 
+    def transform_layout(self, mapping_function: Any) -> list | None:
+        """Store this tensor in the layout `mapping_function(*indices)` returns (a list of
+        index expressions, te.AXIS_SEPARATOR between physical axes); a compute stage's loops
+        then run over the new layout and its new IterVars are returned."""
+        from .layout import transform_layout
+
+        return transform_layout(self, mapping_function)
+
     def set_scope(self, scope: str) -> None:
         """Keep this stage's (intermediate) tensor in storage `scope`, e.g. "local"."""
         self._no_placeholder("set_scope")
@@ -443,6 +451,7 @@ class Schedule:
         # still finds the stage, and tensors of the old op stand for the new op's outputs
         self._alias: dict[int, tuple[Any, Stage]] = {}
         self._replaced: dict[Tensor, Tensor] = {}
+        self._input_stages: dict[int, tuple[Any, Stage]] = {}  # placeholders' stages
         order: list[Any] = []
         seen: set[int] = set()
         for root in self.outputs:
@@ -484,12 +493,12 @@ class Schedule:
     def __getitem__(self, x: Any) -> Stage:
         op = _op_of(x)
         stage = self.stage_map.get(id(op)) or self._alias.get(id(op), (None, None))[1]
+        if stage is None and isinstance(op, PlaceholderOp):
+            # an input's stage: it has no loops, only a layout (transform_layout)
+            if id(op) not in self._input_stages:
+                self._input_stages[id(op)] = (op, Stage(op, self))
+            return self._input_stages[id(op)][1]
         if stage is None:
-            if isinstance(op, PlaceholderOp):
-                raise ScheduleError(
-                    f"s[{op.name}]: '{op.name}' is a placeholder (an input); it "
-                    "has no loops to schedule"
-                )
             raise ScheduleError(
                 f"s[{op.name}]: '{op.name}' is not computed by this schedule's "
                 "outputs; create the schedule from the final tensor(s)"
@@ -508,6 +517,11 @@ class Schedule:
                     seen.add(id(d))
                     stack.append(d)
         return False
+
+    def _simplify(self, e: Any) -> Any:
+        from ..arith import Analyzer
+
+        return Analyzer().simplify(e)
 
     def _owner_of_var(self, var: Any) -> Stage | None:
         for stage in self.stage_map.values():
@@ -792,6 +806,8 @@ class _Replay:
                 block = self.block[id(stage)]
                 for n in range(len(self.sch.get(block).writes)):
                     self.sch.set_scope(block, n, scope)
+            elif action[0] == "transform_layout":
+                self._transform_layout(*action[1:])
             elif action[0] == "storage_align":
                 _, stage, axis, factor, offset = action
                 self.sch.storage_align(self.block[id(stage)], 0, axis, factor, offset)
@@ -800,6 +816,28 @@ class _Replay:
                 block = self.block[id(stage)]
                 self.block[id(cache_stage)] = block
                 self.block[id(stage)] = self.sch.cache_write(block, 0, scope)
+
+    def _transform_layout(self, stage: Stage, imap: Any, separators: tuple) -> None:
+        """The tir layout change of `stage`'s buffer, at its writer (or a reader of an input)."""
+        if isinstance(stage.op, PlaceholderOp):
+            buf = self._buffer_of(stage.op.output(0))
+            where = None
+            for block in self.block.values():
+                reads = self.sch.get(block).reads
+                k = next((i for i, r in enumerate(reads) if r.buffer is buf), None)
+                if k is not None:
+                    where = (block, ("read", k))
+                    break
+            if where is None:
+                return  # nothing reads the input: its layout changes nothing computed
+            targets = [where]
+        else:
+            block = self.block[id(stage)]
+            targets = [(block, ("write", n)) for n in range(stage.op.num_outputs)]
+        for block, buffer in targets:
+            self.sch.transform_layout(block, buffer, imap)
+            if separators:
+                self.sch.set_axis_separator(block, buffer, list(separators))
 
     def run(self) -> PrimFunc:
         self._structural()
@@ -891,6 +929,18 @@ class _Replay:
             lp = sch.fuse(*[self.loop[id(iv)] for iv in ivs])
             sch._rename_loop(lp, fused.var.name)
             self.loop[id(fused)] = lp
+        elif action[0] == "relayout_loops":
+            from .layout import block_map
+
+            _, imap, new_ivs = action
+            block = self.block[id(st)]
+            reduce_axes = list(st.op.reduce_axis)
+            sch.transform_block_layout(block, block_map(imap, len(reduce_axes)))
+            loops = sch.get_loops(block)
+            mine = loops[len(loops) - len(new_ivs) - len(reduce_axes) :]
+            for iv, lp in zip(list(new_ivs) + reduce_axes, mine):
+                sch._rename_loop(lp, iv.var.name)
+                self.loop[id(iv)] = lp
         elif action[0] == "reorder":
             sch.reorder(*[self.loop[id(iv)] for iv in action[1]])
         else:

@@ -438,3 +438,56 @@ def test_rfactor_keeps_untouched_reduce_axes_and_leaf_variables():
     a = RNG.random((n, n, n), dtype=np.float32)
     _, b = _run(s, [A, B], a, np.zeros(n, "float32"))
     np.testing.assert_allclose(b, a.sum(axis=(1, 2)), rtol=1e-4)
+
+
+# ----------------------------------------------------------------------------- transform_layout
+
+
+def test_transform_layout_of_an_input_changes_the_argument_shape():
+    A = te.placeholder((24,), name="A")
+    B = te.compute((24,), lambda i: A[i] * 2, name="B")
+    s = te.create_schedule(B.op)
+    s[A].transform_layout(lambda i: [i // 12, i // 4 % 3, i % 4])
+    a = np.arange(24, dtype="float32")
+    _, b = _run(s, [A, B], a.reshape(2, 3, 4), np.zeros(24, "float32"))
+    np.testing.assert_allclose(b, 2 * a)
+
+
+def test_transform_layout_of_a_compute_returns_loops_over_the_new_layout():
+    A = te.placeholder((4, 6), name="A")
+    B = te.compute((4, 6), lambda i, j: A[i, j] + 1, name="B")
+    s = te.create_schedule(B.op)
+    axes = s[B].transform_layout(lambda i, j: [j, i])
+    assert [int(iv.dom.extent) for iv in axes] == [6, 4]
+    s[B].split(axes[0], nparts=2)
+    a = RNG.random((4, 6), dtype=np.float32)
+    _, b = _run(s, [A, B], a, np.zeros((6, 4), "float32"))
+    np.testing.assert_allclose(b, (a + 1).T, rtol=1e-6)
+
+
+def test_transform_layout_of_a_reduction_keeps_its_reduce_axis():
+    A = te.placeholder((3, 5, 7), name="A")
+    k = te.reduce_axis((0, 7), name="k")
+    B = te.compute((3, 5), lambda i, j: te.sum(A[i, j, k], axis=k), name="B")
+    s = te.create_schedule(B.op)
+    s[B].transform_layout(lambda i, j: [j, i])
+    a = RNG.random((3, 5, 7), dtype=np.float32)
+    _, b = _run(s, [A, B], a, np.zeros((5, 3), "float32"))
+    np.testing.assert_allclose(b, a.sum(axis=2).T, rtol=1e-5)
+
+
+def test_transform_layout_that_needs_padding_is_refused():
+    A = te.placeholder((1, 3, 8, 8), name="A")
+    B = te.compute(A.shape, lambda *i: A[i], name="B")
+    s = te.create_schedule(B.op)
+    with pytest.raises(ScheduleError, match="would need padding"):
+        s[B].transform_layout(lambda n, c, h, w: [n, c // 4, h, w, c % 4])
+
+
+def test_transform_layout_after_split_is_refused():
+    A = te.placeholder((8,), name="A")
+    B = te.compute((8,), lambda i: A[i], name="B")
+    s = te.create_schedule(B.op)
+    s[B].split(B.op.axis[0], 2)
+    with pytest.raises(ScheduleError, match="call transform_layout first"):
+        s[B].transform_layout(lambda i: [i // 4, i % 4])
