@@ -228,7 +228,7 @@ class _Inference:
 
     def run(self) -> dict:
         for st in self.sch._consumers_first():
-            if st.attach.kind == "inline":
+            if _eff(st).kind == "inline":
                 continue
             self.ranges.update(leaf_ranges(st, self._root(st), self.ana))
         return self.ranges
@@ -242,7 +242,7 @@ class _Inference:
             return root
         for iv, span in zip(st.op.axis, self._needed(st)):
             if span is not None:
-                root[iv] = self._clip(span, root[iv], exact=st.attach.kind == "at")
+                root[iv] = self._clip(span, root[iv], exact=_eff(st).kind == "at")
         return root
 
     def _clip(self, span: tuple, dom: Range, exact: bool) -> Range:
@@ -272,7 +272,7 @@ class _Inference:
             reads = self.sch._reads_of(consumer, st)
             if not reads:
                 continue
-            if consumer.attach.kind == "inline":  # it is evaluated where its readers need it
+            if _eff(consumer).kind == "inline":  # it is evaluated where its readers need it
                 spans = self._needed(consumer, ctx)
                 dom = {
                     iv.var: IntervalSet(span[0], span[1], iv.var.dtype)
@@ -305,13 +305,13 @@ class _Inference:
     def _consumer_domain(self, consumer: Any, st: Any) -> tuple:
         """(sets of `consumer`'s root vars, loops to relax afterwards: id(var) -> (var, set))."""
         scope_name = self.scope.get(id(st), "global")
-        if st.attach.kind != "at":  # at root: every iteration of every consumer
+        if _eff(st).kind != "at":  # at root: every iteration of every consumer
             sets = {iv: _whole(self.ranges[iv]) for iv in consumer.leaf_iter_vars}
             relax = self._ancestors_relax(consumer, None, scope_name, everything=True)
-        elif consumer is st.attach.parent:
-            sets = self._leaf_sets(consumer, st.attach.iv, st, scope_name)
-            relax = self._ancestors_relax(consumer, st.attach.iv, scope_name)
-        elif self._attached_under(consumer, st.attach.parent, st.attach.iv):
+        elif consumer is _eff(st).parent:
+            sets = self._leaf_sets(consumer, _eff(st).iv, st, scope_name)
+            relax = self._ancestors_relax(consumer, _eff(st).iv, scope_name)
+        elif self._attached_under(consumer, _eff(st).parent, _eff(st).iv):
             tags = _bound_tags(consumer)
             sets = {}
             for iv in consumer.leaf_iter_vars:
@@ -321,11 +321,11 @@ class _Inference:
                     sets[iv] = IntervalSet.point(var)
                 else:
                     sets[iv] = _whole(self.ranges[iv])
-            relax = self._ancestors_relax(st.attach.parent, st.attach.iv, scope_name)
+            relax = self._ancestors_relax(_eff(st).parent, _eff(st).iv, scope_name)
         else:
             raise ScheduleError(
-                f"InferBound: stage '{st.name}' is computed at loop '{st.attach.iv.var.name}' of "
-                f"'{st.attach.parent.name}', but its consumer '{consumer.name}' is not computed "
+                f"InferBound: stage '{st.name}' is computed at loop '{_eff(st).iv.var.name}' of "
+                f"'{_eff(st).parent.name}', but its consumer '{consumer.name}' is not computed "
                 "inside that loop; attach the producer to a loop of each stage that reads it"
             )
         roots = root_sets(consumer, sets, self.ranges, self.ana)
@@ -345,19 +345,19 @@ class _Inference:
                 inner = everything or (st is parent and at is not None and k > pos)
                 if inner or (tag is not None and _relax_bound_thread(tag, scope_name)):
                     relax[id(iv.var)] = (iv.var, _whole(self.ranges[iv]))
-            if st.attach.kind != "at":
+            if _eff(st).kind != "at":
                 break
-            st, at = st.attach.parent, st.attach.iv
+            st, at = _eff(st).parent, _eff(st).iv
         return relax
 
     def _attached_under(self, consumer: Any, parent: Any, scope: Any) -> bool:
         """True when `consumer` is computed (maybe through other stages) inside `scope`."""
         st = consumer
-        while st.attach.kind == "at":
-            if st.attach.parent is parent:
+        while _eff(st).kind == "at":
+            if _eff(st).parent is parent:
                 leaves = parent.leaf_iter_vars
-                return _index(leaves, st.attach.iv) >= _index(leaves, scope)
-            st = st.attach.parent
+                return _index(leaves, _eff(st).iv) >= _index(leaves, scope)
+            st = _eff(st).parent
         return False
 
     def _leaf_sets(self, parent: Any, scope: Any, st: Any, scope_name: str) -> dict:
@@ -378,6 +378,26 @@ class _Inference:
             else:
                 sets[iv] = IntervalSet.point(iv.var)
         return sets
+
+
+class _Where:
+    """A stage's effective attachment: its own, or where its group was computed."""
+
+    def __init__(self, kind: str, parent: Any = None, iv: Any = None) -> None:
+        self.kind, self.parent, self.iv = kind, parent, iv
+
+
+def _eff(st: Any) -> _Where:
+    kind, parent, iv = st.attach.kind, st.attach.parent, st.attach.iv
+    if kind == "root" and getattr(st, "group", None) is not None:
+        from .group import group_attachment
+
+        placed = group_attachment(st)
+        if placed is not None:
+            kind, (parent, iv) = "at", placed
+    if kind == "at":
+        iv = parent._legal_attach(iv)
+    return _Where(kind, parent, iv)
 
 
 def _index(items: list, x: Any) -> int:

@@ -491,3 +491,15 @@ def test_transform_layout_after_split_is_refused():
     s[B].split(B.op.axis[0], 2)
     with pytest.raises(ScheduleError, match="call transform_layout first"):
         s[B].transform_layout(lambda i: [i // 4, i % 4])
+
+
+def test_infer_bound_of_a_group_placed_at_a_loop():
+    x = te.compute((6, 5), lambda i, j: tvm.tir.const(1, "float32") * (i + j), name="x")
+    x1 = te.compute((6, 5), lambda i, j: x[i, j] + 1, name="x1")
+    x2 = te.compute((6, 5), lambda i, j: x1[i, j] * 2, name="x2")
+    s = te.create_schedule(x2.op)
+    g = s.create_group(outputs=x1, inputs=x, include_inputs=True)
+    g.compute_at(s[x2], x2.op.axis[0])
+    b = te.schedule.InferBound(s)
+    assert b[x.op.axis[0]].extent.value == 1 and b[x1.op.axis[0]].extent.value == 1
+    assert b[x.op.axis[1]].extent.value == 5
