@@ -165,7 +165,8 @@ class Schedule:
         inst_kind = kind_of_method(kind, named, len(outputs), unpack)
         inputs, attrs = inst_kind.split_call(tuple(args), named)
         self._trace.append(Instruction(inst_kind, inputs, attrs, list(outputs)), decision)
-        self._sugar.clear()
+        if kind != "get_block":  # the names a primitive looked up serve that primitive only
+            self._sugar.clear()
 
     # ------------------------------------------------------------------ random variables
     def _new_block(self, func_name: str, name: str) -> BlockRV:

@@ -49,6 +49,20 @@ def read_then_overwrite(
             B[vi] = A[vi] * 2.0
 
 
+@T.prim_func
+def two_readers(
+    A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32"), C: T.Buffer((8,), "float32")
+):
+    for i in range(8):
+        with T.block("B"):
+            vi = T.axis.S(8, i)
+            B[vi] = A[vi] * 2.0
+    for i in range(8):
+        with T.block("C"):
+            vi = T.axis.S(8, i)
+            C[vi] = A[vi] + 1.0
+
+
 # ------------------------------------------------------------------ instructions and traces
 
 
@@ -387,3 +401,12 @@ def test_compute_at_a_sampled_root_or_inline_mark(decision, blocks):
     assert names == blocks
     verify_trace_roundtrip(sch, wl.func())
     build_and_run(sch, wl)
+
+
+def test_several_block_names_in_one_primitive_are_all_traced_as_variables():
+    sch = tir.Schedule(two_readers)
+    sch.cache_read("B", 0, "global", consumer_blocks=["B", "C"])
+    *lookups, call = sch.trace.as_python()
+    assert len(lookups) == 3 and all("get_block" in line for line in lookups)
+    assert '"B"' not in call and '"C"' not in call  # every name became its BlockRV
+    verify_trace_roundtrip(sch, two_readers)
