@@ -149,7 +149,12 @@ class TraceLambda:
                 k.arg: ev(k.value) if not _is_str(k.value) else k.value.value for k in node.keywords
             }
             args = [a.value if _is_str(a) else v for a, v in zip(node.args, args)]
-            return 0 if dry else _intrinsic(node.func.attr)(*args, **kwargs)
+            if dry:
+                return 0
+            try:
+                return _intrinsic(node.func.attr)(*args, **kwargs)
+            except (TypeError, ValueError) as err:
+                raise ScheduleError(f"trace lambda {self.source!r}: {err}") from err
         if _is_str(node):
             return node.value
         raise ScheduleError(

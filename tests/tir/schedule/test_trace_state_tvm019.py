@@ -182,6 +182,8 @@ def test_trace_lambda_evaluates_index_expressions_only():
         TraceLambda.parse("lambda i: __import__('os').system('true')")
     with pytest.raises(ScheduleError, match="not a lambda"):
         TraceLambda.parse("print(1)")
+    with pytest.raises(ScheduleError, match="trace lambda 'lambda i: T.min\\(i, bogus=1\\)'"):
+        TraceLambda.parse("lambda i: T.min(i, bogus=1)")(i)
 
 
 def test_simplified_drops_unused_pure_instructions_and_postproc():
