@@ -212,10 +212,50 @@ def _reduce_update(red: Reduce, outs: list[Buffer], idx: tuple, conv: _ToBuffers
     return init, update
 
 
+def _bounded_reduce(op: ComputeOp, red: Reduce) -> Reduce:
+    """A reduction whose range depends on the compute's own index (`sum over k < i`) runs over
+    the constant hull of that range, keeping the real range as its condition (a block's
+    iterator domains cannot depend on each other)."""
+    from ..arith import Analyzer
+    from ..tir.expr import logical_and
+
+    mine = {id(iv.var) for iv in op.axis}
+
+    def depends(e: PrimExpr) -> bool:
+        found: list = []
+        post_order_visit(e, lambda n: found.append(n) if id(n) in mine else None)
+        return bool(found)
+
+    if not any(depends(iv.dom.min) or depends(iv.dom.extent) for iv in red.axis):
+        return red
+    ana = Analyzer()
+    for iv in op.axis:
+        ana.bind(iv.var, iv.dom)
+    axes, cond = [], red.condition
+    for iv in red.axis:
+        lo, end = iv.dom.min, iv.dom.min + iv.dom.extent
+        if not (depends(lo) or depends(end)):
+            axes.append(iv)
+            continue
+        low, high = ana.const_int_bound(lo).min_value, ana.const_int_bound(end).max_value
+        if abs(low) >= 2**30 or abs(high) >= 2**30:  # near the dtype limit: no real bound
+            raise TEError(
+                f"compute '{op.name}': reduce axis '{iv.var.name}' ranges over [{lo}, {end}), "
+                "which depends on the compute's indices and has no constant bound; give the "
+                "compute's axes constant extents or the reduction a constant range with where="
+            )
+        rng = Range(IntImm(lo.dtype, low), IntImm(lo.dtype, max(high - low, 0)))
+        axes.append(IterVar(rng, iv.var, IterType.CommReduce))
+        cond = logical_and(cond, logical_and(iv.var >= lo, iv.var < end))
+    return red.replace(axis=tuple(axes), condition=cond)
+
+
 def _lower_compute(ctx: _Context, op: ComputeOp, outs: list[Buffer] | None = None) -> Any:
     outs = outs or [ctx.buffers[op.output(n)] for n in range(op.num_outputs)]
     names, vmap = _Names(), {}
     red = op.body[0] if isinstance(op.body[0], Reduce) else None
+    if red is not None:
+        red = _bounded_reduce(op, red)
     axes = _axis_loops(ctx, op.axis, IterType.DataPar, names, vmap)
     if red is not None:
         axes += _axis_loops(ctx, red.axis, IterType.CommReduce, names, vmap)

@@ -7,7 +7,7 @@ import pytest
 
 import minitvm as tvm
 from minitvm import te
-from minitvm.error import ScheduleError, TargetError
+from minitvm.error import ScheduleError, TargetError, TEError
 
 RNG = np.random.default_rng(11)
 
@@ -503,3 +503,30 @@ def test_infer_bound_of_a_group_placed_at_a_loop():
     b = te.schedule.InferBound(s)
     assert b[x.op.axis[0]].extent.value == 1 and b[x1.op.axis[0]].extent.value == 1
     assert b[x.op.axis[1]].extent.value == 5
+
+
+def test_reduction_range_depending_on_the_output_index_is_a_prefix_sum():
+    X = te.placeholder((10,), name="X")
+
+    def prefix(n):
+        rv = te.reduce_axis((0, n), name="rv")
+        return te.sum(X[rv], axis=rv)
+
+    Y = te.compute((10,), prefix, name="Y")
+    s = te.create_schedule(Y.op)
+    x = RNG.random(10, dtype=np.float32)
+    _, y = _run(s, [X, Y], x, np.zeros(10, "float32"))
+    np.testing.assert_allclose(y, np.concatenate([[0], np.cumsum(x)[:-1]]), rtol=1e-5)
+
+
+def test_reduction_range_without_a_constant_bound_is_an_error():
+    n = te.var("n")
+    X = te.placeholder((n,), name="X")
+
+    def prefix(i):
+        rv = te.reduce_axis((0, i), name="rv")
+        return te.sum(X[rv], axis=rv)
+
+    Y = te.compute((n,), prefix, name="Y")
+    with pytest.raises(TEError, match="no constant bound"):
+        te.create_prim_func([X, Y])
