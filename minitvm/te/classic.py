@@ -50,4 +50,58 @@ def iter_var_attrs(stage: Any) -> dict:
     return out
 
 
-__all__ = ["IterVarAttr", "iter_var_attrs"]
+# ----------------------------------------------------------------------------- auto inline
+def _reads_exactly(op: Any, allow: Any) -> bool:
+    """Every load in `op`'s body passes `allow(indices, axis vars)`."""
+    from .bound import loads_of
+
+    axis = [iv.var for iv in op.axis]
+    return all(allow(idx, axis) for idx in loads_of(op.body, list(op.input_tensors)))
+
+
+def _elemwise(idx: tuple, axis: list) -> bool:
+    return len(idx) == len(axis) and all(a is b for a, b in zip(idx, axis))
+
+
+def _broadcast(idx: tuple, axis: list) -> bool:
+    """Indices are axis variables in increasing order, or constants."""
+    pos = [next((k for k, a in enumerate(axis) if a is i), None) for i in idx]
+    order = [p for p in pos if p is not None]
+    consts = all(p is not None or hasattr(i, "value") for p, i in zip(pos, idx))
+    return consts and order == sorted(order)
+
+
+def _auto_inline(sch: Any, keep: Any) -> None:
+    from .operation import ComputeOp
+
+    outputs = {id(op) for op in sch.outputs}
+    for stage in sch.stages:
+        op = stage.op
+        if id(op) in outputs or not isinstance(op, ComputeOp) or op.reduce_axis:
+            continue
+        if keep(op):
+            stage.compute_inline()
+
+
+def AutoInlineElemWise(sch: Any) -> None:
+    """Inline every non-output stage that reads its inputs at exactly its own index."""
+    _auto_inline(sch, lambda op: _reads_exactly(op, _elemwise))
+
+
+def AutoInlineBroadcast(sch: Any) -> None:
+    """Inline every non-output broadcast stage (tag "broadcast" or broadcasting reads)."""
+    _auto_inline(sch, lambda op: op.tag == "broadcast" or _reads_exactly(op, _broadcast))
+
+
+def AutoInlineInjective(sch: Any) -> None:
+    """Inline every non-output stage without a reduction."""
+    _auto_inline(sch, lambda op: True)
+
+
+__all__ = [
+    "AutoInlineBroadcast",
+    "AutoInlineElemWise",
+    "AutoInlineInjective",
+    "IterVarAttr",
+    "iter_var_attrs",
+]

@@ -19,6 +19,7 @@ from ..tir.buffer import Buffer  # noqa: F401 (tvm.te.schedule.Buffer, as TVM's 
 from ..tir.expr import IterType, IterVar, Range, Var, as_expr
 from ..tir.function import PrimFunc
 from ..tir.functor import substitute
+from .classic import AutoInlineBroadcast, AutoInlineElemWise, AutoInlineInjective  # noqa: F401
 from .graph import (  # noqa: F401 (TVM names)
     CreateReadGraph,
     PostDFSOrder,
@@ -332,6 +333,11 @@ class Stage:
         self._kind("bind", ivar, tag)
         if isinstance(thread_ivar, IterVar):
             self.bound_threads[id(thread_ivar.var)] = (thread_ivar, ivar)
+
+    @property
+    def attach_type(self) -> int:
+        """TVM's AttachType number: 1 at root (kGroupRoot), 2 inlined, 4 at a loop (kScope)."""
+        return {"root": 1, "inline": 2, "at": 4}[self.attach.kind]
 
     def _legal_attach(self, iv: IterVar) -> IterVar:
         """The loop a stage attached at `iv` ends up at after `iv` was split (its inner part)

@@ -196,7 +196,8 @@ def _reduce_update(red: Reduce, outs: list[Buffer], idx: tuple, conv: _ToBuffers
     """(init, update) statements of a reduction into `outs` at `idx`."""
     source = tuple(conv.visit(s) for s in red.source)
     current = tuple(BufferLoad(b, idx) for b in outs)
-    combined = red.combiner.combine(current, source)
+    # a reducer may use the compute's indices (its combiner or identity mentions them)
+    combined = tuple(conv.visit(c) for c in red.combiner.combine(current, source))
     if len(outs) == 1:
         update = BufferStore(outs[0], combined[0], idx)
     else:  # all new values are computed from the old ones before any store
@@ -207,7 +208,7 @@ def _reduce_update(red: Reduce, outs: list[Buffer], idx: tuple, conv: _ToBuffers
     cond = conv.visit(red.condition)
     if not (isinstance(cond, IntImm) and cond.value == 1):
         update = IfThenElse(cond, update)  # where=: skip the element, keep the init
-    start = tuple(conv.visit(v) for v in red.init) if red.init else red.combiner.identity_element
+    start = tuple(conv.visit(v) for v in (red.init or red.combiner.identity_element))
     init = seq(*(BufferStore(b, v, idx) for b, v in zip(outs, start)))
     return init, update
 

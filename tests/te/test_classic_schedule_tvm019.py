@@ -530,3 +530,47 @@ def test_reduction_range_without_a_constant_bound_is_an_error():
     Y = te.compute((n,), prefix, name="Y")
     with pytest.raises(TEError, match="no constant bound"):
         te.create_prim_func([X, Y])
+
+
+def _producer_chain(tag=""):
+    A = te.placeholder((4, 5), name="A")
+    B = te.placeholder((5,), name="B")
+    E = te.compute((4, 5), lambda i, j: A[i, j] * 2, name="E")
+    Bc = te.compute((4, 5), lambda i, j: B[j] + 1, name="Bc", tag=tag)
+    T = te.compute((4, 5), lambda i, j: E[i, j] + Bc[i, j], name="T")
+    return A, B, E, Bc, T
+
+
+@pytest.mark.parametrize(
+    "auto, inlined",
+    [
+        ("AutoInlineElemWise", {"E"}),
+        ("AutoInlineBroadcast", {"E", "Bc"}),
+        ("AutoInlineInjective", {"E", "Bc"}),
+    ],
+)
+def test_auto_inline_inlines_the_stages_of_its_kind(auto, inlined):
+    A, B, E, _, T = _producer_chain()
+    s = te.create_schedule(T.op)
+    assert s[E].attach_type == 1
+    getattr(te.schedule, auto)(s)
+    assert {st.op.name for st in s.stages if st.attach_type == 2} == inlined
+    a, b = RNG.random((4, 5), dtype=np.float32), RNG.random(5, dtype=np.float32)
+    _, _, t = _run(s, [A, B, T], a, b, np.zeros((4, 5), "float32"))
+    np.testing.assert_allclose(t, 2 * a + b + 1, rtol=1e-6)
+
+
+def test_reducer_whose_identity_uses_the_output_index():
+    X = te.placeholder((6,), name="X")
+    k = te.reduce_axis((0, 6), name="k")
+
+    def f(i):
+        start = lambda dtype: i.astype(dtype)
+        total = te.comm_reducer(lambda x, y: x + y, start, name="offset_sum")
+        return total(X[k], axis=k)
+
+    Y = te.compute((4,), f, name="Y")
+    s = te.create_schedule(Y.op)
+    x = RNG.random(6, dtype=np.float32)
+    _, y = _run(s, [X, Y], x, np.zeros(4, "float32"))
+    np.testing.assert_allclose(y, np.arange(4) + x.sum(), rtol=1e-5)
