@@ -236,6 +236,11 @@ class Stage:
         if len(args) == 1 and isinstance(args[0], list | tuple):
             args = tuple(args[0])
         ivs = [self._leaf(iv, "fuse") for iv in args]
+        if not ivs:
+            raise ScheduleError(
+                f"fuse on stage '{self.name}': no loops given (a 0-d tensor has none); TVM "
+                "makes a unit loop here, minitvm does not yet: schedule the reduction loops"
+            )
         if len(ivs) == 1:
             return ivs[0]
         pos = [next(i for i, x in enumerate(self.leaf_iter_vars) if x is iv) for iv in ivs]

@@ -574,3 +574,12 @@ def test_reducer_whose_identity_uses_the_output_index():
     x = RNG.random(6, dtype=np.float32)
     _, y = _run(s, [X, Y], x, np.zeros(4, "float32"))
     np.testing.assert_allclose(y, np.arange(4) + x.sum(), rtol=1e-5)
+
+
+def test_fusing_no_loops_is_a_clear_error():
+    X = te.placeholder((10,), name="X")
+    k = te.reduce_axis((0, 10))
+    Y = te.compute((), lambda: te.sum(X[k], k), name="Y")
+    s = te.create_schedule(Y.op)
+    with pytest.raises(ScheduleError, match="no loops given"):
+        s[Y].fuse(*Y.op.axis)
