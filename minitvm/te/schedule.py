@@ -751,6 +751,39 @@ class Schedule:
         return list(reversed(order))
 
 
+def _split_outputs(sch: Schedule, args: list, outputs: tuple) -> dict:
+    """id(op) -> its live outputs, for multi-output elementwise stages computed at a loop:
+    they become one block per output, since a block writing several buffers cannot be moved.
+    An output that no stage reads and that is neither an argument nor a schedule output is
+    dead: it gets no block."""
+    from .bound import loads_of
+
+    wanted = {id(st.op): st for st in sch.stage_map.values()}
+    candidates = [
+        st
+        for st in wanted.values()
+        if isinstance(st.op, ComputeOp)
+        and st.op.num_outputs > 1
+        and not st.op.reduce_axis
+        and st.attach.kind == "at"
+        and not any(a[0] == "tensorize" for a in st.actions)
+    ]
+    out: dict = {}
+    for st in candidates:
+        keep = []
+        for k, t in enumerate(st.op.outputs):
+            used = any(isinstance(a, Tensor) and a == t for a in args) or t in outputs
+            for other in wanted.values():
+                body = getattr(other.op, "body", None)
+                if body is not None and loads_of(body, [t]) or getattr(other.op, "source", None) == t:
+                    used = True
+            if used:
+                keep.append(k)
+        if keep:
+            out[id(st.op)] = tuple(keep)
+    return out
+
+
 class _Replay:
     """Applies a te Schedule's record to a tir.Schedule of create_prim_func(args)."""
 
@@ -772,15 +805,22 @@ class _Replay:
             for t in st.op.outputs
             if any(isinstance(a, Tensor) and a == t for a in args)
         )
+        split = _split_outputs(te_sch, args, outputs)
         func, block_of = create_prim_func_with_blocks(
-            list(args), also_compute=outputs, inline_copies=copies
+            list(args), also_compute=outputs, inline_copies=copies, split_outputs=split
         )
         self.args = list(args)
         self.sch = TirSchedule(func)
         self.block: dict[int, Any] = {}
+        self.more_blocks: dict[int, list] = {}  # a split multi-output stage's other blocks
         for op, bname in block_of.items():
-            stage = te_sch.stage_map.get(id(op))
-            if stage is not None:
+            key = op[0] if isinstance(op, tuple) else op
+            stage = te_sch.stage_map.get(id(key))
+            if stage is None:
+                continue
+            if isinstance(op, tuple):
+                self.more_blocks.setdefault(id(stage), []).append(self.sch.get_block(bname))
+            else:
                 self.block[id(stage)] = self.sch.get_block(bname)
         self.loop: dict[int, Any] = {}
 
@@ -850,6 +890,20 @@ class _Replay:
             if separators:
                 self.sch.set_axis_separator(block, buffer, list(separators))
 
+    def _repeat_on_more_blocks(self, st: Stage) -> None:
+        """Place and transform the other blocks of a split multi-output stage as its first
+        block will be (same attach point, same loop actions)."""
+        primary = self.block[id(st)]
+        saved = {id(iv): self.loop.get(id(iv)) for iv in st.all_iter_vars}
+        for block in self.more_blocks.get(id(st), []):
+            self.block[id(st)] = block
+            self._map_loops(st, names=True)
+            self._attach(st)
+            for action in st.actions:
+                self._apply(st, action)
+        self.block[id(st)] = primary
+        self.loop.update({k: v for k, v in saved.items() if v is not None})
+
     def run(self) -> PrimFunc:
         self._structural()
         stages = [st for st in self.te._consumers_first() if id(st) in self.block]
@@ -857,6 +911,7 @@ class _Replay:
             self._map_loops(st, names=True)
         tensorized = []  # applied last, on the final loops (te/tensor_intrin.py)
         for st in stages:
+            self._repeat_on_more_blocks(st)
             self._attach(st)
             for action in st.actions:
                 if action[0] == "tensorize":

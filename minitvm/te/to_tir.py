@@ -143,6 +143,7 @@ class _Context:
         self.defined: set[int] = set()  # ids of vars bound by params and their shapes
         self.reduce_vars: set[int] = set()  # ids of every reduce axis var in the graph
         self.block_of: dict[int, str] = {}  # id(compute op) → its block's name
+        self.split_blocks: dict[tuple, str] = {}  # (op, n) → block of its n-th split output
         # An inlined argument's consumers read an internal copy of it (see inline_copies).
         self.read_buffers: dict[Tensor, Buffer] = {}
 
@@ -363,7 +364,8 @@ def create_prim_func_with_blocks(
     index_dtype_override: str | DataType | None = None,
     also_compute: tuple[Tensor, ...] = (),
     inline_copies: tuple[Tensor, ...] = (),
-) -> tuple[PrimFunc, dict[Operation, str]]:
+    split_outputs: dict | None = None,
+) -> tuple[PrimFunc, dict[Any, str]]:
     """`create_prim_func`, plus the name of the block made for each compute operation.
 
     Block names are the computes' names made unique, so two computes named "C" give "C" and
@@ -421,12 +423,33 @@ def create_prim_func_with_blocks(
         elif op in copies:  # the argument's own block, then the copy the schedule inlines
             stmts.append(_lower_compute(ctx, op))
             stmts.append(_lower_compute(ctx, op, [copies[op]]))
+        elif split_outputs and id(op) in split_outputs:
+            stmts += _lower_split(ctx, op, split_outputs[id(op)])
         else:
             stmts.append(_lower_compute(ctx, op))
     root = Block((), (), (), "root", seq(*stmts), None, tuple(allocs))
     attrs = FrozenDict({"global_symbol": "main", "tir.noalias": True})
     func = PrimFunc(tuple(params), BlockRealize((), True, root), None, buffer_map, attrs)
-    return func, {op: ctx.block_of[id(op)] for op in order if id(op) in ctx.block_of}
+    names: dict[Any, str] = {op: ctx.block_of[id(op)] for op in order if id(op) in ctx.block_of}
+    for key, name in ctx.split_blocks.items():  # (op, k): the block of its k-th live output
+        names[key] = name
+    return func, names
+
+
+def _lower_split(ctx: _Context, op: ComputeOp, live: tuple) -> list:
+    """A multi-output elementwise compute as one block per live output (the schedule moves
+    each under a consumer's loop; a block writing several buffers cannot be)."""
+    stmts = []
+    for n, k in enumerate(live):
+        part = ComputeOp(op.name, op.tag, op.attrs, op.axis, (op.body[k],))
+        ctx.buffers[part.output(0)] = ctx.buffers[op.output(k)]
+        stmts.append(_lower_compute(ctx, part))
+        name = ctx.block_of[id(part)]
+        if n == 0:
+            ctx.block_of[id(op)] = name
+        else:
+            ctx.split_blocks[(op, n)] = name
+    return stmts
 
 
 def _check_args(args: list) -> list[Tensor]:

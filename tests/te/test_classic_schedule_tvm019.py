@@ -583,3 +583,44 @@ def test_fusing_no_loops_is_a_clear_error():
     s = te.create_schedule(Y.op)
     with pytest.raises(ScheduleError, match="no loops given"):
         s[Y].fuse(*Y.op.axis)
+
+
+# ----------------------------------------------------------------------------- multi-output
+
+
+def _tuple_stage():
+    A = te.placeholder((6, 5), name="A")
+    B0, B1 = te.compute((6, 5), lambda i, j: (A[i, j] + 2, A[i, j] * 3), name="B")
+    return A, B0, B1
+
+
+def test_compute_at_of_a_multi_output_compute_feeding_one_consumer():
+    A, B0, _ = _tuple_stage()
+    A1 = te.placeholder((6, 5), name="A1")
+    C = te.compute((6, 5), lambda i, j: A1[i, j] + B0[i, j], name="C")
+    s = te.create_schedule(C.op)
+    s[B0].compute_at(s[C], C.op.axis[0])
+    a, a1 = RNG.random((6, 5), dtype=np.float32), RNG.random((6, 5), dtype=np.float32)
+    _, _, c = _run(s, [A, A1, C], a, a1, np.zeros((6, 5), "float32"))
+    np.testing.assert_allclose(c, a1 + a + 2, rtol=1e-6)
+
+
+def test_compute_at_of_a_multi_output_compute_keeps_every_used_output():
+    A, B0, B1 = _tuple_stage()
+    C = te.compute((6, 5), lambda i, j: B0[i, j] - B1[i, j], name="C")
+    s = te.create_schedule(C.op)
+    xo, _ = s[C].split(C.op.axis[1], factor=2)
+    s[B0].compute_at(s[C], xo)
+    a = RNG.random((6, 5), dtype=np.float32)
+    _, c = _run(s, [A, C], a, np.zeros((6, 5), "float32"))
+    np.testing.assert_allclose(c, (a + 2) - 3 * a, rtol=1e-5)
+
+
+def test_compute_at_of_a_multi_output_compute_read_outside_the_loop_is_an_error():
+    A, B0, B1 = _tuple_stage()
+    C = te.compute((6, 5), lambda i, j: B0[i, j] * 2, name="C")
+    D = te.compute((6, 5), lambda i, j: C[i, j] + B1[i, j], name="D")
+    s = te.create_schedule(D.op)
+    s[B0].compute_at(s[C], C.op.axis[0])
+    with pytest.raises(ScheduleError, match="no block under loop 'i' reads"):
+        tvm.lower(s, [A, D])  # B's second output is read by D, outside C's loop
