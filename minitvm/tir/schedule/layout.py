@@ -39,7 +39,7 @@ from ..stmt import (
 from .common import analyzer, insert_in_scope, schedule_error, unique_name
 from .instruction import register_python_renderer, render
 from .trace import register_json_codec
-from .tree import Path, replace_stmt, root_realize, scope_body, uses_var, walk
+from .tree import Path, replace_stmt, root_realize, scope_body, walk
 
 
 # ---------------------------------------------------------------------- buffer arguments
@@ -187,19 +187,21 @@ class _Remap(Mutator):
         super().__init__()
         self.old, self.new = old, new
         self.units: list[dict] = [{}]  # unit-extent iterators of the enclosing blocks
+        self.ranges: list[list] = [[]]  # the other iterators of the enclosing blocks
         self.fn = lambda ix: self._tidy(fn(ix))
 
     def _tidy(self, indices: list) -> list:
-        """A composite index drops the block's unit-extent iterators (they are 0), as TVM's
-        iterator simplification does; a bare iterator stays."""
-        zeros = self.units[-1]
-        if not zeros:
+        """A composite index is simplified under the enclosing blocks' iterator ranges (a
+        unit-extent iterator is 0), as TVM's iterator simplification does; a bare iterator
+        stays."""
+        zeros, ranges = self.units[-1], self.ranges[-1]
+        if not zeros and not ranges:
             return indices
         ana = analyzer()
+        for iv in ranges:
+            ana.bind(iv.var, iv.dom)
         return [
-            e
-            if isinstance(e, Var) or not uses_var(e, set(zeros))
-            else ana.simplify(substitute(e, lambda v: zeros.get(id(v))))
+            e if isinstance(e, Var) else ana.simplify(substitute(e, lambda v: zeros.get(id(v))))
             for e in indices
         ]
 
@@ -209,11 +211,14 @@ class _Remap(Mutator):
             for iv in b.iter_vars
             if const_value(iv.dom.extent) == 1
         }
+        others = [iv for iv in b.iter_vars if const_value(iv.dom.extent) != 1]
         self.units.append({**self.units[-1], **units})
+        self.ranges.append(self.ranges[-1] + others)
         try:
             return self.generic_visit(b)
         finally:
             self.units.pop()
+            self.ranges.pop()
 
     def visit_Buffer(self, b: Buffer) -> Buffer:
         return self.new if b is self.old else b
