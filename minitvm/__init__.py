@@ -12,7 +12,8 @@ import sys
 
 from . import error, ir, arith, tir, te, target, runtime, codegen, script, driver, testing  # noqa: I001
 from . import relax, topi, autodiff  # graph level, operator library, training
-from . import contrib, instrument, _ffi
+from . import contrib, instrument, _ffi, container
+from .convert import convert  # also tvm.runtime.convert, set below
 from .driver import build, lower
 from .error import MiniTVMError, TVMError
 from .ir import IRModule, assert_structural_equal, structural_equal, structural_hash, transform
@@ -30,6 +31,8 @@ from .ir.dtype import DataType  # tvm.DataType
 from .te import compute, placeholder, reduce_axis, sum, max, min, exp, log, var, size_var  # noqa: A004
 from .te import create_schedule
 from .tir import const, select, if_then_else, all, any  # noqa: A004
+
+runtime.convert = convert  # tvm.runtime.convert (the runtime package itself stays below tir)
 
 __version__ = "0.1.0"
 

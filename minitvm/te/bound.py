@@ -16,6 +16,7 @@ from typing import Any
 from ..arith import Analyzer, affine_coeffs
 from ..arith.int_set import IntervalSet
 from ..error import ScheduleError
+from ..ir.container import Map
 from ..tir.expr import IterVar, PrimExpr, Range, Var, as_expr
 from ..tir.functor import Visitor
 from ..tir.op import floordiv, floormod, max, min
@@ -407,7 +408,7 @@ def _index(items: list, x: Any) -> int:
 def infer_bound(sch: Any) -> dict[IterVar, Range]:
     """The Range of every IterVar of every (not inlined) stage of `sch`."""
     out = _Inference(sch).run()
-    return {iv: Range(r.min, r.extent) if isinstance(r, Range) else r for iv, r in out.items()}
+    return Map((iv, Range(r.min, r.extent) if isinstance(r, Range) else r) for iv, r in out.items())
 
 
 __all__ = ["infer_bound", "leaf_ranges", "loads_of", "root_exprs", "root_sets", "split_extents"]

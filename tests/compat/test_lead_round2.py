@@ -87,3 +87,21 @@ def test_tir_exports_vscale_reinterpret_and_allocate_const():
     B = tvm.te.compute((8,), lambda i: A[i] * (4 * tvm.tir.vscale()).astype("float32"), name="B")
     with pytest.raises(tvm.error.BuildError, match="vscale"):
         tvm.build(tvm.te.create_schedule(B.op), [A, B])
+
+
+def test_runtime_convert_and_container_map():
+    arr = tvm.runtime.convert([1, 2.5, [3]])
+    assert isinstance(arr, tvm.container.Array) and len(arr) == 3
+    assert arr[0].value == 1 and str(arr[0].dtype) == "int32"
+    assert str(arr[1].dtype) == "float32" and isinstance(arr[2], tvm.container.Array)
+    m = tvm.runtime.convert({"k": 7})
+    assert isinstance(m, tvm.container.Map) and m["k"].value == 7
+    with pytest.raises(tvm.error.TVMError, match="cannot convert a object"):
+        tvm.runtime.convert(object())
+    A = tvm.te.placeholder((8,), name="A")
+    B = tvm.te.compute((8,), lambda i: A[i] + 1, name="B")
+    s = tvm.te.create_schedule(B.op)
+    xo, xi = s[B].split(B.op.axis[0], factor=4)
+    bounds = tvm.te.schedule.InferBound(s)
+    assert isinstance(bounds, tvm.container.Map)
+    assert int(bounds[xo].extent) == 2 and int(bounds[xi].extent) == 4
