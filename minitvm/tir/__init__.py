@@ -29,3 +29,4 @@ from . import ir_builder
 from .packed import call_packed
 from .tensor_intrin_base import TensorIntrin  # tensorize's intrinsics (tvm.tir.TensorIntrin)
 from .schedule import BlockRV, LoopRV, Schedule  # the TensorIR scheduler (tvm.tir.Schedule)
+from .schedule import ScheduleState, StmtSRef

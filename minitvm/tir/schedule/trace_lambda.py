@@ -66,9 +66,27 @@ _INTRINSICS = frozenset(
 
 
 def _intrinsic(name: str) -> Callable:
-    from ...script import tir as T
+    """The tir-level function behind `T.<name>` in a lambda's text (no script import: tir sits
+    below the script stage)."""
+    from .. import op
+    from ..expr import Cast, Select
 
-    return getattr(T, name)
+    special = {
+        "Cast": lambda dtype, value: Cast(dtype, value),
+        "cast": lambda value, dtype: Cast(dtype, value),
+        "Select": lambda c, t, f: Select(c, t, f),
+    }
+    if name in special:
+        return special[name]
+    if name in _DTYPE_NAMES:
+        return lambda value: op.const(value, name)
+    return getattr(op, name)
+
+
+_DTYPE_NAMES = frozenset(
+    ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+    + ("float16", "float32", "float64", "bool")
+)
 
 
 def _separator() -> Any:

@@ -62,12 +62,14 @@ def test_trace_prints_python_with_rv_names():
     sch.reorder(i0, j, i1)
     sch.parallel(i0)
     lines = str(sch.trace).splitlines()[1:]
-    assert lines == [
-        'b0 = sch.get_block(name="C", func_name="main")',
-        "l1, l2, l3 = sch.get_loops(block=b0)",
-        "l4, l5 = sch.split(loop=l1, factors=[None, 4], preserve_unit_iters=True)",
-        "sch.reorder(l4, l2, l5)",
-        "sch.parallel(loop=l4)",
+    assert lines == [  # TVM's printed form: a function of the schedule, two-space indent
+        "def apply_trace(sch: tir.Schedule) -> None:",
+        '  b0 = sch.get_block(name="C", func_name="main")',
+        "  l1, l2, l3 = sch.get_loops(block=b0)",
+        "  l4, l5 = sch.split(loop=l1, factors=[None, 4], preserve_unit_iters=True,"
+        " disable_predication=False)",
+        "  sch.reorder(l4, l2, l5)",
+        "  sch.parallel(loop=l4)",
     ]
 
 
