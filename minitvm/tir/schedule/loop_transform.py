@@ -31,6 +31,7 @@ from .common import (
     analyzer,
     const_int,
     describe_loop,
+    is_one,
     is_reduction_block,
     is_zero,
     schedule_error,
@@ -99,23 +100,61 @@ def add_predicate(stmt: Stmt, cond: PrimExpr) -> Stmt:
     return out if found else IfThenElse(likely(cond), stmt)
 
 
-def simplify_bindings(stmt: Stmt, loops: list[For]) -> Stmt:
-    """Simplify the iter_values and predicates of the blocks under `stmt`."""
+def simplify_bindings(
+    stmt: Stmt, loops: list[For], keep: tuple = (), predicate: bool = True, only: tuple = ()
+) -> Stmt:
+    """Simplify the iter_values (and, if `predicate`, the predicates) of the blocks under
+    `stmt`; with `only` (loops), just the values that use those loops. Loops in `keep` are
+    left unbound, so a unit loop stays visible in the bindings (TVM's preserve_unit_iters)."""
     outer = list(loops)
     inner = [s for s, _ in walk(stmt) if isinstance(s, For)]
-    ana = analyzer(outer + inner)
+    kept = {id(f.loop_var) for f in keep}
+    ana = analyzer([f for f in outer + inner if id(f.loop_var) not in kept])
+    touched = {id(f.loop_var) for f in only}
+
+    def one(v: PrimExpr) -> PrimExpr:
+        return ana.simplify(v) if not touched or uses_var(v, touched) else v
 
     def simp(r: BlockRealize) -> BlockRealize:
-        values = tuple(ana.simplify(v) for v in r.iter_values)
+        values = tuple(one(v) for v in r.iter_values)
         same = all(a is b for a, b in zip(values, r.iter_values))
-        pred = ana.simplify(r.predicate)
+        pred = ana.simplify(r.predicate) if predicate else r.predicate
         return r.replace(iter_values=r.iter_values if same else values, predicate=pred)
 
     return map_realizes(stmt, simp)
 
 
-def split(func: PrimFunc, loop: For, path: Path, factors: list) -> tuple[PrimFunc, list[Var]]:
+def _check_plain_loop(func: PrimFunc, what: str, loop: For) -> None:
+    """split/fuse take serial-or-kind loops without annotations or thread binding that start
+    at 0 (TVM's rules: an annotation or a binding would not carry over to the new loops)."""
+    if loop.annotations or loop.thread_binding is not None:
+        why = "is bound to a thread" if loop.thread_binding is not None else "has annotations"
+        raise schedule_error(
+            func,
+            f"{what}: loop '{loop.loop_var.name}' {why} ({dict(loop.annotations) or ''}"
+            f"{loop.thread_binding.thread_tag if loop.thread_binding is not None else ''}); "
+            "split or fuse it before annotating or binding it",
+            loop,
+        )
+    if not is_zero(loop.min):
+        raise schedule_error(
+            func,
+            f"{what}: loop '{loop.loop_var.name}' starts at {loop.min}, not 0; only loops "
+            "that start at 0 can be split or fused",
+            loop,
+        )
+
+
+def split(
+    func: PrimFunc,
+    loop: For,
+    path: Path,
+    factors: list,
+    preserve_unit_iters: bool = True,
+    disable_predication: bool = False,
+) -> tuple[PrimFunc, list[Var]]:
     """Split `loop` into len(factors) nested loops (outermost first); returns the new loop vars."""
+    _check_plain_loop(func, f"split({describe_loop(loop)})", loop)
     factors = _check_factors(func, loop, list(factors))
     ext = loop.extent
     ana = analyzer(loops_above(path))
@@ -145,10 +184,21 @@ def split(func: PrimFunc, loop: For, path: Path, factors: list) -> tuple[PrimFun
         fused = binary(Add, binary(Mul, fused, f), v)
     value = fused if is_zero(loop.min) else binary(Add, loop.min, fused)
     body = substitute(loop.body, {loop.loop_var: value})
-    if not exact:
-        body = add_predicate(body, LT(fused, ext))
+    if not exact and disable_predication:
+        raise schedule_error(
+            func,
+            f"split({describe_loop(loop)}, disable_predication=True): cannot prove that the "
+            f"factors' product divides the extent {ext}, so the last iterations would run "
+            "out of bounds without a predicate; use factors that divide the extent",
+            loop,
+        )
     new_loops = [For(v, 0, f, ForKind.SERIAL, body) for v, f in zip(new_vars, factors)]
-    body = simplify_bindings(body, loops_above(path) + new_loops)
+    units = [f for f in new_loops if is_one(f.extent)] if preserve_unit_iters else []
+    body = simplify_bindings(
+        body, loops_above(path) + new_loops, keep=units, predicate=False, only=new_loops
+    )
+    if not exact:  # as TVM writes it: the fused index, unsimplified, below the extent
+        body = add_predicate(body, LT(fused, ext))
     for v, f in reversed(list(zip(new_vars, factors))):
         body = For(v, IntImm(v.dtype, 0), f, ForKind.SERIAL, body)
     return replace_stmt(func, loop, body), new_vars
@@ -167,6 +217,8 @@ def fuse(func: PrimFunc, loops: list[For], path: Path) -> tuple[PrimFunc, Var]:
                 inner,
             )
     for f in loops:
+        _check_plain_loop(func, "fuse(" + ", ".join(g.loop_var.name for g in loops) + ")", f)
+    for f in loops:
         if uses_var([g.extent for g in loops] + [g.min for g in loops], {id(f.loop_var)}):
             raise schedule_error(
                 func, f"fuse: the extent of a fused loop depends on loop '{f.loop_var.name}'", f
@@ -183,10 +235,13 @@ def fuse(func: PrimFunc, loops: list[For], path: Path) -> tuple[PrimFunc, Var]:
     fused = Var("_".join(f.loop_var.name for f in loops) + "_fused", dtype)
     vmap: dict = {}
     for k, f in enumerate(loops):
+        # TVM's form: (fused % (inner * extent)) // inner, the outermost without the %
         inner = _mul_all(extents[k + 1 :], fused)
-        part: PrimExpr = fused if k + 1 == len(loops) else binary(FloorDiv, fused, inner)
+        part: PrimExpr = fused
         if k > 0:
-            part = binary(FloorMod, part, f.extent)
+            part = binary(FloorMod, part, binary(Mul, inner, extents[k]))
+        if k + 1 < len(loops):
+            part = binary(FloorDiv, part, inner)
         part = part if is_zero(f.min) else binary(Add, f.min, part)
         vmap[f.loop_var] = cast(f.loop_var.dtype, part)
     body = substitute(loops[-1].body, vmap)
@@ -483,3 +538,13 @@ def unannotate(func: PrimFunc, target: Any, key: str) -> PrimFunc:
 
     kept = FrozenDict({k: v for k, v in target.annotations.items() if k != key})
     return replace_stmt(func, target, target.replace(annotations=kept))
+
+
+def add_unit_loop(func: PrimFunc, target: Stmt) -> tuple[PrimFunc, Var]:
+    """Wrap `target` (a BlockRealize or a For) in a new loop of extent 1; returns its var."""
+    dtype = target.loop_var.dtype if isinstance(target, For) else DataType("int32")
+    var = Var("u", dtype)
+    new = For(var, IntImm(dtype, 0), IntImm(dtype, 1), ForKind.SERIAL, target)
+    if func.body is target:  # the function body itself (a block without a root block)
+        return func.replace(body=new), var
+    return replace_stmt(func, target, new), var

@@ -330,10 +330,18 @@ class Schedule:
         return out
 
     # ------------------------------------------------------------------ loop primitives
-    def split(self, loop: LoopRV, factors: list, preserve_unit_iters: bool = True) -> list[LoopRV]:
+    def split(
+        self,
+        loop: LoopRV,
+        factors: list,
+        preserve_unit_iters: bool = True,
+        disable_predication: bool = False,
+    ) -> list[LoopRV]:
         fname, func, node, path = self._loop(loop)
         traced, factors = list(factors), [_as_factor(self._expr_value(f)) for f in factors]
-        func, new_vars = _lt.split(func, node, path, factors)
+        func, new_vars = _lt.split(
+            func, node, path, factors, preserve_unit_iters, disable_predication
+        )
         self._update(fname, func)
         out = [self._new_loop(fname, v) for v in new_vars]
         self._record(
@@ -343,7 +351,8 @@ class Schedule:
                 ("loop", loop),
                 ("factors", traced),
                 ("preserve_unit_iters", preserve_unit_iters),
-            ),
+            )
+            + ((("disable_predication", True),) if disable_predication else ()),
             tuple(out),
             True,
         )
@@ -1015,6 +1024,20 @@ class Schedule:
         return self._reindex("reindex_cache_write", block, spec, storage_scope, index_map, kwargs)
 
     # --- helper-existing ---
+    def add_unit_loop(self, block_or_loop: Any) -> LoopRV:
+        """Create a loop of extent 1 above a block or a loop; returns it.
+
+        >>> u = sch.add_unit_loop(sch.get_block("C"))
+        """
+        if isinstance(block_or_loop, LoopRV):
+            fname, func, node, _ = self._loop(block_or_loop)
+        else:
+            fname, func, node, _ = self._block(block_or_loop)
+        func, var = _lt.add_unit_loop(func, node)
+        self._update(fname, func)
+        out = self._new_loop(fname, var)
+        self._record("add_unit_loop", (), (("block_or_loop", block_or_loop),), (out,))
+        return out
 
 
 __all__ = ["Schedule", "BlockRV", "LoopRV", "Trace", "ScheduleError"]

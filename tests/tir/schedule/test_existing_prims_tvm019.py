@@ -330,3 +330,79 @@ def test_bind_reduction_loop_to_threadidx_is_a_cross_thread_reduction_not_to_blo
     sch.bind(k, "threadIdx.x")  # accepted as TVM does; a CPU build refuses the race
     with pytest.raises(ScheduleError, match=r"binding it to threads would race on B"):
         tvm.build(sch.mod, target="llvm")
+
+
+@T.prim_func
+def scale3(A: T.Buffer((4, 6, 8), "float32"), B: T.Buffer((4, 6, 8), "float32")):
+    for i, j, k in T.grid(4, 6, 8):
+        with T.block("B"):
+            vi, vj, vk = T.axis.remap("SSS", [i, j, k])
+            B[vi, vj, vk] = A[vi, vj, vk] * T.float32(3)
+
+
+def _realize(sch, name):
+    return next(
+        s
+        for s, _ in tvm.tir.schedule.tree.walk(sch.mod["main"].body)
+        if isinstance(s, tvm.tir.BlockRealize) and s.block.name_hint == name
+    )
+
+
+def test_split_keeps_unit_loops_in_the_binding_and_an_unsimplified_guard():
+    sch = tir.Schedule(scale3)
+    i, _j, k = sch.get_loops(sch.get_block("B"))
+    _i0, i1, _i2 = sch.split(i, [2, 1, 2])
+    sch.split(k, [None, 3])  # 8 = 3 * 3 - 1: guarded
+    binding = str(_realize(sch, "B").iter_values[0])
+    assert sch.get(i1).loop_var.name in binding  # the unit loop stays (preserve_unit_iters)
+    assert "< 8" in str(_realize(sch, "B").predicate)
+    _same_numbers(scale3, sch.mod["main"])
+
+
+def test_split_disable_predication_only_when_the_factors_divide():
+    sch = tir.Schedule(scale3)
+    _, j, k = sch.get_loops(sch.get_block("B"))
+    sch.split(j, [2, 3], disable_predication=True)
+    with pytest.raises(ScheduleError, match=r"disable_predication=True\): cannot prove"):
+        sch.split(k, [None, 3], disable_predication=True)
+    _same_numbers(scale3, sch.mod["main"])
+
+
+def test_fuse_writes_tvm_s_index_form():
+    sch = tir.Schedule(scale3)
+    fused = sch.fuse(*sch.get_loops(sch.get_block("B")))
+    v = sch.get(fused).loop_var.name
+    assert str(_realize(sch, "B").iter_values[1]) == f"{v} % 48 // 8"
+    _same_numbers(scale3, sch.mod["main"])
+
+
+def test_split_and_fuse_refuse_annotated_bound_or_offset_loops():
+    @T.prim_func
+    def odd_loops(A: T.Buffer((8, 8), "float32"), B: T.Buffer((8, 8), "float32")):
+        for i in T.serial(8, annotations={"note": 1}):
+            for j in T.serial(2, 8):
+                with T.block("B"):
+                    vi, vj = T.axis.remap("SS", [i, j])
+                    B[vi, vj] = A[vi, vj]
+
+    sch = tir.Schedule(odd_loops)
+    i, j = sch.get_loops(sch.get_block("B"))
+    with pytest.raises(ScheduleError, match=r"loop 'i' has annotations"):
+        sch.split(i, [2, 4])
+    with pytest.raises(ScheduleError, match=r"loop 'j' starts at 2, not 0"):
+        sch.split(j, [2, 3])
+    with pytest.raises(ScheduleError, match=r"fuse\(i, j\): loop 'i' has annotations"):
+        sch.fuse(i, j)
+
+
+def test_add_unit_loop_above_a_block_and_above_a_loop():
+    sch = tir.Schedule(scale3)
+    block = sch.get_block("B")
+    i = sch.get_loops(block)[0]
+    u = sch.add_unit_loop(block)
+    w = sch.add_unit_loop(i)
+    loops = sch.get_loops(block)
+    assert [int(sch.get(lp).extent) for lp in loops] == [1, 4, 6, 8, 1]
+    assert sch.get(loops[0]).loop_var is sch.get(w).loop_var
+    assert sch.get(loops[-1]).loop_var is sch.get(u).loop_var
+    _same_numbers(scale3, sch.mod["main"])
