@@ -103,6 +103,15 @@ def _check_scope(func: PrimFunc, scope: Any, what: str, r: BlockRealize) -> None
         )
 
 
+def _buffer_index(index: Any, regions: tuple) -> Any:
+    """A buffer given by name or object (TVM accepts both) as its position in `regions`."""
+    named = isinstance(index, str | Buffer)
+    for k, rg in enumerate(regions):
+        if named and (rg.buffer is index or rg.buffer.name == index):
+            return k
+    return index
+
+
 def cache_read(
     func: PrimFunc,
     r: BlockRealize,
@@ -116,6 +125,7 @@ def cache_read(
     name = r.block.name_hint
     what = f"cache_read(block '{name}', read_buffer_index={index}, storage_scope={scope!r})"
     reads = r.block.reads
+    index = _buffer_index(index, reads)
     if not isinstance(index, int) or not -len(reads) <= index < len(reads):
         shown = ", ".join(rg.buffer.name for rg in reads)
         raise schedule_error(
@@ -170,6 +180,7 @@ def cache_write(
     name = r.block.name_hint
     what = f"cache_write(block '{name}', write_buffer_index={index}, storage_scope={scope!r})"
     writes = r.block.writes
+    index = _buffer_index(index, writes)
     if not isinstance(index, int) or not -len(writes) <= index < len(writes):
         shown = ", ".join(rg.buffer.name for rg in writes)
         raise schedule_error(

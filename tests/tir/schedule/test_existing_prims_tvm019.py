@@ -406,3 +406,17 @@ def test_add_unit_loop_above_a_block_and_above_a_loop():
     assert sch.get(loops[0]).loop_var is sch.get(w).loop_var
     assert sch.get(loops[-1]).loop_var is sch.get(u).loop_var
     _same_numbers(scale3, sch.mod["main"])
+
+
+def test_cache_read_and_write_take_the_buffer_by_name_or_object():
+    sch = tir.Schedule(scale3)
+    block = sch.get_block("B")
+    a_buf = sch.get(block).reads[0].buffer
+    sch.cache_read(block, "A", "local")
+    sch.cache_write(block, "B", "local")
+    assert {"A_local", "B_local"} <= set(tvm.tir.schedule.tree.block_names(sch.mod["main"]))
+    sch2 = tir.Schedule(scale3)
+    sch2.cache_read(sch2.get_block("B"), a_buf, "local")
+    _same_numbers(scale3, sch.mod["main"])
+    with pytest.raises(ScheduleError, match=r"reads 1 buffers \(A_local\); use an index in 0..0"):
+        sch2.cache_read(sch2.get_block("B"), "Z", "local")
