@@ -64,11 +64,16 @@ class _Equal:
             return all(self.eq(getattr(a, f), getattr(b, f), f"{path}.{f}") for f in fields)
         return self.fail(path, a, b)
 
-    def buffer(self, a: Any, b: Any, path: str) -> bool:
+    def buffer(self, a: Any, b: Any, path: str, defining: bool) -> bool:
         if id(a) in self.fwd:
             return self.fwd[id(a)] is b or self.fail(path, a, b)
         if id(b) in self.bwd:
             return self.fail(path, a, b)
+        if not (defining or self.map_free_vars or a is b):
+            # first seen where it is used, not declared: the same buffer only if its memory is
+            # (A[i] and B[i] of two different free buffers are not equal, whatever their layout)
+            if not self.var(a.data, b.data, path + ".data", defining=False):
+                return False
         self.bind(a, b)  # bind first: a buffer's fields may refer back to it
         return self.fields(a, b, path, defs=type(a)._def_fields)
 
@@ -106,7 +111,7 @@ class _Equal:
             if _is_var(a):
                 return self.var(a, b, path, defining)
             if _is_buffer(a):
-                return self.buffer(a, b, path)
+                return self.buffer(a, b, path, defining)
             return self.fields(a, b, path, type(a)._def_fields)
         if isinstance(a, tuple | list):
             if len(a) != len(b):
@@ -117,7 +122,7 @@ class _Equal:
                 return self.fail(path + ".__len__", len(a), len(b))
             if any(isinstance(k, Node) for k in a):  # node-keyed maps (buffer_map): in order
                 return all(
-                    self.eq(ka, kb, path, defining) and self.eq(va, vb, f"{path}[{i}]")
+                    self.eq(ka, kb, path, defining) and self.eq(va, vb, f"{path}[{i}]", defining)
                     for i, ((ka, va), (kb, vb)) in enumerate(zip(a.items(), b.items()))
                 )
             if set(a) != set(b):

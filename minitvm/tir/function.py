@@ -21,7 +21,7 @@ class PrimFunc(BaseFunc):
     ret_type: Any = None
     buffer_map: FrozenDict = FrozenDict()
     attrs: FrozenDict = FrozenDict()
-    _def_fields = ("params",)
+    _def_fields = ("params", "buffer_map")  # buffer_map declares the parameter buffers
     # buffer_map before body: its buffers' shapes define the symbolic dims the body uses
     _structural_order = ("params", "buffer_map", "body", "ret_type", "attrs")
 

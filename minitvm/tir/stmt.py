@@ -196,6 +196,7 @@ class DeclBuffer(Stmt):
 
     buffer: Buffer
     body: Stmt
+    _def_fields = ("buffer",)
 
 
 @node
@@ -225,6 +226,7 @@ class BufferRegion(Node):
 class MatchBufferRegion(Node):
     buffer: Buffer
     source: BufferRegion
+    _def_fields = ("buffer",)
 
 
 @node
@@ -240,6 +242,7 @@ class Block(Stmt):
     alloc_buffers: tuple = ()
     match_buffers: tuple = ()
     annotations: FrozenDict = FrozenDict()
+    _def_fields = ("alloc_buffers", "match_buffers")  # the buffers the block declares
     # compared definitions first: the body may use a matched buffer's `B.data` before any B[...].
     # The name is left out, as in TVM: two blocks that compute the same are equal whatever their
     # names (decompose_reduction's "C_update" equals a hand-written "C").

@@ -105,3 +105,34 @@ def test_runtime_convert_and_container_map():
     bounds = tvm.te.schedule.InferBound(s)
     assert isinstance(bounds, tvm.container.Map)
     assert int(bounds[xo].extent) == 2 and int(bounds[xi].extent) == 4
+
+
+_MAX_OF_TWO = '''
+@T.prim_func
+def max_of_two(A: T.Buffer((6, 10), "float32"), B: T.Buffer((6, 10), "float32")):
+    for i in T.parallel(6):
+        for k in range(10):
+            with T.block("m"):
+                vi, vk = T.axis.remap("SS", [i, k])
+                with T.init():
+                    B[vi, vk] = T.float32("-inf")
+                B[vi, vk] = T.max(B[vi, vk], A[vi, vk])
+'''
+
+
+def test_two_free_buffers_of_one_layout_are_not_structurally_equal():
+    func = tvm.script.from_source(_MAX_OF_TWO)
+    a, b = (func.buffer_map[p] for p in func.params)
+    i = tvm.tir.Var("i", "int32")
+    assert not tvm.ir.structural_equal(a[i, i], b[i, i])
+    assert tvm.ir.structural_equal(a[i, i], a[i, i])
+    assert tvm.ir.structural_equal(a[i, i], b[i, i], map_free_vars=True)
+
+
+def test_max_of_two_buffers_is_not_simplified_to_one():
+    # the simplifier's max(x, x) -> x once took B[i] and A[i] for the same value (NaN softmax)
+    mod = tvm.build(tvm.script.from_source(_MAX_OF_TWO), target="llvm")
+    a = np.random.default_rng(0).standard_normal((6, 10)).astype("float32")
+    b = tvm.nd.array(np.zeros((6, 10), "float32"))
+    mod(tvm.nd.array(a), b)
+    np.testing.assert_array_equal(b.numpy(), a)
