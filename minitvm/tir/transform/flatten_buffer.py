@@ -1,5 +1,10 @@
 """Flatten every multi-dimensional buffer access to a 1-D access at the element offset.
 
+With `keep_axis_separators=True` (TVM's FlattenBuffer, used for lowered-IR display) a dense
+buffer with axis_separators instead becomes an N-d physical buffer, one dimension per group of
+logical axes between separators. Codegen takes only 1-D accesses, so the build pipeline uses
+the default: for dense memory the full flattening addresses the very same elements.
+
 Offsets are computed in int32 when the buffer provably spans fewer than 2**31 elements (the
 common case: cheaper arithmetic, and what vectorization expects) and in int64 otherwise: a
 buffer with a symbolic dim, or a static one of 2**31 elements or more, would overflow int32
@@ -106,25 +111,74 @@ def _flat_alloc_extent(extents: tuple) -> PrimExpr:
     return reduce(lambda a, b: binary(Mul, a, b), wide, IntImm(dtype, 1))
 
 
+def axis_groups(buf: Buffer) -> list[range] | None:
+    """The logical axes of each physical dimension of a dense `buf` with axis_separators
+    (separator 2 of a 3-d buffer: axes 0-1, then axis 2); None when it flattens to 1-D."""
+    seps = sorted(set(buf.axis_separators))
+    dense = not buf.strides and const_value(buf.elem_offset) == 0
+    if not seps or not dense or seps[0] <= 0 or seps[-1] >= len(buf.shape):
+        return None  # a strided or offset view, or an out-of-range separator: plain 1-D
+    bounds = [0, *seps, len(buf.shape)]
+    return [range(a, b) for a, b in zip(bounds, bounds[1:])]
+
+
+def _group_view(buf: Buffer, groups: list[range]) -> Buffer:
+    """An N-d buffer over `buf`'s data, one dimension per group (their extents' product)."""
+    parts = [buf.replace(shape=tuple(buf.shape[k] for k in g), axis_separators=()) for g in groups]
+    return Buffer(
+        buf.data,
+        buf.dtype,
+        tuple(flat_extent(p) for p in parts),
+        name=buf.name,
+        storage_scope=buf.storage_scope,
+        data_alignment=buf.data_alignment,
+        axis_separators=tuple(range(1, len(groups))),
+    )
+
+
+def _group_offsets(buf: Buffer, groups: list[range], indices: tuple) -> tuple:
+    """One row-major offset per group of `indices`."""
+    out = []
+    for g in groups:
+        part = buf.replace(shape=tuple(buf.shape[k] for k in g), axis_separators=())
+        out.append(flat_offset(part, tuple(indices[k] for k in g)))
+    return tuple(out)
+
+
 class _Flatten(Mutator):
-    def __init__(self) -> None:
+    def __init__(self, keep_axis_separators: bool = False) -> None:
         super().__init__()
+        self.keep = keep_axis_separators
         self.views: dict[int, tuple[Buffer, Buffer]] = {}
+        self.alloc_groups: dict[int, list[range]] = {}  # data var id -> groups of its buffer
+
+    def groups(self, buf: Buffer) -> list[range] | None:
+        return axis_groups(buf) if self.keep else None
 
     def view(self, buf: Buffer) -> Buffer:
-        if _is_flat(buf):
-            return buf
         hit = self.views.get(id(buf))
         if hit is None:
-            hit = self.views[id(buf)] = (buf, flat_view(buf))
+            groups = self.groups(buf)
+            new = _group_view(buf, groups) if groups else flat_view(buf)
+            hit = self.views[id(buf)] = (buf, new)
+            if groups:
+                self.alloc_groups[id(buf.data)] = [len(g) for g in groups]
         return hit[1]
+
+    def offsets(self, buf: Buffer, indices: tuple) -> tuple:
+        groups = self.groups(buf)
+        if groups:
+            return _group_offsets(buf, groups, indices)
+        return (flat_offset(buf, indices),)
 
     def visit_BufferLoad(self, load: BufferLoad) -> PrimExpr:
         indices = tuple(self.visit(i) for i in load.indices)
         buf = load.buffer
         if _is_flat(buf) and _same(indices, load.indices):
             return load
-        return BufferLoad(self.view(buf), (flat_offset(buf, indices),), load.dtype)
+        if _is_flat(buf):
+            return BufferLoad(buf, indices, load.dtype)
+        return BufferLoad(self.view(buf), self.offsets(buf, indices), load.dtype)
 
     def visit_BufferStore(self, store: BufferStore) -> Stmt:
         indices = tuple(self.visit(i) for i in store.indices)
@@ -132,12 +186,21 @@ class _Flatten(Mutator):
         buf = store.buffer
         if _is_flat(buf) and _same(indices, store.indices) and value is store.value:
             return store
-        return BufferStore(self.view(buf), value, (flat_offset(buf, indices),))
+        if _is_flat(buf):
+            return BufferStore(buf, value, indices)
+        return BufferStore(self.view(buf), value, self.offsets(buf, indices))
 
     def visit_Allocate(self, alloc: Allocate) -> Stmt:
         body = self.visit(alloc.body)
         extents = alloc.extents
-        if len(extents) != 1:
+        sizes = self.alloc_groups.get(id(alloc.buffer_var)) if self.keep else None
+        if sizes and sum(sizes) == len(extents):
+            grouped, start = [], 0
+            for n in sizes:
+                grouped.append(_flat_alloc_extent(extents[start : start + n]))
+                start += n
+            extents = tuple(grouped)
+        elif len(extents) != 1:
             extents = (_flat_alloc_extent(extents),)
         return alloc.replace(extents=extents, body=body)
 
@@ -145,9 +208,10 @@ class _Flatten(Mutator):
         return self.visit(decl.body)
 
 
-def flatten_buffer(func: PrimFunc) -> PrimFunc:
-    """Rewrite loads/stores to flat views (same data var); param buffers keep their shape."""
-    return func.replace(body=_Flatten().visit(func.body))
+def flatten_buffer(func: PrimFunc, keep_axis_separators: bool = False) -> PrimFunc:
+    """Rewrite loads/stores to flat views (same data var); param buffers keep their shape.
+    `keep_axis_separators`: a dense buffer with separators gets one dimension per group."""
+    return func.replace(body=_Flatten(keep_axis_separators).visit(func.body))
 
 
 FlattenBuffer = prim_func_pass(flatten_buffer, "FlattenBuffer")
