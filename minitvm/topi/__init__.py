@@ -5,7 +5,7 @@ returns te Tensors, ready for `te.create_prim_func`. `topi.reference` holds the 
 reference of every operator.
 """
 
-from . import cuda, nn, reference, utils
+from . import cuda, nn, reference, tag, utils
 from .broadcast import (
     abs,
     add,
@@ -84,5 +84,6 @@ __all__ = [
     "take",
     "tanh",
     "transpose",
+    "tag",
     "utils",
 ]

@@ -65,7 +65,9 @@ def _binary(name: str, fn: Callable[[PrimExpr, PrimExpr], PrimExpr]) -> Callable
             b = elem(rhs, idx, getattr(lhs, "dtype", "float32"))
             return fn(a, b)
 
-        return te.compute(out_shape, body, name=f"T_{name}", tag="broadcast")
+        # with a scalar operand the op is elementwise on the tensor; two tensors broadcast
+        tag = "broadcast" if len(shapes) == 2 else "elemwise"
+        return te.compute(out_shape, body, name=f"T_{name}", tag=tag)
 
     op.__name__ = name
     op.__doc__ = f"Elementwise {name} with numpy broadcasting (tensors or scalars)."

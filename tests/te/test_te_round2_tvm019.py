@@ -71,3 +71,23 @@ def test_grouped_offsets_address_the_dense_elements():
             got = ana.simplify(substitute(dense, vmap))
             want = ana.simplify(substitute(flat[name].indices[0], vmap))
             assert int(got) == int(want)
+
+
+def test_topi_tag_names_and_scalar_operand_is_elemwise():
+    from minitvm import topi
+
+    B = te.placeholder((4, 3), name="B")
+    S = te.placeholder((), name="S")
+    assert (B + 2).op.tag == topi.tag.ELEMWISE == "elemwise"
+    assert (2 * B).op.tag == topi.tag.ELEMWISE
+    assert (B + S).op.tag == topi.tag.BROADCAST == "broadcast"
+    assert (S + 1.5).op.tag == topi.tag.ELEMWISE
+    assert topi.tag.is_broadcast("elemwise") and topi.tag.is_injective("broadcast,pad")
+    assert not topi.tag.is_broadcast("injective") and not topi.tag.is_injective("comm_reduce")
+    C = (B + 2) * S
+    f = tvm.build(te.create_prim_func([B, S, C]))
+    b = np.random.default_rng(1).standard_normal((4, 3)).astype("float32")
+    s = np.array(3.0, dtype="float32")
+    out = tvm.nd.empty((4, 3), "float32")
+    f(tvm.nd.array(b), tvm.nd.array(s), out)
+    np.testing.assert_allclose(out.numpy(), (b + 2) * s, rtol=1e-6)
