@@ -46,9 +46,10 @@ def _mul_all(values: list[PrimExpr], like: PrimExpr) -> PrimExpr:
     return out
 
 
-def _check_factors(func: PrimFunc, loop: For, factors: list) -> list:
-    """Validate split factors; return them as PrimExprs (None kept for the one inferred)."""
-    where = f"split({describe_loop(loop)})"
+def _check_factors(func: PrimFunc, loop: For, factors: list, what: str = "split") -> list:
+    """Validate split (or loop_partition) factors; return them as PrimExprs (None kept for the
+    one inferred)."""
+    where = f"{what}({describe_loop(loop)})"
     shown = [
         None if f is None else (const_int(f) if const_int(f) is not None else f) for f in factors
     ]

@@ -1039,5 +1039,25 @@ class Schedule:
         self._record("add_unit_loop", (), (("block_or_loop", block_or_loop),), (out,))
         return out
 
+    # --- helper-R5 ---
+    def loop_partition(
+        self, loop: LoopRV, factors: list, preserve_unit_iters: bool = True
+    ) -> list[LoopRV]:
+        """Cut a loop into consecutive loops of the given lengths (one None is inferred; without
+        one, the rest of the loop is a last part); returns the new loops.
+
+        >>> i0, i1, i2 = sch.loop_partition(i, factors=[2, 64])  # [0,2), [2,66), [66,128)
+        """
+        from . import loop_partition as _lp
+
+        fname, func, node, path = self._loop(loop)
+        traced, factors = list(factors), [_as_factor(self._expr_value(f)) for f in factors]
+        func, new_vars = _lp.loop_partition(func, node, path, factors)
+        self._update(fname, func)
+        out = [self._new_loop(fname, v) for v in new_vars]
+        kwargs = (("loop", loop), ("factors", traced), ("preserve_unit_iters", preserve_unit_iters))
+        self._record("loop_partition", (), kwargs, tuple(out), True)
+        return out
+
 
 __all__ = ["Schedule", "BlockRV", "LoopRV", "Trace", "ScheduleError"]

@@ -1,0 +1,180 @@
+"""Loop primitives on the forms TVM v0.19 accepts or refuses: loop_partition, reorder's binding
+rules, and the unit-loop forms of split/compute_at. Every accepted form runs against the
+original program on random data."""
+
+import numpy as np
+import pytest
+
+import minitvm as tvm
+from minitvm import tir
+from minitvm.error import ScheduleError
+from minitvm.script import tir as T
+
+
+def _same_numbers(before, after, seed=0):
+    """Build both functions and run them on the same random data; outputs must agree."""
+    rng = np.random.default_rng(seed)
+    args = []
+    for p in before.params:
+        buf = before.buffer_map[p]
+        args.append(rng.standard_normal([int(s) for s in buf.shape]).astype(str(buf.dtype)))
+    outs = []
+    for f in (before, after):
+        mod = tvm.build(f, target="llvm")
+        nds = [tvm.nd.array(a.copy()) for a in args]
+        mod(*nds)
+        outs.append([x.numpy() for x in nds])
+    for x, y in zip(*outs):
+        np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-5)
+
+
+@T.prim_func
+def shift_add(A: T.Buffer((30, 12), "float32"), B: T.Buffer((30, 12), "float32")):
+    for r, c in T.grid(30, 12):
+        with T.block("shift"):
+            vr, vc = T.axis.remap("SS", [r, c])
+            B[vr, vc] = A[vr, vc] * T.float32(3) + T.float32(1)
+
+
+@T.prim_func
+def row_sums(A: T.Buffer((10, 16), "float32"), S: T.Buffer((10,), "float32")):
+    for r, k in T.grid(10, 16):
+        with T.block("sum"):
+            vr, vk = T.axis.remap("SR", [r, k])
+            with T.init():
+                S[vr] = T.float32(0)
+            S[vr] = S[vr] + A[vr, vk]
+
+
+@T.prim_func
+def symbolic_rows(a: T.handle, b: T.handle, n: T.int32):
+    A = T.match_buffer(a, (n,), "float32")
+    B = T.match_buffer(b, (n,), "float32")
+    for i in range(n):
+        with T.block("copy"):
+            vi = T.axis.spatial(n, i)
+            B[vi] = A[vi]
+
+
+def _extents(sch, loops):
+    return [(int(sch.get(lp).min), int(sch.get(lp).extent)) for lp in loops]
+
+
+def test_loop_partition_cuts_consecutive_ranges_and_keeps_the_rest_as_a_last_part():
+    sch = tir.Schedule(shift_add)
+    r, _ = sch.get_loops(sch.get_block("shift"))
+    parts = sch.loop_partition(r, factors=[4, 10])
+    assert _extents(sch, parts) == [(0, 4), (4, 10), (14, 16)]
+    children = sch.get_child_blocks(sch.get_block("shift_r_common"))
+    assert [sch.get(b).name_hint for b in children] == [f"shift_r{k}_partition" for k in range(3)]
+    assert sch.get(sch.get_block("shift_r1")).iter_vars[0].dom.min.value == 4
+    _same_numbers(shift_add, sch.mod["main"])
+
+
+def test_loop_partition_infers_the_none_factor_and_partitions_a_copy_again():
+    sch = tir.Schedule(shift_add)
+    r, _ = sch.get_loops(sch.get_block("shift"))
+    parts = sch.loop_partition(r, factors=[None, 5])
+    assert _extents(sch, parts) == [(0, 25), (25, 5)]
+    _, c = sch.get_loops(sch.get_block("shift_r1"))
+    inner = sch.loop_partition(c, factors=[1, None, 2])
+    assert _extents(sch, inner) == [(0, 1), (1, 9), (10, 2)]
+    assert sch.get(sch.get_block("shift_r1_c1")).name_hint == "shift_r1_c1"
+    _same_numbers(shift_add, sch.mod["main"])
+
+
+def test_loop_partition_of_a_reduction_loop_keeps_the_sum():
+    sch = tir.Schedule(row_sums)
+    _, k = sch.get_loops(sch.get_block("sum"))
+    sch.loop_partition(k, factors=[3, None])
+    _same_numbers(row_sums, sch.mod["main"])
+
+
+def test_loop_partition_narrows_regions_to_the_part():
+    sch = tir.Schedule(shift_add)
+    r, _ = sch.get_loops(sch.get_block("shift"))
+    sch.loop_partition(r, factors=[None, 6])
+    block = sch.get(sch.get_block("shift_r1"))
+    (read,) = block.reads
+    assert [(int(x.min), int(x.extent)) for x in read.region] == [(24, 6), (0, 12)]
+
+
+def test_loop_partition_is_replayed_from_its_trace():
+    sch = tir.Schedule(shift_add)
+    r, _ = sch.get_loops(sch.get_block("shift"))
+    sch.loop_partition(r, factors=[2, None])
+    again = tir.Schedule(shift_add)
+    sch.trace.apply_to_schedule(again, remove_postproc=False)
+    tvm.ir.assert_structural_equal(sch.mod["main"], again.mod["main"])
+
+
+@pytest.mark.parametrize(
+    "factors, match",
+    [
+        ([20, 10], "add up to 30, which is not smaller than the loop extent 30"),
+        ([40, None], "not smaller than the loop extent"),
+        ([0, None], "contain 0"),
+        ([None, -2], "negative"),
+        ([None, None, 3], "more than one None"),
+    ],
+)
+def test_loop_partition_refuses_bad_factors(factors, match):
+    sch = tir.Schedule(shift_add)
+    r, _ = sch.get_loops(sch.get_block("shift"))
+    with pytest.raises(ScheduleError, match=match):
+        sch.loop_partition(r, factors=factors)
+
+
+def test_loop_partition_refuses_a_symbolic_extent():
+    sch = tir.Schedule(symbolic_rows)
+    (i,) = sch.get_loops(sch.get_block("copy"))
+    with pytest.raises(ScheduleError, match="must be constants"):
+        sch.loop_partition(i, factors=[4, None])
+
+
+def test_loop_partition_refuses_annotated_or_bound_loops():
+    sch = tir.Schedule(shift_add)
+    r, c = sch.get_loops(sch.get_block("shift"))
+    sch.annotate(c, "note", 1)
+    with pytest.raises(ScheduleError, match="has annotations"):
+        sch.loop_partition(c, factors=[4, None])
+    sch.bind(r, "blockIdx.x")
+    with pytest.raises(ScheduleError, match="is bound to a thread"):
+        sch.loop_partition(r, factors=[4, None])
+
+
+@T.prim_func
+def column_major_sums(A: T.Buffer((10, 16), "float32"), S: T.Buffer((10,), "float32")):
+    for k, r in T.grid(16, 10):
+        with T.block("sum"):
+            vr, vk = T.axis.remap("SR", [r, k])
+            with T.init():
+                S[vr] = T.float32(0)
+            S[vr] = S[vr] + A[vr, vk]
+
+
+@T.prim_func
+def fused_sums(A: T.Buffer((10, 16), "float32"), S: T.Buffer((10,), "float32")):
+    for f in range(160):
+        with T.block("sum"):
+            vr = T.axis.spatial(10, f // 16)
+            vk = T.axis.reduce(16, f % 16)
+            with T.init():
+                S[vr] = T.float32(0)
+            S[vr] = S[vr] + A[vr, vk]
+
+
+def test_loop_partition_of_an_outer_reduction_loop_starts_the_sum_once():
+    sch = tir.Schedule(column_major_sums)
+    k, _ = sch.get_loops(sch.get_block("sum"))
+    sch.loop_partition(k, factors=[5, 6])
+    assert sch.get(sch.get_block("sum_k0")).init is not None
+    assert sch.get(sch.get_block("sum_k2")).init is None
+    _same_numbers(column_major_sums, sch.mod["main"])
+
+
+def test_loop_partition_refuses_a_loop_driving_reduction_and_spatial_iterators():
+    sch = tir.Schedule(fused_sums)
+    (f,) = sch.get_loops(sch.get_block("sum"))
+    with pytest.raises(ScheduleError, match="only a loop that is exactly one reduction iterator"):
+        sch.loop_partition(f, factors=[40, None])
