@@ -84,12 +84,44 @@ def _drop_alloc(func: PrimFunc, buf: Any) -> PrimFunc:
 
 
 def _refresh_reads(block: Block, gone: Any) -> Block:
-    """Reads of `block` after its loads of buffer `gone` were replaced by other loads."""
+    """Reads of `block` after its loads of buffer `gone` were replaced by other loads: the
+    regions newly read take the place of `gone` in the list (as TVM orders them); declared
+    regions of other buffers (opaque accesses the inference cannot see) are kept."""
     inferred, _ = infer_access_regions(block)
-    kept = [rg for rg in block.reads if rg.buffer is not gone]
-    have = {id(rg.buffer) for rg in kept} | {id(w.buffer) for w in block.writes}
-    kept += [rg for rg in inferred if id(rg.buffer) not in have]
-    return block.replace(reads=tuple(kept))
+    have = {id(rg.buffer) for rg in block.reads}
+    fresh = [rg for rg in inferred if id(rg.buffer) not in have]
+    out: list = []
+    for rg in block.reads:
+        out += fresh if rg.buffer is gone else [rg]
+        fresh = [] if rg.buffer is gone else fresh
+    return block.replace(reads=tuple(out))
+
+
+class _OpaqueUses(Visitor):
+    """Blocks that reach buffer `buf` other than through BufferLoad: its data pointer (as
+    access_ptr does) or a match_buffer over it."""
+
+    def __init__(self, buf: Any) -> None:
+        self.buf, self.block, self.found = buf, None, []
+
+    def visit_Block(self, b: Block) -> None:
+        outer, self.block = self.block, b
+        if any(m.source.buffer is self.buf for m in b.match_buffers):
+            self.found.append((b, "declares a match_buffer view of"))
+        self.visit(b.init)
+        self.visit(b.body)
+        self.block = outer
+
+    def visit_BufferLoad(self, e: BufferLoad) -> None:
+        self.visit(e.indices)
+
+    def visit_BufferStore(self, s: BufferStore) -> None:
+        self.visit(s.value)
+        self.visit(s.indices)
+
+    def visit_Var(self, v: Var) -> None:
+        if v is self.buf.data and self.block is not None:
+            self.found.append((self.block, "takes the address of (an opaque access to)"))
 
 
 class _InlineLoads(Mutator):
@@ -134,6 +166,15 @@ def compute_inline(func: PrimFunc, r: BlockRealize, path: Path) -> PrimFunc:
                     "a buffer with a single producer can be inlined",
                     r,
                 )
+    opaque = _OpaqueUses(buf)
+    opaque.visit(func.body)
+    for other, how in opaque.found:
+        raise schedule_error(
+            func,
+            f"{what}: block '{other.name_hint}' {how} {buf.name}; only element loads "
+            f"{buf.name}[...] can be replaced by the inlined value",
+            r,
+        )
     func = replace_stmts(func, {id(r): None}, [r])
     func = func.replace(body=_InlineLoads(buf, params, store.value).visit(func.body))
     return _drop_alloc(func, buf)
