@@ -97,6 +97,13 @@ class Fuse:
         return self.fused_from[-1]
 
 
+@dataclass(frozen=True)
+class Singleton:
+    """`Stage.relations` entry: `fuse()` of no loops made the unit loop `iter`."""
+
+    iter: IterVar
+
+
 @dataclass
 class _Attach:
     kind: str  # "root" | "inline" | "at"
@@ -148,6 +155,8 @@ class Stage:
                 out.append(Split(parent, outer, inner, factor, nparts))
             elif action[0] == "fuse":
                 out.append(Fuse(action[1], action[2]))
+            elif action[0] == "singleton":
+                out.append(Singleton(action[1]))
         return out
 
     # ------------------------------------------------------------------ checks
@@ -237,10 +246,7 @@ class Stage:
             args = tuple(args[0])
         ivs = [self._leaf(iv, "fuse") for iv in args]
         if not ivs:
-            raise ScheduleError(
-                f"fuse on stage '{self.name}': no loops given (a 0-d tensor has none); TVM "
-                "makes a unit loop here, minitvm does not yet: schedule the reduction loops"
-            )
+            return self._singleton()
         if len(ivs) == 1:
             return ivs[0]
         pos = [next(i for i, x in enumerate(self.leaf_iter_vars) if x is iv) for iv in ivs]
@@ -256,6 +262,15 @@ class Stage:
         self._replace_leaves(ivs, [fused])
         self.actions.append(("fuse", tuple(ivs), fused))
         return fused
+
+    def _singleton(self) -> IterVar:
+        """fuse() of no loops: a unit loop, outermost among the stage's loops (as TVM)."""
+        first = self.leaf_iter_vars[0] if self.leaf_iter_vars else None
+        unit = IterVar(Range(0, 1), Var("singleton", "int32"), IterType.DataPar)
+        self.leaf_iter_vars = [unit, *self.leaf_iter_vars]
+        self.all_iter_vars = [*self.all_iter_vars, unit]
+        self.actions.append(("singleton", unit, first))
+        return unit
 
     def reorder(self, *args: IterVar) -> None:
         self._no_placeholder("reorder")
@@ -995,6 +1010,12 @@ class _Replay:
             lp = sch.fuse(*[self.loop[id(iv)] for iv in ivs])
             sch._rename_loop(lp, fused.var.name)
             self.loop[id(fused)] = lp
+        elif action[0] == "singleton":
+            _, unit, first = action
+            above = self.loop[id(first)] if first is not None else self.block[id(st)]
+            lp = sch.add_unit_loop(above)
+            sch._rename_loop(lp, unit.var.name)
+            self.loop[id(unit)] = lp
         elif action[0] == "relayout_loops":
             from .layout import block_map
 
@@ -1051,4 +1072,6 @@ def create_schedule(ops: Any) -> Schedule:
         return Schedule(ops)
 
 
-__all__ = ["Fuse", "InferBound", "Schedule", "ScheduleOps", "Split", "Stage", "create_schedule"]
+__all__ = [
+    "Fuse", "InferBound", "Schedule", "ScheduleOps", "Singleton", "Split", "Stage", "create_schedule",
+]  # fmt: skip

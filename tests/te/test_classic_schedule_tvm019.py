@@ -576,13 +576,17 @@ def test_reducer_whose_identity_uses_the_output_index():
     np.testing.assert_allclose(y, np.arange(4) + x.sum(), rtol=1e-5)
 
 
-def test_fusing_no_loops_is_a_clear_error():
+def test_fusing_no_loops_makes_a_unit_loop():
+    # TVM's Singleton: fuse() of a 0-d stage's (no) axes is a loop of extent 1
     X = te.placeholder((10,), name="X")
     k = te.reduce_axis((0, 10))
     Y = te.compute((), lambda: te.sum(X[k], k), name="Y")
     s = te.create_schedule(Y.op)
-    with pytest.raises(ScheduleError, match="no loops given"):
-        s[Y].fuse(*Y.op.axis)
+    unit = s[Y].fuse(*Y.op.axis)
+    assert int(unit.dom.extent) == 1
+    x = RNG.random(10, dtype=np.float32)
+    _, y = _run(s, [X, Y], x, np.zeros((), "float32"))
+    np.testing.assert_allclose(y, x.sum(), rtol=1e-5)
 
 
 # ----------------------------------------------------------------------------- multi-output

@@ -91,3 +91,32 @@ def test_topi_tag_names_and_scalar_operand_is_elemwise():
     out = tvm.nd.empty((4, 3), "float32")
     f(tvm.nd.array(b), tvm.nd.array(s), out)
     np.testing.assert_allclose(out.numpy(), (b + 2) * s, rtol=1e-6)
+
+
+def test_fuse_of_no_loops_is_a_unit_loop_that_can_be_split():
+    X = te.placeholder((10,), dtype="int32", name="X")
+    k = te.reduce_axis((0, 10), name="k")
+    Y = te.compute((), lambda: te.sum(X[k], axis=k), name="Y")
+    s = te.create_schedule(Y.op)
+    unit = s[Y].fuse()
+    assert int(unit.dom.extent) == 1 and s[Y].leaf_iter_vars[0] is unit
+    assert any(isinstance(r, te.schedule.Singleton) and r.iter is unit for r in s[Y].relations)
+    outer, _ = s[Y].split(unit, nparts=4)
+    assert "singleton" in tvm.lower(s, [X, Y])["main"].script()
+    f = tvm.build(s, [X, Y])
+    x = np.arange(10, dtype="int32")
+    y = tvm.nd.empty((), "int32")
+    f(tvm.nd.array(x), y)
+    assert int(y.numpy()) == x.sum()
+
+
+def test_fuse_of_no_loops_on_a_scalar_elementwise_stage():
+    A = te.placeholder((), name="A")
+    T = te.compute((), lambda: A() * 3.0 + 1.0, name="T")
+    s = te.create_schedule(T.op)
+    unit = s[T].fuse()
+    assert tuple(s[T].leaf_iter_vars) == (unit,)
+    f = tvm.build(s, [A, T])
+    out = tvm.nd.empty((), "float32")
+    f(tvm.nd.array(np.array(2.0, dtype="float32")), out)
+    assert float(out.numpy()) == 7.0
