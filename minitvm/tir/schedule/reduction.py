@@ -10,9 +10,10 @@ from ...ir.structural import structural_equal
 from ..expr import Add, BufferLoad, IterType, IterVar, Max, Min, Mul, Range, Var, const_value
 from ..function import PrimFunc
 from ..functor import post_order_visit, substitute
-from ..stmt import Block, BlockRealize, BufferStore, For, ForKind, SeqStmt, Stmt, seq
+from ..stmt import Block, BlockRealize, BufferStore, For, ForKind, LetStmt, SeqStmt, Stmt, seq
 from .common import add_root_alloc, analyzer, is_quasi_affine, schedule_error, unique_name
-from .tree import Path, find_loop, loops_above, replace_stmts, uses_var, walk
+from .state import ScheduleState
+from .tree import Path, enclosing_block, find_loop, loops_above, replace_stmts, uses_var, walk
 
 _COMBINERS = (Add, Mul, Max, Min)
 
@@ -129,9 +130,15 @@ def decompose_reduction(
     values = tuple(substitute(v, vmap) for _, v in spatial)
     init_name = unique_name(func, f"{name}_init")
     update_name = unique_name(func, f"{name}_update")  # TVM's names for the two halves
-    init_block = Block(tuple(ivs), (), writes, init_name, init_body)
+    init_block = Block(
+        tuple(ivs), (), writes, init_name, init_body, annotations=block.annotations
+    )  # TVM copies the block's annotations onto both halves
+    new_loops = [_own_thread_var(f) for f in new_loops]
     nest = _rebuild_nest(new_loops, BlockRealize(values, pred, init_block))
-    update = block.replace(init=None, name_hint=update_name)
+    # without its init the update reads what it writes: those regions go first, as in TVM
+    read_ids = {id(rg.buffer) for rg in block.reads}
+    reads = tuple(w for w in block.writes if id(w.buffer) not in read_ids) + block.reads
+    update = block.replace(init=None, name_hint=update_name, reads=reads)
     func = replace_stmts(func, {id(r): r.replace(block=update)}, [r])
     return _insert_next_to(func, loop.loop_var, nest, after=False), init_name, update_name
 
@@ -237,19 +244,138 @@ def _not_quasi_affine(r: BlockRealize) -> Any:
     return None
 
 
+def _inline_let(func: PrimFunc, r: BlockRealize) -> BlockRealize:
+    """`r` with a body `let v = e in C[idx] = v` (TVMScript's `v: T.f32 = ...; C[idx] = v`)
+    rewritten as `C[idx] = e`, the form rfactor reads; any other body is returned unchanged."""
+    body = r.block.body
+    if isinstance(body, LetStmt) and isinstance(body.body, BufferStore):
+        store = body.body
+        if not uses_var([body.value], {id(body.var)}):
+            new = store.replace(value=substitute(store.value, {body.var: body.value}))
+            if not uses_var([new], {id(body.var)}):
+                return r.replace(block=r.block.replace(body=new))
+    return r
+
+
+def _check_scope(func: PrimFunc, r: BlockRealize, path: Path, what: str) -> None:
+    """The scope block holding `r` must be a stage pipeline (every read region is covered by
+    its producers), as TVM requires: the partial results are written before they are read."""
+    scope = enclosing_block(path)
+    if scope is None:
+        return
+    state = ScheduleState(func)
+    sref = state.get_sref(scope)
+    if sref is not None and not state._stage_pipeline(sref):
+        raise schedule_error(
+            func,
+            f"{what}: the scope block '{scope.name_hint}' holding '{r.block.name_hint}' is not "
+            "a stage pipeline (a block reads a region its producers do not fully write, or "
+            "there is a write-after-read dependency); rfactor needs a stage pipeline",
+            r,
+        )
+
+
+def _check_loops(func, what, chain, loop, r, s_ids, r_ids) -> int:
+    """Check TVM's loop conditions of rfactor; return the index in `chain` of the outermost
+    loop driving a reduction iterator (or the rfactor loop when it drives none)."""
+    name = r.block.name_hint
+    first = [s for s, _ in walk(chain[0]) if isinstance(s, BlockRealize)]
+    if first[0] is not r:
+        raise schedule_error(
+            func,
+            f"{what}: the first block under the outermost loop '{chain[0].loop_var.name}' is "
+            f"'{first[0].block.name_hint}', not '{name}'; the partial results are computed in "
+            "a copy of the loop nest placed before that loop, so the reduction block must be "
+            "the first one under it",
+            chain[0],
+        )
+    top = None
+    for k, f in enumerate(chain):
+        v = id(f.loop_var)
+        if v in s_ids and v in r_ids:
+            raise schedule_error(
+                func,
+                f"{what}: loop '{f.loop_var.name}' drives both spatial and reduction iterators "
+                f"of '{name}'",
+                f,
+            )
+        if v in s_ids:
+            if f is loop:
+                raise schedule_error(
+                    func,
+                    f"{what}: loop '{f.loop_var.name}' does not drive a reduction iterator of "
+                    f"'{name}' (it drives a spatial one); rfactor a loop over the reduction axis",
+                    f,
+                )
+            continue
+        if v in r_ids or f is loop:
+            if v not in r_ids and not _is_unit(f):
+                raise schedule_error(
+                    func,
+                    f"{what}: loop '{loop.loop_var.name}' does not drive a reduction iterator "
+                    f"of '{name}'; rfactor a loop over the reduction axis",
+                    f,
+                )
+            if top is None:
+                top = k
+                under = [s for s, _ in walk(f.body) if isinstance(s, BlockRealize)]
+                if len(under) != 1:
+                    raise schedule_error(
+                        func,
+                        f"{what}: the outermost reduction loop '{f.loop_var.name}' of '{name}' "
+                        f"holds {len(under)} blocks; it must hold only '{name}'",
+                        f,
+                    )
+            continue
+        if not _is_unit(f):
+            raise schedule_error(
+                func,
+                f"{what}: loop '{f.loop_var.name}' (extent {f.extent}) drives no iterator of "
+                f"'{name}', so it repeats the whole reduction; rfactor needs every loop above "
+                "the block to drive one of its iterators (or to have extent 1)",
+                f,
+            )
+    assert top is not None
+    for upper, lower in zip(chain[top:], chain[top + 1 :] + [r]):
+        if upper.body is not lower:
+            raise schedule_error(
+                func,
+                f"{what}: loop '{upper.loop_var.name}' holds other statements besides the loops "
+                f"of '{name}'; rfactor needs a plain loop nest below the outermost reduction loop",
+                upper,
+            )
+    return top
+
+
+def _check_predicate(func, what, r, r_ids) -> None:
+    """A predicate over reduction loops is refused (as TVM does): which partial slots it leaves
+    unwritten cannot be told, and the write-back block would read them."""
+    if const_value(r.predicate) == 1 or not uses_var([r.predicate], r_ids):
+        return
+    raise schedule_error(
+        func,
+        f"{what}: block '{r.block.name_hint}' has the predicate {r.predicate} over its reduction "
+        "loops (e.g. from a split whose factors do not divide the extent); rfactor cannot tell "
+        "which partial results exist; split with factors that divide the reduction extent",
+        r,
+    )
+
+
 def rfactor(func: PrimFunc, loop: For, loop_path: Path, factor_axis: int) -> tuple[PrimFunc, str]:
     """Factor the reduction under `loop` into a partial block `<name>_rf` (one slot per `loop`
-    iteration) and a write-back block (the original name) that combines the slots."""
+    iteration, in a copy of the loop nest placed before it) and the write-back block (the
+    original name, in the original nest with the other reduction loops removed)."""
     what = f"rfactor(loop '{loop.loop_var.name}', factor_axis={factor_axis})"
     under = [(s, p) for s, p in walk(loop.body, loop_path + (loop,)) if isinstance(s, BlockRealize)]
     if len(under) != 1:
         raise schedule_error(
             func, f"{what}: the loop must enclose exactly one block, it encloses {len(under)}", loop
         )
-    r, path = under[0]
-    block = r.block
-    name = block.name_hint
+    orig, path = under[0]
+    name = orig.block.name_hint
     what = f"rfactor(loop '{loop.loop_var.name}' of block '{name}', factor_axis={factor_axis})"
+    r = _inline_let(func, orig)
+    block = r.block
     combiner, store, rhs = _reducer(func, r, what)
     bad = _not_quasi_affine(r)
     if bad is not None:
@@ -260,24 +386,23 @@ def rfactor(func: PrimFunc, loop: For, loop_path: Path, factor_axis: int) -> tup
             "rfactor cannot tell which reduction points each loop iteration covers",
             r,
         )
+    if loop.kind != ForKind.SERIAL or loop.thread_binding is not None:
+        raise schedule_error(
+            func,
+            f"{what}: loop '{loop.loop_var.name}' is {loop.kind.name.lower()}; rfactor needs a "
+            "serial loop (parallelize the rfactor block's loop afterwards instead)",
+            loop,
+        )
+    _check_scope(func, orig, path, what)
     chain = loops_above(path)
     pairs = list(zip(block.iter_vars, r.iter_values))
     spatial = [(iv, v) for iv, v in pairs if iv.iter_type != IterType.CommReduce]
     reduce = [(iv, v) for iv, v in pairs if iv.iter_type == IterType.CommReduce]
-    rf_id = {id(loop.loop_var)}
-    if not uses_var([v for _, v in reduce], rf_id):
-        raise schedule_error(
-            func,
-            f"{what}: loop '{loop.loop_var.name}' does not drive a reduction iterator of "
-            f"'{name}'; rfactor a loop over the reduction axis",
-            loop,
-        )
-    s_loops = [f for f in chain if uses_var([v for _, v in spatial], {id(f.loop_var)})]
-    r_loops = [f for f in chain if uses_var([v for _, v in reduce], {id(f.loop_var)})]
-    if {id(f) for f in s_loops} & {id(f) for f in r_loops}:
-        raise schedule_error(
-            func, f"{what}: a loop drives both spatial and reduction iterators", loop
-        )
+    s_ids = {id(f.loop_var) for f in chain if uses_var([v for _, v in spatial], {id(f.loop_var)})}
+    r_ids = {id(f.loop_var) for f in chain if uses_var([v for _, v in reduce], {id(f.loop_var)})}
+    top = _check_loops(func, what, chain, loop, orig, s_ids, r_ids)
+    _check_predicate(func, what, r, r_ids)
+    _check_no_clobber(func, what, chain[0], orig)
     buf = store.buffer
     ndim = len(buf.shape)
     axis = factor_axis + ndim + 1 if factor_axis < 0 else factor_axis
@@ -292,90 +417,91 @@ def rfactor(func: PrimFunc, loop: For, loop_path: Path, factor_axis: int) -> tup
     shape.insert(axis, loop.extent)
     rf_buf = decl_buffer(tuple(shape), buf.dtype, unique_name(func, f"{buf.name}_rf"))
 
-    # the rfactor block: spatial iters, then one iter per reduction loop (the rf loop spatial)
-    s_ivs = [IterVar(iv.dom, Var(iv.var.name, iv.var.dtype), iv.iter_type) for iv, _ in spatial]
-    loop_ivs = [
-        IterVar(
-            Range(f.min, f.extent),
-            Var("v" + f.loop_var.name, f.loop_var.dtype),
-            IterType.DataPar if f is loop else IterType.CommReduce,
-        )
-        for f in r_loops
-    ]
-    lmap = {f.loop_var: iv.var for f, iv in zip(r_loops, loop_ivs)}
-    vmap = {iv.var: new.var for (iv, _), new in zip(spatial, s_ivs)}
-    vmap.update({iv.var: substitute(v, lmap) for iv, v in reduce})
-    rf_var = loop_ivs[r_loops.index(loop)].var
+    # the rfactor block, in a fresh copy of the whole nest: the rfactor loop's iterator
+    # (spatial) first, then the block's iterators, where a reduction iterator bound through
+    # the rfactor loop is replaced by one reduction iterator per loop of its binding
+    rf_loops, lmap = _fresh_loops(chain, "")
+    rf_iv = _loop_iv(loop, IterType.DataPar)
+    ivs, values = [rf_iv], [lmap[loop.loop_var]]
+    vmap: dict = {loop.loop_var: rf_iv.var}
+    touched = [(iv, v) for iv, v in reduce if uses_var([v], {id(loop.loop_var)})]
+    for iv, v in pairs:
+        if any(iv is t for t, _ in touched):
+            continue
+        new = IterVar(iv.dom, Var(iv.var.name, iv.var.dtype), iv.iter_type)
+        ivs.append(new)
+        values.append(substitute(v, lmap))
+        vmap[iv.var] = new.var
+    for f in chain:
+        if f is not loop and uses_var([v for _, v in touched], {id(f.loop_var)}):
+            new = _loop_iv(f, IterType.CommReduce)
+            ivs.append(new)
+            values.append(lmap[f.loop_var])
+            vmap[f.loop_var] = new.var
+    for iv, v in touched:
+        vmap[iv.var] = substitute(v, vmap)
+    has_reduce = any(iv.iter_type == IterType.CommReduce for iv in ivs)
     idx = [substitute(i, vmap) for i in store.indices]
-    rf_idx = tuple(idx[:axis] + [rf_var] + idx[axis:])
-    acc = BufferLoad(rf_buf, rf_idx)
-    init_value = substitute(block.init.value, vmap) if isinstance(block.init, BufferStore) else None
-    if init_value is None:
-        raise schedule_error(func, f"{what}: the init of '{name}' is not a single store", r)
+    rf_idx = tuple(idx[:axis] + [rf_iv.var] + idx[axis:])
+    value = substitute(rhs, vmap)
+    if has_reduce:  # partial reduction over the other reduction loops
+        rf_body = BufferStore(rf_buf, combiner(BufferLoad(rf_buf, rf_idx), value), rf_idx)
+        rf_init = BufferStore(rf_buf, substitute(block.init.value, vmap), rf_idx)
+    else:  # each slot holds one value: `init op value` is that value (init is the identity,
+        # or max/min, where folding the init in once more in the write-back is harmless)
+        rf_body, rf_init = BufferStore(rf_buf, value, rf_idx), None
     rf_block = Block(
-        tuple(s_ivs + loop_ivs),
-        (),
-        (),
-        unique_name(func, f"{name}_rf"),
-        BufferStore(rf_buf, combiner(acc, substitute(rhs, vmap)), rf_idx),
-        init=BufferStore(rf_buf, init_value, rf_idx),
+        tuple(ivs), (), (), unique_name(func, f"{name}_rf"), rf_body, init=rf_init,
+        annotations=block.annotations,
     )
-    ana = analyzer(chain)
-    rf_block = _with_regions(rf_block, ana)
-    rf_values = tuple(v for _, v in spatial) + tuple(f.loop_var for f in r_loops)
-    rf_realize = BlockRealize(rf_values, r.predicate, rf_block)
+    rf_block = _with_regions(rf_block, analyzer(rf_loops))
+    rf_pred = substitute(r.predicate, lmap)
+    rf_nest = _rebuild_nest(rf_loops, BlockRealize(tuple(values), rf_pred, rf_block))
 
-    # the write-back nest goes right after the outermost loop that holds only this block; it
-    # re-creates the spatial loops and the rf loop below that point, in the original order
-    own = [k for k, f in enumerate(chain) if _only_block(f, r)]
-    if not own or any(any(f is g for g in r_loops) for f in chain[: own[0]]):
-        raise schedule_error(
-            func,
-            f"{what}: the reduction loops of '{name}' are shared with other blocks (after "
-            "compute_at); rfactor before moving blocks into its loops",
-            loop,
-        )
-    top = chain[own[0]]
-    wb_src = [f for f in chain[own[0] :] if any(f is g for g in s_loops) or f is loop]
-    wb_loops, wmap = _fresh_loops(wb_src, "")
-    wb_loops = [
-        f.replace(kind=ForKind.SERIAL, thread_binding=None)
-        if f.loop_var is wmap[loop.loop_var]
-        else f
-        for f in wb_loops
-    ]
+    # the write-back block, in the original nest without the other reduction loops
+    w_rf = _loop_iv(loop, IterType.CommReduce)
     w_ivs = [IterVar(iv.dom, Var(iv.var.name, iv.var.dtype), iv.iter_type) for iv, _ in spatial]
-    w_rf = IterVar(
-        Range(loop.min, loop.extent),
-        Var("v" + loop.loop_var.name, loop.loop_var.dtype),
-        IterType.CommReduce,
-    )
     wvmap = {iv.var: new.var for (iv, _), new in zip(spatial, w_ivs)}
     w_idx = tuple(substitute(i, wvmap) for i in store.indices)
     w_rf_idx = tuple(list(w_idx[:axis]) + [w_rf.var] + list(w_idx[axis:]))
     wb_block = Block(
-        tuple(w_ivs) + (w_rf,),
-        (),
-        (),
-        name,
+        (w_rf, *w_ivs), (), (), name,
         BufferStore(buf, combiner(BufferLoad(buf, w_idx), BufferLoad(rf_buf, w_rf_idx)), w_idx),
         init=BufferStore(buf, substitute(block.init.value, wvmap), w_idx),
+        annotations=block.annotations,
     )
-    wb_block = _with_regions(wb_block, ana)
-    others = [f for f in r_loops if f is not loop]
-    wb_pred = substitute(_at_min(r.predicate, others), wmap)
-    wb_values = tuple(substitute(v, wmap) for _, v in spatial) + (wmap[loop.loop_var],)
-    wb_nest = _rebuild_nest(wb_loops, BlockRealize(wb_values, ana.simplify(wb_pred), wb_block))
+    wb_block = _with_regions(wb_block, analyzer(chain))
+    wb_values = (loop.loop_var,) + tuple(v for _, v in spatial)
+    wb_pred = r.predicate  # over spatial loops only (_check_predicate), all kept
+    kept = [f for f in chain[top:] if f is loop or id(f.loop_var) not in r_ids]
+    wb_nest = _rebuild_nest(kept, BlockRealize(wb_values, wb_pred, wb_block))
 
-    func = replace_stmts(func, {id(r): rf_realize}, [r])
-    func = _insert_next_to(func, top.loop_var, wb_nest, after=True)
+    func = replace_stmts(func, {id(chain[top]): wb_nest}, [chain[top]])
+    func = _insert_next_to(func, chain[0].loop_var, rf_nest, after=False)
     return add_root_alloc(func, rf_buf), rf_block.name_hint
 
 
-def _only_block(loop: For, r: BlockRealize) -> bool:
-    """True when `r` is the only block under `loop` (at any depth)."""
-    found = [s for s, _ in walk(loop.body) if isinstance(s, BlockRealize)]
-    return len(found) == 1 and found[0] is r
+def _loop_iv(f: For, kind: IterType) -> IterVar:
+    """An iterator over the range of loop `f`, named as TVM names it: 'v' + the loop's name."""
+    return IterVar(Range(f.min, f.extent), Var("v" + f.loop_var.name, f.loop_var.dtype), kind)
+
+
+def _check_no_clobber(func, what, outer: For, r: BlockRealize) -> None:
+    """The partial results are computed before `outer` runs, so no other block under it may
+    write what the reduction block reads (its value would change between the iterations)."""
+    read = {id(rg.buffer.data) for rg in r.block.reads}
+    for s, _ in walk(outer.body):
+        if isinstance(s, BlockRealize) and s is not r:
+            for w in s.block.writes:
+                if id(w.buffer.data) in read:
+                    raise schedule_error(
+                        func,
+                        f"{what}: block '{s.block.name_hint}' under loop "
+                        f"'{outer.loop_var.name}' writes {w.buffer.name}, which "
+                        f"'{r.block.name_hint}' reads; the partial results would be computed "
+                        "before that write",
+                        s,
+                    )
 
 
 def _with_regions(block: Block, ana: Any) -> Block:
@@ -384,6 +510,16 @@ def _with_regions(block: Block, ana: Any) -> Block:
     return block.replace(
         reads=tuple(rg for rg in reads if id(rg.buffer) not in out_ids), writes=writes
     )
+
+
+def _own_thread_var(f: For) -> For:
+    """`f` with a thread binding of its own (a fresh var): a copied loop nest binds the same
+    thread again, through a new IterVar as TVM does, rather than sharing the original's."""
+    tb = f.thread_binding
+    if tb is None:
+        return f
+    var = Var(tb.var.name, tb.var.dtype)
+    return f.replace(thread_binding=IterVar(tb.dom, var, tb.iter_type, tb.thread_tag))
 
 
 def _is_unit(loop: For) -> bool:
