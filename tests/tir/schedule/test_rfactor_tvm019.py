@@ -261,3 +261,68 @@ def test_decompose_reduction_binds_the_init_loop_to_its_own_thread_var():
     b = sch.get(sch.get_loops(sch.get_block("P_update"))[0]).thread_binding
     assert a.thread_tag == b.thread_tag == "threadIdx.x"
     assert a.var is not b.var
+
+
+@T.prim_func
+def shared_reduction_loop(X: T.Buffer((4, 8), "float32"), P: T.Buffer((4,), "float32"),
+                          Q: T.Buffer((4,), "float32")):
+    for r, c in T.grid(4, 8):
+        with T.block("P"):
+            vr, vc = T.axis.remap("SR", [r, c])
+            with T.init():
+                P[vr] = T.float32(0)
+            P[vr] = P[vr] + X[vr, vc]
+        with T.block("Q"):
+            vr, vc = T.axis.remap("SR", [r, c])
+            with T.init():
+                Q[vr] = T.float32(0)
+            Q[vr] = Q[vr] + X[vr, vc] * T.float32(2)
+
+
+@T.prim_func
+def repeated_sum(X: T.Buffer((4, 8), "float32"), P: T.Buffer((4,), "float32")):
+    for r, again, c in T.grid(4, 3, 8):
+        with T.block("P"):
+            vr, vc = T.axis.remap("SR", [r, c])
+            with T.init():
+                P[vr] = T.float32(0)
+            P[vr] = P[vr] + X[vr, vc]
+
+
+def test_rfactor_refuses_a_reduction_loop_shared_with_another_block():
+    sch = tir.Schedule(shared_reduction_loop)
+    _, c = sch.get_loops(sch.get_block("P"))
+    with pytest.raises(ScheduleError, match=r"the loop must enclose exactly one block, it encloses 2"):
+        sch.rfactor(c, 0)
+
+
+def test_rfactor_refuses_a_loop_that_repeats_the_reduction():
+    sch = tir.Schedule(repeated_sum)
+    _, _, c = sch.get_loops(sch.get_block("P"))
+    with pytest.raises(ScheduleError, match=r"loop 'again' \(extent 3\) drives no iterator of 'P'"):
+        sch.rfactor(c, 0)
+
+
+@T.prim_func
+def shared_outer_reduction_loop(X: T.Buffer((4, 8), "float32"), P: T.Buffer((4,), "float32"),
+                                Q: T.Buffer((4,), "float32")):
+    for r, co in T.grid(4, 2):
+        for ci in range(4):
+            with T.block("P"):
+                vr = T.axis.spatial(4, r)
+                vc = T.axis.reduce(8, co * 4 + ci)
+                with T.init():
+                    P[vr] = T.float32(0)
+                P[vr] = P[vr] + X[vr, vc]
+        with T.block("Q"):
+            vr, vco = T.axis.remap("SR", [r, co])
+            with T.init():
+                Q[vr] = T.float32(0)
+            Q[vr] = Q[vr] + X[vr, vco]
+
+
+def test_rfactor_refuses_an_outer_reduction_loop_holding_another_block():
+    sch = tir.Schedule(shared_outer_reduction_loop)
+    _, _, ci = sch.get_loops(sch.get_block("P"))
+    with pytest.raises(ScheduleError, match=r"the outermost reduction loop 'co' of 'P' holds 2 blocks"):
+        sch.rfactor(ci, 0)
