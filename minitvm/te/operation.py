@@ -231,7 +231,16 @@ def compute(
     A tuple/list returned by fcompute makes a multi-output compute (a list of tensors).
     """
     dims = _shape(shape, f"compute '{name}'")
-    names = _axis_names(fcompute, len(dims), name)
+    try:
+        names = _axis_names(fcompute, len(dims), name)
+    except TEError:
+        # fewer indices than dims: a tensor intrinsic computing the rest (te/tensor_compute.py)
+        from .tensor_compute import try_tensor_compute
+
+        out = try_tensor_compute(dims, fcompute, name, tag or current_tag(), FrozenDict(attrs or {}))
+        if out is None:
+            raise
+        return out
     axis = tuple(
         IterVar(Range(0, d), Var(n, d.dtype), IterType.DataPar) for n, d in zip(names, dims)
     )

@@ -134,6 +134,9 @@ class Stage:
         self.initial = list(self.op.axis) + list(self.op.reduce_axis)
         self.leaf_iter_vars = list(self.initial)
         self.all_iter_vars = list(self.initial)
+        from .tensor_compute import setup_stage  # a tensor compute is tensorized from the start
+
+        setup_stage(self)
 
     __hash__ = object.__hash__
     __eq__ = object.__eq__

@@ -222,6 +222,10 @@ for _name in _ARITHMETIC:
 
 
 def _index(tensor: Tensor, indices: tuple) -> PrimExpr | TensorSlice:
+    if any(isinstance(i, slice) for i in indices) and len(indices) == tensor.ndim:
+        from .tensor_compute import TensorRegion  # a region, argument of a tensor intrinsic
+
+        return TensorRegion(tensor, indices)
     if any(isinstance(i, slice) for i in indices):
         raise TEError(
             f"tensor '{tensor.name}': slices are not supported in TE indexing; "

@@ -29,6 +29,7 @@ from ..tir.stmt import (
     BlockRealize,
     BufferRegion,
     BufferStore,
+    DeclBuffer,
     Evaluate,
     For,
     ForKind,
@@ -52,6 +53,17 @@ class TensorIntrin:
     @property
     def inputs(self) -> list[Tensor]:
         return self.op.input_tensors
+
+    def __call__(self, *regions: Any, reduce_axis: Any = None, scalar_inputs: Any = None) -> Any:
+        """`intrin(A[i, 0:16], ...)` in a te.compute lambda: the intrinsic over those regions."""
+        from .tensor_compute import intrin_call
+
+        if scalar_inputs:
+            raise ScheduleError(
+                f"tensor intrinsic '{self.name}': scalar_inputs are not supported (nor are "
+                "scalar_params in decl_tensor_intrin)"
+            )
+        return intrin_call(self, regions, reduce_axis)
 
     def __repr__(self) -> str:
         return f"TensorIntrin({self.name})"
@@ -206,7 +218,7 @@ class _Tensorize:
         self._match(mine, theirs)
         ins = [self._view(b) for b in ibuffers[: len(self.intrin.op.input_tensors)]]
         outs = [self._view(b) for b in ibuffers[len(self.intrin.op.input_tensors) :]]
-        return self._compose(self.intrin.fcompute(ins, outs), bind)
+        return self._compose(self.intrin.fcompute(ins, outs), bind, ins + outs)
 
     def _map_loops(self, iblock: Block, irealize: BlockRealize) -> dict:
         """Inner loop var -> the intrinsic's block var of the same kind and position."""
@@ -303,7 +315,7 @@ class _Tensorize:
     def _position(self, fake: Buffer) -> int:
         return next(k for k, b in enumerate(self.ibuffers) if b is fake)
 
-    def _compose(self, made: Any, bind: dict) -> Stmt:
+    def _compose(self, made: Any, bind: dict, views: list) -> Stmt:
         parts = list(made) if isinstance(made, tuple | list) else [made, None, None]
         if len(parts) != 3:
             raise self.fail("fcompute must return a statement or (body, reset, update)")
@@ -327,6 +339,7 @@ class _Tensorize:
                 reset = self._init_nest(bind)
             first = all_of(*[lp.loop_var == lp.min for lp in outer_reduce])
             stmt = seq(IfThenElse(first, reset), update)
+        stmt = _declare_used_views(stmt, views)
         reads = tuple(self._region(p) for p in self.pairs.values())
         writes = (self._region(self.pairs[id(self._out_fake())]),)
         block = Block((), reads, writes, self.block.name_hint, stmt)
@@ -353,6 +366,22 @@ class _Tensorize:
             if kinds.get(id(lp.loop_var), IterType.DataPar) != IterType.CommReduce:
                 init = For(lp.loop_var, lp.min, lp.extent, ForKind.SERIAL, init)
         return init
+
+
+def _declare_used_views(stmt: Stmt, views: list) -> Stmt:
+    """A kernel that loads or stores through a region's view (not only its access_ptr)
+    declares that view around itself, so the function stays well-formed TVMScript."""
+    used: set[int] = set()
+
+    def visit(n: Any) -> None:
+        if isinstance(n, BufferLoad | BufferStore):
+            used.add(id(n.buffer))
+
+    post_order_visit(stmt, visit)
+    for view in reversed(views):
+        if id(view) in used:
+            stmt = DeclBuffer(view, stmt)
+    return stmt
 
 
 def _compact_strides(shape: tuple) -> list:

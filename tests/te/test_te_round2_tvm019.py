@@ -120,3 +120,61 @@ def test_fuse_of_no_loops_on_a_scalar_elementwise_stage():
     out = tvm.nd.empty((), "float32")
     f(tvm.nd.array(np.array(2.0, dtype="float32")), out)
     assert float(out.numpy()) == 7.0
+
+
+def _vadd_intrin(n):
+    """An intrinsic whose kernel is plain TIR loops (so the build can run it)."""
+    x = te.placeholder((n,), name="x")
+    y = te.placeholder((n,), name="y")
+    z = te.compute((n,), lambda i: x[i] + y[i] * 2.0, name="z")
+
+    def kernel(ins, outs):
+        j = tir.Var("j", "int32")
+        store = tir.BufferStore(outs[0], ins[0][j] + ins[1][j] * 2.0, (j,))
+        return tir.For(j, 0, n, tir.ForKind.SERIAL, store)
+
+    return te.decl_tensor_intrin(z.op, kernel, default_buffer_params={"offset_factor": 1})
+
+
+def test_tensor_compute_calls_the_intrinsic_on_regions():
+    vadd = _vadd_intrin(8)
+    A = te.placeholder((5, 8), name="A")
+    B = te.placeholder((5, 8), name="B")
+    C = te.compute((5, 8), lambda i: vadd(A[i, 0:8], B[i, 0:8]), name="C")
+    assert len(C.op.axis) == 2
+    s = te.create_schedule(C.op)
+    f = tvm.build(s, [A, B, C])
+    rng = np.random.default_rng(2)
+    a, b = (rng.standard_normal((5, 8)).astype("float32") for _ in range(2))
+    out = tvm.nd.empty((5, 8), "float32")
+    f(tvm.nd.array(a), tvm.nd.array(b), out)
+    np.testing.assert_allclose(out.numpy(), a + b * 2.0, rtol=1e-6)
+
+
+def test_tensor_compute_region_with_offset_and_outer_split():
+    vadd = _vadd_intrin(4)
+    A = te.placeholder((6, 10), name="A")
+    B = te.placeholder((6, 4), name="B")
+    C = te.compute((6, 4), lambda i: vadd(A[i, 3:7], B[i, 0:4]), name="C")
+    s = te.create_schedule(C.op)
+    io, ii = s[C].split(C.op.axis[0], factor=2)
+    f = tvm.build(s, [A, B, C])
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((6, 10)).astype("float32")
+    b = rng.standard_normal((6, 4)).astype("float32")
+    out = tvm.nd.empty((6, 4), "float32")
+    f(tvm.nd.array(a), tvm.nd.array(b), out)
+    np.testing.assert_allclose(out.numpy(), a[:, 3:7] + b * 2.0, rtol=1e-6)
+
+
+def test_tensor_compute_errors_name_the_problem():
+    vadd = _vadd_intrin(4)
+    A = te.placeholder((6, 4), name="A")
+    with pytest.raises(tvm.error.TEError, match="takes 2 input region"):
+        te.compute((6, 4), lambda i: vadd(A[i, 0:4]), name="C")
+    with pytest.raises(tvm.error.TEError, match="slices 2 dimension"):
+        te.compute((6, 4), lambda i: vadd(A[0:6, 0:4], A[0:6, 0:4]), name="C")
+    with pytest.raises(tvm.error.TEError, match="only an argument of a tensor intrinsic"):
+        te.compute((6, 4), lambda i, j: A[i, 0:4] + 1.0, name="C")
+    with pytest.raises(tvm.error.TEError, match="computes 1 dimension"):
+        te.compute((6, 4, 4), lambda i: vadd(A[i, 0:4], A[i, 0:4]), name="C")
