@@ -54,6 +54,28 @@ class TensorIntrin:
     def inputs(self) -> list[Tensor]:
         return self.op.input_tensors
 
+    def _parts(self) -> list:
+        """(body, reset, update) of the kernel over the intrinsic's own buffers."""
+        n = len(self.op.input_tensors)
+        made = self.fcompute(self.buffers[:n], self.buffers[n:])
+        parts = list(made) if isinstance(made, tuple | list) else [made, None, None]
+        return [Evaluate(p) if isinstance(p, PrimExpr) else p for p in parts]
+
+    @property
+    def body(self) -> Any:
+        """The kernel's statement over the intrinsic's declared buffers."""
+        return self._parts()[0]
+
+    @property
+    def reduce_init(self) -> Any:
+        """The kernel's reset statement of a reduction (None when it gives none)."""
+        return self._parts()[1]
+
+    @property
+    def reduce_update(self) -> Any:
+        """The kernel's update statement of a reduction (None when it gives none)."""
+        return self._parts()[2]
+
     def __call__(self, *regions: Any, reduce_axis: Any = None, scalar_inputs: Any = None) -> Any:
         """`intrin(A[i, 0:16], ...)` in a te.compute lambda: the intrinsic over those regions."""
         from .tensor_compute import intrin_call

@@ -178,3 +178,21 @@ def test_tensor_compute_errors_name_the_problem():
         te.compute((6, 4), lambda i, j: A[i, 0:4] + 1.0, name="C")
     with pytest.raises(tvm.error.TEError, match="computes 1 dimension"):
         te.compute((6, 4, 4), lambda i: vadd(A[i, 0:4], A[i, 0:4]), name="C")
+
+
+def test_tensor_intrin_exposes_body_reset_and_update():
+    k = te.reduce_axis((0, 4), name="k")
+    x = te.placeholder((4,), name="x")
+    z = te.compute((1,), lambda i: te.sum(x[k], axis=k), name="z")
+
+    def kernel(ins, outs):
+        call = tvm.tir.call_extern("float32", "vsum", ins[0].data, outs[0].data)
+        reset = tvm.tir.call_extern("float32", "vzero", outs[0].data)
+        return call, reset, call
+
+    red = te.decl_tensor_intrin(z.op, kernel)
+    assert isinstance(red.body, tir.Evaluate) and isinstance(red.reduce_update, tir.Evaluate)
+    assert "vzero" in str(red.reduce_init.value)
+    plain = _vadd_intrin(4)
+    assert plain.reduce_init is None and plain.reduce_update is None
+    assert isinstance(plain.body, tir.For)
