@@ -4,38 +4,29 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..analysis.region import eval_interval, loop_domain
 from ..buffer import Buffer, decl_buffer
-from ..expr import BufferLoad, IntImm, IterType, IterVar, Range, Var
+from ..expr import (
+    GE,
+    LE,
+    Add,
+    BufferLoad,
+    IntImm,
+    IterType,
+    IterVar,
+    Max,
+    Min,
+    Range,
+    Sub,
+    Var,
+    binary,
+)
 from ..function import PrimFunc
 from ..functor import Mutator, post_order_visit
-from ..stmt import Block, BlockRealize, BufferRegion, BufferStore, For, ForKind, Stmt
-from .common import add_root_alloc, insert_in_scope, schedule_error, unique_name
-from .compute_location import _scope_of, scope_blocks
-from .tree import Path, replace_stmts, root_realize, scope_body, walk
-
-
-def copy_nest(src: Buffer, dst: Buffer, name: str, loop_names: list[str] | None = None) -> Stmt:
-    """Loops over the whole shape with a block `dst[v...] = src[v...]` named `name`."""
-    ndim = len(src.shape)
-    loop_names = loop_names or [f"ax{d}" for d in range(ndim)]
-    loop_vars = [Var(n, s.dtype) for n, s in zip(loop_names, src.shape)]
-    ivs = [
-        IterVar(Range(0, s), Var(f"v{d}", s.dtype), IterType.DataPar)
-        for d, s in enumerate(src.shape)
-    ]
-    idx = tuple(iv.var for iv in ivs)
-    point = tuple(Range(i, 1) for i in idx)
-    block = Block(
-        tuple(ivs),
-        (BufferRegion(src, point),),
-        (BufferRegion(dst, point),),
-        name,
-        BufferStore(dst, BufferLoad(src, idx), idx),
-    )
-    body: Stmt = BlockRealize(tuple(loop_vars), IntImm("bool", 1), block)
-    for v, s in reversed(list(zip(loop_vars, src.shape))):
-        body = For(v, IntImm(v.dtype, 0), s, ForKind.SERIAL, body)
-    return body
+from ..stmt import Block, BlockRealize, BufferRegion, BufferStore, For, ForKind, SeqStmt, Stmt, seq
+from .common import add_root_alloc, analyzer, is_zero, schedule_error, simplify, unique_name
+from .compute_location import _bind_region, _scope_of, scope_blocks
+from .tree import Path, root_realize
 
 
 class _Rename(Mutator):
@@ -45,8 +36,16 @@ class _Rename(Mutator):
         super().__init__()
         self.old, self.new, self.loads, self.stores = old, new, loads, stores
 
+    opaque = False  # set when the data pointer of `old` is used directly (an opaque access)
+
     def visit_Buffer(self, b: Buffer) -> Buffer:
         return self.new if b is self.old else b
+
+    def visit_Var(self, v: Var) -> Var:
+        if v is self.old.data:
+            self.opaque = True
+            return self.new.data
+        return v
 
     def visit_BufferLoad(self, e: BufferLoad) -> Any:
         e2 = e.replace(indices=self.visit(e.indices))
@@ -65,28 +64,32 @@ def _loads(stmt: Stmt, buf: Buffer) -> bool:
     return bool(found)
 
 
-def _top_index(items: list, ids: set[int]) -> list[int]:
-    """Positions in the scope list of the statements that contain a block with an id in `ids`."""
-    return [i for i, s in enumerate(items) if any(id(x) in ids for x, _ in walk(s))]
+class _Shift(_Rename):
+    """Like _Rename, and subtract `offset` from every index of the renamed buffer (a cache that
+    holds only the window starting at `offset`)."""
 
+    def __init__(self, old: Buffer, new: Buffer, offset: list, **kw: Any) -> None:
+        super().__init__(old, new, **kw)
+        self.offset = offset
 
-def _scope_items(func: PrimFunc) -> list:
-    from ..stmt import SeqStmt
-
-    body = scope_body(func)
-    return list(body.seq) if isinstance(body, SeqStmt) else [body]
-
-
-def _check_top_level(func: PrimFunc, r_path: Path, what: str, r: BlockRealize) -> None:
-    scope, _ = _scope_of(r_path)
-    root = root_realize(func)
-    if scope is not scope_body(func) or (root is None and scope is not func.body):
-        raise schedule_error(
-            func,
-            f"{what}: block '{r.block.name_hint}' is inside a nested block "
-            "scope; caching is supported at the function's root scope",
-            r,
+    def _shift(self, idx: tuple) -> tuple:
+        return tuple(
+            i if is_zero(o) else simplify(binary(Sub, i, o)) for i, o in zip(idx, self.offset)
         )
+
+    def visit_BufferLoad(self, e: BufferLoad) -> Any:
+        e2 = super().visit_BufferLoad(e)
+        return e2.replace(indices=self._shift(e2.indices)) if e2.buffer is self.new else e2
+
+    def visit_BufferStore(self, s: BufferStore) -> Any:
+        s2 = super().visit_BufferStore(s)
+        return s2.replace(indices=self._shift(s2.indices)) if s2.buffer is self.new else s2
+
+    def visit_BufferRegion(self, rg: BufferRegion) -> Any:
+        if rg.buffer is not self.old:
+            return self.generic_visit(rg)
+        mins = self._shift(tuple(self.visit(r.min) for r in rg.region))
+        return BufferRegion(self.new, tuple(Range(m, r.extent) for m, r in zip(mins, rg.region)))
 
 
 # storage scopes a buffer may live in (a scope may carry a tag after a dot: "shared.dyn")
@@ -112,6 +115,295 @@ def _buffer_index(index: Any, regions: tuple) -> Any:
     return index
 
 
+class _Scope:
+    """The block scope a cached block lives in: its body, its blocks and where loops start."""
+
+    def __init__(self, func: PrimFunc, r_path: Path) -> None:
+        self.body, self.path = _scope_of(r_path)
+        self.block = self.path[-1] if self.path else None
+        if self.block is None:  # a function without a root block: its body is the scope
+            self.block = root_realize(func).block if root_realize(func) else None
+        self.blocks = scope_blocks(self.body, self.path)
+        self.order = {id(b): k for k, (b, _) in enumerate(self.blocks)}
+        self.depth = len(self.path)
+
+    def analyzer(self, path: Path = ()) -> Any:
+        """An analyzer that knows the ranges of the loops and block vars above the scope and on
+        `path`."""
+        ana = analyzer([a for a in self.path + path if isinstance(a, For)])
+        for a in self.path + path:
+            if isinstance(a, Block):
+                for iv in a.iter_vars:
+                    ana.bind(iv.var, iv.dom)
+        return ana
+
+    def loops(self, path: Path) -> list[For]:
+        """The loops of `path` inside this scope, outermost first."""
+        return [a for a in path[self.depth :] if isinstance(a, For)]
+
+    def path_of(self, r: BlockRealize) -> Path:
+        return next(p for b, p in self.blocks if b is r)
+
+
+class _Site:
+    """Where the copy stage goes: the loop it ends up under (None: the scope block itself), the
+    statement list it joins and its position there."""
+
+    def __init__(self, loop: For | None, seq_stmt: Stmt | None, pos: int) -> None:
+        self.loop, self.seq, self.pos = loop, seq_stmt, pos
+
+
+def _site(
+    sc: _Scope, anchor: BlockRealize, first: BlockRealize | None, at_end: bool
+) -> _Site | None:
+    """TVM's placement: right before the first related block, under the lowest loop that holds
+    both it and `anchor`; without one, the start (or end) of the scope."""
+    if first is None:
+        items = sc.body.seq if isinstance(sc.body, SeqStmt) else (sc.body,)
+        return _Site(None, None, len(items) if at_end else 0)
+    a = sc.path_of(anchor) + (anchor,)
+    b = sc.path_of(first) + (first,)
+    k = 0
+    while k < min(len(a), len(b)) and a[k] is b[k]:
+        k += 1
+    holder = a[k - 1]
+    if not isinstance(holder, SeqStmt):
+        return None
+    pos = next(i for i, x in enumerate(holder.seq) if x is b[k])
+    loops = sc.loops(a[:k])
+    return _Site(loops[-1] if loops else None, holder, pos)
+
+
+def _placed(func: PrimFunc, what: str, site: _Site | None, r: BlockRealize) -> _Site:
+    if site is None:
+        raise schedule_error(
+            func,
+            f"{what}: the producer and the first consumer meet under a statement that is not "
+            "a statement list (a branch); move them into one loop body first",
+            r,
+        )
+    return site
+
+
+def _relaxed(sc: _Scope, region: BufferRegion, r: BlockRealize, loops: list[For], ana: Any):
+    """Per dimension (lo, hi) of `region` of block `r` over all iterations of `loops`, kept
+    inside the buffer's shape (None when it cannot be bounded)."""
+    dom = loop_domain(loops)
+    out = []
+    for rg, dim in zip(_bind_region(region, r).region, region.buffer.shape):
+        lo = eval_interval(ana.simplify(rg.min), dom)
+        hi = eval_interval(ana.simplify(rg.min + rg.extent - 1), dom)
+        if lo is None or hi is None:
+            return None
+        lo_c, hi_c = ana.simplify(lo[0]), ana.simplify(hi[1])
+        # a loose bound past the shape is clamped, so the copy stays inside the buffer
+        if not ana.can_prove(binary(GE, lo_c, IntImm(lo_c.dtype, 0))):
+            lo_c = ana.simplify(binary(Max, lo_c, IntImm(lo_c.dtype, 0)))
+        if not ana.can_prove(binary(LE, hi_c, dim - 1)):
+            hi_c = ana.simplify(binary(Min, hi_c, dim - 1))
+        out.append((lo_c, hi_c))
+    return out
+
+
+def _below(sc: _Scope, path: Path, site: _Site) -> list[For]:
+    """The loops of `path` inside the scope and under the site's loop."""
+    loops = sc.loops(path)
+    if site.loop is None:
+        return loops
+    k = next((i for i, f in enumerate(loops) if f is site.loop), None)
+    return loops if k is None else loops[k + 1 :]
+
+
+def _widen(window: list, loops: list[For], ana: Any) -> list | None:
+    """`window` (per dim (lo, hi)) over all iterations of `loops`."""
+    dom = loop_domain(loops)
+    out = []
+    for lo, hi in window:
+        a, b = eval_interval(lo, dom), eval_interval(hi, dom)
+        if a is None or b is None:
+            return None
+        out.append((ana.simplify(a[0]), ana.simplify(b[1])))
+    return out
+
+
+def _check_inside(func, what, sc, site, window, anchor_path, users, buf, use_writes, r) -> None:
+    """Each block in `users` touches only elements of `buf` inside the cached `window`, so that
+    its accesses stay in the cache (and in bounds when the cache holds only the window)."""
+    ana = sc.analyzer()
+    inner = {id(f) for f in _below(sc, anchor_path, site)}
+    outer = [f for f in sc.loops(anchor_path) if id(f) not in inner]
+    for u in users:
+        p = sc.path_of(u)
+        ana = sc.analyzer(anchor_path + p)
+        inside = site.loop is not None and any(a is site.loop for a in p)
+        win = window if inside else _widen(window, outer, ana)
+        regions = u.block.writes if use_writes else u.block.reads
+        for region in regions:
+            if region.buffer is not buf:
+                continue
+            got = _relaxed(sc, region, u, _below(sc, p, site) if inside else sc.loops(p), ana)
+            ok = win is not None and got is not None
+            ok = ok and all(
+                ana.can_prove(binary(GE, lo2, lo)) and ana.can_prove(binary(LE, hi2, hi))
+                for (lo, hi), (lo2, hi2) in zip(win, got)
+            )
+            if not ok:
+                raise schedule_error(
+                    func,
+                    f"{what}: cannot prove that block '{u.block.name_hint}' touches only the "
+                    f"part of {buf.name} that the cache stage copies; cache at a scope where "
+                    "it does, or choose its consumer blocks",
+                    r,
+                )
+
+
+def _window_buffer(buf: Buffer, name: str, scope: str, window: list, compact: bool, ana):
+    extents = [ana.simplify(binary(Add, binary(Sub, hi, lo), 1)) for lo, hi in window]
+    return decl_buffer(tuple(extents) if compact else buf.shape, buf.dtype, name, scope=scope)
+
+
+def _stage(
+    src: Buffer,
+    dst: Buffer,
+    name: str,
+    window: list,
+    compact: bool,
+    cache_is_dst: bool,
+    loop_names: list[str] | None,
+    ana: Any,
+) -> Stmt:
+    """The copy nest of the window: loops over its extents, one copy block inside."""
+    ndim = len(window)
+    names = loop_names or [f"ax{d}" for d in range(ndim)]
+    mins = [lo for lo, _ in window]
+    extents = [ana.simplify(binary(Add, binary(Sub, hi, lo), 1)) for lo, hi in window]
+    loop_vars = [Var(n, e.dtype) for n, e in zip(names, extents)]
+    big = src if cache_is_dst else dst  # the original buffer
+    ivs, values, src_idx, dst_idx = [], [], [], []
+    for d, (lv, m, e) in enumerate(zip(loop_vars, mins, extents)):
+        v = Var(f"v{d}", e.dtype)
+        if compact:
+            ivs.append(IterVar(Range(0, e), v, IterType.DataPar))
+            values.append(lv)
+            full = v if is_zero(m) else binary(Add, m, v)
+            src_idx.append(v if cache_is_dst is False else full)
+            dst_idx.append(full if cache_is_dst is False else v)
+        else:
+            ivs.append(IterVar(Range(0, big.shape[d]), v, IterType.DataPar))
+            values.append(lv if is_zero(m) else binary(Add, m, lv))
+            src_idx.append(v)
+            dst_idx.append(v)
+    one = lambda i: Range(i, IntImm(i.dtype, 1))
+    block = Block(
+        tuple(ivs),
+        (BufferRegion(src, tuple(one(i) for i in src_idx)),),
+        (BufferRegion(dst, tuple(one(i) for i in dst_idx)),),
+        name,
+        BufferStore(dst, BufferLoad(src, tuple(src_idx)), tuple(dst_idx)),
+    )
+    body: Stmt = BlockRealize(tuple(values), IntImm("bool", 1), block)
+    for lv, e in reversed(list(zip(loop_vars, extents))):
+        body = For(lv, IntImm(lv.dtype, 0), e, ForKind.SERIAL, body)
+    return body
+
+
+class _Place(Mutator):
+    """Rewrite the chosen blocks, insert the copy stage at its site, allocate the cache in the
+    scope block."""
+
+    def __init__(self, table: dict, sc: _Scope, site: _Site, nest: Stmt, cache: Buffer) -> None:
+        super().__init__()
+        self.table, self.sc, self.site, self.nest, self.cache = table, sc, site, nest, cache
+
+    def visit(self, n: Any) -> Any:
+        if id(n) in self.table:
+            return self.table[id(n)]
+        return super().visit(n)
+
+    def visit_SeqStmt(self, s: SeqStmt) -> Any:
+        items = [self.visit(x) for x in s.seq]
+        if s is self.site.seq:
+            items.insert(self.site.pos, self.nest)
+        return seq(*items)
+
+    def visit_Block(self, b: Block) -> Any:
+        b2 = self.generic_visit(b)
+        if b is not self.sc.block:
+            return b2
+        body = b2.body
+        if self.site.seq is None:
+            items = list(body.seq) if isinstance(body, SeqStmt) else [body]
+            items.insert(self.site.pos, self.nest)
+            body = seq(*items)
+        return b2.replace(body=body, alloc_buffers=b2.alloc_buffers + (self.cache,))
+
+    def visit_PrimExpr(self, e: Any) -> Any:
+        return e
+
+
+def _apply(func, sc, site, nest, cache, table) -> PrimFunc:
+    if sc.block is None:  # no root block yet: add one, then place
+        func = add_root_alloc(func, cache)
+        root = root_realize(func)
+        func = func.replace(
+            body=root.replace(block=root.block.replace(alloc_buffers=root.block.alloc_buffers[:-1]))
+        )
+        return _apply(func, _rescope(func, sc), site, nest, cache, table)
+    return func.replace(body=_Place(table, sc, site, nest, cache).visit(func.body))
+
+
+def _rescope(func: PrimFunc, sc: _Scope) -> _Scope:
+    root = root_realize(func)
+    new = _Scope.__new__(_Scope)
+    new.__dict__.update(sc.__dict__)
+    new.block = root.block
+    return new
+
+
+def _all_before(sc: _Scope, early: list, readers: list, w: BlockRealize) -> bool:
+    """Every chosen consumer lies in a top-level statement of the scope before the producer's
+    (so all of them finish before the producer starts)."""
+    depth = sc.depth
+    items = sc.body.seq if isinstance(sc.body, SeqStmt) else (sc.body,)
+
+    def top(b: BlockRealize) -> int:
+        full = sc.path_of(b) + (b,)
+        node = full[depth + 1] if isinstance(sc.body, SeqStmt) else full[depth]
+        return next(i for i, x in enumerate(items) if x is node)
+
+    return len(early) == len(readers) and all(top(b) < top(w) for b in early)
+
+
+def _check_opaque(func, what, cache: Buffer, renames: list, buf: Buffer, r) -> None:
+    """A block that uses the data pointer of `buf` directly cannot be pointed at a cache that
+    holds only a window (its addresses would be off)."""
+    ana = analyzer()
+    whole = all(ana.can_prove_equal(a, b) for a, b in zip(cache.shape, buf.shape))
+    shifted = any(not is_zero(o) for rn in renames for o in getattr(rn, "offset", ()))
+    if (shifted or not whole) and any(rn.opaque for rn in renames):
+        raise schedule_error(
+            func,
+            f"{what}: a block uses the data pointer of {buf.name} directly, and the cache in "
+            "this scope would hold only part of it; cache at the root scope instead",
+            r,
+        )
+
+
+def _consumer_set(func, what, sc, consumers, r) -> set[int] | None:
+    if consumers is None:
+        return None
+    out = {id(c) for c in consumers}
+    stray = [c for c in consumers if id(c) not in sc.order]
+    if stray:
+        raise schedule_error(
+            func,
+            f"{what}: consumer block '{stray[0].block.name_hint}' is not in the block scope of "
+            f"'{r.block.name_hint}'; give blocks of the same scope",
+            r,
+        )
+    return out
+
+
 def cache_read(
     func: PrimFunc,
     r: BlockRealize,
@@ -135,37 +427,74 @@ def cache_read(
             r,
         )
     _check_scope(func, scope, what, r)
-    _check_top_level(func, r_path, what, r)
     buf = reads[index].buffer
-    cache_name = unique_name(func, f"{buf.name}_{scope}")
-    cache = decl_buffer(buf.shape, buf.dtype, cache_name, scope=scope)
-    blocks = scope_blocks(*_scope_of(r_path))
-    readers = [
-        b
-        for b, _ in blocks
-        if any(rg.buffer is buf for rg in b.block.reads)
-        and not any(w.buffer is buf for w in b.block.writes)
-    ]
-    if consumers is not None:
-        wanted = {id(c) for c in consumers}
-        readers = [b for b in readers if id(b) in wanted]
-    writers = [b for b, _ in blocks if any(w.buffer is buf for w in b.block.writes)]
-    items = _scope_items(func)
-    read_pos = _top_index(items, {id(b) for b in readers})
-    write_pos = _top_index(items, {id(b) for b in writers})
-    if write_pos and read_pos and max(write_pos) >= min(read_pos):
+    sc = _Scope(func, r_path)
+    writers = [b for b, _ in sc.blocks if any(w.buffer is buf for w in b.block.writes)]
+    if len(writers) > 1:
+        shown = ", ".join(f"'{w.block.name_hint}'" for w in writers)
         raise schedule_error(
             func,
-            f"{what}: {buf.name} is written and read inside one loop nest; cache it before "
-            "moving its producer with compute_at",
+            f"{what}: {buf.name} is written by several blocks of the scope ({shown}); "
+            "cache_read needs a single producer",
             r,
         )
-    rename = _Rename(buf, cache, stores=False)
+    wanted = _consumer_set(func, what, sc, consumers, r)
+    readers = [
+        b
+        for b, _ in sc.blocks
+        if any(rg.buffer is buf for rg in b.block.reads)
+        and not any(w.buffer is buf for w in b.block.writes)
+        and (wanted is None or id(b) in wanted)
+    ]
+    ana = sc.analyzer()
+    if writers:
+        (w,) = writers
+        early = [b for b in readers if sc.order[id(b)] < sc.order[id(w)]]
+        if early and not _all_before(sc, early, readers, w):
+            raise schedule_error(
+                func,
+                f"{what}: block '{early[0].block.name_hint}' reads {buf.name} before its "
+                f"producer '{w.block.name_hint}' writes it and other chosen consumers read it "
+                "after; choose consumers on one side of the producer (consumer_blocks=)",
+                r,
+            )
+        first = min(readers, key=lambda b: sc.order[id(b)]) if readers else None
+        if early:  # every consumer runs before the producer: copy the old values first
+            site = _site(sc, w, None, at_end=False)
+        else:
+            site = _placed(func, what, _site(sc, w, first, at_end=True), r)
+        w_path = sc.path_of(w)
+        ana = sc.analyzer(w_path)
+        (region,) = [rg for rg in w.block.writes if rg.buffer is buf]
+        window = _relaxed(sc, region, w, _below(sc, w_path, site), ana)
+    else:
+        w_path = ()
+        site = _site(sc, r, None, at_end=False)
+        declared = [rg for rg in getattr(sc.block, "reads", ()) if rg.buffer is buf]
+        rg = declared[0] if declared and sc.path else None
+        window = (
+            [(m.min, ana.simplify(m.min + m.extent - 1)) for m in rg.region]
+            if rg is not None
+            else [(IntImm(s.dtype, 0), ana.simplify(s - 1)) for s in buf.shape]
+        )
+    if window is None:
+        raise schedule_error(
+            func,
+            f"{what}: cannot bound the part of {buf.name} that its producer writes; "
+            "cache at a scope without non-affine producer indices",
+            r,
+        )
+    _check_inside(func, what, sc, site, window, w_path, readers, buf, False, r)
+    compact = site.loop is None and sc.path != ()
+    cache_name = unique_name(func, f"{buf.name}_{scope}")
+    cache = _window_buffer(buf, cache_name, scope, window, compact, ana)
+    offset = [lo for lo, _ in window] if compact else [IntImm("int32", 0)] * len(window)
+    rename = _Shift(buf, cache, offset, stores=False)
     table = {id(b): b.replace(block=rename.visit(b.block)) for b in readers}
-    func = replace_stmts(func, table, readers)
-    nest = copy_nest(buf, cache, cache_name, loop_names)
-    func = insert_in_scope(func, nest, lambda items: min(read_pos))
-    return add_root_alloc(func, cache), cache_name
+    _check_opaque(func, what, cache, [rename], buf, r)
+    nest = _stage(buf, cache, cache_name, window, compact, True, loop_names, ana)
+    keep = list(readers)  # noqa: F841  (ids in `table` stay unique while we rebuild)
+    return _apply(func, sc, site, nest, cache, table), cache_name
 
 
 def cache_write(
@@ -175,6 +504,7 @@ def cache_write(
     index: int,
     scope: str,
     loop_names: list[str] | None = None,
+    consumers: list[BlockRealize] | None = None,
 ) -> tuple[PrimFunc, str]:
     """Make `r` write its `index`-th output into a new buffer in `scope`, copied back after."""
     name = r.block.name_hint
@@ -190,7 +520,6 @@ def cache_write(
             r,
         )
     _check_scope(func, scope, what, r)
-    _check_top_level(func, r_path, what, r)
     buf = writes[index].buffer
     if r.block.init is None and _loads(r.block.body, buf):
         raise schedule_error(
@@ -200,33 +529,56 @@ def cache_write(
             "call cache_write before decompose_reduction",
             r,
         )
-    cache_name = unique_name(func, f"{buf.name}_{scope}")
-    cache = decl_buffer(buf.shape, buf.dtype, cache_name, scope=scope)
-    blocks = scope_blocks(*_scope_of(r_path))
-    items = _scope_items(func)
-    (pos,) = _top_index(items, {id(r)})
-    for b, _ in blocks:
+    sc = _Scope(func, r_path)
+    for b, _ in sc.blocks:
         if b is not r and any(w.buffer is buf for w in b.block.writes):
-            # the copy back writes every element of the cache; another writer's would be lost
+            # the copy back writes every element of the window; another writer's would be lost
             raise schedule_error(
                 func,
                 f"{what}: block '{b.block.name_hint}' also writes {buf.name}; cache_write "
                 f"needs '{name}' to be the only block that writes it",
                 r,
             )
-        if b is not r and any(rg.buffer is buf for rg in b.block.reads + b.block.writes):
-            if _top_index(items, {id(b)}) == [pos]:
-                raise schedule_error(
-                    func,
-                    f"{what}: block '{b.block.name_hint}' in the same loop nest also uses "
-                    f"{buf.name}; cache before moving blocks with compute_at",
-                    r,
-                )
-    new_block = _Rename(buf, cache).visit(r.block)
-    func = replace_stmts(func, {id(r): r.replace(block=new_block)}, [r])
-    nest = copy_nest(cache, buf, cache_name, loop_names)
-    func = insert_in_scope(func, nest, lambda items: pos + 1)
-    return add_root_alloc(func, cache), cache_name
+    wanted = _consumer_set(func, what, sc, consumers, r) or set()
+    readers = [
+        b for b, _ in sc.blocks if b is not r and any(rg.buffer is buf for rg in b.block.reads)
+    ]
+    early = [b for b in readers if sc.order[id(b)] < sc.order[id(r)]]
+    if early:
+        raise schedule_error(
+            func,
+            f"{what}: block '{early[0].block.name_hint}' reads {buf.name} before '{name}' "
+            "writes it; cache_write places the copy back after the writer",
+            r,
+        )
+    direct = [b for b in readers if id(b) in wanted]
+    related = [b for b in readers if id(b) not in wanted]
+    first = min(related, key=lambda b: sc.order[id(b)]) if related else None
+    site = _placed(func, what, _site(sc, r, first, at_end=True), r)
+    r_path = sc.path_of(r)
+    ana = sc.analyzer(r_path)
+    (region,) = [rg for rg in writes if rg.buffer is buf][:1]
+    window = _relaxed(sc, region, r, _below(sc, r_path, site), ana)
+    if window is None:
+        raise schedule_error(
+            func,
+            f"{what}: cannot bound the part of {buf.name} that '{name}' writes; cache a "
+            "block with affine write indices",
+            r,
+        )
+    _check_inside(func, what, sc, site, window, r_path, direct, buf, False, r)
+    compact = site.loop is None and sc.path != ()
+    cache_name = unique_name(func, f"{buf.name}_{scope}")
+    cache = _window_buffer(buf, cache_name, scope, window, compact, ana)
+    offset = [lo for lo, _ in window] if compact else [IntImm("int32", 0)] * len(window)
+    rewrite = _Shift(buf, cache, offset)
+    table = {id(r): r.replace(block=rewrite.visit(r.block))}
+    reread = _Shift(buf, cache, offset, stores=False)
+    table.update({id(b): b.replace(block=reread.visit(b.block)) for b in direct})
+    _check_opaque(func, what, cache, [rewrite, reread], buf, r)
+    nest = _stage(cache, buf, cache_name, window, compact, False, loop_names, ana)
+    keep = [r, *direct]  # noqa: F841  (ids in `table` stay unique while we rebuild)
+    return _apply(func, sc, site, nest, cache, table), cache_name
 
 
 def set_scope(func: PrimFunc, r: BlockRealize, index: int, scope: str) -> PrimFunc:

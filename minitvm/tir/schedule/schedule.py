@@ -498,21 +498,30 @@ class Schedule:
         self._record("cache_read", (), kwargs, (out,))
         return out
 
-    def cache_write(self, block: BlockRV, write_buffer_index: int, storage_scope: str) -> BlockRV:
+    def cache_write(
+        self,
+        block: BlockRV,
+        write_buffer_index: int,
+        storage_scope: str,
+        consumer_blocks: list | None = None,
+    ) -> BlockRV:
         fname, func, r, path = self._block(block)
-        func, name = _cache.cache_write(func, r, path, write_buffer_index, storage_scope)
+        consumers = None
+        if consumer_blocks is not None:
+            consumers = [self._block(b)[2] for b in consumer_blocks]
+        func, name = _cache.cache_write(
+            func, r, path, write_buffer_index, storage_scope, consumers=consumers
+        )
         self._update(fname, func)
         out = self._new_block(fname, name)
-        self._record(
-            "cache_write",
-            (),
-            (
-                ("block", block),
-                ("write_buffer_index", write_buffer_index),
-                ("storage_scope", storage_scope),
-            ),
-            (out,),
+        kwargs = (
+            ("block", block),
+            ("write_buffer_index", write_buffer_index),
+            ("storage_scope", storage_scope),
         )
+        if consumer_blocks is not None:
+            kwargs += (("consumer_blocks", list(consumer_blocks)),)
+        self._record("cache_write", (), kwargs, (out,))
         return out
 
     def set_scope(self, block: BlockRV, buffer_index: Any, storage_scope: str) -> None:
