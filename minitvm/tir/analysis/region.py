@@ -229,13 +229,15 @@ def infer_access_regions(
 ) -> tuple[tuple[BufferRegion, ...], tuple[BufferRegion, ...]]:
     """(reads, writes) of `block` from its body and init, in terms of its iter vars.
 
-    A buffer both read and written (a reduction's accumulator) appears in both lists.
+    As in TVM's script completion, a block with an init leaves the buffers it writes (a
+    reduction's accumulator) out of its reads; a block without one lists them in both.
     """
     acc = _Accesses()
     if block.init is not None:
         acc.visit(block.init)
     acc.visit(block.body)
     local = {id(b) for b in block.alloc_buffers}
-    reads = {k: v for k, v in acc.reads.items() if k not in local}
+    unread = local | set(acc.writes) if block.init is not None else local
+    reads = {k: v for k, v in acc.reads.items() if k not in unread}
     writes = {k: v for k, v in acc.writes.items() if k not in local}
     return _regions(reads, simplify), _regions(writes, simplify)
