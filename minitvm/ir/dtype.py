@@ -109,6 +109,15 @@ class DataType:
     def with_bits(self, bits: int) -> "DataType":
         return _make(self.code, bits, self.lanes)
 
+    @property
+    def dtype(self) -> np.dtype:
+        """The numpy dtype, so that numpy accepts a DataType wherever it takes a dtype
+        (`np.zeros(n).astype(buf.dtype)`, as TVM's str dtypes allow)."""
+        try:
+            return self.numpy_dtype()
+        except DTypeError as err:
+            raise AttributeError(str(err)) from err  # hasattr()/numpy see "no numpy dtype"
+
     def numpy_dtype(self) -> np.dtype:
         if self.lanes != 1:
             raise DTypeError(f"vector type {self} has no numpy dtype")
