@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..buffer import Buffer
-from ..expr import LT, And, BufferLoad, IntImm, IterType, Or, PrimExpr, Range, const_value
+from ..expr import LT, And, BufferLoad, FloorDiv, IntImm, IterType, Or, PrimExpr, Range, const_value
 from ..function import PrimFunc
 from ..functor import Mutator, substitute
 from ..stmt import Block, BlockRealize, BufferRegion, BufferStore, For, ForKind
@@ -47,9 +47,15 @@ def _window(r: BlockRealize, buf: Buffer, inner: list[For], outer: list[For]) ->
 
 
 def _stride(lo: PrimExpr, outer: list[For]) -> tuple[For, int] | None:
-    """(loop, stride) when `lo` is `stride * loop_var + c` for one outer loop."""
+    """(loop, stride) when `lo` is `stride * loop_var + c` for one outer loop, or
+    `(p * loop_var + c) // q`, whose steps are at most ceil(p / q): the overlap skipped on that
+    bound never reaches past what the previous tile computed."""
     from ...arith import affine_coeffs
 
+    q = const_value(lo.b) if isinstance(lo, FloorDiv) else None
+    if isinstance(q, int) and q > 0:
+        found = _stride(lo.a, outer)
+        return None if found is None else (found[0], -(-found[1] // q))
     found = affine_coeffs(lo, [f.loop_var for f in outer])
     if found is None:
         return None
