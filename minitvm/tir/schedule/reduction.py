@@ -154,6 +154,15 @@ def _reducer(func: PrimFunc, r: BlockRealize, what: str) -> tuple[type, Any, Any
     after checking that rfactor may regroup it: `C[idx] = C[idx] op value` with the very same
     indices, `value` free of C, and an init that is the identity of `op`."""
     body, name = r.block.body, r.block.name_hint
+    stores = [s for s, _ in walk(body) if isinstance(s, BufferStore)]
+    if r.block.init is not None and len({id(s.buffer) for s in stores}) > 1:
+        raise schedule_error(
+            func,
+            f"{what}: block '{name}' updates {len(stores)} buffers together (a tuple "
+            "reduction such as argmax); rfactor handles one accumulator: regrouping a tuple "
+            "combiner changes which index wins a tie, so it is not provably exact",
+            r,
+        )
     if r.block.init is None or not isinstance(body, BufferStore):
         raise schedule_error(
             func,
@@ -415,7 +424,11 @@ def rfactor(func: PrimFunc, loop: For, loop_path: Path, factor_axis: int) -> tup
         )
     shape = list(buf.shape)
     shape.insert(axis, loop.extent)
-    rf_buf = decl_buffer(tuple(shape), buf.dtype, unique_name(func, f"{buf.name}_rf"))
+    # TVM's rfactor buffer is a copy of the original's node: a constant offset keeps its dtype
+    offset = buf.elem_offset if const_value(buf.elem_offset) == 0 else 0
+    rf_buf = decl_buffer(
+        tuple(shape), buf.dtype, unique_name(func, f"{buf.name}_rf"), elem_offset=offset
+    )
 
     # the rfactor block, in a fresh copy of the whole nest: the rfactor loop's iterator
     # (spatial) first, then the block's iterators, where a reduction iterator bound through
@@ -476,8 +489,11 @@ def rfactor(func: PrimFunc, loop: For, loop_path: Path, factor_axis: int) -> tup
     kept = [f for f in chain[top:] if f is loop or id(f.loop_var) not in r_ids]
     wb_nest = _rebuild_nest(kept, BlockRealize(wb_values, wb_pred, wb_block))
 
-    func = replace_stmts(func, {id(chain[top]): wb_nest}, [chain[top]])
-    func = _insert_next_to(func, chain[0].loop_var, rf_nest, after=False)
+    if top == 0:  # the outermost loop itself is rebuilt: put both nests in its place
+        func = replace_stmts(func, {id(chain[0]): seq(rf_nest, wb_nest)}, [chain[0]])
+    else:
+        func = replace_stmts(func, {id(chain[top]): wb_nest}, [chain[top]])
+        func = _insert_next_to(func, chain[0].loop_var, rf_nest, after=False)
     return add_root_alloc(func, rf_buf), rf_block.name_hint
 
 

@@ -326,3 +326,65 @@ def test_rfactor_refuses_an_outer_reduction_loop_holding_another_block():
     _, _, ci = sch.get_loops(sch.get_block("P"))
     with pytest.raises(ScheduleError, match=r"the outermost reduction loop 'co' of 'P' holds 2 blocks"):
         sch.rfactor(ci, 0)
+
+
+@T.prim_func
+def arg_peak(X: T.Buffer((4, 8), "float32"), I: T.Buffer((4,), "int32"),
+             V: T.Buffer((4,), "float32")):
+    for r, c in T.grid(4, 8):
+        with T.block("arg_peak"):
+            vr, vc = T.axis.remap("SR", [r, c])
+            with T.init():
+                I[vr] = -1
+                V[vr] = T.float32(-1e30)
+            i_next: T.int32 = T.Select(V[vr] >= X[vr, vc], I[vr], vc)
+            v_next: T.float32 = T.Select(V[vr] >= X[vr, vc], V[vr], X[vr, vc])
+            I[vr] = i_next
+            V[vr] = v_next
+
+
+def test_rfactor_of_a_tuple_reduction_is_refused_with_the_reason():
+    sch = tir.Schedule(arg_peak)
+    _, c = sch.get_loops(sch.get_block("arg_peak"))
+    _, ci = sch.split(c, [None, 4])
+    with pytest.raises(ScheduleError, match=r"updates 2 buffers together \(a tuple reduction"):
+        sch.rfactor(ci, 0)
+
+
+def test_rfactor_keeps_a_constant_offset_of_the_accumulator():
+    sch = tir.Schedule(total)
+    (c,) = sch.get_loops(sch.get_block("total"))
+    _, ci = sch.split(c, [None, 8])
+    rf = sch.rfactor(ci, 0)
+    (buf,) = [w.buffer for w in sch.get(rf).writes]
+    assert const_offset(buf) == 0
+    _same_numbers(total, sch.mod["main"])
+
+
+def const_offset(buf):
+    return int(buf.elem_offset)
+
+
+@T.prim_func
+def total_then_scale(X: T.Buffer((40,), "float32"), Y: T.Buffer((40,), "float32")):
+    S = T.alloc_buffer((), "float32")
+    for c in range(40):
+        with T.block("total"):
+            vc = T.axis.reduce(40, c)
+            with T.init():
+                S[()] = T.float32(0)
+            S[()] = S[()] + X[vc]
+    for c in range(40):
+        with T.block("scale"):
+            vc = T.axis.spatial(40, c)
+            Y[vc] = X[vc] / S[()]
+
+
+def test_rfactor_of_an_outermost_reduction_loop_among_siblings():
+    sch = tir.Schedule(total_then_scale)
+    (c,) = sch.get_loops(sch.get_block("total"))
+    _, ci = sch.split(c, [None, 5])
+    sch.rfactor(ci, 0)
+    root = sch.mod["main"].body.block.body
+    assert isinstance(root, tir.SeqStmt) and len(root.seq) == 3  # rf nest, write-back, scale
+    _same_numbers(total_then_scale, sch.mod["main"])
