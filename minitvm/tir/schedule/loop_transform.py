@@ -300,10 +300,83 @@ def reorder(func: PrimFunc, located: list[tuple[For, Path]]) -> PrimFunc:
                 f,
             )
     _check_order_free(func, names, [f for f, h in zip(chain, headers) if f is not h], bottom)
+    _check_affine_under(func, names, chain, bottom)
     body = bottom.body
     for f in reversed(headers):
         body = f.replace(body=body)
     return replace_stmt(func, top, body)
+
+
+def _is_iter_binding(value: PrimExpr, loops: list[For]) -> bool:
+    """TVM's affine binding over `loops` (other variables are constants): quasi-affine, and a
+    plain sum of loops with some loop at stride 1 (`l * 16` alone skips values: not onto)."""
+    from ...arith.affine import affine_coeffs
+
+    ids = {id(f.loop_var) for f in loops}
+    if not uses_var(value, ids):
+        return True
+    if not _affine(value, ids):
+        return False
+    got = affine_coeffs(value, [f.loop_var for f in loops])
+    strides = [abs(c) for c in got[0].values() if c != 0] if got is not None else []
+    return not strides or min(strides) == 1
+
+
+def _guards_a_binding(cond: PrimExpr, values: list[PrimExpr], ids: set[int]) -> bool:
+    """A predicate conjunct TVM's iterator analysis accepts: loop-free, or `x < bound` where
+    `x` is (part of) a binding, as split writes it for a non-dividing factor."""
+    from ...ir.structural import structural_equal
+    from ..functor import post_order_visit
+
+    if not uses_var(cond, ids):
+        return True
+    if not isinstance(cond, LT) or uses_var(cond.b, ids):
+        return False
+    parts: list = []
+    for v in values:
+        post_order_visit(v, parts.append)
+    return any(structural_equal(cond.a, p) for p in parts if isinstance(p, PrimExpr))
+
+
+def _conjuncts(cond: PrimExpr) -> list[PrimExpr]:
+    from ..expr import And
+
+    out, todo = [], [cond]
+    while todo:
+        c = todo.pop()
+        todo.extend((c.a, c.b)) if isinstance(c, And) else out.append(c)
+    return out
+
+
+def _check_affine_under(func: PrimFunc, names: str, chain: list[For], bottom: For) -> None:
+    """TVM's rule: the blocks under the reordered loops bind their iterators affinely over the
+    loops from the top of the range down (outer loops count as constants), and any predicate
+    only bounds such a binding; otherwise the new loop order is refused."""
+    for s, p in walk(bottom.body):
+        if not isinstance(s, BlockRealize) or any(isinstance(a, Block) for a in p):
+            continue
+        loops = chain + [a for a in p if isinstance(a, For)]
+        for iv, v in zip(s.block.iter_vars, s.iter_values):
+            if not _is_iter_binding(v, loops):
+                raise schedule_error(
+                    func,
+                    f"reorder({names}): block '{s.block.name_hint}' binds '{iv.var.name}' to "
+                    f"{v}, which is not an affine binding of the loops being reordered (only "
+                    "sums of loops times constants with a loop at stride 1, floordiv/floormod "
+                    "by constants); reorder loops the block binds affinely",
+                    s,
+                )
+        ids = {id(f.loop_var) for f in loops}
+        for c in _conjuncts(s.predicate):
+            if not _guards_a_binding(c, list(s.iter_values), ids):
+                raise schedule_error(
+                    func,
+                    f"reorder({names}): block '{s.block.name_hint}' has the predicate {c}, "
+                    "which does not bound one of its bindings (as a split's guard does), so "
+                    "its iteration space is not a box of the reordered loops; reorder before "
+                    "adding the predicate",
+                    s,
+                )
 
 
 def _check_order_free(func: PrimFunc, names: str, moved: list[For], bottom: For) -> None:
