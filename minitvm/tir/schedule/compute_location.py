@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from ..analysis.region import Interval, loop_domain, region_interval
 from ..expr import (
     GE,
+    GT,
     LT,
     Add,
     BufferLoad,
@@ -186,6 +188,32 @@ def _solve(index: PrimExpr, v: Var, span: Interval, ana: Any, ext: int = 1) -> I
     return ana.simplify(first), ana.simplify(last)
 
 
+def _solve_fused(index: PrimExpr, ivs: list, span: Interval, ana: Any) -> tuple | None:
+    """For a point index (optionally floordiv a positive constant) a*vo + vi + b, where vi runs
+    over exactly [0, a) (a layout transform's fused pair): (position of vo in `ivs`, the
+    interval of vo whose rows [a*vo + b, a*vo + b + a - 1] meet `span`); else None."""
+    from ...arith import affine_coeffs
+
+    lo, hi = span
+    if isinstance(index, FloorDiv) and (const_int(index.b) or 0) > 0:
+        c = const_int(index.b)
+        lo, hi = binary(Mul, lo, c), binary(Add, binary(Mul, hi, c), c - 1)
+        index = index.a
+    got = affine_coeffs(index, [iv.var for iv in ivs], ana)
+    if got is None or any(_mentions(got[1], iv.var) for iv in ivs):
+        return None
+    coeffs = [got[0][iv.var] for iv in ivs]
+    for outer, inner in ((0, 1), (1, 0)):
+        a, iv = coeffs[outer], ivs[inner]
+        whole = const_int(iv.dom.min) == 0 and const_int(iv.dom.extent) == a
+        if coeffs[inner] == 1 and a > 1 and whole:
+            b = got[1]
+            first = _ceil_div(binary(Sub, binary(Sub, lo, b), a - 1), a)
+            last = binary(FloorDiv, binary(Sub, hi, b), a)
+            return outer, (ana.simplify(first), ana.simplify(last))
+    return None
+
+
 def _iter_spans(
     r: BlockRealize, region: BufferRegion, have: list | None, ana: Any
 ) -> dict[int, Interval | None]:
@@ -200,6 +228,10 @@ def _iter_spans(
         solved = None
         if len(users) == 1 and ext is not None and ext >= 1 and span is not None:
             solved = _solve(rng.min, ivars[users[0]], span, ana, ext)
+        elif len(users) == 2 and ext == 1 and span is not None:
+            fused = _solve_fused(rng.min, [r.block.iter_vars[k] for k in users], span, ana)
+            if fused is not None:  # the outer of the two gets the interval, the inner stays whole
+                users, solved = [users[fused[0]]], fused[1]
         for k in users:
             if solved is not None and out.get(k) is None:
                 out[k] = solved
@@ -236,9 +268,19 @@ def _rebind(
 ) -> Stmt:
     """A loop nest running block r once for each iter var value in `intervals` (None: its
     whole domain), guarded to stay inside each iter var's domain."""
+    with contextlib.ExitStack() as facts:
+        ana = analyzer(outer)
+        for f in outer:  # a loop's body runs only when its (symbolic) extent is positive
+            if const_int(f.extent) is None:
+                facts.enter_context(ana.constraint_scope(GT(f.extent, 0)))
+        return _rebind_with(r, intervals, preserve_unit_loops, ana)
+
+
+def _rebind_with(
+    r: BlockRealize, intervals: list[Interval | None], preserve_unit_loops: bool, ana: Any
+) -> Stmt:
     new_loops: list[For] = []
     bindings = []
-    ana = analyzer(outer)
     for iv, span in zip(r.block.iter_vars, intervals):
         dom = iv.dom
         span = _clamp(span, iv, ana)

@@ -178,3 +178,146 @@ def test_loop_partition_refuses_a_loop_driving_reduction_and_spatial_iterators()
     (f,) = sch.get_loops(sch.get_block("sum"))
     with pytest.raises(ScheduleError, match="only a loop that is exactly one reduction iterator"):
         sch.loop_partition(f, factors=[40, None])
+
+
+@T.prim_func
+def squared_rows(A: T.Buffer((30, 4), "float32"), B: T.Buffer((30, 4), "float32")):
+    for a, b, c in T.grid(5, 4, 4):
+        with T.block("sq"):
+            i = T.axis.spatial(30, a * a + b)
+            j = T.axis.spatial(4, c)
+            B[i, j] = A[i, j] + T.float32(1)
+
+
+@T.prim_func
+def strided_cols(A: T.Buffer((8, 64), "float32"), B: T.Buffer((8, 64), "float32")):
+    for i, l in T.grid(8, 4):
+        with T.block("st"):
+            vi = T.axis.spatial(8, i)
+            vl = T.axis.spatial(64, l * 16)
+            B[vi, vl] = A[vi, vl] * T.float32(2)
+
+
+@T.prim_func
+def guarded_grid(A: T.Buffer((8, 8), "float32"), B: T.Buffer((8, 8), "float32")):
+    for i, j in T.grid(8, 8):
+        with T.block("g"):
+            T.where(i * 8 + j < 20)
+            vi, vj = T.axis.remap("SS", [i, j])
+            B[vi, vj] = A[vi, vj] * T.float32(2)
+
+
+def test_reorder_accepts_a_binding_affine_below_its_non_affine_outer_loop():
+    sch = tir.Schedule(squared_rows)
+    _, b, c = sch.get_loops(sch.get_block("sq"))
+    sch.reorder(c, b)
+    _same_numbers(squared_rows, sch.mod["main"])
+
+
+def test_reorder_refuses_a_non_affine_binding_of_the_reordered_loops():
+    sch = tir.Schedule(squared_rows)
+    a, b, c = sch.get_loops(sch.get_block("sq"))
+    with pytest.raises(ScheduleError, match=r"binds 'i' to a \* a \+ b, which is not an affine"):
+        sch.reorder(a, c, b)
+
+
+def test_reorder_refuses_a_binding_without_a_unit_stride():
+    sch = tir.Schedule(strided_cols)
+    i, l = sch.get_loops(sch.get_block("st"))
+    with pytest.raises(ScheduleError, match="binds 'vl' to l \\* 16"):
+        sch.reorder(l, i)
+
+
+def test_reorder_refuses_a_predicate_that_bounds_no_binding():
+    sch = tir.Schedule(guarded_grid)
+    i, j = sch.get_loops(sch.get_block("g"))
+    with pytest.raises(ScheduleError, match="does not bound one of its bindings"):
+        sch.reorder(j, i)
+
+
+def test_reorder_after_a_non_dividing_split_keeps_the_guard():
+    sch = tir.Schedule(shift_add)
+    r, c = sch.get_loops(sch.get_block("shift"))
+    r0, r1 = sch.split(r, factors=[None, 7])
+    sch.reorder(r1, c, r0)
+    _same_numbers(shift_add, sch.mod["main"])
+
+
+@T.prim_func
+def to_blocks_of_eight(A: T.Buffer((3, 16), "float32"), C: T.Buffer((6, 8), "float32")):
+    B = T.alloc_buffer((3, 16), "float32")
+    for i, j in T.grid(3, 16):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            B[vi, vj] = A[vi, vj] * T.float32(2)
+    for o, l in T.grid(6, 8):
+        with T.block("C"):
+            vo, vl = T.axis.remap("SS", [o, l])
+            C[vo, vl] = B[(vo * 8 + vl) // 16, (vo * 8 + vl) % 16]
+
+
+def test_reverse_compute_at_solves_a_fused_pair_of_consumer_iterators():
+    sch = tir.Schedule(to_blocks_of_eight)
+    i, _ = sch.get_loops(sch.get_block("B"))
+    sch.reverse_compute_at(sch.get_block("C"), i)
+    # one row of B (16 values) is two rows of C: o runs over [2i, 2i + 1]
+    loops = sch.get_loops(sch.get_block("C"))
+    assert [int(sch.get(lp).extent) for lp in loops] == [3, 2, 8]
+    _same_numbers(to_blocks_of_eight, sch.mod["main"])
+
+
+@T.prim_func
+def to_blocks_of_six(A: T.Buffer((3, 16), "float32"), C: T.Buffer((8, 6), "float32")):
+    B = T.alloc_buffer((3, 16), "float32")
+    for i, j in T.grid(3, 16):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            B[vi, vj] = A[vi, vj] * T.float32(2)
+    for o, l in T.grid(8, 6):
+        with T.block("C"):
+            vo, vl = T.axis.remap("SS", [o, l])
+            C[vo, vl] = B[(vo * 6 + vl) // 16, (vo * 6 + vl) % 16]
+
+
+def test_reverse_compute_at_refuses_a_fused_pair_that_straddles_the_rows():
+    sch = tir.Schedule(to_blocks_of_six)
+    i, _ = sch.get_loops(sch.get_block("B"))
+    with pytest.raises(ScheduleError, match="does not produce all of B"):
+        sch.reverse_compute_at(sch.get_block("C"), i)
+
+
+@T.prim_func
+def symbolic_fused(a: T.handle, c: T.handle):
+    n = T.int32()
+    A = T.match_buffer(a, (4, n), "float32")
+    C = T.match_buffer(c, (4, n), "float32")
+    B = T.alloc_buffer((4, n), "float32")
+    for f in range(n * 4):
+        with T.block("B"):
+            v0 = T.axis.spatial(4, f // n)
+            v1 = T.axis.spatial(n, f % n)
+            B[v0, v1] = A[v0, v1] * T.float32(2)
+    for f in range(n * 4):
+        with T.block("C"):
+            v0 = T.axis.spatial(4, f // n)
+            v1 = T.axis.spatial(n, f % n)
+            C[v0, v1] = B[v0, v1] + T.float32(1)
+
+
+def test_reverse_compute_at_under_a_symbolic_loop_needs_no_guard():
+    sch = tir.Schedule(symbolic_fused)
+    (f,) = sch.get_loops(sch.get_block("B"))
+    sch.reverse_compute_at(sch.get_block("C"), f, preserve_unit_loops=True)
+    # inside a loop over n * 4 values, n > 0: f // n and f % n stay in their domains
+    realize = sch.get_sref(sch.get_block("C")).parent.stmt.body  # under the innermost loop
+    assert realize.block.name_hint == "C" and realize.predicate.value == 1
+    mod_b = tvm.build(symbolic_fused, target="llvm")
+    mod_a = tvm.build(sch.mod["main"], target="llvm")
+    a = np.random.default_rng(1).standard_normal((4, 5)).astype("float32")
+    outs = []
+    for mod in (mod_b, mod_a):
+        c = tvm.nd.array(np.zeros((4, 5), "float32"))
+        mod(tvm.nd.array(a), c)
+        outs.append(c.numpy())
+    np.testing.assert_allclose(outs[0], a * 2 + 1, rtol=1e-6)
+    np.testing.assert_allclose(outs[1], a * 2 + 1, rtol=1e-6)
