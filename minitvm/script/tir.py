@@ -354,7 +354,8 @@ def _loop_spec(
 def min_extent(begin: Any, end: Any) -> tuple[Any, Any]:
     """`begin:end` as (min, extent), inverting how the printer writes a range's end.
 
-    `0:e` and `b:b + e` give extent `e` itself; other symbolic bounds give `end - begin`.
+    `0:e` and `b:b + e` give extent `e` itself; other symbolic bounds give `end - begin`,
+    folded to a constant where it is one (`vi - 1 : vi + 2` has extent 3, as in TVM).
     """
     if isinstance(begin, int) and isinstance(end, int):
         return begin, end - begin
@@ -363,7 +364,11 @@ def min_extent(begin: Any, end: Any) -> tuple[Any, Any]:
     if isinstance(end, Add) and structural_equal(end.a, begin):
         return begin, end.b
     lo, hi = _match_operands(begin, end)
-    return lo, binary(Sub, hi, lo)
+    extent = binary(Sub, hi, lo)
+    from ..arith import Analyzer  # noqa: PLC0415 - the parser stage needs it only here
+
+    folded = Analyzer().simplify(extent)
+    return lo, folded if isinstance(folded, IntImm) else extent
 
 
 serial = _loop(ForKind.SERIAL)

@@ -156,3 +156,43 @@ def test_rolling_buffer_refuses_fractional_stride_tiles_that_do_not_overlap():
     sch.compute_at(sch.get_block("B"), io)
     with pytest.raises(ScheduleError, match="no axis of 'B' has tiles that overlap"):
         sch.rolling_buffer(sch.get_block("B"), 0)
+
+
+# ------------------------------------------------------------- slice extents in T.reads
+@T.prim_func
+def blur3(A: T.Buffer((10,), "float32"), C: T.Buffer((10,), "float32")):
+    for i in range(1, 9):
+        with T.block("C"):
+            vi = T.axis.remap("S", [i])
+            T.reads(A[vi - 1 : vi + 2])
+            T.writes(C[vi])
+            C[vi] = A[vi - 1] + A[vi] + A[vi + 1]
+
+
+def test_slice_extent_folds_to_a_constant():
+    sch = tir.Schedule(blur3)
+    region = sch.get(sch.get_block("C")).reads[0].region[0]
+    assert isinstance(region.extent, tvm.tir.IntImm) and int(region.extent) == 3
+    again = tvm.script.from_source(blur3.script())
+    tvm.ir.assert_structural_equal(again, blur3)
+    a = np.random.rand(10).astype("float32")
+    want = np.zeros(10, "float32")
+    want[1:9] = a[:-2] + a[1:-1] + a[2:]
+    np.testing.assert_allclose(run(blur3, [a], (10,)), want, rtol=1e-6)
+
+
+def test_symbolic_slice_extent_stays_as_written():
+    @T.prim_func
+    def window(a: T.handle, c: T.handle):
+        n = T.int32()
+        A = T.match_buffer(a, (n,), "float32")
+        C = T.match_buffer(c, (1,), "float32")
+        with T.block("C"):
+            T.reads(A[n // 2 : n])
+            T.writes(C[0])
+            C[0] = A[n - 1]
+
+    sch = tir.Schedule(window)
+    extent = sch.get(sch.get_block("C")).reads[0].region[0].extent
+    assert not isinstance(extent, tvm.tir.IntImm)
+    tvm.ir.assert_structural_equal(tvm.script.from_source(window.script()), window)
