@@ -402,6 +402,13 @@ def rfactor(func: PrimFunc, loop: For, loop_path: Path, factor_axis: int) -> tup
             "serial loop (parallelize the rfactor block's loop afterwards instead)",
             loop,
         )
+    if const_value(loop.min) != 0:
+        raise schedule_error(
+            func,
+            f"{what}: loop '{loop.loop_var.name}' starts at {loop.min}; its iteration is the "
+            "index of the partial result, so rfactor needs a loop that starts at 0",
+            loop,
+        )
     _check_scope(func, orig, path, what)
     chain = loops_above(path)
     pairs = list(zip(block.iter_vars, r.iter_values))

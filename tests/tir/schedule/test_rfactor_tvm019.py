@@ -388,3 +388,22 @@ def test_rfactor_of_an_outermost_reduction_loop_among_siblings():
     root = sch.mod["main"].body.block.body
     assert isinstance(root, tir.SeqStmt) and len(root.seq) == 3  # rf nest, write-back, scale
     _same_numbers(total_then_scale, sch.mod["main"])
+
+
+@T.prim_func
+def offset_loop(X: T.Buffer((4, 8), "float32"), P: T.Buffer((4,), "float32")):
+    for r in range(4):
+        for c in range(2, 8):
+            with T.block("P"):
+                vr = T.axis.spatial(4, r)
+                vc = T.axis.reduce(8, c)
+                with T.init():
+                    P[vr] = T.float32(0)
+                P[vr] = P[vr] + X[vr, vc]
+
+
+def test_rfactor_refuses_a_loop_that_does_not_start_at_zero():
+    sch = tir.Schedule(offset_loop)
+    _, c = sch.get_loops(sch.get_block("P"))
+    with pytest.raises(ScheduleError, match=r"loop 'c' starts at 2; .* a loop that starts at 0"):
+        sch.rfactor(c, 0)
