@@ -6,7 +6,7 @@ from typing import Any
 
 from ...ir.structural import structural_equal
 from ..analysis.region import infer_access_regions
-from ..expr import BufferLoad, IterType, Var
+from ..expr import LT, BufferLoad, FloorDiv, FloorMod, IterType, Var
 from ..function import PrimFunc
 from ..functor import Mutator, Visitor, substitute
 from ..stmt import Block, BlockRealize, BufferStore
@@ -248,8 +248,15 @@ def reverse_compute_inline(func: PrimFunc, r: BlockRealize, path: Path) -> PrimF
     inverse = _consumer_inverse(func, r, path, first, (producer, producer_path), pstore, what)
     ana = analyzer()
     new_value = ana.simplify(substitute(_replace_load(store.value, buf, pstore.value), inverse))
+    # an index that is one iterator takes its inverse as built (TVM's form); others simplify
+    by_id = {id(v): e for v, e in inverse.items()}
     new_store = BufferStore(
-        store.buffer, new_value, tuple(ana.simplify(substitute(i, inverse)) for i in store.indices)
+        store.buffer,
+        new_value,
+        tuple(
+            by_id[id(i)] if id(i) in by_id else ana.simplify(substitute(i, inverse))
+            for i in store.indices
+        ),
     )
     block = producer.block.replace(body=new_store)
     reads, writes = infer_access_regions(block)
@@ -275,7 +282,7 @@ def _consumer_inverse(
     visit each element the consumer reads exactly where the producer writes it."""
     name, buf = r.block.name_hint, pstore.buffer
     producer, producer_path = producer_at
-    if covers_domain(r, loops_above(path)) is not True:
+    if not _runs_domain_once(r, loops_above(path)):
         raise schedule_error(
             func,
             f"{what}: cannot prove that block '{name}' runs every point of its iteration "
@@ -284,20 +291,113 @@ def _consumer_inverse(
             r,
         )
     shown = ", ".join(str(x) for x in load_idx)
-    inverse = invert_indices(list(r.block.iter_vars), list(load_idx), list(pstore.indices))
-    if inverse is None:
+    ivs, targets = list(r.block.iter_vars), list(pstore.indices)
+    # TVM's written form first (low + high * c, unsimplified); any candidate must pass the proof
+    candidates = [_radix_inverse(ivs, list(load_idx), targets)]
+    candidates.append(invert_indices(ivs, list(load_idx), targets))
+    candidates = [c for c in candidates if c is not None]
+    if not candidates:
         raise schedule_error(
             func,
             f"{what}: block '{name}' reads {buf.name}[{shown}]; cannot recover its iterators "
             "from that index (it must be an injective affine or div/mod map of them)",
             r,
         )
-    verdict = _check_by_points(r, load_idx, producer_at, pstore, inverse)
-    if verdict is None:
-        verdict = _check_by_analysis(r, load_idx, producer_at, pstore, inverse)
-    if verdict:
-        raise schedule_error(func, f"{what}: {verdict}", r)
-    return inverse
+    for inverse in candidates:
+        verdict = _check_by_points(r, load_idx, producer_at, pstore, inverse)
+        if verdict is None:
+            verdict = _check_by_analysis(r, load_idx, producer_at, pstore, inverse)
+        if not verdict:
+            return inverse
+    raise schedule_error(func, f"{what}: {verdict}", r)
+
+
+def _radix_inverse(iter_vars: list, indices: list, targets: list) -> dict | None:
+    """Each iter var from the values `targets` of `indices`, when every index is an iter var,
+    a mixed-radix sum of them, or an `x // c`, `x % c` pair of one (whose value is then
+    `low + high * c`); None for any other form. The caller proves the round trip."""
+    from ...arith import affine_coeffs
+
+    groups, paired = [], set()
+    for k, (a, ta) in enumerate(zip(indices, targets)):
+        if k in paired:
+            continue
+        mate = None
+        if isinstance(a, FloorDiv) and const_int(a.b) is not None:
+            for m, b in enumerate(indices):
+                if (
+                    m not in paired and isinstance(b, FloorMod) and const_int(b.b) == const_int(a.b)
+                    and structural_equal(a.a, b.a)
+                ):
+                    mate = m
+                    break
+        if mate is None:
+            groups.append((a, ta))
+        else:
+            paired.add(mate)
+            groups.append((a.a, targets[mate] + ta * a.b))
+    dom = {id(iv.var): iv.dom for iv in iter_vars}
+    ivars = [iv.var for iv in iter_vars]
+    found: dict[int, Any] = {}
+    for expr, value in groups:
+        got = affine_coeffs(expr, ivars)
+        if got is None or const_int(got[1]) != 0:
+            return None
+        terms = sorted(((c, v) for v, c in got[0].items() if c != 0), key=lambda t: t[0])
+        stride = 1
+        for k, (c, v) in enumerate(terms):
+            ext = const_int(dom[id(v)].extent)
+            last = k == len(terms) - 1
+            if c != stride or id(v) in found or const_int(dom[id(v)].min) != 0:
+                return None
+            if ext is None and not last:
+                return None
+            q = value if stride == 1 else FloorDiv(value, stride)
+            found[id(v)] = q if last else FloorMod(q, ext)
+            stride *= ext if ext is not None else 1
+    for iv in iter_vars:  # a unit iterator no index mentions sits at its minimum
+        if id(iv.var) not in found and const_int(iv.dom.extent) == 1:
+            found[id(iv.var)] = iv.dom.min
+    if len(found) != len(ivars):
+        return None
+    return {v: found[id(v)] for v in ivars}
+
+
+def _runs_domain_once(r: BlockRealize, loops: list) -> bool:
+    """True when block r provably runs each point of its iteration domain exactly once."""
+    return covers_domain(r, loops) is True or _mixed_radix_cover(r, loops)
+
+
+def _mixed_radix_cover(r: BlockRealize, loops: list) -> bool:
+    """Each binding is a mixed-radix sum of its own zero-based loops (as split and fuse make
+    them) spanning exactly the iter's domain, no predicate, and every loop left over has
+    extent 1; extents may be symbolic in the outermost place."""
+    from ...arith import affine_coeffs
+
+    if const_int(r.predicate) != 1:
+        return False
+    ana = analyzer(loops)
+    by_var = {id(f.loop_var): f for f in loops}
+    used: set[int] = set()
+    for iv, v in zip(r.block.iter_vars, r.iter_values):
+        got = affine_coeffs(v, [f.loop_var for f in loops], ana)
+        if got is None:
+            return False
+        coeffs, base = got
+        terms = sorted(((c, x) for x, c in coeffs.items() if c != 0), key=lambda t: t[0])
+        stride: Any = 1
+        for k, (c, x) in enumerate(terms):
+            f = by_var[id(x)]
+            if id(x) in used or c != stride or not ana.can_prove_equal(f.min, 0):
+                return False
+            used.add(id(x))
+            ext = const_int(f.extent)
+            if ext is None and k != len(terms) - 1:
+                return False  # a symbolic extent only in the outermost place
+            stride = stride * ext if ext is not None else f.extent * stride
+        if not (ana.can_prove_equal(base, iv.dom.min) and ana.can_prove_equal(stride, iv.dom.extent)):
+            return False
+    return all(id(f.loop_var) in used or ana.can_prove_equal(f.extent, 1) for f in loops)
 
 
 def _eval_all(exprs: Any, env: dict) -> tuple:
@@ -346,9 +446,9 @@ def _check_by_analysis(
     pname, bname = producer.block.name_hint, pstore.buffer.name
     p_vars = {id(iv.var): iv for iv in producer.block.iter_vars}
     distinct = {id(i) for i in pstore.indices if id(i) in p_vars}
-    if len(distinct) != len(pstore.indices) or covers_domain(
+    if len(distinct) != len(pstore.indices) or not _runs_domain_once(
         producer, loops_above(producer_path)
-    ) is not True:
+    ):
         return (
             f"cannot prove which elements of {bname} producer '{pname}' writes (write it "
             "with one iterator per dimension over loops that span its domain)"
@@ -385,15 +485,53 @@ def _inlined_predicate(
     """The producer's predicate and the consumer's domain (through `inverse`), in loop vars;
     conjuncts the producer's loops already guarantee are left out."""
     to_loops = {iv.var: v for iv, v in zip(producer.block.iter_vars, producer.iter_values)}
-    ana = analyzer(loops_above(producer_path))
-    pred = producer.predicate
+    loops = loops_above(producer_path)
+    ana = analyzer(loops)
+    conds = []
     for iv in consumer.block.iter_vars:
-        at = substitute(inverse[iv.var], to_loops)
+        at = _high_first(ana.simplify(substitute(inverse[iv.var], to_loops)), loops)
         for cond in (at >= iv.dom.min, at < iv.dom.min + iv.dom.extent):
             cond = ana.simplify(cond)
             if not ana.can_prove(cond):
-                pred = cond if const_int(pred) == 1 else logical_and(pred, cond)
+                conds.append(cond)
+    pred = producer.predicate
+    for cond in _tighten_bounds(conds):
+        pred = cond if const_int(pred) == 1 else logical_and(pred, cond)
     return ana.simplify(pred)
+
+
+def _high_first(e: Any, loops: list) -> Any:
+    """An affine sum of loop vars written with the larger coefficients first (i0 * 16 + i1),
+    as TVM prints the guard; other expressions unchanged."""
+    from ...arith import affine_coeffs
+
+    got = affine_coeffs(e, [f.loop_var for f in loops])
+    if got is None or const_int(got[1]) is None:
+        return e
+    terms = sorted(((c, v) for v, c in got[0].items() if c != 0), key=lambda t: -t[0])
+    if len(terms) < 2 or any(c < 0 for c, _ in terms):
+        return e
+    out = None
+    for c, v in terms:
+        t = v if c == 1 else v * c
+        out = t if out is None else out + t
+    return out + got[1] if const_int(got[1]) != 0 else out
+
+
+def _tighten_bounds(conds: list) -> list:
+    """`x < B` next to `x % c < m` (B a multiple of c, m < c) becomes `x < B - c + m`: the
+    values in between have x % c >= m, so the conjunction is unchanged (TVM's form)."""
+    out = []
+    for cond in conds:
+        bound = const_int(cond.b) if isinstance(cond, LT) else None
+        for other in conds if bound is not None else ():
+            mod = other.a if isinstance(other, LT) else None
+            c, m = (const_int(mod.b), const_int(other.b)) if isinstance(mod, FloorMod) else (None, None)
+            if c and m is not None and 0 < m < c and bound % c == 0 and structural_equal(mod.a, cond.a):
+                cond = cond.a < bound - c + m
+                break
+        out.append(cond)
+    return out
 
 
 def _replace_load(expr: Any, buf: Any, value: Any) -> Any:
