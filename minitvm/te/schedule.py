@@ -233,6 +233,7 @@ class Stage:
         inner = _iv(parent.var.name + ".inner", parent)
         self._replace_leaves([parent], [outer, inner])
         self.actions.append(("split", parent, factor, nparts, outer, inner))
+        self._sch._note("split")
         return outer, inner
 
     def tile(self, x_parent: IterVar, y_parent: IterVar, x_factor: Any, y_factor: Any):
@@ -264,6 +265,7 @@ class Stage:
             fused = IterVar(None, fused.var, IterType.CommReduce)
         self._replace_leaves(ivs, [fused])
         self.actions.append(("fuse", tuple(ivs), fused))
+        self._sch._note("fuse")
         return fused
 
     def _singleton(self) -> IterVar:
@@ -286,11 +288,13 @@ class Stage:
         for slot, iv in zip(slots, ivs):
             self.leaf_iter_vars[slot] = iv
         self.actions.append(("reorder", tuple(ivs)))
+        self._sch._note("reorder")
 
     def _kind(self, method: str, iv: IterVar, *extra: Any) -> None:
         self._no_placeholder(method)
         iv = self._leaf(iv, method)
         self.actions.append(("kind", method, iv, extra))
+        self._sch._note("pragma" if method == "annotate" else method)
 
     def vectorize(self, var: IterVar) -> None:
         if isinstance(var, IterVar) and var.iter_type is IterType.CommReduce:
@@ -406,10 +410,12 @@ class Stage:
     def compute_inline(self) -> None:
         self._no_placeholder("compute_inline")
         self.attach = _Attach("inline")
+        self._sch._note("compute_inline")
 
     def compute_root(self) -> None:
         self._no_placeholder("compute_root")
         self.attach = _Attach("root")
+        self._sch._note("compute_root")
 
     def compute_at(self, parent: Stage, scope: IterVar) -> None:
         self._no_placeholder("compute_at")
@@ -441,6 +447,7 @@ class Stage:
                 f"'{self.name}'; compute a stage at a loop of a stage that reads it"
             )
         self.attach = _Attach("at", parent, scope)
+        self._sch._note("compute_at")
 
     def transform_layout(self, mapping_function: Any) -> list | None:
         """Store this tensor in the layout `mapping_function(*indices)` returns (a list of
@@ -462,12 +469,20 @@ class Stage:
         # an IterVar carries one intrinsic: tensorizing it again replaces the earlier one
         self.actions = [a for a in self.actions if not (a[0] == "tensorize" and a[1] is iv)]
         self.actions.append(("tensorize", iv, tensor_intrin))
+        self._sch._note("tensorize")
 
 
 class Schedule:
     """`te.create_schedule(ops)`: one Stage per compute operation feeding `ops`."""
 
     def __init__(self, ops: Any) -> None:
+        from ..ir.transform import PassContext
+
+        # PassContext(config={"te.keep_schedule_record": True}): a snapshot after each primitive
+        self._keep_record = bool(PassContext.current().config.get("te.keep_schedule_record"))
+        self._recording = False  # a tensor compute's own setup (at construction) is not noted
+        self.schedule_record: list = []
+        self.primitive_record: list[str] = []
         ops = list(ops) if isinstance(ops, list | tuple) else [ops]
         self.outputs = [_op_of(o) for o in ops]
         self.stage_map: dict[int, Stage] = {}
@@ -505,6 +520,17 @@ class Schedule:
                     self.stage_map[id(t.op)] for t in op.input_tensors if id(t.op) in self.stage_map
                 ]
         add_scan_groups(self)
+        self._recording = True
+        self._note("vanilla")
+
+    def _note(self, primitive: str) -> None:
+        """Under te.keep_schedule_record: the primitive's name and a snapshot of the loops
+        (stage name -> its leaf IterVar names) after it; minitvm keeps no Schedule copies."""
+        if not (self._keep_record and self._recording):
+            return
+        snapshot = {st.name: tuple(iv.var.name for iv in st.leaf_iter_vars) for st in self.stages}
+        self.schedule_record.append(snapshot)
+        self.primitive_record.append(primitive)
 
     @property
     def groups(self) -> list:

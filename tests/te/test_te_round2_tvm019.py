@@ -196,3 +196,22 @@ def test_tensor_intrin_exposes_body_reset_and_update():
     plain = _vadd_intrin(4)
     assert plain.reduce_init is None and plain.reduce_update is None
     assert isinstance(plain.body, tir.For)
+
+
+def test_schedule_record_under_pass_context_config():
+    A = te.placeholder((8, 8), name="A")
+    B = te.compute((8, 8), lambda i, j: A[i, j] + 1.0, name="B")
+    assert te.create_schedule(B.op).schedule_record == []
+    with tvm.transform.PassContext(config={"te.keep_schedule_record": True}):
+        s = te.create_schedule(B.op)
+        xo, yo, xi, yi = s[B].tile(B.op.axis[0], B.op.axis[1], 4, 4)
+        s[B].vectorize(yi)
+    assert s.primitive_record == ["vanilla", "split", "split", "reorder", "vectorize"]
+    assert len(s.schedule_record) == 5
+    assert s.schedule_record[0] == {"B": ("i", "j")}
+    assert s.schedule_record[-1]["B"] == ("i.outer", "j.outer", "i.inner", "j.inner")
+    f = tvm.build(s, [A, B])
+    a = np.random.default_rng(4).standard_normal((8, 8)).astype("float32")
+    out = tvm.nd.empty((8, 8), "float32")
+    f(tvm.nd.array(a), out)
+    np.testing.assert_allclose(out.numpy(), a + 1.0)
