@@ -125,10 +125,18 @@ def test_rfactor_inner_reduction_loop():
     build_and_run(sch, wl)
 
 
-def test_rfactor_outer_loop_non_divisible_split_and_parallel():
-    wl, sch, c = _mm()  # k = 8
+def test_rfactor_of_a_predicated_reduction_is_refused_as_in_tvm():
+    _, sch, c = _mm()  # k = 8
     i, j, k = sch.get_loops(c)
     k0, k1 = sch.split(k, [3, None])  # 3 * 3 = 9 > 8: predicated
+    with pytest.raises(ScheduleError, match=r"has the predicate .* over its reduction loops"):
+        sch.rfactor(k0, -1)
+
+
+def test_rfactor_outer_loop_divisible_split_and_parallel():
+    wl, sch, c = _mm()  # k = 8
+    i, j, k = sch.get_loops(c)
+    k0, k1 = sch.split(k, [4, None])
     rf = sch.rfactor(k0, -1)
     loops = sch.get_loops(rf)
     sch.parallel(loops[0])
