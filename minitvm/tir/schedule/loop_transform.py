@@ -82,8 +82,52 @@ def _check_factors(func: PrimFunc, loop: For, factors: list, what: str = "split"
         expr = as_expr(f, like=loop.extent.dtype)
         if not expr.dtype.is_integer:
             raise schedule_error(func, f"{where}: factor `{expr}` is not an integer", loop)
-        out.append(cast(loop.extent.dtype, expr))
+        expr = cast(loop.extent.dtype, expr)
+        out.append(expr if value is not None else analyzer().simplify(expr))
     return out
+
+
+# the values vscale takes on AArch64 SVE (vector lengths of 128 to 2048 bits, powers of two)
+_SVE_VSCALES = (1, 2, 4, 8, 16)
+
+
+def _has_vscale(e: PrimExpr) -> bool:
+    from ..expr import Call
+    from ..functor import post_order_visit
+
+    found: list = []
+    post_order_visit(
+        e, lambda n: found.append(n) if isinstance(n, Call) and n.op.name == "tir.vscale" else None
+    )
+    return bool(found)
+
+
+def _targets_sve() -> bool:
+    from ...target import Target
+
+    t = Target.current()
+    return t is not None and "aarch64" in (t.mtriple or "") and "+sve" in t.mattr
+
+
+def prove_scalable(ana: Any, cond: PrimExpr) -> bool:
+    """`ana.can_prove(cond)`; a condition on T.vscale() under an AArch64 SVE target (`with
+    Target(...)`) is proved for every vscale SVE allows. Elsewhere vscale has no known values."""
+    if ana.can_prove(cond):
+        return True
+    if not _has_vscale(cond) or not _targets_sve():
+        return False
+
+    from ..functor import Mutator
+
+    class _Fix(Mutator):
+        def __init__(self, k: int) -> None:
+            super().__init__()
+            self.k = k
+
+        def visit_Call(self, n: Any) -> Any:
+            return IntImm(n.dtype, self.k) if n.op.name == "tir.vscale" else self.generic_visit(n)
+
+    return all(ana.can_prove(_Fix(k).visit(cond)) for k in _SVE_VSCALES)
 
 
 def add_predicate(stmt: Stmt, cond: PrimExpr) -> Stmt:
@@ -102,11 +146,17 @@ def add_predicate(stmt: Stmt, cond: PrimExpr) -> Stmt:
 
 
 def simplify_bindings(
-    stmt: Stmt, loops: list[For], keep: tuple = (), predicate: bool = True, only: tuple = ()
+    stmt: Stmt,
+    loops: list[For],
+    keep: tuple = (),
+    predicate: bool = True,
+    only: tuple = (),
+    as_is: tuple = (),
 ) -> Stmt:
     """Simplify the iter_values (and, if `predicate`, the predicates) of the blocks under
     `stmt`; with `only` (loops), just the values that use those loops. Loops in `keep` are
-    left unbound, so a unit loop stays visible in the bindings (TVM's preserve_unit_iters)."""
+    left unbound, so a unit loop stays visible in the bindings (TVM's preserve_unit_iters).
+    A value that is one of the objects in `as_is` stays as it is."""
     outer = list(loops)
     inner = [s for s, _ in walk(stmt) if isinstance(s, For)]
     kept = {id(f.loop_var) for f in keep}
@@ -114,6 +164,8 @@ def simplify_bindings(
     touched = {id(f.loop_var) for f in only}
 
     def one(v: PrimExpr) -> PrimExpr:
+        if any(v is a for a in as_is):
+            return v
         return ana.simplify(v) if not touched or uses_var(v, touched) else v
 
     def simp(r: BlockRealize) -> BlockRealize:
@@ -164,10 +216,10 @@ def split(
     if None in factors:
         inferred = ana.simplify(FloorDiv(binary(Add, ext, binary(Sub, prod, 1)), prod))
         factors = [inferred if f is None else f for f in factors]
-        exact = ana.can_prove(binary(FloorMod, ext, prod).equal(0))
+        exact_cond = binary(FloorMod, ext, prod).equal(0)
     else:
         prod = ana.simplify(prod)
-        covers = ana.can_prove(prod >= ext)
+        covers = prove_scalable(ana, prod >= ext)
         if not covers:
             shown = [const_int(f) if const_int(f) is not None else f for f in factors]
             raise schedule_error(
@@ -177,7 +229,8 @@ def split(
                 "pass None for one factor to infer it",
                 loop,
             )
-        exact = ana.can_prove(prod.equal(ext))
+        exact_cond = prod.equal(ext)
+    exact = ana.can_prove(exact_cond)  # the guard stays unless provable without vscale (TVM)
     names = [f"{loop.loop_var.name}_{k}" for k in range(len(factors))]
     new_vars = [Var(n, loop.loop_var.dtype) for n in names]
     fused: PrimExpr = new_vars[0]
@@ -185,6 +238,8 @@ def split(
         fused = binary(Add, binary(Mul, fused, f), v)
     value = fused if is_zero(loop.min) else binary(Add, loop.min, fused)
     body = substitute(loop.body, {loop.loop_var: value})
+    if not exact and disable_predication:
+        exact = prove_scalable(ana, exact_cond)  # vscale's values on SVE divide the extent
     if not exact and disable_predication:
         raise schedule_error(
             func,
@@ -195,8 +250,16 @@ def split(
         )
     new_loops = [For(v, 0, f, ForKind.SERIAL, body) for v, f in zip(new_vars, factors)]
     units = [f for f in new_loops if is_one(f.extent)] if preserve_unit_iters else []
+    # a binding that was the loop itself stays i_0 * f + i_1 when a factor is symbolic (TVM's
+    # form; simplifying would distribute the product)
+    symbolic = any(const_int(f) is None for f in factors)
     body = simplify_bindings(
-        body, loops_above(path) + new_loops, keep=units, predicate=False, only=new_loops
+        body,
+        loops_above(path) + new_loops,
+        keep=units,
+        predicate=False,
+        only=new_loops,
+        as_is=(value,) if symbolic else (),
     )
     if not exact:  # as TVM writes it: the fused index, unsimplified, below the extent
         body = add_predicate(body, LT(fused, ext))

@@ -321,3 +321,62 @@ def test_reverse_compute_at_under_a_symbolic_loop_needs_no_guard():
         outs.append(c.numpy())
     np.testing.assert_allclose(outs[0], a * 2 + 1, rtol=1e-6)
     np.testing.assert_allclose(outs[1], a * 2 + 1, rtol=1e-6)
+
+
+@T.prim_func
+def fill_128(A: T.Buffer((128,), "float32")):
+    for i in range(128):
+        with T.block("fill"):
+            vi = T.axis.spatial(128, i)
+            A[vi] = T.float32(1)
+
+
+def _sve():
+    return tvm.target.Target("llvm -mtriple=aarch64-linux-gnu -mattr=+sve")
+
+
+def test_split_by_a_scalable_factor_is_proved_for_every_sve_vscale():
+    with _sve():
+        sch = tir.Schedule(fill_128)
+        (i,) = sch.get_loops(sch.get_block("fill"))
+        outer = tir.floordiv(128 + 4 * tir.vscale() - 1, 4 * tir.vscale())
+        _, i1 = sch.split(i, factors=[outer, 4 * tir.vscale()])
+    assert "vscale" in str(sch.get(i1).extent)
+    # that 4 * vscale divides 128 needs vscale's values, which the guard does not use (TVM)
+    assert "T.where" in sch.mod["main"].script()
+
+
+def test_split_by_a_scalable_factor_without_predication_when_every_vscale_divides():
+    with _sve():
+        sch = tir.Schedule(fill_128)
+        (i,) = sch.get_loops(sch.get_block("fill"))
+        outer = tir.floordiv(128 + 4 * tir.vscale() - 1, 4 * tir.vscale())
+        sch.split(i, factors=[outer, 4 * tir.vscale()], disable_predication=True)
+    assert "T.where" not in sch.mod["main"].script()
+
+
+def test_split_by_a_scalable_factor_that_does_not_divide_keeps_refusing_no_predication():
+    with _sve():
+        sch = tir.Schedule(fill_128)
+        (i,) = sch.get_loops(sch.get_block("fill"))
+        outer = tir.floordiv(128 + 24 * tir.vscale() - 1, 24 * tir.vscale())
+        with pytest.raises(ScheduleError, match="cannot prove that the factors' product divides"):
+            sch.split(i, factors=[outer, 24 * tir.vscale()], disable_predication=True)
+
+
+def test_split_by_a_scalable_factor_outside_an_sve_target_is_refused():
+    sch = tir.Schedule(fill_128)
+    (i,) = sch.get_loops(sch.get_block("fill"))
+    outer = tir.floordiv(128 + 4 * tir.vscale() - 1, 4 * tir.vscale())
+    with pytest.raises(ScheduleError, match="which does not cover the loop extent 128"):
+        sch.split(i, factors=[outer, 4 * tir.vscale()])
+
+
+def test_a_scalable_split_does_not_build_for_this_machine():
+    with _sve():
+        sch = tir.Schedule(fill_128)
+        (i,) = sch.get_loops(sch.get_block("fill"))
+        outer = tir.floordiv(128 + 4 * tir.vscale() - 1, 4 * tir.vscale())
+        sch.split(i, factors=[outer, 4 * tir.vscale()])
+    with pytest.raises(tvm.error.BuildError, match="vscale"):
+        tvm.build(sch.mod["main"], target="llvm")
