@@ -408,6 +408,12 @@ def _index(items: list, x: Any) -> int:
 def infer_bound(sch: Any) -> dict[IterVar, Range]:
     """The Range of every IterVar of every (not inlined) stage of `sch`."""
     out = _Inference(sch).run()
+    # a scan's time axis runs over its declared range (its steps are not split or moved)
+    ops = list(sch.outputs) + [t.op for st in sch.stages for t in st.op.input_tensors]
+    for op in ops:
+        scan_axis = getattr(op, "scan_axis", None)
+        if isinstance(scan_axis, IterVar) and scan_axis not in out:
+            out[scan_axis] = scan_axis.dom
     return Map((iv, Range(r.min, r.extent) if isinstance(r, Range) else r) for iv, r in out.items())
 
 

@@ -215,3 +215,21 @@ def test_schedule_record_under_pass_context_config():
     out = tvm.nd.empty((8, 8), "float32")
     f(tvm.nd.array(a), out)
     np.testing.assert_allclose(out.numpy(), a + 1.0)
+
+
+def test_infer_bound_gives_a_scans_time_axis_its_range():
+    m, n = 5, 3
+    X = te.placeholder((m, n), name="X")
+    state = te.placeholder((m, n), name="state")
+    init = te.compute((1, n), lambda _, i: X[0, i], name="init")
+    update = te.compute((m, n), lambda t, i: state[t - 1, i] + X[t, i], name="update")
+    res = te.scan(init, update, state, inputs=[X])
+    s = te.create_schedule(res.op)
+    bounds = te.schedule.InferBound(s)
+    axis = res.op.scan_axis
+    assert int(bounds[axis].min) == 1 and int(bounds[axis].extent) == m - 1
+    f = tvm.build(s, [X, res])
+    x = np.random.default_rng(5).standard_normal((m, n)).astype("float32")
+    out = tvm.nd.empty((m, n), "float32")
+    f(tvm.nd.array(x), out)
+    np.testing.assert_allclose(out.numpy(), np.cumsum(x, axis=0), rtol=1e-5)
