@@ -186,9 +186,17 @@ class _Accesses(Visitor):
                 out.append(Range(0, dim))  # not boundable: the whole dimension
             elif lo[0] is r.min and hi[1] is not None and _same(hi[0], hi[1]):
                 out.append(r)  # no inner loop involved: as written
-            else:
-                out.append(Range(lo[0], binary(Add, binary(Sub, hi[1], lo[0]), 1)))
+            else:  # relaxed over inner loops: simplified, as TVM's interval sets come out
+                ana = _analyzer()
+                extent = binary(Add, binary(Sub, hi[1], lo[0]), 1)
+                out.append(Range(ana.simplify(lo[0]), ana.simplify(extent)))
         return tuple(out)
+
+
+def _analyzer() -> Any:
+    from ...arith import Analyzer
+
+    return Analyzer()
 
 
 def _same(a: PrimExpr, b: PrimExpr) -> bool:

@@ -196,3 +196,27 @@ def test_symbolic_slice_extent_stays_as_written():
     extent = sch.get(sch.get_block("C")).reads[0].region[0].extent
     assert not isinstance(extent, tvm.tir.IntImm)
     tvm.ir.assert_structural_equal(tvm.script.from_source(window.script()), window)
+
+
+# ------------------------------------------------------------- regions relaxed over inner loops
+@T.prim_func
+def tiles64(A: T.Buffer((T.int64(4), T.int64(32)), "float32"), B: T.Buffer((T.int64(4), T.int64(32)), "float32")):
+    for i0, j0 in T.grid(T.int64(1), T.int64(4)):
+        with T.block("B_o"):
+            vi_o = T.axis.spatial(T.int64(1), i0)
+            vj_o = T.axis.spatial(T.int64(4), j0)
+            for i1, j1 in T.grid(T.int64(4), T.int64(8)):
+                with T.block("B"):
+                    vi, vj = T.axis.remap("SS", [i1, j1])
+                    B[vi, vj_o * T.int64(8) + vj] = A[vi, vj_o * T.int64(8) + vj] + T.float32(1)
+
+
+def test_region_over_inner_loops_is_simplified():
+    block = tiles64.body.block.body.body.body.block
+    (read,) = block.reads
+    lo, extent = read.region[1].min, read.region[1].extent
+    assert str(lo) == "vj_o * T.int64(8)" and int(extent) == 8
+    assert int(read.region[0].min) == 0 and int(read.region[0].extent) == 4
+    tvm.ir.assert_structural_equal(tvm.script.from_source(tiles64.script()), tiles64)
+    a = np.random.rand(4, 32).astype("float32")
+    np.testing.assert_allclose(run(tiles64, [a], (4, 32)), a + 1, rtol=1e-6)
