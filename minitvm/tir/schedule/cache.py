@@ -22,11 +22,19 @@ from ..expr import (
     binary,
 )
 from ..function import PrimFunc
-from ..functor import Mutator, post_order_visit
+from ..functor import Mutator, Visitor, post_order_visit
 from ..stmt import Block, BlockRealize, BufferRegion, BufferStore, For, ForKind, SeqStmt, Stmt, seq
-from .common import add_root_alloc, analyzer, is_zero, schedule_error, simplify, unique_name
+from .common import (
+    add_root_alloc,
+    analyzer,
+    is_one,
+    is_zero,
+    schedule_error,
+    simplify,
+    unique_name,
+)
 from .compute_location import _bind_region, _scope_of, scope_blocks
-from .tree import Path, root_realize
+from .tree import Path, block_realizes, root_realize, uses_var
 
 
 class _Rename(Mutator):
@@ -226,10 +234,9 @@ def _widen(window: list, loops: list[For], ana: Any) -> list | None:
     return out
 
 
-def _check_inside(func, what, sc, site, window, anchor_path, users, buf, use_writes, r) -> None:
-    """Each block in `users` touches only elements of `buf` inside the cached `window`, so that
-    its accesses stay in the cache (and in bounds when the cache holds only the window)."""
-    ana = sc.analyzer()
+def _outside(sc, site, window, anchor_path, users, buf) -> BlockRealize | None:
+    """The first block in `users` not proven to read only elements of `buf` inside the cached
+    `window` (None when all are)."""
     inner = {id(f) for f in _below(sc, anchor_path, site)}
     outer = [f for f in sc.loops(anchor_path) if id(f) not in inner]
     for u in users:
@@ -237,8 +244,7 @@ def _check_inside(func, what, sc, site, window, anchor_path, users, buf, use_wri
         ana = sc.analyzer(anchor_path + p)
         inside = site.loop is not None and any(a is site.loop for a in p)
         win = window if inside else _widen(window, outer, ana)
-        regions = u.block.writes if use_writes else u.block.reads
-        for region in regions:
+        for region in u.block.reads:
             if region.buffer is not buf:
                 continue
             got = _relaxed(sc, region, u, _below(sc, p, site) if inside else sc.loops(p), ana)
@@ -248,13 +254,22 @@ def _check_inside(func, what, sc, site, window, anchor_path, users, buf, use_wri
                 for (lo, hi), (lo2, hi2) in zip(win, got)
             )
             if not ok:
-                raise schedule_error(
-                    func,
-                    f"{what}: cannot prove that block '{u.block.name_hint}' touches only the "
-                    f"part of {buf.name} that the cache stage copies; cache at a scope where "
-                    "it does, or choose its consumer blocks",
-                    r,
-                )
+                return u
+    return None
+
+
+def _check_inside(func, what, sc, site, window, anchor_path, users, buf, r) -> None:
+    """Each block in `users` reads only elements of `buf` inside the cached `window`, so that
+    its accesses stay in the cache (and in bounds when the cache holds only the window)."""
+    u = _outside(sc, site, window, anchor_path, users, buf)
+    if u is not None:
+        raise schedule_error(
+            func,
+            f"{what}: cannot prove that block '{u.block.name_hint}' touches only the part of "
+            f"{buf.name} that the cache stage copies; cache at a scope where it does, or "
+            "choose its consumer blocks",
+            r,
+        )
 
 
 def _window_buffer(buf: Buffer, name: str, scope: str, window: list, compact: bool, ana):
@@ -322,7 +337,7 @@ class _Place(Mutator):
 
     def visit_SeqStmt(self, s: SeqStmt) -> Any:
         items = [self.visit(x) for x in s.seq]
-        if s is self.site.seq:
+        if s is self.site.seq and self.nest is not None:
             items.insert(self.site.pos, self.nest)
         return seq(*items)
 
@@ -331,7 +346,7 @@ class _Place(Mutator):
         if b is not self.sc.block:
             return b2
         body = b2.body
-        if self.site.seq is None:
+        if self.site.seq is None and self.nest is not None:
             items = list(body.seq) if isinstance(body, SeqStmt) else [body]
             items.insert(self.site.pos, self.nest)
             body = seq(*items)
@@ -361,17 +376,77 @@ def _rescope(func: PrimFunc, sc: _Scope) -> _Scope:
 
 
 def _all_before(sc: _Scope, early: list, readers: list, w: BlockRealize) -> bool:
-    """Every chosen consumer lies in a top-level statement of the scope before the producer's
-    (so all of them finish before the producer starts)."""
-    depth = sc.depth
-    items = sc.body.seq if isinstance(sc.body, SeqStmt) else (sc.body,)
+    """Every chosen consumer runs before the producer ever starts: it comes earlier in program
+    order and no loop with more than one iteration holds both."""
+    wp = sc.path_of(w) + (w,)
+    for b in early:
+        bp = sc.path_of(b) + (b,)
+        k = 0
+        while k < min(len(bp), len(wp)) and bp[k] is wp[k]:
+            k += 1
+        if any(isinstance(f, For) and not is_one(f.extent) for f in wp[sc.depth : k]):
+            return False
+    return len(early) == len(readers)
 
-    def top(b: BlockRealize) -> int:
-        full = sc.path_of(b) + (b,)
-        node = full[depth + 1] if isinstance(sc.body, SeqStmt) else full[depth]
-        return next(i for i, x in enumerate(items) if x is node)
 
-    return len(early) == len(readers) and all(top(b) < top(w) for b in early)
+def _exact_point_writes(w: BlockRealize, region: BufferRegion, inner: list[For]) -> bool:
+    """`w` writes one element per iteration, dimension d at base_d + (a loop of its own), so
+    over `inner` it writes every element of its relaxed window (no holes)."""
+    if not is_one(w.predicate) or any(not is_one(rg.extent) for rg in region.region):
+        return False
+    inner_ids = {id(f.loop_var) for f in inner}
+    used: set[int] = set()
+    for rg in _bind_region(region, w).region:
+        own = [f for f in inner if uses_var(rg.min, {id(f.loop_var)})]
+        if len(own) != 1 or id(own[0]) in used:
+            return False
+        used.add(id(own[0]))
+        rest = simplify(binary(Sub, rg.min, own[0].loop_var))
+        if uses_var(rest, inner_ids):
+            return False
+    return True
+
+
+def _reads_own_writes(r: BlockRealize, r_path: Path, buf: Buffer) -> bool:
+    """Block `r` (no init) loads `buf` only through child blocks that read what one earlier child
+    wrote during the same execution of `r`, so a fresh cache already holds every value read."""
+    inside = [(b, p) for b, p in block_realizes(r.block.body)]
+    if not inside or _loads_outside_blocks(r.block.body, buf):
+        return False
+    sc = _Scope(None, r_path + (r, r.block) + inside[0][1])
+    writers = [b for b, _ in sc.blocks if any(w.buffer is buf for w in b.block.writes)]
+    if len(writers) != 1:
+        return False
+    (w,) = writers
+    w_path = sc.path_of(w)
+    (region,) = [rg for rg in w.block.writes if rg.buffer is buf][:1]
+    if not _exact_point_writes(w, region, sc.loops(w_path)):
+        return False
+    ana = sc.analyzer(w_path)
+    window = _relaxed(sc, region, w, sc.loops(w_path), ana)
+    site = _Site(None, None, 0)
+    readers = [b for b, _ in sc.blocks if b is not w and _loads(b.block, buf)]
+    if window is None or any(sc.order[id(b)] < sc.order[id(w)] for b in readers):
+        return False
+    undeclared = [b for b in readers if not any(rg.buffer is buf for rg in b.block.reads)]
+    return not undeclared and _outside(sc, site, window, w_path, readers, buf) is None
+
+
+def _loads_outside_blocks(stmt: Stmt, buf: Buffer) -> bool:
+    """`stmt` loads `buf` somewhere that is not inside a nested block."""
+    hits = []
+
+    class _Find(Visitor):
+        def visit_BlockRealize(self, n: Any) -> None:
+            return None
+
+        def visit_BufferLoad(self, n: Any) -> None:
+            if n.buffer is buf:
+                hits.append(n)
+            self.generic_visit(n)
+
+    _Find().visit(stmt)
+    return bool(hits)
 
 
 def _check_opaque(func, what, cache: Buffer, renames: list, buf: Buffer, r) -> None:
@@ -484,7 +559,7 @@ def cache_read(
             "cache at a scope without non-affine producer indices",
             r,
         )
-    _check_inside(func, what, sc, site, window, w_path, readers, buf, False, r)
+    _check_inside(func, what, sc, site, window, w_path, readers, buf, r)
     compact = site.loop is None and sc.path != ()
     cache_name = unique_name(func, f"{buf.name}_{scope}")
     cache = _window_buffer(buf, cache_name, scope, window, compact, ana)
@@ -521,7 +596,7 @@ def cache_write(
         )
     _check_scope(func, scope, what, r)
     buf = writes[index].buffer
-    if r.block.init is None and _loads(r.block.body, buf):
+    if r.block.init is None and _loads(r.block.body, buf) and not _reads_own_writes(r, r_path, buf):
         raise schedule_error(
             func,
             f"{what}: block '{name}' reads {buf.name} before updating it (it has no init, "
@@ -544,13 +619,15 @@ def cache_write(
         b for b, _ in sc.blocks if b is not r and any(rg.buffer is buf for rg in b.block.reads)
     ]
     early = [b for b in readers if sc.order[id(b)] < sc.order[id(r)]]
-    if early:
+    # a reader that finishes before the writer starts never sees the redirected writes
+    if early and (not _all_before(sc, early, early, r) or any(id(b) in wanted for b in early)):
         raise schedule_error(
             func,
             f"{what}: block '{early[0].block.name_hint}' reads {buf.name} before '{name}' "
             "writes it; cache_write places the copy back after the writer",
             r,
         )
+    readers = [b for b in readers if sc.order[id(b)] > sc.order[id(r)]]
     direct = [b for b in readers if id(b) in wanted]
     related = [b for b in readers if id(b) not in wanted]
     first = min(related, key=lambda b: sc.order[id(b)]) if related else None
@@ -566,7 +643,7 @@ def cache_write(
             "block with affine write indices",
             r,
         )
-    _check_inside(func, what, sc, site, window, r_path, direct, buf, False, r)
+    _check_inside(func, what, sc, site, window, r_path, direct, buf, r)
     compact = site.loop is None and sc.path != ()
     cache_name = unique_name(func, f"{buf.name}_{scope}")
     cache = _window_buffer(buf, cache_name, scope, window, compact, ana)
@@ -603,3 +680,63 @@ def set_scope(func: PrimFunc, r: BlockRealize, index: int, scope: str) -> PrimFu
         )
     new = buf.replace(storage_scope=scope)
     return func.replace(body=_Rename(buf, new).visit(func.body))
+
+
+def cache_inplace(
+    func: PrimFunc, r: BlockRealize, r_path: Path, index: Any, scope: str
+) -> tuple[PrimFunc, str, str]:
+    """Stage a buffer that `r` reads and writes in place: copy it into a `scope` cache right
+    before `r`, let `r` work on the cache, and copy the cache back right after."""
+    name = r.block.name_hint
+    what = f"cache_inplace(block '{name}', read_buffer_index={index}, storage_scope={scope!r})"
+    reads = r.block.reads
+    index = _buffer_index(index, reads)
+    if not isinstance(index, int) or not -len(reads) <= index < len(reads):
+        shown = ", ".join(rg.buffer.name for rg in reads)
+        raise schedule_error(
+            func,
+            f"{what}: block '{name}' reads {len(reads)} buffers ({shown}); use an index in "
+            f"0..{len(reads) - 1}",
+            r,
+        )
+    _check_scope(func, scope, what, r)
+    buf = reads[index].buffer
+    written = [rg for rg in r.block.writes if rg.buffer is buf]
+    if not written:
+        raise schedule_error(
+            func,
+            f"{what}: block '{name}' reads {buf.name} but does not write it; use cache_read",
+            r,
+        )
+    sc = _Scope(func, r_path)
+    ana = sc.analyzer(sc.path_of(r))
+    window = _relaxed(sc, reads[index], r, [], ana)
+    wrote = _relaxed(sc, written[0], r, [], ana)
+    # the copy back writes the whole window: elements `r` leaves alone must hold their old
+    # values, which they do only when the window is what `r` read (copied in) in the first place
+    if (
+        window is None
+        or wrote is None
+        or not all(
+            ana.can_prove(binary(GE, lo2, lo)) and ana.can_prove(binary(LE, hi2, hi))
+            for (lo, hi), (lo2, hi2) in zip(window, wrote)
+        )
+    ):
+        raise schedule_error(
+            func,
+            f"{what}: cannot prove that block '{name}' writes only inside the part of "
+            f"{buf.name} it reads; cache_inplace copies that part in and back",
+            r,
+        )
+    read_name = unique_name(func, f"{buf.name}_{scope}")
+    cache = decl_buffer(buf.shape, buf.dtype, read_name, scope=scope)
+    copy_in = _stage(buf, cache, read_name, window, False, True, None, ana)
+    placeholder = add_root_alloc(func, cache)  # makes the first name taken for unique_name
+    write_name = unique_name(placeholder, f"{buf.name}_{scope}")
+    copy_out = _stage(cache, buf, write_name, window, False, False, None, ana)
+    rename = _Rename(buf, cache)
+    new_r = r.replace(block=rename.visit(r.block))
+    site = _Site(None, None, 0)
+    table = {id(r): seq(copy_in, new_r, copy_out)}
+    keep = [r]  # noqa: F841  (ids in `table` stay unique while we rebuild)
+    return _apply(func, sc, site, None, cache, table), read_name, write_name

@@ -1068,5 +1068,26 @@ class Schedule:
         self._record("loop_partition", (), kwargs, tuple(out), True)
         return out
 
+    # --- helper-R3 ---
+    def cache_inplace(
+        self, block: BlockRV, read_buffer_index: Any, storage_scope: str
+    ) -> list[BlockRV]:
+        """Stage a buffer the block reads and writes in place through a cache: a copy in right
+        before the block and a copy back right after; returns [copy_in, copy_out].
+
+        >>> rd, wr = sch.cache_inplace(sch.get_block("ext_call"), 0, "local")
+        """
+        fname, func, r, path = self._block(block)
+        func, rname, wname = _cache.cache_inplace(func, r, path, read_buffer_index, storage_scope)
+        self._update(fname, func)
+        out = [self._new_block(fname, rname), self._new_block(fname, wname)]
+        kwargs = (
+            ("block", block),
+            ("read_buffer_index", read_buffer_index),
+            ("storage_scope", storage_scope),
+        )
+        self._record("cache_inplace", (), kwargs, tuple(out), True)
+        return out
+
 
 __all__ = ["Schedule", "BlockRV", "LoopRV", "Trace", "ScheduleError"]

@@ -189,3 +189,101 @@ def test_cache_read_refuses_consumers_on_both_sides_of_the_producer():
     sch = tvm.tir.Schedule(read_then_overwrite)
     with pytest.raises(ScheduleError, match="reads A before its producer 'A' writes it"):
         sch.cache_read(sch.get_block("B"), 0, "global")
+
+
+@T.prim_func
+def tile_reads_neighbour(b: T.handle, c: T.handle) -> None:
+    P = T.alloc_buffer((32,))
+    B = T.match_buffer(b, (32,))
+    C = T.match_buffer(c, (32,))
+    for i0 in range(4):
+        with T.block("tile"):
+            i = T.axis.remap("S", [i0])
+            for x in range(8):
+                with T.block("P"):
+                    vi = T.axis.S(32, i * 8 + x)
+                    P[vi] = T.float32(vi)
+            for x in range(8):
+                with T.block("B"):
+                    vi = T.axis.S(32, i * 8 + x)
+                    B[vi] = P[(vi + 8) % 32]
+    for i in range(32):
+        with T.block("C"):
+            vi = T.axis.S(32, i)
+            C[vi] = P[vi]
+
+
+def test_cache_write_of_a_scope_block_that_reads_its_own_writes():
+    sch = tvm.tir.Schedule(tiles)
+    sch.cache_write(sch.get_block("P"), 0, "local")
+    sch.cache_write(sch.get_block("tile"), 0, "global")
+    _same(tiles, sch.mod["main"], [(32, 32), (32, 32)])
+
+
+def test_cache_write_refuses_a_scope_block_reading_values_it_did_not_write():
+    sch = tvm.tir.Schedule(tile_reads_neighbour)
+    with pytest.raises(ScheduleError, match="block 'tile' reads P before updating it"):
+        sch.cache_write(sch.get_block("tile"), 0, "global")
+
+
+@T.prim_func
+def scale_in_place(a: T.handle, b: T.handle) -> None:
+    A = T.match_buffer(a, (16,))
+    B = T.match_buffer(b, (16,))
+    for i in range(16):
+        with T.block("B"):
+            vi = T.axis.S(16, i)
+            B[vi] = A[vi]
+    for i0 in range(1):
+        with T.block("scale"):
+            T.reads(A[0:16])
+            T.writes(A[0:16])
+            for j in range(16):
+                A[j] = A[j] * T.float32(2) + B[15 - j]
+
+
+@T.prim_func
+def grow_in_place(a: T.handle) -> None:
+    A = T.match_buffer(a, (16,))
+    for i0 in range(1):
+        with T.block("grow"):
+            T.reads(A[0:8])
+            T.writes(A[0:16])
+            for j in range(8):
+                A[j + 8] = A[j]
+
+
+def test_cache_inplace_then_cache_read_and_cache_write_of_its_copies():
+    sch = tvm.tir.Schedule(scale_in_place)
+    copy_in, copy_out = sch.cache_inplace(sch.get_block("scale"), 0, "local")
+    sch.cache_read(copy_in, 0, "global", [copy_in])
+    sch.cache_write(copy_out, 0, "global")
+    _same(scale_in_place, sch.mod["main"], [(16,), (16,)])
+
+
+def test_cache_inplace_refuses_writes_outside_what_the_block_reads():
+    sch = tvm.tir.Schedule(grow_in_place)
+    with pytest.raises(ScheduleError, match="writes only inside the part of A it reads"):
+        sch.cache_inplace(sch.get_block("grow"), 0, "local")
+
+
+@T.prim_func
+def read_then_write_per_chunk(m: T.handle, b: T.handle) -> None:
+    M = T.match_buffer(m, (64,))
+    B = T.match_buffer(b, (64,))
+    for i in range(4):
+        for j in range(16):
+            with T.block("R"):
+                vi = T.axis.S(64, i * 16 + j)
+                B[vi] = M[(vi + 16) % 64]
+        for j in range(16):
+            with T.block("M"):
+                vi = T.axis.S(64, i * 16 + j)
+                M[vi] = T.float32(vi)
+
+
+def test_cache_write_refuses_an_earlier_reader_inside_a_repeated_loop():
+    """R of chunk 1 reads what M wrote in chunk 0, which would still sit in the cache."""
+    sch = tvm.tir.Schedule(read_then_write_per_chunk)
+    with pytest.raises(ScheduleError, match="block 'R' reads M before 'M' writes it"):
+        sch.cache_write(sch.get_block("M"), 0, "global")
