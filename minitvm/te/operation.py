@@ -237,7 +237,9 @@ def compute(
         # fewer indices than dims: a tensor intrinsic computing the rest (te/tensor_compute.py)
         from .tensor_compute import try_tensor_compute
 
-        out = try_tensor_compute(dims, fcompute, name, tag or current_tag(), FrozenDict(attrs or {}))
+        out = try_tensor_compute(
+            dims, fcompute, name, tag or current_tag(), FrozenDict(attrs or {})
+        )
         if out is None:
             raise
         return out

@@ -101,7 +101,7 @@ def test_fuse_of_no_loops_is_a_unit_loop_that_can_be_split():
     unit = s[Y].fuse()
     assert int(unit.dom.extent) == 1 and s[Y].leaf_iter_vars[0] is unit
     assert any(isinstance(r, te.schedule.Singleton) and r.iter is unit for r in s[Y].relations)
-    outer, _ = s[Y].split(unit, nparts=4)
+    s[Y].split(unit, nparts=4)
     assert "singleton" in tvm.lower(s, [X, Y])["main"].script()
     f = tvm.build(s, [X, Y])
     x = np.arange(10, dtype="int32")
@@ -157,7 +157,7 @@ def test_tensor_compute_region_with_offset_and_outer_split():
     B = te.placeholder((6, 4), name="B")
     C = te.compute((6, 4), lambda i: vadd(A[i, 3:7], B[i, 0:4]), name="C")
     s = te.create_schedule(C.op)
-    io, ii = s[C].split(C.op.axis[0], factor=2)
+    s[C].split(C.op.axis[0], factor=2)
     f = tvm.build(s, [A, B, C])
     rng = np.random.default_rng(3)
     a = rng.standard_normal((6, 10)).astype("float32")
@@ -204,7 +204,7 @@ def test_schedule_record_under_pass_context_config():
     assert te.create_schedule(B.op).schedule_record == []
     with tvm.transform.PassContext(config={"te.keep_schedule_record": True}):
         s = te.create_schedule(B.op)
-        xo, yo, xi, yi = s[B].tile(B.op.axis[0], B.op.axis[1], 4, 4)
+        *_, yi = s[B].tile(B.op.axis[0], B.op.axis[1], 4, 4)
         s[B].vectorize(yi)
     assert s.primitive_record == ["vanilla", "split", "split", "reorder", "vectorize"]
     assert len(s.schedule_record) == 5

@@ -15,6 +15,7 @@ dtype; they are cast to int64 where such an offset is formed.
 from __future__ import annotations
 
 from functools import reduce
+from itertools import pairwise
 
 from ...ir.dtype import DataType
 from ..buffer import Buffer
@@ -119,7 +120,7 @@ def axis_groups(buf: Buffer) -> list[range] | None:
     if not seps or not dense or seps[0] <= 0 or seps[-1] >= len(buf.shape):
         return None  # a strided or offset view, or an out-of-range separator: plain 1-D
     bounds = [0, *seps, len(buf.shape)]
-    return [range(a, b) for a, b in zip(bounds, bounds[1:])]
+    return [range(a, b) for a, b in pairwise(bounds)]
 
 
 def _group_view(buf: Buffer, groups: list[range]) -> Buffer:
