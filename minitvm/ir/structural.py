@@ -28,6 +28,10 @@ def _compare_order(cls: type) -> tuple[str, ...]:
     return getattr(cls, "_structural_order", None) or field_names(cls)
 
 
+def _both_sequences(a: Any, b: Any) -> bool:
+    return type(a) in (list, tuple) and type(b) in (list, tuple)
+
+
 def _is_buffer(x: Any) -> bool:
     return getattr(type(x), "_is_buffer", False)
 
@@ -103,7 +107,7 @@ class _Equal:
         return True
 
     def eq(self, a: Any, b: Any, path: str = "", defining: bool = False) -> bool:
-        if type(a) is not type(b):
+        if type(a) is not type(b) and not _both_sequences(a, b):  # a list and a tuple: TVM Arrays
             return self.fail(path, a, b)
         if isinstance(a, IRModule):
             return self.module(a, b, path)

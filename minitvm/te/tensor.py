@@ -53,6 +53,7 @@ class Tensor:
     """
 
     __slots__ = ("_dtype", "op", "shape", "value_index")
+    _prim_expr_defers = True  # `n + A` is a broadcasting compute (Tensor.__radd__), not an error
 
     def __init__(self, shape: tuple, dtype: str | DataType, op: Any, value_index: int = 0):
         object.__setattr__(self, "shape", tuple(shape))

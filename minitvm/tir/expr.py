@@ -12,6 +12,13 @@ from ..ir.node import Node, node, setfield
 # ----------------------------------------------------------------------------- base
 
 
+def _defers(other: Any) -> bool:
+    """True for operands that build their own result from `expr op them` (a te.Tensor: `n + A`
+    is a broadcasting compute), so Python tries their reflected operator."""
+    return getattr(type(other), "_prim_expr_defers", False)
+
+
+
 class PrimExpr(Node):
     """A scalar (or vector) expression with a `dtype`."""
 
@@ -20,36 +27,48 @@ class PrimExpr(Node):
 
     # arithmetic ---------------------------------------------------------
     def __add__(self, other):
+        if _defers(other):
+            return NotImplemented
         return binary(Add, self, other)
 
     def __radd__(self, other):
         return binary(Add, other, self)
 
     def __sub__(self, other):
+        if _defers(other):
+            return NotImplemented
         return binary(Sub, self, other)
 
     def __rsub__(self, other):
         return binary(Sub, other, self)
 
     def __mul__(self, other):
+        if _defers(other):
+            return NotImplemented
         return binary(Mul, self, other)
 
     def __rmul__(self, other):
         return binary(Mul, other, self)
 
     def __truediv__(self, other):
+        if _defers(other):
+            return NotImplemented
         return binary(Div, self, other)
 
     def __rtruediv__(self, other):
         return binary(Div, other, self)
 
     def __floordiv__(self, other):
+        if _defers(other):
+            return NotImplemented
         return binary(FloorDiv, self, other)
 
     def __rfloordiv__(self, other):
         return binary(FloorDiv, other, self)
 
     def __mod__(self, other):
+        if _defers(other):
+            return NotImplemented
         return binary(FloorMod, self, other)
 
     def __rmod__(self, other):

@@ -136,3 +136,24 @@ def test_max_of_two_buffers_is_not_simplified_to_one():
     b = tvm.nd.array(np.zeros((6, 10), "float32"))
     mod(tvm.nd.array(a), b)
     np.testing.assert_array_equal(b.numpy(), a)
+
+
+def test_lists_and_tuples_compare_as_tvm_arrays():
+    i, j = tvm.tir.Var("i", "int32"), tvm.tir.Var("j", "int32")
+    tvm.ir.assert_structural_equal([i, j], (i, j))
+    assert not tvm.ir.structural_equal([i, j], (j, i))
+    assert tvm.ir.structural_hash([i, j]) == tvm.ir.structural_hash((i, j))
+
+
+def test_a_prim_expr_plus_a_tensor_is_a_broadcasting_compute():
+    n = tvm.te.var("n", dtype="float32")
+    A = tvm.te.placeholder((5,), name="A")
+    B = n + A
+    C = tvm.te.placeholder((), name="C") + 1.0
+    assert tuple(int(d) for d in B.shape) == (5,) and tuple(C.shape) == ()
+    s = tvm.te.create_schedule(B.op)
+    f = tvm.build(s, [n, A, B])
+    a = np.arange(5, dtype="float32")
+    b = tvm.nd.array(np.zeros(5, "float32"))
+    f(2.5, tvm.nd.array(a), b)
+    np.testing.assert_allclose(b.numpy(), a + 2.5)
