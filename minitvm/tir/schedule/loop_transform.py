@@ -386,19 +386,23 @@ def _is_iter_binding(value: PrimExpr, loops: list[For]) -> bool:
 
 
 def _guards_a_binding(cond: PrimExpr, values: list[PrimExpr], ids: set[int]) -> bool:
-    """A predicate conjunct TVM's iterator analysis accepts: loop-free, or `x < bound` where
-    `x` is (part of) a binding, as split writes it for a non-dividing factor."""
+    """A predicate conjunct TVM's iterator analysis accepts: loop-free, or a bound on (part
+    of) a binding, `x < bound` as split writes it, `lo <= x` as compute_at does."""
     from ...ir.structural import structural_equal
+    from ..expr import GE, GT, LE
     from ..functor import post_order_visit
 
     if not uses_var(cond, ids):
         return True
-    if not isinstance(cond, LT) or uses_var(cond.b, ids):
+    if not isinstance(cond, LT | LE | GT | GE):
+        return False
+    sides = [x for x in (cond.a, cond.b) if uses_var(x, ids)]
+    if len(sides) != 1:
         return False
     parts: list = []
     for v in values:
         post_order_visit(v, parts.append)
-    return any(structural_equal(cond.a, p) for p in parts if isinstance(p, PrimExpr))
+    return any(structural_equal(sides[0], p) for p in parts if isinstance(p, PrimExpr))
 
 
 def _conjuncts(cond: PrimExpr) -> list[PrimExpr]:

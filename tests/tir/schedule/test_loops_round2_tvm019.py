@@ -380,3 +380,30 @@ def test_a_scalable_split_does_not_build_for_this_machine():
         sch.split(i, factors=[outer, 4 * tir.vscale()])
     with pytest.raises(tvm.error.BuildError, match="vscale"):
         tvm.build(sch.mod["main"], target="llvm")
+
+
+@T.prim_func
+def lower_guard(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32")):
+    for i, j in T.grid(4, 4):
+        with T.block("g"):
+            T.where(3 <= i * 4 + j)
+            vi = T.axis.spatial(16, i * 4 + j)
+            B[vi] = A[vi] * T.float32(2)
+
+
+def test_reorder_accepts_a_lower_bound_on_a_binding():
+    sch = tir.Schedule(lower_guard)
+    i, j = sch.get_loops(sch.get_block("g"))
+    sch.reorder(j, i)
+    _same_numbers(lower_guard, sch.mod["main"])
+
+
+def test_reorder_accepts_a_guard_that_bounds_a_binding_from_below_and_above():
+    sch = tir.Schedule(fill_128)
+    (i,) = sch.get_loops(sch.get_block("fill"))
+    i0, i1 = sch.split(i, factors=[None, 12])
+    sch.reorder(i1, i0)  # the guard i_0 * 12 + i_1 < 128 bounds the binding
+    func = sch.mod["main"]
+    out = tvm.nd.array(np.zeros(128, "float32"))
+    tvm.build(func, target="llvm")(out)
+    np.testing.assert_allclose(out.numpy(), np.ones(128, "float32"))
