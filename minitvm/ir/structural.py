@@ -37,8 +37,9 @@ def _is_buffer(x: Any) -> bool:
 
 
 class _Equal:
-    def __init__(self, map_free_vars: bool):
+    def __init__(self, map_free_vars: bool, map_free_buffers: bool = False):
         self.map_free_vars = map_free_vars
+        self.map_free_buffers = map_free_buffers
         self.fwd: dict[int, Any] = {}
         self.bwd: dict[int, Any] = {}
         self.keep: list[Any] = []
@@ -73,7 +74,7 @@ class _Equal:
             return self.fwd[id(a)] is b or self.fail(path, a, b)
         if id(b) in self.bwd:
             return self.fail(path, a, b)
-        if not (defining or self.map_free_vars or a is b):
+        if not (defining or self.map_free_vars or self.map_free_buffers or a is b):
             # first seen where it is used, not declared: the same buffer only if its memory is
             # (A[i] and B[i] of two different free buffers are not equal, whatever their layout)
             if not self.var(a.data, b.data, path + ".data", defining=False):
@@ -92,7 +93,7 @@ class _Equal:
             return False
         pairs = [(a.get_global_var(n), b.get_global_var(n)) for n in names_a]
         for name in names_a:
-            sub = _Equal(self.map_free_vars)
+            sub = _Equal(self.map_free_vars, self.map_free_buffers)
             for ga, gb in pairs:
                 sub.bind(ga, gb)
             if not sub.eq(a[name], b[name], f"{path}[{name!r}]"):
@@ -148,7 +149,10 @@ def structural_equal(lhs: Any, rhs: Any, map_free_vars: bool = False) -> bool:
 @allows_deep_recursion
 def assert_structural_equal(lhs: Any, rhs: Any, map_free_vars: bool = False) -> None:
     """Raise StructuralMismatch showing the first place where `lhs` and `rhs` differ."""
-    checker = _Equal(map_free_vars)
+    # as TVM's: a buffer defines its memory where first seen, so two standalone statements over
+    # copies of the same buffers compare equal (structural_equal, used by the simplifier and the
+    # analyses, keeps free buffers apart: A[i] is not B[i])
+    checker = _Equal(map_free_vars, map_free_buffers=True)
     if checker.eq(lhs, rhs, "root"):
         return
     path, a, b = checker.mismatch or ("root", lhs, rhs)
