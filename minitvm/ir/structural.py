@@ -28,6 +28,15 @@ def _compare_order(cls: type) -> tuple[str, ...]:
     return getattr(cls, "_structural_order", None) or field_names(cls)
 
 
+def _python_and_imm(a: Any, b: Any) -> bool:
+    """A Python bool/int equal to a constant of matching kind (TVM stores attribute values as
+    IntImm: `{"tir.noalias": True}` is `T.bool(True)` once converted)."""
+    if type(a) not in (bool, int) or type(b).__name__ != "IntImm":
+        return False
+    is_bool = str(b.dtype) == "bool"
+    return (type(a) is bool) == is_bool and a == b.value
+
+
 def _both_sequences(a: Any, b: Any) -> bool:
     return type(a) in (list, tuple) and type(b) in (list, tuple)
 
@@ -109,6 +118,8 @@ class _Equal:
 
     def eq(self, a: Any, b: Any, path: str = "", defining: bool = False) -> bool:
         if type(a) is not type(b) and not _both_sequences(a, b):  # a list and a tuple: TVM Arrays
+            if _python_and_imm(a, b) or _python_and_imm(b, a):  # True vs T.bool(True) in attrs
+                return True
             return self.fail(path, a, b)
         if isinstance(a, IRModule):
             return self.module(a, b, path)

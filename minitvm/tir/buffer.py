@@ -46,6 +46,8 @@ class Buffer(Node):
         setfield(self, "axis_separators", tuple(int(a) for a in self.axis_separators))
         if not self.name:
             setfield(self, "name", self.data.name)
+        if not self.storage_scope:  # TVM: scope "" is the global scope
+            setfield(self, "storage_scope", "global")
 
     @property
     def ndim(self) -> int:

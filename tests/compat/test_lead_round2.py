@@ -157,3 +157,15 @@ def test_a_prim_expr_plus_a_tensor_is_a_broadcasting_compute():
     b = tvm.nd.array(np.zeros(5, "float32"))
     f(2.5, tvm.nd.array(a), b)
     np.testing.assert_allclose(b.numpy(), a + 2.5)
+
+
+def test_python_attribute_values_equal_their_tvm_constants():
+    assert tvm.ir.structural_equal({"a": True}, {"a": tvm.tir.const(True, "bool")})
+    assert tvm.ir.structural_equal({"a": 3}, {"a": tvm.tir.const(3, "int32")})
+    assert not tvm.ir.structural_equal({"a": True}, {"a": tvm.tir.const(1, "int32")})
+    assert not tvm.ir.structural_equal({"a": 3}, {"a": tvm.tir.const(4, "int32")})
+
+
+def test_an_empty_scope_is_the_global_scope():
+    buf = tvm.tir.decl_buffer((4,), "float32", name="X", scope="")
+    assert buf.scope() == "global"

@@ -14,6 +14,7 @@ from ..function import PrimFunc
 from ..functor import Mutator, Visitor
 from ..stmt import (
     Allocate,
+    AllocateConst,
     AssertStmt,
     AttrStmt,
     Block,
@@ -41,7 +42,9 @@ def _children(s: Stmt) -> tuple:
         return (s.init, s.body) if s.init is not None else (s.body,)
     if isinstance(s, IfThenElse):
         return (s.then_case, s.else_case) if s.else_case is not None else (s.then_case,)
-    if isinstance(s, For | While | LetStmt | AttrStmt | Allocate | DeclBuffer | AssertStmt):
+    if isinstance(
+        s, For | While | LetStmt | AttrStmt | Allocate | AllocateConst | DeclBuffer | AssertStmt
+    ):
         return (s.body,)
     return ()
 
