@@ -169,3 +169,28 @@ def test_python_attribute_values_equal_their_tvm_constants():
 def test_an_empty_scope_is_the_global_scope():
     buf = tvm.tir.decl_buffer((4,), "float32", name="X", scope="")
     assert buf.scope() == "global"
+
+
+_RUNNING_ROWS = '''
+@T.prim_func
+def running_rows(A: T.Buffer((6, 16), "float32")):
+    for t in range(1, 6):
+        for i in range(16):
+            with T.block("step"):
+                vt, vi = T.axis.remap("SS", [t, i])
+                A[vt, vi] = A[vt - 1, vi] + A[vt, vi]
+'''
+
+
+def test_a_row_scan_vectorizes_over_its_columns():
+    # scan[t, i] reads scan[t - 1, i]: the column loop carries nothing (the scan tutorial's bind)
+    func = tvm.script.from_source(_RUNNING_ROWS)
+    sch = tvm.tir.Schedule(func)
+    t, i = sch.get_loops(sch.get_block("step"))
+    sch.vectorize(i)
+    with pytest.raises(tvm.tir.ScheduleError, match="loop-carried dependence"):
+        sch.parallel(t)  # the row loop does carry the running sum
+    a = np.random.default_rng(1).standard_normal((6, 16)).astype("float32")
+    arr = tvm.nd.array(a.copy())
+    tvm.build(sch.mod, target="llvm")(arr)
+    np.testing.assert_allclose(arr.numpy(), np.cumsum(a, axis=0), rtol=1e-5)

@@ -545,6 +545,8 @@ def _check_no_carried_update(func: PrimFunc, loop: For, kind: ForKind) -> None:
     ana = analyzer()
     # a buffer allocated by a block under the loop is fresh in every iteration: not shared
     private = {id(b) for n, _ in walk(loop.body) if isinstance(n, Block) for b in n.alloc_buffers}
+    # loops whose iterations this one runs at once: itself and every loop inside it
+    varying = mine | {id(n.loop_var) for n, _ in walk(loop.body) if isinstance(n, For)}
     for s, _ in walk(loop.body):
         if not isinstance(s, BlockRealize):
             continue
@@ -566,15 +568,24 @@ def _check_no_carried_update(func: PrimFunc, loop: For, kind: ForKind) -> None:
             for ld in loads:
                 got = [ana.simplify(substitute(i, bind)) for i in ld.indices]
                 same = all(structural_equal(a, b) for a, b in zip(at, got))
-                if not same and uses_var(at + got, mine):
-                    raise schedule_error(
-                        func,
-                        f"{verb}(loop '{loop.loop_var.name}'): block '{s.block.name_hint}' "
-                        f"reads {st.buffer.name}[{', '.join(map(str, got))}] and writes "
-                        f"{st.buffer.name}[{', '.join(map(str, at))}], so one iteration uses "
-                        "what another writes (a loop-carried dependence); keep this loop serial",
-                        loop,
-                    )
+                if same or not uses_var(at + got, mine) or _apart(at, got, varying, ana):
+                    continue
+                raise schedule_error(
+                    func,
+                    f"{verb}(loop '{loop.loop_var.name}'): block '{s.block.name_hint}' "
+                    f"reads {st.buffer.name}[{', '.join(map(str, got))}] and writes "
+                    f"{st.buffer.name}[{', '.join(map(str, at))}], so one iteration uses "
+                    "what another writes (a loop-carried dependence); keep this loop serial",
+                    loop,
+                )
+
+
+def _apart(at: list, got: list, varying: set[int], ana: Any) -> bool:
+    """Some dimension of the store and the load is fixed while the loop runs (no varying loop in
+    it) and provably different (scan[t, i] written, scan[t - 1, i] read): never one element."""
+    return any(
+        not uses_var([a, b], varying) and ana.can_prove(a != b) for a, b in zip(at, got)
+    )
 
 
 def check_loop_kind(func: PrimFunc, loop: For, kind: ForKind, path: Path = ()) -> None:
