@@ -194,3 +194,29 @@ def test_a_row_scan_vectorizes_over_its_columns():
     arr = tvm.nd.array(a.copy())
     tvm.build(sch.mod, target="llvm")(arr)
     np.testing.assert_allclose(arr.numpy(), np.cumsum(a, axis=0), rtol=1e-5)
+
+
+_EVENS = '''
+@T.prim_func
+def evens(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
+    for i in range(32):
+        with T.block("B"):
+            vi = T.axis.spatial(32, i)
+            B[vi * 2] = A[vi * 2] + T.float32(1)
+'''
+
+
+def test_cache_write_of_a_writer_with_holes_is_refused():
+    # the copy back would write the skipped (odd) elements from uninitialised cache memory
+    sch = tvm.tir.Schedule(tvm.script.from_source(_EVENS))
+    with pytest.raises(tvm.tir.ScheduleError, match="cannot prove that 'B' writes every element"):
+        sch.cache_write(sch.get_block("B"), 0, "global")
+
+
+def test_cache_write_of_a_fused_dense_writer_keeps_the_numbers():
+    sch = tvm.tir.Schedule(tvm.script.from_source(_MAX_OF_TWO))
+    sch.cache_write(sch.get_block("m"), 0, "global")
+    a = np.random.default_rng(2).standard_normal((6, 10)).astype("float32")
+    b = tvm.nd.array(np.zeros((6, 10), "float32"))
+    tvm.build(sch.mod, target="llvm")(tvm.nd.array(a), b)
+    np.testing.assert_array_equal(b.numpy(), a)

@@ -27,6 +27,7 @@ from ..stmt import Block, BlockRealize, BufferRegion, BufferStore, For, ForKind,
 from .common import (
     add_root_alloc,
     analyzer,
+    const_int,
     is_one,
     is_zero,
     schedule_error,
@@ -34,7 +35,7 @@ from .common import (
     unique_name,
 )
 from .compute_location import _bind_region, _scope_of, scope_blocks
-from .tree import Path, block_realizes, root_realize, uses_var
+from .tree import Path, block_realizes, root_realize, uses_var, walk
 
 
 class _Rename(Mutator):
@@ -211,6 +212,88 @@ def _relaxed(sc: _Scope, region: BufferRegion, r: BlockRealize, loops: list[For]
             hi_c = ana.simplify(binary(Min, hi_c, dim - 1))
         out.append((lo_c, hi_c))
     return out
+
+
+def _writes_whole_window(r: BlockRealize, buf: Buffer, loops: list[For], window, ana) -> bool:
+    """Does block `r`, over `loops`, store every element of `window` of `buf`? Only a block
+    whose body stores `buf` once, unconditionally, at indices dense in the loops (cut only by
+    bounds its predicate puts on them) is known to."""
+    from ...arith.affine import affine_coeffs  # arith imports tir: import at call time
+    from ..analysis.region import region_interval
+    from .state import _cut_by_predicate
+
+    body = r.block.body
+    if any(isinstance(n, BlockRealize) for n, _ in walk(body)):
+        return True  # a scope block: its children are not examined here (a known gap)
+    if r.block.init is not None:
+        # a reduction's init runs once per output element: lowering puts it before the
+        # reduction loops, or refuses the build when it cannot (LowerInitBlock), so even an
+        # empty reduction writes it; only a predicate can make it skip an element
+        if const_int(r.predicate) != 1:
+            return False
+        body = r.block.init
+    top = body.seq if isinstance(body, SeqStmt) else (body,)
+    stores = [s for s in top if isinstance(s, BufferStore) and s.buffer is buf]
+    anywhere: list = []
+    post_order_visit(
+        body,
+        lambda n: anywhere.append(n) if isinstance(n, BufferStore) and n.buffer is buf else None,
+    )
+    if not anywhere:
+        return True  # written only through pointers (an opaque intrinsic): its declared region
+    if len(stores) != 1 or len(anywhere) != 1:
+        return False
+    point = BufferRegion(buf, tuple(Range(i, IntImm(i.dtype, 1)) for i in stores[0].indices))
+    bound = _bind_region(point, r)
+    loop_vars = [f.loop_var for f in loops]
+    if not _dense_mixed_radix(bound, loops, ana, affine_coeffs):
+        return False
+    have = region_interval(bound, loop_domain(loops), ana.simplify)
+    if any(h is None for h in have):
+        return False
+    if const_int(r.predicate) != 1:
+        mins = [rg.min for rg in bound.region]
+        have = _cut_by_predicate(have, mins, r.predicate, loop_vars, ana)
+        if have is None or any(h is None for h in have):
+            return False
+    return all(
+        ana.can_prove(binary(LE, h_lo, w_lo)) and ana.can_prove(binary(LE, w_hi, h_hi))
+        for (h_lo, h_hi), (w_lo, w_hi) in zip(have, window)
+    )
+
+
+def _dense_mixed_radix(bound: BufferRegion, loops: list[For], ana: Any, affine_coeffs: Any) -> bool:
+    """Does each dimension's index take every value between its bounds? It must be affine in
+    the loops (each loop in at most one dimension), and its terms, smallest |coefficient|
+    first, must leave no gap: the first coefficient is 1 and each next one is at most one more
+    than the span of the terms before it (i * 16 + j with j < 16 is dense; i * 2 is not)."""
+    loop_vars = [f.loop_var for f in loops]
+    extent_of = {id(f.loop_var): f.extent for f in loops}
+    taken: set[int] = set()
+    for rg in bound.region:
+        form = affine_coeffs(rg.min, loop_vars, ana)
+        if form is None or any(not isinstance(c, int) for c in form[0].values()):
+            return False
+        terms = sorted(((abs(c), id(v)) for v, c in form[0].items() if c), key=lambda t: t[0])
+        span: Any = 0  # the terms so far reach every value in [0, span] (an int, or symbolic)
+        for coef, vid in terms:
+            if vid in taken:
+                return False
+            taken.add(vid)
+            if coef != 1:
+                known = const_int(span) if not isinstance(span, int) else span
+                if known is None or coef > known + 1:
+                    return False
+            extent = extent_of[vid]
+            if coef != 1 and const_int(extent) is None:
+                return False
+            ext = const_int(extent)
+            if isinstance(span, int) and ext is not None:
+                span += coef * (ext - 1)
+            else:  # a symbolic extent (only for a coefficient-1 term): the span stays symbolic
+                span = ana.simplify(span + coef * (extent - 1))
+        # symbolic spans only arise from a coefficient-1 term, which never leaves a gap
+    return True
 
 
 def _below(sc: _Scope, path: Path, site: _Site) -> list[For]:
@@ -644,6 +727,16 @@ def cache_write(
             r,
         )
     _check_inside(func, what, sc, site, window, r_path, direct, buf, r)
+    if not _writes_whole_window(r, buf, _below(sc, r_path, site), window, ana):
+        raise schedule_error(
+            func,
+            f"{what}: cannot prove that '{name}' writes every element of {buf.name} in "
+            f"[{', '.join(f'{lo}:{hi} + 1' for lo, hi in window)}]; the copy back would "
+            "overwrite the elements it skips with the cache's uninitialised values. Cache a "
+            "block that stores one element per iteration, unconditionally, at indices dense "
+            "in its loops",
+            r,
+        )
     compact = site.loop is None and sc.path != ()
     cache_name = unique_name(func, f"{buf.name}_{scope}")
     cache = _window_buffer(buf, cache_name, scope, window, compact, ana)
