@@ -556,7 +556,7 @@ class Schedule:
         self._record("rfactor", (), (("loop", loop), ("factor_axis", factor_axis)), (out,))
         return out
 
-    # --- helper-trace-state ---
+    # --- trace, state, sampling ---
     def _init_trace_state(
         self, seed: Any, debug_mask: Any, error_render_level: str, enable_check: bool
     ) -> None:
@@ -749,7 +749,7 @@ class Schedule:
         )
         return out
 
-    # --- helper-prims-a ---
+    # --- blockize, tensorize, merge, block iterators, buffer access ---
     def blockize(self, target: Any, preserve_unit_iters: bool = True) -> BlockRV:
         if isinstance(target, list | tuple):
             located = [self._block(b) for b in target]
@@ -831,7 +831,7 @@ class Schedule:
             ),
         )
 
-    # --- helper-prims-b ---
+    # --- layout, padding, reindex, rolling buffer, read/write at ---
     from . import layout as _layout_module  # registers how traces print and store IndexMaps
 
     def transform_layout(
@@ -1032,7 +1032,7 @@ class Schedule:
         spec = ("write", write_buffer_index)
         return self._reindex("reindex_cache_write", block, spec, storage_scope, index_map, kwargs)
 
-    # --- helper-existing ---
+    # --- loop helpers ---
     def add_unit_loop(self, block_or_loop: Any) -> LoopRV:
         """Create a loop of extent 1 above a block or a loop; returns it.
 
@@ -1048,7 +1048,7 @@ class Schedule:
         self._record("add_unit_loop", (), (("block_or_loop", block_or_loop),), (out,))
         return out
 
-    # --- helper-R5 ---
+    # --- loop partition ---
     def loop_partition(
         self, loop: LoopRV, factors: list, preserve_unit_iters: bool = True
     ) -> list[LoopRV]:
@@ -1068,7 +1068,7 @@ class Schedule:
         self._record("loop_partition", (), kwargs, tuple(out), True)
         return out
 
-    # --- helper-R3 ---
+    # --- cache in place ---
     def cache_inplace(
         self, block: BlockRV, read_buffer_index: Any, storage_scope: str
     ) -> list[BlockRV]:
