@@ -109,3 +109,23 @@ def build_and_run(target, wl: Workload, args: list | None = None, seed: int = 0)
 
 
 WORKLOADS = {"matmul": matmul, "chain": chain, "softmax": softmax, "conv2d": conv2d}
+
+
+def same_numbers(
+    before: tir.PrimFunc, after: tir.PrimFunc, seed: int = 0, tol: float = 1e-5
+) -> None:
+    """Build both functions and run them on the same random data; every buffer must agree."""
+    from minitvm import build
+
+    rng = np.random.default_rng(seed)
+    args = []
+    for p in before.params:
+        buf = before.buffer_map[p]
+        args.append(rng.standard_normal([int(s) for s in buf.shape]).astype(str(buf.dtype)))
+    outs = []
+    for f in (before, after):
+        nds = [array(a.copy()) for a in args]
+        build(f, target="llvm")(*nds)
+        outs.append([x.numpy() for x in nds])
+    for x, y in zip(*outs):
+        np.testing.assert_allclose(x, y, rtol=tol, atol=tol)

@@ -3,31 +3,13 @@ regions, shared-memory relaxation, insertion indices, and the errors TVM raises.
 
 import numpy as np
 import pytest
+from sched_workloads import same_numbers as _same_numbers
 
 import minitvm as tvm
 from minitvm import tir
 from minitvm.error import ScheduleError
 from minitvm.script import tir as T
 from minitvm.testing.tir_interp import run_prim_func
-
-
-def _same_numbers(before, after, seed=0):
-    """Build both functions and run them on the same random data; outputs must agree."""
-    rng = np.random.default_rng(seed)
-    fb, fa = before, after
-    args = []
-    for p in fb.params:
-        buf = fb.buffer_map[p]
-        shape = [int(s) for s in buf.shape]
-        args.append(rng.standard_normal(shape).astype(str(buf.dtype)))
-    outs = []
-    for f in (fb, fa):
-        mod = tvm.build(f, target="llvm")
-        nds = [tvm.nd.array(a.copy()) for a in args]
-        mod(*nds)
-        outs.append([x.numpy() for x in nds])
-    for x, y in zip(*outs):
-        np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-5)
 
 
 @T.prim_func

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from sched_workloads import same_numbers as _same_numbers
 
 import minitvm as tvm
 from minitvm import tir
@@ -9,26 +10,12 @@ from minitvm.error import ScheduleError
 from minitvm.script import tir as T
 
 
-def _same_numbers(before, after, seed=0):
-    """Build both functions and run them on the same random data; outputs must agree."""
-    rng = np.random.default_rng(seed)
-    args = []
-    for p in before.params:
-        buf = before.buffer_map[p]
-        args.append(rng.standard_normal([int(s) for s in buf.shape]).astype(str(buf.dtype)))
-    outs = []
-    for f in (before, after):
-        mod = tvm.build(f, target="llvm")
-        nds = [tvm.nd.array(a.copy()) for a in args]
-        mod(*nds)
-        outs.append([x.numpy() for x in nds])
-    for x, y in zip(*outs):
-        np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-5)
-
-
 @T.prim_func
-def twice_read(X: T.Buffer((16, 8), "float32"), P: T.Buffer((16, 8), "float32"),
-               Q: T.Buffer((16, 8), "float32")):
+def twice_read(
+    X: T.Buffer((16, 8), "float32"),
+    P: T.Buffer((16, 8), "float32"),
+    Q: T.Buffer((16, 8), "float32"),
+):
     t = T.alloc_buffer((16, 8), "float32")
     for a, b in T.grid(16, 8):
         with T.block("t"):
@@ -85,7 +72,10 @@ def view_reader(X: T.Buffer((8, 4), "float32"), Y: T.Buffer((8, 4), "float32")):
 
 def test_compute_inline_refuses_a_consumer_that_takes_the_buffers_address():
     sch = tir.Schedule(pointer_reader)
-    with pytest.raises(ScheduleError, match=r"block 'Y' takes the address of \(an opaque access to\) t; only element"):
+    with pytest.raises(
+        ScheduleError,
+        match=r"block 'Y' takes the address of \(an opaque access to\) t; only element",
+    ):
         sch.compute_inline(sch.get_block("t"))
 
 
@@ -150,13 +140,15 @@ def test_reverse_compute_inline_into_a_split_producer_with_symbolic_rows():
 
 def test_reverse_compute_inline_refuses_a_producer_whose_loops_repeat_points():
     sch = tir.Schedule(overlapping_producer_symbolic)
-    with pytest.raises(ScheduleError, match=r"cannot prove which elements of t producer 't' writes"):
+    with pytest.raises(
+        ScheduleError, match=r"cannot prove which elements of t producer 't' writes"
+    ):
         sch.reverse_compute_inline(sch.get_block("Y"))
 
 
 def _blocks(func):
-    from minitvm.tir.stmt import Block
     from minitvm.tir.functor import post_order_visit
+    from minitvm.tir.stmt import Block
 
     found = []
     post_order_visit(func.body, lambda n: found.append(n) if isinstance(n, Block) else None)

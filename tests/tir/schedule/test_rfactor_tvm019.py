@@ -3,35 +3,22 @@ in a copy of the loop nest, a `let` update, a whole-reduction rfactor (no init l
 rfactor loop, annotations, thread bindings. Every accepted form runs against the original
 program on random data; every refusal names the cause."""
 
-import numpy as np
 import pytest
+from sched_workloads import same_numbers
 
-import minitvm as tvm
 from minitvm import tir
 from minitvm.error import ScheduleError
 from minitvm.script import tir as T
 
 
 def _same_numbers(before, after, seed=0):
-    """Build both functions and run them on the same random data; outputs must agree."""
-    rng = np.random.default_rng(seed)
-    args = []
-    for p in before.params:
-        buf = before.buffer_map[p]
-        args.append(rng.standard_normal([int(s) for s in buf.shape]).astype(str(buf.dtype)))
-    outs = []
-    for f in (before, after):
-        mod = tvm.build(f, target="llvm")
-        nds = [tvm.nd.array(a.copy()) for a in args]
-        mod(*nds)
-        outs.append([x.numpy() for x in nds])
-    for x, y in zip(*outs):
-        np.testing.assert_allclose(x, y, rtol=1e-4, atol=1e-4)
+    same_numbers(before, after, seed, tol=1e-4)
 
 
 @T.prim_func
-def dot_rows(X: T.Buffer((6, 24), "float32"), Y: T.Buffer((6, 24), "float32"),
-             Z: T.Buffer((6,), "float32")):
+def dot_rows(
+    X: T.Buffer((6, 24), "float32"), Y: T.Buffer((6, 24), "float32"), Z: T.Buffer((6,), "float32")
+):
     for r, c in T.grid(6, 24):
         with T.block("dot"):
             vr, vc = T.axis.remap("SR", [r, c])
@@ -41,8 +28,9 @@ def dot_rows(X: T.Buffer((6, 24), "float32"), Y: T.Buffer((6, 24), "float32"),
 
 
 @T.prim_func
-def dot_rows_let(X: T.Buffer((6, 24), "float32"), Y: T.Buffer((6, 24), "float32"),
-                 Z: T.Buffer((6,), "float32")):
+def dot_rows_let(
+    X: T.Buffer((6, 24), "float32"), Y: T.Buffer((6, 24), "float32"), Z: T.Buffer((6,), "float32")
+):
     for r, c in T.grid(6, 24):
         with T.block("dot"):
             vr, vc = T.axis.remap("SR", [r, c])
@@ -74,8 +62,9 @@ def peak_with_tag(X: T.Buffer((5, 12), "float32"), P: T.Buffer((5,), "float32"))
 
 
 @T.prim_func
-def two_reductions(X: T.Buffer((4, 8), "float32"), P: T.Buffer((4,), "float32"),
-                   Q: T.Buffer((4,), "float32")):
+def two_reductions(
+    X: T.Buffer((4, 8), "float32"), P: T.Buffer((4,), "float32"), Q: T.Buffer((4,), "float32")
+):
     for r in range(4):
         for c in range(8):
             with T.block("P"):
@@ -129,8 +118,10 @@ def thread_rows(X: T.Buffer((8, 6), "float32"), P: T.Buffer((8,), "float32")):
 
 
 def _iter_names(block):
-    return [(iv.var.name, "R" if iv.iter_type == tir.IterVar.CommReduce else "S")
-            for iv in block.iter_vars]
+    return [
+        (iv.var.name, "R" if iv.iter_type == tir.IterVar.CommReduce else "S")
+        for iv in block.iter_vars
+    ]
 
 
 def test_rfactor_block_lists_the_rfactor_iterator_first_and_keeps_its_nest():
@@ -142,9 +133,7 @@ def test_rfactor_block_lists_the_rfactor_iterator_first_and_keeps_its_nest():
     assert len(sch.get_loops(rf)) == 3  # a copy of the whole nest
     wb = sch.get(sch.get_block("dot"))
     assert _iter_names(wb) == [("vc_1", "R"), ("vr", "S")]
-    assert [sch.get(lp).loop_var.name for lp in sch.get_loops(sch.get_block("dot"))] == [
-        "r", "c_1"
-    ]
+    assert [sch.get(lp).loop_var.name for lp in sch.get_loops(sch.get_block("dot"))] == ["r", "c_1"]
     _same_numbers(dot_rows, sch.mod["main"])
 
 
@@ -264,8 +253,9 @@ def test_decompose_reduction_binds_the_init_loop_to_its_own_thread_var():
 
 
 @T.prim_func
-def shared_reduction_loop(X: T.Buffer((4, 8), "float32"), P: T.Buffer((4,), "float32"),
-                          Q: T.Buffer((4,), "float32")):
+def shared_reduction_loop(
+    X: T.Buffer((4, 8), "float32"), P: T.Buffer((4,), "float32"), Q: T.Buffer((4,), "float32")
+):
     for r, c in T.grid(4, 8):
         with T.block("P"):
             vr, vc = T.axis.remap("SR", [r, c])
@@ -292,7 +282,9 @@ def repeated_sum(X: T.Buffer((4, 8), "float32"), P: T.Buffer((4,), "float32")):
 def test_rfactor_refuses_a_reduction_loop_shared_with_another_block():
     sch = tir.Schedule(shared_reduction_loop)
     _, c = sch.get_loops(sch.get_block("P"))
-    with pytest.raises(ScheduleError, match=r"the loop must enclose exactly one block, it encloses 2"):
+    with pytest.raises(
+        ScheduleError, match=r"the loop must enclose exactly one block, it encloses 2"
+    ):
         sch.rfactor(c, 0)
 
 
@@ -304,8 +296,9 @@ def test_rfactor_refuses_a_loop_that_repeats_the_reduction():
 
 
 @T.prim_func
-def shared_outer_reduction_loop(X: T.Buffer((4, 8), "float32"), P: T.Buffer((4,), "float32"),
-                                Q: T.Buffer((4,), "float32")):
+def shared_outer_reduction_loop(
+    X: T.Buffer((4, 8), "float32"), P: T.Buffer((4,), "float32"), Q: T.Buffer((4,), "float32")
+):
     for r, co in T.grid(4, 2):
         for ci in range(4):
             with T.block("P"):
@@ -324,13 +317,16 @@ def shared_outer_reduction_loop(X: T.Buffer((4, 8), "float32"), P: T.Buffer((4,)
 def test_rfactor_refuses_an_outer_reduction_loop_holding_another_block():
     sch = tir.Schedule(shared_outer_reduction_loop)
     _, _, ci = sch.get_loops(sch.get_block("P"))
-    with pytest.raises(ScheduleError, match=r"the outermost reduction loop 'co' of 'P' holds 2 blocks"):
+    with pytest.raises(
+        ScheduleError, match=r"the outermost reduction loop 'co' of 'P' holds 2 blocks"
+    ):
         sch.rfactor(ci, 0)
 
 
 @T.prim_func
-def arg_peak(X: T.Buffer((4, 8), "float32"), I: T.Buffer((4,), "int32"),
-             V: T.Buffer((4,), "float32")):
+def arg_peak(
+    X: T.Buffer((4, 8), "float32"), I: T.Buffer((4,), "int32"), V: T.Buffer((4,), "float32")
+):
     for r, c in T.grid(4, 8):
         with T.block("arg_peak"):
             vr, vc = T.axis.remap("SR", [r, c])
