@@ -124,6 +124,24 @@ def _buffer_index(index: Any, regions: tuple) -> Any:
     return index
 
 
+def _indexed_region(
+    func: PrimFunc, what: str, r: BlockRealize, regions: tuple, index: Any, verb: str, scope: str
+) -> BufferRegion:
+    """The region a cache primitive's index (position, name or Buffer) picks from `regions`
+    of block `r`, after checking the index and the storage scope."""
+    index = _buffer_index(index, regions)
+    if not isinstance(index, int) or not -len(regions) <= index < len(regions):
+        shown = ", ".join(rg.buffer.name for rg in regions)
+        raise schedule_error(
+            func,
+            f"{what}: block '{r.block.name_hint}' {verb} {len(regions)} buffers ({shown}); "
+            f"use an index in 0..{len(regions) - 1}",
+            r,
+        )
+    _check_scope(func, scope, what, r)
+    return regions[index]
+
+
 class _Scope:
     """The block scope a cached block lives in: its body, its blocks and where loops start."""
 
@@ -575,17 +593,7 @@ def cache_read(
     name = r.block.name_hint
     what = f"cache_read(block '{name}', read_buffer_index={index}, storage_scope={scope!r})"
     reads = r.block.reads
-    index = _buffer_index(index, reads)
-    if not isinstance(index, int) or not -len(reads) <= index < len(reads):
-        shown = ", ".join(rg.buffer.name for rg in reads)
-        raise schedule_error(
-            func,
-            f"{what}: block '{name}' reads {len(reads)} buffers ({shown}); use an index in "
-            f"0..{len(reads) - 1}",
-            r,
-        )
-    _check_scope(func, scope, what, r)
-    buf = reads[index].buffer
+    buf = _indexed_region(func, what, r, reads, index, "reads", scope).buffer
     sc = _Scope(func, r_path)
     writers = [b for b, _ in sc.blocks if any(w.buffer is buf for w in b.block.writes)]
     if len(writers) > 1:
@@ -668,17 +676,7 @@ def cache_write(
     name = r.block.name_hint
     what = f"cache_write(block '{name}', write_buffer_index={index}, storage_scope={scope!r})"
     writes = r.block.writes
-    index = _buffer_index(index, writes)
-    if not isinstance(index, int) or not -len(writes) <= index < len(writes):
-        shown = ", ".join(rg.buffer.name for rg in writes)
-        raise schedule_error(
-            func,
-            f"{what}: block '{name}' writes {len(writes)} buffers ({shown}); use an index "
-            f"in 0..{len(writes) - 1}",
-            r,
-        )
-    _check_scope(func, scope, what, r)
-    buf = writes[index].buffer
+    buf = _indexed_region(func, what, r, writes, index, "writes", scope).buffer
     if r.block.init is None and _loads(r.block.body, buf) and not _reads_own_writes(r, r_path, buf):
         raise schedule_error(
             func,
@@ -783,17 +781,8 @@ def cache_inplace(
     name = r.block.name_hint
     what = f"cache_inplace(block '{name}', read_buffer_index={index}, storage_scope={scope!r})"
     reads = r.block.reads
-    index = _buffer_index(index, reads)
-    if not isinstance(index, int) or not -len(reads) <= index < len(reads):
-        shown = ", ".join(rg.buffer.name for rg in reads)
-        raise schedule_error(
-            func,
-            f"{what}: block '{name}' reads {len(reads)} buffers ({shown}); use an index in "
-            f"0..{len(reads) - 1}",
-            r,
-        )
-    _check_scope(func, scope, what, r)
-    buf = reads[index].buffer
+    picked = _indexed_region(func, what, r, reads, index, "reads", scope)
+    buf = picked.buffer
     written = [rg for rg in r.block.writes if rg.buffer is buf]
     if not written:
         raise schedule_error(
@@ -803,7 +792,7 @@ def cache_inplace(
         )
     sc = _Scope(func, r_path)
     ana = sc.analyzer(sc.path_of(r))
-    window = _relaxed(sc, reads[index], r, [], ana)
+    window = _relaxed(sc, picked, r, [], ana)
     wrote = _relaxed(sc, written[0], r, [], ana)
     # the copy back writes the whole window: elements `r` leaves alone must hold their old
     # values, which they do only when the window is what `r` read (copied in) in the first place
