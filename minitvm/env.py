@@ -8,6 +8,7 @@ from .error import MiniTVMError
 
 FLAGS = {
     "MINITVM_NUM_THREADS": "threads in the parallel-loop pool (default: number of cores)",
+    "TVM_NUM_THREADS": "TVM's spelling of MINITVM_NUM_THREADS, read when that one is unset",
     "MINITVM_DUMP_IR": "directory; the lowering pipeline writes the script after each pass there",
     "MINITVM_VERIFY_IR": "1 to run the well-formedness check after every lowering pass",
     "MINITVM_EXAMPLE_SMALL": "1 to run examples/*.py at small sizes (the test suite sets it)",
@@ -16,8 +17,13 @@ FLAGS = {
 
 
 def num_threads() -> int | None:
-    """MINITVM_NUM_THREADS as a positive int, None when unset or empty."""
-    value = os.environ.get("MINITVM_NUM_THREADS", "").strip()
+    """MINITVM_NUM_THREADS (else TVM's TVM_NUM_THREADS) as a positive int, None when both are
+    unset or empty."""
+    name = "MINITVM_NUM_THREADS"
+    value = os.environ.get(name, "").strip()
+    if not value:
+        name = "TVM_NUM_THREADS"
+        value = os.environ.get(name, "").strip()
     if not value:
         return None
     try:
@@ -26,7 +32,7 @@ def num_threads() -> int | None:
         n = 0
     if n < 1:
         raise MiniTVMError(
-            f"MINITVM_NUM_THREADS={value!r} is not a positive integer; set it to the number of "
+            f"{name}={value!r} is not a positive integer; set it to the number of "
             f"threads for parallel loops (e.g. {os.cpu_count() or 1}, the cores of this "
             "machine), or unset it to use every core"
         )

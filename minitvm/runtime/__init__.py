@@ -11,6 +11,9 @@ from .ndarray import array as tensor  # TVM 0.20+: tvm.runtime.tensor(np_array, 
 from .packed_func import PackedFunc
 from .registry import get_global_func, list_global_func_names, register_func, remove_global_func
 from .registry import register_func as register_global_func  # TVM 0.20+ name
+from .threadpool import num_threads, set_num_threads
+
+register_func("runtime.config_threadpool", threadpool._config_threadpool, override=True)
 
 __all__ = [
     "CodegenResult",
@@ -33,11 +36,13 @@ __all__ = [
     "metal",
     "nd",
     "ndarray",
+    "num_threads",
     "opencl",
     "register_func",
     "register_global_func",
     "remove_global_func",
     "rocm",
+    "set_num_threads",
     "tensor",
     "threadpool",
     "vulkan",

@@ -338,3 +338,16 @@ def set_num_threads(n: int) -> None:
 def num_threads() -> int:
     """Threads used by parallel loops (MINITVM_NUM_THREADS, else the number of cores)."""
     return ensure_pool().num_threads()
+
+
+def _config_threadpool(affinity_mode: int = 0, nthreads: int = 0) -> None:
+    """TVM's global `runtime.config_threadpool(affinity_mode, nthreads)`: `nthreads` > 0 sets
+    the pool size (0 keeps it); affinity is the OS scheduler's business here, so the mode is
+    accepted and ignored."""
+    if not isinstance(nthreads, int) or isinstance(nthreads, bool) or nthreads < 0:
+        raise MiniTVMError(
+            f"runtime.config_threadpool: nthreads must be an int >= 0 (0 keeps the current "
+            f"size), got {nthreads!r}"
+        )
+    if nthreads:
+        set_num_threads(nthreads)

@@ -388,7 +388,46 @@ def test_bad_minitvm_num_threads_is_a_clear_error(value):
 def test_minitvm_num_threads_ignores_surrounding_spaces(monkeypatch):
     from minitvm import env
 
+    monkeypatch.delenv("TVM_NUM_THREADS", raising=False)
     monkeypatch.setenv("MINITVM_NUM_THREADS", " 3 ")
     assert env.num_threads() == 3
     monkeypatch.setenv("MINITVM_NUM_THREADS", "")
     assert env.num_threads() is None
+
+
+def test_tvm_num_threads_is_read_when_minitvm_num_threads_is_unset(monkeypatch):
+    """TVM's spelling works too; ours wins when both are set; a bad value names its flag."""
+    from minitvm import env
+
+    monkeypatch.delenv("MINITVM_NUM_THREADS", raising=False)
+    monkeypatch.setenv("TVM_NUM_THREADS", "5")
+    assert env.num_threads() == 5
+    monkeypatch.setenv("MINITVM_NUM_THREADS", "2")
+    assert env.num_threads() == 2
+    monkeypatch.delenv("MINITVM_NUM_THREADS")
+    monkeypatch.setenv("TVM_NUM_THREADS", "many")
+    with pytest.raises(MiniTVMError, match="TVM_NUM_THREADS='many' is not a positive integer"):
+        env.num_threads()
+
+
+def test_runtime_thread_calls_and_tvms_config_threadpool(pool_module):
+    """`tvm.runtime.set_num_threads` / `num_threads`, and TVM's global
+    `runtime.config_threadpool(affinity, n)` (n = 0 keeps the size) resize the pool that
+    parallel loops use."""
+    import minitvm as tvm
+
+    before = tvm.runtime.num_threads()
+    config = tvm.get_global_func("runtime.config_threadpool")
+    try:
+        config(0, 1)
+        assert tvm.runtime.num_threads() == 1
+        ids, tids, _ = _run(pool_module, 4, spin=1000)
+        assert len(set(tids)) == 1
+        config(1, 0)
+        assert tvm.runtime.num_threads() == 1
+        tvm.runtime.set_num_threads(2)
+        assert threadpool.num_threads() == 2
+        with pytest.raises(MiniTVMError, match="nthreads must be an int >= 0"):
+            config(0, -1)
+    finally:
+        tvm.runtime.set_num_threads(before)
