@@ -207,3 +207,60 @@ def take(
 
 def split(x: np.ndarray, indices_or_sections: Any, axis: int = 0) -> tuple:
     return tuple(np.split(x, indices_or_sections, axis=axis))
+
+
+def _parse_layout(layout: str) -> list[tuple[str, int | None]]:
+    """[(letter, block or None)] of a layout string (validated by topi.layout.Layout)."""
+    from .layout import Layout
+
+    return list(Layout.parse(layout).axes)
+
+
+def layout_transform(
+    x: np.ndarray, src_layout: str, dst_layout: str, pad_value: float | None = None
+) -> np.ndarray:
+    """`x` in `src_layout` rewritten in `dst_layout` by reshapes and transposes; a block that
+    does not divide its axis pads the tail with `pad_value`."""
+    src, dst = _parse_layout(src_layout), _parse_layout(dst_layout)
+    letters = [a for a, _ in src]
+    primals = [a for a in letters if a.isupper()]
+    # 1. primal order, each primal's outer axis followed by its block: merge them
+    order = []
+    for p in primals:
+        order.append(letters.index(p))
+        if p.lower() in letters:
+            order.append(letters.index(p.lower()))
+    full = {
+        p: int(np.prod([x.shape[letters.index(a)] for a in (p, p.lower()) if a in letters]))
+        for p in primals
+    }
+    y = x.transpose(order).reshape([full[p] for p in primals])
+    # 2. pad each primal to a multiple of its block in dst, split it, and order as dst
+    blocks = {a.upper(): f for a, f in dst if a.islower()}
+    widths = [(0, -full[p] % blocks.get(p, 1)) for p in primals]
+    if any(hi for _, hi in widths):
+        if pad_value is None:
+            raise ValueError(f"layout_transform {src_layout}->{dst_layout}: needs pad_value")
+        y = np.pad(y, widths, constant_values=pad_value)
+    split_shape, names = [], []
+    for p, (_, hi) in zip(primals, widths):
+        b = blocks.get(p)
+        if b is None:
+            split_shape.append(full[p])
+            names.append(p)
+        else:
+            split_shape += [(full[p] + hi) // b, b]
+            names += [p, p.lower()]
+    y = y.reshape(split_shape)
+    return np.ascontiguousarray(y.transpose([names.index(a) for a, _ in dst]))
+
+
+def index_map_transform(
+    x: np.ndarray, index_map: Any, pad_value: float | None = None
+) -> np.ndarray:
+    """Element idx of `x` moved to `index_map(idx)`; the image's other elements are pad_value."""
+    out = index_map.map_ndarray(x)
+    if pad_value:
+        filled = index_map.map_ndarray(np.ones(x.shape, dtype=bool))
+        out = np.where(filled, out, np.asarray(pad_value, dtype=x.dtype))
+    return out

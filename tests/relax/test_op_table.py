@@ -14,6 +14,7 @@ from minitvm import relax, tir
 from minitvm.relax import op
 from minitvm.relax.eval_ref import eval_dim, evaluate
 from minitvm.relax.struct_info import TensorStructInfo, TupleStructInfo
+from minitvm.topi.layout import layout_index_map
 
 
 @dataclass
@@ -123,6 +124,17 @@ CASES: dict[str, Case] = {
     "strided_slice_neg": Case(lambda x: op.strided_slice(x, [1], [-1], [0], [-2]), [("n", 7)]),
     "take": Case(lambda x, i: op.take(x, i, axis=0), [(5, "n"), ("int32", (4,))]),
     "take_axis1": Case(lambda x, i: op.take(x, i, axis=1), [("n", 5), ("int32", (2, 2))]),
+    "layout_transform": Case(
+        lambda x: op.layout_transform(x, layout_index_map("NCHW", "NCHW4c")), [("n", 8, 3, 2)]
+    ),
+    "layout_transform_back": Case(
+        lambda x: op.layout_transform(x, layout_index_map("NCHW4c", "NHWC")), [("n", 2, 3, 2, 4)]
+    ),
+    "layout_transform_pad": Case(
+        lambda x: op.layout_transform(x, lambda a, b: (a // 4, b, a % 4), pad_value=-2.0),
+        [(6, "n")],
+        symbolic=False,
+    ),
     "astype": Case(lambda x: op.astype(x, "int32"), [("n", 4)]),
     "expand_dims": Case(lambda x: op.expand_dims(x, 1), [("n", 4)]),
     "zeros": Case(lambda x: op.add(x, op.zeros((4,), "float32")), [("n", 4)]),

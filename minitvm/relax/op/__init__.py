@@ -28,6 +28,7 @@ from .manipulate import (
     concat,
     expand_dims,
     flatten,
+    layout_transform,
     permute_dims,
     reshape,
     split,
@@ -45,6 +46,7 @@ def relu(x):  # noqa: ANN001, ANN201 (2022 spelling; the op is relax.op.nn.relu)
         "relax.op.relu is the 2022 spelling; use relax.op.nn.relu", DeprecationWarning, stacklevel=2
     )
     return nn.relu(x)
+
 
 from .statistical import max, mean, min, prod, sum
 
@@ -66,6 +68,7 @@ __all__ = [
     "flatten",
     "full",
     "dense",
+    "layout_transform",
     "linear",
     "log",
     "matmul",

@@ -6,9 +6,13 @@ from typing import Any
 
 import numpy as np
 
-from ... import topi
-from ...error import DTypeError, ShapeError
+from ... import te, tir, topi
+from ...error import DTypeError, ScheduleError, ShapeError
 from ...ir.dtype import DataType
+from ...tir import op as tir_op
+from ...tir.expr import FloorDiv, FloorMod, make_const
+from ...tir.functor import post_order_visit
+from ...tir.index_map import IndexMap
 from ...topi import reference as ref
 from ...topi.transform import infer_reshape, slice_bounds, split_sections
 from ...topi.utils import const_int, fmt_dim, fmt_shape, normalize_axis, prod, prove_equal
@@ -321,3 +325,138 @@ _expand_dims = register_op(
 def expand_dims(x: Expr, axis: int) -> Call:
     """Insert a size-1 dim at `axis`."""
     return make_call(_expand_dims, (x,), {"axis": int(axis)})
+
+
+# ----------------------------------------------------------------------------- layout_transform
+
+
+def _index_map(text: str) -> IndexMap:
+    return IndexMap.from_text(text, index_dtype="int64")
+
+
+def _unfilled_dims(imap: IndexMap, shape: tuple) -> list[str]:
+    """'dim k (d) by f' for each initial index that the map splits by a factor not dividing it."""
+    extents = dict(zip(imap.initial_indices, shape))
+    found: list[str] = []
+
+    def visit(e: Any) -> None:
+        if isinstance(e, FloorDiv | FloorMod) and isinstance(e.a, tir.Var) and e.a in extents:
+            d, f = const_int(extents[e.a]), const_int(e.b)
+            k = imap.initial_indices.index(e.a)
+            note = f"dim {k} ({fmt_dim(extents[e.a])}) by {fmt_dim(e.b)}"
+            if (d is None or f is None or d % f) and note not in found:
+                found.append(note)
+
+    for e in imap.final_indices:
+        post_order_visit(e, visit)
+    return found
+
+
+def _layout_shape(call: Call, x: TensorStructInfo, imap: IndexMap) -> tuple:
+    """The image shape of x under the map; a map that pads needs `pad_value`."""
+    shape = tuple(x.shape)
+    try:
+        out = tuple(I.dim(d) for d in imap.map_shape(shape))
+    except ScheduleError as err:
+        raise ShapeError(f"relax.layout_transform of x {fmt_shape(shape)}: {err}") from err
+    if prove_equal(I.dim(prod(shape)), I.dim(prod(out))):
+        return out
+    unfilled = ", ".join(_unfilled_dims(imap, shape)) or "some dims"
+    if any(const_int(d) is None for d in shape + out):
+        raise ShapeError(
+            f"relax.layout_transform: cannot prove that {imap} fills its image {fmt_shape(out)} "
+            f"for x of shape {fmt_shape(shape)} (it splits {unfilled}); split only dims whose "
+            "extent the block provably divides"
+        )
+    if call.attrs["pad_value"] is None:
+        raise ShapeError(
+            f"relax.layout_transform: {imap} pads x of shape {fmt_shape(shape)} to "
+            f"{fmt_shape(out)}: it splits {unfilled}, which does not divide; pass pad_value "
+            "(or pick a block size that divides the dim)"
+        )
+    return out
+
+
+def _infer_layout_transform(call: Call) -> StructInfo:
+    x = I.tensor_arg(call, 0, "x")
+    imap = _index_map(call.attrs["index_map"])
+    if x.ndim not in (-1, imap.ndim):
+        raise ShapeError(
+            f"relax.layout_transform: index_map {imap} takes {imap.ndim} indices, but x has shape "
+            f"{fmt_shape(x.shape)} (rank {x.ndim}); write the map with one parameter per dim"
+        )
+    if x.shape is None:
+        return TensorStructInfo(None, x.dtype, len(imap))
+    return TensorStructInfo(_layout_shape(call, x, imap), x.dtype)
+
+
+def _te_layout_transform(x, index_map, pad_value, axis_separators, input_axis_separators):
+    imap = _index_map(index_map)
+    shape = imap.map_shape(list(x.shape))
+    inverse, pad = imap.non_surjective_inverse(list(x.shape))
+    padded = not (isinstance(pad, tir.IntImm) and not pad.value)
+    predicate = IndexMap(inverse.initial_indices, [pad])
+
+    def body(*idx: Any):
+        value = x[tuple(inverse.map_indices(list(idx)))]
+        if not padded:
+            return value
+        fill = make_const(x.dtype, pad_value)
+        return tir_op.if_then_else(predicate.map_indices(list(idx))[0], fill, value)
+
+    return te.compute(tuple(shape), body, name="T_layout_trans", tag="injective")
+
+
+def _np_layout_transform(x, index_map, pad_value, axis_separators, input_axis_separators):
+    return ref.index_map_transform(x, _index_map(index_map), pad_value)
+
+
+_layout_transform = register_op(
+    "relax.layout_transform",
+    _infer_layout_transform,
+    _te_layout_transform,
+    _np_layout_transform,
+    OpPattern.INJECTIVE,
+)
+
+
+def layout_transform(
+    x: Expr,
+    index_map: Any,
+    pad_value: float | None = None,
+    axis_separators: Any = None,
+    input_axis_separators: Any = None,
+) -> Call:
+    """x rearranged so element `idx` lands at `index_map(idx)` (TVM's relax signature).
+
+    `index_map` is an IndexMap, a lambda or a lambda's text; `topi.layout.layout_index_map("NCHW", "NCHW16c")`
+    builds the one between two layout strings. The map is kept in the call's attrs as its
+    lambda text (`call.attrs["index_map"]`; `IndexMap.from_text` reads it back), so equal
+    maps give structurally equal calls."""
+    for what, seps in (
+        ("axis_separators", axis_separators),
+        ("input_axis_separators", input_axis_separators),
+    ):
+        if seps:
+            raise ShapeError(
+                f"relax.layout_transform: {what}={list(seps)} is not supported (buffers are "
+                "flat on the CPU targets); leave it None"
+            )
+    if isinstance(index_map, str):  # the attrs' own text form (as printed in TVMScript)
+        index_map = _index_map(index_map)
+    elif not isinstance(index_map, IndexMap):
+        sinfo = x.struct_info if isinstance(x, Expr) else None
+        ndim = sinfo.ndim if isinstance(sinfo, TensorStructInfo) and sinfo.ndim != -1 else None
+        index_map = IndexMap.from_func(index_map, ndim, index_dtype="int64")
+    attrs = {
+        "index_map": index_map.as_lambda_text(),
+        "pad_value": None if pad_value is None else float(pad_value),
+        "axis_separators": None,
+        "input_axis_separators": None,
+    }
+    return make_call(_layout_transform, (x,), attrs)
+
+
+def layout_transform_index_map(call: Call) -> IndexMap:
+    """The IndexMap of a `relax.layout_transform` call (read back from its attrs)."""
+    return _index_map(call.attrs["index_map"])
