@@ -14,8 +14,10 @@ from ...ir.transform import Pass
 from .annotate_op_pattern import annotate_op_pattern
 from .bind_params import bind_params, bind_params_function
 from .dead_code_elimination import dead_code_elimination, remove_unused_bindings
+from .decompose import decompose_ops_for_inference
 from .default_schedule import default_schedule
 from .eliminate_common_subexpr import eliminate_common_subexpr
+from .fold_batchnorm import fold_batchnorm_to_conv2d
 from .fold_constant import fold_constant
 from .fuse_ops import fuse_ops
 from .fuse_tir import fuse_tir
@@ -104,3 +106,22 @@ def Gradient(func_name: str, require_grads: Any = None, target_index: int = 0) -
 
 
 __all__ += ["Gradient", "gradient"]
+
+
+def FoldBatchnormToConv2D() -> Pass:
+    """conv2d [+ bias] + batch_norm with constant parameters → conv2d + bias (fold_batchnorm.py)."""
+    return Pass(fold_batchnorm_to_conv2d, "FoldBatchnormToConv2D")
+
+
+def DecomposeOpsForInference(func_name: str | None = None) -> Pass:
+    """batch_norm → elementwise ops with precomputed per-channel constants (decompose.py);
+    `func_name` limits it to one function."""
+    return Pass(lambda mod: decompose_ops_for_inference(mod, func_name), "DecomposeOpsForInference")
+
+
+__all__ += [
+    "DecomposeOpsForInference",
+    "FoldBatchnormToConv2D",
+    "decompose_ops_for_inference",
+    "fold_batchnorm_to_conv2d",
+]
