@@ -90,6 +90,10 @@ _PYTEST_HELPERS = frozenset(
 
 
 def __getattr__(name: str):
+    if name == "zoo":  # the model zoo imports relax; load it on first use
+        import importlib
+
+        return importlib.import_module(f"{__name__}.zoo")
     if name in _PYTEST_HELPERS:
         from . import utils
 
