@@ -59,3 +59,93 @@ def schedule_blocked(sch: Any, get_block: Any) -> None:
     sch.parallel(jo2)
     sch.vectorize(ji2)
     sch.vectorize(sch.get_loops(cw)[-1])
+
+
+def conv2d_nchwc_te(
+    n: Any, c: int, hw: int, o: int, k: int, stride: int = 1, pad: int = 0, cb: int = 16,
+    ob: int = 16, epilogue: str = "",
+) -> tuple:
+    """A blocked conv Y[n, oc/ob, oh, ow, ob] over X[n, c/cb, hw, hw, cb] and packed weights
+    W[o/ob, c/cb, k, k, cb, ob], in the form of topi.nn.conv2d_NCHWc: padding in its own
+    stage "data_pad", reduction axes (ic_outer, kh, kw, ic_inner). `epilogue` is "" or a
+    "+"-joined list of "bias", "relu", "residual" (a tensor like Y added), "nchw" (the result
+    written back in NCHW). Returns (inputs..., output)."""
+    from .. import te, tir
+
+    X = te.placeholder((n, c // cb, hw, hw, cb), name="X")
+    W = te.placeholder((o // ob, c // cb, k, k, cb, ob), name="W")
+    hp = hw + 2 * pad
+    oh = (hp - k) // stride + 1
+    if pad:
+        Xp = te.compute(
+            (n, c // cb, hp, hp, cb),
+            lambda b, ci, h, w, cc: te.if_then_else(
+                tir.all(h >= pad, h < hw + pad, w >= pad, w < hw + pad),
+                X[b, ci, h - pad, w - pad, cc],
+                tir.const(0.0, "float32"),
+            ),
+            name="data_pad",
+            tag="injective,pad",
+        )
+    else:
+        Xp = X
+    ico = te.reduce_axis((0, c // cb), "ic_outer")
+    kh = te.reduce_axis((0, k), "kh")
+    kw = te.reduce_axis((0, k), "kw")
+    ici = te.reduce_axis((0, cb), "ic_inner")
+    Y = te.compute(
+        (n, o // ob, oh, oh, ob),
+        lambda b, oc, y, x, oi: te.sum(
+            Xp[b, ico, y * stride + kh, x * stride + kw, ici] * W[oc, ico, kh, kw, ici, oi],
+            axis=[ico, kh, kw, ici],
+        ),
+        name="conv2d_NCHWc",
+    )
+    inputs = [X, W]
+    for step in [s for s in epilogue.split("+") if s]:
+        if step == "bias":
+            B = te.placeholder((o // ob, 1, 1, ob), name="bias")
+            inputs.append(B)
+            Y = te.compute(Y.shape, lambda *i, Y=Y, B=B: Y(*i) + B[i[1], 0, 0, i[4]], name="T_add")
+        elif step == "relu":
+            Y = te.compute(Y.shape, lambda *i, Y=Y: te.max(Y(*i), tir.const(0.0, "float32")),
+                           name="T_relu")
+        elif step == "residual":
+            R = te.placeholder(Y.shape, name="residual")
+            inputs.append(R)
+            Y = te.compute(Y.shape, lambda *i, Y=Y, R=R: Y(*i) + R(*i), name="T_residual")
+        elif step == "nchw":
+            Y = te.compute(
+                (n, o, oh, oh), lambda b, f, y, x, Y=Y: Y[b, f // ob, y, x, f % ob], name="T_nchw"
+            )
+    return (*inputs, Y)
+
+
+def conv2d_nchwc_ref(x, w, stride: int, pad: int, extra: dict | None = None,
+                     epilogue: str = ""):
+    """numpy reference of `conv2d_nchwc_te` (float64 accumulation)."""
+    import numpy as np
+
+    n, cbo, hw, _, cb = x.shape
+    oco, _, k, _, _, ob = w.shape
+    xn = x.transpose(0, 1, 4, 2, 3).reshape(n, cbo * cb, hw, hw).astype("float64")
+    xn = np.pad(xn, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    wn = w.transpose(0, 5, 1, 4, 2, 3).reshape(oco * ob, cbo * cb, k, k).astype("float64")
+    oh = (hw + 2 * pad - k) // stride + 1
+    y = np.zeros((n, oco * ob, oh, oh))
+    for dy in range(k):
+        for dx in range(k):
+            win = xn[:, :, dy : dy + stride * oh : stride, dx : dx + stride * oh : stride]
+            y += np.einsum("nchw,oc->nohw", win, wn[:, :, dy, dx])
+    y = y.reshape(n, oco, ob, oh, oh).transpose(0, 1, 3, 4, 2)
+    extra = extra or {}
+    for step in [s for s in epilogue.split("+") if s]:
+        if step == "bias":
+            y = y + extra["bias"].reshape(1, oco, 1, 1, ob)
+        elif step == "relu":
+            y = np.maximum(y, 0)
+        elif step == "residual":
+            y = y + extra["residual"]
+        elif step == "nchw":
+            y = y.transpose(0, 1, 4, 2, 3).reshape(n, oco * ob, oh, oh)
+    return y.astype("float32")

@@ -297,7 +297,8 @@ def test_matmul_tile_choice() -> None:
     assert tile(13, 64, 8) == _ds.MatmulTile(4, 64, 4)  # prime rows: guarded too
     assert tile(3, 64, 8) == _ds.MatmulTile(3, 64, 4)
     assert tile(6, 10, 7) == _ds.MatmulTile(6, 10, 1)  # short row: whole; 6 rows divide 6
-    assert tile(16, 200, 8) == _ds.MatmulTile(8, 8, 4)  # no wide divisor: 8 lanes
+    assert tile(16, 200, 8) == _ds.MatmulTile(16, 8, 4)  # no wide divisor: 8 lanes, one vector
+    assert tile(56, 16, 576) == _ds.MatmulTile(14, 16, 4)  # a blocked conv row: one vector
     assert tile(16, 131, 8) is None  # prime columns: generic tiling
     assert tile(16, None, 8) is None
 

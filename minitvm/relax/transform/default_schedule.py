@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 from ...error import ScheduleError
 from ...ir.module import IRModule
-from ...tir.expr import Add, BufferLoad, IterType, Var
+from ...tir.expr import Add, BufferLoad, Call, IterType, Op, Select, Var
 from ...tir.function import PrimFunc
 from ...tir.functor import post_order_visit, pre_order_visit
 from ...tir.schedule import BlockRV, LoopRV, Schedule
@@ -50,6 +50,7 @@ IS_SCHEDULED = "tir.is_scheduled"
 VECTOR_LANES = 16  # float32 lanes of one AVX-512 register; a split factor, not a limit
 TILE_ROWS = 4  # rows of a matmul tile kept hot while its reduction runs
 PARALLEL_MIN_WORK = 4096  # fewer (static) iterations than this are not worth a thread pool
+_IF_THEN_ELSE = Op.get("if_then_else")
 
 
 class BlockKind(enum.Enum):
@@ -161,7 +162,20 @@ def schedule_spatial(sch: Schedule, block: BlockRV, loops: list[LoopRV]) -> None
     """Parallel outer loops, vectorized inner loop."""
     work = _work(sch, loops)
     outer = _vectorize_inner(sch, loops[-1])
-    _parallel(sch, loops[:-1] + ([outer] if outer is not None else []), work)
+    par = loops[:-1] + ([outer] if outer is not None else [])
+    if _writes_intermediate(sch, block):
+        # a staged intermediate (`data_pad`): its symbolic batch loop stays serial outside
+        # the fused static loops, so lowering can still bound the buffer by the batch (a fused
+        # `n * 242` loop's `// 242` is not bounded by n there)
+        while par and _extent(sch, par[0]) is None and len(par) > 1:
+            par = par[1:]
+    _parallel(sch, par, work)
+
+
+def _writes_intermediate(sch: Schedule, block: BlockRV) -> bool:
+    """`block` writes a buffer that is not a parameter of the function."""
+    params = {id(b) for b in sch.mod["main"].buffer_map.values()}
+    return any(id(w.buffer) not in params for w in sch.get(block).writes)
 
 
 def schedule_product(sch: Schedule, block: BlockRV, loops: list[LoopRV]) -> LoopRV | None:
@@ -203,12 +217,35 @@ def schedule_product(sch: Schedule, block: BlockRV, loops: list[LoopRV]) -> Loop
 
 # ----------------------------------------------------------------------------- matmul
 
-MATMUL_ACC_REGISTERS = 24  # vector registers a register tile fills with accumulators (of 32)
-MATMUL_MAX_ROWS = 8  # rows of a register tile (each row reuses the tile's B vectors)
+MATMUL_MAX_ROWS = 8  # rows of a tile of several vectors a row (measured best on 64..2048 GEMMs)
 MATMUL_COLS = (64, 32, 48, 16)  # vector widths of a register tile, best first (measured)
 MATMUL_WHOLE_ROW = 128  # a row no longer than this that none of MATMUL_COLS divides is one tile
 MATMUL_GUARDED_ROWS = 4  # rows of a tile over a symbolic or oddly sized row extent (measured)
 MATMUL_K_UNROLL = 4  # reduction steps unrolled in the register tile
+
+
+@dataclass(frozen=True)
+class RegisterFile:
+    """The vector registers a register tile is sized from (AVX-512: 32 zmm of 16 float32)."""
+
+    lanes: int = VECTOR_LANES
+    registers: int = 32
+
+
+REGISTERS = RegisterFile()
+
+
+def tile_max_rows(vectors: int, regs: RegisterFile = REGISTERS) -> int:
+    """The most rows of a register tile whose row is `vectors` vector registers wide.
+
+    Each row holds `vectors` accumulators; its A element is a broadcast operand of the FMAs,
+    so the file must also hold the row's B vectors. A one-vector row (a blocked conv's 16
+    output channels, a dense with 16 columns) takes half the file, so a conv row of 14 or 16
+    output pixels is one tile (measured on 3x3 conv 256x14²: 14 rows 233 GFLOPS, 7 rows 227).
+    Wider rows keep MATMUL_MAX_ROWS (measured), their accumulators within 3/4 of the file."""
+    if vectors == 1:
+        return regs.registers // 2
+    return max(1, min(MATMUL_MAX_ROWS, regs.registers * 3 // 4 // vectors))
 
 
 @dataclass(frozen=True)
@@ -307,8 +344,7 @@ def matmul_tile(rows: int | None, cols: int | None, reduce: int | None) -> Matmu
     width = _matmul_cols(cols)
     if width is None:
         return None
-    vectors = math.ceil(width / VECTOR_LANES)
-    cap = max(1, min(MATMUL_MAX_ROWS, MATMUL_ACC_REGISTERS // vectors))
+    cap = tile_max_rows(math.ceil(width / REGISTERS.lanes))
     rows_guarded = min(cap, MATMUL_GUARDED_ROWS)
     if rows is None:
         mr = rows_guarded
@@ -356,7 +392,7 @@ def schedule_matmul(sch: Schedule, block: BlockRV, loops: list[LoopRV]) -> bool:
     write_back = sch.cache_write(block, 0, "local")
     _fold_epilogue(sch, write_back)
     loops = sch.get_loops(block)
-    spatial, reduce = loops[:n_spatial], loops[n_spatial:]
+    spatial, reduce = loops[:n_spatial], _fuse_unit_loops(sch, loops[n_spatial:])
     i, j = spatial[-2], spatial[-1]
     io, ii = (i, None) if tile.rows == 1 else sch.split(i, [None, tile.rows])
     jo, ji = (None, j) if tile.cols == _extent(sch, j) else sch.split(j, [None, tile.cols])
@@ -385,6 +421,22 @@ def schedule_matmul(sch: Schedule, block: BlockRV, loops: list[LoopRV]) -> bool:
             sch.vectorize(cols)
     _parallel_widest(sch, outer, work)
     return True
+
+
+def _fuse_unit_loops(sch: Schedule, loops: list[LoopRV]) -> list[LoopRV]:
+    """The adjacent `loops` with each unit loop fused into a neighbour (the reduction over one
+    input-channel block of a conv with 16 channels): `_decompose` cannot split the init off
+    above a unit loop."""
+    out = list(loops)
+    k = 0
+    while len(out) > 1 and k < len(out):
+        if _extent(sch, out[k]) == 1:
+            pair = (out[k], out[k + 1]) if k + 1 < len(out) else (out[k - 1], out[k])
+            at = k if k + 1 < len(out) else k - 1
+            out[at : at + 2] = [sch.fuse(*pair)]
+        else:
+            k += 1
+    return out
 
 
 def _decompose(sch: Schedule, block: BlockRV, reduce: list[LoopRV]) -> BlockRV | None:
@@ -508,24 +560,43 @@ def _inline_intermediates(sch: Schedule) -> None:
             break
 
 
+def _is_conditional(e) -> bool:
+    """`e` holds a Select or an if_then_else (a padding producer's border test)."""
+    found: list = []
+    post_order_visit(
+        e,
+        lambda n: found.append(n)
+        if isinstance(n, Select) or isinstance(n, Call) and n.op is _IF_THEN_ELSE
+        else None,
+    )
+    return bool(found)
+
+
 def _is_packing(func: PrimFunc, producer: Block) -> bool:
-    """`producer` feeds the B operand of a matmul (the load vectorized along the output
-    columns j) and inlining it would make that load strided, e.g. the transpose of `g @ W.T`:
-    it stays a block, writing a contiguous (packed) copy the matmul's vector loop reads."""
+    """`producer` feeds a product block (matmul, conv) and inlining it would put into that
+    block's inner loop a conditional (the border test of a padding stage like a conv's
+    `data_pad`) or a strided load along the vectorized output columns j (the transpose of
+    `g @ W.T`): it stays a stage, writing a padded or packed copy once (parallel and
+    vectorized by the spatial rule) that the product's register tile reads unguarded."""
     store = producer.body
     if not isinstance(store, BufferStore) or not all(isinstance(i, Var) for i in store.indices):
         return False
+    out = producer.writes[0].buffer
     strided = {
         pos
         for pos, v in enumerate(store.indices)
         if any(_uses(i, v) for ld in _loads(store.value) for i in ld.indices[:-1])
     }
+    conditional = _is_conditional(store.value)
     for r in _blocks(func):
-        j, term = _last_spatial_var(r.block), _product_term(r.block)
-        if j is None or term is None:
+        term = _product_term(r.block)
+        if term is None:
             continue
+        j = _last_spatial_var(r.block)
         for ld in _loads(term):
-            if ld.buffer is producer.writes[0].buffer and any(
+            if ld.buffer is not out:
+                continue
+            if conditional or any(
                 idx is j and pos in strided for pos, idx in enumerate(ld.indices)
             ):
                 return True
