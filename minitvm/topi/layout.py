@@ -18,7 +18,7 @@ from ..error import ShapeError, TEError
 from ..tir import op as tir_op
 from ..tir.expr import Var, make_const
 from ..tir.index_map import IndexMap
-from .utils import const_int, fmt_shape, prove_equal, simplify
+from .utils import const_int, fmt_dim, fmt_shape, prove_equal, simplify
 
 _TOKEN = re.compile(r"(\d*)([A-Za-z])")
 
@@ -117,8 +117,9 @@ class Layout:
                 out.append(const_int(d) // b)
             else:
                 raise ShapeError(
-                    f"{what}: axis {a} has extent {d}, which the block {b}{a.lower()} of layout "
-                    f"{self.name!r} does not divide; pick a block size that divides {d}"
+                    f"{what}: axis {a} has extent {fmt_dim(d)}, which the block {b}{a.lower()} of "
+                    f"layout {self.name!r} does not divide; pick a block size that divides "
+                    f"{fmt_dim(d)}"
                 )
         return tuple(out)
 
@@ -192,7 +193,7 @@ def _check_rank(shape: Sequence[Any], layout: Layout, what: str) -> None:
         if f is not None and not prove_equal(d, f):
             raise ShapeError(
                 f"{what}: shape {fmt_shape(shape)} does not match layout {layout.name!r}: the "
-                f"block axis {a!r} must have extent {f}, got {d}"
+                f"block axis {a!r} must have extent {f}, got {fmt_dim(d)}"
             )
 
 

@@ -264,3 +264,21 @@ def index_map_transform(
         filled = index_map.map_ndarray(np.ones(x.shape, dtype=bool))
         out = np.where(filled, out, np.asarray(pad_value, dtype=x.dtype))
     return out
+
+
+def conv2d(
+    data: np.ndarray,
+    kernel: np.ndarray,
+    strides: Any = 1,
+    padding: Any = 0,
+    dilation: Any = 1,
+    groups: int = 1,
+    data_layout: str = "NCHW",
+    kernel_layout: str = "OIHW",
+    out_layout: str | None = None,
+) -> np.ndarray:
+    """conv2d in any layouts: through NCHW/OIHW and back to `out_layout` (default data_layout)."""
+    x = layout_transform(data, data_layout, "NCHW")
+    w = layout_transform(kernel, kernel_layout, "OIHW")
+    out = conv2d_nchw(x, w, strides, padding, dilation, groups)
+    return layout_transform(out, "NCHW", out_layout or data_layout)

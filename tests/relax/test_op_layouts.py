@@ -121,3 +121,172 @@ def test_layout_transform_prints_and_parses_back_equal():
         [(1, 8, 2, 2)], lambda x: op.layout_transform(x, layout_index_map("NCHW", "NCHW4c"))
     )
     tvm.ir.assert_structural_equal(again, mod)  # equal maps give equal calls
+
+
+# ----------------------------------------------------------------------------- conv2d layouts
+
+# name -> (data_layout, kernel_layout, out_layout, (C, H, W), (O, KH, KW), groups, strides, padding, dilation)
+CONV = {
+    "nchw": ("NCHW", "OIHW", None, (3, 7, 6), (5, 3, 3), 1, 2, (1, 0, 2, 1), 1),
+    "nhwc_hwio": ("NHWC", "HWIO", None, (3, 7, 5), (4, 3, 2), 1, 1, 1, (2, 1)),
+    "nhwc_ohwi_depthwise": ("NHWC", "OHWI", None, (5, 6, 6), (5, 3, 3), 5, 2, 1, 1),
+    "nchwc": ("NCHW4c", "OIHW4i8o", None, (8, 7, 5), (16, 3, 3), 1, 1, 1, 1),
+    "nchwc_out_own_block": (
+        "NCHW4c",
+        "OIHW4i8o",
+        "NCHW8c",
+        (4, 9, 9),
+        (8, 3, 3),
+        1,
+        2,
+        (0, 1, 1, 0),
+        2,
+    ),
+    "nchwc_depthwise": ("NCHW4c", "OIHW1i4o", None, (8, 7, 6), (8, 3, 3), 8, 2, 1, 1),
+}
+
+
+def _conv_call(name):
+    dl, kl, ol, _, _, groups, s, p, d = CONV[name]
+    return lambda x, w: op.nn.conv2d(x, w, s, p, d, groups, dl, kl, ol)
+
+
+def _conv_shapes(name, batch):
+    dl, kl, _, (c, h, w), (o, kh, kw), groups, *_ = CONV[name]
+    from minitvm.topi.layout import transformed_shape
+
+    return (
+        transformed_shape((batch, c, h, w), "NCHW", dl),
+        transformed_shape((o, c // groups, kh, kw), "OIHW", kl),
+    )
+
+
+@pytest.mark.parametrize("name", sorted(CONV))
+def test_conv2d_layouts_on_the_vm_with_symbolic_batch(name):
+    n = tir.Var("n", "int64")
+    mod, out = make_mod(_conv_shapes(name, n), _conv_call(name))
+    assert out.struct_info.shape[0] is n
+    dl, kl, ol, _, _, groups, s, p, d = CONV[name]
+    for batch in (1, 2):
+        x, w = (randn(*shape) for shape in _conv_shapes(name, batch))
+        got = run_vm(mod, x, w)
+        want = evaluate(mod, x, w)  # the op table's numpy reference
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+        assert got.shape == tuple(
+            batch if k == 0 else int(dim) for k, dim in enumerate(out.struct_info.shape)
+        )
+        # and the reference itself against the NCHW oracle
+        xn, wn = ref.layout_transform(x, dl, "NCHW"), ref.layout_transform(w, kl, "OIHW")
+        nchw = ref.conv2d_nchw(xn, wn, s, p, d, groups)
+        np.testing.assert_allclose(
+            ref.layout_transform(nchw, "NCHW", ol or dl), want, rtol=1e-4, atol=1e-4
+        )
+
+
+def test_conv2d_out_layout_defaults_to_data_layout():
+    mod, out = make_mod(
+        [(1, 2, 5, 5, 4), (2, 2, 3, 3, 4, 8)],
+        lambda x, w: op.nn.conv2d(x, w, padding=1, data_layout="NCHW4c", kernel_layout="OIHW4i8o"),
+    )
+    assert [int(d) for d in out.struct_info.shape] == [1, 4, 5, 5, 4]
+    call = mod["main"].body.blocks[0].bindings[0].value
+    assert call.attrs["out_layout"] == "NCHW4c"
+
+
+def infer(call):
+    """The call's struct info (inference runs when it is read)."""
+    return call.struct_info
+
+
+def T(shape):
+    return relax.Var("t", relax.TensorStructInfo(shape, "float32"))
+
+
+def test_conv2d_layout_errors_name_the_mismatch():
+    with pytest.raises(
+        ShapeError,
+        match=r"channels differ: .*C of data \(8: dims 1 and 4 of NCHW4c\) / groups \(1\)",
+    ):
+        infer(
+            op.nn.conv2d(
+                T((1, 2, 5, 5, 4)),
+                T((2, 3, 3, 3, 4, 8)),
+                data_layout="NCHW4c",
+                kernel_layout="OIHW4i8o",
+            )
+        )
+    with pytest.raises(
+        ShapeError,
+        match=r"weight has shape \(2, 2, 3, 3, 4, 4\), which does not match its layout 'OIHW4i8o'.*'o' must have extent 8, got 4",
+    ):
+        infer(
+            op.nn.conv2d(
+                T((1, 2, 5, 5, 4)),
+                T((2, 2, 3, 3, 4, 4)),
+                data_layout="NCHW4c",
+                kernel_layout="OIHW4i8o",
+            )
+        )
+    with pytest.raises(
+        ShapeError,
+        match=r"data has shape \(1, 8, 5, 5\) \(rank 4\); expected rank 5 \(layout NCHW4c\)",
+    ):
+        infer(
+            op.nn.conv2d(
+                T((1, 8, 5, 5)),
+                T((2, 2, 3, 3, 4, 8)),
+                data_layout="NCHW4c",
+                kernel_layout="OIHW4i8o",
+            )
+        )
+    with pytest.raises(ShapeError, match="layouts NCHW/HWIO are not supported"):
+        op.nn.conv2d(T((1, 8, 5, 5)), T((3, 3, 8, 4)), kernel_layout="HWIO")
+    with pytest.raises(
+        ShapeError, match="blocks input channels by 8 but data layout 'NCHW4c' by 4"
+    ):
+        infer(
+            op.nn.conv2d(
+                T((1, 2, 5, 5, 4)),
+                T((2, 1, 3, 3, 8, 8)),
+                data_layout="NCHW4c",
+                kernel_layout="OIHW8i8o",
+            )
+        )
+    with pytest.raises(
+        ShapeError, match=r"layouts NCHW4c/OIHW1i4o are not supported with groups=4 and 8 channels"
+    ):
+        infer(
+            op.nn.conv2d(
+                T((1, 2, 5, 5, 4)),
+                T((2, 2, 3, 3, 1, 4)),
+                groups=4,
+                data_layout="NCHW4c",
+                kernel_layout="OIHW1i4o",
+            )
+        )
+    with pytest.raises(
+        ShapeError,
+        match="out_layout: axis C has extent 8, which the block 16c of layout 'NCHW16c' does not divide",
+    ):
+        infer(
+            op.nn.conv2d(
+                T((1, 2, 5, 5, 4)),
+                T((1, 2, 3, 3, 4, 8)),
+                data_layout="NCHW4c",
+                kernel_layout="OIHW4i8o",
+                out_layout="NCHW16c",
+            )
+        )
+    with pytest.raises(ShapeError, match="layout 'NCHWc': block 'c' needs a positive size"):
+        op.nn.conv2d(T((1, 2, 5, 5, 4)), T((1, 2, 3, 3, 4, 8)), data_layout="NCHWc")
+
+
+def test_conv2d_gradient_in_other_layouts_is_refused():
+    from minitvm.error import MiniTVMError
+
+    mod, _ = make_mod(
+        [(1, 5, 5, 2), (3, 3, 2, 4)],
+        lambda x, w: op.sum(op.nn.conv2d(x, w, data_layout="NHWC", kernel_layout="HWIO")),
+    )
+    with pytest.raises(MiniTVMError, match="data_layout='NHWC' has no gradient rule"):
+        relax.transform.Gradient("main")(mod)

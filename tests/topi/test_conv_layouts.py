@@ -3,6 +3,8 @@ built through the driver and checked against numpy (and torch when it is importa
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -139,3 +141,206 @@ def test_layout_round_trips(cb, cm, ob, om):
     packed = ref.layout_transform(w, "OIHW", f"OIHW{cb}i{ob}o")
     assert packed.shape == (om, cm, 3, 1, cb, ob)
     np.testing.assert_array_equal(ref.layout_transform(packed, f"OIHW{cb}i{ob}o", "OIHW"), w)
+
+
+# ----------------------------------------------------------------------------- conv2d layouts
+
+try:
+    import torch
+    import torch.nn.functional as F
+except ImportError:  # the numpy reference alone still checks every case
+    torch = None
+
+
+def _torch_conv(x, w, strides, padding, dilation, groups):
+    """torch.nn.functional.conv2d on NCHW/OIHW with (top, left, bottom, right) padding."""
+    pt, pl, pb, pr = padding
+    xp = F.pad(torch.from_numpy(x), (pl, pr, pt, pb))
+    out = F.conv2d(xp, torch.from_numpy(w), stride=strides, dilation=dilation, groups=groups)
+    return out.numpy()
+
+
+class Conv(NamedTuple):
+    dl: str  # data layout
+    kl: str  # kernel layout
+    ol: str | None  # out layout (None: the compute's own)
+    nchw: tuple  # N, C, H, W
+    okk: tuple  # O, KH, KW
+    groups: int
+    strides: tuple
+    padding: tuple  # top, left, bottom, right
+    dilation: tuple
+
+    def out_layout(self) -> str:
+        if self.ol:
+            return self.ol
+        return (
+            self.dl if self.dl in ("NCHW", "NHWC") else f"NCHW{Layout.parse(self.kl).block('O')}c"
+        )
+
+    def inputs(self) -> tuple:
+        """(x NCHW, w OIHW, x in dl, w in kl)."""
+        (n, c, h, w), (o, kh, kw) = self.nchw, self.okk
+        x = RNG.standard_normal((n, c, h, w)).astype("float32")
+        k = RNG.standard_normal((o, c // self.groups, kh, kw)).astype("float32")
+        return (
+            x,
+            k,
+            ref.layout_transform(x, "NCHW", self.dl),
+            ref.layout_transform(k, "OIHW", self.kl),
+        )
+
+    def topi(self, a, b):
+        from minitvm.topi.nn.conv import conv2d_layout
+
+        return conv2d_layout(
+            a, b, self.strides, self.padding, self.dilation, self.groups, self.dl, self.kl, self.ol
+        )
+
+    def window(self) -> tuple:
+        return self.strides, self.padding, self.dilation, self.groups
+
+
+CONV_CASES = {
+    "nchw_prime": Conv(
+        "NCHW", "OIHW", None, (2, 3, 7, 5), (5, 3, 3), 1, (2, 1), (1, 0, 2, 1), (1, 2)
+    ),
+    "nhwc_hwio": Conv(
+        "NHWC", "HWIO", None, (1, 3, 11, 7), (4, 3, 2), 1, (2, 2), (0, 1, 1, 2), (2, 1)
+    ),
+    "nhwc_ohwi_groups": Conv(
+        "NHWC", "OHWI", None, (2, 6, 5, 5), (4, 3, 3), 2, (1, 1), (1, 1, 1, 1), (1, 1)
+    ),
+    "nhwc_depthwise": Conv(
+        "NHWC", "HWIO", None, (1, 5, 7, 6), (5, 3, 3), 5, (2, 2), (1, 1, 1, 1), (1, 1)
+    ),
+    "nhwc_1x1_c1": Conv(
+        "NHWC", "HWIO", None, (2, 1, 3, 4), (3, 1, 1), 1, (1, 1), (0, 0, 0, 0), (1, 1)
+    ),
+    "nchwc": Conv(
+        "NCHW4c", "OIHW4i8o", None, (2, 8, 7, 5), (16, 3, 3), 1, (1, 1), (1, 1, 1, 1), (1, 1)
+    ),
+    "nchwc_stride_dil": Conv(
+        "NCHW2c", "OIHW2i3o", "NCHW3c", (1, 6, 11, 9), (9, 3, 2), 1, (2, 1), (0, 1, 2, 0), (2, 2)
+    ),
+    "nchwc_7x7_s2": Conv(
+        "NCHW3c", "OIHW3i4o", None, (1, 3, 13, 13), (8, 7, 7), 1, (2, 2), (3, 3, 3, 3), (1, 1)
+    ),
+    "nchwc_1x1_block1": Conv(
+        "NCHW1c", "OIHW1i1o", None, (2, 3, 5, 3), (2, 1, 1), 1, (1, 1), (0, 0, 0, 0), (1, 1)
+    ),
+    "nchwc_out_nchw": Conv(
+        "NCHW4c", "OIHW4i4o", "NCHW", (1, 4, 6, 5), (8, 3, 3), 1, (2, 2), (1, 1, 1, 1), (1, 1)
+    ),
+    "depthwise_nchwc": Conv(
+        "NCHW4c", "OIHW1i4o", None, (2, 8, 7, 6), (8, 3, 3), 8, (2, 2), (1, 0, 1, 2), (1, 1)
+    ),
+    "depthwise_nchwc_dil": Conv(
+        "NCHW2c", "OIHW1i2o", None, (1, 6, 9, 9), (6, 3, 3), 6, (1, 1), (2, 2, 2, 2), (2, 2)
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CONV_CASES))
+def test_conv2d_layouts_match_numpy_and_torch(name):
+    case = CONV_CASES[name]
+    x, k, xd, kd = case.inputs()
+    want = ref.conv2d_nchw(x, k, *case.window())
+    if torch is not None:
+        np.testing.assert_allclose(_torch_conv(x, k, *case.window()), want, rtol=1e-4, atol=1e-4)
+    got = run(case.topi, xd, kd)
+    ol = case.out_layout()
+    np.testing.assert_allclose(got, ref.layout_transform(want, "NCHW", ol), rtol=1e-4, atol=1e-4)
+    by_ref = ref.conv2d(xd, kd, *case.window(), case.dl, case.kl, ol)
+    np.testing.assert_allclose(by_ref, got, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("name", ["nchwc", "depthwise_nchwc", "nhwc_hwio"])
+def test_conv2d_layouts_symbolic_batch(name):
+    case = CONV_CASES[name]
+    _, _, xd, kd = case.inputs()
+    got = run(case.topi, xd, kd, symbolic=[(0, 0)])
+    want = ref.conv2d(xd, kd, *case.window(), case.dl, case.kl, case.out_layout())
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def _blocks(out):
+    """{stage name: (its te op, reduce axis names)} of a compute and its producers."""
+    seen, todo = {}, [out]
+    while todo:
+        t = todo.pop()
+        if t.op.name in seen or not hasattr(t.op, "body"):
+            continue
+        seen[t.op.name] = (t.op, [r.var.name for r in t.op.reduce_axis])
+        todo += list(t.op.input_tensors)
+    return seen
+
+
+def test_blocked_conv_shape_for_the_schedule():
+    """Reduction (ic_outer, kh, kw, ic_inner); padding its own 'data_pad' stage; no select in
+    the conv's body (the schedule's matmul rule and the inner loop depend on it)."""
+    from minitvm import te
+    from minitvm.topi.nn import conv as conv_mod
+
+    x = te.placeholder((1, 2, 8, 8, 4), "float32", name="x")
+    w = te.placeholder((3, 2, 3, 3, 4, 16), "float32", name="w")
+    out = conv_mod.conv2d_NCHWc(x, w, 1, 1, 1, "NCHW4c", "NCHW16c")
+    stages = _blocks(out)
+    assert stages["conv2d_NCHWc"][1] == ["ic_outer", "kh", "kw", "ic_inner"]
+    assert "pad" in stages["data_pad"][0].tag
+    assert "if_then_else" not in str(out.op.body)
+    assert [int(v) for v in out.shape] == [1, 3, 8, 8, 16]
+    dw = te.placeholder((2, 1, 3, 3, 1, 4), "float32", name="dw")
+    dout = conv_mod.depthwise_conv2d_NCHWc(x, dw, 2, 1, 1, "NCHW4c", "NCHW4c")
+    assert "data_pad" in _blocks(dout) and "if_then_else" not in str(dout.op.body)
+    # no padding, no pad stage
+    assert "data_pad" not in _blocks(conv_mod.conv2d_NCHWc(x, w, 1, 0, 1, "NCHW4c", "NCHW16c"))
+
+
+def test_conv2d_layout_errors():
+    from minitvm import te
+    from minitvm.topi.nn import conv as conv_mod
+
+    x = te.placeholder((1, 2, 8, 8, 4), "float32", name="x")
+    w = te.placeholder((3, 4, 3, 3, 2, 16), "float32", name="w")
+    with pytest.raises(
+        ShapeError, match="blocks input channels by 2 but data layout 'NCHW4c' by 4"
+    ):
+        conv_mod.conv2d_layout(x, w, 1, 1, 1, 1, "NCHW4c", "OIHW2i16o")
+    with pytest.raises(TEError, match="disagree on input channels"):
+        conv_mod.conv2d_NCHWc(x, w, 1, 1, 1, "NCHW4c", "NCHW16c")
+    w4 = te.placeholder((3, 2, 3, 3, 4, 16), "float32", name="w4")
+    with pytest.raises(TEError, match="'NCHW8c' has block 8 but the kernel's output block is 16"):
+        conv_mod.conv2d_NCHWc(x, w4, 1, 1, 1, "NCHW4c", "NCHW8c")
+    with pytest.raises(
+        ShapeError, match="layouts NCHW4c/OIHW4i16o are not supported with groups=2"
+    ):
+        conv_mod.conv2d_layout(x, w4, 1, 1, 1, 2, "NCHW4c", "OIHW4i16o")
+    with pytest.raises(ShapeError, match="layouts NHWC/OIHW are not supported"):
+        conv_mod.conv2d_kind("NHWC", "OIHW", 1)
+    dw = te.placeholder((2, 1, 3, 3, 1, 4), "float32", name="dw")
+    with pytest.raises(TEError, match=r"must be \[C/c, 1, KH, KW, 1, c\]"):
+        conv_mod.depthwise_conv2d_NCHWc(x, w4, 1, 1, 1, "NCHW4c", "NCHW4c")
+    with pytest.raises(TEError, match="topi.nn.conv2d_nhwc: kernel_layout 'OIHW'"):
+        conv_mod.conv2d_nhwc(
+            te.placeholder((1, 4, 4, 3)), te.placeholder((3, 3, 3, 3)), 1, 0, 1, None, "OIHW"
+        )
+    assert conv_mod.conv2d_layout(x, dw, 1, 1, 1, 8, "NCHW4c", "OIHW1i4o").op.name == (
+        "depthwise_conv2d_NCHWc"
+    )
+
+
+def test_topi_conv2d_entry_dispatches_on_data_layout():
+    from minitvm import topi
+
+    x = randn(1, 5, 6, 3)
+    k = randn(3, 3, 3, 4)
+    got = run(lambda a, b: topi.nn.conv.conv2d(a, b, 1, 1, 1, "NHWC"), x, k)
+    want = ref.conv2d(x, k, 1, 1, 1, 1, "NHWC", "HWIO", "NHWC")
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    with pytest.raises(TEError, match="topi.nn.conv2d: .*layouts NHWC/OIHW are not supported"):
+        from minitvm import te
+
+        topi.nn.conv.conv2d(
+            te.placeholder((1, 4, 4, 3)), te.placeholder((3, 3, 3, 3)), 1, 0, 1, "NHWC", "OIHW"
+        )

@@ -692,8 +692,20 @@ def _take(var, call, g, bb):
     return [take_backward(g, idx, xs, normalize_axis(axis, len(xs), "relax.take"), mode), None]
 
 
+def _require_layouts(call: Call, **want: str) -> None:
+    """The gradient rules are written for NCHW data; other layouts are refused, not guessed."""
+    for key, layout in want.items():
+        got = call.attrs.get(key, layout)
+        if got != layout:
+            raise MiniTVMError(
+                f"relax.Gradient: {call.op.name} with {key}={got!r} has no gradient rule "
+                f"({key}={layout!r} only); differentiate the graph before converting layouts"
+            )
+
+
 def _conv2d(var, call, g, bb):
     data, weight = call.args
+    _require_layouts(call, data_layout="NCHW", kernel_layout="OIHW", out_layout="NCHW")
     if call.attrs["groups"] != 1:
         raise MiniTVMError(
             f"relax.Gradient: conv2d with groups={call.attrs['groups']} has no gradient rule (groups=1 only)"
@@ -706,7 +718,11 @@ def _conv2d(var, call, g, bb):
 
 
 def _pool(grad_op: Callable) -> Callable:
-    return lambda var, call, g, bb: [grad_op(g, call.args[0], **dict(call.attrs))]
+    def rule(var, call, g, bb):
+        _require_layouts(call, layout="NCHW")
+        return [grad_op(g, call.args[0], **dict(call.attrs))]
+
+    return rule
 
 
 def _relu_grad_rule(var, call, g, bb):
@@ -822,6 +838,7 @@ def _adaptive_avg_pool2d(var, call, g, bb):
     """Windows that tile H, W evenly (always so for output (1, 1) and for None) are an avg_pool2d;
     other output sizes (overlapping, uneven windows) have no rule."""
     x = call.args[0]
+    _require_layouts(call, layout="NCHW")
     xs = shape_of(x)
     size = call.attrs["output_size"]
     if size is None:

@@ -1,16 +1,21 @@
-"""2-D convolution in NCHW layout with OIHW kernels (stride, padding, dilation, groups).
+"""2-D convolution: NCHW/OIHW (any groups), NHWC with HWIO or OHWI kernels (any groups), and
+the blocked NCHW{c}c data with OIHW{i}i{o}o kernels (groups 1) or OIHW1i{c}o (depthwise).
 
-`topi.nn.conv2d` is TVM's layout-dispatching entry; `conv2d_nchw` does the work."""
+`conv2d_layout` is the one dispatch on layouts (`CONV2D_LAYOUTS` states what is supported);
+`topi.nn.conv2d` is TVM's entry onto it. The blocked computes keep their reduction axes in the
+order (ic_outer, kh, kw, ic_inner) and pad in a separate stage "data_pad", so the schedule sees
+a plain multiply-accumulate with no per-element bounds test."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from ... import te
-from ...error import TEError
+from ...error import ShapeError, TEError
 from ...tir.expr import IntImm
 from ...tir.expr import cast as tir_cast
-from ..utils import const_int, fmt_shape, prove_equal, simplify
+from ..layout import as_layout, layout_transform
+from ..utils import const_int, fmt_dim, fmt_shape, prove_equal, simplify
 from .pad import pad
 
 
@@ -116,9 +121,286 @@ def conv2d_nchw(
     return te.compute((n, o, oh, ow), body, name="conv2d_nchw", tag="conv2d_nchw")
 
 
+def _pad_hw(data: te.Tensor, h_axis: int, pads: tuple) -> te.Tensor:
+    """`data` with H (at `h_axis`) and W (next) padded by (top, left, bottom, right) zeros, as
+    its own stage "data_pad" so the conv's body reads without a bounds test."""
+    pt, pl, pb, pr = pads
+    if (pt, pl, pb, pr) == (0, 0, 0, 0):
+        return data
+    before, after = [0] * len(data.shape), [0] * len(data.shape)
+    before[h_axis : h_axis + 2], after[h_axis : h_axis + 2] = (pt, pl), (pb, pr)
+    return pad(data, before, after, name="data_pad")
+
+
+def _window_args(stride: Any, padding: Any, dilation: Any, what: str) -> tuple:
+    return (
+        pair(stride, f"{what} stride"),
+        padding4(padding, what),
+        pair(dilation, f"{what} dilation"),
+    )
+
+
+def _mul(a: Any, b: Any, out_dtype: str) -> Any:
+    return tir_cast(out_dtype, a) * tir_cast(out_dtype, b)
+
+
+def conv2d_NCHWc(
+    data: te.Tensor,
+    kernel: te.Tensor,
+    stride: Any,
+    padding: Any,
+    dilation: Any,
+    layout: str,
+    out_layout: str,
+    out_dtype: str | None = None,
+) -> te.Tensor:
+    """data NCHW{c}c [N, C/c, H, W, c] * kernel OIHW{c}i{o}o [O/o, C/c, KH, KW, c, o] →
+    NCHW{o}c [N, O/o, OH, OW, o]."""
+    out_dtype = out_dtype or data.dtype
+    (sh, sw), pads, (dh, dw) = _window_args(stride, padding, dilation, "conv2d_NCHWc")
+    if len(data.shape) != 5 or len(kernel.shape) != 6:
+        raise TEError(
+            f"topi.nn.conv2d_NCHWc: data {fmt_shape(data.shape)} must be 5-D (NCHW{{c}}c) and "
+            f"kernel {fmt_shape(kernel.shape)} 6-D (OIHW{{i}}i{{o}}o)"
+        )
+    n, ic_chunk, h, w, ic_block = data.shape
+    oc_chunk, kic_chunk, kh, kw, kic_block, oc_block = kernel.shape
+    if not (prove_equal(ic_chunk, kic_chunk) and prove_equal(ic_block, kic_block)):
+        raise TEError(
+            f"topi.nn.conv2d_NCHWc: data {fmt_shape(data.shape)} ({layout}) and kernel "
+            f"{fmt_shape(kernel.shape)} disagree on input channels: kernel dims 1 and 4 must equal "
+            "data dims 1 and 4 (the kernel's i block must be the data's c block)"
+        )
+    _check_block(out_layout, oc_block, "topi.nn.conv2d_NCHWc out_layout")
+    oh = conv_out_dim(h, kh, pads[0], pads[2], sh, dh)
+    ow = conv_out_dim(w, kw, pads[1], pads[3], sw, dw)
+    padded = _pad_hw(data, 2, pads)
+    ico = te.reduce_axis((0, ic_chunk), "ic_outer")
+    ry = te.reduce_axis((0, kh), "kh")
+    rx = te.reduce_axis((0, kw), "kw")
+    ici = te.reduce_axis((0, ic_block), "ic_inner")
+
+    def body(n: Any, oc_chunk: Any, oh: Any, ow: Any, oc_block: Any):
+        a = padded[n, ico, window_index(oh, ry, sh, dh), window_index(ow, rx, sw, dw), ici]
+        wt = kernel[oc_chunk, ico, ry, rx, ici, oc_block]
+        return te.sum(_mul(a, wt, out_dtype), axis=[ico, ry, rx, ici])
+
+    return te.compute(
+        (n, oc_chunk, oh, ow, oc_block), body, name="conv2d_NCHWc", tag="conv2d_NCHWc"
+    )
+
+
+def depthwise_conv2d_NCHWc(
+    data: te.Tensor,
+    kernel: te.Tensor,
+    stride: Any,
+    padding: Any,
+    dilation: Any,
+    layout: str,
+    out_layout: str,
+    out_dtype: str | None = None,
+) -> te.Tensor:
+    """Depthwise: data NCHW{c}c [N, C/c, H, W, c] * kernel OIHW1i{c}o [C/c, 1, KH, KW, 1, c]."""
+    out_dtype = out_dtype or data.dtype
+    (sh, sw), pads, (dh, dw) = _window_args(stride, padding, dilation, "depthwise_conv2d_NCHWc")
+    if len(data.shape) != 5 or len(kernel.shape) != 6:
+        raise TEError(
+            f"topi.nn.depthwise_conv2d_NCHWc: data {fmt_shape(data.shape)} must be 5-D and kernel "
+            f"{fmt_shape(kernel.shape)} 6-D (OIHW1i{{c}}o)"
+        )
+    n, c_chunk, h, w, c_block = data.shape
+    k_chunk, one_i, kh, kw, one_ib, k_block = kernel.shape
+    if not (
+        prove_equal(c_chunk, k_chunk)
+        and prove_equal(c_block, k_block)
+        and const_int(one_i) == 1
+        and const_int(one_ib) == 1
+    ):
+        raise TEError(
+            f"topi.nn.depthwise_conv2d_NCHWc: kernel {fmt_shape(kernel.shape)} must be "
+            f"[C/c, 1, KH, KW, 1, c] for data {fmt_shape(data.shape)} (one filter per channel)"
+        )
+    _check_block(out_layout, c_block, "topi.nn.depthwise_conv2d_NCHWc out_layout")
+    oh = conv_out_dim(h, kh, pads[0], pads[2], sh, dh)
+    ow = conv_out_dim(w, kw, pads[1], pads[3], sw, dw)
+    padded = _pad_hw(data, 2, pads)
+    ry = te.reduce_axis((0, kh), "kh")
+    rx = te.reduce_axis((0, kw), "kw")
+
+    def body(n: Any, c_chunk: Any, oh: Any, ow: Any, c_block: Any):
+        a = padded[n, c_chunk, window_index(oh, ry, sh, dh), window_index(ow, rx, sw, dw), c_block]
+        wt = kernel[c_chunk, 0, ry, rx, 0, c_block]
+        return te.sum(_mul(a, wt, out_dtype), axis=[ry, rx])
+
+    return te.compute(
+        (n, c_chunk, oh, ow, c_block),
+        body,
+        name="depthwise_conv2d_NCHWc",
+        tag="depthwise_conv2d_NCHWc",
+    )
+
+
+def _check_block(out_layout: str, block: Any, what: str) -> None:
+    lay = as_layout(out_layout)
+    if lay.primals != ("N", "C", "H", "W") or lay.block("C") is None or lay.ndim != 5:
+        raise TEError(f"{what}: {out_layout!r} must be NCHW{{o}}c")
+    if not prove_equal(lay.block("C"), block):
+        raise TEError(
+            f"{what}: {out_layout!r} has block {lay.block('C')} but the kernel's output block is "
+            f"{block}; the output is NCHW{block}c"
+        )
+
+
+def conv2d_nhwc(
+    Input: te.Tensor,
+    Filter: te.Tensor,
+    stride: Any,
+    padding: Any,
+    dilation: Any,
+    out_dtype: str | None = None,
+    kernel_layout: str = "HWIO",
+    groups: int = 1,
+) -> te.Tensor:
+    """data NHWC * kernel HWIO [KH, KW, C/groups, O] (or OHWI [O, KH, KW, C/groups]) → NHWC."""
+    data, kernel = Input, Filter
+    out_dtype = out_dtype or data.dtype
+    (sh, sw), pads, (dh, dw) = _window_args(stride, padding, dilation, "conv2d_nhwc")
+    klay = as_layout(kernel_layout)
+    if kernel_layout not in ("HWIO", "OHWI"):
+        raise TEError(f"topi.nn.conv2d_nhwc: kernel_layout {kernel_layout!r}; use 'HWIO' or 'OHWI'")
+    if len(data.shape) != 4 or len(kernel.shape) != 4:
+        raise TEError(
+            f"topi.nn.conv2d_nhwc: data {fmt_shape(data.shape)} and kernel "
+            f"{fmt_shape(kernel.shape)} must both be 4-D"
+        )
+    n, h, w, c = data.shape
+    o, cg = kernel.shape[klay.index_of("O")], kernel.shape[klay.index_of("I")]
+    kh, kw = kernel.shape[klay.index_of("H")], kernel.shape[klay.index_of("W")]
+    _check_groups("topi.nn.conv2d_nhwc", c, o, cg, groups)
+    oh = conv_out_dim(h, kh, pads[0], pads[2], sh, dh)
+    ow = conv_out_dim(w, kw, pads[1], pads[3], sw, dw)
+    padded = _pad_hw(data, 1, pads)
+    ry = te.reduce_axis((0, kh), "kh")
+    rx = te.reduce_axis((0, kw), "kw")
+    rc = te.reduce_axis((0, cg), "rc")
+    ocg = _per_group(o, groups)
+
+    def body(b: Any, y: Any, x: Any, f: Any):
+        ch = rc if groups == 1 else f // ocg * cg + rc
+        a = padded[b, window_index(y, ry, sh, dh), window_index(x, rx, sw, dw), ch]
+        wt = kernel[tuple(klay.split_index({"O": f, "I": rc, "H": ry, "W": rx}))]
+        return te.sum(_mul(a, wt, out_dtype), axis=[ry, rx, rc])
+
+    return te.compute((n, oh, ow, o), body, name="conv2d_nhwc", tag="conv2d_nhwc")
+
+
+def _per_group(dim: Any, groups: int) -> Any:
+    if groups == 1:
+        return dim
+    c = const_int(dim)
+    return c // groups if c is not None else simplify(dim // groups)
+
+
+def _check_groups(what: str, c: Any, o: Any, cg: Any, groups: int) -> None:
+    cc, oc = const_int(c), const_int(o)
+    if cc is not None and cc % groups or oc is not None and oc % groups:
+        raise TEError(
+            f"{what}: channels in ({c}) and out ({o}) must be divisible by groups={groups}"
+        )
+    if not prove_equal(_per_group(c, groups), cg):
+        raise TEError(
+            f"{what}: the kernel's input channels ({cg}) must equal in_channels / groups "
+            f"({c} / {groups})"
+        )
+
+
+# ----------------------------------------------------------------------------- layout dispatch
+
+_SUPPORTED = (
+    "NCHW/OIHW (any groups), NHWC/HWIO and NHWC/OHWI (any groups), NCHW{c}c/OIHW{c}i{o}o "
+    "(groups 1), NCHW{c}c/OIHW1i{c}o (depthwise: groups == channels == out channels)"
+)
+
+
+def conv2d_kind(
+    data_layout: str, kernel_layout: str, groups: int, channels: Any = None, what: str = "conv2d"
+) -> str:
+    """Which compute runs a conv2d: 'nchw', 'nhwc', 'NCHWc' or 'depthwise_NCHWc'; ShapeError
+    when the layouts are not one of the supported combinations (`channels` None: not known yet,
+    the depthwise rule groups == channels is then left to the caller's later check)."""
+    d, k = as_layout(data_layout), as_layout(kernel_layout)
+    if data_layout == "NCHW" and kernel_layout == "OIHW":
+        return "nchw"
+    if data_layout == "NHWC" and kernel_layout in ("HWIO", "OHWI"):
+        return "nhwc"
+    blocked_data = d.primals == ("N", "C", "H", "W") and d.ndim == 5 and d.block("C")
+    blocked_kernel = (
+        k.primals == ("O", "I", "H", "W")
+        and k.ndim == 6
+        and k.axes[4:]
+        == (
+            ("i", k.block("I")),
+            ("o", k.block("O")),
+        )
+    )
+    if blocked_data and blocked_kernel:
+        if groups == 1 and k.block("I") == d.block("C"):
+            return "NCHWc"
+        depthwise = k.block("I") == 1 and k.block("O") == d.block("C")
+        if depthwise and groups > 1 and (channels is None or prove_equal(channels, groups)):
+            return "depthwise_NCHWc"
+        if groups == 1:
+            raise ShapeError(
+                f"{what}: kernel layout {kernel_layout!r} blocks input channels by "
+                f"{k.block('I')} but data layout {data_layout!r} by {d.block('C')}; they must "
+                f"be equal (use OIHW{d.block('C')}i{k.block('O')}o)"
+            )
+    raise ShapeError(
+        f"{what}: layouts {data_layout}/{kernel_layout} are not supported with groups={groups}"
+        f"{'' if channels is None else f' and {fmt_dim(channels)} channels'}; supported: {_SUPPORTED}"
+    )
+
+
+def native_out_layout(kind: str, data_layout: str, kernel_layout: str) -> str:
+    """The layout a conv2d compute of `kind` writes."""
+    if kind in ("nchw", "nhwc"):
+        return data_layout
+    return f"NCHW{as_layout(kernel_layout).block('O')}c"
+
+
+def conv2d_layout(
+    data: te.Tensor,
+    kernel: te.Tensor,
+    strides: Any,
+    padding: Any,
+    dilation: Any,
+    groups: int = 1,
+    data_layout: str = "NCHW",
+    kernel_layout: str = "OIHW",
+    out_layout: str | None = None,
+    out_dtype: str | None = None,
+) -> te.Tensor:
+    """conv2d in any supported layout combination (see `conv2d_kind`); an `out_layout` other
+    than the compute's own adds a layout transform after it."""
+    channels = as_layout(data_layout).logical_dim(data.shape, "C")
+    kind = conv2d_kind(data_layout, kernel_layout, groups, channels, "topi conv2d")
+    native = native_out_layout(kind, data_layout, kernel_layout)
+    args = (strides, padding, dilation)
+    if kind == "nchw":
+        out = conv2d_nchw(data, kernel, *args, groups, out_dtype)
+    elif kind == "nhwc":
+        out = conv2d_nhwc(data, kernel, *args, out_dtype, kernel_layout, groups)
+    elif kind == "NCHWc":
+        out = conv2d_NCHWc(data, kernel, *args, data_layout, native, out_dtype)
+    else:
+        out = depthwise_conv2d_NCHWc(data, kernel, *args, data_layout, native, out_dtype)
+    out_layout = out_layout or native
+    return out if out_layout == native else layout_transform(out, native, out_layout)
+
+
 def conv2d(
-    input: te.Tensor,  # noqa: A002 (TVM's parameter name)
-    filter: te.Tensor,  # noqa: A002
+    input: te.Tensor,
+    filter: te.Tensor,
     strides: Any,
     padding: Any,
     dilation: Any,
@@ -126,10 +408,26 @@ def conv2d(
     kernel_layout: str = "",
     out_dtype: str | None = None,
 ) -> te.Tensor:
-    """TVM's `topi.nn.conv2d(input, filter, strides, padding, dilation)`; NCHW data, OIHW kernel."""
-    if data_layout != "NCHW" or kernel_layout not in ("", "OIHW"):
-        raise TEError(
-            f"topi.nn.conv2d: layout {data_layout!r}/{kernel_layout or 'OIHW'!r} is not supported; "
-            "use data_layout='NCHW' with an OIHW kernel (transpose the tensors first)"
+    """TVM's `topi.nn.conv2d(input, filter, strides, padding, dilation, data_layout)`: NCHW
+    (OIHW kernel), NHWC (HWIO kernel) or NCHW{c}c (OIHW{c}i{o}o kernel), groups 1."""
+    default_kernel = {"NCHW": "OIHW", "NHWC": "HWIO"}
+    if not kernel_layout:
+        blocked = as_layout(data_layout).block("C")
+        kernel_layout = default_kernel.get(data_layout) or (
+            f"OIHW{blocked}i{const_int(filter.shape[-1])}o" if blocked else ""
         )
-    return conv2d_nchw(input, filter, strides, padding, dilation, out_dtype=out_dtype)
+    try:
+        return conv2d_layout(
+            input,
+            filter,
+            strides,
+            padding,
+            dilation,
+            1,
+            data_layout,
+            kernel_layout,
+            None,
+            out_dtype,
+        )
+    except ShapeError as err:
+        raise TEError(f"topi.nn.conv2d: {err}") from err

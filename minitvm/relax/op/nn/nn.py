@@ -8,6 +8,8 @@ from typing import Any
 from ....error import ShapeError
 from ....topi import nn as topi_nn
 from ....topi import reference as ref
+from ....topi.layout import Layout
+from ....topi.nn import conv as topi_conv
 from ....topi.nn.conv import conv_out_dim, padding4, pair
 from ....topi.utils import const_int, fmt_dim, fmt_shape, prove_equal
 from ...expr import Call, Expr
@@ -127,31 +129,54 @@ def dense(x: Expr, weight: Expr) -> Call:
 # ----------------------------------------------------------------------------- conv2d
 
 
+def _layout_sinfo(call: Call, sinfo: TensorStructInfo, pname: str, layout: Layout) -> None:
+    """`sinfo` must have the rank of `layout` and its blocks' extents."""
+    I.require_ndim(call, sinfo, pname, (layout.ndim,), f" (layout {layout.name})")
+    for (axis, block), d in zip(layout.axes, sinfo.shape or ()):
+        if block is not None and not prove_equal(d, block):
+            raise ShapeError(
+                f"{I.op_name(call)}: {pname} has shape {fmt_shape(sinfo.shape)}, which does not "
+                f"match its layout {layout.name!r}: the block axis {axis!r} must have extent "
+                f"{block}, got {fmt_dim(d)}"
+            )
+
+
+def _dim_of(pname: str, layout: Layout, primal: str, value: Any) -> str:
+    """'dim 1 of weight (4)', or for a blocked axis 'C of data (16: dims 1 and 4 of NCHW4c)'."""
+    pos = layout.index_of(primal)
+    if layout.block(primal) is None:
+        return f"dim {pos} of {pname} ({fmt_dim(value)})"
+    inner = layout.index_of(primal.lower())
+    return f"{primal} of {pname} ({fmt_dim(value)}: dims {pos} and {inner} of {layout.name})"
+
+
 def _infer_conv2d(call: Call) -> StructInfo:
     x = I.tensor_arg(call, 0, "data")
     w = I.tensor_arg(call, 1, "weight")
     a = call.attrs
-    I.require_ndim(call, x, "data", (4,), " (N, C, H, W)")
-    I.require_ndim(call, w, "weight", (4,), " (O, I/groups, KH, KW)")
+    dl, kl, ol = (Layout.parse(a[k]) for k in ("data_layout", "kernel_layout", "out_layout"))
+    _layout_sinfo(call, x, "data", dl)
+    _layout_sinfo(call, w, "weight", kl)
     dtype = a.get("out_dtype") or I.same_dtype(call, [("data", x), ("weight", w)])
     if x.shape is None or w.shape is None:
-        return TensorStructInfo(None, dtype, 4)
-    n, c, h, wd = x.shape
-    o, cg, kh, kw = w.shape
+        return TensorStructInfo(None, dtype, ol.ndim)
+    n, c, h, wd = (I.dim(dl.logical_dim(x.shape, p)) for p in "NCHW")
+    o, cg, kh, kw = (I.dim(kl.logical_dim(w.shape, p)) for p in "OIHW")
     groups = a["groups"]
+    seen = f"data {fmt_shape(x.shape)} ({dl.name}), weight {fmt_shape(w.shape)} ({kl.name})"
     for what, d in (("in_channels", c), ("out_channels", o)):
         if const_int(d) is not None and const_int(d) % groups:
             raise ShapeError(
                 f"relax.nn.conv2d: {what} ({fmt_dim(d)}) is not divisible by groups={groups} "
-                f"(data {fmt_shape(x.shape)}, weight {fmt_shape(w.shape)})."
+                f"({seen})."
             )
     per_group = I.dim_arith(lambda v: v // groups, c)
     if not prove_equal(per_group, cg):
         raise ShapeError(
-            f"relax.nn.conv2d: channels differ: data has shape {fmt_shape(x.shape)}, weight has shape "
-            f"{fmt_shape(w.shape)}: dim 1 of weight ({fmt_dim(cg)}) must equal dim 1 of data "
-            f"({fmt_dim(c)}) / groups ({groups})."
+            f"relax.nn.conv2d: channels differ: {seen}: {_dim_of('weight', kl, 'I', cg)} must "
+            f"equal {_dim_of('data', dl, 'C', c)} / groups ({groups})."
         )
+    topi_conv.conv2d_kind(dl.name, kl.name, groups, c, "relax.nn.conv2d")
     sh, sw = a["strides"]
     dh, dw = a["dilation"]
     pt, pl, pb, pr = a["padding"]
@@ -160,24 +185,56 @@ def _infer_conv2d(call: Call) -> StructInfo:
     for what, d in (("height", oh), ("width", ow)):
         if const_int(d) is not None and const_int(d) <= 0:
             raise ShapeError(
-                f"relax.nn.conv2d: output {what} is {const_int(d)}: the kernel {fmt_shape(w.shape[2:])} "
-                f"(dilation {a['dilation']}) does not fit the padded input {fmt_shape(x.shape[2:])}."
+                f"relax.nn.conv2d: output {what} is {const_int(d)}: the kernel "
+                f"{fmt_shape((kh, kw))} (dilation {a['dilation']}) does not fit the padded input "
+                f"{fmt_shape((h, wd))}."
             )
-    return TensorStructInfo((n, o, oh, ow), dtype)
+    out = ol.shape_of({"N": n, "C": o, "H": oh, "W": ow}, "relax.nn.conv2d out_layout")
+    return TensorStructInfo(tuple(I.dim(d) for d in out), dtype)
 
 
 def _te_conv2d(
-    data, weight, strides, padding, dilation, groups, data_layout, kernel_layout, out_dtype=None
+    data,
+    weight,
+    strides,
+    padding,
+    dilation,
+    groups,
+    data_layout,
+    kernel_layout,
+    out_layout,
+    out_dtype=None,
 ):
-    return topi_nn.conv2d_nchw(data, weight, strides, padding, dilation, groups, out_dtype)
+    return topi_conv.conv2d_layout(
+        data,
+        weight,
+        strides,
+        padding,
+        dilation,
+        groups,
+        data_layout,
+        kernel_layout,
+        out_layout,
+        out_dtype,
+    )
 
 
 def _np_conv2d(
-    data, weight, strides, padding, dilation, groups, data_layout, kernel_layout, out_dtype=None
+    data,
+    weight,
+    strides,
+    padding,
+    dilation,
+    groups,
+    data_layout,
+    kernel_layout,
+    out_layout,
+    out_dtype=None,
 ):
-    return ref.conv2d_nchw(data, weight, strides, padding, dilation, groups).astype(
-        out_dtype or data.dtype
+    out = ref.conv2d(
+        data, weight, strides, padding, dilation, groups, data_layout, kernel_layout, out_layout
     )
+    return out.astype(out_dtype or data.dtype)
 
 
 _conv2d = register_op(
@@ -194,15 +251,19 @@ def conv2d(
     groups: int = 1,
     data_layout: str = "NCHW",
     kernel_layout: str = "OIHW",
+    out_layout: str | None = None,
     out_dtype: str | None = None,
 ) -> Call:
-    """2-D convolution, NCHW data and OIHW weight; padding is int, (h, w) or (top, left, bottom, right)."""
-    if data_layout != "NCHW" or kernel_layout != "OIHW":
-        raise ShapeError(
-            f"relax.nn.conv2d: layouts {data_layout}/{kernel_layout} are not supported; use NCHW/OIHW"
-        )
+    """2-D convolution; padding is int, (h, w) or (top, left, bottom, right).
+
+    Layouts (TVM's strings): NCHW/OIHW, NHWC/HWIO, NHWC/OHWI, NCHW{c}c/OIHW{c}i{o}o (groups 1)
+    and NCHW{c}c/OIHW1i{c}o (depthwise); `out_layout` defaults to `data_layout`.
+    """
+    for layout in (data_layout, kernel_layout, out_layout or data_layout):
+        Layout.parse(layout)
     if int(groups) <= 0:
         raise ShapeError(f"relax.nn.conv2d: groups must be positive, got {groups}")
+    topi_conv.conv2d_kind(data_layout, kernel_layout, int(groups), None, "relax.nn.conv2d")
     attrs = {
         "strides": pair(strides, "relax.nn.conv2d strides"),
         "padding": padding4(padding, "relax.nn.conv2d"),
@@ -210,6 +271,7 @@ def conv2d(
         "groups": int(groups),
         "data_layout": data_layout,
         "kernel_layout": kernel_layout,
+        "out_layout": out_layout or data_layout,
         "out_dtype": out_dtype,
     }
     return make_call(_conv2d, (data, weight), attrs)
