@@ -105,7 +105,8 @@ def machine_lines(threads: int) -> list[str]:
         "load average (1, 5, 15 min): {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()),
         (
             f"minitvm threads: {threads} (threadpool.num_threads(); "
-            f"MINITVM_NUM_THREADS={os.environ.get('MINITVM_NUM_THREADS', 'unset')})"
+            f"MINITVM_NUM_THREADS={os.environ.get('MINITVM_NUM_THREADS', 'unset')}, "
+            f"TVM_NUM_THREADS={os.environ.get('TVM_NUM_THREADS', 'unset')})"
         ),
     ]
     try:

@@ -140,8 +140,9 @@ def main() -> None:
     threads = set_threads(args.threads)
     print("\n".join(machine_lines(threads)))
     peak = fma_peak(threads)
-    print(f"FMA peak: {peak:.1f} GFLOPS fp32, measured by a register-resident FMA micro-kernel "
-          f"built with minitvm on {threads} threads (_common.fma_peak)")  # fmt: skip
+    print(f"FMA peak: {peak:.1f} GFLOPS fp32 on {threads} threads ({fma_peak(1):.1f} on one), "
+          "measured by a register-resident FMA micro-kernel built with minitvm "
+          "(_common.fma_peak); '% peak' is of the first figure")  # fmt: skip
     cases = [(n, b) for n, b in CASES if args.models is None or n in args.models]
     if args.no_batch16:
         cases = [(n, b) for n, b in cases if b == 1]
