@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -40,12 +40,15 @@ def _fan_in(shape: tuple) -> int:
     return int(np.prod(shape[1:])) if len(shape) > 1 else 1
 
 
+def _normal(scale: Callable[[tuple], float]) -> Callable:
+    """float32 standard-normal draws times scale(shape)."""
+    return lambda rng, s: rng.standard_normal(s, np.float32) * np.float32(scale(s))
+
+
 _INIT: dict[str, Callable[[np.random.Generator, tuple], np.ndarray]] = {
-    "he": lambda rng, s: rng.standard_normal(s, np.float32) * np.float32(math.sqrt(2 / _fan_in(s))),
-    "lecun": lambda rng, s: (
-        rng.standard_normal(s, np.float32) * np.float32(math.sqrt(1 / _fan_in(s)))
-    ),
-    "bias": lambda rng, s: rng.standard_normal(s, np.float32) * np.float32(0.05),
+    "he": _normal(lambda s: math.sqrt(2 / _fan_in(s))),  # a relu follows
+    "lecun": _normal(lambda s: math.sqrt(1 / _fan_in(s))),  # logits, attention, FFN
+    "bias": _normal(lambda s: 0.05),
     "gamma": lambda rng, s: rng.uniform(0.7, 1.3, s),
     "gamma_residual": lambda rng, s: rng.uniform(0.15, 0.35, s),
     "beta": lambda rng, s: rng.standard_normal(s) * 0.1,
@@ -64,14 +67,29 @@ _BN_PARAMS = (
 # ----------------------------------------------------------------------------- graph backends
 
 
-class _Graph:
-    """What an architecture may call; `param` declares a weight (name, shape, init kind)."""
+class _Graph(Protocol):
+    """What an architecture may call (NCHW images, OIHW weights); both backends implement it."""
 
-    def param(self, name: str, shape: tuple, init: str) -> Any: ...
+    def param(self, name: str, shape: tuple, init: str) -> Any: ...  # a weight, init of _INIT
     def shape(self, x: Any) -> tuple: ...
+    def conv2d(self, x: Any, w: Any, stride: int, padding: int, groups: int = 1) -> Any: ...
+    def batch_norm(self, x: Any, gamma: Any, beta: Any, mean: Any, var: Any) -> Any: ...
+    def relu(self, x: Any) -> Any: ...
+    def relu6(self, x: Any) -> Any: ...
+    def gelu(self, x: Any) -> Any: ...
+    def add(self, a: Any, b: Any) -> Any: ...
+    def scale(self, x: Any, s: float) -> Any: ...
+    def max_pool2d(self, x: Any, size: int, stride: int, padding: int) -> Any: ...
+    def adaptive_avg_pool2d(self, x: Any, size: tuple) -> Any: ...
+    def linear(self, x: Any, w: Any, b: Any = None) -> Any: ...
+    def matmul(self, a: Any, b: Any) -> Any: ...
+    def reshape(self, x: Any, shape: tuple) -> Any: ...
+    def permute(self, x: Any, axes: tuple) -> Any: ...
+    def softmax(self, x: Any) -> Any: ...  # over the last axis
+    def layer_norm(self, x: Any, gamma: Any, beta: Any) -> Any: ...  # over the last axis
 
 
-class _RelaxGraph(_Graph):
+class _RelaxGraph:
     """Emits relax ops into an open BlockBuilder dataflow block; draws each weight on declaration."""
 
     def __init__(self, bb: Any, dtype: str, seed: int):
@@ -143,7 +161,7 @@ class _RelaxGraph(_Graph):
         return self._emit(self.op.nn.layer_norm(x, gamma, beta, axes=-1, epsilon=1e-12))
 
 
-class _TorchGraph(_Graph):
+class _TorchGraph:
     """Runs the same architecture eagerly with torch.nn.functional on given tensors."""
 
     def __init__(self, tensors: dict):
@@ -207,7 +225,7 @@ class _TorchGraph(_Graph):
 # ----------------------------------------------------------------------------- building blocks
 
 
-def _conv_bn(g, x, name, cin, cout, k, stride=1, groups=1, act="relu", gamma="gamma"):
+def _conv_bn(g: _Graph, x, name, cin, cout, k, stride=1, groups=1, act="relu", gamma="gamma"):
     """conv (no bias) -> batch_norm -> activation (None, "relu" or "relu6")."""
     w = g.param(f"{name}_weight", (cout, cin // groups, k, k), "he")
     x = g.conv2d(x, w, stride, k // 2, groups)
@@ -217,17 +235,17 @@ def _conv_bn(g, x, name, cin, cout, k, stride=1, groups=1, act="relu", gamma="ga
     return x if act is None else getattr(g, act)(x)
 
 
-def _dense(g, x, name, cin, cout, init="he"):
+def _dense(g: _Graph, x, name, cin, cout, init="he"):
     return g.linear(x, g.param(f"{name}_weight", (cout, cin), init),
                     g.param(f"{name}_bias", (cout,), "bias"))  # fmt: skip
 
 
-def _flatten(g, x):
+def _flatten(g: _Graph, x):
     shape = g.shape(x)
     return g.reshape(x, (shape[0], int(np.prod([int(d) for d in shape[1:]]))))
 
 
-def _classifier(g, x, cin, classes=1000):
+def _classifier(g: _Graph, x, cin, classes=1000):
     """Global average pool, flatten, dense to the class logits."""
     x = _flatten(g, g.adaptive_avg_pool2d(x, (1, 1)))
     return _dense(g, x, "fc", cin, classes, "lecun")
@@ -236,7 +254,7 @@ def _classifier(g, x, cin, classes=1000):
 # ----------------------------------------------------------------------------- architectures
 
 
-def _mlp(g, x):
+def _mlp(g: _Graph, x):
     """TVM's relay.testing.mlp: flatten, 128 relu, 64 relu, 10, softmax."""
     x = _flatten(g, x)
     x = g.relu(_dense(g, x, "fc1", g.shape(x)[1], 128))
@@ -244,7 +262,7 @@ def _mlp(g, x):
     return g.softmax(_dense(g, x, "fc3", 64, 10, "lecun"))
 
 
-def _lenet(g, x):
+def _lenet(g: _Graph, x):
     """LeNet-5 with relu and max pooling (conv 6@5x5 pad 2, pool, conv 16@5x5, pool, 120-84-10)."""
     cin = int(g.shape(x)[1])
     x = g.conv2d(x, g.param("conv1_weight", (6, cin, 5, 5), "he"), 1, 2)
@@ -257,12 +275,12 @@ def _lenet(g, x):
     return _dense(g, x, "fc3", 84, 10, "lecun")
 
 
-def _resnet_stem(g, x):
+def _resnet_stem(g: _Graph, x):
     x = _conv_bn(g, x, "conv1", int(g.shape(x)[1]), 64, 7, stride=2)
     return g.max_pool2d(x, 3, 2, 1)
 
 
-def _basic_block(g, x, name, cin, cout, stride):
+def _basic_block(g: _Graph, x, name, cin, cout, stride):
     y = _conv_bn(g, x, f"{name}_conv1", cin, cout, 3, stride)
     y = _conv_bn(g, y, f"{name}_conv2", cout, cout, 3, act=None, gamma="gamma_residual")
     if stride != 1 or cin != cout:
@@ -270,7 +288,7 @@ def _basic_block(g, x, name, cin, cout, stride):
     return g.relu(g.add(y, x))
 
 
-def _bottleneck(g, x, name, cin, cout, stride):
+def _bottleneck(g: _Graph, x, name, cin, cout, stride):
     """torchvision's ResNet v1.5 bottleneck: the stride is on the 3x3 conv."""
     mid = cout // 4
     y = _conv_bn(g, x, f"{name}_conv1", cin, mid, 1)
@@ -282,7 +300,7 @@ def _bottleneck(g, x, name, cin, cout, stride):
 
 
 def _resnet(block, depths, expansion):
-    def build(g, x):
+    def build(g: _Graph, x: Any) -> Any:
         x, cin = _resnet_stem(g, x), 64
         for stage, (n, width) in enumerate(zip(depths, (64, 128, 256, 512)), start=1):
             for i in range(n):
@@ -297,7 +315,7 @@ def _resnet(block, depths, expansion):
 _VGG16 = (64, 64, "M", 128, 128, "M", 256, 256, 256, "M", 512, 512, 512, "M", 512, 512, 512, "M")
 
 
-def _vgg16(g, x):
+def _vgg16(g: _Graph, x):
     """torchvision's VGG-16 (no batch norm): 13 convs with bias, adaptive pool to 7x7, 3 dense."""
     cin = int(g.shape(x)[1])
     for i, c in enumerate(_VGG16):
@@ -317,7 +335,7 @@ _MOBILENET_V2 = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6,
                  (6, 160, 3, 2), (6, 320, 1, 1))  # fmt: skip
 
 
-def _inverted_residual(g, x, name, cin, cout, stride, t):
+def _inverted_residual(g: _Graph, x, name, cin, cout, stride, t):
     hidden = cin * t
     residual = stride == 1 and cin == cout
     y = x if t == 1 else _conv_bn(g, x, f"{name}_expand", cin, hidden, 1, act="relu6")
@@ -327,7 +345,7 @@ def _inverted_residual(g, x, name, cin, cout, stride, t):
     return g.add(y, x) if residual else y
 
 
-def _mobilenet_v2(g, x):
+def _mobilenet_v2(g: _Graph, x):
     """torchvision's MobileNet-v2 (width 1.0): ReLU6, depthwise 3x3, linear bottlenecks."""
     x, cin = _conv_bn(g, x, "conv1", int(g.shape(x)[1]), 32, 3, 2, act="relu6"), 32
     for b, (t, c, n, s) in enumerate(_MOBILENET_V2):
@@ -341,7 +359,7 @@ def _mobilenet_v2(g, x):
 _BERT_HIDDEN, _BERT_HEADS, _BERT_FFN = 768, 12, 3072
 
 
-def _bert_layer(g, x):
+def _bert_layer(g: _Graph, x):
     """One BERT-base encoder layer (post-LN): self-attention, add & norm, GELU FFN, add & norm."""
     batch, seq, hidden = g.shape(x)
     heads, dh = _BERT_HEADS, _BERT_HIDDEN // _BERT_HEADS
