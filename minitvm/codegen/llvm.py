@@ -76,7 +76,7 @@ from ..tir.stmt import (
 from . import llvm_checks, llvm_memory, llvm_packed, llvm_parallel
 from .llvm_binary import BINARY
 from .llvm_checks import INTEGER_DIVISIONS, safe_divisor
-from .llvm_funcinfo import func_info
+from .llvm_funcinfo import func_info, signature_info
 from .llvm_intrinsics import DTYPE_KINDS, INTRINSICS, declare_extern
 from .llvm_types import (
     CASTS,
@@ -731,17 +731,24 @@ def entry_symbol(name: str) -> str:
 
 
 def build(
-    funcs: list[PrimFunc] | IRModule | PrimFunc, target: Target | str = "llvm"
+    funcs: list[PrimFunc] | IRModule | PrimFunc,
+    target: Target | str = "llvm",
+    aliases: Sequence[tuple[PrimFunc, str]] = (),
 ) -> CodegenResult:
     """Compile lowered PrimFuncs to one optimised host object (see contracts.md §4).
+
+    `aliases` are (function, name of its twin in `funcs`) pairs: functions structurally
+    identical to a function of `funcs` (driver.build finds them), which share its code. Each
+    gets an entry symbol that is an alias of its twin's, and a FuncInfo whose params are named
+    after its own (its errors and the rest are its twin's).
 
     >>> result = build([lowered_func], "llvm")   # then runtime.Module.from_codegen(result)
     """
     with deep_recursion():  # expressions are emitted recursively; a long sum is deep
-        return _build(funcs, target)
+        return _build(funcs, target, list(aliases))
 
 
-def _build(funcs, target) -> CodegenResult:
+def _build(funcs, target, aliases: list[tuple[PrimFunc, str]]) -> CodegenResult:
     if isinstance(funcs, PrimFunc):
         funcs = [funcs]
     if isinstance(funcs, IRModule):
@@ -757,8 +764,10 @@ def _build(funcs, target) -> CodegenResult:
         if name is not None and names.count(name) > 1:
             raise BuildError(f"two functions are named '{name}'; give each a unique global_symbol")
     infos = [_add_function(cg, func) for func in funcs]
+    infos += _alias_infos(infos, aliases)
     _embed_signature(cg.module, infos)
-    mod = _verified(str(cg.module), [i["name"] for i in infos])
+    text = str(cg.module) + "".join(_alias_definition(f.name, twin) for f, twin in aliases)
+    mod = _verified(text, [i["name"] for i in infos])
     llvm_packed.link_imported(mod, imported)
     _optimize(mod, tm, target.opt_level)
     return CodegenResult(
@@ -767,6 +776,29 @@ def _build(funcs, target) -> CodegenResult:
         func_infos=tuple(infos),
         target=str(target),
     )
+
+
+def _alias_infos(infos: list[dict], aliases: list[tuple[PrimFunc, str]]) -> list[dict]:
+    """FuncInfos of the aliases: their twin's (same code, errors, writes), with their own name
+    and param names."""
+    by_name = {info["name"]: info for info in infos}
+    out = []
+    for func, twin in aliases:
+        name = func.name
+        if twin not in by_name or name in by_name:
+            raise BuildError(
+                f"cannot make '{name}' an alias of '{twin}': the build must define '{twin}' "
+                f"and not define '{name}' itself"
+            )
+        own, _ = signature_info(func)
+        out.append({**by_name[twin], **own, "symbol": entry_symbol(name)})
+        by_name[name] = out[-1]
+    return out
+
+
+def _alias_definition(name: str, twin: str) -> str:
+    """`@"minitvm.<name>" = alias ...` of the twin's entry: the same address, no code."""
+    return f'\n@"{entry_symbol(name)}" = alias i32 (ptr, ptr), ptr @"{entry_symbol(twin)}"\n'
 
 
 def _embed_signature(module: ir.Module, infos: list[dict]) -> None:

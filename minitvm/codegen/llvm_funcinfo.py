@@ -27,6 +27,15 @@ def func_info(func: PrimFunc) -> tuple[dict, list[Var]]:
 
     Symbolic dims are keyed by identity: two distinct vars both called "n" get the names
     "n" and "n_1" in shape entries (the renamed one keeps the user's name in "label")."""
+    info, sym_vars = signature_info(func)
+    writes, alias_ok = analyze_alias(func)
+    info.update(writes=writes, alias_ok=alias_ok)
+    return info, sym_vars
+
+
+def signature_info(func: PrimFunc) -> tuple[dict, list[Var]]:
+    """The name, params and sym_vars of `func`'s FuncInfo (its params and buffer_map only, which
+    lowering keeps: the same before and after it) and its symbolic dims in `sym_vars` order."""
     name = func.attrs["global_symbol"]
     params: list[dict] = []
     sym_vars: list[Var] = []
@@ -74,10 +83,7 @@ def func_info(func: PrimFunc) -> tuple[dict, list[Var]]:
         buf = func.buffer_map.get(p)
         for extent in buf.shape if buf is not None else ():
             _check_defined(name, buf.name, extent, known)
-    writes, alias_ok = analyze_alias(func)
-    info = {"name": name, "params": params, "sym_vars": sym_info}
-    info.update(writes=writes, alias_ok=alias_ok)
-    return info, sym_vars
+    return {"name": name, "params": params, "sym_vars": sym_info}, sym_vars
 
 
 class _UniqueNames:

@@ -12,6 +12,7 @@ from ..target import Target
 from ..tir.function import PrimFunc
 from ..tir.schedule.verify import verify_block_bindings, verify_loop_kinds
 from ..tir.transform.pipeline import lower_primfunc
+from . import kernel_cache
 
 _INPUTS = "a te.Schedule (with args), a list of te.Tensors, a tir.PrimFunc or an IRModule"
 
@@ -113,15 +114,30 @@ def build(
     if target_host is not None:
         Target(target_host)  # validated; the host is the CPU target itself
     mod = _to_module(inp, args, name, binds, "tvm.build")
-    funcs = [_lower_checked(func) for _, func in mod.functions_items()]
-    if not funcs:
+    given = [func for _, func in mod.functions_items()]
+    if not given:
         raise BuildError("tvm.build: the IRModule has no PrimFunc to compile")
     from .. import codegen, runtime
 
-    result = codegen.llvm.build(funcs, target)
-    names = [f.name for f in funcs]
+    # identical kernels are lowered and compiled once; a rebuild reuses lowering and object
+    funcs, aliases, kernels = kernel_cache.lower_unique(given, _lower_checked, _lowering_flags())
+    result = kernel_cache.cached_object(
+        kernels, aliases, str(target), lambda: codegen.llvm.build(funcs, target, aliases)
+    )
+    names = [f.name for f in given]
     entry = name if name in names else names[0]
     return runtime.Module.from_codegen(result, entry_name=entry)
+
+
+def _lowering_flags() -> Any:
+    """What lowering depends on besides the function (the cache key's part); None (no cache)
+    while MINITVM_DUMP_IR asks for the IR of every pass."""
+    from .. import env
+    from ..tir.transform import pipeline
+
+    if env.dump_ir_dir():
+        return None
+    return pipeline.PIPELINE, env.verify_ir()
 
 
 # tvm.driver.build_module, which re-exports lower/build: imported after they are defined
