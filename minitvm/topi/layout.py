@@ -16,7 +16,7 @@ from typing import Any
 from .. import te
 from ..error import ShapeError, TEError
 from ..tir import op as tir_op
-from ..tir.expr import Var, make_const
+from ..tir.expr import IntImm, Var, make_const
 from ..tir.index_map import IndexMap
 from .utils import const_int, fmt_dim, fmt_shape, prove_equal, simplify
 
@@ -231,12 +231,21 @@ def layout_transform(
         return tir_op.if_then_else(inside, value, make_const(data.dtype, pad_value))
 
     return te.compute(
-        tuple(shape),
+        index_dims(shape, data.shape),
         body,
         name="T_layout_trans",
         tag="injective",
         attrs={"src_layout": src.name, "dst_layout": dst.name},
     )
+
+
+def index_dims(shape: Sequence[Any], like: Sequence[Any]) -> tuple[Any, ...]:
+    """`shape` with its constant dims in the index dtype of `like` (a tensor's shape), so that
+    an int64-shaped input gives an int64-shaped output and fused index arithmetic agrees."""
+    dtype = next((d.dtype for d in like if hasattr(d, "dtype")), None)
+    if dtype is None:
+        return tuple(shape)
+    return tuple(d if const_int(d) is None else IntImm(dtype, const_int(d)) for d in shape)
 
 
 def _needs_pad(extent: Any, block: int | None) -> bool:
@@ -251,4 +260,11 @@ def _ceil_div(extent: Any, block: int) -> Any:
     return -(-c // block) if c is not None else simplify((extent + block - 1) // block)
 
 
-__all__ = ["Layout", "as_layout", "layout_index_map", "layout_transform", "transformed_shape"]
+__all__ = [
+    "Layout",
+    "as_layout",
+    "index_dims",
+    "layout_index_map",
+    "layout_transform",
+    "transformed_shape",
+]

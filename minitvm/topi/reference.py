@@ -63,7 +63,7 @@ def conv2d_nchw(
     dh, dw = _pair(dilation)
     pt, pl, pb, pr = _pad4(padding)
     x = np.pad(data, ((0, 0), (0, 0), (pt, pb), (pl, pr)))
-    n, c, h, w = x.shape
+    n, _c, h, w = x.shape
     o, cg, kh, kw = kernel.shape
     oh = (h - dh * (kh - 1) - 1) // sh + 1
     ow = (w - dw * (kw - 1) - 1) // sw + 1
@@ -93,7 +93,14 @@ def pool2d(
     pool_type: str = "max",
     ceil_mode: bool = False,
     count_include_pad: bool = False,
+    layout: str = "NCHW",
 ) -> np.ndarray:
+    if layout != "NCHW":  # through NCHW and back
+        x = layout_transform(data, layout, "NCHW")
+        out = pool2d(
+            x, pool_size, strides, dilation, padding, pool_type, ceil_mode, count_include_pad
+        )
+        return layout_transform(out, "NCHW", layout)
     kh, kw = _pair(pool_size)
     sh, sw = _pair(strides)
     dh, dw = _pair(dilation)
@@ -126,7 +133,12 @@ def pool2d(
     return out.astype(data.dtype)
 
 
-def adaptive_avg_pool2d(data: np.ndarray, output_size: Any = None) -> np.ndarray:
+def adaptive_avg_pool2d(
+    data: np.ndarray, output_size: Any = None, layout: str = "NCHW"
+) -> np.ndarray:
+    if layout != "NCHW":  # through NCHW and back
+        out = adaptive_avg_pool2d(layout_transform(data, layout, "NCHW"), output_size)
+        return layout_transform(out, "NCHW", layout)
     n, c, h, w = data.shape
     oh, ow = (h, w) if output_size is None else _pair(output_size)
     out = np.zeros((n, c, oh, ow), dtype=np.float64)

@@ -290,3 +290,88 @@ def test_conv2d_gradient_in_other_layouts_is_refused():
     )
     with pytest.raises(MiniTVMError, match="data_layout='NHWC' has no gradient rule"):
         relax.transform.Gradient("main")(mod)
+
+
+# ----------------------------------------------------------------------------- pooling, clip
+
+
+@pytest.mark.parametrize("layout", ["NHWC", "NCHW4c"])
+def test_pooling_layouts_on_the_vm_with_symbolic_batch(layout):
+    from minitvm.topi.layout import transformed_shape
+
+    n = tir.Var("n", "int64")
+    shape = transformed_shape((n, 8, 9, 7), "NCHW", layout)
+
+    def build(x):
+        a = op.nn.max_pool2d(x, 3, 2, 1, layout=layout)
+        b = op.nn.avg_pool2d(a, 2, 1, (0, 0, 1, 1), layout=layout)
+        return op.nn.adaptive_avg_pool2d(b, 1, layout=layout)
+
+    mod, out = make_mod([shape], build)
+    want_shape = transformed_shape((n, 8, 1, 1), "NCHW", layout)
+    assert out.struct_info.shape[0] is n
+    assert [int(d) for d in out.struct_info.shape[1:]] == [int(d) for d in want_shape[1:]]
+    for batch in (1, 2):
+        x = randn(batch, 8, 9, 7)
+        nchw = ref.adaptive_avg_pool2d(
+            ref.pool2d(ref.pool2d(x, 3, 2, 1, 1, "max"), 2, 1, 1, (0, 0, 1, 1), "avg"), 1
+        )
+        xl = ref.layout_transform(x, "NCHW", layout)
+        np.testing.assert_allclose(
+            run_vm(mod, xl), ref.layout_transform(nchw, "NCHW", layout), rtol=1e-5, atol=1e-6
+        )
+        np.testing.assert_allclose(
+            evaluate(mod, xl), ref.layout_transform(nchw, "NCHW", layout), rtol=1e-5, atol=1e-6
+        )
+
+
+def test_pooling_layout_errors():
+    with pytest.raises(ShapeError, match="layout 'OIHW' is not supported; use NCHW, NHWC or NCHW"):
+        op.nn.max_pool2d(T((1, 4, 4, 4)), 2, layout="OIHW")
+    with pytest.raises(ShapeError, match="adaptive_avg_pool2d: layout 'NCHW2w' is not supported"):
+        op.nn.adaptive_avg_pool2d(T((1, 4, 4, 4, 2)), 1, layout="NCHW2w")
+    with pytest.raises(
+        ShapeError,
+        match=r"data has shape \(1, 4, 4, 4\) \(rank 4\); expected rank 5 \(layout NCHW4c\)",
+    ):
+        infer(op.nn.avg_pool2d(T((1, 4, 4, 4)), 2, layout="NCHW4c"))
+    with pytest.raises(ShapeError, match="the block axis 'c' must have extent 4, got 2"):
+        infer(op.nn.max_pool2d(T((1, 4, 4, 4, 2)), 2, layout="NCHW4c"))
+
+
+def test_clip_and_relu6_on_the_vm():
+    n = tir.Var("n", "int64")
+    mod, out = make_mod(
+        [(n, 5)],
+        lambda x: op.add(
+            op.clip(x, -0.25, 0.5), op.nn.relu6(op.multiply(x, relax.const(np.float32(8))))
+        ),
+    )
+    assert out.struct_info.shape[0] is n
+    for batch in (1, 3):
+        x = randn(batch, 5)
+        want = np.clip(x, -0.25, 0.5) + np.clip(x * 8, 0, 6)
+        np.testing.assert_allclose(run_vm(mod, x), want, rtol=1e-6)
+        np.testing.assert_allclose(evaluate(mod, x), want, rtol=1e-6)
+    call = op.clip(T((2,)), relax.PrimValue(tir.IntImm("int64", 0)), relax.const(np.float32(6)))
+    assert (call.attrs["min"], call.attrs["max"]) == (0.0, 6.0)
+
+
+def test_clip_errors():
+    with pytest.raises(ShapeError, match=r"relax.clip: min \(2.0\) is greater than max \(1.0\)"):
+        infer(op.clip(T((2,)), 2, 1))
+    with pytest.raises(ShapeError, match="relax.clip: max must be a constant number, got Var"):
+        op.clip(T((2,)), 0, T((2,)))
+
+
+def test_layout_transforms_fused_with_int64_shapes_build():
+    """NCHW -> NCHW8c -> relu -> NCHW -> flatten: the transforms' outputs keep the int64 index
+    dtype of their inputs, so inlining them into one kernel agrees on index types."""
+    imap, back = layout_index_map("NCHW", "NCHW8c"), layout_index_map("NCHW8c", "NCHW")
+
+    def build(x):
+        return op.flatten(op.layout_transform(op.nn.relu(op.layout_transform(x, imap)), back))
+
+    mod, _ = make_mod([(1, 24, 1, 1)], build)
+    x = randn(1, 24, 1, 1)
+    np.testing.assert_array_equal(run_vm(mod, x), np.maximum(x, 0).reshape(-1))

@@ -92,6 +92,35 @@ CASES: dict[str, Case] = {
     "nn.adaptive_avg_pool2d_global": Case(
         lambda x: op.nn.adaptive_avg_pool2d(x, 1), [("n", 3, 4, 4)]
     ),
+    "nn.conv2d_nhwc": Case(
+        lambda x, w: op.nn.conv2d(
+            x, w, 2, (1, 0, 1, 1), 1, data_layout="NHWC", kernel_layout="HWIO"
+        ),
+        [("n", 7, 6, 3), (3, 2, 3, 5)],
+        rtol=1e-4,
+        atol=1e-4,
+    ),
+    "nn.conv2d_nchwc": Case(
+        lambda x, w: op.nn.conv2d(
+            x, w, 1, 1, data_layout="NCHW2c", kernel_layout="OIHW2i4o", out_layout="NCHW4c"
+        ),
+        [("n", 2, 5, 4, 2), (2, 2, 3, 3, 2, 4)],
+        rtol=1e-4,
+        atol=1e-4,
+    ),
+    "nn.max_pool2d_nhwc": Case(
+        lambda x: op.nn.max_pool2d(x, 3, 2, 1, layout="NHWC"), [("n", 7, 8, 3)]
+    ),
+    "nn.avg_pool2d_nchwc": Case(
+        lambda x: op.nn.avg_pool2d(x, (2, 3), 1, (1, 1), layout="NCHW4c"), [("n", 1, 5, 6, 4)]
+    ),
+    "nn.adaptive_avg_pool2d_nhwc": Case(
+        lambda x: op.nn.adaptive_avg_pool2d(x, (3, 2), layout="NHWC"), [("n", 7, 5, 2)]
+    ),
+    "clip": Case(lambda x: op.clip(x, -0.5, 0.7), [("n", 4)]),
+    "nn.relu6": Case(
+        lambda x: op.nn.relu6(op.multiply(x, op.full((4,), 5.0, "float32"))), [("n", 4)]
+    ),
     "nn.batch_norm": Case(
         lambda x, g, b, m, v: op.nn.batch_norm(x, g, b, m, v),
         [("n", 3, 2, 2), (3,), (3,), (3,), (3,)],

@@ -344,3 +344,80 @@ def test_topi_conv2d_entry_dispatches_on_data_layout():
         topi.nn.conv.conv2d(
             te.placeholder((1, 4, 4, 3)), te.placeholder((3, 3, 3, 3)), 1, 0, 1, "NHWC", "OIHW"
         )
+
+
+# ----------------------------------------------------------------------------- pooling layouts
+
+
+def _torch_pool(x, pool_type, k, s, p, ceil_mode=False, count_include_pad=False):
+    """torch pooling on NCHW with symmetric (ph, pw) padding."""
+    t = torch.from_numpy(x)
+    if pool_type == "max":
+        return F.max_pool2d(t, k, s, p, ceil_mode=ceil_mode).numpy()
+    return F.avg_pool2d(
+        t, k, s, p, ceil_mode=ceil_mode, count_include_pad=count_include_pad
+    ).numpy()
+
+
+POOL_LAYOUTS = ["NHWC", "NCHW4c", "NCHW1c"]
+
+
+@pytest.mark.parametrize("layout", POOL_LAYOUTS)
+@pytest.mark.parametrize(
+    "pool_type, k, s, p, ceil_mode, incl",
+    [
+        ("max", 3, 2, 1, False, False),
+        ("avg", 3, 2, 1, False, False),
+        ("avg", 2, 1, 1, False, True),
+        ("max", 2, 2, 0, True, False),
+    ],
+)
+def test_pool2d_layouts_match_numpy_and_torch(layout, pool_type, k, s, p, ceil_mode, incl):
+    from minitvm.topi.nn import pool2d
+
+    x = randn(2, 8, 7, 5)
+    want = ref.pool2d(x, k, s, 1, p, pool_type, ceil_mode, incl)
+    if torch is not None:
+        np.testing.assert_allclose(
+            _torch_pool(x, pool_type, k, s, p, ceil_mode, incl), want, rtol=1e-5, atol=1e-6
+        )
+    xl = ref.layout_transform(x, "NCHW", layout)
+    got = run(lambda a: pool2d(a, k, s, 1, p, pool_type, ceil_mode, incl, layout), xl)
+    np.testing.assert_allclose(
+        got, ref.layout_transform(want, "NCHW", layout), rtol=1e-5, atol=1e-6
+    )
+    np.testing.assert_allclose(
+        ref.pool2d(xl, k, s, 1, p, pool_type, ceil_mode, incl, layout), got, rtol=1e-5, atol=1e-6
+    )
+
+
+@pytest.mark.parametrize("layout", POOL_LAYOUTS)
+@pytest.mark.parametrize("size", [(1, 1), (3, 2), None])
+def test_adaptive_pool_layouts_match_numpy_and_torch(layout, size):
+    from minitvm.topi.nn import adaptive_pool2d
+
+    x = randn(1, 4, 7, 6)
+    want = ref.adaptive_avg_pool2d(x, size)
+    if torch is not None:
+        np.testing.assert_allclose(
+            F.adaptive_avg_pool2d(torch.from_numpy(x), size or (7, 6)).numpy(),
+            want,
+            rtol=1e-5,
+            atol=1e-6,
+        )
+    xl = ref.layout_transform(x, "NCHW", layout)
+    got = run(lambda a: adaptive_pool2d(a, size, "avg", layout), xl, symbolic=[(0, 0)])
+    np.testing.assert_allclose(
+        got, ref.layout_transform(want, "NCHW", layout), rtol=1e-5, atol=1e-6
+    )
+
+
+def test_pool_layout_errors():
+    from minitvm import te
+    from minitvm.topi.nn import adaptive_pool2d, pool2d
+
+    x = te.placeholder((1, 4, 4, 4, 2), "float32", name="x")
+    with pytest.raises(TEError, match="layout 'NCHW2h' needs unblocked H and W axes"):
+        pool2d(x, 2, 2, 1, 0, "max", layout="NCHW2h")
+    with pytest.raises(TEError, match="layout 'NCW' needs unblocked H and W axes"):
+        adaptive_pool2d(te.placeholder((1, 4, 4)), 1, layout="NCW")

@@ -7,6 +7,7 @@ from .create import full, ones, zeros
 from .elementwise import (
     abs,
     add,
+    clip,
     divide,
     equal,
     ewise_fma,
@@ -59,6 +60,7 @@ __all__ = [
     "astype",
     "call_dps_packed",
     "call_tir",
+    "clip",
     "concat",
     "divide",
     "equal",

@@ -7,9 +7,12 @@ from typing import Any
 
 import numpy as np
 
-from ... import topi
+from ... import te, topi
+from ...error import ShapeError
+from ...tir import op as tir_op
+from ...tir.expr import make_const
 from ...topi import reference as ref
-from ..expr import Call, Expr, const
+from ..expr import Call, Constant, Expr, PrimValue, const
 from ..struct_info import StructInfo, TensorStructInfo
 from . import _infer as I
 from ._table import OpPattern, make_call, register_op
@@ -161,3 +164,49 @@ log = make_unary("log", *_UNARY["log"], "Elementwise natural log.")
 sqrt = make_unary("sqrt", *_UNARY["sqrt"], "Elementwise square root.")
 tanh = make_unary("tanh", *_UNARY["tanh"], "Elementwise tanh.")
 sigmoid = make_unary("sigmoid", *_UNARY["sigmoid"], "Elementwise 1 / (1 + e**-x).")
+
+
+# ----------------------------------------------------------------------------- clip
+
+
+def _infer_clip(call: Call) -> StructInfo:
+    x = I.tensor_arg(call, 0, "x")
+    if call.attrs["min"] > call.attrs["max"]:
+        raise ShapeError(
+            f"relax.clip: min ({call.attrs['min']}) is greater than max ({call.attrs['max']}); "
+            "pass min <= max"
+        )
+    return x
+
+
+def _te_clip(x, min, max):
+    lo, hi = make_const(x.dtype, min), make_const(x.dtype, max)
+    return te.compute(
+        x.shape, lambda *i: tir_op.min(tir_op.max(x[i], lo), hi), name="T_clip", tag="elemwise"
+    )
+
+
+def _np_clip(x, min, max):
+    return np.clip(x, np.asarray(min, x.dtype), np.asarray(max, x.dtype)).astype(x.dtype)
+
+
+_clip = register_op("relax.clip", _infer_clip, _te_clip, _np_clip, OpPattern.ELEMWISE)
+
+
+def clip(x: Expr, min: float, max: float) -> Call:
+    """Elementwise min(max(x, min), max): `relax.op.clip(x, 0.0, 6.0)` (ReLU6)."""
+    return make_call(_clip, (x,), {"min": _scalar(min, "min"), "max": _scalar(max, "max")})
+
+
+def _scalar(value: Any, what: str) -> float:
+    """A number, a PrimValue of a constant or a one-element Constant, as a float attr."""
+    if isinstance(value, PrimValue):
+        value = value.value
+    if isinstance(value, Constant) and value.data.numpy().size == 1:
+        value = value.data.numpy().reshape(()).item()
+    number = getattr(value, "value", value)  # IntImm / FloatImm
+    if isinstance(number, bool) or not isinstance(number, int | float):
+        raise ShapeError(
+            f"relax.clip: {what} must be a constant number, got {type(value).__name__} {value!r}"
+        )
+    return float(number)

@@ -14,6 +14,7 @@ from ...tir.expr import FloorDiv, FloorMod, make_const
 from ...tir.functor import post_order_visit
 from ...tir.index_map import IndexMap
 from ...topi import reference as ref
+from ...topi.layout import index_dims
 from ...topi.transform import infer_reshape, slice_bounds, split_sections
 from ...topi.utils import const_int, fmt_dim, fmt_shape, normalize_axis, prod, prove_equal
 from ..expr import Call, Expr, ShapeExpr, Tuple
@@ -404,7 +405,7 @@ def _te_layout_transform(x, index_map, pad_value, axis_separators, input_axis_se
         fill = make_const(x.dtype, pad_value)
         return tir_op.if_then_else(predicate.map_indices(list(idx))[0], fill, value)
 
-    return te.compute(tuple(shape), body, name="T_layout_trans", tag="injective")
+    return te.compute(index_dims(shape, x.shape), body, name="T_layout_trans", tag="injective")
 
 
 def _np_layout_transform(x, index_map, pad_value, axis_separators, input_axis_separators):

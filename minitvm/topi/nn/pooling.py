@@ -1,4 +1,6 @@
-"""2-D pooling in NCHW: max / average over windows, and adaptive average pooling."""
+"""2-D pooling: max / average over windows, and adaptive pooling, in any layout whose H and W
+are unblocked axes (NCHW, NHWC, NCHW{c}c): the window runs over H and W, every other axis is
+carried through."""
 
 from __future__ import annotations
 
@@ -9,9 +11,28 @@ from ...error import TEError
 from ...tir import op as tir_op
 from ...tir.expr import cast as tir_cast
 from ...tir.expr import make_const
+from ..layout import as_layout, index_dims
 from ..utils import const_int, get_const_tuple, simplify
 from .conv import conv_out_dim, padding4, pair, window_index
 from .pad import pad
+
+
+def hw_axes(layout: str, what: str) -> tuple[int, int]:
+    """Positions of H and W in `layout`; they must be present and unblocked."""
+    lay = as_layout(layout)
+    h, w = lay.index_of("H"), lay.index_of("W")
+    if h < 0 or w < 0 or lay.block("H") or lay.block("W"):
+        raise TEError(
+            f"{what}: layout {layout!r} needs unblocked H and W axes (e.g. NCHW, NHWC, NCHW16c)"
+        )
+    return h, w
+
+
+def _with_hw(idx: tuple, ha: int, wa: int, y: Any, x: Any) -> tuple:
+    """`idx` with its H and W entries replaced."""
+    out = list(idx)
+    out[ha], out[wa] = y, x
+    return tuple(out)
 
 
 def pool2d(
@@ -25,43 +46,43 @@ def pool2d(
     count_include_pad: bool = False,
     layout: str = "NCHW",
 ) -> te.Tensor:
-    """Max or average pooling; average excludes padding unless `count_include_pad`."""
-    if layout != "NCHW":
-        raise TEError(f"topi.nn.pool2d: layout {layout!r} is not supported; use 'NCHW'")
+    """Max or average pooling over H, W; average excludes padding unless `count_include_pad`."""
+    ha, wa = hw_axes(layout, "topi.nn.pool2d")
     if pool_type not in ("max", "avg"):
         raise TEError(f"topi.nn.pool2d: pool_type must be 'max' or 'avg', got {pool_type!r}")
     kh, kw = pair(kernel, "pool2d pool_size")
     sh, sw = pair(stride, "pool2d strides")
     dh, dw = pair(dilation, "pool2d dilation")
     pt, pl, pb, pr = padding4(padding, "pool2d")
-    n, c, h, w = data.shape
+    h, w = data.shape[ha], data.shape[wa]
     oh = conv_out_dim(h, kh, pt, pb, sh, dh, ceil_mode)
     ow = conv_out_dim(w, kw, pl, pr, sw, dw, ceil_mode)
+    out_shape = _with_hw(tuple(data.shape), ha, wa, oh, ow)
     # ceil mode: pad the bottom/right so every window stays inside the padded input
     eb = _ceil_extra(h, oh, kh, pt, pb, sh, dh) if ceil_mode else 0
     er = _ceil_extra(w, ow, kw, pl, pr, sw, dw) if ceil_mode else 0
     init = tir_op.min_value(data.dtype) if pool_type == "max" else make_const(data.dtype, 0)
     value = init.value if hasattr(init, "value") else 0.0
-    lo, hi = (0, 0, pt, pl), (0, 0, pb + eb, pr + er)
-    padded = (
-        data if lo == hi == (0, 0, 0, 0) else pad(data, lo, hi, pad_value=value, name="pad_temp")
-    )
+    zeros = (0,) * len(data.shape)
+    lo, hi = _with_hw(zeros, ha, wa, pt, pl), _with_hw(zeros, ha, wa, pb + eb, pr + er)
+    padded = data if lo == hi == zeros else pad(data, lo, hi, pad_value=value, name="pad_temp")
     ry = te.reduce_axis((0, kh), "ry")
     rx = te.reduce_axis((0, kw), "rx")
 
-    def window(b: Any, ch: Any, y: Any, x: Any):
-        return padded[b, ch, window_index(y, ry, sh, dh), window_index(x, rx, sw, dw)]
+    def window(idx: tuple):
+        y, x = window_index(idx[ha], ry, sh, dh), window_index(idx[wa], rx, sw, dw)
+        return padded[_with_hw(idx, ha, wa, y, x)]
 
     if pool_type == "max":
         return te.compute(
-            (n, c, oh, ow),
-            lambda b, ch, y, x: te.max(window(b, ch, y, x), axis=[ry, rx]),
+            out_shape,
+            lambda *idx: te.max(window(idx), axis=[ry, rx]),
             name="pool_max",
             tag="pool_max",
         )
     total = te.compute(
-        (n, c, oh, ow),
-        lambda b, ch, y, x: te.sum(window(b, ch, y, x), axis=[ry, rx]),
+        out_shape,
+        lambda *idx: te.sum(window(idx), axis=[ry, rx]),
         name="pool_sum",
         tag="pool_sum",
     )
@@ -77,10 +98,10 @@ def pool2d(
             hx = _valid_taps(x0, kw, dw, w)
         return tir_op.max(hy * hx, 1)
 
-    def avg(b: Any, ch: Any, y: Any, x: Any):
-        return total[b, ch, y, x] / tir_cast(data.dtype, count(y, x))
+    def avg(*idx: Any):
+        return total[idx] / tir_cast(data.dtype, count(idx[ha], idx[wa]))
 
-    return te.compute((n, c, oh, ow), avg, name="pool_avg", tag="elemwise")
+    return te.compute(out_shape, avg, name="pool_avg", tag="elemwise")
 
 
 def _ceil_extra(size: Any, out: Any, k: int, lo: int, hi: int, s: int, d: int) -> Any:
@@ -103,12 +124,13 @@ def adaptive_pool2d(
     data: te.Tensor, output_size: Any, pool_type: str = "avg", layout: str = "NCHW"
 ) -> te.Tensor:
     """Window i covers [floor(i*H/OH), ceil((i+1)*H/OH)) (static H, W)."""
-    if layout != "NCHW":
-        raise TEError(f"topi.nn.adaptive_pool2d: layout {layout!r} is not supported; use 'NCHW'")
-    n, c, h, w = data.shape
-    hs, ws = get_const_tuple((h, w), "topi.nn.adaptive_pool2d (input H, W)")
+    ha, wa = hw_axes(layout, "topi.nn.adaptive_pool2d")
+    hs, ws = get_const_tuple(
+        (data.shape[ha], data.shape[wa]), "topi.nn.adaptive_pool2d (input H, W)"
+    )
     oh, ow = (hs, ws) if output_size is None else pair(output_size, "adaptive_pool2d output_size")
     oh, ow = (hs if oh is None else int(oh)), (ws if ow is None else int(ow))
+    out_shape = index_dims(_with_hw(tuple(data.shape), ha, wa, oh, ow), data.shape)
 
     def span(size: int, out: int) -> int:
         return max(-(-(i + 1) * size // out) - (i * size // out) for i in range(out))
@@ -122,30 +144,34 @@ def adaptive_pool2d(
 
     reducer = te.sum if pool_type == "avg" else te.max
 
-    def body(b: Any, ch: Any, y: Any, x: Any):
-        y0, y1 = bounds(y, hs, oh)
-        x0, x1 = bounds(x, ws, ow)
-        inside = tir_op.all(y0 + ry < y1, x0 + rx < x1)
-        return reducer(data[b, ch, y0 + ry, x0 + rx], axis=[ry, rx], where=inside)
+    def body(*idx: Any):
+        y0, y1 = bounds(idx[ha], hs, oh)
+        x0, x1 = bounds(idx[wa], ws, ow)
+        if kh * kw == 1 or (hs % oh == 0 and ws % ow == 0):
+            inside = None  # every window is full: no bounds test in the loop
+        else:
+            inside = tir_op.all(y0 + ry < y1, x0 + rx < x1)
+        return reducer(data[_with_hw(idx, ha, wa, y0 + ry, x0 + rx)], axis=[ry, rx], where=inside)
 
-    red = te.compute((n, c, oh, ow), body, name="adaptive_pool_red", tag="adaptive_pool")
+    red = te.compute(out_shape, body, name="adaptive_pool_red", tag="adaptive_pool")
     if pool_type == "max":
         return red
 
-    def avg(b: Any, ch: Any, y: Any, x: Any):
-        y0, y1 = bounds(y, hs, oh)
-        x0, x1 = bounds(x, ws, ow)
-        return red[b, ch, y, x] / tir_cast(data.dtype, (y1 - y0) * (x1 - x0))
+    def avg(*idx: Any):
+        y0, y1 = bounds(idx[ha], hs, oh)
+        x0, x1 = bounds(idx[wa], ws, ow)
+        return red[idx] / tir_cast(data.dtype, (y1 - y0) * (x1 - x0))
 
-    return te.compute((n, c, oh, ow), avg, name="adaptive_pool_avg", tag="elemwise")
+    return te.compute(out_shape, avg, name="adaptive_pool_avg", tag="elemwise")
 
 
-def global_pool(data: te.Tensor, pool_type: str = "avg") -> te.Tensor:
-    return adaptive_pool2d(data, (1, 1), pool_type)
+def global_pool(data: te.Tensor, pool_type: str = "avg", layout: str = "NCHW") -> te.Tensor:
+    """Pool over all of H and W (TVM's topi.nn.global_pool)."""
+    return adaptive_pool2d(data, (1, 1), pool_type, layout)
 
 
 def adaptive_pool(
     data: te.Tensor, output_size: Any, pool_type: str = "avg", layout: str = "NCHW"
 ) -> te.Tensor:
-    """TVM's name of `adaptive_pool2d` for 4-D NCHW data."""
+    """TVM's name of `adaptive_pool2d`."""
     return adaptive_pool2d(data, output_size, pool_type, layout)

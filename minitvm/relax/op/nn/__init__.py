@@ -12,6 +12,7 @@ from .nn import (
     log_softmax,
     max_pool2d,
     relu,
+    relu6,
     softmax,
 )
 
@@ -27,5 +28,6 @@ __all__ = [
     "log_softmax",
     "max_pool2d",
     "relu",
+    "relu6",
     "softmax",
 ]

@@ -16,12 +16,17 @@ from ...expr import Call, Expr
 from ...struct_info import StructInfo, TensorStructInfo, TupleStructInfo
 from .. import _infer as I
 from .._table import OpPattern, make_call, register_op
-from ..elementwise import make_unary
+from ..elementwise import clip, make_unary
 
 relu = make_unary("nn.relu", topi_nn.relu, ref.relu, False, "max(x, 0): `relax.op.nn.relu(x)`.")
 gelu = make_unary(
     "nn.gelu", topi_nn.gelu, ref.gelu, True, "GELU (erf form): `relax.op.nn.gelu(x)`."
 )
+
+
+def relu6(x: Expr) -> Call:
+    """min(max(x, 0), 6) (MobileNet's activation): a `relax.op.clip(x, 0, 6)` call."""
+    return clip(x, 0.0, 6.0)
 
 
 # ----------------------------------------------------------------------------- softmax
@@ -280,26 +285,39 @@ def conv2d(
 # ----------------------------------------------------------------------------- pooling
 
 
+def _pool_layout(call: Call, x: TensorStructInfo) -> tuple[int, int]:
+    """Positions of H and W in the call's layout; x must have that layout's rank and blocks."""
+    layout = Layout.parse(call.attrs["layout"])
+    _layout_sinfo(call, x, "data", layout)
+    return layout.index_of("H"), layout.index_of("W")
+
+
 def _infer_pool2d(call: Call) -> StructInfo:
     x = I.tensor_arg(call, 0, "data")
-    I.require_ndim(call, x, "data", (4,), " (N, C, H, W)")
+    ha, wa = _pool_layout(call, x)
     if x.shape is None:
-        return TensorStructInfo(None, x.dtype, 4)
+        return TensorStructInfo(None, x.dtype, x.ndim)
     a = call.attrs
     kh, kw = a["pool_size"]
     sh, sw = a["strides"]
     dh, dw = a["dilation"]
     pt, pl, pb, pr = a["padding"]
-    n, c, h, w = x.shape
+    h, w = x.shape[ha], x.shape[wa]
     oh = I.dim(conv_out_dim(h, kh, pt, pb, sh, dh, a["ceil_mode"]))
     ow = I.dim(conv_out_dim(w, kw, pl, pr, sw, dw, a["ceil_mode"]))
     for what, d in (("height", oh), ("width", ow)):
         if const_int(d) is not None and const_int(d) <= 0:
             raise ShapeError(
                 f"{I.op_name(call)}: output {what} is {const_int(d)}: pool_size {a['pool_size']} does "
-                f"not fit the padded input {fmt_shape(x.shape[2:])}."
+                f"not fit the padded input {fmt_shape((h, w))}."
             )
-    return TensorStructInfo((n, c, oh, ow), x.dtype)
+    return TensorStructInfo(_replace_hw(x.shape, ha, wa, oh, ow), x.dtype)
+
+
+def _replace_hw(shape: Any, ha: int, wa: int, oh: Any, ow: Any) -> tuple:
+    out = list(shape)
+    out[ha], out[wa] = oh, ow
+    return tuple(out)
 
 
 def _pool_te(pool_type: str):
@@ -322,7 +340,15 @@ def _pool_te(pool_type: str):
 def _pool_np(pool_type: str):
     def fn(data, pool_size, strides, padding, dilation, ceil_mode, count_include_pad, layout):
         return ref.pool2d(
-            data, pool_size, strides, dilation, padding, pool_type, ceil_mode, count_include_pad
+            data,
+            pool_size,
+            strides,
+            dilation,
+            padding,
+            pool_type,
+            ceil_mode,
+            count_include_pad,
+            layout,
         )
 
     return fn
@@ -344,11 +370,19 @@ _avg_pool2d = register_op(
 )
 
 
+def _check_pool_layout(layout: str, what: str) -> None:
+    lay = Layout.parse(layout)
+    if sorted(lay.primals) != ["C", "H", "N", "W"] or lay.block("H") or lay.block("W"):
+        raise ShapeError(
+            f"{what}: layout {layout!r} is not supported; use NCHW, NHWC or NCHW{{c}}c (N, C, "
+            "H, W with H and W unblocked)"
+        )
+
+
 def _pool_attrs(
     pool_size, strides, padding, dilation, ceil_mode, count_include_pad, layout
 ) -> dict:
-    if layout != "NCHW":
-        raise ShapeError(f"relax pooling: layout {layout!r} is not supported; use 'NCHW'")
+    _check_pool_layout(layout, "relax pooling")
     return {
         "pool_size": pair(pool_size, "pool_size"),
         "strides": pair(strides, "strides"),
@@ -369,7 +403,7 @@ def max_pool2d(
     ceil_mode: bool = False,
     layout: str = "NCHW",
 ) -> Call:
-    """Max over pool_size windows (NCHW)."""
+    """Max over pool_size windows of H, W (layout NCHW, NHWC or NCHW{c}c)."""
     return make_call(
         _max_pool2d,
         (data,),
@@ -387,20 +421,20 @@ def avg_pool2d(
     count_include_pad: bool = False,
     layout: str = "NCHW",
 ) -> Call:
-    """Mean over pool_size windows (NCHW); padding is excluded from the count unless asked."""
+    """Mean over pool_size windows of H, W (NCHW, NHWC or NCHW{c}c); padding is excluded from
+    the count unless asked."""
     attrs = _pool_attrs(pool_size, strides, padding, dilation, ceil_mode, count_include_pad, layout)
     return make_call(_avg_pool2d, (data,), attrs)
 
 
 def _infer_adaptive(call: Call) -> StructInfo:
     x = I.tensor_arg(call, 0, "data")
-    I.require_ndim(call, x, "data", (4,), " (N, C, H, W)")
+    ha, wa = _pool_layout(call, x)
     size = call.attrs["output_size"]
     if x.shape is None:
-        return TensorStructInfo(None, x.dtype, 4)
-    n, c, h, w = x.shape
-    oh, ow = (h, w) if size is None else size
-    return TensorStructInfo((n, c, oh, ow), x.dtype)
+        return TensorStructInfo(None, x.dtype, x.ndim)
+    oh, ow = (x.shape[ha], x.shape[wa]) if size is None else size
+    return TensorStructInfo(_replace_hw(x.shape, ha, wa, I.dim(oh), I.dim(ow)), x.dtype)
 
 
 def _te_adaptive(data, output_size, layout):
@@ -408,7 +442,7 @@ def _te_adaptive(data, output_size, layout):
 
 
 def _np_adaptive(data, output_size, layout):
-    return ref.adaptive_avg_pool2d(data, output_size)
+    return ref.adaptive_avg_pool2d(data, output_size, layout)
 
 
 _adaptive = register_op(
@@ -422,10 +456,7 @@ _adaptive = register_op(
 
 def adaptive_avg_pool2d(data: Expr, output_size: Any = None, layout: str = "NCHW") -> Call:
     """Average over adaptive windows so the output is `output_size` (None keeps H, W)."""
-    if layout != "NCHW":
-        raise ShapeError(
-            f"relax.nn.adaptive_avg_pool2d: layout {layout!r} is not supported; use 'NCHW'"
-        )
+    _check_pool_layout(layout, "relax.nn.adaptive_avg_pool2d")
     size = None if output_size is None else pair(output_size, "output_size")
     return make_call(_adaptive, (data,), {"output_size": size, "layout": layout})
 
@@ -438,12 +469,15 @@ def _check_param(
 ) -> TensorStructInfo:
     p = I.tensor_arg(call, index, pname)
     want = tuple(x.shape[a] for a in axes) if x.shape is not None else None
-    if want is not None and p.shape is not None:
-        if len(p.shape) != len(want) or not all(prove_equal(a, b) for a, b in zip(p.shape, want)):
-            raise ShapeError(
-                f"{I.op_name(call)}: {pname} has shape {fmt_shape(p.shape)}, expected {fmt_shape(want)} "
-                f"(dims {list(axes)} of data {fmt_shape(x.shape)})."
-            )
+    if (
+        want is not None
+        and p.shape is not None
+        and (len(p.shape) != len(want) or not all(map(prove_equal, p.shape, want)))
+    ):
+        raise ShapeError(
+            f"{I.op_name(call)}: {pname} has shape {fmt_shape(p.shape)}, expected {fmt_shape(want)} "
+            f"(dims {list(axes)} of data {fmt_shape(x.shape)})."
+        )
     return p
 
 
