@@ -304,10 +304,29 @@ def _contiguous_along(load: BufferLoad, var: Var) -> bool:
     return last is var and not any(_uses(i, var) for i in outer)
 
 
+def _transposed_along(load: BufferLoad, var: Var, block: Block) -> bool:
+    """`load` reads `B[.., var, k]`: `var` exactly in the second-to-last dimension and nowhere
+    else, a reduction iterator k in the last (the weight of `x @ W.T` in [N, K] layout)."""
+    if len(load.indices) < 2:
+        return False
+    *outer, row, last = load.indices
+    return row is var and _is_reduce_var((last,), block) and not any(_uses(i, var) for i in outer)
+
+
+def _is_reduce_var(exprs: tuple, block: Block) -> bool:
+    """`exprs` is one reduction iterator of `block`, alone."""
+    return (
+        len(exprs) == 1
+        and isinstance(exprs[0], Var)
+        and any(iv.var is exprs[0] for iv in block.iter_vars if iv.iter_type == IterType.CommReduce)
+    )
+
+
 def is_matmul(block: Block) -> bool:
     """`C[.., i, j] = C[.., i, j] + A[..] * B[.., j]` with spatial loops first: some loads (A)
-    do not depend on the last spatial iterator j, the others (B) read it contiguously, and so
-    does the output; a vector along j then reads and writes contiguous memory."""
+    do not depend on the last spatial iterator j, the others (B) read it contiguously, or
+    transposed (`B[.., j, k]`, packed into column panels before the tile reads it), and the
+    output is contiguous along j; a vector along j then reads and writes contiguous memory."""
     j = _last_spatial_var(block)
     term = _product_term(block)
     if j is None or term is None or not _contiguous_along(block.body, j):
@@ -315,7 +334,11 @@ def is_matmul(block: Block) -> bool:
     by_j = [_uses(ld, j) for ld in _loads(term)]
     if not any(by_j) or all(by_j):
         return False
-    return all(_contiguous_along(ld, j) for ld, uses in zip(_loads(term), by_j) if uses)
+    return all(
+        _contiguous_along(ld, j) or _transposed_along(ld, j, block)
+        for ld, uses in zip(_loads(term), by_j)
+        if uses
+    )
 
 
 def _matmul_cols(extent: int) -> int | None:
@@ -389,6 +412,9 @@ def schedule_matmul(sch: Schedule, block: BlockRV, loops: list[LoopRV]) -> bool:
     if tile is None:
         return False
     work = _work(sch, spatial)
+    packed = _pack_b(sch, block, tile, _extent(sch, spatial[-2]))
+    if packed is None:
+        return False
     write_back = sch.cache_write(block, 0, "local")
     _fold_epilogue(sch, write_back)
     loops = sch.get_loops(block)
@@ -402,8 +428,16 @@ def schedule_matmul(sch: Schedule, block: BlockRV, loops: list[LoopRV]) -> bool:
         reduce = [*reduce[:-1], ko]
     outer = [*spatial[:-2], io]
     inner = [lp for lp in (ki, ii, ji) if lp is not None]
-    sch.reorder(*outer, *([jo] if jo is not None else []), *reduce, *inner)
-    sch.reverse_compute_at(write_back, jo if jo is not None else io)
+    if packed and jo is not None:
+        # column panels outermost: a packed panel of B stays in L2 while the row tiles pass
+        outer, panels = [*spatial[:-2], jo, io], [*spatial[:-2], jo]
+        sch.reorder(*outer, *reduce, *inner)
+        sch.reverse_compute_at(write_back, io)
+        jo = None
+    else:
+        panels = None
+        sch.reorder(*outer, *([jo] if jo is not None else []), *reduce, *inner)
+        sch.reverse_compute_at(write_back, jo if jo is not None else io)
     for lp in (ki, ii):
         if lp is not None:
             sch.unroll(lp)
@@ -419,8 +453,66 @@ def schedule_matmul(sch: Schedule, block: BlockRV, loops: list[LoopRV]) -> bool:
             sch.unroll(lp)
         if (_extent(sch, cols) or 2) > 1:
             sch.vectorize(cols)
-    _parallel_widest(sch, outer, work)
+    if panels is not None and _work(sch, panels) >= 2:
+        _parallel_widest(sch, panels, work)
+    else:
+        _parallel_widest(sch, outer, work)
     return True
+
+
+MATMUL_PACK_MIN_ROWS = 32  # fewer rows do not repay copying B into panels (measured)
+
+
+def _pack_b(sch: Schedule, block: BlockRV, tile: MatmulTile, rows: int | None) -> bool | None:
+    """Copy B operands of a matmul into column panels `Bp[.., j // cols, k, j % cols]`
+    (cache_read + transform_layout), so the register tile reads B contiguously along k instead
+    of one row of B (another cache line set) per k step; the copy runs parallel and
+    vectorized. A transposed B (`W[.., j, k]`) must be packed (read as it is, the vector
+    along j would gather), which pays under many or symbolic (a training batch) rows. A B
+    `[.., k, j]` is packed only under many static rows (with few rows B streams once per row
+    tile anyway) and when its rows are wider than a panel (not a blocked conv's weights).
+    Returns whether anything was packed, None when a transposed B is not (the block then gets
+    the generic rule)."""
+    node = sch.get(block)
+    j = _last_spatial_var(node)
+    many_rows = rows is not None and rows >= MATMUL_PACK_MIN_ROWS
+    plans: dict = {}
+    for ld in _loads(_product_term(node)):
+        if _transposed_along(ld, j, node):
+            if rows is not None and not many_rows:
+                return None  # copying W each call costs more than the few rows gain
+            plans[ld.buffer] = True
+        elif many_rows and _contiguous_along(ld, j) and _is_reduce_var(ld.indices[-2:-1], node):
+            width = const_int(ld.buffer.shape[-1])
+            if width is not None and width > tile.cols:
+                plans.setdefault(ld.buffer, False)
+    c = tile.cols
+    panel = {
+        False: lambda *ix: (*ix[:-2], ix[-1] // c, ix[-2], ix[-1] % c),  # B[.., k, j]
+        True: lambda *ix: (*ix[:-2], ix[-2] // c, ix[-1], ix[-2] % c),  # B[.., j, k]
+    }
+    for buf, transposed in plans.items():
+        at = next(n for n, r in enumerate(sch.get(block).reads) if r.buffer is buf)
+        try:
+            copy = sch.cache_read(block, at, "global")
+            sch.transform_layout(block, ("read", at), panel[transposed])
+            _schedule_panel_copy(sch, copy, c, transposed)
+        except ScheduleError:
+            return None if transposed else False
+    return bool(plans)
+
+
+def _schedule_panel_copy(sch: Schedule, copy: BlockRV, cols: int, transposed: bool) -> None:
+    """Loops (.., j // cols, k, j % cols) over the copy into panels, so it writes each panel in
+    order and reads `cols` adjacent elements of B per k step (a transposed B: `cols` rows of
+    W, kept in L1 across the k steps), the panel row vectorized, the rest parallel."""
+    *batch, first, second = sch.get_loops(copy)
+    work = _work(sch, [*batch, first, second])
+    k, j = (second, first) if transposed else (first, second)
+    jo, ji = sch.split(j, [None, cols])
+    sch.reorder(*batch, jo, k, ji)
+    sch.vectorize(ji)
+    _parallel(sch, [*batch, jo, k], work)
 
 
 def _fuse_unit_loops(sch: Schedule, loops: list[LoopRV]) -> list[LoopRV]:

@@ -1,0 +1,101 @@
+"""DefaultSchedule on matmul, dense and batch matmul: B is copied into column panels when the
+rows are many (always for a weight in [N, K] layout, whose vector loop would gather), the
+register tile reads the panels, and every shape matches numpy."""
+
+from __future__ import annotations
+
+import importlib
+
+import numpy as np
+import pytest
+
+import minitvm as tvm
+from minitvm import te, tir
+from minitvm.tir.function import PrimFunc
+
+_ds = importlib.import_module("minitvm.relax.transform.default_schedule")
+
+
+def matmul_te(m, k, n, batch=None, transposed=False):
+    """C = A @ B (B given as [N, K] when `transposed`), optionally batched."""
+    lead = () if batch is None else (batch,)
+    A = te.placeholder((*lead, m, k), name="A")
+    B = te.placeholder((*lead, n, k) if transposed else (*lead, k, n), name="B")
+    r = te.reduce_axis((0, k), "k")
+
+    def body(*idx):
+        *b, i, j = idx
+        bv = B[(*b, j, r)] if transposed else B[(*b, r, j)]
+        return te.sum(A[(*b, i, r)] * bv, axis=r)
+
+    return A, B, te.compute((*lead, m, n), body, name="C")
+
+
+def scheduled(tensors) -> PrimFunc:
+    return _ds.default_schedule_func(te.create_prim_func(list(tensors)))
+
+
+def allocs(func: PrimFunc) -> dict[str, tuple]:
+    return {
+        b.name: (b.scope(), tuple(d if isinstance(d, tir.Var) else int(d) for d in b.shape))
+        for b in func.body.block.alloc_buffers
+    }
+
+
+def check(tensors, func, sizes: dict, transposed: bool, seed: int = 0) -> None:
+    rng = np.random.default_rng(seed)
+    shape = lambda t: [sizes.get(d.name, 0) if isinstance(d, tir.Var) else int(d) for d in t.shape]
+    a, b = (rng.standard_normal(shape(t)).astype("float32") for t in tensors[:2])
+    c = tvm.nd.array(np.zeros(shape(tensors[2]), "float32"))
+    tvm.build(func, target="llvm")(tvm.nd.array(a), tvm.nd.array(b), c)
+    ref = a @ (np.swapaxes(b, -1, -2) if transposed else b)
+    np.testing.assert_allclose(c.numpy(), ref, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("transposed", [False, True], ids=["KN", "NK"])
+@pytest.mark.parametrize(
+    "m, k, n, batch",
+    [(64, 64, 256, None), (37, 29, 200, None), (96, 7, 96, 3), (41, 1, 384, None)],
+)
+def test_many_rows_pack_b_into_column_panels(m, k, n, batch, transposed, monkeypatch) -> None:
+    monkeypatch.setattr(_ds, "PARALLEL_MIN_WORK", 1)
+    tensors = matmul_te(m, k, n, batch, transposed)
+    func = scheduled(tensors)
+    tile = _ds.matmul_tile(m, n, k)
+    lead = () if batch is None else (batch,)
+    found = allocs(func)
+    assert found["B_global"] == ("global", (*lead, n // tile.cols, k, tile.cols))
+    assert found["C_local"][0] == "local"
+    check(tensors, func, {}, transposed)
+
+
+def test_few_rows_stream_b_unpacked_and_a_transposed_weight_gets_the_generic_rule() -> None:
+    func = scheduled(matmul_te(8, 64, 256))
+    assert set(allocs(func)) == {"C_local"}  # register tile, B read in place
+    func = scheduled(matmul_te(8, 64, 256, transposed=True))
+    assert set(allocs(func)) == set()  # no copy of W for 8 rows: the generic tiling
+    check(matmul_te(8, 64, 256, transposed=True), func, {}, True)
+
+
+def test_blocked_conv_weights_are_not_packed_again() -> None:
+    # B[k, j] whose rows are one panel wide already (16 columns): nothing to gain
+    func = scheduled(matmul_te(256, 64, 16))
+    assert set(allocs(func)) == {"C_local"}
+
+
+def test_symbolic_batch_linear_packs_the_weight_and_works_for_any_batch(monkeypatch) -> None:
+    monkeypatch.setattr(_ds, "PARALLEL_MIN_WORK", 1)
+    n = tir.Var("n", "int32")
+    tensors = matmul_te(n, 24, 64, transposed=True)
+    func = scheduled(tensors)
+    assert allocs(func)["B_global"] == ("global", (1, 24, 64))
+    for rows in (1, 5, 40):
+        check(tensors, func, {"n": rows}, True, seed=rows)
+
+
+def test_panel_copy_writes_each_panel_in_order() -> None:
+    func = scheduled(matmul_te(64, 32, 128, transposed=True))
+    script = func.script()
+    # loops (j // 64, k, j % 64): the panel row is the vectorized innermost loop
+    assert "B_global[v0 // 64, v1, v0 % 64] = B[v0, v1]" in script
+    assert "T.vectorized(64)" in script
