@@ -1,4 +1,5 @@
-"""The default `relax.build` pipeline, as one list.
+"""The default `relax.build` pipeline, as two lists run one after the other: GRAPH_PIPELINE
+(graph-level optimisation on op calls) then DEFAULT_PIPELINE (lowering to kernels).
 
 Each step names a pass of `relax.transform` (alternative names allowed), the lowest
 `PassContext.opt_level` at which it runs, and the passes it needs beside it. A step runs only
@@ -8,7 +9,9 @@ default schedule join the build as soon as they are defined. `PassContext(disabl
 removes a step, `required_pass` forces it regardless of opt_level. VM code generation follows
 the last step (`relax.vm.build`).
 
-    with tvm.transform.PassContext(opt_level=0):      # no fusion
+    with tvm.transform.PassContext(opt_level=0):      # no fusion, no layout change
+        ex = relax.build(mod, "llvm")
+    with tvm.transform.PassContext(disabled_pass=["AlterOpLayout"]):   # convs stay NCHW
         ex = relax.build(mod, "llvm")
 """
 
@@ -29,6 +32,18 @@ class Step:
     needs: tuple[str, ...] = ()  # other passes that must exist for this one to make sense
 
 
+# Graph-level optimisation, op calls in and op calls out, before anything is legalized: batch
+# norm folded into the conv before it (else decomposed), convs moved to the target's blocked
+# layout, and what became constant (packed weights, per-channel biases) computed once here.
+GRAPH_PIPELINE: tuple[Step, ...] = (
+    Step(("FoldBatchnormToConv2D",), 1),
+    Step(("DecomposeOpsForInference",), 1),
+    Step(("AlterOpLayout",), 1),
+    Step(("FoldConstant",), 1),
+    Step(("DeadCodeElimination",), 1),
+)
+
+# Lowering: ops to kernels, kernels fused and scheduled, memory planned.
 DEFAULT_PIPELINE: tuple[Step, ...] = (
     Step(("LegalizeOps",), 0),
     Step(("AnnotateTIROpPattern",), 0),
@@ -48,13 +63,18 @@ def _make(factory: Any, target: Any) -> Pass:
     return factory(target=target) if "target" in params else factory()
 
 
-def default_passes(target: Any = "llvm", ctx: PassContext | None = None) -> list[Pass]:
-    """The passes of DEFAULT_PIPELINE that exist now and that `ctx` (default: current) enables."""
+def default_passes(
+    target: Any = "llvm",
+    ctx: PassContext | None = None,
+    steps: tuple[Step, ...] = DEFAULT_PIPELINE,
+) -> list[Pass]:
+    """The passes of `steps` (default: the lowering) that exist now and that `ctx` (default:
+    current) enables; `relax.build` runs GRAPH_PIPELINE + DEFAULT_PIPELINE."""
     from . import transform
 
     ctx = ctx or PassContext.current()
     out = []
-    for step in DEFAULT_PIPELINE:
+    for step in steps:
         name = next((n for n in step.names if hasattr(transform, n)), None)
         if name is None or not all(hasattr(transform, n) for n in step.needs):
             continue
@@ -67,8 +87,8 @@ def default_passes(target: Any = "llvm", ctx: PassContext | None = None) -> list
 
 
 def run_default_pipeline(mod: Any, target: Any = "llvm") -> Any:
-    """Run the enabled default passes on `mod`, in order."""
-    for p in default_passes(target):
+    """Run the enabled passes of GRAPH_PIPELINE then DEFAULT_PIPELINE on `mod`, in order."""
+    for p in default_passes(target, steps=GRAPH_PIPELINE + DEFAULT_PIPELINE):
         mod = p(mod)
         if mod is None:
             raise BuildError(f"relax.build: pass {p.name} returned None")
@@ -104,4 +124,11 @@ def compile(mod: Any, target: Any = None, **kwargs: Any) -> Any:  # noqa: A001 (
     )
 
 
-__all__ = ["DEFAULT_PIPELINE", "Step", "compile", "default_passes", "run_default_pipeline"]
+__all__ = [
+    "DEFAULT_PIPELINE",
+    "GRAPH_PIPELINE",
+    "Step",
+    "compile",
+    "default_passes",
+    "run_default_pipeline",
+]

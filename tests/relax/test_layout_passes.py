@@ -41,11 +41,13 @@ def _run(mod, *args):
     return vm["main"](*[tvm.nd.array(a) for a in args]).numpy()
 
 
-def _same_numbers(before, after, *args, rtol=1e-4, atol=1e-4):
-    """`after` compiled and run equals the numpy evaluation of `before`."""
+def _same_numbers(before, after, *args, rtol=1e-4, atol=1e-4, build=True):
+    """`after` evaluated with the ops' numpy references, and (`build`) compiled and run on the
+    VM, equals the numpy evaluation of `before`."""
     want = np.asarray(evaluate(before, *args))
-    got = _run(after, *args)
-    np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
+    np.testing.assert_allclose(np.asarray(evaluate(after, *args)), want, rtol=rtol, atol=atol)
+    if build:
+        np.testing.assert_allclose(_run(after, *args), want, rtol=rtol, atol=atol)
 
 
 def _ops(mod, name="main"):
@@ -55,6 +57,16 @@ def _ops(mod, name="main"):
         for block in mod[name].body.blocks
         for b in block.bindings
         if isinstance(b.value, relax.Call) and hasattr(b.value.op, "name")
+    ]
+
+
+def _calls(mod, op_name, name="main"):
+    """The calls of op `op_name` in `mod[name]`, in binding order."""
+    return [
+        b.value
+        for block in mod[name].body.blocks
+        for b in block.bindings
+        if isinstance(b.value, relax.Call) and getattr(b.value.op, "name", None) == op_name
     ]
 
 
@@ -73,7 +85,7 @@ class _BN:
         return s, self.beta - self.mean * s
 
 
-# ----------------------------------------------------------------------------- FoldBatchnormToConv2D
+# ---------------------------------------------------------------- FoldBatchnormToConv2D
 
 
 def _conv_bn(x, w, bn, bias=None, groups=1, padding=1, strides=1):
@@ -168,7 +180,7 @@ def test_fold_batchnorm_in_nhwc_and_blocked_kernel_layouts():
     assert blocked[1, 0, 0, 0, 0, 3] == 19.0  # O = 1 * 16 + 3
 
 
-# ----------------------------------------------------------------------------- DecomposeOpsForInference
+# ---------------------------------------------------------------- DecomposeOpsForInference
 
 
 def test_decompose_batchnorm_with_constants_is_multiply_add():
@@ -218,3 +230,318 @@ def test_decompose_keeps_batchnorm_whose_tuple_escapes():
     x = relax.Var("x", T((1, 2, 3, 3), "float32"))
     mod = _module([x], lambda bb, x: bb.emit(op.nn.batch_norm(x, *bn.consts())))
     assert_structural_equal(relax.transform.DecomposeOpsForInference()(mod), mod)
+
+
+# ----------------------------------------------------------------------------- AlterOpLayout
+
+
+def _lt(x, src, dst):
+    from minitvm.topi.layout import layout_index_map
+
+    return op.layout_transform(x, layout_index_map(src, dst))
+
+
+def _alter(mod, lanes=16):
+    """AlterOpLayout for a target with `lanes` float32 lanes (16: AVX-512, 8: AVX2)."""
+    target = "llvm -mcpu=skylake-avx512" if lanes == 16 else "llvm -mcpu=haswell"
+    return relax.transform.AlterOpLayout(target)(mod)
+
+
+def _fold(mod):
+    seq = tvm.transform.Sequential(
+        [relax.transform.FoldConstant(), relax.transform.DeadCodeElimination()]
+    )
+    return seq(mod)
+
+
+def test_alter_op_layout_blocks_conv_and_packs_weight():
+    rng = _rng(6)
+    w = _f32(rng, 32, 3, 3, 3)
+    x = relax.Var("x", T((1, 3, 8, 8), "float32"))
+    before = _module([x], lambda bb, x: bb.emit(op.nn.conv2d(x, relax.const(w), padding=1)))
+    after = _alter(before)
+
+    def expected_body(bb, x):
+        xb = bb.emit(_lt(x, "NCHW", "NCHW3c"))
+        wb = relax.const(w.reshape(2, 16, 1, 3, 3, 3).transpose(0, 2, 4, 5, 3, 1))
+        y = bb.emit(
+            op.nn.conv2d(
+                xb,
+                wb,
+                padding=1,
+                data_layout="NCHW3c",
+                kernel_layout="OIHW3i16o",
+                out_layout="NCHW16c",
+            )
+        )
+        return bb.emit(_lt(y, "NCHW16c", "NCHW"))
+
+    expected = _module([relax.Var("x", T((1, 3, 8, 8), "float32"))], expected_body)
+    assert_structural_equal(after, expected)
+    _same_numbers(before, after, _f32(rng, 1, 3, 8, 8))
+
+
+def test_alter_op_layout_packs_bound_parameters_into_constants():
+    """A weight bound by BindParams is packed at compile time: the only transforms left are
+    of the activation, in and out."""
+    rng = _rng(7)
+    w = _f32(rng, 16, 8, 3, 3)
+    x = relax.Var("x", T((1, 8, 6, 6), "float32"))
+    wv = relax.Var("w", T((16, 8, 3, 3), "float32"))
+    unbound = _module([x, wv], lambda bb, x, wv: bb.emit(op.nn.conv2d(x, wv, padding=1)))
+    before = relax.transform.BindParams("main", {"w": w})(unbound)
+    after = _alter(before, lanes=8)
+    transformed = [c.args[0] for c in _calls(after, "relax.layout_transform")]
+    assert [a.name_hint for a in transformed] == ["x", "lv_NCHW8c"]
+    (conv,) = _calls(after, "relax.nn.conv2d")
+    packed = conv.args[1]
+    assert isinstance(packed, relax.Constant) and packed.data.shape == (2, 1, 3, 3, 8, 8)
+    # element [oo, io, kh, kw, ii, oi] is w[oo * 8 + oi, io * 8 + ii, kh, kw]
+    np.testing.assert_array_equal(
+        packed.data.numpy(), w.reshape(2, 8, 1, 8, 3, 3).transpose(0, 2, 4, 5, 3, 1)
+    )
+    # unbound, the weight is transformed by the graph (at run time)
+    moved = _calls(_alter(unbound, lanes=8), "relax.layout_transform")
+    assert "w" in [c.args[0].name_hint for c in moved]
+    _same_numbers(before, after, _f32(rng, 1, 8, 6, 6))
+
+
+def _resnet_block(c_in, c, stride, n=1, seed=8, hw=9):
+    """conv-bias-relu, conv-bias, + shortcut (1x1 strided conv when the shape changes), relu,
+    then global pooling and flatten — the edge back to NCHW."""
+    rng = _rng(seed)
+    x = relax.Var("x", T((n, c_in, hw, hw), "float32"))
+
+    def body(bb, x):
+        y = bb.emit(op.nn.conv2d(x, relax.const(_f32(rng, c, c_in, 3, 3)), stride, 1))
+        y = bb.emit(op.nn.relu(bb.emit(op.add(y, relax.const(_f32(rng, 1, c, 1, 1))))))
+        y = bb.emit(op.nn.conv2d(y, relax.const(_f32(rng, c, c, 3, 3)), 1, 1))
+        y = bb.emit(op.add(y, relax.const(_f32(rng, c, 1, 1))))
+        short = x
+        if stride != 1 or c_in != c:
+            short = bb.emit(op.nn.conv2d(x, relax.const(_f32(rng, c, c_in, 1, 1)), stride, 0))
+        y = bb.emit(op.nn.relu(bb.emit(op.add(y, short))))
+        return bb.emit(op.flatten(bb.emit(op.nn.adaptive_avg_pool2d(y, 1))))
+
+    return _module([x], body), rng
+
+
+@pytest.mark.parametrize(
+    "c_in, c, stride, lanes", [(3, 5, 1, 16), (5, 24, 2, 16), (24, 24, 1, 8), (96, 96, 2, 16)]
+)
+def test_alter_op_layout_residual_block_matches(c_in, c, stride, lanes):
+    before, rng = _resnet_block(c_in, c, stride)
+    after = _fold(_alter(before, lanes))
+    convs = _calls(after, "relax.nn.conv2d")
+    assert len(convs) == 3 if stride != 1 or c_in != c else 2
+    assert all(cv.attrs["data_layout"] != "NCHW" for cv in convs)
+    # only the input and the pooled value before flatten are converted: the blocked conv
+    # outputs feed the adds, relus, next convs and the pooling directly
+    pooled = _calls(after, "relax.nn.adaptive_avg_pool2d")[0]
+    assert pooled.attrs["layout"] != "NCHW"
+    moved = [c.args[0].name_hint for c in _calls(after, "relax.layout_transform")]
+    assert len(moved) == 2 and moved[0] == "x"
+    _same_numbers(before, after, _f32(rng, 1, c_in, 9, 9), build=False)
+
+
+@pytest.mark.parametrize(
+    "c_in, c, stride, lanes, desired",
+    [
+        (3, 5, 1, 16, None),
+        (5, 24, 2, 16, None),
+        (24, 24, 1, 8, None),
+        (96, 96, 2, 16, None),
+        (16, 16, 1, 0, ["NCHW8c", "default"]),
+        (6, 8, 2, 0, ["NHWC", "OHWI"]),
+    ],
+)
+def test_layout_passes_residual_block_builds_and_runs(c_in, c, stride, lanes, desired):
+    """relax.build + VM of the converted block equals numpy on the original."""
+    before, rng = _resnet_block(c_in, c, stride, seed=16)
+    if desired is None:
+        after = _alter(before, lanes)
+    else:
+        after = relax.transform.ConvertLayout({"relax.nn.conv2d": desired})(before)
+    xs = _f32(rng, 1, c_in, 9, 9)
+    np.testing.assert_allclose(_run(after, xs), evaluate(before, xs), rtol=1e-4, atol=1e-4)
+
+
+def test_alter_op_layout_symbolic_batch():
+    n = tvm.tir.Var("n", "int64")
+    before, rng = _resnet_block(8, 16, 2, n=n)
+    after = _fold(_alter(before, 16))
+    assert "relax.layout_transform" in _ops(after)
+    _same_numbers(before, after, _f32(rng, 3, 8, 9, 9))
+
+
+def test_alter_op_layout_depthwise():
+    rng = _rng(9)
+    c = 24
+    x = relax.Var("x", T((1, c, 7, 7), "float32"))
+
+    def body(bb, x):
+        y = bb.emit(op.nn.conv2d(x, relax.const(_f32(rng, c, 1, 3, 3)), 2, 1, groups=c))
+        return bb.emit(op.nn.relu(y))
+
+    before = _module([x], body)
+    after = _alter(before, 16)
+    (conv,) = _calls(after, "relax.nn.conv2d")
+    assert (conv.attrs["data_layout"], conv.attrs["kernel_layout"]) == ("NCHW8c", "OIHW1i8o")
+    _same_numbers(before, _fold(after), _f32(rng, 1, c, 7, 7))
+
+
+def test_alter_op_layout_shares_one_transform_back_per_value():
+    """Two NCHW-only consumers of a blocked value read one transform; a blocked consumer reads
+    the value itself (no transform and inverse back to back)."""
+    rng = _rng(10)
+    x = relax.Var("x", T((1, 16, 4, 4), "float32"))
+
+    def body(bb, x):
+        y = bb.emit(op.nn.conv2d(x, relax.const(_f32(rng, 16, 16, 1, 1))))
+        a = bb.emit(op.flatten(y))
+        b = bb.emit(op.sum(y, axis=[2, 3]))
+        z = bb.emit(op.nn.conv2d(y, relax.const(_f32(rng, 16, 16, 1, 1))))
+        return bb.emit(relax.Tuple([a, b, z]))
+
+    before = _module([x], body)
+    after = _fold(_alter(before, 16))
+    moved = [c.args[0].name_hint for c in _calls(after, "relax.layout_transform")]
+    # x in, y back once (for flatten and sum), z back once (the output)
+    assert moved == ["x", "lv_NCHW16c", "lv3_NCHW16c"]
+    ex = relax.build(after, "llvm")
+    vm = relax.VirtualMachine(ex, tvm.cpu())
+    xs = _f32(rng, 1, 16, 4, 4)
+    got = vm["main"](tvm.nd.array(xs))
+    want = evaluate(before, xs)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g.numpy(), w, rtol=1e-4, atol=1e-4)
+
+
+def test_alter_op_layout_leaves_grouped_and_indivisible_convs():
+    rng = _rng(11)
+    x = relax.Var("x", T((1, 34, 5, 5), "float32"))
+
+    def body(bb, x):
+        y = bb.emit(op.nn.conv2d(x, relax.const(_f32(rng, 34, 17, 3, 3)), groups=2))
+        return bb.emit(op.nn.conv2d(y, relax.const(_f32(rng, 4, 34, 1, 1))))
+
+    before = _module([x], body)
+    assert_structural_equal(_alter(before, 16), before)
+
+
+def test_channel_block_prefers_whole_small_counts_and_wide_powers_of_two():
+    from minitvm.relax.transform.convert_layout import channel_block
+
+    cases = {3: 3, 5: 5, 16: 16, 24: 8, 96: 16, 64: 16, 34: None, 20: 4}
+    assert {c: channel_block(c, 16) for c in cases} == cases
+    assert channel_block(24, 8) == 8 and channel_block(12, 8) == 4
+
+
+# ----------------------------------------------------------------------------- ConvertLayout
+
+
+def test_convert_layout_nhwc_keeps_elementwise_in_nhwc():
+    rng = _rng(12)
+    w = _f32(rng, 5, 3, 3, 3)
+    b = _f32(rng, 1, 5, 1, 1)
+    x = relax.Var("x", T((2, 3, 6, 6), "float32"))
+
+    def body(bb, x):
+        y = bb.emit(op.nn.conv2d(x, relax.const(w), padding=1))
+        return bb.emit(op.nn.relu(bb.emit(op.add(y, relax.const(b)))))
+
+    before = _module([x], body)
+    after = relax.transform.ConvertLayout({"relax.nn.conv2d": ["NHWC", "default"]})(before)
+
+    def expected_body(bb, x):
+        xt = bb.emit(_lt(x, "NCHW", "NHWC"))
+        wt = relax.const(w.transpose(2, 3, 1, 0))
+        y = bb.emit(op.nn.conv2d(xt, wt, padding=1, data_layout="NHWC", kernel_layout="HWIO"))
+        bt = relax.const(b.transpose(0, 2, 3, 1))
+        y = bb.emit(op.nn.relu(bb.emit(op.add(y, bt))))
+        return bb.emit(_lt(y, "NHWC", "NCHW"))
+
+    expected = _module([relax.Var("x", T((2, 3, 6, 6), "float32"))], expected_body)
+    assert_structural_equal(after, expected)
+    _same_numbers(before, after, _f32(rng, 2, 3, 6, 6))
+
+
+def test_convert_layout_blocked_with_default_kernel():
+    before, rng = _resnet_block(16, 16, 1, seed=13)
+    after = relax.transform.ConvertLayout({"relax.nn.conv2d": ["NCHW8c", "default"]})(before)
+    kernels = {c.attrs["kernel_layout"] for c in _calls(after, "relax.nn.conv2d")}
+    assert kernels == {"OIHW8i8o"}
+    _same_numbers(before, after, _f32(rng, 1, 16, 9, 9), build=False)
+
+
+def test_convert_layout_errors_name_the_bad_entry():
+    from minitvm.error import ArgumentError, ShapeError
+
+    with pytest.raises(ArgumentError, match="no layout rule for \\['relax.nn.dense'\\]"):
+        relax.transform.ConvertLayout({"relax.nn.dense": ["NC"]})
+    with pytest.raises(ArgumentError, match="give \\[data_layout\\] or"):
+        relax.transform.ConvertLayout({"relax.nn.conv2d": ["NHWC", "HWIO", "NHWC"]})
+    with pytest.raises(ShapeError, match="cannot read"):
+        relax.transform.ConvertLayout({"relax.nn.conv2d": ["NC?HW", "default"]})
+
+
+# ---------------------------------------------------------------- FoldConstant, pipeline
+
+
+def test_fold_constant_packs_layout_transform_with_numpy_exactly():
+    rng = _rng(14)
+    w = _f32(rng, 32, 5, 3, 3)
+    x = relax.Var("x", T((1,), "float32"))
+    mod = _module([x], lambda bb, x: bb.emit(_lt(relax.const(w), "OIHW", "OIHW5i16o")))
+    folded = relax.transform.FoldConstant()(mod)
+    value = folded["main"].body.blocks[0].bindings[0].value
+    assert isinstance(value, relax.Constant)
+    np.testing.assert_array_equal(
+        value.data.numpy(), w.reshape(2, 16, 1, 5, 3, 3).transpose(0, 2, 4, 5, 3, 1)
+    )
+
+
+def _pipeline_names(**ctx):
+    from minitvm.relax import pipeline
+
+    steps = pipeline.GRAPH_PIPELINE + pipeline.DEFAULT_PIPELINE
+    with tvm.transform.PassContext(**ctx):
+        return [p.name for p in pipeline.default_passes("llvm", steps=steps)]
+
+
+def test_pipeline_runs_graph_passes_before_legalize_and_can_disable_them():
+    names = _pipeline_names()
+    order = ["FoldBatchnormToConv2D", "DecomposeOpsForInference", "AlterOpLayout", "FoldConstant"]
+    assert [n for n in names if n in order] == order
+    assert names.index("FoldConstant") < names.index("LegalizeOps")
+    assert "AlterOpLayout" not in _pipeline_names(disabled_pass=["AlterOpLayout"])
+    assert "AlterOpLayout" not in _pipeline_names(opt_level=0)
+
+
+def test_build_packs_bound_weights_at_compile_time():
+    """relax.build of a conv with bound weights: the conv kernel reads a packed constant, no
+    layout_transform kernel of a parameter runs; disabling AlterOpLayout keeps NCHW."""
+    before, rng = _resnet_block(8, 16, 1, seed=15)
+    from minitvm.relax import pipeline
+
+    with tvm.transform.PassContext(opt_level=2):
+        graph = before
+        for p in pipeline.default_passes("llvm", steps=pipeline.GRAPH_PIPELINE):
+            graph = p(graph)
+    calls = [
+        b.value for b in graph["main"].body.blocks[0].bindings if isinstance(b.value, relax.Call)
+    ]
+    for call in calls:
+        if call.op.name == "relax.layout_transform":
+            assert isinstance(call.args[0], relax.Var)  # activations only
+        if call.op.name == "relax.nn.conv2d":
+            assert isinstance(call.args[1], relax.Constant) and len(call.args[1].data.shape) == 6
+    with tvm.transform.PassContext(disabled_pass=["AlterOpLayout"]):
+        plain = before
+        for p in pipeline.default_passes("llvm", steps=pipeline.GRAPH_PIPELINE):
+            plain = p(plain)
+    assert "relax.layout_transform" not in _ops(plain)
+    xs = _f32(rng, 1, 8, 9, 9)
+    np.testing.assert_allclose(
+        _run(before, xs), np.asarray(evaluate(before, xs)), rtol=1e-4, atol=1e-4
+    )

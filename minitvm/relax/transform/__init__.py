@@ -13,6 +13,7 @@ from typing import Any
 from ...ir.transform import Pass
 from .annotate_op_pattern import annotate_op_pattern
 from .bind_params import bind_params, bind_params_function
+from .convert_layout import alter_op_layout, convert_layout, convert_layout_with, table_policy
 from .dead_code_elimination import dead_code_elimination, remove_unused_bindings
 from .decompose import decompose_ops_for_inference
 from .default_schedule import default_schedule
@@ -125,3 +126,19 @@ __all__ += [
     "decompose_ops_for_inference",
     "fold_batchnorm_to_conv2d",
 ]
+
+
+def ConvertLayout(desired_layouts: Mapping[str, Sequence[str]]) -> Pass:
+    """Convs in the layouts asked for, e.g. {"relax.nn.conv2d": ["NHWC", "default"]}; values
+    stay in them until an op needs the original (convert_layout.py)."""
+    policy = table_policy(desired_layouts)  # a bad table is reported here, not at run time
+    return Pass(lambda mod: convert_layout_with(mod, policy), "ConvertLayout")
+
+
+def AlterOpLayout(target: Any = None) -> Pass:
+    """Every conv2d in NCHW{c}c with packed OIHW{i}i{o}o weights, c from the target's vector
+    lanes (default: the current target, else the host) (convert_layout.py)."""
+    return Pass(lambda mod: alter_op_layout(mod, target), "AlterOpLayout")
+
+
+__all__ += ["AlterOpLayout", "ConvertLayout", "alter_op_layout", "convert_layout"]

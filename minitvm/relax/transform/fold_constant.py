@@ -1,5 +1,9 @@
 """FoldConstant: calls whose arguments are all constants are computed at compile time with the
-same compiled kernels the program would run (the op's TE definition, built by the driver)."""
+same compiled kernels the program would run (the op's TE definition, built by the driver).
+
+Data-movement ops (pattern INJECTIVE: layout_transform, reshape, permute_dims, ...) run their
+numpy reference instead: it moves the same bits, and packing every weight of a model must not
+cost one LLVM build per weight shape."""
 
 from __future__ import annotations
 
@@ -25,6 +29,7 @@ from ..expr import (
     TupleGetItem,
 )
 from ..functor import ExprMutator
+from ..op._table import OpPattern
 from ..struct_info import TensorStructInfo, TupleStructInfo
 
 
@@ -66,6 +71,10 @@ class _Folder(ExprMutator):
             return None
         if not any(isinstance(a, Constant | Tuple) for a in value.args):
             return None  # creation ops (zeros, full) would only materialise big constants
+        if op.op_def.pattern == OpPattern.INJECTIVE and op.op_def.numpy is not None:
+            folded = _run_numpy(value)
+            if folded is not None:
+                return folded
         call = self.scratch.call_te(
             op.op_def.te,
             *value.args,
@@ -91,6 +100,33 @@ class _Folder(ExprMutator):
         kernel(*inputs, *outs)
         consts = [Constant(o) for o in outs]
         return Tuple(tuple(consts)) if isinstance(out_sinfo, TupleStructInfo) else consts[0]
+
+
+def _run_numpy(call: Call) -> Expr | None:
+    """A data-movement call of constants computed by its numpy reference."""
+    out_sinfo = call.struct_info
+    if not (isinstance(out_sinfo, TensorStructInfo) and out_sinfo.is_static):
+        return None
+    args = [_numpy_arg(a) for a in call.args]
+    if any(a is None for a in args):
+        return None
+    out = np.asarray(call.op.op_def.numpy(*args, **dict(call.attrs)))
+    assert out.shape == out_sinfo.static_shape(), (
+        f"FoldConstant: the numpy reference of {call.op.name} gave shape {out.shape}, its "
+        f"struct info says {out_sinfo.static_shape()}"
+    )
+    return Constant(np.ascontiguousarray(out, dtype=out_sinfo.dtype.numpy_dtype()))
+
+
+def _numpy_arg(a: Expr) -> Any:
+    """A constant argument as the numpy reference takes it (None: not a plain constant)."""
+    if isinstance(a, Constant):
+        return a.data.numpy()
+    if isinstance(a, ShapeExpr):
+        return tuple(d.value for d in a.values)
+    if isinstance(a, PrimValue):
+        return a.value.value
+    return None
 
 
 def _all_const(args: Any) -> bool:
