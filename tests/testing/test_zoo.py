@@ -171,3 +171,10 @@ def test_torch_model_names_a_missing_weight():
     model = zoo.torch_model("mlp", params)
     with pytest.raises(ArgumentError, match=r"params has no weight 'fc2_bias'; pass the dict"):
         model(torch.zeros(1, 1, 28, 28))
+
+
+def test_mobilenet_relu6_is_one_clip_op():
+    mod, _ = zoo.get_model("mobilenet_v2", image_shape=(3, 32, 32))
+    ops = [b.value.op.name for blk in mod["main"].body.blocks for b in blk.bindings
+           if isinstance(b.value, relax.Call) and hasattr(b.value.op, "name")]  # fmt: skip
+    assert ops.count("relax.clip") == 35 and "relax.minimum" not in ops
