@@ -173,8 +173,31 @@ def _vars_of(e: Any) -> list[Var]:
 
 def loop_partition(func: PrimFunc) -> PrimFunc:
     """Split loops so that `likely` guards of non-divisible splits leave the main iterations."""
+    if not _has_likely_guard(func.body):
+        return func  # nothing to partition: skip the per-loop guard searches
     body = _Partition().visit(func.body)
     return func if body is func.body else func.replace(body=body)
+
+
+class _LikelyGuardFound(Exception):
+    pass
+
+
+def _has_likely_guard(body: Stmt) -> bool:
+    class _Find(Visitor):
+        def visit_IfThenElse(self, s: IfThenElse) -> None:
+            if _is_likely(s.condition):
+                raise _LikelyGuardFound
+            self.generic_visit(s)
+
+        def visit_PrimExpr(self, e: PrimExpr) -> None:
+            return None  # guards are statements: expressions need no walk
+
+    try:
+        _Find().visit(body)
+    except _LikelyGuardFound:
+        return True
+    return False
 
 
 LoopPartition = prim_func_pass(loop_partition, "LoopPartition")

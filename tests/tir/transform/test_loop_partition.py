@@ -87,3 +87,20 @@ def test_guard_not_affine_in_loop_is_left_alone():
     s = te.create_schedule(B.op)
     func = s.build_prim_func([A, B], "sq")
     assert loop_partition(func) is func
+
+
+def test_function_without_likely_guards_is_returned_without_searching(monkeypatch):
+    import importlib
+
+    lp = importlib.import_module("minitvm.tir.transform.loop_partition")
+
+    def refuse(self, loop):
+        raise AssertionError("searched a loop of a function that has no likely guard")
+
+    monkeypatch.setattr(lp._Partition, "partition", refuse)
+    s, args = _vadd_schedule(64, 16)  # divisible: no guard left
+    func = lower_primfunc(s.build_prim_func(args, "vadd"))
+    assert lp.loop_partition(func) is func
+    guarded, gargs = _vadd_schedule(60, 16)
+    with pytest.raises(AssertionError, match="no likely guard"):  # a guard is still searched
+        lower_primfunc(guarded.build_prim_func(gargs, "vadd"))
