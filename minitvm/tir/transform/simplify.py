@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..buffer import Buffer
-from ..expr import BufferLoad, Call, IntImm, Not, Op, PrimExpr
+from ..expr import BufferLoad, Call, FloatImm, IntImm, Not, Op, PrimExpr, Var
 from ..function import PrimFunc
 from ..functor import Mutator, substitute
 from ..op import likely
@@ -45,13 +45,9 @@ class _Simplify(Mutator):
 
     def _loads(self, e: PrimExpr) -> PrimExpr:
         """Simplify the indices of loads the simplifier treated as opaque."""
-        outer = self
-
-        class _Indices(Mutator):
-            def visit_BufferLoad(self, load: BufferLoad) -> PrimExpr:
-                return load.replace(indices=tuple(outer.expr(i) for i in load.indices))
-
-        return _Indices().visit(e)
+        if isinstance(e, IntImm | FloatImm | Var):
+            return e  # no load inside
+        return _LoadIndices(self).visit(e)
 
     def visit_Buffer(self, buf: Buffer) -> Buffer:
         return buf  # shapes are kept as declared: buffers must stay identical to buffer_map's
@@ -82,6 +78,17 @@ class _Simplify(Mutator):
 
     def visit_LetStmt(self, s: LetStmt) -> Stmt:
         return s.replace(value=self.expr(s.value), body=self.visit(s.body))
+
+
+class _LoadIndices(Mutator):
+    """Simplifies the indices of every load in an expression, in the simplifier's scope."""
+
+    def __init__(self, simplifier: _Simplify) -> None:
+        super().__init__()
+        self.simplifier = simplifier
+
+    def visit_BufferLoad(self, load: BufferLoad) -> PrimExpr:
+        return load.replace(indices=tuple(self.simplifier.expr(i) for i in load.indices))
 
 
 def _no_op() -> Stmt:
