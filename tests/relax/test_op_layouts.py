@@ -375,3 +375,20 @@ def test_layout_transforms_fused_with_int64_shapes_build():
     mod, _ = make_mod([(1, 24, 1, 1)], build)
     x = randn(1, 24, 1, 1)
     np.testing.assert_array_equal(run_vm(mod, x), np.maximum(x, 0).reshape(-1))
+
+
+def test_layout_attrs_print_and_parse_back_equal():
+    n = tir.Var("n", "int64")
+
+    def build(x, w):
+        y = op.nn.conv2d(
+            x, w, 1, 1, data_layout="NCHW4c", kernel_layout="OIHW4i8o", out_layout="NCHW8c"
+        )
+        y = op.nn.max_pool2d(op.clip(y, 0, 6), 2, 2, layout="NCHW8c")
+        return op.nn.adaptive_avg_pool2d(y, 1, layout="NCHW8c")
+
+    mod, out = make_mod([(n, 2, 5, 5, 4), (2, 2, 3, 3, 4, 8)], build)
+    assert [str(d) for d in out.struct_info.shape] == ["n", "2", "1", "1", "8"]
+    text = mod.script()
+    assert 'out_layout="NCHW8c"' in text and "R.clip(" in text
+    tvm.ir.assert_structural_equal(tvm.script.from_source(text), mod)

@@ -421,3 +421,35 @@ def test_pool_layout_errors():
         pool2d(x, 2, 2, 1, 0, "max", layout="NCHW2h")
     with pytest.raises(TEError, match="layout 'NCW' needs unblocked H and W axes"):
         adaptive_pool2d(te.placeholder((1, 4, 4)), 1, layout="NCW")
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    cb=st.sampled_from([1, 2, 3]),
+    cm=st.integers(1, 2),
+    ob=st.sampled_from([1, 2, 4]),
+    om=st.integers(1, 2),
+    hw=st.tuples(st.integers(3, 8), st.integers(3, 8)),
+    k=st.tuples(st.integers(1, 3), st.integers(1, 3)),
+    stride=st.tuples(st.integers(1, 2), st.integers(1, 2)),
+    dil=st.tuples(st.integers(1, 2), st.integers(1, 2)),
+    pad=st.tuples(*[st.integers(0, 2)] * 4),
+    depthwise=st.booleans(),
+)
+def test_blocked_conv_random_shapes_match_numpy(cb, cm, ob, om, hw, k, stride, dil, pad, depthwise):
+    """conv2d_NCHWc / depthwise_conv2d_NCHWc over random blocks and windows that fit."""
+    c = cb * cm
+    span = [d * (kk - 1) + 1 for d, kk in zip(dil, k)]
+    if any(size + pad[a] + pad[a + 2] < s for a, (size, s) in enumerate(zip(hw, span))):
+        return  # the window does not fit the padded input
+    if depthwise:
+        case = Conv(f"NCHW{cb}c", f"OIHW1i{cb}o", None, (1, c) + hw, (c,) + k, c, stride, pad, dil)
+    else:
+        o = ob * om
+        case = Conv(
+            f"NCHW{cb}c", f"OIHW{cb}i{ob}o", None, (2, c) + hw, (o,) + k, 1, stride, pad, dil
+        )
+    x, w, xd, kd = case.inputs()
+    got = run(case.topi, xd, kd)
+    want = ref.layout_transform(ref.conv2d_nchw(x, w, *case.window()), "NCHW", case.out_layout())
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
