@@ -70,25 +70,12 @@ def conv2d_nchwc_te(
     stage "data_pad", reduction axes (ic_outer, kh, kw, ic_inner). `epilogue` is "" or a
     "+"-joined list of "bias", "relu", "residual" (a tensor like Y added), "nchw" (the result
     written back in NCHW). Returns (inputs..., output)."""
-    from .. import te, tir
+    from .. import te
 
     X = te.placeholder((n, c // cb, hw, hw, cb), name="X")
     W = te.placeholder((o // ob, c // cb, k, k, cb, ob), name="W")
-    hp = hw + 2 * pad
-    oh = (hp - k) // stride + 1
-    if pad:
-        Xp = te.compute(
-            (n, c // cb, hp, hp, cb),
-            lambda b, ci, h, w, cc: te.if_then_else(
-                tir.all(h >= pad, h < hw + pad, w >= pad, w < hw + pad),
-                X[b, ci, h - pad, w - pad, cc],
-                tir.const(0.0, "float32"),
-            ),
-            name="data_pad",
-            tag="injective,pad",
-        )
-    else:
-        Xp = X
+    Xp = _pad_nchwc(X, pad)
+    oh = (hw + 2 * pad - k) // stride + 1
     ico = te.reduce_axis((0, c // cb), "ic_outer")
     kh = te.reduce_axis((0, k), "kh")
     kw = te.reduce_axis((0, k), "kw")
@@ -101,7 +88,58 @@ def conv2d_nchwc_te(
         ),
         name="conv2d_NCHWc",
     )
-    inputs = [X, W]
+    return tuple(_epilogue([X, W], Y, epilogue, n, o, oh, ob))
+
+
+def _pad_nchwc(X: Any, pad: int) -> Any:
+    """X [n, c, h, w, cb] zero-padded by `pad` in h and w, as the stage "data_pad"."""
+    from .. import te, tir
+
+    if not pad:
+        return X
+    n, c, h, w, cb = X.shape
+    return te.compute(
+        (n, c, h + 2 * pad, w + 2 * pad, cb),
+        lambda b, ci, y, x, cc: te.if_then_else(
+            tir.all(y >= pad, y < h + pad, x >= pad, x < w + pad),
+            X[b, ci, y - pad, x - pad, cc],
+            tir.const(0.0, "float32"),
+        ),
+        name="data_pad",
+        tag="injective,pad",
+    )
+
+
+def depthwise_conv2d_nchwc_te(
+    n: Any, c: int, hw: int, k: int, stride: int = 1, pad: int = 0, cb: int = 16,
+    epilogue: str = "",
+) -> tuple:
+    """A blocked depthwise conv Y[n, c/cb, oh, ow, cb] over X[n, c/cb, hw, hw, cb] and weights
+    W[c/cb, 1, k, k, 1, cb] (kernel layout OIHW1i{cb}o), padding in the stage "data_pad";
+    `epilogue` as for `conv2d_nchwc_te`. Returns (inputs..., output)."""
+    from .. import te
+
+    X = te.placeholder((n, c // cb, hw, hw, cb), name="X")
+    W = te.placeholder((c // cb, 1, k, k, 1, cb), name="W")
+    Xp = _pad_nchwc(X, pad)
+    oh = (hw + 2 * pad - k) // stride + 1
+    kh = te.reduce_axis((0, k), "kh")
+    kw = te.reduce_axis((0, k), "kw")
+    Y = te.compute(
+        (n, c // cb, oh, oh, cb),
+        lambda b, co, y, x, ci: te.sum(
+            Xp[b, co, y * stride + kh, x * stride + kw, ci] * W[co, 0, kh, kw, 0, ci],
+            axis=[kh, kw],
+        ),
+        name="depthwise_conv2d_NCHWc",
+    )
+    return tuple(_epilogue([X, W], Y, epilogue, n, c, oh, cb))
+
+
+def _epilogue(inputs: list, Y: Any, epilogue: str, n: Any, o: int, oh: int, ob: int) -> list:
+    """inputs + [extra inputs] + [Y with the "+"-joined `epilogue` steps applied]."""
+    from .. import te, tir
+
     for step in [s for s in epilogue.split("+") if s]:
         if step == "bias":
             B = te.placeholder((o // ob, 1, 1, ob), name="bias")
@@ -118,7 +156,21 @@ def conv2d_nchwc_te(
             Y = te.compute(
                 (n, o, oh, oh), lambda b, f, y, x, Y=Y: Y[b, f // ob, y, x, f % ob], name="T_nchw"
             )
-    return (*inputs, Y)
+    return [*inputs, Y]
+
+
+def depthwise_conv2d_nchwc_ref(x, w, stride: int, pad: int, extra: dict | None = None,
+                               epilogue: str = ""):
+    """numpy reference of `depthwise_conv2d_nchwc_te`, through `conv2d_nchwc_ref` with the
+    weight spread over a block-diagonal dense kernel."""
+    import numpy as np
+
+    cbo, _, k, _, _, cb = w.shape
+    dense = np.zeros((cbo, cbo, k, k, cb, cb), w.dtype)
+    for co in range(cbo):
+        for ci in range(cb):
+            dense[co, co, :, :, ci, ci] = w[co, 0, :, :, 0, ci]
+    return conv2d_nchwc_ref(x, dense, stride, pad, extra, epilogue)
 
 
 def conv2d_nchwc_ref(x, w, stride: int, pad: int, extra: dict | None = None,

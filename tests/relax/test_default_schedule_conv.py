@@ -11,7 +11,12 @@ import pytest
 
 import minitvm as tvm
 from minitvm import te, tir
-from minitvm.testing.workloads import conv2d_nchwc_ref, conv2d_nchwc_te
+from minitvm.testing.workloads import (
+    conv2d_nchwc_ref,
+    conv2d_nchwc_te,
+    depthwise_conv2d_nchwc_ref,
+    depthwise_conv2d_nchwc_te,
+)
 from minitvm.tir.function import PrimFunc
 from minitvm.tir.stmt import Block, BlockRealize, For, ForKind, SeqStmt
 
@@ -47,7 +52,7 @@ def scheduled_conv(n, c, hw, o, k, stride, pad, cb, ob, epilogue):
     return tensors, _ds.default_schedule_func(te.create_prim_func(list(tensors)))
 
 
-def run_against_numpy(tensors, func, batch, stride, pad, epilogue, seed=0) -> None:
+def run_against_numpy(tensors, func, batch, stride, pad, epilogue, seed=0, ref=conv2d_nchwc_ref):
     rng = np.random.default_rng(seed)
     shapes = [
         [batch if isinstance(d, tir.Var) else int(d) for d in t.shape] for t in tensors
@@ -56,8 +61,8 @@ def run_against_numpy(tensors, func, batch, stride, pad, epilogue, seed=0) -> No
     out = tvm.nd.array(np.zeros(shapes[-1], "float32"))
     tvm.build(func, target="llvm")(*[tvm.nd.array(a) for a in args], out)
     extra = {t.name: a for t, a in zip(tensors[2:-1], args[2:])}
-    ref = conv2d_nchwc_ref(args[0], args[1], stride, pad, extra, epilogue)
-    np.testing.assert_allclose(out.numpy(), ref, rtol=1e-4, atol=1e-4)
+    want = ref(args[0], args[1], stride, pad, extra, epilogue)
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-4, atol=1e-4)
 
 
 # (c, hw, o, k, stride, pad, cb, ob): primes, 1, channel blocks that are not 16
@@ -111,3 +116,44 @@ def test_blocked_conv_with_symbolic_batch_works_for_any_batch(monkeypatch) -> No
     assert ForKind.PARALLEL in kinds
     for batch in (1, 3):
         run_against_numpy(tensors, func, batch, 1, 1, "bias+relu", seed=batch)
+
+
+# (c, hw, k, stride, pad, cb): MobileNet's depthwise layers, small, with odd sizes
+DEPTHWISE = [
+    (32, 13, 3, 1, 1, 16),
+    (48, 11, 3, 2, 1, 16),  # stride 2, prime width
+    (24, 7, 5, 1, 2, 8),  # 5x5, blocks of 8
+    (16, 1, 3, 1, 1, 16),  # 1x1 image
+    (5, 6, 3, 1, 0, 5),  # no padding, 5 channels
+]
+
+
+@pytest.mark.parametrize("shape", DEPTHWISE, ids=lambda s: "c{}h{}k{}s{}p{}b{}".format(*s))
+@pytest.mark.parametrize("epilogue", ["", "bias+relu"])
+def test_blocked_depthwise_tile_and_padding_per_tile_match_numpy(
+    shape, epilogue, monkeypatch
+) -> None:
+    monkeypatch.setattr(_ds, "PARALLEL_MIN_WORK", 1)
+    c, hw, k, stride, pad, cb = shape
+    tensors = depthwise_conv2d_nchwc_te(1, c, hw, k, stride, pad, cb, epilogue)
+    func = _ds.default_schedule_func(te.create_prim_func(list(tensors)))
+    scopes = {b.name: b.scope() for b in func.body.block.alloc_buffers}
+    assert scopes.get("depthwise_conv2d_NCHWc_local") == "local"
+    loops = loops_above_blocks(func)
+    tile = loops["depthwise_conv2d_NCHWc_update"]
+    assert tile[-1].kind == ForKind.VECTORIZED
+    assert (ForKind.UNROLLED in [lp.kind for lp in tile]) == (hw > 1)  # rows of output pixels
+    if pad:  # the padded rows one tile reads are written under the tile's outer loops
+        outer = [lp for lp in tile if lp.kind != ForKind.UNROLLED][:-3]
+        assert loops["data_pad"][: len(outer)] == outer
+        assert loops["data_pad"][-1].kind == ForKind.VECTORIZED
+    run_against_numpy(
+        tensors, func, 1, stride, pad, epilogue, ref=depthwise_conv2d_nchwc_ref
+    )
+
+
+def test_dense_conv_padding_stays_one_whole_stage() -> None:
+    # every tile of a dense conv reads all input channel blocks: padding per tile would redo it
+    _, func = scheduled_conv(1, 32, 9, 32, 3, 1, 1, 16, 16, "")
+    loops = loops_above_blocks(func)
+    assert not set(loops["data_pad"]) & set(loops["conv2d_NCHWc_update"])

