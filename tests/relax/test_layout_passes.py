@@ -545,3 +545,30 @@ def test_build_packs_bound_weights_at_compile_time():
     np.testing.assert_allclose(
         _run(before, xs), np.asarray(evaluate(before, xs)), rtol=1e-4, atol=1e-4
     )
+
+
+def test_existing_inverse_transform_pairs_cancel_and_alter_is_idempotent():
+    n = tvm.tir.Var("n", "int64")
+    x = relax.Var("x", T((n, 32, 5, 5), "float32"))
+
+    def body(bb, x):
+        a = bb.emit(_lt(x, "NCHW", "NCHW16c"))
+        b = bb.emit(_lt(a, "NCHW16c", "NCHW"))  # undoes a
+        c = bb.emit(_lt(b, "NCHW", "NCHW8c"))
+        d = bb.emit(_lt(c, "NCHW8c", "NCHW16c"))  # not an inverse of c: stays
+        return bb.emit(op.nn.relu(d))
+
+    before = _module([x], body)
+    after = relax.transform.AlterOpLayout()(before)
+
+    def expected_body(bb, x):
+        c = bb.emit(_lt(bb.emit(x), "NCHW", "NCHW8c"))
+        return bb.emit(op.nn.relu(bb.emit(_lt(c, "NCHW8c", "NCHW16c"))))
+
+    expected = _module([relax.Var("x", T((n, 32, 5, 5), "float32"))], expected_body)
+    assert_structural_equal(after, expected)
+    _same_numbers(before, after, _f32(_rng(17), 2, 32, 5, 5), build=False)
+
+    block, _ = _resnet_block(8, 16, 2, seed=18)
+    once = _alter(block, 16)
+    assert_structural_equal(_alter(once, 16), once)

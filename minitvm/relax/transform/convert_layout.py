@@ -28,8 +28,10 @@ from typing import Any
 
 import numpy as np
 
+from ...arith import Analyzer
 from ...error import ArgumentError, MiniTVMError
 from ...ir.module import IRModule
+from ...tir.expr import Range
 from ...topi.layout import Layout, layout_index_map, transformed_shape
 from ...topi.utils import const_int, prove_equal
 from ..expr import (
@@ -48,11 +50,15 @@ from ..expr import (
 from ..functor import ExprMutator, used_vars
 from ..op import layout_transform, reshape
 from ..op import nn as nn_op
+from ..op.manipulate import layout_transform_index_map
 from ..struct_info import TensorStructInfo
 from ._util import map_functions
+from .dead_code_elimination import remove_unused_bindings
 from .decompose import Emitter
 
 CONV2D = "relax.nn.conv2d"
+LAYOUT_TRANSFORM = "relax.layout_transform"
+_NO_LAYOUT = ""  # base == layout: a result in the original program's form
 # the kernel layout "default" stands for, per data layout (blocked data: see _default_kernel)
 _DEFAULT_KERNEL = {"NCHW": "OIHW", "NHWC": "HWIO"}
 
@@ -75,6 +81,7 @@ class _Rewriter:
     def __init__(self, policy: Policy):
         self.policy = policy
         self.forms: dict[Any, _Forms] = {}  # keyed by Var, or by id() of a Constant
+        self.values: dict[Var, Expr] = {}  # the original value of every var bound so far
         self.em = Emitter(dataflow=True)
 
     # ------------------------------------------------------------------ forms
@@ -124,12 +131,14 @@ class _Rewriter:
             blocks.append(self.rewrite_block(block) if isinstance(block, DataflowBlock) else block)
         if all(a is b for a, b in zip(blocks, func.body.blocks, strict=True)):
             return func
-        return func.replace(body=SeqExpr(tuple(blocks), func.body.body))
+        # transforms that a cancelled pair or a packed constant left unused go
+        return remove_unused_bindings(func.replace(body=SeqExpr(tuple(blocks), func.body.body)))
 
     def rewrite_block(self, block: DataflowBlock) -> DataflowBlock:
         self.em = Emitter(dataflow=True)
         changed = False
         for b in block.bindings:
+            self.values[b.var] = b.value
             rule = _rule_of(b)
             result = rule(self, b.value) if rule is not None else None
             if result is None:
@@ -156,8 +165,9 @@ class _Rewriter:
         mutator.var_map.update(table)
         return b.replace(value=mutator.visit_expr(b.value))
 
-    def _bind(self, b: Binding, call: Call, base: str, layout: str) -> None:
-        """Bind the rewritten `call`, whose result is in `layout` (base layout `base`)."""
+    def _bind(self, b: Binding, call: Expr, base: str, layout: str) -> None:
+        """Bind the rewritten `call` (or the var it reduced to), whose result is in `layout`
+        (base layout `base`)."""
         if layout == base:
             self.em.emit(call, b.var.name_hint, b.var)
             return
@@ -338,6 +348,42 @@ def _pool(rw: _Rewriter, call: Call) -> tuple[Call, str, str] | None:
     return call.replace(args=(x,), attrs=attrs), forms.base, forms.current
 
 
+def _cancel_inverse(rw: _Rewriter, call: Call) -> tuple[Expr, str, str] | None:
+    """`layout_transform(layout_transform(y, m1), m2)` with m2 undoing m1 is `y` itself."""
+    x = call.args[0]
+    inner = rw.values.get(x) if isinstance(x, Var) else None
+    if not (isinstance(inner, Call) and getattr(inner.op, "name", None) == LAYOUT_TRANSFORM):
+        return None
+    if call.attrs["pad_value"] is not None or inner.attrs["pad_value"] is not None:
+        return None
+    y = inner.args[0]
+    y_info, out_info = y.struct_info, call.struct_info
+    if not _same_shape(y_info, out_info):
+        return None
+    m1, m2 = (layout_transform_index_map(c) for c in (inner, call))
+    ana = Analyzer()
+    for v, extent in zip(m1.initial_indices, y_info.shape, strict=True):
+        ana.bind(v, Range.from_min_extent(0, extent))
+    round_trip = m2.map_indices(list(m1.final_indices))
+    if not all(
+        ana.can_prove_equal(a, b) for a, b in zip(round_trip, m1.initial_indices, strict=True)
+    ):
+        return None
+    return rw.original(y), _NO_LAYOUT, _NO_LAYOUT
+
+
+def _same_shape(a: Any, b: Any) -> bool:
+    return (
+        isinstance(a, TensorStructInfo)
+        and isinstance(b, TensorStructInfo)
+        and a.shape is not None
+        and b.shape is not None
+        and a.dtype == b.dtype
+        and len(a.shape) == len(b.shape)
+        and all(prove_equal(p, q) for p, q in zip(a.shape, b.shape, strict=True))
+    )
+
+
 _UNARY_OPS = (
     "relax.nn.relu",
     "relax.nn.gelu",
@@ -365,6 +411,7 @@ _POOL_OPS = ("relax.nn.max_pool2d", "relax.nn.avg_pool2d", "relax.nn.adaptive_av
 
 _RULES: dict[str, Callable] = {
     CONV2D: _conv2d,
+    LAYOUT_TRANSFORM: _cancel_inverse,
     **{name: _unary for name in _UNARY_OPS},
     **{name: _binary for name in _BINARY_OPS},
     **{name: _pool for name in _POOL_OPS},
