@@ -74,7 +74,7 @@ from ..tir.stmt import (
     While,
 )
 from . import llvm_checks, llvm_memory, llvm_packed, llvm_parallel
-from .llvm_binary import BINARY
+from .llvm_binary import BINARY, INT_RANGES, NO_SIGNED_WRAP_FLAGGED
 from .llvm_checks import INTEGER_DIVISIONS, safe_divisor
 from .llvm_funcinfo import func_info, signature_info
 from .llvm_intrinsics import DTYPE_KINDS, INTRINSICS, declare_extern
@@ -104,6 +104,7 @@ class _FunctionState:
     function: ir.Function
     builder: ir.IRBuilder
     vars: dict = field(default_factory=dict)  # Var → ir.Value (Vars hash by identity)
+    ranges: dict = field(default_factory=dict)  # id(ir.Value) → ((lo, hi), value): proven
     in_parallel: bool = False
     loop_depth: int = 0  # loops around the statement being emitted
 
@@ -346,7 +347,32 @@ class CodeGenLLVM:
         x, y = self.expr(e.a), self.expr(e.b)
         if isinstance(e, INTEGER_DIVISIONS) and not operand.is_float:
             y = safe_divisor(self, e, x, y)
-        return rule(self.builder, x, y, "")
+        out = rule(self.builder, x, y, "")
+        if kind(operand) == "int" and operand.lanes == 1:
+            self._note_range(e, x, y, out)
+        return out
+
+    def value_range(self, value: ir.Value) -> tuple[int, int] | None:
+        """(lo, hi) of a scalar integer value, when constants and loop bounds prove one."""
+        if isinstance(value, ir.Constant) and isinstance(value.constant, int):
+            return value.constant, value.constant
+        return self._state.ranges.get(id(value), (None, value))[0]
+
+    def set_range(self, value: ir.Value, lo: int, hi: int) -> None:
+        self._state.ranges[id(value)] = ((lo, hi), value)  # the value is kept alive with its id
+
+    def _note_range(self, e, x: ir.Value, y: ir.Value, out: ir.Value) -> None:
+        """Record `out`'s range; flag an add/sub/mul `nsw` when that range fits its type."""
+        rx, ry, rule = self.value_range(x), self.value_range(y), INT_RANGES.get(type(e))
+        if rx is None or ry is None or rule is None:
+            return
+        r = rule(rx, ry)
+        bits = e.dtype.bits
+        if r is None or r[0] < -(1 << (bits - 1)) or r[1] >= 1 << (bits - 1):
+            return
+        self.set_range(out, *r)
+        if isinstance(e, NO_SIGNED_WRAP_FLAGGED) and isinstance(out, ir.Instruction):
+            out.flags.append("nsw")
 
     def _mark_data(self, var: Var, value: PrimExpr) -> None:
         """`var` inherits the data dependence of its value (its uses as an index get checked)."""
@@ -577,6 +603,9 @@ class CodeGenLLVM:
         b.position_at_end(head)
         var = b.phi(begin.type, name=name)
         var.add_incoming(begin, pre)
+        lo, extent = s.min, s.extent
+        if isinstance(lo, IntImm) and isinstance(extent, IntImm) and extent.value > 0:
+            self.set_range(var, lo.value, lo.value + extent.value - 1)  # inside the body
         b.cbranch(b.icmp_signed("<", var, end), body, done)
         b.position_at_end(body)
         was_parallel = self._state.in_parallel

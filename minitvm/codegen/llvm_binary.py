@@ -132,3 +132,43 @@ BINARY: dict[tuple[type, str], BinaryRule] = {
     (NE, "float"): _cmp(_B.fcmp_unordered, "!="),  # NaN != x is true, as in numpy
     **{(cls, k): _cmp(_ICMP[k], op) for cls, op in _CMP_OPS.items() for k in _ICMP},
 }
+
+
+# ---------------------------------------------------------------- proven no-wrap (nsw) flags
+# Integer ranges of scalar values, as (lo, hi), from loop bounds and constants. An add, sub or
+# mul whose result range provably fits its type gets `nsw`: a fact, not an assumption (numpy's
+# wrapping arithmetic is kept wherever wrapping could happen). It lets LLVM widen i32 index
+# arithmetic to the i64 of addresses once per loop instead of re-deriving it per access
+# (IndVarSimplify spent 80% of a blocked conv's optimisation time on i32 indices without it).
+Range = tuple[int, int]
+
+
+def _corners(a: Range, b: Range) -> Range:
+    products = [x * y for x in a for y in b]
+    return min(products), max(products)
+
+
+def _floor_div_range(a: Range, b: Range) -> Range | None:
+    if b[0] != b[1] or b[0] <= 0:
+        return None  # only a positive constant divisor
+    return a[0] // b[0], a[1] // b[0]
+
+
+def _floor_mod_range(a: Range, b: Range) -> Range | None:
+    if b[0] != b[1] or b[0] <= 0:
+        return None
+    if 0 <= a[0] and a[1] < b[0]:
+        return a
+    return 0, b[0] - 1
+
+
+INT_RANGES: dict[type, Callable[[Range, Range], Range | None]] = {
+    Add: lambda a, b: (a[0] + b[0], a[1] + b[1]),
+    Sub: lambda a, b: (a[0] - b[1], a[1] - b[0]),
+    Mul: _corners,
+    Min: lambda a, b: (min(a[0], b[0]), min(a[1], b[1])),
+    Max: lambda a, b: (max(a[0], b[0]), max(a[1], b[1])),
+    FloorDiv: _floor_div_range,
+    FloorMod: _floor_mod_range,
+}
+NO_SIGNED_WRAP_FLAGGED = (Add, Sub, Mul)  # the instructions that carry an nsw flag
