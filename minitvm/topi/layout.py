@@ -162,7 +162,7 @@ def _check_compatible(src: Layout, dst: Layout) -> None:
 def layout_index_map(src: str | Layout, dst: str | Layout) -> IndexMap:
     """The IndexMap from indices in layout `src` to indices in layout `dst`.
 
-    >>> layout_index_map("NCHW", "NCHW16c")  # lambda N, C, H, W: (N, C // 16, H, W, C % 16)
+    >>> layout_index_map("NCHW", "NCHW16c")  # lambda n, c, h, w: (n, c // 16, h, w, c % 16)
     """
     src, dst = as_layout(src), as_layout(dst)
     _check_compatible(src, dst)
