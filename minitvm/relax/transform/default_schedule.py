@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 from ...error import ScheduleError
 from ...ir.module import IRModule
-from ...tir.expr import Add, BufferLoad, Call, IterType, Op, Select, Var
+from ...tir.expr import Add, BufferLoad, Call, IterType, Max, Min, Op, Select, Var
 from ...tir.function import PrimFunc
 from ...tir.functor import post_order_visit, pre_order_visit
 from ...tir.schedule import BlockRV, LoopRV, Schedule
@@ -580,18 +580,22 @@ def _split_unless_short(sch: Schedule, loop: LoopRV, factor: int) -> tuple:
 
 
 def _is_column_reduction(block: Block) -> bool:
-    """`S[.., j] = S[.., j] + f(X[.., j], ..)` reducing outer axes of X: the last spatial
-    iterator j indexes the output and every load that uses it contiguously (the bias gradient
-    `g.sum(axis=0)`), so a vector of columns can accumulate while the reduction runs."""
+    """`S[.., j] = S[.., j] (+ | max | min) f(X[.., j], ..)` reducing outer axes of X: the last
+    spatial iterator j indexes the output and every load that uses it contiguously (the bias
+    gradient `g.sum(axis=0)`, a pooling window over a blocked NCHW{c}c input), so a vector of
+    columns can accumulate while the reduction runs."""
     j = _last_spatial_var(block, min_spatial=1)
     store = block.body
     if j is None or not isinstance(store, BufferStore) or not _contiguous_along(store, j):
         return False
     value = store.value
-    if not isinstance(value, Add):
+    if not isinstance(value, Add | Max | Min):
         return False
-    acc_first = isinstance(value.a, BufferLoad) and value.a.buffer is store.buffer
-    loads = [ld for ld in _loads(value.b if acc_first else value.a) if _uses(ld, j)]
+    sides = [value.b, value.a]
+    accs = [isinstance(x, BufferLoad) and x.buffer is store.buffer for x in (value.a, value.b)]
+    if not any(accs):
+        return False
+    loads = [ld for ld in _loads(sides[accs.index(True)]) if _uses(ld, j)]
     return bool(loads) and all(_contiguous_along(ld, j) for ld in loads)
 
 

