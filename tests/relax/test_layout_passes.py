@@ -572,3 +572,34 @@ def test_existing_inverse_transform_pairs_cancel_and_alter_is_idempotent():
     block, _ = _resnet_block(8, 16, 2, seed=18)
     once = _alter(block, 16)
     assert_structural_equal(_alter(once, 16), once)
+
+
+def test_fuse_ops_keeps_blocked_epilogues_in_the_conv_kernel():
+    """After the graph passes, FuseOps gives one kernel per conv with its bias, residual add
+    and relu; the input's transform (read by a conv and the residual add) is its own kernel,
+    and the transform back feeds the flatten in one injective kernel."""
+    from minitvm.relax import pipeline
+
+    mod, _ = _resnet_block(16, 16, 1)
+    for p in pipeline.default_passes("llvm", steps=pipeline.GRAPH_PIPELINE):
+        mod = p(mod)
+    fused = tvm.transform.Sequential(
+        [
+            relax.transform.LegalizeOps(),
+            relax.transform.AnnotateTIROpPattern(),
+            relax.transform.FuseOps(fuse_opt_level=2),
+        ]
+    )(mod)
+    calls = [b.value for b in fused["main"].body.blocks[0].bindings]
+    callees = [
+        c.op.name_hint if isinstance(c.op, tvm.ir.GlobalVar) else c.args[0].name_hint
+        for c in calls
+        if isinstance(c, relax.Call)
+    ]
+    assert callees == [
+        "layout_transform",
+        "fused_nn_conv2d_add_nn_relu",
+        "fused_nn_conv2d_add_add_nn_relu",
+        "nn_adaptive_avg_pool2d",
+        "fused_layout_transform_flatten",
+    ]
