@@ -104,7 +104,7 @@ def run_case(name, batch, args, threads, peak):
 
 
 def _ms(t: Timing | None) -> str:
-    return "-" if t is None else f"{t.min * 1e3:.2f} / {t.median * 1e3:.2f}"
+    return "-" if t is None else f"{t.min * 1e3:.3f} / {t.median * 1e3:.3f}"
 
 
 def _ratio(row, other) -> str:
