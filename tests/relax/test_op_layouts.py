@@ -190,7 +190,11 @@ def test_conv2d_out_layout_defaults_to_data_layout():
     )
     assert [int(d) for d in out.struct_info.shape] == [1, 4, 5, 5, 4]
     call = mod["main"].body.blocks[0].bindings[0].value
-    assert call.attrs["out_layout"] == "NCHW4c"
+    assert call.attrs["out_layout"] is None  # one spelling of "same as data_layout"
+    explicit = op.nn.conv2d(
+        *call.args, 1, 1, data_layout="NCHW4c", kernel_layout="OIHW4i8o", out_layout="NCHW4c"
+    )
+    tvm.ir.assert_structural_equal(explicit, call)
 
 
 def infer(call):

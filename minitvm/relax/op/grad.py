@@ -695,7 +695,7 @@ def _take(var, call, g, bb):
 def _require_layouts(call: Call, **want: str) -> None:
     """The gradient rules are written for NCHW data; other layouts are refused, not guessed."""
     for key, layout in want.items():
-        got = call.attrs.get(key, layout)
+        got = call.attrs.get(key) or layout  # conv2d's out_layout None follows data_layout
         if got != layout:
             raise MiniTVMError(
                 f"relax.Gradient: {call.op.name} with {key}={got!r} has no gradient rule "

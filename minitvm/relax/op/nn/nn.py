@@ -159,7 +159,8 @@ def _infer_conv2d(call: Call) -> StructInfo:
     x = I.tensor_arg(call, 0, "data")
     w = I.tensor_arg(call, 1, "weight")
     a = call.attrs
-    dl, kl, ol = (Layout.parse(a[k]) for k in ("data_layout", "kernel_layout", "out_layout"))
+    dl, kl = Layout.parse(a["data_layout"]), Layout.parse(a["kernel_layout"])
+    ol = Layout.parse(a["out_layout"] or a["data_layout"])
     _layout_sinfo(call, x, "data", dl)
     _layout_sinfo(call, w, "weight", kl)
     dtype = a.get("out_dtype") or I.same_dtype(call, [("data", x), ("weight", w)])
@@ -219,7 +220,7 @@ def _te_conv2d(
         groups,
         data_layout,
         kernel_layout,
-        out_layout,
+        out_layout or data_layout,
         out_dtype,
     )
 
@@ -237,7 +238,15 @@ def _np_conv2d(
     out_dtype=None,
 ):
     out = ref.conv2d(
-        data, weight, strides, padding, dilation, groups, data_layout, kernel_layout, out_layout
+        data,
+        weight,
+        strides,
+        padding,
+        dilation,
+        groups,
+        data_layout,
+        kernel_layout,
+        out_layout or data_layout,
     )
     return out.astype(out_dtype or data.dtype)
 
@@ -262,7 +271,8 @@ def conv2d(
     """2-D convolution; padding is int, (h, w) or (top, left, bottom, right).
 
     Layouts (TVM's strings): NCHW/OIHW, NHWC/HWIO, NHWC/OHWI, NCHW{c}c/OIHW{c}i{o}o (groups 1)
-    and NCHW{c}c/OIHW1i{c}o (depthwise); `out_layout` defaults to `data_layout`.
+    and NCHW{c}c/OIHW1i{c}o (depthwise); `out_layout` defaults to `data_layout` (the call's
+    attrs hold None for it then).
     """
     for layout in (data_layout, kernel_layout, out_layout or data_layout):
         Layout.parse(layout)
@@ -276,7 +286,8 @@ def conv2d(
         "groups": int(groups),
         "data_layout": data_layout,
         "kernel_layout": kernel_layout,
-        "out_layout": out_layout or data_layout,
+        # None: the same as data_layout (one spelling, so equal convs compare equal)
+        "out_layout": None if out_layout in (None, data_layout) else out_layout,
         "out_dtype": out_dtype,
     }
     return make_call(_conv2d, (data, weight), attrs)
