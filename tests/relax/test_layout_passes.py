@@ -603,3 +603,28 @@ def test_fuse_ops_keeps_blocked_epilogues_in_the_conv_kernel():
         "nn_adaptive_avg_pool2d",
         "fused_layout_transform_flatten",
     ]
+
+
+@pytest.mark.parametrize("with_bias", [False, True])
+def test_alter_op_layout_pretransposes_constant_linear_weights(with_bias):
+    rng = _rng(19)
+    w, b = _f32(rng, 24, 40), _f32(rng, 24)
+    n = tvm.tir.Var("n", "int64")
+    x = relax.Var("x", T((n, 3, 40), "float32"))
+    args = (relax.const(w), relax.const(b)) if with_bias else (relax.const(w),)
+    before = _module([x], lambda bb, x: bb.emit(op.linear(x, *args)))
+    after = _alter(before)
+
+    def expected_body(bb, x):
+        y = bb.emit(op.matmul(x, relax.const(np.ascontiguousarray(w.T))))
+        return bb.emit(op.add(y, relax.const(b))) if with_bias else y
+
+    expected = _module([relax.Var("x", T((n, 3, 40), "float32"))], expected_body)
+    assert_structural_equal(after, expected)
+    _same_numbers(before, after, _f32(rng, 2, 3, 40))
+    # a weight that is a parameter is left to the kernel; ConvertLayout leaves linear alone
+    wv = relax.Var("w", T((24, 40), "float32"))
+    unbound = _module([x, wv], lambda bb, x, wv: bb.emit(op.linear(x, wv)))
+    assert_structural_equal(_alter(unbound), unbound)
+    convert = relax.transform.ConvertLayout({"relax.nn.conv2d": ["NHWC", "default"]})
+    assert_structural_equal(convert(before), before)

@@ -3,7 +3,8 @@ results in it for as long as the ops after them can take it.
 
 One mechanism serves both passes; they differ only in the *policy* that picks a conv2d's
 (data, kernel, out) layouts: ConvertLayout reads them from the user's table, AlterOpLayout
-derives the blocked NCHW{c}c / OIHW{i}i{o}o form from the target's vector lanes.
+derives the blocked NCHW{c}c / OIHW{i}i{o}o form from the target's vector lanes (and also
+stores constant `linear` weights transposed, (in, out), for the matmul kernel).
 
 The rewrite walks each dataflow block once, in order, and remembers for every value the forms
 it exists in: its *base* layout (what the original program holds), the layout its producer now
@@ -48,7 +49,7 @@ from ..expr import (
     VarBinding,
 )
 from ..functor import ExprMutator, used_vars
-from ..op import layout_transform, reshape
+from ..op import add, layout_transform, matmul, reshape
 from ..op import nn as nn_op
 from ..op.manipulate import layout_transform_index_map
 from ..struct_info import TensorStructInfo
@@ -78,8 +79,8 @@ class _Forms:
 class _Rewriter:
     """Rewrites the dataflow blocks of one function under a conv layout policy."""
 
-    def __init__(self, policy: Policy):
-        self.policy = policy
+    def __init__(self, policy: Policy, rules: Mapping[str, Callable]):
+        self.policy, self.rules = policy, rules
         self.forms: dict[Any, _Forms] = {}  # keyed by Var, or by id() of a Constant
         self.values: dict[Var, Expr] = {}  # the original value of every var bound so far
         self.em = Emitter(dataflow=True)
@@ -139,7 +140,7 @@ class _Rewriter:
         changed = False
         for b in block.bindings:
             self.values[b.var] = b.value
-            rule = _rule_of(b)
+            rule = _rule_of(b, self.rules)
             result = rule(self, b.value) if rule is not None else None
             if result is None:
                 self.em.bindings.append(self._with_originals(b))
@@ -200,11 +201,11 @@ def pack_array(a: np.ndarray, src: str, dst: str) -> np.ndarray | None:
     )
 
 
-def _rule_of(b: Binding) -> Callable | None:
+def _rule_of(b: Binding, rules: Mapping[str, Callable]) -> Callable | None:
     value = b.value
     if not (isinstance(b, VarBinding) and isinstance(value, Call) and isinstance(value.op, Op)):
         return None
-    return _RULES.get(value.op.name)
+    return rules.get(value.op.name)
 
 
 # ----------------------------------------------------------------------------- op rules
@@ -384,6 +385,20 @@ def _same_shape(a: Any, b: Any) -> bool:
     )
 
 
+def _pretransposed_linear(rw: _Rewriter, call: Call) -> tuple[Expr, str, str] | None:
+    """`linear(x, W) [+ b]` with a constant W is `matmul(x, W.T) [+ b]`, W.T stored: the
+    matmul kernel then reads its weight rows contiguously along the output axis."""
+    w = call.args[1]
+    if not isinstance(w, Constant) or len(w.data.shape) != 2:
+        return None
+    x = rw.original(call.args[0])
+    product = matmul(x, Constant(np.ascontiguousarray(w.data.numpy().T)), call.attrs["out_dtype"])
+    if len(call.args) == 2:
+        return product, _NO_LAYOUT, _NO_LAYOUT
+    bias = rw.original(call.args[2])
+    return add(rw.em.emit(product, "matmul"), bias), _NO_LAYOUT, _NO_LAYOUT
+
+
 _UNARY_OPS = (
     "relax.nn.relu",
     "relax.nn.gelu",
@@ -415,6 +430,12 @@ _RULES: dict[str, Callable] = {
     **{name: _unary for name in _UNARY_OPS},
     **{name: _binary for name in _BINARY_OPS},
     **{name: _pool for name in _POOL_OPS},
+}
+# AlterOpLayout also stores constant dense weights the way the matmul kernel reads them
+_TARGET_RULES: dict[str, Callable] = {
+    **_RULES,
+    "relax.nn.linear": _pretransposed_linear,
+    "relax.nn.dense": _pretransposed_linear,
 }
 
 
@@ -528,9 +549,11 @@ def _vector_lanes(target: Any, bits: int = 32) -> int | None:
 # ----------------------------------------------------------------------------- passes
 
 
-def convert_layout_with(mod: IRModule, policy: Policy) -> IRModule:
+def convert_layout_with(
+    mod: IRModule, policy: Policy, rules: Mapping[str, Callable] = _RULES
+) -> IRModule:
     """Rewrite every relax function of `mod` under the conv2d layout `policy`."""
-    return map_functions(mod, lambda f: _Rewriter(policy).rewrite_function(f))
+    return map_functions(mod, lambda f: _Rewriter(policy, rules).rewrite_function(f))
 
 
 def convert_layout(mod: IRModule, desired_layouts: Mapping[str, Sequence[str]]) -> IRModule:
@@ -539,11 +562,12 @@ def convert_layout(mod: IRModule, desired_layouts: Mapping[str, Sequence[str]]) 
 
 
 def alter_op_layout(mod: IRModule, target: Any = None) -> IRModule:
-    """AlterOpLayout: every conv2d in NCHW{c}c with c from `target`'s vector lanes."""
+    """AlterOpLayout: every conv2d in NCHW{c}c with c from `target`'s vector lanes, constant
+    linear weights stored transposed."""
     lanes = _vector_lanes(target)
     if lanes is None:
         return mod
-    return convert_layout_with(mod, blocked_policy(lanes))
+    return convert_layout_with(mod, blocked_policy(lanes), _TARGET_RULES)
 
 
 __all__ = [
