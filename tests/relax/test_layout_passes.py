@@ -628,3 +628,27 @@ def test_alter_op_layout_pretransposes_constant_linear_weights(with_bias):
     assert_structural_equal(_alter(unbound), unbound)
     convert = relax.transform.ConvertLayout({"relax.nn.conv2d": ["NHWC", "default"]})
     assert_structural_equal(convert(before), before)
+
+
+def test_alter_op_layout_values_crossing_dataflow_blocks_start_from_their_base_form():
+    rng = _rng(20)
+    w1, w2 = _f32(rng, 16, 4, 3, 3), _f32(rng, 16, 16, 1, 1)
+    x = relax.Var("x", T((1, 4, 6, 6), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            y = bb.emit(op.nn.relu(bb.emit(op.nn.conv2d(x, relax.const(w1), padding=1))))
+            gv1 = bb.emit_output(y)
+        with bb.dataflow():
+            z = bb.emit(op.nn.conv2d(bb.emit(op.nn.relu(gv1)), relax.const(w2)))
+            gv2 = bb.emit_output(z)
+        bb.emit_func_output(gv2)
+    before = bb.get()
+    after = _alter(before, 16)
+    assert [c.args[0].name_hint for c in _calls(after, "relax.layout_transform")] == [
+        "x",
+        "lv1_NCHW16c",  # gv1 leaves the first block in NCHW
+        "lv2",  # the second block starts from it: relu in NCHW, the conv's input blocked
+        "lv3_NCHW16c",
+    ]
+    _same_numbers(before, after, _f32(rng, 1, 4, 6, 6))

@@ -152,6 +152,8 @@ class _Rewriter:
             del self.forms[key]
         for forms in self.forms.values():
             forms.exprs = {k: e for k, e in forms.exprs.items() if not isinstance(e, DataflowVar)}
+            if forms.current not in forms.exprs:  # a later block starts from the base form
+                forms.current = forms.base
         if not changed:
             return block
         return DataflowBlock(tuple(self.em.bindings))
