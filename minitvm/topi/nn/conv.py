@@ -383,7 +383,7 @@ def conv2d_layout(
     """conv2d in any supported layout combination (see `conv2d_kind`); an `out_layout` other
     than the compute's own adds a layout transform after it."""
     channels = as_layout(data_layout).logical_dim(data.shape, "C")
-    kind = conv2d_kind(data_layout, kernel_layout, groups, channels, "topi conv2d")
+    kind = conv2d_kind(data_layout, kernel_layout, groups, channels, "topi.nn.conv2d")
     native = native_out_layout(kind, data_layout, kernel_layout)
     args = (strides, padding, dilation)
     if kind == "nchw":
@@ -430,4 +430,4 @@ def conv2d(
             out_dtype,
         )
     except ShapeError as err:
-        raise TEError(f"topi.nn.conv2d: {err}") from err
+        raise TEError(str(err)) from err
