@@ -652,3 +652,29 @@ def test_alter_op_layout_values_crossing_dataflow_blocks_start_from_their_base_f
         "lv3_NCHW16c",
     ]
     _same_numbers(before, after, _f32(rng, 1, 4, 6, 6))
+
+
+def test_alter_op_layout_lower_rank_operands_broadcast_in_the_blocked_layout():
+    """A (C, 1, 1) constant bias is packed to (1, C/c, 1, 1, c); a (C, 1, 1) parameter is
+    reshaped and transformed in the graph; a scalar is used as it is."""
+    rng = _rng(21)
+    c = 32
+    bias, w = _f32(rng, c, 1, 1), _f32(rng, c, 8, 1, 1)
+    x = relax.Var("x", T((2, 8, 3, 3), "float32"))
+    p = relax.Var("p", T((c, 1, 1), "float32"))
+
+    def body(bb, x, p):
+        y = bb.emit(op.nn.conv2d(x, relax.const(w)))
+        y = bb.emit(op.add(y, relax.const(bias)))
+        y = bb.emit(op.multiply(y, p))
+        return bb.emit(op.multiply(y, relax.const(np.float32(0.5))))
+
+    before = _module([x, p], body)
+    after = _alter(before, 16)
+    adds = _calls(after, "relax.add")
+    assert adds[0].args[1].data.shape == (1, 2, 1, 1, 16)
+    np.testing.assert_array_equal(adds[0].args[1].data.numpy()[0, 1, 0, 0], bias[16:, 0, 0])
+    assert [c.args[0].name_hint for c in _calls(after, "relax.reshape")] == ["p"]
+    scaled = _calls(after, "relax.multiply")[-1]
+    assert scaled.args[1].data.shape == () and len(scaled.struct_info.shape) == 5
+    _same_numbers(before, after, _f32(rng, 2, 8, 3, 3), _f32(rng, c, 1, 1))

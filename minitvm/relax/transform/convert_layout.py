@@ -330,7 +330,10 @@ def _operand_plan(
         return lambda rw: rw.get(a, base.name, layout.name)
 
     def widened(rw: _Rewriter) -> Expr:
-        full_rank = rw.em.emit(reshape(a, shape), f"{getattr(a, 'name_hint', 'const')}_{base.name}")
+        if isinstance(a, Constant):  # e.g. a (C, 1, 1) bias: packed here like the weights
+            full_rank = Constant(a.data.numpy().reshape([int(d) for d in shape]))
+        else:
+            full_rank = rw.em.emit(reshape(a, shape), f"{a.name_hint}_{base.name}")
         return rw.get(full_rank, base.name, layout.name)
 
     return widened
