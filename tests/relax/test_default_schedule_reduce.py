@@ -83,3 +83,52 @@ def test_blocked_max_pool_with_symbolic_batch_works_for_any_batch() -> None:
     for batch in (1, 3):
         x = np.random.default_rng(batch).standard_normal((batch, 2, 9, 9, 16)).astype("float32")
         np.testing.assert_allclose(evaluate(scheduled, x), evaluate(mod, x), rtol=1e-6)
+
+
+ROWS = {
+    "softmax": ([("n", 64)], lambda x: op.nn.softmax(x)),
+    "log_softmax": ([("n", 40)], lambda x: op.nn.log_softmax(x)),
+    "layer_norm": (
+        [("n", 48), (48,), (48,)],
+        lambda x, g, b: op.nn.layer_norm(x, g, b, axes=[-1]),
+    ),
+    "sum_rows": ([(3, "n", 24)], lambda x: op.sum(x, axis=[-1])),
+    "max_rows": ([("n", 20)], lambda x: op.max(x, axis=[-1])),
+    "dense_few_rows_nk": ([("n", 32), (10, 32)], lambda x, w: op.linear(x, w)),
+}
+
+
+def _shape(shape, n):
+    return tuple(n if d == "n" else d for d in shape)
+
+
+@pytest.mark.parametrize("name", sorted(ROWS))
+def test_row_reductions_keep_a_vector_of_partial_results_per_row(name, monkeypatch) -> None:
+    monkeypatch.setattr(_ds, "PARALLEL_MIN_WORK", 1)
+    shapes, body = ROWS[name]
+    # a symbolic batch of x @ W.T is packed for the matmul tile instead (a training batch)
+    for static in (True,) if name.startswith("dense") else (True, False):
+        n = 7 if static else tir.Var("n", "int64")
+        mod = graph([_shape(s, n) for s in shapes], body)
+        scheduled = schedule(mod)
+        funcs = prim_funcs(scheduled)
+        rf = [b.name for f in funcs for b in f.body.block.alloc_buffers if b.name.endswith("_rf")]
+        assert rf, [f.script() for f in funcs]  # the rfactor of the contiguous reduction
+        assert all(ForKind.VECTORIZED in loop_kinds(f) for f in funcs)
+        rng = np.random.default_rng(0)
+        for rows in (1, 7) if not static else (7,):
+            args = [rng.standard_normal(_shape(s, rows)).astype("float32") for s in shapes]
+            np.testing.assert_allclose(
+                evaluate(scheduled, *args), evaluate(mod, *args), rtol=1e-5, atol=1e-5
+            )
+
+
+def test_row_reduction_of_a_width_no_vector_divides_keeps_parallel_rows(monkeypatch) -> None:
+    monkeypatch.setattr(_ds, "PARALLEL_MIN_WORK", 1)
+    mod = graph([(64, 37)], lambda x: op.nn.softmax(x))
+    scheduled = schedule(mod)
+    (func,) = prim_funcs(scheduled)
+    assert not [b for b in func.body.block.alloc_buffers if b.name.endswith("_rf")]
+    assert ForKind.PARALLEL in loop_kinds(func)
+    x = np.random.default_rng(1).standard_normal((64, 37)).astype("float32")
+    np.testing.assert_allclose(evaluate(scheduled, x), evaluate(mod, x), rtol=1e-5, atol=1e-6)

@@ -182,7 +182,7 @@ def schedule_product(sch: Schedule, block: BlockRV, loops: list[LoopRV]) -> Loop
     """Register-blocked when the block is a matmul (`schedule_matmul`); otherwise tiled, and
     returns the innermost outer-tile loop, where an epilogue can be computed."""
     realize_block = sch.get(block)
-    if schedule_matmul(sch, block, loops):
+    if schedule_matmul(sch, block, loops) or schedule_row_reduction(sch, block, loops):
         return None
     n_spatial = sum(iv.iter_type == IterType.DataPar for iv in realize_block.iter_vars)
     spatial, reduce = loops[:n_spatial], loops[n_spatial:]
@@ -634,10 +634,61 @@ def schedule_column_reduction(sch: Schedule, block: BlockRV, loops: list[LoopRV]
     return True
 
 
+def _row_reduction_lanes(sch: Schedule, block: Block, loops: list[LoopRV]) -> int | None:
+    """The vector width for reducing `block` along its one, innermost reduction loop k when
+    every load that uses k reads it contiguously (`S[i] = S[i] + f(A[i, k])`: softmax's max
+    and sum, layer_norm's sums, a dot product `x[i, k] * W[j, k]`) and the reducer is +, max
+    or min; None otherwise, or when no width of at least 4 lanes divides k (rfactor refuses
+    a guarded split)."""
+    types = [iv.iter_type for iv in block.iter_vars]
+    store = block.body
+    if types.count(IterType.CommReduce) != 1 or types[-1] != IterType.CommReduce:
+        return None
+    if len(loops) != len(types) or not isinstance(store, BufferStore):
+        return None
+    k = block.iter_vars[-1].var
+    value = store.value
+    if not isinstance(value, Add | Max | Min):
+        return None
+    accs = [isinstance(x, BufferLoad) and x.buffer is store.buffer for x in (value.a, value.b)]
+    if accs.count(True) != 1 or any(_uses(i, k) for i in store.indices):
+        return None
+    uses = [ld for ld in _loads((value.b, value.a)[accs.index(True)]) if _uses(ld, k)]
+    if not uses or not all(_contiguous_along(ld, k) for ld in uses):
+        return None
+    extent = _extent(sch, loops[-1])
+    return next((w for w in (VECTOR_LANES, 8, 4) if extent and extent % w == 0), None)
+
+
+def schedule_row_reduction(sch: Schedule, block: BlockRV, loops: list[LoopRV]) -> bool:
+    """A reduction along the contiguous axis k (`_row_reduction_lanes`) keeps one vector of
+    partial results per row (rfactor of k's inner `lanes` part, vectorized), then adds the
+    lanes up; parallel over the rows. False (nothing done) for any other block."""
+    lanes = _row_reduction_lanes(sch, sch.get(block), loops)
+    if lanes is None:
+        return False
+    work = _work(sch, loops)
+    ko, ki = sch.split(loops[-1], [None, lanes])
+    try:
+        rf = sch.rfactor(ki, len(loops) - 1)
+    except ScheduleError:
+        # the split stays, harmless: parallel rows as the generic reduction rule does
+        _parallel_widest(sch, loops[:-1], work)
+        return True
+    rf_loops = sch.get_loops(rf)
+    sch.vectorize(rf_loops[-1])
+    rows = rf_loops[:-2]
+    init = _decompose(sch, rf, [rf_loops[-2]]) if rows else None
+    if init is not None:
+        sch.vectorize(sch.get_loops(init)[-1])
+    _parallel_widest(sch, rows, work)
+    return True
+
+
 def schedule_reduction(sch: Schedule, block: BlockRV, loops: list[LoopRV]) -> None:
-    """Column reductions accumulate vectors (`schedule_column_reduction`); others: parallel
-    rows."""
-    if schedule_column_reduction(sch, block, loops):
+    """Column reductions accumulate vectors (`schedule_column_reduction`), row reductions
+    vectors of partial results (`schedule_row_reduction`); others: parallel rows."""
+    if schedule_column_reduction(sch, block, loops) or schedule_row_reduction(sch, block, loops):
         return
     realize_block = sch.get(block)
     n_spatial = 0
