@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...ir.structural import structural_equal
 from ..buffer import Buffer
 from ..expr import BufferLoad, IntImm, Max, Min, PrimExpr, Range, Sub, binary
 from ..function import PrimFunc
@@ -60,12 +61,12 @@ def _region(buf: Buffer, body: Stmt) -> list[tuple[PrimExpr, PrimExpr]] | None:
     ana = Analyzer()
     out, shrunk = [], False
     for dim, extent in enumerate(buf.shape):
-        sets = [ana.int_set(idx[dim], acc.loops) for idx in acc.indices]
+        sets = [ana.int_set(i, acc.loops) for i in _distinct(idx[dim] for idx in acc.indices)]
         if not all(s.has_lower_bound() and s.has_upper_bound() for s in sets):
             out.append((IntImm(extent.dtype, 0), extent))
             continue
-        lo = ana.simplify(_fold(Min, [s.min_value for s in sets]))
-        hi = ana.simplify(_fold(Max, [s.max_value for s in sets]))
+        lo = _bound(ana, Min, min, [s.min_value for s in sets])
+        hi = _bound(ana, Max, max, [s.max_value for s in sets])
         new = ana.simplify(binary(Sub, hi, lo) + 1)
         smaller = isinstance(new, IntImm) and (
             not isinstance(extent, IntImm) or new.value < extent.value
@@ -76,6 +77,22 @@ def _region(buf: Buffer, body: Stmt) -> list[tuple[PrimExpr, PrimExpr]] | None:
         else:
             out.append((IntImm(extent.dtype, 0), extent))
     return out if shrunk else None
+
+
+def _distinct(exprs: Any) -> list[PrimExpr]:
+    """`exprs` without repeats (the load and store of `C[i, j] += ...` index alike)."""
+    out: list[PrimExpr] = []
+    for e in exprs:
+        if not any(e is o or structural_equal(e, o) for o in out):
+            out.append(e)
+    return out
+
+
+def _bound(ana: Any, cls: type, pick: Any, items: list[PrimExpr]) -> PrimExpr:
+    """The Min (or Max) of `items`: computed directly when all are constants (most tiles)."""
+    if all(isinstance(x, IntImm) for x in items):
+        return IntImm(items[0].dtype, pick(x.value for x in items))
+    return ana.simplify(_fold(cls, items))
 
 
 def _uses(e: PrimExpr, var_ids: set[int]) -> bool:
