@@ -36,6 +36,7 @@ class Step:
 # norm folded into the conv before it (else decomposed), convs moved to the target's blocked
 # layout, and what became constant (packed weights, per-channel biases) computed once here.
 GRAPH_PIPELINE: tuple[Step, ...] = (
+    Step(("FoldConstant",), 1),  # statistics or biases computed from constants become constants
     Step(("FoldBatchnormToConv2D",), 1),
     Step(("DecomposeOpsForInference",), 1),
     Step(("AlterOpLayout",), 1),

@@ -511,11 +511,38 @@ def _pipeline_names(**ctx):
 
 def test_pipeline_runs_graph_passes_before_legalize_and_can_disable_them():
     names = _pipeline_names()
-    order = ["FoldBatchnormToConv2D", "DecomposeOpsForInference", "AlterOpLayout", "FoldConstant"]
-    assert [n for n in names if n in order] == order
-    assert names.index("FoldConstant") < names.index("LegalizeOps")
+    graph = ["FoldBatchnormToConv2D", "DecomposeOpsForInference", "AlterOpLayout", "FoldConstant"]
+    order = ["FoldConstant", *graph]
+    assert [n for n in names if n in graph] == order
+    assert names.index("AlterOpLayout") < names.index("LegalizeOps")
     assert "AlterOpLayout" not in _pipeline_names(disabled_pass=["AlterOpLayout"])
     assert "AlterOpLayout" not in _pipeline_names(opt_level=0)
+
+
+def test_pipeline_folds_batchnorm_behind_a_bias_computed_from_constants():
+    rng = _rng(22)
+    bn = _BN(rng, 8)
+    x = relax.Var("x", T((1, 4, 5, 5), "float32"))
+
+    def body(bb, x):
+        y = bb.emit(op.nn.conv2d(x, relax.const(_f32(rng, 8, 4, 3, 3))))
+        bias = bb.emit(op.reshape(relax.const(_f32(rng, 8)), (1, 8, 1, 1)))
+        t = bb.emit(op.nn.batch_norm(bb.emit(op.add(y, bias)), *bn.consts()))
+        return bb.emit(t[0])
+
+    from minitvm.relax import pipeline
+
+    before = _module([x], body)
+    after = before
+    for p in pipeline.default_passes("llvm", steps=pipeline.GRAPH_PIPELINE):
+        after = p(after)
+    assert _ops(after) == [
+        "relax.layout_transform",
+        "relax.nn.conv2d",
+        "relax.add",
+        "relax.layout_transform",
+    ]
+    _same_numbers(before, after, _f32(rng, 1, 4, 5, 5), build=False)
 
 
 def test_build_packs_bound_weights_at_compile_time():
