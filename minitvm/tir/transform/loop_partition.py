@@ -160,15 +160,18 @@ class _Partition(Mutator):
         return seq(main, tail)
 
 
+class _Vars(Visitor):
+    def __init__(self) -> None:
+        self.found: list[Var] = []
+
+    def visit_Var(self, v: Var) -> None:
+        self.found.append(v)
+
+
 def _vars_of(e: Any) -> list[Var]:
-    found: list[Var] = []
-
-    class _Vars(Visitor):
-        def visit_Var(self, v: Var) -> None:
-            found.append(v)
-
-    _Vars().visit(e)
-    return found
+    collector = _Vars()
+    collector.visit(e)
+    return collector.found
 
 
 def loop_partition(func: PrimFunc) -> PrimFunc:
@@ -183,18 +186,19 @@ class _LikelyGuardFound(Exception):
     pass
 
 
+class _FindLikelyGuard(Visitor):
+    def visit_IfThenElse(self, s: IfThenElse) -> None:
+        if _is_likely(s.condition):
+            raise _LikelyGuardFound
+        self.generic_visit(s)
+
+    def visit_PrimExpr(self, e: PrimExpr) -> None:
+        return None  # guards are statements: expressions need no walk
+
+
 def _has_likely_guard(body: Stmt) -> bool:
-    class _Find(Visitor):
-        def visit_IfThenElse(self, s: IfThenElse) -> None:
-            if _is_likely(s.condition):
-                raise _LikelyGuardFound
-            self.generic_visit(s)
-
-        def visit_PrimExpr(self, e: PrimExpr) -> None:
-            return None  # guards are statements: expressions need no walk
-
     try:
-        _Find().visit(body)
+        _FindLikelyGuard().visit(body)
     except _LikelyGuardFound:
         return True
     return False
