@@ -5,7 +5,7 @@ returns te Tensors, ready for `te.create_prim_func`. `topi.reference` holds the 
 reference of every operator.
 """
 
-from . import cuda, nn, reference, tag, utils
+from . import cuda, layout, nn, reference, tag, utils
 from .broadcast import (
     abs,
     add,
@@ -29,6 +29,7 @@ from .broadcast import (
     subtract,
     tanh,
 )
+from .layout import layout_transform
 from .linalg import batch_matmul, matmul
 from .reduction import argmax, argmin, max, mean, min, prod, sum
 from .transform import (
@@ -61,6 +62,8 @@ __all__ = [
     "flatten",
     "full",
     "full_like",
+    "layout",
+    "layout_transform",
     "log",
     "matmul",
     "max",

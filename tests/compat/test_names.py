@@ -176,8 +176,8 @@ def test_topi_nn_conv2d_matmul_flatten_match_numpy():
     win = np.lib.stride_tricks.sliding_window_view(padded, (3, 3), axis=(2, 3))
     ref_conv = np.einsum("ncyxrq,ocrq->noyx", win, k)
     np.testing.assert_allclose(res.numpy(), ref_conv.reshape(1, -1) @ wv + bv, rtol=1e-4, atol=1e-4)
-    with pytest.raises(TEError, match="layout 'NHWC'/'OIHW' is not supported"):
-        topi.nn.conv2d(data, kern, 1, 1, 1, data_layout="NHWC")
+    with pytest.raises(TEError, match="topi.nn.conv2d: layouts NCHW/HWIO are not supported"):
+        topi.nn.conv2d(data, kern, 1, 1, 1, data_layout="NCHW", kernel_layout="HWIO")
 
 
 def test_2022_dense_and_relu_spellings_warn_and_compute_x_times_w_transposed():

@@ -1,6 +1,6 @@
 """Neural-network operators as TE computes."""
 
-from .conv import conv2d, conv2d_nchw
+from .conv import conv2d, conv2d_layout, conv2d_nchw, conv2d_NCHWc, conv2d_nhwc, depthwise_conv2d_NCHWc
 from .dense import dense, flatten, matmul
 from .elemwise import gelu, relu
 from .norm import batch_norm, layer_norm
@@ -13,7 +13,11 @@ __all__ = [
     "adaptive_pool2d",
     "batch_norm",
     "conv2d",
+    "conv2d_NCHWc",
+    "conv2d_layout",
     "conv2d_nchw",
+    "conv2d_nhwc",
+    "depthwise_conv2d_NCHWc",
     "dense",
     "flatten",
     "gelu",
