@@ -13,6 +13,7 @@ collision can only cost a cache miss.
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
@@ -47,23 +48,31 @@ class _Kernel:
 
 
 class _LRU:
-    """A dict that forgets its least recently used entry beyond `capacity`."""
+    """A dict that forgets its least recently used entry beyond `capacity` (thread-safe: builds
+    may run in several threads)."""
 
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
         self.items: OrderedDict[Hashable, Any] = OrderedDict()
+        self._lock = threading.Lock()
 
     def get(self, key: Hashable) -> Any:
-        value = self.items.get(key)
-        if value is not None:
-            self.items.move_to_end(key)
-        return value
+        with self._lock:
+            value = self.items.get(key)
+            if value is not None:
+                self.items.move_to_end(key)
+            return value
 
     def put(self, key: Hashable, value: Any) -> None:
-        self.items[key] = value
-        self.items.move_to_end(key)
-        while len(self.items) > self.capacity:
-            self.items.popitem(last=False)
+        with self._lock:
+            self.items[key] = value
+            self.items.move_to_end(key)
+            while len(self.items) > self.capacity:
+                self.items.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self.items.clear()
 
 
 _LOWERED = _LRU(LOWERED_CAPACITY)  # (KernelKey, flags) -> (input func, lowered func)
@@ -73,8 +82,8 @@ STATS = {"lowered_hits": 0, "lowered_misses": 0, "object_hits": 0, "object_misse
 
 def clear() -> None:
     """Forget every cached lowering and object (e.g. after patching a pass in a test)."""
-    _LOWERED.items.clear()
-    _OBJECTS.items.clear()
+    _LOWERED.clear()
+    _OBJECTS.clear()
     for k in STATS:
         STATS[k] = 0
 

@@ -157,3 +157,17 @@ def test_exported_relax_executable_with_shared_kernels_loads(tmp_path):
     data = np.linspace(-1, 1, 15, dtype="float32").reshape(3, 5)
     got = vm["main"](tvm.nd.array(data)).numpy()
     np.testing.assert_allclose(got, np.exp(np.exp(data)) + np.exp(data), rtol=1e-6)
+
+
+def test_builds_in_several_threads_share_the_cache_safely():
+    from concurrent.futures import ThreadPoolExecutor
+
+    def build(c: float) -> np.ndarray:
+        return _run(tvm.build(_scale(c), name="f"), "f")
+
+    values = [1.0, 2.0, 3.0, 1.0, 2.0, 3.0, 1.0, 2.0]
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(build, values))
+    x = np.arange(16, dtype="float32") + 1
+    for c, got in zip(values, results):
+        np.testing.assert_array_equal(got, x * c)
