@@ -705,3 +705,20 @@ def test_alter_op_layout_lower_rank_operands_broadcast_in_the_blocked_layout():
     scaled = _calls(after, "relax.multiply")[-1]
     assert scaled.args[1].data.shape == () and len(scaled.struct_info.shape) == 5
     _same_numbers(before, after, _f32(rng, 2, 8, 3, 3), _f32(rng, c, 1, 1))
+
+
+def test_alter_op_layout_keeps_strides_dilation_and_asymmetric_padding():
+    rng = _rng(23)
+    w = _f32(rng, 32, 16, 3, 3)
+    x = relax.Var("x", T((1, 16, 11, 11), "float32"))
+    attrs = {"strides": (2, 1), "padding": (1, 2, 0, 1), "dilation": (2, 1)}
+    before = _module([x], lambda bb, x: bb.emit(op.nn.conv2d(x, relax.const(w), **attrs)))
+    after = _alter(before, 16)
+    (conv,) = _calls(after, "relax.nn.conv2d")
+    assert conv.attrs["data_layout"] == "NCHW16c"
+    assert (conv.attrs["strides"], conv.attrs["padding"], conv.attrs["dilation"]) == (
+        (2, 1),
+        (1, 2, 0, 1),
+        (2, 1),
+    )
+    _same_numbers(before, after, _f32(rng, 1, 16, 11, 11))
