@@ -722,3 +722,28 @@ def test_alter_op_layout_keeps_strides_dilation_and_asymmetric_padding():
         (2, 1),
     )
     _same_numbers(before, after, _f32(rng, 1, 16, 11, 11))
+
+
+@pytest.mark.parametrize(
+    "desired, want",
+    [
+        (["NHWC", "default"], [("NHWC", "HWIO"), ("NHWC", "HWIO")]),
+        (["NHWC", "OHWI"], [("NHWC", "OHWI"), ("NHWC", "OHWI")]),
+        (["NCHW8c", "default"], [("NCHW8c", "OIHW1i8o"), ("NCHW", "OIHW")]),
+    ],
+)
+def test_convert_layout_depthwise_and_grouped_convs(desired, want):
+    """Depthwise convs take the blocked depthwise kernel; a grouped conv the blocked form
+    does not cover stays NCHW (its input converted back)."""
+    rng = _rng(24)
+    x = relax.Var("x", T((1, 24, 7, 7), "float32"))
+
+    def body(bb, x):
+        y = bb.emit(op.nn.conv2d(x, relax.const(_f32(rng, 24, 1, 3, 3)), 1, 1, groups=24))
+        return bb.emit(op.nn.conv2d(y, relax.const(_f32(rng, 24, 12, 3, 3)), 1, 1, groups=2))
+
+    before = _module([x], body)
+    after = relax.transform.ConvertLayout({"relax.nn.conv2d": desired})(before)
+    got = [(c.attrs["data_layout"], c.attrs["kernel_layout"]) for c in _calls(after, "relax.nn.conv2d")]
+    assert got == want
+    _same_numbers(before, after, _f32(rng, 1, 24, 7, 7))
