@@ -112,7 +112,7 @@ def test_fold_batchnorm_scales_weight_and_adds_bias(with_bias):
     s, t = bn.scale_shift()
     if with_bias:
         t = t + bias.reshape(-1) * s
-    new_w = (w * s.reshape(o, 1, 1, 1)).astype("float32")
+    new_w = w * s.reshape(o, 1, 1, 1).astype("float32")
     new_b = t.reshape(1, o, 1, 1).astype("float32")
     expected = _module(
         [relax.Var("x", T((1, c, 9, 9), "float32"))],

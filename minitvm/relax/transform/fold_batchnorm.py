@@ -1,8 +1,8 @@
 """FoldBatchnormToConv2D: `batch_norm(conv2d(x, W) [+ b])[0]` with constant W, b and statistics
 becomes `conv2d(x, W * s) + b'`, s = gamma / sqrt(var + eps), b' = (b - mean) * s + beta.
 
-The scaled weight and the bias are computed here (numpy, in float64, stored in the weight's
-dtype), so no run-time work is left for the normalisation. The conv may use any kernel layout
+The scaled weight and the bias are computed here (numpy; per-channel factors in float64,
+stored in the weight's dtype), so no run-time work is left for the normalisation. The conv may use any kernel layout
 (the scale follows its O axis, blocked or not); its output layout must keep the channel axis
 whole (the batch_norm's `axis` names it). A pattern whose pieces are not all constants, or
 whose intermediate values have other users, is left alone (DecomposeOpsForInference then
@@ -82,10 +82,11 @@ class _Match:
         shift = -mean if self.bias is None else self.bias.astype("float64") - mean
         shift = shift * scale + (beta if bn.attrs["center"] else 0.0)
         kernel = Layout.parse(conv.attrs.get("kernel_layout", "OIHW"))
-        new_w = weight * per_channel(scale, kernel, "O")
+        # the per-channel math in float64, the weight-sized product in the weight's dtype
+        new_w = weight * per_channel(scale, kernel, "O").astype(weight.dtype)
         out_layout = Layout.parse(_out_layout(conv))
         bias = per_channel(shift, out_layout, "C").astype(weight.dtype)
-        new_conv = conv.replace(args=(conv.args[0], Constant(new_w.astype(weight.dtype))))
+        new_conv = conv.replace(args=(conv.args[0], Constant(new_w)))
         return new_conv, add(self.conv_var, Constant(bias))
 
 
