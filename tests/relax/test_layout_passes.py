@@ -747,3 +747,18 @@ def test_convert_layout_depthwise_and_grouped_convs(desired, want):
     got = [(c.attrs["data_layout"], c.attrs["kernel_layout"]) for c in _calls(after, "relax.nn.conv2d")]
     assert got == want
     _same_numbers(before, after, _f32(rng, 1, 24, 7, 7))
+
+
+def test_fold_batchnorm_leaves_an_integer_weight_with_float_output():
+    """An int8 weight cannot hold the scaled values: the batch_norm is not folded into it."""
+    rng = _rng(25)
+    bn = _BN(rng, 4)
+    w = rng.integers(-3, 3, (4, 3, 1, 1)).astype("int8")
+    x = relax.Var("x", T((1, 3, 4, 4), "int8"))
+
+    def body(bb, x):
+        y = bb.emit(op.nn.conv2d(x, relax.const(w), out_dtype="float32"))
+        return bb.emit(bb.emit(op.nn.batch_norm(y, *bn.consts()))[0])
+
+    mod = _module([x], body)
+    assert_structural_equal(relax.transform.FoldBatchnormToConv2D()(mod), mod)

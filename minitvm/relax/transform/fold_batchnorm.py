@@ -137,8 +137,10 @@ def _match_conv(bn: Call, values: dict[Var, Any], counts: dict[Var, int]) -> _Ma
     out = Layout.parse(_out_layout(value))
     if out.block("C") is not None or out.index_of("C") != _axis(bn):
         return None
-    sinfo = data.struct_info
-    if sinfo.dtype is None or not str(sinfo.dtype).startswith("float"):
+    # the scaled weight is stored in the weight's dtype: it must be the (float) output's
+    if str(data.struct_info.dtype) != value.args[1].data.dtype or "float" not in str(
+        data.struct_info.dtype
+    ):
         return None
     channels = bn.args[1].data.shape[0]
     vec = None
