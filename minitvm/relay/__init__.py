@@ -1,0 +1,84 @@
+"""Relay, the classic graph API, as a front end: programs are translated into relax and built
+by the one relax pipeline (`relay.build`)."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from ..ir.module import GlobalVar, IRModule
+from . import expr_functor, op
+from .expr import (
+    Call,
+    Constant,
+    Expr,
+    Function,
+    If,
+    Let,
+    Op,
+    Tuple,
+    TupleGetItem,
+    TupleWrapper,
+    Var,
+    bind,
+    const,
+    var,
+)
+from .op import nn
+from .op.tensor import *  # noqa: F403 - relay.add, relay.sum, relay.reshape, ...
+from .ty import FuncType, TensorType, TupleType, Type, scalar_type
+
+# Loaded on first use: passes, analysis, printer, build and the model zoo import more of
+# minitvm (and each other), so `import minitvm.relay` stays cheap and free of cycles.
+_LAZY = {
+    "transform": ".transform",
+    "analysis": ".analysis",
+    "printer": ".printer",
+    "testing": ".testing",
+    "type_infer": ".type_infer",
+    "build_module": ".build_module",
+    "frontend": ".frontend",
+    "build": (".build_module", "build"),
+    "create_executor": (".build_module", "create_executor"),
+    "optimize": (".build_module", "optimize"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    target = _LAZY.get(name)
+    if target is None:
+        raise AttributeError(f"module 'minitvm.relay' has no attribute {name!r}")
+    module, attr = (target, None) if isinstance(target, str) else target
+    value = importlib.import_module(module, __name__)
+    value = getattr(value, attr) if attr else value
+    globals()[name] = value
+    return value
+
+
+__all__ = [
+    "Call",
+    "Constant",
+    "Expr",
+    "FuncType",
+    "Function",
+    "GlobalVar",
+    "IRModule",
+    "If",
+    "Let",
+    "Op",
+    "TensorType",
+    "Tuple",
+    "TupleGetItem",
+    "TupleType",
+    "TupleWrapper",
+    "Type",
+    "Var",
+    "bind",
+    "const",
+    "expr_functor",
+    "nn",
+    "op",
+    "scalar_type",
+    "var",
+    *op.tensor.__all__,
+]

@@ -1,0 +1,48 @@
+"""The Relay op table: each op is one row saying how it becomes relax ops.
+
+A row's `to_relax(emit, args, attrs)` builds the relax expression for one call from relax
+arguments. Type inference runs it on relax variables of the argument types and reads the
+result's struct info; the translator runs it with the block builder's `emit`. So the shape
+rules are relax's, and the two front ends cannot disagree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..expr import Attrs, Call, Expr, Op, TupleWrapper, make_attrs
+
+ToRelax = Callable[[Callable[[Any], Any], list, Attrs], Any]
+
+
+@dataclass(frozen=True)
+class OpDef:
+    """One Relay op: its name, how to build its relax form, and how many outputs it has."""
+
+    name: str
+    to_relax: ToRelax
+    num_outputs: int = 1  # > 1: the call's value is a tuple of this many tensors
+
+
+def register(name: str, to_relax: ToRelax, num_outputs: int = 1) -> Op:
+    """Add the op `name` with its relax form to the table."""
+    return Op.register(name, OpDef(name, to_relax, num_outputs))
+
+
+def get(name: str) -> Op:
+    """The op called `name`: `relay.op.get("nn.conv2d")`."""
+    return Op.get(name)
+
+
+def call(name: str, args: list | tuple, attrs: Mapping | None = None) -> Expr:
+    """A call of op `name`; a multi-output op gives a TupleWrapper (`bn(...)[0]`)."""
+    op = Op.get(name)
+    out = Call(op, tuple(args), make_attrs(attrs) if attrs is not None else None)
+    n = op.op_def.num_outputs
+    return TupleWrapper(out, n) if n > 1 else out
+
+
+def list_op_names() -> list[str]:
+    return Op.list_op_names()

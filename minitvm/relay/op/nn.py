@@ -1,0 +1,345 @@
+"""`relay.nn`: convolution, dense, pooling, normalisation and activations (one row per op)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...error import ShapeError
+from ...relax import op as rop
+from ...relax.expr import Tuple as RTuple
+from ...relax.expr import const as rconst
+from ..expr import Expr
+from ._registry import call, register
+from .tensor import static_shape
+
+
+def _pair(value: Any) -> tuple[int, int]:
+    if isinstance(value, int):
+        return (value, value)
+    value = tuple(int(v) for v in value)
+    return value if len(value) == 2 else (value[0], value[0])
+
+
+def _pad4(padding: Any) -> tuple[int, int, int, int]:
+    """Relay's padding forms: p, (h, w) or (top, left, bottom, right)."""
+    if isinstance(padding, int):
+        return (padding,) * 4
+    p = tuple(int(v) for v in padding)
+    if len(p) == 1:
+        return p * 4
+    if len(p) == 2:
+        return (p[0], p[1], p[0], p[1])
+    if len(p) == 4:
+        return p
+    raise ShapeError(f"padding must be an int, (h, w) or (top, left, bottom, right); got {padding}")
+
+
+def _opt(value: Any) -> Any:
+    """Relay writes an unset dtype/layout as ""; relax uses None."""
+    return value or None
+
+
+# ----------------------------------------------------------------------------- conv2d
+
+
+def _conv2d(emit, args, attrs):
+    data, weight = args
+    _check_conv_attrs(weight, attrs)
+    return rop.nn.conv2d(
+        data,
+        weight,
+        strides=attrs.strides,
+        padding=attrs.padding,
+        dilation=attrs.dilation,
+        groups=attrs.groups,
+        data_layout=attrs.data_layout,
+        kernel_layout=attrs.kernel_layout,
+        out_layout=_opt(attrs.out_layout),
+        out_dtype=_opt(attrs.out_dtype),
+    )
+
+
+def _check_conv_attrs(weight: Any, attrs: Any) -> None:
+    """`channels` and `kernel_size`, when given, must agree with the weight's shape."""
+    sinfo = weight.struct_info
+    shape = sinfo.static_shape() if hasattr(sinfo, "static_shape") else None
+    if shape is None or len(shape) != 4:
+        return
+    dims = dict(zip(attrs.kernel_layout, shape))
+    if not {"O", "H", "W"} <= set(dims):
+        return
+    if attrs.channels is not None and dims["O"] != attrs.channels:
+        raise ShapeError(
+            f"nn.conv2d: channels={attrs.channels} but the weight {tuple(shape)} "
+            f"({attrs.kernel_layout}) has {dims['O']} output channels"
+        )
+    if attrs.kernel_size is not None and (dims["H"], dims["W"]) != tuple(attrs.kernel_size):
+        raise ShapeError(
+            f"nn.conv2d: kernel_size={list(attrs.kernel_size)} but the weight {tuple(shape)} "
+            f"({attrs.kernel_layout}) has a {dims['H']}x{dims['W']} window"
+        )
+
+
+register("nn.conv2d", _conv2d)
+
+
+def conv2d(
+    data: Expr,
+    weight: Expr,
+    strides: Any = (1, 1),
+    padding: Any = (0, 0),
+    dilation: Any = (1, 1),
+    groups: int = 1,
+    channels: int | None = None,
+    kernel_size: Any = None,
+    data_layout: str = "NCHW",
+    kernel_layout: str = "OIHW",
+    out_layout: str = "",
+    out_dtype: str = "",
+) -> Expr:
+    """2-D convolution: `relay.nn.conv2d(x, w, padding=(1, 1), channels=64, kernel_size=(3, 3))`."""
+    attrs = {
+        "strides": _pair(strides),
+        "padding": _pad4(padding),
+        "dilation": _pair(dilation),
+        "groups": int(groups),
+        "channels": None if channels is None else int(channels),
+        "kernel_size": None if kernel_size is None else _pair(kernel_size),
+        "data_layout": data_layout,
+        "kernel_layout": kernel_layout,
+        "out_layout": out_layout or "",
+        "out_dtype": out_dtype or "",
+    }
+    return call("nn.conv2d", (data, weight), attrs)
+
+
+# ----------------------------------------------------------------------------- dense / bias
+
+
+def _dense(emit, args, attrs):
+    data, weight = args
+    if attrs.units is not None:
+        w = static_shape(weight, "nn.dense", "weight")
+        if w[0] != attrs.units:
+            raise ShapeError(f"nn.dense: units={attrs.units} but the weight {w} has {w[0]} rows")
+    return rop.linear(data, weight, out_dtype=_opt(attrs.out_dtype))
+
+
+def _bias_add(emit, args, attrs):
+    data, bias = args
+    ndim = data.struct_info.ndim
+    axis = attrs.axis % ndim
+    (c,) = static_shape(bias, "nn.bias_add", "bias")
+    if axis != ndim - 1:
+        bias = emit(rop.reshape(bias, [c] + [1] * (ndim - axis - 1)))
+    return rop.add(data, bias)
+
+
+register("nn.dense", _dense)
+register("nn.bias_add", _bias_add)
+
+
+def dense(data: Expr, weight: Expr, units: int | None = None, out_dtype: str = "") -> Expr:
+    """data @ weight.T (weight is (units, in))."""
+    attrs = {"units": None if units is None else int(units), "out_dtype": out_dtype or ""}
+    return call("nn.dense", (data, weight), attrs)
+
+
+def bias_add(data: Expr, bias: Expr, axis: int = 1) -> Expr:
+    """Add a 1-D bias along `axis` of data."""
+    return call("nn.bias_add", (data, bias), {"axis": int(axis)})
+
+
+# ----------------------------------------------------------------------------- activations
+
+
+def _leaky_relu(emit, args, attrs):
+    x = args[0]
+    dtype = str(x.struct_info.dtype)
+    return rop.maximum(x, emit(rop.multiply(x, rconst(attrs.alpha, dtype))))
+
+
+register("nn.relu", lambda emit, args, attrs: rop.nn.relu(args[0]))
+register("nn.leaky_relu", _leaky_relu)
+register("nn.softmax", lambda emit, args, attrs: rop.nn.softmax(args[0], attrs.axis))
+register("nn.log_softmax", lambda emit, args, attrs: rop.nn.log_softmax(args[0], attrs.axis))
+
+
+def relu(data: Expr) -> Expr:
+    """max(x, 0)."""
+    return call("nn.relu", (data,))
+
+
+def leaky_relu(data: Expr, alpha: float = 0.01) -> Expr:
+    """x where x > 0, alpha * x elsewhere."""
+    return call("nn.leaky_relu", (data,), {"alpha": float(alpha)})
+
+
+def softmax(data: Expr, axis: int = -1) -> Expr:
+    """exp(x) / sum(exp(x)) along `axis`."""
+    return call("nn.softmax", (data,), {"axis": int(axis)})
+
+
+def log_softmax(data: Expr, axis: int = -1) -> Expr:
+    """log(softmax(x)) along `axis`."""
+    return call("nn.log_softmax", (data,), {"axis": int(axis)})
+
+
+# ----------------------------------------------------------------------------- pooling
+
+
+def _pool(fn):
+    def to_relax(emit, args, attrs):
+        kwargs = {"count_include_pad": attrs.count_include_pad} if "count_include_pad" in attrs else {}
+        return fn(
+            args[0],
+            pool_size=attrs.pool_size,
+            strides=attrs.strides,
+            padding=attrs.padding,
+            dilation=attrs.dilation,
+            ceil_mode=attrs.ceil_mode,
+            layout=attrs.layout,
+            **kwargs,
+        )
+
+    return to_relax
+
+
+def _hw_axes(layout: str) -> tuple[int, int]:
+    return layout.index("H"), layout.index("W")
+
+
+def _global_max(emit, args, attrs):
+    return rop.max(args[0], _hw_axes(attrs.layout), keepdims=True)
+
+
+register("nn.max_pool2d", _pool(rop.nn.max_pool2d))
+register("nn.avg_pool2d", _pool(rop.nn.avg_pool2d))
+register(
+    "nn.global_avg_pool2d",
+    lambda emit, args, attrs: rop.nn.adaptive_avg_pool2d(args[0], (1, 1), attrs.layout),
+)
+register("nn.global_max_pool2d", _global_max)
+register(
+    "nn.adaptive_avg_pool2d",
+    lambda emit, args, attrs: rop.nn.adaptive_avg_pool2d(args[0], attrs.output_size, attrs.layout),
+)
+
+
+def _pool_attrs(pool_size, strides, dilation, padding, layout, out_layout, ceil_mode) -> dict:
+    return {
+        "pool_size": _pair(pool_size),
+        "strides": _pair(strides),
+        "dilation": _pair(dilation),
+        "padding": _pad4(padding),
+        "layout": layout,
+        "out_layout": out_layout or "",
+        "ceil_mode": bool(ceil_mode),
+    }
+
+
+def max_pool2d(
+    data: Expr,
+    pool_size: Any = (1, 1),
+    strides: Any = (1, 1),
+    dilation: Any = (1, 1),
+    padding: Any = (0, 0),
+    layout: str = "NCHW",
+    out_layout: str = "",
+    ceil_mode: bool = False,
+) -> Expr:
+    """Max over pool_size windows of H, W."""
+    attrs = _pool_attrs(pool_size, strides, dilation, padding, layout, out_layout, ceil_mode)
+    return call("nn.max_pool2d", (data,), attrs)
+
+
+def avg_pool2d(
+    data: Expr,
+    pool_size: Any = (1, 1),
+    strides: Any = (1, 1),
+    dilation: Any = (1, 1),
+    padding: Any = (0, 0),
+    layout: str = "NCHW",
+    out_layout: str = "",
+    ceil_mode: bool = False,
+    count_include_pad: bool = False,
+) -> Expr:
+    """Mean over pool_size windows of H, W (padding counted only if asked)."""
+    attrs = _pool_attrs(pool_size, strides, dilation, padding, layout, out_layout, ceil_mode)
+    attrs["count_include_pad"] = bool(count_include_pad)
+    return call("nn.avg_pool2d", (data,), attrs)
+
+
+def global_avg_pool2d(data: Expr, layout: str = "NCHW", out_layout: str = "") -> Expr:
+    """Mean over all of H, W (keeps them as size 1)."""
+    return call("nn.global_avg_pool2d", (data,), {"layout": layout, "out_layout": out_layout})
+
+
+def global_max_pool2d(data: Expr, layout: str = "NCHW", out_layout: str = "") -> Expr:
+    """Max over all of H, W (keeps them as size 1)."""
+    return call("nn.global_max_pool2d", (data,), {"layout": layout, "out_layout": out_layout})
+
+
+def adaptive_avg_pool2d(
+    data: Expr, output_size: Any = None, layout: str = "NCHW", out_layout: str = ""
+) -> Expr:
+    """Mean over adaptive windows so H, W become `output_size`."""
+    size = None if output_size is None else _pair(output_size)
+    attrs = {"output_size": size, "layout": layout, "out_layout": out_layout}
+    return call("nn.adaptive_avg_pool2d", (data,), attrs)
+
+
+# ----------------------------------------------------------------------------- shape / norm
+
+
+def _batch_flatten(emit, args, attrs):
+    x = args[0]
+    shape = static_shape(x, "nn.batch_flatten")
+    rest = 1
+    for d in shape[1:]:
+        rest *= d
+    return rop.reshape(x, [shape[0], rest])
+
+
+def _batch_norm(emit, args, attrs):
+    return rop.nn.batch_norm(*args, attrs.axis, attrs.epsilon, attrs.center, attrs.scale)
+
+
+def _dropout(emit, args, attrs):
+    return RTuple((args[0], args[0]))  # inference: the identity (and an unused mask)
+
+
+register("nn.batch_flatten", _batch_flatten)
+register("nn.batch_norm", _batch_norm, num_outputs=3)
+register("nn.dropout", _dropout, num_outputs=2)
+
+
+def batch_flatten(data: Expr) -> Expr:
+    """(N, ...) -> (N, prod(...))."""
+    return call("nn.batch_flatten", (data,))
+
+
+def batch_norm(
+    data: Expr,
+    gamma: Expr,
+    beta: Expr,
+    moving_mean: Expr,
+    moving_var: Expr,
+    axis: int = 1,
+    epsilon: float = 1e-5,
+    center: bool = True,
+    scale: bool = True,
+) -> Any:
+    """Inference batch norm; a 3-tuple (out, mean, var): use `relay.nn.batch_norm(...)[0]`."""
+    attrs = {"axis": int(axis), "epsilon": float(epsilon), "center": center, "scale": scale}
+    return call("nn.batch_norm", (data, gamma, beta, moving_mean, moving_var), attrs)
+
+
+def dropout_raw(data: Expr, rate: float = 0.5) -> Any:
+    """Dropout as Relay's tuple (out, mask); identity at inference."""
+    return call("nn.dropout", (data,), {"rate": float(rate)})
+
+
+def dropout(data: Expr, rate: float = 0.5) -> Expr:
+    """Dropout's output (identity at inference)."""
+    return dropout_raw(data, rate)[0]
