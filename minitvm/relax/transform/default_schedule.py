@@ -381,20 +381,47 @@ def matmul_tile(rows: int | None, cols: int | None, reduce: int | None) -> Matmu
     return MatmulTile(mr, width, unroll)
 
 
-def _fold_epilogue(sch: Schedule, write_back: BlockRV) -> None:
-    """Inline the one elementwise consumer of the write-back's intermediate into the
-    write-back (reverse_compute_inline): each tile is then finished straight from registers."""
+def _fold_epilogue(sch: Schedule, write_back: BlockRV) -> BlockRV:
+    """Fold the one elementwise consumer of the write-back's intermediate into the write-back,
+    so each tile is finished straight from registers; returns the block that now writes the
+    tile back. A consumer reading the intermediate where it writes (bias, relu, residual add)
+    takes the write-back inlined into it (compute_inline: checked from the indices alone);
+    any other (the blocked result written back as NCHW) is inlined into the write-back
+    (reverse_compute_inline, which proves its inverse index map point by point on small
+    domains, far slower)."""
     func = sch.mod["main"]
     params = {id(b) for b in func.buffer_map.values()}
-    if any(id(w.buffer) in params for w in sch.get(write_back).writes):
-        return
+    writes = sch.get(write_back).writes
+    if any(id(w.buffer) in params for w in writes):
+        return write_back
     consumers = sch.get_consumers(write_back)
     if len(consumers) != 1 or _kind(sch.get(consumers[0])) is not BlockKind.SPATIAL:
-        return
+        return write_back
+    consumer = consumers[0]
+    if _reads_where_it_writes(sch.get(consumer), writes[0].buffer):
+        try:
+            sch.compute_inline(write_back)
+            return consumer
+        except ScheduleError:
+            pass  # try the other direction
     try:
-        sch.reverse_compute_inline(consumers[0])
+        sch.reverse_compute_inline(consumer)
     except ScheduleError:
-        return  # reads the result with other indices (e.g. transposed): stays its own block
+        pass  # reads the result with other indices (e.g. transposed): stays its own block
+    return write_back
+
+
+def _reads_where_it_writes(block: Block, buf) -> bool:
+    """Every load of `buf` in `block` has the indices of its store (an elementwise epilogue)."""
+    store = block.body
+    if not isinstance(store, BufferStore):
+        return False
+    loads = [ld for ld in _loads(store.value) if ld.buffer is buf]
+    return bool(loads) and all(
+        len(ld.indices) == len(store.indices)
+        and all(a is b for a, b in zip(ld.indices, store.indices))
+        for ld in loads
+    )
 
 
 def schedule_matmul(sch: Schedule, block: BlockRV, loops: list[LoopRV]) -> bool:
@@ -418,7 +445,7 @@ def schedule_matmul(sch: Schedule, block: BlockRV, loops: list[LoopRV]) -> bool:
     if packed is None:
         return False
     write_back = sch.cache_write(block, 0, "local")
-    _fold_epilogue(sch, write_back)
+    write_back = _fold_epilogue(sch, write_back)
     loops = sch.get_loops(block)
     spatial, reduce = loops[:n_spatial], _fuse_unit_loops(sch, loops[n_spatial:])
     i, j = spatial[-2], spatial[-1]
@@ -615,7 +642,7 @@ def schedule_column_reduction(sch: Schedule, block: BlockRV, loops: list[LoopRV]
         return False
     work = _work(sch, loops)
     write_back = sch.cache_write(block, 0, "local")
-    _fold_epilogue(sch, write_back)
+    write_back = _fold_epilogue(sch, write_back)
     loops = sch.get_loops(block)
     spatial, reduce = loops[:n_spatial], loops[n_spatial:]
     jo, ji = (None, spatial[-1]) if width == cols else sch.split(spatial[-1], [None, width])
