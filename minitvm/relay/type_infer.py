@@ -1,0 +1,192 @@
+"""Relay type inference: fills every expression's `checked_type`.
+
+An op call's type comes from the op's relax form (relay/op/_registry.py) built on relax
+variables of the argument types: the relax shape rules are the one source of truth.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..error import MiniTVMError, ShapeError
+from ..ir.module import GlobalVar, IRModule
+from ..ir.recursion import deep_recursion
+from ..relax import expr as rx
+from ..relax.struct_info import TensorStructInfo, TupleStructInfo
+from ..tir.expr import IntImm
+from .expr import Call, Constant, Expr, Function, If, Let, Op, Tuple, TupleGetItem, Var
+from .expr_functor import ExprFunctor
+from .ty import FuncType, TensorType, TupleType, Type
+
+
+class RelayTypeError(ShapeError):
+    """A Relay program whose types do not check (wrong shapes or dtypes for an op)."""
+
+
+def to_struct_info(ty: Type) -> Any:
+    """The relax struct info of a relay type."""
+    if isinstance(ty, TensorType):
+        return TensorStructInfo(ty.shape, ty.dtype)
+    if isinstance(ty, TupleType):
+        return TupleStructInfo([to_struct_info(f) for f in ty.fields])
+    raise RelayTypeError(f"a {type(ty).__name__} cannot be an operator argument")
+
+
+def from_struct_info(sinfo: Any, where: str) -> Type:
+    """The relay type of a relax struct info (shapes must be known)."""
+    if isinstance(sinfo, TensorStructInfo):
+        if sinfo.shape is None:
+            raise RelayTypeError(f"{where}: the result shape is unknown ({sinfo})")
+        dims = [int(d.value) if isinstance(d, IntImm) else d for d in sinfo.shape]
+        return TensorType(dims, str(sinfo.dtype))
+    if isinstance(sinfo, TupleStructInfo):
+        return TupleType([from_struct_info(f, where) for f in sinfo.fields])
+    raise RelayTypeError(f"{where}: unsupported result {sinfo}")
+
+
+def _identity(value: Any) -> Any:
+    return value
+
+
+def _describe_args(types: list[Type]) -> str:
+    return ", ".join(str(t) for t in types)
+
+
+def op_result_type(op: Op, arg_types: list[Type], attrs: Any) -> Type:
+    """The type of `op(args)` for arguments of `arg_types` (raises RelayTypeError)."""
+    if op.op_def is None:
+        raise RelayTypeError(f"op {op.name!r} has no definition in the Relay op table")
+    params = [rx.Var(f"arg{i}", to_struct_info(t)) for i, t in enumerate(arg_types)]
+    try:
+        out = op.op_def.to_relax(_identity, params, attrs)
+        return from_struct_info(out.struct_info, op.name)
+    except RelayTypeError:
+        raise
+    except MiniTVMError as err:
+        message = str(err).replace(f"relax.{op.name}", op.name)
+        raise RelayTypeError(
+            f"type error in a call of {op.name}({_describe_args(arg_types)}): {message}"
+        ) from err
+
+
+class _Inferer(ExprFunctor):
+    """Computes each node's type once and stores it in the node's `_checked_type_`."""
+
+    def __init__(self, mod: IRModule | None):
+        super().__init__()
+        self.mod = mod
+        self.bound: dict[Var, Type] = {}  # let-bound vars and call-bound function params
+        self.globals: dict[str, Type] = {}
+
+    def visit(self, expr: Any) -> Type:
+        ty = super().visit(expr)
+        if isinstance(expr, Expr) and not isinstance(expr, Op):
+            object.__setattr__(expr, "_checked_type_", ty)
+        return ty
+
+    def visit_var(self, v: Var) -> Type:
+        ty = self.bound.get(v) or v.type_annotation
+        if ty is None:
+            raise RelayTypeError(
+                f"variable %{v.name_hint} has no type: give it one, e.g. "
+                f"relay.var({v.name_hint!r}, shape=(1, 3), dtype='float32')"
+            )
+        return ty
+
+    def visit_constant(self, c: Constant) -> Type:
+        return TensorType(c.data.shape, c.data.dtype)
+
+    def visit_tuple(self, tup: Tuple) -> Type:
+        return TupleType([self.visit(f) for f in tup.fields])
+
+    def visit_tuple_getitem(self, item: TupleGetItem) -> Type:
+        ty = self.visit(item.tuple_value)
+        if not isinstance(ty, TupleType):
+            raise RelayTypeError(f"TupleGetItem [{item.index}] of a non-tuple of type {ty}")
+        if not 0 <= item.index < len(ty.fields):
+            raise RelayTypeError(f"TupleGetItem [{item.index}] of a {len(ty.fields)}-tuple {ty}")
+        return ty.fields[item.index]
+
+    def visit_op(self, op: Op) -> Type:
+        raise RelayTypeError(f"op {op.name} used as a value; call it: relay.{op.name}(...)")
+
+    def visit_global_var(self, gv: GlobalVar) -> Type:
+        if gv.name_hint not in self.globals:
+            if self.mod is None or gv not in self.mod:
+                raise RelayTypeError(f"call of @{gv.name_hint}, which is not in the module")
+            self.globals[gv.name_hint] = self.visit(self.mod[gv])
+        return self.globals[gv.name_hint]
+
+    def visit_call(self, c: Call) -> Type:
+        arg_types = [self.visit(a) for a in c.args]
+        if isinstance(c.op, Op):
+            return op_result_type(c.op, arg_types, c.attrs)
+        if isinstance(c.op, Function):
+            self._bind_params(c.op, arg_types)
+        fty = self.visit(c.op)
+        if not isinstance(fty, FuncType):
+            raise RelayTypeError(f"call of a non-function of type {fty}")
+        if len(fty.arg_types) != len(arg_types):
+            raise RelayTypeError(
+                f"function of {len(fty.arg_types)} parameters called with {len(arg_types)} arguments"
+            )
+        for i, (want, got) in enumerate(zip(fty.arg_types, arg_types)):
+            if want != got:
+                raise RelayTypeError(f"argument {i}: function expects {want}, got {got}")
+        return fty.ret_type
+
+    def _bind_params(self, func: Function, arg_types: list[Type]) -> None:
+        """Parameters without annotations take the types of the call's arguments."""
+        for p, t in zip(func.params, arg_types):
+            if p.type_annotation is None:
+                self.bound.setdefault(p, t)
+
+    def visit_function(self, func: Function) -> Type:
+        params = [self.visit(p) for p in func.params]
+        ret = self.visit(func.body)
+        if func.ret_type is not None and func.ret_type != ret:
+            raise RelayTypeError(f"function declared to return {func.ret_type}, its body is {ret}")
+        return FuncType(params, ret)
+
+    def visit_let(self, let: Let) -> Type:
+        value = self.visit(let.value)
+        if let.var.type_annotation is not None and let.var.type_annotation != value:
+            raise RelayTypeError(
+                f"let %{let.var.name_hint}: annotated {let.var.type_annotation}, value is {value}"
+            )
+        self.bound[let.var] = value
+        self.visit(let.var)
+        return self.visit(let.body)
+
+    def visit_if(self, node: If) -> Type:
+        cond = self.visit(node.cond)
+        if not (isinstance(cond, TensorType) and cond.shape == () and cond.dtype == "bool"):
+            raise RelayTypeError(f"if: the condition must be a bool scalar, got {cond}")
+        then, other = self.visit(node.true_branch), self.visit(node.false_branch)
+        if then != other:
+            raise RelayTypeError(f"if: the branches have different types: {then} and {other}")
+        return then
+
+
+def _with_ret_type(func: Function) -> Function:
+    """The function with its inferred return type written in `ret_type` (as TVM prints it)."""
+    if func.ret_type is not None:
+        return func
+    out = func.replace(ret_type=func.checked_type.ret_type)
+    object.__setattr__(out, "_checked_type_", func.checked_type)
+    return out
+
+
+def infer_type(mod_or_expr: IRModule | Expr, mod: IRModule | None = None) -> Any:
+    """Fill `checked_type` everywhere; a module comes back as a new module, an expr as itself."""
+    with deep_recursion():
+        if isinstance(mod_or_expr, IRModule):
+            inferer = _Inferer(mod_or_expr)
+            out = mod_or_expr.copy()
+            for gv, func in mod_or_expr.functions_items():
+                if isinstance(func, Function):
+                    inferer.visit_global_var(gv)
+                    out[gv] = _with_ret_type(func)
+            return out
+        _Inferer(mod).visit(mod_or_expr)
+        return mod_or_expr
