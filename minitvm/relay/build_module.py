@@ -1,0 +1,169 @@
+"""`relay.build` and `relay.create_executor`: translate to relax, build with the one relax
+pipeline (`relax.build`, honouring the current PassContext), wrap as a graph executor."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..error import BuildError
+from ..ir.module import IRModule
+from ..relax.struct_info import TensorStructInfo, TupleStructInfo
+from ..runtime import Device, cpu
+from .expr import Expr, Function
+from ._translate import to_relax
+
+
+def _outputs(sinfo: Any) -> list[dict]:
+    from ..contrib.graph_executor import _tensor_info
+
+    fields = sinfo.fields if isinstance(sinfo, TupleStructInfo) else (sinfo,)
+    out = []
+    for i, f in enumerate(fields):
+        if not isinstance(f, TensorStructInfo) or f.static_shape() is None:
+            raise BuildError(f"relay.build: output {i} is not a tensor of static shape ({f})")
+        out.append(_tensor_info(f"output{i}", f.static_shape(), str(f.dtype)))
+    return out
+
+
+def _as_module(mod: IRModule | Function) -> IRModule:
+    if isinstance(mod, Function):
+        return IRModule.from_expr(mod)
+    if not isinstance(mod, IRModule) or "main" not in mod:
+        raise BuildError(
+            f"relay.build: expected an IRModule with a 'main' Relay function, got "
+            f"{type(mod).__name__}"
+        )
+    return mod
+
+
+def build(
+    ir_mod: IRModule | Function,
+    target: Any = None,
+    target_host: Any = None,
+    executor: Any = None,
+    runtime: Any = None,
+    params: Mapping[str, Any] | None = None,
+    mod_name: str = "default",
+    **unused_options: Any,
+) -> Any:
+    """Compile a Relay module: `lib = relay.build(mod, "llvm", params=params)`.
+
+    Parameters named in `params` become constants (names that are not parameters of main are
+    ignored, as in TVM); the rest are the inputs of `lib["default"](dev)`.
+    """
+    from ..contrib.graph_executor import GraphExecutorFactoryModule, _tensor_info
+    from ..relax.vm import build as relax_build
+
+    mod = _as_module(ir_mod)
+    target = _single_target(target)
+    rmod = to_relax(mod)
+    main = rmod["main"]
+    names = {p.name_hint for p in main.params}
+    bound = {k: v for k, v in (params or {}).items() if k in names}
+    inputs = [p for p in main.params if p.name_hint not in bound]
+    ex = relax_build(rmod, target, params=bound)
+    graph = {
+        "inputs": [
+            _tensor_info(p.name_hint, p.struct_info.static_shape(), str(p.struct_info.dtype))
+            for p in inputs
+        ],
+        "outputs": _outputs(main.ret_struct_info),
+        "bound_params": sorted(bound),
+    }
+    return GraphExecutorFactoryModule(ex, graph, mod_name)
+
+
+def _single_target(target: Any) -> Any:
+    """TVM accepted {"cpu": target} dicts; one target is all we build for."""
+    if target is None:
+        return "llvm"
+    if isinstance(target, Mapping):
+        if len(target) != 1:
+            raise BuildError(f"relay.build: one target at a time, got {dict(target)}")
+        return next(iter(target.values()))
+    return target
+
+
+class Executor:
+    """`relay.create_executor(kind, mod, device, target).evaluate()(*inputs)`."""
+
+    def __init__(self, kind: str, mod: IRModule | None, device: Device, target: Any, params: Any):
+        if kind not in ("graph", "vm", "debug", "aot"):
+            raise BuildError(
+                f"create_executor: unknown kind {kind!r}; use 'graph', 'vm' or 'debug'"
+            )
+        self.kind, self.mod, self.device, self.target = kind, mod, device, target
+        self.params = dict(params or {})
+
+    def evaluate(self, expr: Expr | None = None, binds: Mapping | None = None) -> Any:
+        """A function of the inputs (for `expr` None or a Function); a value for other exprs."""
+        from ..contrib.graph_executor import GraphModule
+
+        if expr is None:
+            if self.mod is None:
+                raise BuildError("create_executor(...).evaluate(): give a mod or an expr")
+            mod = self.mod
+        elif isinstance(expr, Function):
+            mod = IRModule.from_expr(expr)
+        else:
+            mod = IRModule.from_expr(Function(free_vars(expr), expr))
+        lib = build(mod, self.target, params=self.params)
+        gm = GraphModule(lib["default"](self.device))
+        names = [p.name_hint for p in mod["main"].params if p.name_hint not in self.params]
+
+        def run(*args: Any, **kwargs: Any) -> Any:
+            if len(args) > len(names):
+                raise BuildError(f"expected at most {len(names)} inputs {names}, got {len(args)}")
+            gm.set_input(**dict(zip(names, args)), **kwargs)
+            gm.run()
+            outs = [gm.get_output(i) for i in range(gm.get_num_outputs())]
+            return outs[0] if len(outs) == 1 and not _returns_tuple(mod) else tuple(outs)
+
+        if expr is not None and not isinstance(expr, Function) and not names:
+            return run()
+        return run
+
+
+def free_vars(expr: Expr) -> list:
+    """Variables used in `expr` and not bound in it, in order of first use."""
+    from .expr import Let, Var
+    from .expr_functor import ExprVisitor
+
+    found: list = []
+    bound: set = set()
+
+    class _Collect(ExprVisitor):
+        def visit_var(self, v: Var) -> None:
+            if v not in bound:
+                found.append(v)
+
+        def visit_function(self, func: Function) -> None:
+            bound.update(func.params)
+            super().visit_function(func)
+
+        def visit_let(self, let: Let) -> None:
+            bound.add(let.var)
+            super().visit_let(let)
+
+    _Collect().visit(expr)
+    return found
+
+
+def _returns_tuple(mod: IRModule) -> bool:
+    from .type_infer import infer_type
+    from .ty import TupleType
+
+    main = infer_type(mod)["main"]
+    return isinstance(main.ret_type, TupleType)
+
+
+def create_executor(
+    kind: str = "debug",
+    mod: IRModule | None = None,
+    device: Device | None = None,
+    target: Any = "llvm",
+    params: Mapping | None = None,
+) -> Executor:
+    """An executor that builds `mod` with relay.build and runs it on `device`."""
+    return Executor(kind, mod, device or cpu(0), _single_target(target), params)
