@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 import llvmlite.binding as llvm
 from llvmlite import ir
@@ -39,6 +40,7 @@ from ..runtime.meta import signature_bytes
 from ..runtime.module import CodegenResult
 from ..target import Target
 from ..tir.expr import (
+    Add,
     Broadcast,
     BufferLoad,
     Call,
@@ -46,12 +48,16 @@ from ..tir.expr import (
     FloatImm,
     IntImm,
     Let,
+    Max,
+    Min,
+    Mul,
     Not,
     Op,
     PrimExpr,
     Ramp,
     Select,
     StringImm,
+    Sub,
     Var,
 )
 from ..tir.function import PrimFunc
@@ -105,6 +111,7 @@ class _FunctionState:
     builder: ir.IRBuilder
     vars: dict = field(default_factory=dict)  # Var → ir.Value (Vars hash by identity)
     ranges: dict = field(default_factory=dict)  # id(ir.Value) → ((lo, hi), value): proven
+    numbered: dict = field(default_factory=dict)  # (block, op, operands) → ir.Value computed
     in_parallel: bool = False
     loop_depth: int = 0  # loops around the statement being emitted
 
@@ -347,9 +354,17 @@ class CodeGenLLVM:
         x, y = self.expr(e.a), self.expr(e.b)
         if isinstance(e, INTEGER_DIVISIONS) and not operand.is_float:
             y = safe_divisor(self, e, x, y)
+        numbered = isinstance(e, _NUMBERED) and kind(operand) in ("int", "uint")
+        if numbered:  # local value numbering: an unrolled tile repeats its index arithmetic
+            key = (id(self.builder.block), type(e), str(operand), _operand_key(x), _operand_key(y))
+            hit = self._state.numbered.get(key)
+            if hit is not None:
+                return hit
         out = rule(self.builder, x, y, "")
         if kind(operand) == "int" and operand.lanes == 1:
             self._note_range(e, x, y, out)
+        if numbered:
+            self._state.numbered[key] = out
         return out
 
     def value_range(self, value: ir.Value) -> tuple[int, int] | None:
@@ -695,6 +710,18 @@ def _is_long_straight_line(body: Stmt) -> bool:
     count = _StraightLine()
     count.visit(body)
     return not count.has_loop and count.stores > _OUTLINE_LOOP_BODY_ABOVE
+
+
+# Integer operations without side effects whose result is reused within one basic block when
+# the same operation is applied to the same operand values (the operands' ir.Values are kept
+# alive by the module, so their ids are stable; constants compare by type and value).
+_NUMBERED = (Add, Sub, Mul, Min, Max)
+
+
+def _operand_key(value: ir.Value) -> Any:
+    if isinstance(value, ir.Constant):
+        return (str(value.type), str(value.constant))
+    return id(value)
 
 
 def _named(value: ir.Value, name: str) -> ir.Value:
