@@ -52,7 +52,7 @@ class PassContext:
         self._local.stack.append(self)
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self._local.stack.pop()
         self._exit_instruments()
 
@@ -260,7 +260,9 @@ def _make_pass_decorator(
             def __init__(self: Pass, *args: Any, **kwargs: Any) -> None:
                 inst = cls(*args, **kwargs)
                 transform = getattr(inst, method)
-                pass_cls.__init__(self, lambda m: runner(transform, m), pass_name, opt_level, required)
+                pass_cls.__init__(
+                    self, lambda m: runner(transform, m), pass_name, opt_level, required
+                )
                 self._inner = inst
 
             def __getattr__(self: Pass, attr: str) -> Any:
@@ -293,7 +295,7 @@ class PrintIR(Pass):
 
     def __init__(self, header: str = "", show_meta_data: bool = False):
         def show(mod: Any) -> Any:
-            print(f"PrintIR({header}):\n{mod}")  # noqa: T201 - a debugging pass prints
+            print(f"PrintIR({header}):\n{mod}")
             return mod
 
         super().__init__(show, "PrintIR")

@@ -1,0 +1,127 @@
+"""Relay passes: each a pure function on Relay functions behind a one-line pass object.
+
+mod = relay.transform.FoldConstant()(mod)
+mod = tvm.transform.Sequential([relay.transform.FoldConstant(),
+                                relay.transform.FuseOps(fuse_opt_level=2)])(mod)
+
+A function pass runs on every Relay function of the module except fused kernels (functions
+with the `Primitive` attribute), then type inference runs on the result, as in TVM, so the
+printed module shows `/* ty=... */` after any pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ...ir.module import IRModule
+from ...ir.transform import (
+    ModulePass,
+    Pass,
+    PassContext,
+    PassInfo,
+    Sequential,
+    _make_pass_decorator,
+    module_pass,
+    register_required_pass,
+)
+from ..expr import Function
+from ..type_infer import infer_type
+from .dead_code_elimination import dead_code_elimination
+from .eliminate_common_subexpr import eliminate_common_subexpr
+from .fold_constant import fold_constant
+from .fuse_ops import fuse_ops
+from .simplify_inference import simplify_inference
+from .to_graph_normal_form import to_graph_normal_form
+
+
+class FunctionPass(Pass):
+    """A pass applied to each Relay function of a module (what `function_pass` makes)."""
+
+
+def _run_per_function(
+    transform: Callable[[Function, IRModule, PassContext], Function], mod: Any
+) -> Any:
+    """transform(func, mod, ctx) on each non-primitive Relay function, then type inference."""
+    ctx = PassContext.current()
+    out = mod.copy()
+    for gv, func in mod.functions_items():
+        if isinstance(func, Function) and not func.attrs.get("Primitive"):
+            out[gv] = transform(func, mod, ctx)
+    return infer_type(out)
+
+
+function_pass = _make_pass_decorator(FunctionPass, "transform_function", _run_per_function)
+function_pass.__name__ = "function_pass"
+function_pass.__doc__ = """Make a Relay function pass of a `fn(func, mod, ctx) -> func` or of a
+class with `transform_function(self, func, mod, ctx)`: `@relay.transform.function_pass(opt_level=1)`."""
+
+
+def _pass(
+    fn: Callable[[Function], Function], name: str, opt_level: int, required: Sequence[str] = ()
+) -> Pass:
+    return FunctionPass(
+        lambda mod: _run_per_function(lambda f, m, c: fn(f), mod), name, opt_level, required
+    )
+
+
+def InferType() -> Pass:
+    """Fill `checked_type` of every expression (and each function's return type)."""
+    return ModulePass(infer_type, "InferType", 0)
+
+
+def FoldConstant(fold_qnn: bool = False) -> Pass:
+    """Compute calls whose arguments are all constants; their results become constants."""
+    return _pass(fold_constant, "FoldConstant", 2)
+
+
+def EliminateCommonSubexpr(fskip: Callable[[Any], bool] | None = None) -> Pass:
+    """Calls of the same op on the same arguments with the same attributes are computed once."""
+    return _pass(lambda f: eliminate_common_subexpr(f, fskip), "EliminateCommonSubexpr", 3)
+
+
+def FuseOps(fuse_opt_level: int = -1) -> Pass:
+    """Group ops into `Primitive=1` functions (-1: the PassContext's opt_level; 0: one op each)."""
+    return _pass(lambda f: fuse_ops(f, fuse_opt_level), "FuseOps", 0, ("InferType",))
+
+
+def SimplifyInference() -> Pass:
+    """batch_norm becomes multiply/add by its folded scale and shift; dropout the identity."""
+    return _pass(simplify_inference, "SimplifyInference", 0, ("InferType",))
+
+
+def DeadCodeElimination(inline_once: bool = False, ignore_impurity: bool = False) -> Pass:
+    """Drop let bindings nobody uses (and with inline_once, inline those used once)."""
+    return _pass(lambda f: dead_code_elimination(f, inline_once), "DeadCodeElimination", 1)
+
+
+def ToGraphNormalForm() -> Pass:
+    """Replace let bindings by sharing: each bound value is used where its variable was."""
+    return _pass(to_graph_normal_form, "ToGraphNormalForm", 1)
+
+
+register_required_pass("InferType", InferType)
+
+__all__ = [
+    "DeadCodeElimination",
+    "EliminateCommonSubexpr",
+    "FoldConstant",
+    "FunctionPass",
+    "FuseOps",
+    "InferType",
+    "ModulePass",
+    "Pass",
+    "PassContext",
+    "PassInfo",
+    "Sequential",
+    "SimplifyInference",
+    "ToGraphNormalForm",
+    "dead_code_elimination",
+    "eliminate_common_subexpr",
+    "fold_constant",
+    "function_pass",
+    "fuse_ops",
+    "module_pass",
+    "simplify_inference",
+    "to_graph_normal_form",
+]

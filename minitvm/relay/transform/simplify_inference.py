@@ -1,0 +1,64 @@
+"""SimplifyInference: inference-time forms of training ops.
+
+`batch_norm(x, gamma, beta, mean, var)[0]` becomes `x * scale + shift` with
+`scale = gamma / sqrt(var + eps)` and `shift = beta - mean * scale`, broadcast along `axis`
+(center=False drops beta, scale=False drops gamma); its outputs 1 and 2 are the moving mean
+and variance unchanged. `dropout(x)[0]` becomes `x`. Needs types (run after InferType).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..expr import Call, Constant, Expr, Function, Op, TupleGetItem
+from ..expr_functor import ExprMutator
+from ..op import tensor as T
+
+
+def _bn_output(call: Call, index: int) -> Expr:
+    data, gamma, beta, mean, var = call.args
+    if index != 0:
+        return (mean, var)[index - 1]
+    attrs = call.attrs
+    ndim = len(data.checked_type.shape)
+    axis = attrs.axis if attrs.axis >= 0 else attrs.axis + ndim
+    dtype = data.checked_type.dtype
+    eps = Constant(np.array(attrs.epsilon, dtype=dtype))
+    scale = T.rsqrt(T.add(var, eps))
+    if attrs.scale:
+        scale = T.multiply(scale, gamma)
+    shift = T.negative(T.multiply(mean, scale))
+    if attrs.center:
+        shift = T.add(shift, beta)
+    trailing = ndim - axis - 1  # a (C,) vector broadcasts along `axis` as (C, 1, ..., 1)
+    if trailing:
+        scale, shift = T.expand_dims(scale, 1, trailing), T.expand_dims(shift, 1, trailing)
+    return T.add(T.multiply(data, scale), shift)
+
+
+# op name -> (call, output index) -> replacement (None: keep the projection)
+_RULES: dict[str, Any] = {
+    "nn.batch_norm": _bn_output,
+    "nn.dropout": lambda call, index: call.args[0] if index == 0 else None,
+}
+
+
+class _Simplifier(ExprMutator):
+    def visit_tuple_getitem(self, item: TupleGetItem) -> Expr:
+        new = super().visit_tuple_getitem(item)
+        call = new.tuple_value
+        if isinstance(call, Call) and isinstance(call.op, Op) and call.op.name in _RULES:
+            out = _RULES[call.op.name](call, new.index)
+            if out is not None:
+                return out
+        return new
+
+    def visit_function(self, func: Function) -> Expr:
+        return func if func.attrs.get("Primitive") else super().visit_function(func)
+
+
+def simplify_inference(func: Function) -> Function:
+    """`func` with batch_norm and dropout in their inference forms."""
+    return _Simplifier().visit(func)
