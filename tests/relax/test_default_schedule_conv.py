@@ -155,8 +155,15 @@ def test_blocked_depthwise_tile_and_padding_per_tile_match_numpy(
     )
 
 
-def test_dense_conv_padding_stays_one_whole_stage() -> None:
+def test_dense_conv_padding_stays_one_whole_stage_with_unfused_loops(monkeypatch) -> None:
+    monkeypatch.setattr(_ds, "PARALLEL_MIN_WORK", 1)
     # every tile of a dense conv reads all input channel blocks: padding per tile would redo it
     _, func = scheduled_conv(1, 32, 9, 32, 3, 1, 1, 16, 16, "")
     loops = loops_above_blocks(func)
     assert not set(loops["data_pad"]) & set(loops["conv2d_NCHWc_update"])
+    # one loop per index (a fused loop's div/mod would make lowering enumerate the border
+    # test's points), the widest (a row of 11) parallel, the channels vectorized
+    pad = loops["data_pad"]
+    assert [lp.kind for lp in pad].count(ForKind.PARALLEL) == 1 and len(pad) == 5
+    assert [lp.extent.value for lp in pad if lp.kind == ForKind.PARALLEL] == [11]
+    assert pad[-1].kind == ForKind.VECTORIZED

@@ -2,28 +2,35 @@
 
 For each PrimFunc without attr `tir.is_scheduled` (and whose loops are all still serial):
   1. inline every elementwise/injective block that writes an intermediate (compute_inline),
-     so fused epilogues and prologues stop materialising tensors -- except a layout change
-     (e.g. the transpose of `g @ W.T`) whose inlining would make a matmul's vector loop read
-     with a stride: it stays, as the packing stage writing a contiguous copy (`_is_packing`);
+     so fused epilogues and prologues stop materialising tensors -- except a stage whose
+     inlining would put a border test (a conv's `data_pad`) or a strided read along the vector
+     loop (the transpose of `g @ W.T`) into a product's inner loop: it stays (`_is_packing`);
   2. schedule each remaining block by its kind, from the rule table `_RULES`:
      spatial        fuse the outer loops and run them in parallel, vectorize the innermost
-                    loop in chunks of 16 lanes (a guarded tail when the extent is not a multiple);
-     product        a matmul (`is_matmul`: C[.., i, j] += A[..] * B[.., j], j contiguous):
-                    register-blocked (`schedule_matmul`): a rows x cols tile (`matmul_tile`,
-                    e.g. 4 x 64) accumulates in a `local` cache_write buffer LLVM keeps in zmm
-                    registers, k unrolled by 4, rows unrolled, cols vectorized, the fused
-                    epilogue folded into the tile's write-back, parallel over row tiles;
-                    other products (conv, a column extent without a guard-free width):
-                    tile the last two spatial loops (4 x 16), move the
-                    reduction loops inside the tile, parallel over the outer tiles, vectorize
-                    the 16-wide tile loop, decompose the reduction so the init runs once a tile;
-     reduction      a column reduction (`g.sum(axis=0)`): a vector of columns accumulates in
-                    a `local` buffer over the reduction, epilogue folded in, like a matmul;
-                    other sum/max/softmax pieces: parallel over the widest spatial (row) loop;
-  3. move the one elementwise consumer of a tiled matmul/conv (its fused epilogue) under the
-     outer tile loop (reverse_compute_at), so each tile is finished while it is in cache.
+                    loop in chunks of 16 lanes (a guarded tail when the extent is not a
+                    multiple); a padding stage keeps its loops unfused (bound checks);
+     product        a matmul (`is_matmul`: C[.., i, j] += A[..] * B[.., j], j contiguous, which
+                    a blocked NCHW{c}c conv and depthwise conv are too): register-blocked
+                    (`schedule_matmul`): a rows x cols tile (`matmul_tile`, rows from the
+                    vector count and the register file, `tile_max_rows`: 14 output pixels x 16
+                    channels for a conv, 4 x 64 for a GEMM) accumulates in a `local`
+                    cache_write buffer LLVM keeps in zmm registers, k unrolled by 4, rows
+                    unrolled, cols vectorized, the fused epilogue folded into the write-back;
+                    B copied into column panels first under many rows or when given as
+                    [N, K] (`_pack_b`); a depthwise conv's padding computed per tile;
+                    a reduction along the contiguous axis (x @ W.T with few rows): vector
+                    partial sums (`schedule_row_reduction`); other products (NCHW conv): tile
+                    the last two spatial loops (4 x 16), reductions inside the tile, parallel
+                    over the outer tiles, the 16-wide tile loop vectorized;
+     reduction      a column reduction (`g.sum(axis=0)`, pooling over NCHW{c}c): a vector of
+                    columns accumulates in a `local` buffer, epilogue folded in, like a
+                    matmul; a row reduction (softmax, layer_norm): a vector of partial results
+                    per row (rfactor), then the lanes added; others: parallel widest row loop;
+  3. move the one elementwise consumer of a generically tiled product (its fused epilogue)
+     under the outer tile loop (reverse_compute_at), so each tile is finished in cache.
 Every rule splits with a `None` factor, so symbolic extents (a batch dim `n`) stay correct
-(a guard on the tail tile).
+(a guard on the tail tile); a primitive that refuses (ScheduleError) leaves the block to a
+more general rule, never to a guess.
 The result carries `tir.is_scheduled = True`; a function already marked (or with parallel,
 vectorized or unrolled loops: someone scheduled it by hand) is left alone and gets the mark.
 """
@@ -163,6 +170,13 @@ def schedule_spatial(sch: Schedule, block: BlockRV, loops: list[LoopRV]) -> None
     work = _work(sch, loops)
     outer = _vectorize_inner(sch, loops[-1])
     par = loops[:-1] + ([outer] if outer is not None else [])
+    if _is_conditional(sch.get(block).body):
+        # a border test (padding): its loops stay unfused, so lowering's bound check sees
+        # each index as a loop variable (through a fused loop's div/mod it enumerates points:
+        # ~1 s for one conv's padding); the widest static loop runs in parallel
+        static = [lp for lp in par if _extent(sch, lp) is not None]
+        _parallel_widest(sch, static or par, work)
+        return
     if _writes_intermediate(sch, block):
         # a staged intermediate (`data_pad`): its symbolic batch loop stays serial outside
         # the fused static loops, so lowering can still bound the buffer by the batch (a fused
