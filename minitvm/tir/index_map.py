@@ -180,8 +180,17 @@ class IndexMap:
         return [ana.simplify(substitute(e, vmap)) for e in final]
 
     def map_shape(self, shape: Sequence[Any]) -> list[PrimExpr]:
-        """The shape of the image of a buffer of `shape` (the box that holds every result)."""
-        return [as_expr(d) for d in self._layout(shape).extents]
+        """The shape of the image of a buffer of `shape` (the box that holds every result), in
+        the index dtype of `shape`'s dims (an int64 shape gives int64 extents, so what is built
+        from them does not mix int32 and int64); plain ints give int32 extents."""
+        like = next((d.dtype for d in shape if isinstance(d, PrimExpr)), None)
+        out = []
+        for d in self._layout(shape).extents:
+            e = as_expr(d)
+            if like is not None and e.dtype != like and isinstance(e, IntImm):
+                e = IntImm(like, e.value)
+            out.append(e)
+        return out
 
     def inverse(self, shape: Sequence[Any]) -> IndexMap:
         """The inverse over a buffer of `shape`; raises unless the map is a bijection."""

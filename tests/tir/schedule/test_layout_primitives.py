@@ -71,6 +71,19 @@ def test_index_map_fuse_inverse_round_trips():
         assert (int(i), int(j)) == divmod(flat, 13)
 
 
+def test_index_map_shape_keeps_the_dtype_of_an_int64_shape():
+    """Extents built from int64 dims stay int64 (an int32 extent mixed into int64 index
+    arithmetic broke the simplifier's dtype check when a layout transform was inlined)."""
+    m = IndexMap.from_func(lambda n, c: [n, c // 16, c % 16])
+    shape = [tir.IntImm("int64", 2), tir.IntImm("int64", 32)]
+    assert [(int(x), str(x.dtype)) for x in m.map_shape(shape)] == [
+        (2, "int64"),
+        (2, "int64"),
+        (16, "int64"),
+    ]
+    assert {str(x.dtype) for x in m.map_shape([2, 32])} == {"int32"}
+
+
 def test_index_map_padding_predicate_marks_the_tail():
     m = IndexMap.from_func(lambda i: [i // 4, i % 4])
     assert [int(x) for x in m.map_shape([14])] == [4, 4]
