@@ -3,7 +3,7 @@
 `batch_norm(x, gamma, beta, mean, var)[0]` becomes `x * scale + shift` with
 `scale = gamma / sqrt(var + eps)` and `shift = beta - mean * scale`, broadcast along `axis`
 (center=False drops beta, scale=False drops gamma); its outputs 1 and 2 are the moving mean
-and variance unchanged. `dropout(x)[0]` becomes `x`. Needs types (run after InferType).
+and variance unchanged. `dropout(x)[0]` becomes `x`.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import numpy as np
 from ..expr import Call, Constant, Expr, Function, Op, TupleGetItem
 from ..expr_functor import ExprMutator
 from ..op import tensor as T
+from ..type_infer import infer_type
 
 
 def _bn_output(call: Call, index: int) -> Expr:
@@ -61,4 +62,5 @@ class _Simplifier(ExprMutator):
 
 def simplify_inference(func: Function) -> Function:
     """`func` with batch_norm and dropout in their inference forms."""
+    infer_type(func)  # the rewrite reads the data's rank and dtype
     return _Simplifier().visit(func)
