@@ -1,0 +1,191 @@
+"""relay.testing workloads: built with relay.build and checked against a numpy forward of the
+same parameters (an interpreter of the Relay graph over minitvm.topi.reference), plus the seed's
+quick start flow (build, run, export, load in a fresh process) on small images."""
+
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import minitvm as tvm
+from minitvm import relay
+from minitvm.contrib import graph_executor
+from minitvm.error import ArgumentError
+from minitvm.relay import testing
+from minitvm.relay.expr_functor import ExprFunctor
+from minitvm.topi import reference as ref
+
+# op name -> numpy forward of (args, attrs), in float64 for a tight reference
+NUMPY = {
+    "add": lambda a, at: a[0] + a[1],
+    "nn.relu": lambda a, at: np.maximum(a[0], 0),
+    "nn.conv2d": lambda a, at: ref.conv2d_nchw(a[0], a[1], at.strides, at.padding, at.dilation, at.groups),
+    "nn.bias_add": lambda a, at: a[0] + a[1].reshape((-1,) + (1,) * (a[0].ndim - at.axis % a[0].ndim - 1)),
+    "nn.batch_norm": lambda a, at: ref.batch_norm(*a, at.axis, at.epsilon, at.center, at.scale),
+    "nn.max_pool2d": lambda a, at: ref.pool2d(a[0], at.pool_size, at.strides, at.dilation, at.padding, "max"),
+    "nn.global_avg_pool2d": lambda a, at: a[0].mean(axis=(2, 3), keepdims=True),
+    "nn.batch_flatten": lambda a, at: a[0].reshape(a[0].shape[0], -1),
+    "nn.dense": lambda a, at: a[0] @ a[1].T,
+    "nn.dropout": lambda a, at: (a[0], np.ones_like(a[0])),
+    "nn.softmax": lambda a, at: ref.softmax(a[0], at.axis),
+}
+
+
+class NumpyForward(ExprFunctor):
+    """Evaluates a Relay function body on numpy values (the reference of the tests)."""
+
+    def __init__(self, env):
+        super().__init__()
+        self.env = env
+
+    def visit_var(self, v):
+        return self.env[v.name_hint]
+
+    def visit_call(self, call):
+        return NUMPY[call.op.name]([self.visit(a) for a in call.args], call.attrs)
+
+    def visit_tuple_getitem(self, item):
+        return self.visit(item.tuple_value)[item.index]
+
+
+def numpy_forward(mod, params, data):
+    env = {k: v.numpy().astype("float64") for k, v in params.items()}
+    env["data"] = data.astype("float64")
+    return NumpyForward(env).visit(mod["main"].body)
+
+
+def _build_and_run(mod, params, data):
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, "llvm", params=params)
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu()))
+    m.set_input("data", data)
+    m.run()
+    return lib, m.get_output(0).numpy()
+
+
+def _logits(p):
+    return np.log(p)  # softmax outputs compared through their logs (differences of logits)
+
+
+WORKLOADS = {
+    "vgg11": lambda: testing.vgg.get_workload(num_layers=11, batch_size=1, image_shape=(3, 32, 32)),
+    "resnet18": lambda: testing.resnet.get_workload(num_layers=18, batch_size=1, image_shape=(3, 32, 32)),
+    "mobilenet": lambda: testing.mobilenet.get_workload(batch_size=1, image_shape=(3, 32, 32)),
+    "mlp": lambda: testing.mlp.get_workload(batch_size=2),
+}
+
+
+@pytest.mark.parametrize("name", sorted(WORKLOADS))
+def test_workload_matches_numpy_forward(name):
+    mod, params = WORKLOADS[name]()
+    shape = mod["main"].params[0].checked_type.concrete_shape
+    data = np.random.default_rng(1).uniform(-1, 1, shape).astype("float32")
+    _, out = _build_and_run(mod, params, data)
+    expected = numpy_forward(mod, params, data)
+    assert out.shape == expected.shape
+    np.testing.assert_allclose(out.sum(axis=1), 1, rtol=1e-5)
+    # log-probabilities: every class, not only the largest ones, is compared
+    np.testing.assert_allclose(_logits(out), _logits(expected), rtol=0, atol=2e-3)
+
+
+def test_parameter_counts_match_the_published_architectures():
+    def count(func):
+        return sum(int(np.prod(p.type_annotation.shape)) for p in func.params[1:])
+
+    assert count(testing.vgg.get_net(1, 1000, (3, 224, 224), 16)) == 138_357_544
+    assert count(testing.vgg.get_net(1, 1000, (3, 224, 224), 19)) == 143_667_240
+    assert count(testing.mobilenet.get_net(1, 1000, (3, 224, 224))) == 4_253_864  # with BN stats
+
+
+def test_workloads_use_tvm_parameter_names():
+    mod, params = testing.resnet.get_workload(num_layers=18, image_shape=(3, 32, 32))
+    assert mod["main"].params[0].name_hint == "data"
+    assert {"bn_data_moving_var", "conv0_weight", "stage2_unit1_sc_weight", "fc1_bias"} <= set(params)
+    _, vparams = testing.vgg.get_workload(num_layers=11, image_shape=(3, 32, 32))
+    assert {"conv1_1_weight", "conv5_2_bias", "fc6_weight", "fc8_bias"} <= set(vparams)
+
+
+def test_workload_values_are_deterministic():
+    _, a = testing.mlp.get_workload(batch_size=1)
+    _, b = testing.mlp.get_workload(batch_size=1)
+    assert all(np.array_equal(a[k].numpy(), b[k].numpy()) for k in a)
+
+
+def test_bottleneck_resnet_builds_types():
+    mod, params = testing.resnet.get_workload(num_layers=50, image_shape=(3, 32, 32))
+    assert mod["main"].ret_type == relay.TensorType((1, 1000))
+    assert params["stage1_unit1_conv3_weight"].shape == (256, 64, 1, 1)
+
+
+def test_unknown_depths_are_refused():
+    with pytest.raises(ArgumentError, match=r"vgg: num_layers must be one of \[11, 13, 16, 19\]"):
+        testing.vgg.get_workload(num_layers=12)
+    with pytest.raises(ArgumentError, match=r"resnet: num_layers must be one of"):
+        testing.resnet.get_workload(num_layers=20)
+
+
+# The seed's quick start (tvn -> tvm, target llvm, small images), run as a script in a fresh
+# process, with the deployed module loaded and compared as the homework does.
+QUICK_START = textwrap.dedent(
+    """
+    import numpy as np
+
+    from minitvm import relay
+    from minitvm.relay import testing
+    import minitvm as tvm
+    from minitvm import te
+    from minitvm.contrib import graph_executor
+    import minitvm.testing
+
+    batch_size = 1
+    num_class = 1000
+    image_shape = (3, 32, 32)
+    data_shape = (batch_size,) + image_shape
+    out_shape = (batch_size, num_class)
+
+    mod, params = relay.testing.{net}.get_workload(
+        num_layers={layers}, batch_size=batch_size, image_shape=image_shape
+    )
+
+    opt_level = 3
+    target = tvm.target.Target("llvm")
+    with tvm.transform.PassContext(opt_level=opt_level):
+        lib = relay.build(mod, target, params=params)
+
+    dev = tvm.cpu()
+    data = np.random.uniform(-1, 1, size=data_shape).astype("float32")
+    module = graph_executor.GraphModule(lib["default"](dev))
+    module.set_input("data", data)
+    module.run()
+    out = module.get_output(0, tvm.nd.empty(out_shape)).asnumpy()
+    print(out.flatten()[0:10])
+
+    from minitvm.contrib import utils
+
+    temp = utils.tempdir()
+    path_lib = temp.relpath("deploy_lib.tar")
+    lib.export_library(path_lib)
+    print(temp.listdir())
+
+    loaded_lib = tvm.runtime.load_module(path_lib)
+    input_data = tvm.nd.array(data)
+
+    module = graph_executor.GraphModule(loaded_lib["default"](dev))
+    module.run(data=input_data)
+    out_deploy = module.get_output(0).asnumpy()
+    print(out_deploy.flatten()[0:10])
+
+    tvm.testing.assert_allclose(out_deploy, out, atol=1e-5)
+    print("QUICK START OK")
+    """
+)
+
+
+@pytest.mark.parametrize("net,layers", [("vgg", 11), ("resnet", 18)])
+def test_seed_quick_start_runs_as_written(net, layers):
+    code = QUICK_START.format(net=net, layers=layers)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert "['deploy_lib.tar']" in proc.stdout and "QUICK START OK" in proc.stdout
