@@ -340,3 +340,48 @@ def test_optimized_tutorial_program_builds_to_the_same_numbers():
     got = run(x, w).numpy()
     np.testing.assert_allclose(got, _run(mod, x, w), rtol=1e-4, atol=1e-4)
     assert astext(opt) == str(opt)
+
+
+@pytest.mark.parametrize(
+    ("workload", "lone_convs"),
+    [
+        # a residual add of two convs (the projection shortcut of stages 2-4) takes one of them
+        (lambda: relay.testing.resnet.get_workload(num_layers=18, image_shape=(3, 32, 32)), 3),
+        (lambda: relay.testing.mobilenet.get_workload(image_shape=(3, 32, 32)), 0),
+        (lambda: relay.testing.vgg.get_workload(num_layers=11, image_shape=(3, 32, 32)), 0),
+    ],
+    ids=["resnet18", "mobilenet", "vgg11"],
+)
+def test_model_zoo_programs_keep_their_numbers_through_the_pipeline(workload, lone_convs):
+    mod, params = workload()
+    seq = tvm.transform.Sequential(
+        [
+            relay.transform.SimplifyInference(),
+            relay.transform.FoldConstant(),
+            relay.transform.EliminateCommonSubexpr(),
+            relay.transform.FuseOps(fuse_opt_level=2),
+        ]
+    )
+    with tvm.transform.PassContext(opt_level=3):
+        opt = seq(mod)
+    assert "batch_norm" not in str(opt) and _primitive_functions(opt)
+    # one conv per group, each with its epilogue (bias/bn scale, relu or residual add)
+    conv_groups = [p for p in _primitive_functions(opt) if analysis.count_calls(p, "nn.conv2d")]
+    assert len(conv_groups) == _calls(mod, "nn.conv2d")
+    assert sum(analysis.count_calls(p) == 1 for p in conv_groups) == lone_convs
+    names = [p.name_hint for p in mod["main"].params]
+    data = RNG.standard_normal(mod["main"].params[0].type_annotation.shape).astype("float32")
+    args = [data] + [params[n].numpy() for n in names[1:]]
+    np.testing.assert_allclose(_run(opt, *args), _run(mod, *args), rtol=1e-4, atol=1e-6)
+
+
+def test_bound_parameters_fold_batch_norm_into_constants():
+    mod, params = relay.testing.resnet.get_workload(num_layers=18, image_shape=(3, 32, 32))
+    bound = tvm.IRModule.from_expr(
+        relay.bind(mod["main"], {k: v.numpy() for k, v in params.items()})
+    )
+    simple = relay.transform.SimplifyInference()(bound)
+    folded = relay.transform.FoldConstant()(simple)
+    assert _calls(simple, "rsqrt") > 0 and _calls(folded, "rsqrt") == 0
+    data = RNG.standard_normal((1, 3, 32, 32)).astype("float32")
+    np.testing.assert_allclose(_run(folded, data), _run(bound, data), rtol=1e-4, atol=1e-6)

@@ -8,8 +8,9 @@ single value used outside it and no path leaves a group and comes back:
   * elementwise, broadcast and injective calls join a group when the members using them are
     elementwise, broadcast, injective or reductions (never a conv2d/dense/pool, which reads
     its input many times);
-  * an anchor (OUT_EWISE_FUSABLE: conv2d, dense, pooling; or a reduction) joins a group made
-    only of elementwise and broadcast calls: its epilogue;
+  * an anchor (OUT_EWISE_FUSABLE: conv2d, dense, pooling; or a reduction) joins a group with
+    no anchor when every member its value flows into is elementwise or broadcast (its
+    epilogue; side inputs of the epilogue may be computed in the group too);
   * opaque calls stay alone. fuse_opt_level 0 puts every call in a group of its own.
 
 Tensor constants become parameters of the fused function (as TVM does); scalars stay inline.
@@ -31,42 +32,52 @@ MAX_FUSE_DEPTH = 256  # calls per group, as TVM's relay.FuseOps.max_depth defaul
 _EPILOGUE = (OpPattern.ELEMWISE, OpPattern.BROADCAST)
 _ANCHORS = (OpPattern.OUT_EWISE_FUSABLE, OpPattern.COMM_REDUCE)
 
-_PATTERN_CACHE: dict[tuple, OpPattern] = {}
+_PATTERN_CACHE: dict[tuple, tuple] = {}
 
 
-def op_pattern(call: Call) -> OpPattern:
-    """The fusion pattern of a Relay op call: the most restrictive of its relax calls'."""
+def op_pattern(call: Call) -> tuple[OpPattern, tuple[OpPattern, ...]]:
+    """The fusion pattern of a Relay op call, from its relax form: the most restrictive of
+    all its relax calls, and per argument the most restrictive on that argument's paths
+    (bias_add reshapes its bias, an injective step, but is a broadcast for its data)."""
     arg_types = [a.checked_type for a in call.args]
     key = (call.op.name, call.attrs, tuple(arg_types))
     cached = _PATTERN_CACHE.get(key)
     if cached is not None:
         return cached
-    made: list[Any] = []
-
-    def emit(value: Any) -> Any:
-        made.append(value)
-        return value
-
     params = [rx.Var(f"arg{i}", to_struct_info(t)) for i, t in enumerate(arg_types)]
-    made.append(call.op.op_def.to_relax(emit, params, call.attrs))
-    calls = [c for m in made for c in _relax_calls(m)]
-    patterns = [
-        c.op.op_def.pattern if getattr(c.op, "op_def", None) is not None else OpPattern.OPAQUE
-        for c in calls
-    ]
-    pattern = max(patterns, default=OpPattern.ELEMWISE)  # no relax call: an alias (copy)
+    out = call.op.op_def.to_relax(lambda value: value, params, call.attrs)
+    calls: list[tuple[OpPattern, frozenset]] = []
+    _relax_deps(out, {id(p): i for i, p in enumerate(params)}, {}, calls)
+    node = max((pat for pat, _ in calls), default=OpPattern.ELEMWISE)  # none: an alias
+    per_arg = tuple(
+        max((pat for pat, deps in calls if i in deps), default=OpPattern.ELEMWISE)
+        for i in range(len(params))
+    )
     if len(_PATTERN_CACHE) > 4096:
         _PATTERN_CACHE.clear()
-    _PATTERN_CACHE[key] = OpPattern(pattern)
-    return OpPattern(pattern)
+    _PATTERN_CACHE[key] = (OpPattern(node), per_arg)
+    return _PATTERN_CACHE[key]
 
 
-def _relax_calls(e: Any) -> list:
-    if isinstance(e, rx.Call):
-        return [e]
-    if isinstance(e, rx.Tuple):
-        return [c for f in e.fields for c in _relax_calls(f)]
-    return []
+def _relax_deps(e: Any, index: dict, memo: dict, calls: list) -> frozenset:
+    """The argument indices relax expression `e` depends on; appends (pattern, deps) of each
+    relax call in it to `calls`."""
+    if id(e) in memo:
+        return memo[id(e)]
+    if id(e) in index:
+        deps = frozenset([index[id(e)]])
+    elif isinstance(e, rx.Call):
+        deps = frozenset().union(*(_relax_deps(a, index, memo, calls) for a in e.args))
+        op_def = getattr(e.op, "op_def", None)
+        calls.append((op_def.pattern if op_def is not None else OpPattern.OPAQUE, deps))
+    elif isinstance(e, rx.Tuple):
+        deps = frozenset().union(*(_relax_deps(f, index, memo, calls) for f in e.fields))
+    elif isinstance(e, rx.TupleGetItem):
+        deps = _relax_deps(e.tuple_value, index, memo, calls)
+    else:
+        deps = frozenset()
+    memo[id(e)] = deps
+    return deps
 
 
 class _Group:
@@ -84,8 +95,9 @@ class _Group:
             self.anchor = pattern
 
 
-def _may_join(pattern: OpPattern, group: _Group, consumers: list[OpPattern]) -> bool:
-    """Whether a call of `pattern` may join `group`, whose members `consumers` use it."""
+def _may_join(pattern: OpPattern, group: _Group, consumers: list, downstream: list) -> bool:
+    """Whether a call of `pattern` may join `group`: `consumers` are the patterns with which
+    its users read it, `downstream` those of every edge its value flows along in the group."""
     if len(group.members) >= MAX_FUSE_DEPTH or OpPattern.OPAQUE in group.patterns:
         return False
     if pattern <= OpPattern.INJECTIVE:
@@ -94,7 +106,7 @@ def _may_join(pattern: OpPattern, group: _Group, consumers: list[OpPattern]) -> 
             c <= OpPattern.COMM_REDUCE and c != OpPattern.OUT_EWISE_FUSABLE for c in consumers
         )
     if pattern in _ANCHORS:
-        return group.anchor is None and group.patterns <= set(_EPILOGUE)
+        return group.anchor is None and all(d in _EPILOGUE for d in downstream)
     return False
 
 
@@ -113,9 +125,11 @@ def _partition(body: Expr, level: int) -> dict[Call, _Group]:
 
     _post_order(body, collect)
     group_of: dict[Call, _Group] = {}
-    pattern_of = {c: op_pattern(c) for c in order}
+    patterns = {c: op_pattern(c) for c in order}
+    pattern_of = {c: node for c, (node, _) in patterns.items()}
+    edge = {c: per_arg for c, (_, per_arg) in patterns.items()}
     for call in reversed(order):  # consumers before producers
-        group = _join_target(call, users[call], group_of, pattern_of, level, body)
+        group = _join_target(call, users, group_of, pattern_of, edge, level, body)
         if group is None:
             group = _Group()
         group.add(call, pattern_of[call])
@@ -123,7 +137,27 @@ def _partition(body: Expr, level: int) -> dict[Call, _Group]:
     return group_of
 
 
-def _join_target(call, call_users, group_of, pattern_of, level, body) -> _Group | None:
+def _edge_patterns(producer: Call, user: Call, edge: dict) -> list[OpPattern]:
+    """How `user` treats `producer`'s value: the pattern of each argument it is passed as."""
+    return [edge[user][i] for i, a in enumerate(user.args) if a is producer]
+
+
+def _downstream(call: Call, users: dict, group: _Group, edge: dict) -> list[OpPattern]:
+    """The patterns of every edge `call`'s value flows along inside `group`."""
+    root, out, seen = group.members[0], [], set()
+    stack = [(call, u) for u in users[call]]
+    while stack:
+        producer, u = stack.pop()
+        out += _edge_patterns(producer, u, edge)
+        if id(u) not in seen:
+            seen.add(id(u))
+            if u is not root:
+                stack.extend((u, w) for w in users[u])
+    return out
+
+
+def _join_target(call, users, group_of, pattern_of, edge, level, body) -> _Group | None:
+    call_users = users[call]
     if level < 1 or call is body or not call_users:
         return None
     if not all(isinstance(u, Call) and u in group_of for u in call_users):
@@ -132,8 +166,11 @@ def _join_target(call, call_users, group_of, pattern_of, level, body) -> _Group 
     if len(groups) != 1:
         return None
     (group,) = groups.values()
-    consumers = [pattern_of[u] for u in call_users]
-    return group if _may_join(pattern_of[call], group, consumers) else None
+    consumers = [p for u in call_users for p in _edge_patterns(call, u, edge)]
+    downstream = []
+    if pattern_of[call] in _ANCHORS:
+        downstream = _downstream(call, users, group, edge)
+    return group if _may_join(pattern_of[call], group, consumers, downstream) else None
 
 
 def _post_order(body: Expr, fvisit: Any) -> None:

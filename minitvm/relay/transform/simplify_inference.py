@@ -18,14 +18,14 @@ from ..op import tensor as T
 from ..type_infer import infer_type
 
 
-def _bn_output(call: Call, index: int) -> Expr:
+def _bn_output(call: Call, index: int, data_type: Any) -> Expr:
     data, gamma, beta, mean, var = call.args
     if index != 0:
         return (mean, var)[index - 1]
     attrs = call.attrs
-    ndim = len(data.checked_type.shape)
+    ndim = len(data_type.shape)
     axis = attrs.axis if attrs.axis >= 0 else attrs.axis + ndim
-    dtype = data.checked_type.dtype
+    dtype = data_type.dtype
     eps = Constant(np.array(attrs.epsilon, dtype=dtype))
     scale = T.rsqrt(T.add(var, eps))
     if attrs.scale:
@@ -39,10 +39,11 @@ def _bn_output(call: Call, index: int) -> Expr:
     return T.add(T.multiply(data, scale), shift)
 
 
-# op name -> (call, output index) -> replacement (None: keep the projection)
+# op name -> (rewritten call, output index, type of its first argument) -> replacement
+# (None: keep the projection)
 _RULES: dict[str, Any] = {
     "nn.batch_norm": _bn_output,
-    "nn.dropout": lambda call, index: call.args[0] if index == 0 else None,
+    "nn.dropout": lambda call, index, _: call.args[0] if index == 0 else None,
 }
 
 
@@ -51,7 +52,8 @@ class _Simplifier(ExprMutator):
         new = super().visit_tuple_getitem(item)
         call = new.tuple_value
         if isinstance(call, Call) and isinstance(call.op, Op) and call.op.name in _RULES:
-            out = _RULES[call.op.name](call, new.index)
+            # types are on the original nodes (the rewritten ones are not inferred yet)
+            out = _RULES[call.op.name](call, new.index, item.tuple_value.args[0].checked_type)
             if out is not None:
                 return out
         return new
