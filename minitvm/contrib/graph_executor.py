@@ -182,6 +182,12 @@ class GraphModule:
         else:
             current.copyfrom(array)
 
+    def load_params(self, params_bytes: bytes | bytearray) -> None:
+        """Set inputs from `relay.save_param_dict` bytes."""
+        from ..relay.build_module import load_param_dict
+
+        self.set_input(**load_param_dict(params_bytes))
+
     def get_input(self, index: int | str, out: NDArray | None = None) -> NDArray:
         value = self.module.inputs[self._index(index)]
         if value is None:

@@ -24,6 +24,7 @@ from .expr import (
     const,
     var,
 )
+from .expr_functor import ExprFunctor, ExprMutator, ExprVisitor
 from .op import nn
 from .op.tensor import *  # noqa: F403 - relay.add, relay.sum, relay.reshape, ...
 from .ty import FuncType, TensorType, TupleType, Type, scalar_type
@@ -39,6 +40,8 @@ _LAZY = {
     "build_module": ".build_module",
     "frontend": ".frontend",
     "build": (".build_module", "build"),
+    "save_param_dict": (".build_module", "save_param_dict"),
+    "load_param_dict": (".build_module", "load_param_dict"),
     "create_executor": (".build_module", "create_executor"),
     "optimize": (".build_module", "optimize"),
 }
@@ -59,6 +62,9 @@ __all__ = [
     "Call",
     "Constant",
     "Expr",
+    "ExprFunctor",
+    "ExprMutator",
+    "ExprVisitor",
     "FuncType",
     "Function",
     "GlobalVar",
@@ -82,3 +88,5 @@ __all__ = [
     "var",
     *op.tensor.__all__,
 ]
+
+from . import printer  # noqa: E402 - registers the Relay text form for str(expr) / print(mod)

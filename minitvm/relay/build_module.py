@@ -12,6 +12,7 @@ from ..relax.struct_info import TensorStructInfo, TupleStructInfo
 from ..runtime import Device, cpu
 from .expr import Expr, Function
 from ._translate import to_relax
+from .analysis import free_vars
 
 
 def _outputs(sinfo: Any) -> list[dict]:
@@ -125,31 +126,6 @@ class Executor:
         return run
 
 
-def free_vars(expr: Expr) -> list:
-    """Variables used in `expr` and not bound in it, in order of first use."""
-    from .expr import Let, Var
-    from .expr_functor import ExprVisitor
-
-    found: list = []
-    bound: set = set()
-
-    class _Collect(ExprVisitor):
-        def visit_var(self, v: Var) -> None:
-            if v not in bound:
-                found.append(v)
-
-        def visit_function(self, func: Function) -> None:
-            bound.update(func.params)
-            super().visit_function(func)
-
-        def visit_let(self, let: Let) -> None:
-            bound.add(let.var)
-            super().visit_let(let)
-
-    _Collect().visit(expr)
-    return found
-
-
 def _returns_tuple(mod: IRModule) -> bool:
     from .type_infer import infer_type
     from .ty import TupleType
@@ -167,3 +143,30 @@ def create_executor(
 ) -> Executor:
     """An executor that builds `mod` with relay.build and runs it on `device`."""
     return Executor(kind, mod, device or cpu(0), _single_target(target), params)
+
+
+def save_param_dict(params: Mapping[str, Any]) -> bytes:
+    """Parameters as bytes (an .npz archive, no pickle) for `load_param_dict` / `load_params`."""
+    import io
+
+    import numpy as np
+
+    buf = io.BytesIO()
+    arrays = {k: (v.numpy() if hasattr(v, "numpy") else np.asarray(v)) for k, v in params.items()}
+    np.savez(buf, **arrays)
+    return buf.getvalue()
+
+
+def load_param_dict(param_bytes: bytes | bytearray) -> dict:
+    """The dict of NDArrays that `save_param_dict` wrote."""
+    import io
+
+    import numpy as np
+
+    from ..runtime import ndarray as _nd
+
+    try:
+        with np.load(io.BytesIO(bytes(param_bytes)), allow_pickle=False) as npz:
+            return {k: _nd.array(npz[k]) for k in npz.files}
+    except (ValueError, OSError) as err:
+        raise BuildError(f"load_param_dict: not a parameter archive from save_param_dict ({err})") from err

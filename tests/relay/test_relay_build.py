@@ -276,3 +276,14 @@ def test_damaged_graph_json_is_refused(small_lib, tmp_path):
     with pytest.raises(MiniTVMError, match="malformed entry in inputs"):
         _check_graph(path, {"inputs": [{"name": 1, "shape": [], "dtype": "f"}], "outputs": [], "bound_params": []})
     os.remove(path)
+
+
+def test_param_dict_round_trip_and_load_params(small_lib):
+    data = _rand(1, 3, 4, 4)
+    blob = relay.save_param_dict({"data": tvm.nd.array(data)})
+    assert isinstance(blob, bytes) and set(relay.load_param_dict(blob)) == {"data"}
+    m = graph_executor.GraphModule(small_lib[0]["default"](tvm.cpu()))
+    m.load_params(bytearray(blob))
+    np.testing.assert_array_equal(m.get_input(0).numpy(), data)
+    with pytest.raises(MiniTVMError, match="not a parameter archive"):
+        relay.load_param_dict(b"garbage")
