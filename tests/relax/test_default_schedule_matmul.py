@@ -67,6 +67,9 @@ def test_many_rows_pack_b_into_column_panels(m, k, n, batch, transposed, monkeyp
     found = allocs(func)
     assert found["B_global"] == ("global", (*lead, n // tile.cols, k, tile.cols))
     assert found["C_local"][0] == "local"
+    # the panels are copied once, before the tiles, not under a tile loop
+    top = func.body.block.body.seq
+    assert 'T.block("B_global")' in top[0].script() and "C_update" not in top[0].script()
     check(tensors, func, {}, transposed)
 
 
