@@ -60,6 +60,7 @@ def check(tensors, func, sizes: dict, transposed: bool, seed: int = 0) -> None:
 def test_many_rows_pack_b_into_column_panels(m, k, n, batch, transposed, monkeypatch) -> None:
     monkeypatch.setattr(_ds, "PARALLEL_MIN_WORK", 1)
     monkeypatch.setattr(_ds, "MATMUL_PACK_MIN_ROWS", 32)  # small shapes, same rule
+    monkeypatch.setattr(_ds, "MATMUL_PACK_MIN_B_BYTES", 0)
     tensors = matmul_te(m, k, n, batch, transposed)
     func = scheduled(tensors)
     tile = _ds.matmul_tile(m, n, k)
@@ -74,9 +75,11 @@ def test_many_rows_pack_b_into_column_panels(m, k, n, batch, transposed, monkeyp
 
 
 def test_few_rows_stream_b_unpacked_and_a_transposed_weight_gets_dot_products() -> None:
-    # B [K, N] is packed from MATMUL_PACK_MIN_ROWS rows on (a copy each call must pay)
-    assert set(allocs(scheduled(matmul_te(256, 8, 128)))) == {"C_local"}
-    assert set(allocs(scheduled(matmul_te(512, 8, 128)))) == {"B_global", "C_local"}
+    # B [K, N] is packed from MATMUL_PACK_MIN_ROWS rows and a B beyond L2 on (a copy each
+    # call must pay)
+    assert set(allocs(scheduled(matmul_te(256, 1024, 1024)))) == {"C_local"}
+    assert set(allocs(scheduled(matmul_te(512, 512, 512)))) == {"C_local"}
+    assert set(allocs(scheduled(matmul_te(512, 1024, 1024)))) == {"B_global", "C_local"}
     func = scheduled(matmul_te(8, 64, 256))
     assert set(allocs(func)) == {"C_local"}  # register tile, B read in place
     func = scheduled(matmul_te(8, 64, 256, transposed=True))

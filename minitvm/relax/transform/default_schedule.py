@@ -532,6 +532,9 @@ def _stage_at_tile(sch: Schedule, block: BlockRV, n_outer: int) -> None:
 # fewer rows do not repay copying B into panels on each call (measured: at 256 rows the
 # unpacked GEMM is as fast; a BERT layer's 128-row matmuls ran 45 ms packed, 31 ms unpacked)
 MATMUL_PACK_MIN_ROWS = 512
+# nor does a B that stays in L2 while the row tiles stream past it (measured: n = 512, B of
+# 1 MB, 217 GFLOPS unpacked vs 106 packed; n = 2048, 16 MB: 140 unpacked vs 224 packed)
+MATMUL_PACK_MIN_B_BYTES = 2 << 20
 # a B given as [N, K] must be packed for the register tile; under this many rows the dot
 # product rule (`schedule_row_reduction`) reads it in place instead
 MATMUL_PACK_MIN_ROWS_TRANSPOSED = 32
@@ -557,8 +560,9 @@ def _pack_b(sch: Schedule, block: BlockRV, tile: MatmulTile, rows: int | None) -
                 return None  # copying W each call costs more than the few rows gain
             plans[ld.buffer] = True
         elif many_rows and _contiguous_along(ld, j) and _is_reduce_var(ld.indices[-2:-1], node):
-            width = const_int(ld.buffer.shape[-1])
-            if width is not None and width > tile.cols:
+            width, depth = (const_int(d) for d in ld.buffer.shape[-1:-3:-1])
+            nbytes = (width or 0) * (depth or 0) * ld.buffer.dtype.bytes
+            if width is not None and width > tile.cols and nbytes >= MATMUL_PACK_MIN_B_BYTES:
                 plans.setdefault(ld.buffer, False)
     c = tile.cols
     panel = {
