@@ -385,3 +385,17 @@ def test_bound_parameters_fold_batch_norm_into_constants():
     assert _calls(simple, "rsqrt") > 0 and _calls(folded, "rsqrt") == 0
     data = RNG.standard_normal((1, 3, 32, 32)).astype("float32")
     np.testing.assert_allclose(_run(folded, data), _run(bound, data), rtol=1e-4, atol=1e-6)
+
+
+def test_fuse_ops_max_depth_from_the_pass_context_config():
+    x = relay.var("x", shape=(3,))
+    y = x
+    for _ in range(5):
+        y = relay.negative(y)
+    mod = tvm.IRModule.from_expr(relay.Function([x], y))
+    with tvm.transform.PassContext(config={"relay.FuseOps.max_depth": 2}):
+        fused = relay.transform.FuseOps(fuse_opt_level=2)(mod)
+    assert sorted(analysis.count_calls(p) for p in _primitive_functions(fused)) == [1, 2, 2]
+    assert len(_primitive_functions(relay.transform.FuseOps(fuse_opt_level=2)(mod))) == 1
+    data = np.array([0.0, 0.1, -0.2], "float32")
+    np.testing.assert_allclose(_run(fused, data), _run(mod, data), rtol=1e-5)

@@ -27,7 +27,7 @@ from ..expr import Call, Constant, Expr, Function, Op, Tuple, TupleGetItem, Var
 from ..expr_functor import ExprMutator
 from ..type_infer import infer_type, to_struct_info
 
-MAX_FUSE_DEPTH = 256  # calls per group, as TVM's relay.FuseOps.max_depth default
+MAX_FUSE_DEPTH = 256  # calls per group; PassContext config "relay.FuseOps.max_depth" overrides
 
 _EPILOGUE = (OpPattern.ELEMWISE, OpPattern.BROADCAST)
 _ANCHORS = (OpPattern.OUT_EWISE_FUSABLE, OpPattern.COMM_REDUCE)
@@ -95,10 +95,12 @@ class _Group:
             self.anchor = pattern
 
 
-def _may_join(pattern: OpPattern, group: _Group, consumers: list, downstream: list) -> bool:
+def _may_join(
+    pattern: OpPattern, group: _Group, consumers: list, downstream: list, max_depth: int
+) -> bool:
     """Whether a call of `pattern` may join `group`: `consumers` are the patterns with which
     its users read it, `downstream` those of every edge its value flows along in the group."""
-    if len(group.members) >= MAX_FUSE_DEPTH or OpPattern.OPAQUE in group.patterns:
+    if len(group.members) >= max_depth or OpPattern.OPAQUE in group.patterns:
         return False
     if pattern <= OpPattern.INJECTIVE:
         # an input of a conv/dense/pool is read many times: it is not computed inside one
@@ -110,7 +112,7 @@ def _may_join(pattern: OpPattern, group: _Group, consumers: list, downstream: li
     return False
 
 
-def _partition(body: Expr, level: int) -> dict[Call, _Group]:
+def _partition(body: Expr, level: int, max_depth: int) -> dict[Call, _Group]:
     """The group of every op call in `body` (calls inside nested functions excluded)."""
     order: list[Call] = []
     users: dict[Call, list[Any]] = {}
@@ -129,7 +131,7 @@ def _partition(body: Expr, level: int) -> dict[Call, _Group]:
     pattern_of = {c: node for c, (node, _) in patterns.items()}
     edge = {c: per_arg for c, (_, per_arg) in patterns.items()}
     for call in reversed(order):  # consumers before producers
-        group = _join_target(call, users, group_of, pattern_of, edge, level, body)
+        group = _join_target(call, users, group_of, pattern_of, edge, (level, max_depth), body)
         if group is None:
             group = _Group()
         group.add(call, pattern_of[call])
@@ -156,8 +158,8 @@ def _downstream(call: Call, users: dict, group: _Group, edge: dict) -> list[OpPa
     return out
 
 
-def _join_target(call, users, group_of, pattern_of, edge, level, body) -> _Group | None:
-    call_users = users[call]
+def _join_target(call, users, group_of, pattern_of, edge, limits, body) -> _Group | None:
+    (level, max_depth), call_users = limits, users[call]
     if level < 1 or call is body or not call_users:
         return None
     if not all(isinstance(u, Call) and u in group_of for u in call_users):
@@ -170,7 +172,8 @@ def _join_target(call, users, group_of, pattern_of, edge, level, body) -> _Group
     downstream = []
     if pattern_of[call] in _ANCHORS:
         downstream = _downstream(call, users, group, edge)
-    return group if _may_join(pattern_of[call], group, consumers, downstream) else None
+    ok = _may_join(pattern_of[call], group, consumers, downstream, max_depth)
+    return group if ok else None
 
 
 def _post_order(body: Expr, fvisit: Any) -> None:
@@ -244,10 +247,12 @@ class _Fuser(ExprMutator):
 
 def fuse_ops(func: Function, fuse_opt_level: int = -1) -> Function:
     """`func` with its op calls grouped into Primitive functions (see the module docstring)."""
-    level = PassContext.current().opt_level if fuse_opt_level == -1 else fuse_opt_level
+    ctx = PassContext.current()
+    level = ctx.opt_level if fuse_opt_level == -1 else fuse_opt_level
+    max_depth = int(ctx.config.get("relay.FuseOps.max_depth", MAX_FUSE_DEPTH))
     if func.attrs.get("Primitive"):
         return func
     infer_type(func)
-    group_of = _partition(func.body, level)
+    group_of = _partition(func.body, level, max_depth)
     body = _Fuser(group_of).visit(func.body)
     return func if body is func.body else func.replace(body=body)
