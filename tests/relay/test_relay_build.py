@@ -83,6 +83,22 @@ OPS = [
     ),
     (relay.nn.global_avg_pool2d, lambda x: x.mean((2, 3), keepdims=True), [(2, 3, 4, 5)]),
     (lambda x: relay.nn.dropout(x, 0.3), lambda x: x, [(2, 3)]),
+    (lambda x: relay.split(x, 3, axis=1)[2], lambda x: np.split(x, 3, 1)[2], [(2, 6)]),
+    (lambda x: relay.split(x, [1, 4], axis=1)[1], lambda x: x[:, 1:4], [(2, 6)]),
+    (lambda x: relay.strided_slice(x, [0, 1], [2, 5], [1, 2]), lambda x: x[0:2, 1:5:2], [(3, 6)]),
+    (lambda x: relay.strided_slice(x, [1], [-1], axes=[1], slice_mode="size"), lambda x: x[:, 1:], [(3, 6)]),
+    (lambda x, y: relay.stack([x, y], 1), lambda x, y: np.stack([x, y], 1), [(2, 3), (2, 3)]),
+    (lambda x: relay.take(x, relay.const(np.array([2, 0], "int32")), axis=1), lambda x: x[:, [2, 0]], [(2, 3)]),
+    (lambda x: relay.ones_like(x) + relay.zeros((2, 3)), np.ones_like, [(2, 3)]),
+    (lambda x: x * relay.full(relay.const(3.0), (2, 3)), lambda x: 3 * x, [(2, 3)]),
+    (lambda x: relay.nn.pad(x, ((0, 0), (1, 2)), 0.5), lambda x: np.pad(x, ((0, 0), (1, 2)), constant_values=0.5), [(2, 3)]),
+    (relay.nn.batch_matmul, lambda x, y: x @ y.transpose(0, 2, 1), [(2, 3, 4), (2, 5, 4)]),
+    (lambda x, y: relay.nn.matmul(x, y, transpose_a=True), lambda x, y: x.T @ y, [(4, 3), (4, 5)]),
+    (
+        lambda x, g, b: relay.nn.layer_norm(x, g, b),
+        lambda x, g, b: ref.layer_norm(x, g, b, (-1,), 1e-5, True, True),
+        [(2, 3, 8), (8,), (8,)],
+    ),
 ]
 
 
@@ -287,3 +303,27 @@ def test_param_dict_round_trip_and_load_params(small_lib):
     np.testing.assert_array_equal(m.get_input(0).numpy(), data)
     with pytest.raises(MiniTVMError, match="not a parameter archive"):
         relay.load_param_dict(b"garbage")
+
+
+def test_let_bindings_and_calls_of_module_functions_are_translated():
+    x = relay.var("x", shape=(2, 3))
+    v = relay.var("v", shape=(2, 3))
+    helper = relay.Function([x], relay.exp(x))
+    mod = tvm.IRModule()
+    gv = relay.GlobalVar("helper")
+    mod[gv] = helper
+    y = relay.var("y", shape=(2, 3))
+    mod["main"] = relay.Function([y], relay.Let(v, relay.Call(gv, [y]), v + v))
+    a = _rand(2, 3)
+    lib = relay.build(mod, "llvm")
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu()))
+    m.run(y=a)
+    np.testing.assert_allclose(m.get_output(0).numpy(), 2 * np.exp(a), rtol=1e-6)
+
+
+def test_if_is_refused_with_a_clear_error():
+    c = relay.var("c", "bool")
+    x = relay.var("x", shape=(2,))
+    f = relay.Function([c, x], relay.If(c, relay.exp(x), relay.nn.relu(x)))
+    with pytest.raises(MiniTVMError, match="relay.build: If is not supported"):
+        relay.build(tvm.IRModule.from_expr(f), "llvm")

@@ -23,10 +23,11 @@ class OpDef:
 
     name: str
     to_relax: ToRelax
-    num_outputs: int = 1  # > 1: the call's value is a tuple of this many tensors
+    # > 1: the call's value is a tuple of this many tensors (a function of the attrs for split)
+    num_outputs: int | Callable[[Attrs], int] = 1
 
 
-def register(name: str, to_relax: ToRelax, num_outputs: int = 1) -> Op:
+def register(name: str, to_relax: ToRelax, num_outputs: int | Callable = 1) -> Op:
     """Add the op `name` with its relax form to the table."""
     return Op.register(name, OpDef(name, to_relax, num_outputs))
 
@@ -41,6 +42,7 @@ def call(name: str, args: list | tuple, attrs: Mapping | None = None) -> Expr:
     op = Op.get(name)
     out = Call(op, tuple(args), make_attrs(attrs) if attrs is not None else None)
     n = op.op_def.num_outputs
+    n = n(out.attrs) if callable(n) else n
     return TupleWrapper(out, n) if n > 1 else out
 
 

@@ -8,7 +8,7 @@ from ...error import ShapeError
 from ...relax import op as rop
 from ...relax.expr import Tuple as RTuple
 from ...relax.expr import const as rconst
-from ..expr import Expr
+from ..expr import Expr, const
 from ._registry import call, register
 from .tensor import static_shape
 
@@ -343,3 +343,84 @@ def dropout_raw(data: Expr, rate: float = 0.5) -> Any:
 def dropout(data: Expr, rate: float = 0.5) -> Expr:
     """Dropout's output (identity at inference)."""
     return dropout_raw(data, rate)[0]
+
+
+# ----------------------------------------------------------------------------- padding
+
+
+def _pad(emit, args, attrs):
+    x, value = args
+    shape = list(static_shape(x, "nn.pad"))
+    dtype = str(x.struct_info.dtype)
+    for axis, (lo, hi) in enumerate(attrs.pad_width):
+        parts = []
+        for size in (lo, hi):
+            block = shape[:axis] + [size] + shape[axis + 1 :]
+            parts.append(emit(rop.full(block, value, dtype)) if size else None)
+        pieces = [p for p in (parts[0], x, parts[1]) if p is not None]
+        if len(pieces) > 1:
+            x = emit(rop.concat(pieces, axis))
+        shape[axis] += lo + hi
+    return x
+
+
+register("nn.pad", _pad)
+
+
+def pad(data: Expr, pad_width: Any, pad_value: Any = 0.0, pad_mode: str = "constant") -> Expr:
+    """Pad each axis by (before, after) with `pad_value`: `relay.nn.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))`."""
+    if pad_mode != "constant":
+        raise ShapeError(f"nn.pad: pad_mode {pad_mode!r} is not supported; use 'constant'")
+    width = tuple((int(lo), int(hi)) for lo, hi in pad_width)
+    if any(v < 0 for pair in width for v in pair):
+        raise ShapeError(f"nn.pad: pad_width {list(width)} has a negative entry")
+    if not isinstance(pad_value, Expr):
+        pad_value = const(pad_value)
+    return call("nn.pad", (data, pad_value), {"pad_width": width, "pad_mode": pad_mode})
+
+
+# ----------------------------------------------------------------------------- matmul / layer norm
+
+
+def _swap_last(emit, x):
+    ndim = x.struct_info.ndim
+    return emit(rop.permute_dims(x, [*range(ndim - 2), ndim - 1, ndim - 2]))
+
+
+def _matmul(emit, args, attrs):
+    a, b = args
+    a = _swap_last(emit, a) if attrs.transpose_a else a
+    b = _swap_last(emit, b) if attrs.transpose_b else b
+    return rop.matmul(a, b, out_dtype=_opt(attrs.out_dtype))
+
+
+def _layer_norm(emit, args, attrs):
+    return rop.nn.layer_norm(*args, attrs.axis, attrs.epsilon, attrs.center, attrs.scale)
+
+
+register("nn.matmul", _matmul)
+register("nn.batch_matmul", _matmul)
+register("nn.layer_norm", _layer_norm)
+
+
+def matmul(tensor_a: Expr, tensor_b: Expr, units: int | None = None, out_dtype: str = "",
+           transpose_a: bool = False, transpose_b: bool = False) -> Expr:  # fmt: skip
+    """tensor_a @ tensor_b, either side transposed first."""
+    attrs = {"units": units, "out_dtype": out_dtype or "", "transpose_a": bool(transpose_a),
+             "transpose_b": bool(transpose_b)}  # fmt: skip
+    return call("nn.matmul", (tensor_a, tensor_b), attrs)
+
+
+def batch_matmul(x: Expr, y: Expr, out_dtype: str = "", transpose_a: bool = False,
+                 transpose_b: bool = True) -> Expr:  # fmt: skip
+    """Batched x @ y.T (TVM's default transpose_b=True)."""
+    attrs = {"out_dtype": out_dtype or "", "transpose_a": bool(transpose_a),
+             "transpose_b": bool(transpose_b)}  # fmt: skip
+    return call("nn.batch_matmul", (x, y), attrs)
+
+
+def layer_norm(data: Expr, gamma: Expr, beta: Expr, axis: int = -1, epsilon: float = 1e-5,
+               center: bool = True, scale: bool = True) -> Expr:  # fmt: skip
+    """Normalise over `axis`, then scale by gamma and shift by beta."""
+    attrs = {"axis": int(axis), "epsilon": float(epsilon), "center": bool(center), "scale": bool(scale)}
+    return call("nn.layer_norm", (data, gamma, beta), attrs)

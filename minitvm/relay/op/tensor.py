@@ -7,6 +7,8 @@ from typing import Any
 
 from ...error import ShapeError
 from ...relax import op as rop
+from ...relax.expr import Tuple as RTuple
+from ...relax.expr import TupleGetItem as RTupleGetItem
 from ...relax.struct_info import TensorStructInfo
 from ..expr import Expr, Tuple
 from ._registry import call, register
@@ -222,4 +224,138 @@ __all__ = [
     "squeeze",
     "sum",
     "transpose",
+]
+
+
+# ----------------------------------------------------------------------------- slicing / creation
+
+
+def _split_count(attrs: Any) -> int:
+    ios = attrs.indices_or_sections
+    return ios if isinstance(ios, int) else len(ios) + 1
+
+
+def _strided_slice(emit, args, attrs):
+    x = args[0]
+    ndim = x.struct_info.ndim
+    axes = attrs.axes if attrs.axes is not None else tuple(range(len(attrs.begin)))
+    end = list(attrs.end)
+    if attrs.slice_mode == "size":  # end holds sizes; -1 means to the end
+        shape = static_shape(x, "strided_slice")
+        end = [
+            shape[a % ndim] if e < 0 else b + e for a, b, e in zip(axes, attrs.begin, end)
+        ]
+    strides = attrs.strides if attrs.strides else None
+    if strides is not None and len(strides) == 1 and len(axes) > 1:
+        strides = strides * len(axes)
+    return rop.strided_slice(x, axes, attrs.begin, end, strides)
+
+
+def _stack(emit, args, attrs):
+    tup = args[0]
+    if isinstance(tup, RTuple):
+        fields = tup.fields
+    else:  # a tuple-typed value: its fields one by one
+        fields = [emit(RTupleGetItem(tup, i)) for i in range(len(tup.struct_info.fields))]
+    ndim = fields[0].struct_info.ndim
+    axis = attrs.axis if attrs.axis >= 0 else attrs.axis + ndim + 1
+    return rop.concat([emit(rop.expand_dims(f, axis)) for f in fields], axis)
+
+
+def _full(emit, args, attrs):
+    fill = args[0]
+    dtype = attrs.dtype or str(fill.struct_info.dtype)
+    return rop.full(attrs.shape, fill, dtype)
+
+
+def _like(fill: float):
+    def to_relax(emit, args, attrs):
+        sinfo = args[0].struct_info
+        return rop.full(static_shape(args[0], "full_like"), fill, str(sinfo.dtype))
+
+    return to_relax
+
+
+register("split", lambda emit, args, attrs: rop.split(args[0], attrs.indices_or_sections, attrs.axis), _split_count)
+register("strided_slice", _strided_slice)
+register("take", lambda emit, args, attrs: rop.take(args[0], args[1], attrs.axis, attrs.mode))
+register("stack", _stack)
+register("zeros", lambda emit, args, attrs: rop.zeros(attrs.shape, attrs.dtype))
+register("ones", lambda emit, args, attrs: rop.ones(attrs.shape, attrs.dtype))
+register("full", _full)
+register("zeros_like", _like(0.0))
+register("ones_like", _like(1.0))
+
+
+def split(data: Expr, indices_or_sections: Any, axis: int = 0) -> Any:
+    """Split into equal sections (an int) or at indices; a tuple: `relay.split(x, 2)[0]`."""
+    ios = indices_or_sections
+    ios = int(ios) if isinstance(ios, int) else tuple(int(i) for i in ios)
+    return call("split", (data,), {"indices_or_sections": ios, "axis": int(axis)})
+
+
+def strided_slice(
+    data: Expr, begin: Any, end: Any, strides: Any = None, axes: Any = None, slice_mode: str = "end"
+) -> Expr:
+    """data[begin:end:strides] on `axes` (default: the leading ones)."""
+    if slice_mode not in ("end", "size"):
+        raise ShapeError(f"strided_slice: slice_mode must be 'end' or 'size', got {slice_mode!r}")
+    attrs = {
+        "begin": tuple(int(b) for b in begin),
+        "end": tuple(int(e) for e in end),
+        "strides": None if strides is None else tuple(int(s) for s in strides),
+        "axes": None if axes is None else tuple(int(a) for a in axes),
+        "slice_mode": slice_mode,
+    }
+    return call("strided_slice", (data,), attrs)
+
+
+def take(data: Expr, indices: Expr, axis: int | None = None, batch_dims: int = 0, mode: str = "clip") -> Expr:
+    """Gather along `axis` (of the flattened data when None)."""
+    if batch_dims:
+        raise ShapeError(f"take: batch_dims={batch_dims} is not supported; use 0")
+    return call("take", (data, indices), {"axis": None if axis is None else int(axis), "mode": mode})
+
+
+def stack(data: Any, axis: int) -> Expr:
+    """Join same-shape tensors along a new axis."""
+    tup = data if isinstance(data, Expr) else Tuple(list(data))
+    return call("stack", (tup,), {"axis": int(axis)})
+
+
+def zeros(shape: Any, dtype: str = "float32") -> Expr:
+    """A tensor of zeros."""
+    return call("zeros", (), {"shape": tuple(int(d) for d in shape), "dtype": str(dtype)})
+
+
+def ones(shape: Any, dtype: str = "float32") -> Expr:
+    """A tensor of ones."""
+    return call("ones", (), {"shape": tuple(int(d) for d in shape), "dtype": str(dtype)})
+
+
+def full(fill_value: Expr, shape: Any = (), dtype: str = "") -> Expr:
+    """A tensor filled with the scalar `fill_value` (a relay expression)."""
+    return call("full", (fill_value,), {"shape": tuple(int(d) for d in shape), "dtype": dtype or ""})
+
+
+def zeros_like(data: Expr) -> Expr:
+    """Zeros of data's shape and dtype."""
+    return call("zeros_like", (data,))
+
+
+def ones_like(data: Expr) -> Expr:
+    """Ones of data's shape and dtype."""
+    return call("ones_like", (data,))
+
+
+__all__ += [
+    "full",
+    "ones",
+    "ones_like",
+    "split",
+    "stack",
+    "strided_slice",
+    "take",
+    "zeros",
+    "zeros_like",
 ]
