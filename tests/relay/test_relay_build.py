@@ -327,3 +327,12 @@ def test_if_is_refused_with_a_clear_error():
     f = relay.Function([c, x], relay.If(c, relay.exp(x), relay.nn.relu(x)))
     with pytest.raises(MiniTVMError, match="relay.build: If is not supported"):
         relay.build(tvm.IRModule.from_expr(f), "llvm")
+
+
+def test_params_of_the_wrong_shape_or_dtype_are_refused_by_name():
+    x, w = relay.var("x", shape=(2, 3)), relay.var("w", shape=(3,))
+    mod = tvm.IRModule.from_expr(relay.Function([x, w], x + w))
+    with pytest.raises(ShapeError, match=r"parameter 'w' dim 0 is 3, the array has shape \(4,\)"):
+        relay.build(mod, "llvm", params={"w": np.ones((4,), "float32")})
+    with pytest.raises(ShapeError, match="parameter 'w' has dtype float32, the array is float64"):
+        relay.build(mod, "llvm", params={"w": np.ones((3,), "float64")})

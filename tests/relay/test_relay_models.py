@@ -189,3 +189,13 @@ def test_seed_quick_start_runs_as_written(net, layers):
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
     assert "['deploy_lib.tar']" in proc.stdout and "QUICK START OK" in proc.stdout
+
+
+def test_build_after_relay_fusion_computes_the_same_numbers():
+    mod, params = testing.resnet.get_workload(num_layers=18, image_shape=(3, 32, 32))
+    data = np.random.default_rng(2).uniform(-1, 1, (1, 3, 32, 32)).astype("float32")
+    _, plain = _build_and_run(mod, params, data)
+    fused = relay.transform.FuseOps(fuse_opt_level=2)(relay.transform.InferType()(mod))
+    assert "Primitive" in str(fused)
+    _, out = _build_and_run(fused, params, data)
+    np.testing.assert_allclose(out, plain, rtol=1e-4, atol=1e-7)
