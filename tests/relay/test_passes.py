@@ -399,3 +399,47 @@ def test_fuse_ops_max_depth_from_the_pass_context_config():
     assert len(_primitive_functions(relay.transform.FuseOps(fuse_opt_level=2)(mod))) == 1
     data = np.array([0.0, 0.1, -0.2], "float32")
     np.testing.assert_allclose(_run(fused, data), _run(mod, data), rtol=1e-5)
+
+
+def _conv_scale(scale_shape, data_layout="NCHW"):
+    x = relay.var("x", shape=(1, 3, 6, 6))
+    w = relay.const(RNG.standard_normal((4, 3, 3, 3)).astype("float32"))
+    scale = relay.const(RNG.uniform(0.5, 2, scale_shape).astype("float32"))
+    out = relay.nn.relu(relay.multiply(relay.nn.conv2d(x, w, padding=(1, 1)), scale))
+    return tvm.IRModule.from_expr(relay.Function([x], out))
+
+
+def test_fold_scale_axis_moves_a_channel_scale_into_the_conv_weight():
+    mod = _conv_scale((4, 1, 1))
+    with tvm.transform.PassContext(opt_level=3):
+        out = tvm.transform.Sequential(
+            [relay.transform.FoldScaleAxis(), relay.transform.FoldConstant()]
+        )(mod)
+    conv = out["main"].body.args[0]
+    assert conv.op.name == "nn.conv2d" and isinstance(conv.args[1], relay.Constant)
+    assert _calls(out, "multiply") == 0
+    data = RNG.standard_normal((1, 3, 6, 6)).astype("float32")
+    np.testing.assert_allclose(_run(out, data), _run(mod, data), rtol=1e-5, atol=1e-5)
+
+
+def test_fold_scale_axis_leaves_scales_along_other_axes():
+    mod = _conv_scale((1, 6, 1))  # varies along H: not a channel scale
+    out = relay.transform.FoldScaleAxis()(mod)
+    assert _calls(out, "multiply") == 1
+
+
+def test_convert_layout_runs_conv_in_nhwc_and_keeps_numbers():
+    x = relay.var("x", shape=(1, 3, 6, 6))
+    w = relay.var("w", shape=(4, 3, 3, 3))
+    w2 = relay.var("w2", shape=(4, 4, 3, 3))
+    y = relay.nn.conv2d(relay.nn.conv2d(x, w, padding=(1, 1)), w2, strides=(2, 2))
+    mod = tvm.IRModule.from_expr(relay.Function([x, w, w2], relay.nn.relu(y)))
+    out = relay.transform.ConvertLayout({"nn.conv2d": ["NHWC", "default"]})(mod)
+    text = str(out)
+    assert text.count('data_layout="NHWC", kernel_layout="HWIO"') == 2
+    # the back-and-forth transposes between the two convs cancel: x, w, w2 and the result
+    assert _calls(out, "transpose") == 4
+    args = _inputs(mod)
+    np.testing.assert_allclose(_run(out, *args), _run(mod, *args), rtol=1e-4, atol=1e-5)
+    with pytest.raises(tvm.error.ArgumentError, match="no layout rule for"):
+        relay.transform.ConvertLayout({"nn.dense": ["NC"]})(mod)

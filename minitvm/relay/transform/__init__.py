@@ -11,7 +11,7 @@ printed module shows `/* ty=... */` after any pass.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ...ir.module import IRModule
@@ -27,9 +27,11 @@ from ...ir.transform import (
 )
 from ..expr import Function
 from ..type_infer import infer_type
+from .convert_layout import convert_layout
 from .dead_code_elimination import dead_code_elimination
 from .eliminate_common_subexpr import eliminate_common_subexpr
 from .fold_constant import fold_constant
+from .fold_scale_axis import fold_scale_axis
 from .fuse_ops import fuse_ops
 from .simplify_inference import simplify_inference
 from .to_graph_normal_form import to_graph_normal_form
@@ -95,6 +97,16 @@ def DeadCodeElimination(inline_once: bool = False, ignore_impurity: bool = False
     return _pass(lambda f: dead_code_elimination(f, inline_once), "DeadCodeElimination", 1)
 
 
+def FoldScaleAxis() -> Pass:
+    """Fold a per-output-channel constant scale after a conv2d into the conv's weight."""
+    return _pass(fold_scale_axis, "FoldScaleAxis", 3, ("InferType",))
+
+
+def ConvertLayout(desired_layouts: Mapping[str, Sequence[str]]) -> Pass:
+    """Compute conv2d / pools in `desired_layouts` ({"nn.conv2d": ["NHWC", "default"]})."""
+    return _pass(lambda f: convert_layout(f, desired_layouts), "ConvertLayout", 3, ("InferType",))
+
+
 def ToGraphNormalForm() -> Pass:
     """Replace let bindings by sharing: each bound value is used where its variable was."""
     return _pass(to_graph_normal_form, "ToGraphNormalForm", 1)
@@ -103,9 +115,11 @@ def ToGraphNormalForm() -> Pass:
 register_required_pass("InferType", InferType)
 
 __all__ = [
+    "ConvertLayout",
     "DeadCodeElimination",
     "EliminateCommonSubexpr",
     "FoldConstant",
+    "FoldScaleAxis",
     "FunctionPass",
     "FuseOps",
     "InferType",
@@ -116,9 +130,11 @@ __all__ = [
     "Sequential",
     "SimplifyInference",
     "ToGraphNormalForm",
+    "convert_layout",
     "dead_code_elimination",
     "eliminate_common_subexpr",
     "fold_constant",
+    "fold_scale_axis",
     "function_pass",
     "fuse_ops",
     "module_pass",
