@@ -92,7 +92,9 @@ class GraphExecutorFactoryModule:
 
     def __repr__(self) -> str:
         names = [i["name"] for i in self.graph["inputs"]]
-        return f"<GraphExecutorFactoryModule inputs={names}, {len(self.graph['outputs'])} output(s)>"
+        return (
+            f"<GraphExecutorFactoryModule inputs={names}, {len(self.graph['outputs'])} output(s)>"
+        )
 
 
 def _npy_bytes(a: np.ndarray) -> bytes:
@@ -278,7 +280,9 @@ class BenchmarkResult:
 
     def __str__(self) -> str:
         cols = (self.mean, self.median, self.max, self.min, self.std)
-        head = f"{'mean (ms)':>12}{'median (ms)':>14}{'max (ms)':>12}{'min (ms)':>12}{'std (ms)':>12}"
+        head = (
+            f"{'mean (ms)':>12}{'median (ms)':>14}{'max (ms)':>12}{'min (ms)':>12}{'std (ms)':>12}"
+        )
         row = "".join(f"{v * 1e3:>{w}.4f}" for v, w in zip(cols, (12, 14, 12, 12, 12)))
         return f"Execution time summary:\n{head}\n{row}"
 

@@ -26,7 +26,7 @@ from .expr import (
 )
 from .expr_functor import ExprFunctor, ExprMutator, ExprVisitor
 from .op import nn
-from .op.tensor import *  # noqa: F403 - relay.add, relay.sum, relay.reshape, ...
+from .op.tensor import *
 from .ty import FuncType, TensorType, TupleType, Type, scalar_type
 
 # Loaded on first use: passes, analysis, printer, build and the model zoo import more of
@@ -84,9 +84,10 @@ __all__ = [
     "expr_functor",
     "nn",
     "op",
+    "printer",
     "scalar_type",
     "var",
-    *op.tensor.__all__,
 ]
+__all__ += op.tensor.__all__
 
-from . import printer  # noqa: E402 - registers the Relay text form for str(expr) / print(mod)
+from . import printer

@@ -10,9 +10,9 @@ from ..error import BuildError
 from ..ir.module import IRModule
 from ..relax.struct_info import TensorStructInfo, TupleStructInfo
 from ..runtime import Device, cpu
-from .expr import Expr, Function
 from ._translate import to_relax
 from .analysis import free_vars
+from .expr import Expr, Function
 
 
 def _outputs(sinfo: Any) -> list[dict]:
@@ -127,8 +127,8 @@ class Executor:
 
 
 def _returns_tuple(mod: IRModule) -> bool:
-    from .type_infer import infer_type
     from .ty import TupleType
+    from .type_infer import infer_type
 
     main = infer_type(mod)["main"]
     return isinstance(main.ret_type, TupleType)
@@ -169,4 +169,6 @@ def load_param_dict(param_bytes: bytes | bytearray) -> dict:
         with np.load(io.BytesIO(bytes(param_bytes)), allow_pickle=False) as npz:
             return {k: _nd.array(npz[k]) for k in npz.files}
     except (ValueError, OSError) as err:
-        raise BuildError(f"load_param_dict: not a parameter archive from save_param_dict ({err})") from err
+        raise BuildError(
+            f"load_param_dict: not a parameter archive from save_param_dict ({err})"
+        ) from err

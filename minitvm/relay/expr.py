@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -123,7 +123,7 @@ class Op(Expr):
     """
 
     __slots__ = ("name", "op_def")
-    _registry: dict[str, Op] = {}
+    _registry: ClassVar[dict[str, Op]] = {}
     _field_names = ("name",)  # structural equality: one object per name, compared by name
 
     def __init__(self, name: str):
@@ -362,7 +362,7 @@ def _check_expr(value: Any, where: str) -> Any:
 class TupleWrapper:
     """A tuple-valued call seen as a sequence: `relay.nn.batch_norm(...)[0]`."""
 
-    __slots__ = ("tuple_value", "size")
+    __slots__ = ("size", "tuple_value")
 
     def __init__(self, tuple_value: Expr, size: int):
         self.tuple_value, self.size = tuple_value, size

@@ -103,13 +103,18 @@ def _print_type(t: Type, **_: Any) -> str:
         dims = ", ".join(str(d) for d in t.shape)
         return f"Tensor[({dims}), {t.dtype}]"
     if isinstance(t, TupleType):
-        return "(" + ", ".join(_print_type(f) for f in t.fields) + ("," if len(t.fields) == 1 else "") + ")"
+        return (
+            "("
+            + ", ".join(_print_type(f) for f in t.fields)
+            + ("," if len(t.fields) == 1 else "")
+            + ")"
+        )
     if isinstance(t, FuncType):
         args = ", ".join(_print_type(a) for a in t.arg_types)
         return f"fn ({args}) -> {_print_type(t.ret_type)}"
     return type(t).__name__
 
 
-from ..ir.node import register_printer  # noqa: E402
+from ..ir.node import register_printer
 
 register_printer(Type, _print_type)

@@ -45,11 +45,11 @@ def test_call_attrs_read_as_fields_and_compare_by_value():
     c1 = relay.nn.conv2d(x, w, padding=1, channels=4, kernel_size=3)
     c2 = relay.nn.conv2d(x, w, padding=(1, 1, 1, 1), channels=4, kernel_size=(3, 3))
     assert c1.attrs.padding == (1, 1, 1, 1) and c1.attrs["channels"] == 4
-    assert "kernel_layout" in c1.attrs.keys()
+    assert "kernel_layout" in list(c1.attrs.keys())
     assert c1.attrs == c2.attrs and hash(c1.attrs) == hash(c2.attrs)
     assert tvm.ir.structural_equal(c1, c2)
     with pytest.raises(AttributeError, match="no field 'stride'"):
-        c1.attrs.stride
+        _ = c1.attrs.stride
 
 
 def test_batch_norm_is_a_tuple_wrapper_and_dropout_its_first_field():
@@ -135,11 +135,15 @@ def test_infer_type_fills_checked_type_and_main_ret_type():
 def test_checked_type_before_inference_says_to_run_infer_type():
     x = relay.var("x", shape=(2, 3))
     with pytest.raises(MiniTVMError, match="InferType"):
-        relay.nn.relu(x).checked_type
+        _ = relay.nn.relu(x).checked_type
 
 
 SHAPES = [
-    (lambda x: relay.nn.max_pool2d(x, (3, 3), (2, 2), padding=(1, 1)), (1, 8, 16, 16), (1, 8, 8, 8)),
+    (
+        lambda x: relay.nn.max_pool2d(x, (3, 3), (2, 2), padding=(1, 1)),
+        (1, 8, 16, 16),
+        (1, 8, 8, 8),
+    ),
     (lambda x: relay.nn.avg_pool2d(x, (2, 2), (2, 2)), (1, 8, 16, 16), (1, 8, 8, 8)),
     (lambda x: relay.nn.global_avg_pool2d(x), (2, 8, 5, 5), (2, 8, 1, 1)),
     (lambda x: relay.nn.global_max_pool2d(x), (2, 8, 5, 5), (2, 8, 1, 1)),
@@ -164,14 +168,20 @@ def test_result_types_of_shape_ops(build, shape, expected):
 
 
 def test_cast_changes_dtype():
-    assert _typed(relay.cast(relay.var("x", shape=(2,)), "int32")) == relay.TensorType((2,), "int32")
+    assert _typed(relay.cast(relay.var("x", shape=(2,)), "int32")) == relay.TensorType(
+        (2,), "int32"
+    )
 
 
 def test_type_error_names_the_op_and_the_mismatching_dims():
     x = relay.var("x", shape=(1, 3, 8, 8))
-    with pytest.raises(RelayTypeError, match=r"nn\.conv2d.*dim 1 of weight \(5\).*dim 1 of data \(3\)"):
+    with pytest.raises(
+        RelayTypeError, match=r"nn\.conv2d.*dim 1 of weight \(5\).*dim 1 of data \(3\)"
+    ):
         infer_type(relay.nn.conv2d(x, relay.var("w", shape=(4, 5, 3, 3))))
-    with pytest.raises(RelayTypeError, match=r"call of add\(.*dim 0 of x1 \(2\) must equal dim 0 of x2 \(4\)"):
+    with pytest.raises(
+        RelayTypeError, match=r"call of add\(.*dim 0 of x1 \(2\) must equal dim 0 of x2 \(4\)"
+    ):
         infer_type(relay.add(relay.var("a", shape=(2, 3)), relay.var("b", shape=(4, 3))))
 
 
@@ -188,7 +198,9 @@ def test_dense_units_and_reshape_errors():
     x = relay.var("x", shape=(2, 8))
     with pytest.raises(RelayTypeError, match=r"nn\.dense: units=7 but the weight \(10, 8\)"):
         infer_type(relay.nn.dense(x, relay.var("w", shape=(10, 8)), units=7))
-    with pytest.raises(ShapeError, match=r"reshape: cannot reshape data of shape \(2, 8\) into \[3, -1\]"):
+    with pytest.raises(
+        ShapeError, match=r"reshape: cannot reshape data of shape \(2, 8\) into \[3, -1\]"
+    ):
         infer_type(relay.reshape(x, (3, -1)))
 
 

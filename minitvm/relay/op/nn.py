@@ -190,7 +190,9 @@ def log_softmax(data: Expr, axis: int = -1) -> Expr:
 
 def _pool(fn):
     def to_relax(emit, args, attrs):
-        kwargs = {"count_include_pad": attrs.count_include_pad} if "count_include_pad" in attrs else {}
+        kwargs = (
+            {"count_include_pad": attrs.count_include_pad} if "count_include_pad" in attrs else {}
+        )
         return fn(
             args[0],
             pool_size=attrs.pool_size,
@@ -422,5 +424,10 @@ def batch_matmul(x: Expr, y: Expr, out_dtype: str = "", transpose_a: bool = Fals
 def layer_norm(data: Expr, gamma: Expr, beta: Expr, axis: int = -1, epsilon: float = 1e-5,
                center: bool = True, scale: bool = True) -> Expr:  # fmt: skip
     """Normalise over `axis`, then scale by gamma and shift by beta."""
-    attrs = {"axis": int(axis), "epsilon": float(epsilon), "center": bool(center), "scale": bool(scale)}
+    attrs = {
+        "axis": int(axis),
+        "epsilon": float(epsilon),
+        "center": bool(center),
+        "scale": bool(scale),
+    }
     return call("nn.layer_norm", (data, gamma, beta), attrs)

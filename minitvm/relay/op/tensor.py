@@ -25,7 +25,6 @@ def static_shape(x: Any, op: str, what: str = "data") -> tuple[int, ...]:
 
 # ----------------------------------------------------------------------------- elementwise
 
-_BINARY = ("add", "subtract", "multiply", "divide", "power", "maximum", "minimum")
 _UNARY = {  # relay name -> relax builder
     "exp": rop.exp,
     "log": rop.log,
@@ -37,33 +36,43 @@ _UNARY = {  # relay name -> relax builder
 }
 
 
-def _binary_row(name: str) -> None:
+def _binary_row(name: str) -> Any:
     fn = getattr(rop, name)
     register(name, lambda emit, args, attrs: fn(*args))
 
     def build(lhs: Expr, rhs: Expr) -> Expr:
         return call(name, (lhs, rhs))
 
-    build.__name__ = name
+    build.__name__ = build.__qualname__ = name
     build.__doc__ = f"Elementwise {name} with numpy broadcasting: `relay.{name}(a, b)`."
-    globals()[name] = build
+    return build
 
 
-def _unary_row(name: str, fn: Any) -> None:
+def _unary_row(name: str, fn: Any) -> Any:
     register(name, lambda emit, args, attrs: fn(args[0]))
 
     def build(data: Expr) -> Expr:
         return call(name, (data,))
 
-    build.__name__ = name
+    build.__name__ = build.__qualname__ = name
     build.__doc__ = f"Elementwise {name}: `relay.{name}(x)`."
-    globals()[name] = build
+    return build
 
 
-for _name in _BINARY:
-    _binary_row(_name)
-for _name, _fn in _UNARY.items():
-    _unary_row(_name, _fn)
+add = _binary_row("add")
+subtract = _binary_row("subtract")
+multiply = _binary_row("multiply")
+divide = _binary_row("divide")
+power = _binary_row("power")
+maximum = _binary_row("maximum")
+minimum = _binary_row("minimum")
+exp = _unary_row("exp", _UNARY["exp"])
+log = _unary_row("log", _UNARY["log"])
+sqrt = _unary_row("sqrt", _UNARY["sqrt"])
+tanh = _unary_row("tanh", _UNARY["tanh"])
+sigmoid = _unary_row("sigmoid", _UNARY["sigmoid"])
+negative = _unary_row("negative", _UNARY["negative"])
+abs = _unary_row("abs", _UNARY["abs"])
 
 register("rsqrt", lambda emit, args, attrs: rop.divide(1.0, emit(rop.sqrt(args[0]))))
 register("clip", lambda emit, args, attrs: rop.clip(args[0], attrs.a_min, attrs.a_max))
@@ -102,7 +111,7 @@ def _axes(attrs: Any, ndim: int) -> tuple[int, ...] | None:
     return tuple(a for a in range(ndim) if (a in axes) != bool(attrs.exclude))
 
 
-def _reduce_row(name: str) -> None:
+def _reduce_row(name: str) -> Any:
     fn = getattr(rop, name)
 
     def to_relax(emit, args, attrs):
@@ -118,13 +127,16 @@ def _reduce_row(name: str) -> None:
         axes = None if axis is None else ((axis,) if isinstance(axis, int) else tuple(axis))
         return call(name, (data,), {"axis": axes, "keepdims": bool(keepdims), "exclude": exclude})
 
-    build.__name__ = name
+    build.__name__ = build.__qualname__ = name
     build.__doc__ = f"{name} over `axis` (None: all): `relay.{name}(x, axis=1, keepdims=True)`."
-    globals()[name] = build
+    return build
 
 
-for _name in ("sum", "mean", "max", "min", "prod"):
-    _reduce_row(_name)
+sum = _reduce_row("sum")
+mean = _reduce_row("mean")
+max = _reduce_row("max")
+min = _reduce_row("min")
+prod = _reduce_row("prod")
 
 
 # ----------------------------------------------------------------------------- shapes
@@ -208,21 +220,33 @@ def concatenate(data: Any, axis: int) -> Expr:
 
 
 __all__ = [
-    *_BINARY,
-    *_UNARY,
+    "abs",
+    "add",
     "cast",
     "clip",
     "concatenate",
     "copy",
+    "divide",
+    "exp",
     "expand_dims",
+    "log",
     "max",
+    "maximum",
     "mean",
     "min",
+    "minimum",
+    "multiply",
+    "negative",
+    "power",
     "prod",
     "reshape",
     "rsqrt",
+    "sigmoid",
+    "sqrt",
     "squeeze",
+    "subtract",
     "sum",
+    "tanh",
     "transpose",
 ]
 
@@ -242,9 +266,7 @@ def _strided_slice(emit, args, attrs):
     end = list(attrs.end)
     if attrs.slice_mode == "size":  # end holds sizes; -1 means to the end
         shape = static_shape(x, "strided_slice")
-        end = [
-            shape[a % ndim] if e < 0 else b + e for a, b, e in zip(axes, attrs.begin, end)
-        ]
+        end = [shape[a % ndim] if e < 0 else b + e for a, b, e in zip(axes, attrs.begin, end)]
     strides = attrs.strides if attrs.strides else None
     if strides is not None and len(strides) == 1 and len(axes) > 1:
         strides = strides * len(axes)
@@ -276,7 +298,11 @@ def _like(fill: float):
     return to_relax
 
 
-register("split", lambda emit, args, attrs: rop.split(args[0], attrs.indices_or_sections, attrs.axis), _split_count)
+register(
+    "split",
+    lambda emit, args, attrs: rop.split(args[0], attrs.indices_or_sections, attrs.axis),
+    _split_count,
+)
 register("strided_slice", _strided_slice)
 register("take", lambda emit, args, attrs: rop.take(args[0], args[1], attrs.axis, attrs.mode))
 register("stack", _stack)
@@ -310,11 +336,15 @@ def strided_slice(
     return call("strided_slice", (data,), attrs)
 
 
-def take(data: Expr, indices: Expr, axis: int | None = None, batch_dims: int = 0, mode: str = "clip") -> Expr:
+def take(
+    data: Expr, indices: Expr, axis: int | None = None, batch_dims: int = 0, mode: str = "clip"
+) -> Expr:
     """Gather along `axis` (of the flattened data when None)."""
     if batch_dims:
         raise ShapeError(f"take: batch_dims={batch_dims} is not supported; use 0")
-    return call("take", (data, indices), {"axis": None if axis is None else int(axis), "mode": mode})
+    return call(
+        "take", (data, indices), {"axis": None if axis is None else int(axis), "mode": mode}
+    )
 
 
 def stack(data: Any, axis: int) -> Expr:
@@ -335,7 +365,9 @@ def ones(shape: Any, dtype: str = "float32") -> Expr:
 
 def full(fill_value: Expr, shape: Any = (), dtype: str = "") -> Expr:
     """A tensor filled with the scalar `fill_value` (a relay expression)."""
-    return call("full", (fill_value,), {"shape": tuple(int(d) for d in shape), "dtype": dtype or ""})
+    return call(
+        "full", (fill_value,), {"shape": tuple(int(d) for d in shape), "dtype": dtype or ""}
+    )
 
 
 def zeros_like(data: Expr) -> Expr:

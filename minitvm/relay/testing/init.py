@@ -60,5 +60,7 @@ def create_workload(
         ty = p.checked_type
         value = init_value(p.name_hint, ty.concrete_shape, ty.dtype, rng)
         factor = (scales or {}).get(p.name_hint)
-        params[p.name_hint] = _nd.array(value if factor is None else value * value.dtype.type(factor))
+        params[p.name_hint] = _nd.array(
+            value if factor is None else value * value.dtype.type(factor)
+        )
     return mod, params

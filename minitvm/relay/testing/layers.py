@@ -45,7 +45,9 @@ class Net:
         )
         return nn.bias_add(y, self.param(f"{name}_bias", (channels,))) if bias else y
 
-    def batch_norm(self, x: Expr, name: str, channels: int, epsilon: float = 1e-5, scale: bool = True) -> Expr:
+    def batch_norm(
+        self, x: Expr, name: str, channels: int, epsilon: float = 1e-5, scale: bool = True
+    ) -> Expr:
         stats = [
             self.param(f"{name}_{p}", (channels,))
             for p in ("gamma", "beta", "moving_mean", "moving_var")

@@ -14,7 +14,9 @@ BLOCKS = (
 )  # fmt: skip
 
 
-def conv_block(net: Net, x: Expr, name: str, cin: int, cout: int, kernel=3, strides=1, padding=1, groups=1):
+def conv_block(
+    net: Net, x: Expr, name: str, cin: int, cout: int, kernel=3, strides=1, padding=1, groups=1
+):
     """conv (no bias), batch norm, relu."""
     y = net.conv2d(x, f"{name}_conv", cin, cout, kernel, strides, padding, groups)
     return nn.relu(net.batch_norm(y, f"{name}_bn", cout))

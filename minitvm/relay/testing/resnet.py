@@ -9,7 +9,13 @@ from .init import create_workload
 from .layers import Net
 
 # num_layers -> units per stage
-UNITS = {18: (2, 2, 2, 2), 34: (3, 4, 6, 3), 50: (3, 4, 6, 3), 101: (3, 4, 23, 3), 152: (3, 8, 36, 3)}
+UNITS = {
+    18: (2, 2, 2, 2),
+    34: (3, 4, 6, 3),
+    50: (3, 4, 6, 3),
+    101: (3, 4, 23, 3),
+    152: (3, 8, 36, 3),
+}
 EPS = 2e-5
 
 
@@ -31,7 +37,9 @@ def residual_unit(net: Net, x: Expr, name: str, cin: int, cout: int, stride: int
         y = nn.relu(net.batch_norm(y, f"{name}_bn2", cout, EPS))
         last = f"{name}_conv2"
         y = net.conv2d(y, last, cout, cout, 3, padding=1)
-    shortcut = x if (cin == cout and stride == 1) else net.conv2d(act, f"{name}_sc", cin, cout, 1, stride)
+    shortcut = (
+        x if (cin == cout and stride == 1) else net.conv2d(act, f"{name}_sc", cin, cout, 1, stride)
+    )
     return y + shortcut, f"{last}_weight"
 
 
