@@ -58,8 +58,8 @@ class PassContext:
 
     # --- instruments (tvm.instrument): called around every pass run in this context ---------
     def _enter_instruments(self, instruments: Sequence[Any]) -> None:
-        """enter_pass_ctx of each; when one raises, those already entered are exited and the
-        context keeps no instruments (as TVM does)."""
+        """enter_pass_ctx of each; when one raises, those already entered are exited (last
+        first) and the context keeps no instruments (as TVM does)."""
         entered = []
         try:
             for inst in instruments:
@@ -67,7 +67,7 @@ class PassContext:
                 entered.append(inst)
         except BaseException:
             self.instruments = ()
-            for inst in entered:
+            for inst in reversed(entered):
                 _call_hook(inst, "exit_pass_ctx")
             raise
 
@@ -87,9 +87,11 @@ class PassContext:
         self._enter_instruments(self.instruments)
 
     def instrument_before_pass(self, mod: Any, info: PassInfo) -> bool:
-        """Ask every instrument's should_run (all must agree), then call run_before_pass."""
+        """Ask every instrument's should_run (all must agree; a required pass is not asked
+        about), then call run_before_pass."""
         should_run = True
-        for inst in self.instruments:  # every instrument is asked, as in TVM
+        asked = () if info.name in self.required_pass else self.instruments
+        for inst in asked:  # every instrument is asked, as in TVM
             should_run &= _call_hook(inst, "should_run", mod, info) is not False
         if should_run:
             for inst in self.instruments:

@@ -113,3 +113,34 @@ def test_instruments_see_sequential_children_and_skipped_passes():
         seq(tvm.IRModule())
     assert ran == ["Keep"]
     assert log == ["before S", "before Keep", "after Keep", "after S"]
+
+
+def test_a_required_pass_runs_without_asking_should_run_and_enter_failure_exits_in_reverse():
+    log: list = []
+
+    class Deny:
+        def __init__(self, name):
+            self.name = name
+
+        def enter_pass_ctx(self):
+            if self.name == "bad":
+                raise ValueError("bad enter")
+            log.append(f"enter {self.name}")
+
+        def exit_pass_ctx(self):
+            log.append(f"exit {self.name}")
+
+        def should_run(self, mod, info):
+            log.append(f"asked {info.name}")
+            return False
+
+    ran: list = []
+    with tvm.transform.PassContext(required_pass=["Must"], instruments=[Deny("a")]):
+        _counting("Must", ran)(tvm.IRModule())
+        _counting("Other", ran)(tvm.IRModule())
+    assert ran == ["Must"] and log == ["enter a", "asked Other", "exit a"]
+    log.clear()
+    with pytest.raises(ValueError, match="bad enter"):
+        with tvm.transform.PassContext(instruments=[Deny("a"), Deny("b"), Deny("bad")]):
+            pass
+    assert log == ["enter a", "enter b", "exit b", "exit a"]
