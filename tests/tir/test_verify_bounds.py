@@ -181,3 +181,35 @@ def test_guarded_access_in_bounds_at_every_running_point_builds():
     c = np.zeros(20, "float32")
     tvm.build(f)(a, c)
     np.testing.assert_array_equal(c, a * 2)
+
+
+def test_padded_read_proven_inside_under_its_guard_needs_no_point_search(monkeypatch):
+    # a conv-style padded read: in bounds wherever its guard holds, proven without enumerating
+    from minitvm.tir.analysis import verify_bounds as vb
+
+    def no_search(*args):
+        raise AssertionError("the witness search ran for an access its guard keeps inside")
+
+    monkeypatch.setattr(vb._BoundsChecker, "_enumerated_witness", no_search)
+    A = te.placeholder((16, 16), name="A")
+    P = te.compute(
+        (18, 18),
+        lambda i, j: tvm.tir.if_then_else(
+            tvm.tir.all(i >= 1, i < 17, j >= 1, j < 17), A[i - 1, j - 1], 0.0
+        ),
+        name="P",
+    )
+    mod = tvm.build(te.create_prim_func([A, P]))
+    a = np.random.default_rng(0).standard_normal((16, 16)).astype("float32")
+    p = tvm.nd.array(np.zeros((18, 18), "float32"))
+    mod(tvm.nd.array(a), p)
+    np.testing.assert_array_equal(p.numpy(), np.pad(a, 1))
+
+
+def test_guard_that_does_not_keep_the_access_inside_is_still_reported():
+    # i < 20 guards C[i] of extent 16: i = 16 runs and is outside
+    A = te.placeholder((24,), name="A")
+    C = te.placeholder((16,), name="C")
+    B = te.compute((24,), lambda i: tvm.tir.if_then_else(i < 20, A[i] + C[i], 0.0), name="B")
+    with pytest.raises(BuildError, match="'C' of shape \\(16,\\) is read out of bounds"):
+        tvm.build(te.create_prim_func([A, C, B]))

@@ -12,6 +12,7 @@ may be 0) passes: gathers are checked at run time instead.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from typing import Any
@@ -164,7 +165,7 @@ class _BoundsChecker(Visitor):
             if index.dtype.lanes != 1:
                 continue  # vector indices come from the vectorizer, which checks its own
             bound = self._bound(index)
-            if self._provably_inside(bound, extent):
+            if self._provably_inside(bound, extent) or self._inside_where_guarded(bound, extent):
                 continue
             witness = self._witness(bound, extent)
             if witness is not None:
@@ -176,6 +177,16 @@ class _BoundsChecker(Visitor):
         if bound.min_value >= 0 and ext is not None and bound.max_value < ext:
             return True
         return self.ana.can_prove(index >= 0) and self.ana.can_prove(index < extent)
+
+    def _inside_where_guarded(self, index: PrimExpr, extent: PrimExpr) -> bool:
+        """Inside `[0, extent)` wherever the known guards hold (a padded read
+        `if_then_else(1 <= h, A[h - 1], 0)`): no point can then both run and fall outside, so
+        the witness search (up to MAX_ENUMERATED_POINTS simplifications) is not needed."""
+        guards = [g for g in self.ctx.guards if g is not _UNKNOWN and not _is_true(g)]
+        if not guards:
+            return False  # nothing beyond what _provably_inside already knew
+        with self.ana.constraint_scope(functools.reduce(And, guards)):
+            return self.ana.can_prove(index >= 0) and self.ana.can_prove(index < extent)
 
     def _witness(self, index: PrimExpr, extent: PrimExpr) -> tuple[dict, PrimExpr] | None:
         """(loop var -> value, index value) at a corner that provably runs out of bounds."""
@@ -250,6 +261,10 @@ class _BoundsChecker(Visitor):
             f"(it is {value}{' at ' + at if at else ''}); fix the index or the loop range, or "
             "guard the access (T.where, if, tvm.tir.if_then_else)"
         )
+
+
+def _is_true(cond: Any) -> bool:
+    return isinstance(cond, IntImm) and cond.value == 1
 
 
 def _finite(bound: Any) -> bool:
