@@ -57,6 +57,12 @@ _ATTR_DEFAULTS: dict[str, dict[str, Any]] = {
     "nn.log_softmax": {"axis": -1},
     "nn.dropout": {"rate": 0.5},
     "nn.leaky_relu": {"alpha": 0.25},
+    "nn.layer_norm": {"axis": -1, "epsilon": 1e-5, "center": True, "scale": True},
+    "nn.pad": {"pad_mode": "constant"},
+    "strided_slice": {"slice_mode": "end"},
+    "take": {"mode": "clip"},
+    "split": {"axis": 0},
+    "stack": {"axis": 0},
     "concatenate": {"axis": 0},
     "squeeze": {},
     "expand_dims": {"num_newaxis": 1},
@@ -133,9 +139,7 @@ def _checked(e: Any) -> Any:
 
 
 def _func_attrs(attrs: Mapping) -> list[str]:
-    return [
-        f"{k}={_attr_value(v) if not isinstance(v, str) else repr(v)}" for k, v in attrs.items()
-    ]
+    return [f"{k}={_attr_value(v)}" for k, v in attrs.items()]
 
 
 # ----------------------------------------------------------------------------- the printer
