@@ -443,3 +443,25 @@ def test_convert_layout_runs_conv_in_nhwc_and_keeps_numbers():
     np.testing.assert_allclose(_run(out, *args), _run(mod, *args), rtol=1e-4, atol=1e-5)
     with pytest.raises(tvm.error.ArgumentError, match="no layout rule for"):
         relay.transform.ConvertLayout({"nn.dense": ["NC"]})(mod)
+
+
+def test_tutorial_program_after_fold_cse_fuse_prints_as_tvm_does():
+    mod, _ = _tutorial()
+    mod = relay.transform.FoldConstant()(mod)
+    mod = relay.transform.EliminateCommonSubexpr()(mod)
+    mod = relay.transform.FuseOps(fuse_opt_level=2)(mod)
+    t = "Tensor[(1, 4, 6, 6), float32]"
+    ty = f"/* ty={t} */"
+    assert str(mod).splitlines() == [
+        "def @main(%x: Tensor[(1, 4, 8, 8), float32], %weight: Tensor[(4, 4, 3, 3), float32])"
+        f" -> {t} {{",
+        "  %3 = fn (%p0: Tensor[(1, 4, 8, 8), float32], %p1: Tensor[(4, 4, 3, 3), float32], "
+        f"%p2: {t}, %p3: {t}, Primitive=1) -> {t} {{",
+        f"    %0 = nn.conv2d(%p0, %p1, padding=[0, 0, 0, 0]) {ty};",
+        f"    %1 = add(%0, %p2) {ty};",
+        f"    %2 = add(%1, %p3) {ty};",
+        f"    add(%2, %2) {ty}",
+        "  };",
+        f"  %3(%x, %weight, meta[relay.Constant][0] {ty}, meta[relay.Constant][1] {ty}) {ty}",
+        "}",
+    ]
