@@ -90,4 +90,6 @@ __all__ = [
 ]
 __all__ += op.tensor.__all__
 
+# the Relay text form for str(expr) / print(mod), and load_module of relay.build's files
+from ..contrib import graph_executor as _graph_executor  # noqa: F401
 from . import printer

@@ -276,15 +276,16 @@ _LOAD = textwrap.dedent(
     """
     import sys, numpy as np
     import minitvm as tvm
-    from minitvm.contrib import graph_executor
-    import minitvm.driver, minitvm.relax.vm.build, minitvm.relay.build_module
+    from minitvm import relay  # registers the loader of relay.build's files
+    import minitvm.driver, minitvm.relax.vm, minitvm.relay.build_module
 
     def no_compiling(*args, **kwargs):
         raise AssertionError("load_module compiled something")
 
-    minitvm.driver.build = minitvm.relax.vm.build.build = no_compiling
+    minitvm.driver.build = minitvm.relax.vm.build = minitvm.relax.build = no_compiling
     minitvm.relay.build_module.build = no_compiling
     lib = tvm.runtime.load_module(sys.argv[1])
+    from minitvm.contrib import graph_executor
     m = graph_executor.GraphModule(lib["default"](tvm.cpu()))
     m.run(data=tvm.nd.array(np.load(sys.argv[2])))
     np.save(sys.argv[3], m.get_output(0).numpy())
