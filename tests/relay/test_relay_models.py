@@ -80,7 +80,9 @@ WORKLOADS = {
     "resnet18": lambda: testing.resnet.get_workload(
         num_layers=18, batch_size=1, image_shape=(3, 32, 32)
     ),
-    "resnet50": lambda: testing.resnet.get_workload(num_layers=50, batch_size=1, image_shape=(3, 32, 32)),
+    "resnet50": lambda: testing.resnet.get_workload(
+        num_layers=50, batch_size=1, image_shape=(3, 32, 32)
+    ),
     "mobilenet": lambda: testing.mobilenet.get_workload(batch_size=1, image_shape=(3, 32, 32)),
     "mlp": lambda: testing.mlp.get_workload(batch_size=2),
 }
