@@ -138,6 +138,14 @@ def _checked(e: Any) -> Any:
     return getattr(e, "_checked_type_", None)
 
 
+def _type_note(e: Any) -> str:
+    """` /* ty=... */` after a call, tuple or projection whose type is inferred."""
+    ty = _checked(e)
+    if ty is None or not isinstance(e, Call | Tuple | TupleGetItem):
+        return ""
+    return f" /* ty={print_type(ty)} */"
+
+
 def _func_attrs(attrs: Mapping) -> list[str]:
     return [f"{k}={_attr_value(v)}" for k, v in attrs.items()]
 
@@ -205,10 +213,7 @@ class RelayPrinter:
         self.scopes.append({})
         self.lines.append([])
         try:
-            value = self.value(body)
-            ty = _checked(body)
-            if ty is not None and isinstance(body, Call | Tuple | TupleGetItem):
-                value += f" /* ty={print_type(ty)} */"
+            value = self.value(body) + _type_note(body)
             return [*self.lines[-1], value]
         finally:
             self.scopes.pop()
@@ -264,10 +269,11 @@ class RelayPrinter:
     def value_let(self, let: Let) -> str:
         lines = []
         while isinstance(let, Let):  # a chain of lets is one block, not a nest
-            annot = f": {print_type(let.var.type_annotation)}" if let.var.type_annotation else ""
+            var_type = let.var.type_annotation or _checked(let.var)
+            annot = f": {print_type(var_type)}" if var_type is not None else ""
             self.scopes.append({})
             self.lines.append([])
-            value = self.value(let.value)
+            value = self.value(let.value) + _type_note(let.value)
             lines += self.lines.pop()
             self.scopes.pop()
             lines.append(f"let {self.var_name(let.var)}{annot} = {value};")

@@ -465,3 +465,17 @@ def test_tutorial_program_after_fold_cse_fuse_prints_as_tvm_does():
         f"  %3(%x, %weight, meta[relay.Constant][0] {ty}, meta[relay.Constant][1] {ty}) {ty}",
         "}",
     ]
+
+
+def test_to_a_normal_form_binds_each_value_once_and_graph_form_undoes_it():
+    mod, _ = _tutorial()
+    anf = relay.transform.ToANormalForm()(mod)
+    text = str(anf)
+    assert text.count("let %x") == _calls(mod) == 7
+    t = "Tensor[(1, 4, 6, 6), float32]"
+    assert f"  let %x1: {t} = nn.conv2d(%x, %weight, padding=[0, 0, 0, 0]) /* ty={t} */;" in text
+    assert f"  let %x7: {t} = add(%x5, %x6) /* ty={t} */;" in text
+    back = relay.transform.ToGraphNormalForm()(anf)
+    tvm.ir.assert_structural_equal(back["main"].body, mod["main"].body)
+    args = _inputs(mod)
+    np.testing.assert_allclose(_run(anf, *args), _run(mod, *args), rtol=1e-6)

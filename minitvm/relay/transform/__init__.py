@@ -34,6 +34,7 @@ from .fold_constant import fold_constant
 from .fold_scale_axis import fold_scale_axis
 from .fuse_ops import fuse_ops
 from .simplify_inference import simplify_inference
+from .to_a_normal_form import to_a_normal_form
 from .to_graph_normal_form import to_graph_normal_form
 
 
@@ -107,6 +108,11 @@ def ConvertLayout(desired_layouts: Mapping[str, Sequence[str]]) -> Pass:
     return _pass(lambda f: convert_layout(f, desired_layouts), "ConvertLayout", 3, ("InferType",))
 
 
+def ToANormalForm() -> Pass:
+    """Bind every intermediate value to a variable with `let` (the inverse of graph form)."""
+    return _pass(to_a_normal_form, "ToANormalForm", 1)
+
+
 def ToGraphNormalForm() -> Pass:
     """Replace let bindings by sharing: each bound value is used where its variable was."""
     return _pass(to_graph_normal_form, "ToGraphNormalForm", 1)
@@ -129,6 +135,7 @@ __all__ = [
     "PassInfo",
     "Sequential",
     "SimplifyInference",
+    "ToANormalForm",
     "ToGraphNormalForm",
     "convert_layout",
     "dead_code_elimination",
@@ -139,5 +146,6 @@ __all__ = [
     "fuse_ops",
     "module_pass",
     "simplify_inference",
+    "to_a_normal_form",
     "to_graph_normal_form",
 ]
