@@ -38,6 +38,7 @@ _LAZY = {
     "testing": ".testing",
     "type_infer": ".type_infer",
     "build_module": ".build_module",
+    "backend": ".backend",
     "frontend": ".frontend",
     "build": (".build_module", "build"),
     "save_param_dict": (".build_module", "save_param_dict"),

@@ -55,7 +55,15 @@ def build(
     """
     from ..contrib.graph_executor import GraphExecutorFactoryModule, _tensor_info
     from ..relax.vm import build as relax_build
+    from .backend import Executor as _Executor
+    from .backend import Runtime as _Runtime
 
+    for option, kind in ((executor, _Executor), (runtime, _Runtime)):
+        if option is not None and not isinstance(option, kind):
+            raise BuildError(
+                f"relay.build: {kind.__name__.lower()}= must be relay.backend.{kind.__name__}"
+                f"(...), got {type(option).__name__}"
+            )
     mod = _as_module(ir_mod)
     target = _single_target(target)
     rmod = to_relax(mod)

@@ -373,3 +373,20 @@ def test_params_of_the_wrong_shape_or_dtype_are_refused_by_name():
         relay.build(mod, "llvm", params={"w": np.ones((4,), "float32")})
     with pytest.raises(ShapeError, match="parameter 'w' has dtype float32, the array is float64"):
         relay.build(mod, "llvm", params={"w": np.ones((3,), "float64")})
+
+
+def test_backend_executor_and_runtime_options():
+    from minitvm.relay.backend import Executor, Runtime
+
+    x = relay.var("x", shape=(2, 3))
+    mod = tvm.IRModule.from_expr(relay.Function([x], relay.exp(x)))
+    lib = relay.build(
+        mod, "llvm", executor=Executor("graph", {"link-params": True}), runtime=Runtime("cpp")
+    )
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu()))
+    m.run(x=(a := _rand(2, 3)))
+    np.testing.assert_allclose(m.get_output(0).numpy(), np.exp(a), rtol=1e-6)
+    with pytest.raises(MiniTVMError, match=r"Executor\('aot'\): only \['graph'\]"):
+        Executor("aot")
+    with pytest.raises(MiniTVMError, match="executor= must be relay.backend.Executor"):
+        relay.build(mod, "llvm", executor="graph")

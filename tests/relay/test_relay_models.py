@@ -214,3 +214,11 @@ def test_build_after_relay_fusion_computes_the_same_numbers():
     assert "Primitive" in str(fused)
     _, out = _build_and_run(fused, params, data)
     np.testing.assert_allclose(out, plain, rtol=1e-4, atol=1e-7)
+
+
+def test_run_infer_type_and_run_opt_pass_helpers():
+    x = relay.var("x", shape=(2, 3))
+    f = relay.Function([x], relay.nn.relu(x) + relay.nn.relu(x))
+    assert testing.run_infer_type(f).ret_type == relay.TensorType((2, 3))
+    body = testing.run_opt_pass(f.body, relay.transform.EliminateCommonSubexpr())
+    assert body.args[0] is body.args[1]
