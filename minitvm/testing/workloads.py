@@ -20,9 +20,7 @@ def gemm_te(te: Any, n: int, packed: bool) -> tuple:
         C = te.compute((n, n), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
         return A, B, C
     Bp = te.compute((n // NR, n, NR), lambda jo, kk, ji: B[kk, jo * NR + ji], name="Bp")
-    C = te.compute(
-        (n, n), lambda i, j: te.sum(A[i, k] * Bp[j // NR, k, j % NR], axis=k), name="C"
-    )
+    C = te.compute((n, n), lambda i, j: te.sum(A[i, k] * Bp[j // NR, k, j % NR], axis=k), name="C")
     return A, B, C
 
 
@@ -62,8 +60,16 @@ def schedule_blocked(sch: Any, get_block: Any) -> None:
 
 
 def conv2d_nchwc_te(
-    n: Any, c: int, hw: int, o: int, k: int, stride: int = 1, pad: int = 0, cb: int = 16,
-    ob: int = 16, epilogue: str = "",
+    n: Any,
+    c: int,
+    hw: int,
+    o: int,
+    k: int,
+    stride: int = 1,
+    pad: int = 0,
+    cb: int = 16,
+    ob: int = 16,
+    epilogue: str = "",
 ) -> tuple:
     """A blocked conv Y[n, oc/ob, oh, ow, ob] over X[n, c/cb, hw, hw, cb] and packed weights
     W[o/ob, c/cb, k, k, cb, ob], in the form of topi.nn.conv2d_NCHWc: padding in its own
@@ -111,7 +117,13 @@ def _pad_nchwc(X: Any, pad: int) -> Any:
 
 
 def depthwise_conv2d_nchwc_te(
-    n: Any, c: int, hw: int, k: int, stride: int = 1, pad: int = 0, cb: int = 16,
+    n: Any,
+    c: int,
+    hw: int,
+    k: int,
+    stride: int = 1,
+    pad: int = 0,
+    cb: int = 16,
     epilogue: str = "",
 ) -> tuple:
     """A blocked depthwise conv Y[n, c/cb, oh, ow, cb] over X[n, c/cb, hw, hw, cb] and weights
@@ -146,8 +158,9 @@ def _epilogue(inputs: list, Y: Any, epilogue: str, n: Any, o: int, oh: int, ob: 
             inputs.append(B)
             Y = te.compute(Y.shape, lambda *i, Y=Y, B=B: Y(*i) + B[i[1], 0, 0, i[4]], name="T_add")
         elif step == "relu":
-            Y = te.compute(Y.shape, lambda *i, Y=Y: te.max(Y(*i), tir.const(0.0, "float32")),
-                           name="T_relu")
+            Y = te.compute(
+                Y.shape, lambda *i, Y=Y: te.max(Y(*i), tir.const(0.0, "float32")), name="T_relu"
+            )
         elif step == "residual":
             R = te.placeholder(Y.shape, name="residual")
             inputs.append(R)
@@ -159,8 +172,9 @@ def _epilogue(inputs: list, Y: Any, epilogue: str, n: Any, o: int, oh: int, ob: 
     return [*inputs, Y]
 
 
-def depthwise_conv2d_nchwc_ref(x, w, stride: int, pad: int, extra: dict | None = None,
-                               epilogue: str = ""):
+def depthwise_conv2d_nchwc_ref(
+    x, w, stride: int, pad: int, extra: dict | None = None, epilogue: str = ""
+):
     """numpy reference of `depthwise_conv2d_nchwc_te`, through `conv2d_nchwc_ref` with the
     weight spread over a block-diagonal dense kernel."""
     import numpy as np
@@ -173,8 +187,7 @@ def depthwise_conv2d_nchwc_ref(x, w, stride: int, pad: int, extra: dict | None =
     return conv2d_nchwc_ref(x, dense, stride, pad, extra, epilogue)
 
 
-def conv2d_nchwc_ref(x, w, stride: int, pad: int, extra: dict | None = None,
-                     epilogue: str = ""):
+def conv2d_nchwc_ref(x, w, stride: int, pad: int, extra: dict | None = None, epilogue: str = ""):
     """numpy reference of `conv2d_nchwc_te` (float64 accumulation)."""
     import numpy as np
 

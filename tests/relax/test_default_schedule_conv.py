@@ -54,9 +54,7 @@ def scheduled_conv(n, c, hw, o, k, stride, pad, cb, ob, epilogue):
 
 def run_against_numpy(tensors, func, batch, stride, pad, epilogue, seed=0, ref=conv2d_nchwc_ref):
     rng = np.random.default_rng(seed)
-    shapes = [
-        [batch if isinstance(d, tir.Var) else int(d) for d in t.shape] for t in tensors
-    ]
+    shapes = [[batch if isinstance(d, tir.Var) else int(d) for d in t.shape] for t in tensors]
     args = [rng.standard_normal(s).astype("float32") for s in shapes[:-1]]
     out = tvm.nd.array(np.zeros(shapes[-1], "float32"))
     tvm.build(func, target="llvm")(*[tvm.nd.array(a) for a in args], out)
@@ -150,9 +148,7 @@ def test_blocked_depthwise_tile_and_padding_per_tile_match_numpy(
         outer = [lp for lp in tile if lp.kind != ForKind.UNROLLED][:-3]
         assert loops["data_pad"][: len(outer)] == outer
         assert loops["data_pad"][-1].kind == ForKind.VECTORIZED
-    run_against_numpy(
-        tensors, func, 1, stride, pad, epilogue, ref=depthwise_conv2d_nchwc_ref
-    )
+    run_against_numpy(tensors, func, 1, stride, pad, epilogue, ref=depthwise_conv2d_nchwc_ref)
 
 
 def test_dense_conv_padding_stays_one_whole_stage_with_unfused_loops(monkeypatch) -> None:

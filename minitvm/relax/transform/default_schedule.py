@@ -721,7 +721,7 @@ def schedule_row_reduction(sch: Schedule, block: BlockRV, loops: list[LoopRV]) -
     if lanes is None:
         return False
     work = _work(sch, loops)
-    ko, ki = sch.split(loops[-1], [None, lanes])
+    _, ki = sch.split(loops[-1], [None, lanes])
     try:
         rf = sch.rfactor(ki, len(loops) - 1)
     except ScheduleError:
@@ -790,9 +790,11 @@ def _is_conditional(e) -> bool:
     found: list = []
     post_order_visit(
         e,
-        lambda n: found.append(n)
-        if isinstance(n, Select) or isinstance(n, Call) and n.op is _IF_THEN_ELSE
-        else None,
+        lambda n: (
+            found.append(n)
+            if isinstance(n, Select) or isinstance(n, Call) and n.op is _IF_THEN_ELSE
+            else None
+        ),
     )
     return bool(found)
 
