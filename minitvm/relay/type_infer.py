@@ -6,6 +6,7 @@ variables of the argument types: the relax shape rules are the one source of tru
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..error import MiniTVMError, ShapeError
@@ -63,7 +64,9 @@ def op_result_type(op: Op, arg_types: list[Type], attrs: Any) -> Type:
     except RelayTypeError:
         raise
     except MiniTVMError as err:
-        message = str(err).replace(f"relax.{op.name}", op.name)
+        # the relax rule's own op prefix is dropped: the message names the Relay call instead
+        message = re.sub(r"^relax\.[\w.]+: ", f"{op.name}: ", str(err))
+        message = message.replace("relax.op.astype", "relay.cast")
         raise RelayTypeError(
             f"type error in a call of {op.name}({_describe_args(arg_types)}): {message}"
         ) from err

@@ -223,3 +223,17 @@ def test_declared_return_type_is_checked():
     f = relay.Function([x], relay.nn.relu(x), ret_type=relay.TensorType((3, 2)))
     with pytest.raises(RelayTypeError, match="declared to return"):
         infer_type(tvm.IRModule.from_expr(f))
+
+
+def test_type_errors_speak_relay():
+    a, b = relay.var("a", shape=(2, 3)), relay.var("b", shape=(2, 3), dtype="int32")
+    with pytest.raises(RelayTypeError, match="add: dtypes differ.*cast one with relay.cast"):
+        infer_type(relay.add(a, b))
+    with pytest.raises(RelayTypeError, match=r"nn\.dense: in_features differ.*dim 1 of x \(7\)"):
+        infer_type(relay.nn.dense(relay.var("x", shape=(2, 7)), relay.var("w", shape=(4, 8))))
+    with pytest.raises(
+        RelayTypeError, match=r"bias has 4 elements, data \(2, 3, 4, 4\) has 3 along axis 1"
+    ):
+        infer_type(
+            relay.nn.bias_add(relay.var("x", shape=(2, 3, 4, 4)), relay.var("c", shape=(4,)))
+        )

@@ -130,6 +130,12 @@ def _bias_add(emit, args, attrs):
     ndim = data.struct_info.ndim
     axis = attrs.axis % ndim
     (c,) = static_shape(bias, "nn.bias_add", "bias")
+    shape = data.struct_info.static_shape()
+    if shape is not None and shape[axis] != c:
+        raise ShapeError(
+            f"nn.bias_add: bias has {c} elements, data {shape} has {shape[axis]} along axis "
+            f"{attrs.axis}"
+        )
     if axis != ndim - 1:
         bias = emit(rop.reshape(bias, [c] + [1] * (ndim - axis - 1)))
     return rop.add(data, bias)
