@@ -200,11 +200,7 @@ class RelayPrinter:
         """Emit `%n = text;` in the current scope and return `%n`."""
         name = f"%{self.temp}"
         self.temp += 1
-        ty = _checked(e)
-        note = (
-            f" /* ty={print_type(ty)} */" if ty is not None and not isinstance(e, Function) else ""
-        )
-        self.lines[-1].append(f"{name} = {text}{note};")
+        self.lines[-1].append(f"{name} = {text}{_type_note(e)};")
         self.scopes[-1][e] = name
         return name
 
