@@ -36,6 +36,7 @@ NUMPY = {
     "nn.dense": lambda a, at: a[0] @ a[1].T,
     "nn.dropout": lambda a, at: (a[0], np.ones_like(a[0])),
     "nn.softmax": lambda a, at: ref.softmax(a[0], at.axis),
+    "concatenate": lambda a, at: np.concatenate(a[0], axis=at.axis),
 }
 
 
@@ -51,6 +52,9 @@ class NumpyForward(ExprFunctor):
 
     def visit_call(self, call):
         return NUMPY[call.op.name]([self.visit(a) for a in call.args], call.attrs)
+
+    def visit_tuple(self, tup):
+        return [self.visit(f) for f in tup.fields]
 
     def visit_tuple_getitem(self, item):
         return self.visit(item.tuple_value)[item.index]
@@ -85,6 +89,9 @@ WORKLOADS = {
     ),
     "mobilenet": lambda: testing.mobilenet.get_workload(batch_size=1, image_shape=(3, 32, 32)),
     "mlp": lambda: testing.mlp.get_workload(batch_size=2),
+    "squeezenet1.1": lambda: testing.squeezenet.get_workload(
+        version="1.1", image_shape=(3, 64, 64)
+    ),
 }
 
 
@@ -108,6 +115,8 @@ def test_parameter_counts_match_the_published_architectures():
     assert count(testing.vgg.get_net(1, 1000, (3, 224, 224), 16)) == 138_357_544
     assert count(testing.vgg.get_net(1, 1000, (3, 224, 224), 19)) == 143_667_240
     assert count(testing.mobilenet.get_net(1, 1000, (3, 224, 224))) == 4_253_864  # with BN stats
+    assert count(testing.squeezenet.get_net(1, (3, 224, 224), 1000, "1.0")) == 1_248_424
+    assert count(testing.squeezenet.get_net(1, (3, 224, 224), 1000, "1.1")) == 1_235_496
 
 
 def test_workloads_use_tvm_parameter_names():

@@ -1,6 +1,6 @@
 """`relay.testing`: classic workloads as (mod, params) — vgg, resnet, mobilenet, mlp."""
 
-from . import init, layers, mlp, mobilenet, resnet, vgg
+from . import init, layers, mlp, mobilenet, resnet, squeezenet, vgg
 from .init import create_workload
 
 
@@ -40,5 +40,6 @@ __all__ = [
     "resnet",
     "run_infer_type",
     "run_opt_pass",
+    "squeezenet",
     "vgg",
 ]
