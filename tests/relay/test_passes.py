@@ -479,3 +479,14 @@ def test_to_a_normal_form_binds_each_value_once_and_graph_form_undoes_it():
     tvm.ir.assert_structural_equal(back["main"].body, mod["main"].body)
     args = _inputs(mod)
     np.testing.assert_allclose(_run(anf, *args), _run(mod, *args), rtol=1e-6)
+
+
+def test_defuse_ops_inlines_primitive_functions_back():
+    mod, _ = _tutorial()
+    for level in (0, 2):
+        fused = relay.transform.FuseOps(fuse_opt_level=level)(mod)
+        back = relay.transform.DefuseOps()(fused)
+        assert not _primitive_functions(back)
+        tvm.ir.assert_structural_equal(back["main"].body, mod["main"].body)
+    x = relay.var("x", shape=(2, 3))
+    assert relay.transform.InferTypeLocal(relay.sum(x, axis=1)) == relay.TensorType((2,))

@@ -29,6 +29,7 @@ from ..expr import Function
 from ..type_infer import infer_type
 from .convert_layout import convert_layout
 from .dead_code_elimination import dead_code_elimination
+from .defuse_ops import defuse_ops
 from .eliminate_common_subexpr import eliminate_common_subexpr
 from .fold_constant import fold_constant
 from .fold_scale_axis import fold_scale_axis
@@ -88,6 +89,16 @@ def FuseOps(fuse_opt_level: int = -1) -> Pass:
     return _pass(lambda f: fuse_ops(f, fuse_opt_level), "FuseOps", 0, ("InferType",))
 
 
+def DefuseOps() -> Pass:
+    """Inline every call of a Primitive function (undoes FuseOps)."""
+    return _pass(defuse_ops, "DefuseOps", 0)
+
+
+def InferTypeLocal(expr: Any) -> Any:
+    """The type of `expr` (inferred on the spot, without a module)."""
+    return infer_type(expr).checked_type
+
+
 def SimplifyInference() -> Pass:
     """batch_norm becomes multiply/add by its folded scale and shift; dropout the identity."""
     return _pass(simplify_inference, "SimplifyInference", 0, ("InferType",))
@@ -123,12 +134,14 @@ register_required_pass("InferType", InferType)
 __all__ = [
     "ConvertLayout",
     "DeadCodeElimination",
+    "DefuseOps",
     "EliminateCommonSubexpr",
     "FoldConstant",
     "FoldScaleAxis",
     "FunctionPass",
     "FuseOps",
     "InferType",
+    "InferTypeLocal",
     "ModulePass",
     "Pass",
     "PassContext",
@@ -139,6 +152,7 @@ __all__ = [
     "ToGraphNormalForm",
     "convert_layout",
     "dead_code_elimination",
+    "defuse_ops",
     "eliminate_common_subexpr",
     "fold_constant",
     "fold_scale_axis",
