@@ -771,11 +771,11 @@ def _inline_intermediates(sch: Schedule) -> None:
         changed = False
         func = sch.mod["main"]
         params = {id(b) for b in func.buffer_map.values()}
-        for r in _blocks(func):
-            block = r.block
+        blocks = [r.block for r in _blocks(func)]
+        for block in blocks:
             if _kind(block) is not BlockKind.SPATIAL or len(block.writes) != 1:
                 continue
-            if id(block.writes[0].buffer) in params or _is_packing(func, block):
+            if id(block.writes[0].buffer) in params or _is_packing(blocks, block):
                 continue
             try:
                 sch.compute_inline(sch.get_block(block.name_hint))
@@ -799,9 +799,9 @@ def _is_conditional(e) -> bool:
     return bool(found)
 
 
-def _is_packing(func: PrimFunc, producer: Block) -> bool:
-    """`producer` feeds a product block (matmul, conv) and inlining it would put into that
-    block's inner loop a conditional (the border test of a padding stage like a conv's
+def _is_packing(blocks: list[Block], producer: Block) -> bool:
+    """`producer` feeds a product (matmul, conv) among `blocks` and inlining it would put into
+    that block's inner loop a conditional (the border test of a padding stage like a conv's
     `data_pad`) or a strided load along the vectorized output columns j (the transpose of
     `g @ W.T`): it stays a stage, writing a padded or packed copy once (parallel and
     vectorized by the spatial rule) that the product's register tile reads unguarded."""
@@ -815,11 +815,11 @@ def _is_packing(func: PrimFunc, producer: Block) -> bool:
         if any(_uses(i, v) for ld in _loads(store.value) for i in ld.indices[:-1])
     }
     conditional = _is_conditional(store.value)
-    for r in _blocks(func):
-        term = _product_term(r.block)
+    for block in blocks:
+        term = _product_term(block)
         if term is None:
             continue
-        j = _last_spatial_var(r.block)
+        j = _last_spatial_var(block)
         for ld in _loads(term):
             if ld.buffer is not out:
                 continue
