@@ -8,6 +8,23 @@ from typing import Any
 from ..ir.node import FrozenDict, Node, field_names
 from ..ir.recursion import DEEP_RECURSION_LIMIT, allows_deep_recursion, deep_recursion  # noqa: F401
 
+# What a walker does with a value, by its type. Cached per type: isinstance against FrozenDict
+# (a Mapping, so an ABC) cost a third of every walk when asked of each field.
+_NODE, _TUPLE, _LIST, _FROZENDICT, _DICT, _LEAF = range(6)
+_KINDS: dict[type, int] = {}
+
+
+def _kind(t: type) -> int:
+    """The walker kind of values of type `t`."""
+    k = _KINDS.get(t)
+    if k is None:
+        kinds = ((Node, _NODE), (tuple, _TUPLE), (list, _LIST), (FrozenDict, _FROZENDICT))
+        k = next(
+            (k for base, k in kinds if issubclass(t, base)), _DICT if issubclass(t, dict) else _LEAF
+        )
+        _KINDS[t] = k
+    return k
+
 
 def _dispatch(visitor_cls: type, node_cls: type) -> Callable | None:
     table = visitor_cls.__dict__.get("_table")
@@ -32,25 +49,33 @@ class Visitor:
     to continue into the children."""
 
     def visit(self, n: Any) -> None:
-        if isinstance(n, Node):
-            method = _dispatch(type(self), type(n))
+        t = type(n)
+        k = _KINDS.get(t)
+        if k is None:
+            k = _kind(t)
+        if k == _NODE:
+            method = _dispatch(type(self), t)
             if method is not None:
                 method(self, n)
             else:
                 self.generic_visit(n)
-        elif isinstance(n, tuple | list):
+        elif k == _TUPLE or k == _LIST:
             for x in n:
                 self.visit(x)
-        elif isinstance(n, FrozenDict | dict):
-            for k, v in n.items():
-                self.visit(k)
+        elif k == _FROZENDICT or k == _DICT:
+            for key, v in n.items():
+                self.visit(key)
                 self.visit(v)
 
     def generic_visit(self, n: Node) -> None:
+        visit = self.visit
         for name in field_names(type(n)):
             value = getattr(n, name)
-            if isinstance(value, Node | tuple | list | FrozenDict):
-                self.visit(value)
+            k = _KINDS.get(type(value))
+            if k is None:
+                k = _kind(type(value))
+            if k < _DICT:  # nodes, tuples, lists and FrozenDicts hold children
+                visit(value)
 
 
 class Mutator:
@@ -64,58 +89,76 @@ class Mutator:
         self._memo: dict[int, tuple[Any, Any]] = {}
 
     def visit(self, n: Any) -> Any:
-        if isinstance(n, Node):
+        t = type(n)
+        k = _KINDS.get(t)
+        if k is None:
+            k = _kind(t)
+        if k == _NODE:
             hit = self._memo.get(id(n))
             if hit is not None:
                 return hit[1]
-            method = _dispatch(type(self), type(n))
+            method = _dispatch(type(self), t)
             out = method(self, n) if method is not None else self.generic_visit(n)
             self._memo[id(n)] = (n, out)  # keep n alive so its id is not reused
             return out
-        if isinstance(n, tuple):
+        if k == _TUPLE:
             items = [self.visit(x) for x in n]
             return n if all(a is b for a, b in zip(items, n)) else tuple(items)
-        if isinstance(n, FrozenDict):
-            items = [(self.visit(k), self.visit(v)) for k, v in n.items()]
-            same = all(k2 is k and v2 is v for (k2, v2), (k, v) in zip(items, n.items()))
+        if k == _FROZENDICT:
+            items = [(self.visit(key), self.visit(v)) for key, v in n.items()]
+            same = all(k2 is k1 and v2 is v1 for (k2, v2), (k1, v1) in zip(items, n.items()))
             return n if same else FrozenDict(items)
         return n
 
     def generic_visit(self, n: Node) -> Node:
         changes = {}
+        visit = self.visit
         for name in field_names(type(n)):
             value = getattr(n, name)
-            if isinstance(value, Node | tuple | FrozenDict):
-                new = self.visit(value)
+            k = _KINDS.get(type(value))
+            if k is None:
+                k = _kind(type(value))
+            if k == _NODE or k == _TUPLE or k == _FROZENDICT:
+                new = visit(value)
                 if new is not value:
                     changes[name] = new
         return n.replace(**changes) if changes else n
 
 
+class _PostOrder(Visitor):
+    """Calls `fn` after a node's children; one class for every call so its table stays warm."""
+
+    def __init__(self, fn: Callable[[Node], None]) -> None:
+        self.fn = fn
+
+    def visit(self, x: Any) -> None:
+        super().visit(x)
+        if isinstance(x, Node):
+            self.fn(x)
+
+
+class _PreOrder(Visitor):
+    """Calls `fn` before a node's children; `fn` returning False skips them."""
+
+    def __init__(self, fn: Callable[[Node], bool | None]) -> None:
+        self.fn = fn
+
+    def visit(self, x: Any) -> None:
+        if isinstance(x, Node) and self.fn(x) is False:
+            return
+        super().visit(x)
+
+
 @allows_deep_recursion
 def post_order_visit(n: Any, fn: Callable[[Node], None]) -> None:
     """Call `fn` on every node under `n`, children before parents."""
-
-    class _PostOrder(Visitor):
-        def visit(self, x: Any) -> None:
-            super().visit(x)
-            if isinstance(x, Node):
-                fn(x)
-
-    _PostOrder().visit(n)
+    _PostOrder(fn).visit(n)
 
 
 @allows_deep_recursion
 def pre_order_visit(n: Any, fn: Callable[[Node], bool | None]) -> None:
     """Call `fn` on every node under `n`, parents first; `fn` returning False skips the children."""
-
-    class _PreOrder(Visitor):
-        def visit(self, x: Any) -> None:
-            if isinstance(x, Node) and fn(x) is False:
-                return
-            super().visit(x)
-
-    _PreOrder().visit(n)
+    _PreOrder(fn).visit(n)
 
 
 class _Substitute(Mutator):
@@ -128,18 +171,21 @@ class _Substitute(Mutator):
         return self.vmap.get(id(v), v)
 
 
+class _FnSubstitute(Mutator):
+    def __init__(self, fn: Callable[[Any], Any]) -> None:
+        super().__init__()
+        self.fn = fn
+
+    def visit_Var(self, v: Node) -> Any:
+        out = self.fn(v)
+        return v if out is None else out
+
+
 @allows_deep_recursion
 def substitute(n: Any, vmap: Mapping | Callable[[Any], Any]) -> Any:
     """Replace variables in `n`: `vmap` maps Var → expression (or is a function Var → expr|None)."""
     if callable(vmap) and not isinstance(vmap, Mapping):
-        fn = vmap
-
-        class _FnSubstitute(Mutator):
-            def visit_Var(self, v: Node) -> Any:
-                out = fn(v)
-                return v if out is None else out
-
-        return _FnSubstitute().visit(n)
+        return _FnSubstitute(vmap).visit(n)
     if not vmap:
         return n
     return _Substitute(vmap).visit(n)
