@@ -1,5 +1,6 @@
 """Shared IR base: nodes, dtypes, structural equality, IRModule and pass infrastructure."""
 
+from .. import instrument  # tvm.ir.instrument (TVM 0.9+ spelling of tvm.instrument)
 from . import transform
 from .dtype import DataType
 from .json_io import load_json, save_json
@@ -20,6 +21,7 @@ __all__ = [
     "assert_structural_equal",
     "structural_equal",
     "structural_hash",
+    "instrument",
     "transform",
     "load_json",
     "save_json",

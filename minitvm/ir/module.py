@@ -122,6 +122,13 @@ class IRModule:
     def show(self, **kwargs: Any) -> None:
         print(self.script(**kwargs))  # noqa: T201 - explicit user request to print
 
+    def astext(self, show_meta_data: bool = True) -> str:
+        """TVM's text form: Relay's for a module holding Relay functions (with the constants'
+        metadata section when `show_meta_data`), else the script."""
+        from .node import _printer_for
+
+        return _printer_for(IRModule)(self, show_meta_data=show_meta_data)
+
     def __str__(self) -> str:
         return self.script()
 
