@@ -121,9 +121,9 @@ class _Inferer(ExprFunctor):
         return self.globals[gv.name_hint]
 
     def visit_call(self, c: Call) -> Type:
-        arg_types = [self.visit(a) for a in c.args]
         if isinstance(c.op, Op):
-            return op_result_type(c.op, arg_types, c.attrs)
+            return op_result_type(c.op, self._op_arg_types(c), c.attrs)
+        arg_types = [self.visit(a) for a in c.args]
         if isinstance(c.op, Function):
             self._bind_params(c.op, arg_types)
         fty = self.visit(c.op)
@@ -138,6 +138,19 @@ class _Inferer(ExprFunctor):
                 raise RelayTypeError(f"argument {i}: function expects {want}, got {got}")
         return fty.ret_type
 
+    def _op_arg_types(self, c: Call) -> list[Type]:
+        """Argument types; untyped weight variables get theirs from the op's fill rule."""
+        untyped = [
+            isinstance(a, Var) and a.type_annotation is None and a not in self.bound for a in c.args
+        ]
+        types = [None if u else self.visit(a) for a, u in zip(c.args, untyped)]
+        rule = _FILL.get(c.op.name)
+        if any(untyped) and rule is not None and isinstance(types[0], TensorType):
+            for arg, ty, u in zip(c.args, rule(types, c.attrs), untyped):
+                if u and ty is not None:
+                    self.bound[arg] = ty
+        return [self.visit(a) if u else t for a, t, u in zip(c.args, types, untyped)]
+
     def _bind_params(self, func: Function, arg_types: list[Type]) -> None:
         """Parameters without annotations take the types of the call's arguments."""
         for p, t in zip(func.params, arg_types):
@@ -145,8 +158,8 @@ class _Inferer(ExprFunctor):
                 self.bound.setdefault(p, t)
 
     def visit_function(self, func: Function) -> Type:
+        ret = self.visit(func.body)  # first: it may give untyped weight params their types
         params = [self.visit(p) for p in func.params]
-        ret = self.visit(func.body)
         if func.ret_type is not None and func.ret_type != ret:
             raise RelayTypeError(f"function declared to return {func.ret_type}, its body is {ret}")
         return FuncType(params, ret)
@@ -169,6 +182,50 @@ class _Inferer(ExprFunctor):
         if then != other:
             raise RelayTypeError(f"if: the branches have different types: {then} and {other}")
         return then
+
+
+# ----------------------------------------------------------------------------- weight types
+# TVM's classic style leaves weights untyped (`relay.var("weight")`) and lets inference find
+# their shapes from the data and the attrs. op -> rule(arg types, attrs) giving the types of
+# the weights it can deduce (data, argument 0, is typed).
+
+
+def _channels(data: TensorType, axis: int) -> TensorType:
+    return TensorType((data.shape[axis % data.ndim],), data.dtype)
+
+
+def _fill_conv2d(types: list, attrs: Any) -> list:
+    data = types[0]
+    if (
+        attrs.channels is None
+        or attrs.kernel_size is None
+        or set(attrs.kernel_layout) != set("OIHW")
+    ):
+        return types
+    in_channels = data.shape[attrs.data_layout.index("C")]
+    dims = {"O": attrs.channels, "I": in_channels // attrs.groups, "H": attrs.kernel_size[0]}
+    dims["W"] = attrs.kernel_size[1]
+    return [data, TensorType([dims[a] for a in attrs.kernel_layout], data.dtype)]
+
+
+def _fill_dense(types: list, attrs: Any) -> list:
+    data = types[0]
+    if attrs.units is None:
+        return types
+    return [data, TensorType((attrs.units, data.shape[-1]), data.dtype)]
+
+
+def _fill_per_channel(types: list, attrs: Any) -> list:
+    return [types[0]] + [_channels(types[0], attrs.axis)] * (len(types) - 1)
+
+
+_FILL = {
+    "nn.conv2d": _fill_conv2d,
+    "nn.dense": _fill_dense,
+    "nn.bias_add": _fill_per_channel,
+    "nn.batch_norm": _fill_per_channel,
+    "nn.layer_norm": _fill_per_channel,
+}
 
 
 def _with_ret_type(func: Function) -> Function:

@@ -237,3 +237,25 @@ def test_type_errors_speak_relay():
         infer_type(
             relay.nn.bias_add(relay.var("x", shape=(2, 3, 4, 4)), relay.var("c", shape=(4,)))
         )
+
+
+def test_untyped_weights_take_their_shapes_from_data_and_attrs():
+    data = relay.var("data", shape=(1, 3, 8, 8))
+    names = ("weight", "bn_gamma", "bn_beta", "bn_mean", "bn_var", "fc_weight", "fc_bias")
+    w, g, b, m, v, fw, fb = (relay.var(n) for n in names)
+    y = relay.nn.conv2d(data, w, kernel_size=(3, 3), channels=4, padding=(1, 1))
+    y = relay.nn.relu(relay.nn.batch_norm(y, g, b, m, v)[0])
+    y = relay.nn.bias_add(relay.nn.dense(relay.nn.batch_flatten(y), fw, units=10), fb, axis=-1)
+    f = relay.Function([data, w, g, b, m, v, fw, fb], y)
+    main = infer_type(tvm.IRModule.from_expr(f))["main"]
+    assert [p.checked_type.shape for p in main.params[1:]] == [
+        (4, 3, 3, 3), (4,), (4,), (4,), (4,), (10, 256), (10,)
+    ]  # fmt: skip
+    assert main.ret_type == relay.TensorType((1, 10))
+
+
+def test_untyped_weight_without_the_attrs_to_deduce_it_is_an_error():
+    data = relay.var("data", shape=(1, 3, 8, 8))
+    w = relay.var("weight")
+    with pytest.raises(RelayTypeError, match="variable %weight has no type"):
+        infer_type(relay.nn.conv2d(data, w))  # no channels / kernel_size

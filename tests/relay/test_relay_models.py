@@ -231,3 +231,16 @@ def test_run_infer_type_and_run_opt_pass_helpers():
     assert testing.run_infer_type(f).ret_type == relay.TensorType((2, 3))
     body = testing.run_opt_pass(f.body, relay.transform.EliminateCommonSubexpr())
     assert body.args[0] is body.args[1]
+
+
+def test_create_workload_of_untyped_weights_builds_and_matches_numpy():
+    data = relay.var("data", relay.TensorType((1, 3, 16, 16), "float32"))
+    stats = [relay.var(n) for n in ("bn_gamma", "bn_beta", "bn_mean", "bn_var")]
+    weight = relay.var("weight")
+    y = relay.nn.conv2d(data=data, weight=weight, kernel_size=(3, 3), channels=8, padding=(1, 1))
+    y = relay.nn.relu(relay.nn.batch_norm(y, *stats)[0])
+    net, params = testing.create_workload(relay.Function(relay.analysis.free_vars(y), y))
+    assert params["weight"].shape == (8, 3, 3, 3) and params["bn_var"].shape == (8,)
+    x = np.random.default_rng(3).uniform(-1, 1, (1, 3, 16, 16)).astype("float32")
+    _, out = _build_and_run(net, params, x)
+    np.testing.assert_allclose(out, numpy_forward(net, params, x), rtol=1e-4, atol=1e-5)

@@ -27,14 +27,15 @@ def _normal(scale: Callable[[tuple], float]) -> Callable:
     return lambda rng, s: rng.standard_normal(s) * scale(s)
 
 
-# (name suffix, initialiser); the first matching suffix wins
+# (name suffix, initialiser); the first matching suffix wins (TVM's names: "conv0_weight",
+# "bn_gamma", "bn_moving_var", or plain "weight", "bn_mean", "bn_var")
 RULES: tuple[tuple[str, Callable[[np.random.Generator, tuple], np.ndarray]], ...] = (
-    ("_weight", _normal(lambda s: math.sqrt(2 / _fan_in(s)))),
-    ("_bias", _normal(lambda s: 0.05)),
-    ("_gamma", lambda rng, s: rng.uniform(0.7, 1.3, s)),
-    ("_beta", _normal(lambda s: 0.1)),
-    ("_moving_mean", _normal(lambda s: 0.1)),
-    ("_moving_var", lambda rng, s: rng.uniform(0.6, 1.6, s)),
+    ("weight", _normal(lambda s: math.sqrt(2 / _fan_in(s)))),
+    ("bias", _normal(lambda s: 0.05)),
+    ("gamma", lambda rng, s: rng.uniform(0.7, 1.3, s)),
+    ("beta", _normal(lambda s: 0.1)),
+    ("mean", _normal(lambda s: 0.1)),
+    ("var", lambda rng, s: rng.uniform(0.6, 1.6, s)),
 )
 
 
