@@ -244,3 +244,27 @@ def test_create_workload_of_untyped_weights_builds_and_matches_numpy():
     x = np.random.default_rng(3).uniform(-1, 1, (1, 3, 16, 16)).astype("float32")
     _, out = _build_and_run(net, params, x)
     np.testing.assert_allclose(out, numpy_forward(net, params, x), rtol=1e-4, atol=1e-5)
+
+
+def test_tvm_style_layers_with_untyped_weights():
+    from minitvm.relay.testing import layers
+
+    data = relay.var("data", shape=(2, 3, 8, 8))
+    y = layers.conv2d(data, name="c0", channels=4, kernel_size=(3, 3), padding=(1, 1))
+    y = relay.nn.relu(layers.batch_norm_infer(y, name="bn0"))
+    y = layers.dense_add_bias(relay.nn.batch_flatten(y), units=5, name="fc")
+    net, params = testing.create_workload(relay.Function(relay.analysis.free_vars(y), y))
+    assert sorted(params) == sorted(
+        [
+            "c0_weight",
+            "bn0_gamma",
+            "bn0_beta",
+            "bn0_moving_mean",
+            "bn0_moving_var",
+            "fc_weight",
+            "fc_bias",
+        ]
+    )
+    x = np.random.default_rng(4).uniform(-1, 1, (2, 3, 8, 8)).astype("float32")
+    _, out = _build_and_run(net, params, x)
+    np.testing.assert_allclose(out, numpy_forward(net, params, x), rtol=1e-4, atol=1e-5)

@@ -64,4 +64,43 @@ def relu(x: Expr) -> Any:
     return nn.relu(x)
 
 
-__all__ = ["Net", "op", "relu"]
+# TVM's relay.testing.layers helpers: weights are untyped variables named after the layer;
+# type inference gives them their shapes (relay/type_infer.py's weight rules).
+
+
+def conv2d(data: Expr, weight: Expr | None = None, **kwargs: Any) -> Expr:
+    """nn.conv2d with a `<name>_weight` variable when no weight is given."""
+    name = kwargs.pop("name")
+    return nn.conv2d(data, weight if weight is not None else var(f"{name}_weight"), **kwargs)
+
+
+def batch_norm_infer(
+    data: Expr,
+    gamma: Expr | None = None,
+    beta: Expr | None = None,
+    moving_mean: Expr | None = None,
+    moving_var: Expr | None = None,
+    **kwargs: Any,
+) -> Expr:
+    """The output of nn.batch_norm, creating `<name>_gamma` ... `<name>_moving_var` as needed."""
+    name = kwargs.pop("name")
+    given = {"gamma": gamma, "beta": beta, "moving_mean": moving_mean, "moving_var": moving_var}
+    stats = [v if v is not None else var(f"{name}_{k}") for k, v in given.items()]
+    return nn.batch_norm(data, *stats, **kwargs)[0]
+
+
+def dense_add_bias(
+    data: Expr,
+    weight: Expr | None = None,
+    bias: Expr | None = None,
+    units: int | None = None,
+    **kwargs: Any,
+) -> Expr:
+    """nn.dense then bias_add on the last axis, creating `<name>_weight` / `<name>_bias`."""
+    name = kwargs.pop("name")
+    weight = weight if weight is not None else var(f"{name}_weight")
+    bias = bias if bias is not None else var(f"{name}_bias")
+    return nn.bias_add(nn.dense(data, weight, units, **kwargs), bias, axis=-1)
+
+
+__all__ = ["Net", "batch_norm_infer", "conv2d", "dense_add_bias", "op", "relu"]
