@@ -5,7 +5,8 @@ params are renamed to the fused function's params (inputs, then the output), eac
 intermediate tensor becomes an `alloc_buffer` of the root block, and every loop, block,
 iterator and local buffer gets a fresh definition (a PrimFunc called twice is copied twice).
 Calls of the primitive function become a single `call_tir`; the primitive functions, and
-the PrimFuncs only they called, leave the module.
+the PrimFuncs only they called, leave the module. Two primitive functions that fuse into
+structurally equal PrimFuncs share the first one's.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 from ...error import MiniTVMError
 from ...ir.dtype import DataType
 from ...ir.module import GlobalVar, IRModule
+from ...ir.structural import structural_equal, structural_hash
 from ...tir.buffer import Buffer, decl_buffer
 from ...tir.expr import Var as TirVar
 from ...tir.function import PrimFunc
@@ -218,16 +220,38 @@ def _referenced(mod: IRModule) -> set[str]:
     return refs.names
 
 
+class _Twins:
+    """Fused PrimFuncs by structure, so that a group fused twice (ResNet's repeated blocks)
+    becomes one PrimFunc that DefaultSchedule and lowering see once, as BlockBuilder.add_func
+    shares identical PrimFuncs."""
+
+    def __init__(self) -> None:
+        self.index: dict[int, list[tuple[GlobalVar, PrimFunc]]] = {}
+
+    def share(self, prim: PrimFunc, name: str) -> tuple[GlobalVar, bool]:
+        """The GlobalVar of an equal PrimFunc seen before, or a new one named `name`; and
+        whether it is new."""
+        twins = self.index.setdefault(structural_hash(prim, map_free_vars=True), [])
+        for gv, other in twins:
+            if structural_equal(other, prim, map_free_vars=True):
+                return gv, False
+        gv = GlobalVar(name)
+        twins.append((gv, prim))
+        return gv, True
+
+
 def fuse_tir(mod: IRModule) -> IRModule:
     """Replace each primitive relax Function and its calls by one fused PrimFunc."""
     out = IRModule(attrs=mod.attrs)
     fused: dict[GlobalVar, tuple[GlobalVar, Any]] = {}
     callees: set[str] = set()
+    twins = _Twins()
     for gv, func in mod.functions_items():
         if isinstance(func, Function) and func.attrs.get("Primitive"):
             prim = fuse_primitive(mod, gv.name_hint, func)
-            prim_gv = GlobalVar(gv.name_hint)
-            out[prim_gv] = prim
+            prim_gv, new = twins.share(prim, gv.name_hint)
+            if new:
+                out[prim_gv] = prim
             fused[gv] = (prim_gv, func.ret_struct_info)
             callees.update(b.value.args[0].name_hint for b in _bindings(gv.name_hint, func))
         else:
