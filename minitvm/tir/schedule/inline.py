@@ -304,9 +304,13 @@ def _consumer_inverse(
             r,
         )
     for inverse in candidates:
-        verdict = _check_by_points(r, load_idx, producer_at, pstore, inverse)
-        if verdict is None:
-            verdict = _check_by_analysis(r, load_idx, producer_at, pstore, inverse)
+        # the symbolic proof first: it costs a few simplifications where enumerating a conv's
+        # epilogue evaluated every index at up to MAX_POINTS points (seconds per model build);
+        # what it cannot prove is decided point by point where the blocks are countable
+        verdict = _check_by_analysis(r, load_idx, producer_at, pstore, inverse)
+        if verdict:
+            by_points = _check_by_points(r, load_idx, producer_at, pstore, inverse)
+            verdict = verdict if by_points is None else by_points
         if not verdict:
             return inverse
     raise schedule_error(func, f"{what}: {verdict}", r)
