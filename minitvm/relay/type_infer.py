@@ -219,8 +219,18 @@ def _fill_per_channel(types: list, attrs: Any) -> list:
     return [types[0]] + [_channels(types[0], attrs.axis)] * (len(types) - 1)
 
 
+def _fill_conv2d_transpose(types: list, attrs: Any) -> list:
+    data = types[0]
+    if attrs.channels is None or attrs.kernel_size is None or attrs.kernel_layout != "IOHW":
+        return types
+    in_channels = data.shape[attrs.data_layout.index("C")]
+    shape = (in_channels, attrs.channels // attrs.groups, *attrs.kernel_size)
+    return [data, TensorType(shape, data.dtype)]
+
+
 _FILL = {
     "nn.conv2d": _fill_conv2d,
+    "nn.conv2d_transpose": _fill_conv2d_transpose,
     "nn.dense": _fill_dense,
     "nn.bias_add": _fill_per_channel,
     "nn.batch_norm": _fill_per_channel,

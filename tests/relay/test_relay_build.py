@@ -9,11 +9,13 @@ import textwrap
 
 import numpy as np
 import pytest
+from relay_numpy_refs import conv2d_transpose_ref
 
 import minitvm as tvm
 from minitvm import relay
 from minitvm.contrib import graph_executor
 from minitvm.error import ArgumentError, DTypeError, MiniTVMError, ShapeError
+from minitvm.relay.type_infer import infer_type
 from minitvm.topi import reference as ref
 
 RNG = np.random.default_rng(7)
@@ -94,6 +96,18 @@ OPS = [
         lambda x: relay.nn.avg_pool2d(x, (2, 2), (2, 2), count_include_pad=True),
         lambda x: ref.pool2d(x, 2, 2, 1, 0, "avg", count_include_pad=True),
         [(1, 2, 6, 6)],
+    ),
+    (
+        lambda x, w: relay.nn.conv2d_transpose(x, w, strides=(2, 2), padding=(1, 1)),
+        lambda x, w: conv2d_transpose_ref(x, w, (2, 2), (1, 1, 1, 1)),
+        [(1, 3, 5, 4), (3, 2, 4, 4)],
+    ),
+    (
+        lambda x, w: relay.nn.conv2d_transpose(
+            x, w, strides=(2, 3), padding=(1, 0, 1, 2), output_padding=(1, 1)
+        ),
+        lambda x, w: conv2d_transpose_ref(x, w, (2, 3), (1, 0, 1, 2), (1, 1)),
+        [(1, 3, 5, 4), (3, 2, 3, 3)],
     ),
     (relay.nn.global_avg_pool2d, lambda x: x.mean((2, 3), keepdims=True), [(2, 3, 4, 5)]),
     (lambda x: relay.nn.dropout(x, 0.3), lambda x: x, [(2, 3)]),
@@ -390,3 +404,11 @@ def test_backend_executor_and_runtime_options():
         Executor("aot")
     with pytest.raises(MiniTVMError, match="executor= must be relay.backend.Executor"):
         relay.build(mod, "llvm", executor="graph")
+
+
+def test_conv2d_transpose_unsupported_forms_are_refused():
+    x, w = relay.var("x", shape=(1, 4, 5, 5)), relay.var("w", shape=(4, 2, 3, 3))
+    with pytest.raises(ShapeError, match="only data_layout NCHW, kernel_layout IOHW and groups 1"):
+        infer_type(relay.nn.conv2d_transpose(x, w, groups=2))
+    with pytest.raises(ShapeError, match=r"padding \[3, 3, 3, 3\] larger than kernel - 1"):
+        infer_type(relay.nn.conv2d_transpose(x, w, padding=3))

@@ -8,6 +8,7 @@ import textwrap
 
 import numpy as np
 import pytest
+from relay_numpy_refs import conv2d_transpose_ref
 
 import minitvm as tvm
 from minitvm import relay
@@ -37,6 +38,11 @@ NUMPY = {
     "nn.dropout": lambda a, at: (a[0], np.ones_like(a[0])),
     "nn.softmax": lambda a, at: ref.softmax(a[0], at.axis),
     "concatenate": lambda a, at: np.concatenate(a[0], axis=at.axis),
+    "reshape": lambda a, at: a[0].reshape(at.newshape),
+    "tanh": lambda a, at: np.tanh(a[0]),
+    "nn.conv2d_transpose": lambda a, at: conv2d_transpose_ref(
+        a[0], a[1], at.strides, at.padding, at.output_padding
+    ),
 }
 
 
@@ -89,6 +95,7 @@ WORKLOADS = {
     ),
     "mobilenet": lambda: testing.mobilenet.get_workload(batch_size=1, image_shape=(3, 32, 32)),
     "mlp": lambda: testing.mlp.get_workload(batch_size=2),
+    "dcgan": lambda: testing.dcgan.get_workload(batch_size=1, ngf=16),
     "squeezenet1.1": lambda: testing.squeezenet.get_workload(
         version="1.1", image_shape=(3, 64, 64)
     ),
@@ -103,6 +110,9 @@ def test_workload_matches_numpy_forward(name):
     _, out = _build_and_run(mod, params, data)
     expected = numpy_forward(mod, params, data)
     assert out.shape == expected.shape
+    if name == "dcgan":  # a tanh image, not class probabilities
+        np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-5)
+        return
     np.testing.assert_allclose(out.sum(axis=1), 1, rtol=1e-5)
     # log-probabilities: every class, not only the largest ones, is compared
     np.testing.assert_allclose(_logits(out), _logits(expected), rtol=0, atol=2e-3)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ...error import ShapeError
 from ...relax import op as rop
 from ...relax.expr import Tuple as RTuple
@@ -437,3 +439,86 @@ def layer_norm(data: Expr, gamma: Expr, beta: Expr, axis: int = -1, epsilon: flo
         "scale": bool(scale),
     }
     return call("nn.layer_norm", (data, gamma, beta), attrs)
+
+
+# ----------------------------------------------------------------------------- conv2d_transpose
+# Composed from relax ops: the input dilated by the strides (zeros interleaved through
+# reshape + concat), padded by kernel - 1 - padding, and convolved with the weight flipped in
+# space and with its in/out channels swapped.
+
+
+def _dilate(emit, x: Any, axis: int, stride: int) -> Any:
+    """Insert stride - 1 zeros after every element along `axis` (none after the last)."""
+    if stride == 1:
+        return x
+    shape = list(static_shape(x, "nn.conv2d_transpose"))
+    dtype = str(x.struct_info.dtype)
+    spread = shape[: axis + 1] + [1] + shape[axis + 1 :]
+    zeros = emit(rop.zeros(shape[: axis + 1] + [stride - 1] + shape[axis + 1 :], dtype))
+    x = emit(rop.concat([emit(rop.reshape(x, spread)), zeros], axis + 1))
+    merged = shape[:axis] + [shape[axis] * stride] + shape[axis + 1 :]
+    x = emit(rop.reshape(x, merged))
+    return emit(rop.strided_slice(x, [axis], [0], [(shape[axis] - 1) * stride + 1]))
+
+
+def _flip(emit, w: Any, axis: int) -> Any:
+    n = static_shape(w, "nn.conv2d_transpose", "weight")[axis]
+    return emit(rop.take(w, rconst(np.arange(n - 1, -1, -1, dtype="int64")), axis))
+
+
+def _conv2d_transpose(emit, args, attrs):
+    data, weight = args
+    if (attrs.data_layout, attrs.kernel_layout, attrs.groups) != ("NCHW", "IOHW", 1):
+        raise ShapeError(
+            "nn.conv2d_transpose: only data_layout NCHW, kernel_layout IOHW and groups 1 are "
+            f"supported, got {attrs.data_layout}, {attrs.kernel_layout}, groups {attrs.groups}"
+        )
+    if attrs.dilation != (1, 1):
+        raise ShapeError(f"nn.conv2d_transpose: dilation {list(attrs.dilation)} is not supported")
+    kh, kw = static_shape(weight, "nn.conv2d_transpose", "weight")[2:]
+    pt, pl, pb, pr = attrs.padding
+    oh, ow = attrs.output_padding
+    pads = (kh - 1 - pt, kw - 1 - pl, kh - 1 - pb + oh, kw - 1 - pr + ow)
+    if min(pads) < 0:
+        raise ShapeError(
+            f"nn.conv2d_transpose: padding {list(attrs.padding)} larger than kernel - 1 "
+            f"({kh - 1}, {kw - 1}) is not supported"
+        )
+    x = _dilate(emit, _dilate(emit, data, 2, attrs.strides[0]), 3, attrs.strides[1])
+    w = emit(rop.permute_dims(_flip(emit, _flip(emit, weight, 2), 3), [1, 0, 2, 3]))
+    return rop.nn.conv2d(x, w, padding=pads, out_dtype=_opt(attrs.out_dtype))
+
+
+register("nn.conv2d_transpose", _conv2d_transpose)
+
+
+def conv2d_transpose(
+    data: Expr,
+    weight: Expr,
+    strides: Any = (1, 1),
+    padding: Any = (0, 0),
+    dilation: Any = (1, 1),
+    groups: int = 1,
+    channels: int | None = None,
+    kernel_size: Any = None,
+    data_layout: str = "NCHW",
+    kernel_layout: str = "IOHW",
+    out_layout: str = "",
+    output_padding: Any = (0, 0),
+    out_dtype: str = "",
+) -> Expr:
+    """Transposed 2-D convolution (the gradient of conv2d wrt its input); weight is IOHW."""
+    attrs = {
+        "strides": _pair(strides),
+        "padding": _pad4(padding),
+        "dilation": _pair(dilation),
+        "groups": int(groups),
+        "channels": None if channels is None else int(channels),
+        "kernel_size": None if kernel_size is None else _pair(kernel_size),
+        "data_layout": data_layout,
+        "kernel_layout": kernel_layout,
+        "out_layout": out_layout or "",
+        "output_padding": _pair(output_padding),
+        "out_dtype": out_dtype or "",
+    }
+    return call("nn.conv2d_transpose", (data, weight), attrs)

@@ -1,6 +1,6 @@
 """`relay.testing`: classic workloads as (mod, params) — vgg, resnet, mobilenet, mlp."""
 
-from . import init, layers, mlp, mobilenet, resnet, squeezenet, vgg
+from . import dcgan, init, layers, mlp, mobilenet, resnet, squeezenet, vgg
 from .init import create_workload
 
 
@@ -33,6 +33,7 @@ def run_opt_pass(expr, opt_pass):
 
 __all__ = [
     "create_workload",
+    "dcgan",
     "init",
     "layers",
     "mlp",
