@@ -535,11 +535,6 @@ def _check_no_carried_update(func: PrimFunc, loop: For, kind: ForKind) -> None:
     """A block that reads a buffer it writes, at another element that depends on the loop
     (`A[i + 1] = A[i + 1] + A[i]`), hands a value from one iteration to the next: running the
     iterations at once (lanes or threads) would read values not yet written."""
-    from ...ir.structural import structural_equal
-    from ..expr import BufferLoad
-    from ..functor import post_order_visit
-    from ..stmt import BufferStore
-
     verb, _ = _KIND_VERB[kind]
     mine = {id(loop.loop_var)}
     ana = analyzer()
@@ -550,42 +545,65 @@ def _check_no_carried_update(func: PrimFunc, loop: For, kind: ForKind) -> None:
     for s, _ in walk(loop.body):
         if not isinstance(s, BlockRealize):
             continue
-        bind = {iv.var: v for iv, v in zip(s.block.iter_vars, s.iter_values)}
-        stores = [
-            n
-            for n, _ in walk(s.block.body)
-            if isinstance(n, BufferStore) and id(n.buffer) not in private
-        ]
-        for st in stores:
-            loads: list = []
-            post_order_visit(
-                s.block.body,
-                lambda n, b=st.buffer: (
-                    loads.append(n) if isinstance(n, BufferLoad) and n.buffer is b else None
-                ),
+        hit = _carried_access(s, private, mine, varying, ana)
+        if hit is not None:
+            st, at, got = hit
+            raise schedule_error(
+                func,
+                f"{verb}(loop '{loop.loop_var.name}'): block '{s.block.name_hint}' "
+                f"reads {st.buffer.name}[{', '.join(map(str, got))}] and writes "
+                f"{st.buffer.name}[{', '.join(map(str, at))}], so one iteration uses "
+                "what another writes (a loop-carried dependence); keep this loop serial",
+                loop,
             )
-            at = [ana.simplify(substitute(i, bind)) for i in st.indices]
-            for ld in loads:
-                got = [ana.simplify(substitute(i, bind)) for i in ld.indices]
-                same = all(structural_equal(a, b) for a, b in zip(at, got))
-                if same or not uses_var(at + got, mine) or _apart(at, got, varying, ana):
-                    continue
-                raise schedule_error(
-                    func,
-                    f"{verb}(loop '{loop.loop_var.name}'): block '{s.block.name_hint}' "
-                    f"reads {st.buffer.name}[{', '.join(map(str, got))}] and writes "
-                    f"{st.buffer.name}[{', '.join(map(str, at))}], so one iteration uses "
-                    "what another writes (a loop-carried dependence); keep this loop serial",
-                    loop,
-                )
+
+
+def _carried_access(
+    r: BlockRealize, private: set[int], mine: set[int], varying: set[int], ana: Any
+) -> tuple | None:
+    """(store, its indices, a load's indices) of block `r` where the load may read what another
+    iteration of the loop `mine` writes; None when there is no such pair."""
+    from ...ir.structural import structural_equal
+    from ..expr import BufferLoad
+    from ..functor import post_order_visit
+    from ..stmt import BufferStore
+
+    stores = [
+        n
+        for n, _ in walk(r.block.body)
+        if isinstance(n, BufferStore) and id(n.buffer) not in private
+    ]
+    if not stores:
+        return None
+    loads: dict[int, list] = {}  # the loads of each buffer, collected once for all stores
+    post_order_visit(
+        r.block.body,
+        lambda n: (
+            loads.setdefault(id(n.buffer), []).append(n) if isinstance(n, BufferLoad) else None
+        ),
+    )
+    bind = {iv.var: v for iv, v in zip(r.block.iter_vars, r.iter_values)}
+    indices: dict[int, list] = {}  # an access's indices in the block's iteration, by id
+
+    def at_iteration(access: Any) -> list:
+        if id(access) not in indices:
+            indices[id(access)] = [ana.simplify(substitute(i, bind)) for i in access.indices]
+        return indices[id(access)]
+
+    for st in stores:
+        for ld in loads.get(id(st.buffer), ()):
+            at, got = at_iteration(st), at_iteration(ld)
+            same = all(structural_equal(a, b) for a, b in zip(at, got))
+            if same or not uses_var(at + got, mine) or _apart(at, got, varying, ana):
+                continue
+            return st, at, got
+    return None
 
 
 def _apart(at: list, got: list, varying: set[int], ana: Any) -> bool:
     """Some dimension of the store and the load is fixed while the loop runs (no varying loop in
     it) and provably different (scan[t, i] written, scan[t - 1, i] read): never one element."""
-    return any(
-        not uses_var([a, b], varying) and ana.can_prove(a != b) for a, b in zip(at, got)
-    )
+    return any(not uses_var([a, b], varying) and ana.can_prove(a != b) for a, b in zip(at, got))
 
 
 def check_loop_kind(func: PrimFunc, loop: For, kind: ForKind, path: Path = ()) -> None:
