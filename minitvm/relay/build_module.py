@@ -180,3 +180,15 @@ def load_param_dict(param_bytes: bytes | bytearray) -> dict:
         raise BuildError(
             f"load_param_dict: not a parameter archive from save_param_dict ({err})"
         ) from err
+
+
+def bind_params_by_name(func: Function, params: Mapping[str, Any]) -> Function:
+    """`func` with the params named in `params` replaced by constants (TVM's helper)."""
+    from .expr import bind, const
+
+    names = [p.name_hint for p in func.params]
+    duplicated = sorted({n for n in names if names.count(n) > 1 and n in params})
+    if duplicated:
+        raise BuildError(f"bind_params_by_name: several params are named {duplicated}")
+    values = {k: const(v.numpy() if hasattr(v, "numpy") else v) for k, v in params.items()}
+    return bind(func, {k: v for k, v in values.items() if k in names})

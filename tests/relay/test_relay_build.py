@@ -412,3 +412,15 @@ def test_conv2d_transpose_unsupported_forms_are_refused():
         infer_type(relay.nn.conv2d_transpose(x, w, groups=2))
     with pytest.raises(ShapeError, match=r"padding \[3, 3, 3, 3\] larger than kernel - 1"):
         infer_type(relay.nn.conv2d_transpose(x, w, padding=3))
+
+
+def test_bind_params_by_name_makes_constants_of_the_named_params():
+    from minitvm.relay.build_module import bind_params_by_name
+
+    x, w = relay.var("x", shape=(2, 3)), relay.var("w", shape=(3,))
+    f = bind_params_by_name(
+        relay.Function([x, w], x * w), {"w": tvm.nd.array(np.full(3, 2, "float32"))}
+    )
+    assert [p.name_hint for p in f.params] == ["x"] and isinstance(f.body.args[1], relay.Constant)
+    (out,) = _run(f, a := _rand(2, 3))
+    np.testing.assert_allclose(out, 2 * a)
