@@ -71,6 +71,13 @@ def build(
     names = {p.name_hint for p in main.params}
     bound = {k: v for k, v in (params or {}).items() if k in names}
     inputs = [p for p in main.params if p.name_hint not in bound]
+    for p in inputs:
+        if p.struct_info.static_shape() is None:
+            dims = ", ".join(str(getattr(d, "value", d)) for d in p.struct_info.shape)
+            raise BuildError(
+                f"relay.build: input %{p.name_hint} has shape ({dims}); the graph "
+                "executor needs static input shapes (give every dim a number)"
+            )
     ex = relax_build(rmod, target, params=bound)
     graph = {
         "inputs": [

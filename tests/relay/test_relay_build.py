@@ -424,3 +424,13 @@ def test_bind_params_by_name_makes_constants_of_the_named_params():
     assert [p.name_hint for p in f.params] == ["x"] and isinstance(f.body.args[1], relay.Constant)
     (out,) = _run(f, a := _rand(2, 3))
     np.testing.assert_allclose(out, 2 * a)
+
+
+def test_symbolic_input_shapes_are_refused_by_the_graph_executor():
+    n = tvm.te.var("n")
+    x = relay.var("x", relay.TensorType((n, 3)))
+    mod = tvm.IRModule.from_expr(relay.Function([x], relay.exp(x)))
+    with pytest.raises(
+        MiniTVMError, match=r"input %x has shape \(n, 3\); the graph executor needs static"
+    ):
+        relay.build(mod, "llvm")
