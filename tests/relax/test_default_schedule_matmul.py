@@ -111,3 +111,41 @@ def test_panel_copy_writes_each_panel_in_order() -> None:
     # loops (j // 64, k, j % 64): the panel row is the vectorized innermost loop
     assert "B_global[v0 // 64, v1, v0 % 64] = B[v0, v1]" in script
     assert "T.vectorized(64)" in script
+
+
+def _outer_loops(func: PrimFunc) -> list:
+    """(loop var name, extent, kind) of the loops around the matmul's update block."""
+    from minitvm.tir.functor import post_order_visit
+    from minitvm.tir.stmt import For
+
+    nest: list = []
+
+    def visit(n):
+        if isinstance(n, For) and "C_update" in n.script() and "C_local" in n.script():
+            nest.append((n.loop_var.name, int(n.extent), n.kind.name))
+
+    post_order_visit(func.body, visit)
+    return nest[::-1]  # post order: innermost first
+
+
+@pytest.mark.parametrize("m, k, n", [(37, 512, 576), (1, 520, 576), (128, 768, 768)])
+def test_unpacked_b_beyond_l2_walks_column_strips_outermost(m, k, n, monkeypatch) -> None:
+    # B [K, N] of over 1 MB and too few rows to pack: the column-strip loop is outermost and
+    # parallel, the row tiles inside, so one strip of B stays in L2 across the row tiles
+    monkeypatch.setattr(_ds, "PARALLEL_MIN_WORK", 1)
+    tensors = matmul_te(m, k, n)
+    func = scheduled(tensors)
+    assert set(allocs(func)) == {"C_local"}
+    tile = _ds.matmul_tile(m, n, k)
+    first = _outer_loops(func)[0]
+    assert first[1:] == (n // tile.cols, "PARALLEL"), _outer_loops(func)
+    check(tensors, func, {}, False)
+
+
+def test_unpacked_b_within_l2_keeps_row_tiles_outermost(monkeypatch) -> None:
+    monkeypatch.setattr(_ds, "PARALLEL_MIN_WORK", 1)
+    tensors = matmul_te(40, 64, 256)
+    func = scheduled(tensors)
+    first = _outer_loops(func)[0]
+    assert first[1] == 40 // _ds.matmul_tile(40, 256, 64).rows, _outer_loops(func)
+    check(tensors, func, {}, False)
