@@ -199,3 +199,18 @@ def bind_params_by_name(func: Function, params: Mapping[str, Any]) -> Function:
         raise BuildError(f"bind_params_by_name: several params are named {duplicated}")
     values = {k: const(v.numpy() if hasattr(v, "numpy") else v) for k, v in params.items()}
     return bind(func, {k: v for k, v in values.items() if k in names})
+
+
+def optimize(
+    mod: IRModule | Function, target: Any = None, params: Mapping[str, Any] | None = None
+) -> tuple[IRModule, dict]:
+    """Relay-level optimisation as TVM's `relay.optimize`: params bound, inference-time
+    simplification and constant folding; returns (mod, params left unbound)."""
+    from ..ir.transform import Sequential
+    from . import transform
+
+    mod = _as_module(mod).copy()
+    if params:
+        mod["main"] = bind_params_by_name(mod["main"], params)
+    passes = [transform.InferType(), transform.SimplifyInference(), transform.FoldConstant()]
+    return Sequential([*passes, transform.InferType()])(mod), {}

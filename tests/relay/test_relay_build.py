@@ -434,3 +434,18 @@ def test_symbolic_input_shapes_are_refused_by_the_graph_executor():
         MiniTVMError, match=r"input %x has shape \(n, 3\); the graph executor needs static"
     ):
         relay.build(mod, "llvm")
+
+
+def test_optimize_binds_params_and_folds_batch_norm_into_constants():
+    x = relay.var("x", shape=(1, 2, 3, 3))
+    stats = [relay.var(n, shape=(2,)) for n in ("g", "b", "m", "v")]
+    f = relay.Function([x, *stats], relay.nn.batch_norm(x, *stats)[0])
+    values = {n: np.array([1.5, 0.5], "float32") for n in ("g", "b", "m", "v")}
+    with tvm.transform.PassContext(opt_level=3):
+        mod, params = relay.optimize(tvm.IRModule.from_expr(f), "llvm", values)
+    assert params == {} and [p.name_hint for p in mod["main"].params] == ["x"]
+    assert "batch_norm" not in str(mod)
+    a = _rand(1, 2, 3, 3)
+    (out,) = _run(mod["main"], a)
+    vals = [values[n] for n in ("g", "b", "m", "v")]
+    np.testing.assert_allclose(out, ref.batch_norm(a, *vals)[0], rtol=1e-5, atol=1e-6)
