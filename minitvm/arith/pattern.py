@@ -320,9 +320,47 @@ class Rule:
         return None
 
 
-def rule_table(rules: list[Rule]) -> dict[type, tuple[Rule, ...]]:
-    """Group rules by the node class at their root, keeping their order."""
-    table: dict[type, list[Rule]] = {}
-    for r in rules:
-        table.setdefault(r.root, []).append(r)
-    return {cls: tuple(rs) for cls, rs in table.items()}
+class RuleTable:
+    """Rules by the node class at their root, in order; `rules_for(e)` leaves out the rules
+    that an operand of `e` rules out by its class alone (most of them, on index arithmetic:
+    trying each one built a generator per rule and node)."""
+
+    def __init__(self, rules: list[Rule]) -> None:
+        by_root: dict[type, list[Rule]] = {}
+        for r in rules:
+            by_root.setdefault(r.root, []).append(r)
+        self.by_root = {cls: tuple(rs) for cls, rs in by_root.items()}
+        # (root class, (operand class, operand lanes)...) -> rules; bounded by the classes
+        self._by_heads: dict[tuple, tuple[Rule, ...]] = {}
+
+    def rules_for(self, e: PrimExpr) -> tuple[Rule, ...]:
+        """The rules that may match at the root of `e`, in table order."""
+        cls = type(e)
+        rules = self.by_root.get(cls, ())
+        if not rules or cls is Call:
+            return rules
+        heads = tuple((type(a), a.dtype.lanes) for a in operands(e))
+        key = (cls, heads)
+        hit = self._by_heads.get(key)
+        if hit is None:
+            hit = tuple(r for r in rules if _heads_may_match(r.pattern, cls, heads))
+            self._by_heads[key] = hit
+        return hit
+
+
+def _head_may_match(p: Pattern, cls: type, lanes: int) -> bool:
+    """False only when no operand of class `cls` with `lanes` matches `p` (what `_matches`
+    checks first), so a rule left out for it is one `_matches` would refuse."""
+    if isinstance(p, PVar):
+        return True
+    if isinstance(p, PConst | PLit):
+        return cls in (IntImm, FloatImm) and lanes == 1
+    return cls is (Call if isinstance(p, PCall) else p.cls)
+
+
+def _heads_may_match(p: PNode, cls: type, heads: tuple) -> bool:
+    """Whether operands with these (class, lanes) heads may match `p`'s in an allowed order."""
+    if all(_head_may_match(q, *h) for q, h in zip(p.args, heads)):
+        return True
+    swapped = heads[::-1]
+    return cls in COMMUTATIVE and all(_head_may_match(q, *h) for q, h in zip(p.args, swapped))

@@ -6,11 +6,11 @@ from typing import TYPE_CHECKING
 
 from ..tir.expr import (
     EQ,
-    And,
     LE,
     LT,
     NE,
     Add,
+    And,
     Broadcast,
     FloorDiv,
     FloorMod,
@@ -32,6 +32,7 @@ from .pattern import (
     PConst,
     PVar,
     Rule,
+    RuleTable,
     and_,
     broadcast,
     call,
@@ -43,7 +44,6 @@ from .pattern import (
     not_,
     or_,
     ramp,
-    rule_table,
     select,
     truncdiv,
     truncmod,
@@ -125,7 +125,7 @@ def _eq_of_nonneg_terms(m: Match) -> PrimExpr | None:
     LLVM can unswitch per loop)."""
     if not is_index_dtype(m.x.dtype):
         return None
-    from .canonical import Canonical  # noqa: PLC0415 - canonical imports this module's siblings
+    from .canonical import Canonical
 
     p = Canonical(m.ana).poly(Sub(m.x, m.y))
     if p.const != 0 or len(p.terms) < 2 or len({c > 0 for c, _ in p.terms.values()}) != 1:
@@ -336,7 +336,7 @@ RULES = [
     Rule(not_(ne(x, y)), _same(EQ)),  # !(x!=y) -> x==y
 ]
 
-TABLE = rule_table(RULES)
+TABLE = RuleTable(RULES)
 
 
 def rewrite_node(e: PrimExpr, ana: Analyzer) -> PrimExpr | None:
@@ -344,7 +344,7 @@ def rewrite_node(e: PrimExpr, ana: Analyzer) -> PrimExpr | None:
     folded = fold(e)
     if folded is not None:
         return folded
-    for r in TABLE.get(type(e), ()):
+    for r in TABLE.rules_for(e):
         out = r.apply(e, ana)
         if out is not None:
             return out
