@@ -13,7 +13,7 @@ from ..ir.module import GlobalVar, IRModule
 from ..relax import expr as rx
 from ..relax.block_builder import BlockBuilder
 from .expr import Call, Constant, Function, If, Let, Op, Tuple, TupleGetItem, Var
-from .expr_functor import ExprFunctor
+from .expr_functor import ExprFunctor, post_order_visit
 from .type_infer import infer_type, to_struct_info
 
 
@@ -68,7 +68,21 @@ class _Translator(ExprFunctor):
         return self.visit(let.body)
 
     def visit_if(self, node: If) -> Any:
-        raise BuildError("relay.build: If is not supported yet; compute both branches and select")
+        """A relax If whose branches are blocks of their own (the function has no dataflow
+        block then: relax keeps control flow outside dataflow)."""
+        cond = self.visit(node.cond)
+        branches = [self.branch(b) for b in (node.true_branch, node.false_branch)]
+        return self.bb.emit(rx.If(cond, *branches))
+
+    def branch(self, expr: Any) -> Any:
+        """`expr` as a relax SeqExpr: its own bindings; what was computed before stays shared."""
+        inner = _Translator(self.bb, self.mod, dict(self.env), self.stack)
+        inner.memo_map = dict(self.memo_map)
+        self.bb._begin_rewrite_block(False)
+        value = inner.visit(expr)
+        bindings = self.bb._end_rewrite_block()
+        blocks = (rx.BindingBlock(tuple(bindings)),) if bindings else ()
+        return rx.SeqExpr(blocks, value)
 
     def visit_function(self, func: Function) -> Any:
         raise BuildError("relay.build: a function used as a value (not called) is not supported")
@@ -90,10 +104,18 @@ def to_relax(mod: IRModule | Function, func_name: str = "main") -> IRModule:
         raise BuildError(f"relay.build: @{func_name} is not a Relay function")
     bb = BlockBuilder()
     params = [rx.Var(p.name_hint, to_struct_info(p.checked_type)) for p in func.params]
+    translator = _Translator(bb, mod, dict(zip(func.params, params)), (f"@{func_name}",))
     with bb.function(func_name, params):
-        with bb.dataflow():
-            out = _Translator(bb, mod, dict(zip(func.params, params)), (f"@{func_name}",))
-            result = out.visit(func.body)
-            gv = bb.emit_output(result)
-        bb.emit_func_output(gv)
+        if _has_if(func.body):
+            bb.emit_func_output(translator.visit(func.body))
+        else:
+            with bb.dataflow():
+                gv = bb.emit_output(translator.visit(func.body))
+            bb.emit_func_output(gv)
     return bb.get()
+
+
+def _has_if(expr: Any) -> bool:
+    found = []
+    post_order_visit(expr, lambda e: found.append(e) if isinstance(e, If) else None)
+    return bool(found)

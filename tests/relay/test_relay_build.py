@@ -372,12 +372,18 @@ def test_let_bindings_and_calls_of_module_functions_are_translated():
     np.testing.assert_allclose(m.get_output(0).numpy(), 2 * np.exp(a), rtol=1e-6)
 
 
-def test_if_is_refused_with_a_clear_error():
-    c = relay.var("c", "bool")
-    x = relay.var("x", shape=(2,))
-    f = relay.Function([c, x], relay.If(c, relay.exp(x), relay.nn.relu(x)))
-    with pytest.raises(MiniTVMError, match="relay.build: If is not supported"):
-        relay.build(tvm.IRModule.from_expr(f), "llvm")
+def test_if_runs_the_branch_its_condition_picks():
+    c, x = relay.var("c", "bool"), relay.var("x", shape=(2,))
+    e = relay.exp(x)
+    f = relay.Function([c, x], relay.If(c, e + e, relay.nn.relu(x) * e))
+    m = graph_executor.GraphModule(
+        relay.build(tvm.IRModule.from_expr(f), "llvm")["default"](tvm.cpu())
+    )
+    a = np.array([-1.0, 2.0], "float32")
+    m.run(c=np.array(True), x=a)
+    np.testing.assert_allclose(m.get_output(0).numpy(), 2 * np.exp(a), rtol=1e-6)
+    m.run(c=np.array(False), x=a)
+    np.testing.assert_allclose(m.get_output(0).numpy(), np.maximum(a, 0) * np.exp(a), rtol=1e-6)
 
 
 def test_params_of_the_wrong_shape_or_dtype_are_refused_by_name():
