@@ -70,6 +70,13 @@ def test_fold_constant_computes_the_constant_branch():
     np.testing.assert_allclose(_run(folded, *args), _run(mod, *args), rtol=1e-5, atol=1e-5)
 
 
+def test_fold_constant_keeps_a_scalar_zero_dimensional():
+    f = relay.Function([], relay.add(relay.const(1.0), relay.const(2.0)))
+    body = relay.transform.FoldConstant()(tvm.IRModule.from_expr(f))["main"].body
+    assert isinstance(body, relay.Constant) and body.data.shape == ()
+    assert float(body.data.numpy()) == 3.0
+
+
 def test_fold_constant_folds_tuples_projections_and_multi_output_ops():
     x = relay.var("x", shape=(2, 3))
     a = relay.const(np.ones((2, 3), "float32"))

@@ -45,7 +45,7 @@ def _from_value(value: Any, ty: Any) -> Expr:
     assert array.shape == tuple(ty.shape), (
         f"FoldConstant: evaluation gave shape {array.shape}, the call's type is {ty}"
     )
-    return Constant(np.ascontiguousarray(array))
+    return Constant(np.array(array, order="C"))
 
 
 def evaluate_call(call: Call) -> Expr:
