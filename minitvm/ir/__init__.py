@@ -1,6 +1,6 @@
 """Shared IR base: nodes, dtypes, structural equality, IRModule and pass infrastructure."""
 
-from .. import instrument  # tvm.ir.instrument (TVM 0.9+ spelling of tvm.instrument)
+from . import instrument  # tvm.ir.instrument (TVM 0.9+ spelling of tvm.instrument)
 from . import transform
 from .dtype import DataType
 from .json_io import load_json, save_json
