@@ -19,6 +19,7 @@ from ..error import MiniTVMError
 from ..ir.module import GlobalVar, IRModule
 from ..ir.node import FrozenDict
 from ..ir.structural import structural_equal, structural_hash
+from ..tir.expr import IntImm
 from ..tir.expr import Var as TirVar
 from ..tir.function import PrimFunc
 from .expr import (
@@ -75,6 +76,9 @@ class BlockBuilder:
         self._dataflow = False
         self._names: dict[str, int] = {}
         self._prim_index: dict[int, list[GlobalVar]] = {}
+        # call_te's PrimFuncs by what they are made of (see _te_key): a te function applied to
+        # tensors of the same shapes with the same attributes makes the same PrimFunc
+        self._te_cache: dict[tuple, tuple[GlobalVar, PrimFunc, list]] = {}
         for gv, f in self._mod.functions_items():
             if isinstance(f, PrimFunc):
                 self._prim_index.setdefault(structural_hash(f, map_free_vars=True), []).append(gv)
@@ -326,6 +330,12 @@ class BlockBuilder:
         conv = _TEArgs(canonical)
         te_args = conv.convert(list(args))
         te_kwargs = conv.convert(dict(kwargs))
+        # only op definitions (canonical names: LegalizeOps, FoldConstant) are cached; a user's
+        # te function may read state that changes between calls
+        key = _te_key(func, name_hint, conv, te_args, te_kwargs) if canonical else None
+        hit = self._te_cache.get(key) if key is not None else None
+        if hit is not None and self._holds(*hit[:2]):
+            return call_tir(hit[0], conv.exprs, hit[2] if len(hit[2]) > 1 else hit[2][0])
         out = func(*te_args, **te_kwargs)
         outs = list(out) if isinstance(out, list | tuple) else [out]
         for o in outs:
@@ -341,7 +351,17 @@ class BlockBuilder:
             )
         gv = self.add_func(prim, name_hint)
         out_sinfo = [TensorStructInfo(o.shape, o.dtype) for o in outs]
+        if key is not None:
+            self._te_cache[key] = (gv, self._mod[gv], out_sinfo)
         return call_tir(gv, conv.exprs, out_sinfo if len(out_sinfo) > 1 else out_sinfo[0])
+
+    def _holds(self, gv: GlobalVar, func: Any) -> bool:
+        """`gv` is in the module and names `func` still (update_func may have replaced it)."""
+        return (
+            gv.name_hint in self._mod
+            and self._mod.get_global_var(gv.name_hint) is gv
+            and (self._mod[gv] is func)
+        )
 
     def emit_te(self, func: Callable, *args: Any, **kwargs: Any) -> Var:
         """Emit `call_te(func, *args)`: the MLC course's `bb.emit_te(te_matmul, x, w)`."""
@@ -452,6 +472,40 @@ class _TEArgs:
                         f"emit_te({fname}): output dim {v.name} is not the dim of any input tensor; "
                         "pass shapes through input tensors (extra symbolic args are not supported yet)"
                     )
+
+
+# Values a call_te argument or attribute may hold that `_te_key` spells out exactly.
+_PLAIN = (int, str, bool, type(None))
+
+
+def _te_key(func: Callable, name: str, conv: _TEArgs, args: list, kwargs: dict) -> tuple | None:
+    """What the PrimFunc made by `func(*args, **kwargs)` depends on, or None when an argument
+    is of a kind not spelled out here (such a call is not cached)."""
+    slots = {id(p): k for k, p in enumerate(conv.placeholders)}
+    keep: list = []  # symbolic dims keyed by identity stay alive with the key
+
+    def key(v: Any) -> Any:
+        if isinstance(v, te.Tensor) and id(v) in slots:
+            return ("tensor", slots[id(v)])
+        if isinstance(v, float):
+            return (float, repr(v))  # -0.0 is not 0.0 here, and nan is nan
+        if isinstance(v, _PLAIN):
+            return (type(v), v)
+        if isinstance(v, IntImm):
+            return ("imm", str(v.dtype), v.value)
+        if isinstance(v, TirVar):
+            keep.append(v)
+            return ("var", id(v))
+        if isinstance(v, list | tuple):
+            items = [key(x) for x in v]
+            return None if None in items else (type(v), *items)
+        return None
+
+    parts = [key(list(args)), key(sorted(kwargs.items()))]
+    parts += [key((tuple(p.shape), str(p.dtype))) for p in conv.placeholders]
+    if None in parts:
+        return None
+    return (func, name, conv.canonical, tuple(parts), tuple(keep))
 
 
 def _canonical_name(n: int) -> str:
