@@ -4,7 +4,7 @@ by the one relax pipeline (`relay.build`)."""
 from __future__ import annotations
 
 import importlib
-from typing import Any
+import typing as _typing  # not `Any`: relay.Any is TVM's symbolic dim, not typing.Any
 
 from ..ir.module import GlobalVar, IRModule
 from . import expr_functor, op
@@ -48,7 +48,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> _typing.Any:
     target = _LAZY.get(name)
     if target is None:
         raise AttributeError(f"module 'minitvm.relay' has no attribute {name!r}")
