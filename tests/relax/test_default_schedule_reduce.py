@@ -132,3 +132,81 @@ def test_row_reduction_of_a_width_no_vector_divides_keeps_parallel_rows(monkeypa
     assert ForKind.PARALLEL in loop_kinds(func)
     x = np.random.default_rng(1).standard_normal((64, 37)).astype("float32")
     np.testing.assert_allclose(evaluate(scheduled, x), evaluate(mod, x), rtol=1e-5, atol=1e-6)
+
+
+def _top_loops(func: PrimFunc) -> list:
+    """The statements directly under the root block (one loop when the stages are chained)."""
+    body = func.body.block.body
+    return list(body.seq) if hasattr(body, "seq") else [body]
+
+
+def _layer_norm(x, g, b):
+    return op.nn.layer_norm(x, g, b, axes=[-1])
+
+
+@pytest.mark.parametrize("shape", [(37, 768), (1, 64), (5, 3, 96), (2, 3, 24)])
+def test_layer_norm_computes_each_rows_chain_under_one_parallel_row_loop(shape, monkeypatch):
+    monkeypatch.setattr(_ds, "PARALLEL_MIN_WORK", 1)
+    mod = graph([shape, shape[-1:], shape[-1:]], _layer_norm)
+    scheduled = schedule(mod)
+    (func,) = prim_funcs(scheduled)
+    (top,) = _top_loops(func)  # sums, squared sums and the normalisation share the row loop
+    rows_parallel = ForKind.PARALLEL if np.prod(shape[:-1]) > 1 else ForKind.SERIAL
+    assert isinstance(top, For) and top.kind is rows_parallel, func.script()
+    assert {"T_ln_sum_rf", "T_ln_sqsum_rf"} <= {b.name for b in func.body.block.alloc_buffers}
+    assert ForKind.VECTORIZED in loop_kinds(func)
+    rng = np.random.default_rng(len(shape))
+    args = [rng.standard_normal(s).astype("float32") for s in (shape, shape[-1:], shape[-1:])]
+    np.testing.assert_allclose(
+        evaluate(scheduled, *args), evaluate(mod, *args), rtol=1e-5, atol=1e-5
+    )
+
+
+def test_layer_norm_chain_with_symbolic_batch_works_for_any_batch(monkeypatch) -> None:
+    monkeypatch.setattr(_ds, "PARALLEL_MIN_WORK", 1)
+    n = tir.Var("n", "int64")
+    mod = graph([(n, 3, 32), (32,), (32,)], _layer_norm)
+    scheduled = schedule(mod)
+    (func,) = prim_funcs(scheduled)
+    assert len(_top_loops(func)) == 1, func.script()
+    for batch in (1, 5):
+        rng = np.random.default_rng(batch)
+        args = [rng.standard_normal(s).astype("float32") for s in ((batch, 3, 32), (32,), (32,))]
+        np.testing.assert_allclose(
+            evaluate(scheduled, *args), evaluate(mod, *args), rtol=1e-5, atol=1e-5
+        )
+
+
+@pytest.mark.parametrize(
+    "shape, body",
+    [((64, 48), lambda x: op.nn.softmax(x)), ((7, 13), lambda x: op.nn.softmax(x))],
+    ids=["softmax_exp_bound", "width_no_vector_divides"],
+)
+def test_rows_not_chained_keep_per_stage_rules(shape, body, monkeypatch) -> None:
+    # softmax (its exp evaluated twice per element) ran slower chained; a width of 13 has no
+    # vector of partial sums: both keep the per-block rules, still right
+    monkeypatch.setattr(_ds, "PARALLEL_MIN_WORK", 1)
+    mod = graph([shape], body)
+    scheduled = schedule(mod)
+    (func,) = prim_funcs(scheduled)
+    assert len(_top_loops(func)) > 1
+    x = np.random.default_rng(2).standard_normal(shape).astype("float32")
+    np.testing.assert_allclose(evaluate(scheduled, x), evaluate(mod, x), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "shape", [(9, 13), (2, 1, 8), (2, 3, 8)], ids=["width_13", "unit_row_dim", "one_vector_row"]
+)
+def test_layer_norm_not_chained_keeps_per_stage_rules(shape, monkeypatch) -> None:
+    # no vector divides 13; a unit row loop is folded out of the block's bindings (no simple
+    # nest); a row of one vector has no loop of partial sums: per-block rules, still right
+    monkeypatch.setattr(_ds, "PARALLEL_MIN_WORK", 1)
+    mod = graph([shape, shape[-1:], shape[-1:]], _layer_norm)
+    scheduled = schedule(mod)
+    (func,) = prim_funcs(scheduled)
+    assert len(_top_loops(func)) > 1
+    rng = np.random.default_rng(3)
+    args = [rng.standard_normal(s).astype("float32") for s in (shape, shape[-1:], shape[-1:])]
+    np.testing.assert_allclose(
+        evaluate(scheduled, *args), evaluate(mod, *args), rtol=1e-5, atol=1e-5
+    )
