@@ -657,6 +657,28 @@ def test_alter_op_layout_pretransposes_constant_linear_weights(with_bias):
     assert_structural_equal(convert(before), before)
 
 
+@pytest.mark.parametrize("rows", [1, 31, 32, 64])
+def test_alter_op_layout_keeps_the_given_weight_under_few_static_rows(rows):
+    """Under MATMUL_PACK_MIN_ROWS_TRANSPOSED rows (a batch-1 classifier) the dot-product rule
+    streams W [N, K] along its rows, so the linear stays; from there on W.T is stored."""
+    from minitvm.relax.transform.default_schedule import MATMUL_PACK_MIN_ROWS_TRANSPOSED
+
+    rng = _rng(23)
+    w = _f32(rng, 24, 40)
+    x = relax.Var("x", T((rows, 40), "float32"))
+    before = _module([x], lambda bb, x: bb.emit(op.linear(x, relax.const(w))))
+    after = _alter(before)
+    if rows < MATMUL_PACK_MIN_ROWS_TRANSPOSED:
+        assert_structural_equal(after, before)
+    else:
+        expected = _module(
+            [relax.Var("x", T((rows, 40), "float32"))],
+            lambda bb, x: bb.emit(op.matmul(x, relax.const(np.ascontiguousarray(w.T)))),
+        )
+        assert_structural_equal(after, expected)
+    _same_numbers(before, after, _f32(rng, rows, 40))
+
+
 def test_alter_op_layout_values_crossing_dataflow_blocks_start_from_their_base_form():
     rng = _rng(20)
     w1, w2 = _f32(rng, 16, 4, 3, 3), _f32(rng, 16, 16, 1, 1)
