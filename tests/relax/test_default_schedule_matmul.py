@@ -149,3 +149,21 @@ def test_unpacked_b_within_l2_keeps_row_tiles_outermost(monkeypatch) -> None:
     first = _outer_loops(func)[0]
     assert first[1] == 40 // _ds.matmul_tile(40, 256, 64).rows, _outer_loops(func)
     check(tensors, func, {}, False)
+
+
+@pytest.mark.parametrize(
+    "n, cols", [(48, 16), (144, 16), (240, 16), (768, 64), (96, 32), (100, 100)]
+)
+def test_register_tile_width_is_a_multiple_of_whole_vectors_that_measured_fast(n, cols) -> None:
+    # three-vector (48-wide) tiles ran 6x slower than 16-wide ones; a short row that no
+    # vector width divides is one tile
+    assert _ds.matmul_tile(64, n, 32).cols == cols
+
+
+@pytest.mark.parametrize("m, k, n", [(29, 37, 144), (8, 16, 48)])
+def test_matmul_with_a_multiple_of_48_columns_matches_numpy(m, k, n, monkeypatch) -> None:
+    monkeypatch.setattr(_ds, "PARALLEL_MIN_WORK", 1)
+    tensors = matmul_te(m, k, n)
+    func = scheduled(tensors)
+    assert allocs(func)["C_local"][0] == "local"
+    check(tensors, func, {}, False)

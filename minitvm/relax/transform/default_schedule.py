@@ -237,7 +237,9 @@ def schedule_product(sch: Schedule, block: BlockRV, loops: list[LoopRV]) -> Loop
 # ----------------------------------------------------------------------------- matmul
 
 MATMUL_MAX_ROWS = 8  # rows of a tile of several vectors a row (measured best on 64..2048 GEMMs)
-MATMUL_COLS = (64, 32, 48, 16)  # vector widths of a register tile, best first (measured)
+# vector widths of a register tile, best first (measured); not 48: three-vector tiles ran
+# 16-19 GFLOPS against 113 for 16-wide ones (1024x512x48, 384x512x144, any row count)
+MATMUL_COLS = (64, 32, 16)
 MATMUL_WHOLE_ROW = 128  # a row no longer than this that none of MATMUL_COLS divides is one tile
 MATMUL_GUARDED_ROWS = 4  # rows of a tile over a symbolic or oddly sized row extent (measured)
 MATMUL_K_UNROLL = 4  # reduction steps unrolled in the register tile
