@@ -17,6 +17,9 @@ from dataclasses import dataclass
 import numpy as np
 
 
+SETTLE = 0.5  # seconds of idling before each measurement (see `measure`)
+
+
 @dataclass(frozen=True)
 class Timing:
     min: float  # seconds per call
@@ -24,7 +27,12 @@ class Timing:
 
 
 def measure(fn: Callable[[], object], repeat: int = 10, min_sample: float = 0.002) -> Timing:
-    """Per-call seconds of `fn`: `repeat` samples, each long enough (min_sample) to time well."""
+    """Per-call seconds of `fn`: `repeat` samples, each long enough (min_sample) to time well.
+
+    It first idles SETTLE seconds: the thread pool of whatever ran before (OpenMP in torch,
+    ONNX Runtime's, ours) keeps spinning for a while after its last call, and on 2 cores a
+    spinning pool halves the next framework's first samples."""
+    time.sleep(SETTLE)
     fn()  # warm-up: first-call allocation, lazy JIT, caches
     start = time.perf_counter()
     fn()
