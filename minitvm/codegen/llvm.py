@@ -834,6 +834,44 @@ def _build(funcs, target, aliases: list[tuple[PrimFunc, str]]) -> CodegenResult:
     )
 
 
+def build_partition(
+    funcs: Sequence[PrimFunc], target: Target | str, aliases: Sequence[tuple[PrimFunc, str]] = ()
+) -> tuple[bytes, list[dict]]:
+    """One part of a build split across processes: `funcs` (lowered) and the aliases of their
+    twins as optimised LLVM bitcode, with their FuncInfos. `link_partitions` joins the parts."""
+    with deep_recursion():
+        target = Target(target)
+        tm = target.create_target_machine()
+        cg = CodeGenLLVM(tm, target.cpu, target.features)
+        infos = [_add_function(cg, func) for func in funcs]
+        infos += _alias_infos(infos, list(aliases))
+        text = str(cg.module) + "".join(_alias_definition(f.name, twin) for f, twin in aliases)
+        mod = _verified(text, [i["name"] for i in infos])
+        _optimize(mod, tm, target.opt_level)
+        return bytes(mod.as_bitcode()), infos
+
+
+def link_partitions(bitcodes: Sequence[bytes], infos: Sequence[dict], target) -> CodegenResult:
+    """The object of a build whose parts `build_partition` optimised separately (kernels are
+    independent, so linking optimised parts gives the code of one optimised module). `infos`
+    are every function's FuncInfo in the order a serial build lists them."""
+    target = Target(target)
+    tm = target.create_target_machine()
+    compiler_rt.ensure_helpers()  # helpers LLVM may call, registered before anything is loaded
+    signature = ir.Module(name="signature")
+    signature.triple, signature.data_layout = tm.triple, str(tm.target_data)
+    _embed_signature(signature, list(infos))
+    mod = llvm.parse_assembly(str(signature))
+    for code in bitcodes:
+        mod.link_in(llvm.parse_bitcode(code))
+    return CodegenResult(
+        object_code=bytes(tm.emit_object(mod)),
+        llvm_ir=str(mod),
+        func_infos=tuple(infos),
+        target=str(target),
+    )
+
+
 def _alias_infos(infos: list[dict], aliases: list[tuple[PrimFunc, str]]) -> list[dict]:
     """FuncInfos of the aliases: their twin's (same code, errors, writes), with their own name
     and param names."""

@@ -12,7 +12,7 @@ from ..target import Target
 from ..tir.function import PrimFunc
 from ..tir.schedule.verify import verify_block_bindings, verify_loop_kinds
 from ..tir.transform.pipeline import lower_primfunc
-from . import kernel_cache
+from . import kernel_cache, parallel_build
 
 _INPUTS = "a te.Schedule (with args), a list of te.Tensors, a tir.PrimFunc or an IRModule"
 
@@ -120,10 +120,21 @@ def build(
     from .. import codegen, runtime
 
     # identical kernels are lowered and compiled once; a rebuild reuses lowering and object
-    funcs, aliases, kernels = kernel_cache.lower_unique(given, _lower_checked, _lowering_flags())
-    result = kernel_cache.cached_object(
-        kernels, aliases, str(target), lambda: codegen.llvm.build(funcs, target, aliases)
-    )
+    distinct, aliases, kernels = kernel_cache.distinct_kernels(given)
+    flags = _lowering_flags()
+
+    def lower(kernel: Any) -> PrimFunc:
+        return kernel_cache.lowered(kernel, _lower_checked, flags)
+
+    def compile_all() -> Any:
+        n_jobs = parallel_build.jobs(len(distinct))
+        if n_jobs > 1 and flags is not None and not any(k.imports_llvm for k in kernels):
+            result = parallel_build.build(distinct, aliases, target, lower, n_jobs)
+            if result is not None:
+                return result
+        return codegen.llvm.build([lower(k) for k in distinct], target, aliases)
+
+    result = kernel_cache.cached_object(kernels, aliases, str(target), compile_all, flags)
     names = [f.name for f in given]
     entry = name if name in names else names[0]
     return runtime.Module.from_codegen(result, entry_name=entry)

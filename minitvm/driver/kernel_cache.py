@@ -45,6 +45,7 @@ class _Kernel:
     key: KernelKey
     names: tuple[str, ...]  # of params, buffers and shape vars (what FuncInfo shows)
     imports_llvm: bool
+    size: int  # IR nodes in the body: the cost estimate that balances a parallel build
 
 
 class _LRU:
@@ -96,8 +97,10 @@ def _unnamed(func: PrimFunc) -> PrimFunc:
 def _kernel(func: PrimFunc) -> _Kernel:
     floats: list[str] = []
     imports = [False]
+    size = [0]
 
     def visit(n: Node) -> None:
+        size[0] += 1
         if isinstance(n, FloatImm):
             floats.append(float(n.value).hex())
         elif isinstance(n, For) and _IMPORT_PRAGMA in n.annotations:
@@ -108,7 +111,7 @@ def _kernel(func: PrimFunc) -> _Kernel:
     for buf in func.buffer_map.values():
         names += [buf.name, *(getattr(d, "name", "") for d in buf.shape)]
     key = KernelKey(structural_hash(_unnamed(func)), tuple(floats))
-    return _Kernel(func, key, tuple(names), imports[0])
+    return _Kernel(func, key, tuple(names), imports[0], size[0])
 
 
 def _same(a: PrimFunc, b: PrimFunc) -> bool:
@@ -121,9 +124,18 @@ def lower_unique(
     """The lowered distinct functions in first-seen order, (function, name of its identical
     twin) for the others, and every function's _Kernel (for `cached_object`). `flags` are the
     settings lowering depends on besides the function (cache key); None disables the cache."""
+    distinct, aliases, kernels = distinct_kernels(funcs)
+    return [lowered(k, lower, flags) for k in distinct], aliases, kernels
+
+
+def distinct_kernels(
+    funcs: list[PrimFunc],
+) -> tuple[list[_Kernel], list[tuple[PrimFunc, str]], list[_Kernel]]:
+    """The distinct kernels in first-seen order, (function, name of its identical twin) for the
+    others, and every function's _Kernel."""
     kept: dict[KernelKey, list[_Kernel]] = {}
     kernels = [_kernel(func) for func in funcs]
-    lowered: list[PrimFunc] = []
+    distinct: list[_Kernel] = []
     aliases: list[tuple[PrimFunc, str]] = []
     for kernel in kernels:
         func = kernel.func
@@ -132,11 +144,11 @@ def lower_unique(
             aliases.append((func, twin.func.name))
             continue
         kept.setdefault(kernel.key, []).append(kernel)
-        lowered.append(_lowered(kernel, lower, flags))
-    return lowered, aliases, kernels
+        distinct.append(kernel)
+    return distinct, aliases, kernels
 
 
-def _lowered(kernel: _Kernel, lower: Callable[[PrimFunc], PrimFunc], flags: Hashable) -> PrimFunc:
+def lowered(kernel: _Kernel, lower: Callable[[PrimFunc], PrimFunc], flags: Hashable) -> PrimFunc:
     func = kernel.func
     if flags is None:
         return lower(func)
@@ -151,14 +163,19 @@ def _lowered(kernel: _Kernel, lower: Callable[[PrimFunc], PrimFunc], flags: Hash
 
 
 def cached_object(
-    kernels: list[_Kernel], aliases: list[tuple[PrimFunc, str]], target: str, build: Callable
+    kernels: list[_Kernel],
+    aliases: list[tuple[PrimFunc, str]],
+    target: str,
+    build: Callable,
+    flags: Hashable = (),
 ) -> Any:
-    """`build()`'s result for these kernels (by name) and target, reused when the very same
-    functions were built before. Kernels importing LLVM IR are always rebuilt."""
-    if any(k.imports_llvm for k in kernels):
+    """`build()`'s result for these kernels (by name), target and lowering `flags`, reused
+    when the very same functions were built before (a hit lowers nothing). Kernels importing
+    LLVM IR, and builds with `flags` None (IR dumps asked for), are always rebuilt."""
+    if flags is None or any(k.imports_llvm for k in kernels):
         return build()
     twins = tuple((f.name, twin) for f, twin in aliases)
-    key = (target, tuple((k.func.name, k.key, k.names) for k in kernels), twins)
+    key = (target, tuple((k.func.name, k.key, k.names) for k in kernels), twins, flags)
     hit = _OBJECTS.get(key)
     if hit is not None and all(_same(a, k.func) for a, k in zip(hit[0], kernels)):
         STATS["object_hits"] += 1

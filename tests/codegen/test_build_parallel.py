@@ -1,0 +1,151 @@
+"""A build split across forked processes (driver/parallel_build.py) gives the FuncInfos and
+numbers of a serial build, and a failing kernel raises the error a serial build raises."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import numpy as np
+import pytest
+
+import minitvm as tvm
+from minitvm import te
+from minitvm.codegen import llvm as codegen_llvm
+from minitvm.driver import kernel_cache, parallel_build
+from minitvm.error import BuildError
+from minitvm.ir import IRModule
+from minitvm.runtime.meta import signature_bytes
+
+N = 24
+
+
+def _kernel(k: int, a: str = "A"):
+    """Distinct kernels of different sizes: B = A * (k + 1) + a sum of k shifted reads."""
+    A = te.placeholder((N,), name=a)
+    B = te.compute(
+        (N,), lambda i: A[i] * float(k + 1) + sum(A[(i + j) % N] for j in range(k)), name="B"
+    )
+    return te.create_prim_func([A, B]).with_attr("global_symbol", "")
+
+
+def _expected(k: int, x: np.ndarray) -> np.ndarray:
+    return x * (k + 1) + sum(np.roll(x, -j) for j in range(k))
+
+
+def _module() -> IRModule:
+    funcs = {f"k{k}": _kernel(k) for k in range(6)}
+    funcs["twin"] = _kernel(3, a="X")  # an alias of k3, with its own param name
+    return IRModule(funcs)
+
+
+@pytest.fixture(autouse=True)
+def _fresh(monkeypatch):
+    kernel_cache.clear()
+    monkeypatch.setattr(parallel_build, "MIN_KERNELS", 2)
+    yield
+    kernel_cache.clear()
+
+
+def _build(monkeypatch, jobs: int, spy: list | None = None):
+    monkeypatch.setattr(parallel_build, "MAX_JOBS", jobs)
+    kernel_cache.clear()
+    if spy is not None:
+        real = parallel_build.build
+        monkeypatch.setattr(parallel_build, "build", lambda *a: spy.append(real(*a)) or spy[-1])
+    return tvm.build(_module())
+
+
+def test_parallel_build_matches_serial_infos_and_numbers(monkeypatch):
+    spy: list = []
+    parallel = _build(monkeypatch, 2, spy)
+    assert len(spy) == 1 and spy[0] is not None  # it did build in two processes
+    serial = _build(monkeypatch, 1)
+    p_infos, s_infos = parallel._result.func_infos, serial._result.func_infos
+    assert p_infos == s_infos
+    assert signature_bytes(list(p_infos)) == signature_bytes(list(s_infos))
+    x = np.linspace(-2, 3, N, dtype="float32")
+    for name, k in [*((f"k{k}", k) for k in range(6)), ("twin", 3)]:
+        for mod in (parallel, serial):
+            out = tvm.nd.array(np.zeros(N, "float32"))
+            mod[name](tvm.nd.array(x), out)
+            np.testing.assert_allclose(out.numpy(), _expected(k, x), rtol=1e-6, atol=1e-5)
+    with pytest.raises(tvm.error.ShapeError, match="argument 'X'"):
+        parallel["twin"](tvm.nd.array(np.zeros(3, "float32")), tvm.nd.array(x))
+
+
+@pytest.mark.parametrize("failing", ["k0", "k5"])  # in the worker; in the parent (largest)
+@pytest.mark.parametrize("stage", ["lower", "codegen"])
+def test_failing_kernel_raises_the_serial_error(monkeypatch, failing, stage):
+    import minitvm.driver as driver
+
+    def fail_for(fn, name_of):
+        def wrapped(func, *rest):
+            if name_of(func) == failing:
+                try:
+                    raise ValueError("inner cause")
+                except ValueError as err:
+                    raise BuildError(f"kernel '{failing}' cannot be built here") from err
+            return fn(func, *rest)
+
+        return wrapped
+
+    if stage == "lower":
+        monkeypatch.setattr(driver, "_lower_checked", fail_for(driver._lower_checked, _name))
+    else:
+        add = codegen_llvm._add_function
+        monkeypatch.setattr(
+            codegen_llvm, "_add_function", lambda cg, f: fail_for(lambda f: add(cg, f), _name)(f)
+        )
+    errors = []
+    for jobs in (2, 1):
+        spy: list = []
+        with pytest.raises(BuildError, match=f"kernel '{failing}' cannot be built here") as info:
+            _build(monkeypatch, jobs, spy)
+        errors.append(info.value)
+        assert spy == ([None] if jobs == 2 else [])  # the parallel part failed, then serial
+    assert str(errors[0]) == str(errors[1])
+    assert all(isinstance(e.__cause__, ValueError) for e in errors)
+
+
+def _name(func) -> str:
+    return func.attrs.get("global_symbol")
+
+
+def test_a_worker_that_dies_makes_the_build_serial(monkeypatch):
+    parent = os.getpid()
+
+    def lower(kernel):
+        if os.getpid() != parent:
+            os._exit(3)  # a crash in the worker
+        return kernel_cache.lowered(kernel, tvm.driver._lower_checked, None)
+
+    distinct, aliases, _ = kernel_cache.distinct_kernels(
+        [f.with_attr("global_symbol", gv.name_hint) for gv, f in _module().functions_items()]
+    )
+    assert parallel_build.build(distinct, aliases, "llvm", lower, 2) is None
+
+
+def test_jobs_is_serial_with_other_threads_few_kernels_or_one_job(monkeypatch):
+    monkeypatch.setattr(parallel_build, "MAX_JOBS", 2)
+    assert parallel_build.jobs(10) == 2
+    assert parallel_build.jobs(1) == 1  # under MIN_KERNELS
+    monkeypatch.setattr(parallel_build, "MAX_JOBS", 1)
+    assert parallel_build.jobs(10) == 1
+    monkeypatch.setattr(parallel_build, "MAX_JOBS", 2)
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait)
+    thread.start()
+    try:
+        assert parallel_build.jobs(10) == 1  # a fork could copy a lock that thread holds
+    finally:
+        stop.set()
+        thread.join()
+
+
+def test_balanced_shares_split_the_work_evenly():
+    shares = parallel_build.balanced([10, 1, 1, 8, 2, 2], 2)
+    assert sorted(i for s in shares for i in s) == list(range(6))
+    sizes = [10, 1, 1, 8, 2, 2]
+    assert sorted(sum(sizes[i] for i in s) for s in shares) == [12, 12]
+    assert all(s == sorted(s) for s in shares)
