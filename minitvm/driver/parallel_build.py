@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -25,8 +26,8 @@ MIN_KERNELS = 4  # fewer distinct kernels build serially (a fork costs more than
 
 def jobs(n_kernels: int) -> int:
     """How many processes to split a build of `n_kernels` distinct kernels across (1: serial)."""
-    if n_kernels < MIN_KERNELS or not hasattr(os, "fork"):
-        return 1
+    if n_kernels < MIN_KERNELS or not sys.platform.startswith("linux"):
+        return 1  # fork without exec is only known safe for LLVM and our runtime on Linux
     if threading.active_count() > 1:  # a fork copies locks other threads may hold
         return 1
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
@@ -109,7 +110,10 @@ def _collect(pid: int, read: int) -> Any:
     """The child's result, or None when it failed or died."""
     with os.fdopen(read, "rb") as pipe:
         payload = pipe.read()
-    _, status = os.waitpid(pid, 0)
+    try:
+        _, status = os.waitpid(pid, 0)
+    except ChildProcessError:  # SIGCHLD ignored: reaped already; a whole payload says success
+        status = 0
     if status != 0 or not payload:
         return None
     try:
