@@ -210,3 +210,27 @@ def test_layer_norm_not_chained_keeps_per_stage_rules(shape, monkeypatch) -> Non
     np.testing.assert_allclose(
         evaluate(scheduled, *args), evaluate(mod, *args), rtol=1e-5, atol=1e-5
     )
+
+
+def test_a_strided_prologue_of_the_dot_product_rule_stays_a_packed_stage(monkeypatch) -> None:
+    """A classifier reading a flattened blocked tensor (NCHW16c -> NCHW -> reshape -> x @ W.T):
+    inlined, every vector of x along the reduction would be a gather, so the flattened copy is
+    written once as its own vectorized stage and the dot product reads it contiguously."""
+    monkeypatch.setattr(_ds, "PARALLEL_MIN_WORK", 1)
+    from minitvm.topi.layout import layout_index_map
+
+    def body(x, w):
+        flat = op.layout_transform(x, layout_index_map("NCHW16c", "NCHW"))
+        return op.nn.linear(op.reshape(flat, (1, 32 * 3 * 5)), w)
+
+    mod = graph([(1, 2, 3, 5, 16), (11, 32 * 3 * 5)], body)
+    scheduled = schedule(mod)
+    (func,) = prim_funcs(scheduled)
+    names = [b.name for b in func.body.block.alloc_buffers]
+    assert "T_reshape" in names and any(n.endswith("_rf") for n in names), func.script()
+    rng = np.random.default_rng(3)
+    args = [rng.standard_normal((1, 2, 3, 5, 16)), rng.standard_normal((11, 480))]
+    args = [a.astype("float32") for a in args]
+    np.testing.assert_allclose(
+        evaluate(scheduled, *args), evaluate(mod, *args), rtol=1e-5, atol=1e-5
+    )

@@ -898,6 +898,19 @@ def _is_conditional(e) -> bool:
     return bool(found)
 
 
+def _reads_weight_rows(block: Block) -> bool:
+    """A product `x @ W.T` (W read `[.., j, k]`) under fewer static rows than
+    MATMUL_PACK_MIN_ROWS_TRANSPOSED: the dot-product rule vectorizes it along k."""
+    j = _last_spatial_var(block)
+    if j is None or not any(_transposed_along(ld, j, block) for ld in _loads(_product_term(block))):
+        return False
+    spatial = [iv for iv in block.iter_vars if iv.iter_type == IterType.DataPar][:-1]
+    rows = math.prod(const_int(iv.dom.extent) or 0 for iv in spatial) if spatial else 1
+    return 0 < rows < MATMUL_PACK_MIN_ROWS_TRANSPOSED and all(
+        const_int(iv.dom.extent) is not None for iv in spatial
+    )
+
+
 def _is_packing(blocks: list[Block], producer: Block) -> bool:
     """`producer` feeds a product (matmul, conv) among `blocks` and inlining it would put into
     that block's inner loop a conditional (the border test of a padding stage like a conv's
@@ -918,12 +931,20 @@ def _is_packing(blocks: list[Block], producer: Block) -> bool:
         term = _product_term(block)
         if term is None:
             continue
-        j = _last_spatial_var(block)
+        # the axes a rule may vectorize: the output columns j (matmul, conv; its broadcast
+        # operand A may be read along k with any stride) and, for other products, the
+        # innermost reduction k too (the dot-product rule of x @ W.T under few rows, e.g. a
+        # classifier reading a flattened blocked tensor: inlined, every vector of x is a gather)
+        last = block.iter_vars[-1] if block.iter_vars else None
+        k = last.var if last is not None and last.iter_type == IterType.CommReduce else None
+        if is_matmul(block) and not _reads_weight_rows(block):
+            k = None
+        vector_axes = {id(v) for v in (_last_spatial_var(block), k) if v is not None}
         for ld in _loads(term):
             if ld.buffer is not out:
                 continue
             if conditional or any(
-                idx is j and pos in strided for pos, idx in enumerate(ld.indices)
+                id(idx) in vector_axes and pos in strided for pos, idx in enumerate(ld.indices)
             ):
                 return True
     return False
