@@ -166,3 +166,26 @@ def test_parallel_build_works_when_children_are_reaped_by_the_system(monkeypatch
     out = tvm.nd.array(np.zeros(N, "float32"))
     mod["k4"](tvm.nd.array(x), out)
     np.testing.assert_allclose(out.numpy(), _expected(4, x), rtol=1e-6, atol=1e-5)
+
+
+def test_parallel_build_after_the_thread_pool_ran(monkeypatch):
+    # the native pool's workers exist in the parent; the fork must neither need nor harm them
+    A = te.placeholder((4096,), name="A")
+    B = te.compute((4096,), lambda i: A[i] + 1.0, name="B")
+    sch = tvm.tir.Schedule(te.create_prim_func([A, B]))
+    (i,) = sch.get_loops(sch.get_block("B"))
+    outer, _ = sch.split(i, [4, None])
+    sch.parallel(outer)
+    par = tvm.build(sch.mod["main"].with_attr("global_symbol", "par"))
+    a = np.arange(4096, dtype="float32")
+    b = tvm.nd.array(np.zeros(4096, "float32"))
+    par["par"](tvm.nd.array(a), b)
+    spy: list = []
+    mod = _build(monkeypatch, 2, spy)
+    assert spy[0] is not None
+    x = np.linspace(-2, 3, N, dtype="float32")
+    out = tvm.nd.array(np.zeros(N, "float32"))
+    mod["k2"](tvm.nd.array(x), out)
+    np.testing.assert_allclose(out.numpy(), _expected(2, x), rtol=1e-6, atol=1e-5)
+    par["par"](tvm.nd.array(a), b)  # the pool still works in the parent
+    np.testing.assert_array_equal(b.numpy(), a + 1)
