@@ -64,7 +64,7 @@ def build(
     try:
         mine = _compile(parts[0], target, lower)
     except Exception:  # noqa: BLE001 - the serial rebuild raises it where a serial build would
-        pass
+        mine = None
     finally:  # reap the children even when interrupted
         results = [mine] + [_collect(*child) for child in children]
     if any(r is None for r in results):
@@ -99,7 +99,7 @@ def _fork(work: Callable[[], Any]) -> tuple[int, int]:
                 out.write(payload)
             status = 0
         except BaseException:  # noqa: BLE001 - reported as a failed part, rebuilt serially
-            pass
+            status = 1
         finally:
             os._exit(status)
     os.close(write)
@@ -118,5 +118,5 @@ def _collect(pid: int, read: int) -> Any:
         return None
     try:
         return pickle.loads(payload)
-    except Exception:  # a truncated payload: treated as a failed part
+    except (pickle.UnpicklingError, EOFError):  # a truncated payload: a failed part
         return None

@@ -77,7 +77,7 @@ def test_parallel_build_matches_serial_infos_and_numbers(monkeypatch):
 @pytest.mark.parametrize("failing", ["k0", "k5"])  # in the worker; in the parent (largest)
 @pytest.mark.parametrize("stage", ["lower", "codegen"])
 def test_failing_kernel_raises_the_serial_error(monkeypatch, failing, stage):
-    import minitvm.driver as driver
+    from minitvm import driver
 
     def fail_for(fn, name_of):
         def wrapped(func, *rest):
