@@ -9,6 +9,7 @@ from .error import MiniTVMError
 FLAGS = {
     "MINITVM_NUM_THREADS": "threads in the parallel-loop pool (default: number of cores)",
     "TVM_NUM_THREADS": "TVM's spelling of MINITVM_NUM_THREADS, read when that one is unset",
+    "MINITVM_BUILD_JOBS": "processes a build's kernels are compiled in (default: every core; 1: serial)",
     "MINITVM_DUMP_IR": "directory; the lowering pipeline writes the script after each pass there",
     "MINITVM_VERIFY_IR": "1 to run the well-formedness check after every lowering pass",
     "MINITVM_EXAMPLE_SMALL": "1 to run examples/*.py at small sizes (the test suite sets it)",
@@ -35,6 +36,24 @@ def num_threads() -> int | None:
             f"{name}={value!r} is not a positive integer; set it to the number of "
             f"threads for parallel loops (e.g. {os.cpu_count() or 1}, the cores of this "
             "machine), or unset it to use every core"
+        )
+    return n
+
+
+def build_jobs() -> int | None:
+    """MINITVM_BUILD_JOBS as a positive int, None when unset or empty."""
+    value = os.environ.get("MINITVM_BUILD_JOBS", "").strip()
+    if not value:
+        return None
+    try:
+        n = int(value, 10)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise MiniTVMError(
+            f"MINITVM_BUILD_JOBS={value!r} is not a positive integer; set it to the number of "
+            "processes a build may compile kernels in (1 builds serially), or unset it to use "
+            "every core"
         )
     return n
 

@@ -11,16 +11,18 @@ very error, with its cause, that a serial build raises.
 
 from __future__ import annotations
 
+import json
 import os
-import pickle
+import struct
 import sys
 import threading
 from collections.abc import Callable
 from typing import Any
 
+from .. import env
 from ..tir.function import PrimFunc
 
-MAX_JOBS: int | None = None  # processes per build; None: the cores this process may run on
+MAX_JOBS: int | None = None  # processes per build; None: MINITVM_BUILD_JOBS, else every core
 MIN_KERNELS = 4  # fewer distinct kernels build serially (a fork costs more than it saves)
 
 
@@ -31,7 +33,7 @@ def jobs(n_kernels: int) -> int:
     if threading.active_count() > 1:  # a fork copies locks other threads may hold
         return 1
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return max(1, min(MAX_JOBS or cores or 1, n_kernels))
+    return max(1, min(MAX_JOBS or env.build_jobs() or cores or 1, n_kernels))
 
 
 def balanced(sizes: list[int], parts: int) -> list[list[int]]:
@@ -86,15 +88,40 @@ def _compile(part: tuple[list, list], target: Any, lower: Callable) -> tuple[byt
     return codegen.build_partition([lower(k) for k in kernels], target, aliases)
 
 
+def _encode(result: tuple[bytes, list[dict]]) -> bytes:
+    """(bitcode, FuncInfos) as bytes: the FuncInfos' JSON length (8 bytes), that JSON (FuncInfos
+    are JSON by contract), then the bitcode. Plain data both ways, nothing is unpickled."""
+    bitcode, infos = result
+    text = json.dumps(infos).encode()
+    return struct.pack("<Q", len(text)) + text + bytes(bitcode)
+
+
+def _decode(payload: bytes) -> tuple[bytes, list[dict]] | None:
+    """What `_encode` wrote, or None when the payload is truncated or malformed."""
+    if len(payload) < 8:
+        return None
+    (n,) = struct.unpack("<Q", payload[:8])
+    if len(payload) < 8 + n:
+        return None
+    try:
+        infos = json.loads(payload[8 : 8 + n])
+    except ValueError:
+        return None
+    bitcode = payload[8 + n :]
+    if not isinstance(infos, list) or not bitcode:
+        return None
+    return bitcode, infos
+
+
 def _fork(work: Callable[[], Any]) -> tuple[int, int]:
-    """Run `work` in a child process; (pid, read end of the pipe its pickled result comes on)."""
+    """Run `work` in a child process; (pid, read end of the pipe its encoded result comes on)."""
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: never returns into the caller's frames
         status = 1
         try:
             os.close(read)
-            payload = pickle.dumps(work(), protocol=pickle.HIGHEST_PROTOCOL)
+            payload = _encode(work())
             with os.fdopen(write, "wb") as out:
                 out.write(payload)
             status = 0
@@ -116,7 +143,4 @@ def _collect(pid: int, read: int) -> Any:
         status = 0
     if status != 0 or not payload:
         return None
-    try:
-        return pickle.loads(payload)
-    except (pickle.UnpicklingError, EOFError):  # a truncated payload: a failed part
-        return None
+    return _decode(payload)  # None for a truncated payload: a failed part

@@ -189,3 +189,27 @@ def test_parallel_build_after_the_thread_pool_ran(monkeypatch):
     np.testing.assert_allclose(out.numpy(), _expected(2, x), rtol=1e-6, atol=1e-5)
     par["par"](tvm.nd.array(a), b)  # the pool still works in the parent
     np.testing.assert_array_equal(b.numpy(), a + 1)
+
+
+def test_worker_payload_is_plain_data_and_a_truncated_one_is_a_failed_part():
+    """Workers send JSON + bitcode (nothing is unpickled); any cut of the bytes decodes to None."""
+    from minitvm.driver import parallel_build
+
+    infos = [{"name": "k", "params": [{"name": "A", "shape": [4, "n"]}], "errors": ["x"]}]
+    payload = parallel_build._encode((b"BC\xc0\xde-bitcode", infos))
+    assert parallel_build._decode(payload) == (b"BC\xc0\xde-bitcode", infos)
+    for cut in (0, 3, 8, 20, len(payload) - len(b"BC\xc0\xde-bitcode")):
+        assert parallel_build._decode(payload[:cut]) is None
+    assert parallel_build._decode(payload[:8] + b"{not json" + payload[17:]) is None
+
+
+def test_minitvm_build_jobs_sets_the_process_count(monkeypatch):
+    from minitvm.driver import parallel_build
+    from minitvm.error import MiniTVMError
+
+    monkeypatch.setattr(parallel_build, "MAX_JOBS", None)
+    monkeypatch.setenv("MINITVM_BUILD_JOBS", "1")
+    assert parallel_build.jobs(30) == 1
+    monkeypatch.setenv("MINITVM_BUILD_JOBS", "two")
+    with pytest.raises(MiniTVMError, match="MINITVM_BUILD_JOBS='two' is not a positive integer"):
+        parallel_build.jobs(30)
