@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .expr import Expr, Function, Let, Var
+from .expr import Call, Expr, Function, Let, Tuple, TupleGetItem, Var
 from .expr_functor import ExprVisitor, post_order_visit
 
 
@@ -30,6 +30,17 @@ class _VarCollector(ExprVisitor):
     def visit_let(self, let: Let) -> None:
         self.bound.setdefault(let.var)
         super().visit_let(let)
+
+
+def dataflow_operands(e: Any) -> tuple:
+    """The expressions a call, tuple or projection reads (none for anything else)."""
+    if isinstance(e, Call):
+        return e.args
+    if isinstance(e, Tuple):
+        return e.fields
+    if isinstance(e, TupleGetItem):
+        return (e.tuple_value,)
+    return ()
 
 
 def _collect(expr: Expr) -> _VarCollector:
@@ -68,4 +79,11 @@ def count_calls(expr: Expr, op_name: str | None = None) -> int:
     return n[0]
 
 
-__all__ = ["all_vars", "bound_vars", "count_calls", "free_vars", "post_order_visit"]
+__all__ = [
+    "all_vars",
+    "bound_vars",
+    "count_calls",
+    "dataflow_operands",
+    "free_vars",
+    "post_order_visit",
+]

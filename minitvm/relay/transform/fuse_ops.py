@@ -23,7 +23,8 @@ from typing import Any
 from ...ir.transform import PassContext
 from ...relax import expr as rx
 from ...relax.op._table import OpPattern
-from ..expr import Call, Constant, Expr, Function, Op, Tuple, TupleGetItem, Var
+from ..analysis import dataflow_operands
+from ..expr import Call, Constant, Expr, Function, Op, Var
 from ..expr_functor import ExprMutator
 from ..type_infer import infer_type, to_struct_info
 
@@ -121,7 +122,7 @@ def _partition(body: Expr, level: int, max_depth: int) -> dict[Call, _Group]:
         if isinstance(e, Call) and isinstance(e.op, Op):
             order.append(e)
             users.setdefault(e, [])
-        for child in _children(e):
+        for child in dataflow_operands(e):
             if isinstance(child, Call) and isinstance(child.op, Op):
                 users.setdefault(child, []).append(e)
 
@@ -189,17 +190,9 @@ def _post_order(body: Expr, fvisit: Any) -> None:
             continue
         seen.add(id(e))
         stack.append((e, True))
-        stack.extend((c, False) for c in reversed(_children(e)) if id(c) not in seen)
+        stack.extend((c, False) for c in reversed(dataflow_operands(e)) if id(c) not in seen)
 
 
-def _children(e: Any) -> tuple:
-    if isinstance(e, Call):
-        return e.args
-    if isinstance(e, Tuple):
-        return e.fields
-    if isinstance(e, TupleGetItem):
-        return (e.tuple_value,)
-    return ()
 
 
 class _Fuser(ExprMutator):

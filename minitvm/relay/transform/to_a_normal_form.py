@@ -9,19 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..analysis import dataflow_operands
 from ..expr import Call, Expr, Function, Let, Tuple, TupleGetItem, Var
 
 _BOUND = (Call, Tuple, TupleGetItem)
 
 
-def _operands(e: Any) -> tuple:
-    if isinstance(e, Call):
-        return e.args
-    if isinstance(e, Tuple):
-        return e.fields
-    if isinstance(e, TupleGetItem):
-        return (e.tuple_value,)
-    return ()
 
 
 def _rebuild(e: Any, new: dict) -> Expr:
@@ -44,7 +37,7 @@ def _post_order(body: Expr) -> list:
         elif id(e) not in seen and isinstance(e, _BOUND):
             seen.add(id(e))
             stack.append((e, True))
-            stack.extend((c, False) for c in reversed(_operands(e)))
+            stack.extend((c, False) for c in reversed(dataflow_operands(e)))
     return order
 
 
