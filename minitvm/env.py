@@ -17,15 +17,14 @@ FLAGS = {
 }
 
 
-def num_threads() -> int | None:
-    """MINITVM_NUM_THREADS (else TVM's TVM_NUM_THREADS) as a positive int, None when both are
-    unset or empty."""
-    name = "MINITVM_NUM_THREADS"
-    value = os.environ.get(name, "").strip()
-    if not value:
-        name = "TVM_NUM_THREADS"
+def _positive_int(names: tuple[str, ...], what: str) -> int | None:
+    """The first of the flags `names` that is set, as a positive int; None when none is set.
+    A value that is not one is an error naming the flag and saying what it sets (`what`)."""
+    for name in names:
         value = os.environ.get(name, "").strip()
-    if not value:
+        if value:
+            break
+    else:
         return None
     try:
         n = int(value, 10)
@@ -33,29 +32,27 @@ def num_threads() -> int | None:
         n = 0
     if n < 1:
         raise MiniTVMError(
-            f"{name}={value!r} is not a positive integer; set it to the number of "
-            f"threads for parallel loops (e.g. {os.cpu_count() or 1}, the cores of this "
-            "machine), or unset it to use every core"
+            f"{name}={value!r} is not a positive integer; set it to the number of {what}, or "
+            "unset it to use every core"
         )
     return n
+
+
+def num_threads() -> int | None:
+    """MINITVM_NUM_THREADS (else TVM's TVM_NUM_THREADS) as a positive int, None when both are
+    unset or empty."""
+    return _positive_int(
+        ("MINITVM_NUM_THREADS", "TVM_NUM_THREADS"),
+        f"threads for parallel loops (e.g. {os.cpu_count() or 1}, the cores of this machine)",
+    )
 
 
 def build_jobs() -> int | None:
     """MINITVM_BUILD_JOBS as a positive int, None when unset or empty."""
-    value = os.environ.get("MINITVM_BUILD_JOBS", "").strip()
-    if not value:
-        return None
-    try:
-        n = int(value, 10)
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise MiniTVMError(
-            f"MINITVM_BUILD_JOBS={value!r} is not a positive integer; set it to the number of "
-            "processes a build may compile kernels in (1 builds serially), or unset it to use "
-            "every core"
-        )
-    return n
+    return _positive_int(
+        ("MINITVM_BUILD_JOBS",),
+        "processes a build may compile kernels in (1 builds serially)",
+    )
 
 
 def dump_ir_dir() -> str | None:
