@@ -1,19 +1,6 @@
 """`tvm.ir.instrument` (TVM 0.9+ spelling): the pass instruments of `minitvm.instrument`."""
 
-from ..instrument import (
-    PassInstrument,
-    PassPrintingInstrument,
-    PassTimingInstrument,
-    PrintAfterAll,
-    PrintBeforeAll,
-    pass_instrument,
-)
+from .. import instrument as _instrument
+from ..instrument import *  # the same names, one definition
 
-__all__ = [
-    "PassInstrument",
-    "PassPrintingInstrument",
-    "PassTimingInstrument",
-    "PrintAfterAll",
-    "PrintBeforeAll",
-    "pass_instrument",
-]
+__all__ = list(_instrument.__all__)
