@@ -899,16 +899,14 @@ def _is_conditional(e) -> bool:
 
 
 def _reads_weight_rows(block: Block) -> bool:
-    """A product `x @ W.T` (W read `[.., j, k]`) under fewer static rows than
-    MATMUL_PACK_MIN_ROWS_TRANSPOSED: the dot-product rule vectorizes it along k."""
+    """A product `x @ W.T` (W read `[.., j, k]`) that `_pack_b` leaves unpacked (fewer static
+    rows than MATMUL_PACK_MIN_ROWS_TRANSPOSED): the dot-product rule vectorizes it along k."""
     j = _last_spatial_var(block)
     if j is None or not any(_transposed_along(ld, j, block) for ld in _loads(_product_term(block))):
         return False
-    spatial = [iv for iv in block.iter_vars if iv.iter_type == IterType.DataPar][:-1]
-    rows = math.prod(const_int(iv.dom.extent) or 0 for iv in spatial) if spatial else 1
-    return 0 < rows < MATMUL_PACK_MIN_ROWS_TRANSPOSED and all(
-        const_int(iv.dom.extent) is not None for iv in spatial
-    )
+    spatial = [iv for iv in block.iter_vars if iv.iter_type == IterType.DataPar]
+    rows = const_int(spatial[-2].dom.extent)  # the row extent `schedule_matmul` passes _pack_b
+    return rows is not None and rows < MATMUL_PACK_MIN_ROWS_TRANSPOSED
 
 
 def _is_packing(blocks: list[Block], producer: Block) -> bool:
