@@ -54,6 +54,34 @@ class ExpressionTooDeep(MiniTVMError, RecursionError):
     """The IR nests deeper than minitvm's walkers can go without risking the C stack."""
 
 
+class FrontendError(TVMError):
+    """A model handed to an importer (PyTorch, ONNX) cannot be converted as given."""
+
+
+class OpNotImplemented(FrontendError, NotImplementedError):
+    """The model uses operators the importer does not convert; the message lists every one."""
+
+
+class OpAttributeInvalid(FrontendError, AttributeError):
+    """An operator attribute of an imported model has a value the importer cannot honour."""
+
+
+class OpAttributeRequired(FrontendError, AttributeError):
+    """An imported operator lacks an attribute its conversion needs."""
+
+
+class OpAttributeUnImplemented(FrontendError, NotImplementedError):
+    """An imported operator sets an attribute whose semantics the importer does not support."""
+
+
+class TuningError(TVMError):
+    """Tuning (meta_schedule) was asked to do something it cannot: bad task, database or budget."""
+
+
+class DeviceError(RuntimeError_):
+    """A device (OpenCL, CUDA) is absent, or a kernel exceeds its limits or fails to launch."""
+
+
 __all__ = [
     "MiniTVMError",
     "TVMError",
@@ -68,4 +96,11 @@ __all__ = [
     "TargetError",
     "RuntimeError_",
     "ExpressionTooDeep",
+    "FrontendError",
+    "OpNotImplemented",
+    "OpAttributeInvalid",
+    "OpAttributeRequired",
+    "OpAttributeUnImplemented",
+    "TuningError",
+    "DeviceError",
 ]
