@@ -9,7 +9,7 @@ from .. import te
 from ..error import TEError
 from ..ir.dtype import DataType
 from ..tir import op as tir_op
-from ..tir.expr import PrimExpr, as_expr
+from ..tir.expr import NE, And, Not, Or, PrimExpr, Select, as_expr, make_const
 from ..tir.expr import cast as tir_cast
 from .utils import fmt_shape, is_one, prove_equal
 
@@ -83,6 +83,34 @@ maximum = _binary("maximum", tir_op.max)
 minimum = _binary("minimum", tir_op.min)
 equal = _binary("equal", lambda a, b: a == b)  # bool result
 
+not_equal = _binary("not_equal", lambda a, b: NE(a, b))  # bool results from here on
+less = _binary("less", lambda a, b: a < b)
+less_equal = _binary("less_equal", lambda a, b: a <= b)
+greater = _binary("greater", lambda a, b: a > b)
+greater_equal = _binary("greater_equal", lambda a, b: a >= b)
+logical_and = _binary("logical_and", lambda a, b: And(_truth(a), _truth(b)))
+logical_or = _binary("logical_or", lambda a, b: Or(_truth(a), _truth(b)))
+logical_xor = _binary("logical_xor", lambda a, b: NE(_truth(a), _truth(b)))
+
+
+def _truth(v: PrimExpr) -> PrimExpr:
+    """A value as a bool (nonzero is true), as numpy's logical ops read it."""
+    return v if v.dtype.is_bool else NE(v, make_const(v.dtype, 0))
+
+
+def _floor_divide(a: PrimExpr, b: PrimExpr) -> PrimExpr:
+    # integers: the exact floordiv; floats: floor of the quotient (numpy.floor_divide)
+    return tir_op.floordiv(a, b) if not a.dtype.is_float else tir_op.floor(a / b)
+
+
+def _floor_mod(a: PrimExpr, b: PrimExpr) -> PrimExpr:
+    # floats: a - floor(a / b) * b, so the result takes b's sign (numpy.mod, torch.remainder)
+    return tir_op.floormod(a, b) if not a.dtype.is_float else a - tir_op.floor(a / b) * b
+
+
+floor_divide = _binary("floor_divide", _floor_divide)
+floor_mod = _binary("floor_mod", _floor_mod)
+
 # `A + B`, `A - 1`, `2 * A`, `A / B` on te Tensors build these computes, as in TVM.
 for _op_fn in (add, subtract, multiply, divide):
     te.tensor.register_tensor_op(_op_fn.__name__, _op_fn)
@@ -106,6 +134,43 @@ sqrt = _unary("sqrt", tir_op.sqrt)
 tanh = _unary("tanh", tir_op.tanh)
 sigmoid = _unary("sigmoid", tir_op.sigmoid)
 abs = _unary("abs", tir_op.abs)
+rsqrt = _unary("rsqrt", tir_op.rsqrt)
+erf = _unary("erf", tir_op.erf)
+sin = _unary("sin", tir_op.sin)
+cos = _unary("cos", tir_op.cos)
+floor = _unary("floor", tir_op.floor)
+ceil = _unary("ceil", tir_op.ceil)
+round = _unary("round", tir_op.round)  # noqa: A001 - TVM's name; half to even, as numpy
+square = _unary("square", lambda v: v * v)
+logical_not = _unary("logical_not", lambda v: Not(_truth(v)))
+
+
+def _sign(v: PrimExpr) -> PrimExpr:
+    one = make_const(v.dtype, 1)
+    # zero (and a NaN) are their own sign, as in numpy.sign
+    return Select(v > make_const(v.dtype, 0), one, Select(v < make_const(v.dtype, 0), -one, v))
+
+
+sign = _unary("sign", _sign)
+
+
+def where(condition: te.Tensor, x: Any, y: Any) -> te.Tensor:
+    """`numpy.where(condition, x, y)` with broadcasting; x and y may be scalars."""
+    tensors = [t for t in (condition, x, y) if isinstance(t, te.Tensor)]
+    out_shape: tuple = ()
+    for t in tensors:
+        out_shape = broadcast_shape(out_shape, t.shape, "topi.where")
+    dtype = next((t.dtype for t in (x, y) if isinstance(t, te.Tensor)), None)
+
+    def read(t: Any, idx: tuple) -> PrimExpr:
+        if isinstance(t, te.Tensor):
+            return t[broadcast_index(t, out_shape, idx)]
+        return as_expr(t, like=DataType(dtype) if dtype is not None else None)
+
+    def body(*idx: Any) -> PrimExpr:
+        return Select(_truth(read(condition, idx)), read(x, idx), read(y, idx))
+
+    return te.compute(out_shape, body, name="T_where", tag="broadcast")
 
 
 def broadcast_to(data: te.Tensor, shape: Sequence[Any]) -> te.Tensor:

@@ -294,3 +294,82 @@ def conv2d(
     w = layout_transform(kernel, kernel_layout, "OIHW")
     out = conv2d_nchw(x, w, strides, padding, dilation, groups)
     return layout_transform(out, "NCHW", out_layout or data_layout)
+
+
+def silu(x: np.ndarray) -> np.ndarray:
+    return (x * sigmoid(x)).astype(x.dtype)
+
+
+def leaky_relu(x: np.ndarray, alpha: float = 0.01) -> np.ndarray:
+    return np.where(x > 0, x, x * np.asarray(alpha, x.dtype)).astype(x.dtype)
+
+
+def softplus(x: np.ndarray, beta: float = 1.0, threshold: float = 20.0) -> np.ndarray:
+    bx = x.astype(np.float64) * beta
+    soft = (np.log1p(np.exp(-np.abs(bx))) + np.maximum(bx, 0)) / beta
+    return np.where(bx > threshold, x, soft).astype(x.dtype)
+
+
+def gelu_tanh(x: np.ndarray) -> np.ndarray:
+    v = x.astype(np.float64)
+    inner = math.sqrt(2.0 / math.pi) * (v + 0.044715 * v**3)
+    return (0.5 * v * (1.0 + np.tanh(inner))).astype(x.dtype)
+
+
+def group_norm(
+    x: np.ndarray,
+    gamma: np.ndarray,
+    beta: np.ndarray,
+    num_groups: int,
+    channel_axis: int,
+    axes: Sequence[int],
+    epsilon: float = 1e-5,
+    center: bool = True,
+    scale: bool = True,
+) -> np.ndarray:
+    """Normalise over `axes` and the channels of each of `num_groups` groups."""
+    c_ax = channel_axis % x.ndim
+    shape = list(x.shape)
+    grouped = shape[:c_ax] + [num_groups, shape[c_ax] // num_groups] + shape[c_ax + 1 :]
+    red = tuple(sorted([c_ax + 1] + [a % x.ndim + (a % x.ndim > c_ax) for a in axes]))
+    y = x.astype(np.float64).reshape(grouped)
+    mean = y.mean(axis=red, keepdims=True)
+    var = ((y - mean) ** 2).mean(axis=red, keepdims=True)
+    out = ((y - mean) / np.sqrt(var + epsilon)).reshape(shape)
+    pshape = [1] * x.ndim
+    pshape[c_ax] = -1
+    if scale:
+        out = out * gamma.reshape(pshape)
+    if center:
+        out = out + beta.reshape(pshape)
+    return out.astype(x.dtype)
+
+
+def causal_keep(s: int, t: int, causal_mask: str | None) -> np.ndarray:
+    """The (s, t) boolean mask of attention positions kept by a causal mask (TVM's modes)."""
+    if causal_mask is None:
+        return np.ones((s, t), dtype=bool)
+    offset = 0 if causal_mask == "TopLeft" else t - s
+    return np.tril(np.ones((s, t), dtype=bool), k=offset)
+
+
+def attention(
+    q: np.ndarray,
+    k: np.ndarray,
+    v: np.ndarray,
+    bias: np.ndarray | None = None,
+    scale: float | None = None,
+    causal_mask: str | None = None,
+) -> np.ndarray:
+    """softmax(q k^T * scale + bias) v in TVM's BSNH layout (batch, seq, heads, head_dim)."""
+    qf, kf, vf = (a.astype(np.float64).transpose(0, 2, 1, 3) for a in (q, k, v))
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    scores = qf @ kf.transpose(0, 1, 3, 2) * scale
+    if bias is not None:
+        scores = scores + bias
+    keep = causal_keep(q.shape[1], k.shape[1], causal_mask)
+    scores = np.where(keep, scores, np.finfo(q.dtype).min)
+    scores = scores - scores.max(axis=-1, keepdims=True)
+    p = np.exp(scores)
+    p = p / p.sum(axis=-1, keepdims=True)
+    return (p @ vf).transpose(0, 2, 1, 3).astype(q.dtype)

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ... import te, topi
-from ...error import ShapeError
+from ...error import DTypeError, ShapeError
 from ...tir import op as tir_op
 from ...tir.expr import make_const
 from ...topi import reference as ref
@@ -47,6 +47,16 @@ def _np_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.fix(np.divide(a, b)).astype(np.result_type(a, b))
 
 
+def _np_floor_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.floor_divide(a, b).astype(np.result_type(a, b))
+
+
+def _np_floor_mod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if np.result_type(a, b).kind == "f":  # the formula the kernel uses (numpy's differs in ulps)
+        return (a - np.floor(a / b) * b).astype(np.result_type(a, b))
+    return np.mod(a, b).astype(np.result_type(a, b))
+
+
 _BINARY: dict[str, tuple[Callable, Callable, OpPattern]] = {
     "add": (topi.add, np.add, OpPattern.BROADCAST),
     "subtract": (topi.subtract, np.subtract, OpPattern.BROADCAST),
@@ -55,6 +65,8 @@ _BINARY: dict[str, tuple[Callable, Callable, OpPattern]] = {
     "power": (topi.power, np.power, OpPattern.BROADCAST),
     "maximum": (topi.maximum, np.maximum, OpPattern.BROADCAST),
     "minimum": (topi.minimum, np.minimum, OpPattern.BROADCAST),
+    "floor_divide": (topi.floor_divide, _np_floor_divide, OpPattern.BROADCAST),
+    "floor_mod": (topi.floor_mod, _np_floor_mod, OpPattern.BROADCAST),
 }
 
 
@@ -78,6 +90,8 @@ divide = _make_binary("divide")
 power = _make_binary("power")
 maximum = _make_binary("maximum")
 minimum = _make_binary("minimum")
+floor_divide = _make_binary("floor_divide")
+floor_mod = _make_binary("floor_mod")
 
 
 def _infer_compare(call: Call) -> StructInfo:
@@ -85,14 +99,56 @@ def _infer_compare(call: Call) -> StructInfo:
     return TensorStructInfo(sinfo.shape, "bool", sinfo.ndim)
 
 
-_equal = register_op("relax.equal", _infer_compare, topi.equal, np.equal, OpPattern.BROADCAST)
+def _infer_logical(call: Call) -> StructInfo:
+    for k in range(len(call.args)):
+        x = I.tensor_arg(call, k, f"x{k + 1}")
+        if x.dtype is not None and not x.dtype.is_bool:
+            raise DTypeError(
+                f"{I.op_name(call)}: x{k + 1} has dtype {x.dtype}, but logical ops take bool "
+                f"tensors; compare first (relax.op.not_equal(x{k + 1}, 0)) or use astype('bool')"
+            )
+    return _infer_compare(call) if len(call.args) == 2 else TensorStructInfo(
+        call.args[0].struct_info.shape, "bool", call.args[0].struct_info.ndim
+    )
 
 
-def equal(x1: Any, x2: Any) -> Call:
-    """Elementwise x1 == x2 with numpy broadcasting; a bool tensor: `relax.op.equal(x1, x2)`."""
-    x1 = _as_operand(x1, x2 if isinstance(x2, Expr) else None)
-    x2 = _as_operand(x2, x1)
-    return make_call(_equal, (x1, x2))
+# name -> (te, numpy, shape rule): comparisons and logical ops give bool tensors
+_BOOL_BINARY: dict[str, tuple[Callable, Callable, Callable]] = {
+    "equal": (topi.equal, np.equal, _infer_compare),
+    "not_equal": (topi.not_equal, np.not_equal, _infer_compare),
+    "less": (topi.less, np.less, _infer_compare),
+    "less_equal": (topi.less_equal, np.less_equal, _infer_compare),
+    "greater": (topi.greater, np.greater, _infer_compare),
+    "greater_equal": (topi.greater_equal, np.greater_equal, _infer_compare),
+    "logical_and": (topi.logical_and, np.logical_and, _infer_logical),
+    "logical_or": (topi.logical_or, np.logical_or, _infer_logical),
+    "logical_xor": (topi.logical_xor, np.logical_xor, _infer_logical),
+}
+
+
+def _make_bool_binary(name: str) -> Callable[[Any, Any], Call]:
+    te_fn, np_fn, infer = _BOOL_BINARY[name]
+    op = register_op(f"relax.{name}", infer, te_fn, np_fn, OpPattern.BROADCAST)
+
+    def build(x1: Any, x2: Any) -> Call:
+        x1 = _as_operand(x1, x2 if isinstance(x2, Expr) else None)
+        x2 = _as_operand(x2, x1)
+        return make_call(op, (x1, x2))
+
+    build.__name__ = name
+    build.__doc__ = f"Elementwise {name} with numpy broadcasting; a bool tensor."
+    return build
+
+
+equal = _make_bool_binary("equal")
+not_equal = _make_bool_binary("not_equal")
+less = _make_bool_binary("less")
+less_equal = _make_bool_binary("less_equal")
+greater = _make_bool_binary("greater")
+greater_equal = _make_bool_binary("greater_equal")
+logical_and = _make_bool_binary("logical_and")
+logical_or = _make_bool_binary("logical_or")
+logical_xor = _make_bool_binary("logical_xor")
 
 
 def _infer_ewise_fma(call: Call) -> StructInfo:
@@ -141,6 +197,14 @@ _UNARY: dict[str, tuple[Callable, Callable, bool]] = {
     "sqrt": (topi.sqrt, _np_float(np.sqrt), True),
     "tanh": (topi.tanh, _np_float(np.tanh), True),
     "sigmoid": (topi.sigmoid, ref.sigmoid, True),
+    "rsqrt": (topi.rsqrt, _np_float(lambda x: 1.0 / np.sqrt(x)), True),
+    "sin": (topi.sin, _np_float(np.sin), True),
+    "cos": (topi.cos, _np_float(np.cos), True),
+    "square": (topi.square, lambda x: (x * x).astype(x.dtype), False),
+    "floor": (topi.floor, _np_float(np.floor), False),
+    "ceil": (topi.ceil, _np_float(np.ceil), False),
+    "round": (topi.round, _np_float(np.round), False),
+    "sign": (topi.sign, _np_float(np.sign), False),
 }
 
 
@@ -164,6 +228,63 @@ log = make_unary("log", *_UNARY["log"], "Elementwise natural log.")
 sqrt = make_unary("sqrt", *_UNARY["sqrt"], "Elementwise square root.")
 tanh = make_unary("tanh", *_UNARY["tanh"], "Elementwise tanh.")
 sigmoid = make_unary("sigmoid", *_UNARY["sigmoid"], "Elementwise 1 / (1 + e**-x).")
+rsqrt = make_unary("rsqrt", *_UNARY["rsqrt"], "Elementwise 1 / sqrt(x).")
+sin = make_unary("sin", *_UNARY["sin"], "Elementwise sine.")
+cos = make_unary("cos", *_UNARY["cos"], "Elementwise cosine.")
+square = make_unary("square", *_UNARY["square"], "Elementwise x * x.")
+floor = make_unary("floor", *_UNARY["floor"], "Elementwise floor (integers unchanged).")
+ceil = make_unary("ceil", *_UNARY["ceil"], "Elementwise ceil (integers unchanged).")
+round = make_unary("round", *_UNARY["round"], "Elementwise round, half to even (as numpy).")
+sign = make_unary("sign", *_UNARY["sign"], "Elementwise sign: -1, 0 or 1 (NaN stays NaN).")
+
+
+_logical_not = register_op(
+    "relax.logical_not", _infer_logical, topi.logical_not, np.logical_not, OpPattern.ELEMWISE
+)
+
+
+def logical_not(x: Expr) -> Call:
+    """Elementwise not of a bool tensor: `relax.op.logical_not(x)`."""
+    return make_call(_logical_not, (x,))
+
+
+# ----------------------------------------------------------------------------- where
+
+
+def _infer_where(call: Call) -> StructInfo:
+    cond = I.tensor_arg(call, 0, "condition")
+    x = I.tensor_arg(call, 1, "x1")
+    y = I.tensor_arg(call, 2, "x2")
+    if cond.dtype is not None and not cond.dtype.is_bool:
+        raise DTypeError(
+            f"relax.where: condition has dtype {cond.dtype}; it must be bool (compare first, "
+            "e.g. relax.op.not_equal(condition, 0))"
+        )
+    dtype = I.same_dtype(call, [("x1", x), ("x2", y)])
+    if any(s.shape is None for s in (cond, x, y)):
+        ndims = [s.ndim for s in (cond, x, y)]
+        return TensorStructInfo(None, dtype, -1 if -1 in ndims else max(ndims))
+    xy = I.broadcast(call, "x1", x, "x2", y)
+    if xy is None:
+        return TensorStructInfo(None, dtype, max(cond.ndim, x.ndim, y.ndim))
+    shape = I.broadcast(call, "condition", cond, "x1 and x2", TensorStructInfo(xy, dtype))
+    if shape is None:
+        return TensorStructInfo(None, dtype, max(cond.ndim, len(xy)))
+    return TensorStructInfo(shape, dtype)
+
+
+def _np_where(condition, x1, x2):
+    return np.where(condition, x1, x2).astype(np.result_type(x1, x2))
+
+
+_where = register_op("relax.where", _infer_where, topi.where, _np_where, OpPattern.BROADCAST)
+
+
+def where(condition: Expr, x1: Any, x2: Any) -> Call:
+    """x1 where condition holds, else x2 (numpy broadcasting): `relax.op.where(c, x, 0.0)`."""
+    x1 = _as_operand(x1, x2 if isinstance(x2, Expr) else None)
+    x2 = _as_operand(x2, x1)
+    return make_call(_where, (condition, x1, x2))
 
 
 # ----------------------------------------------------------------------------- clip

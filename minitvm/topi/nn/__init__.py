@@ -1,14 +1,17 @@
 """Neural-network operators as TE computes."""
 
+from .attention import attention
+
 from .conv import conv2d, conv2d_layout, conv2d_nchw, conv2d_NCHWc, conv2d_nhwc, depthwise_conv2d_NCHWc
 from .dense import dense, flatten, matmul
-from .elemwise import gelu, relu
-from .norm import batch_norm, layer_norm
+from .elemwise import gelu, gelu_tanh, leaky_relu, relu, silu, softplus
+from .norm import batch_norm, group_norm, layer_norm
 from .pad import pad
 from .pooling import adaptive_pool, adaptive_pool2d, global_pool, pool2d
 from .softmax import log_softmax, softmax
 
 __all__ = [
+    "attention",
     "adaptive_pool",
     "adaptive_pool2d",
     "batch_norm",
@@ -21,6 +24,11 @@ __all__ = [
     "dense",
     "flatten",
     "gelu",
+    "gelu_tanh",
+    "group_norm",
+    "leaky_relu",
+    "silu",
+    "softplus",
     "global_pool",
     "layer_norm",
     "log_softmax",

@@ -5,13 +5,17 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+import numpy as np
+
+from .... import te
 from ....error import ShapeError
 from ....topi import nn as topi_nn
 from ....topi import reference as ref
 from ....topi.layout import Layout
 from ....topi.nn import conv as topi_conv
 from ....topi.nn.conv import conv_out_dim, padding4, pair
-from ....topi.utils import const_int, fmt_dim, fmt_shape, prove_equal
+from ....topi.broadcast import full as topi_full
+from ....topi.utils import const_int, fmt_dim, fmt_shape, normalize_axes, prove_equal
 from ...expr import Call, Expr
 from ...struct_info import StructInfo, TensorStructInfo, TupleStructInfo
 from .. import _infer as I
@@ -549,8 +553,6 @@ def _infer_layer_norm(call: Call) -> StructInfo:
     I.require_float(call, x, "data")
     if x.ndim == -1:
         return x
-    from ....topi.utils import normalize_axes
-
     axes = normalize_axes(call.attrs["axes"], x.ndim, "relax.nn.layer_norm")
     _check_param(call, x, axes, 1, "gamma")
     _check_param(call, x, axes, 2, "beta")
@@ -587,3 +589,142 @@ def layer_norm(
     axes = (int(axes),) if isinstance(axes, int) else tuple(int(a) for a in axes)
     attrs = {"axes": axes, "epsilon": float(epsilon), "center": bool(center), "scale": bool(scale)}
     return make_call(_layer_norm, (data, gamma, beta), attrs)
+
+
+# ----------------------------------------------------------------------------- more activations
+
+silu = make_unary(
+    "nn.silu", topi_nn.silu, ref.silu, True, "x * sigmoid(x): `relax.op.nn.silu(x)`."
+)
+gelu_tanh = make_unary(
+    "nn.gelu_tanh",
+    topi_nn.gelu_tanh,
+    ref.gelu_tanh,
+    True,
+    "GELU, tanh approximation: `relax.op.nn.gelu_tanh(x)`.",
+)
+
+
+def _infer_float_unary(call: Call) -> StructInfo:
+    x = I.tensor_arg(call, 0, "data")
+    I.require_float(call, x, "data")
+    return x
+
+
+_leakyrelu = register_op(
+    "relax.nn.leakyrelu",
+    _infer_float_unary,
+    lambda data, alpha: topi_nn.leaky_relu(data, alpha),
+    lambda data, alpha: ref.leaky_relu(data, alpha),
+    OpPattern.ELEMWISE,
+)
+_softplus = register_op(
+    "relax.nn.softplus",
+    _infer_float_unary,
+    topi_nn.softplus,
+    ref.softplus,
+    OpPattern.ELEMWISE,
+)
+
+
+def leakyrelu(data: Expr, alpha: float = 0.01) -> Call:
+    """x where x > 0, else alpha * x: `relax.op.nn.leakyrelu(x, 0.2)`."""
+    return make_call(_leakyrelu, (data,), {"alpha": float(alpha)})
+
+
+def softplus(data: Expr, beta: float = 1.0, threshold: float = 20.0) -> Call:
+    """log(1 + exp(beta * x)) / beta; x itself where beta * x > threshold (as torch)."""
+    if float(beta) == 0.0:
+        raise ShapeError("relax.nn.softplus: beta must be non-zero (it divides the result)")
+    return make_call(_softplus, (data,), {"beta": float(beta), "threshold": float(threshold)})
+
+
+# ----------------------------------------------------------------------------- dropout
+
+
+def _infer_dropout(call: Call) -> StructInfo:
+    x = I.tensor_arg(call, 0, "data")
+    I.require_float(call, x, "data")
+    return TupleStructInfo((x, x))
+
+
+def _te_dropout(data, rate):
+    out = te.compute(data.shape, lambda *i: data[i], name="T_dropout", tag="elemwise")
+    ones = topi_full(data.shape, data.dtype, 1.0)
+    return [out, ones]
+
+
+_dropout = register_op(
+    "relax.nn.dropout",
+    _infer_dropout,
+    _te_dropout,
+    lambda data, rate: (data.copy(), np.ones_like(data)),
+    OpPattern.ELEMWISE,
+)
+
+
+def dropout(data: Expr, rate: float = 0.5) -> Call:
+    """Inference dropout: the tuple (data, mask of ones), as TVM's; take field 0 for the output."""
+    if not 0.0 <= float(rate) < 1.0:
+        raise ShapeError(f"relax.nn.dropout: rate must be in [0, 1), got {rate}")
+    return make_call(_dropout, (data,), {"rate": float(rate)})
+
+
+# ----------------------------------------------------------------------------- group_norm
+
+
+def _infer_group_norm(call: Call) -> StructInfo:
+    x = I.tensor_arg(call, 0, "data")
+    I.require_float(call, x, "data")
+    a = call.attrs
+    if x.ndim == -1:
+        return x
+    c_ax = I.axis_of(call, a["channel_axis"], x.ndim)
+    normalize_axes(a["axes"], x.ndim, "relax.nn.group_norm")
+    _check_param(call, x, (c_ax,), 1, "gamma")
+    _check_param(call, x, (c_ax,), 2, "beta")
+    channels = const_int(x.shape[c_ax]) if x.shape is not None else None
+    if channels is not None and channels % a["num_groups"]:
+        raise ShapeError(
+            f"relax.nn.group_norm: the {channels} channels of data {fmt_shape(x.shape)} (axis "
+            f"{c_ax}) do not split into num_groups={a['num_groups']} equal groups; pick a "
+            "num_groups that divides the channel count"
+        )
+    return x
+
+
+_group_norm = register_op(
+    "relax.nn.group_norm",
+    _infer_group_norm,
+    topi_nn.group_norm,
+    ref.group_norm,
+    OpPattern.OUT_EWISE_FUSABLE,
+)
+
+
+def group_norm(
+    data: Expr,
+    gamma: Expr,
+    beta: Expr,
+    num_groups: int,
+    channel_axis: int,
+    axes: Any,
+    epsilon: float = 1e-5,
+    center: bool = True,
+    scale: bool = True,
+) -> Call:
+    """Normalise over `axes` and the channels of each group (TVM's relax signature).
+
+    NCHW: `group_norm(x, gamma, beta, num_groups=8, channel_axis=1, axes=[2, 3])`; gamma and
+    beta have shape (C,)."""
+    if int(num_groups) <= 0:
+        raise ShapeError(f"relax.nn.group_norm: num_groups must be positive, got {num_groups}")
+    attrs = {
+        "num_groups": int(num_groups),
+        "channel_axis": int(channel_axis),
+        "axes": (int(axes),) if isinstance(axes, int) else tuple(int(a) for a in axes),
+        "epsilon": float(epsilon),
+        "center": bool(center),
+        "scale": bool(scale),
+    }
+    return make_call(_group_norm, (data, gamma, beta), attrs)
