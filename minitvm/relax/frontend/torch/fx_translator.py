@@ -1,0 +1,128 @@
+"""`from_fx`: a torch.fx GraphModule (from `torch.fx.symbolic_trace`) into a relax IRModule."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ....error import FrontendError
+from ....ir.module import IRModule
+from ....runtime import ndarray as nd
+from ...expr import Var
+from ...struct_info import TensorStructInfo
+from . import _modules, _ops
+from ._importer import Converter, Importer, bind_output, to_numpy
+
+__all__ = ["from_fx"]
+
+
+def from_fx(
+    graph_module: Any,
+    input_info: Sequence[tuple[Sequence[Any], str]],
+    keep_params_as_input: bool = False,
+    unwrap_unit_return_tuple: bool = False,
+    no_bind_return_tuple: bool = False,
+) -> IRModule:
+    """Import a traced torch module; input_info is [(shape, dtype), ...] per graph input.
+
+    A dim given as a string ("n") is symbolic, shared by every input that names it. Weights
+    become constants, or with keep_params_as_input=True extra inputs (sorted by name) whose
+    values are in the attr "params" (see `relax.frontend.detach_params`).
+    >>> mod = from_fx(torch.fx.symbolic_trace(model.eval()), [((1, 3, 224, 224), "float32")])
+    """
+    from torch import fx
+
+    if not isinstance(graph_module, fx.GraphModule):
+        raise FrontendError(
+            f"from_fx: expected a torch.fx.GraphModule, got {type(graph_module).__name__}; "
+            "trace the model first: torch.fx.symbolic_trace(model)"
+        )
+    t = Importer("from_fx")
+    placeholders = [n for n in graph_module.graph.nodes if n.op == "placeholder"]
+    if len(input_info) != len(placeholders):
+        raise FrontendError(
+            f"from_fx: the graph has {len(placeholders)} inputs "
+            f"({', '.join(n.name for n in placeholders)}) but input_info describes "
+            f"{len(input_info)}; pass one (shape, dtype) per input"
+        )
+    inputs = [_input_var(t, i, info) for i, info in enumerate(input_info)]
+    params, values = [], []
+    if keep_params_as_input:
+        for name, p in sorted(graph_module.named_parameters(), key=lambda kv: kv[0]):
+            var = Var(name.replace(".", "_"), TensorStructInfo(tuple(p.shape), t.dtype(p.dtype)))
+            t.params[id(p)] = var
+            params.append(var)
+            values.append(nd.array(to_numpy(p)))
+    attrs = {"num_input": len(inputs)} if keep_params_as_input else None
+    modules = dict(graph_module.named_modules())
+    module_table = _modules.table()
+
+    def lookup(node) -> Converter | None:
+        if node.op == "call_module":
+            convert = module_table.get(type(modules[node.target]))
+            module = modules[node.target]
+            return None if convert is None else (lambda t, *a, **k: convert(t, module, *a, **k))
+        if node.op == "call_method":
+            name = node.target
+            return _ops.METHODS.get(name) or _ops.FUNCTIONS.get(name) or _inplace(name)
+        name = getattr(node.target, "__name__", None)
+        return _ops.FX.get(name) or _ops.FUNCTIONS.get(name) or _inplace(name)
+
+    def describe(node) -> tuple[str, str]:
+        where = f"node {node.name!r}"
+        if node.op == "call_module":
+            cls = type(modules[node.target])
+            return f"{cls.__module__.split('.modules.')[0]}.{cls.__name__}", f"{where}, module {node.target!r}"
+        if node.op == "call_method":
+            return f"Tensor.{node.target}", where
+        return f"{getattr(node.target, '__module__', None) or ''}.{getattr(node.target, '__name__', node.target)}".lstrip("."), where
+
+    with t.bb.function("main", params=inputs + params, attrs=attrs):
+        with t.bb.dataflow():
+            nodes = list(graph_module.graph.nodes)
+            for node, var in zip(placeholders, inputs):
+                t.env[node] = var
+            for node in nodes:
+                if node.op == "get_attr":
+                    t.env[node] = _fetch_attr(t, graph_module, node.target)
+            t.convert_nodes(nodes, lookup, describe)
+            output = next(n for n in nodes if n.op == "output")
+            result = t.retrieve(output.args[0])
+            out = bind_output(
+                t.bb, result, is_tuple=isinstance(result, list | tuple),
+                unwrap_unit_return_tuple=unwrap_unit_return_tuple,
+                no_bind_return_tuple=no_bind_return_tuple,
+            )  # fmt: skip
+        t.bb.emit_func_output(out)
+    mod = t.bb.get()
+    if keep_params_as_input:
+        mod["main"] = mod["main"].with_attr("params", values)
+    return mod
+
+
+def _inplace(name: str | None) -> Converter | None:
+    """Tensor.add_ and friends: in a traced inference graph they compute what add computes."""
+    if name and name.endswith("_") and not name.startswith("_"):
+        return _ops.FUNCTIONS.get(name[:-1])
+    return None
+
+
+def _input_var(t: Importer, index: int, info: Any) -> Var:
+    try:
+        shape, dtype = info
+    except (TypeError, ValueError) as err:
+        raise FrontendError(
+            f"from_fx: input_info[{index}] must be (shape, dtype), e.g. ((1, 3, 224, 224), "
+            f"'float32'); got {info!r}"
+        ) from err
+    dims = tuple(t.sym_var(d) if isinstance(d, str) else int(d) for d in shape)
+    return Var(f"inp_{index}", TensorStructInfo(dims, t.dtype(dtype)))
+
+
+def _fetch_attr(t: Importer, module: Any, target: str) -> Any:
+    import torch
+
+    value = module
+    for part in target.split("."):
+        value = getattr(value, part)
+    return t.tensor(value) if isinstance(value, torch.Tensor) else value
