@@ -5,7 +5,7 @@ returns te Tensors, ready for `te.create_prim_func`. `topi.reference` holds the 
 reference of every operator.
 """
 
-from . import cuda, layout, nn, reference, tag, utils
+from . import cuda, image, layout, nn, reference, tag, utils
 from .broadcast import (
     abs,
     add,
@@ -55,12 +55,17 @@ from .linalg import batch_matmul, matmul
 from .reduction import argmax, argmin, max, mean, min, prod, sum
 from .transform import (
     concatenate,
+    cumsum,
     expand_dims,
     flatten,
+    flip,
+    repeat,
     reshape,
     split,
+    squeeze,
     strided_slice,
     take,
+    tile,
     transpose,
 )
 
@@ -77,6 +82,7 @@ __all__ = [
     "concatenate",
     "cos",
     "cuda",
+    "cumsum",
     "divide",
     "elemwise_sum",
     "equal",
@@ -84,6 +90,7 @@ __all__ = [
     "exp",
     "expand_dims",
     "flatten",
+    "flip",
     "floor",
     "floor_divide",
     "floor_mod",
@@ -91,6 +98,7 @@ __all__ = [
     "full_like",
     "greater",
     "greater_equal",
+    "image",
     "layout",
     "layout_transform",
     "less",
@@ -113,6 +121,7 @@ __all__ = [
     "power",
     "prod",
     "reference",
+    "repeat",
     "reshape",
     "round",
     "rsqrt",
@@ -122,12 +131,14 @@ __all__ = [
     "split",
     "sqrt",
     "square",
+    "squeeze",
     "strided_slice",
     "subtract",
     "sum",
     "tag",
     "take",
     "tanh",
+    "tile",
     "transpose",
     "utils",
     "where",

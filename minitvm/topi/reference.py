@@ -373,3 +373,62 @@ def attention(
     p = np.exp(scores)
     p = p / p.sum(axis=-1, keepdims=True)
     return (p @ vf).transpose(0, 2, 1, 3).astype(q.dtype)
+
+
+_COORDINATE_MODES = {
+    "half_pixel": lambda x, i, o: (x + 0.5) * (i / o) - 0.5,
+    "pytorch_half_pixel": lambda x, i, o: (x + 0.5) * (i / o) - 0.5 if o > 1 else 0 * x,
+    "align_corners": lambda x, i, o: x * ((i - 1) / (o - 1)) if o > 1 else 0 * x,
+    "asymmetric": lambda x, i, o: x * (i / o),
+    "tf_half_pixel_for_nn": lambda x, i, o: (x + 0.5) * (i / o),
+}
+_ROUNDING = {
+    "round": lambda v: np.floor(v + 0.5),
+    "round_prefer_ceil": lambda v: np.floor(v + 0.5),
+    "round_prefer_floor": lambda v: np.ceil(v - 0.5),
+    "floor": np.floor,
+    "ceil": np.ceil,
+}
+
+
+def resize2d(
+    data: np.ndarray,
+    size: Sequence[int],
+    layout: str = "NCHW",
+    method: str = "linear",
+    coordinate_transformation_mode: str = "half_pixel",
+    rounding_method: str = "round",
+    out_dtype: str | None = None,
+) -> np.ndarray:
+    """Nearest / bilinear resize of H and W (coordinates in the data's float type)."""
+    x = data if layout == "NCHW" else data.transpose(0, 3, 1, 2)
+    fdt = x.dtype if x.dtype.kind == "f" else np.dtype("float32")
+    n, c, h, w = x.shape
+    oh, ow = (int(s) for s in size)
+    mode = _COORDINATE_MODES[coordinate_transformation_mode]
+
+    def src(o: int, i: int) -> np.ndarray:
+        pos = np.arange(o).astype(fdt)
+        return np.asarray(mode(pos, fdt.type(i), fdt.type(o)), dtype=fdt)
+
+    sy, sx = src(oh, h), src(ow, w)
+    if method == "nearest_neighbor":
+        rnd = _ROUNDING[rounding_method]
+        iy = np.clip(rnd(sy).astype(np.int64), 0, h - 1)
+        ix = np.clip(rnd(sx).astype(np.int64), 0, w - 1)
+        out = x[:, :, iy][:, :, :, ix]
+    else:
+        fy, fx = np.floor(sy), np.floor(sx)
+        wy, wx = (sy - fy)[:, None], (sx - fx)[None, :]
+        y0, x0 = fy.astype(np.int64), fx.astype(np.int64)
+        ys = (np.clip(y0, 0, h - 1), np.clip(y0 + 1, 0, h - 1))
+        xs = (np.clip(x0, 0, w - 1), np.clip(x0 + 1, 0, w - 1))
+        xf = x.astype(fdt)
+
+        def row(yi: np.ndarray) -> np.ndarray:
+            r = xf[:, :, yi]
+            return r[:, :, :, xs[0]] * (1 - wx) + r[:, :, :, xs[1]] * wx
+
+        out = row(ys[0]) * (1 - wy) + row(ys[1]) * wy
+    out = out if layout == "NCHW" else out.transpose(0, 2, 3, 1)
+    return np.ascontiguousarray(out).astype(out_dtype or data.dtype)

@@ -270,3 +270,90 @@ def expand_dims(data: te.Tensor, axis: int, num_newaxis: int = 1) -> te.Tensor:
         name="T_expand_dims",
         tag="injective",
     )
+
+
+def squeeze(data: te.Tensor, axis: Sequence[int] | int | None = None) -> te.Tensor:
+    """Drop size-1 dims: those in `axis` (each must be 1), or every constant 1 when None."""
+    nd = len(data.shape)
+    if axis is None:
+        axes = [n for n, d in enumerate(data.shape) if const_int(d) == 1]
+    else:
+        axes = [normalize_axis(a, nd, "topi.squeeze") for a in ([axis] if isinstance(axis, int) else axis)]
+    for a in axes:
+        if const_int(data.shape[a]) != 1:
+            raise TEError(
+                f"topi.squeeze: dim {a} of {data.name} {fmt_shape(data.shape)} is "
+                f"{data.shape[a]}, not 1; only size-1 dims can be squeezed"
+            )
+    kept = [n for n in range(nd) if n not in axes]
+
+    def body(*idx: Any) -> PrimExpr:
+        it = iter(idx)
+        return data[tuple(0 if n in axes else next(it) for n in range(nd))]
+
+    return te.compute(tuple(data.shape[n] for n in kept), body, name="T_squeeze", tag="injective")
+
+
+def tile(data: te.Tensor, reps: Sequence[int]) -> te.Tensor:
+    """`numpy.tile(data, reps)`: the tensor repeated reps[n] times along dim n."""
+    reps = list(reps)
+    nd = max(len(data.shape), len(reps))
+    reps = [1] * (nd - len(reps)) + reps
+    shape = [1] * (nd - len(data.shape)) + list(data.shape)
+    offset = nd - len(data.shape)
+    out_shape = tuple(d if r == 1 else simplify(d * r) for d, r in zip(shape, reps))
+
+    def body(*idx: Any) -> PrimExpr:
+        src = [i if r == 1 else tir_op.floormod(i, d) for i, d, r in zip(idx, shape, reps)]
+        return data[tuple(src[offset:])]
+
+    return te.compute(out_shape, body, name="T_tile", tag="injective")
+
+
+def repeat(data: te.Tensor, repeats: int, axis: int) -> te.Tensor:
+    """`numpy.repeat(data, repeats, axis)`: each element repeated `repeats` times along axis."""
+    axis = normalize_axis(axis, len(data.shape), "topi.repeat")
+    out_shape = tuple(
+        simplify(d * repeats) if n == axis else d for n, d in enumerate(data.shape)
+    )
+
+    def body(*idx: Any) -> PrimExpr:
+        src = list(idx)
+        src[axis] = tir_op.floordiv(idx[axis], repeats)
+        return data[tuple(src)]
+
+    return te.compute(out_shape, body, name="T_repeat", tag="injective")
+
+
+def flip(data: te.Tensor, axis: int = 0) -> te.Tensor:
+    """The elements in reverse order along `axis`."""
+    axis = normalize_axis(axis, len(data.shape), "topi.flip")
+
+    def body(*idx: Any) -> PrimExpr:
+        src = list(idx)
+        src[axis] = data.shape[axis] - 1 - idx[axis]
+        return data[tuple(src)]
+
+    return te.compute(data.shape, body, name="T_flip", tag="injective")
+
+
+def cumsum(
+    data: te.Tensor, axis: int | None = None, dtype: str | None = None, exclusive: bool = False
+) -> te.Tensor:
+    """Running sum along `axis` (flattened when None); `exclusive` leaves out each element."""
+    if axis is None:
+        data, axis = flatten(data), 0
+    axis = normalize_axis(axis, len(data.shape), "topi.cumsum")
+    dtype = dtype or data.dtype
+    k = te.reduce_axis((0, data.shape[axis]), "k")
+
+    def body(*idx: Any) -> PrimExpr:
+        src = list(idx)
+        src[axis] = k
+        taken = k < idx[axis] if exclusive else k <= idx[axis]
+        value = tir_cast(dtype, data[tuple(src)])
+        # a masked sum over the whole axis: quadratic in its length, fine for the short
+        # sequences importers meet (position ids, masks)
+        return te.sum(tir_op.if_then_else(taken, value, tir_op.const(0, dtype)), axis=k)
+
+    return te.compute(data.shape, body, name="T_cumsum", tag="reduce")

@@ -231,6 +231,44 @@ CASES: dict[str, Case] = {
         [(1, 3, 1, 4), (1, "n", 1, 4), (1, "n", 1, 4)],
         rtol=1e-4, atol=1e-5,
     ),
+    "squeeze": Case(lambda x: op.squeeze(x, [1, -1]), [("n", 1, 4, 1)]),
+    "squeeze_all": Case(lambda x: op.squeeze(x), [(1, "n", 1, 4)]),
+    "broadcast_to": Case(lambda x: op.broadcast_to(x, (2, 3, 4)), [(3, 1)], symbolic=False),
+    # a symbolic target dim must be a dim of x (call_te takes output dims from its inputs)
+    "broadcast_to_symbolic": Case(
+        lambda x: op.broadcast_to(x, (x.struct_info.shape[0], 3, 4)), [("n", 1, 4)]
+    ),
+    "tile": Case(lambda x: op.tile(x, (2, 1, 3)), [("n", 2)]),
+    "repeat": Case(lambda x: op.repeat(x, 2, axis=1), [("n", 3)]),
+    "repeat_flat": Case(lambda x: op.repeat(x, 3), [("n", 2)]),
+    "flip": Case(lambda x: op.flip(x, -1), [("n", 5)]),
+    "flip_batch": Case(lambda x: op.flip(x, 0), [("n", 5)]),
+    "cumsum": Case(lambda x: op.cumsum(x, axis=1), [("n", 6)]),
+    "cumsum_exclusive_flat": Case(lambda x: op.cumsum(x, exclusive=True), [("n", 3)]),
+    "cumsum_int": Case(lambda x: op.cumsum(x, axis=0, dtype="int64"), [("int32", ("n", 3))]),
+    "nn.pad": Case(lambda x: op.nn.pad(x, [(0, 0), (1, 2), (2, 0)], 1.5), [("n", 3, 4)]),
+    "nn.pad_edge": Case(lambda x: op.nn.pad(x, (0, 0, 2, 1, 0, 3), pad_mode="edge"), [("n", 3, 4)]),
+    "nn.pad_reflect": Case(lambda x: op.nn.pad(x, (0, 0, 2, 1, 3, 3), pad_mode="reflect"), [("n", 3, 4)]),
+    "image.resize2d_nearest": Case(
+        lambda x: op.image.resize2d(x, (6, 9), method="nearest_neighbor",
+                                    coordinate_transformation_mode="asymmetric", rounding_method="floor"),
+        [("n", 2, 3, 4)],
+    ),
+    "image.resize2d_nearest_half": Case(
+        lambda x: op.image.resize2d(x, (2, 7), method="nearest_neighbor",
+                                    rounding_method="round_prefer_floor"),
+        [("n", 2, 5, 4)],
+    ),
+    "image.resize2d_linear": Case(lambda x: op.image.resize2d(x, (7, 3)), [("n", 2, 3, 5)]),
+    "image.resize2d_align": Case(
+        lambda x: op.image.resize2d(x, 8, coordinate_transformation_mode="align_corners"),
+        [("n", 2, 3, 5)],
+    ),
+    "image.resize2d_pytorch_nhwc": Case(
+        lambda x: op.image.resize2d(x, (1, 4), layout="NHWC",
+                                    coordinate_transformation_mode="pytorch_half_pixel"),
+        [("n", 3, 5, 2)],
+    ),
     # backward ops added with the gradient rules (relax/op/grad.py)
     "broadcast_like": Case(lambda x, y: op.grad.broadcast_like(x, y), [(1, 4), ("n", 4)]),
     "erf": Case(lambda x: op.grad.erf(x), [("n", 4)]),

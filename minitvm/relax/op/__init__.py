@@ -1,6 +1,6 @@
 """Graph-level ops: `relax.op.add(x, y)`, `relax.op.nn.relu(x)`, ... (each one op-table row)."""
 
-from . import nn
+from . import image, nn
 from ._table import OP_TABLE, OpDef, OpPattern, register_op
 from .base import call_dps_packed, call_tir
 from .create import full, ones, zeros
@@ -46,15 +46,20 @@ from .elementwise import (
 from .linear_algebra import matmul
 from .manipulate import (
     astype,
+    broadcast_to,
     concat,
     expand_dims,
     flatten,
+    flip,
     layout_transform,
     permute_dims,
+    repeat,
     reshape,
     split,
+    squeeze,
     strided_slice,
     take,
+    tile,
 )
 from .nn import dense, linear
 
@@ -69,7 +74,7 @@ def relu(x):  # noqa: ANN001, ANN201 (2022 spelling; the op is relax.op.nn.relu)
     return nn.relu(x)
 
 
-from .statistical import max, mean, min, prod, sum
+from .statistical import cumsum, max, mean, min, prod, sum
 
 __all__ = [
     "OP_TABLE",
@@ -78,12 +83,14 @@ __all__ = [
     "abs",
     "add",
     "astype",
+    "broadcast_to",
     "call_dps_packed",
     "call_tir",
     "ceil",
     "clip",
     "concat",
     "cos",
+    "cumsum",
     "dense",
     "divide",
     "equal",
@@ -92,12 +99,14 @@ __all__ = [
     "exp",
     "expand_dims",
     "flatten",
+    "flip",
     "floor",
     "floor_divide",
     "floor_mod",
     "full",
     "greater",
     "greater_equal",
+    "image",
     "layout_transform",
     "less",
     "less_equal",
@@ -123,6 +132,7 @@ __all__ = [
     "prod",
     "register_op",
     "relu",
+    "repeat",
     "reshape",
     "round",
     "rsqrt",
@@ -132,11 +142,13 @@ __all__ = [
     "split",
     "sqrt",
     "square",
+    "squeeze",
     "strided_slice",
     "subtract",
     "sum",
     "take",
     "tanh",
+    "tile",
     "where",
     "zeros",
 ]

@@ -319,7 +319,7 @@ def clip(x: Expr, min: float, max: float) -> Call:
     return make_call(_clip, (x,), {"min": _scalar(min, "min"), "max": _scalar(max, "max")})
 
 
-def _scalar(value: Any, what: str) -> float:
+def _scalar(value: Any, what: str, op_name: str = "relax.clip") -> float:
     """A number, a PrimValue of a constant or a one-element Constant, as a float attr."""
     if isinstance(value, PrimValue):
         value = value.value
@@ -328,6 +328,6 @@ def _scalar(value: Any, what: str) -> float:
     number = getattr(value, "value", value)  # IntImm / FloatImm
     if isinstance(number, bool) or not isinstance(number, int | float):
         raise ShapeError(
-            f"relax.clip: {what} must be a constant number, got {type(value).__name__} {value!r}"
+            f"{op_name}: {what} must be a constant number, got {type(value).__name__} {value!r}"
         )
     return float(number)

@@ -1,4 +1,5 @@
-"""Data movement: reshape, permute_dims, flatten, concat, split, strided_slice, take, astype."""
+"""Data movement: reshape, permute_dims, flatten, concat, split, strided_slice, take, astype,
+squeeze, broadcast_to, tile, repeat, flip."""
 
 from __future__ import annotations
 
@@ -461,3 +462,190 @@ def layout_transform(
 def layout_transform_index_map(call: Call) -> IndexMap:
     """The IndexMap of a `relax.layout_transform` call (read back from its attrs)."""
     return _index_map(call.attrs["index_map"])
+
+
+# ----------------------------------------------------------------------------- squeeze / broadcast_to
+
+
+def _squeeze_axes(call: Call, x: TensorStructInfo) -> list[int]:
+    axis = call.attrs["axis"]
+    if axis is None:
+        return [n for n, d in enumerate(x.shape) if const_int(d) == 1]
+    axes = [normalize_axis(a, x.ndim, "relax.squeeze") for a in axis]
+    for a in axes:
+        if const_int(x.shape[a]) != 1:
+            symbolic = const_int(x.shape[a]) is None
+            raise ShapeError(
+                f"relax.squeeze: dim {a} of x {fmt_shape(x.shape)} is {fmt_dim(x.shape[a])}, "
+                f"not 1; only size-1 dims can be squeezed"
+                + (" (match_cast x to a shape with 1 there if it is)" if symbolic else "")
+            )
+    return axes
+
+
+def _infer_squeeze(call: Call) -> StructInfo:
+    x = I.tensor_arg(call, 0, "x")
+    axis = call.attrs["axis"]
+    if x.ndim == -1:
+        return x
+    if x.shape is None:
+        if axis is None:
+            return TensorStructInfo(None, x.dtype, -1)
+        for a in axis:
+            normalize_axis(a, x.ndim, "relax.squeeze")
+        return TensorStructInfo(None, x.dtype, x.ndim - len(set(axis)))
+    axes = _squeeze_axes(call, x)
+    return TensorStructInfo(tuple(d for n, d in enumerate(x.shape) if n not in axes), x.dtype)
+
+
+_squeeze = register_op(
+    "relax.squeeze",
+    _infer_squeeze,
+    lambda x, axis: topi.squeeze(x, axis),
+    lambda x, axis: np.squeeze(x, axis) if axis is not None else np.squeeze(x),
+    OpPattern.INJECTIVE,
+)
+
+
+def squeeze(x: Expr, axis: Any = None) -> Call:
+    """Drop size-1 dims: those in `axis`, or all static ones when None."""
+    axes = None if axis is None else ((int(axis),) if isinstance(axis, int) else tuple(int(a) for a in axis))
+    return make_call(_squeeze, (x,), {"axis": axes})
+
+
+def _infer_broadcast_to(call: Call) -> StructInfo:
+    x = I.tensor_arg(call, 0, "x")
+    target = I.shape_arg(call, 1, "shape")
+    if target is None:
+        return TensorStructInfo(None, x.dtype, call.args[1].struct_info.ndim)
+    if x.shape is None:
+        if x.ndim > len(target):
+            raise ShapeError(
+                f"relax.broadcast_to: x has rank {x.ndim}, more than the target shape "
+                f"{fmt_shape(target)}"
+            )
+        return TensorStructInfo(target, x.dtype)
+    offset = len(target) - len(x.shape)
+    if offset < 0:
+        raise ShapeError(
+            f"relax.broadcast_to: x has shape {fmt_shape(x.shape)} (rank {len(x.shape)}), more "
+            f"dims than the target shape {fmt_shape(target)}"
+        )
+    for n, d in enumerate(x.shape):
+        if const_int(d) != 1 and not prove_equal(d, target[offset + n]):
+            raise ShapeError(
+                f"relax.broadcast_to: cannot broadcast x of shape {fmt_shape(x.shape)} to "
+                f"{fmt_shape(target)}: dim {n} of x ({fmt_dim(d)}) must be 1 or equal dim "
+                f"{offset + n} of the target ({fmt_dim(target[offset + n])})"
+            )
+    return TensorStructInfo(target, x.dtype)
+
+
+_broadcast_to = register_op(
+    "relax.broadcast_to",
+    _infer_broadcast_to,
+    topi.broadcast_to,
+    lambda x, shape: np.broadcast_to(x, tuple(int(s) for s in shape)).copy(),
+    OpPattern.BROADCAST,
+)
+
+
+def broadcast_to(x: Expr, shape: Any) -> Call:
+    """`numpy.broadcast_to`: size-1 and missing leading dims of x repeated to `shape`."""
+    if not isinstance(shape, Expr):
+        shape = ShapeExpr(tuple(shape))
+    return make_call(_broadcast_to, (x, shape))
+
+
+# ----------------------------------------------------------------------------- tile / repeat / flip
+
+
+def _infer_tile(call: Call) -> StructInfo:
+    x = I.tensor_arg(call, 0, "data")
+    reps = call.attrs["repeats"]
+    if x.shape is None:
+        return TensorStructInfo(None, x.dtype, -1 if x.ndim == -1 else max(x.ndim, len(reps)))
+    nd = max(len(x.shape), len(reps))
+    shape = (1,) * (nd - len(x.shape)) + tuple(x.shape)
+    reps = (1,) * (nd - len(reps)) + tuple(reps)
+    return TensorStructInfo(tuple(I.dim_arith(lambda d, r=r: d * r, d) for d, r in zip(shape, reps)), x.dtype)
+
+
+_tile = register_op(
+    "relax.tile",
+    _infer_tile,
+    lambda data, repeats: topi.tile(data, repeats),
+    lambda data, repeats: np.tile(data, repeats),
+    OpPattern.INJECTIVE,
+)
+
+
+def tile(data: Expr, repeats: Any) -> Call:
+    """`numpy.tile(data, repeats)`: repeats[n] copies along dim n (leading 1s added)."""
+    reps = (int(repeats),) if isinstance(repeats, int) else tuple(int(r) for r in repeats)
+    if any(r < 0 for r in reps):
+        raise ShapeError(f"relax.tile: repeats {list(reps)} must be non-negative")
+    return make_call(_tile, (data,), {"repeats": reps})
+
+
+def _infer_repeat(call: Call) -> StructInfo:
+    x = I.tensor_arg(call, 0, "data")
+    repeats, axis = call.attrs["repeats"], call.attrs["axis"]
+    if axis is None:
+        if x.shape is None:
+            return TensorStructInfo(None, x.dtype, 1)
+        return TensorStructInfo((I.dim_arith(lambda d: d * repeats, I.dim(prod(x.shape))),), x.dtype)
+    if x.ndim == -1:
+        return x
+    axis = normalize_axis(axis, x.ndim, "relax.repeat")
+    if x.shape is None:
+        return x
+    return TensorStructInfo(
+        tuple(I.dim_arith(lambda v: v * repeats, d) if n == axis else d for n, d in enumerate(x.shape)),
+        x.dtype,
+    )
+
+
+def _te_repeat(data, repeats, axis):
+    if axis is None:
+        return topi.repeat(topi.flatten(data), repeats, 0)
+    return topi.repeat(data, repeats, axis)
+
+
+_repeat = register_op(
+    "relax.repeat",
+    _infer_repeat,
+    _te_repeat,
+    lambda data, repeats, axis: np.repeat(data, repeats, axis),
+    OpPattern.INJECTIVE,
+)
+
+
+def repeat(data: Expr, repeats: int, axis: int | None = None) -> Call:
+    """`numpy.repeat`: each element `repeats` times along `axis` (of the flattened data if None)."""
+    if int(repeats) < 0:
+        raise ShapeError(f"relax.repeat: repeats must be non-negative, got {repeats}")
+    return make_call(
+        _repeat, (data,), {"repeats": int(repeats), "axis": None if axis is None else int(axis)}
+    )
+
+
+def _infer_flip(call: Call) -> StructInfo:
+    x = I.tensor_arg(call, 0, "data")
+    if x.ndim != -1:
+        normalize_axis(call.attrs["axis"], x.ndim, "relax.flip")
+    return x
+
+
+_flip = register_op(
+    "relax.flip",
+    _infer_flip,
+    lambda data, axis: topi.flip(data, axis),
+    lambda data, axis: np.flip(data, axis).copy(),
+    OpPattern.INJECTIVE,
+)
+
+
+def flip(data: Expr, axis: int) -> Call:
+    """The elements of `data` in reverse order along `axis`."""
+    return make_call(_flip, (data,), {"axis": int(axis)})

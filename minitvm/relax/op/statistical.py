@@ -1,4 +1,4 @@
-"""Reductions over axes: sum, mean, max, min, prod (keepdims keeps reduced dims as 1)."""
+"""Reductions over axes: sum, mean, max, min, prod (keepdims keeps reduced dims as 1), cumsum."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ import numpy as np
 
 from ... import topi
 from ...topi import reference as ref
+from ...ir.dtype import DataType
 from ...topi.utils import normalize_axes
+from ...topi.utils import prod as dims_prod
 from ..expr import Call, Expr
 from ..struct_info import StructInfo, TensorStructInfo
 from . import _infer as I
@@ -60,3 +62,44 @@ mean = _make_reduce("mean", topi.mean, np.mean)
 max = _make_reduce("max", topi.max, np.max)
 min = _make_reduce("min", topi.min, np.min)
 prod = _make_reduce("prod", topi.prod, np.prod)
+
+
+# ----------------------------------------------------------------------------- cumsum
+
+
+def _infer_cumsum(call: Call) -> StructInfo:
+    x = I.tensor_arg(call, 0, "data")
+    dtype = call.attrs["dtype"] or x.dtype
+    if call.attrs["axis"] is None:
+        if x.shape is None:
+            return TensorStructInfo(None, dtype, 1)
+        return TensorStructInfo((I.dim(dims_prod(x.shape)),), dtype)
+    if x.ndim != -1:
+        I.axis_of(call, call.attrs["axis"], x.ndim)
+    return TensorStructInfo(x.shape, dtype, x.ndim if x.shape is None else -1)
+
+
+def _np_cumsum(data, axis, dtype, exclusive):
+    out = np.cumsum(data, axis=axis, dtype=dtype or data.dtype)
+    if exclusive:
+        out = out - (data.reshape(-1) if axis is None else data).astype(out.dtype)
+    return out
+
+
+_cumsum = register_op(
+    "relax.cumsum",
+    _infer_cumsum,
+    lambda data, axis, dtype, exclusive: topi.cumsum(data, axis, dtype, exclusive),
+    _np_cumsum,
+    OpPattern.OPAQUE,
+)
+
+
+def cumsum(data: Expr, axis: int | None = None, dtype: Any = None, exclusive: bool = False) -> Call:
+    """Running sum along `axis` (of the flattened data when None): `relax.op.cumsum(x, 1)`."""
+    attrs = {
+        "axis": None if axis is None else int(axis),
+        "dtype": None if dtype is None else str(DataType(dtype)),
+        "exclusive": bool(exclusive),
+    }
+    return make_call(_cumsum, (data,), attrs)

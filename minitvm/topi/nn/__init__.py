@@ -6,7 +6,7 @@ from .conv import conv2d, conv2d_layout, conv2d_nchw, conv2d_NCHWc, conv2d_nhwc,
 from .dense import dense, flatten, matmul
 from .elemwise import gelu, gelu_tanh, leaky_relu, relu, silu, softplus
 from .norm import batch_norm, group_norm, layer_norm
-from .pad import pad
+from .pad import mirror_pad, pad
 from .pooling import adaptive_pool, adaptive_pool2d, global_pool, pool2d
 from .softmax import log_softmax, softmax
 
@@ -33,6 +33,7 @@ __all__ = [
     "layer_norm",
     "log_softmax",
     "matmul",
+    "mirror_pad",
     "pad",
     "pool2d",
     "relu",

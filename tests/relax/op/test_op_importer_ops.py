@@ -30,7 +30,11 @@ VM_CASES = [
     "less_equal", "greater", "greater_equal", "logical_and", "logical_or", "logical_xor",
     "logical_not", "where", "where_scalar", "where_bcast", "erf_public", "nn.silu",
     "nn.gelu_tanh", "nn.leakyrelu", "nn.softplus", "nn.group_norm", "nn.group_norm_nhwc",
-    "nn.attention", "nn.attention_causal_bias", "nn.attention_bottom_right",
+    "nn.attention", "nn.attention_causal_bias", "nn.attention_bottom_right", "squeeze",
+    "squeeze_all", "broadcast_to", "broadcast_to_symbolic", "tile", "repeat", "repeat_flat",
+    "flip", "flip_batch", "cumsum", "cumsum_exclusive_flat", "cumsum_int", "nn.pad",
+    "nn.pad_edge", "nn.pad_reflect", "image.resize2d_nearest", "image.resize2d_nearest_half",
+    "image.resize2d_linear", "image.resize2d_align", "image.resize2d_pytorch_nhwc",
 ]  # fmt: skip
 
 
@@ -54,3 +58,92 @@ def test_importer_op_builds_and_runs_in_the_vm(name: str, symbolic: bool) -> Non
     for g, e in zip(got, expected):
         assert g.dtype == e.dtype and g.shape == e.shape
         np.testing.assert_allclose(g, e, rtol=case.rtol, atol=case.atol)
+
+
+# ----------------------------------------------------------------------------- against torch
+
+torch = pytest.importorskip("torch")
+F = torch.nn.functional
+
+
+def _run_one(build, *arrays: np.ndarray) -> np.ndarray:
+    """build(*relax vars) compiled with relax.build and run on `arrays` in the VM."""
+    params = [
+        relax.Var(f"a{k}", relax.TensorStructInfo(a.shape, str(a.dtype)))
+        for k, a in enumerate(arrays)
+    ]
+    bb = relax.BlockBuilder()
+    with bb.function("main", params):
+        with bb.dataflow():
+            out = bb.emit_output(build(*params))
+        bb.emit_func_output(out)
+    return _run_vm(bb.get(), list(arrays))[0]
+
+
+def _rand(*shape: int, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal(shape).astype("float32")
+
+
+RESIZE_VS_TORCH = [
+    # (out size, torch kwargs, relax kwargs)
+    ((7, 10), {"mode": "nearest"}, {"method": "nearest_neighbor",
+     "coordinate_transformation_mode": "asymmetric", "rounding_method": "floor"}),
+    ((3, 2), {"mode": "nearest"}, {"method": "nearest_neighbor",
+     "coordinate_transformation_mode": "asymmetric", "rounding_method": "floor"}),
+    ((7, 10), {"mode": "nearest-exact"}, {"method": "nearest_neighbor",
+     "coordinate_transformation_mode": "half_pixel", "rounding_method": "round_prefer_ceil"}),
+    ((7, 10), {"mode": "bilinear", "align_corners": False}, {"method": "linear"}),
+    ((3, 2), {"mode": "bilinear", "align_corners": False}, {"method": "linear"}),
+    ((7, 10), {"mode": "bilinear", "align_corners": True},
+     {"method": "linear", "coordinate_transformation_mode": "align_corners"}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("size, tkw, rkw", RESIZE_VS_TORCH)
+def test_resize2d_matches_torch_interpolate(size, tkw, rkw) -> None:
+    x = _rand(2, 3, 5, 4)
+    got = _run_one(lambda a: op.image.resize2d(a, size, **rkw), x)
+    want = F.interpolate(torch.from_numpy(x), size=size, **tkw).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("is_causal", [False, True])
+def test_attention_matches_torch_sdpa(is_causal: bool) -> None:
+    q, k, v = _rand(2, 3, 6, 8, seed=1), _rand(2, 3, 6, 8, seed=2), _rand(2, 3, 6, 5, seed=3)
+    bsnh = [np.ascontiguousarray(a.transpose(0, 2, 1, 3)) for a in (q, k, v)]
+    mask = "TopLeft" if is_causal else None
+    got = _run_one(lambda a, b, c: op.nn.attention(a, b, c, causal_mask=mask), *bsnh)
+    want = F.scaled_dot_product_attention(*map(torch.from_numpy, (q, k, v)), is_causal=is_causal)
+    np.testing.assert_allclose(got, want.numpy().transpose(0, 2, 1, 3), rtol=1e-4, atol=1e-5)
+
+
+def test_group_norm_matches_torch() -> None:
+    x, g, b = _rand(2, 6, 3, 4), _rand(6, seed=1), _rand(6, seed=2)
+    got = _run_one(
+        lambda a, gm, bt: op.nn.group_norm(a, gm, bt, 3, channel_axis=1, axes=[2, 3]), x, g, b
+    )
+    want = F.group_norm(*map(torch.from_numpy, (x,)), 3, torch.from_numpy(g), torch.from_numpy(b))
+    np.testing.assert_allclose(got, want.numpy(), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "build, ref",
+    [
+        (lambda a: op.nn.silu(a), F.silu),
+        (lambda a: op.nn.gelu_tanh(a), lambda t: F.gelu(t, approximate="tanh")),
+        (lambda a: op.nn.leakyrelu(a, 0.1), lambda t: F.leaky_relu(t, 0.1)),
+        (lambda a: op.nn.softplus(a, 2.0, 3.0), lambda t: F.softplus(t, 2.0, 3.0)),
+        (lambda a: op.floor_mod(a, 0.7), lambda t: torch.remainder(t, 0.7)),
+        (lambda a: op.floor_divide(a, 0.7), lambda t: torch.floor_divide(t, 0.7)),
+        (lambda a: op.nn.pad(a, (0, 0, 0, 0, 1, 2, 2, 1), pad_mode="reflect"),
+         lambda t: F.pad(t, (2, 1, 1, 2), mode="reflect")),
+        (lambda a: op.nn.pad(a, (0, 0, 0, 0, 1, 2, 2, 1), pad_mode="edge"),
+         lambda t: F.pad(t, (2, 1, 1, 2), mode="replicate")),
+    ],
+    ids=["silu", "gelu_tanh", "leakyrelu", "softplus", "floor_mod", "floor_divide", "reflect",
+         "replicate"],
+)  # fmt: skip
+def test_elementwise_and_pad_match_torch(build, ref) -> None:
+    x = _rand(2, 3, 5, 4) * 4
+    got = _run_one(build, x)
+    np.testing.assert_allclose(got, ref(torch.from_numpy(x)).numpy(), rtol=1e-5, atol=1e-5)

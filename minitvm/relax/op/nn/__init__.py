@@ -1,6 +1,7 @@
 """`relax.op.nn`: neural-network ops."""
 
 from .attention import attention
+from .pad import pad
 
 from .nn import (
     adaptive_avg_pool2d,
@@ -40,6 +41,7 @@ __all__ = [
     "linear",
     "log_softmax",
     "max_pool2d",
+    "pad",
     "relu",
     "relu6",
     "silu",

@@ -1,0 +1,5 @@
+"""Image operators: resize."""
+
+from .resize import resize2d
+
+__all__ = ["resize2d"]
