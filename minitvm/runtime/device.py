@@ -1,8 +1,11 @@
-"""Devices: `tvm.cpu(0)` holds memory and runs code; GPU devices exist only to say they are absent."""
+"""Devices: `tvm.cpu(0)` runs compiled host code; `tvm.opencl(k)` and `tvm.cuda(k)` run GPU
+kernels through their device APIs (runtime/opencl.py, runtime/cuda.py), loaded on first use."""
 
 from __future__ import annotations
 
-from ..error import RuntimeError_
+import importlib
+
+from ..error import DeviceError, RuntimeError_
 
 # DLPack device-type codes, and which of them this build can run
 _DEVICE_TYPES = {"cpu": 1, "cuda": 2, "opencl": 4, "vulkan": 7, "metal": 8, "rocm": 10}
@@ -16,10 +19,17 @@ _ALIASES = {
     "mtl": "metal",
 }
 _AVAILABLE = frozenset({"cpu"})
+# device kinds with a device API: name -> module of runtime/ that implements it
+_GPU_APIS = {"opencl": "opencl", "cuda": "cuda"}
+
+
+def device_api(name: str):
+    """The runtime module implementing device kind `name` (runtime/opencl.py, runtime/cuda.py)."""
+    return importlib.import_module(f".{_GPU_APIS[name]}", __package__)
 
 
 class Device:
-    """A (device_type, device_id) pair, as in DLPack; `cpu(0)` is the only one that exists here."""
+    """A (device_type, device_id) pair, as in DLPack: `tvm.cpu(0)`, `tvm.opencl(0)`, `tvm.cuda(0)`."""
 
     __slots__ = ("device_id", "device_type")
 
@@ -37,22 +47,65 @@ class Device:
         return _NAMES[self.device_type]
 
     @property
+    def is_gpu(self) -> bool:
+        """Whether the device runs through a GPU device API (OpenCL or CUDA)."""
+        return self.name in _GPU_APIS
+
+    def unavailable_reason(self) -> str | None:
+        """Why memory cannot be allocated or code run on this device; None when it can."""
+        if self.name in _GPU_APIS:
+            return device_api(self.name).unavailable_reason(self.device_id)
+        if self.name not in _AVAILABLE:
+            return (
+                f"device {self} is not available: {self.name} has no runtime in minitvm; "
+                "use tvm.cpu(0), tvm.opencl(0) or tvm.cuda(0)"
+            )
+        if self.device_id != 0:
+            return f"device {self} does not exist: the host is cpu(0)"
+        return None
+
+    @property
     def exist(self) -> bool:
-        return self.name in _AVAILABLE and self.device_id == 0
+        return self.unavailable_reason() is None
 
     def check_available(self) -> None:
         """Raise a clear error unless memory can be allocated and code run on this device."""
-        if self.name not in _AVAILABLE:
-            raise RuntimeError_(
-                f"device {self} is not available: GPU devices are not supported in this build; "
-                "use tvm.cpu(0)"
-            )
-        if self.device_id != 0:
-            raise RuntimeError_(f"device {self} does not exist: the host is cpu(0)")
+        reason = self.unavailable_reason()
+        if reason is None:
+            return
+        raise (DeviceError if self.is_gpu else RuntimeError_)(reason)
+
+    def _attribute(self, name: str, cpu_value=None):
+        self.check_available()
+        if not self.is_gpu:
+            return cpu_value
+        return device_api(self.name).attribute(self.device_id, name)
+
+    @property
+    def max_threads_per_block(self) -> int:
+        return self._attribute("max_threads_per_block", 1)
+
+    @property
+    def max_shared_memory_per_block(self) -> int:
+        return self._attribute("max_shared_memory_per_block", 0)
+
+    @property
+    def warp_size(self) -> int:
+        return self._attribute("warp_size", 1)
+
+    @property
+    def device_name(self) -> str:
+        return self._attribute("device_name", "cpu")
+
+    @property
+    def compute_version(self) -> str:
+        return self._attribute("compute_version", "")
 
     def sync(self) -> None:
-        """Wait for queued work; CPU calls are synchronous, so this returns at once."""
+        """Wait until queued work on the device is done (CPU calls are synchronous)."""
         self.check_available()
+        if self.is_gpu:
+            device_api(self.name).sync(self.device_id)
 
     def _dlpack_device(self) -> tuple[int, int]:
         return (self.device_type, self.device_id)
@@ -94,11 +147,12 @@ def cpu(dev_id: int = 0) -> Device:
 
 
 def cuda(dev_id: int = 0) -> Device:
-    """A CUDA device handle; `.exist` is False in this build."""
+    """The k-th CUDA device (driver API through libcuda); `.exist` says whether it is here."""
     return Device(_DEVICE_TYPES["cuda"], dev_id)
 
 
 def opencl(dev_id: int = 0) -> Device:
+    """The k-th OpenCL device of all platforms (PoCL's CPU device on CPU machines)."""
     return Device(_DEVICE_TYPES["opencl"], dev_id)
 
 

@@ -1,4 +1,5 @@
-"""NDArray: a tensor in 64-byte-aligned host memory backed by numpy, exchanged through DLPack."""
+"""NDArray: a tensor in 64-byte-aligned host memory backed by numpy, exchanged through DLPack;
+DeviceNDArray: the same interface over memory of an OpenCL or CUDA device."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import numpy as np
 
 from ..error import ArgumentError, DTypeError, ShapeError
 from ..ir.dtype import DataType
-from .device import Device, cpu, device
+from .device import Device, cpu, device, device_api
 
 ALIGNMENT = 64  # bytes; a cache line and one AVX-512 register
 
@@ -143,6 +144,8 @@ def _device_of(dev: Device | str | None, ctx: Device | str | None) -> Device:
 
 
 def _as_numpy(source) -> np.ndarray:
+    if isinstance(source, DeviceNDArray):
+        return source.numpy()
     if isinstance(source, NDArray):
         return source._data
     if isinstance(source, np.ndarray):
@@ -171,6 +174,8 @@ def array(
     if dtype is not None:
         source = source.astype(DataType(dtype).numpy_dtype(), copy=False)
     _dtype_str(source.dtype)
+    if dev.is_gpu:
+        return DeviceNDArray(source.shape, source.dtype, dev).copyfrom(source)
     out = _aligned_empty(source.shape, source.dtype)
     np.copyto(out, source)
     return NDArray(out, dev)
@@ -189,6 +194,8 @@ def empty(
         raise ShapeError(f"empty: shape must be ints, got {shape!r}") from err
     if any(d < 0 for d in shape):
         raise ShapeError(f"empty: shape {shape} has a negative dimension")
+    if dev.is_gpu:
+        return DeviceNDArray(shape, DataType(dtype).numpy_dtype(), dev)
     return NDArray(_aligned_empty(shape, DataType(dtype).numpy_dtype()), dev)
 
 
@@ -205,4 +212,110 @@ def from_dlpack(tensor) -> NDArray:
     return NDArray(data, cpu(0))
 
 
-__all__ = ["ALIGNMENT", "NDArray", "array", "cpu", "device", "empty", "from_dlpack"]
+class DeviceNDArray(NDArray):
+    """A C-contiguous tensor in the memory of a GPU device (`tvm.nd.array(x, tvm.opencl(0))`).
+
+    Its contents are read with `.numpy()` (a copy to the host); it has no host pointer, so a
+    function compiled for the CPU refuses it by name (and a GPU function refuses host arrays).
+    """
+
+    __slots__ = ("_api", "_handle", "_nbytes", "_npdtype", "_shape")
+
+    def __init__(self, shape: tuple[int, ...], dtype, dev: Device) -> None:
+        dev.check_available()
+        self._npdtype = np.dtype(dtype)
+        self._dtype = _dtype_str(self._npdtype)
+        self._shape = tuple(int(d) for d in shape)
+        self._nbytes = int(np.prod(self._shape, dtype=np.int64)) * self._npdtype.itemsize
+        self._api = device_api(dev.name)
+        self._handle = self._api.alloc(dev.device_id, self._nbytes)
+        self._data = None  # no host memory: code reading _data must not treat it as a CPU array
+        self._ptr = None
+        self.device = dev
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._shape
+
+    @property
+    def ndim(self) -> int:
+        return len(self._shape)
+
+    @property
+    def nbytes(self) -> int:
+        return self._nbytes
+
+    @property
+    def data_ptr(self):
+        """The device memory handle (a CUDA device pointer or an OpenCL buffer object)."""
+        return self._handle
+
+    handle = data_ptr
+
+    def numpy(self) -> np.ndarray:
+        """A host copy of the contents (waits for the device's queued work)."""
+        out = _aligned_empty(self._shape, self._npdtype)
+        self._api.copy_to_host(self.device.device_id, out, self._handle)
+        return out
+
+    asnumpy = numpy
+
+    def copyfrom(self, source) -> DeviceNDArray:
+        """Copy a host array/list or an NDArray of the same shape (and dtype for NDArrays) in."""
+        if isinstance(source, DeviceNDArray) and source.device == self.device:
+            self._check_same(source, "copyfrom")
+            self._api.copy_device(self.device.device_id, self._handle, source._handle, self._nbytes)
+            return self
+        if isinstance(source, NDArray):
+            self._check_same(source, "copyfrom")
+            source = source.numpy() if isinstance(source, DeviceNDArray) else source._data
+        source = np.asarray(source)
+        if source.shape != self._shape:
+            raise ShapeError(
+                f"copyfrom: source has shape {source.shape}, this array has shape {self._shape}"
+            )
+        host = np.ascontiguousarray(source, dtype=self._npdtype)
+        self._api.copy_from_host(self.device.device_id, self._handle, host)
+        return self
+
+    def _check_same(self, other: NDArray, what: str) -> None:
+        if other.dtype != self.dtype or other.shape != self.shape:
+            raise ShapeError(
+                f"{what}: source is {other.dtype}{list(other.shape)} on {other.device}, this array "
+                f"is {self.dtype}{list(self.shape)} on {self.device}; shapes and dtypes must match"
+            )
+
+    def copyto(self, target: NDArray | Device) -> NDArray:
+        """Copy into another NDArray (any device), or into a new array on `target`."""
+        if isinstance(target, DeviceNDArray):
+            return target.copyfrom(self)
+        if isinstance(target, NDArray):
+            self._check_same(target, "copyto")
+            np.copyto(target._data, self.numpy())
+            return target
+        if isinstance(target, Device):
+            return array(self.numpy(), dev=target)
+        raise ArgumentError(f"copyto: expected an NDArray or a Device, got {type(target).__name__}")
+
+    def __dlpack__(self, **kwargs):
+        if self.device.name != "cuda":
+            raise BufferError(
+                f"an NDArray on {self.device} cannot be exchanged through DLPack (OpenCL memory "
+                "has no DLPack form); copy it to the host with .numpy()"
+            )
+        from .dlpack import to_dlpack_capsule
+
+        return to_dlpack_capsule(self)
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        data = self.numpy()
+        return data if dtype is None else data.astype(dtype, copy=False)
+
+    def __repr__(self) -> str:
+        return f"<minitvm.nd.NDArray shape={self.shape}, {self.device}>\n{self.numpy()!r}"
+
+    def __str__(self) -> str:
+        return str(self.numpy())
+
+
+__all__ = ["ALIGNMENT", "DeviceNDArray", "NDArray", "array", "cpu", "device", "empty", "from_dlpack"]

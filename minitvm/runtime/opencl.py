@@ -1,0 +1,166 @@
+"""OpenCL device API over pyopencl (imported on first use): memory, copies, programs, launches.
+
+Device `opencl(k)` is the k-th OpenCL device of all platforms, in platform order (on CPU
+machines that is PoCL's `pthread` device). Every failure is a DeviceError that says what to
+install or change; nothing falls back to the CPU.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from ..error import DeviceError
+
+_INSTALL = (
+    "install the Python package pyopencl and an OpenCL driver (on CPU machines: "
+    "`pip install pyopencl` and `apt-get install -y pocl-opencl-icd`)"
+)
+_lock = threading.Lock()
+
+
+def _cl():
+    try:
+        import pyopencl
+    except ImportError as err:
+        raise DeviceError(f"OpenCL is not available: pyopencl is not installed; {_INSTALL}") from err
+    return pyopencl
+
+
+@lru_cache(maxsize=1)
+def _devices() -> tuple:
+    cl = _cl()
+    try:
+        platforms = cl.get_platforms()
+    except cl.Error as err:  # no ICD loader entry: pyopencl without a driver
+        raise DeviceError(f"OpenCL is not available: no OpenCL platform ({err}); {_INSTALL}") from err
+    devices = tuple(d for p in platforms for d in p.get_devices())
+    if not devices:
+        raise DeviceError(f"OpenCL is not available: the platforms list no device; {_INSTALL}")
+    return devices
+
+
+def unavailable_reason(device_id: int) -> str | None:
+    """Why opencl(device_id) cannot be used here; None when it can."""
+    try:
+        n = len(_devices())
+    except DeviceError as err:
+        return str(err)
+    if not 0 <= device_id < n:
+        return f"opencl({device_id}) does not exist: this machine has {n} OpenCL device(s)"
+    return None
+
+
+@dataclass
+class _Context:
+    device: object  # pyopencl.Device
+    context: object
+    queue: object
+
+
+_contexts: dict[int, _Context] = {}
+
+
+def context(device_id: int) -> _Context:
+    """The context and in-order queue of opencl(device_id), made once per process."""
+    reason = unavailable_reason(device_id)
+    if reason is not None:
+        raise DeviceError(reason)
+    with _lock:
+        ctx = _contexts.get(device_id)
+        if ctx is None:
+            cl = _cl()
+            dev = _devices()[device_id]
+            c = cl.Context([dev])
+            ctx = _contexts[device_id] = _Context(dev, c, cl.CommandQueue(c, dev))
+    return ctx
+
+
+def attribute(device_id: int, name: str):
+    """A device property: max_threads_per_block, max_shared_memory_per_block, warp_size,
+    device_name, has_fp64, has_fp16, compute_version."""
+    dev = context(device_id).device
+    table = {
+        "max_threads_per_block": lambda: int(dev.max_work_group_size),
+        "max_shared_memory_per_block": lambda: int(dev.local_mem_size),
+        "warp_size": lambda: 1,  # OpenCL promises no lockstep sub-group size
+        "device_name": lambda: dev.name.strip(),
+        "has_fp64": lambda: "cl_khr_fp64" in dev.extensions or dev.double_fp_config != 0,
+        "has_fp16": lambda: "cl_khr_fp16" in dev.extensions,
+        "compute_version": lambda: dev.version.strip(),
+        "max_work_item_sizes": lambda: tuple(int(s) for s in dev.max_work_item_sizes),
+    }
+    return table[name]()
+
+
+# --- memory -------------------------------------------------------------------------------
+def alloc(device_id: int, nbytes: int):
+    """A read-write buffer of `nbytes` (at least one byte: OpenCL refuses empty buffers)."""
+    cl = _cl()
+    try:
+        return cl.Buffer(context(device_id).context, cl.mem_flags.READ_WRITE, size=max(nbytes, 1))
+    except cl.Error as err:
+        raise DeviceError(f"opencl({device_id}): cannot allocate {nbytes} bytes ({err})") from err
+
+
+def copy_from_host(device_id: int, buf, host: np.ndarray) -> None:
+    if host.nbytes:
+        _cl().enqueue_copy(context(device_id).queue, buf, host, is_blocking=True)
+
+
+def copy_to_host(device_id: int, host: np.ndarray, buf) -> None:
+    if host.nbytes:
+        _cl().enqueue_copy(context(device_id).queue, host, buf, is_blocking=True)
+
+
+def copy_device(device_id: int, dst, src, nbytes: int) -> None:
+    if nbytes:
+        queue = context(device_id).queue
+        _cl().enqueue_copy(queue, dst, src, byte_count=nbytes)
+        queue.finish()
+
+
+def sync(device_id: int) -> None:
+    context(device_id).queue.finish()
+
+
+# --- programs ------------------------------------------------------------------------------
+def load_program(device_id: int, source: str, names: list[str]) -> dict:
+    """Compile OpenCL C `source` for the device; return its kernels by name."""
+    cl = _cl()
+    ctx = context(device_id)
+    try:
+        program = cl.Program(ctx.context, source).build()
+    except cl.Error as err:
+        raise DeviceError(
+            f"opencl({device_id}) ({attribute(device_id, 'device_name')}) could not compile the "
+            f"generated kernels: {err}"
+        ) from err
+    return {name: cl.Kernel(program, name) for name in names}
+
+
+def launch(device_id: int, kernel, grid: tuple, block: tuple, args: list) -> None:
+    """Run `kernel` on grid x block work-items (CUDA's grid/block; x is OpenCL dim 0)."""
+    cl = _cl()
+    queue = context(device_id).queue
+    global_size = tuple(g * b for g, b in zip(grid, block))
+    try:
+        kernel.set_args(*args)
+        cl.enqueue_nd_range_kernel(queue, kernel, global_size, tuple(block))
+    except cl.Error as err:
+        raise DeviceError(
+            f"opencl({device_id}): launching kernel '{kernel.function_name}' with grid {grid} and "
+            f"block {block} failed ({err})"
+        ) from err
+
+
+def buffer_arg(buf):
+    """The kernel argument for a buffer handle."""
+    return buf
+
+
+def scalar_arg(value, dtype: np.dtype):
+    return np.asarray(value, dtype=dtype)[()]
