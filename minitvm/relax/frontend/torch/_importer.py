@@ -147,9 +147,18 @@ def bind_output(bb: BlockBuilder, out: Any, *, is_tuple: bool, unwrap_unit_retur
     """Emit the function's result inside the dataflow block, as TVM's importers shape it."""
     if not is_tuple:
         return bb.emit_output(out)
-    out = [o for o in out]
+    out = [_as_expr(o) for o in out]
     if unwrap_unit_return_tuple and len(out) == 1:
         return bb.emit_output(out[0])
     if no_bind_return_tuple:
         return [bb.emit_output(o) for o in out]
     return bb.emit_output(Tuple(tuple(out)))
+
+
+def _as_expr(value: Any) -> Expr:
+    """A nested Python tuple of outputs as a relax Tuple."""
+    if isinstance(value, list | tuple):
+        return Tuple(tuple(_as_expr(v) for v in value))
+    if not isinstance(value, Expr):
+        raise FrontendError(f"the model returns {value!r}, which is not a tensor; return tensors only")
+    return value

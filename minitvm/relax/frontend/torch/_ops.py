@@ -492,7 +492,7 @@ def _interpolate(t, input, size=None, scale_factor=None, mode="nearest", align_c
         raise OpAttributeRequired_("interpolate needs size= or scale_factor=")
     methods = {
         "nearest": ("nearest_neighbor", "asymmetric", "floor"),
-        "bilinear": ("linear", "align_corners" if align_corners else "half_pixel", ""),
+        "bilinear": ("linear", "align_corners" if align_corners else "half_pixel", "round"),
     }
     if mode not in methods:
         _unsupported_attr("mode", mode)
@@ -825,6 +825,33 @@ def _any(t, input, dim=None, keepdim=False):
     return t.emit(R.astype(t.emit(R.max(as_int, axes, bool(keepdim))), "bool"))
 
 
+def _native_group_norm(t, input, weight, bias, n, c, hw, group, eps):
+    return (_group_norm(t, input, group, weight, bias, eps), None, None)
+
+
+def _max_pool2d_with_indices(t, input, kernel_size, stride=None, padding=0, dilation=1,
+                             ceil_mode=False):  # fmt: skip
+    return (_max_pool(2)(t, input, kernel_size, stride, padding, dilation, ceil_mode), None)
+
+
+def _scalar_tensor(t, value, *, dtype=None, layout=None, device=None, pin_memory=None):
+    return t.const(value, t.dtype(dtype) if dtype is not None else "float32")
+
+
+def _triangle(numpy_fn: Callable) -> Callable:
+    """tril/triu: keep the elements on one side of a diagonal of the last two dims."""
+
+    def convert(t, input, diagonal=0):
+        *_, rows, cols = shape_of(input)
+        if not isinstance(rows, int) or not isinstance(cols, int):
+            raise OpAttributeUnImplemented("tril/triu of a matrix with symbolic dims")
+        keep = numpy_fn(np.ones((rows, cols), "bool"), int(diagonal))
+        zero = t.const(0, _dtype(input))
+        return t.emit(_need("where")(t.const(keep), input, zero))
+
+    return convert
+
+
 # ----------------------------------------------------------------------------- tables
 
 _UNARY = {
@@ -958,6 +985,12 @@ FUNCTIONS: dict[str, Callable] = {
     "sin": _lazy_unary("sin"),
     "cos": _lazy_unary("cos"),
     "square": _lazy_unary("square"),
+    "native_group_norm": _native_group_norm,
+    "max_pool2d_with_indices": _max_pool2d_with_indices,
+    "_adaptive_avg_pool2d": _adaptive_avg_pool(2),
+    "scalar_tensor": _scalar_tensor,
+    "tril": _triangle(np.tril),
+    "triu": _triangle(np.triu),
 }
 
 # Names whose torch.nn.functional argument order differs from aten's.
