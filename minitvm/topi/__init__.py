@@ -52,7 +52,7 @@ from .broadcast import (
 )
 from .layout import layout_transform
 from .linalg import batch_matmul, matmul
-from .reduction import argmax, argmin, max, mean, min, prod, sum
+from .reduction import argmax, argmin, max, mean, min, prod, std, sum, variance
 from .transform import (
     concatenate,
     cumsum,
@@ -132,6 +132,7 @@ __all__ = [
     "sqrt",
     "square",
     "squeeze",
+    "std",
     "strided_slice",
     "subtract",
     "sum",
@@ -141,5 +142,6 @@ __all__ = [
     "tile",
     "transpose",
     "utils",
+    "variance",
     "where",
 ]

@@ -124,3 +124,29 @@ def _arg_reduce(name: str, better: Callable) -> Callable:
 
 argmax = _arg_reduce("argmax", lambda x, y: x > y)
 argmin = _arg_reduce("argmin", lambda x, y: x < y)
+
+
+def variance(data: te.Tensor, axis: Any = None, keepdims: bool = False) -> te.Tensor:
+    """Population variance over `axis`: mean((x - mean(x))**2) (two passes, stable)."""
+    nd = len(data.shape)
+    axes = normalize_axes(axis, nd, "topi.variance")
+    avg = mean(data, axes, True)
+    count = dims_prod([data.shape[a] for a in axes])
+
+    def square_dev(index: list, _: list) -> Any:
+        d = data[tuple(index)] - avg[tuple(0 if n in axes else i for n, i in enumerate(index))]
+        return d * d
+
+    total = _reduce_with("variance_sum", data, axes, keepdims, te.sum, square_dev)
+    return te.compute(
+        total.shape,
+        lambda *i: total[i] / tir_cast(data.dtype, count),
+        name="T_variance",
+        tag="elemwise",
+    )
+
+
+def std(data: te.Tensor, axis: Any = None, keepdims: bool = False) -> te.Tensor:
+    """Population standard deviation over `axis`: sqrt(variance)."""
+    var = variance(data, axis, keepdims)
+    return te.compute(var.shape, lambda *i: tir_op.sqrt(var[i]), name="T_std", tag="elemwise")

@@ -432,3 +432,49 @@ def resize2d(
         out = row(ys[0]) * (1 - wy) + row(ys[1]) * wy
     out = out if layout == "NCHW" else out.transpose(0, 2, 3, 1)
     return np.ascontiguousarray(out).astype(out_dtype or data.dtype)
+
+
+def conv1d_ncw(
+    data: np.ndarray,
+    kernel: np.ndarray,
+    stride: int = 1,
+    padding: Sequence[int] = (0, 0),
+    dilation: int = 1,
+    groups: int = 1,
+) -> np.ndarray:
+    out = conv2d_nchw(
+        data[:, :, None], kernel[:, :, None], (1, stride), (0, padding[0], 0, padding[1]),
+        (1, dilation), groups,
+    )  # fmt: skip
+    return out[:, :, 0]
+
+
+def conv2d_transpose_nchw(
+    data: np.ndarray,
+    kernel: np.ndarray,
+    strides: Sequence[int],
+    padding: Sequence[int],
+    output_padding: Sequence[int],
+    dilation: Sequence[int],
+    groups: int = 1,
+) -> np.ndarray:
+    """Scatter each input pixel times the kernel into the (uncropped) output, then crop."""
+    n, c, h, w = data.shape
+    _, og, kh, kw = kernel.shape
+    (sh, sw), (dh, dw), (pt, pl, pb, pr) = strides, dilation, padding
+    full_h = (h - 1) * sh + dh * (kh - 1) + 1 + output_padding[0]
+    full_w = (w - 1) * sw + dw * (kw - 1) + 1 + output_padding[1]
+    full = np.zeros((n, og * groups, full_h + pb, full_w + pr), dtype=np.float64)
+    cg = c // groups
+    for g in range(groups):
+        xs = data[:, g * cg : (g + 1) * cg].astype(np.float64)
+        ks = kernel[g * cg : (g + 1) * cg].astype(np.float64)
+        for i in range(kh):
+            for j in range(kw):
+                part = np.einsum("nchw,co->nohw", xs, ks[:, :, i, j])
+                full[:, g * og : (g + 1) * og,
+                     i * dh : i * dh + sh * (h - 1) + 1 : sh,
+                     j * dw : j * dw + sw * (w - 1) + 1 : sw] += part  # fmt: skip
+    oh = full_h - pt - pb
+    ow = full_w - pl - pr
+    return full[:, :, pt : pt + oh, pl : pl + ow].astype(data.dtype)

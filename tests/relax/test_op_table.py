@@ -269,6 +269,33 @@ CASES: dict[str, Case] = {
                                     coordinate_transformation_mode="pytorch_half_pixel"),
         [("n", 3, 5, 2)],
     ),
+    "argmax": Case(lambda x: op.argmax(x, axis=1), [("n", 5)]),
+    "argmax_keep_flat": Case(lambda x: op.argmax(x, keepdims=True), [("n", 5)]),
+    "argmin": Case(lambda x: op.argmin(x, axis=0, keepdims=True), [("n", 5)]),
+    "argmin_int": Case(lambda x: op.argmin(x, axis=-1), [("int32", ("n", 6))]),
+    "variance": Case(lambda x: op.variance(x, axis=[1, 2]), [("n", 4, 3)], rtol=1e-4, atol=1e-6),
+    "std": Case(lambda x: op.std(x, axis=-1, keepdims=True), [("n", 5)], rtol=1e-4, atol=1e-6),
+    "max_keepdims": Case(lambda x: op.max(x, axis=1, keepdims=True), [("n", 4, 3)]),
+    "nn.conv1d": Case(
+        lambda x, w: op.nn.conv1d(x, w, strides=2, padding=(1, 2), dilation=2),
+        [("n", 4, 11), (6, 4, 3)], rtol=1e-4, atol=1e-4,
+    ),
+    "nn.conv1d_groups": Case(
+        lambda x, w: op.nn.conv1d(x, w, padding=1, groups=2), [("n", 4, 7), (6, 2, 3)],
+        rtol=1e-4, atol=1e-4,
+    ),
+    "nn.conv2d_transpose": Case(
+        lambda x, w: op.nn.conv2d_transpose(x, w, strides=2, padding=(1, 0, 0, 1), output_padding=(1, 0)),
+        [("n", 4, 3, 5), (4, 3, 3, 2)], rtol=1e-4, atol=1e-4,
+    ),
+    "nn.conv2d_transpose_groups_dilation": Case(
+        lambda x, w: op.nn.conv2d_transpose(x, w, strides=(1, 2), padding=1, dilation=(2, 1), groups=2),
+        [("n", 4, 4, 3), (4, 3, 3, 3)], rtol=1e-4, atol=1e-4,
+    ),
+    "nn.max_pool1d": Case(lambda x: op.nn.max_pool1d(x, 3, 2, 1), [("n", 3, 9)]),
+    "nn.max_pool1d_ceil": Case(lambda x: op.nn.max_pool1d(x, 2, 2, ceil_mode=True), [("n", 3, 7)]),
+    "nn.avg_pool1d": Case(lambda x: op.nn.avg_pool1d(x, 3, 1, (1, 2), count_include_pad=True), [("n", 2, 6)]),
+    "nn.adaptive_avg_pool1d": Case(lambda x: op.nn.adaptive_avg_pool1d(x, 3), [("n", 2, 7)]),
     # backward ops added with the gradient rules (relax/op/grad.py)
     "broadcast_like": Case(lambda x, y: op.grad.broadcast_like(x, y), [(1, 4), ("n", 4)]),
     "erf": Case(lambda x: op.grad.erf(x), [("n", 4)]),

@@ -74,7 +74,7 @@ def relu(x):  # noqa: ANN001, ANN201 (2022 spelling; the op is relax.op.nn.relu)
     return nn.relu(x)
 
 
-from .statistical import cumsum, max, mean, min, prod, sum
+from .statistical import argmax, argmin, cumsum, max, mean, min, prod, std, sum, variance
 
 __all__ = [
     "OP_TABLE",
@@ -82,6 +82,8 @@ __all__ = [
     "OpPattern",
     "abs",
     "add",
+    "argmax",
+    "argmin",
     "astype",
     "broadcast_to",
     "call_dps_packed",
@@ -143,12 +145,14 @@ __all__ = [
     "sqrt",
     "square",
     "squeeze",
+    "std",
     "strided_slice",
     "subtract",
     "sum",
     "take",
     "tanh",
     "tile",
+    "variance",
     "where",
     "zeros",
 ]

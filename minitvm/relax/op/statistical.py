@@ -1,4 +1,5 @@
-"""Reductions over axes: sum, mean, max, min, prod (keepdims keeps reduced dims as 1), cumsum."""
+"""Reductions over axes: sum, mean, max, min, prod, variance, std (keepdims keeps reduced dims
+as 1), argmax/argmin, and cumsum."""
 
 from __future__ import annotations
 
@@ -103,3 +104,53 @@ def cumsum(data: Expr, axis: int | None = None, dtype: Any = None, exclusive: bo
         "exclusive": bool(exclusive),
     }
     return make_call(_cumsum, (data,), attrs)
+
+
+# ----------------------------------------------------------------------------- variance / std
+
+variance = _make_reduce("variance", topi.variance, np.var)
+std = _make_reduce("std", topi.std, np.std)
+
+
+# ----------------------------------------------------------------------------- argmax / argmin
+
+
+def _infer_arg_reduce(call: Call) -> StructInfo:
+    x = I.tensor_arg(call, 0, "x")
+    axis, keepdims = call.attrs["axis"], call.attrs["keepdims"]
+    if x.ndim == -1:
+        return TensorStructInfo(None, "int64", -1)
+    axes = normalize_axes(axis, x.ndim, I.op_name(call))
+    if x.shape is None:
+        return TensorStructInfo(None, "int64", x.ndim if keepdims else x.ndim - len(axes))
+    if keepdims:
+        shape = tuple(I.dim(1) if n in axes else d for n, d in enumerate(x.shape))
+    else:
+        shape = tuple(d for n, d in enumerate(x.shape) if n not in axes)
+    return TensorStructInfo(shape, "int64")
+
+
+def _make_arg_reduce(name: str, te_fn: Callable, np_fn: Callable) -> Callable[..., Call]:
+    op = register_op(
+        f"relax.{name}",
+        _infer_arg_reduce,
+        lambda x, axis, keepdims: topi.cast(te_fn(x, axis, keepdims), "int64"),
+        lambda x, axis, keepdims: np.asarray(np_fn(x, axis=axis, keepdims=keepdims)).astype("int64"),
+        OpPattern.COMM_REDUCE,
+    )
+
+    def build(x: Expr, axis: int | None = None, keepdims: bool = False) -> Call:
+        return make_call(
+            op, (x,), {"axis": None if axis is None else int(axis), "keepdims": bool(keepdims)}
+        )
+
+    build.__name__ = name
+    build.__doc__ = (
+        f"int64 index of the {name[3:]} along `axis` (of the flattened x when None; the "
+        f"first on ties, as numpy): `relax.op.{name}(x, axis=1)`."
+    )
+    return build
+
+
+argmax = _make_arg_reduce("argmax", topi.argmax, np.argmax)
+argmin = _make_arg_reduce("argmin", topi.argmin, np.argmin)

@@ -3,16 +3,18 @@
 from .attention import attention
 
 from .conv import conv2d, conv2d_layout, conv2d_nchw, conv2d_NCHWc, conv2d_nhwc, depthwise_conv2d_NCHWc
+from .conv_ext import conv1d_ncw, conv2d_transpose_nchw
 from .dense import dense, flatten, matmul
 from .elemwise import gelu, gelu_tanh, leaky_relu, relu, silu, softplus
 from .norm import batch_norm, group_norm, layer_norm
 from .pad import mirror_pad, pad
-from .pooling import adaptive_pool, adaptive_pool2d, global_pool, pool2d
+from .pooling import adaptive_pool, adaptive_pool1d, adaptive_pool2d, global_pool, pool1d, pool2d
 from .softmax import log_softmax, softmax
 
 __all__ = [
     "attention",
     "adaptive_pool",
+    "adaptive_pool1d",
     "adaptive_pool2d",
     "batch_norm",
     "conv2d",
@@ -20,6 +22,8 @@ __all__ = [
     "conv2d_layout",
     "conv2d_nchw",
     "conv2d_nhwc",
+    "conv1d_ncw",
+    "conv2d_transpose_nchw",
     "depthwise_conv2d_NCHWc",
     "dense",
     "flatten",
@@ -35,6 +39,7 @@ __all__ = [
     "matmul",
     "mirror_pad",
     "pad",
+    "pool1d",
     "pool2d",
     "relu",
     "softmax",

@@ -175,3 +175,38 @@ def adaptive_pool(
 ) -> te.Tensor:
     """TVM's name of `adaptive_pool2d`."""
     return adaptive_pool2d(data, output_size, pool_type, layout)
+
+
+def _as_height1(data: te.Tensor) -> te.Tensor:
+    n, c, w = data.shape
+    return te.compute((n, c, 1, w), lambda b, ch, _, x: data[b, ch, x], name="data_hw", tag="injective")
+
+
+def _drop_height(out: te.Tensor, name: str) -> te.Tensor:
+    n, c, _, w = out.shape
+    return te.compute((n, c, w), lambda b, ch, x: out[b, ch, 0, x], name=name, tag="injective")
+
+
+def pool1d(
+    data: te.Tensor,
+    kernel: int,
+    stride: int = 1,
+    dilation: int = 1,
+    padding: tuple[int, int] = (0, 0),
+    pool_type: str = "max",
+    ceil_mode: bool = False,
+    count_include_pad: bool = False,
+) -> te.Tensor:
+    """Max or average pooling over W of NCW data: pool2d over a height-1 image."""
+    out = pool2d(
+        _as_height1(data), (1, kernel), (1, stride), (1, dilation), (0, padding[0], 0, padding[1]),
+        pool_type, ceil_mode, count_include_pad,
+    )  # fmt: skip
+    return _drop_height(out, f"T_{pool_type}_pool1d")
+
+
+def adaptive_pool1d(data: te.Tensor, output_size: int | None, pool_type: str = "avg") -> te.Tensor:
+    """Adaptive pooling over W of NCW data (static W)."""
+    size = None if output_size is None else (1, output_size)
+    out = adaptive_pool2d(_as_height1(data), size, pool_type)
+    return _drop_height(out, f"T_adaptive_{pool_type}_pool1d")

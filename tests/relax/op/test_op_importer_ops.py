@@ -34,7 +34,10 @@ VM_CASES = [
     "squeeze_all", "broadcast_to", "broadcast_to_symbolic", "tile", "repeat", "repeat_flat",
     "flip", "flip_batch", "cumsum", "cumsum_exclusive_flat", "cumsum_int", "nn.pad",
     "nn.pad_edge", "nn.pad_reflect", "image.resize2d_nearest", "image.resize2d_nearest_half",
-    "image.resize2d_linear", "image.resize2d_align", "image.resize2d_pytorch_nhwc",
+    "image.resize2d_linear", "image.resize2d_align", "image.resize2d_pytorch_nhwc", "argmax",
+    "argmax_keep_flat", "argmin", "argmin_int", "variance", "std", "max_keepdims", "nn.conv1d",
+    "nn.conv1d_groups", "nn.conv2d_transpose", "nn.conv2d_transpose_groups_dilation",
+    "nn.max_pool1d", "nn.max_pool1d_ceil", "nn.avg_pool1d", "nn.adaptive_avg_pool1d",
 ]  # fmt: skip
 
 
@@ -145,5 +148,46 @@ def test_group_norm_matches_torch() -> None:
 )  # fmt: skip
 def test_elementwise_and_pad_match_torch(build, ref) -> None:
     x = _rand(2, 3, 5, 4) * 4
+    got = _run_one(build, x)
+    np.testing.assert_allclose(got, ref(torch.from_numpy(x)).numpy(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "build, ref, wshape",
+    [
+        (lambda a, w: op.nn.conv1d(a, w, strides=2, padding=1, groups=2),
+         lambda t, w: F.conv1d(t, w, stride=2, padding=1, groups=2), (6, 2, 3)),
+        (lambda a, w: op.nn.conv2d_transpose(a, w, strides=2, padding=1, output_padding=1),
+         lambda t, w: F.conv_transpose2d(t, w, stride=2, padding=1, output_padding=1), (4, 3, 3, 3)),
+        (lambda a, w: op.nn.conv2d_transpose(a, w, strides=(2, 1), groups=2, dilation=2),
+         lambda t, w: F.conv_transpose2d(t, w, stride=(2, 1), groups=2, dilation=2), (4, 2, 2, 3)),
+    ],
+    ids=["conv1d", "conv_transpose2d", "conv_transpose2d_groups"],
+)  # fmt: skip
+def test_convs_match_torch(build, ref, wshape) -> None:
+    x = _rand(2, 4, 5, 6)[:, :, 0] if len(wshape) == 3 else _rand(2, 4, 5, 6)
+    w = _rand(*wshape, seed=4)
+    got = _run_one(build, np.ascontiguousarray(x), w)
+    want = ref(torch.from_numpy(np.ascontiguousarray(x)), torch.from_numpy(w)).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    "build, ref",
+    [
+        (lambda a: op.nn.max_pool1d(a, 3, 2, 1, ceil_mode=True),
+         lambda t: F.max_pool1d(t, 3, 2, 1, ceil_mode=True)),
+        (lambda a: op.nn.avg_pool1d(a, 2, 2, 1, count_include_pad=True),
+         lambda t: F.avg_pool1d(t, 2, 2, 1, count_include_pad=True)),
+        (lambda a: op.nn.adaptive_avg_pool1d(a, 4), lambda t: F.adaptive_avg_pool1d(t, 4)),
+        (lambda a: op.argmax(a, axis=-1), lambda t: torch.argmax(t, -1)),
+        (lambda a: op.std(a, axis=-1), lambda t: torch.std(t, -1, unbiased=False)),
+        (lambda a: op.variance(a, axis=[1], keepdims=True),
+         lambda t: torch.var(t, 1, unbiased=False, keepdim=True)),
+    ],
+    ids=["max_pool1d", "avg_pool1d", "adaptive_avg_pool1d", "argmax", "std", "variance"],
+)  # fmt: skip
+def test_pool1d_and_statistics_match_torch(build, ref) -> None:
+    x = _rand(2, 3, 9)
     got = _run_one(build, x)
     np.testing.assert_allclose(got, ref(torch.from_numpy(x)).numpy(), rtol=1e-5, atol=1e-5)

@@ -1,7 +1,9 @@
 """`relax.op.nn`: neural-network ops."""
 
 from .attention import attention
+from .conv import conv1d, conv2d_transpose
 from .pad import pad
+from .pool1d import adaptive_avg_pool1d, avg_pool1d, max_pool1d
 
 from .nn import (
     adaptive_avg_pool2d,
@@ -27,10 +29,14 @@ from .nn import (
 
 __all__ = [
     "attention",
+    "adaptive_avg_pool1d",
     "adaptive_avg_pool2d",
+    "avg_pool1d",
     "avg_pool2d",
     "batch_norm",
+    "conv1d",
     "conv2d",
+    "conv2d_transpose",
     "dense",
     "dropout",
     "gelu",
@@ -40,6 +46,7 @@ __all__ = [
     "leakyrelu",
     "linear",
     "log_softmax",
+    "max_pool1d",
     "max_pool2d",
     "pad",
     "relu",
