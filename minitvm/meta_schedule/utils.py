@@ -1,0 +1,94 @@
+"""Small helpers shared by the tuning modules: targets, module keys, FLOP estimates."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from ..error import TuningError
+from ..ir import IRModule
+from ..ir.structural import structural_hash
+from ..target import Target
+from ..tir import Add, Call, Div, For, IntImm, Max, Min, Mul, PrimFunc, Sub
+
+
+def parse_target(target: Any) -> Target:
+    """A Target from a Target or a string; TVM's `--num-cores=1` spelling is accepted."""
+    if isinstance(target, Target):
+        return target
+    if not isinstance(target, str):
+        raise TuningError(f"target must be a string or a Target, got {type(target).__name__}")
+    # TVM's target parser takes both "-opt" and "--opt"; the course writes "--num-cores=1".
+    words = [w[1:] if w.startswith("--") else w for w in target.split()]
+    return Target(" ".join(words))
+
+
+def normalize_mod(mod: Any) -> IRModule:
+    """An IRModule whose PrimFunc is "main" (a bare PrimFunc is wrapped, as TVM does)."""
+    if isinstance(mod, PrimFunc):
+        return IRModule({"main": mod})
+    if not isinstance(mod, IRModule):
+        raise TuningError(f"tuning takes an IRModule or a PrimFunc, got {type(mod).__name__}")
+    return mod
+
+
+def main_func(mod: IRModule) -> PrimFunc:
+    """The one PrimFunc a tuning task works on ("main", or the only one)."""
+    prims = {gv.name_hint: f for gv, f in mod.items() if isinstance(f, PrimFunc)}
+    if "main" in prims:
+        return prims["main"]
+    if len(prims) == 1:
+        return next(iter(prims.values()))
+    raise TuningError(
+        f"a tuning task needs one PrimFunc named 'main', the module has {sorted(prims)}; "
+        "put the function to tune alone in an IRModule"
+    )
+
+
+def mod_key(mod: IRModule) -> int:
+    """Structural hash of a module's functions by name (candidates and workloads are keyed
+    by it; equal keys are confirmed by structural_equal where it matters)."""
+    return hash(tuple(sorted((gv.name_hint, structural_hash(f)) for gv, f in mod.items())))
+
+
+_FLOP_NODES = (Add, Sub, Mul, Div, Max, Min, Call)
+
+
+def estimate_flops(mod: Any) -> float:
+    """Floating-point operations of one call (static loop extents; arithmetic on floats)."""
+    func = main_func(normalize_mod(mod))
+    return float(_count(func.body, 1))
+
+
+def _count(node: Any, scale: int) -> int:
+    """Walk a node's fields; loops multiply, float arithmetic nodes add `scale` each."""
+    if isinstance(node, (list, tuple)):
+        return sum(_count(x, scale) for x in node)
+    if not dataclasses.is_dataclass(node) or isinstance(node, type):
+        return 0
+    if isinstance(node, For):
+        extent = node.extent.value if isinstance(node.extent, IntImm) else 1
+        return _count(node.body, scale * extent)
+    own = scale if isinstance(node, _FLOP_NODES) and _is_float(node) else 0
+    return own + sum(
+        _count(getattr(node, f.name), scale)
+        for f in dataclasses.fields(node)
+        if f.name not in ("buffer", "buffer_map", "dtype", "iter_vars", "reads", "writes")
+    )
+
+
+def _is_float(node: Any) -> bool:
+    return str(getattr(node, "dtype", "")).startswith(("float", "bfloat"))
+
+
+def optional_module(name: str) -> Any:
+    """meta_schedule.<name> if that module exists (its own import errors propagate), else None."""
+    import importlib
+
+    full = f"{__package__}.{name}"
+    try:
+        return importlib.import_module(full)
+    except ModuleNotFoundError as err:
+        if err.name != full:
+            raise
+        return None

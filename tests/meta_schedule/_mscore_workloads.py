@@ -1,0 +1,23 @@
+"""Tiny workloads shared by the meta_schedule tests (seconds each)."""
+
+from minitvm import te
+
+
+def matmul_mod(n: int = 32, m: int = 32, k: int = 32):
+    """An IRModule {"main": C = A @ B} made with te (no TVMScript source needed)."""
+    from minitvm.ir import IRModule
+
+    a = te.placeholder((n, k), name="A")
+    b = te.placeholder((k, m), name="B")
+    r = te.reduce_axis((0, k), name="k")
+    c = te.compute((n, m), lambda i, j: te.sum(a[i, r] * b[r, j], axis=r), name="C")
+    return IRModule({"main": te.create_prim_func([a, b, c])})
+
+
+def tile_j(sch):
+    """A stochastic schedule: split j by a sampled perfect tile, k outside the inner j."""
+    block = sch.get_block("C")
+    i, j, k = sch.get_loops(block)
+    j0, j1 = sch.split(j, factors=sch.sample_perfect_tile(j, n=2))
+    sch.reorder(i, j0, k, j1)
+    return sch
