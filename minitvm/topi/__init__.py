@@ -51,7 +51,7 @@ from .broadcast import (
     where,
 )
 from .layout import layout_transform
-from .linalg import batch_matmul, matmul
+from .linalg import batch_matmul, einsum, matmul
 from .reduction import argmax, argmin, max, mean, min, prod, std, sum, variance
 from .transform import (
     concatenate,
@@ -84,6 +84,7 @@ __all__ = [
     "cuda",
     "cumsum",
     "divide",
+    "einsum",
     "elemwise_sum",
     "equal",
     "erf",

@@ -9,7 +9,7 @@ from ..error import TEError
 from ..tir.expr import PrimExpr
 from ..tir.expr import cast as tir_cast
 from .broadcast import broadcast_index, broadcast_shape
-from .utils import fmt_shape, prove_equal
+from .utils import fmt_shape, is_one, prove_equal
 
 
 def matmul(
@@ -77,3 +77,87 @@ def batch_matmul(
     if len(x.shape) != 3 or len(y.shape) != 3:
         raise TEError("topi.batch_matmul: both operands must be 3-D")
     return matmul(x, y, transpose_b=transpose_b, out_dtype=out_dtype)
+
+
+_ELLIPSIS_LABELS = "0123456789"  # stand-ins for the dims under "..." (never letters)
+
+
+def parse_einsum(subscripts: str, ranks: list[int], what: str = "einsum") -> tuple[list[str], str]:
+    """(one label string per operand, output labels) with "..." expanded into digit labels.
+
+    Without "->" the output is numpy's: the ellipsis dims, then the labels used once, sorted."""
+    spec = subscripts.replace(" ", "")
+    lhs, arrow, rhs = spec.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != len(ranks):
+        raise TEError(
+            f"{what}: subscripts {subscripts!r} name {len(terms)} operands, but {len(ranks)} "
+            "were given"
+        )
+    n_ell = 0
+    inputs = []
+    for term, rank in zip(terms, ranks):
+        letters = term.replace("...", "")
+        if not letters.isalpha() and letters:
+            raise TEError(f"{what}: subscripts {subscripts!r}: labels must be letters")
+        if "..." in term:
+            k = rank - len(letters)
+            if k < 0:
+                raise TEError(f"{what}: term {term!r} has more labels than its operand's rank {rank}")
+            n_ell = max(n_ell, k)
+            term = term.replace("...", _ELLIPSIS_LABELS[10 - k :] if k else "")
+        elif len(term) != rank:
+            raise TEError(
+                f"{what}: term {term!r} of subscripts {subscripts!r} has {len(term)} labels, but "
+                f"its operand has rank {rank}"
+            )
+        inputs.append(term)
+    ell = _ELLIPSIS_LABELS[10 - n_ell :] if n_ell else ""
+    if arrow:
+        if not rhs.replace("...", "").isalpha() and rhs.replace("...", ""):
+            raise TEError(f"{what}: output {rhs!r} of {subscripts!r}: labels must be letters")
+        out = rhs.replace("...", ell)
+        used = set("".join(inputs))
+        unknown = [c for c in out if c not in used]
+        if unknown or len(set(out)) != len(out):
+            raise TEError(
+                f"{what}: output {rhs!r} of {subscripts!r} must name distinct input labels"
+            )
+    else:
+        counts = {c: "".join(inputs).count(c) for c in set("".join(inputs)) if c.isalpha()}
+        out = ell + "".join(sorted(c for c, n in counts.items() if n == 1))
+    return inputs, out
+
+
+def einsum_dims(inputs: list[str], shapes: list, what: str = "einsum") -> dict:
+    """label -> its extent; a label's dims must agree (a 1 broadcasts)."""
+    dims: dict = {}
+    for term, shape in zip(inputs, shapes):
+        for label, d in zip(term, shape):
+            if label not in dims or is_one(dims[label]):
+                dims[label] = d
+            elif not is_one(d) and not prove_equal(dims[label], d):
+                raise TEError(
+                    f"{what}: label {label if label.isalpha() else '...'!r} has extent "
+                    f"{dims[label]} in one operand and {d} in another"
+                )
+    return dims
+
+
+def einsum(subscripts: str, *operands: te.Tensor) -> te.Tensor:
+    """`numpy.einsum(subscripts, *operands)`: products over shared labels, sums over those
+    missing from the output; "..." broadcasts."""
+    inputs, out = parse_einsum(subscripts, [len(t.shape) for t in operands], "topi.einsum")
+    dims = einsum_dims(inputs, [t.shape for t in operands], "topi.einsum")
+    reduced = sorted({c for term in inputs for c in term} - set(out))
+    raxes = {c: te.reduce_axis((0, dims[c]), f"k_{c}") for c in reduced}
+
+    def body(*idx: Any) -> PrimExpr:
+        var = dict(zip(out, idx)) | raxes
+        value = None
+        for t, term in zip(operands, inputs):
+            index = tuple(0 if is_one(d) and not is_one(dims[c]) else var[c] for c, d in zip(term, t.shape))
+            value = t[index] if value is None else value * t[index]
+        return te.sum(value, axis=list(raxes.values())) if raxes else value
+
+    return te.compute(tuple(dims[c] for c in out), body, name="T_einsum", tag="einsum")

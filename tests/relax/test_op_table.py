@@ -296,6 +296,17 @@ CASES: dict[str, Case] = {
     "nn.max_pool1d_ceil": Case(lambda x: op.nn.max_pool1d(x, 2, 2, ceil_mode=True), [("n", 3, 7)]),
     "nn.avg_pool1d": Case(lambda x: op.nn.avg_pool1d(x, 3, 1, (1, 2), count_include_pad=True), [("n", 2, 6)]),
     "nn.adaptive_avg_pool1d": Case(lambda x: op.nn.adaptive_avg_pool1d(x, 3), [("n", 2, 7)]),
+    "einsum_matmul": Case(lambda x, y: op.einsum([x, y], "ij,jk->ik"), [("n", 4), (4, 3)], rtol=1e-4),
+    "einsum_batched": Case(
+        lambda x, y: op.einsum((x, y), "bhqd,bhkd->bhqk"), [("n", 2, 3, 4), ("n", 2, 5, 4)], rtol=1e-4
+    ),
+    "einsum_implicit_ellipsis": Case(
+        lambda x, y: op.einsum([x, y], "...ij,...jk"), [("n", 2, 3), (1, 3, 4)], rtol=1e-4
+    ),
+    "einsum_three": Case(
+        lambda x, y, z: op.einsum([x, y, z], "i,ij,j->"), [(3,), (3, "n"), ("n",)], rtol=1e-4
+    ),
+    "einsum_transpose_diag": Case(lambda x: op.einsum([x], "iij->ji"), [(3, 3, "n")]),
     # backward ops added with the gradient rules (relax/op/grad.py)
     "broadcast_like": Case(lambda x, y: op.grad.broadcast_like(x, y), [(1, 4), ("n", 4)]),
     "erf": Case(lambda x: op.grad.erf(x), [("n", 4)]),

@@ -43,7 +43,7 @@ from .elementwise import (
     tanh,
     where,
 )
-from .linear_algebra import matmul
+from .linear_algebra import einsum, matmul
 from .manipulate import (
     astype,
     broadcast_to,
@@ -95,6 +95,7 @@ __all__ = [
     "cumsum",
     "dense",
     "divide",
+    "einsum",
     "equal",
     "erf",
     "ewise_fma",

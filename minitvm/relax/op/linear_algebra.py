@@ -1,13 +1,17 @@
-"""matmul with numpy semantics: batched, batch dims broadcast, 1-D operands allowed."""
+"""matmul with numpy semantics (batched, batch dims broadcast, 1-D operands allowed); einsum."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
-from ...error import ShapeError
+from ...error import ShapeError, TEError
+from ...topi import einsum as topi_einsum
 from ...topi import matmul as topi_matmul
+from ...topi.linalg import einsum_dims, parse_einsum
 from ...topi.utils import const_int, fmt_dim, fmt_shape, prove_equal
-from ..expr import Call, Expr
+from ..expr import Call, Expr, Tuple
 from ..struct_info import StructInfo, TensorStructInfo
 from . import _infer as I
 from ._table import OpPattern, make_call, register_op
@@ -78,3 +82,36 @@ _matmul = register_op(
 def matmul(x: Expr, y: Expr, out_dtype: str | None = None) -> Call:
     """numpy.matmul: `relax.op.matmul(x, y)`; batch dims broadcast."""
     return make_call(_matmul, (x, y), {"out_dtype": out_dtype})
+
+
+# ----------------------------------------------------------------------------- einsum
+
+
+def _infer_einsum(call: Call) -> StructInfo:
+    parts = I.tuple_of_tensors(call, 0, "operands")
+    dtype = I.same_dtype(call, [(f"operands[{n}]", p) for n, p in enumerate(parts)])
+    subscripts = call.attrs["subscripts"]
+    if any(p.shape is None for p in parts):
+        return TensorStructInfo(None, dtype, -1)
+    try:
+        inputs, out = parse_einsum(subscripts, [len(p.shape) for p in parts], "relax.einsum")
+        dims = einsum_dims(inputs, [p.shape for p in parts], "relax.einsum")
+    except TEError as err:
+        shapes = ", ".join(fmt_shape(p.shape) for p in parts)
+        raise ShapeError(f"{err} (operand shapes {shapes})") from err
+    return TensorStructInfo(tuple(dims[c] for c in out), dtype)
+
+
+_einsum = register_op(
+    "relax.einsum",
+    _infer_einsum,
+    lambda operands, subscripts: topi_einsum(subscripts, *operands),
+    lambda operands, subscripts: np.einsum(subscripts, *operands).astype(operands[0].dtype),
+    OpPattern.OUT_EWISE_FUSABLE,
+)
+
+
+def einsum(operands: Any, subscripts: str) -> Call:
+    """numpy.einsum over a list of tensors: `relax.op.einsum([a, b], "bij,bjk->bik")`."""
+    tup = operands if isinstance(operands, Expr) else Tuple(tuple(operands))
+    return make_call(_einsum, (tup,), {"subscripts": str(subscripts)})

@@ -38,6 +38,8 @@ VM_CASES = [
     "argmax_keep_flat", "argmin", "argmin_int", "variance", "std", "max_keepdims", "nn.conv1d",
     "nn.conv1d_groups", "nn.conv2d_transpose", "nn.conv2d_transpose_groups_dilation",
     "nn.max_pool1d", "nn.max_pool1d_ceil", "nn.avg_pool1d", "nn.adaptive_avg_pool1d",
+    "einsum_matmul", "einsum_batched", "einsum_implicit_ellipsis", "einsum_three",
+    "einsum_transpose_diag",
 ]  # fmt: skip
 
 
@@ -191,3 +193,15 @@ def test_pool1d_and_statistics_match_torch(build, ref) -> None:
     x = _rand(2, 3, 9)
     got = _run_one(build, x)
     np.testing.assert_allclose(got, ref(torch.from_numpy(x)).numpy(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "subscripts, shapes",
+    [("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]), ("bhqd,bkhd->bhqk", [(2, 3, 4, 5), (2, 6, 3, 5)]),
+     ("ij->ji", [(3, 4)]), ("bi,bi->b", [(3, 4), (3, 4)])],
+)  # fmt: skip
+def test_einsum_matches_torch(subscripts: str, shapes: list) -> None:
+    arrays = [_rand(*s, seed=k) for k, s in enumerate(shapes)]
+    got = _run_one(lambda *a: op.einsum(list(a), subscripts), *arrays)
+    want = torch.einsum(subscripts, *map(torch.from_numpy, arrays)).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
