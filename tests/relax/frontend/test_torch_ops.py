@@ -178,6 +178,12 @@ CASES = [
     ("arange_full", _f(lambda x: x + torch.arange(4) + torch.ones(3, 4) * 2 + torch.zeros_like(x)),
      [(3, 4)]),
     ("to_float", _f(lambda i: i.float() * 2 + i.to(torch.float32)), [("int", (3,), 5)]),
+    ("pad", _f(lambda x: F.pad(x, (1, 2)).sum(-1, keepdim=True) + F.pad(x, (1, 1, 2, 0), value=0.5)[:, 2:, 1:5]),
+     [(2, 3, 4)]),
+    ("zero_pad_module", _m(lambda: nn.ZeroPad2d((1, 0, 2, 1))), [(1, 2, 3, 3)]),
+    ("softplus", _m(lambda: nn.Softplus(beta=2.0)), [(3, 4)]),
+    ("floor_divide_remainder", _f(lambda a, b: torch.floor_divide(a, b.abs() + 1) + a % 3 + a // 2),
+     [(3, 4), (3, 4)]),
     ("tuple_output", _f(lambda x: (x + 1, (x * 2, x.relu()))), [(3,)]),
 ]
 
@@ -192,6 +198,16 @@ def test_op_matches_torch_through_fx_and_export(name, factory, shapes):
     _check(fx_mod, xs, want)
     _check(ep_mod, xs, want)
     _check(decomposed, xs, want)
+
+
+def test_pad_modes_match_torch_through_fx():
+    # torch.export turns reflect/replicate padding into advanced indexing (aten.index.Tensor)
+    model = _randomize(_f(lambda x: F.pad(x, (1, 2, 2, 1), mode="reflect")
+                          + F.pad(x, (1, 2, 2, 1), mode="replicate"))(), 1)  # fmt: skip
+    xs = _inputs([(1, 2, 4, 5)])
+    with torch.no_grad():
+        want = model(*xs)
+    _check(from_fx(torch.fx.symbolic_trace(model), [((1, 2, 4, 5), "float32")]), xs, want)
 
 
 def _has(name):

@@ -187,16 +187,11 @@ def _gelu(t, x, approximate="none"):
         return t.emit(R.nn.gelu(x))
     if approximate != "tanh":
         _unsupported_attr("approximate", approximate)
-    # 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
-    cube = t.emit(R.multiply(t.emit(R.multiply(x, x)), x))
-    inner = t.emit(R.add(x, t.emit(R.multiply(cube, t.const(0.044715, _dtype(x))))))
-    th = t.emit(R.tanh(t.emit(R.multiply(inner, t.const(math.sqrt(2 / math.pi), _dtype(x))))))
-    half_x = t.emit(R.multiply(x, t.const(0.5, _dtype(x))))
-    return t.emit(R.multiply(half_x, t.emit(R.add(th, t.const(1.0, _dtype(x))))))
+    return t.emit(_need("nn.gelu_tanh")(x))
 
 
 def _silu(t, x, inplace=False):
-    return t.emit(R.multiply(x, t.emit(R.sigmoid(x))))
+    return t.emit(_need("nn.silu")(x))
 
 
 def _hardsigmoid(t, x, inplace=False):  # relu6(x + 3) / 6
@@ -208,14 +203,36 @@ def _hardswish(t, x, inplace=False):  # x * relu6(x + 3) / 6
     return t.emit(R.multiply(x, _hardsigmoid(t, x)))
 
 
-def _leaky_relu(t, x, negative_slope=0.01, inplace=False):  # max(x, 0) + slope * min(x, 0)
-    zero = t.const(0.0, _dtype(x))
-    neg = t.emit(R.multiply(t.emit(R.minimum(x, zero)), t.const(negative_slope, _dtype(x))))
-    return t.emit(R.add(t.emit(R.maximum(x, zero)), neg))
+def _leaky_relu(t, x, negative_slope=0.01, inplace=False):
+    return t.emit(_need("nn.leakyrelu")(x, float(negative_slope)))
 
 
-def _rsqrt(t, x):
-    return t.emit(R.divide(t.const(1.0, _dtype(x)), t.emit(R.sqrt(x))))
+def _log1p(t, x):
+    return t.emit(R.log(t.emit(R.add(x, t.const(1.0, _dtype(x))))))
+
+
+def _softplus(t, x, beta=1.0, threshold=20.0):
+    return t.emit(_need("nn.softplus")(x, float(beta), float(threshold)))
+
+
+def _pad(t, input, pad, mode="constant", value=None):
+    """torch's pad lists (before, after) pairs from the LAST dim backwards."""
+    modes = {"constant": "constant", "replicate": "edge", "reflect": "reflect"}
+    if mode not in modes:
+        _unsupported_attr("mode", mode)
+    pad = list(pad)
+    if len(pad) % 2 or len(pad) // 2 > _ndim(input):
+        raise OpAttributeInvalid(f"pad {pad} must hold (before, after) pairs for at most {_ndim(input)} dims")
+    if any(p < 0 for p in pad):
+        raise OpAttributeUnImplemented(f"negative padding {pad} (cropping)")
+    pairs = [(0, 0)] * (_ndim(input) - len(pad) // 2)
+    pairs += [(pad[i], pad[i + 1]) for i in range(len(pad) - 2, -1, -2)]
+    fill = 0.0 if value is None else float(value)
+    return t.emit(_need("nn.pad")(input, pad_width=pairs, pad_value=fill, pad_mode=modes[mode]))
+
+
+def _constant_pad_nd(t, input, pad, value=0):
+    return _pad(t, input, pad, "constant", value)
 
 
 def _pow(t, x, exponent):
@@ -354,21 +371,12 @@ def _native_layer_norm(t, input, normalized_shape, weight, bias, eps):
 
 
 def _group_norm(t, input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_enabled=True):
-    """Normalise each group of channels: (x - mean) / sqrt(var + eps), then per-channel affine."""
-    shape = shape_of(input)
-    n, c, dtype, g = shape[0], shape[1], _dtype(input), int(num_groups)
-    grouped = t.emit(R.reshape(input, (n, g, -1)))
-    mean = t.emit(R.mean(grouped, axis=2, keepdims=True))
-    centered = t.emit(R.subtract(grouped, mean))
-    var = t.emit(R.mean(t.emit(R.multiply(centered, centered)), axis=2, keepdims=True))
-    denom = t.emit(R.sqrt(t.emit(R.add(var, t.const(float(eps), dtype)))))
-    y = t.emit(R.reshape(t.emit(R.divide(centered, denom)), shape))
-    per_channel = (c,) + (1,) * (len(shape) - 2)
-    if weight is not None:
-        y = t.emit(R.multiply(y, t.emit(R.reshape(weight, per_channel))))
-    if bias is not None:
-        y = t.emit(R.add(y, t.emit(R.reshape(bias, per_channel))))
-    return y
+    shape, dtype = shape_of(input), _dtype(input)
+    weight = weight if weight is not None else t.const(np.ones(shape[1], dtype))
+    bias = bias if bias is not None else t.const(np.zeros(shape[1], dtype))
+    axes = list(range(2, len(shape)))
+    group_norm = _need("nn.group_norm")
+    return t.emit(group_norm(input, weight, bias, int(num_groups), 1, axes, epsilon=float(eps)))
 
 
 def _pool_nd(t, x, kernel, stride, padding, dilation, ceil_mode, nd, kind, count_include_pad=True):
@@ -599,10 +607,13 @@ def _expand(t, x, *sizes, implicit=False):
     )
     if target == shape:
         return x
-    broadcast_to = getattr(R, "broadcast_to", None)
-    if broadcast_to is not None:
-        return t.emit(broadcast_to(x, target))
-    return t.emit(R.add(x, t.emit(R.zeros(target, _dtype(x)))))
+    new_symbolic = [i for i, d in enumerate(target)
+                    if isinstance(d, PrimExpr) and (i < lead or shape[i - lead] is not d)]  # fmt: skip
+    if new_symbolic:  # the compiled kernel takes its output dims from its input's dims
+        raise OpAttributeUnImplemented(
+            f"expand to {target}: dims {new_symbolic} are symbolic and not dims of the input"
+        )
+    return t.emit(_need("broadcast_to")(x, target))
 
 
 def _expand_as(t, x, other):
@@ -881,6 +892,9 @@ FUNCTIONS: dict[str, Callable] = {
     "div": _div,
     "divide": _div,
     "floordiv": _binary(lambda a, b: _need("floor_divide")(a, b), operator.floordiv),
+    "floor_divide": _binary(lambda a, b: _need("floor_divide")(a, b), operator.floordiv),
+    "remainder": _binary(lambda a, b: _need("floor_mod")(a, b), operator.mod),
+    "mod": _binary(lambda a, b: _need("floor_mod")(a, b), operator.mod),
     "pow": _pow,
     "maximum": _binary(R.maximum, max),
     "minimum": _binary(R.minimum, min),
@@ -892,8 +906,12 @@ FUNCTIONS: dict[str, Callable] = {
     "silu": _silu,
     "hardswish": _hardswish,
     "hardsigmoid": _hardsigmoid,
+    "softplus": _softplus,
+    "log1p": _log1p,
+    "pad": _pad,
+    "constant_pad_nd": _constant_pad_nd,
     "leaky_relu": _leaky_relu,
-    "rsqrt": _rsqrt,
+    "rsqrt": _lazy_unary("rsqrt"),
     "softmax": _softmax_like(R.nn.softmax),
     "_softmax": _softmax_like(R.nn.softmax),
     "log_softmax": _softmax_like(R.nn.log_softmax),
