@@ -140,7 +140,7 @@ sin = _unary("sin", tir_op.sin)
 cos = _unary("cos", tir_op.cos)
 floor = _unary("floor", tir_op.floor)
 ceil = _unary("ceil", tir_op.ceil)
-round = _unary("round", tir_op.round)  # noqa: A001 - TVM's name; half to even, as numpy
+round = _unary("round", tir_op.round)
 square = _unary("square", lambda v: v * v)
 logical_not = _unary("logical_not", lambda v: Not(_truth(v)))
 

@@ -9,7 +9,7 @@ from ..error import TEError
 from ..tir.expr import PrimExpr
 from ..tir.expr import cast as tir_cast
 from .broadcast import broadcast_index, broadcast_shape
-from .utils import fmt_shape, is_one, prove_equal
+from .utils import fmt_dim, fmt_shape, is_one, prove_equal
 
 
 def matmul(
@@ -103,7 +103,9 @@ def parse_einsum(subscripts: str, ranks: list[int], what: str = "einsum") -> tup
         if "..." in term:
             k = rank - len(letters)
             if k < 0:
-                raise TEError(f"{what}: term {term!r} has more labels than its operand's rank {rank}")
+                raise TEError(
+                    f"{what}: term {term!r} has more labels than its operand's rank {rank}"
+                )
             n_ell = max(n_ell, k)
             term = term.replace("...", _ELLIPSIS_LABELS[10 - k :] if k else "")
         elif len(term) != rank:
@@ -139,7 +141,7 @@ def einsum_dims(inputs: list[str], shapes: list, what: str = "einsum") -> dict:
             elif not is_one(d) and not prove_equal(dims[label], d):
                 raise TEError(
                     f"{what}: label {label if label.isalpha() else '...'!r} has extent "
-                    f"{dims[label]} in one operand and {d} in another"
+                    f"{fmt_dim(dims[label])} in one operand and {fmt_dim(d)} in another"
                 )
     return dims
 
@@ -156,7 +158,9 @@ def einsum(subscripts: str, *operands: te.Tensor) -> te.Tensor:
         var = dict(zip(out, idx)) | raxes
         value = None
         for t, term in zip(operands, inputs):
-            index = tuple(0 if is_one(d) and not is_one(dims[c]) else var[c] for c, d in zip(term, t.shape))
+            index = tuple(
+                0 if is_one(d) and not is_one(dims[c]) else var[c] for c, d in zip(term, t.shape)
+            )
             value = t[index] if value is None else value * t[index]
         return te.sum(value, axis=list(raxes.values())) if raxes else value
 

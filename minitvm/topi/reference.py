@@ -403,7 +403,7 @@ def resize2d(
     """Nearest / bilinear resize of H and W (coordinates in the data's float type)."""
     x = data if layout == "NCHW" else data.transpose(0, 3, 1, 2)
     fdt = x.dtype if x.dtype.kind == "f" else np.dtype("float32")
-    n, c, h, w = x.shape
+    _, _, h, w = x.shape
     oh, ow = (int(s) for s in size)
     mode = _COORDINATE_MODES[coordinate_transformation_mode]
 

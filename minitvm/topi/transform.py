@@ -278,7 +278,10 @@ def squeeze(data: te.Tensor, axis: Sequence[int] | int | None = None) -> te.Tens
     if axis is None:
         axes = [n for n, d in enumerate(data.shape) if const_int(d) == 1]
     else:
-        axes = [normalize_axis(a, nd, "topi.squeeze") for a in ([axis] if isinstance(axis, int) else axis)]
+        axes = [
+            normalize_axis(a, nd, "topi.squeeze")
+            for a in ([axis] if isinstance(axis, int) else axis)
+        ]
     for a in axes:
         if const_int(data.shape[a]) != 1:
             raise TEError(
@@ -313,9 +316,7 @@ def tile(data: te.Tensor, reps: Sequence[int]) -> te.Tensor:
 def repeat(data: te.Tensor, repeats: int, axis: int) -> te.Tensor:
     """`numpy.repeat(data, repeats, axis)`: each element repeated `repeats` times along axis."""
     axis = normalize_axis(axis, len(data.shape), "topi.repeat")
-    out_shape = tuple(
-        simplify(d * repeats) if n == axis else d for n, d in enumerate(data.shape)
-    )
+    out_shape = tuple(simplify(d * repeats) if n == axis else d for n, d in enumerate(data.shape))
 
     def body(*idx: Any) -> PrimExpr:
         src = list(idx)

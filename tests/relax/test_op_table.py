@@ -178,13 +178,19 @@ CASES: dict[str, Case] = {
     "ceil": Case(lambda x: op.ceil(op.multiply(x, op.full((), 3.0, "float32"))), [("n", 4)]),
     "round": Case(lambda x: op.round(op.multiply(x, op.full((), 3.0, "float32"))), [("n", 4)]),
     "round_half_even": Case(
-        lambda x: op.round(op.multiply(op.floor(op.multiply(x, op.full((), 4.0, "float32"))), op.full((), 0.5, "float32"))),
+        lambda x: op.round(
+            op.multiply(
+                op.floor(op.multiply(x, op.full((), 4.0, "float32"))), op.full((), 0.5, "float32")
+            )
+        ),
         [("n", 8)],
     ),
     "sign": Case(lambda x: op.sign(x), [("n", 4)]),
     "sign_int": Case(lambda x: op.sign(op.subtract(x, 2)), [("int32", ("n", 4))]),
     "floor_divide": Case(lambda x, y: op.floor_divide(x, y), [("n", 4), (4,)], positive=True),
-    "floor_divide_int": Case(lambda x: op.floor_divide(op.subtract(x, 3), 2), [("int32", ("n", 5))]),
+    "floor_divide_int": Case(
+        lambda x: op.floor_divide(op.subtract(x, 3), 2), [("int32", ("n", 5))]
+    ),
     "floor_mod_int": Case(lambda x: op.floor_mod(op.subtract(x, 3), -3), [("int32", ("n", 5))]),
     "floor_mod": Case(lambda x, y: op.floor_mod(x, y), [("n", 4), (4,)], positive=True),
     "not_equal": Case(lambda x: op.not_equal(x, op.max(x, axis=1, keepdims=True)), [("n", 4)]),
@@ -192,18 +198,28 @@ CASES: dict[str, Case] = {
     "less_equal": Case(lambda x: op.less_equal(x, op.min(x, axis=1, keepdims=True)), [("n", 4)]),
     "greater": Case(lambda x, y: op.greater(x, y), [("n", 1, 4), (3, 1)]),
     "greater_equal": Case(lambda x: op.greater_equal(x, 0.0), [("n", 4)]),
-    "logical_and": Case(lambda x, y: op.logical_and(op.less(x, 0.0), op.less(y, 0.0)), [("n", 4), (4,)]),
-    "logical_or": Case(lambda x, y: op.logical_or(op.less(x, 0.0), op.less(y, 0.0)), [("n", 4), (4,)]),
-    "logical_xor": Case(lambda x, y: op.logical_xor(op.less(x, 0.0), op.less(y, 0.0)), [("n", 4), ("n", 4)]),
+    "logical_and": Case(
+        lambda x, y: op.logical_and(op.less(x, 0.0), op.less(y, 0.0)), [("n", 4), (4,)]
+    ),
+    "logical_or": Case(
+        lambda x, y: op.logical_or(op.less(x, 0.0), op.less(y, 0.0)), [("n", 4), (4,)]
+    ),
+    "logical_xor": Case(
+        lambda x, y: op.logical_xor(op.less(x, 0.0), op.less(y, 0.0)), [("n", 4), ("n", 4)]
+    ),
     "logical_not": Case(lambda x: op.logical_not(op.less(x, 0.0)), [("n", 4)]),
     "where": Case(lambda x, y: op.where(op.less(x, y), x, y), [("n", 4), (4,)]),
     "where_scalar": Case(lambda x: op.where(op.greater(x, 0.0), x, 0.0), [("n", 1, 4)]),
-    "where_bcast": Case(lambda c, x, y: op.where(op.less(c, 0.0), x, y), [("n", 1), (1, 4), ("n", 4)]),
+    "where_bcast": Case(
+        lambda c, x, y: op.where(op.less(c, 0.0), x, y), [("n", 1), (1, 4), ("n", 4)]
+    ),
     "erf_public": Case(lambda x: op.erf(x), [("n", 4)], ops=("relax.erf",)),
     "nn.silu": Case(lambda x: op.nn.silu(x), [("n", 4)]),
     "nn.gelu_tanh": Case(lambda x: op.nn.gelu_tanh(x), [("n", 4)], rtol=1e-4, atol=1e-5),
     "nn.leakyrelu": Case(lambda x: op.nn.leakyrelu(x, 0.2), [("n", 4)]),
-    "nn.softplus": Case(lambda x: op.nn.softplus(x, beta=2.0, threshold=1.5), [("n", 6)], rtol=1e-4, atol=1e-6),
+    "nn.softplus": Case(
+        lambda x: op.nn.softplus(x, beta=2.0, threshold=1.5), [("n", 6)], rtol=1e-4, atol=1e-6
+    ),
     "nn.dropout": Case(lambda x: op.nn.dropout(x, 0.3), [("n", 4)]),
     "nn.group_norm": Case(
         lambda x, g, b: op.nn.group_norm(x, g, b, num_groups=2, channel_axis=1, axes=[2, 3]),
@@ -218,18 +234,22 @@ CASES: dict[str, Case] = {
         atol=1e-4,
     ),
     "nn.attention": Case(
-        lambda q, k, v: op.nn.attention(q, k, v), [("n", 5, 2, 4), ("n", 3, 2, 4), ("n", 3, 2, 6)],
-        rtol=1e-4, atol=1e-5,
+        lambda q, k, v: op.nn.attention(q, k, v),
+        [("n", 5, 2, 4), ("n", 3, 2, 4), ("n", 3, 2, 6)],
+        rtol=1e-4,
+        atol=1e-5,
     ),
     "nn.attention_causal_bias": Case(
         lambda q, k, v, b: op.nn.attention(q, k, v, b, scale=0.3, causal_mask="TopLeft"),
         [(2, "n", 2, 4), (2, 5, 2, 4), (2, 5, 2, 3), (1, 2, "n", 5)],
-        rtol=1e-4, atol=1e-5,
+        rtol=1e-4,
+        atol=1e-5,
     ),
     "nn.attention_bottom_right": Case(
         lambda q, k, v: op.nn.attention(q, k, v, causal_mask="BottomRight"),
         [(1, 3, 1, 4), (1, "n", 1, 4), (1, "n", 1, 4)],
-        rtol=1e-4, atol=1e-5,
+        rtol=1e-4,
+        atol=1e-5,
     ),
     "squeeze": Case(lambda x: op.squeeze(x, [1, -1]), [("n", 1, 4, 1)]),
     "squeeze_all": Case(lambda x: op.squeeze(x), [(1, "n", 1, 4)]),
@@ -248,15 +268,23 @@ CASES: dict[str, Case] = {
     "cumsum_int": Case(lambda x: op.cumsum(x, axis=0, dtype="int64"), [("int32", ("n", 3))]),
     "nn.pad": Case(lambda x: op.nn.pad(x, [(0, 0), (1, 2), (2, 0)], 1.5), [("n", 3, 4)]),
     "nn.pad_edge": Case(lambda x: op.nn.pad(x, (0, 0, 2, 1, 0, 3), pad_mode="edge"), [("n", 3, 4)]),
-    "nn.pad_reflect": Case(lambda x: op.nn.pad(x, (0, 0, 2, 1, 3, 3), pad_mode="reflect"), [("n", 3, 4)]),
+    "nn.pad_reflect": Case(
+        lambda x: op.nn.pad(x, (0, 0, 2, 1, 3, 3), pad_mode="reflect"), [("n", 3, 4)]
+    ),
     "image.resize2d_nearest": Case(
-        lambda x: op.image.resize2d(x, (6, 9), method="nearest_neighbor",
-                                    coordinate_transformation_mode="asymmetric", rounding_method="floor"),
+        lambda x: op.image.resize2d(
+            x,
+            (6, 9),
+            method="nearest_neighbor",
+            coordinate_transformation_mode="asymmetric",
+            rounding_method="floor",
+        ),
         [("n", 2, 3, 4)],
     ),
     "image.resize2d_nearest_half": Case(
-        lambda x: op.image.resize2d(x, (2, 7), method="nearest_neighbor",
-                                    rounding_method="round_prefer_floor"),
+        lambda x: op.image.resize2d(
+            x, (2, 7), method="nearest_neighbor", rounding_method="round_prefer_floor"
+        ),
         [("n", 2, 5, 4)],
     ),
     "image.resize2d_linear": Case(lambda x: op.image.resize2d(x, (7, 3)), [("n", 2, 3, 5)]),
@@ -265,8 +293,9 @@ CASES: dict[str, Case] = {
         [("n", 2, 3, 5)],
     ),
     "image.resize2d_pytorch_nhwc": Case(
-        lambda x: op.image.resize2d(x, (1, 4), layout="NHWC",
-                                    coordinate_transformation_mode="pytorch_half_pixel"),
+        lambda x: op.image.resize2d(
+            x, (1, 4), layout="NHWC", coordinate_transformation_mode="pytorch_half_pixel"
+        ),
         [("n", 3, 5, 2)],
     ),
     "argmax": Case(lambda x: op.argmax(x, axis=1), [("n", 5)]),
@@ -278,27 +307,45 @@ CASES: dict[str, Case] = {
     "max_keepdims": Case(lambda x: op.max(x, axis=1, keepdims=True), [("n", 4, 3)]),
     "nn.conv1d": Case(
         lambda x, w: op.nn.conv1d(x, w, strides=2, padding=(1, 2), dilation=2),
-        [("n", 4, 11), (6, 4, 3)], rtol=1e-4, atol=1e-4,
+        [("n", 4, 11), (6, 4, 3)],
+        rtol=1e-4,
+        atol=1e-4,
     ),
     "nn.conv1d_groups": Case(
-        lambda x, w: op.nn.conv1d(x, w, padding=1, groups=2), [("n", 4, 7), (6, 2, 3)],
-        rtol=1e-4, atol=1e-4,
+        lambda x, w: op.nn.conv1d(x, w, padding=1, groups=2),
+        [("n", 4, 7), (6, 2, 3)],
+        rtol=1e-4,
+        atol=1e-4,
     ),
     "nn.conv2d_transpose": Case(
-        lambda x, w: op.nn.conv2d_transpose(x, w, strides=2, padding=(1, 0, 0, 1), output_padding=(1, 0)),
-        [("n", 4, 3, 5), (4, 3, 3, 2)], rtol=1e-4, atol=1e-4,
+        lambda x, w: op.nn.conv2d_transpose(
+            x, w, strides=2, padding=(1, 0, 0, 1), output_padding=(1, 0)
+        ),
+        [("n", 4, 3, 5), (4, 3, 3, 2)],
+        rtol=1e-4,
+        atol=1e-4,
     ),
     "nn.conv2d_transpose_groups_dilation": Case(
-        lambda x, w: op.nn.conv2d_transpose(x, w, strides=(1, 2), padding=1, dilation=(2, 1), groups=2),
-        [("n", 4, 4, 3), (4, 3, 3, 3)], rtol=1e-4, atol=1e-4,
+        lambda x, w: op.nn.conv2d_transpose(
+            x, w, strides=(1, 2), padding=1, dilation=(2, 1), groups=2
+        ),
+        [("n", 4, 4, 3), (4, 3, 3, 3)],
+        rtol=1e-4,
+        atol=1e-4,
     ),
     "nn.max_pool1d": Case(lambda x: op.nn.max_pool1d(x, 3, 2, 1), [("n", 3, 9)]),
     "nn.max_pool1d_ceil": Case(lambda x: op.nn.max_pool1d(x, 2, 2, ceil_mode=True), [("n", 3, 7)]),
-    "nn.avg_pool1d": Case(lambda x: op.nn.avg_pool1d(x, 3, 1, (1, 2), count_include_pad=True), [("n", 2, 6)]),
+    "nn.avg_pool1d": Case(
+        lambda x: op.nn.avg_pool1d(x, 3, 1, (1, 2), count_include_pad=True), [("n", 2, 6)]
+    ),
     "nn.adaptive_avg_pool1d": Case(lambda x: op.nn.adaptive_avg_pool1d(x, 3), [("n", 2, 7)]),
-    "einsum_matmul": Case(lambda x, y: op.einsum([x, y], "ij,jk->ik"), [("n", 4), (4, 3)], rtol=1e-4),
+    "einsum_matmul": Case(
+        lambda x, y: op.einsum([x, y], "ij,jk->ik"), [("n", 4), (4, 3)], rtol=1e-4
+    ),
     "einsum_batched": Case(
-        lambda x, y: op.einsum((x, y), "bhqd,bhkd->bhqk"), [("n", 2, 3, 4), ("n", 2, 5, 4)], rtol=1e-4
+        lambda x, y: op.einsum((x, y), "bhqd,bhkd->bhqk"),
+        [("n", 2, 3, 4), ("n", 2, 5, 4)],
+        rtol=1e-4,
     ),
     "einsum_implicit_ellipsis": Case(
         lambda x, y: op.einsum([x, y], "...ij,...jk"), [("n", 2, 3), (1, 3, 4)], rtol=1e-4

@@ -64,7 +64,7 @@ from .manipulate import (
 from .nn import dense, linear
 
 
-def relu(x):  # noqa: ANN001, ANN201 (2022 spelling; the op is relax.op.nn.relu)
+def relu(x):
     """2022 spelling of `relax.op.nn.relu`; warns (DeprecationWarning)."""
     import warnings
 
@@ -158,7 +158,7 @@ __all__ = [
     "zeros",
 ]
 
-from . import grad  # noqa: E402  (gradient rules: fills the `grad` column of the op table)
-from .grad import erf  # noqa: E402  (registered with the gradient rules, which use it)
+from . import grad
+from .grad import erf
 
 __all__ += ["grad"]

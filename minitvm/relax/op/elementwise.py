@@ -107,8 +107,10 @@ def _infer_logical(call: Call) -> StructInfo:
                 f"{I.op_name(call)}: x{k + 1} has dtype {x.dtype}, but logical ops take bool "
                 f"tensors; compare first (relax.op.not_equal(x{k + 1}, 0)) or use astype('bool')"
             )
-    return _infer_compare(call) if len(call.args) == 2 else TensorStructInfo(
-        call.args[0].struct_info.shape, "bool", call.args[0].struct_info.ndim
+    return (
+        _infer_compare(call)
+        if len(call.args) == 2
+        else TensorStructInfo(call.args[0].struct_info.shape, "bool", call.args[0].struct_info.ndim)
     )
 
 

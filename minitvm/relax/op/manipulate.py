@@ -509,7 +509,11 @@ _squeeze = register_op(
 
 def squeeze(x: Expr, axis: Any = None) -> Call:
     """Drop size-1 dims: those in `axis`, or all static ones when None."""
-    axes = None if axis is None else ((int(axis),) if isinstance(axis, int) else tuple(int(a) for a in axis))
+    axes = (
+        None
+        if axis is None
+        else ((int(axis),) if isinstance(axis, int) else tuple(int(a) for a in axis))
+    )
     return make_call(_squeeze, (x,), {"axis": axes})
 
 
@@ -568,7 +572,9 @@ def _infer_tile(call: Call) -> StructInfo:
     nd = max(len(x.shape), len(reps))
     shape = (1,) * (nd - len(x.shape)) + tuple(x.shape)
     reps = (1,) * (nd - len(reps)) + tuple(reps)
-    return TensorStructInfo(tuple(I.dim_arith(lambda d, r=r: d * r, d) for d, r in zip(shape, reps)), x.dtype)
+    return TensorStructInfo(
+        tuple(I.dim_arith(lambda d, r=r: d * r, d) for d, r in zip(shape, reps)), x.dtype
+    )
 
 
 _tile = register_op(
@@ -594,14 +600,18 @@ def _infer_repeat(call: Call) -> StructInfo:
     if axis is None:
         if x.shape is None:
             return TensorStructInfo(None, x.dtype, 1)
-        return TensorStructInfo((I.dim_arith(lambda d: d * repeats, I.dim(prod(x.shape))),), x.dtype)
+        return TensorStructInfo(
+            (I.dim_arith(lambda d: d * repeats, I.dim(prod(x.shape))),), x.dtype
+        )
     if x.ndim == -1:
         return x
     axis = normalize_axis(axis, x.ndim, "relax.repeat")
     if x.shape is None:
         return x
     return TensorStructInfo(
-        tuple(I.dim_arith(lambda v: v * repeats, d) if n == axis else d for n, d in enumerate(x.shape)),
+        tuple(
+            I.dim_arith(lambda v: v * repeats, d) if n == axis else d for n, d in enumerate(x.shape)
+        ),
         x.dtype,
     )
 

@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 
 from ... import topi
-from ...topi import reference as ref
 from ...ir.dtype import DataType
+from ...topi import reference as ref
 from ...topi.utils import normalize_axes
 from ...topi.utils import prod as dims_prod
 from ..expr import Call, Expr
@@ -135,7 +135,9 @@ def _make_arg_reduce(name: str, te_fn: Callable, np_fn: Callable) -> Callable[..
         f"relax.{name}",
         _infer_arg_reduce,
         lambda x, axis, keepdims: topi.cast(te_fn(x, axis, keepdims), "int64"),
-        lambda x, axis, keepdims: np.asarray(np_fn(x, axis=axis, keepdims=keepdims)).astype("int64"),
+        lambda x, axis, keepdims: np.asarray(np_fn(x, axis=axis, keepdims=keepdims)).astype(
+            "int64"
+        ),
         OpPattern.COMM_REDUCE,
     )
 

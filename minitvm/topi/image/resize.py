@@ -12,6 +12,7 @@ from ...tir import op as tir_op
 from ...tir.expr import PrimExpr, make_const
 from ...tir.expr import cast as tir_cast
 
+
 def _zero(x: PrimExpr) -> PrimExpr:
     return make_const(x.dtype, 0)
 
@@ -20,7 +21,9 @@ def _zero(x: PrimExpr) -> PrimExpr:
 # each is the formula of the ONNX Resize spec of the same name
 COORDINATE_MODES: dict[str, Callable[[Any, Any, Any], Any]] = {
     "half_pixel": lambda x, i, o: (x + 0.5) * (i / o) - 0.5,
-    "pytorch_half_pixel": lambda x, i, o: tir_op.Select_(o > 1, (x + 0.5) * (i / o) - 0.5, _zero(x)),
+    "pytorch_half_pixel": lambda x, i, o: tir_op.Select_(
+        o > 1, (x + 0.5) * (i / o) - 0.5, _zero(x)
+    ),
     "align_corners": lambda x, i, o: tir_op.Select_(o > 1, x * ((i - 1) / (o - 1)), _zero(x)),
     "asymmetric": lambda x, i, o: x * (i / o),
     "tf_half_pixel_for_nn": lambda x, i, o: (x + 0.5) * (i / o),

@@ -1,8 +1,14 @@
 """Neural-network operators as TE computes."""
 
 from .attention import attention
-
-from .conv import conv2d, conv2d_layout, conv2d_nchw, conv2d_NCHWc, conv2d_nhwc, depthwise_conv2d_NCHWc
+from .conv import (
+    conv2d,
+    conv2d_layout,
+    conv2d_nchw,
+    conv2d_NCHWc,
+    conv2d_nhwc,
+    depthwise_conv2d_NCHWc,
+)
 from .conv_ext import conv1d_ncw, conv2d_transpose_nchw
 from .dense import dense, flatten, matmul
 from .elemwise import gelu, gelu_tanh, leaky_relu, relu, silu, softplus
@@ -12,29 +18,27 @@ from .pooling import adaptive_pool, adaptive_pool1d, adaptive_pool2d, global_poo
 from .softmax import log_softmax, softmax
 
 __all__ = [
-    "attention",
     "adaptive_pool",
     "adaptive_pool1d",
     "adaptive_pool2d",
+    "attention",
     "batch_norm",
+    "conv1d_ncw",
     "conv2d",
     "conv2d_NCHWc",
     "conv2d_layout",
     "conv2d_nchw",
     "conv2d_nhwc",
-    "conv1d_ncw",
     "conv2d_transpose_nchw",
-    "depthwise_conv2d_NCHWc",
     "dense",
+    "depthwise_conv2d_NCHWc",
     "flatten",
     "gelu",
     "gelu_tanh",
-    "group_norm",
-    "leaky_relu",
-    "silu",
-    "softplus",
     "global_pool",
+    "group_norm",
     "layer_norm",
+    "leaky_relu",
     "log_softmax",
     "matmul",
     "mirror_pad",
@@ -42,5 +46,7 @@ __all__ = [
     "pool1d",
     "pool2d",
     "relu",
+    "silu",
     "softmax",
+    "softplus",
 ]

@@ -68,7 +68,7 @@ def conv2d_transpose_nchw(
     -> (N, O, OH, OW), each input pixel scattering kernel-weighted values to the output."""
     out_dtype = out_dtype or data.dtype
     n, c, h, w = data.shape
-    ci, og, kh, kw = kernel.shape
+    _, og, kh, kw = kernel.shape
     cc = const_int(c)
     if cc is None or cc % groups:
         raise TEError(
@@ -98,7 +98,9 @@ def conv2d_transpose_nchw(
         vx, ix = source(x, rx, sw, dw, pl, w)
         ch = rc if groups == 1 else tir_op.floordiv(oc, og) * cg + rc
         oi = oc if groups == 1 else tir_op.floormod(oc, og)
-        product = tir_cast(out_dtype, data[b, ch, iy, ix]) * tir_cast(out_dtype, kernel[ch, oi, ry, rx])
+        product = tir_cast(out_dtype, data[b, ch, iy, ix]) * tir_cast(
+            out_dtype, kernel[ch, oi, ry, rx]
+        )
         return te.sum(tir_op.if_then_else(tir_op.all(vy, vx), product, zero), axis=[rc, ry, rx])
 
     return te.compute((n, o, oh, ow), body, name="T_conv2d_transpose", tag="conv2d_transpose")

@@ -53,7 +53,9 @@ def softplus(x: te.Tensor, beta: float = 1.0, threshold: float = 20.0) -> te.Ten
     def body(v):
         bx = v * b
         # log1p(exp(-|bx|)) + max(bx, 0) never overflows, unlike log(1 + exp(bx))
-        soft = (tir_op.log(one + tir_op.exp(-tir_op.abs(bx))) + tir_op.max(bx, make_const(x.dtype, 0))) / b
+        soft = (
+            tir_op.log(one + tir_op.exp(-tir_op.abs(bx))) + tir_op.max(bx, make_const(x.dtype, 0))
+        ) / b
         return tir_op.Select_(bx > t, v, soft)
 
     return _elemwise(x, body, "T_softplus")

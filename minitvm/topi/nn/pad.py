@@ -6,9 +6,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from ... import te
+from ...error import TEError
 from ...tir import op as tir_op
 from ...tir.expr import make_const
-from ...error import TEError
 from ..utils import const_int, simplify
 
 

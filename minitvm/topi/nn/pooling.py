@@ -179,7 +179,9 @@ def adaptive_pool(
 
 def _as_height1(data: te.Tensor) -> te.Tensor:
     n, c, w = data.shape
-    return te.compute((n, c, 1, w), lambda b, ch, _, x: data[b, ch, x], name="data_hw", tag="injective")
+    return te.compute(
+        (n, c, 1, w), lambda b, ch, _, x: data[b, ch, x], name="data_hw", tag="injective"
+    )
 
 
 def _drop_height(out: te.Tensor, name: str) -> te.Tensor:

@@ -11,8 +11,7 @@ import numpy as np
 import pytest
 
 import minitvm as tvm
-from minitvm import relax, tir
-from minitvm.error import DTypeError, ShapeError
+from minitvm import relax
 from minitvm.relax import op
 from minitvm.relax.eval_ref import evaluate
 

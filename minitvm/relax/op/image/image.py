@@ -97,7 +97,9 @@ def resize2d(
     if isinstance(out_dtype, DataType):
         out_dtype = str(out_dtype)
     elif out_dtype is not None and not isinstance(out_dtype, str):
-        raise DTypeError(f"relax.image.resize2d: out_dtype must be a dtype string, got {out_dtype!r}")
+        raise DTypeError(
+            f"relax.image.resize2d: out_dtype must be a dtype string, got {out_dtype!r}"
+        )
     attrs = {
         "roi": None,
         "layout": layout,

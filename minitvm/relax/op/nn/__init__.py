@@ -2,9 +2,6 @@
 
 from .attention import attention
 from .conv import conv1d, conv2d_transpose
-from .pad import pad
-from .pool1d import adaptive_avg_pool1d, avg_pool1d, max_pool1d
-
 from .nn import (
     adaptive_avg_pool2d,
     avg_pool2d,
@@ -26,11 +23,13 @@ from .nn import (
     softmax,
     softplus,
 )
+from .pad import pad
+from .pool1d import adaptive_avg_pool1d, avg_pool1d, max_pool1d
 
 __all__ = [
-    "attention",
     "adaptive_avg_pool1d",
     "adaptive_avg_pool2d",
+    "attention",
     "avg_pool1d",
     "avg_pool2d",
     "batch_norm",

@@ -26,9 +26,7 @@ _SAME_DIMS = (
 
 
 def _infer_attention(call: Call) -> StructInfo:
-    args = {
-        name: I.tensor_arg(call, k, name) for k, name in enumerate(("query", "key", "value"))
-    }
+    args = {name: I.tensor_arg(call, k, name) for k, name in enumerate(("query", "key", "value"))}
     for name, sinfo in args.items():
         I.require_ndim(call, sinfo, name, (4,), " (batch, seq_len, num_heads, head_dim)")
         I.require_float(call, sinfo, name)
@@ -57,7 +55,9 @@ def _infer_attention(call: Call) -> StructInfo:
                 f"{len(bias.shape)}); it must broadcast to (batch, num_heads, seq_len, seq_len_kv)"
             )
         scores = TensorStructInfo((q.shape[0], q.shape[2], q.shape[1], k.shape[1]), dtype)
-        out = I.broadcast(call, "bias", bias, "the scores (batch, num_heads, seq_len, seq_len_kv)", scores)
+        out = I.broadcast(
+            call, "bias", bias, "the scores (batch, num_heads, seq_len, seq_len_kv)", scores
+        )
         if out is not None and not all(map(prove_equal, out, scores.shape)):
             raise ShapeError(
                 f"relax.nn.attention: bias of shape {fmt_shape(bias.shape)} broadcasts past the "

@@ -70,9 +70,7 @@ def _infer_conv1d(call: Call) -> StructInfo:
 
 def _te_conv1d(data, weight, strides, padding, dilation, groups, data_layout, kernel_layout,
                out_layout, out_dtype):  # fmt: skip
-    return conv_ext.conv1d_ncw(
-        data, weight, strides[0], padding, dilation[0], groups, out_dtype
-    )
+    return conv_ext.conv1d_ncw(data, weight, strides[0], padding, dilation[0], groups, out_dtype)
 
 
 def _np_conv1d(data, weight, strides, padding, dilation, groups, data_layout, kernel_layout,
@@ -115,7 +113,9 @@ def conv1d(
 ) -> Call:
     """1-D convolution: data (N, C, W), weight (O, C/groups, K); padding int, (p,) or (left, right)."""
     _check_layouts(
-        "relax.nn.conv1d", (data_layout, kernel_layout, out_layout or data_layout), ("NCW", "OIW", "NCW")
+        "relax.nn.conv1d",
+        (data_layout, kernel_layout, out_layout or data_layout),
+        ("NCW", "OIW", "NCW"),
     )
     pads = (padding,) * 2 if isinstance(padding, int) else tuple(padding)
     pads = pads * 2 if len(pads) == 1 else pads
@@ -172,7 +172,9 @@ def _te_conv2d_transpose(data, weight, strides, padding, output_padding, dilatio
 
 def _np_conv2d_transpose(data, weight, strides, padding, output_padding, dilation, groups,
                          data_layout, kernel_layout, out_layout, out_dtype):  # fmt: skip
-    out = ref.conv2d_transpose_nchw(data, weight, strides, padding, output_padding, dilation, groups)
+    out = ref.conv2d_transpose_nchw(
+        data, weight, strides, padding, output_padding, dilation, groups
+    )
     return out.astype(out_dtype or data.dtype)
 
 

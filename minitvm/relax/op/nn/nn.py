@@ -11,10 +11,10 @@ from .... import te
 from ....error import ShapeError
 from ....topi import nn as topi_nn
 from ....topi import reference as ref
+from ....topi.broadcast import full as topi_full
 from ....topi.layout import Layout
 from ....topi.nn import conv as topi_conv
 from ....topi.nn.conv import conv_out_dim, padding4, pair
-from ....topi.broadcast import full as topi_full
 from ....topi.utils import const_int, fmt_dim, fmt_shape, normalize_axes, prove_equal
 from ...expr import Call, Expr
 from ...struct_info import StructInfo, TensorStructInfo, TupleStructInfo
@@ -593,9 +593,7 @@ def layer_norm(
 
 # ----------------------------------------------------------------------------- more activations
 
-silu = make_unary(
-    "nn.silu", topi_nn.silu, ref.silu, True, "x * sigmoid(x): `relax.op.nn.silu(x)`."
-)
+silu = make_unary("nn.silu", topi_nn.silu, ref.silu, True, "x * sigmoid(x): `relax.op.nn.silu(x)`.")
 gelu_tanh = make_unary(
     "nn.gelu_tanh",
     topi_nn.gelu_tanh,

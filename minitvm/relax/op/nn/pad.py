@@ -44,7 +44,10 @@ def _infer_pad(call: Call) -> StructInfo:
                     f"{fmt_shape(x.shape)} must be smaller than the dim ({fmt_dim(d)}), which "
                     "must be static"
                 )
-    return TensorStructInfo(tuple(I.dim_arith(lambda v, p=b + a: v + p, d) for (b, a), d in zip(pairs, x.shape)), x.dtype)
+    return TensorStructInfo(
+        tuple(I.dim_arith(lambda v, p=b + a: v + p, d) for (b, a), d in zip(pairs, x.shape)),
+        x.dtype,
+    )
 
 
 def _te_pad(data, pad_width, pad_value, pad_mode):
