@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import minitvm as tvm
-from minitvm import relax
+from minitvm import relax, tir
 from minitvm.relax import op
 from minitvm.relax.eval_ref import evaluate
 
@@ -204,3 +204,67 @@ def test_einsum_matches_torch(subscripts: str, shapes: list) -> None:
     got = _run_one(lambda *a: op.einsum(list(a), subscripts), *arrays)
     want = torch.einsum(subscripts, *map(torch.from_numpy, arrays)).numpy()
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+# ----------------------------------------------------------------------------- graph passes
+
+
+def _const(rng: np.random.Generator, *shape: int) -> relax.Constant:
+    return relax.const((rng.standard_normal(shape) * 0.3).astype("float32"))
+
+
+def _cnn(rng: np.random.Generator) -> tvm.IRModule:
+    """Convs (which AlterOpLayout blocks) around the new ops, which stay in NCHW."""
+    x = relax.Var("x", relax.TensorStructInfo((1, 8, 8, 8), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            y = bb.emit(op.nn.conv2d(x, _const(rng, 16, 8, 3, 3), padding=1))
+            y = bb.emit(op.nn.group_norm(y, _const(rng, 16), _const(rng, 16), 4, 1, [2, 3]))
+            y = bb.emit(op.nn.silu(y))
+            y = bb.emit(op.image.resize2d(y, (16, 16), method="nearest_neighbor"))
+            y = bb.emit(op.nn.conv2d(y, _const(rng, 16, 16, 3, 3), padding=1))
+            y = bb.emit(op.nn.leakyrelu(y, 0.1))
+            y = bb.emit(op.nn.pad(y, (0, 0, 0, 0, 1, 1, 1, 1), pad_mode="reflect"))
+            y = bb.emit(op.nn.conv2d(y, _const(rng, 16, 16, 3, 3)))
+            y = bb.emit(op.nn.conv2d_transpose(y, _const(rng, 16, 8, 2, 2), strides=2))
+            y = bb.emit(op.where(op.greater(y, 0.0), y, op.multiply(y, 0.5)))
+            y = bb.emit_output(op.mean(y, axis=[2, 3]))
+        bb.emit_func_output(y)
+    return bb.get()
+
+
+def _transformer_block(rng: np.random.Generator) -> tvm.IRModule:
+    """Causal self-attention with a symbolic sequence length, gelu_tanh MLP, masks by where."""
+    s = tir.Var("s", "int64")
+    x = relax.Var("x", relax.TensorStructInfo((2, s, 16), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            h = bb.emit(op.nn.layer_norm(x, _const(rng, 16), _const(rng, 16)))
+            qkv = bb.emit(op.nn.linear(h, _const(rng, 48, 16)))
+            q, k, v = (
+                bb.emit(relax.TupleGetItem(bb.emit(op.split(qkv, 3, axis=2)), i)) for i in range(3)
+            )
+            heads = [bb.emit(op.reshape(t, (2, s, 4, 4))) for t in (q, k, v)]
+            a = bb.emit(op.nn.attention(*heads, causal_mask="TopLeft"))
+            a = bb.emit(op.reshape(a, (2, s, 16)))
+            y = bb.emit(op.add(x, a))
+            m = bb.emit(op.nn.gelu_tanh(op.nn.linear(y, _const(rng, 32, 16))))
+            m = bb.emit(op.where(op.less(m, -1.0), op.zeros((), "float32"), m))
+            out = bb.emit_output(op.add(y, op.nn.linear(m, _const(rng, 16, 32))))
+        bb.emit_func_output(out)
+    return bb.get()
+
+
+@pytest.mark.parametrize("make, shape", [(_cnn, (1, 8, 8, 8)), (_transformer_block, (2, 5, 16))])
+@pytest.mark.parametrize("opt_level", [0, 3])
+def test_models_of_new_ops_survive_the_graph_passes(make, shape, opt_level: int) -> None:
+    """opt_level 3 runs AlterOpLayout (convs blocked, new ops kept in NCHW), FuseOps and the
+    DefaultSchedule over the new ops' kernels; the result matches the numpy references."""
+    mod = make(np.random.default_rng(0))
+    data = _rand(*shape, seed=5)
+    with tvm.transform.PassContext(opt_level=opt_level):
+        exe = relax.build(mod, "llvm")
+    got = relax.VirtualMachine(exe, tvm.cpu())["main"](tvm.nd.array(data)).numpy()
+    np.testing.assert_allclose(got, evaluate(mod, data), rtol=1e-4, atol=1e-4)
