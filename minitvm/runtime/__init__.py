@@ -1,6 +1,6 @@
 """Runtime: NDArray, devices, compiled modules, the global function registry, the thread pool."""
 
-from . import ndarray, threadpool
+from . import device_module, ndarray, threadpool
 from . import ndarray as nd
 from ..ir.dtype import DataType  # tvm.runtime.DataType
 from .device import Device, cl, context, cpu, cuda, device, gpu, metal, opencl, rocm, vulkan

@@ -8,6 +8,7 @@ install or change; nothing falls back to the CPU.
 from __future__ import annotations
 
 import threading
+import warnings
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -133,7 +134,9 @@ def load_program(device_id: int, source: str, names: list[str]) -> dict:
     cl = _cl()
     ctx = context(device_id)
     try:
-        program = cl.Program(ctx.context, source).build()
+        with warnings.catch_warnings():  # the driver's remarks on generated code are not the user's
+            warnings.simplefilter("ignore", cl.CompilerWarning)
+            program = cl.Program(ctx.context, source).build()
     except cl.Error as err:
         raise DeviceError(
             f"opencl({device_id}) ({attribute(device_id, 'device_name')}) could not compile the "

@@ -545,7 +545,7 @@ def _convert(plan: _Plan, i: int, arg):
         return arg
     if isinstance(plan.params[i], _Scalar):
         return arg.item() if isinstance(arg, np.generic) else arg
-    if type(arg) is np.ndarray or type(arg) is NDArray:
+    if type(arg) is np.ndarray or isinstance(arg, NDArray):  # a device array: _explain says why
         return arg
     if isinstance(arg, np.ndarray):
         return arg.view(np.ndarray)
@@ -586,15 +586,18 @@ def _dlpack_error(where: str, arg, err: Exception, want: str) -> ArgumentError:
     )
 
 
-def _explain(plan: _Plan, args: tuple) -> None:
-    """Raise the error for the first bad argument (the generic twin of the generated check)."""
+def _explain(plan: _Plan, args: tuple, check_buffer=None, check_overlap=None) -> dict:
+    """Raise the error for the first bad argument (the generic twin of the generated check);
+    return the values of the symbolic dims ("v<i>") and scalars ("a<k>"). The buffer and
+    overlap checks default to host memory's; device functions pass their own."""
     where = f"calling '{plan.name}'"
     if len(args) != len(plan.params):
         names = ", ".join(p.name for p in plan.params)
         raise ArgumentError(
             f"{where}: expected {len(plan.params)} arguments ({names}), got {len(args)}"
         )
-    arrays = {b.position: _check_buffer(where, b, args[b.position]) for b in plan.buffers}
+    check_buffer = check_buffer or _check_buffer
+    arrays = {b.position: check_buffer(where, b, args[b.position]) for b in plan.buffers}
     values, origin = {}, {}
     for i, s in enumerate(plan.syms):
         got = arrays[s.position].shape[s.dim]
@@ -615,12 +618,14 @@ def _explain(plan: _Plan, args: tuple) -> None:
         for k, d in enumerate(b.dims):
             _check_dim(where, b, shape, k, d, values, origin)
     for b in plan.buffers:
-        if b.written and not arrays[b.position].flags.writeable:
+        flags = getattr(arrays[b.position], "flags", None)  # device arrays are always writable
+        if b.written and flags is not None and not flags.writeable:
             raise ArgumentError(
                 f"{where}: {_arg(b)} is read-only; the function writes it; pass a writable "
                 f"array (np.array(x) copies)"
             )
-    _check_overlap(where, plan, arrays)
+    (check_overlap or _check_overlap)(where, plan, arrays)
+    return values
 
 
 def _arg(b) -> str:
@@ -628,6 +633,11 @@ def _arg(b) -> str:
 
 
 def _check_buffer(where: str, b: _Buffer, x) -> np.ndarray:
+    if isinstance(x, NDArray) and x.device.is_gpu:
+        raise ArgumentError(
+            f"{where}: {_arg(b)} is on {x.device}, but '{where[9:-1]}' runs on the CPU; "
+            f"copy it to the host first (x.numpy() or x.copyto(tvm.cpu(0)))"
+        )
     if isinstance(x, NDArray):
         data = x._data
     elif isinstance(x, np.ndarray):
@@ -844,3 +854,79 @@ def _capture(func: PackedFunc, args: tuple, n_ptrs: int, n_ints: int):
 
     _build_fast(func._plan, func.checker_source, record, func._failed)(*args)
     return seen["ptrs"], seen["ints"]
+
+
+# --- device functions: the same plan and checks, arguments in device memory ----------------
+def _check_device_buffer(kind: str, where: str, b: _Buffer, x):
+    """A buffer argument of a function running on `kind` ("opencl", "cuda") devices."""
+    device = getattr(x, "device", None)
+    if isinstance(x, NDArray) and device.name == kind:
+        if x.dtype != str(DataType(b.dtype)):
+            raise DTypeError(
+                f"{where}: {_arg(b)} has dtype {x.dtype}, expected {DataType(b.dtype)}; "
+                f"convert it on the host and copy it again"
+            )
+        if x.ndim != len(b.dims):
+            raise ShapeError(
+                f"{where}: {_arg(b)} has shape {x.shape}, expected {b.shape_text}: "
+                f"expected {len(b.dims)} dimensions, got {x.ndim}."
+            )
+        return x
+    if isinstance(x, NDArray) or isinstance(x, np.ndarray) or hasattr(x, "__dlpack__"):
+        seen = device if isinstance(x, NDArray) else "host memory"
+        raise ArgumentError(
+            f"{where}: {_arg(b)} is on {seen}, but '{where[9:-1]}' runs on {kind} devices; "
+            f"copy it there first: tvm.nd.array(x, tvm.{kind}(0))"
+        )
+    raise ArgumentError(
+        f"{where}: {_arg(b)} must be a tvm.nd.NDArray on a {kind} device, got {type(x).__name__}"
+    )
+
+
+def _check_device_overlap(where: str, plan: _Plan, arrays: dict) -> None:
+    """Device arrays are whole allocations: two arguments overlap only when they are one array."""
+    for x, y in _overlap_pairs(plan):
+        ax, ay = arrays[x.position], arrays[y.position]
+        if ax is not ay or not ax.nbytes:
+            continue
+        if (x.position, y.position) in plan.alias_ok or (y.position, x.position) in plan.alias_ok:
+            continue
+        raise ArgumentError(
+            f"{where}: arguments '{x.name}' (position {x.position}) and '{y.name}' (position "
+            f"{y.position}) are the same array, and the function writes one of them while "
+            "reading the other elsewhere; pass separate arrays"
+        )
+
+
+class DevicePackedFunc:
+    """A function whose kernels run on a GPU: `f(*args)` checks the arguments with the same
+    plan as PackedFunc (FuncInfo: count, dtype, rank, every dim, symbolic dims, overlap), all
+    buffers on one device of kind `kind`, then calls `launch(device, args, values)` with the
+    symbolic dims ("v<i>") and int scalars ("a<k>") the check found."""
+
+    __slots__ = ("_check", "_launch", "_plan", "info", "kind", "name")
+
+    def __init__(self, info: dict, kind: str, launch) -> None:
+        self._plan = _plan(info)
+        self.info, self.kind, self.name = info, kind, info["name"]
+        self._launch = launch
+        self._check = lambda where, b, x: _check_device_buffer(kind, where, b, x)
+
+    def __call__(self, *args) -> None:
+        values = _explain(self._plan, args, self._check, _check_device_overlap)
+        devices = {args[b.position].device for b in self._plan.buffers}
+        if len(devices) > 1:
+            listed = ", ".join(f"'{b.name}' on {args[b.position].device}" for b in self._plan.buffers)
+            raise ArgumentError(
+                f"calling '{self.name}': the arguments are on different devices ({listed}); "
+                "copy them to one device"
+            )
+        device = devices.pop() if devices else None
+        self._launch(device, args, values)
+
+    def bind(self, *args):
+        """A zero-argument callable running `self(*args)` (for time_evaluator)."""
+        return lambda: self(*args)
+
+    def __repr__(self) -> str:
+        return f"<DevicePackedFunc {self.name} on {self.kind}>"

@@ -1,7 +1,7 @@
 import pytest
 
-from minitvm.error import RuntimeError_
-from minitvm.runtime import Device, context, cpu, cuda, device, gpu
+from minitvm.error import DeviceError, RuntimeError_
+from minitvm.runtime import Device, context, cpu, cuda, device, gpu, vulkan
 
 
 def test_cpu_device_fields_and_names():
@@ -13,11 +13,24 @@ def test_cpu_device_fields_and_names():
     dev.sync()
 
 
-def test_gpu_devices_exist_as_handles_only():
+def test_gpu_device_handles_and_names():
     assert gpu(0) == cuda(0) and repr(cuda(0)) == "cuda(0)"
-    assert not cuda(0).exist and not device("gpu").exist
-    with pytest.raises(RuntimeError_, match="GPU devices are not supported in this build"):
+    assert device("gpu").exist == cuda(0).exist
+
+
+def test_absent_cuda_is_a_device_error_saying_why():
+    if cuda(0).exist:
+        pytest.skip("this machine has a CUDA device")
+    with pytest.raises(DeviceError, match="CUDA is not available: libcuda"):
         cuda(0).sync()
+    with pytest.raises(DeviceError, match="libcuda"):
+        _ = cuda(0).max_threads_per_block
+
+
+def test_devices_without_a_runtime_say_so():
+    assert not vulkan(0).exist
+    with pytest.raises(RuntimeError_, match="vulkan has no runtime in minitvm"):
+        vulkan(0).sync()
 
 
 def test_other_cpu_ids_do_not_exist():

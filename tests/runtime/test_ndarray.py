@@ -144,9 +144,10 @@ def test_torch_exchange_is_zero_copy_both_ways():
     np.testing.assert_array_equal(c.numpy(), src.numpy())
 
 
-def test_storage_on_gpu_devices_is_refused():
-    assert not cuda(0).exist and cpu(0).exist
-    with pytest.raises(RuntimeError_, match=r"device cuda\(0\) is not available.*use tvm.cpu\(0\)"):
+def test_storage_on_an_absent_gpu_is_refused():
+    if cuda(0).exist:
+        pytest.skip("this machine has a CUDA device")
+    with pytest.raises(RuntimeError_, match=r"CUDA is not available: libcuda"):
         nd.empty((2,), dev=cuda(0))
-    with pytest.raises(RuntimeError_, match=r"device cuda\(0\) is not available"):
+    with pytest.raises(RuntimeError_, match=r"CUDA is not available"):
         nd.array(np.zeros(2), cuda(0))

@@ -1,0 +1,187 @@
+"""GPU modules from SplitHostDevice output: kernels to OpenCL C or PTX, host functions to data.
+
+`build_device_module(mod, target)` takes an IRModule of host PrimFuncs (bodies of asserts,
+lets and `tvm_call_packed(kernel, *args, *launch_extents)` calls) and device kernels
+(attr "calling_conv" 2), and returns a runtime DeviceModule: each host function becomes a
+host program (runtime/device_module.py) run behind the same argument checks as CPU
+functions (its FuncInfo), which evaluates the launch extents from the symbolic sizes and
+launches the kernels in order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..error import BuildError
+from ..ir.module import IRModule
+from ..runtime.device_module import DeviceModule
+from ..target import Target
+from ..tir.expr import (
+    EQ, GE, GT, LE, LT, NE, Add, And, Call, Cast, FloorDiv, FloorMod, IntImm, Max, Min, Mul,
+    PrimExpr, StringImm, Sub, Var,
+)  # fmt: skip
+from ..tir.function import PrimFunc
+from ..tir.stmt import AssertStmt, AttrStmt, DeclBuffer, Evaluate, LetStmt, SeqStmt, Stmt
+from .llvm_funcinfo import signature_info
+from .opencl import THREAD_QUERIES, build_opencl
+
+# host expression -> text in the FuncInfo shape grammar
+_GRAMMAR: dict[type, Callable[[str, str], str]] = {
+    Add: lambda a, b: f"({a} + {b})",
+    Sub: lambda a, b: f"({a} - {b})",
+    Mul: lambda a, b: f"({a} * {b})",
+    FloorDiv: lambda a, b: f"({a} // {b})",
+    FloorMod: lambda a, b: f"({a} % {b})",
+    Min: lambda a, b: f"min({a}, {b})",
+    Max: lambda a, b: f"max({a}, {b})",
+}
+_COMPARISONS = {LT: "<", LE: "<=", GT: ">", GE: ">=", EQ: "==", NE: "!="}
+_KINDS = {"opencl": "opencl", "cuda": "cuda", "nvptx": "cuda"}
+
+
+def is_device_kernel(func: PrimFunc) -> bool:
+    """Whether `func` is a device kernel of SplitHostDevice's output (not a host function)."""
+    return func.attrs.get("calling_conv") == 2 or bool(func.attrs.get("tir.is_global_func"))
+
+
+def build_device_module(mod: IRModule, target: Target | str) -> DeviceModule:
+    """Code-generate every kernel of `mod` for `target` ("opencl" or "cuda") and wrap its host
+    functions as checked launchers; the result runs on tvm.opencl(k) / tvm.cuda(k) arrays."""
+    target = Target(target) if isinstance(target, str) else target
+    kind = _KINDS.get(target.kind.name)
+    if kind is None:
+        raise BuildError(f"build_device_module: target '{target}' is not a GPU target (opencl, cuda)")
+    funcs = [f for f in mod.functions.values() if isinstance(f, PrimFunc)]
+    kernels = [f for f in funcs if is_device_kernel(f)]
+    hosts = [f for f in funcs if not is_device_kernel(f)]
+    if not hosts:
+        raise BuildError("build_device_module: the module has no host function to call the kernels")
+    if kind == "opencl":
+        source, infos, extensions = build_opencl(kernels)
+        for info in infos:
+            info["extensions"] = sorted(extensions)
+    else:
+        from .nvptx import build_ptx
+
+        source, infos = build_ptx(kernels, target)
+    by_name = {f.attrs["global_symbol"]: f for f in kernels}
+    programs = [_HostLowering(f, by_name).program() for f in hosts]
+    entry = hosts[0].attrs.get("global_symbol") if len(hosts) == 1 else None
+    return DeviceModule(kind, str(target), source, infos, programs, entry)
+
+
+class _HostLowering:
+    """Turns one host PrimFunc into a host program (JSON data)."""
+
+    def __init__(self, func: PrimFunc, kernels: dict) -> None:
+        self.func, self.kernels = func, kernels
+        self.name = func.attrs.get("global_symbol") or "main"
+        info, sym_vars = signature_info(func.with_attr("global_symbol", self.name)
+                                        if "global_symbol" not in func.attrs else func)  # fmt: skip
+        self.info = info
+        self.names: dict[int, str] = {id(v): f"v{i}" for i, v in enumerate(sym_vars)}
+        self.positions: dict[int, int] = {}  # handle var (param or its buffer's data) -> position
+        self.scalars: dict[int, int] = {}  # scalar param -> position
+        for k, p in enumerate(func.params):
+            buf = func.buffer_map.get(p)
+            if buf is not None:
+                self.positions[id(p)] = self.positions[id(buf.data)] = k
+            else:
+                self.scalars[id(p)] = k
+                if p.dtype.is_int or p.dtype.is_uint:
+                    self.names[id(p)] = f"a{k}"
+        self.steps: list = []
+
+    def program(self) -> dict:
+        self.stmt(self.func.body)
+        return {"info": self.info, "steps": self.steps}
+
+    def fail(self, what: str) -> BuildError:
+        return BuildError(f"building '{self.name}' for the GPU: {what}")
+
+    def stmt(self, s: Stmt) -> None:
+        while True:
+            if isinstance(s, SeqStmt):
+                for x in s.seq:
+                    self.stmt(x)
+                return
+            if isinstance(s, AssertStmt):
+                self.steps.append(["assert", self.condition(s.condition), s.message])
+            elif isinstance(s, LetStmt):
+                local = f"l{len(self.names)}"
+                self.steps.append(["let", local, self.expr(s.value)])
+                self.names[id(s.var)] = local
+            elif isinstance(s, Evaluate):
+                self.evaluate(s.value)
+                return
+            elif not isinstance(s, (AttrStmt, DeclBuffer)):
+                raise self.fail(
+                    f"the host function holds a {type(s).__name__}; after SplitHostDevice it may "
+                    "hold only kernel launches, asserts and lets"
+                )
+            s = s.body
+
+    def evaluate(self, v: PrimExpr) -> None:
+        if isinstance(v, IntImm):
+            return
+        if not (isinstance(v, Call) and getattr(v.op, "name", "") == "tir.tvm_call_packed"):
+            raise self.fail(f"the host statement `{v}` is not a kernel launch (tvm_call_packed)")
+        if not v.args or not isinstance(v.args[0], StringImm):
+            raise self.fail(f"the launch `{v}` does not name its kernel")
+        symbol = v.args[0].value
+        kernel = self.kernels.get(symbol)
+        if kernel is None:
+            raise self.fail(f"it launches kernel '{symbol}', which the module does not define")
+        tags = list(kernel.attrs.get("tir.kernel_launch_params", ()))
+        n_args = len(v.args) - 1 - len(tags)
+        if n_args != len(kernel.params):
+            raise self.fail(
+                f"the launch of '{symbol}' passes {n_args} arguments and {len(tags)} extents; "
+                f"the kernel takes {len(kernel.params)} parameters"
+            )
+        args = [self.kernel_arg(a, p) for a, p in zip(v.args[1 : 1 + n_args], kernel.params)]
+        extents = dict(zip(tags, v.args[1 + n_args :]))
+        unknown = [t for t in tags if t not in THREAD_QUERIES]
+        if unknown:
+            raise self.fail(f"kernel '{symbol}' has launch parameters {unknown}; "
+                            f"known: {', '.join(THREAD_QUERIES)}")  # fmt: skip
+        grid = [self.expr(extents.get(f"blockIdx.{a}", IntImm("int32", 1))) for a in "xyz"]
+        block = [self.expr(extents.get(f"threadIdx.{a}", IntImm("int32", 1))) for a in "xyz"]
+        self.steps.append(["launch", symbol, args, grid, block])
+
+    def kernel_arg(self, a: PrimExpr, param: Var) -> list:
+        if param.dtype.is_handle:
+            if not (isinstance(a, Var) and id(a) in self.positions):
+                raise self.fail(f"kernel argument `{a}` for buffer '{param.name}' is not a "
+                                "buffer parameter of the host function")  # fmt: skip
+            return ["buffer", self.positions[id(a)]]
+        if isinstance(a, Var) and id(a) in self.scalars:
+            return ["scalar", self.scalars[id(a)], str(param.dtype)]
+        if not (param.dtype.is_int or param.dtype.is_uint):
+            raise self.fail(f"kernel argument `{a}` for float parameter '{param.name}' must be "
+                            "a scalar parameter of the host function")  # fmt: skip
+        return ["expr", self.expr(a), str(param.dtype)]
+
+    def expr(self, e: PrimExpr) -> str:
+        if isinstance(e, IntImm):
+            return str(e.value) if e.value >= 0 else f"(-{-e.value})"
+        if isinstance(e, Var):
+            if id(e) not in self.names:
+                raise self.fail(f"the launch uses '{e.name}', which is neither a symbolic dim, "
+                                "an int scalar parameter nor a let of the host function")  # fmt: skip
+            return self.names[id(e)]
+        if isinstance(e, Cast) and (e.dtype.is_int or e.dtype.is_uint):
+            return self.expr(e.value)
+        rule = _GRAMMAR.get(type(e))
+        if rule is None:
+            raise self.fail(f"the host expression `{e}` uses {type(e).__name__}, which launch "
+                            "sizes cannot use; write sizes with + - * // % min max")  # fmt: skip
+        return rule(self.expr(e.a), self.expr(e.b))
+
+    def condition(self, c: PrimExpr) -> list:
+        if isinstance(c, And):
+            return self.condition(c.a) + self.condition(c.b)
+        op = _COMPARISONS.get(type(c))
+        if op is None:
+            raise self.fail(f"the host assert `{c}` is not a conjunction of comparisons")
+        return [[self.expr(c.a), op, self.expr(c.b)]]

@@ -1,0 +1,573 @@
+"""OpenCL C source from device-kernel PrimFuncs (the SplitHostDevice form of docs/gpu.md).
+
+A kernel's thread scopes (`AttrStmt(IterVar(.., "threadIdx.x"), "thread_extent", ..)`) bind
+their variable to get_group_id/get_local_id; Allocates in scope "shared" become __local
+arrays at kernel scope (OpenCL allows them nowhere else), "local" ones private arrays;
+`tvm_storage_sync("shared")` is a work-group barrier. Expressions are printed through tables
+keyed by node class; integer floordiv/floormod use helpers with Python's rounding.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+
+from ..error import BuildError
+from ..ir.dtype import DataType
+from ..tir.expr import (
+    EQ, GE, GT, LE, LT, NE, Add, And, Broadcast, BufferLoad, Call, Cast, Div, FloatImm,
+    FloorDiv, FloorMod, IntImm, IterVar, Let, Max, Min, Mod, Mul, Not, Or, PrimExpr, Ramp,
+    Select, StringImm, Sub, Var,
+)  # fmt: skip
+from ..tir.function import PrimFunc
+from ..tir.functor import Visitor
+from ..tir.stmt import (
+    Allocate, AssertStmt, AttrStmt, BufferStore, DeclBuffer, Evaluate, For, IfThenElse, LetStmt,
+    SeqStmt, Stmt, While,
+)  # fmt: skip
+
+# thread tag -> (OpenCL query, dimension)
+THREAD_QUERIES = {
+    f"{scope}.{axis}": (query, dim)
+    for scope, query in (("blockIdx", "get_group_id"), ("threadIdx", "get_local_id"))
+    for dim, axis in enumerate("xyz")
+}
+_SCALAR_TYPES = {
+    "float16": "half", "float32": "float", "float64": "double",
+    "int8": "char", "int16": "short", "int32": "int", "int64": "long",
+    "uint8": "uchar", "uint16": "ushort", "uint32": "uint", "uint64": "ulong", "bool": "bool",
+}  # fmt: skip
+_VECTOR_LANES = (2, 3, 4, 8, 16)
+# integer literal suffix by dtype
+_INT_SUFFIX = {"int64": "L", "uint32": "u", "uint64": "UL"}
+_KEYWORDS = frozenset(
+    "auto break case char const continue default do double else enum extern float for goto if "
+    "inline int long register restrict return short signed sizeof static struct switch typedef "
+    "union unsigned void volatile while bool half uchar ushort uint ulong kernel global local "
+    "private constant __kernel __global __local __private __constant read_only write_only "
+    "image2d_t image3d_t sampler_t event_t size_t ptrdiff_t intptr_t uintptr_t true false "
+    "min max exp log sqrt select barrier".split()
+)
+_BINARY_SYMBOL = {Add: "+", Sub: "-", Mul: "*", EQ: "==", NE: "!=", LT: "<", LE: "<=",
+                  GT: ">", GE: ">=", And: "&&", Or: "||"}  # fmt: skip
+# tir intrinsic -> OpenCL builtin of the same meaning (floats)
+_MATH = {
+    "exp": "exp", "exp2": "exp2", "exp10": "exp10", "log": "log", "log2": "log2",
+    "log10": "log10", "log1p": "log1p", "sqrt": "sqrt", "rsqrt": "rsqrt", "tanh": "tanh",
+    "fabs": "fabs", "floor": "floor", "ceil": "ceil", "round": "round", "nearbyint": "rint",
+    "trunc": "trunc", "erf": "erf", "sin": "sin", "cos": "cos", "tan": "tan", "sinh": "sinh",
+    "cosh": "cosh", "asin": "asin", "acos": "acos", "atan": "atan", "atan2": "atan2",
+    "pow": "pow", "fmod": "fmod", "fma": "fma", "copysign": "copysign", "isnan": "isnan",
+    "isinf": "isinf", "isfinite": "isfinite", "hypot": "hypot", "acosh": "acosh",
+    "asinh": "asinh", "atanh": "atanh", "nextafter": "nextafter", "ldexp": "ldexp",
+    "popcount": "popcount",
+}  # fmt: skip
+_BITWISE = {"bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^", "shift_left": "<<",
+            "shift_right": ">>"}  # fmt: skip
+_FENCES = {"shared": "CLK_LOCAL_MEM_FENCE", "global": "CLK_GLOBAL_MEM_FENCE",
+           "global.shared": "CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE"}  # fmt: skip
+
+
+def cl_type(dtype: DataType, what: str = "") -> str:
+    """The OpenCL C type of a tir dtype (vectors as floatN)."""
+    base = _SCALAR_TYPES.get(str(dtype.element_of()))
+    if base is None or (dtype.lanes > 1 and dtype.lanes not in _VECTOR_LANES):
+        raise BuildError(f"OpenCL has no type for dtype {dtype}{what}")
+    return base if dtype.lanes == 1 else f"{base}{dtype.lanes}"
+
+
+def _storage_type(dtype: DataType) -> str:
+    """Element type of memory: bools are stored as uchar (OpenCL forbids bool in buffers)."""
+    return "uchar" if dtype.is_bool else cl_type(dtype)
+
+
+def storage_scope(var: Var, annotations=None) -> str:
+    """A buffer var's scope: its pointer annotation's, else the Allocate's "storage_scope"."""
+    annotation = getattr(var, "type_annotation", None)
+    scope = getattr(annotation, "storage_scope", None)
+    if not scope and annotations is not None:
+        scope = annotations.get("storage_scope")
+    return scope or "global"
+
+
+class _Names:
+    """A C identifier per variable (by identity): sanitized, not a keyword, unique."""
+
+    def __init__(self) -> None:
+        self.by_var: dict[int, str] = {}
+        self.taken: set[str] = set()
+
+    def __call__(self, var: Var | str) -> str:
+        key = id(var)
+        if key not in self.by_var:
+            raw = var if isinstance(var, str) else var.name
+            name = re.sub(r"\W", "_", raw, flags=re.ASCII) or "v"
+            if name[0].isdigit() or name in _KEYWORDS or name.startswith("__"):
+                name = "v_" + name
+            base, k = name, 0
+            while name in self.taken:
+                k += 1
+                name = f"{base}_{k}"
+            self.taken.add(name)
+            self.by_var[key] = name
+        return self.by_var[key]
+
+
+class _Uses(Visitor):
+    """The dtype of memory each buffer var is accessed as (for untyped handle params)."""
+
+    def __init__(self) -> None:
+        self.dtypes: dict[int, DataType] = {}
+
+    def visit_BufferLoad(self, n: BufferLoad) -> None:
+        self.dtypes.setdefault(id(n.buffer.data), n.buffer.dtype)
+        self.generic_visit(n)
+
+    def visit_BufferStore(self, n: BufferStore) -> None:
+        self.dtypes.setdefault(id(n.buffer.data), n.buffer.dtype)
+        self.generic_visit(n)
+
+
+def param_dtype(p: Var, uses: dict) -> DataType:
+    """Element dtype of a handle param: its pointer annotation, else how the body reads it."""
+    annotation = getattr(p, "type_annotation", None)
+    element = getattr(annotation, "element_type", None)
+    dtype = getattr(element, "dtype", None)
+    if dtype is not None:
+        return DataType(dtype)
+    return uses.get(id(p), DataType("uint8"))
+
+
+class CodeGenOpenCL:
+    """Prints one kernel as OpenCL C; `helpers`/`extensions` collect what the file needs."""
+
+    def __init__(self, helpers: dict[str, str], extensions: set[str]) -> None:
+        self.helpers = helpers
+        self.extensions = extensions
+        self.names = _Names()
+        self.lines: list[str] = []
+        self.indent = 1
+        self.func_name = ""
+        self.kernel_scope: list[str] = []  # __local arrays, declared at kernel scope
+        self.shared_bytes = 0
+
+    # ------------------------------------------------------------------ kernel
+    def kernel(self, func: PrimFunc) -> tuple[str, dict]:
+        name = func.attrs.get("global_symbol")
+        if not name:
+            raise BuildError("a device kernel PrimFunc has no attrs['global_symbol']")
+        self.func_name = name
+        uses = _Uses()
+        uses.visit(func.body)
+        restrict = " restrict" if func.attrs.get("tir.noalias", True) else ""
+        params, infos = [], []
+        for p in func.params:
+            if p.dtype.is_handle:
+                dtype = param_dtype(p, uses.dtypes)
+                self._note_dtype(dtype)
+                params.append(f"__global {_storage_type(dtype)}*{restrict} {self.names(p)}")
+                infos.append({"name": p.name, "kind": "buffer", "dtype": str(dtype)})
+            else:
+                self._note_dtype(p.dtype)
+                params.append(f"{cl_type(p.dtype, self._where(p.name))} {self.names(p)}")
+                infos.append({"name": p.name, "kind": "scalar", "dtype": str(p.dtype)})
+        self.stmt(func.body)
+        body = [f"  {line}" for line in self.kernel_scope] + self.lines
+        symbol = self.names(name)
+        if symbol != name:
+            raise BuildError(
+                f"kernel symbol '{name}' is not a valid OpenCL identifier; name kernels with "
+                "letters, digits and '_'"
+            )
+        source = "\n".join(
+            [f"__kernel void {symbol}({', '.join(params)}) {{", *body, "}"]
+        )
+        launch = list(func.attrs.get("tir.kernel_launch_params", ()))
+        info = {"name": name, "params": infos, "launch_params": launch,
+                "shared_bytes": self.shared_bytes}  # fmt: skip
+        return source, info
+
+    def _where(self, what: str) -> str:
+        return f" (in kernel '{self.func_name}', {what})"
+
+    def _note_dtype(self, dtype: DataType) -> None:
+        if dtype.element_of() == DataType("float64"):
+            self.extensions.add("cl_khr_fp64")
+        elif dtype.element_of() == DataType("float16"):
+            self.extensions.add("cl_khr_fp16")
+
+    def emit(self, line: str) -> None:
+        self.lines.append("  " * self.indent + line)
+
+    def block(self, s: Stmt) -> None:
+        self.indent += 1
+        self.stmt(s)
+        self.indent -= 1
+
+    # ------------------------------------------------------------------ statements
+    def stmt(self, s: Stmt) -> None:
+        rule = _STMT.get(type(s))
+        if rule is None:
+            raise BuildError(
+                f"building kernel '{self.func_name}': the OpenCL code generator cannot emit "
+                f"{type(s).__name__} statements; lower the function first"
+            )
+        rule(self, s)
+
+    def _seq(self, s: SeqStmt) -> None:
+        for x in s.seq:
+            self.stmt(x)
+
+    def _store(self, s: BufferStore) -> None:
+        (index,) = _flat(self, s.buffer, s.indices)
+        target = self.names(s.buffer.data)
+        value = self.expr(s.value)
+        if s.buffer.dtype.is_bool:
+            value = f"(uchar)({value})"
+        if isinstance(index, Ramp):
+            lanes = index.lanes
+            self.emit(f"vstore{lanes}({value}, 0, {target} + {self._contiguous(index)});")
+        else:
+            self.emit(f"{target}[{self.expr(index)}] = {value};")
+
+    def _for(self, s: For) -> None:
+        i = self.names(s.loop_var)
+        t = cl_type(s.loop_var.dtype)
+        lo, ext = self.expr(s.min), self.expr(s.extent)
+        end = ext if _is_zero(s.min) else f"{lo} + {ext}"
+        self.emit(f"for ({t} {i} = {lo}; {i} < {end}; ++{i}) {{")
+        self.block(s.body)
+        self.emit("}")
+
+    def _while(self, s: While) -> None:
+        self.emit(f"while ({_unwrap(self.expr(s.condition))}) {{")
+        self.block(s.body)
+        self.emit("}")
+
+    def _if(self, s: IfThenElse) -> None:
+        self.emit(f"if ({_unwrap(self.expr(s.condition))}) {{")
+        self.block(s.then_case)
+        if s.else_case is not None:
+            self.emit("} else {")
+            self.block(s.else_case)
+        self.emit("}")
+
+    def _let_stmt(self, s: LetStmt) -> None:
+        if s.var.dtype.is_handle:
+            raise BuildError(f"building kernel '{self.func_name}': a handle LetStmt "
+                             f"'{s.var.name}' cannot be emitted in OpenCL")  # fmt: skip
+        self.emit(f"{cl_type(s.var.dtype)} {self.names(s.var)} = {self.expr(s.value)};")
+        self.stmt(s.body)
+
+    def _attr(self, s: AttrStmt) -> None:
+        if s.attr_key == "thread_extent":
+            iv = s.node
+            tag = iv.thread_tag if isinstance(iv, IterVar) else ""
+            if tag not in THREAD_QUERIES:
+                raise BuildError(
+                    f"building kernel '{self.func_name}': thread scope '{tag}' is not one of "
+                    f"{', '.join(THREAD_QUERIES)}"
+                )
+            query, dim = THREAD_QUERIES[tag]
+            self.emit(f"{cl_type(iv.var.dtype)} {self.names(iv.var)} = "
+                      f"({cl_type(iv.var.dtype)}){query}({dim});")  # fmt: skip
+        elif s.attr_key == "virtual_thread":
+            raise BuildError(
+                f"building kernel '{self.func_name}': a vthread scope is left in the kernel; "
+                "the GPU lowering must expand virtual threads first"
+            )
+        self.stmt(s.body)
+
+    def _allocate(self, s: Allocate) -> None:
+        scope = storage_scope(s.buffer_var, s.annotations)
+        size = 1
+        for e in s.extents:
+            if not isinstance(e, IntImm):
+                raise BuildError(
+                    f"building kernel '{self.func_name}': allocation '{s.buffer_var.name}' "
+                    f"({scope}) has extent `{e}` unknown at build time; GPU kernels need "
+                    "constant-size shared/local buffers"
+                )
+            size *= e.value
+        self._note_dtype(s.dtype)
+        decl = f"{_storage_type(s.dtype)} {self.names(s.buffer_var)}[{max(size, 1)}];"
+        if scope == "shared":
+            self.kernel_scope.append(f"__local {decl}")
+            self.shared_bytes += size * s.dtype.bytes
+        elif scope == "local":
+            self.emit(decl)
+        else:
+            raise BuildError(
+                f"building kernel '{self.func_name}': allocation '{s.buffer_var.name}' is in "
+                f"scope '{scope}'; a kernel can allocate only 'shared' or 'local' memory"
+            )
+        self.stmt(s.body)
+
+    def _decl_buffer(self, s: DeclBuffer) -> None:
+        self.stmt(s.body)
+
+    def _assert(self, s: AssertStmt) -> None:
+        raise BuildError(
+            f"building kernel '{self.func_name}': an assertion ({s.message!r}) is inside the "
+            "kernel, where a failure cannot be reported; the host function must check it"
+        )
+
+    def _evaluate(self, s: Evaluate) -> None:
+        v = s.value
+        if isinstance(v, Call) and getattr(v.op, "name", None) == "tir.tvm_storage_sync":
+            scope = v.args[0].value if v.args and isinstance(v.args[0], StringImm) else "?"
+            if scope not in _FENCES:
+                raise BuildError(
+                    f"building kernel '{self.func_name}': tvm_storage_sync('{scope}') has no "
+                    f"OpenCL barrier; scopes: {', '.join(_FENCES)}"
+                )
+            self.emit(f"barrier({_FENCES[scope]});")
+        elif isinstance(v, (IntImm, FloatImm)):
+            pass  # a no-op statement
+        else:
+            self.emit(f"{self.expr(v)};")
+
+    # ------------------------------------------------------------------ expressions
+    def expr(self, e: PrimExpr) -> str:
+        rule = _EXPR.get(type(e))
+        if rule is None:
+            rule = next((_EXPR[k] for k in type(e).__mro__ if k in _EXPR), None)
+            if rule is None:
+                raise BuildError(
+                    f"building kernel '{self.func_name}': the OpenCL code generator cannot "
+                    f"emit the expression {type(e).__name__} `{e}`"
+                )
+        if e.dtype is not None and not e.dtype.is_handle:
+            self._note_dtype(e.dtype)
+        return rule(self, e)
+
+    def _int(self, e: IntImm) -> str:
+        d = e.dtype
+        if d.is_bool:
+            return "true" if e.value else "false"
+        if d.is_int and e.value == -(2 ** (d.bits - 1)):  # no literal for the minimum
+            return f"(({cl_type(d)})({e.value + 1}{_INT_SUFFIX.get(str(d), '')} - 1))"
+        text = f"{e.value}{_INT_SUFFIX.get(str(d), '')}"
+        if d.bits < 32:
+            return f"(({cl_type(d)}){text})"
+        return f"({text})" if e.value < 0 else text
+
+    def _float(self, e: FloatImm) -> str:
+        v, t = e.value, cl_type(e.dtype)
+        if math.isnan(v):
+            text = "NAN"
+        elif math.isinf(v):
+            text = "INFINITY" if v > 0 else "(-INFINITY)"
+        else:
+            text = v.hex()  # exact: C99 hexadecimal float literal
+        return f"(({t}){text})" if t != "double" else f"({text})"
+
+    def _var(self, e: Var) -> str:
+        return self.names(e)
+
+    def _string(self, e: StringImm) -> str:
+        raise BuildError(
+            f"building kernel '{self.func_name}': a string {e.value!r} reached the kernel; "
+            "strings exist only in host code"
+        )
+
+    def _cast(self, e: Cast) -> str:
+        value = self.expr(e.value)
+        if e.dtype.is_bool:
+            return f"({value} != 0)"
+        if e.dtype.lanes > 1:
+            return f"convert_{cl_type(e.dtype)}({value})"
+        return f"(({cl_type(e.dtype)})({value}))"
+
+    def _binary(self, e) -> str:
+        return f"({self.expr(e.a)} {_BINARY_SYMBOL[type(e)]} {self.expr(e.b)})"
+
+    def _div(self, e: Div) -> str:
+        return f"({self.expr(e.a)} / {self.expr(e.b)})"
+
+    def _mod(self, e: Mod) -> str:
+        a, b = self.expr(e.a), self.expr(e.b)
+        return f"fmod({a}, {b})" if e.dtype.is_float else f"({a} % {b})"
+
+    def _floordiv(self, e: FloorDiv) -> str:
+        a, b = self.expr(e.a), self.expr(e.b)
+        if e.dtype.is_float:
+            return f"floor({a} / {b})"
+        if e.dtype.is_uint or e.dtype.is_bool:
+            return f"({a} / {b})"
+        return f"{self._helper('floordiv', e.dtype)}({a}, {b})"
+
+    def _floormod(self, e: FloorMod) -> str:
+        a, b = self.expr(e.a), self.expr(e.b)
+        if e.dtype.is_float:
+            return f"({a} - floor({a} / {b}) * {b})"
+        if e.dtype.is_uint or e.dtype.is_bool:
+            return f"({a} % {b})"
+        return f"{self._helper('floormod', e.dtype)}({a}, {b})"
+
+    def _helper(self, kind: str, dtype: DataType) -> str:
+        """The name of an integer floordiv/floormod helper (rounding toward -inf), defined once."""
+        t = cl_type(dtype)
+        name = f"minitvm_{kind}_{t}"
+        if name not in self.helpers:
+            fix = "q - 1" if kind == "floordiv" else "r + b"
+            result = "q" if kind == "floordiv" else "r"
+            self.helpers[name] = (
+                f"inline {t} {name}({t} a, {t} b) {{\n"
+                f"  {t} q = a / b, r = a % b;\n"
+                f"  return (r != 0 && ((r < 0) != (b < 0))) ? {fix} : {result};\n}}"
+            )
+        return name
+
+    def _minmax(self, e) -> str:
+        fn = "min" if isinstance(e, Min) else "max"
+        if e.dtype.is_float:
+            fn = "f" + fn
+        return f"{fn}({self.expr(e.a)}, {self.expr(e.b)})"
+
+    def _not(self, e: Not) -> str:
+        return f"(!{self.expr(e.a)})"
+
+    def _select(self, e: Select) -> str:
+        if e.dtype.lanes > 1:
+            raise BuildError(f"building kernel '{self.func_name}': a vector select `{e}` "
+                             "is not supported by the OpenCL code generator")  # fmt: skip
+        c, t, f = self.expr(e.condition), self.expr(e.true_value), self.expr(e.false_value)
+        return f"({c} ? {t} : {f})"
+
+    def _load(self, e: BufferLoad) -> str:
+        (index,) = _flat(self, e.buffer, e.indices)
+        source = self.names(e.buffer.data)
+        if isinstance(index, Ramp):
+            return f"vload{index.lanes}(0, {source} + {self._contiguous(index)})"
+        if e.dtype.lanes > 1:
+            raise BuildError(f"building kernel '{self.func_name}': vector load `{e}` "
+                             "needs a Ramp index")  # fmt: skip
+        text = f"{source}[{self.expr(index)}]"
+        return f"({text} != 0)" if e.buffer.dtype.is_bool else text
+
+    def _contiguous(self, r: Ramp) -> str:
+        if not (isinstance(r.stride, IntImm) and r.stride.value == 1):
+            raise BuildError(
+                f"building kernel '{self.func_name}': a strided vector access (stride "
+                f"`{r.stride}`) is not supported by the OpenCL code generator; vectorize a "
+                "contiguous loop"
+            )
+        return self.expr(r.base)
+
+    def _ramp(self, e: Ramp) -> str:
+        base, stride = self.expr(e.base), self.expr(e.stride)
+        lanes = ", ".join(f"{base} + {k} * {stride}" for k in range(e.lanes))
+        return f"(({cl_type(e.dtype)})({lanes}))"
+
+    def _broadcast(self, e: Broadcast) -> str:
+        return f"(({cl_type(e.dtype)})({self.expr(e.value)}))"
+
+    def _let(self, e: Let) -> str:
+        raise BuildError(
+            f"building kernel '{self.func_name}': a Let expression ('{e.var.name}') is not "
+            "supported by the OpenCL code generator; use a LetStmt"
+        )
+
+    def _call(self, e: Call) -> str:
+        name = getattr(e.op, "name", str(e.op)).removeprefix("tir.")
+        args = [self.expr(a) for a in e.args]
+        if name in ("likely", "tvm_thread_invariant"):
+            return args[0]
+        if name == "if_then_else":
+            return f"({args[0]} ? {args[1]} : {args[2]})"
+        if name == "sigmoid":
+            one = self._float(FloatImm(e.dtype.element_of(), 1.0))
+            return f"({one} / ({one} + exp(-({args[0]}))))"
+        if name == "bitwise_not":
+            return f"(~{args[0]})"
+        if name in _BITWISE:
+            return f"({args[0]} {_BITWISE[name]} {args[1]})"
+        if name in _MATH:
+            if name in ("isnan", "isinf", "isfinite"):
+                return f"({_MATH[name]}({args[0]}) != 0)"
+            return f"{_MATH[name]}({', '.join(args)})"
+        raise BuildError(
+            f"building kernel '{self.func_name}': the OpenCL code generator has no rule for "
+            f"the call `{e}`"
+        )
+
+
+def _unwrap(text: str) -> str:
+    """`(a == b)` -> `a == b` when the outer parentheses enclose the whole text (for `if (...)`:
+    compilers warn about doubled parentheses around a comparison)."""
+    if not (text.startswith("(") and text.endswith(")")):
+        return text
+    depth = 0
+    for k, ch in enumerate(text):
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if depth == 0 and k < len(text) - 1:
+            return text
+    return text[1:-1]
+
+
+def _is_zero(e: PrimExpr) -> bool:
+    return isinstance(e, IntImm) and e.value == 0
+
+
+def _flat(cg: CodeGenOpenCL, buf, indices: tuple) -> tuple:
+    if len(indices) != 1:
+        raise BuildError(
+            f"building kernel '{cg.func_name}': buffer '{buf.name}' is accessed with "
+            f"{len(indices)} indices; kernels take flattened (1-D) buffers"
+        )
+    return indices
+
+
+_STMT: dict[type, Callable] = {
+    SeqStmt: CodeGenOpenCL._seq,
+    BufferStore: CodeGenOpenCL._store,
+    For: CodeGenOpenCL._for,
+    While: CodeGenOpenCL._while,
+    IfThenElse: CodeGenOpenCL._if,
+    LetStmt: CodeGenOpenCL._let_stmt,
+    AttrStmt: CodeGenOpenCL._attr,
+    Allocate: CodeGenOpenCL._allocate,
+    DeclBuffer: CodeGenOpenCL._decl_buffer,
+    AssertStmt: CodeGenOpenCL._assert,
+    Evaluate: CodeGenOpenCL._evaluate,
+}
+_EXPR: dict[type, Callable] = {
+    IntImm: CodeGenOpenCL._int,
+    FloatImm: CodeGenOpenCL._float,
+    Var: CodeGenOpenCL._var,
+    StringImm: CodeGenOpenCL._string,
+    Cast: CodeGenOpenCL._cast,
+    **{cls: CodeGenOpenCL._binary for cls in _BINARY_SYMBOL},
+    Div: CodeGenOpenCL._div,
+    Mod: CodeGenOpenCL._mod,
+    FloorDiv: CodeGenOpenCL._floordiv,
+    FloorMod: CodeGenOpenCL._floormod,
+    Min: CodeGenOpenCL._minmax,
+    Max: CodeGenOpenCL._minmax,
+    Not: CodeGenOpenCL._not,
+    Select: CodeGenOpenCL._select,
+    BufferLoad: CodeGenOpenCL._load,
+    Ramp: CodeGenOpenCL._ramp,
+    Broadcast: CodeGenOpenCL._broadcast,
+    Let: CodeGenOpenCL._let,
+    Call: CodeGenOpenCL._call,
+}
+
+
+def build_opencl(kernels: list[PrimFunc]) -> tuple[str, list[dict], set[str]]:
+    """OpenCL C source of `kernels`, their metadata (name, params, launch_params,
+    shared_bytes) and the extensions the source needs ("cl_khr_fp64", "cl_khr_fp16")."""
+    helpers: dict[str, str] = {}
+    extensions: set[str] = set()
+    bodies, infos = [], []
+    for func in kernels:
+        source, info = CodeGenOpenCL(helpers, extensions).kernel(func)
+        bodies.append(source)
+        infos.append(info)
+    pragmas = [f"#pragma OPENCL EXTENSION {ext} : enable" for ext in sorted(extensions)]
+    header = "// OpenCL C generated by minitvm"
+    text = "\n\n".join([header, *(["\n".join(pragmas)] if pragmas else []), *helpers.values(),
+                        *bodies])  # fmt: skip
+    return text + "\n", infos, extensions

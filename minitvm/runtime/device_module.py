@@ -1,0 +1,262 @@
+"""GPU modules: kernels (OpenCL C or PTX) plus host programs that check arguments and launch.
+
+A host program is data (JSON-safe): the function's FuncInfo and a list of steps —
+`["assert", [[lhs, cmp, rhs], ...], message]`, `["let", name, expr]` and
+`["launch", kernel, args, grid, block]` — whose expressions are strings in the FuncInfo
+shape grammar (docs/contracts.md §3) over "v<i>" (symbolic dims), "a<k>" (int scalar params)
+and "l<j>" (lets), parsed by packed_func.parse_shape_expr and evaluated without eval().
+Kernel arguments are `["buffer", position]`, `["scalar", position]` or `["expr", text, dtype]`.
+"""
+
+from __future__ import annotations
+
+import json
+import operator
+import zipfile
+
+import numpy as np
+
+from ..error import DeviceError, MiniTVMError, RuntimeError_
+from ..ir.dtype import DataType
+from .device import Device, device_api
+from .module import ProfileResult, read_member, register_loader, time_calls, write_module_zip
+from .packed_func import DevicePackedFunc, _eval, parse_shape_expr
+
+_FORMAT = "device_module"  # meta.json "kind" of an exported GPU module
+_META, _SOURCE = "device.json", "kernels.src"
+_SOURCE_NAMES = {"opencl": ("cl", "opencl", ""), "cuda": ("ptx", "cuda", "")}
+_COMPARE = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+            "==": operator.eq, "!=": operator.ne}  # fmt: skip
+_AXES = "xyz"
+
+
+class _HostProgram:
+    """One host function's steps, validated and parsed once."""
+
+    def __init__(self, program: dict, kernel_names: set[str]) -> None:
+        info = program["info"]
+        self.name = info["name"]
+        names = {f"v{i}": f"v{i}" for i in range(len(info.get("sym_vars", [])))}
+        names |= {f"a{k}": f"a{k}" for k, p in enumerate(info["params"]) if p["kind"] == "scalar"}
+        n_params = len(info["params"])
+        self.steps = []
+        for step in program["steps"]:
+            kind = step[0]
+            if kind == "let":
+                names[step[1]] = step[1]
+                self.steps.append(("let", step[1], self._parse(step[2], names)))
+            elif kind == "assert":
+                conds = [(self._parse(a, names), _COMPARE[op], self._parse(b, names), f"{a} {op} {b}")
+                         for a, op, b in step[1]]  # fmt: skip
+                self.steps.append(("assert", conds, str(step[2])))
+            elif kind == "launch":
+                _, kernel, args, grid, block = step
+                if kernel not in kernel_names:
+                    raise RuntimeError_(f"function '{self.name}' launches unknown kernel '{kernel}'")
+                parsed = []
+                for a in args:
+                    if a[0] in ("buffer", "scalar"):
+                        if not (type(a[1]) is int and 0 <= a[1] < n_params):
+                            raise RuntimeError_(f"function '{self.name}': bad kernel argument {a!r:.60}")
+                        dtype = DataType(a[2]).numpy_dtype() if a[0] == "scalar" else None
+                        parsed.append((a[0], a[1], dtype))
+                    else:
+                        parsed.append(("expr", self._parse(a[1], names), DataType(a[2]).numpy_dtype()))
+                dims = [tuple(self._parse(t, names) for t in d) for d in (grid, block)]
+                self.steps.append(("launch", kernel, parsed, dims[0], dims[1]))
+            else:
+                raise RuntimeError_(f"function '{self.name}': unknown host step {kind!r:.40}")
+
+    def _parse(self, text: str, names: dict) -> tuple:
+        return parse_shape_expr(self.name, text, names)
+
+
+class DeviceModule:
+    """Compiled GPU functions; `mod["f"](*device_arrays)` checks arguments and launches kernels.
+
+    `get_source()` is the kernel source (OpenCL C, or PTX for CUDA), `imported_modules[0]`
+    the kernel module (TVM's layout: a host module importing the device module)."""
+
+    def __init__(self, kind: str, target: str, source: str, kernels: list[dict],
+                 programs: list[dict], entry_name: str | None = None) -> None:  # fmt: skip
+        if not programs:
+            raise MiniTVMError("cannot make a GPU module with no functions")
+        self.kind, self.target, self.type_key = kind, target, kind
+        self._source, self._kernel_infos, self._programs = source, kernels, programs
+        names = {k["name"] for k in kernels}
+        self._hosts = {p["info"]["name"]: _HostProgram(p, names) for p in programs}
+        self._functions = {
+            name: DevicePackedFunc(p["info"], kind, self._launcher(self._hosts[name]))
+            for name, p in zip(self._hosts, programs)
+        }
+        self.entry_name = entry_name or ("main" if "main" in self._hosts else next(iter(self._hosts)))
+        self._loaded: dict[int, dict] = {}  # device id -> kernels
+        self.imported_modules = [_KernelModule(self)]
+
+    # --- running ---------------------------------------------------------------------------
+    def _kernels(self, device_id: int) -> dict:
+        kernels = self._loaded.get(device_id)
+        if kernels is None:
+            api = device_api(self.kind)
+            for ext in sorted({e for k in self._kernel_infos for e in k.get("extensions", [])}):
+                flag = {"cl_khr_fp64": "has_fp64", "cl_khr_fp16": "has_fp16"}.get(ext)
+                if flag and not api.attribute(device_id, flag):
+                    raise DeviceError(
+                        f"{self.kind}({device_id}) ({api.attribute(device_id, 'device_name')}) "
+                        f"lacks {ext}, which these kernels need ({'float64' if 'fp64' in ext else 'float16'} "
+                        "arithmetic); build them with float32"
+                    )
+            names = [k["name"] for k in self._kernel_infos]
+            kernels = self._loaded[device_id] = api.load_program(device_id, self._source, names)
+        return kernels
+
+    def _launcher(self, host: _HostProgram):
+        kind = self.kind
+
+        def launch(dev: Device | None, args: tuple, values: dict) -> None:
+            device_id = 0 if dev is None else dev.device_id
+            api = device_api(kind)
+            kernels = self._kernels(device_id)
+            values = dict(values)
+            for step in host.steps:
+                if step[0] == "let":
+                    values[step[1]] = _eval(step[2], values)
+                elif step[0] == "assert":
+                    for lhs, cmp, rhs, text in step[1]:
+                        if not cmp(_eval(lhs, values), _eval(rhs, values)):
+                            raise RuntimeError_(f"calling '{host.name}': {step[2]}")
+                else:
+                    _, kernel, kargs, grid, block = step
+                    grid = tuple(_eval(t, values) for t in grid)
+                    block = tuple(_eval(t, values) for t in block)
+                    if 0 in grid or 0 in block:
+                        continue  # an empty launch: no work-item runs
+                    _check_launch(host.name, kernel, api, device_id, grid, block)
+                    api.launch(device_id, kernels[kernel], grid, block,
+                               [_kernel_arg(api, a, args, values) for a in kargs])  # fmt: skip
+
+        return launch
+
+    def get_function(self, name: str, query_imports: bool = False) -> DevicePackedFunc:
+        try:
+            return self._functions[name]
+        except KeyError:
+            raise MiniTVMError(
+                f"module has no function '{name}'; it has {sorted(self._functions)}"
+            ) from None
+
+    __getitem__ = get_function
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._functions
+
+    def implements_function(self, name: str, query_imports: bool = False) -> bool:
+        return name in self
+
+    def __call__(self, *args) -> None:
+        self.get_function(self.entry_name)(*args)
+
+    @property
+    def func_infos(self) -> tuple:
+        return tuple(p["info"] for p in self._programs)
+
+    @property
+    def mod(self) -> DeviceModule:
+        return self
+
+    def time_evaluator(self, func_name: str, dev: Device | None = None, number: int = 10,
+                       repeat: int = 1, min_repeat_ms: float = 0, **unused_options):  # fmt: skip
+        """A callable timing `func_name` on given args; each call waits for the device."""
+        func = self.get_function(func_name)
+        if number < 1 or repeat < 1:
+            raise MiniTVMError(f"time_evaluator: number and repeat must be >= 1, got {number}, {repeat}")
+
+        def evaluator(*args) -> ProfileResult:
+            device = dev or next((a.device for a in args if hasattr(a, "device")), None)
+
+            def run() -> None:
+                func(*args)
+                if device is not None:
+                    device.sync()
+
+            return time_calls(run, number, repeat, min_repeat_ms)
+
+        return evaluator
+
+    # --- inspecting and saving ------------------------------------------------------------
+    def get_source(self, fmt: str = "") -> str:
+        """The kernels' source: OpenCL C ("", "cl") or PTX ("", "ptx") by the module's kind."""
+        if fmt not in _SOURCE_NAMES[self.kind]:
+            raise MiniTVMError(
+                f"get_source: a {self.kind} module has source formats "
+                f"{[f for f in _SOURCE_NAMES[self.kind] if f]}, not '{fmt}'"
+            )
+        return self._source
+
+    def export_library(self, file_name: str, fcompile=None, **unused_options) -> None:
+        """One zip of the kernel source and JSON metadata (no pickle, checksummed) that
+        `tvm.runtime.load_module` reads back."""
+        meta = {"kind": self.kind, "target": self.target, "entry": self.entry_name,
+                "kernels": self._kernel_infos, "programs": self._programs}  # fmt: skip
+        extra = {_META: json.dumps(meta, sort_keys=True).encode(), _SOURCE: self._source.encode()}
+        write_module_zip(file_name, None, kind=_FORMAT, extra=extra)
+
+    save = export_library
+
+    def __repr__(self) -> str:
+        return f"Module(target='{self.target}', functions={sorted(self._functions)})"
+
+
+class _KernelModule:
+    """The device half of a GPU module, as TVM lists it in `imported_modules`."""
+
+    def __init__(self, owner: DeviceModule) -> None:
+        self.type_key = owner.kind
+        self.imported_modules: list = []
+        self._owner = owner
+
+    def get_source(self, fmt: str = "") -> str:
+        return self._owner.get_source(fmt)
+
+    def __repr__(self) -> str:
+        return f"Module(type_key='{self.type_key}')"
+
+
+def _check_launch(func: str, kernel: str, api, device_id: int, grid: tuple, block: tuple) -> None:
+    """Refuse a launch the device cannot run (the build checked static limits; sizes known only
+    at run time are checked here)."""
+    threads = int(np.prod(block))
+    limit = api.attribute(device_id, "max_threads_per_block")
+    if threads > limit:
+        raise DeviceError(
+            f"calling '{func}': kernel '{kernel}' needs {threads} threads per block (block "
+            f"{block}), more than the device's {limit}; split the bound loop with a smaller factor"
+        )
+    if any(g < 0 for g in grid) or any(b < 0 for b in block):
+        raise DeviceError(f"calling '{func}': kernel '{kernel}' got a negative launch size {grid} x {block}")
+
+
+def _kernel_arg(api, a: tuple, args: tuple, values: dict):
+    if a[0] == "buffer":
+        return api.buffer_arg(args[a[1]]._handle)
+    if a[0] == "scalar":
+        return api.scalar_arg(args[a[1]], a[2])
+    return api.scalar_arg(_eval(a[1], values), a[2])
+
+
+def _load_device_module(path: str, zf: zipfile.ZipFile, unused_meta: dict) -> DeviceModule:
+    """The loader of exported GPU modules: JSON and kernel source only, every field checked."""
+    try:
+        meta = json.loads(read_member(path, zf, _META))
+        source = read_member(path, zf, _SOURCE).decode()
+        if meta["kind"] not in _SOURCE_NAMES:
+            raise ValueError(f"unknown kind {meta['kind']!r:.40}")
+        return DeviceModule(meta["kind"], str(meta["target"]), source, meta["kernels"],
+                            meta["programs"], meta.get("entry"))  # fmt: skip
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError, MiniTVMError) as err:
+        raise RuntimeError_(
+            f"load_module('{path}'): the GPU module's metadata is invalid ({err}); export it again"
+        ) from err
+
+
+register_loader(_FORMAT, _load_device_module)
