@@ -132,6 +132,19 @@ class Importer:
             raise cls(f"{self.frontend}: cannot convert {op} at {where}: {err}") from err
 
 
+def aten_converter(node: Any) -> Converter | None:
+    """The converter of an aten op node (by overload packet: aten.add.Tensor -> "add")."""
+    from . import _ops
+
+    target = node.target
+    if getattr(target, "namespace", None) != "aten":
+        return None
+    name = target._overloadpacket.__name__
+    if name in _ops.NO_OPS:
+        return lambda t, *args, **kwargs: None
+    return _ops.ATEN.get(name) or _ops.FUNCTIONS.get(name)
+
+
 def to_numpy(tensor: Any) -> np.ndarray:
     """A torch tensor's values as a numpy array (bfloat16 is widened to float32)."""
     import torch

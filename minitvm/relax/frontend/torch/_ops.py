@@ -352,6 +352,12 @@ def _batch_norm_aten(t, input, weight, bias, running_mean, running_var, training
     return _batch_norm(t, input, weight, bias, running_mean, running_var, eps)
 
 
+def _native_batch_norm(t, input, weight, bias, running_mean, running_var, training, momentum,
+                       eps):  # fmt: skip
+    _check_eval(training)
+    return (_batch_norm(t, input, weight, bias, running_mean, running_var, eps), None, None)
+
+
 def _native_batch_norm_no_training(t, input, weight, bias, running_mean, running_var, momentum,
                                    eps):  # fmt: skip
     return (_batch_norm(t, input, weight, bias, running_mean, running_var, eps), None, None)
@@ -532,6 +538,12 @@ def _upsample_bilinear2d(t, input, output_size=None, align_corners=False, scale_
 def _reshape(t, x, *shape):
     dims = _dims(shape)
     return t.emit(R.reshape(x, tuple(dims)))
+
+
+def _unflatten(t, input, dim, sizes):
+    shape = shape_of(input)
+    axis = _axis(dim, len(shape))
+    return t.emit(R.reshape(input, (*shape[:axis], *sizes, *shape[axis + 1 :])))
 
 
 def _flatten(t, input, start_dim=0, end_dim=-1):
@@ -928,6 +940,7 @@ FUNCTIONS: dict[str, Callable] = {
     "native_layer_norm": _native_layer_norm,
     "group_norm": _group_norm,
     "_native_batch_norm_legit_no_training": _native_batch_norm_no_training,
+    "native_batch_norm": _native_batch_norm,
     "max_pool1d": _max_pool(1),
     "max_pool2d": _max_pool(2),
     "avg_pool1d": _avg_pool(1),
@@ -943,6 +956,7 @@ FUNCTIONS: dict[str, Callable] = {
     "view": _reshape,
     "_unsafe_view": _reshape,
     "flatten": _flatten,
+    "unflatten": _unflatten,
     "permute": _permute,
     "transpose": _transpose,
     "t": _t,
@@ -979,6 +993,7 @@ FUNCTIONS: dict[str, Callable] = {
     "amin": _reduce(R.min),
     "arange": _arange,
     "zeros": _fill(0),
+    "empty": _fill(0),  # torch leaves it uninitialised: zeros are one valid content
     "ones": _fill(1),
     "full": _full,
     "zeros_like": _like(0),

@@ -11,7 +11,7 @@ from ....runtime import ndarray as nd
 from ...expr import Var
 from ...struct_info import TensorStructInfo
 from . import _ops
-from ._importer import Converter, Importer, bind_output, to_numpy
+from ._importer import Converter, Importer, aten_converter, bind_output, to_numpy
 
 __all__ = ["from_exported_program"]
 
@@ -113,17 +113,11 @@ def _dim(t: Importer, d: Any, name: str) -> Any:
 
 
 def _lookup(node: Any) -> Converter | None:
-    target = node.target
     if node.op != "call_function":
         return None
-    if target in _PYTHON_OPS:
-        return _ops.FUNCTIONS.get(target.__name__)
-    if getattr(target, "namespace", None) != "aten":
-        return None
-    name = target._overloadpacket.__name__
-    if name in _ops.NO_OPS:
-        return lambda t, *args, **kwargs: None
-    return _ops.ATEN.get(name) or _ops.FUNCTIONS.get(name)
+    if node.target in _PYTHON_OPS:
+        return _ops.FUNCTIONS.get(node.target.__name__)
+    return aten_converter(node)
 
 
 def _describe(node: Any) -> tuple[str, str]:

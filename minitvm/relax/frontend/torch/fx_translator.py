@@ -11,7 +11,7 @@ from ....runtime import ndarray as nd
 from ...expr import Var
 from ...struct_info import TensorStructInfo
 from . import _modules, _ops
-from ._importer import Converter, Importer, bind_output, to_numpy
+from ._importer import Converter, Importer, aten_converter, bind_output, to_numpy
 
 __all__ = ["from_fx"]
 
@@ -65,6 +65,8 @@ def from_fx(
         if node.op == "call_method":
             name = node.target
             return _ops.METHODS.get(name) or _ops.FUNCTIONS.get(name) or _inplace(name)
+        if hasattr(node.target, "_overloadpacket"):  # aten ops, as in make_fx / dynamo graphs
+            return aten_converter(node)
         name = getattr(node.target, "__name__", None)
         return _ops.FX.get(name) or _ops.FUNCTIONS.get(name) or _inplace(name)
 
@@ -75,6 +77,8 @@ def from_fx(
             return f"{cls.__module__.split('.modules.')[0]}.{cls.__name__}", f"{where}, module {node.target!r}"
         if node.op == "call_method":
             return f"Tensor.{node.target}", where
+        if hasattr(node.target, "_overloadpacket"):
+            return str(node.target), where
         return f"{getattr(node.target, '__module__', None) or ''}.{getattr(node.target, '__name__', node.target)}".lstrip("."), where
 
     with t.bb.function("main", params=inputs + params, attrs=attrs):
@@ -110,6 +114,7 @@ def _inplace(name: str | None) -> Converter | None:
 def _input_var(t: Importer, index: int, info: Any) -> Var:
     try:
         shape, dtype = info
+        shape = tuple(shape)
     except (TypeError, ValueError) as err:
         raise FrontendError(
             f"from_fx: input_info[{index}] must be (shape, dtype), e.g. ((1, 3, 224, 224), "
