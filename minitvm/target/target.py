@@ -16,6 +16,30 @@ from . import host
 SUPPORTED_KINDS = ("llvm",)
 _GPU_KINDS = ("cuda", "opencl", "vulkan", "metal", "rocm", "nvptx")
 _PLANNED_KINDS = {"c": "the C source backend is not supported yet; use 'llvm'"}
+# GPU kind -> defaults of the device attributes lowering checks against (-name=value overrides)
+_GPU_DEFAULTS = {
+    "cuda": {"max_num_threads": 1024, "max_shared_memory_per_block": 49152,
+             "thread_warp_size": 32},
+    "opencl": {"max_num_threads": 256, "max_shared_memory_per_block": 32768,
+               "thread_warp_size": 1},
+}  # fmt: skip
+_GPU_DEFAULTS["nvptx"] = _GPU_DEFAULTS["cuda"]
+_INT_ATTRS = frozenset({"max_num_threads", "max_shared_memory_per_block", "thread_warp_size",
+                        "max_threads_per_block", "registers_per_block"})  # fmt: skip
+_DEFAULT_ARCH = "sm_52"  # PTX for it is JIT-compiled by every newer driver
+_ARCH = re.compile(r"sm_\d{2,3}[a-z]?")
+# TVM's target tags for common NVIDIA devices -> target string
+_TAGS = {
+    "nvidia/nvidia-v100": "cuda -arch=sm_70",
+    "nvidia/nvidia-t4": "cuda -arch=sm_75",
+    "nvidia/nvidia-a100": "cuda -arch=sm_80",
+    "nvidia/nvidia-a10g": "cuda -arch=sm_86",
+    "nvidia/geforce-rtx-3090": "cuda -arch=sm_86",
+    "nvidia/geforce-rtx-4090": "cuda -arch=sm_89",
+    "nvidia/nvidia-l4": "cuda -arch=sm_89",
+    "nvidia/nvidia-h100": "cuda -arch=sm_90",
+    "nvidia/nvidia-h200": "cuda -arch=sm_90",
+}
 
 # option name -> (Target field, parser of its text value)
 _OPTIONS = {
@@ -86,15 +110,27 @@ class Target:
     'llvm -mcpu=skylake-avx512 -mattr=+avx512f'
     """
 
-    __slots__ = ("_str", "attrs", "kind", "mattr", "mcpu", "mtriple", "num_cores", "opt_level")
+    __slots__ = (
+        "_host", "_str", "attrs", "kind", "mattr", "mcpu", "mtriple", "num_cores", "opt_level",
+    )  # fmt: skip
 
     def __init__(self, target: str | Target, host: str | Target | None = None) -> None:
         if isinstance(target, Target):
+            host = host if host is not None else target._host
             target = str(target)
         if not isinstance(target, str):
             raise TargetError(
                 f"Target expects a string like 'llvm -mcpu=...', got {type(target).__name__}"
             )
+        tag = target.strip().split()[0] if target.strip() else ""
+        if tag.startswith("nvidia/"):
+            if tag not in _TAGS:
+                raise TargetError(
+                    f"unknown target tag '{tag}'; known: {', '.join(_TAGS)}, or write "
+                    "'cuda -arch=sm_XX'"
+                )
+            target = target.replace(tag, _TAGS[tag], 1)
+        self._host = None if host is None else Target(host)
         words = shlex.split(target)
         if not words:
             raise TargetError("empty target string; use 'llvm'")
@@ -132,7 +168,54 @@ class Target:
         name, eq, value = word.partition("=")
         if not name.startswith("-") or not eq:
             raise TargetError(f"target '{target}': option '{word}' is not of the form -name=value")
-        self.attrs[name[1:]] = value
+        key = name.lstrip("-")
+        if key in _INT_ATTRS and not (value.isdigit() and int(value) > 0):
+            raise TargetError(f"target '{target}': {key} must be a positive integer, got '{value}'")
+        if key == "arch" and not _ARCH.fullmatch(value):
+            raise TargetError(
+                f"target '{target}': -arch={value} is not an NVIDIA architecture; write sm_XX "
+                "(e.g. -arch=sm_80 for A100, sm_90 for H100)"
+            )
+        self.attrs[key] = value
+
+    # --- GPU device attributes (lowering checks kernels against them) ---------------------
+    def _gpu_attr(self, name: str) -> int:
+        defaults = _GPU_DEFAULTS.get(self.kind.name)
+        if defaults is None:
+            raise TargetError(f"target '{self._str}' is not a GPU target; it has no {name}")
+        return int(self.attrs.get(name, defaults[name]))
+
+    @property
+    def max_num_threads(self) -> int:
+        """Threads per block the kernels may use (-max_num_threads=, default by kind)."""
+        return self._gpu_attr("max_num_threads")
+
+    @property
+    def max_shared_memory_per_block(self) -> int:
+        """Bytes of shared memory per block (-max_shared_memory_per_block=)."""
+        return self._gpu_attr("max_shared_memory_per_block")
+
+    @property
+    def thread_warp_size(self) -> int:
+        return self._gpu_attr("thread_warp_size")
+
+    @property
+    def arch(self) -> str:
+        """The NVIDIA architecture PTX is generated for (-arch=sm_XX; default sm_52)."""
+        if self.kind.name not in ("cuda", "nvptx"):
+            raise TargetError(f"target '{self._str}' is not a CUDA target; it has no arch")
+        return self.attrs.get("arch", _DEFAULT_ARCH)
+
+    @property
+    def host(self) -> Target:
+        """The target of host code (`Target(gpu, host=...)`); the CPU ('llvm') by default."""
+        return self._host if self._host is not None else Target("llvm")
+
+    def get_target_device_type(self) -> int:
+        """The DLPack device code of the target's device (1 CPU, 2 CUDA, 4 OpenCL)."""
+        return {"cuda": 2, "nvptx": 2, "opencl": 4, "vulkan": 7, "metal": 8, "rocm": 10}.get(
+            self.kind.name, 1
+        )
 
     # --- `with Target(...):` scopes (TVM's Target.current) ----------------
     def __enter__(self) -> Target:
@@ -237,7 +320,7 @@ class Target:
         return f'Target("{self._str}")'
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Target) and other._str == self._str
+        return isinstance(other, Target) and other._str == self._str and other._host == self._host
 
     def __hash__(self) -> int:
         return hash(self._str)
