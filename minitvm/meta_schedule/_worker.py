@@ -9,15 +9,21 @@ Requests name a job in `_JOBS` (a fixed table); no code or pickle crosses the pi
 
 from __future__ import annotations
 
+import atexit
 import importlib
 import json
 import os
+import select
 import selectors
 import subprocess
 import sys
 import tempfile
 import time
-from typing import Any
+from typing import Any, ClassVar
+
+from ..error import TuningError
+
+_STARTUP_TIMEOUT = 300.0
 
 # job name -> (module, function); the function takes the request's payload dict.
 _JOBS = {
@@ -61,6 +67,17 @@ class WorkerPool:
     """`map(job, payloads, timeout)` runs payloads on up to `num_workers` processes and
     returns, in order, `(True, result)` or `(False, error message)` for each."""
 
+    _shared: ClassVar[dict[tuple, WorkerPool]] = {}
+
+    @classmethod
+    def shared(cls, name: str, num_workers: int) -> WorkerPool:
+        """A process-wide pool per (name, size): workers start once (an interpreter start
+        and minitvm import each) and serve every later builder or runner of that kind."""
+        key = (name, num_workers)
+        if key not in cls._shared:
+            cls._shared[key] = cls(num_workers)
+        return cls._shared[key]
+
     def __init__(self, num_workers: int = 1, env: dict[str, str] | None = None) -> None:
         self.num_workers = max(1, int(num_workers))
         self.env = {"MINITVM_BUILD_JOBS": "1", **(env or {})}
@@ -73,9 +90,10 @@ class WorkerPool:
         sel = selectors.DefaultSelector()
         try:
             while todo or busy:
+                self._start(min(len(todo), self.num_workers - len(busy)) - len(self._idle))
                 while todo and len(busy) < self.num_workers:
                     i = todo.pop()
-                    worker = self._idle.pop() if self._idle else _Worker(self.env)
+                    worker = self._idle.pop()
                     try:
                         worker.send(job, payloads[i])
                     except OSError:
@@ -111,6 +129,23 @@ class WorkerPool:
                 worker.kill()
             sel.close()
         return results
+
+    def _start(self, count: int) -> None:
+        """Start `count` workers and wait until each has imported minitvm (job timeouts
+        count from then: a slow interpreter start on a loaded machine is no job's fault)."""
+        fresh = [_Worker(self.env) for _ in range(count)]
+        for worker in fresh:
+            line = b""
+            ready = select.select([worker.proc.stdout], [], [], _STARTUP_TIMEOUT)[0]
+            if ready:
+                line = worker.proc.stdout.readline()
+            if line.strip() != b"ready":
+                tail = worker.stderr_tail()
+                worker.kill()
+                raise TuningError(
+                    f"a meta_schedule worker process did not start ({line[:100]!r}): {tail}"
+                )
+            self._idle.append(worker)
 
     @staticmethod
     def _read_line(worker: _Worker) -> bytes | None:
@@ -150,6 +185,12 @@ class WorkerPool:
             pass
 
 
+@atexit.register
+def _close_shared() -> None:
+    for pool in WorkerPool._shared.values():
+        pool.close()
+
+
 def _test_job(payload: dict) -> Any:
     """For tests: crash, hang, raise or echo as the payload says."""
     action = payload.get("action")
@@ -166,6 +207,12 @@ def _serve() -> None:
     """Worker loop: read a request line, run the job, write `[ok, value]` on the saved stdout."""
     reply = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # stray prints (Python or native) go to the log, not into the protocol
+    # the imports every job needs, before "ready"
+    import minitvm.driver
+    import minitvm.runtime
+
+    reply.write(b"ready\n")
+    reply.flush()
     for line in sys.stdin.buffer:
         job, payload = json.loads(line)
         module, name = _JOBS[job]

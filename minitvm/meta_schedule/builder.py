@@ -57,7 +57,7 @@ class LocalBuilder(Builder):
     def __init__(self, max_workers: int | None = None, timeout_sec: float = 30.0) -> None:
         self.max_workers = max_workers or os.cpu_count() or 1
         self.timeout_sec = timeout_sec
-        self._pool = WorkerPool(self.max_workers)
+        self._pool = WorkerPool.shared("build", self.max_workers)
         self._dir = tempfile.TemporaryDirectory(prefix="minitvm-ms-build-")
 
     def build(self, build_inputs: list[BuilderInput]) -> list[BuilderResult]:
@@ -66,6 +66,7 @@ class LocalBuilder(Builder):
         return [_result(ok, value) for ok, value in replies]
 
     def close(self) -> None:
+        """Stop the (shared) build workers; the next build starts new ones."""
         self._pool.close()
 
 

@@ -106,7 +106,7 @@ class LocalRunner(Runner):
         self.evaluator_config = evaluator_config or EvaluatorConfig()
         self.seed = seed
         self.reference = None
-        self._pool = WorkerPool(1)
+        self._pool = WorkerPool.shared("run", 1)
 
     def set_reference(
         self, artifact_path: str | None, args_info: list, npz_path: str, seed: int = 0
@@ -135,6 +135,7 @@ class LocalRunner(Runner):
         return [RunnerFuture(reply_to_result(ok, value)) for ok, value in replies]
 
     def close(self) -> None:
+        """Stop the (shared) run worker; the next run starts a new one."""
         self._pool.close()
 
 

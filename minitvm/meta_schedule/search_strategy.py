@@ -4,6 +4,7 @@ ranks it with the cost model, and measures the predicted best (plus a few random
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import numpy as np
@@ -51,6 +52,7 @@ class SearchStrategy:
         self.measured: set[int] = set()
         if database is not None:
             self._seed_measured(database)
+        self._replayed: dict[str, Schedule | None] = {}
         space = self.context.space_generator
         self.postprocs = list(getattr(space, "postprocs", None) or [])
         self.mutator_probs = dict(getattr(space, "mutator_probs", None) or {})
@@ -244,10 +246,22 @@ class EvolutionarySearch(SearchStrategy):
             if rng.random() >= self.genetic_mutate_prob:
                 return parent
             trace = self._mutate(parent.trace)
-            child = None if trace is None else self._replay(trace)
+            child = None if trace is None else self._replay_decided(trace)
             if child is not None:
                 return child
         return None
+
+    def _replay_decided(self, trace: Trace) -> Schedule | None:
+        """`_replay`, memoised by the trace's JSON when every sampling step is decided
+        (replays cost milliseconds each in Python; mutants often repeat)."""
+        if any(
+            i.kind.name.startswith("Sample") and trace.get_decision(i) is None for i in trace.insts
+        ):
+            return self._replay(trace)
+        key = json.dumps(trace.as_json())
+        if key not in self._replayed:
+            self._replayed[key] = self._replay(trace)
+        return self._replayed[key]
 
     def _mutate(self, trace: Trace) -> Trace | None:
         """One mutator picked by its probability; without mutators, resample one decision."""

@@ -87,8 +87,10 @@ def optional_module(name: str) -> Any:
 
     full = f"{__package__}.{name}"
     try:
-        return importlib.import_module(full)
+        module = importlib.import_module(full)
     except ModuleNotFoundError as err:
         if err.name != full:
             raise
         return None
+    # a folder without its __init__.py yet imports as an empty namespace package
+    return module if getattr(module, "__file__", None) else None

@@ -21,3 +21,17 @@ def tile_j(sch):
     j0, j1 = sch.split(j, factors=sch.sample_perfect_tile(j, n=2))
     sch.reorder(i, j0, k, j1)
     return sch
+
+
+def space(fn):
+    """ScheduleFn(fn) with no postprocessors or mutators: the tests measure exactly fn's space."""
+    from minitvm import meta_schedule as ms
+
+    return ms.space_generator.ScheduleFn(fn, sch_rules=[], postprocs=[], mutator_probs={})
+
+
+def fast_runner():
+    """A LocalRunner timing one call twice: enough to rank candidates in a test."""
+    from minitvm import meta_schedule as ms
+
+    return ms.LocalRunner(evaluator_config=ms.EvaluatorConfig(number=1, repeat=2, min_repeat_ms=0))

@@ -1,19 +1,11 @@
 """Runners and worker processes: a crashing or hanging candidate is a failed result and
 tuning goes on; a wrong candidate is caught by the reference check."""
 
-import os
-import sys
-import subprocess
-
-import numpy as np
-import pytest
+from _mscore_workloads import matmul_mod, space, tile_j
 
 import minitvm as tvm
 from minitvm import meta_schedule as ms
 from minitvm.meta_schedule._worker import WorkerPool
-from minitvm.script import tir as T
-
-from _mscore_workloads import matmul_mod, tile_j
 
 CRASH_SRC = """
 @T.prim_func
@@ -90,7 +82,7 @@ def test_crashing_and_hanging_candidates_do_not_stop_tuning(tmp_path):
         work_dir=str(tmp_path),
         max_trials_global=8,
         num_trials_per_iter=8,
-        space=ms.space_generator.ScheduleFn(tile_j),
+        space=space(tile_j),
         strategy="replay-trace",
         builder=_FaultyBuilder(),
         runner=ms.LocalRunner(timeout_sec=2),
