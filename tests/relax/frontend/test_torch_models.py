@@ -9,13 +9,13 @@ torch = pytest.importorskip("torch")
 nn = torch.nn
 F = torch.nn.functional
 
-import minitvm as tvm  # noqa: E402
-from minitvm import relax  # noqa: E402
-from minitvm.error import FrontendError, OpAttributeUnImplemented, OpNotImplemented  # noqa: E402
-from minitvm.relax import eval_ref  # noqa: E402
-from minitvm.relax.frontend import detach_params  # noqa: E402
-from minitvm.relax.frontend.torch import from_exported_program, from_fx  # noqa: E402
-from minitvm.testing import zoo  # noqa: E402
+import minitvm as tvm
+from minitvm import relax
+from minitvm.error import FrontendError, OpAttributeUnImplemented, OpNotImplemented
+from minitvm.relax import eval_ref
+from minitvm.relax.frontend import detach_params
+from minitvm.relax.frontend.torch import from_exported_program, from_fx
+from minitvm.testing import zoo
 
 RTOL, ATOL = 1e-4, 1e-5
 
@@ -29,7 +29,9 @@ def _zoo_case(name, batch=2):
     _, params = zoo.get_model(name, batch_size=batch, **kwargs)
     model = zoo.torch_model(name, params)
     x = torch.from_numpy(
-        np.random.default_rng(1).standard_normal(zoo.input_shape(name, batch, **kwargs)).astype("float32")
+        np.random.default_rng(1)
+        .standard_normal(zoo.input_shape(name, batch, **kwargs))
+        .astype("float32")
     )
     with torch.no_grad():
         want = model(x).numpy()
@@ -54,9 +56,14 @@ def test_zoo_model_imports_through_export_and_fx_and_matches_torch(name):
 
 
 @pytest.mark.parametrize(
-    "name", ["mlp", "lenet", pytest.param("resnet18", marks=tvm.testing.slow),
-             pytest.param("bert_layer", marks=tvm.testing.slow)],
-)  # fmt: skip
+    "name",
+    [
+        "mlp",
+        "lenet",
+        pytest.param("resnet18", marks=tvm.testing.slow),
+        pytest.param("bert_layer", marks=tvm.testing.slow),
+    ],
+)
 def test_zoo_model_compiles_and_matches_torch(name):
     model, x, want = _zoo_case(name, batch=1)
     mod = from_exported_program(torch.export.export(model, (x,)), unwrap_unit_return_tuple=True)
@@ -68,9 +75,16 @@ class SmallCNN(nn.Module):
 
     def __init__(self):
         super().__init__()
-        self.stem = nn.Sequential(nn.Conv2d(3, 8, 3, 2, 1, bias=False), nn.BatchNorm2d(8), nn.ReLU())
-        self.block = nn.Sequential(nn.Conv2d(8, 8, 3, 1, 1), nn.BatchNorm2d(8), nn.ReLU(),
-                                   nn.Conv2d(8, 8, 3, 1, 1), nn.BatchNorm2d(8))  # fmt: skip
+        self.stem = nn.Sequential(
+            nn.Conv2d(3, 8, 3, 2, 1, bias=False), nn.BatchNorm2d(8), nn.ReLU()
+        )
+        self.block = nn.Sequential(
+            nn.Conv2d(8, 8, 3, 1, 1),
+            nn.BatchNorm2d(8),
+            nn.ReLU(),
+            nn.Conv2d(8, 8, 3, 1, 1),
+            nn.BatchNorm2d(8),
+        )
         self.dw = nn.Conv2d(8, 8, 3, 1, 1, groups=8)
         self.pw = nn.Conv2d(8, 16, 1)
         self.pool = nn.AdaptiveAvgPool2d(1)
@@ -94,7 +108,9 @@ class SmallTransformer(nn.Module):
         self.ln1 = nn.LayerNorm(dim)
         self.attn = nn.MultiheadAttention(dim, heads, batch_first=True)
         self.ln2 = nn.LayerNorm(dim)
-        self.mlp = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(), nn.Dropout(0.1), nn.Linear(4 * dim, dim))
+        self.mlp = nn.Sequential(
+            nn.Linear(dim, 4 * dim), nn.GELU(), nn.Dropout(0.1), nn.Linear(4 * dim, dim)
+        )
         self.head = nn.Linear(dim, vocab)
 
     def forward(self, tokens):
@@ -123,8 +139,10 @@ class SdpaBlock(nn.Module):
 def _both_paths(model, xs):
     traced = torch.fx.symbolic_trace(model)
     info = [(tuple(x.shape), str(x.dtype).removeprefix("torch.")) for x in xs]
-    return [from_fx(traced, info), from_exported_program(torch.export.export(model, tuple(xs)),
-                                                         unwrap_unit_return_tuple=True)]  # fmt: skip
+    return [
+        from_fx(traced, info),
+        from_exported_program(torch.export.export(model, tuple(xs)), unwrap_unit_return_tuple=True),
+    ]
 
 
 def test_small_cnn_matches_torch():
@@ -147,7 +165,9 @@ def test_small_transformer_with_multihead_attention_matches_torch():
     with torch.no_grad():
         want = model(tokens).numpy()
     for mod in _both_paths(model, [tokens]):
-        np.testing.assert_allclose(eval_ref.evaluate(mod, tokens.numpy()), want, rtol=RTOL, atol=ATOL)
+        np.testing.assert_allclose(
+            eval_ref.evaluate(mod, tokens.numpy()), want, rtol=RTOL, atol=ATOL
+        )
 
 
 def test_multihead_attention_weights_and_sequence_first_layout():
@@ -204,7 +224,9 @@ def test_unsupported_ops_are_all_named_with_their_place():
     assert "Tensor.cumprod" in msg and "PixelShuffle" in msg and "special_erfcx" in msg
     assert "module 'shuffle'" in msg and "node 'special_erfcx_1'" in msg
 
-    with pytest.raises(OpNotImplemented, match=r"(?s)aten.special_erfcx.*aten.pixel_shuffle.*") as info:
+    with pytest.raises(
+        OpNotImplemented, match=r"(?s)aten.special_erfcx.*aten.pixel_shuffle.*"
+    ) as info:
         from_exported_program(torch.export.export(model, (torch.randn(1, 4, 2, 2),)))
     assert "module 'shuffle' (PixelShuffle)" in str(info.value)
 
@@ -216,8 +238,11 @@ def test_keep_params_as_input_and_detach_params_round_trip():
         want = model(x).numpy()
     for mod in (
         from_fx(torch.fx.symbolic_trace(model), [((5, 4), "float32")], keep_params_as_input=True),
-        from_exported_program(torch.export.export(model, (x,)), keep_params_as_input=True,
-                              unwrap_unit_return_tuple=True),  # fmt: skip
+        from_exported_program(
+            torch.export.export(model, (x,)),
+            keep_params_as_input=True,
+            unwrap_unit_return_tuple=True,
+        ),
     ):
         func = mod["main"]
         assert func.attrs["num_input"] == 1 and len(func.params) == 5
@@ -225,10 +250,12 @@ def test_keep_params_as_input_and_detach_params_round_trip():
         assert "params" not in detached["main"].attrs and "params" in mod["main"].attrs
         assert [tuple(p.shape) for p in params["main"]] == [
             tuple(v.struct_info.shape) for v in func.params[1:]
-        ]  # fmt: skip
+        ]
         args = [x.numpy()] + [p.numpy() for p in params["main"]]
         np.testing.assert_allclose(eval_ref.evaluate(detached, *args), want, rtol=RTOL, atol=ATOL)
-        bound = relax.transform.BindParams("main", {v.name_hint: p for v, p in zip(func.params[1:], params["main"])})(detached)  # fmt: skip
+        bound = relax.transform.BindParams(
+            "main", {v.name_hint: p for v, p in zip(func.params[1:], params["main"])}
+        )(detached)
         np.testing.assert_allclose(eval_ref.evaluate(bound, x.numpy()), want, rtol=RTOL, atol=ATOL)
 
 
@@ -268,18 +295,36 @@ def _traced_pair():
 @pytest.mark.parametrize(
     "call,error,match",
     [
-        (lambda: from_fx(nn.Linear(2, 2), [((1, 2), "float32")]), FrontendError,
-         r"expected a torch.fx.GraphModule, got Linear; trace the model first"),
-        (lambda: from_fx(torch.fx.symbolic_trace(nn.Linear(2, 2)), []), FrontendError,
-         r"the graph has 1 inputs \(input\w*\) but input_info describes 0"),
-        (lambda: from_fx(torch.fx.symbolic_trace(nn.Linear(2, 2)), [(1, 2)]), FrontendError,
-         r"input_info\[0\] must be \(shape, dtype\)"),
-        (lambda: from_exported_program(nn.Linear(2, 2)), FrontendError,
-         r"expected a torch.export.ExportedProgram, got Linear"),
-        (lambda: from_fx(torch.fx.symbolic_trace(nn.Sequential(nn.BatchNorm2d(2)).train()), [((1, 2, 2, 2), "float32")]),
-         OpAttributeUnImplemented, r"at node '_0'.*training mode is not supported; call model.eval\(\)"),
+        (
+            lambda: from_fx(nn.Linear(2, 2), [((1, 2), "float32")]),
+            FrontendError,
+            r"expected a torch.fx.GraphModule, got Linear; trace the model first",
+        ),
+        (
+            lambda: from_fx(torch.fx.symbolic_trace(nn.Linear(2, 2)), []),
+            FrontendError,
+            r"the graph has 1 inputs \(input\w*\) but input_info describes 0",
+        ),
+        (
+            lambda: from_fx(torch.fx.symbolic_trace(nn.Linear(2, 2)), [(1, 2)]),
+            FrontendError,
+            r"input_info\[0\] must be \(shape, dtype\)",
+        ),
+        (
+            lambda: from_exported_program(nn.Linear(2, 2)),
+            FrontendError,
+            r"expected a torch.export.ExportedProgram, got Linear",
+        ),
+        (
+            lambda: from_fx(
+                torch.fx.symbolic_trace(nn.Sequential(nn.BatchNorm2d(2)).train()),
+                [((1, 2, 2, 2), "float32")],
+            ),
+            OpAttributeUnImplemented,
+            r"at node '_0'.*training mode is not supported; call model.eval\(\)",
+        ),
     ],
-)  # fmt: skip
+)
 def test_import_errors_say_what_to_do(call, error, match):
     with pytest.raises(error, match=match):
         call()

@@ -9,10 +9,10 @@ torch = pytest.importorskip("torch")
 nn = torch.nn
 F = torch.nn.functional
 
-import minitvm as tvm  # noqa: E402
-from minitvm import relax  # noqa: E402
-from minitvm.relax import eval_ref  # noqa: E402
-from minitvm.relax.frontend.torch import from_exported_program, from_fx  # noqa: E402
+import minitvm as tvm
+from minitvm import relax
+from minitvm.relax import eval_ref
+from minitvm.relax.frontend.torch import from_exported_program, from_fx
 
 
 class Fn(nn.Module):
@@ -24,12 +24,29 @@ class Fn(nn.Module):
         self.mods = nn.ModuleList(modules)
 
 
+class Fn1(Fn):
+    def forward(self, x0):
+        return self.fn(self, x0)
+
+
+class Fn2(Fn):
+    def forward(self, x0, x1):
+        return self.fn(self, x0, x1)
+
+
+class Fn3(Fn):
+    def forward(self, x0, x1, x2):
+        return self.fn(self, x0, x1, x2)
+
+
+class Fn4(Fn):
+    def forward(self, x0, x1, x2, x3):
+        return self.fn(self, x0, x1, x2, x3)
+
+
 def _with_arity(model, n):
     """fx traces only named parameters: give the model a forward(self, x0, ..., x{n-1})."""
-    names = ", ".join(f"x{i}" for i in range(n))
-    namespace = {}
-    exec(f"def forward(self, {names}):\n    return self.fn(self, {names})\n", namespace)
-    model.__class__ = type(f"Fn{n}", (Fn,), {"forward": namespace["forward"]})
+    model.__class__ = (Fn1, Fn2, Fn3, Fn4)[n - 1]
     return model
 
 
@@ -94,9 +111,18 @@ def _import_both(model, xs):
 # (id, model factory, input shapes); ("int", shape, high) makes an int64 index tensor
 CASES = [
     ("conv2d", _m(lambda: nn.Conv2d(3, 4, 3, stride=2, padding=1)), [(2, 3, 9, 9)]),
-    ("conv2d_groups_dilation", _m(lambda: nn.Conv2d(4, 8, 3, padding=2, dilation=2, groups=2)),
-     [(1, 4, 7, 7)]),
+    (
+        "conv2d_groups_dilation",
+        _m(lambda: nn.Conv2d(4, 8, 3, padding=2, dilation=2, groups=2)),
+        [(1, 4, 7, 7)],
+    ),
     ("conv2d_nobias", _m(lambda: nn.Conv2d(3, 4, (1, 3), bias=False)), [(1, 3, 5, 5)]),
+    (
+        "conv2d_same",
+        _m(lambda: nn.Conv2d(2, 3, (3, 4), padding="same", dilation=(1, 2))),
+        [(1, 2, 6, 7)],
+    ),
+    ("conv1d_same", _f(lambda x, w: F.conv1d(x, w, padding="same")), [(1, 2, 9), (3, 2, 4)]),
     ("conv1d", _m(lambda: nn.Conv1d(3, 5, 3, stride=2, padding=1)), [(2, 3, 11)]),
     ("linear", _m(lambda: nn.Linear(6, 4)), [(3, 6)]),
     ("linear_3d", _m(lambda: nn.Linear(6, 4)), [(2, 3, 6)]),
@@ -106,8 +132,11 @@ CASES = [
     ("mm", _f(torch.mm), [(3, 4), (4, 5)]),
     ("batch_norm2d", _m(lambda: nn.BatchNorm2d(3)), [(2, 3, 4, 4)]),
     ("batch_norm1d", _m(lambda: nn.BatchNorm1d(3)), [(4, 3)]),
-    ("batch_norm_functional", _f(lambda x: F.batch_norm(x, torch.full((3,), 0.5), torch.full((3,), 2.0))),
-     [(2, 3, 4)]),
+    (
+        "batch_norm_functional",
+        _f(lambda x: F.batch_norm(x, torch.full((3,), 0.5), torch.full((3,), 2.0))),
+        [(2, 3, 4)],
+    ),
     ("layer_norm", _m(lambda: nn.LayerNorm(6)), [(2, 3, 6)]),
     ("layer_norm_2d", _m(lambda: nn.LayerNorm((3, 6), elementwise_affine=False)), [(2, 3, 6)]),
     ("group_norm", _m(lambda: nn.GroupNorm(2, 4)), [(2, 4, 3, 3)]),
@@ -131,7 +160,11 @@ CASES = [
     ("max_pool2d", _m(lambda: nn.MaxPool2d(3, stride=2, padding=1)), [(1, 2, 7, 7)]),
     ("max_pool2d_ceil", _f(lambda x: F.max_pool2d(x, 2, ceil_mode=True)), [(1, 2, 5, 5)]),
     ("avg_pool2d", _m(lambda: nn.AvgPool2d(2)), [(1, 2, 6, 6)]),
-    ("avg_pool2d_pad", _f(lambda x: F.avg_pool2d(x, 3, 1, 1, count_include_pad=False)), [(1, 2, 5, 5)]),
+    (
+        "avg_pool2d_pad",
+        _f(lambda x: F.avg_pool2d(x, 3, 1, 1, count_include_pad=False)),
+        [(1, 2, 5, 5)],
+    ),
     ("max_pool1d", _m(lambda: nn.MaxPool1d(2)), [(2, 3, 8)]),
     ("avg_pool1d", _f(lambda x: F.avg_pool1d(x, 3, 2)), [(2, 3, 9)]),
     ("adaptive_avg_pool2d", _m(lambda: nn.AdaptiveAvgPool2d((2, 3))), [(1, 2, 6, 6)]),
@@ -139,51 +172,109 @@ CASES = [
     ("adaptive_avg_pool1d", _m(lambda: nn.AdaptiveAvgPool1d(2)), [(2, 3, 8)]),
     ("add_sub_mul_div", _f(lambda a, b: (a + b) * (a - b) / (b.abs() + 1)), [(2, 3, 4), (3, 4)]),
     ("scalars", _f(lambda a: 2.0 * a - 1 + a / 3 - (1 - a)), [(3, 4)]),
-    ("torch_add_alpha", _f(lambda a, b: torch.add(a, b, alpha=2) + torch.sub(a, b, alpha=3)),
-     [(3, 4), (3, 4)]),
+    (
+        "torch_add_alpha",
+        _f(lambda a, b: torch.add(a, b, alpha=2) + torch.sub(a, b, alpha=3)),
+        [(3, 4), (3, 4)],
+    ),
     ("int_promotes", _f(lambda i: i * 0.5 + i / 2), [("int", (3, 4), 10)]),
     ("maximum_minimum", _f(lambda a, b: torch.maximum(a, b) + torch.minimum(a, b)), [(3,), (2, 3)]),
     ("flatten", _f(lambda x: torch.flatten(x, 1)), [(2, 3, 4, 5)]),
     ("flatten_module", _m(lambda: nn.Flatten(1, 2)), [(2, 3, 4, 5)]),
-    ("view_reshape", _f(lambda x: x.view(2, -1).reshape(4, 3, 2) + torch.reshape(x, (4, 3, 2))),
-     [(2, 3, 4)]),
+    (
+        "view_reshape",
+        _f(lambda x: x.view(2, -1).reshape(4, 3, 2) + torch.reshape(x, (4, 3, 2))),
+        [(2, 3, 4)],
+    ),
     ("view_size", _f(lambda x: x.view(x.size(0), -1) + x.reshape(x.shape[0], -1)), [(2, 3, 4)]),
-    ("permute_transpose", _f(lambda x: x.permute(2, 0, 1).transpose(1, 2).contiguous()), [(2, 3, 4)]),
+    (
+        "permute_transpose",
+        _f(lambda x: x.permute(2, 0, 1).transpose(1, 2).contiguous()),
+        [(2, 3, 4)],
+    ),
     ("torch_permute_t", _f(lambda x, y: torch.permute(x, (1, 0)) + y.t()), [(3, 4), (3, 4)]),
-    ("unsqueeze_squeeze", _f(lambda x: x.unsqueeze(1).squeeze(1).unsqueeze(-1).squeeze()), [(2, 3)]),
+    (
+        "unsqueeze_squeeze",
+        _f(lambda x: x.unsqueeze(1).squeeze(1).unsqueeze(-1).squeeze()),
+        [(2, 3)],
+    ),
     ("expand", _f(lambda x: x.expand(2, 3, 4) + x.expand(2, -1, -1)), [(1, 3, 4)]),
-    ("cat_stack", _f(lambda a, b: torch.cat([a, b], dim=1) + torch.stack([a, b], 1).reshape(2, 6)),
-     [(2, 3), (2, 3)]),
-    ("split_chunk", _f(lambda x: (x.split(2, dim=1)[0] * 2, x.split(2, 1)[2], torch.chunk(x, 3, -1)[1])),
-     [(2, 5, 6)]),
+    (
+        "cat_stack",
+        _f(lambda a, b: torch.cat([a, b], dim=1) + torch.stack([a, b], 1).reshape(2, 6)),
+        [(2, 3), (2, 3)],
+    ),
+    (
+        "split_chunk",
+        _f(lambda x: (x.split(2, dim=1)[0] * 2, x.split(2, 1)[2], torch.chunk(x, 3, -1)[1])),
+        [(2, 5, 6)],
+    ),
     ("split_sizes", _f(lambda x: torch.split(x, [1, 3], dim=0)), [(4, 3)]),
     ("unbind", _f(lambda x: x.unbind(1)), [(2, 3)]),
     ("getitem_slices", _f(lambda x: x[:, 1:3] + x[:, -2:][..., ::2].sum()), [(3, 4, 4)]),
-    ("getitem_int_none", _f(lambda x: x[0, None, :, 2] + x[-1, ..., 1:2].reshape(1, 4)), [(3, 4, 4)]),
-    ("mean_sum", _f(lambda x: x.mean(dim=1) + x.sum(-1, keepdim=True).squeeze(-1) + x.mean()),
-     [(2, 3, 3)]),
-    ("torch_mean_dims", _f(lambda x: torch.mean(x, (2, 3), keepdim=True) + torch.sum(x, dim=[1, 2, 3]).reshape(-1, 1, 1, 1)),
-     [(2, 3, 4, 5)]),
+    (
+        "getitem_int_none",
+        _f(lambda x: x[0, None, :, 2] + x[-1, ..., 1:2].reshape(1, 4)),
+        [(3, 4, 4)],
+    ),
+    (
+        "mean_sum",
+        _f(lambda x: x.mean(dim=1) + x.sum(-1, keepdim=True).squeeze(-1) + x.mean()),
+        [(2, 3, 3)],
+    ),
+    (
+        "torch_mean_dims",
+        _f(
+            lambda x: (
+                torch.mean(x, (2, 3), keepdim=True)
+                + torch.sum(x, dim=[1, 2, 3]).reshape(-1, 1, 1, 1)
+            )
+        ),
+        [(2, 3, 4, 5)],
+    ),
     ("amax", _f(lambda x: torch.amax(x, dim=1)), [(2, 3, 4)]),
     ("embedding", _m(lambda: nn.Embedding(10, 4)), [("int", (2, 5), 10)]),
-    ("embedding_functional", lambda: Fn(lambda self, i: F.embedding(i, self.mods[0].weight), nn.Embedding(7, 3)),
-     [("int", (4,), 7)]),
+    (
+        "embedding_functional",
+        lambda: Fn(lambda self, i: F.embedding(i, self.mods[0].weight), nn.Embedding(7, 3)),
+        [("int", (4,), 7)],
+    ),
     ("dropout", _m(lambda: nn.Dropout(0.5)), [(3, 4)]),
     ("dropout_functional", _f(lambda x: F.dropout(x, 0.1, training=False) + 1), [(3, 4)]),
     ("sdpa", _f(F.scaled_dot_product_attention), [(2, 2, 5, 4), (2, 2, 6, 4), (2, 2, 6, 3)]),
-    ("sdpa_causal_scale", _f(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=0.3)),
-     [(1, 2, 5, 4), (1, 2, 5, 4), (1, 2, 5, 4)]),
-    ("sdpa_float_mask", _f(lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m)),
-     [(1, 2, 5, 4), (1, 2, 6, 4), (1, 2, 6, 4), (5, 6)]),
-    ("arange_full", _f(lambda x: x + torch.arange(4) + torch.ones(3, 4) * 2 + torch.zeros_like(x)),
-     [(3, 4)]),
+    (
+        "sdpa_causal_scale",
+        _f(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=0.3)),
+        [(1, 2, 5, 4), (1, 2, 5, 4), (1, 2, 5, 4)],
+    ),
+    (
+        "sdpa_float_mask",
+        _f(lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m)),
+        [(1, 2, 5, 4), (1, 2, 6, 4), (1, 2, 6, 4), (5, 6)],
+    ),
+    (
+        "arange_full",
+        _f(lambda x: x + torch.arange(4) + torch.ones(3, 4) * 2 + torch.zeros_like(x)),
+        [(3, 4)],
+    ),
     ("to_float", _f(lambda i: i.float() * 2 + i.to(torch.float32)), [("int", (3,), 5)]),
-    ("pad", _f(lambda x: F.pad(x, (1, 2)).sum(-1, keepdim=True) + F.pad(x, (1, 1, 2, 0), value=0.5)[:, 2:, 1:5]),
-     [(2, 3, 4)]),
+    (
+        "pad",
+        _f(
+            lambda x: (
+                F.pad(x, (1, 2)).sum(-1, keepdim=True)
+                + F.pad(x, (1, 1, 2, 0), value=0.5)[:, 2:, 1:5]
+            )
+        ),
+        [(2, 3, 4)],
+    ),
     ("zero_pad_module", _m(lambda: nn.ZeroPad2d((1, 0, 2, 1))), [(1, 2, 3, 3)]),
     ("softplus", _m(lambda: nn.Softplus(beta=2.0)), [(3, 4)]),
-    ("floor_divide_remainder", _f(lambda a, b: torch.floor_divide(a, b.abs() + 1) + a % 3 + a // 2),
-     [(3, 4), (3, 4)]),
+    (
+        "floor_divide_remainder",
+        _f(lambda a, b: torch.floor_divide(a, b.abs() + 1) + a % 3 + a // 2),
+        [(3, 4), (3, 4)],
+    ),
     ("tuple_output", _f(lambda x: (x + 1, (x * 2, x.relu()))), [(3,)]),
 ]
 
@@ -202,8 +293,14 @@ def test_op_matches_torch_through_fx_and_export(name, factory, shapes):
 
 def test_pad_modes_match_torch_through_fx():
     # torch.export turns reflect/replicate padding into advanced indexing (aten.index.Tensor)
-    model = _randomize(_f(lambda x: F.pad(x, (1, 2, 2, 1), mode="reflect")
-                          + F.pad(x, (1, 2, 2, 1), mode="replicate"))(), 1)  # fmt: skip
+    model = _randomize(
+        _f(
+            lambda x: (
+                F.pad(x, (1, 2, 2, 1), mode="reflect") + F.pad(x, (1, 2, 2, 1), mode="replicate")
+            )
+        )(),
+        1,
+    )
     xs = _inputs([(1, 2, 4, 5)])
     with torch.no_grad():
         want = model(*xs)
@@ -218,20 +315,42 @@ def _has(name):
 
 
 NEEDS_OPS = [
-    ("interpolate_nearest", _f(lambda x: F.interpolate(x, scale_factor=2, mode="nearest")),
-     [(1, 2, 3, 4)], "image.resize2d"),
-    ("interpolate_bilinear", _f(lambda x: F.interpolate(x, size=(5, 7), mode="bilinear")),
-     [(1, 2, 3, 4)], "image.resize2d"),
-    ("interpolate_bilinear_corners",
-     _f(lambda x: F.interpolate(x, scale_factor=2, mode="bilinear", align_corners=True)),
-     [(1, 2, 3, 4)], "image.resize2d"),
+    (
+        "interpolate_nearest",
+        _f(lambda x: F.interpolate(x, scale_factor=2, mode="nearest")),
+        [(1, 2, 3, 4)],
+        "image.resize2d",
+    ),
+    (
+        "interpolate_bilinear",
+        _f(lambda x: F.interpolate(x, size=(5, 7), mode="bilinear")),
+        [(1, 2, 3, 4)],
+        "image.resize2d",
+    ),
+    (
+        "interpolate_bilinear_corners",
+        _f(lambda x: F.interpolate(x, scale_factor=2, mode="bilinear", align_corners=True)),
+        [(1, 2, 3, 4)],
+        "image.resize2d",
+    ),
     ("upsample_module", _m(lambda: nn.Upsample(scale_factor=2)), [(1, 2, 3, 3)], "image.resize2d"),
-    ("sdpa_bool_mask", _f(lambda q, k, v: F.scaled_dot_product_attention(
-        q, k, v, attn_mask=torch.ones(5, 5, dtype=torch.bool).tril())),
-     [(1, 2, 5, 4), (1, 2, 5, 4), (1, 2, 5, 4)], "where"),
+    (
+        "sdpa_bool_mask",
+        _f(
+            lambda q, k, v: F.scaled_dot_product_attention(
+                q, k, v, attn_mask=torch.ones(5, 5, dtype=torch.bool).tril()
+            )
+        ),
+        [(1, 2, 5, 4), (1, 2, 5, 4), (1, 2, 5, 4)],
+        "where",
+    ),
     ("erf", _f(torch.erf), [(3, 4)], "erf"),
-    ("comparisons", _f(lambda a, b: torch.where(a > b, a, b) + (a <= 0).float()), [(3, 4), (3, 4)],
-     "where"),
+    (
+        "comparisons",
+        _f(lambda a, b: torch.where(a > b, a, b) + (a <= 0).float()),
+        [(3, 4), (3, 4)],
+        "where",
+    ),
 ]
 
 
@@ -248,7 +367,9 @@ def test_op_needing_new_relax_ops_matches_torch(name, factory, shapes, op):
 
 
 def test_dynamic_batch_becomes_a_symbolic_dim():
-    model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU(), nn.Flatten(), nn.Linear(4 * 4 * 4, 2)).eval()
+    model = nn.Sequential(
+        nn.Conv2d(3, 4, 3), nn.ReLU(), nn.Flatten(), nn.Linear(4 * 4 * 4, 2)
+    ).eval()
     x = torch.randn(3, 3, 6, 6)
     batch = torch.export.Dim("batch")
     ep = torch.export.export(model, (x,), dynamic_shapes={"input": {0: batch}})
@@ -277,8 +398,9 @@ def test_fx_symbolic_dim_from_input_info_string():
 def test_imported_ops_compile_and_run_on_the_vm():
     model = Fn(
         lambda self, x: F.gelu(self.mods[1](F.max_pool2d(F.relu(self.mods[0](x)), 2).flatten(1))),
-        nn.Conv2d(2, 3, 3, padding=1), nn.Linear(3 * 3 * 3, 5),
-    )  # fmt: skip
+        nn.Conv2d(2, 3, 3, padding=1),
+        nn.Linear(3 * 3 * 3, 5),
+    )
     model = _randomize(model, 1)
     x = torch.randn(2, 2, 6, 6)
     ep = torch.export.export(model, (x,))
@@ -286,4 +408,6 @@ def test_imported_ops_compile_and_run_on_the_vm():
     vm = relax.VirtualMachine(relax.build(mod, "llvm"), tvm.cpu())
     with torch.no_grad():
         want = model(x).numpy()
-    np.testing.assert_allclose(vm["main"](tvm.nd.array(x.numpy())).numpy(), want, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(
+        vm["main"](tvm.nd.array(x.numpy())).numpy(), want, rtol=1e-4, atol=1e-5
+    )

@@ -68,7 +68,9 @@ class Importer:
     def dtype(torch_dtype: Any) -> str:
         name = str(torch_dtype).removeprefix("torch.")
         if name not in _DTYPES:
-            raise OpAttributeInvalid(f"dtype {torch_dtype} is not supported; use one of {sorted(_DTYPES)}")
+            raise OpAttributeInvalid(
+                f"dtype {torch_dtype} is not supported; use one of {sorted(_DTYPES)}"
+            )
         return _DTYPES[name]
 
     @staticmethod
@@ -155,8 +157,14 @@ def to_numpy(tensor: Any) -> np.ndarray:
     return np.ascontiguousarray(tensor.numpy())
 
 
-def bind_output(bb: BlockBuilder, out: Any, *, is_tuple: bool, unwrap_unit_return_tuple: bool,
-                no_bind_return_tuple: bool) -> Any:  # fmt: skip
+def bind_output(
+    bb: BlockBuilder,
+    out: Any,
+    *,
+    is_tuple: bool,
+    unwrap_unit_return_tuple: bool,
+    no_bind_return_tuple: bool,
+) -> Any:
     """Emit the function's result inside the dataflow block, as TVM's importers shape it."""
     if not is_tuple:
         return bb.emit_output(out)
@@ -173,5 +181,7 @@ def _as_expr(value: Any) -> Expr:
     if isinstance(value, list | tuple):
         return Tuple(tuple(_as_expr(v) for v in value))
     if not isinstance(value, Expr):
-        raise FrontendError(f"the model returns {value!r}, which is not a tensor; return tensors only")
+        raise FrontendError(
+            f"the model returns {value!r}, which is not a tensor; return tensors only"
+        )
     return value

@@ -34,8 +34,15 @@ def _batch_norm(t, m, x):
     F._check_eval(m.training and not (m.running_mean is None))
     if m.running_mean is None:
         raise OpAttributeUnImplemented("batch norm without running stats (track_running_stats)")
-    return F._batch_norm(t, x, _param(t, m.weight), _param(t, m.bias), t.tensor(m.running_mean),
-                         t.tensor(m.running_var), m.eps)  # fmt: skip
+    return F._batch_norm(
+        t,
+        x,
+        _param(t, m.weight),
+        _param(t, m.bias),
+        t.tensor(m.running_mean),
+        t.tensor(m.running_var),
+        m.eps,
+    )
 
 
 def _layer_norm(t, m, x):
@@ -48,16 +55,25 @@ def _group_norm(t, m, x):
 
 def _max_pool(nd: int) -> Callable:
     def convert(t, m, x):
-        return F._max_pool(nd)(t, x, m.kernel_size, m.stride, m.padding, m.dilation, m.ceil_mode,
-                               m.return_indices)  # fmt: skip
+        return F._max_pool(nd)(
+            t, x, m.kernel_size, m.stride, m.padding, m.dilation, m.ceil_mode, m.return_indices
+        )
 
     return convert
 
 
 def _avg_pool(nd: int) -> Callable:
     def convert(t, m, x):
-        return F._avg_pool(nd)(t, x, m.kernel_size, m.stride, m.padding, m.ceil_mode,
-                               m.count_include_pad, getattr(m, "divisor_override", None))  # fmt: skip
+        return F._avg_pool(nd)(
+            t,
+            x,
+            m.kernel_size,
+            m.stride,
+            m.padding,
+            m.ceil_mode,
+            m.count_include_pad,
+            getattr(m, "divisor_override", None),
+        )
 
     return convert
 
@@ -91,13 +107,25 @@ def _upsample(t, m, x):
     return F._interpolate(t, x, m.size, m.scale_factor, m.mode, m.align_corners)
 
 
-def _multihead_attention(t, m, query, key, value, key_padding_mask=None, need_weights=True,
-                         attn_mask=None, average_attn_weights=True, is_causal=False):  # fmt: skip
+def _multihead_attention(
+    t,
+    m,
+    query,
+    key,
+    value,
+    key_padding_mask=None,
+    need_weights=True,
+    attn_mask=None,
+    average_attn_weights=True,
+    is_causal=False,
+):
     """nn.MultiheadAttention: in-projections, per-head softmax(q k^T / sqrt(d)) v, out-projection."""
     if key_padding_mask is not None:
         raise OpAttributeUnImplemented("MultiheadAttention with key_padding_mask")
     if m.bias_k is not None or m.add_zero_attn or not m._qkv_same_embed_dim:
-        raise OpAttributeUnImplemented("MultiheadAttention with add_bias_kv, add_zero_attn or kdim/vdim")
+        raise OpAttributeUnImplemented(
+            "MultiheadAttention with add_bias_kv, add_zero_attn or kdim/vdim"
+        )
     if not m.batch_first:  # (L, N, E) -> (N, L, E)
         query, key, value = (F._transpose(t, v, 0, 1) for v in (query, key, value))
     embed, heads = m.embed_dim, m.num_heads
@@ -109,8 +137,9 @@ def _multihead_attention(t, m, query, key, value, key_padding_mask=None, need_we
     def heads_first(x, i):  # (N, L, E) -> (N, H, L, E / H)
         y = F._linear(t, x, F._item(t, weights, i), None if b is None else F._item(t, biases, i))
         n, length, _ = F.shape_of(y)
-        return t.emit(R.permute_dims(t.emit(R.reshape(y, (n, length, heads, embed // heads))),
-                                     (0, 2, 1, 3)))  # fmt: skip
+        return t.emit(
+            R.permute_dims(t.emit(R.reshape(y, (n, length, heads, embed // heads))), (0, 2, 1, 3))
+        )
 
     q, k, v = heads_first(query, 0), heads_first(key, 1), heads_first(value, 2)
     probs = F.attention_probs(t, q, k, attn_mask, is_causal)
@@ -140,7 +169,7 @@ def _identity(t, m, x, *args, **kwargs):
 
 def table() -> dict[type, Callable]:
     """Module class -> converter; built on first use so that importing needs no torch."""
-    import torch.nn as nn
+    from torch import nn
 
     return {
         nn.Conv1d: _conv,

@@ -114,7 +114,11 @@ def _binary(relax_op: Callable, py_op: Callable) -> Callable:
         if not isinstance(a, Expr) and not isinstance(b, Expr):  # symbolic sizes, scalars
             return py_op(a, b * alpha if alpha != 1 else b)
         if alpha != 1:
-            b = b * alpha if not isinstance(b, Expr) else _binary(R.multiply, operator.mul)(t, b, alpha)
+            b = (
+                b * alpha
+                if not isinstance(b, Expr)
+                else _binary(R.multiply, operator.mul)(t, b, alpha)
+            )
         x, y = _pair_operands(t, a, b)
         return t.emit(relax_op(x, y))
 
@@ -125,7 +129,11 @@ def _div(t, a, b, *, rounding_mode=None):
     if not isinstance(a, Expr) and not isinstance(b, Expr):
         return a // b if rounding_mode == "floor" else a / b
     if rounding_mode is not None:
-        return _binary(_need("floor_divide"), operator.floordiv)(t, a, b) if rounding_mode == "floor" else _unsupported_attr("rounding_mode", rounding_mode)
+        return (
+            _binary(_need("floor_divide"), operator.floordiv)(t, a, b)
+            if rounding_mode == "floor"
+            else _unsupported_attr("rounding_mode", rounding_mode)
+        )
     x, y = _pair_operands(t, a, b)
     if not _is_float(_dtype(x)):  # torch's true division of integers gives floats
         x, y = t.emit(R.astype(x, "float32")), t.emit(R.astype(y, "float32"))
@@ -222,7 +230,9 @@ def _pad(t, input, pad, mode="constant", value=None):
         _unsupported_attr("mode", mode)
     pad = list(pad)
     if len(pad) % 2 or len(pad) // 2 > _ndim(input):
-        raise OpAttributeInvalid(f"pad {pad} must hold (before, after) pairs for at most {_ndim(input)} dims")
+        raise OpAttributeInvalid(
+            f"pad {pad} must hold (before, after) pairs for at most {_ndim(input)} dims"
+        )
     if any(p < 0 for p in pad):
         raise OpAttributeUnImplemented(f"negative padding {pad} (cropping)")
     pairs = [(0, 0)] * (_ndim(input) - len(pad) // 2)
@@ -263,27 +273,35 @@ def _is_torch_dtype(value: Any) -> bool:
 # ----------------------------------------------------------------------------- nn
 
 
-def _conv_nd(t, x, weight, bias, stride, padding, dilation, groups, nd: int):
+def _conv_padding(padding, kernel: tuple, dilation: tuple) -> tuple[tuple, tuple]:
+    """(before, after) per spatial dim; "same" puts the odd extra element after, as torch does."""
+    if padding == "valid":
+        return (0,) * len(kernel), (0,) * len(kernel)
+    if padding == "same":
+        total = [d * (k - 1) for k, d in zip(kernel, dilation)]
+        before = tuple(p // 2 for p in total)
+        return before, tuple(p - b for p, b in zip(total, before))
     if isinstance(padding, str):
-        if padding == "valid":
-            padding = 0
-        else:
-            _unsupported_attr("padding", padding)
-    if nd == 1:  # (N, C, L) as (N, C, 1, L) through conv2d
-        n, c, length = shape_of(x)
-        x2 = t.emit(R.expand_dims(x, 2))
-        w2 = t.emit(R.expand_dims(weight, 2))
-        y = _conv_nd(
-            t, x2, w2, None, (1, *_pair(stride, 1)), (0, *_pair(padding, 1)),
-            (1, *_pair(dilation, 1)), groups, 2,
-        )  # fmt: skip
-        out = shape_of(y)
-        y = t.emit(R.reshape(y, (out[0], out[1], out[3])))
-    else:
-        ph, pw = _pair(padding)
-        y = t.emit(
-            R.nn.conv2d(x, weight, _pair(stride), (ph, pw, ph, pw), _pair(dilation), int(groups))
-        )
+        _unsupported_attr("padding", padding)
+    pad = _pair(padding, len(kernel))
+    return pad, pad
+
+
+def _drop_axis(t, x: Expr, axis: int) -> Expr:
+    shape = shape_of(x)
+    return t.emit(R.reshape(x, shape[:axis] + shape[axis + 1 :]))
+
+
+def _conv_nd(t, x, weight, bias, stride, padding, dilation, groups, nd: int):
+    """A 1-d conv runs as a 2-d conv over (N, C, 1, L)."""
+    stride, dilation = _pair(stride, nd), _pair(dilation, nd)
+    before, after = _conv_padding(padding, shape_of(weight)[2:], dilation)
+    if nd == 1:
+        x, weight = t.emit(R.expand_dims(x, 2)), t.emit(R.expand_dims(weight, 2))
+        stride, dilation, before, after = (1, *stride), (1, *dilation), (0, *before), (0, *after)
+    y = t.emit(R.nn.conv2d(x, weight, stride, (*before, *after), dilation, int(groups)))
+    if nd == 1:
+        y = _drop_axis(t, y, 2)
     if bias is not None:
         y = t.emit(R.add(y, t.emit(R.reshape(bias, (-1,) + (1,) * (_ndim(y) - 2)))))
     return y
@@ -297,8 +315,9 @@ def _conv2d(t, input, weight, bias=None, stride=1, padding=0, dilation=1, groups
     return _conv_nd(t, input, weight, bias, stride, padding, dilation, groups, 2)
 
 
-def _convolution(t, input, weight, bias, stride, padding, dilation, transposed, output_padding,
-                 groups):  # fmt: skip
+def _convolution(
+    t, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups
+):
     if transposed:
         _unsupported_attr("transposed", transposed)
     nd = _ndim(input) - 2
@@ -340,26 +359,36 @@ def _check_eval(training: bool) -> None:
         )
 
 
-def _batch_norm_functional(t, input, running_mean, running_var, weight=None, bias=None,
-                           training=False, momentum=0.1, eps=1e-5):  # fmt: skip
+def _batch_norm_functional(
+    t,
+    input,
+    running_mean,
+    running_var,
+    weight=None,
+    bias=None,
+    training=False,
+    momentum=0.1,
+    eps=1e-5,
+):
     _check_eval(training)
     return _batch_norm(t, input, weight, bias, running_mean, running_var, eps)
 
 
-def _batch_norm_aten(t, input, weight, bias, running_mean, running_var, training, momentum, eps,
-                     cudnn_enabled=False):  # fmt: skip
+def _batch_norm_aten(
+    t, input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled=False
+):
     _check_eval(training)
     return _batch_norm(t, input, weight, bias, running_mean, running_var, eps)
 
 
-def _native_batch_norm(t, input, weight, bias, running_mean, running_var, training, momentum,
-                       eps):  # fmt: skip
+def _native_batch_norm(t, input, weight, bias, running_mean, running_var, training, momentum, eps):
     _check_eval(training)
     return (_batch_norm(t, input, weight, bias, running_mean, running_var, eps), None, None)
 
 
-def _native_batch_norm_no_training(t, input, weight, bias, running_mean, running_var, momentum,
-                                   eps):  # fmt: skip
+def _native_batch_norm_no_training(
+    t, input, weight, bias, running_mean, running_var, momentum, eps
+):
     return (_batch_norm(t, input, weight, bias, running_mean, running_var, eps), None, None)
 
 
@@ -388,25 +417,39 @@ def _group_norm(t, input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_en
 def _pool_nd(t, x, kernel, stride, padding, dilation, ceil_mode, nd, kind, count_include_pad=True):
     stride = kernel if stride is None or stride == [] else stride
     if nd == 1:  # (N, C, L) as (N, C, 1, L) through the 2-d pool
-        n, c, _ = shape_of(x)
         x2 = t.emit(R.expand_dims(x, 2))
         args = [(1, *_pair(v, 1)) for v in (kernel, stride)] + [(0, *_pair(padding, 1))]
         y = _pool_nd(t, x2, *args, (1, *_pair(dilation, 1)), ceil_mode, 2, kind, count_include_pad)
-        out = shape_of(y)
-        return t.emit(R.reshape(y, (out[0], out[1], out[3])))
+        return _drop_axis(t, y, 2)
     ph, pw = _pair(padding)
     if kind == "max":
-        call = R.nn.max_pool2d(x, _pair(kernel), _pair(stride), (ph, pw, ph, pw), _pair(dilation),
-                               bool(ceil_mode))  # fmt: skip
+        call = R.nn.max_pool2d(
+            x, _pair(kernel), _pair(stride), (ph, pw, ph, pw), _pair(dilation), bool(ceil_mode)
+        )
     else:
-        call = R.nn.avg_pool2d(x, _pair(kernel), _pair(stride), (ph, pw, ph, pw), (1, 1),
-                               bool(ceil_mode), bool(count_include_pad))  # fmt: skip
+        call = R.nn.avg_pool2d(
+            x,
+            _pair(kernel),
+            _pair(stride),
+            (ph, pw, ph, pw),
+            (1, 1),
+            bool(ceil_mode),
+            bool(count_include_pad),
+        )
     return t.emit(call)
 
 
 def _max_pool(nd: int) -> Callable:
-    def convert(t, input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
-                return_indices=False):  # fmt: skip
+    def convert(
+        t,
+        input,
+        kernel_size,
+        stride=None,
+        padding=0,
+        dilation=1,
+        ceil_mode=False,
+        return_indices=False,
+    ):
         if return_indices:
             _unsupported_attr("return_indices", return_indices)
         return _pool_nd(t, input, kernel_size, stride, padding, dilation, ceil_mode, nd, "max")
@@ -415,12 +458,21 @@ def _max_pool(nd: int) -> Callable:
 
 
 def _avg_pool(nd: int) -> Callable:
-    def convert(t, input, kernel_size, stride=None, padding=0, ceil_mode=False,
-                count_include_pad=True, divisor_override=None):  # fmt: skip
+    def convert(
+        t,
+        input,
+        kernel_size,
+        stride=None,
+        padding=0,
+        ceil_mode=False,
+        count_include_pad=True,
+        divisor_override=None,
+    ):
         if divisor_override is not None:
             _unsupported_attr("divisor_override", divisor_override)
-        return _pool_nd(t, input, kernel_size, stride, padding, 1, ceil_mode, nd, "avg",
-                        count_include_pad)  # fmt: skip
+        return _pool_nd(
+            t, input, kernel_size, stride, padding, 1, ceil_mode, nd, "avg", count_include_pad
+        )
 
     return convert
 
@@ -432,9 +484,8 @@ def _adaptive_avg_pool(nd: int) -> Callable:
             in_shape = shape_of(input)[-nd:]
             size = tuple(i if s is None else s for s, i in zip(size, in_shape))
         if nd == 1:
-            n, c, _ = shape_of(input)
             y = t.emit(R.nn.adaptive_avg_pool2d(t.emit(R.expand_dims(input, 2)), (1, size[0])))
-            return t.emit(R.reshape(y, (n, c, size[0])))
+            return _drop_axis(t, y, 2)
         return t.emit(R.nn.adaptive_avg_pool2d(input, size))
 
     return convert
@@ -448,8 +499,16 @@ def _embedding(t, weight, indices):
     return t.emit(R.take(weight, indices, axis=0))
 
 
-def _embedding_functional(t, input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
-                          scale_grad_by_freq=False, sparse=False):  # fmt: skip
+def _embedding_functional(
+    t,
+    input,
+    weight,
+    padding_idx=None,
+    max_norm=None,
+    norm_type=2.0,
+    scale_grad_by_freq=False,
+    sparse=False,
+):
     if max_norm is not None:
         _unsupported_attr("max_norm", max_norm)
     return _embedding(t, weight, input)
@@ -459,8 +518,18 @@ def _embedding_aten(t, weight, indices, padding_idx=-1, scale_grad_by_freq=False
     return _embedding(t, weight, indices)
 
 
-def _attention(t, query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, *,
-               scale=None, enable_gqa=False):  # fmt: skip
+def _attention(
+    t,
+    query,
+    key,
+    value,
+    attn_mask=None,
+    dropout_p=0.0,
+    is_causal=False,
+    *,
+    scale=None,
+    enable_gqa=False,
+):
     """softmax(q k^T * scale + mask) v, over the last two dims, any leading batch dims."""
     if enable_gqa:
         _unsupported_attr("enable_gqa", enable_gqa)
@@ -490,8 +559,16 @@ def attention_probs(t, query, key, attn_mask=None, is_causal=False, scale=None) 
     return t.emit(R.nn.softmax(scores, axis=-1))
 
 
-def _interpolate(t, input, size=None, scale_factor=None, mode="nearest", align_corners=None,
-                 recompute_scale_factor=None, antialias=False):  # fmt: skip
+def _interpolate(
+    t,
+    input,
+    size=None,
+    scale_factor=None,
+    mode="nearest",
+    align_corners=None,
+    recompute_scale_factor=None,
+    antialias=False,
+):
     if _ndim(input) != 4:
         raise OpAttributeUnImplemented(f"interpolate of a rank-{_ndim(input)} tensor (only 4-d)")
     if antialias:
@@ -501,7 +578,7 @@ def _interpolate(t, input, size=None, scale_factor=None, mode="nearest", align_c
         out = _pair(size)
     elif scale_factor is not None:
         sh, sw = _pair(scale_factor)
-        out = (int(math.floor(h * sh)), int(math.floor(w * sw)))
+        out = (math.floor(h * sh), math.floor(w * sw))
     else:
         raise OpAttributeRequired_("interpolate needs size= or scale_factor=")
     methods = {
@@ -513,12 +590,18 @@ def _interpolate(t, input, size=None, scale_factor=None, mode="nearest", align_c
     method, coord, rounding = methods[mode]
     resize2d = _need("image.resize2d")
     return t.emit(
-        resize2d(input, out, layout="NCHW", method=method, coordinate_transformation_mode=coord,
-                 rounding_method=rounding)  # fmt: skip
+        resize2d(
+            input,
+            out,
+            layout="NCHW",
+            method=method,
+            coordinate_transformation_mode=coord,
+            rounding_method=rounding,
+        )
     )
 
 
-def OpAttributeRequired_(message: str) -> Exception:  # noqa: N802 - reads as the error class
+def OpAttributeRequired_(message: str) -> Exception:
     from ....error import OpAttributeRequired
 
     return OpAttributeRequired(message)
@@ -604,8 +687,11 @@ def _squeeze(t, x, dim=None):
     if dim is None:
         dims = {i for i, d in enumerate(shape) if d == 1}
     else:
-        dims = {_axis(d, len(shape)) for d in _pair(dim, 1)} if isinstance(dim, list | tuple) \
-            else {_axis(dim, len(shape))}  # fmt: skip
+        dims = (
+            {_axis(d, len(shape)) for d in _pair(dim, 1)}
+            if isinstance(dim, list | tuple)
+            else {_axis(dim, len(shape))}
+        )
         dims = {d for d in dims if shape[d] == 1}  # torch leaves non-1 dims alone
     return t.emit(R.reshape(x, tuple(d for i, d in enumerate(shape) if i not in dims)))
 
@@ -614,13 +700,14 @@ def _expand(t, x, *sizes, implicit=False):
     shape = shape_of(x)
     sizes = _dims(sizes)
     lead = len(sizes) - len(shape)
-    target = tuple(
-        shape[i - lead] if (s == -1 and i >= lead) else s for i, s in enumerate(sizes)
-    )
+    target = tuple(shape[i - lead] if (s == -1 and i >= lead) else s for i, s in enumerate(sizes))
     if target == shape:
         return x
-    new_symbolic = [i for i, d in enumerate(target)
-                    if isinstance(d, PrimExpr) and (i < lead or shape[i - lead] is not d)]  # fmt: skip
+    new_symbolic = [
+        i
+        for i, d in enumerate(target)
+        if isinstance(d, PrimExpr) and (i < lead or shape[i - lead] is not d)
+    ]
     if new_symbolic:  # the compiled kernel takes its output dims from its input's dims
         raise OpAttributeUnImplemented(
             f"expand to {target}: dims {new_symbolic} are symbolic and not dims of the input"
@@ -662,7 +749,9 @@ def _split(t, tensor, split_size_or_sections, dim=0):
     size = int(split_size_or_sections)
     if not isinstance(length, int):
         raise OpAttributeUnImplemented("split with a size along a symbolic dim is not supported")
-    return _split_sizes(t, tensor, [size] * (length // size) + [length % size] * bool(length % size), dim)
+    return _split_sizes(
+        t, tensor, [size] * (length // size) + [length % size] * bool(length % size), dim
+    )
 
 
 def _chunk(t, input, chunks, dim=0):
@@ -788,18 +877,39 @@ def _arange(t, *args, dtype=None, device=None, layout=None, pin_memory=None, req
 
 
 def _fill(value: Any) -> Callable:
-    def convert(t, *size, dtype=None, device=None, layout=None, pin_memory=None,
-                requires_grad=False, memory_format=None):  # fmt: skip
+    def convert(
+        t,
+        *size,
+        dtype=None,
+        device=None,
+        layout=None,
+        pin_memory=None,
+        requires_grad=False,
+        memory_format=None,
+    ):
         dims = tuple(_dims(size))
         if any(isinstance(d, PrimExpr) for d in dims):
-            return t.emit(R.full(dims, t.const(value, t.dtype(dtype or "float32")), t.dtype(dtype or "float32")))
+            return t.emit(
+                R.full(
+                    dims, t.const(value, t.dtype(dtype or "float32")), t.dtype(dtype or "float32")
+                )
+            )
         return t.const(np.full(dims, value, t.dtype(dtype or "float32")))
 
     return convert
 
 
-def _full(t, size, fill_value, *, dtype=None, device=None, layout=None, pin_memory=None,
-          requires_grad=False):  # fmt: skip
+def _full(
+    t,
+    size,
+    fill_value,
+    *,
+    dtype=None,
+    device=None,
+    layout=None,
+    pin_memory=None,
+    requires_grad=False,
+):
     dtype = t.dtype(dtype) if dtype is not None else _scalar_dtype(fill_value)
     if dtype == "int64" and isinstance(fill_value, float):
         dtype = "float32"
@@ -807,8 +917,18 @@ def _full(t, size, fill_value, *, dtype=None, device=None, layout=None, pin_memo
 
 
 def _like(value: Any) -> Callable:
-    def convert(t, input, fill_value=None, *, dtype=None, device=None, layout=None,
-                pin_memory=None, memory_format=None, requires_grad=False):  # fmt: skip
+    def convert(
+        t,
+        input,
+        fill_value=None,
+        *,
+        dtype=None,
+        device=None,
+        layout=None,
+        pin_memory=None,
+        memory_format=None,
+        requires_grad=False,
+    ):
         fill = value if value is not None else fill_value
         dtype = t.dtype(dtype) if dtype is not None else _dtype(input)
         shape = shape_of(input)
@@ -852,8 +972,9 @@ def _native_group_norm(t, input, weight, bias, n, c, hw, group, eps):
     return (_group_norm(t, input, group, weight, bias, eps), None, None)
 
 
-def _max_pool2d_with_indices(t, input, kernel_size, stride=None, padding=0, dilation=1,
-                             ceil_mode=False):  # fmt: skip
+def _max_pool2d_with_indices(
+    t, input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False
+):
     return (_max_pool(2)(t, input, kernel_size, stride, padding, dilation, ceil_mode), None)
 
 
@@ -889,8 +1010,10 @@ _UNARY = {
 }
 
 FUNCTIONS: dict[str, Callable] = {
-    **{name: _float_unary(fn) if name in ("exp", "log", "sqrt") else _unary(fn)
-       for name, fn in _UNARY.items()},  # fmt: skip
+    **{
+        name: _float_unary(fn) if name in ("exp", "log", "sqrt") else _unary(fn)
+        for name, fn in _UNARY.items()
+    },
     **{f"{name}_": _unary(fn) for name, fn in _UNARY.items()},
     "add": _binary(R.add, operator.add),
     "iadd": _binary(R.add, operator.add),

@@ -15,8 +15,14 @@ from ._importer import Converter, Importer, aten_converter, bind_output, to_nump
 
 __all__ = ["from_exported_program"]
 
-_PYTHON_OPS = {operator.getitem, operator.add, operator.sub, operator.mul, operator.floordiv,
-               operator.truediv}  # fmt: skip
+_PYTHON_OPS = {
+    operator.getitem,
+    operator.add,
+    operator.sub,
+    operator.mul,
+    operator.floordiv,
+    operator.truediv,
+}
 
 
 def from_exported_program(
@@ -75,9 +81,12 @@ def from_exported_program(
             output = next(n for n in graph.nodes if n.op == "output")
             result = [v for v, keep in zip(t.retrieve(output.args[0]), user_outputs) if keep]
             out = bind_output(
-                t.bb, result, is_tuple=True, unwrap_unit_return_tuple=unwrap_unit_return_tuple,
+                t.bb,
+                result,
+                is_tuple=True,
+                unwrap_unit_return_tuple=unwrap_unit_return_tuple,
                 no_bind_return_tuple=no_bind_return_tuple,
-            )  # fmt: skip
+            )
         t.bb.emit_func_output(out)
     mod = t.bb.get()
     if keep_params_as_input:

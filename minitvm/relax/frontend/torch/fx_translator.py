@@ -74,12 +74,20 @@ def from_fx(
         where = f"node {node.name!r}"
         if node.op == "call_module":
             cls = type(modules[node.target])
-            return f"{cls.__module__.split('.modules.')[0]}.{cls.__name__}", f"{where}, module {node.target!r}"
+            return (
+                f"{cls.__module__.split('.modules.')[0]}.{cls.__name__}",
+                f"{where}, module {node.target!r}",
+            )
         if node.op == "call_method":
             return f"Tensor.{node.target}", where
         if hasattr(node.target, "_overloadpacket"):
             return str(node.target), where
-        return f"{getattr(node.target, '__module__', None) or ''}.{getattr(node.target, '__name__', node.target)}".lstrip("."), where
+        return (
+            f"{getattr(node.target, '__module__', None) or ''}.{getattr(node.target, '__name__', node.target)}".lstrip(
+                "."
+            ),
+            where,
+        )
 
     with t.bb.function("main", params=inputs + params, attrs=attrs):
         with t.bb.dataflow():
@@ -93,10 +101,12 @@ def from_fx(
             output = next(n for n in nodes if n.op == "output")
             result = t.retrieve(output.args[0])
             out = bind_output(
-                t.bb, result, is_tuple=isinstance(result, list | tuple),
+                t.bb,
+                result,
+                is_tuple=isinstance(result, list | tuple),
                 unwrap_unit_return_tuple=unwrap_unit_return_tuple,
                 no_bind_return_tuple=no_bind_return_tuple,
-            )  # fmt: skip
+            )
         t.bb.emit_func_output(out)
     mod = t.bb.get()
     if keep_params_as_input:
