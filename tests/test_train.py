@@ -7,7 +7,7 @@ import io
 import numpy as np
 import pytest
 
-from minitvm import train as tr
+from minitvm.cli import training as tr
 
 EYE = np.eye(10, dtype=np.float32)
 SMALL = (tr.Dense(6, 8), tr.Relu(), tr.Dense(8, 10))

@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from minitvm.__main__ import main
+from minitvm.cli import main
 from minitvm.testing.datasets import synthetic_mnist
 
 EPOCH_LINE = re.compile(

@@ -3,11 +3,23 @@ scheduled matmul and an elementwise kernel."""
 
 from __future__ import annotations
 
+import argparse
 import time
 
 import numpy as np
 
-from . import driver, runtime, te, tir
+from .. import driver, runtime, te, tir
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "demo",
+        help="train the MLP on the bundled digits, then build and time two kernels",
+        description=__doc__,
+        epilog="example:\n  python -m minitvm demo",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.set_defaults(run=lambda args: run_demo())
 
 
 def _median_seconds(fn, repeat: int = 7, number: int = 3) -> float:
@@ -22,7 +34,7 @@ def _median_seconds(fn, repeat: int = 7, number: int = 3) -> float:
 
 def _matmul(n: int):
     """The register-blocked GEMM schedule of benchmarks/gemm.py (packed B, 8x32 local tile)."""
-    from .testing.workloads import gemm_te, schedule_blocked
+    from ..testing.workloads import gemm_te, schedule_blocked
 
     A, B, C = gemm_te(te, n, packed=True)
     sch = tir.Schedule(te.create_prim_func([A, B, C]).with_attr("global_symbol", "matmul"))
@@ -45,7 +57,7 @@ def _elementwise():
 
 def _train_digits() -> list[str]:
     """The 64-128-64-10 relu MLP on the bundled 8x8 digits: one compiled step per batch."""
-    from . import train as tr
+    from . import training as tr
 
     data = tr.load_dataset("digits")
     layers = tr.build_model("mlp", data.image_shape)
@@ -88,7 +100,9 @@ def run_demo(n: int = 512, length: int = 1 << 20) -> int:
     a_np, b_np = a.numpy(), b.numpy()
     t_np = _median_seconds(lambda: a_np @ b_np, number=20)
     gflops = lambda t: 2 * n**3 / t / 1e9
-    lines.append(f"matmul {n}x{n}x{n} (B packed, 8x32 register tile, unrolled, vectorized, parallel)")
+    lines.append(
+        f"matmul {n}x{n}x{n} (B packed, 8x32 register tile, unrolled, vectorized, parallel)"
+    )
     lines.append(f"  compiled in {compile_s:.2f} s; matches numpy")
     lines.append(f"  minitvm {t_ours * 1e3:8.3f} ms  {gflops(t_ours):7.1f} GFLOPS")
     lines.append(

@@ -21,13 +21,13 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from . import relax
-from .error import MiniTVMError
-from .relax import op as R
-from .relax.training import SGD, Adam, MomentumSGD, Optimizer
-from .relax.transform.gradient import Emitter, backprop
-from .runtime import cpu
-from .testing import datasets
+from .. import relax
+from ..error import MiniTVMError
+from ..relax import op as R
+from ..relax.training import SGD, Adam, MomentumSGD, Optimizer
+from ..relax.transform.gradient import Emitter, backprop
+from ..runtime import cpu
+from ..testing import datasets
 
 __all__ = [
     "DEFAULTS",

@@ -1,0 +1,96 @@
+"""The `minitvm` command line (`python -m minitvm VERB ...`): one module per verb.
+
+Each verb module has `add_parser(subparsers)`, which adds its parser and sets `run=fn(args) ->
+int`. Only the verb asked for is imported, so a verb whose module is missing or broken
+(e.g. `tune` without its optional packages) leaves the others working.
+
+Exit codes: 0 ok; 1 the model or the run failed (a MiniTVMError); 2 the command line is wrong
+(argparse, or a `UsageError`: missing file, bad --input-shapes, unknown input name, ...).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from ..error import MiniTVMError
+from ._common import UsageError
+
+# verb -> (module under minitvm.cli, one-line help shown when the module cannot be imported)
+VERBS = {
+    "demo": ("demo", "train the MLP on the bundled digits, then build and time two kernels"),
+    "train": ("train", "train a classifier with compiled graph programs"),
+    "compile": ("compile", "compile an ONNX model into a deployable artifact"),
+    "run": ("run", "run a compiled artifact on .npy/.npz inputs"),
+    "bench": ("bench", "time a compiled artifact (and ONNX Runtime with --compare ort)"),
+    "show": ("show", "print an ONNX model's imported relax program or an artifact's summary"),
+    "tune": ("tune", "tune a model's kernels with meta_schedule"),
+}
+
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
+
+EPILOG = """\
+examples:
+  minitvm compile model.onnx --input-shapes data:1,3,224,224 -o model.tar
+  minitvm run model.tar --input data=image.npy --output out.npy
+  minitvm bench model.tar --profile --compare ort
+  minitvm show model.onnx
+run `minitvm VERB --help` for a verb's options and an example.
+"""
+
+
+def _add_verb(sub: argparse._SubParsersAction, verb: str, broken: dict[str, str]) -> None:
+    """Add `verb`'s parser, or a stand-in that reports why its module could not be imported."""
+    module_name, summary = VERBS[verb]
+    try:
+        module = importlib.import_module(f"{__name__}.{module_name}")
+        module.add_parser(sub)
+    except Exception as err:  # noqa: BLE001 - any failure of one verb must not break the rest
+        broken[verb] = f"{type(err).__name__}: {err}"
+        sub.add_parser(verb, help=f"{summary} (unavailable: `minitvm {verb}` says why)")
+
+
+def _unavailable(verb: str, why: str) -> int:
+    sys.stderr.write(
+        f"error: the '{verb}' command is unavailable in this installation ({why}); "
+        "the other commands still work\n"
+    )
+    return EXIT_FAILURE
+
+
+def build_parser(argv: list[str], broken: dict[str, str]) -> argparse.ArgumentParser:
+    """The parser with only the verb named in `argv` (every verb when there is none, for help);
+    verbs whose module fails to import are put in `broken` with the reason."""
+    parser = argparse.ArgumentParser(
+        prog="minitvm",
+        description="minitvm command line: compile, run and time models; train; tune.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="VERB")
+    wanted = [a for a in argv[:1] if a in VERBS] or list(VERBS)
+    for verb in wanted:
+        _add_verb(sub, verb, broken)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line on `argv` (default: sys.argv[1:]); returns the exit code."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    broken: dict[str, str] = {}
+    parser = build_parser(argv, broken)
+    if argv[:1] and argv[0] in broken:
+        return _unavailable(argv[0], broken[argv[0]])
+    args = parser.parse_args(argv)  # usage errors exit with 2 here
+    try:
+        return args.run(args)
+    except UsageError as err:
+        sys.stderr.write(f"error: {err}\n")
+        return EXIT_USAGE
+    except MiniTVMError as err:
+        sys.stderr.write(f"error: {err}\n")
+        return EXIT_FAILURE
+    except KeyboardInterrupt:
+        sys.stderr.write("interrupted\n")
+        return 130
