@@ -328,3 +328,49 @@ def _traced_pair():
 def test_import_errors_say_what_to_do(call, error, match):
     with pytest.raises(error, match=match):
         call()
+
+
+def _hand_written_importer(gm, shape):
+    """The MLC course's idea in a few lines: walk the fx graph, emit TE for each torch call."""
+    from minitvm import te, topi
+
+    def te_matmul(a, b):
+        k = te.reduce_axis((0, a.shape[1]), name="k")
+        return te.compute(
+            (a.shape[0], b.shape[1]), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name="matmul"
+        )
+
+    rules = {torch.matmul: te_matmul, torch.relu: topi.nn.relu}
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorStructInfo(shape, "float32"))
+    env = {}
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            for node in gm.graph.nodes:
+                if node.op == "placeholder":
+                    env[node] = x
+                elif node.op == "get_attr":
+                    env[node] = relax.const(getattr(gm, node.target).detach().numpy())
+                elif node.op == "call_function":
+                    env[node] = bb.emit_te(rules[node.target], *[env[a] for a in node.args])
+                elif node.op == "output":
+                    out = bb.emit_output(env[node.args[0]])
+        bb.emit_func_output(out)
+    return bb.get()
+
+
+def test_a_hand_written_fx_importer_still_works_beside_ours():
+    class MatmulRelu(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = nn.Parameter(torch.randn(4, 3))
+
+        def forward(self, x):
+            return torch.relu(torch.matmul(x, self.weight))
+
+    gm = torch.fx.symbolic_trace(MatmulRelu().eval())
+    x = np.random.default_rng(0).standard_normal((2, 4)).astype("float32")
+    with torch.no_grad():
+        want = gm(torch.from_numpy(x)).numpy()
+    for mod in (_hand_written_importer(gm, (2, 4)), from_fx(gm, [((2, 4), "float32")])):
+        np.testing.assert_allclose(_run_vm(mod, x), want, rtol=RTOL, atol=ATOL)
