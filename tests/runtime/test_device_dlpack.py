@@ -1,0 +1,61 @@
+"""The ctypes DLPack capsule used for CUDA arrays, exercised on host memory (where numpy and
+torch can consume it), in a subprocess: a wrong capsule would crash the interpreter."""
+
+import subprocess
+import sys
+
+_CODE = r"""
+import gc
+import numpy as np
+from minitvm.runtime import dlpack
+
+class Holder:
+    def __init__(self, x):
+        self.x = x
+    def __dlpack__(self, **kwargs):
+        return dlpack.make_capsule(self.x.ctypes.data, (1, 0), self.x.shape, self.x.dtype, self.x)
+    def __dlpack_device__(self):
+        return (1, 0)
+
+for dtype in ("float32", "int64", "uint8", "float64"):
+    x = np.arange(12).reshape(3, 4).astype(dtype)
+    y = np.from_dlpack(Holder(x))
+    assert y.dtype == x.dtype and y.shape == (3, 4) and (y == x).all(), dtype
+    assert y.ctypes.data == x.ctypes.data  # zero-copy
+    del y
+gc.collect()
+assert not dlpack._alive, dlpack._alive          # consumers called the deleter
+cap = Holder(np.zeros(3, "float32")).__dlpack__()
+assert len(dlpack._alive) == 1
+del cap
+gc.collect()
+assert not dlpack._alive                          # an unconsumed capsule frees itself
+try:
+    import torch
+except ImportError:
+    torch = None
+if torch is not None:
+    x = np.arange(6, dtype="float32")
+    t = torch.from_dlpack(Holder(x))
+    assert t.tolist() == x.tolist()
+print("ok")
+"""
+
+
+def test_dlpack_capsule_is_consumed_by_numpy_and_torch_and_freed():
+    out = subprocess.run([sys.executable, "-c", _CODE], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "ok"
+
+
+def test_opencl_arrays_refuse_dlpack_with_a_reason():
+    import numpy as np
+    import pytest
+
+    import minitvm as tvm
+
+    if not tvm.opencl(0).exist:
+        pytest.skip(f"no OpenCL device: {tvm.opencl(0).unavailable_reason()}")
+    a = tvm.nd.array(np.zeros(3, "float32"), tvm.opencl(0))
+    with pytest.raises(BufferError, match="OpenCL memory has no DLPack form"):
+        a.__dlpack__()
