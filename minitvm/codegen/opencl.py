@@ -356,12 +356,17 @@ class CodeGenOpenCL:
     def _float(self, e: FloatImm) -> str:
         v, t = e.value, cl_type(e.dtype)
         if math.isnan(v):
-            text = "NAN"
-        elif math.isinf(v):
-            text = "INFINITY" if v > 0 else "(-INFINITY)"
-        else:
-            text = v.hex()  # exact: C99 hexadecimal float literal
-        return f"(({t}){text})" if t != "double" else f"({text})"
+            return "NAN"
+        if math.isinf(v):
+            return "INFINITY" if v > 0 else "(-INFINITY)"
+        # repr is the shortest decimal that reads back as this double, and a float32 value read
+        # from it rounds to itself: the literal is exact
+        text = repr(v)
+        if t == "double":
+            return f"({text})" if v < 0 else text
+        literal = f"{text}f"
+        literal = f"({literal})" if v < 0 else literal
+        return literal if t == "float" else f"(({t}){literal})"
 
     def _var(self, e: Var) -> str:
         return self.names(e)

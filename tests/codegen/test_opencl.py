@@ -236,3 +236,14 @@ def test_opencl_absent_is_a_device_error_in_a_subprocess():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "pyopencl is not installed" in out.stdout and "pocl-opencl-icd" in out.stdout
+
+
+@requires_opencl
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_float_constants_are_exact(dtype):
+    values = [0.1, -1e-30, 3.4e38, 1 / 3, -0.0, 5e-324 if dtype == "float64" else 1e-45]
+    for v in values:
+        mod = build_device_module(expr_kernel(lambda a, b: a * FloatImm(dtype, 0.0) + FloatImm(dtype, v),
+                                              dtype, dtype), "opencl")  # fmt: skip
+        *_, out = _run(mod, np.ones(37, dtype), np.ones(37, dtype), np.zeros(37, dtype))
+        assert out[0] == np.asarray(v, dtype), (v, out[0])
