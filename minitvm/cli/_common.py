@@ -69,6 +69,12 @@ def parse_input_shapes(items: list[str] | None) -> dict[str, tuple[int, ...]]:
 def _load_array_file(path: str, option: str) -> dict[str, np.ndarray] | np.ndarray:
     """One .npy array, or the arrays of an .npz by name; never unpickles."""
     existing_file(path, f"{option} file")
+    with open(path, "rb") as f:
+        magic = f.read(6)
+    if not magic.startswith((b"\x93NUMPY", b"PK")):  # .npy magic, or a zip (.npz)
+        raise UsageError(
+            f"{option} '{path}' is not a .npy/.npz file; write arrays with numpy.save / savez"
+        )
     try:
         data = np.load(path, allow_pickle=False)
         if isinstance(data, np.lib.npyio.NpzFile):

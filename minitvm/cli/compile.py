@@ -1,0 +1,128 @@
+"""`minitvm compile MODEL.onnx --input-shapes data:1,3,224,224 -o model.tar`."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from typing import Any
+
+from . import artifact
+from ._common import SHAPES_SYNTAX, example_parser, parse_input_shapes, sha256_file
+
+EPILOG = f"""\
+examples:
+  minitvm compile resnet18.onnx --input-shapes data:1,3,224,224 -o resnet18.tar
+  minitvm compile bert.onnx --input-shapes "input_ids:1,128 attention_mask:1,128" -o bert.tar
+--input-shapes: {SHAPES_SYNTAX}; inputs left out keep the shape the model declares.
+The artifact holds the compiled kernels, the weights and a metadata.json (inputs, source model
+and its sha256); run it with `minitvm run`, time it with `minitvm bench`.
+torch.export .pt2 files are not read: loading them unpickles, which can run code from the file.
+"""
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = example_parser(
+        sub,
+        "compile",
+        "compile an ONNX model into a deployable artifact",
+        "Import MODEL.onnx, run the graph and lowering pipeline (one progress line per pass), "
+        "and write the compiled artifact.",
+        EPILOG,
+    )
+    p.add_argument("model", metavar="MODEL.onnx", help="the ONNX model file")
+    p.add_argument(
+        "--input-shapes", action="append", metavar="NAME:SHAPE", help="e.g. data:1,3,224,224"
+    )
+    p.add_argument("--target", default="llvm", help="compilation target (default: llvm)")
+    p.add_argument("-o", "--output", default="model.tar", help="artifact path (default: model.tar)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no per-pass progress lines")
+    p.set_defaults(run=run)
+
+
+class PassProgress:
+    """A PassInstrument printing one line per top-level pass with its time (nested passes,
+    such as a Sequential's, are timed inside their parent)."""
+
+    def __init__(self, out: Any) -> None:
+        self.out, self.depth, self.count, self.start, self.seconds = out, 0, 0, 0.0, 0.0
+
+    def line(self, name: str, secs: float) -> None:
+        self.count += 1
+        self.out.write(f"  [{self.count:>2}] {name:<40} {secs * 1e3:9.1f} ms\n")
+        self.out.flush()
+
+    def run_before_pass(self, mod: Any, info: Any) -> None:
+        if self.depth == 0:
+            self.start = time.perf_counter()
+        self.depth += 1
+
+    def run_after_pass(self, mod: Any, info: Any) -> None:
+        self.depth -= 1
+        if self.depth == 0:
+            secs = time.perf_counter() - self.start
+            self.seconds += secs
+            self.line(info.name, secs)
+
+
+def _inputs_of(mod: Any, source_names: list[str]) -> list[dict]:
+    """Name, source-model name, shape (str for symbolic dims) and dtype of main's parameters."""
+    from ..relax.struct_info import TensorStructInfo
+
+    params = mod["main"].params
+    names = source_names if len(source_names) == len(params) else [p.name_hint for p in params]
+    out = []
+    for p, source_name in zip(params, names):
+        sinfo = p.struct_info
+        if not isinstance(sinfo, TensorStructInfo) or sinfo.shape is None:
+            shape, dtype = [], str(getattr(sinfo, "dtype", "?"))
+        else:
+            shape = [d.value if hasattr(d, "value") else str(d) for d in sinfo.shape]
+            dtype = str(sinfo.dtype)
+        out.append(
+            {"name": p.name_hint, "source_name": source_name, "shape": shape, "dtype": dtype}
+        )
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    from .. import __version__, instrument, relax, transform
+    from . import _onnx
+
+    shapes = parse_input_shapes(args.input_shapes)
+    model = _onnx.load_model(args.model)
+    declared = _onnx.graph_inputs(model)
+    _onnx.check_shapes(args.model, declared, shapes)
+    progress = sys.stderr
+    start = time.perf_counter()
+    mod = _onnx.import_model(args.model, model, shapes)
+    progress.write(f"imported '{args.model}' in {time.perf_counter() - start:.2f} s\n")
+    pi = instrument.pass_instrument(PassProgress)(progress)
+    build_start = time.perf_counter()
+    with transform.PassContext(instruments=[] if args.quiet else [pi]):
+        exe = relax.build(mod, target=args.target)
+    if not args.quiet:
+        secs = time.perf_counter() - build_start - pi.seconds
+        pi.line("code generation (kernels + VM program)", secs)
+    meta = {
+        "minitvm_version": __version__,
+        "target": str(args.target),
+        "entry": "main",
+        "inputs": _inputs_of(mod, list(declared)),
+        "source": {
+            "path": os.path.abspath(args.model),
+            "format": "onnx",
+            "sha256": sha256_file(args.model),
+        },
+    }
+    size = artifact.save(args.output, exe, meta)
+    sys.stdout.write(
+        f"wrote '{args.output}' ({size / 1e6:.2f} MB) in {time.perf_counter() - start:.2f} s; "
+        f"inputs: {_describe_inputs(meta['inputs'])}\n"
+    )
+    return 0
+
+
+def _describe_inputs(inputs: list[dict]) -> str:
+    return ", ".join(f"{i['name']} {tuple(i['shape'])} {i['dtype']}" for i in inputs)
