@@ -39,6 +39,21 @@ def existing_file(path: str, what: str) -> str:
     return path
 
 
+def writable_path(path: str, option: str) -> str:
+    """`path` when a file can be written there (checked before a long compile), else a
+    UsageError naming the option."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise UsageError(f"{option} '{path}' is a folder; give a file name")
+    if not os.path.isdir(folder):
+        raise UsageError(
+            f"{option} '{path}': the folder '{folder}' does not exist; create it first"
+        )
+    if not os.access(folder, os.W_OK):
+        raise UsageError(f"{option} '{path}': the folder '{folder}' is not writable")
+    return path
+
+
 def sha256_file(path: str) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as f:

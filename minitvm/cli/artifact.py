@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..error import MiniTVMError
-from ._common import existing_file, sha256_file
+from ._common import UsageError, existing_file, sha256_file
 
 FORMAT = "minitvm-artifact"
 VERSION = 1
@@ -71,7 +71,7 @@ def save(path: str, exe: Any, meta: dict) -> int:
                 info.size, info.mtime = len(meta_bytes), int(time.time())
                 tar.addfile(info, io.BytesIO(meta_bytes))
         except OSError as err:
-            raise MiniTVMError(f"cannot write '{path}' ({err.strerror}); check -o") from err
+            raise UsageError(f"cannot write '{path}' ({err.strerror}); check -o") from err
     return os.path.getsize(path)
 
 

@@ -9,7 +9,14 @@ import time
 from typing import Any
 
 from . import artifact
-from ._common import SHAPES_SYNTAX, example_parser, parse_input_shapes, sha256_file
+from ._common import (
+    SHAPES_SYNTAX,
+    UsageError,
+    example_parser,
+    parse_input_shapes,
+    sha256_file,
+    writable_path,
+)
 
 EPILOG = f"""\
 examples:
@@ -91,6 +98,8 @@ def run(args: argparse.Namespace) -> int:
     from . import _onnx
 
     shapes = parse_input_shapes(args.input_shapes)
+    target = _target(args.target)
+    writable_path(args.output, "-o")
     model = _onnx.load_model(args.model)
     declared = _onnx.graph_inputs(model)
     _onnx.check_shapes(args.model, declared, shapes)
@@ -101,13 +110,13 @@ def run(args: argparse.Namespace) -> int:
     pi = instrument.pass_instrument(PassProgress)(progress)
     build_start = time.perf_counter()
     with transform.PassContext(instruments=[] if args.quiet else [pi]):
-        exe = relax.build(mod, target=args.target)
+        exe = relax.build(mod, target=target)
     if not args.quiet:
         secs = time.perf_counter() - build_start - pi.seconds
         pi.line("code generation (kernels + VM program)", secs)
     meta = {
         "minitvm_version": __version__,
-        "target": str(args.target),
+        "target": str(target),
         "entry": "main",
         "inputs": _inputs_of(mod, list(declared)),
         "source": {
@@ -122,6 +131,17 @@ def run(args: argparse.Namespace) -> int:
         f"inputs: {_describe_inputs(meta['inputs'])}\n"
     )
     return 0
+
+
+def _target(text: str) -> Any:
+    """The Target of --target, checked before the model is read."""
+    from ..error import TargetError
+    from ..target import Target
+
+    try:
+        return Target(text)
+    except TargetError as err:
+        raise UsageError(f"--target {text!r}: {err}") from err
 
 
 def _describe_inputs(inputs: list[dict]) -> str:

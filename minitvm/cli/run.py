@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ._common import UsageError, example_parser, model_inputs, parse_inputs
+from ._common import UsageError, example_parser, model_inputs, parse_inputs, writable_path
 
 EPILOG = """\
 examples:
@@ -69,6 +69,10 @@ def call(art: Any, args: list[np.ndarray], profile: bool = False) -> tuple[Any, 
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.output and not args.output.endswith((".npy", ".npz")):
+        raise UsageError(f"--output '{args.output}': use a .npy (one output) or .npz file name")
+    if args.output:
+        writable_path(args.output, "--output")
     art, inputs = load_with_inputs(args)
     _, result = call(art, inputs)
     outs = outputs_of(result)
@@ -84,8 +88,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _save(path: str, outs: list[np.ndarray]) -> None:
     """One output to .npy, any number to .npz (output_0, output_1, ...)."""
-    if not path.endswith((".npy", ".npz")):
-        raise UsageError(f"--output '{path}': use a .npy (one output) or .npz file name")
     if path.endswith(".npy") and len(outs) != 1:
         raise UsageError(f"--output '{path}': the model has {len(outs)} outputs; use an .npz file")
     try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import tarfile
 
 import numpy as np
@@ -264,3 +265,25 @@ def test_torch_export_files_are_refused_because_loading_them_unpickles(tmp_path,
     assert cli.main(["compile", str(path)]) == 2
     err = capsys.readouterr().err
     assert "torch.export (.pt2) files are read with pickle" in err and "torch.onnx.export" in err
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--target", "llvmx"], r"--target 'llvmx': unknown target kind 'llvmx'"),
+        (["-o", "{tmp}/no/such/m.tar"], r"-o '.*m.tar': the folder '.*/no/such' does not exist"),
+        (["-o", "{tmp}"], r"-o '.*' is a folder; give a file name"),
+    ],
+)
+def test_compile_checks_target_and_output_before_reading_the_model(argv, message, tmp_path, capsys):
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    assert cli.main(["compile", str(tmp_path / "never_read.onnx"), *argv]) == 2
+    err = capsys.readouterr().err
+    assert re.search("^error: " + message, err), err
+
+
+def test_run_checks_the_output_name_before_running(hand_artifact, tmp_path, capsys):
+    assert cli.main(["run", hand_artifact, "--random", "-o", str(tmp_path / "o.txt")]) == 2
+    assert "use a .npy (one output) or .npz file name" in capsys.readouterr().err
+    assert cli.main(["run", hand_artifact, "--random", "-o", str(tmp_path / "x/o.npy")]) == 2
+    assert "does not exist; create it first" in capsys.readouterr().err
