@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...error import MiniTVMError
 from ...target import Target
 from ...target.target import enabled_features
 from ...tir.expr import IterType, Var
@@ -112,8 +113,8 @@ def vector_bits(target: Target | None) -> int:
     if target is None:
         target = Target("llvm")
     try:
-        features = enabled_features(target.features)
-    except Exception:  # noqa: BLE001 - a non-CPU target has no features: the portable width
+        features = target.required_features or enabled_features(target.features)
+    except MiniTVMError:  # a non-CPU target has no CPU features: the portable width
         return 128
     return next((bits for name, bits in _VECTOR_BITS if name in features), 128)
 
@@ -132,8 +133,12 @@ def num_cores(target: Target | None) -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
 
 
-def target_of(context: Any) -> Target | None:
-    target = getattr(context, "target", None)
+def as_target(target: Any) -> Target | None:
+    """A Target from a Target or string; TVM's `--num-cores=N` spelling is accepted."""
     if isinstance(target, str):
-        target = Target(target)
+        target = Target(target.replace("--num-cores", "-num-cores"))
     return target
+
+
+def target_of(context: Any) -> Target | None:
+    return as_target(getattr(context, "target", None))

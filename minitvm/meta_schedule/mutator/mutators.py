@@ -1,0 +1,216 @@
+"""The mutators: each picks one instruction of a trace and returns the trace with a new
+decision for it (None when the trace has nothing it can change)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...error import ScheduleError
+from ...tir.schedule import Schedule
+from ...tir.schedule import sampling as _sampling
+from ...tir.schedule.instruction import Instruction
+from ...tir.schedule.trace import Trace
+from ..schedule_rule._block import num_cores, target_of
+from ..schedule_rule.parallel_vectorize_unroll import PARALLEL, UNROLL_EXPLICIT, UNROLL_IMPLICIT
+
+_TRIES = 16  # random edits tried before a mutator gives up on a trace
+
+
+def as_engine(rng: Any) -> Any:
+    """A RandomEngine from an engine, an int seed or a numpy Generator."""
+    if isinstance(rng, _sampling.RandomEngine):
+        return rng
+    if rng is None or isinstance(rng, int):
+        return _sampling.make_rng(rng)
+    if hasattr(rng, "integers"):
+        return _sampling.make_rng(int(rng.integers(0, 2**31 - 2)))
+    raise ScheduleError(
+        f"mutator: rng must be a RandomEngine, int seed or numpy Generator: {rng!r}"
+    )
+
+
+class Mutator:
+    """Base class: `apply(trace, rng) -> Trace | None`."""
+
+    target: Any = None
+    mod: Any = None
+
+    def _initialize_with_tune_context(self, context: Any) -> None:
+        self.target = target_of(context)
+        self.mod = getattr(context, "mod", None)
+
+    def apply(self, trace: Trace, rng: Any = None) -> Trace | None:
+        raise NotImplementedError(f"{type(self).__name__}.apply")
+
+    def clone(self) -> Mutator:
+        out = object.__new__(type(self))
+        out.__dict__.update(self.__dict__)
+        return out
+
+    def __repr__(self) -> str:
+        return f"meta_schedule.{type(self).__name__}"
+
+
+PyMutator = Mutator
+
+
+def _insts(trace: Trace, kind_name: str) -> list[Instruction]:
+    return [
+        i for i in trace.insts if i.kind.name == kind_name and trace.get_decision(i) is not None
+    ]
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(2, n + 1) if n % d == 0]
+
+
+class MutateTileSize(Mutator):
+    """Move a divisor from one factor of a sampled tile to another (the product stays the
+    loop extent; the sampling rule re-checks the innermost limit and partition)."""
+
+    def apply(self, trace: Trace, rng: Any = None) -> Trace | None:
+        rng = as_engine(rng)
+        insts = _insts(trace, "SamplePerfectTile") + _insts(trace, "SamplePartitionedTile")
+        insts = [
+            i for i in insts if -1 not in trace.get_decision(i) and len(trace.get_decision(i)) > 1
+        ]
+        if not insts:
+            return None
+        for _ in range(_TRIES):
+            inst = rng.choice(insts)
+            factors = [int(f) for f in trace.get_decision(inst)]
+            src = [i for i, f in enumerate(factors) if f > 1]
+            if not src:
+                continue
+            x = rng.choice(src)
+            y = rng.choice([i for i in range(len(factors)) if i != x])
+            d = rng.choice(_divisors(factors[x]))
+            new = list(factors)
+            new[x] //= d
+            new[y] *= d
+            if _tile_ok(inst, new):
+                return trace.with_decision(inst, new, remove_postproc=True)
+        return None
+
+
+def _tile_ok(inst: Instruction, factors: list[int]) -> bool:
+    extent = 1
+    for f in factors:
+        extent *= f
+    attrs = [int(a) for a in inst.attrs]
+    try:
+        if inst.kind.name == "SamplePerfectTile":
+            n, max_inner = attrs[0], attrs[1]
+            if max_inner > 0 and factors[-1] > max_inner:
+                return False
+            _sampling.sample_perfect_tile(None, extent, n, max_inner, factors)
+        else:
+            n, pos, inner = attrs
+            _sampling.sample_partitioned_tile(None, extent, n, pos, inner, factors)
+    except ScheduleError:
+        return False
+    return True
+
+
+class MutateUnroll(Mutator):
+    """Pick another unroll depth for a sample_categorical that feeds an unroll annotation."""
+
+    def apply(self, trace: Trace, rng: Any = None) -> Trace | None:
+        rng = as_engine(rng)
+        feeding = set()
+        for inst in trace.insts:
+            if (
+                inst.kind.name == "Annotate"
+                and inst.attrs
+                and inst.attrs[0]
+                in (
+                    UNROLL_EXPLICIT,
+                    UNROLL_IMPLICIT,
+                )
+            ):
+                feeding.update(id(v) for v in inst.inputs[1:])
+        insts = [
+            i
+            for i in _insts(trace, "SampleCategorical")
+            if any(id(o) in feeding for o in i.outputs) and len(i.attrs[0]) > 1
+        ]
+        if not insts:
+            return None
+        inst = rng.choice(insts)
+        old = int(trace.get_decision(inst))
+        choices = [k for k in range(len(inst.attrs[0])) if k != old]
+        return trace.with_decision(inst, rng.choice(choices), remove_postproc=True)
+
+
+class MutateParallel(Mutator):
+    """Change the extent of the meta_schedule.parallel annotation (cores x jobs per core)."""
+
+    def __init__(self, max_jobs_per_core: int = 16) -> None:
+        self.max_jobs_per_core = max_jobs_per_core
+
+    def apply(self, trace: Trace, rng: Any = None) -> Trace | None:
+        rng = as_engine(rng)
+        found = [
+            (k, i)
+            for k, i in enumerate(trace.insts)
+            if i.kind.name == "Annotate" and i.attrs and i.attrs[0] == PARALLEL
+        ]
+        if not found:
+            return None
+        k, inst = rng.choice(found)
+        cores = num_cores(self.target)
+        options = sorted(
+            {cores * j for j in (1, 2, 4, 8, 16, 32, 64) if j <= self.max_jobs_per_core * 4}
+        )
+        old = inst.inputs[1]
+        options = [o for o in options if o != old]
+        if not options:
+            return None
+        new_inst = Instruction(
+            inst.kind, [inst.inputs[0], rng.choice(options)], inst.attrs, inst.outputs
+        )
+        valid = trace._valid(True)
+        if k >= len(valid):
+            return None
+        insts = list(valid)
+        insts[k] = new_inst
+        decisions = {i: d for i, d in trace.decisions.items() if i in set(insts)}
+        return Trace(insts, decisions)
+
+
+class MutateComputeLocation(Mutator):
+    """Move a sampled compute location to another legal loop: the trace up to the sampling
+    instruction is replayed on the workload to list the candidates."""
+
+    def apply(self, trace: Trace, rng: Any = None) -> Trace | None:
+        rng = as_engine(rng)
+        insts = _insts(trace, "SampleComputeLocation")
+        if not insts or self.mod is None:
+            return None
+        inst = rng.choice(insts)
+        candidates = self._candidates(trace, inst)
+        old = int(trace.get_decision(inst))
+        choices = [c for c in candidates if c != old]
+        if not choices:
+            return None
+        return trace.with_decision(inst, rng.choice(choices), remove_postproc=True)
+
+    def _candidates(self, trace: Trace, inst: Instruction) -> list[int]:
+        index = trace.insts.index(inst)
+        name = _block_name(trace, inst.inputs[0], index)
+        if name is None:
+            return []  # the block came from a primitive (a cache stage): left as sampled
+        sch = Schedule(self.mod)
+        try:
+            Trace(trace.insts[:index], trace.decisions).apply_to_schedule(sch, True)
+            _, func, r, path = sch._block(sch.get_block(name))
+        except ScheduleError:
+            return []
+        return sorted(k for k, _ in _sampling.compute_locations(func, r, path))
+
+
+def _block_name(trace: Trace, rv: Any, index: int) -> str | None:
+    for inst in trace.insts[:index]:
+        if inst.kind.name == "GetBlock" and inst.outputs and inst.outputs[0] is rv:
+            return str(inst.attrs[0])
+    return None
