@@ -1,0 +1,359 @@
+"""from_onnx: walk an ONNX graph in order, fold what is known at import time, emit relax ops.
+
+Every value of the graph is one of three kinds while importing:
+  * a numpy array — known at import time (initializers, Constant, folded nodes);
+  * a `SymTensor` — a small int tensor some of whose elements are symbolic dims (the
+    Shape -> Gather -> Concat -> Reshape chains exporters write for a dynamic batch);
+  * a relax expression — computed by the compiled program.
+A node whose inputs are all known is folded (shape arithmetic by `_shape`, anything else by
+onnx's reference evaluator); otherwise its converter from `_ops.CONVERTERS` emits relax ops.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from ....error import FrontendError, MiniTVMError, OpAttributeInvalid
+from ....runtime import ndarray as nd
+from ....tir.expr import Var as TirVar
+from ...block_builder import BlockBuilder
+from ...expr import Expr, Tuple, Var, const
+from ...functor import used_vars
+from ...struct_info import TensorStructInfo
+from ..common import raise_unsupported
+from . import _ops, _shape
+from ._shape import SymTensor
+
+SUPPORTED_OPSETS = range(13, 22)  # tested; 11 and 12 work where converters note the difference
+_MIN_OPSET = 11
+_DEFAULT_DOMAINS = ("", "ai.onnx")
+
+
+def _require_onnx() -> Any:
+    try:
+        import onnx
+    except ImportError as err:
+        raise FrontendError(
+            "from_onnx needs the 'onnx' package; install it with `pip install onnx`"
+        ) from err
+    return onnx
+
+
+def onnx_dtype(elem_type: int) -> str:
+    """The numpy/relax dtype name of an ONNX TensorProto element type."""
+    onnx = _require_onnx()
+    try:
+        return str(np.dtype(onnx.helper.tensor_dtype_to_np_dtype(elem_type)))
+    except (KeyError, TypeError, ValueError) as err:
+        name = onnx.TensorProto.DataType.Name(elem_type) if elem_type else "UNDEFINED"
+        raise FrontendError(f"ONNX element type {name} has no minitvm dtype") from err
+
+
+class Context:
+    """State of one import: the BlockBuilder, value table, symbolic dims and kept params."""
+
+    def __init__(self, opset: int, keep_params: bool):
+        self.bb = BlockBuilder()
+        self.opset = opset
+        self.keep_params = keep_params
+        self.values: dict[str, Any] = {}
+        self.sym_vars: dict[str, TirVar] = {}
+        self.param_vars: list[Var] = []
+        self.param_values: dict[Var, np.ndarray] = {}
+        self.node: Any = None  # the node being converted, for messages
+
+    # -------------------------------------------------------------- values
+    def emit(self, expr: Expr) -> Var:
+        return self.bb.emit(expr)
+
+    def expr(self, value: Any, dtype: str | None = None) -> Expr:
+        """`value` as a relax expression (known arrays become constants)."""
+        if isinstance(value, Expr):
+            return value
+        if isinstance(value, SymTensor):
+            raise FrontendError(
+                f"{self.where()}: a tensor computed from symbolic dims ({value}) is used as data; "
+                "only shape inputs (Reshape, Expand, ConstantOfShape, ...) may depend on them. "
+                "Give the dim a value in shape_dict"
+            )
+        if value is None:
+            raise FrontendError(f"{self.where()}: a required input is missing")
+        return const(np.asarray(value, dtype=dtype) if dtype else np.asarray(value))
+
+    def known(self, value: Any, what: str) -> np.ndarray | SymTensor:
+        """An input that must be known at import time (shape, axes, pads, scales ...)."""
+        if isinstance(value, Var) and value in self.param_values:
+            return self.param_values[value]
+        if isinstance(value, np.ndarray | SymTensor):
+            return value
+        raise FrontendError(
+            f"{self.where()}: input '{what}' is computed at run time; minitvm needs it at import "
+            "time (static shapes, axes, pads). Fix the dims in shape_dict or fold it in the model"
+        )
+
+    def ints(self, value: Any, what: str) -> list:
+        """A known 1-D (or scalar) int input as a list of ints / symbolic dims."""
+        value = self.known(value, what)
+        elems = value.values if isinstance(value, SymTensor) else np.asarray(value)
+        return [e if not isinstance(e, np.integer | int) else int(e) for e in elems.reshape(-1)]
+
+    def sym_var(self, name: str) -> TirVar:
+        if name not in self.sym_vars:
+            self.sym_vars[name] = TirVar(name, "int64")
+        return self.sym_vars[name]
+
+    def initializer(self, name: str, array: np.ndarray) -> Any:
+        """A float initializer becomes a parameter when kept as input; anything else a constant."""
+        if not (self.keep_params and array.dtype.kind == "f"):
+            return array
+        var = Var(name, TensorStructInfo(array.shape, str(array.dtype)))
+        self.param_values[var] = array
+        return var
+
+    def where(self) -> str:
+        node = self.node
+        if node is None:
+            return "from_onnx"
+        return f"from_onnx: node {node.name!r} ({node.op_type})"
+
+
+# ------------------------------------------------------------------ entry point
+
+
+def from_onnx(
+    model: Any,
+    shape_dict: Mapping[str, Any] | None = None,
+    dtype_dict: str | Mapping[str, str] | None = "float32",
+    opset: int | None = None,
+    keep_params_in_input: bool = False,
+    sanitize_input_names: bool = True,
+) -> Any:
+    """Import an onnx.ModelProto as an IRModule whose "main" takes the graph inputs.
+
+    shape_dict fixes input shapes (a str dim stays symbolic); dtype_dict overrides input dtypes
+    (one dtype for all, or per name); with keep_params_in_input float initializers are
+    parameters after the inputs, their values in the function attr "params".
+    >>> mod = from_onnx(onnx.load("model.onnx"), {"x": (1, 3, 224, 224)})
+    """
+    onnx = _require_onnx()
+    if not isinstance(model, onnx.ModelProto):
+        raise FrontendError(
+            f"from_onnx: expected an onnx.ModelProto, got {type(model).__name__}; "
+            "load a file with onnx.load(path)"
+        )
+    graph = model.graph
+    ctx = Context(_model_opset(model, opset), keep_params_in_input)
+    _check_ops(graph, onnx)
+    init_names = {t.name for t in graph.initializer}
+    graph_inputs = [i for i in graph.input if i.name not in init_names]
+    _check_names(shape_dict, dtype_dict, graph_inputs)
+    inputs = [
+        _input_var(ctx, i, shape_dict or {}, dtype_dict, sanitize_input_names) for i in graph_inputs
+    ]
+    for tensor in graph.initializer:
+        ctx.values[tensor.name] = ctx.initializer(
+            tensor.name, onnx.numpy_helper.to_array(tensor).copy()
+        )
+    with ctx.bb.function("main", params=inputs):
+        with ctx.bb.dataflow():
+            for info, var in zip(graph_inputs, inputs):
+                ctx.values[info.name] = var
+            for node in graph.node:
+                _convert_node(ctx, node)
+            outs = [_output(ctx, o.name) for o in graph.output]
+            out = ctx.bb.emit_output(outs[0] if len(outs) == 1 else Tuple(tuple(outs)))
+        ctx.bb.emit_func_output(out)
+    mod = ctx.bb.get()
+    if keep_params_in_input:
+        found = used_vars(mod["main"].body)
+        used = [v for v in ctx.param_values if v in found]
+        func = mod["main"].replace(params=tuple(inputs) + tuple(used))
+        attrs = {"num_input": len(inputs), "params": [nd.array(ctx.param_values[v]) for v in used]}
+        for key, value in attrs.items():
+            func = func.with_attr(key, value)
+        mod["main"] = func
+    return mod
+
+
+def _model_opset(model: Any, opset: int | None) -> int:
+    found = [o.version for o in model.opset_import if o.domain in _DEFAULT_DOMAINS]
+    version = opset if opset is not None else (found[0] if found else None)
+    if version is None:
+        raise FrontendError(
+            "from_onnx: the model declares no default-domain opset; pass opset=... (13 to 21)"
+        )
+    if int(version) < _MIN_OPSET:
+        raise FrontendError(
+            f"from_onnx: opset {version} is older than {_MIN_OPSET}; upgrade the model with "
+            "onnx.version_converter.convert_version(model, 17)"
+        )
+    return int(version)
+
+
+def _check_ops(graph: Any, onnx: Any) -> None:
+    """Report every node whose op has no converter, all in one OpNotImplemented."""
+    missing = [
+        (f"{n.domain or 'ai.onnx'}::{n.op_type}", f"node {n.name!r} (op_type {n.op_type!r})")
+        for n in graph.node
+        if n.domain not in _DEFAULT_DOMAINS or n.op_type not in _ops.CONVERTERS
+    ]
+    raise_unsupported("from_onnx", missing)
+
+
+def _check_names(shape_dict: Any, dtype_dict: Any, graph_inputs: list) -> None:
+    names = [i.name for i in graph_inputs]
+    for arg, table in (("shape_dict", shape_dict), ("dtype_dict", dtype_dict)):
+        if not isinstance(table, Mapping):
+            continue
+        unknown = sorted(set(table) - set(names))
+        if unknown:
+            raise FrontendError(
+                f"from_onnx: {arg} names {unknown}, which are not inputs of the graph; "
+                f"its inputs are {names}"
+            )
+
+
+def _input_var(ctx: Context, info: Any, shape_dict, dtype_dict, sanitize: bool) -> Var:
+    ttype = info.type.tensor_type
+    if not info.type.HasField("tensor_type"):
+        raise FrontendError(f"from_onnx: input {info.name!r} is not a tensor; only tensors are supported")
+    if info.name in shape_dict:
+        dims = [ctx.sym_var(d) if isinstance(d, str) else int(d) for d in shape_dict[info.name]]
+    elif ttype.HasField("shape"):
+        dims = [_model_dim(ctx, info.name, i, d) for i, d in enumerate(ttype.shape.dim)]
+    else:
+        raise FrontendError(
+            f"from_onnx: input {info.name!r} has no shape in the model; give it in shape_dict"
+        )
+    if isinstance(dtype_dict, Mapping) and info.name in dtype_dict:
+        dtype = str(dtype_dict[info.name])
+    elif ttype.elem_type:
+        dtype = onnx_dtype(ttype.elem_type)
+    else:
+        dtype = str(dtype_dict) if isinstance(dtype_dict, str) else "float32"
+    name = _sanitize(info.name) if sanitize else info.name
+    return Var(name, TensorStructInfo(tuple(dims), dtype))
+
+
+def _model_dim(ctx: Context, name: str, index: int, dim: Any) -> Any:
+    if dim.HasField("dim_value"):
+        return int(dim.dim_value)
+    if dim.HasField("dim_param"):
+        return ctx.sym_var(_sanitize(dim.dim_param))
+    return ctx.sym_var(f"{_sanitize(name)}_dim{index}")
+
+
+def _sanitize(name: str) -> str:
+    """A name usable as an identifier in the printed program."""
+    name = re.sub(r"\W", "_", name)
+    return name if name and not name[0].isdigit() else f"_{name}"
+
+
+def _convert_node(ctx: Context, node: Any) -> None:
+    ctx.node = node
+    try:
+        inputs = [_lookup(ctx, name) for name in node.input]
+        attrs = _attributes(node)
+        outputs = _fold(ctx, node, inputs, attrs)
+        if outputs is None:
+            outputs = _ops.CONVERTERS[node.op_type](ctx, inputs, attrs)
+    except MiniTVMError as err:
+        if str(err).startswith("from_onnx: node"):
+            raise
+        cls = type(err) if isinstance(err, FrontendError) else FrontendError
+        raise cls(f"{ctx.where()}: {err}") from err
+    outputs = list(outputs) if isinstance(outputs, list | tuple) else [outputs]
+    names = [n for n in node.output]
+    if len(outputs) < len([n for n in names if n]):
+        extra = [n for n in names[len(outputs) :] if n]
+        raise OpAttributeInvalid(
+            f"{ctx.where()}: outputs {extra} are not supported (only the first {len(outputs)}); "
+            "export the model without them"
+        )
+    for name, value in zip(names, outputs):
+        if name:
+            ctx.values[name] = value
+    ctx.node = None
+
+
+def _lookup(ctx: Context, name: str) -> Any:
+    if not name:
+        return None  # an omitted optional input
+    if name not in ctx.values:
+        raise FrontendError(
+            f"{ctx.where()}: input {name!r} is neither a graph input, an initializer nor the "
+            "output of an earlier node; the model is malformed (check it with onnx.checker)"
+        )
+    return ctx.values[name]
+
+
+def _attributes(node: Any) -> dict[str, Any]:
+    onnx = _require_onnx()
+    attrs = {}
+    for a in node.attribute:
+        value = onnx.helper.get_attribute_value(a)
+        if isinstance(value, bytes):
+            value = value.decode()
+        elif isinstance(value, onnx.TensorProto):
+            value = onnx.numpy_helper.to_array(value)
+        elif isinstance(value, list) and value and isinstance(value[0], bytes):
+            value = [v.decode() for v in value]
+        attrs[a.name] = value
+    return attrs
+
+
+def _fold(ctx: Context, node: Any, inputs: list, attrs: dict) -> list | None:
+    """The node's outputs when all its inputs are known, else None."""
+    if node.op_type in _ops.NEVER_FOLD:
+        return None
+    present = [v for v in inputs if v is not None]
+    if not all(isinstance(v, np.ndarray | SymTensor) for v in present):
+        return None
+    rule = _shape.RULES.get(node.op_type)
+    if rule is not None and _shape.applies(present):
+        outputs = rule(ctx, inputs, attrs)
+        if outputs is not None:
+            return outputs
+    if any(isinstance(v, SymTensor) for v in present):
+        return None
+    return _reference_eval(ctx, node, inputs)
+
+
+def _reference_eval(ctx: Context, node: Any, inputs: list) -> list:
+    """Run one node with onnx's reference evaluator on known inputs."""
+    onnx = _require_onnx()
+    from onnx.reference import ReferenceEvaluator
+
+    helper = onnx.helper
+    feeds = {name: value for name, value in zip(node.input, inputs) if name}
+    graph = helper.make_graph(
+        [node],
+        "fold",
+        [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape) for n, v in feeds.items()],
+        [helper.make_tensor_value_info(n, onnx.TensorProto.UNDEFINED, None) for n in node.output if n],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", ctx.opset)])
+    try:
+        outs = ReferenceEvaluator(model).run(None, feeds)
+    except Exception as err:  # the evaluator raises anything; report it as a model error
+        raise FrontendError(
+            f"folding this node on its constant inputs failed ({type(err).__name__}: {err}); "
+            "check the node's attributes and input shapes"
+        ) from err
+    return [np.asarray(o) for o in outs]
+
+
+def _output(ctx: Context, name: str) -> Expr:
+    if name not in ctx.values:
+        raise FrontendError(f"from_onnx: graph output {name!r} is produced by no node")
+    value = ctx.values[name]
+    if isinstance(value, SymTensor):
+        raise FrontendError(
+            f"from_onnx: graph output {name!r} is computed from symbolic dims only; "
+            "return tensors, or fix those dims in shape_dict"
+        )
+    return ctx.expr(value)
