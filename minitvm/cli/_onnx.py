@@ -81,8 +81,11 @@ def check_shapes(path: str, declared: dict, shapes: dict[str, tuple[int, ...]]) 
             )
 
 
-def import_model(path: str, model: Any, shapes: dict[str, tuple[int, ...]]) -> Any:
-    """The relax IRModule of `model` (weights bound as constants)."""
+def import_model(
+    path: str, model: Any, shapes: dict[str, tuple[int, ...]], keep_params: bool = False
+) -> Any:
+    """The relax IRModule of `model`: weights bound as constants, or with `keep_params` as
+    parameters after the inputs, their values in main's attr "params" (TVM's convention)."""
     try:
         from ..relax.frontend.onnx import from_onnx
     except ImportError as err:
@@ -90,7 +93,7 @@ def import_model(path: str, model: Any, shapes: dict[str, tuple[int, ...]]) -> A
             f"importing '{path}': this minitvm has no ONNX importer ({err})"
         ) from err
     try:
-        return from_onnx(model, shape_dict=shapes or None)
+        return from_onnx(model, shape_dict=shapes or None, keep_params_in_input=keep_params)
     except MiniTVMError as err:
         raise MiniTVMError(f"importing '{path}': {err}") from err
 

@@ -53,11 +53,19 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _show_onnx(args: argparse.Namespace) -> int:
+    from ..relax.frontend import detach_params
     from . import _onnx
 
     shapes = parse_input_shapes(args.input_shapes)
     model = _onnx.load_model(args.model)
     _onnx.check_shapes(args.model, _onnx.graph_inputs(model), shapes)
-    mod = _onnx.import_model(args.model, model, shapes)
+    # weights as parameters, so the program prints their names and shapes, not their values
+    mod = _onnx.import_model(args.model, model, shapes, keep_params=True)
+    mod, params = detach_params(mod)
+    weights = params.get("main", [])
     sys.stdout.write(mod.script() + "\n")
+    sys.stdout.write(
+        f"# {len(weights)} weight array(s), {sum(w.numpy().nbytes for w in weights) / 1e6:.2f} MB, "
+        "are main's parameters after the inputs\n"
+    )
     return 0

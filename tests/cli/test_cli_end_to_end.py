@@ -214,6 +214,8 @@ def test_show_prints_the_imported_relax_program(compiled_cnn):
     proc = cli("show", onnx_path, "--input-shapes", "input.1:1,3,8,8")
     assert proc.returncode == 0, proc.stderr
     assert "def main(" in proc.stdout and "R.nn.conv2d" in proc.stdout
+    # weights are parameters (names and shapes), not pages of base64 metadata
+    assert "# 4 weight array(s)" in proc.stdout and 'metadata = """' not in proc.stdout
 
 
 @pytest.mark.parametrize(
@@ -258,3 +260,42 @@ def test_an_unsupported_op_exits_1_naming_every_one(tmp_path):
     assert proc.returncode == 1
     line = _one_line_error(proc, "importing '", "u.onnx'", "FancyOp", "OtherOp")
     assert "fancy1" in line and "other2" in line
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_a_torch_onnx_export_compiles_and_matches_torch_and_onnxruntime(tmp_path):
+    _need_importer()
+    torch = pytest.importorskip("torch")
+    import onnxruntime as ort
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv, self.fc = torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.Linear(4, 5)
+
+        def forward(self, x):
+            return torch.softmax(self.fc(torch.relu(self.conv(x)).mean((2, 3))), 1)
+
+    torch.manual_seed(0)
+    net, x = Net().eval(), torch.randn(2, 3, 8, 8)
+    onnx_path = tmp_path / "net.onnx"
+    torch.onnx.export(net, (x,), onnx_path, input_names=["data"], dynamo=False)
+    proc = cli("compile", onnx_path, "--input-shapes", "data:2,3,8,8", "-o", tmp_path / "n.tar")
+    assert proc.returncode == 0, proc.stderr
+    np.save(tmp_path / "x.npy", x.numpy())
+    out = tmp_path / "y.npy"
+    proc = cli("run", tmp_path / "n.tar", "--input", f"data={tmp_path / 'x.npy'}", "-o", out)
+    assert proc.returncode == 0, proc.stderr
+    with torch.no_grad():
+        expected = net(x).numpy()
+    (from_ort,) = ort.InferenceSession(str(onnx_path)).run(None, {"data": x.numpy()})
+    np.testing.assert_allclose(np.load(out), expected, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(np.load(out), from_ort, rtol=1e-4, atol=1e-5)
+
+
+def test_python_dash_m_minitvm_lists_the_verbs():
+    proc = cli("--help")
+    assert proc.returncode == 0
+    assert all(verb in proc.stdout for verb in ("compile", "run", "bench", "show", "train"))
+    proc = cli()
+    assert proc.returncode == 2 and "required: VERB" in proc.stderr
