@@ -6,8 +6,10 @@ import argparse
 import os
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
+from ..instrument import PassInstrument
 from . import artifact
 from ._common import (
     SHAPES_SYNTAX,
@@ -48,17 +50,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run)
 
 
-class PassProgress:
-    """A PassInstrument printing one line per top-level pass with its time (nested passes,
-    such as a Sequential's, are timed inside their parent)."""
+class PassProgress(PassInstrument):
+    """Writes one line per top-level pass with its time (nested passes, such as a
+    Sequential's, are timed inside their parent)."""
 
-    def __init__(self, out: Any) -> None:
-        self.out, self.depth, self.count, self.start, self.seconds = out, 0, 0, 0.0, 0.0
+    def __init__(self, write: Callable[[str], Any]) -> None:
+        self.write, self.depth, self.count, self.start, self.seconds = write, 0, 0, 0.0, 0.0
 
     def line(self, name: str, secs: float) -> None:
         self.count += 1
-        self.out.write(f"  [{self.count:>2}] {name:<40} {secs * 1e3:9.1f} ms\n")
-        self.out.flush()
+        self.write(f"  [{self.count:>2}] {name:<40} {secs * 1e3:9.1f} ms\n")
 
     def run_before_pass(self, mod: Any, info: Any) -> None:
         if self.depth == 0:
@@ -94,7 +95,7 @@ def _inputs_of(mod: Any, source_names: list[str]) -> list[dict]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .. import __version__, instrument, relax, transform
+    from .. import __version__, relax, transform
     from . import _onnx
 
     shapes = parse_input_shapes(args.input_shapes)
@@ -103,17 +104,18 @@ def run(args: argparse.Namespace) -> int:
     model = _onnx.load_model(args.model)
     declared = _onnx.graph_inputs(model)
     _onnx.check_shapes(args.model, declared, shapes)
-    progress = sys.stderr
+    log = _quiet if args.quiet else _progress
     start = time.perf_counter()
     mod = _onnx.import_model(args.model, model, shapes)
-    progress.write(f"imported '{args.model}' in {time.perf_counter() - start:.2f} s\n")
-    pi = instrument.pass_instrument(PassProgress)(progress)
+    log(f"imported '{args.model}' in {time.perf_counter() - start:.2f} s\n")
+    progress = PassProgress(log)
     build_start = time.perf_counter()
-    with transform.PassContext(instruments=[] if args.quiet else [pi]):
+    with transform.PassContext(instruments=[progress]):
         exe = relax.build(mod, target=target)
-    if not args.quiet:
-        secs = time.perf_counter() - build_start - pi.seconds
-        pi.line("code generation (kernels + VM program)", secs)
+    progress.line(
+        "code generation (kernels + VM program)",
+        time.perf_counter() - build_start - progress.seconds,
+    )
     meta = {
         "minitvm_version": __version__,
         "target": str(target),
@@ -131,6 +133,16 @@ def run(args: argparse.Namespace) -> int:
         f"inputs: {_describe_inputs(meta['inputs'])}\n"
     )
     return 0
+
+
+def _progress(text: str) -> None:
+    """Progress goes to stderr, so stdout holds only the result line."""
+    sys.stderr.write(text)
+    sys.stderr.flush()
+
+
+def _quiet(text: str) -> None:
+    """--quiet: progress is dropped."""
 
 
 def _target(text: str) -> Any:
