@@ -275,6 +275,39 @@ CASES = [
         _f(lambda a, b: torch.floor_divide(a, b.abs() + 1) + a % 3 + a // 2),
         [(3, 4), (3, 4)],
     ),
+    (
+        "baddbmm",
+        _f(lambda i, a, b: torch.baddbmm(i, a, b, beta=0.5, alpha=2)),
+        [(2, 3, 5), (2, 3, 4), (2, 4, 5)],
+    ),
+    ("einsum", _f(lambda a, b: torch.einsum("bij,bjk->bik", a, b)), [(2, 3, 4), (2, 4, 5)]),
+    (
+        "argmax_argmin",
+        _f(lambda x: (x.argmax(-1), torch.argmin(x, dim=1, keepdim=True))),
+        [(2, 3, 4)],
+    ),
+    (
+        "max_min_dim",
+        _f(lambda x: (torch.max(x, 1)[0], x.min(dim=-1, keepdim=True)[1], x.max())),
+        [(2, 3, 4)],
+    ),
+    ("cumsum", _f(lambda x: torch.cumsum(x, dim=1)), [(2, 3, 4)]),
+    ("repeat_tile", _f(lambda x: (x.repeat(2, 1, 3), torch.tile(x, (2,)))), [(2, 3)]),
+    ("repeat_interleave", _f(lambda x: x.repeat_interleave(2, dim=1)), [(2, 3)]),
+    ("flip", _f(lambda x: torch.flip(x, [0, 2])), [(2, 3, 4)]),
+    (
+        "var_std",
+        _f(lambda x: (x.var(dim=1), torch.std(x, -1, keepdim=True), x.var(unbiased=False))),
+        [(2, 3, 4)],
+    ),
+    ("masked_fill", _f(lambda x: x.masked_fill(x > 0, -1.0)), [(3, 4)]),
+    ("index_select", _f(lambda x, i: torch.index_select(x, 1, i)), [(3, 4), ("int", (5,), 4)]),
+    (
+        "new_ones_full",
+        _f(lambda x: x + x.new_ones(3, 4) + x.new_full((3, 4), 2.5) + x.new_zeros((4,))),
+        [(3, 4)],
+    ),
+    ("reciprocal", _f(lambda x: torch.reciprocal(x.abs() + 1)), [(3, 4)]),
     ("tuple_output", _f(lambda x: (x + 1, (x * 2, x.relu()))), [(3,)]),
 ]
 

@@ -996,6 +996,117 @@ def _triangle(numpy_fn: Callable) -> Callable:
     return convert
 
 
+# ----------------------------------------------------------------------------- more tensor ops
+
+
+def _baddbmm(t, input, batch1, batch2, *, beta=1, alpha=1):
+    return _addmm(t, input, batch1, batch2, beta=beta, alpha=alpha)
+
+
+def _einsum(t, equation, *operands, path=None):
+    return t.emit(_need("einsum")(_dims(operands), equation))
+
+
+def _arg_reduce(name: str) -> Callable:
+    def convert(t, input, dim=None, keepdim=False):
+        axis = None if dim is None else _axis(dim, _ndim(input))
+        return t.emit(_need(name)(input, axis, bool(keepdim)))
+
+    return convert
+
+
+def _max_min(reduce: Callable, arg: str, binary: Callable) -> Callable:
+    """torch.max(x) / max(x, dim, keepdim) -> (values, indices) / max(a, b) elementwise."""
+
+    def convert(t, input, dim=None, keepdim=False):
+        if isinstance(dim, Expr):
+            return _binary(binary, max)(t, input, dim)
+        if dim is None:
+            return t.emit(reduce(input, None, False))
+        axis = _axis(dim, _ndim(input))
+        values = t.emit(reduce(input, [axis], bool(keepdim)))
+        return (values, t.emit(_need(arg)(input, axis, bool(keepdim))))
+
+    return convert
+
+
+def _cumsum(t, input, dim, *, dtype=None):
+    dtype = t.dtype(dtype) if dtype is not None else None
+    return t.emit(_need("cumsum")(input, _axis(dim, _ndim(input)), dtype))
+
+
+def _tile(t, input, *dims):
+    return t.emit(_need("tile")(input, tuple(_dims(dims))))
+
+
+def _repeat_interleave(t, input, repeats, dim=None, *, output_size=None):
+    if isinstance(repeats, Expr):
+        raise OpAttributeUnImplemented("repeat_interleave with a tensor of repeats")
+    axis = None if dim is None else _axis(dim, _ndim(input))
+    return t.emit(_need("repeat")(input, int(repeats), axis))
+
+
+def _flip(t, input, *dims):
+    for d in _dims(dims):
+        input = t.emit(_need("flip")(input, _axis(d, _ndim(input))))
+    return input
+
+
+def _var_std(name: str) -> Callable:
+    """torch's var/std (Bessel-corrected by default) from relax's population variance."""
+
+    def convert(t, input, dim=None, unbiased=True, keepdim=False, *, correction=None):
+        if isinstance(dim, bool):  # aten.var.default(self, unbiased)
+            dim, unbiased = None, dim
+        shape = shape_of(input)
+        axes = (
+            list(range(len(shape)))
+            if dim is None
+            else [_axis(d, len(shape)) for d in _pair(dim, 1)]
+        )
+        count = 1
+        for a in axes:
+            count = count * shape[a]
+        corr = (1 if unbiased else 0) if correction is None else correction
+        if not isinstance(count, int):
+            raise OpAttributeUnImplemented(f"{name} over symbolic dims")
+        var = t.emit(_need("variance")(input, axes, bool(keepdim)))
+        if corr:
+            var = t.emit(R.multiply(var, t.const(count / (count - corr), _dtype(input))))
+        return var if name == "var" else t.emit(R.sqrt(var))
+
+    return convert
+
+
+def _masked_fill(t, input, mask, value):
+    fill = value if isinstance(value, Expr) else t.const(value, _dtype(input))
+    return t.emit(_need("where")(mask, fill, input))
+
+
+def _index_select(t, input, dim, index):
+    return t.emit(R.take(input, index, axis=_axis(dim, _ndim(input))))
+
+
+def _new_fill(value: Any) -> Callable:
+    def convert(
+        t, input, *size, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False
+    ):
+        dtype = t.dtype(dtype) if dtype is not None else _dtype(input)
+        fill = value if value is not None else size[-1]
+        dims = _dims(size[:-1] if value is None else size)
+        return t.const(np.full(tuple(dims), fill, dtype))
+
+    return convert
+
+
+def _fill_like(t, input, value):
+    return _like(None)(t, input, value)
+
+
+def _reciprocal(t, x):
+    return t.emit(R.divide(t.const(1.0, _dtype(x)), x))
+
+
 # ----------------------------------------------------------------------------- tables
 
 _UNARY = {
@@ -1146,6 +1257,26 @@ FUNCTIONS: dict[str, Callable] = {
     "_adaptive_avg_pool2d": _adaptive_avg_pool(2),
     "scalar_tensor": _scalar_tensor,
     "tril": _triangle(np.tril),
+    "baddbmm": _baddbmm,
+    "einsum": _einsum,
+    "argmax": _arg_reduce("argmax"),
+    "argmin": _arg_reduce("argmin"),
+    "max": _max_min(R.max, "argmax", R.maximum),
+    "min": _max_min(R.min, "argmin", R.minimum),
+    "cumsum": _cumsum,
+    "tile": _tile,
+    "repeat_interleave": _repeat_interleave,
+    "flip": _flip,
+    "var": _var_std("var"),
+    "std": _var_std("std"),
+    "masked_fill": _masked_fill,
+    "index_select": _index_select,
+    "new_ones": _new_fill(1),
+    "new_zeros": _new_fill(0),
+    "new_empty": _new_fill(0),
+    "new_full": _new_fill(None),
+    "fill": _fill_like,
+    "reciprocal": _reciprocal,
     "triu": _triangle(np.triu),
 }
 
@@ -1155,12 +1286,14 @@ FX: dict[str, Callable] = {
     "embedding": _embedding_functional,
 }
 ATEN: dict[str, Callable] = {
+    "repeat": _tile,
     "batch_norm": _batch_norm_aten,
     "embedding": _embedding_aten,
 }
 
 # Tensor methods whose names or signatures differ from the function of the same name.
 METHODS: dict[str, Callable] = {
+    "repeat": _tile,  # Tensor.repeat(2, 3) tiles, as numpy.tile
     "size": _size,
     "view": _reshape,
     "reshape": _reshape,
