@@ -208,8 +208,6 @@ def _serve() -> None:
     reply = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # stray prints (Python or native) go to the log, not into the protocol
     # the imports every job needs, before "ready"
-    import minitvm.driver
-    import minitvm.runtime
 
     reply.write(b"ready\n")
     reply.flush()

@@ -9,7 +9,7 @@ from typing import Any
 from ..ir import IRModule
 from ..target import Target
 from ._worker import WorkerPool
-from .utils import parse_target
+from .utils import mod_from_text, mod_to_text, parse_target
 
 
 class BuilderInput:
@@ -71,11 +71,9 @@ class LocalBuilder(Builder):
 
 
 def _payload(build_input: BuilderInput, out_dir: str) -> dict:
-    from ..ir.json_io import save_json
-
     fd, path = tempfile.mkstemp(suffix=".so", dir=out_dir)
     os.close(fd)
-    return {"mod": save_json(build_input.mod), "target": str(build_input.target), "path": path}
+    return {"mod": mod_to_text(build_input.mod), "target": str(build_input.target), "path": path}
 
 
 def _result(ok: bool, value: Any) -> BuilderResult:
@@ -85,8 +83,7 @@ def _result(ok: bool, value: Any) -> BuilderResult:
 def _build_job(payload: dict) -> str:
     """In a worker: parse the module's JSON, build it, export it; returns the file's path."""
     from ..driver import build
-    from ..ir.json_io import load_json
 
-    mod = load_json(payload["mod"])
+    mod = mod_from_text(payload["mod"], "build job")
     build(mod, target=Target(payload["target"])).export_library(payload["path"])
     return payload["path"]

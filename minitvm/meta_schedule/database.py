@@ -1,13 +1,14 @@
 """Tuning databases: workloads (modules keyed by structural hash) and tuning records
 (a trace, its measured times, target and arguments). JSONDatabase keeps them in two
 JSON-lines files as TVM does; loading reads data only (traces replay through the checked
-trace-JSON reader, modules through json_io's node table), never code or pickle."""
+trace-JSON reader, modules as TVMScript, whose parser evaluates only its own namespaces), never
+code or pickle."""
 
 from __future__ import annotations
 
 import json
 import os
-from typing import Any
+from typing import Any, ClassVar
 
 from ..error import MiniTVMError, TuningError
 from ..ir import IRModule
@@ -15,7 +16,7 @@ from ..ir.structural import structural_equal
 from ..tir.schedule import Schedule
 from ..tir.schedule.trace import Trace
 from .arg_info import ArgInfo
-from .utils import mod_key, normalize_mod, parse_target
+from .utils import mod_from_text, mod_key, mod_to_text, normalize_mod, parse_target
 
 
 class Workload:
@@ -26,23 +27,14 @@ class Workload:
         self.shash = mod_key(self.mod) if shash is None else shash
 
     def as_json(self) -> list:
-        from ..ir.json_io import save_json
-
-        return [str(self.shash), save_json(self.mod)]
+        return [str(self.shash), mod_to_text(self.mod)]
 
     @staticmethod
     def from_json(obj: Any) -> Workload:
-        from ..ir.json_io import load_json
-
         if not (isinstance(obj, list) and len(obj) == 2 and all(isinstance(x, str) for x in obj)):
-            raise TuningError(f"workload JSON must be [hash, module JSON], got {str(obj)[:80]}")
-        try:
-            mod = load_json(obj[1])
-        except MiniTVMError as err:
-            raise TuningError(f"workload JSON: the module does not load: {err}") from err
-        if not isinstance(mod, IRModule):
-            raise TuningError(f"workload JSON holds a {type(mod).__name__}, not an IRModule")
-        return Workload(mod)  # the hash is recomputed: a tampered one is not trusted
+            raise TuningError(f"workload JSON must be [hash, TVMScript], got {str(obj)[:80]}")
+        # the hash is recomputed: a tampered one is not trusted
+        return Workload(mod_from_text(obj[1], "workload JSON"))
 
 
 class TuningRecord:
@@ -114,6 +106,20 @@ class Database:
         self.module_equality = module_equality
         self._workloads: list[Workload] = []
         self._records: list[TuningRecord] = []
+
+    # -- `with database:` makes it the current one (MetaScheduleApplyDatabase reads it)
+    _stack: ClassVar[list[Database]] = []
+
+    def __enter__(self) -> Database:
+        Database._stack.append(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        Database._stack.pop()
+
+    @staticmethod
+    def current() -> Database | None:
+        return Database._stack[-1] if Database._stack else None
 
     # -- workloads
     def _find(self, mod: IRModule) -> Workload | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..error import TuningError
+from ..tir import PrimFunc
 from ..tir.schedule import Schedule
 from . import _space_fallback
 from . import search_strategy as _strategy
@@ -66,12 +67,19 @@ def tune_tir(
 
 
 def compile_tir(database: Any, mod: Any, target: Any) -> Schedule:
-    """The best schedule of `mod` in `database` for `target`, replayed on `mod`."""
+    """The best schedule of `mod` in `database` for `target`, replayed on `mod`; its function
+    carries tir.is_scheduled, so a relax build that receives it keeps the tuned schedule."""
     mod = normalize_mod(mod)
-    sch = database.query_schedule(mod, parse_target(target), workload_name="main")
-    if sch is None:
+    record = database.query_tuning_record(mod, parse_target(target), workload_name="main")
+    if record is None:
         raise TuningError(
             "compile_tir: the database has no successful record of this module for "
             f"{parse_target(target)}; tune it first (tune_tir with the same module)"
         )
+    marked = mod.copy()
+    for gv, func in mod.functions_items():
+        if isinstance(func, PrimFunc):
+            marked.update_func(gv, func.with_attr("tir.is_scheduled", True))
+    sch = Schedule(marked)
+    record.trace.apply_to_schedule(sch, remove_postproc=False)
     return sch

@@ -29,6 +29,8 @@ class _TaskState:
         self.best_sec = float("inf")
         self.done = False
         self.workload = None
+        self.last_error: str | None = None
+        self.reference: dict | None = None
 
     @property
     def best_gflops(self) -> float:
@@ -109,6 +111,14 @@ def tune_tasks(
                 continue
             total += step
             progress.update(total, step, state.context.task_name, state.best_gflops, state.failed)
+            if verbose and state.last_error:
+                # failures are data (the search goes on) but the user should see why
+                print(
+                    f"[meta_schedule] task {state.context.task_name}: a candidate failed: "
+                    f"{state.last_error[:300]}",
+                    flush=True,
+                )
+                state.last_error = None
             curve.add(
                 trials=total,
                 seconds=round(progress.elapsed(), 3),
@@ -163,6 +173,8 @@ def _prepare(
             f"function did not run: {error}",
             flush=True,
         )
+    # the runner checks against one reference at a time: each batch puts its task's back
+    state.reference = runner.reference
     _remove(built.artifact_path)
     for record in database.get_all_tuning_records():
         if record.workload is state.workload and record.run_secs:
@@ -179,6 +191,7 @@ def _one_batch(state, database, builder, runner, model, budget_left: int) -> int
         return 0
     candidates = candidates[:budget_left]
     built = builder.build([_builder.BuilderInput(c.sch.mod, ctx.target) for c in candidates])
+    runner.reference = state.reference
     ok = [i for i, b in enumerate(built) if b.error_msg is None]
     inputs = [
         _runner.RunnerInput(built[i].artifact_path, "cpu", candidates[i].args_info) for i in ok
@@ -196,6 +209,7 @@ def _one_batch(state, database, builder, runner, model, budget_left: int) -> int
             state.best_sec = min(state.best_sec, min(result.run_secs))
         else:
             state.failed += 1
+            state.last_error = result.error_msg
         _remove(built[i].artifact_path)
     strategy.notify_runner_results(candidates, results)
     if model is not None:

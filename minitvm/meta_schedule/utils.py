@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ..error import TuningError
+from ..error import MiniTVMError, TuningError
 from ..ir import IRModule
 from ..ir.structural import structural_hash
 from ..target import Target
@@ -48,7 +48,16 @@ def main_func(mod: IRModule) -> PrimFunc:
 def mod_key(mod: IRModule) -> int:
     """Structural hash of a module's functions by name (candidates and workloads are keyed
     by it; equal keys are confirmed by structural_equal where it matters)."""
-    return hash(tuple(sorted((gv.name_hint, structural_hash(f)) for gv, f in mod.items())))
+    return hash(tuple(sorted((gv.name_hint, _func_hash(f)) for gv, f in mod.items())))
+
+
+def _func_hash(func: Any) -> int:
+    # structural_hash follows the attrs' insertion order while structural_equal ignores it
+    # (a module parsed back from its script has them in another order): hash them sorted
+    attrs = getattr(func, "attrs", None)
+    if attrs:
+        func = func.replace(attrs=type(attrs)(sorted(attrs.items())))
+    return structural_hash(func)
 
 
 _FLOP_NODES = (Add, Sub, Mul, Div, Max, Min, Call)
@@ -94,3 +103,24 @@ def optional_module(name: str) -> Any:
         return None
     # a folder without its __init__.py yet imports as an empty namespace package
     return module if getattr(module, "__file__", None) else None
+
+
+def mod_to_text(mod: IRModule) -> str:
+    """A module as TVMScript (what prints parses back equal); used by workloads and workers."""
+    return mod.script()
+
+
+def mod_from_text(text: str, where: str) -> IRModule:
+    """Parse `mod_to_text` output. The TVMScript parser evaluates only its own namespaces
+    (T, R, I), so a tampered text is a TuningError, never code that runs."""
+    from ..script import from_source
+
+    try:
+        mod = from_source(text)
+    except MiniTVMError as err:
+        raise TuningError(f"{where}: the module does not parse: {err}") from err
+    if isinstance(mod, PrimFunc):
+        mod = IRModule({"main": mod})
+    if not isinstance(mod, IRModule):
+        raise TuningError(f"{where}: holds a {type(mod).__name__}, not an IRModule")
+    return mod

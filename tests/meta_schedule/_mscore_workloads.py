@@ -35,3 +35,20 @@ def fast_runner():
     from minitvm import meta_schedule as ms
 
     return ms.LocalRunner(evaluator_config=ms.EvaluatorConfig(number=1, repeat=2, min_repeat_ms=0))
+
+
+def split_first_loops(sch):
+    """A space for any kernel: each block's innermost loop split by a sampled perfect tile."""
+    from minitvm import tir
+
+    names = []
+    tir.stmt_functor.post_order_visit(
+        sch.mod["main"].body,
+        lambda n: names.append(n.name_hint) if isinstance(n, tir.Block) else None,
+    )
+    for name in names:
+        if name == "root":
+            continue
+        loops = sch.get_loops(sch.get_block(name))
+        if loops:
+            sch.split(loops[-1], factors=sch.sample_perfect_tile(loops[-1], n=2))

@@ -1,16 +1,14 @@
 """tune_tir / compile_tir end to end on tiny matmuls (seconds each)."""
 
 import json
-import os
 
 import numpy as np
 import pytest
+from _mscore_workloads import fast_runner, matmul_mod, space, tile_j
 
 import minitvm as tvm
 from minitvm import meta_schedule as ms
 from minitvm.error import TuningError
-
-from _mscore_workloads import fast_runner, matmul_mod, space, tile_j
 
 
 def tile_ij(sch):
@@ -141,3 +139,17 @@ def test_tune_errors_name_the_problem():
         ms.tune_tir(tvm.te.create_prim_func([a, b]), "llvm", None, 2, space=space(lambda s: None))
     with pytest.raises(TuningError, match="unknown database kind"):
         ms.tune_tir(matmul_mod(), "llvm", None, 2, database="sqlite", space=space(tile_j))
+
+
+def test_compile_tir_marks_the_function_scheduled():
+    """A tuned kernel swapped into a relax module (the course's update_func) is not
+    rescheduled by DefaultSchedule."""
+    db = ms.MemoryDatabase()
+    sch = tvm.tir.Schedule(matmul_mod(), seed=0)
+    tile_j(sch)
+    db.commit_tuning_record(ms.TuningRecord(sch.trace, ms.Workload(matmul_mod()), [1e-3], "llvm"))
+    got = ms.compile_tir(db, matmul_mod(), "llvm")
+    assert got.mod["main"].attrs["tir.is_scheduled"]
+    tvm.ir.assert_structural_equal(
+        got.mod["main"], sch.mod["main"].with_attr("tir.is_scheduled", True)
+    )

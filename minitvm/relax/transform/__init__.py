@@ -142,3 +142,4 @@ def AlterOpLayout(target: Any = None) -> Pass:
 
 
 __all__ += ["AlterOpLayout", "ConvertLayout", "alter_op_layout", "convert_layout"]
+from .meta_schedule import MetaScheduleApplyDatabase  # noqa: E402, F401 - tuned kernels into a model

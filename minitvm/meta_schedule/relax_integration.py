@@ -1,0 +1,207 @@
+"""Tuning whole Relax models: extract the kernels relax.build would compile (deduplicated,
+weighted by how often they are called), tune them within one budget, and build the model
+with the tuned kernels."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from ..error import TuningError
+from ..ir import IRModule
+from ..ir.structural import structural_equal, structural_hash
+from ..tir import PrimFunc
+from . import search_strategy as _strategy
+from .tune import tune_tasks
+from .tune_context import TuneContext
+from .utils import estimate_flops, optional_module, parse_target
+
+# Lowering steps up to the kernels' default scheduling (what tuning replaces) and after it.
+_LAST_STEPS = (
+    "DefaultSchedule",
+    "DefaultCPUSchedule",
+    "DefaultTIRSchedule",
+    "StaticPlanBlockMemory",
+)
+
+
+class ExtractedTask:
+    """One distinct kernel: `mod` ({"main": PrimFunc}), how often the model calls it
+    (`weight`), its FLOPs, and the module's function names that share it (`dispatched`)."""
+
+    def __init__(
+        self, task_name: str, mod: IRModule, target: Any, dispatched: list, weight: int
+    ) -> None:
+        self.task_name = task_name
+        self.mod = mod
+        self.target = parse_target(target)
+        self.dispatched = dispatched
+        self.weight = weight
+        self.flops = estimate_flops(mod)
+
+    def __repr__(self) -> str:
+        return f"ExtractedTask({self.task_name!r}, weight={self.weight}, flops={self.flops:.3g})"
+
+
+def task_module(func: PrimFunc) -> IRModule:
+    """The tuning workload of a kernel: {"main": func} named main (names are not part of it)."""
+    return IRModule({"main": func.with_attr("global_symbol", "main")})
+
+
+def lower_to_kernels(mod: IRModule, target: Any, params: Any = None) -> IRModule:
+    """`mod` through relax.build's pipeline up to (not including) the default schedule:
+    graph passes, legalization and fusion, so its PrimFuncs are the kernels to build."""
+    from ..relax.pipeline import DEFAULT_PIPELINE, GRAPH_PIPELINE, default_passes
+    from ..relax.transform import bind_params
+    from ..relax.vm.build import resolve_prim_calls_by_name
+
+    if params:
+        mod = bind_params(mod, "main", params)
+    mod = resolve_prim_calls_by_name(mod)
+    for p in default_passes(str(parse_target(target)), steps=GRAPH_PIPELINE + DEFAULT_PIPELINE):
+        if p.name in _LAST_STEPS:
+            break
+        mod = p(mod)
+    return mod
+
+
+def extract_tasks(
+    mod: IRModule, target: Any, params: Any = None, **unused: Any
+) -> list[ExtractedTask]:
+    """The distinct unscheduled kernels of `mod` (structurally equal ones are one task whose
+    weight counts every call), biggest FLOPs × calls first."""
+    from ..relax.transform.default_schedule import is_scheduled
+
+    lowered = lower_to_kernels(mod, target, params)
+    calls = _call_counts(lowered)
+    tasks: list[ExtractedTask] = []
+    by_hash: dict[int, list[ExtractedTask]] = {}
+    for gv, func in lowered.functions_items():
+        if not isinstance(func, PrimFunc) or is_scheduled(func):
+            continue
+        tmod = task_module(func)
+        key = structural_hash(tmod["main"])
+        same = [t for t in by_hash.get(key, []) if structural_equal(t.mod, tmod)]
+        count = max(1, calls.get(gv.name_hint, 0))
+        if same:
+            same[0].dispatched.append(gv.name_hint)
+            same[0].weight += count
+            continue
+        task = ExtractedTask(gv.name_hint, tmod, target, [gv.name_hint], count)
+        by_hash.setdefault(key, []).append(task)
+        tasks.append(task)
+    return sorted(tasks, key=lambda t: -t.flops * t.weight)
+
+
+def _call_counts(mod: IRModule) -> dict[str, int]:
+    """How many call_tir sites call each PrimFunc (by name) in the module's Relax functions."""
+    from ..ir import Op
+    from ..ir.module import GlobalVar
+    from ..relax.expr import Call, Function
+
+    call_tir = Op.get("relax.call_tir")
+    counts: dict[str, int] = {}
+    stack = [f for _, f in mod.functions_items() if isinstance(f, Function)]
+    seen: set[int] = set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, Call) and node.op is call_tir and isinstance(node.args[0], GlobalVar):
+            name = node.args[0].name_hint
+            counts[name] = counts.get(name, 0) + 1
+        if isinstance(node, (list, tuple)):
+            stack.extend(node)
+        elif dataclasses.is_dataclass(node) and not isinstance(node, type):
+            stack.extend(getattr(node, f.name) for f in dataclasses.fields(node))
+    return counts
+
+
+def tune_relax(
+    mod: IRModule,
+    params: Any,
+    target: Any,
+    work_dir: str | None,
+    max_trials_global: int,
+    *,
+    max_trials_per_task: int | None = None,
+    num_trials_per_iter: int = 64,
+    builder: Any = "local",
+    runner: Any = "local",
+    database: Any = "json",
+    cost_model: Any = "xgb",
+    measure_callbacks: Any = "default",
+    task_scheduler: Any = "gradient",
+    space: Any = "post-order-apply",
+    strategy: Any = "evolutionary",
+    seed: int | None = None,
+    module_equality: str = "structural",
+    verbose: bool = True,
+) -> Any:
+    """Tune every distinct kernel of `mod` within `max_trials_global` measurements in all;
+    batches go to the kernels that cost the model most (calls × time). Returns the database."""
+    tasks = extract_tasks(mod, target, params)
+    if not tasks:
+        raise TuningError("tune_relax: the module has no kernel to tune (no unscheduled PrimFunc)")
+    space_generator = optional_module("space_generator")
+    if space_generator is None:
+        from . import _space_fallback as space_generator
+    contexts = []
+    base_seed = -1 if seed is None else int(seed)
+    for i, task in enumerate(tasks):
+        contexts.append(
+            TuneContext(
+                mod=task.mod,
+                target=task.target,
+                space_generator=space_generator.create(space, target=task.target),
+                search_strategy=_strategy.create(strategy),
+                task_name=task.task_name,
+                rand_state=-1 if base_seed < 0 else base_seed + i,
+            )
+        )
+    return tune_tasks(
+        tasks=contexts,
+        task_weights=[t.weight for t in tasks],
+        work_dir=work_dir,
+        max_trials_global=max_trials_global,
+        max_trials_per_task=max_trials_per_task,
+        num_trials_per_iter=num_trials_per_iter,
+        builder=builder,
+        runner=runner,
+        database=database,
+        cost_model=cost_model,
+        measure_callbacks=measure_callbacks,
+        task_scheduler=task_scheduler,
+        module_equality=module_equality,
+        verbose=verbose,
+    )
+
+
+def compile_relax(
+    database: Any, mod: IRModule, target: Any, params: Any = None, **unused: Any
+) -> Any:
+    """relax.build of `mod` with every kernel the database has tuned (the others get the
+    default schedule); returns the Executable."""
+    from ..ir.transform import PassContext
+    from ..relax.pipeline import DEFAULT_PIPELINE, GRAPH_PIPELINE, default_passes
+    from ..relax.transform.meta_schedule import apply_database
+    from ..relax.vm.build import build
+
+    target = parse_target(target)
+    lowered = apply_database(lower_to_kernels(mod, target, params), database, target)
+    ctx = PassContext.current()
+    done = [
+        p.name
+        for p in default_passes(str(target), steps=GRAPH_PIPELINE + DEFAULT_PIPELINE)
+        if p.name not in _LAST_STEPS
+    ]
+    # the passes that already ran are not run again: fusing fused kernels anew could merge a
+    # tuned kernel into another and lose its schedule
+    with PassContext(
+        opt_level=ctx.opt_level,
+        required_pass=list(ctx.required_pass),
+        disabled_pass=sorted(set(ctx.disabled_pass) | set(done)),
+        config=dict(ctx.config),
+    ):
+        return build(lowered, target=target)

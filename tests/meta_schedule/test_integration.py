@@ -1,0 +1,83 @@
+"""Relax integration: task extraction (twins deduplicated, weighted by calls), tune_relax,
+compile_relax and MetaScheduleApplyDatabase give a model that still matches."""
+
+import numpy as np
+import pytest
+from _mscore_workloads import fast_runner, space, split_first_loops
+
+import minitvm as tvm
+from minitvm import meta_schedule as ms
+from minitvm import relax
+from minitvm.error import TuningError
+
+
+def _two_layer_model():
+    """x @ W1 -> relu -> @ W2 -> relu: two kernels of the same shape (one task, weight 2)."""
+    rng = np.random.default_rng(0)
+    w1, w2 = (rng.standard_normal((16, 16)).astype("float32") for _ in range(2))
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorStructInfo((4, 16), "float32"))
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            h = bb.emit(relax.op.nn.relu(relax.op.matmul(x, relax.const(w1))))
+            y = bb.emit(relax.op.nn.relu(relax.op.matmul(h, relax.const(w2))))
+            out = bb.emit_output(y)
+        bb.emit_func_output(out)
+    ref = lambda a: np.maximum(np.maximum(a @ w1, 0) @ w2, 0)
+    return bb.get(), ref
+
+
+def _run(ex, x):
+    return relax.VirtualMachine(ex, tvm.cpu())["main"](tvm.nd.array(x)).numpy()
+
+
+def test_extract_tasks_deduplicates_and_weights():
+    mod, _ = _two_layer_model()
+    tasks = ms.relax_integration.extract_tasks(mod, "llvm")
+    assert len(tasks) == 1
+    (task,) = tasks
+    assert task.weight == 2 and task.flops == pytest.approx(
+        2 * 4 * 16 * 16 + 2 * 4 * 16 * 0, rel=0.2
+    )
+    assert list(task.mod.get_global_vars())[0].name_hint == "main"
+
+
+def test_tune_relax_compile_relax_and_apply_database(tmp_path):
+    mod, ref = _two_layer_model()
+    db = ms.relax_integration.tune_relax(
+        mod,
+        None,
+        "llvm",
+        str(tmp_path),
+        max_trials_global=3,
+        num_trials_per_iter=3,
+        space=space(split_first_loops),
+        runner=fast_runner(),
+        seed=0,
+        verbose=False,
+    )
+    assert len(db) == 3 and all(r.run_secs for r in db.get_all_tuning_records())
+    x = np.random.default_rng(1).standard_normal((4, 16)).astype("float32")
+    ex = ms.relax_integration.compile_relax(db, mod, "llvm")
+    np.testing.assert_allclose(_run(ex, x), ref(x), rtol=1e-4, atol=1e-4)
+
+    # the pass: tuned kernels replace the unscheduled ones and are marked scheduled
+    lowered = ms.relax_integration.lower_to_kernels(mod, "llvm")
+    best = db.query_ir_module(ms.relax_integration.extract_tasks(mod, "llvm")[0].mod, "llvm")
+    with db, tvm.target.Target("llvm"):
+        applied = relax.transform.MetaScheduleApplyDatabase()(lowered)
+    prims = [(gv, f) for gv, f in applied.functions_items() if isinstance(f, tvm.tir.PrimFunc)]
+    assert prims and all(f.attrs["tir.is_scheduled"] for _, f in prims)
+    for gv, f in prims:
+        assert f.attrs["global_symbol"] == gv.name_hint
+        want = best["main"].with_attr("global_symbol", gv.name_hint)
+        tvm.ir.assert_structural_equal(f, want.with_attr("tir.is_scheduled", True))
+    same = relax.transform.MetaScheduleApplyDatabase(work_dir=str(tmp_path))(lowered)
+    tvm.ir.assert_structural_equal(same, applied)
+    np.testing.assert_allclose(_run(relax.build(applied, "llvm"), x), ref(x), rtol=1e-4, atol=1e-4)
+
+
+def test_apply_database_without_database_says_how():
+    mod, _ = _two_layer_model()
+    with pytest.raises(TuningError, match="needs a database"):
+        relax.transform.MetaScheduleApplyDatabase()(mod)
