@@ -223,7 +223,7 @@ def test_show_prints_the_imported_relax_program(compiled_cnn):
     [
         (
             ["data:1,3,8,8"],
-            ["'cnn.onnx' has no input 'data'; its inputs are 'input.1' (N, 3, 8, 8)"],
+            ["cnn.onnx' has no input 'data'; its inputs are 'input.1' (N, 3, 8, 8)"],
         ),
         (["input.1:2,3,8"], ["input 'input.1' of", "has shape (N, 3, 8, 8), given (2, 3, 8)"]),
         (["input.1:2,4,8,8"], ["has shape (N, 3, 8, 8), given (2, 4, 8, 8)"]),
