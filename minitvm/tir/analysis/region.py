@@ -211,6 +211,11 @@ def _union_dim(items: list, dim_extent: PrimExpr, simplify: Simplify) -> Range:
     first = ranges[0]
     if all(_same(r.min, first.min) and _same(r.extent, first.extent) for r in ranges[1:]):
         return first
+    offsets = _constant_offsets(ranges)
+    if offsets is not None:  # A[i], A[i + 1], A[i + 2]: one window [i, i + 3)
+        lo_off, hi_off = offsets
+        lo = simplify(binary(Add, first.min, lo_off)) if lo_off else first.min
+        return Range(lo, IntImm(first.min.dtype, hi_off - lo_off))
     lo = ranges[0].min
     hi = binary(Add, ranges[0].min, ranges[0].extent)
     for r in ranges[1:]:
@@ -220,6 +225,28 @@ def _union_dim(items: list, dim_extent: PrimExpr, simplify: Simplify) -> Range:
     if isinstance(lo, Min | Max) or isinstance(hi, Min | Max):
         return Range(0, dim_extent)  # not comparable symbolically: the whole dimension
     return Range(lo, simplify(binary(Sub, hi, lo)))
+
+
+def _constant_offsets(ranges: list) -> tuple[int, int] | None:
+    """(lowest start, highest end) of `ranges` relative to the first one's start when every
+    range has a constant extent and starts a constant away from it; else None."""
+    first = ranges[0].min
+    ana = None
+    lo, hi = None, None
+    for r in ranges:
+        ext = _const(r.extent)
+        if ext is None:
+            return None
+        if _same(r.min, first):
+            off = 0
+        else:
+            ana = ana or _analyzer()
+            off = _const(ana.simplify(binary(Sub, r.min, first)))
+            if off is None:
+                return None
+        lo = off if lo is None else min(lo, off)
+        hi = off + ext if hi is None else max(hi, off + ext)
+    return lo, hi
 
 
 def _regions(table: dict, simplify: Simplify) -> tuple[BufferRegion, ...]:

@@ -6,6 +6,7 @@ import contextlib
 from typing import Any
 
 from ..analysis.region import Interval, loop_domain, region_interval
+from ..analysis.thread_scope import shares_storage
 from ..expr import (
     GE,
     GT,
@@ -94,32 +95,17 @@ def _union(a: list, b: list, ana: Any) -> list:
     return out
 
 
-# storage rank of a scope, and the thread ranks a buffer of that rank is shared across
-_STORAGE_RANK = {"global": 0, "shared": 1, "shared.dyn": 1, "warp": 2, "local": 3}
-
-
-def _thread_rank(tag: str) -> int | None:
-    """1 for threadIdx.* and vthread* (threads of one block), 0 for blockIdx.*, else None."""
-    if tag.startswith(("vthread", "threadIdx.")):
-        return 1
-    return 0 if tag.startswith("blockIdx.") else None
-
-
 def shared_across(loops: list[For], scope: str) -> list[For]:
     """The thread-bound loops among `loops` whose threads all see one buffer of `scope`: a
     shared buffer is filled once for all threads of a block, so one thread's iteration must
     produce what every thread of the block needs."""
-    rank = _STORAGE_RANK.get(scope.split(".")[0] if scope != "shared.dyn" else scope, 0)
-    out = []
-    for f in loops:
-        if f.kind != ForKind.THREAD_BINDING or f.thread_binding is None or rank == 0:
-            continue
-        tag = f.thread_binding.thread_tag
-        t = _thread_rank(tag)
-        ok = tag == "threadIdx.x" if rank == 2 else (t is not None and rank <= t)
-        if ok:
-            out.append(f)
-    return out
+    return [
+        f
+        for f in loops
+        if f.kind == ForKind.THREAD_BINDING
+        and f.thread_binding is not None
+        and shares_storage(f.thread_binding.thread_tag, scope)
+    ]
 
 
 def _touched_region(

@@ -13,11 +13,12 @@ from __future__ import annotations
 from typing import Any
 
 from ...ir.structural import structural_equal
+from ..analysis.thread_scope import shares_storage
 from ..buffer import Buffer
 from ..expr import BufferLoad, IntImm, Max, Min, PrimExpr, Range, Sub, binary
 from ..function import PrimFunc
 from ..functor import Mutator, Visitor, post_order_visit
-from ..stmt import Allocate, BufferStore, DeclBuffer, For, LetStmt, Stmt
+from ..stmt import Allocate, BufferStore, DeclBuffer, For, ForKind, LetStmt, Stmt
 from ._pass import prim_func_pass
 
 
@@ -50,18 +51,28 @@ class _Accesses(Visitor):
         self.generic_visit(store)
 
 
-def _region(buf: Buffer, body: Stmt) -> list[tuple[PrimExpr, PrimExpr]] | None:
-    """(start, extent) per dimension of what `body` touches, or None when nothing shrinks."""
+def _region(
+    buf: Buffer, body: Stmt, shared: tuple[For, ...] = (), outer: tuple[For, ...] = ()
+) -> list[tuple[PrimExpr, PrimExpr]] | None:
+    """(start, extent) per dimension of what `body` touches, or None when nothing shrinks;
+    `shared` are the enclosing thread loops whose threads all use the one allocation, `outer`
+    every enclosing loop (a unit one's var equals its start)."""
     from ...arith import Analyzer  # arith sits below tir.transform in the pipeline
 
     acc = _Accesses(buf)
     acc.visit(body)
+    for loop in shared:  # every thread of the block fills its part of a shared buffer
+        acc.loops[loop.loop_var] = Range(loop.min, loop.extent)
+        acc.inner.add(id(loop.loop_var))
     if not acc.indices:
         return None
     ana = Analyzer()
+    for loop in outer:  # a unit loop's var is its start (a TE stage's `yy_c` of extent 1)
+        if isinstance(loop.extent, IntImm) and loop.extent.value == 1:
+            ana.bind(loop.loop_var, loop.min)
     out, shrunk = [], False
     for dim, extent in enumerate(buf.shape):
-        sets = [ana.int_set(i, acc.loops) for i in _distinct(idx[dim] for idx in acc.indices)]
+        sets = [_index_set(ana, i, acc) for i in _distinct(idx[dim] for idx in acc.indices)]
         if not all(s.has_lower_bound() and s.has_upper_bound() for s in sets):
             out.append((IntImm(extent.dtype, 0), extent))
             continue
@@ -77,6 +88,16 @@ def _region(buf: Buffer, body: Stmt) -> list[tuple[PrimExpr, PrimExpr]] | None:
         else:
             out.append((IntImm(extent.dtype, 0), extent))
     return out if shrunk else None
+
+
+def _index_set(ana: Any, index: PrimExpr, acc: _Accesses) -> Any:
+    """The values of `index` over the relaxed loops; a point when it uses none of them (the
+    interval analysis cannot bound `i // 14` of a free `i`, but it is one element)."""
+    from ...arith.int_set import IntervalSet
+
+    if not _uses(index, {id(v) for v in acc.loops}):
+        return IntervalSet.point(index)
+    return ana.int_set(index, acc.loops)
 
 
 def _distinct(exprs: Any) -> list[PrimExpr]:
@@ -135,13 +156,33 @@ class _Rebase(Mutator):
 
 
 class _Compact(Mutator):
+    def __init__(self) -> None:
+        super().__init__()
+        self.loops: list[For] = []  # enclosing loops, outermost first
+
+    def visit_For(self, loop: For) -> Stmt:
+        self.loops.append(loop)
+        try:
+            return self.generic_visit(loop)
+        finally:
+            self.loops.pop()
+
     def visit_Allocate(self, alloc: Allocate) -> Stmt:
         alloc = self.generic_visit(alloc)
         decl = alloc.body
         if not isinstance(decl, DeclBuffer) or decl.buffer.data is not alloc.buffer_var:
             return alloc
         buf = decl.buffer
-        region = _region(buf, decl.body)
+        scope = buf.scope()
+        shared = tuple(
+            f
+            for f in self.loops
+            if f.kind == ForKind.THREAD_BINDING
+            and f.thread_binding is not None
+            and shares_storage(f.thread_binding.thread_tag, scope)
+        )
+        outer = tuple(f for f in self.loops if not any(f is g for g in shared))
+        region = _region(buf, decl.body, shared, outer)
         if region is None:
             return alloc
         new = buf.replace(shape=tuple(ext for _, ext in region), strides=())
