@@ -11,6 +11,7 @@ from ..ir.recursion import allows_deep_recursion
 from ..target import Target
 from ..tir.function import PrimFunc
 from ..tir.schedule.verify import verify_block_bindings, verify_loop_kinds
+from ..tir.transform.lower_thread_binding import has_thread_bindings
 from ..tir.transform.pipeline import lower_primfunc
 from . import kernel_cache, parallel_build
 
@@ -75,7 +76,11 @@ def _to_module(inp: Any, args: Any, name: str, binds: Any, where: str) -> IRModu
 
 @allows_deep_recursion
 def lower(
-    inp: Any, args: Any = None, name: str | None = None, binds: Any = None, simple_mode: bool = False
+    inp: Any,
+    args: Any = None,
+    name: str | None = None,
+    binds: Any = None,
+    simple_mode: bool = False,
 ) -> IRModule:
     """The loop nest of `inp` after block lowering and simplification (multi-dim indices kept).
 
@@ -84,17 +89,18 @@ def lower(
     mod = _to_module(inp, args, name, binds, "tvm.lower")
     out = IRModule(attrs=mod.attrs)
     for gv, func in mod.functions_items():
-        out[gv.name_hint] = _lower_checked(func, flatten=False)
+        # a function with loops bound to GPU threads prints its launch scopes and barriers
+        out[gv.name_hint] = _lower_checked(func, flatten=False, gpu=has_thread_bindings(func))
     return out
 
 
-def _lower_checked(func: PrimFunc, flatten: bool = True) -> PrimFunc:
+def _lower_checked(func: PrimFunc, flatten: bool = True, gpu: bool = False) -> PrimFunc:
     """Lower `func` after the scheduler's legality rules hold for it: a function written already
     scheduled (TVMScript `T.parallel` over a reduction, a binding outside its domain) gets the
     same ScheduleError the primitive would have raised. Every front end builds through here."""
     verify_loop_kinds(func)
     verify_block_bindings(func)
-    return lower_primfunc(func, flatten=flatten)
+    return lower_primfunc(func, flatten=flatten, gpu=gpu)
 
 
 @allows_deep_recursion
@@ -117,6 +123,8 @@ def build(
     given = [func for _, func in mod.functions_items()]
     if not given:
         raise BuildError("tvm.build: the IRModule has no PrimFunc to compile")
+    if target.kind.name in _GPU_KINDS:
+        return _build_gpu(given, target)
     from .. import codegen, runtime
 
     # identical kernels are lowered and compiled once; a rebuild reuses lowering and object
@@ -140,6 +148,33 @@ def build(
     return runtime.Module.from_codegen(result, entry_name=entry)
 
 
+_GPU_KINDS = frozenset({"opencl", "cuda"})
+
+
+def lower_gpu(funcs: list[PrimFunc], target: Target) -> IRModule:
+    """SplitHostDevice's module for a GPU target: host launchers and checked device kernels."""
+    from ..tir.transform.split_host_device import split_host_device
+    from ..tir.transform.verify_gpu_code import verify_gpu_code
+
+    out = IRModule()
+    for func in funcs:
+        host, *kernels = split_host_device(
+            _lower_checked(func, gpu=True), target, getattr(target, "host", None)
+        )
+        out[host.attrs["global_symbol"]] = host
+        for k in kernels:
+            verify_gpu_code(k, target)
+            out[k.attrs["global_symbol"]] = k
+    return out
+
+
+def _build_gpu(funcs: list[PrimFunc], target: Target) -> Any:
+    """tvm.build for opencl/cuda: the GPU lowering, then the device code generator."""
+    from ..codegen.device import build_device_module
+
+    return build_device_module(lower_gpu(funcs, target), target)
+
+
 def _lowering_flags() -> Any:
     """What lowering depends on besides the function (the cache key's part); None (no cache)
     while MINITVM_DUMP_IR asks for the IR of every pass."""
@@ -152,5 +187,5 @@ def _lowering_flags() -> Any:
 
 
 # tvm.driver.build_module, which re-exports lower/build: imported after they are defined
-from . import build_module as build_module  # noqa: E402
-from .build_module import schedule_to_module as schedule_to_module  # noqa: E402
+from . import build_module as build_module
+from .build_module import schedule_to_module as schedule_to_module

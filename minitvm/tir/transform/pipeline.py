@@ -12,17 +12,20 @@ from ...error import MiniTVMError
 from ..analysis.verify import verify_well_formed
 from ..analysis.verify_bounds import verify_bounds
 from ..function import PrimFunc
+from ..functor import allows_deep_recursion
 from .compact_buffer_allocation import compact_buffer_allocation
 from .convert_blocks_to_loops import convert_blocks_to_loops
 from .flatten_buffer import flatten_buffer
 from .loop_partition import loop_partition
+from .lower_device_storage import lower_device_storage
 from .lower_init_block import lower_init_block
+from .lower_thread_binding import lower_thread_binding
 from .plan_buffer_allocation import plan_and_update_buffer_allocation_location
 from .remove_no_op import remove_no_op
 from .simplify import simplify
+from .thread_sync import thread_sync
 from .unroll_loop import unroll_loop
 from .vectorize_loop import vectorize_loop
-from ..functor import allows_deep_recursion
 
 
 @dataclass(frozen=True)
@@ -50,10 +53,21 @@ PIPELINE: tuple[Step, ...] = (
     Step(remove_no_op, blocks_lowered=True, flat=True),
 )
 
+# after PIPELINE, for functions with loops bound to GPU threads (any target: `tvm.lower` prints
+# the launch scopes and barriers too); SplitHostDevice then cuts the kernels out (driver)
+GPU_PIPELINE: tuple[Step, ...] = (
+    Step(lower_thread_binding, blocks_lowered=True, flat=False),
+    Step(lower_device_storage, blocks_lowered=True, flat=False),
+    Step(thread_sync, blocks_lowered=True, flat=False),
+)
+
 
 @allows_deep_recursion
-def lower_primfunc(func: PrimFunc, *, flatten: bool = True, verify: bool | None = None) -> PrimFunc:
-    """Run the pipeline on `func`. `flatten=False` stops at the readable loop nest (`tvm.lower`).
+def lower_primfunc(
+    func: PrimFunc, *, flatten: bool = True, verify: bool | None = None, gpu: bool = False
+) -> PrimFunc:
+    """Run the pipeline on `func`. `flatten=False` stops at the readable loop nest (`tvm.lower`);
+    `gpu=True` adds GPU_PIPELINE (thread scopes, shared storage, barriers).
 
     `verify` (default: MINITVM_VERIFY_IR) checks well-formedness after every pass;
     MINITVM_DUMP_IR=dir writes `NN_passname.py` with the script after every pass.
@@ -65,14 +79,18 @@ def lower_primfunc(func: PrimFunc, *, flatten: bool = True, verify: bool | None 
     if verify:
         verify_well_formed(func, pass_name="(input of lowering)")
     verify_bounds(func)  # always: a provably out-of-bounds access is a build error
-    for n, step in enumerate(s for s in PIPELINE if flatten or not s.flat):
+    steps = [s for s in PIPELINE if flatten or not s.flat]
+    if gpu:
+        steps += GPU_PIPELINE
+    for n, step in enumerate(steps):
         func = step.fn(func)
         name = step.fn.__name__
         if dump_dir:
             _dump(dump_dir, n, name, func)
         if verify:
+            flat = step.flat or (flatten and step in GPU_PIPELINE)
             verify_well_formed(
-                func, allow_blocks=not step.blocks_lowered, flat=step.flat, pass_name=name
+                func, allow_blocks=not step.blocks_lowered, flat=flat, pass_name=name
             )
     return func
 
