@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import sys
 import tarfile
 
 import numpy as np
@@ -287,3 +288,26 @@ def test_run_checks_the_output_name_before_running(hand_artifact, tmp_path, caps
     assert "use a .npy (one output) or .npz file name" in capsys.readouterr().err
     assert cli.main(["run", hand_artifact, "--random", "-o", str(tmp_path / "x/o.npy")]) == 2
     assert "does not exist; create it first" in capsys.readouterr().err
+
+
+def test_compile_without_onnx_installed_says_what_to_install(tmp_path, monkeypatch, capsys):
+    path = tmp_path / "m.onnx"
+    path.write_bytes(b"\x08\x08")
+    monkeypatch.setitem(sys.modules, "onnx", None)  # import onnx -> ImportError
+    assert cli.main(["compile", str(path), "-o", str(tmp_path / "m.tar")]) == 2
+    err = capsys.readouterr().err
+    assert "m.onnx' needs the onnx package; `pip install minitvm[onnx]`" in err
+
+
+def test_compare_ort_without_onnxruntime_says_what_to_install(hand_artifact, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)
+    assert cli.main(["bench", hand_artifact, "--repeat", "1", "--compare", "ort"]) == 2
+    err = capsys.readouterr().err
+    assert (
+        "--compare ort needs onnxruntime, which is not installed; `pip install onnxruntime`" in err
+    )
+
+
+def test_bench_refuses_a_non_positive_repeat(hand_artifact, capsys):
+    assert cli.main(["bench", hand_artifact, "--repeat", "0"]) == 2
+    assert "--repeat must be >= 1" in capsys.readouterr().err
