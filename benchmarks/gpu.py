@@ -177,11 +177,25 @@ def run(kind: str, batch: int, size: int, number: int) -> int:
     b = tvm.nd.empty(tuple(int(d) for d in args[2].shape), "float32", dev)
     a, w = tvm.nd.array(a_np, dev), tvm.nd.array(w_np, dev)
     ours = _time(f, dev, (a, w, b), number)
-    rows.append(("conv HWCN b=%d 256->512 14x14" % batch, flops, ours, _torch_conv(a_np, w_np, b, kind, number)))
+    rows.append(
+        (
+            f"conv HWCN b={batch} 256->512 14x14",
+            flops,
+            ours,
+            _torch_conv(a_np, w_np, b, kind, number),
+        )
+    )
     s, args, flops = matmul_shared(size)
     f = tvm.build(s, args, kind, name="matmul")
-    x_np, y_np = rng.random((size, size), dtype="float32"), rng.random((size, size), dtype="float32")
-    x, y, z = tvm.nd.array(x_np, dev), tvm.nd.array(y_np, dev), tvm.nd.empty((size, size), "float32", dev)
+    x_np, y_np = (
+        rng.random((size, size), dtype="float32"),
+        rng.random((size, size), dtype="float32"),
+    )
+    x, y, z = (
+        tvm.nd.array(x_np, dev),
+        tvm.nd.array(y_np, dev),
+        tvm.nd.empty((size, size), "float32", dev),
+    )
     ours = _time(f, dev, (x, y, z), number)
     rows.append((f"matmul {size}^3 fp32", flops, ours, _torch_matmul(x_np, y_np, z, kind, number)))
     print(f"{'workload':34} {'ours GFLOPS':>12} {'torch GFLOPS':>13} {'ours/torch':>10}")
@@ -226,7 +240,12 @@ def _cuda_torch(kind: str):
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--device", default="cuda", choices=["cuda", "opencl"])
-    p.add_argument("--batch", type=int, default=256, help="convolution batch, a multiple of 64 (the seed's: 256)")
+    p.add_argument(
+        "--batch",
+        type=int,
+        default=256,
+        help="convolution batch, a multiple of 64 (the seed's: 256)",
+    )
     p.add_argument("--size", type=int, default=4096, help="matmul size n (n x n x n)")
     p.add_argument("--number", type=int, default=10, help="calls per timing")
     a = p.parse_args(argv)

@@ -17,8 +17,26 @@ from ..ir.module import IRModule
 from ..runtime.device_module import DeviceModule
 from ..target import Target
 from ..tir.expr import (
-    EQ, GE, GT, LE, LT, NE, Add, And, Call, Cast, FloorDiv, FloorMod, IntImm, Max, Min, Mul,
-    PrimExpr, StringImm, Sub, Var,
+    EQ,
+    GE,
+    GT,
+    LE,
+    LT,
+    NE,
+    Add,
+    And,
+    Call,
+    Cast,
+    FloorDiv,
+    FloorMod,
+    IntImm,
+    Max,
+    Min,
+    Mul,
+    PrimExpr,
+    StringImm,
+    Sub,
+    Var,
 )  # fmt: skip
 from ..tir.function import PrimFunc
 from ..tir.stmt import AssertStmt, AttrStmt, DeclBuffer, Evaluate, LetStmt, SeqStmt, Stmt
@@ -50,7 +68,9 @@ def build_device_module(mod: IRModule, target: Target | str) -> DeviceModule:
     target = Target(target) if isinstance(target, str) else target
     kind = _KINDS.get(target.kind.name)
     if kind is None:
-        raise BuildError(f"build_device_module: target '{target}' is not a GPU target (opencl, cuda)")
+        raise BuildError(
+            f"build_device_module: target '{target}' is not a GPU target (opencl, cuda)"
+        )
     funcs = [f for f in mod.functions.values() if isinstance(f, PrimFunc)]
     kernels = [f for f in funcs if is_device_kernel(f)]
     hosts = [f for f in funcs if not is_device_kernel(f)]

@@ -55,7 +55,9 @@ def _nvvm(name: str, pre: float = 1.0, post: float = 1.0):
     def rule(cg: CodeGenNVPTX, vals: list, t: DataType):
         b, f32 = cg.builder, ir.FloatType()
         x = vals[0] if pre == 1.0 else b.fmul(vals[0], ir.Constant(f32, pre))
-        fn = cg.module.globals.get(name) or ir.Function(cg.module, ir.FunctionType(f32, [f32]), name)
+        fn = cg.module.globals.get(name) or ir.Function(
+            cg.module, ir.FunctionType(f32, [f32]), name
+        )
         y = b.call(fn, [x])
         return y if post == 1.0 else b.fmul(y, ir.Constant(f32, post))
 
@@ -104,10 +106,32 @@ _F32_RULES = {
 }
 # what PTX does in hardware for every float width (the CPU rules emit these LLVM intrinsics)
 _NATIVE = frozenset(
-    "tir.sqrt tir.rsqrt tir.fabs tir.floor tir.ceil tir.round tir.nearbyint tir.trunc tir.fma "
-    "tir.copysign tir.isnan tir.isinf tir.isfinite tir.likely tir.if_then_else tir.bitwise_and "
-    "tir.bitwise_or tir.bitwise_xor tir.bitwise_not tir.shift_left tir.shift_right "
-    "tir.reinterpret tir.tvm_thread_invariant tir.fmod".split()
+    [
+        "tir.sqrt",
+        "tir.rsqrt",
+        "tir.fabs",
+        "tir.floor",
+        "tir.ceil",
+        "tir.round",
+        "tir.nearbyint",
+        "tir.trunc",
+        "tir.fma",
+        "tir.copysign",
+        "tir.isnan",
+        "tir.isinf",
+        "tir.isfinite",
+        "tir.likely",
+        "tir.if_then_else",
+        "tir.bitwise_and",
+        "tir.bitwise_or",
+        "tir.bitwise_xor",
+        "tir.bitwise_not",
+        "tir.shift_left",
+        "tir.shift_right",
+        "tir.reinterpret",
+        "tir.tvm_thread_invariant",
+        "tir.fmod",
+    ]
 )
 
 
@@ -130,7 +154,9 @@ class CodeGenNVPTX(CodeGenLLVM):
         params = [(p, PTR if p.dtype.is_handle else llvm_type(p.dtype)) for p in func.params]
         compute = self.emit_kernel_function(name + ".body", params, lambda _: self.stmt(func.body))
         compute.attributes.add("alwaysinline")
-        kernel = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [t for _, t in params]), name)
+        kernel = ir.Function(
+            self.module, ir.FunctionType(ir.VoidType(), [t for _, t in params]), name
+        )
         kernel.calling_convention = "ptx_kernel"
         self.set_function_attributes(kernel)
         for arg, (p, ty) in zip(kernel.args, params):
@@ -260,7 +286,9 @@ def _target_machine(arch: str) -> llvm.TargetMachine:
     try:
         return llvm.Target.from_triple(TRIPLE).create_target_machine(cpu=arch, features="", opt=3)
     except RuntimeError as err:
-        raise BuildError(f"LLVM's NVPTX back end is not available in this llvmlite ({err})") from err
+        raise BuildError(
+            f"LLVM's NVPTX back end is not available in this llvmlite ({err})"
+        ) from err
 
 
 def build_ptx(kernels: list[PrimFunc], target: Target) -> tuple[str, list[dict]]:

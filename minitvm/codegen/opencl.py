@@ -16,15 +16,53 @@ from collections.abc import Callable
 from ..error import BuildError
 from ..ir.dtype import DataType
 from ..tir.expr import (
-    EQ, GE, GT, LE, LT, NE, Add, And, Broadcast, BufferLoad, Call, Cast, Div, FloatImm,
-    FloorDiv, FloorMod, IntImm, IterVar, Let, Max, Min, Mod, Mul, Not, Or, PrimExpr, Ramp,
-    Select, StringImm, Sub, Var,
+    EQ,
+    GE,
+    GT,
+    LE,
+    LT,
+    NE,
+    Add,
+    And,
+    Broadcast,
+    BufferLoad,
+    Call,
+    Cast,
+    Div,
+    FloatImm,
+    FloorDiv,
+    FloorMod,
+    IntImm,
+    IterVar,
+    Let,
+    Max,
+    Min,
+    Mod,
+    Mul,
+    Not,
+    Or,
+    PrimExpr,
+    Ramp,
+    Select,
+    StringImm,
+    Sub,
+    Var,
 )  # fmt: skip
 from ..tir.function import PrimFunc
 from ..tir.functor import Visitor
 from ..tir.stmt import (
-    Allocate, AssertStmt, AttrStmt, BufferStore, DeclBuffer, Evaluate, For, IfThenElse, LetStmt,
-    SeqStmt, Stmt, While,
+    Allocate,
+    AssertStmt,
+    AttrStmt,
+    BufferStore,
+    DeclBuffer,
+    Evaluate,
+    For,
+    IfThenElse,
+    LetStmt,
+    SeqStmt,
+    Stmt,
+    While,
 )  # fmt: skip
 
 # thread tag -> (OpenCL query, dimension)
@@ -42,12 +80,77 @@ _VECTOR_LANES = (2, 3, 4, 8, 16)
 # integer literal suffix by dtype
 _INT_SUFFIX = {"int64": "L", "uint32": "u", "uint64": "UL"}
 _KEYWORDS = frozenset(
-    "auto break case char const continue default do double else enum extern float for goto if "
-    "inline int long register restrict return short signed sizeof static struct switch typedef "
-    "union unsigned void volatile while bool half uchar ushort uint ulong kernel global local "
-    "private constant __kernel __global __local __private __constant read_only write_only "
-    "image2d_t image3d_t sampler_t event_t size_t ptrdiff_t intptr_t uintptr_t true false "
-    "min max exp log sqrt select barrier".split()
+    [
+        "auto",
+        "break",
+        "case",
+        "char",
+        "const",
+        "continue",
+        "default",
+        "do",
+        "double",
+        "else",
+        "enum",
+        "extern",
+        "float",
+        "for",
+        "goto",
+        "if",
+        "inline",
+        "int",
+        "long",
+        "register",
+        "restrict",
+        "return",
+        "short",
+        "signed",
+        "sizeof",
+        "static",
+        "struct",
+        "switch",
+        "typedef",
+        "union",
+        "unsigned",
+        "void",
+        "volatile",
+        "while",
+        "bool",
+        "half",
+        "uchar",
+        "ushort",
+        "uint",
+        "ulong",
+        "kernel",
+        "global",
+        "local",
+        "private",
+        "constant",
+        "__kernel",
+        "__global",
+        "__local",
+        "__private",
+        "__constant",
+        "read_only",
+        "write_only",
+        "image2d_t",
+        "image3d_t",
+        "sampler_t",
+        "event_t",
+        "size_t",
+        "ptrdiff_t",
+        "intptr_t",
+        "uintptr_t",
+        "true",
+        "false",
+        "min",
+        "max",
+        "exp",
+        "log",
+        "sqrt",
+        "select",
+        "barrier",
+    ]
 )
 _BINARY_SYMBOL = {Add: "+", Sub: "-", Mul: "*", EQ: "==", NE: "!=", LT: "<", LE: "<=",
                   GT: ">", GE: ">=", And: "&&", Or: "||"}  # fmt: skip
@@ -180,9 +283,7 @@ class CodeGenOpenCL:
                 f"kernel symbol '{name}' is not a valid OpenCL identifier; name kernels with "
                 "letters, digits and '_'"
             )
-        source = "\n".join(
-            [f"__kernel void {symbol}({', '.join(params)}) {{", *body, "}"]
-        )
+        source = "\n".join([f"__kernel void {symbol}({', '.join(params)}) {{", *body, "}"])
         launch = list(func.attrs.get("tir.kernel_launch_params", ()))
         info = {"name": name, "params": infos, "launch_params": launch,
                 "shared_bytes": self.shared_bytes}  # fmt: skip

@@ -136,7 +136,7 @@ class DevicePointer:
         try:
             context(self.device_id)
             _driver().cuMemFree_v2(ctypes.c_uint64(self.ptr))
-        except Exception:  # noqa: BLE001 - interpreter shutdown: the driver frees it anyway
+        except Exception:  # noqa: BLE001, S110 - interpreter shutdown: the driver frees it anyway
             pass
 
 
@@ -181,7 +181,7 @@ class _Module:
         try:
             context(self.device_id)
             _driver().cuModuleUnload(self.handle)
-        except Exception:  # noqa: BLE001 - interpreter shutdown
+        except Exception:  # noqa: BLE001, S110 - interpreter shutdown
             pass
 
 

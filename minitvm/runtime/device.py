@@ -1,5 +1,5 @@
 """Devices: `tvm.cpu(0)` runs compiled host code; `tvm.opencl(k)` and `tvm.cuda(k)` run GPU
-kernels through their device APIs (runtime/opencl.py, runtime/cuda.py), loaded on first use."""
+kernels through their device APIs (runtime/opencl_api.py, cuda_api.py), loaded on first use."""
 
 from __future__ import annotations
 
@@ -19,12 +19,13 @@ _ALIASES = {
     "mtl": "metal",
 }
 _AVAILABLE = frozenset({"cpu"})
-# device kinds with a device API: name -> module of runtime/ that implements it
-_GPU_APIS = {"opencl": "opencl", "cuda": "cuda"}
+# device kinds with a device API: name -> module of runtime/ that implements it (not named
+# like the kinds: importing runtime/cuda.py would replace the function runtime.cuda)
+_GPU_APIS = {"opencl": "opencl_api", "cuda": "cuda_api"}
 
 
 def device_api(name: str):
-    """The runtime module implementing device kind `name` (runtime/opencl.py, runtime/cuda.py)."""
+    """The runtime module implementing device kind `name` (runtime/opencl_api.py, cuda_api.py)."""
     return importlib.import_module(f".{_GPU_APIS[name]}", __package__)
 
 

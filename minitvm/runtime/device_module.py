@@ -52,16 +52,22 @@ class _HostProgram:
             elif kind == "launch":
                 _, kernel, args, grid, block = step
                 if kernel not in kernel_names:
-                    raise RuntimeError_(f"function '{self.name}' launches unknown kernel '{kernel}'")
+                    raise RuntimeError_(
+                        f"function '{self.name}' launches unknown kernel '{kernel}'"
+                    )
                 parsed = []
                 for a in args:
                     if a[0] in ("buffer", "scalar"):
                         if not (type(a[1]) is int and 0 <= a[1] < n_params):
-                            raise RuntimeError_(f"function '{self.name}': bad kernel argument {a!r:.60}")
+                            raise RuntimeError_(
+                                f"function '{self.name}': bad kernel argument {a!r:.60}"
+                            )
                         dtype = DataType(a[2]).numpy_dtype() if a[0] == "scalar" else None
                         parsed.append((a[0], a[1], dtype))
                     else:
-                        parsed.append(("expr", self._parse(a[1], names), DataType(a[2]).numpy_dtype()))
+                        parsed.append(
+                            ("expr", self._parse(a[1], names), DataType(a[2]).numpy_dtype())
+                        )
                 dims = [tuple(self._parse(t, names) for t in d) for d in (grid, block)]
                 self.steps.append(("launch", kernel, parsed, dims[0], dims[1]))
             else:
@@ -89,7 +95,9 @@ class DeviceModule:
             name: DevicePackedFunc(p["info"], kind, self._launcher(self._hosts[name]))
             for name, p in zip(self._hosts, programs)
         }
-        self.entry_name = entry_name or ("main" if "main" in self._hosts else next(iter(self._hosts)))
+        self.entry_name = entry_name or (
+            "main" if "main" in self._hosts else next(iter(self._hosts))
+        )
         self._loaded: dict[int, dict] = {}  # device id -> kernels
         self.imported_modules = [_KernelModule(self)]
 
@@ -169,7 +177,9 @@ class DeviceModule:
         """A callable timing `func_name` on given args; each call waits for the device."""
         func = self.get_function(func_name)
         if number < 1 or repeat < 1:
-            raise MiniTVMError(f"time_evaluator: number and repeat must be >= 1, got {number}, {repeat}")
+            raise MiniTVMError(
+                f"time_evaluator: number and repeat must be >= 1, got {number}, {repeat}"
+            )
 
         def evaluator(*args) -> ProfileResult:
             device = dev or next((a.device for a in args if hasattr(a, "device")), None)
@@ -233,7 +243,9 @@ def _check_launch(func: str, kernel: str, api, device_id: int, grid: tuple, bloc
             f"{block}), more than the device's {limit}; split the bound loop with a smaller factor"
         )
     if any(g < 0 for g in grid) or any(b < 0 for b in block):
-        raise DeviceError(f"calling '{func}': kernel '{kernel}' got a negative launch size {grid} x {block}")
+        raise DeviceError(
+            f"calling '{func}': kernel '{kernel}' got a negative launch size {grid} x {block}"
+        )
 
 
 def _kernel_arg(api, a: tuple, args: tuple, values: dict):

@@ -318,4 +318,13 @@ class DeviceNDArray(NDArray):
         return str(self.numpy())
 
 
-__all__ = ["ALIGNMENT", "DeviceNDArray", "NDArray", "array", "cpu", "device", "empty", "from_dlpack"]
+__all__ = [
+    "ALIGNMENT",
+    "DeviceNDArray",
+    "NDArray",
+    "array",
+    "cpu",
+    "device",
+    "empty",
+    "from_dlpack",
+]

@@ -27,7 +27,9 @@ def _cl():
     try:
         import pyopencl
     except ImportError as err:
-        raise DeviceError(f"OpenCL is not available: pyopencl is not installed; {_INSTALL}") from err
+        raise DeviceError(
+            f"OpenCL is not available: pyopencl is not installed; {_INSTALL}"
+        ) from err
     return pyopencl
 
 
@@ -37,7 +39,9 @@ def _devices() -> tuple:
     try:
         platforms = cl.get_platforms()
     except cl.Error as err:  # no ICD loader entry: pyopencl without a driver
-        raise DeviceError(f"OpenCL is not available: no OpenCL platform ({err}); {_INSTALL}") from err
+        raise DeviceError(
+            f"OpenCL is not available: no OpenCL platform ({err}); {_INSTALL}"
+        ) from err
     devices = tuple(d for p in platforms for d in p.get_devices())
     if not devices:
         raise DeviceError(f"OpenCL is not available: the platforms list no device; {_INSTALL}")

@@ -872,7 +872,7 @@ def _check_device_buffer(kind: str, where: str, b: _Buffer, x):
                 f"expected {len(b.dims)} dimensions, got {x.ndim}."
             )
         return x
-    if isinstance(x, NDArray) or isinstance(x, np.ndarray) or hasattr(x, "__dlpack__"):
+    if isinstance(x, NDArray | np.ndarray) or hasattr(x, "__dlpack__"):
         seen = device if isinstance(x, NDArray) else "host memory"
         raise ArgumentError(
             f"{where}: {_arg(b)} is on {seen}, but '{where[9:-1]}' runs on {kind} devices; "
@@ -916,7 +916,9 @@ class DevicePackedFunc:
         values = _explain(self._plan, args, self._check, _check_device_overlap)
         devices = {args[b.position].device for b in self._plan.buffers}
         if len(devices) > 1:
-            listed = ", ".join(f"'{b.name}' on {args[b.position].device}" for b in self._plan.buffers)
+            listed = ", ".join(
+                f"'{b.name}' on {args[b.position].device}" for b in self._plan.buffers
+            )
             raise ArgumentError(
                 f"calling '{self.name}': the arguments are on different devices ({listed}); "
                 "copy them to one device"

@@ -6,11 +6,27 @@ from __future__ import annotations
 from minitvm.ir.module import IRModule
 from minitvm.tir.buffer import Buffer
 from minitvm.tir.expr import (
-    BufferLoad, Call, IntImm, IterType, IterVar, Range, StringImm, Var, FloorDiv, Select,
+    BufferLoad,
+    Call,
+    FloorDiv,
+    IntImm,
+    IterType,
+    IterVar,
+    Range,
+    Select,
+    StringImm,
+    Var,
 )  # fmt: skip
 from minitvm.tir.function import PrimFunc
 from minitvm.tir.stmt import (
-    Allocate, AttrStmt, BufferStore, Evaluate, For, ForKind, IfThenElse, SeqStmt,
+    Allocate,
+    AttrStmt,
+    BufferStore,
+    Evaluate,
+    For,
+    ForKind,
+    IfThenElse,
+    SeqStmt,
 )  # fmt: skip
 
 KERNEL_ATTRS = {"calling_conv": 2, "tir.is_global_func": True, "tir.noalias": True}
@@ -109,4 +125,4 @@ def expr_kernel(make_value, in_dtype: str, out_dtype: str, n: int = 37, name: st
     return IRModule({name: host, f"{name}_kernel": k})
 
 
-__all__ = ["block_sum", "expr_kernel", "vector_add", "For", "ForKind", "Select"]
+__all__ = ["For", "ForKind", "Select", "block_sum", "expr_kernel", "vector_add"]

@@ -13,7 +13,7 @@ from minitvm.error import ArgumentError, BuildError
 from minitvm.tir.expr import Call, Cast, FloorDiv, FloorMod
 
 sys.path.insert(0, os.path.dirname(__file__))
-from gpu_kernels import block_sum, expr_kernel, vector_add  # noqa: E402
+from gpu_kernels import block_sum, expr_kernel, vector_add
 
 _REASON = tvm.cuda(0).unavailable_reason()
 requires_cuda = pytest.mark.skipif(_REASON is not None, reason=f"no CUDA device: {_REASON}")
@@ -47,13 +47,19 @@ def test_float32_math_becomes_instructions(name):
 
 
 def test_integer_floor_division_and_float64_arithmetic_build():
-    for build, dtype in ((FloorDiv, "int32"), (FloorMod, "int64"), (lambda a, b: a * b + a, "float64")):
+    for build, dtype in (
+        (FloorDiv, "int32"),
+        (FloorMod, "int64"),
+        (lambda a, b: a * b + a, "float64"),
+    ):
         mod = build_device_module(expr_kernel(build, dtype, dtype), "cuda")
         assert ".entry" in mod.get_source()
 
 
 def test_float64_transcendentals_are_refused_clearly():
-    with pytest.raises(BuildError, match="exp of float64 has no PTX lowering.*compute it in float32"):
+    with pytest.raises(
+        BuildError, match="exp of float64 has no PTX lowering.*compute it in float32"
+    ):
         build_device_module(
             expr_kernel(lambda a, b: Call("float64", "tir.exp", (a,)), "float64", "float64"), "cuda"
         )
@@ -145,5 +151,7 @@ def test_cuda_dlpack_to_torch():
 
 
 def test_cast_in_kernel_builds():
-    build = lambda a, b: Cast("int32", a) + Cast("int32", b)  # noqa: E731
-    assert ".entry" in build_device_module(expr_kernel(build, "float32", "int32"), "cuda").get_source()
+    build = lambda a, b: Cast("int32", a) + Cast("int32", b)
+    assert (
+        ".entry" in build_device_module(expr_kernel(build, "float32", "int32"), "cuda").get_source()
+    )

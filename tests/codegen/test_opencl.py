@@ -13,11 +13,19 @@ from minitvm.codegen.device import build_device_module
 from minitvm.codegen.opencl import build_opencl
 from minitvm.error import ArgumentError, BuildError, DeviceError, DTypeError, ShapeError
 from minitvm.tir.expr import (
-    Cast, FloatImm, FloorDiv, FloorMod, IntImm, Max, Min, Select, Call,
+    Call,
+    Cast,
+    FloatImm,
+    FloorDiv,
+    FloorMod,
+    IntImm,
+    Max,
+    Min,
+    Select,
 )  # fmt: skip
 
 sys.path.insert(0, os.path.dirname(__file__))
-from gpu_kernels import block_sum, expr_kernel, vector_add  # noqa: E402
+from gpu_kernels import block_sum, expr_kernel, vector_add
 
 _REASON = tvm.opencl(0).unavailable_reason()
 requires_opencl = pytest.mark.skipif(_REASON is not None, reason=f"no OpenCL device: {_REASON}")
@@ -74,7 +82,10 @@ _INT_CASES = {
     "floormod": (lambda a, b: FloorMod(a, b), np.mod),
     "min": (lambda a, b: Min(a, b), np.minimum),
     "max": (lambda a, b: Max(a, b), np.maximum),
-    "select": (lambda a, b: Select(a < b, a * 2, b - a), lambda a, b: np.where(a < b, a * 2, b - a)),
+    "select": (
+        lambda a, b: Select(a < b, a * 2, b - a),
+        lambda a, b: np.where(a < b, a * 2, b - a),
+    ),
 }
 
 
@@ -120,7 +131,7 @@ def test_float_expressions_match_numpy(case, dtype):
 
 @requires_opencl
 def test_casts_between_int_and_float():
-    build = lambda a, b: Cast("int32", a * FloatImm("float32", 10.0)) + Cast("int32", b)  # noqa: E731
+    build = lambda a, b: Cast("int32", a * FloatImm("float32", 10.0)) + Cast("int32", b)
     mod = build_device_module(expr_kernel(build, "float32", "int32"), "opencl")
     a = np.linspace(-3, 3, 37).astype("float32")
     b = np.linspace(-7.5, 7.5, 37).astype("float32")
@@ -129,7 +140,7 @@ def test_casts_between_int_and_float():
 
 
 def test_names_are_sanitized_and_unique():
-    build = lambda a, b: a + b  # noqa: E731
+    build = lambda a, b: a + b
     mod = expr_kernel(build, "float32", "float32", name="ew")
     kernel = next(f for f in mod.functions.values() if f.attrs.get("calling_conv") == 2)
     src, _, _ = build_opencl([kernel])
@@ -154,9 +165,13 @@ def test_gpu_arguments_are_checked_like_cpu_ones():
     mod = build_device_module(vector_add(), "opencl")
     dev = tvm.opencl(0)
     a8, a9 = (tvm.nd.empty((k,), "float32", dev) for k in (8, 9))
-    with pytest.raises(ShapeError, match=r"argument 'B' \(position 1\) has shape \(9,\).*dim 0 must equal n = 8"):
+    with pytest.raises(
+        ShapeError, match=r"argument 'B' \(position 1\) has shape \(9,\).*dim 0 must equal n = 8"
+    ):
         mod(a8, a9, tvm.nd.empty((8,), "float32", dev))
-    with pytest.raises(DTypeError, match=r"argument 'A' \(position 0\) has dtype int32, expected float32"):
+    with pytest.raises(
+        DTypeError, match=r"argument 'A' \(position 0\) has dtype int32, expected float32"
+    ):
         mod(tvm.nd.empty((8,), "int32", dev), a8, tvm.nd.empty((8,), "float32", dev))
     with pytest.raises(ArgumentError, match=r"expected 3 arguments \(A, B, C\), got 2"):
         mod(a8, a8)
@@ -171,7 +186,10 @@ def test_gpu_array_passed_to_a_cpu_function_names_the_argument():
     B = te.compute((n,), lambda i: A[i] + 1, name="B")
     f = tvm.build(te.create_schedule(B.op), [A, B], "llvm", name="inc")
     a = tvm.nd.array(np.zeros(n, "float32"), tvm.opencl(0))
-    with pytest.raises(ArgumentError, match=r"argument 'A' \(position 0\) is on opencl\(0\), but 'inc' runs on the CPU"):
+    with pytest.raises(
+        ArgumentError,
+        match=r"argument 'A' \(position 0\) is on opencl\(0\), but 'inc' runs on the CPU",
+    ):
         f(a, tvm.nd.empty((n,), "float32"))
 
 
@@ -180,15 +198,21 @@ def test_block_over_the_device_limit_is_a_device_error():
     limit = tvm.opencl(0).max_threads_per_block
     mod = build_device_module(vector_add(block=limit * 2), "opencl")
     x = tvm.nd.empty((10,), "float32", tvm.opencl(0))
-    with pytest.raises(DeviceError, match=rf"needs {limit * 2} threads per block.*more than the device's {limit}"):
-        mod(x, tvm.nd.empty((10,), "float32", tvm.opencl(0)), tvm.nd.empty((10,), "float32", tvm.opencl(0)))
+    with pytest.raises(
+        DeviceError, match=rf"needs {limit * 2} threads per block.*more than the device's {limit}"
+    ):
+        mod(
+            x,
+            tvm.nd.empty((10,), "float32", tvm.opencl(0)),
+            tvm.nd.empty((10,), "float32", tvm.opencl(0)),
+        )
 
 
 def test_kernel_assert_and_global_allocation_are_build_errors():
+    from gpu_kernels import kernel
+
     from minitvm.tir.expr import Var
     from minitvm.tir.stmt import Allocate, AssertStmt, Evaluate
-
-    from gpu_kernels import kernel
 
     k = kernel("bad", [], AssertStmt(IntImm("bool", 1), "x", Evaluate(IntImm("int32", 0))), [])
     with pytest.raises(BuildError, match="an assertion \\('x'\\) is inside the kernel"):
@@ -201,7 +225,9 @@ def test_kernel_assert_and_global_allocation_are_build_errors():
     n = Var("n")
     k = kernel("bad3", [n], Allocate(buf, "float32", (n,), IntImm("bool", 1), Evaluate(0),
                                      annotations={"storage_scope": "shared"}), [])  # fmt: skip
-    with pytest.raises(BuildError, match="allocation 'tmp' \\(shared\\) has extent `n` unknown at build time"):
+    with pytest.raises(
+        BuildError, match="allocation 'tmp' \\(shared\\) has extent `n` unknown at build time"
+    ):
         build_opencl([k])
 
 
@@ -233,7 +259,9 @@ def test_opencl_absent_is_a_device_error_in_a_subprocess():
         "d = tvm.opencl(0); assert not d.exist\n"
         "try:\n    d.sync()\nexcept tvm.error.DeviceError as e:\n    print(e)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0, out.stderr
     assert "pyopencl is not installed" in out.stdout and "pocl-opencl-icd" in out.stdout
 
@@ -243,7 +271,7 @@ def test_opencl_absent_is_a_device_error_in_a_subprocess():
 def test_float_constants_are_exact(dtype):
     values = [0.1, -1e-30, 3.4e38, 1 / 3, -0.0, 5e-324 if dtype == "float64" else 1e-45]
     for v in values:
-        mod = build_device_module(expr_kernel(lambda a, b: a * FloatImm(dtype, 0.0) + FloatImm(dtype, v),
+        mod = build_device_module(expr_kernel(lambda a, b, v=v: a * FloatImm(dtype, 0.0) + FloatImm(dtype, v),
                                               dtype, dtype), "opencl")  # fmt: skip
         *_, out = _run(mod, np.ones(37, dtype), np.ones(37, dtype), np.zeros(37, dtype))
         assert out[0] == np.asarray(v, dtype), (v, out[0])

@@ -46,3 +46,12 @@ def test_unknown_device_names_are_errors():
         Device(99, 0)
     with pytest.raises(RuntimeError_, match="expected a name like 'cpu'"):
         device(1.5)
+
+
+def test_loading_device_apis_keeps_the_device_functions():
+    import minitvm.runtime as rt
+
+    for name in ("opencl", "cuda"):
+        rt.device(name).exist  # imports its device API module
+    assert callable(rt.cuda) and callable(rt.opencl)
+    assert rt.cuda(0) == Device(2, 0) and rt.opencl(1).device_id == 1

@@ -43,7 +43,9 @@ print("ok")
 
 
 def test_dlpack_capsule_is_consumed_by_numpy_and_torch_and_freed():
-    out = subprocess.run([sys.executable, "-c", _CODE], capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-c", _CODE], check=False, capture_output=True, text=True, timeout=300
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "ok"
 
