@@ -382,8 +382,7 @@ def unavailable_reason(target: Target) -> str | None:
     missing = needed - enabled_features(host_cpu_features())
     if missing:
         return (
-            f"it needs CPU features this {host_cpu_name()} CPU lacks: "
-            f"{', '.join(sorted(missing))}"
+            f"it needs CPU features this {host_cpu_name()} CPU lacks: {', '.join(sorted(missing))}"
         )
     return None
 
