@@ -1,4 +1,5 @@
-"""minitvm.train: the compiled training step against numpy / PyTorch, models, data, progress."""
+"""minitvm.cli.training (also minitvm.train): the compiled training step against numpy /
+PyTorch, models, data, progress."""
 
 from __future__ import annotations
 
