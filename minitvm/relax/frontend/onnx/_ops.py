@@ -502,12 +502,24 @@ def _target_shape(ctx, x: Expr, shape: list, allowzero: bool) -> tuple:
     if len(unknown) > 1:
         raise OpAttributeInvalid(f"shape {shape} has more than one -1")
     if unknown:
-        from ....arith import Analyzer
-
-        known = _sum_dims(d for i, d in enumerate(dims) if i != unknown[0])
-        inferred = Analyzer().simplify(_as_prim(_sum_dims(in_shape)) // _as_prim(known))
-        dims[unknown[0]] = int(inferred.value) if isinstance(inferred, IntImm) else inferred
+        known = [d for i, d in enumerate(dims) if i != unknown[0]]
+        dims[unknown[0]] = _quotient(list(in_shape), known)
     return tuple(dims)
+
+
+def _quotient(numerator: list, denominator: list) -> Any:
+    """prod(numerator) // prod(denominator), cancelling symbolic dims found on both sides."""
+    from ....arith import Analyzer
+    from ....ir.structural import structural_equal
+
+    rest = list(numerator)
+    for d in list(denominator):
+        match = next((i for i, n in enumerate(rest) if isinstance(d, PrimExpr) and isinstance(n, PrimExpr) and structural_equal(n, d)), None)
+        if match is not None:
+            rest.pop(match)
+            denominator.remove(d)
+    out = Analyzer().simplify(_as_prim(_sum_dims(rest)) // _as_prim(_sum_dims(denominator)))
+    return int(out.value) if isinstance(out, IntImm) else out
 
 
 def _as_prim(value: Any) -> PrimExpr:
