@@ -9,6 +9,9 @@ from ...tir import op as tir_op
 from ...tir.expr import cast as tir_cast
 from ...tir.expr import make_const
 from ..broadcast import broadcast_index
+from ..linalg import matmul
+from ..transform import transpose
+from .softmax import softmax
 
 CAUSAL_MASKS = ("TopLeft", "BottomRight")
 
@@ -28,63 +31,32 @@ def attention(
     t <= s + T - S ("BottomRight")."""
     b_, s_, n_, h_ = query.shape
     t_ = key.shape[1]
-    hv = value.shape[3]
     dtype = query.dtype
-    if scale is None:
-        factor = tir_op.rsqrt(tir_cast(dtype, h_))
-    else:
-        factor = make_const(dtype, scale)
-    score_shape = (b_, n_, s_, t_)
-    kh = te.reduce_axis((0, h_), "h")
-
-    qk = te.compute(
-        score_shape,
-        lambda b, n, s, t: te.sum(query[b, s, n, kh] * key[b, t, n, kh], axis=kh),
-        name="T_attn_qk",
-        tag="matmul",
+    factor = tir_op.rsqrt(tir_cast(dtype, h_)) if scale is None else make_const(dtype, scale)
+    # batched matmuls over (B, N) in the layouts the matmul kernel reads contiguously; the
+    # scale goes on q (S x H multiplies, not S x T)
+    q = te.compute(
+        (b_, n_, s_, h_),
+        lambda b, n, s, h: query[b, s, n, h] * factor,
+        name="T_attn_q",
+        tag="injective",
     )
+    k = transpose(key, (0, 2, 3, 1))  # (B, N, H, T)
+    v = transpose(value, (0, 2, 1, 3))  # (B, N, T, Hv)
+    scores = matmul(q, k)
+    score_shape = (b_, n_, s_, t_)
 
     def masked(b: Any, n: Any, s: Any, t: Any):
-        v = qk[b, n, s, t] * factor
+        val = scores[b, n, s, t]
         if bias is not None:
-            v = v + bias[broadcast_index(bias, score_shape, (b, n, s, t))]
+            val = val + bias[broadcast_index(bias, score_shape, (b, n, s, t))]
         if causal_mask is None:
-            return v
+            return val
         limit = s if causal_mask == "TopLeft" else s + t_ - s_
-        return tir_op.Select_(t <= limit, v, tir_op.min_value(dtype))
+        return tir_op.Select_(t <= limit, val, tir_op.min_value(dtype))
 
-    scores = te.compute(score_shape, masked, name="T_attn_scores", tag="elemwise")
-    kt = te.reduce_axis((0, t_), "t")
-    row_max = te.compute(
-        score_shape[:3],
-        lambda b, n, s: te.max(scores[b, n, s, kt], axis=kt),
-        name="T_attn_max",
-        tag="reduce",
-    )
-    ex = te.compute(
-        score_shape,
-        lambda b, n, s, t: tir_op.exp(scores[b, n, s, t] - row_max[b, n, s]),
-        name="T_attn_exp",
-        tag="elemwise",
-    )
-    kt2 = te.reduce_axis((0, t_), "t2")
-    den = te.compute(
-        score_shape[:3],
-        lambda b, n, s: te.sum(ex[b, n, s, kt2], axis=kt2),
-        name="T_attn_sum",
-        tag="reduce",
-    )
-    # normalised before the product, so the product has no epilogue reading other stages
-    prob = te.compute(
-        score_shape,
-        lambda b, n, s, t: ex[b, n, s, t] / den[b, n, s],
-        name="T_attn_prob",
-        tag="elemwise",
-    )
-    kt3 = te.reduce_axis((0, t_), "t3")
-    return te.compute(
-        (b_, s_, n_, hv),
-        lambda b, s, n, j: te.sum(prob[b, n, s, kt3] * value[b, kt3, n, j], axis=kt3),
-        name="T_attention",
-        tag="matmul",
-    )
+    if bias is not None or causal_mask is not None:
+        scores = te.compute(score_shape, masked, name="T_attn_scores", tag="elemwise")
+    prob = softmax(scores, -1)
+    out = matmul(prob, v)  # (B, N, S, Hv)
+    return transpose(out, (0, 2, 1, 3))
