@@ -39,7 +39,10 @@ from ..tir.expr import (
     Var,
 )  # fmt: skip
 from ..tir.function import PrimFunc
-from ..tir.stmt import AssertStmt, AttrStmt, DeclBuffer, Evaluate, LetStmt, SeqStmt, Stmt
+from ..tir.functor import post_order_visit
+from ..tir.stmt import (
+    AssertStmt, AttrStmt, BufferStore, DeclBuffer, Evaluate, LetStmt, SeqStmt, Stmt,
+)  # fmt: skip
 from .llvm_funcinfo import signature_info
 from .opencl import THREAD_QUERIES, build_opencl
 
@@ -90,6 +93,20 @@ def build_device_module(mod: IRModule, target: Target | str) -> DeviceModule:
     return DeviceModule(kind, str(target), source, infos, programs, entry)
 
 
+def _stored_vars(kernel: PrimFunc) -> set[int]:
+    """ids of the buffer vars `kernel` stores to (or hands to a call: counted as written)."""
+    stored: set[int] = set()
+
+    def visit(n) -> None:
+        if isinstance(n, BufferStore):
+            stored.add(id(n.buffer.data))
+        elif isinstance(n, Call):
+            stored.update(id(a) for a in n.args if isinstance(a, Var) and a.dtype.is_handle)
+
+    post_order_visit(kernel.body, visit)
+    return stored
+
+
 class _HostLowering:
     """Turns one host PrimFunc into a host program (JSON data)."""
 
@@ -111,9 +128,11 @@ class _HostLowering:
                 if p.dtype.is_int or p.dtype.is_uint:
                     self.names[id(p)] = f"a{k}"
         self.steps: list = []
+        self.written: set[int] = set()  # positions of buffer params some kernel stores to
 
     def program(self) -> dict:
         self.stmt(self.func.body)
+        self.info["writes"] = sorted(self.written)
         return {"info": self.info, "steps": self.steps}
 
     def fail(self, what: str) -> BuildError:
@@ -160,6 +179,9 @@ class _HostLowering:
                 f"the kernel takes {len(kernel.params)} parameters"
             )
         args = [self.kernel_arg(a, p) for a, p in zip(v.args[1 : 1 + n_args], kernel.params)]
+        stored = _stored_vars(kernel)
+        self.written |= {a[1] for a, p in zip(args, kernel.params) if a[0] == "buffer"
+                         and id(p) in stored}  # fmt: skip
         extents = dict(zip(tags, v.args[1 + n_args :]))
         unknown = [t for t in tags if t not in THREAD_QUERIES]
         if unknown:

@@ -175,6 +175,8 @@ def test_gpu_arguments_are_checked_like_cpu_ones():
         mod(tvm.nd.empty((8,), "int32", dev), a8, tvm.nd.empty((8,), "float32", dev))
     with pytest.raises(ArgumentError, match=r"expected 3 arguments \(A, B, C\), got 2"):
         mod(a8, a8)
+    assert mod.func_infos[0]["writes"] == [2]  # only C is stored to: A may be passed as B
+    mod(a8, a8, tvm.nd.empty((8,), "float32", dev))
     with pytest.raises(ArgumentError, match="'A' .* and 'C' .* are the same array"):
         mod(a8, tvm.nd.empty((8,), "float32", dev), a8)
 
