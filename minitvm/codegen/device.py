@@ -41,7 +41,14 @@ from ..tir.expr import (
 from ..tir.function import PrimFunc
 from ..tir.functor import post_order_visit
 from ..tir.stmt import (
-    AssertStmt, AttrStmt, BufferStore, DeclBuffer, Evaluate, LetStmt, SeqStmt, Stmt,
+    AssertStmt,
+    AttrStmt,
+    BufferStore,
+    DeclBuffer,
+    Evaluate,
+    LetStmt,
+    SeqStmt,
+    Stmt,
 )  # fmt: skip
 from .llvm_funcinfo import signature_info
 from .opencl import THREAD_QUERIES, build_opencl
