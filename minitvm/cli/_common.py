@@ -129,7 +129,8 @@ def parse_inputs(items: list[str] | None, known: list[str]) -> dict[str, np.ndar
     return arrays
 
 
-def _as_shape(shape: list) -> str:
+def shape_text(shape: list | tuple) -> str:
+    """`(B, 3, 224, 224)`: a shape with symbolic dims by name, unquoted."""
     return "(" + ", ".join(str(d) for d in shape) + ")"
 
 
@@ -141,8 +142,8 @@ def _check_array(inp: dict, a: np.ndarray, source: str) -> None:
     )
     if not static_ok:
         raise UsageError(
-            f"{source}: input '{inp['name']}' must have shape {_as_shape(want)}, "
-            f"got {_as_shape(list(a.shape))}; pass an array of that shape"
+            f"{source}: input '{inp['name']}' must have shape {shape_text(want)}, "
+            f"got {shape_text(list(a.shape))}; pass an array of that shape"
         )
     if str(a.dtype) != inp["dtype"]:
         raise UsageError(
@@ -169,7 +170,7 @@ def model_inputs(
         a = given.get(inp["name"], given.get(inp["source_name"]))
         if a is None and not random:
             raise UsageError(
-                f"input '{inp['name']}' {_as_shape(inp['shape'])} {inp['dtype']} is not given; "
+                f"input '{inp['name']}' {shape_text(inp['shape'])} {inp['dtype']} is not given; "
                 f"pass --input {inp['name']}=FILE.npy, or --random for random data"
             )
         if a is None:
@@ -189,7 +190,7 @@ def _random_array(inp: dict, rng: np.random.Generator) -> np.ndarray:
     """Random data of the recorded shape: normal floats, small non-negative integers."""
     if not all(type(d) is int for d in inp["shape"]):
         raise UsageError(
-            f"input '{inp['name']}' has the symbolic shape {_as_shape(inp['shape'])}; --random "
+            f"input '{inp['name']}' has the symbolic shape {shape_text(inp['shape'])}; --random "
             f"needs fixed dims: pass --input {inp['name']}=FILE.npy, or compile with "
             "--input-shapes"
         )

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..error import MiniTVMError
-from ._common import UsageError, existing_file
+from ._common import UsageError, existing_file, shape_text
 
 # Why a torch.export file is refused rather than loaded: torch.export.load unpickles parts of
 # the archive (its own docstring: never load one from an untrusted source), and a command that
@@ -76,8 +76,8 @@ def check_shapes(path: str, declared: dict, shapes: dict[str, tuple[int, ...]]) 
         )
         if want and bad:
             raise UsageError(
-                f"--input-shapes: input '{name}' of '{path}' has shape {_shape(want)}, "
-                f"given {_shape(shape)}; give {len(want)} dims matching its fixed ones"
+                f"--input-shapes: input '{name}' of '{path}' has shape {shape_text(want)}, "
+                f"given {shape_text(shape)}; give {len(want)} dims matching its fixed ones"
             )
 
 
@@ -98,9 +98,5 @@ def import_model(
         raise MiniTVMError(f"importing '{path}': {err}") from err
 
 
-def _shape(shape: tuple) -> str:
-    return "(" + ", ".join(str(d) for d in shape) + ")"
-
-
 def _describe(declared: dict) -> str:
-    return ", ".join(f"'{n}' {_shape(s)}" for n, s in declared.items()) or "(none)"
+    return ", ".join(f"'{n}' {shape_text(s)}" for n, s in declared.items()) or "(none)"

@@ -17,6 +17,7 @@ from ._common import (
     example_parser,
     parse_input_shapes,
     sha256_file,
+    shape_text,
     writable_path,
 )
 
@@ -157,4 +158,4 @@ def _target(text: str) -> Any:
 
 
 def _describe_inputs(inputs: list[dict]) -> str:
-    return ", ".join(f"{i['name']} {tuple(i['shape'])} {i['dtype']}" for i in inputs)
+    return ", ".join(f"{i['name']} {shape_text(i['shape'])} {i['dtype']}" for i in inputs)

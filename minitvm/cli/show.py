@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from ._common import example_parser, parse_input_shapes
+from ._common import example_parser, parse_input_shapes, shape_text
 
 EPILOG = """\
 examples:
@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     for inp in art.inputs:
         renamed = inp["source_name"] != inp["name"]
         alias = f" (in the source model: '{inp['source_name']}')" if renamed else ""
-        out.write(f"  input '{inp['name']}'{alias}: {tuple(inp['shape'])} {inp['dtype']}\n")
+        out.write(f"  input '{inp['name']}'{alias}: {shape_text(inp['shape'])} {inp['dtype']}\n")
     out.write(json.dumps(meta, indent=1) + "\n")
     out.write(art.exe.stats() + "\n")
     if args.vm:
