@@ -10,6 +10,7 @@ launches the kernels in order.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from ..error import BuildError
@@ -82,7 +83,10 @@ def build_device_module(mod: IRModule, target: Target | str) -> DeviceModule:
             f"build_device_module: target '{target}' is not a GPU target (opencl, cuda)"
         )
     funcs = [f for f in mod.functions.values() if isinstance(f, PrimFunc)]
-    kernels = [f for f in funcs if is_device_kernel(f)]
+    by_name = {f.attrs["global_symbol"]: f for f in funcs if is_device_kernel(f)}
+    # kernel symbols become C/PTX identifiers ("fused.add_kernel" -> "fused_add_kernel")
+    symbols = _identifiers(list(by_name))
+    kernels = [f.with_attr("global_symbol", symbols[name]) for name, f in by_name.items()]
     hosts = [f for f in funcs if not is_device_kernel(f)]
     if not hosts:
         raise BuildError("build_device_module: the module has no host function to call the kernels")
@@ -94,10 +98,24 @@ def build_device_module(mod: IRModule, target: Target | str) -> DeviceModule:
         from .nvptx import build_ptx
 
         source, infos = build_ptx(kernels, target)
-    by_name = {f.attrs["global_symbol"]: f for f in kernels}
-    programs = [_HostLowering(f, by_name).program() for f in hosts]
+    programs = [_HostLowering(f, by_name, symbols).program() for f in hosts]
     entry = hosts[0].attrs.get("global_symbol") if len(hosts) == 1 else None
     return DeviceModule(kind, str(target), source, infos, programs, entry)
+
+
+def _identifiers(names: list[str]) -> dict[str, str]:
+    """A distinct C identifier for each kernel symbol."""
+    out, taken = {}, set()
+    for name in names:
+        base = re.sub(r"\W", "_", name, flags=re.ASCII)
+        base = base if base and not base[0].isdigit() else f"k_{base}"
+        ident, k = base, 0
+        while ident in taken:
+            k += 1
+            ident = f"{base}_{k}"
+        taken.add(ident)
+        out[name] = ident
+    return out
 
 
 def _stored_vars(kernel: PrimFunc) -> set[int]:
@@ -117,8 +135,8 @@ def _stored_vars(kernel: PrimFunc) -> set[int]:
 class _HostLowering:
     """Turns one host PrimFunc into a host program (JSON data)."""
 
-    def __init__(self, func: PrimFunc, kernels: dict) -> None:
-        self.func, self.kernels = func, kernels
+    def __init__(self, func: PrimFunc, kernels: dict, symbols: dict) -> None:
+        self.func, self.kernels, self.symbols = func, kernels, symbols
         self.name = func.attrs.get("global_symbol") or "main"
         info, sym_vars = signature_info(func.with_attr("global_symbol", self.name)
                                         if "global_symbol" not in func.attrs else func)  # fmt: skip
@@ -196,7 +214,7 @@ class _HostLowering:
                             f"known: {', '.join(THREAD_QUERIES)}")  # fmt: skip
         grid = [self.expr(extents.get(f"blockIdx.{a}", IntImm("int32", 1))) for a in "xyz"]
         block = [self.expr(extents.get(f"threadIdx.{a}", IntImm("int32", 1))) for a in "xyz"]
-        self.steps.append(["launch", symbol, args, grid, block])
+        self.steps.append(["launch", self.symbols[symbol], args, grid, block])
 
     def kernel_arg(self, a: PrimExpr, param: Var) -> list:
         if param.dtype.is_handle:

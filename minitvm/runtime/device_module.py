@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import operator
+import threading
 import zipfile
 
 import numpy as np
@@ -99,6 +100,8 @@ class DeviceModule:
             "main" if "main" in self._hosts else next(iter(self._hosts))
         )
         self._loaded: dict[int, dict] = {}  # device id -> kernels
+        # a kernel object holds its arguments between set_args and the launch: one launch at a time
+        self._lock = threading.Lock()
         self.imported_modules = [_KernelModule(self)]
 
     # --- running ---------------------------------------------------------------------------
@@ -122,7 +125,10 @@ class DeviceModule:
         kind = self.kind
 
         def launch(dev: Device | None, args: tuple, values: dict) -> None:
-            device_id = 0 if dev is None else dev.device_id
+            with self._lock:
+                run(0 if dev is None else dev.device_id, args, values)
+
+        def run(device_id: int, args: tuple, values: dict) -> None:
             api = device_api(kind)
             kernels = self._kernels(device_id)
             values = dict(values)

@@ -277,3 +277,15 @@ def test_float_constants_are_exact(dtype):
                                               dtype, dtype), "opencl")  # fmt: skip
         *_, out = _run(mod, np.ones(37, dtype), np.ones(37, dtype), np.zeros(37, dtype))
         assert out[0] == np.asarray(v, dtype), (v, out[0])
+
+
+@requires_opencl
+@pytest.mark.parametrize("target", ["opencl", "cuda"])
+def test_kernel_symbols_that_are_not_identifiers_are_renamed(target):
+    mod = vector_add(name="fused.add")
+    built = build_device_module(mod, target)
+    assert "fused_add_kernel" in built.get_source()
+    if target == "opencl":
+        a = np.arange(5, dtype="float32")
+        *_, c = _run(built, a, a, np.zeros(5, "float32"))
+        np.testing.assert_array_equal(c, 2 * a)
