@@ -139,10 +139,10 @@ class PostOrderApply(SpaceGenerator):
         names = block_names(func_of(start)[1])
         if self.f_block_filter is not None:
             names = [n for n in names if self.f_block_filter(n)]
+        extra = [s for rule in whole for s in rule.apply_function(start)]  # copies `start`
         result = [start]
         for rule in per_block:
             result = [s for sch in result for s in self._apply_rule(rule, sch, names)]
-        extra = [s for rule in whole for s in rule.apply_function(start)]
         return result + extra
 
     @staticmethod

@@ -1,0 +1,330 @@
+"""PerStoreFeature: a fixed-length vector per buffer store of a candidate's loop-level TIR
+(blocks lowered to loops), plus one whole-program row; the cost model learns from them.
+
+A store row says how much work runs around it (iterations, float/int ops, loads), how it
+runs (parallel extent, vector lanes, unrolled steps, the innermost loop's kind and extent),
+how it walks memory (contiguous, broadcast or strided accesses along the innermost loop),
+and how many bytes it moves into each cache level: the footprint of its accesses under the
+deepest loop whose footprint fits the level, times the iterations outside that loop.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ...tir.expr import (
+    Add,
+    BufferLoad,
+    Call,
+    Div,
+    FloorDiv,
+    FloorMod,
+    IntImm,
+    Max,
+    Min,
+    Mod,
+    Mul,
+    Sub,
+    Var,
+)
+from ...tir.function import PrimFunc
+from ...tir.functor import post_order_visit
+from ...tir.schedule.common import const_int
+from ...tir.stmt import BufferStore, For, ForKind
+from ...tir.transform.convert_blocks_to_loops import convert_blocks_to_loops
+from ...tir.transform.lower_init_block import lower_init_block
+
+CACHE_BYTES = (32 * 1024, 1024 * 1024, 32 * 1024 * 1024)  # L1, L2, L3 of a server core
+
+STORE_FEATURES = (
+    "log_iterations",
+    "float_ops",
+    "int_ops",
+    "loads",
+    "log_flops",
+    "log_parallel",
+    "log_vector_lanes",
+    "log_unrolled",
+    "depth",
+    "is_reduction",
+    "log_inner_extent",
+    "inner_serial",
+    "inner_parallel",
+    "inner_vectorized",
+    "inner_unrolled",
+    "store_contiguous",
+    "store_broadcast",
+    "loads_contiguous",
+    "loads_broadcast",
+    "loads_strided",
+    "log_bytes_l1",
+    "log_bytes_l2",
+    "log_bytes_l3",
+    "log_bytes_dram",
+    "intensity_l1",
+    "intensity_l2",
+    "log_store_bytes",
+    "vector_aligned",
+)
+PROGRAM_FEATURES = (
+    "log_total_flops",
+    "stores",
+    "parallel_loops",
+    "vectorized_loops",
+    "unrolled_loops",
+    "log_alloc_bytes",
+    "log_max_parallel",
+    "log_total_bytes_l1",
+)
+N_FEATURES = len(STORE_FEATURES)
+
+_FLOAT_OPS = (Add, Sub, Mul, Div, Max, Min)
+_INT_OPS = (Add, Sub, Mul, FloorDiv, FloorMod, Mod, Div, Max, Min)
+_KINDS = (ForKind.SERIAL, ForKind.PARALLEL, ForKind.VECTORIZED, ForKind.UNROLLED)
+
+
+def _log(x: float) -> float:
+    return math.log2(1.0 + max(x, 0.0))
+
+
+def _ext(loop: For) -> int:
+    e = const_int(loop.extent)
+    return 1 if e is None else max(e, 1)  # a symbolic extent counts once
+
+
+def _coeff(e: Any, var: Var) -> int | None:
+    """The constant coefficient of `var` in the affine expression `e` (None if not affine)."""
+    if e is var:
+        return 1
+    if isinstance(e, IntImm) or (isinstance(e, Var) and e is not var):
+        return 0
+    if isinstance(e, Add | Sub):
+        a, b = _coeff(e.a, var), _coeff(e.b, var)
+        if a is None or b is None:
+            return None
+        return a + b if isinstance(e, Add) else a - b
+    if isinstance(e, Mul):
+        for x, y in ((e.a, e.b), (e.b, e.a)):
+            c = const_int(y)
+            if c is not None:
+                inner = _coeff(x, var)
+                return None if inner is None else inner * c
+        return None if _uses(e, var) else 0
+    return None if _uses(e, var) else 0
+
+
+def _uses(e: Any, var: Var) -> bool:
+    found: list = []
+    post_order_visit(e, lambda n: found.append(n) if n is var else None)
+    return bool(found)
+
+
+def _strides(buffer: Any) -> list[int]:
+    shape = [const_int(s) or 1 for s in buffer.shape]
+    out, acc = [], 1
+    for s in reversed(shape):
+        out.append(acc)
+        acc *= s
+    return list(reversed(out))
+
+
+def _flat_coeff(indices: Any, buffer: Any, var: Var) -> int | None:
+    total = 0
+    for idx, stride in zip(indices, _strides(buffer)):
+        c = _coeff(idx, var)
+        if c is None:
+            return None
+        total += c * stride
+    return total
+
+
+def _footprint(indices: Any, buffer: Any, loops: list[For]) -> float:
+    """Elements an access touches while `loops` run (a box over its affine indices)."""
+    total = 1.0
+    for idx in indices:
+        span = 1.0
+        for lp in loops:
+            c = _coeff(idx, lp.loop_var)
+            span += (abs(c) if c is not None else 1) * (_ext(lp) - 1)
+        total *= span
+    size = 1.0
+    for s in buffer.shape:
+        size *= const_int(s) or 1
+    return min(total, size)
+
+
+def _ops(value: Any) -> tuple[int, int, list]:
+    floats = ints = 0
+    loads: list = []
+
+    def visit(n: Any) -> None:
+        nonlocal floats, ints
+        if isinstance(n, BufferLoad):
+            loads.append(n)
+        elif isinstance(n, _FLOAT_OPS) and n.dtype.is_float:
+            floats += 1
+        elif isinstance(n, _INT_OPS):
+            ints += 1
+        elif isinstance(n, Call) and n.dtype.is_float:
+            floats += 1
+
+    post_order_visit(value, visit)
+    return floats, ints, loads
+
+
+def _store_row(store: BufferStore, loops: list[For], lanes: int) -> np.ndarray:
+    floats, ints, loads = _ops(store.value)
+    iters = 1.0
+    for lp in loops:
+        iters *= _ext(lp)
+
+    def product(kind: ForKind) -> float:
+        out = 1.0
+        for lp in loops:
+            out *= _ext(lp) if lp.kind is kind else 1
+        return out
+
+    inner = loops[-1] if loops else None
+    kind_hot = [float(inner is not None and inner.kind is k) for k in _KINDS]
+    accesses = [(store.indices, store.buffer)] + [(ld.indices, ld.buffer) for ld in loads]
+    strides = []
+    if inner is not None:
+        strides = [_flat_coeff(i, b, inner.loop_var) for i, b in accesses]
+    else:
+        strides = [0 for _ in accesses]
+    load_strides = strides[1:]
+    n_loads = max(len(load_strides), 1)
+    reduction = any(ld.buffer is store.buffer for ld in loads)
+    itemsize = store.buffer.dtype.bits // 8 or 1
+    moved = []
+    for cache in (*CACHE_BYTES, float("inf")):
+        moved.append(_bytes_moved(accesses, loops, cache, itemsize))
+    flops = floats * iters
+    inner_ext = _ext(inner) if inner is not None else 1
+    row = [
+        _log(iters),
+        floats,
+        ints,
+        len(loads),
+        _log(flops),
+        _log(product(ForKind.PARALLEL)),
+        _log(product(ForKind.VECTORIZED)),
+        _log(product(ForKind.UNROLLED)),
+        len(loops),
+        float(reduction),
+        _log(inner_ext),
+        *kind_hot,
+        float(strides[0] == 1),
+        float(strides[0] == 0),
+        sum(s == 1 for s in load_strides) / n_loads,
+        sum(s == 0 for s in load_strides) / n_loads,
+        sum(s not in (0, 1) for s in load_strides) / n_loads,
+        *(_log(m) for m in moved),
+        flops / max(moved[0], 1.0),
+        flops / max(moved[1], 1.0),
+        _log(_footprint(store.indices, store.buffer, loops) * itemsize),
+        float(inner is not None and inner_ext % lanes == 0),
+    ]
+    return np.asarray(row, dtype=np.float64)
+
+
+def _bytes_moved(accesses: list, loops: list[For], cache: float, itemsize: int) -> float:
+    """Bytes brought into a cache of `cache` bytes: the footprint under the outermost loop
+    whose footprint fits, times the iterations of the loops outside it."""
+    for depth in range(len(loops) + 1):
+        inner = loops[depth:]
+        foot = sum(_footprint(i, b, inner) for i, b in accesses) * itemsize
+        if foot <= cache:
+            outer = 1.0
+            for lp in loops[:depth]:
+                outer *= _ext(lp)
+            return foot * outer
+    return float(len(accesses) * itemsize) * math.prod(_ext(lp) for lp in loops)
+
+
+def _walk_stores(func: PrimFunc) -> list[tuple[BufferStore, list[For]]]:
+    """Every BufferStore with the loops around it, outermost first (iterative walk)."""
+    out = []
+    stack: list[tuple[Any, tuple]] = [(func.body, ())]
+    while stack:
+        s, loops = stack.pop()
+        if isinstance(s, BufferStore):
+            out.append((s, list(loops)))
+            continue
+        if isinstance(s, For):
+            stack.append((s.body, loops + (s,)))
+            continue
+        for name in ("seq",):
+            items = getattr(s, name, None)
+            if items is not None:
+                stack.extend((c, loops) for c in reversed(items))
+        for name in ("body", "then_case", "else_case"):
+            child = getattr(s, name, None)
+            if child is not None and not isinstance(child, list | tuple):
+                stack.append((child, loops))
+    out.reverse()
+    return out
+
+
+def _program_row(func: PrimFunc, rows: list[np.ndarray]) -> np.ndarray:
+    loops: list[For] = []
+    allocs = [0.0]
+
+    def visit(n: Any) -> None:
+        if isinstance(n, For):
+            loops.append(n)
+        buf = getattr(n, "buffer", None)
+        if type(n).__name__ in ("Allocate", "DeclBuffer") and buf is not None:
+            size = float(math.prod(const_int(s) or 1 for s in buf.shape))
+            allocs[0] += size * (buf.dtype.bits // 8)
+
+    post_order_visit(func.body, visit)
+    flops = sum(2 ** r[4] - 1 for r in rows)
+    par = [_ext(lp) for lp in loops if lp.kind is ForKind.PARALLEL]
+    prog = [
+        _log(flops),
+        len(rows),
+        len(par),
+        sum(lp.kind is ForKind.VECTORIZED for lp in loops),
+        sum(lp.kind is ForKind.UNROLLED for lp in loops),
+        _log(allocs[0]),
+        _log(max(par, default=1)),
+        _log(sum(2 ** r[20] - 1 for r in rows)),
+    ]
+    out = np.zeros(N_FEATURES)
+    out[: len(prog)] = prog
+    return out
+
+
+def features_of_func(func: PrimFunc, lanes: int = 16) -> np.ndarray:
+    """(stores + 1) x N_FEATURES: one row per store, the program row last."""
+    loop_form = convert_blocks_to_loops(lower_init_block(func))
+    rows = [_store_row(s, loops, lanes) for s, loops in _walk_stores(loop_form)]
+    return np.vstack(rows + [_program_row(loop_form, rows)])
+
+
+class PerStoreFeature:
+    """TVM's feature extractor name: `extract_from(context, candidates)` gives one
+    (stores + 1, N_FEATURES) array per candidate."""
+
+    feature_names = STORE_FEATURES
+    program_feature_names = PROGRAM_FEATURES
+
+    def __init__(self, buf_cache_size: int = 5, max_n_bufs: int = 5, **_: Any) -> None:
+        self.buf_cache_size = buf_cache_size
+        self.max_n_bufs = max_n_bufs
+
+    def extract_from(self, context: Any, candidates: list) -> list[np.ndarray]:
+        from ..schedule_rule._block import target_of, vector_lanes
+
+        lanes = vector_lanes(target_of(context))
+        out = []
+        for cand in candidates:
+            sch = getattr(cand, "sch", cand)
+            mod = sch.mod if hasattr(sch, "mod") else sch
+            funcs = [f for _, f in mod.functions_items() if isinstance(f, PrimFunc)]
+            out.append(np.vstack([features_of_func(f, lanes) for f in funcs]))
+        return out
