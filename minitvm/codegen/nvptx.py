@@ -214,7 +214,7 @@ class CodeGenNVPTX(CodeGenLLVM):
                 )
             size *= e.value
         elem = mem_type(s.dtype.element_of())
-        if scope == "shared":
+        if scope in ("shared", "shared.dyn"):  # sizes are constants here: the same memory
             gv = ir.GlobalVariable(self.module, ir.ArrayType(elem, max(size, 1)),
                                    self.unique_symbol(s.buffer_var.name), addrspace=3)  # fmt: skip
             gv.linkage = "internal"

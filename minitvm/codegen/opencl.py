@@ -393,7 +393,7 @@ class CodeGenOpenCL:
             size *= e.value
         self._note_dtype(s.dtype)
         decl = f"{_storage_type(s.dtype)} {self.names(s.buffer_var)}[{max(size, 1)}];"
-        if scope == "shared":
+        if scope in ("shared", "shared.dyn"):  # sizes are constants here: the same memory
             self.kernel_scope.append(f"__local {decl}")
             self.shared_bytes += size * s.dtype.bytes
         elif scope == "local":
