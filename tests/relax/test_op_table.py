@@ -333,6 +333,12 @@ CASES: dict[str, Case] = {
         rtol=1e-4,
         atol=1e-4,
     ),
+    "nn.conv2d_transpose_pad_past_kernel": Case(
+        lambda x, w: op.nn.conv2d_transpose(x, w, strides=2, padding=(2, 0, 1, 2)),
+        [("n", 2, 5, 4), (2, 3, 2, 3)],
+        rtol=1e-4,
+        atol=1e-4,
+    ),
     "nn.max_pool1d": Case(lambda x: op.nn.max_pool1d(x, 3, 2, 1), [("n", 3, 9)]),
     "nn.max_pool1d_ceil": Case(lambda x: op.nn.max_pool1d(x, 2, 2, ceil_mode=True), [("n", 3, 7)]),
     "nn.avg_pool1d": Case(
