@@ -1,8 +1,8 @@
 """Runtime: NDArray, devices, compiled modules, the global function registry, the thread pool."""
 
+from ..ir.dtype import DataType  # tvm.runtime.DataType
 from . import device_module, ndarray, threadpool
 from . import ndarray as nd
-from ..ir.dtype import DataType  # tvm.runtime.DataType
 from .device import Device, cl, context, cpu, cuda, device, gpu, metal, opencl, rocm, vulkan
 from .module import CodegenResult, Module, ProfileResult, load_module
 from .ndarray import NDArray
@@ -19,11 +19,11 @@ __all__ = [
     "CodegenResult",
     "DataType",
     "Device",
-    "Tensor",
     "Module",
     "NDArray",
     "PackedFunc",
     "ProfileResult",
+    "Tensor",
     "cl",
     "context",
     "cpu",

@@ -118,6 +118,7 @@ entry:
 declare {ity} @llvm.umin.{ity}({ity}, {ity})
 """
 
+
 def _bits(fmt: str, value: float) -> int:
     pack = {"f": ("<f", "<I"), "d": ("<d", "<Q")}[fmt]
     return struct.unpack(pack[1], struct.pack(pack[0], value))[0]

@@ -23,6 +23,9 @@ _ATTRIBUTES = {
     "max_threads_per_block": 1,
     "max_shared_memory_per_block": 8,
     "warp_size": 10,
+    "max_block_dim_x": 2,
+    "max_block_dim_y": 3,
+    "max_block_dim_z": 4,
     "multiprocessor_count": 16,
     "compute_major": 75,
     "compute_minor": 76,
@@ -103,6 +106,7 @@ def context(device_id: int) -> _Context:
     return ctx
 
 
+@lru_cache(maxsize=128)  # device properties do not change while the process runs
 def attribute(device_id: int, name: str):
     """max_threads_per_block, max_shared_memory_per_block, warp_size, device_name,
     compute_version ("9.0"), has_fp64 (always), has_fp16."""
@@ -115,6 +119,8 @@ def attribute(device_id: int, name: str):
         return f"{attribute(device_id, 'compute_major')}.{attribute(device_id, 'compute_minor')}"
     if name in ("has_fp64", "has_fp16"):
         return True
+    if name == "max_block_dims":
+        return tuple(attribute(device_id, f"max_block_dim_{a}") for a in "xyz")
     value = ctypes.c_int()
     _call("cuDeviceGetAttribute", ctypes.byref(value), _ATTRIBUTES[name], ctx.device)
     return value.value

@@ -248,6 +248,12 @@ def _check_launch(func: str, kernel: str, api, device_id: int, grid: tuple, bloc
             f"calling '{func}': kernel '{kernel}' needs {threads} threads per block (block "
             f"{block}), more than the device's {limit}; split the bound loop with a smaller factor"
         )
+    for axis, b, most in zip("xyz", block, api.attribute(device_id, "max_block_dims")):
+        if b > most:
+            raise DeviceError(
+                f"calling '{func}': kernel '{kernel}' has {b} threads along threadIdx.{axis}, "
+                f"more than the device's {most}; bind a shorter loop to threadIdx.{axis}"
+            )
     if any(g < 0 for g in grid) or any(b < 0 for b in block):
         raise DeviceError(
             f"calling '{func}': kernel '{kernel}' got a negative launch size {grid} x {block}"

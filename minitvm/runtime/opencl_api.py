@@ -84,6 +84,7 @@ def context(device_id: int) -> _Context:
     return ctx
 
 
+@lru_cache(maxsize=128)  # device properties do not change while the process runs
 def attribute(device_id: int, name: str):
     """A device property: max_threads_per_block, max_shared_memory_per_block, warp_size,
     device_name, has_fp64, has_fp16, compute_version."""
@@ -96,7 +97,7 @@ def attribute(device_id: int, name: str):
         "has_fp64": lambda: "cl_khr_fp64" in dev.extensions or dev.double_fp_config != 0,
         "has_fp16": lambda: "cl_khr_fp16" in dev.extensions,
         "compute_version": lambda: dev.version.strip(),
-        "max_work_item_sizes": lambda: tuple(int(s) for s in dev.max_work_item_sizes),
+        "max_block_dims": lambda: tuple(int(s) for s in dev.max_work_item_sizes)[:3],
     }
     return table[name]()
 

@@ -81,3 +81,25 @@ def test_time_evaluator_of_a_gpu_function():
     result = mod.time_evaluator(mod.entry_name, dev, number=2)(a, a, c)
     assert result.mean > 0
     np.testing.assert_array_equal(c.numpy(), 2 * np.ones(256, "float32"))
+
+
+def test_block_over_a_per_axis_limit_is_a_device_error(monkeypatch):
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "codegen"))
+    from gpu_kernels import vector_add
+
+    from minitvm.codegen.device import build_device_module
+    from minitvm.error import DeviceError
+    from minitvm.runtime import opencl_api
+
+    mod = build_device_module(vector_add(block=64), "opencl")
+    real = opencl_api.attribute
+    monkeypatch.setattr(
+        opencl_api,
+        "attribute",
+        lambda d, name: (32, 32, 32) if name == "max_block_dims" else real(d, name),
+    )
+    a = tvm.nd.empty((100,), "float32", tvm.opencl(0))
+    with pytest.raises(
+        DeviceError, match=r"64 threads along threadIdx.x, more than the device's 32"
+    ):
+        mod(a, a, tvm.nd.empty((100,), "float32", tvm.opencl(0)))
