@@ -213,3 +213,14 @@ def test_missing_onnx_is_a_clear_error():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "OK from_onnx needs the 'onnx' package; install it with `pip install onnx`" in out.stdout
+
+
+@pytest.mark.parametrize(
+    "names, expected",
+    [([".", "123"], ["_", "input_123"]), ([".", "_"], ["_", "__1"]),
+     (["123", "input_123"], ["input_123", "input_123_1"])],
+)
+def test_sanitized_names_are_identifiers_and_distinct(names, expected):
+    node = helper.make_node("Add", names, ["y"])
+    model = make_model([node], {n: ((2, 2), "float32") for n in names}, {"y": "float32"}, 13)
+    assert [p.name_hint for p in from_onnx(model)["main"].params] == expected

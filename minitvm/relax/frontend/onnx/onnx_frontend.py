@@ -151,8 +151,9 @@ def from_onnx(
     init_names = {t.name for t in graph.initializer}
     graph_inputs = [i for i in graph.input if i.name not in init_names]
     _check_names(shape_dict, dtype_dict, graph_inputs)
+    names = _unique_names([i.name for i in graph_inputs], sanitize_input_names)
     inputs = [
-        _input_var(ctx, i, shape_dict or {}, dtype_dict, sanitize_input_names) for i in graph_inputs
+        _input_var(ctx, i, name, shape_dict or {}, dtype_dict) for i, name in zip(graph_inputs, names)
     ]
     for tensor in graph.initializer:
         ctx.values[tensor.name] = ctx.initializer(
@@ -217,7 +218,7 @@ def _check_names(shape_dict: Any, dtype_dict: Any, graph_inputs: list) -> None:
             )
 
 
-def _input_var(ctx: Context, info: Any, shape_dict, dtype_dict, sanitize: bool) -> Var:
+def _input_var(ctx: Context, info: Any, name: str, shape_dict, dtype_dict) -> Var:
     ttype = info.type.tensor_type
     if not info.type.HasField("tensor_type"):
         raise FrontendError(f"from_onnx: input {info.name!r} is not a tensor; only tensors are supported")
@@ -235,7 +236,6 @@ def _input_var(ctx: Context, info: Any, shape_dict, dtype_dict, sanitize: bool) 
         dtype = onnx_dtype(ttype.elem_type)
     else:
         dtype = str(dtype_dict) if isinstance(dtype_dict, str) else "float32"
-    name = _sanitize(info.name) if sanitize else info.name
     return Var(name, TensorStructInfo(tuple(dims), dtype))
 
 
@@ -248,9 +248,23 @@ def _model_dim(ctx: Context, name: str, index: int, dim: Any) -> Any:
 
 
 def _sanitize(name: str) -> str:
-    """A name usable as an identifier in the printed program."""
+    """A name usable as an identifier in the printed program ("0" -> "input_0", "a.b" -> "a_b")."""
     name = re.sub(r"\W", "_", name)
-    return name if name and not name[0].isdigit() else f"_{name}"
+    return name if name and not name[0].isdigit() else f"input_{name}"
+
+
+def _unique_names(names: list[str], sanitize: bool) -> list[str]:
+    """Input var names: sanitized, and distinct (a repeat gets "_1", "_2", ...)."""
+    if not sanitize:
+        return names
+    out: list[str] = []
+    for name in map(_sanitize, names):
+        candidate, k = name, 0
+        while candidate in out:
+            k += 1
+            candidate = f"{name}_{k}"
+        out.append(candidate)
+    return out
 
 
 def _convert_node(ctx: Context, node: Any) -> None:
