@@ -1,7 +1,7 @@
 """Runtime: NDArray, devices, compiled modules, the global function registry, the thread pool."""
 
 from ..ir.dtype import DataType  # tvm.runtime.DataType
-from . import device_module, ndarray, threadpool
+from . import device_module, ndarray, threadpool  # noqa: F401 - device_module registers its loader
 from . import ndarray as nd
 from .device import Device, cl, context, cpu, cuda, device, gpu, metal, opencl, rocm, vulkan
 from .module import CodegenResult, Module, ProfileResult, load_module
