@@ -292,6 +292,39 @@ def _traced_pair():
     return torch.fx.symbolic_trace(Pair())
 
 
+class _TrainingBatchNorm(nn.Module):
+    def forward(self, x):
+        return F.batch_norm(x, torch.zeros(2), torch.ones(2), training=True)
+
+
+def test_modules_import_in_inference_mode_as_in_tvm():
+    model = nn.Sequential(nn.Conv2d(2, 3, 1), nn.BatchNorm2d(3), nn.Dropout(0.5))
+    with torch.no_grad():
+        model[1].running_mean.uniform_(-1, 1)
+        model[1].running_var.uniform_(0.5, 2)
+    model.train()  # not eval(): the importer still reads it as an inference model
+    x = torch.randn(2, 2, 3, 3)
+    mod = from_fx(torch.fx.symbolic_trace(model), [((2, 2, 3, 3), "float32")])
+    with torch.no_grad():
+        want = model.eval()(x).numpy()
+    np.testing.assert_allclose(eval_ref.evaluate(mod, x.numpy()), want, rtol=RTOL, atol=ATOL)
+
+
+def test_sizes_and_constants_as_outputs():
+    class Sizes(nn.Module):
+        def forward(self, x):
+            return x.size()
+
+    class Constant(nn.Module):
+        def forward(self, x):
+            return torch.tensor(3)
+
+    shape_out = from_fx(torch.fx.symbolic_trace(Sizes()), [((1, "n", 4), "float32")])["main"]
+    assert isinstance(shape_out.ret_struct_info, relax.ShapeStructInfo)
+    const_out = from_fx(torch.fx.symbolic_trace(Constant()), [((2,), "float32")])
+    assert int(eval_ref.evaluate(const_out, np.zeros(2, "float32"))) == 3
+
+
 @pytest.mark.parametrize(
     "call,error,match",
     [
@@ -317,11 +350,10 @@ def _traced_pair():
         ),
         (
             lambda: from_fx(
-                torch.fx.symbolic_trace(nn.Sequential(nn.BatchNorm2d(2)).train()),
-                [((1, 2, 2, 2), "float32")],
+                torch.fx.symbolic_trace(_TrainingBatchNorm()), [((1, 2, 2, 2), "float32")]
             ),
             OpAttributeUnImplemented,
-            r"at node '_0'.*training mode is not supported; call model.eval\(\)",
+            r"at node 'batch_norm'.*training mode is not supported; call model.eval\(\)",
         ),
     ],
 )

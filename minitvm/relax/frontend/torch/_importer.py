@@ -13,9 +13,10 @@ from typing import Any
 import numpy as np
 
 from ....error import FrontendError, MiniTVMError, OpAttributeInvalid
+from ....tir.expr import PrimExpr
 from ....tir.expr import Var as TirVar
 from ...block_builder import BlockBuilder
-from ...expr import Expr, Tuple, const
+from ...expr import Expr, ShapeExpr, Tuple, const
 from ..common import raise_unsupported
 
 # torch dtype name -> relax dtype
@@ -154,7 +155,7 @@ def to_numpy(tensor: Any) -> np.ndarray:
     tensor = tensor.detach().cpu()
     if tensor.dtype == torch.bfloat16:
         tensor = tensor.float()
-    return np.ascontiguousarray(tensor.numpy())
+    return tensor.contiguous().numpy().copy()  # ascontiguousarray would make a 0-d array 1-d
 
 
 def bind_output(
@@ -166,8 +167,8 @@ def bind_output(
     no_bind_return_tuple: bool,
 ) -> Any:
     """Emit the function's result inside the dataflow block, as TVM's importers shape it."""
-    if not is_tuple:
-        return bb.emit_output(out)
+    if not is_tuple or all(_is_dim(o) for o in out):
+        return bb.emit_output(_as_expr(out))
     out = [_as_expr(o) for o in out]
     if unwrap_unit_return_tuple and len(out) == 1:
         return bb.emit_output(out[0])
@@ -177,11 +178,19 @@ def bind_output(
 
 
 def _as_expr(value: Any) -> Expr:
-    """A nested Python tuple of outputs as a relax Tuple."""
+    """A nested Python tuple of outputs as a relax Tuple; a tensor's size as a shape."""
     if isinstance(value, list | tuple):
+        if value and all(_is_dim(v) for v in value):
+            return ShapeExpr(tuple(value))
         return Tuple(tuple(_as_expr(v) for v in value))
+    if isinstance(value, int) and not isinstance(value, bool):
+        return const(np.asarray(value, "int64"))
     if not isinstance(value, Expr):
         raise FrontendError(
             f"the model returns {value!r}, which is not a tensor; return tensors only"
         )
     return value
+
+
+def _is_dim(value: Any) -> bool:
+    return isinstance(value, int | PrimExpr) and not isinstance(value, bool)

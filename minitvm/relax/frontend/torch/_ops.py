@@ -491,7 +491,7 @@ def _adaptive_avg_pool(nd: int) -> Callable:
     return convert
 
 
-def _dropout(t, input, p=0.5, training=False, inplace=False):
+def _dropout(t, input, p=0.5, training=False, inplace=False, *, train=None):
     return input  # identity at inference, as in TVM's importers
 
 
@@ -868,6 +868,15 @@ def _numpy_const(t, array: np.ndarray):
     return t.const(array)
 
 
+def _tensor(t, data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
+    if any(isinstance(v, Expr | PrimExpr) for v in np.ravel(np.asarray(data, dtype=object))):
+        raise OpAttributeUnImplemented("torch.tensor of computed values")
+    value = np.asarray(data)
+    if dtype is not None:
+        return t.const(value.astype(t.dtype(dtype)))
+    return t.const(value.astype("float32" if value.dtype.kind == "f" else value.dtype))
+
+
 def _arange(t, *args, dtype=None, device=None, layout=None, pin_memory=None, requires_grad=False):
     if any(isinstance(a, Expr | PrimExpr) for a in args):
         raise OpAttributeUnImplemented("arange with symbolic bounds is not supported")
@@ -1226,6 +1235,7 @@ FUNCTIONS: dict[str, Callable] = {
     "amax": _reduce(R.max),
     "amin": _reduce(R.min),
     "arange": _arange,
+    "tensor": _tensor,
     "zeros": _fill(0),
     "empty": _fill(0),  # torch leaves it uninitialised: zeros are one valid content
     "ones": _fill(1),

@@ -27,7 +27,9 @@ def from_fx(
 
     A dim given as a string ("n") is symbolic, shared by every input that names it. Weights
     become constants, or with keep_params_as_input=True extra inputs (sorted by name) whose
-    values are in the attr "params" (see `relax.frontend.detach_params`).
+    values are in the attr "params" (see `relax.frontend.detach_params`). Modules import in
+    inference mode whatever their training flag, as in TVM: batch norm reads its running
+    statistics and dropout is the identity.
     >>> mod = from_fx(torch.fx.symbolic_trace(model.eval()), [((1, 3, 224, 224), "float32")])
     """
     from torch import fx
