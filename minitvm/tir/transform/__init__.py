@@ -6,40 +6,57 @@ from .compact_buffer_allocation import CompactBufferAllocation, compact_buffer_a
 from .convert_blocks_to_loops import ConvertBlocksToLoops, LowerOpaqueBlock, convert_blocks_to_loops
 from .flatten_buffer import FlattenBuffer, flatten_buffer
 from .loop_partition import LoopPartition, loop_partition
+from .lower_device_storage import LowerDeviceStorageAccessInfo, lower_device_storage
 from .lower_init_block import LowerInitBlock, lower_init_block
-from .pipeline import PIPELINE, lower_primfunc
+from .lower_thread_binding import ConvertForThreadBinding, LowerThreadBinding, lower_thread_binding
+from .pipeline import GPU_PIPELINE, PIPELINE, lower_primfunc
 from .plan_buffer_allocation import (
     PlanAndUpdateBufferAllocationLocation,
     plan_and_update_buffer_allocation_location,
 )
 from .remove_no_op import RemoveNoOp, remove_no_op
 from .simplify import Simplify, simplify
+from .split_host_device import SplitHostDevice, split_host_device
+from .thread_sync import ThreadSync, thread_sync
 from .unroll_loop import UnrollLoop, unroll_loop
 from .vectorize_loop import VectorizeLoop, vectorize_loop
+from .verify_gpu_code import VerifyGPUCode, verify_gpu_code
 
 __all__ = [
+    "GPU_PIPELINE",
     "PIPELINE",
     "CompactBufferAllocation",
     "ConvertBlocksToLoops",
+    "ConvertForThreadBinding",
     "FlattenBuffer",
     "LoopPartition",
+    "LowerDeviceStorageAccessInfo",
     "LowerInitBlock",
     "LowerOpaqueBlock",
+    "LowerThreadBinding",
     "PlanAndUpdateBufferAllocationLocation",
     "RemoveNoOp",
     "Simplify",
+    "SplitHostDevice",
+    "ThreadSync",
     "UnrollLoop",
     "VectorizeLoop",
+    "VerifyGPUCode",
     "compact_buffer_allocation",
     "convert_blocks_to_loops",
     "flatten_buffer",
     "loop_partition",
+    "lower_device_storage",
     "lower_init_block",
     "lower_primfunc",
+    "lower_thread_binding",
     "plan_and_update_buffer_allocation_location",
     "prim_func_pass",
     "remove_no_op",
     "simplify",
+    "split_host_device",
+    "thread_sync",
     "unroll_loop",
     "vectorize_loop",
+    "verify_gpu_code",
 ]

@@ -306,3 +306,23 @@ def test_shared_matmul_matches_numpy_on_opencl():
     c = tvm.nd.array(np.zeros((n, n), "float32"), dev)
     f(tvm.nd.array(a, dev), tvm.nd.array(b, dev), c)
     np.testing.assert_allclose(c.numpy(), a @ b, rtol=1e-4)
+
+
+_CUDA_REASON = tvm.cuda(0).unavailable_reason()
+
+
+@pytest.mark.skipif(_CUDA_REASON is not None, reason=f"no CUDA: {_CUDA_REASON}")
+def test_mlc_programs_match_numpy_on_cuda():
+    dev = tvm.cuda(0)
+    f = tvm.build(window_sum().mod, target="cuda")
+    a = np.random.default_rng(0).random(1027, dtype="float32")
+    b = tvm.nd.array(np.zeros(1024, "float32"), dev)
+    f(tvm.nd.array(a, dev), b)
+    np.testing.assert_allclose(b.numpy(), a[:1024] + a[1:1025] + a[2:1026], rtol=1e-6)
+    n = 1024
+    f = tvm.build(shared_matmul(n).mod, target="cuda")
+    rng = np.random.default_rng(1)
+    x, y = rng.random((n, n), dtype="float32"), rng.random((n, n), dtype="float32")
+    c = tvm.nd.array(np.zeros((n, n), "float32"), dev)
+    f(tvm.nd.array(x, dev), tvm.nd.array(y, dev), c)
+    np.testing.assert_allclose(c.numpy(), x @ y, rtol=1e-4)

@@ -1,0 +1,314 @@
+"""Classic TE GPU schedules (issue 16): the seed homework's vector add and HWCN convolution
+(shared/local caches, vthreads, cooperative fetching), cache_read("shared") under a bound
+threadIdx loop, and a GPU-scheduled softmax: lowered structure, and numpy-matching runs on
+OpenCL (PoCL) where a device exists."""
+
+import numpy as np
+import pytest
+
+import minitvm as tvm
+from minitvm import te
+from minitvm.driver import lower_gpu
+from minitvm.error import BuildError
+from minitvm.target import Target
+
+_REASON = tvm.opencl(0).unavailable_reason()
+requires_opencl = pytest.mark.skipif(_REASON is not None, reason=f"no OpenCL device: {_REASON}")
+
+
+def _vector_double():
+    n = te.var("n")
+    A = te.placeholder((n,), name="A")
+    B = te.compute(A.shape, lambda i: A[i] * 2, name="B")
+    s = te.create_schedule(B.op)
+    bx, tx = s[B].split(B.op.axis[0], factor=64)
+    s[B].bind(bx, te.thread_axis("blockIdx.x"))
+    s[B].bind(tx, te.thread_axis("threadIdx.x"))
+    return s, A, B
+
+
+def seed_conv(batch=64, in_channel=256, out_channel=512):
+    """The homework's 'Optimize Convolution on GPU' schedule, verbatim but for the sizes (and
+    its `WM` typo, which is `WW`)."""
+    in_size, kernel, pad, stride = 14, 3, 1, 1
+    A = te.placeholder((in_size, in_size, in_channel, batch), name="A")
+    W = te.placeholder((kernel, kernel, in_channel, out_channel), name="W")
+    out_size = (in_size - kernel + 2 * pad) // stride + 1
+    Apad = te.compute(
+        (in_size + 2 * pad, in_size + 2 * pad, in_channel, batch),
+        lambda yy, xx, cc, nn: tvm.tir.if_then_else(
+            tvm.tir.all(yy >= pad, yy - pad < in_size, xx >= pad, xx - pad < in_size),
+            A[yy - pad, xx - pad, cc, nn],
+            tvm.tir.const(0.0, "float32"),
+        ),
+        name="Apad",
+    )
+    rc = te.reduce_axis((0, in_channel), name="rc")
+    ry = te.reduce_axis((0, kernel), name="ry")
+    rx = te.reduce_axis((0, kernel), name="rx")
+    B = te.compute(
+        (out_size, out_size, out_channel, batch),
+        lambda yy, xx, ff, nn: te.sum(
+            Apad[yy * stride + ry, xx * stride + rx, rc, nn] * W[ry, rx, rc, ff],
+            axis=[ry, rx, rc],
+        ),
+        name="B",
+    )
+    s = te.create_schedule(B.op)
+    s[Apad].compute_inline()
+    AA = s.cache_read(Apad, "shared", [B])
+    WW = s.cache_read(W, "shared", [B])
+    AL = s.cache_read(AA, "local", [B])
+    WL = s.cache_read(WW, "local", [B])
+    BL = s.cache_write(B, "local")
+    tile, num_thread, step, vthread = 8, 8, 8, 2
+    block_factor = tile * num_thread
+    block_x = te.thread_axis("blockIdx.x")
+    block_y = te.thread_axis("blockIdx.y")
+    block_z = te.thread_axis("blockIdx.z")
+    thread_x = te.thread_axis((0, num_thread), "threadIdx.x")
+    thread_y = te.thread_axis((0, num_thread), "threadIdx.y")
+    thread_xz = te.thread_axis((0, vthread), "vthread", name="vx")
+    thread_yz = te.thread_axis((0, vthread), "vthread", name="vy")
+    hi, wi, fi, ni = s[B].op.axis
+    bz = s[B].fuse(hi, wi)
+    by, fi = s[B].split(fi, factor=block_factor)
+    bx, ni = s[B].split(ni, factor=block_factor)
+    s[B].bind(bz, block_z)
+    s[B].bind(by, block_y)
+    s[B].bind(bx, block_x)
+    tyz, fi = s[B].split(fi, nparts=vthread)
+    txz, ni = s[B].split(ni, nparts=vthread)
+    ty, fi = s[B].split(fi, nparts=num_thread)
+    tx, ni = s[B].split(ni, nparts=num_thread)
+    s[B].reorder(bz, by, bx, tyz, txz, ty, tx, fi, ni)
+    s[B].bind(tyz, thread_yz)
+    s[B].bind(txz, thread_xz)
+    s[B].bind(ty, thread_y)
+    s[B].bind(tx, thread_x)
+    s[BL].compute_at(s[B], tx)
+    yi, xi, fi, ni = s[BL].op.axis
+    ry, rx, rc = s[BL].op.reduce_axis
+    rco, rci = s[BL].split(rc, factor=step)
+    s[BL].reorder(rco, ry, rx, rci, fi, ni)
+    s[AA].compute_at(s[BL], rx)
+    s[WW].compute_at(s[BL], rx)
+    s[AL].compute_at(s[BL], rci)
+    s[WL].compute_at(s[BL], rci)
+    yi, xi, ci, ni = s[AA].op.axis
+    ty, ci = s[AA].split(ci, nparts=num_thread)
+    tx, ni = s[AA].split(ni, nparts=num_thread)
+    _, ni = s[AA].split(ni, factor=4)
+    s[AA].reorder(ty, tx, yi, xi, ci, ni)
+    s[AA].bind(ty, thread_y)
+    s[AA].bind(tx, thread_x)
+    s[AA].vectorize(ni)
+    yi, xi, ci, fi = s[WW].op.axis
+    ty, ci = s[WW].split(ci, nparts=num_thread)
+    tx, fi = s[WW].split(fi, nparts=num_thread)
+    _, fi = s[WW].split(fi, factor=4)
+    s[WW].reorder(ty, tx, yi, xi, ci, fi)
+    s[WW].bind(ty, thread_y)
+    s[WW].bind(tx, thread_x)
+    s[WW].vectorize(fi)
+    return s, A, W, B
+
+
+def _conv_reference(a, w):
+    ap = np.pad(a, ((1, 1), (1, 1), (0, 0), (0, 0)))
+    out = np.zeros((14, 14, w.shape[3], a.shape[3]), "float32")
+    for ry in range(3):
+        for rx in range(3):
+            out += np.einsum("yxcn,cf->yxfn", ap[ry : ry + 14, rx : rx + 14], w[ry, rx])
+    return out
+
+
+def _softmax(m=64, n=100, shared=False):
+    A = te.placeholder((m, n), name="A")
+    k = te.reduce_axis((0, n), name="k")
+    mx = te.compute((m,), lambda i: te.max(A[i, k], axis=k), name="mx")
+    ex = te.compute((m, n), lambda i, j: te.exp(A[i, j] - mx[i]), name="ex")
+    k2 = te.reduce_axis((0, n), name="k2")
+    sm = te.compute((m,), lambda i: te.sum(ex[i, k2], axis=k2), name="sm")
+    out = te.compute((m, n), lambda i, j: ex[i, j] / sm[i], name="out")
+    s = te.create_schedule(out.op)
+    AS = s.cache_read(A, "shared", [mx, ex]) if shared else None
+    s[ex].compute_inline()
+    bx, tx = s[out].split(out.op.axis[0], factor=16)
+    s[out].bind(bx, te.thread_axis("blockIdx.x"))
+    s[out].bind(tx, te.thread_axis("threadIdx.x"))
+    for t in (mx, sm):  # one thread per row: its max and sum stay in registers
+        s[t].set_scope("local")
+        s[t].compute_at(s[out], tx)
+    if shared:  # the block's 16 rows fetched cooperatively
+        s[AS].compute_at(s[out], bx)
+        fused = s[AS].fuse(*s[AS].op.axis)
+        _, fi = s[AS].split(fused, factor=16)
+        s[AS].bind(fi, te.thread_axis("threadIdx.x"))
+    return s, A, out
+
+
+# ----------------------------------------------------------------------------- printed IR
+def test_seed_vector_add_lowers_to_launch_scopes():
+    s, A, B = _vector_double()
+    text = tvm.lower(s, [A, B], simple_mode=True).script()
+    assert 'blockIdx_x = T.launch_thread("blockIdx.x", (n + 63) // 64)' in text
+    assert 'threadIdx_x = T.launch_thread("threadIdx.x", 64)' in text
+    assert "if T.likely(blockIdx_x * 64 + threadIdx_x < n):" in text
+
+
+def test_cache_read_shared_under_bound_threads_spans_every_thread():
+    # the issue's case: 16 threads each read one row of A_shared; the fetch must load all 16
+    A = te.placeholder((16, 8), name="A")
+    B = te.compute((16, 8), lambda i, j: A[i, j] * 2, name="B")
+    s = te.create_schedule(B.op)
+    AS = s.cache_read(A, "shared", [B])
+    s[B].bind(s[B].op.axis[0], te.thread_axis("threadIdx.x"))
+    s[AS].compute_at(s[B], s[B].op.axis[0])
+    text = tvm.lower(s, [A, B], simple_mode=True).script()
+    assert 'A_shared = T.decl_buffer((16, 8), "float32", scope="shared")' in text
+    assert "< 1" not in text
+    assert text.index("A_shared[ax0, ax1] = A[ax0, ax1]") < text.index("tvm_storage_sync")
+
+
+def test_cache_read_local_under_bound_threads_is_per_thread():
+    A = te.placeholder((16, 8), name="A")
+    B = te.compute((16, 8), lambda i, j: A[i, j] * 2, name="B")
+    s = te.create_schedule(B.op)
+    AL = s.cache_read(A, "local", [B])
+    s[B].bind(s[B].op.axis[0], te.thread_axis("threadIdx.x"))
+    s[AL].compute_at(s[B], s[B].op.axis[0])
+    text = tvm.lower(s, [A, B], simple_mode=True).script()
+    assert 'A_local = T.decl_buffer((1, 8), "float32", scope="local")' in text
+    assert "tvm_storage_sync" not in text
+
+
+def test_seed_conv_tiles_scopes_vthreads_and_barriers_print_like_tvm():
+    s, A, W, B = seed_conv(batch=64)
+    text = tvm.lower(s, [A, W, B], simple_mode=True).script()
+    for line in (
+        'Apad_shared = T.decl_buffer((1, 1, 8, 64), "float32", scope="shared")',
+        'W_shared = T.decl_buffer((1, 1, 8, 64), "float32", scope="shared")',
+        'Apad_shared_local = T.decl_buffer((1, 1, 1, 4), "float32", scope="local")',
+        'W_shared_local = T.decl_buffer((1, 1, 1, 4), "float32", scope="local")',
+        'B_local = T.decl_buffer((1, 1, 4, 4), "float32", scope="local")',
+        'blockIdx_z = T.launch_thread("blockIdx.z", 196)',
+        'threadIdx_y = T.launch_thread("threadIdx.y", 8)',
+    ):
+        assert line in text, line
+    assert "vthread" not in text and "thread_binding" not in text
+    # one barrier before each tile fetch (the previous tile's reads), one after it
+    assert text.count("tvm_storage_sync") == 2
+
+
+def test_seed_conv_kernel_fits_the_opencl_limits():
+    s, A, W, B = seed_conv(batch=64)
+    mod = lower_gpu([s.build_prim_func([A, W, B], "conv")], Target("opencl"))
+    kernel = mod["conv_kernel"]
+    assert list(kernel.attrs["tir.kernel_launch_params"]) == [
+        "blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y",
+    ]  # fmt: skip
+
+
+def test_unscheduled_te_compute_on_gpu_says_to_bind():
+    A = te.placeholder((8,), name="A")
+    B = te.compute((8,), lambda i: A[i] + 1, name="B")
+    s = te.create_schedule(B.op)
+    with pytest.raises(BuildError, match=r"loop 'i' is not bound to GPU threads"):
+        tvm.build(s, [A, B], "opencl")
+
+
+def test_storage_align_under_shared_cache_still_lowers():
+    A = te.placeholder((16, 16), name="A")
+    B = te.compute((16, 16), lambda i, j: A[i, j] + 1, name="B")
+    s = te.create_schedule(B.op)
+    AS = s.cache_read(A, "shared", [B])
+    bx = s[B].op.axis[0]
+    s[B].bind(bx, te.thread_axis("blockIdx.x"))
+    s[B].bind(s[B].op.axis[1], te.thread_axis("threadIdx.x"))
+    s[AS].compute_at(s[B], bx)
+    s[AS].storage_align(s[AS].op.axis[0], 16, 1)
+    s[AS].bind(s[AS].op.axis[1], te.thread_axis("threadIdx.x"))
+    text = tvm.lower(s, [A, B], simple_mode=True).script()
+    assert 'scope="shared"' in text and "tvm_storage_sync" in text
+
+
+# ----------------------------------------------------------------------------- runs on OpenCL
+@requires_opencl
+@pytest.mark.parametrize("n", [1, 64, 1000])
+def test_seed_vector_add_matches_numpy_on_opencl(n):
+    s, A, B = _vector_double()
+    f = tvm.build(s, [A, B], "opencl")
+    dev = tvm.opencl(0)
+    a = np.random.default_rng(n).random(n, dtype="float32")
+    b = tvm.nd.array(np.zeros(n, "float32"), dev)
+    f(tvm.nd.array(a, dev), b)
+    np.testing.assert_allclose(b.numpy(), a * 2)
+    assert "get_local_id(0)" in f.get_source()
+
+
+@requires_opencl
+def test_seed_conv_matches_numpy_on_opencl():
+    # the full schedule; batch 64 (one block of the 64-wide tile), channels reduced for PoCL
+    s, A, W, B = seed_conv(batch=64, in_channel=32, out_channel=64)
+    func = tvm.build(s, [A, W, B], "opencl")
+    dev = tvm.opencl(0)
+    rng = np.random.default_rng(0)
+    a = rng.uniform(size=(14, 14, 32, 64)).astype("float32")
+    w = rng.uniform(size=(3, 3, 32, 64)).astype("float32")
+    b = tvm.nd.array(np.zeros((14, 14, 64, 64), "float32"), dev)
+    func(tvm.nd.array(a, dev), tvm.nd.array(w, dev), b)
+    np.testing.assert_allclose(b.numpy(), _conv_reference(a, w), rtol=1e-4)
+
+
+@requires_opencl
+@pytest.mark.parametrize("shared", [False, True])
+def test_gpu_scheduled_softmax_matches_numpy_on_opencl(shared):
+    s, A, out = _softmax(shared=shared)
+    f = tvm.build(s, [A, out], "opencl")
+    assert ("__local float A_shared" in f.get_source()) == shared
+    dev = tvm.opencl(0)
+    a = np.random.default_rng(3).normal(size=(64, 100)).astype("float32")
+    o = tvm.nd.array(np.zeros((64, 100), "float32"), dev)
+    f(tvm.nd.array(a, dev), o)
+    e = np.exp(a - a.max(1, keepdims=True))
+    np.testing.assert_allclose(o.numpy(), e / e.sum(1, keepdims=True), rtol=1e-5, atol=1e-6)
+
+
+# ----------------------------------------------------------------------------- CUDA
+_CUDA_REASON = tvm.cuda(0).unavailable_reason()
+requires_cuda = pytest.mark.skipif(_CUDA_REASON is not None, reason=f"no CUDA: {_CUDA_REASON}")
+
+
+def test_seed_conv_lowers_to_ptx_without_a_gpu():
+    s, A, W, B = seed_conv(batch=64, in_channel=32, out_channel=64)
+    ptx = tvm.build(s, [A, W, B], "cuda").get_source("ptx")
+    assert ".visible .entry main_kernel(" in ptx
+    assert "bar.sync" in ptx and ".shared" in ptx and "%tid.y" in ptx
+
+
+@requires_cuda
+def test_seed_programs_match_numpy_on_cuda():
+    dev = tvm.cuda(0)
+    s, A, B = _vector_double()
+    f = tvm.build(s, [A, B], "cuda")
+    a = np.random.default_rng(0).random(1000, dtype="float32")
+    b = tvm.nd.array(np.zeros(1000, "float32"), dev)
+    f(tvm.nd.array(a, dev), b)
+    np.testing.assert_allclose(b.numpy(), a * 2)
+    s, A, W, B = seed_conv(batch=64, in_channel=32, out_channel=64)
+    func = tvm.build(s, [A, W, B], "cuda")
+    rng = np.random.default_rng(0)
+    a = rng.uniform(size=(14, 14, 32, 64)).astype("float32")
+    w = rng.uniform(size=(3, 3, 32, 64)).astype("float32")
+    out = tvm.nd.array(np.zeros((14, 14, 64, 64), "float32"), dev)
+    func(tvm.nd.array(a, dev), tvm.nd.array(w, dev), out)
+    np.testing.assert_allclose(out.numpy(), _conv_reference(a, w), rtol=1e-4)
+    for shared in (False, True):
+        s, A, o = _softmax(shared=shared)
+        f = tvm.build(s, [A, o], "cuda")
+        x = np.random.default_rng(3).normal(size=(64, 100)).astype("float32")
+        y = tvm.nd.array(np.zeros((64, 100), "float32"), dev)
+        f(tvm.nd.array(x, dev), y)
+        e = np.exp(x - x.max(1, keepdims=True))
+        np.testing.assert_allclose(y.numpy(), e / e.sum(1, keepdims=True), rtol=1e-5, atol=1e-6)
