@@ -253,6 +253,7 @@ class CodeGenOpenCL:
         self.indent = 1
         self.func_name = ""
         self.kernel_scope: list[str] = []  # __local arrays, declared at kernel scope
+        self.nonneg: set[int] = set()  # vars known >= 0: thread indices, loops from >= 0
         self.shared_bytes = 0
 
     # ------------------------------------------------------------------ kernel
@@ -337,6 +338,8 @@ class CodeGenOpenCL:
         t = cl_type(s.loop_var.dtype)
         lo, ext = self.expr(s.min), self.expr(s.extent)
         end = ext if _is_zero(s.min) else f"{lo} + {ext}"
+        if self._nonneg(s.min):
+            self.nonneg.add(id(s.loop_var))
         self.emit(f"for ({t} {i} = {lo}; {i} < {end}; ++{i}) {{")
         self.block(s.body)
         self.emit("}")
@@ -371,6 +374,7 @@ class CodeGenOpenCL:
                     f"{', '.join(THREAD_QUERIES)}"
                 )
             query, dim = THREAD_QUERIES[tag]
+            self.nonneg.add(id(iv.var))
             self.emit(f"{cl_type(iv.var.dtype)} {self.names(iv.var)} = "
                       f"({cl_type(iv.var.dtype)}){query}({dim});")  # fmt: skip
         elif s.attr_key == "virtual_thread":
@@ -496,11 +500,27 @@ class CodeGenOpenCL:
         a, b = self.expr(e.a), self.expr(e.b)
         return f"fmod({a}, {b})" if e.dtype.is_float else f"({a} % {b})"
 
+    def _nonneg(self, e: PrimExpr) -> bool:
+        """Whether `e` is provably >= 0 (structurally: constants, known vars, + * // % of them)."""
+        if isinstance(e, IntImm):
+            return e.value >= 0
+        if isinstance(e, Var):
+            return id(e) in self.nonneg
+        if isinstance(e, Cast):
+            return e.dtype.is_int and self._nonneg(e.value)
+        if isinstance(e, (Add, Mul, FloorDiv, FloorMod, Min, Max)):
+            return self._nonneg(e.a) and self._nonneg(e.b)
+        return False
+
+    def _truncates_like_floor(self, e) -> bool:
+        """C's / and % round like floordiv/floormod: a >= 0 and a positive constant divisor."""
+        return isinstance(e.b, IntImm) and e.b.value > 0 and self._nonneg(e.a)
+
     def _floordiv(self, e: FloorDiv) -> str:
         a, b = self.expr(e.a), self.expr(e.b)
         if e.dtype.is_float:
             return f"floor({a} / {b})"
-        if e.dtype.is_uint or e.dtype.is_bool:
+        if e.dtype.is_uint or e.dtype.is_bool or self._truncates_like_floor(e):
             return f"({a} / {b})"
         return f"{self._helper('floordiv', e.dtype)}({a}, {b})"
 
@@ -508,7 +528,7 @@ class CodeGenOpenCL:
         a, b = self.expr(e.a), self.expr(e.b)
         if e.dtype.is_float:
             return f"({a} - floor({a} / {b}) * {b})"
-        if e.dtype.is_uint or e.dtype.is_bool:
+        if e.dtype.is_uint or e.dtype.is_bool or self._truncates_like_floor(e):
             return f"({a} % {b})"
         return f"{self._helper('floormod', e.dtype)}({a}, {b})"
 

@@ -289,3 +289,35 @@ def test_kernel_symbols_that_are_not_identifiers_are_renamed(target):
         a = np.arange(5, dtype="float32")
         *_, c = _run(built, a, a, np.zeros(5, "float32"))
         np.testing.assert_array_equal(c, 2 * a)
+
+
+@requires_opencl
+def test_floordiv_is_plain_division_only_where_the_dividend_is_nonnegative():
+    from gpu_kernels import kernel, launch, thread
+
+    from minitvm.ir.module import IRModule
+    from minitvm.tir.buffer import Buffer
+    from minitvm.tir.expr import Var
+    from minitvm.tir.function import PrimFunc
+    from minitvm.tir.stmt import BufferStore, SeqStmt
+
+    out = Var("out", "handle")
+    host_buf = Buffer(Var("out_data", "handle"), "int32", (32,), name="out")
+    kout = Var("out", "handle")
+    flat = Buffer(kout, "int32", (32,), name="out")
+    tx, with_tx = thread("threadIdx.x", 16, None)
+    body = SeqStmt((
+        BufferStore(flat, FloorDiv(tx, 3) * 10 + FloorMod(tx, 3), (tx,)),  # tx >= 0: plain / %
+        BufferStore(flat, FloorDiv(tx - 8, 3) * 10 + FloorMod(tx - 8, 3), (tx + 16,)),
+    ))  # fmt: skip
+    k = kernel("fd_kernel", [kout], with_tx(body), ["threadIdx.x"])
+    host = PrimFunc((out,), launch("fd_kernel", host_buf.data, 16), buffer_map={out: host_buf},
+                    attrs={"global_symbol": "fd"})  # fmt: skip
+    mod = build_device_module(IRModule({"fd": host, "fd_kernel": k}), "opencl")
+    src = mod.get_source()
+    assert "(threadIdx_x / 3)" in src and "minitvm_floordiv_int((threadIdx_x - 8), 3)" in src
+    (res,) = _run(mod, np.zeros(32, "int32"))
+    t = np.arange(16)
+    np.testing.assert_array_equal(
+        res, np.concatenate([t // 3 * 10 + t % 3, (t - 8) // 3 * 10 + (t - 8) % 3])
+    )
