@@ -299,3 +299,34 @@ def test_python_dash_m_minitvm_lists_the_verbs():
     assert all(verb in proc.stdout for verb in ("compile", "run", "bench", "show", "train"))
     proc = cli()
     assert proc.returncode == 2 and "required: VERB" in proc.stderr
+
+
+def test_a_model_with_two_outputs_writes_an_npz(tmp_path):
+    _need_importer()
+    import onnx
+    from onnx import TensorProto, helper
+
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r"], name="relu"),
+        helper.make_node("Sigmoid", ["x"], ["s"], name="sigmoid"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "two",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, [2, 3]) for n in ("r", "s")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    onnx.save(model, tmp_path / "two.onnx")
+    assert cli("compile", tmp_path / "two.onnx", "-q", "-o", tmp_path / "two.tar").returncode == 0
+    x = np.linspace(-2, 2, 6, dtype="float32").reshape(2, 3)
+    np.save(tmp_path / "x.npy", x)
+    given = ["--input", f"x={tmp_path / 'x.npy'}"]
+    proc = cli("run", tmp_path / "two.tar", *given, "-o", tmp_path / "o.npz")
+    assert proc.returncode == 0, proc.stderr
+    with np.load(tmp_path / "o.npz") as outs:
+        np.testing.assert_allclose(outs["output_0"], np.maximum(x, 0))
+        np.testing.assert_allclose(outs["output_1"], 1 / (1 + np.exp(-x)), rtol=1e-6)
+    proc = cli("run", tmp_path / "two.tar", *given, "-o", tmp_path / "o.npy")
+    assert proc.returncode == 2
+    _one_line_error(proc, "o.npy': the model has 2 outputs; use an .npz file")
