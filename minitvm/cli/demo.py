@@ -9,15 +9,16 @@ import time
 import numpy as np
 
 from .. import driver, runtime, te, tir
+from ._common import example_parser
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
+    p = example_parser(
+        sub,
         "demo",
-        help="train the MLP on the bundled digits, then build and time two kernels",
-        description=__doc__,
-        epilog="example:\n  python -m minitvm demo",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "train the MLP on the bundled digits, then build and time two kernels",
+        __doc__,
+        "example:\n  python -m minitvm demo",
     )
     p.set_defaults(run=lambda args: run_demo())
 

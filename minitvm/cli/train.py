@@ -7,7 +7,7 @@ import dataclasses
 import sys
 
 from ..error import MiniTVMError
-from ._common import UsageError
+from ._common import UsageError, example_parser
 
 EPILOG = """\
 examples:
@@ -22,12 +22,12 @@ mnist:PATH is a folder holding train-images-idx3-ubyte(.gz) and the other three 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     from .training import MODELS, OPTIMIZERS
 
-    p = sub.add_parser(
+    p = example_parser(
+        sub,
         "train",
-        help="train a classifier with compiled graph programs (forward + backward + update)",
-        description="Train logreg / mlp / cnn; one compiled relax function per training step.",
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "train a classifier with compiled graph programs (forward + backward + update)",
+        "Train logreg / mlp / cnn; one compiled relax function per training step.",
+        EPILOG,
     )
     p.add_argument("--model", choices=list(MODELS), default="mlp")
     p.add_argument("--data", default="digits", help="digits | mnist:PATH | synthetic[:N]")
