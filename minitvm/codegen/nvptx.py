@@ -38,6 +38,10 @@ _SREG = {
 }
 
 
+# largest extents a launch can have (CUDA's limits): blocks along any grid axis, threads per block
+_SREG_LIMIT = {"blockIdx": 2**31 - 1, "threadIdx": 1025}
+
+
 def _one_lane(body):
     """A float32 rule written for vectors (codegen/llvm_intrinsics.py) applied to a scalar: the
     scalar is splat to two lanes and lane 0 is the result."""
@@ -196,8 +200,14 @@ class CodeGenNVPTX(CodeGenLLVM):
         fn = self.module.globals.get(_SREG[tag]) or ir.Function(
             self.module, ir.FunctionType(I32, []), _SREG[tag]
         )
-        value = cast_value(self.builder, self.builder.call(fn, [], name=tag.replace(".", "_")),
-                           DataType("int32"), iv.var.dtype)  # fmt: skip
+        raw = self.builder.call(fn, [], name=tag.replace(".", "_"))
+        # the launch guarantees [0, extent): LLVM then knows index math cannot wrap or go negative
+        hi = s.value.value if isinstance(s.value, IntImm) else _SREG_LIMIT[tag[:-2]]
+        raw.set_metadata(
+            "range", self.module.add_metadata([ir.Constant(I32, 0), ir.Constant(I32, hi)])
+        )
+        self.set_range(raw, 0, hi - 1)
+        value = cast_value(self.builder, raw, DataType("int32"), iv.var.dtype)
         self.bind(iv.var, value)
         self.stmt(s.body)
         self.unbind(iv.var)
