@@ -210,9 +210,9 @@ def _store_row(store: BufferStore, loops: list[For], lanes: int) -> np.ndarray:
         ints,
         len(loads),
         _log(flops),
-        _log(product(ForKind.PARALLEL)),
-        _log(product(ForKind.VECTORIZED)),
-        _log(product(ForKind.UNROLLED)),
+        math.log2(product(ForKind.PARALLEL)),
+        math.log2(product(ForKind.VECTORIZED)),
+        math.log2(product(ForKind.UNROLLED)),
         len(loops),
         float(reduction),
         _log(inner_ext),
@@ -265,7 +265,6 @@ def _walk_stores(func: PrimFunc) -> list[tuple[BufferStore, list[For]]]:
             child = getattr(s, name, None)
             if child is not None and not isinstance(child, list | tuple):
                 stack.append((child, loops))
-    out.reverse()
     return out
 
 
