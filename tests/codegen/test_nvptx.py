@@ -155,3 +155,54 @@ def test_cast_in_kernel_builds():
     assert (
         ".entry" in build_device_module(expr_kernel(build, "float32", "int32"), "cuda").get_source()
     )
+
+
+def test_cuda_module_exports_and_loads_without_a_device(tmp_path):
+    mod = build_device_module(vector_add(), "cuda -arch=sm_80")
+    path = str(tmp_path / "vadd_cuda.zip")
+    mod.export_library(path)
+    loaded = tvm.runtime.load_module(path)
+    assert loaded.get_source("ptx") == mod.get_source("ptx")
+    assert loaded.type_key == "cuda" and loaded.entry_name == "vadd"
+    assert loaded.func_infos == mod.func_infos
+
+
+def test_a_tampered_gpu_export_is_refused(tmp_path):
+    import zipfile
+
+    mod = build_device_module(vector_add(), "cuda")
+    path, bad = str(tmp_path / "m.zip"), str(tmp_path / "bad.zip")
+    mod.export_library(path)
+    with zipfile.ZipFile(path) as src, zipfile.ZipFile(bad, "w") as dst:
+        for item in src.namelist():
+            data = src.read(item)
+            if item == "kernels.src":
+                data = data.replace(b"vadd_kernel", b"evil_kernel")
+            dst.writestr(item, data)
+    with pytest.raises(tvm.error.RuntimeError_, match="kernels.src does not match its sha256"):
+        tvm.runtime.load_module(bad)
+
+
+@pytest.mark.parametrize(
+    "edit,match",
+    [
+        (lambda m: m["programs"][0]["steps"][0].__setitem__(1, "nope"), "unknown kernel 'nope'"),
+        (lambda m: m["programs"][0]["steps"][0][3].__setitem__(0, "__import__('os').system('x')"),
+         "uses Call"),
+        (lambda m: m.__setitem__("kind", "vulkan"), "unknown kind"),
+    ],
+)  # fmt: skip
+def test_gpu_export_metadata_is_validated_as_data(tmp_path, edit, match):
+    import json
+
+    from minitvm.runtime.module import write_module_zip
+
+    mod = build_device_module(vector_add(), "cuda")
+    meta = {"kind": "cuda", "target": "cuda", "entry": "vadd", "kernels": mod._kernel_infos,
+            "programs": json.loads(json.dumps(mod._programs))}  # fmt: skip
+    edit(meta)
+    path = str(tmp_path / "crafted.zip")
+    extra = {"device.json": json.dumps(meta).encode(), "kernels.src": mod.get_source().encode()}
+    write_module_zip(path, None, kind="device_module", extra=extra)
+    with pytest.raises(tvm.error.RuntimeError_, match=match):
+        tvm.runtime.load_module(path)
