@@ -330,3 +330,37 @@ def test_a_model_with_two_outputs_writes_an_npz(tmp_path):
     proc = cli("run", tmp_path / "two.tar", *given, "-o", tmp_path / "o.npy")
     assert proc.returncode == 2
     _one_line_error(proc, "o.npy': the model has 2 outputs; use an .npz file")
+
+
+def test_a_symbolic_batch_is_kept_and_runs_at_any_size(tmp_path):
+    _need_importer()
+    import onnx
+    import onnxruntime as ort
+    from onnx import TensorProto, helper, numpy_helper
+
+    w = np.random.default_rng(3).standard_normal((8, 4)).astype("float32")
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["h"], name="mm"),
+        helper.make_node("Tanh", ["h"], ["y"], name="tanh"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "sym",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 4])],
+        [numpy_helper.from_array(w, "w")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    onnx.save(model, tmp_path / "sym.onnx")
+    proc = cli("compile", tmp_path / "sym.onnx", "-q", "-o", tmp_path / "sym.tar")
+    assert proc.returncode == 0, proc.stderr
+    assert "inputs: x (batch, 8) float32" in proc.stdout
+    session = ort.InferenceSession(str(tmp_path / "sym.onnx"))
+    for batch in (3, 5):
+        x = np.random.default_rng(batch).standard_normal((batch, 8)).astype("float32")
+        np.save(tmp_path / "x.npy", x)
+        out = tmp_path / f"y{batch}.npy"
+        proc = cli("run", tmp_path / "sym.tar", "--input", f"x={tmp_path / 'x.npy'}", "-o", out)
+        assert proc.returncode == 0, proc.stderr
+        (expected,) = session.run(None, {"x": x})
+        np.testing.assert_allclose(np.load(out), expected, rtol=1e-5, atol=1e-6)
