@@ -204,6 +204,31 @@ def test_sdpa_block_matches_torch_through_export():
     np.testing.assert_allclose(eval_ref.evaluate(mod, x.numpy()), want, rtol=RTOL, atol=ATOL)
 
 
+def test_symbolic_batch_compiles_and_runs_at_several_batch_sizes():
+    torch.manual_seed(0)
+    cnn = SmallCNN().eval()
+    batch = torch.export.Dim("batch")
+    ep = torch.export.export(cnn, (torch.randn(2, 3, 16, 16),), dynamic_shapes={"x": {0: batch}})
+    transformer = SmallTransformer().eval()
+    cases = [
+        (cnn, from_exported_program(ep, unwrap_unit_return_tuple=True), (3, 16, 16), "float32"),
+        (
+            transformer,
+            from_fx(torch.fx.symbolic_trace(transformer), [(("n", 6), "int64")]),
+            (6,),
+            "int64",
+        ),
+    ]
+    for model, mod, rest, dtype in cases:
+        vm = relax.VirtualMachine(relax.build(mod, "llvm"), tvm.cpu())
+        for n in (1, 3):
+            x = torch.randint(0, 20, (n, *rest)) if dtype == "int64" else torch.randn(n, *rest)
+            with torch.no_grad():
+                want = model(x).numpy()
+            got = vm["main"](tvm.nd.array(x.numpy())).numpy()
+            np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
+
+
 class Unsupported(nn.Module):
     def __init__(self):
         super().__init__()

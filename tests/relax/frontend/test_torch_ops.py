@@ -100,10 +100,14 @@ def _check(mod, xs, want, rtol=1e-4, atol=1e-5):
         np.testing.assert_allclose(_numpy(g), w, rtol=rtol, atol=atol)
 
 
+def _info(xs):
+    return [(tuple(x.shape), str(x.dtype).removeprefix("torch.")) for x in xs]
+
+
 def _import_both(model, xs):
     """(fx module, export module, decomposed export module)."""
     gm = torch.fx.symbolic_trace(model)
-    fx_mod = from_fx(gm, [(tuple(x.shape), str(x.dtype).removeprefix("torch.")) for x in xs])
+    fx_mod = from_fx(gm, _info(xs))
     ep = torch.export.export(model, tuple(xs))
     return fx_mod, from_exported_program(ep), from_exported_program(ep.run_decompositions())
 
@@ -318,10 +322,20 @@ def test_op_matches_torch_through_fx_and_export(name, factory, shapes):
     xs = _inputs(shapes)
     with torch.no_grad():
         want = model(*xs)
-    fx_mod, ep_mod, decomposed = _import_both(model, xs)
-    _check(fx_mod, xs, want)
-    _check(ep_mod, xs, want)
-    _check(decomposed, xs, want)
+    gm = torch.fx.symbolic_trace(model)
+    _check(from_fx(gm, _info(xs)), xs, want)
+    _check(from_exported_program(torch.export.export(model, tuple(xs))), xs, want)
+
+
+@tvm.testing.slow
+@pytest.mark.parametrize("name,factory,shapes", CASES, ids=[c[0] for c in CASES])
+def test_op_matches_torch_after_run_decompositions(name, factory, shapes):
+    model = _randomize(factory(), len(shapes))
+    xs = _inputs(shapes)
+    with torch.no_grad():
+        want = model(*xs)
+    ep = torch.export.export(model, tuple(xs)).run_decompositions()
+    _check(from_exported_program(ep), xs, want)
 
 
 def test_pad_modes_match_torch_through_fx():
