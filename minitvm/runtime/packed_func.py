@@ -861,7 +861,7 @@ def _check_device_buffer(kind: str, where: str, b: _Buffer, x):
     """A buffer argument of a function running on `kind` ("opencl", "cuda") devices."""
     device = getattr(x, "device", None)
     if isinstance(x, NDArray) and device.name == kind:
-        if x.dtype != str(DataType(b.dtype)):
+        if x._npdtype != b.dtype:
             raise DTypeError(
                 f"{where}: {_arg(b)} has dtype {x.dtype}, expected {DataType(b.dtype)}; "
                 f"convert it on the host and copy it again"
@@ -904,20 +904,21 @@ class DevicePackedFunc:
     buffers on one device of kind `kind`, then calls `launch(device, args, values)` with the
     symbolic dims ("v<i>") and int scalars ("a<k>") the check found."""
 
-    __slots__ = ("_check", "_launch", "_plan", "info", "kind", "name")
+    __slots__ = ("_buffers", "_check", "_launch", "_plan", "info", "kind", "name")
 
     def __init__(self, info: dict, kind: str, launch) -> None:
         self._plan = _plan(info)
+        self._buffers = self._plan.buffers
         self.info, self.kind, self.name = info, kind, info["name"]
         self._launch = launch
         self._check = lambda where, b, x: _check_device_buffer(kind, where, b, x)
 
     def __call__(self, *args) -> None:
         values = _explain(self._plan, args, self._check, _check_device_overlap)
-        devices = {args[b.position].device for b in self._plan.buffers}
+        devices = {args[b.position].device for b in self._buffers}
         if len(devices) > 1:
             listed = ", ".join(
-                f"'{b.name}' on {args[b.position].device}" for b in self._plan.buffers
+                f"'{b.name}' on {args[b.position].device}" for b in self._buffers
             )
             raise ArgumentError(
                 f"calling '{self.name}': the arguments are on different devices ({listed}); "
