@@ -46,6 +46,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--input-shapes", action="append", metavar="NAME:SHAPE", help="e.g. data:1,3,224,224"
     )
     p.add_argument("--target", default="llvm", help="compilation target (default: llvm)")
+    p.add_argument(
+        "--opt-level",
+        type=int,
+        choices=range(4),
+        default=2,
+        help="PassContext opt_level (0: no fusion or layout change; default 2)",
+    )
     p.add_argument("-o", "--output", default="model.tar", help="artifact path (default: model.tar)")
     p.add_argument("-q", "--quiet", action="store_true", help="no per-pass progress lines")
     p.set_defaults(run=run)
@@ -111,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
     log(f"imported '{args.model}' in {time.perf_counter() - start:.2f} s\n")
     progress = PassProgress(log)
     build_start = time.perf_counter()
-    with transform.PassContext(instruments=[progress]):
+    with transform.PassContext(opt_level=args.opt_level, instruments=[progress]):
         exe = relax.build(mod, target=target)
     progress.line(
         "code generation (kernels + VM program)",

@@ -355,6 +355,10 @@ def test_a_symbolic_batch_is_kept_and_runs_at_any_size(tmp_path):
     proc = cli("compile", tmp_path / "sym.onnx", "-q", "-o", tmp_path / "sym.tar")
     assert proc.returncode == 0, proc.stderr
     assert "inputs: x (batch, 8) float32" in proc.stdout
+    assert "FuseOps" not in proc.stderr  # -q
+    proc = cli("compile", tmp_path / "sym.onnx", "--opt-level", "0", "-o", tmp_path / "s0.tar")
+    assert proc.returncode == 0, proc.stderr
+    assert "LegalizeOps" in proc.stderr and "FuseOps" not in proc.stderr  # opt_level 1 passes
     session = ort.InferenceSession(str(tmp_path / "sym.onnx"))
     for batch in (3, 5):
         x = np.random.default_rng(batch).standard_normal((batch, 8)).astype("float32")
