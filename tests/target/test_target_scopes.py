@@ -8,7 +8,7 @@ import pytest
 
 import minitvm as tvm
 from minitvm import te
-from minitvm.error import TargetError
+from minitvm.error import BuildError, TargetError
 from minitvm.target import Target
 
 
@@ -52,15 +52,17 @@ def test_cuda_is_a_target_of_kind_cuda():
 
 
 @pytest.mark.parametrize("target", ["cuda", "cuda -arch=sm_75"])
-def test_building_for_cuda_is_a_clear_target_error(target):
+def test_building_unbound_loops_for_cuda_is_a_clear_error(target):
     A = te.placeholder((4,), name="A")
     B = te.compute((4,), lambda i: A[i] + 1.0, name="B")
     s = te.create_schedule(B.op)
-    with pytest.raises(TargetError, match="no CUDA runtime in this build; build for 'llvm'"):
+    with pytest.raises(BuildError, match="loop 'i' is not bound to GPU threads"):
         tvm.build(s, [A, B], target=target)
-    with pytest.raises(TargetError, match="no CUDA runtime in this build"):
-        tvm.build(s, [A, B], target=tvm.target.cuda())
-    # the same schedule still builds and runs for the CPU
+    s[B].bind(B.op.axis[0], te.thread_axis("threadIdx.x"))
+    ptx = tvm.build(s, [A, B], target=tvm.target.cuda(arch=target.partition("=")[2] or None))
+    assert ".entry" in ptx.get_source("ptx")
+    # the unbound schedule still builds and runs for the CPU
+    s = te.create_schedule(B.op)
     f = tvm.build(s, [A, B], target="llvm")
     b = tvm.nd.empty((4,))
     f(tvm.nd.array(np.arange(4, dtype="float32")), b)
