@@ -317,6 +317,11 @@ def _traced_pair():
     return torch.fx.symbolic_trace(Pair())
 
 
+class _MaskIndex(nn.Module):
+    def forward(self, x):
+        return x[x > 0]
+
+
 class _TrainingBatchNorm(nn.Module):
     def forward(self, x):
         return F.batch_norm(x, torch.zeros(2), torch.ones(2), training=True)
@@ -379,6 +384,11 @@ def test_sizes_and_constants_as_outputs():
             ),
             OpAttributeUnImplemented,
             r"at node 'batch_norm'.*training mode is not supported; call model.eval\(\)",
+        ),
+        (
+            lambda: from_fx(torch.fx.symbolic_trace(_MaskIndex()), [((3,), "float32")]),
+            OpAttributeUnImplemented,
+            r"at node 'getitem'.*boolean mask indexing \(its output shape depends on data\)",
         ),
     ],
 )

@@ -311,6 +311,11 @@ CASES = [
         _f(lambda x: x + x.new_ones(3, 4) + x.new_full((3, 4), 2.5) + x.new_zeros((4,))),
         [(3, 4)],
     ),
+    (
+        "index_tensor",
+        _f(lambda x, i: x[i] + x[:, i].sum() + x[:, :, i].sum()),
+        [(4, 4, 4), ("int", (3,), 4)],
+    ),
     ("reciprocal", _f(lambda x: torch.reciprocal(x.abs() + 1)), [(3, 4)]),
     ("tuple_output", _f(lambda x: (x + 1, (x * 2, x.relu()))), [(3,)]),
 ]

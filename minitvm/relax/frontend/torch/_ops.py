@@ -807,9 +807,8 @@ def _getitem(t, value, index):
 def _index_tensor(t, x, index: tuple):
     """Basic indexing: ints, slices, None and one Ellipsis, as x[..., 1:3, None, 0]."""
     if any(isinstance(i, Expr) for i in index):
-        if len(index) == 1:
-            return t.emit(R.take(x, index[0], axis=0))
-        raise OpAttributeUnImplemented("advanced indexing with several tensors is not supported")
+        full = all(i == slice(None) for i in index[:-1])  # x[:, :, idx]
+        return _index(t, x, [None] * (len(index) - 1) + [index[-1]] if full else list(index))
     ndim = _ndim(x)
     used = sum(1 for i in index if i is not None and i is not Ellipsis)
     if Ellipsis in index:
@@ -829,6 +828,19 @@ def _index_tensor(t, x, index: tuple):
         else:
             raise OpAttributeUnImplemented(f"index {i!r} of type {type(i).__name__}")
     return x
+
+
+def _index(t, input, indices):
+    """aten.index: one integer index tensor along one dim gathers with take."""
+    tensors = [(axis, i) for axis, i in enumerate(indices) if i is not None]
+    if len(tensors) != 1 or not isinstance(tensors[0][1], Expr):
+        raise OpAttributeUnImplemented(
+            "advanced indexing is supported with one index tensor only (x[idx], x[:, idx])"
+        )
+    axis, index = tensors[0]
+    if _dtype(index) == "bool":  # the result's length would depend on the data
+        raise OpAttributeUnImplemented("boolean mask indexing (its output shape depends on data)")
+    return t.emit(R.take(input, index, axis=axis))
 
 
 def _size(t, x, dim=None):
@@ -1281,6 +1293,7 @@ FUNCTIONS: dict[str, Callable] = {
     "std": _var_std("std"),
     "masked_fill": _masked_fill,
     "index_select": _index_select,
+    "index": _index,
     "new_ones": _new_fill(1),
     "new_zeros": _new_fill(0),
     "new_empty": _new_fill(0),
