@@ -103,7 +103,7 @@ def _inputs_of(mod: Any, source_names: list[str]) -> list[dict]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .. import __version__, relax, transform
+    from .. import relax, transform
     from . import _onnx
 
     shapes = parse_input_shapes(args.input_shapes)
@@ -124,23 +124,31 @@ def run(args: argparse.Namespace) -> int:
         "code generation (kernels + VM program)",
         time.perf_counter() - build_start - progress.seconds,
     )
+    line = save_artifact(args.output, exe, mod, args.model, list(declared), target)
+    sys.stdout.write(f"compiled in {time.perf_counter() - start:.2f} s; {line}\n")
+    return 0
+
+
+def save_artifact(
+    path: str, exe: Any, mod: Any, model_path: str, source_names: list[str], target: Any
+) -> str:
+    """Write `exe`, built from `mod` imported from `model_path`, with its metadata (the inputs,
+    the source model's path and sha256); returns the line that reports it."""
+    from .. import __version__
+
     meta = {
         "minitvm_version": __version__,
         "target": str(target),
         "entry": "main",
-        "inputs": _inputs_of(mod, list(declared)),
+        "inputs": _inputs_of(mod, source_names),
         "source": {
-            "path": os.path.abspath(args.model),
+            "path": os.path.abspath(model_path),
             "format": "onnx",
-            "sha256": sha256_file(args.model),
+            "sha256": sha256_file(model_path),
         },
     }
-    size = artifact.save(args.output, exe, meta)
-    sys.stdout.write(
-        f"wrote '{args.output}' ({size / 1e6:.2f} MB) in {time.perf_counter() - start:.2f} s; "
-        f"inputs: {_describe_inputs(meta['inputs'])}\n"
-    )
-    return 0
+    size = artifact.save(path, exe, meta)
+    return f"wrote '{path}' ({size / 1e6:.2f} MB); inputs: {_describe_inputs(meta['inputs'])}"
 
 
 def _progress(text: str) -> None:
