@@ -1,0 +1,156 @@
+"""The CUDA driver API layer (runtime/cuda_api.py) against a fake libcuda written in Python: the
+ctypes calls, argument packing (device pointers, int32 sizes), copies and launch sizes of a
+whole GPU function run here without a GPU. The fake runs the vector-add kernel itself from
+the packed parameters, so wrong packing gives wrong numbers. Real GPUs: tests/codegen/test_nvptx.py."""
+
+import ctypes
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import minitvm as tvm
+from minitvm.error import DeviceError
+from minitvm.runtime import cuda_api
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "codegen"))
+from gpu_kernels import vector_add  # noqa: E402
+
+
+def _out(ref, value) -> None:
+    """Write through a ctypes byref() argument."""
+    target = ref._obj
+    target.value = value
+
+
+class FakeDriver:
+    """Just enough of libcuda: one device, memory in bytearrays, vadd_kernel run in numpy."""
+
+    def __init__(self) -> None:
+        self.memory: dict[int, ctypes.Array] = {}
+        self.launches: list = []
+        self.next_ptr = 1 << 20
+
+    def cuInit(self, flags):  # noqa: N802 - the driver's names
+        return 0
+
+    def cuGetErrorString(self, rc, out):  # noqa: N802
+        _out(out, b"CUDA_ERROR_FAKE")
+        return 0
+
+    def cuDeviceGetCount(self, n):  # noqa: N802
+        _out(n, 1)
+        return 0
+
+    def cuDeviceGet(self, dev, ordinal):  # noqa: N802
+        _out(dev, ordinal)
+        return 0
+
+    def cuDevicePrimaryCtxRetain(self, ctx, dev):  # noqa: N802
+        _out(ctx, 0xC0)
+        return 0
+
+    def cuCtxSetCurrent(self, ctx):  # noqa: N802
+        return 0
+
+    def cuCtxSynchronize(self):  # noqa: N802
+        return 0
+
+    def cuDeviceGetAttribute(self, value, attribute, dev):  # noqa: N802
+        _out(value, {1: 1024, 8: 49152, 10: 32, 2: 1024, 3: 1024, 4: 64, 75: 9, 76: 0}[attribute])
+        return 0
+
+    def cuDeviceGetName(self, buf, size, dev):  # noqa: N802
+        buf.value = b"Fake H100"
+        return 0
+
+    def cuMemAlloc_v2(self, ptr, nbytes):  # noqa: N802
+        address = self.next_ptr
+        self.next_ptr += nbytes.value + 256
+        self.memory[address] = (ctypes.c_char * nbytes.value)()
+        _out(ptr, address)
+        return 0
+
+    def cuMemFree_v2(self, ptr):  # noqa: N802
+        self.memory.pop(ptr.value, None)
+        return 0
+
+    def cuMemcpyHtoD_v2(self, dst, src, n):  # noqa: N802
+        ctypes.memmove(self.memory[dst.value], src.value, n.value)
+        return 0
+
+    def cuMemcpyDtoH_v2(self, dst, src, n):  # noqa: N802
+        ctypes.memmove(dst.value, self.memory[src.value], n.value)
+        return 0
+
+    def cuMemcpyDtoD_v2(self, dst, src, n):  # noqa: N802
+        ctypes.memmove(self.memory[dst.value], self.memory[src.value], n.value)
+        return 0
+
+    def cuModuleLoadDataEx(self, module, image, n, options, values):  # noqa: N802
+        assert b".entry vadd_kernel" in image.value
+        _out(module, 0x11)
+        return 0
+
+    def cuModuleGetFunction(self, fn, module, name):  # noqa: N802
+        _out(fn, 0x22)
+        return 0
+
+    def cuModuleUnload(self, module):  # noqa: N802
+        return 0
+
+    def cuLaunchKernel(self, fn, gx, gy, gz, bx, by, bz, shared, stream, params, extra):  # noqa: N802
+        grid, block = (gx.value, gy.value, gz.value), (bx.value, by.value, bz.value)
+        self.launches.append((grid, block))
+        a, b, c = (ctypes.c_uint64.from_address(params[k]).value for k in range(3))
+        n = ctypes.c_int32.from_address(params[3]).value
+        view = {p: np.frombuffer(self.memory[p], dtype="float32") for p in (a, b, c)}
+        assert grid[0] * block[0] >= n
+        view[c][:n] = view[a][:n] + view[b][:n]
+        return 0
+
+
+@pytest.fixture
+def fake_cuda(monkeypatch):
+    fake = FakeDriver()
+    monkeypatch.setattr(cuda_api, "_driver", lambda: fake)
+    monkeypatch.setattr(cuda_api, "_contexts", {})
+    cuda_api.attribute.cache_clear()
+    yield fake
+    cuda_api.attribute.cache_clear()
+
+
+def test_a_gpu_function_runs_through_the_driver_api(fake_cuda):
+    from minitvm.codegen.device import build_device_module
+
+    dev = tvm.cuda(0)
+    assert dev.exist and dev.device_name == "Fake H100" and dev.compute_version == "9.0"
+    assert (dev.max_threads_per_block, dev.max_shared_memory_per_block, dev.warp_size) == (
+        1024,
+        49152,
+        32,
+    )
+    mod = build_device_module(vector_add(), "cuda -arch=sm_90")
+    n = 1000
+    a, b = np.arange(n, dtype="float32"), np.ones(n, "float32")
+    A, B, C = tvm.nd.array(a, dev), tvm.nd.array(b, dev), tvm.nd.empty((n,), "float32", dev)
+    mod(A, B, C)
+    dev.sync()
+    np.testing.assert_array_equal(C.numpy(), a + b)
+    assert fake_cuda.launches == [((16, 1, 1), (64, 1, 1))]
+    D = tvm.nd.empty((n,), "float32", dev).copyfrom(C)  # device to device
+    np.testing.assert_array_equal(D.numpy(), a + b)
+
+
+def test_driver_errors_name_the_call(fake_cuda, monkeypatch):
+    monkeypatch.setattr(fake_cuda, "cuMemAlloc_v2", lambda ptr, n: 2)
+    with pytest.raises(DeviceError, match="CUDA driver call cuMemAlloc_v2 failed: CUDA_ERROR_FAKE"):
+        tvm.nd.empty((4,), "float32", tvm.cuda(0))
+
+
+def test_cuda_dlpack_capsule_names_the_device(fake_cuda):
+    x = tvm.nd.array(np.zeros((2, 3), "float32"), tvm.cuda(0))
+    assert x.__dlpack_device__() == (2, 0)
+    capsule = x.__dlpack__()
+    assert type(capsule).__name__ == "PyCapsule"
