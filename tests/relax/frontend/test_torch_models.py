@@ -317,6 +317,11 @@ def _traced_pair():
     return torch.fx.symbolic_trace(Pair())
 
 
+class _Upsample(nn.Module):
+    def forward(self, x):
+        return F.interpolate(x, scale_factor=1.5)
+
+
 class _MaskIndex(nn.Module):
     def forward(self, x):
         return x[x > 0]
@@ -384,6 +389,11 @@ def test_sizes_and_constants_as_outputs():
             ),
             OpAttributeUnImplemented,
             r"at node 'batch_norm'.*training mode is not supported; call model.eval\(\)",
+        ),
+        (
+            lambda: from_fx(torch.fx.symbolic_trace(_Upsample()), [((1, 1, 4, 5), "float32")]),
+            OpAttributeUnImplemented,
+            r"scale_factor=1.5 on a 4x5 image gives a fractional size; pass size=",
         ),
         (
             lambda: from_fx(torch.fx.symbolic_trace(_MaskIndex()), [((3,), "float32")]),

@@ -261,6 +261,11 @@ CASES = [
         _f(lambda x: x + torch.arange(4) + torch.ones(3, 4) * 2 + torch.zeros_like(x)),
         [(3, 4)],
     ),
+    (
+        "rsub_to_other",
+        _f(lambda a, b: torch.rsub(a, b, alpha=2) + 1 - a + b.to(a)),
+        [(3, 4), ("int", (3, 4), 5)],
+    ),
     ("to_float", _f(lambda i: i.float() * 2 + i.to(torch.float32)), [("int", (3,), 5)]),
     (
         "pad",
@@ -383,6 +388,16 @@ NEEDS_OPS = [
         "interpolate_bilinear_corners",
         _f(lambda x: F.interpolate(x, scale_factor=2, mode="bilinear", align_corners=True)),
         [(1, 2, 3, 4)],
+        "image.resize2d",
+    ),
+    (
+        "interpolate_recompute",
+        _f(
+            lambda x: F.interpolate(
+                x, scale_factor=1.5, mode="nearest", recompute_scale_factor=True
+            )
+        ),
+        [(1, 2, 4, 5)],
         "image.resize2d",
     ),
     ("upsample_module", _m(lambda: nn.Upsample(scale_factor=2)), [(1, 2, 3, 3)], "image.resize2d"),

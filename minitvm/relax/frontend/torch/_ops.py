@@ -140,8 +140,8 @@ def _div(t, a, b, *, rounding_mode=None):
     return t.emit(R.divide(x, y))
 
 
-def _rsub(t, a, b, alpha=1):
-    return _binary(R.subtract, operator.sub)(t, b, a * alpha if not isinstance(a, Expr) else a)
+def _rsub(t, a, b, alpha=1):  # b - alpha * a
+    return _binary(R.subtract, operator.sub)(t, b, a, alpha=alpha)
 
 
 def _unsupported_attr(name: str, value: Any):
@@ -579,6 +579,12 @@ def _interpolate(
     elif scale_factor is not None:
         sh, sw = _pair(scale_factor)
         out = (math.floor(h * sh), math.floor(w * sw))
+        if not recompute_scale_factor and (out[0] != h * sh or out[1] != w * sw):
+            # torch then maps coordinates by 1/scale, not by in/out size: a different grid
+            raise OpAttributeUnImplemented(
+                f"scale_factor={scale_factor} on a {h}x{w} image gives a fractional size; "
+                "pass size= (or recompute_scale_factor=True) instead"
+            )
     else:
         raise OpAttributeRequired_("interpolate needs size= or scale_factor=")
     methods = {
@@ -660,7 +666,10 @@ def _identity(t, x, *args, **kwargs):
 
 
 def _to(t, x, *args, **kwargs):
-    """Tensor.to(dtype) casts; devices and memory formats mean nothing here."""
+    """Tensor.to(dtype) and to(other) cast; devices and memory formats mean nothing here."""
+    like = next((a for a in args if isinstance(a, Expr)), None)
+    if like is not None:
+        return _type_as(t, x, like)
     dtype = kwargs.get("dtype") or next((a for a in args if _is_torch_dtype(a)), None)
     if dtype is None or t.dtype(dtype) == _dtype(x):
         return x
