@@ -516,6 +516,8 @@ def _check_disjoint_updates(func: PrimFunc, loop: For, path: Path, kind: ForKind
             continue
         if s.block.init is None and not _self_reads(s.block):
             continue  # overlapping plain stores write the same values
+        if _private_to_each_thread(loop, s.block):
+            continue  # each thread of the loop updates its own copy (a "local" accumulator)
         below = p[len(path) + 1 :]  # statements between the loop and the block
         inner = [a for a in below if isinstance(a, For)]
         outer_bind = _enclosing_bindings(below)
@@ -529,6 +531,20 @@ def _check_disjoint_updates(func: PrimFunc, loop: For, path: Path, kind: ForKind
                 f"{out}'s index depends on",
                 loop,
             )
+
+
+def _private_to_each_thread(loop: For, block: Any) -> bool:
+    """Whether every buffer `block` writes has one copy per thread of the thread-bound `loop`
+    (scope local under threadIdx, shared under blockIdx): no two iterations share it."""
+    from ..analysis.thread_scope import shares_storage, storage_rank
+
+    tag = loop.thread_binding.thread_tag if loop.thread_binding is not None else ""
+    if loop.kind != ForKind.THREAD_BINDING or not tag:
+        return False
+    scopes = [w.buffer.scope() for w in block.writes]
+    return bool(scopes) and all(
+        storage_rank(sc) > 0 and not shares_storage(tag, sc) for sc in scopes
+    )
 
 
 def _check_no_carried_update(func: PrimFunc, loop: For, kind: ForKind) -> None:
