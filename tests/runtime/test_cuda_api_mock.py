@@ -15,7 +15,7 @@ from minitvm.error import DeviceError
 from minitvm.runtime import cuda_api
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "codegen"))
-from gpu_kernels import vector_add  # noqa: E402
+from gpu_kernels import vector_add
 
 
 def _out(ref, value) -> None:
@@ -32,75 +32,75 @@ class FakeDriver:
         self.launches: list = []
         self.next_ptr = 1 << 20
 
-    def cuInit(self, flags):  # noqa: N802 - the driver's names
+    def cuInit(self, flags):
         return 0
 
-    def cuGetErrorString(self, rc, out):  # noqa: N802
+    def cuGetErrorString(self, rc, out):
         _out(out, b"CUDA_ERROR_FAKE")
         return 0
 
-    def cuDeviceGetCount(self, n):  # noqa: N802
+    def cuDeviceGetCount(self, n):
         _out(n, 1)
         return 0
 
-    def cuDeviceGet(self, dev, ordinal):  # noqa: N802
+    def cuDeviceGet(self, dev, ordinal):
         _out(dev, ordinal)
         return 0
 
-    def cuDevicePrimaryCtxRetain(self, ctx, dev):  # noqa: N802
+    def cuDevicePrimaryCtxRetain(self, ctx, dev):
         _out(ctx, 0xC0)
         return 0
 
-    def cuCtxSetCurrent(self, ctx):  # noqa: N802
+    def cuCtxSetCurrent(self, ctx):
         return 0
 
-    def cuCtxSynchronize(self):  # noqa: N802
+    def cuCtxSynchronize(self):
         return 0
 
-    def cuDeviceGetAttribute(self, value, attribute, dev):  # noqa: N802
+    def cuDeviceGetAttribute(self, value, attribute, dev):
         _out(value, {1: 1024, 8: 49152, 10: 32, 2: 1024, 3: 1024, 4: 64, 75: 9, 76: 0}[attribute])
         return 0
 
-    def cuDeviceGetName(self, buf, size, dev):  # noqa: N802
+    def cuDeviceGetName(self, buf, size, dev):
         buf.value = b"Fake H100"
         return 0
 
-    def cuMemAlloc_v2(self, ptr, nbytes):  # noqa: N802
+    def cuMemAlloc_v2(self, ptr, nbytes):
         address = self.next_ptr
         self.next_ptr += nbytes.value + 256
         self.memory[address] = (ctypes.c_char * nbytes.value)()
         _out(ptr, address)
         return 0
 
-    def cuMemFree_v2(self, ptr):  # noqa: N802
+    def cuMemFree_v2(self, ptr):
         self.memory.pop(ptr.value, None)
         return 0
 
-    def cuMemcpyHtoD_v2(self, dst, src, n):  # noqa: N802
+    def cuMemcpyHtoD_v2(self, dst, src, n):
         ctypes.memmove(self.memory[dst.value], src.value, n.value)
         return 0
 
-    def cuMemcpyDtoH_v2(self, dst, src, n):  # noqa: N802
+    def cuMemcpyDtoH_v2(self, dst, src, n):
         ctypes.memmove(dst.value, self.memory[src.value], n.value)
         return 0
 
-    def cuMemcpyDtoD_v2(self, dst, src, n):  # noqa: N802
+    def cuMemcpyDtoD_v2(self, dst, src, n):
         ctypes.memmove(self.memory[dst.value], self.memory[src.value], n.value)
         return 0
 
-    def cuModuleLoadDataEx(self, module, image, n, options, values):  # noqa: N802
+    def cuModuleLoadDataEx(self, module, image, n, options, values):
         assert b".entry vadd_kernel" in image.value
         _out(module, 0x11)
         return 0
 
-    def cuModuleGetFunction(self, fn, module, name):  # noqa: N802
+    def cuModuleGetFunction(self, fn, module, name):
         _out(fn, 0x22)
         return 0
 
-    def cuModuleUnload(self, module):  # noqa: N802
+    def cuModuleUnload(self, module):
         return 0
 
-    def cuLaunchKernel(self, fn, gx, gy, gz, bx, by, bz, shared, stream, params, extra):  # noqa: N802
+    def cuLaunchKernel(self, fn, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
         grid, block = (gx.value, gy.value, gz.value), (bx.value, by.value, bz.value)
         self.launches.append((grid, block))
         a, b, c = (ctypes.c_uint64.from_address(params[k]).value for k in range(3))
