@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import operator
 import threading
+import time
 import zipfile
 
 import numpy as np
@@ -20,7 +21,8 @@ import numpy as np
 from ..error import DeviceError, MiniTVMError, RuntimeError_
 from ..ir.dtype import DataType
 from .device import Device, device_api
-from .module import ProfileResult, read_member, register_loader, time_calls, write_module_zip
+from .module import ProfileResult, read_member, register_loader, write_module_zip
+from .ndarray import NDArray
 from .packed_func import DevicePackedFunc, _eval, parse_shape_expr
 
 _FORMAT = "device_module"  # meta.json "kind" of an exported GPU module
@@ -180,7 +182,9 @@ class DeviceModule:
 
     def time_evaluator(self, func_name: str, dev: Device | None = None, number: int = 10,
                        repeat: int = 1, min_repeat_ms: float = 0, **unused_options):  # fmt: skip
-        """A callable timing `func_name` on given args; each call waits for the device."""
+        """A callable timing `func_name` on given args: a warm-up call, then `repeat` rounds of
+        `number` launches followed by one wait for the device (as TVM times GPU kernels), more
+        launches when a round is shorter than `min_repeat_ms`."""
         func = self.get_function(func_name)
         if number < 1 or repeat < 1:
             raise MiniTVMError(
@@ -188,14 +192,23 @@ class DeviceModule:
             )
 
         def evaluator(*args) -> ProfileResult:
-            device = dev or next((a.device for a in args if hasattr(a, "device")), None)
-
-            def run() -> None:
-                func(*args)
-                if device is not None:
-                    device.sync()
-
-            return time_calls(run, number, repeat, min_repeat_ms)
+            device = dev or next((a.device for a in args if isinstance(a, NDArray)), None)
+            sync = device.sync if device is not None else (lambda: None)
+            func(*args)
+            sync()
+            results, count = [], number
+            for _ in range(repeat):
+                while True:
+                    start = time.perf_counter()
+                    for _ in range(count):
+                        func(*args)
+                    sync()
+                    elapsed = time.perf_counter() - start
+                    if elapsed * 1e3 >= min_repeat_ms:
+                        break
+                    count *= 2
+                results.append(elapsed / count)
+            return ProfileResult(tuple(results))
 
         return evaluator
 
