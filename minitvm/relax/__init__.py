@@ -6,6 +6,7 @@
 
 from . import eval_ref, functor, op, printer, transform
 from . import analysis, expr_functor, vm_build
+from . import frontend  # importers (torch, onnx load on first use)
 from .block_builder import BlockBuilder
 from .expr import (
     Binding,
