@@ -556,10 +556,9 @@ class CodeGenOpenCL:
         return f"(!{self.expr(e.a)})"
 
     def _select(self, e: Select) -> str:
-        if e.dtype.lanes > 1:
-            raise BuildError(f"building kernel '{self.func_name}': a vector select `{e}` "
-                             "is not supported by the OpenCL code generator")  # fmt: skip
         c, t, f = self.expr(e.condition), self.expr(e.true_value), self.expr(e.false_value)
+        if e.condition.dtype.lanes > 1:  # lane-wise: a vector comparison's mask picks each lane
+            return f"select({f}, {t}, {c})"
         return f"({c} ? {t} : {f})"
 
     def _load(self, e: BufferLoad) -> str:

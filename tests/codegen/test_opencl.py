@@ -321,3 +321,33 @@ def test_floordiv_is_plain_division_only_where_the_dividend_is_nonnegative():
     np.testing.assert_array_equal(
         res, np.concatenate([t // 3 * 10 + t % 3, (t - 8) // 3 * 10 + (t - 8) % 3])
     )
+
+
+@requires_opencl
+def test_vector_loads_stores_and_lanewise_select():
+    from gpu_kernels import kernel, launch, thread
+
+    from minitvm.ir.module import IRModule
+    from minitvm.tir.buffer import Buffer
+    from minitvm.tir.expr import BufferLoad, Ramp, Var
+    from minitvm.tir.function import PrimFunc
+    from minitvm.tir.stmt import BufferStore
+
+    host = [Var(x, "handle") for x in ("A", "B", "out")]
+    hb = {p: Buffer(Var(p.name + "_data", "handle"), "float32", (64,), name=p.name) for p in host}
+    kp = [Var(x, "handle") for x in ("A", "B", "out")]
+    kb = [Buffer(p, "float32", (64,), name=p.name) for p in kp]
+    tx, with_tx = thread("threadIdx.x", 16, None)
+    idx = Ramp(tx * 4, 1, 4)
+    a, b = BufferLoad(kb[0], (idx,)), BufferLoad(kb[1], (idx,))
+    body = BufferStore(kb[2], Select(a < b, a * 2.0, b), (idx,))
+    k = kernel("vsel_kernel", kp, with_tx(body), ["threadIdx.x"])
+    f = PrimFunc(tuple(host), launch("vsel_kernel", *(hb[p].data for p in host), 16),
+                 buffer_map=hb, attrs={"global_symbol": "vsel"})  # fmt: skip
+    mod = build_device_module(IRModule({"vsel": f, "vsel_kernel": k}), "opencl")
+    src = mod.get_source()
+    assert "vload4(0, A + (threadIdx_x * 4))" in src and "vstore4(" in src and "select(" in src
+    rng = np.random.default_rng(3)
+    x, y = rng.random(64, dtype="float32"), rng.random(64, dtype="float32")
+    *_, out = _run(mod, x, y, np.zeros(64, "float32"))
+    np.testing.assert_array_equal(out, np.where(x < y, x * 2, y))
