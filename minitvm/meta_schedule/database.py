@@ -110,7 +110,7 @@ class Database:
     # -- `with database:` makes it the current one (MetaScheduleApplyDatabase reads it)
     _stack: ClassVar[list[Database]] = []
 
-    def __enter__(self) -> Database:
+    def __enter__(self) -> Database:  # noqa: PYI034 - py3.10 has no typing.Self
         Database._stack.append(self)
         return self
 

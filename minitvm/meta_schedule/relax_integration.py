@@ -12,6 +12,7 @@ from ..ir import IRModule
 from ..ir.structural import structural_equal, structural_hash
 from ..tir import PrimFunc
 from . import search_strategy as _strategy
+from .arg_info import ArgInfo
 from .tune import tune_tasks
 from .tune_context import TuneContext
 from .utils import estimate_flops, optional_module, parse_target
@@ -77,7 +78,7 @@ def extract_tasks(
     tasks: list[ExtractedTask] = []
     by_hash: dict[int, list[ExtractedTask]] = {}
     for gv, func in lowered.functions_items():
-        if not isinstance(func, PrimFunc) or is_scheduled(func):
+        if not isinstance(func, PrimFunc) or is_scheduled(func) or not _static(func):
             continue
         tmod = task_module(func)
         key = structural_hash(tmod["main"])
@@ -91,6 +92,15 @@ def extract_tasks(
         by_hash.setdefault(key, []).append(task)
         tasks.append(task)
     return sorted(tasks, key=lambda t: -t.flops * t.weight)
+
+
+def _static(func: PrimFunc) -> bool:
+    """Only kernels with static shapes can be measured (others keep the default schedule)."""
+    try:
+        ArgInfo.from_prim_func(func)
+    except TuningError:
+        return False
+    return True
 
 
 def _call_counts(mod: IRModule) -> dict[str, int]:

@@ -54,7 +54,7 @@ class EvaluatorConfig:
         self,
         number: int = 3,
         repeat: int = 3,
-        min_repeat_ms: float = 40.0,
+        min_repeat_ms: float = 20.0,
         enable_cpu_cache_flush: bool = False,
     ) -> None:
         self.number = number

@@ -152,16 +152,17 @@ class ReplayTrace(SearchStrategy):
 
 
 class EvolutionarySearch(SearchStrategy):
-    """Evolutionary search guided by the cost model (TVM's parameters; smaller defaults,
-    sized for tuning in minutes on a few cores)."""
+    """Evolutionary search guided by the cost model. TVM's parameters, with smaller
+    defaults (TVM: population 512, 4 rounds): one replay of a sampled trace with its
+    postprocessors costs tens of milliseconds in Python, and tuning should take minutes."""
 
     def __init__(
         self,
-        population_size: int = 128,
+        population_size: int = 64,
         init_measured_ratio: float = 0.2,
-        init_min_unmeasured: int = 32,
-        max_fail_count: int = 32,
-        genetic_num_iters: int = 3,
+        init_min_unmeasured: int = 16,
+        max_fail_count: int = 16,
+        genetic_num_iters: int = 2,
         genetic_mutate_prob: float = 0.85,
         genetic_max_fail_count: int = 4,
         eps_greedy: float = 0.05,

@@ -39,7 +39,7 @@ def test_extract_tasks_deduplicates_and_weights():
     assert task.weight == 2 and task.flops == pytest.approx(
         2 * 4 * 16 * 16 + 2 * 4 * 16 * 0, rel=0.2
     )
-    assert list(task.mod.get_global_vars())[0].name_hint == "main"
+    assert next(iter(task.mod.get_global_vars())).name_hint == "main"
 
 
 def test_tune_relax_compile_relax_and_apply_database(tmp_path):

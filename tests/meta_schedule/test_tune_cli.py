@@ -1,0 +1,85 @@
+"""`minitvm tune`: an ONNX model tuned from the command line, its artifact runs right."""
+
+import json
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+from onnx import TensorProto, helper, numpy_helper
+
+from minitvm.cli import main
+
+
+def _model(path):
+    """y = relu(x @ W): one kernel, static shapes."""
+    w = np.random.default_rng(0).standard_normal((16, 8)).astype("float32")
+    graph = helper.make_graph(
+        [
+            helper.make_node("MatMul", ["x", "W"], ["m"], name="mm"),
+            helper.make_node("Relu", ["m"], ["y"], name="relu"),
+        ],
+        "tiny",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 8])],
+        [numpy_helper.from_array(w, "W")],
+    )
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return w
+
+
+def test_tune_verb_writes_database_curve_and_a_working_artifact(tmp_path, capsys):
+    w = _model(tmp_path / "m.onnx")
+    work = tmp_path / "work"
+    code = main(
+        [
+            "tune",
+            str(tmp_path / "m.onnx"),
+            "--trials",
+            "2",
+            "--trials-per-iter",
+            "2",
+            "--work-dir",
+            str(work),
+            "--seed",
+            "0",
+            "--strategy",
+            "replay-trace",
+            "-o",
+            str(tmp_path / "m.tar"),
+            "-q",
+        ]
+    )
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "tuned 1 kernels with 2 trials" in out
+    assert (work / "database_tuning_record.json").read_text().count("\n") == 2
+    assert json.loads((work / "tuning_curve.json").read_text())[-1]["trials"] == 2
+    x = np.random.default_rng(1).standard_normal((4, 16)).astype("float32")
+    np.save(tmp_path / "x.npy", x)
+    code = main(
+        [
+            "run",
+            str(tmp_path / "m.tar"),
+            "--input",
+            f"x={tmp_path / 'x.npy'}",
+            "--output",
+            str(tmp_path / "y.npy"),
+        ]
+    )
+    assert code == 0
+    np.testing.assert_allclose(
+        np.load(tmp_path / "y.npy"), np.maximum(x @ w, 0), rtol=1e-4, atol=1e-4
+    )
+
+
+def test_tune_verb_usage_errors(tmp_path, capsys):
+    _model(tmp_path / "m.onnx")
+    with pytest.raises(SystemExit) as err:
+        main(["tune", str(tmp_path / "m.onnx"), "--trials", "0", "--work-dir", str(tmp_path)])
+    assert err.value.code == 2
+    assert "positive integer" in capsys.readouterr().err
+    (tmp_path / "file").write_text("")
+    code = main(["tune", str(tmp_path / "m.onnx"), "--work-dir", str(tmp_path / "file")])
+    assert code == 2
+    assert "is a file" in capsys.readouterr().err
