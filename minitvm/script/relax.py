@@ -445,6 +445,7 @@ class _OpNamespace:
 
 
 nn = _OpNamespace("relax.nn.")
+image = _OpNamespace("relax.image.")
 
 _FIXED = (
     "Callable",
@@ -461,6 +462,7 @@ _FIXED = (
     "dataflow",
     "func_attr",
     "function",
+    "image",
     "match_cast",
     "nn",
     "output",

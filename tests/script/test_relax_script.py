@@ -713,3 +713,18 @@ def test_parsed_high_level_programs_build_and_run_on_the_vm():
         np.testing.assert_allclose(
             vm["main"](*args).numpy(), evaluate(mod, *args), rtol=1e-4, atol=1e-4
         )
+
+
+def test_image_namespace_round_trips():
+    """`R.image.resize2d` prints and parses back (the importers emit it for interpolate/Resize)."""
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorStructInfo((1, 3, 8, 8), "float32"))
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            y = bb.emit(relax.op.image.resize2d(x, (16, 16), method="nearest_neighbor"))
+            out = bb.emit_output(y)
+        bb.emit_func_output(out)
+    mod = bb.get()
+    text = mod.script()
+    assert "R.image.resize2d" in text
+    tvm.ir.assert_structural_equal(mod, tvm.script.from_source(text))
