@@ -12,7 +12,10 @@ from typing import Any
 from ....error import OpAttributeUnImplemented
 from ... import op as R
 from ...expr import Expr
-from . import _ops as F
+from . import _base as base
+from . import _nn as nn_ops
+from . import _shape as shape
+from ._ops import FUNCTIONS
 
 
 def _param(t, tensor: Any) -> Expr | None:
@@ -23,18 +26,20 @@ def _conv(t, m, x):
     if m.padding_mode != "zeros":
         raise OpAttributeUnImplemented(f"padding_mode={m.padding_mode!r} (only 'zeros')")
     w, b = _param(t, m.weight), _param(t, m.bias)
-    return F._conv_nd(t, x, w, b, m.stride, m.padding, m.dilation, m.groups, len(m.kernel_size))
+    return nn_ops._conv_nd(
+        t, x, w, b, m.stride, m.padding, m.dilation, m.groups, len(m.kernel_size)
+    )
 
 
 def _linear(t, m, x):
-    return F._linear(t, x, _param(t, m.weight), _param(t, m.bias))
+    return nn_ops._linear(t, x, _param(t, m.weight), _param(t, m.bias))
 
 
 def _batch_norm(t, m, x):
     # the module's training flag is not read: modules import in inference mode, as in TVM
     if m.running_mean is None:
         raise OpAttributeUnImplemented("batch norm without running stats (track_running_stats)")
-    return F._batch_norm(
+    return nn_ops._batch_norm(
         t,
         x,
         _param(t, m.weight),
@@ -46,16 +51,18 @@ def _batch_norm(t, m, x):
 
 
 def _layer_norm(t, m, x):
-    return F._layer_norm(t, x, m.normalized_shape, _param(t, m.weight), _param(t, m.bias), m.eps)
+    return nn_ops._layer_norm(
+        t, x, m.normalized_shape, _param(t, m.weight), _param(t, m.bias), m.eps
+    )
 
 
 def _group_norm(t, m, x):
-    return F._group_norm(t, x, m.num_groups, _param(t, m.weight), _param(t, m.bias), m.eps)
+    return nn_ops._group_norm(t, x, m.num_groups, _param(t, m.weight), _param(t, m.bias), m.eps)
 
 
 def _max_pool(nd: int) -> Callable:
     def convert(t, m, x):
-        return F._max_pool(nd)(
+        return nn_ops._max_pool(nd)(
             t, x, m.kernel_size, m.stride, m.padding, m.dilation, m.ceil_mode, m.return_indices
         )
 
@@ -64,7 +71,7 @@ def _max_pool(nd: int) -> Callable:
 
 def _avg_pool(nd: int) -> Callable:
     def convert(t, m, x):
-        return F._avg_pool(nd)(
+        return nn_ops._avg_pool(nd)(
             t,
             x,
             m.kernel_size,
@@ -80,31 +87,31 @@ def _avg_pool(nd: int) -> Callable:
 
 def _adaptive_avg_pool(nd: int) -> Callable:
     def convert(t, m, x):
-        return F._adaptive_avg_pool(nd)(t, x, m.output_size)
+        return nn_ops._adaptive_avg_pool(nd)(t, x, m.output_size)
 
     return convert
 
 
 def _softmax(t, m, x):
-    return F.FUNCTIONS["softmax"](t, x, m.dim)
+    return FUNCTIONS["softmax"](t, x, m.dim)
 
 
 def _log_softmax(t, m, x):
-    return F.FUNCTIONS["log_softmax"](t, x, m.dim)
+    return FUNCTIONS["log_softmax"](t, x, m.dim)
 
 
 def _embedding(t, m, x):
     if m.max_norm is not None:
         raise OpAttributeUnImplemented(f"max_norm={m.max_norm} (renormalising embeddings)")
-    return F._embedding(t, t.tensor(m.weight), x)
+    return nn_ops._embedding(t, t.tensor(m.weight), x)
 
 
 def _flatten(t, m, x):
-    return F._flatten(t, x, m.start_dim, m.end_dim)
+    return shape._flatten(t, x, m.start_dim, m.end_dim)
 
 
 def _upsample(t, m, x):
-    return F._interpolate(t, x, m.size, m.scale_factor, m.mode, m.align_corners)
+    return nn_ops._interpolate(t, x, m.size, m.scale_factor, m.mode, m.align_corners)
 
 
 def _multihead_attention(
@@ -127,28 +134,30 @@ def _multihead_attention(
             "MultiheadAttention with add_bias_kv, add_zero_attn or kdim/vdim"
         )
     if not m.batch_first:  # (L, N, E) -> (N, L, E)
-        query, key, value = (F._transpose(t, v, 0, 1) for v in (query, key, value))
+        query, key, value = (shape._transpose(t, v, 0, 1) for v in (query, key, value))
     embed, heads = m.embed_dim, m.num_heads
     w = t.tensor(m.in_proj_weight)
     b = _param(t, m.in_proj_bias)
-    weights = F._split_sizes(t, w, [embed] * 3, 0)
-    biases = F._split_sizes(t, b, [embed] * 3, 0) if b is not None else (None,) * 3
+    weights = shape._split_sizes(t, w, [embed] * 3, 0)
+    biases = shape._split_sizes(t, b, [embed] * 3, 0) if b is not None else (None,) * 3
 
     def heads_first(x, i):  # (N, L, E) -> (N, H, L, E / H)
-        y = F._linear(t, x, F._item(t, weights, i), None if b is None else F._item(t, biases, i))
-        n, length, _ = F.shape_of(y)
+        y = nn_ops._linear(
+            t, x, shape._item(t, weights, i), None if b is None else shape._item(t, biases, i)
+        )
+        n, length, _ = base.shape_of(y)
         return t.emit(
             R.permute_dims(t.emit(R.reshape(y, (n, length, heads, embed // heads))), (0, 2, 1, 3))
         )
 
     q, k, v = heads_first(query, 0), heads_first(key, 1), heads_first(value, 2)
-    probs = F.attention_probs(t, q, k, attn_mask, is_causal)
+    probs = nn_ops.attention_probs(t, q, k, attn_mask, is_causal)
     ctx = t.emit(R.matmul(probs, v))
-    n, _, length, _ = F.shape_of(ctx)
+    n, _, length, _ = base.shape_of(ctx)
     out = t.emit(R.reshape(t.emit(R.permute_dims(ctx, (0, 2, 1, 3))), (n, length, embed)))
-    out = F._linear(t, out, t.tensor(m.out_proj.weight), _param(t, m.out_proj.bias))
+    out = nn_ops._linear(t, out, t.tensor(m.out_proj.weight), _param(t, m.out_proj.bias))
     if not m.batch_first:
-        out = F._transpose(t, out, 0, 1)
+        out = shape._transpose(t, out, 0, 1)
     if not need_weights:
         return (out, None)
     if average_attn_weights:  # (N, H, L, S) -> (N, L, S)
@@ -158,7 +167,7 @@ def _multihead_attention(
 
 def _activation(name: str, *attrs: str) -> Callable:
     def convert(t, m, x):
-        return F.FUNCTIONS[name](t, x, *(getattr(m, a) for a in attrs))
+        return FUNCTIONS[name](t, x, *(getattr(m, a) for a in attrs))
 
     return convert
 

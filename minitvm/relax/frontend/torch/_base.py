@@ -1,0 +1,115 @@
+"""Helpers every torch converter uses: shapes and dtypes of relax values, argument forms."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ....error import OpAttributeInvalid, OpAttributeUnImplemented
+from ....tir.expr import IntImm
+from ... import op as R
+from ...expr import Expr
+from ...struct_info import TensorStructInfo
+
+
+def _sinfo(x: Expr) -> TensorStructInfo:
+    sinfo = x.struct_info
+    if not isinstance(sinfo, TensorStructInfo):
+        raise OpAttributeInvalid(f"expected a tensor, got a value of type {sinfo}")
+    return sinfo
+
+
+def shape_of(x: Expr) -> tuple:
+    """Dims of a tensor: ints where static, tir PrimExprs where symbolic."""
+    sinfo = _sinfo(x)
+    if sinfo.shape is None:
+        raise OpAttributeUnImplemented(f"a tensor of unknown shape ({sinfo}) cannot be converted")
+    return tuple(int(d.value) if isinstance(d, IntImm) else d for d in sinfo.shape)
+
+
+def _ndim(x: Expr) -> int:
+    return _sinfo(x).ndim
+
+
+def _dtype(x: Expr) -> str:
+    return str(_sinfo(x).dtype)
+
+
+def _axis(dim: int, ndim: int) -> int:
+    dim = int(dim)
+    if not -ndim <= dim < max(ndim, 1):
+        raise OpAttributeInvalid(f"dim {dim} is out of range for a tensor of rank {ndim}")
+    return dim % ndim if ndim else 0
+
+
+def _is_float(dtype: str) -> bool:
+    return dtype.startswith(("float", "bfloat"))
+
+
+def _pair(v: Any, n: int = 2) -> tuple:
+    if isinstance(v, list | tuple):
+        return tuple(v) if len(v) == n else tuple(v) * n if len(v) == 1 else tuple(v)
+    return (v,) * n
+
+
+def _dims(args: Sequence) -> list:
+    """Varargs or one list, as Tensor.view(2, 3) and view((2, 3)) both allow."""
+    if len(args) == 1 and isinstance(args[0], list | tuple):
+        return list(args[0])
+    return list(args)
+
+
+def _scalar_dtype(value: Any) -> str:
+    return "bool" if isinstance(value, bool) else "int64" if isinstance(value, int) else "float32"
+
+
+def _result_dtype(a: Any, b: Any) -> str:
+    """torch's promotion, as far as models use it: a float operand makes the result float."""
+    tensors = [_dtype(v) for v in (a, b) if isinstance(v, Expr)]
+    floats = [d for d in tensors if _is_float(d)]
+    if floats:
+        return floats[0]
+    if any(isinstance(v, float) for v in (a, b)):
+        return "float32"
+    return tensors[0]
+
+
+def _as_tensor(t, value: Any, dtype: str) -> Expr:
+    if not isinstance(value, Expr):
+        return t.const(value, dtype)
+    return value if _dtype(value) == dtype else t.emit(R.astype(value, dtype))
+
+
+def _pair_operands(t, a: Any, b: Any) -> tuple[Expr, Expr]:
+    """(a, b) as tensors of one dtype; at least one of them is a tensor."""
+    dtype = _result_dtype(a, b)
+    return _as_tensor(t, a, dtype), _as_tensor(t, b, dtype)
+
+
+# ----------------------------------------------------------------------------- elementwise
+
+
+def _unsupported_attr(name: str, value: Any):
+    raise OpAttributeUnImplemented(f"{name}={value!r} is not supported")
+
+
+def _need(name: str) -> Callable:
+    """A relax op by its TVM name ("nn.silu"), or a clear error when this build lacks it."""
+    fn: Any = R
+    for part in name.split("."):
+        fn = getattr(fn, part, None)
+        if fn is None:
+            raise OpAttributeUnImplemented(f"needs relax.op.{name}, which is not available")
+    return fn
+
+
+def _is_torch_dtype(value: Any) -> bool:
+    return type(value).__name__ == "dtype" and type(value).__module__ == "torch"
+
+
+# ----------------------------------------------------------------------------- nn
+
+
+def _drop_axis(t, x: Expr, axis: int) -> Expr:
+    shape = shape_of(x)
+    return t.emit(R.reshape(x, shape[:axis] + shape[axis + 1 :]))

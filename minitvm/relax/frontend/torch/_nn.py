@@ -1,0 +1,393 @@
+"""Converters of torch.nn.functional ops: convolution, linear, norms, pools, attention, resize."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from ....error import OpAttributeInvalid, OpAttributeRequired, OpAttributeUnImplemented
+from ... import op as R
+from ...expr import Expr, TupleGetItem
+from ._base import _dims, _drop_axis, _dtype, _ndim, _need, _pair, _unsupported_attr, shape_of
+
+
+def _conv_padding(padding, kernel: tuple, dilation: tuple) -> tuple[tuple, tuple]:
+    """(before, after) per spatial dim; "same" puts the odd extra element after, as torch does."""
+    if padding == "valid":
+        return (0,) * len(kernel), (0,) * len(kernel)
+    if padding == "same":
+        total = [d * (k - 1) for k, d in zip(kernel, dilation)]
+        before = tuple(p // 2 for p in total)
+        return before, tuple(p - b for p, b in zip(total, before))
+    if isinstance(padding, str):
+        _unsupported_attr("padding", padding)
+    pad = _pair(padding, len(kernel))
+    return pad, pad
+
+
+def _conv_nd(t, x, weight, bias, stride, padding, dilation, groups, nd: int):
+    """A 1-d conv runs as a 2-d conv over (N, C, 1, L)."""
+    stride, dilation = _pair(stride, nd), _pair(dilation, nd)
+    before, after = _conv_padding(padding, shape_of(weight)[2:], dilation)
+    if nd == 1:
+        x, weight = t.emit(R.expand_dims(x, 2)), t.emit(R.expand_dims(weight, 2))
+        stride, dilation, before, after = (1, *stride), (1, *dilation), (0, *before), (0, *after)
+    y = t.emit(R.nn.conv2d(x, weight, stride, (*before, *after), dilation, int(groups)))
+    if nd == 1:
+        y = _drop_axis(t, y, 2)
+    if bias is not None:
+        y = t.emit(R.add(y, t.emit(R.reshape(bias, (-1,) + (1,) * (_ndim(y) - 2)))))
+    return y
+
+
+def _conv1d(t, input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    return _conv_nd(t, input, weight, bias, stride, padding, dilation, groups, 1)
+
+
+def _conv2d(t, input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    return _conv_nd(t, input, weight, bias, stride, padding, dilation, groups, 2)
+
+
+def _convolution(
+    t, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups
+):
+    if transposed:
+        _unsupported_attr("transposed", transposed)
+    nd = _ndim(input) - 2
+    if nd not in (1, 2):
+        raise OpAttributeUnImplemented(f"{nd}-d convolution is not supported (only 1-d and 2-d)")
+    return _conv_nd(t, input, weight, bias, stride, padding, dilation, groups, nd)
+
+
+def _linear(t, input, weight, bias=None):
+    return t.emit(R.nn.linear(input, weight, bias))
+
+
+def _addmm(t, input, mat1, mat2, *, beta=1, alpha=1):
+    y = t.emit(R.matmul(mat1, mat2))
+    if alpha != 1:
+        y = t.emit(R.multiply(y, t.const(alpha, _dtype(y))))
+    if beta != 0:
+        bias = input if beta == 1 else t.emit(R.multiply(input, t.const(beta, _dtype(input))))
+        y = t.emit(R.add(y, bias))
+    return y
+
+
+def _baddbmm(t, input, batch1, batch2, *, beta=1, alpha=1):
+    return _addmm(t, input, batch1, batch2, beta=beta, alpha=alpha)
+
+
+def _matmul(t, input, other, *, out=None):
+    return t.emit(R.matmul(input, other))
+
+
+def _einsum(t, equation, *operands, path=None):
+    return t.emit(_need("einsum")(_dims(operands), equation))
+
+
+def _batch_norm(t, x, weight, bias, mean, var, eps):
+    c = shape_of(x)[1]
+    weight = weight if weight is not None else t.const(np.ones(c, _dtype(x)))
+    bias = bias if bias is not None else t.const(np.zeros(c, _dtype(x)))
+    out = t.emit(R.nn.batch_norm(x, weight, bias, mean, var, axis=1, epsilon=float(eps)))
+    return t.emit(TupleGetItem(out, 0))
+
+
+def _check_eval(training: bool) -> None:
+    if training:
+        raise OpAttributeUnImplemented(
+            "batch_norm in training mode is not supported; call model.eval() before importing"
+        )
+
+
+def _batch_norm_functional(
+    t,
+    input,
+    running_mean,
+    running_var,
+    weight=None,
+    bias=None,
+    training=False,
+    momentum=0.1,
+    eps=1e-5,
+):
+    _check_eval(training)
+    return _batch_norm(t, input, weight, bias, running_mean, running_var, eps)
+
+
+def _batch_norm_aten(
+    t, input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled=False
+):
+    _check_eval(training)
+    return _batch_norm(t, input, weight, bias, running_mean, running_var, eps)
+
+
+def _native_batch_norm(t, input, weight, bias, running_mean, running_var, training, momentum, eps):
+    _check_eval(training)
+    return (_batch_norm(t, input, weight, bias, running_mean, running_var, eps), None, None)
+
+
+def _native_batch_norm_no_training(
+    t, input, weight, bias, running_mean, running_var, momentum, eps
+):
+    return (_batch_norm(t, input, weight, bias, running_mean, running_var, eps), None, None)
+
+
+def _layer_norm(t, input, normalized_shape, weight=None, bias=None, eps=1e-5, cudnn_enable=True):
+    normalized_shape = tuple(_pair(normalized_shape, 1))
+    dtype = _dtype(input)
+    weight = weight if weight is not None else t.const(np.ones(normalized_shape, dtype))
+    bias = bias if bias is not None else t.const(np.zeros(normalized_shape, dtype))
+    axes = tuple(range(-len(normalized_shape), 0))
+    return t.emit(R.nn.layer_norm(input, weight, bias, axes=axes, epsilon=float(eps)))
+
+
+def _native_layer_norm(t, input, normalized_shape, weight, bias, eps):
+    return (_layer_norm(t, input, normalized_shape, weight, bias, eps), None, None)
+
+
+def _group_norm(t, input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_enabled=True):
+    shape, dtype = shape_of(input), _dtype(input)
+    weight = weight if weight is not None else t.const(np.ones(shape[1], dtype))
+    bias = bias if bias is not None else t.const(np.zeros(shape[1], dtype))
+    axes = list(range(2, len(shape)))
+    group_norm = _need("nn.group_norm")
+    return t.emit(group_norm(input, weight, bias, int(num_groups), 1, axes, epsilon=float(eps)))
+
+
+def _native_group_norm(t, input, weight, bias, n, c, hw, group, eps):
+    return (_group_norm(t, input, group, weight, bias, eps), None, None)
+
+
+def _pool_nd(t, x, kernel, stride, padding, dilation, ceil_mode, nd, kind, count_include_pad=True):
+    stride = kernel if stride is None or stride == [] else stride
+    if nd == 1:  # (N, C, L) as (N, C, 1, L) through the 2-d pool
+        x2 = t.emit(R.expand_dims(x, 2))
+        args = [(1, *_pair(v, 1)) for v in (kernel, stride)] + [(0, *_pair(padding, 1))]
+        y = _pool_nd(t, x2, *args, (1, *_pair(dilation, 1)), ceil_mode, 2, kind, count_include_pad)
+        return _drop_axis(t, y, 2)
+    ph, pw = _pair(padding)
+    if kind == "max":
+        call = R.nn.max_pool2d(
+            x, _pair(kernel), _pair(stride), (ph, pw, ph, pw), _pair(dilation), bool(ceil_mode)
+        )
+    else:
+        call = R.nn.avg_pool2d(
+            x,
+            _pair(kernel),
+            _pair(stride),
+            (ph, pw, ph, pw),
+            (1, 1),
+            bool(ceil_mode),
+            bool(count_include_pad),
+        )
+    return t.emit(call)
+
+
+def _max_pool(nd: int) -> Callable:
+    def convert(
+        t,
+        input,
+        kernel_size,
+        stride=None,
+        padding=0,
+        dilation=1,
+        ceil_mode=False,
+        return_indices=False,
+    ):
+        if return_indices:
+            _unsupported_attr("return_indices", return_indices)
+        return _pool_nd(t, input, kernel_size, stride, padding, dilation, ceil_mode, nd, "max")
+
+    return convert
+
+
+def _max_pool2d_with_indices(
+    t, input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False
+):
+    return (_max_pool(2)(t, input, kernel_size, stride, padding, dilation, ceil_mode), None)
+
+
+def _avg_pool(nd: int) -> Callable:
+    def convert(
+        t,
+        input,
+        kernel_size,
+        stride=None,
+        padding=0,
+        ceil_mode=False,
+        count_include_pad=True,
+        divisor_override=None,
+    ):
+        if divisor_override is not None:
+            _unsupported_attr("divisor_override", divisor_override)
+        return _pool_nd(
+            t, input, kernel_size, stride, padding, 1, ceil_mode, nd, "avg", count_include_pad
+        )
+
+    return convert
+
+
+def _adaptive_avg_pool(nd: int) -> Callable:
+    def convert(t, input, output_size):
+        size = _pair(output_size, nd)
+        if any(s is None for s in size):
+            in_shape = shape_of(input)[-nd:]
+            size = tuple(i if s is None else s for s, i in zip(size, in_shape))
+        if nd == 1:
+            y = t.emit(R.nn.adaptive_avg_pool2d(t.emit(R.expand_dims(input, 2)), (1, size[0])))
+            return _drop_axis(t, y, 2)
+        return t.emit(R.nn.adaptive_avg_pool2d(input, size))
+
+    return convert
+
+
+def _dropout(t, input, p=0.5, training=False, inplace=False, *, train=None):
+    return input  # identity at inference, as in TVM's importers
+
+
+def _embedding(t, weight, indices):
+    return t.emit(R.take(weight, indices, axis=0))
+
+
+def _embedding_functional(
+    t,
+    input,
+    weight,
+    padding_idx=None,
+    max_norm=None,
+    norm_type=2.0,
+    scale_grad_by_freq=False,
+    sparse=False,
+):
+    if max_norm is not None:
+        _unsupported_attr("max_norm", max_norm)
+    return _embedding(t, weight, input)
+
+
+def _embedding_aten(t, weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
+    return _embedding(t, weight, indices)
+
+
+def _attention(
+    t,
+    query,
+    key,
+    value,
+    attn_mask=None,
+    dropout_p=0.0,
+    is_causal=False,
+    *,
+    scale=None,
+    enable_gqa=False,
+):
+    """softmax(q k^T * scale + mask) v, over the last two dims, any leading batch dims."""
+    if enable_gqa:
+        _unsupported_attr("enable_gqa", enable_gqa)
+    probs = attention_probs(t, query, key, attn_mask, is_causal, scale)
+    return t.emit(R.matmul(probs, value))
+
+
+def attention_probs(t, query, key, attn_mask=None, is_causal=False, scale=None) -> Expr:
+    """softmax(q k^T * scale + mask): the attention weights."""
+    q_shape, k_shape = shape_of(query), shape_of(key)
+    dtype, ndim = _dtype(query), _ndim(query)
+    scale = 1.0 / math.sqrt(q_shape[-1]) if scale is None else float(scale)
+    perm = list(range(ndim - 2)) + [ndim - 1, ndim - 2]
+    scores = t.emit(R.matmul(query, t.emit(R.permute_dims(key, perm))))
+    scores = t.emit(R.multiply(scores, t.const(scale, dtype)))
+    if is_causal:
+        length, source = q_shape[-2], k_shape[-2]
+        if not isinstance(length, int) or not isinstance(source, int):
+            raise OpAttributeUnImplemented("is_causal=True needs static sequence lengths")
+        mask = np.triu(np.full((length, source), -np.inf, dtype), k=1)
+        scores = t.emit(R.add(scores, t.const(mask)))
+    if attn_mask is not None:
+        if _dtype(attn_mask) == "bool":
+            scores = t.emit(_need("where")(attn_mask, scores, t.const(-np.inf, dtype)))
+        else:
+            scores = t.emit(R.add(scores, attn_mask))
+    return t.emit(R.nn.softmax(scores, axis=-1))
+
+
+def _interpolate(
+    t,
+    input,
+    size=None,
+    scale_factor=None,
+    mode="nearest",
+    align_corners=None,
+    recompute_scale_factor=None,
+    antialias=False,
+):
+    if _ndim(input) != 4:
+        raise OpAttributeUnImplemented(f"interpolate of a rank-{_ndim(input)} tensor (only 4-d)")
+    if antialias:
+        _unsupported_attr("antialias", antialias)
+    h, w = shape_of(input)[2:]
+    if size is not None:
+        out = _pair(size)
+    elif scale_factor is not None:
+        sh, sw = _pair(scale_factor)
+        out = (math.floor(h * sh), math.floor(w * sw))
+        if not recompute_scale_factor and (out[0] != h * sh or out[1] != w * sw):
+            # torch then maps coordinates by 1/scale, not by in/out size: a different grid
+            raise OpAttributeUnImplemented(
+                f"scale_factor={scale_factor} on a {h}x{w} image gives a fractional size; "
+                "pass size= (or recompute_scale_factor=True) instead"
+            )
+    else:
+        raise OpAttributeRequired("interpolate needs size= or scale_factor=")
+    methods = {
+        "nearest": ("nearest_neighbor", "asymmetric", "floor"),
+        "bilinear": ("linear", "align_corners" if align_corners else "half_pixel", "round"),
+    }
+    if mode not in methods:
+        _unsupported_attr("mode", mode)
+    method, coord, rounding = methods[mode]
+    resize2d = _need("image.resize2d")
+    return t.emit(
+        resize2d(
+            input,
+            out,
+            layout="NCHW",
+            method=method,
+            coordinate_transformation_mode=coord,
+            rounding_method=rounding,
+        )
+    )
+
+
+def _upsample_nearest2d(t, input, output_size=None, scale_factors=None):
+    return _interpolate(t, input, output_size, scale_factors, "nearest")
+
+
+def _upsample_bilinear2d(t, input, output_size=None, align_corners=False, scale_factors=None):
+    return _interpolate(t, input, output_size, scale_factors, "bilinear", align_corners)
+
+
+# ----------------------------------------------------------------------------- shapes
+
+
+def _pad(t, input, pad, mode="constant", value=None):
+    """torch's pad lists (before, after) pairs from the LAST dim backwards."""
+    modes = {"constant": "constant", "replicate": "edge", "reflect": "reflect"}
+    if mode not in modes:
+        _unsupported_attr("mode", mode)
+    pad = list(pad)
+    if len(pad) % 2 or len(pad) // 2 > _ndim(input):
+        raise OpAttributeInvalid(
+            f"pad {pad} must hold (before, after) pairs for at most {_ndim(input)} dims"
+        )
+    if any(p < 0 for p in pad):
+        raise OpAttributeUnImplemented(f"negative padding {pad} (cropping)")
+    pairs = [(0, 0)] * (_ndim(input) - len(pad) // 2)
+    pairs += [(pad[i], pad[i + 1]) for i in range(len(pad) - 2, -1, -2)]
+    fill = 0.0 if value is None else float(value)
+    return t.emit(_need("nn.pad")(input, pad_width=pairs, pad_value=fill, pad_mode=modes[mode]))
+
+
+def _constant_pad_nd(t, input, pad, value=0):
+    return _pad(t, input, pad, "constant", value)

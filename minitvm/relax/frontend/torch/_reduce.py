@@ -1,0 +1,190 @@
+"""Converters of reductions and of ops that create tensors (constants when sizes are static)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ....error import OpAttributeUnImplemented
+from ....tir.expr import PrimExpr
+from ... import op as R
+from ...expr import Expr
+from ._base import _axis, _dims, _dtype, _ndim, _need, _pair, _scalar_dtype, shape_of
+from ._elementwise import _binary
+
+
+def _reduce(relax_op: Callable) -> Callable:
+    def convert(t, input, dim=None, keepdim=False, *, dtype=None):
+        if dtype is not None:
+            input = t.emit(R.astype(input, t.dtype(dtype)))
+        if dim is None or dim == []:
+            return t.emit(relax_op(input, None, bool(keepdim)))
+        axes = [_axis(d, _ndim(input)) for d in _pair(dim, 1)]
+        return t.emit(relax_op(input, axes, bool(keepdim)))
+
+    return convert
+
+
+# ----------------------------------------------------------------------------- creation
+
+
+def _any(t, input, dim=None, keepdim=False):
+    as_int = t.emit(R.astype(input, "int32"))
+    axes = None if dim is None else [_axis(d, _ndim(input)) for d in _pair(dim, 1)]
+    return t.emit(R.astype(t.emit(R.max(as_int, axes, bool(keepdim))), "bool"))
+
+
+def _arg_reduce(name: str) -> Callable:
+    def convert(t, input, dim=None, keepdim=False):
+        axis = None if dim is None else _axis(dim, _ndim(input))
+        return t.emit(_need(name)(input, axis, bool(keepdim)))
+
+    return convert
+
+
+def _max_min(reduce: Callable, arg: str, binary: Callable) -> Callable:
+    """torch.max(x) / max(x, dim, keepdim) -> (values, indices) / max(a, b) elementwise."""
+
+    def convert(t, input, dim=None, keepdim=False):
+        if isinstance(dim, Expr):
+            return _binary(binary, max)(t, input, dim)
+        if dim is None:
+            return t.emit(reduce(input, None, False))
+        axis = _axis(dim, _ndim(input))
+        values = t.emit(reduce(input, [axis], bool(keepdim)))
+        return (values, t.emit(_need(arg)(input, axis, bool(keepdim))))
+
+    return convert
+
+
+def _cumsum(t, input, dim, *, dtype=None):
+    dtype = t.dtype(dtype) if dtype is not None else None
+    return t.emit(_need("cumsum")(input, _axis(dim, _ndim(input)), dtype))
+
+
+def _var_std(name: str) -> Callable:
+    """torch's var/std (Bessel-corrected by default) from relax's population variance."""
+
+    def convert(t, input, dim=None, unbiased=True, keepdim=False, *, correction=None):
+        if isinstance(dim, bool):  # aten.var.default(self, unbiased)
+            dim, unbiased = None, dim
+        shape = shape_of(input)
+        axes = (
+            list(range(len(shape)))
+            if dim is None
+            else [_axis(d, len(shape)) for d in _pair(dim, 1)]
+        )
+        count = 1
+        for a in axes:
+            count = count * shape[a]
+        corr = (1 if unbiased else 0) if correction is None else correction
+        if not isinstance(count, int):
+            raise OpAttributeUnImplemented(f"{name} over symbolic dims")
+        var = t.emit(_need("variance")(input, axes, bool(keepdim)))
+        if corr:
+            var = t.emit(R.multiply(var, t.const(count / (count - corr), _dtype(input))))
+        return var if name == "var" else t.emit(R.sqrt(var))
+
+    return convert
+
+
+def _tensor(t, data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
+    if any(isinstance(v, Expr | PrimExpr) for v in np.ravel(np.asarray(data, dtype=object))):
+        raise OpAttributeUnImplemented("torch.tensor of computed values")
+    value = np.asarray(data)
+    if dtype is not None:
+        return t.const(value.astype(t.dtype(dtype)))
+    return t.const(value.astype("float32" if value.dtype.kind == "f" else value.dtype))
+
+
+def _arange(t, *args, dtype=None, device=None, layout=None, pin_memory=None, requires_grad=False):
+    if any(isinstance(a, Expr | PrimExpr) for a in args):
+        raise OpAttributeUnImplemented("arange with symbolic bounds is not supported")
+    if dtype is None:
+        dtype = "float32" if any(isinstance(a, float) for a in args) else "int64"
+    return t.const(np.arange(*args).astype(t.dtype(dtype)))
+
+
+def _fill(value: Any) -> Callable:
+    def convert(
+        t,
+        *size,
+        dtype=None,
+        device=None,
+        layout=None,
+        pin_memory=None,
+        requires_grad=False,
+        memory_format=None,
+    ):
+        dims = tuple(_dims(size))
+        if any(isinstance(d, PrimExpr) for d in dims):
+            return t.emit(
+                R.full(
+                    dims, t.const(value, t.dtype(dtype or "float32")), t.dtype(dtype or "float32")
+                )
+            )
+        return t.const(np.full(dims, value, t.dtype(dtype or "float32")))
+
+    return convert
+
+
+def _full(
+    t,
+    size,
+    fill_value,
+    *,
+    dtype=None,
+    device=None,
+    layout=None,
+    pin_memory=None,
+    requires_grad=False,
+):
+    dtype = t.dtype(dtype) if dtype is not None else _scalar_dtype(fill_value)
+    if dtype == "int64" and isinstance(fill_value, float):
+        dtype = "float32"
+    return t.const(np.full(tuple(size), fill_value, dtype))
+
+
+def _like(value: Any) -> Callable:
+    def convert(
+        t,
+        input,
+        fill_value=None,
+        *,
+        dtype=None,
+        device=None,
+        layout=None,
+        pin_memory=None,
+        memory_format=None,
+        requires_grad=False,
+    ):
+        fill = value if value is not None else fill_value
+        dtype = t.dtype(dtype) if dtype is not None else _dtype(input)
+        shape = shape_of(input)
+        if all(isinstance(d, int) for d in shape):
+            return t.const(np.full(shape, fill, dtype))
+        return t.emit(R.full(shape, t.const(fill, dtype), dtype))
+
+    return convert
+
+
+def _scalar_tensor(t, value, *, dtype=None, layout=None, device=None, pin_memory=None):
+    return t.const(value, t.dtype(dtype) if dtype is not None else "float32")
+
+
+def _new_fill(value: Any) -> Callable:
+    def convert(
+        t, input, *size, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False
+    ):
+        dtype = t.dtype(dtype) if dtype is not None else _dtype(input)
+        fill = value if value is not None else size[-1]
+        dims = _dims(size[:-1] if value is None else size)
+        return t.const(np.full(tuple(dims), fill, dtype))
+
+    return convert
+
+
+def _fill_like(t, input, value):
+    return _like(None)(t, input, value)
