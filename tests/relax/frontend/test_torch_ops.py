@@ -128,6 +128,17 @@ CASES = [
     ),
     ("conv1d_same", _f(lambda x, w: F.conv1d(x, w, padding="same")), [(1, 2, 9), (3, 2, 4)]),
     ("conv1d", _m(lambda: nn.Conv1d(3, 5, 3, stride=2, padding=1)), [(2, 3, 11)]),
+    (
+        "conv_transpose2d",
+        _m(lambda: nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1, groups=2)),
+        [(1, 4, 5, 5)],
+    ),
+    ("conv_transpose1d", _m(lambda: nn.ConvTranspose1d(3, 2, 4, stride=2, padding=1)), [(2, 3, 6)]),
+    (
+        "conv_transpose2d_functional",
+        _f(lambda x, w: F.conv_transpose2d(x, w, stride=(1, 2), dilation=2)),
+        [(1, 2, 4, 4), (2, 3, 3, 3)],
+    ),
     ("linear", _m(lambda: nn.Linear(6, 4)), [(3, 6)]),
     ("linear_3d", _m(lambda: nn.Linear(6, 4)), [(2, 3, 6)]),
     ("matmul", _f(torch.matmul), [(2, 3, 4), (2, 4, 5)]),

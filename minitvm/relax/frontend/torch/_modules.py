@@ -31,6 +31,16 @@ def _conv(t, m, x):
     )
 
 
+def _conv_transpose(t, m, x):
+    if m.padding_mode != "zeros":
+        raise OpAttributeUnImplemented(f"padding_mode={m.padding_mode!r} (only 'zeros')")
+    w, b = _param(t, m.weight), _param(t, m.bias)
+    nd = len(m.kernel_size)
+    return nn_ops._conv_transpose(nd)(
+        t, x, w, b, m.stride, m.padding, m.output_padding, m.groups, m.dilation
+    )
+
+
 def _linear(t, m, x):
     return nn_ops._linear(t, x, _param(t, m.weight), _param(t, m.bias))
 
@@ -183,6 +193,8 @@ def table() -> dict[type, Callable]:
     return {
         nn.Conv1d: _conv,
         nn.Conv2d: _conv,
+        nn.ConvTranspose1d: _conv_transpose,
+        nn.ConvTranspose2d: _conv_transpose,
         nn.Linear: _linear,
         nn.BatchNorm1d: _batch_norm,
         nn.BatchNorm2d: _batch_norm,

@@ -53,12 +53,42 @@ def _conv2d(t, input, weight, bias=None, stride=1, padding=0, dilation=1, groups
 def _convolution(
     t, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups
 ):
-    if transposed:
-        _unsupported_attr("transposed", transposed)
     nd = _ndim(input) - 2
     if nd not in (1, 2):
         raise OpAttributeUnImplemented(f"{nd}-d convolution is not supported (only 1-d and 2-d)")
+    if transposed:
+        return _conv_transpose_nd(
+            t, input, weight, bias, stride, padding, output_padding, groups, dilation, nd
+        )
     return _conv_nd(t, input, weight, bias, stride, padding, dilation, groups, nd)
+
+
+def _conv_transpose_nd(t, x, weight, bias, stride, padding, output_padding, groups, dilation, nd):
+    """Weights (in, out / groups, *k); a 1-d one runs as 2-d over (N, C, 1, L)."""
+    stride, padding = _pair(stride, nd), _pair(padding, nd)
+    output_padding, dilation = _pair(output_padding, nd), _pair(dilation, nd)
+    if nd == 1:
+        x, weight = t.emit(R.expand_dims(x, 2)), t.emit(R.expand_dims(weight, 2))
+        stride, padding = (1, *stride), (0, *padding)
+        output_padding, dilation = (0, *output_padding), (1, *dilation)
+    conv = _need("nn.conv2d_transpose")
+    y = t.emit(conv(x, weight, stride, (*padding, *padding), output_padding, dilation, int(groups)))
+    if nd == 1:
+        y = _drop_axis(t, y, 2)
+    if bias is not None:
+        y = t.emit(R.add(y, t.emit(R.reshape(bias, (-1,) + (1,) * (_ndim(y) - 2)))))
+    return y
+
+
+def _conv_transpose(nd: int) -> Callable:
+    def convert(
+        t, input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1
+    ):
+        return _conv_transpose_nd(
+            t, input, weight, bias, stride, padding, output_padding, groups, dilation, nd
+        )
+
+    return convert
 
 
 def _linear(t, input, weight, bias=None):
