@@ -17,7 +17,9 @@ and the barrier goes before it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
+from ...error import BuildError
 from ..expr import Call, IterVar, StringImm
 from ..function import PrimFunc
 from ..functor import Visitor, post_order_visit
@@ -129,6 +131,8 @@ class _Planner:
     def atomic(self, stmt: Stmt, state: _Touch) -> tuple[Stmt, _Touch]:
         """A statement run as one unit (a leaf, or divergent control flow)."""
         touch = self.touched(stmt)
+        if touch.conflicts(touch):
+            _check_no_inner_exchange(stmt, self.shared)
         if state.conflicts(touch):
             return seq(storage_sync(), stmt), touch
         return stmt, state | touch
@@ -145,6 +149,50 @@ class _Planner:
         # before the first conflicting access also orders what came before the loop
         body, after = self.plan(loop.body, state | touch)
         return loop.replace(body=body), state | after
+
+
+class _Exchange(Visitor):
+    """Finds, in program order, a load of shared memory at an index this region stored to
+    elsewhere: threads of a divergent region that exchange data there need a barrier that
+    cannot be placed (not every thread reaches it)."""
+
+    def __init__(self, shared: set[int]) -> None:
+        self.shared = shared
+        self.stored: dict[int, list] = {}
+        self.found: Any = None
+
+    def visit_BufferStore(self, store) -> None:
+        self.visit(store.value)  # the value is read before the store happens
+        for i in store.indices:
+            self.visit(i)
+        if id(store.buffer.data) in self.shared:
+            self.stored.setdefault(id(store.buffer.data), []).append(store.indices)
+
+    def visit_BufferLoad(self, load) -> None:
+        self.generic_visit(load)
+        seen = self.stored.get(id(load.buffer.data))
+        if seen and self.found is None and not all(_same_indices(load.indices, i) for i in seen):
+            self.found = load
+
+
+def _same_indices(a: tuple, b: tuple) -> bool:
+    from ...ir.structural import structural_equal
+
+    return len(a) == len(b) and all(structural_equal(x, y) for x, y in zip(a, b))
+
+
+def _check_no_inner_exchange(stmt: Stmt, shared: set[int]) -> None:
+    finder = _Exchange(shared)
+    finder.visit(stmt)
+    if finder.found is not None:
+        name = finder.found.buffer.name
+        raise BuildError(
+            f"ThreadSync: shared buffer '{name}' is written and then read at another index "
+            f"inside a branch or loop that depends on threadIdx ({type(stmt).__name__}); "
+            "the barrier between them would not be reached by every thread. Move the read "
+            "out of the thread-dependent condition (e.g. guard only the store), or keep each "
+            "thread reading what it wrote"
+        )
 
 
 class _SharedVars(Visitor):

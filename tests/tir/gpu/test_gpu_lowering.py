@@ -326,3 +326,53 @@ def test_mlc_programs_match_numpy_on_cuda():
     c = tvm.nd.array(np.zeros((n, n), "float32"), dev)
     f(tvm.nd.array(x, dev), tvm.nd.array(y, dev), c)
     np.testing.assert_allclose(c.numpy(), x @ y, rtol=1e-4)
+
+
+def _tree_sum():
+    @T.prim_func
+    def main(A: T.Buffer((8, 64), "float32"), B: T.Buffer((8,), "float32")):
+        for b in T.thread_binding(8, thread="blockIdx.x"):
+            for t in T.thread_binding(64, thread="threadIdx.x"):
+                S = T.decl_buffer((64,), "float32", scope="shared")
+                S[t] = A[b, t]
+                for s in T.unroll(6):
+                    if t < T.shift_right(32, s):
+                        S[t] = S[t] + S[t + T.shift_right(32, s)]
+                if t == 0:
+                    B[b] = S[0]
+
+    return main
+
+
+def test_tree_reduction_gets_a_barrier_per_step():
+    text = tvm.lower(_tree_sum()).script()
+    # at the top of each step (orders the first store and the previous step), and before the
+    # final read; never inside the thread-dependent `if`
+    assert text.count("tvm_storage_sync") == 2
+    loop = text[text.index("for s in") :]
+    assert loop.index("tvm_storage_sync") < loop.index("if threadIdx_x < ")
+
+
+@requires_opencl
+def test_tree_reduction_matches_numpy_on_opencl():
+    f = tvm.build(_tree_sum(), target="opencl")
+    dev = tvm.opencl(0)
+    a = np.random.default_rng(2).random((8, 64), dtype="float32")
+    b = tvm.nd.array(np.zeros(8, "float32"), dev)
+    f(tvm.nd.array(a, dev), b)
+    np.testing.assert_allclose(b.numpy(), a.sum(1), rtol=1e-5)
+
+
+def test_error_exchange_inside_thread_dependent_branch():
+    @T.prim_func
+    def main(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
+        for t in T.thread_binding(64, thread="threadIdx.x"):
+            S = T.decl_buffer((64,), "float32", scope="shared")
+            if t < 32:
+                S[t] = A[t]
+                B[t] = S[31 - t]
+
+    with pytest.raises(
+        BuildError, match=r"shared buffer 'S' is written and then read at another index"
+    ):
+        tvm.lower(main)
