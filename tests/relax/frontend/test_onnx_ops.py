@@ -322,3 +322,41 @@ def test_identity_and_dropout_pass_through():
 def test_a_small_graph_compiles_on_the_vm():
     w = np.random.default_rng(1).standard_normal((4, 3, 3, 3)).astype("float32")
     check_node("Conv", {"x": ((1, 3, 6, 6), "float32")}, 17, {"pads": [1, 1, 1, 1]}, {"w": w}, compile=True)
+
+
+@pytest.mark.parametrize(
+    "op_type, attrs",
+    [("ThresholdedRelu", {"alpha": 0.3}), ("Shrink", {"lambd": 0.4, "bias": 0.1}), ("Celu", {"alpha": 0.8}),
+     ("Mish", {}), ("Tan", {}), ("Sinh", {}), ("Cosh", {}), ("MeanVarianceNormalization", {}),
+     ("Trilu", {"upper": 0})],
+)
+def test_decomposed_elementwise_ops(op_type, attrs):
+    check_node(op_type, X, 18, attrs)
+
+
+@pytest.mark.parametrize("mode", ["DCR", "CRD"])
+def test_depth_to_space_and_back(mode):
+    check_node("DepthToSpace", {"x": ((2, 8, 3, 4), "float32")}, 13, {"blocksize": 2, "mode": mode})
+    check_node("SpaceToDepth", {"x": ((2, 2, 4, 6), "float32")}, 13, {"blocksize": 2})
+
+
+@pytest.mark.parametrize("op_type", ["ReduceL1", "ReduceLogSum"])
+def test_more_reductions(op_type):
+    model = make_model([helper.make_node(op_type, ["x", "axes"], ["y"], keepdims=0)], X, {"y": "float32"}, 18,
+                       {"axes": np.array([1, 3], "int64")})
+    check(model, {"x": np.random.default_rng(0).uniform(0.5, 2, (2, 3, 4, 5)).astype("float32")})
+
+
+def test_shape_of_a_symbolic_tensor_can_be_returned_as_data():
+    nodes = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Mul", ["s", "two"], ["y"])]
+    model = make_model(nodes, {"x": ((4, 3), "float32")}, {"y": "int64"}, 17, {"two": np.array(2, "int64")},
+                       input_shapes={"x": ("n", 3)})
+    check(model, random_inputs({"x": ((5, 3), "float32")}))
+
+
+def test_matmul_with_an_unknown_inner_dim_is_checked_at_run_time():
+    w = np.random.default_rng(0).standard_normal((4, 3)).astype("float32")
+    model = make_model([helper.make_node("MatMul", ["x", "w"], ["y"])], {"x": ((2, 4), "float32")},
+                       {"y": "float32"}, 13, {"w": w}, input_shapes={"x": ("?", "?")})
+    mod = check(model, random_inputs({"x": ((2, 4), "float32")}))
+    assert "match_cast" in mod.script()

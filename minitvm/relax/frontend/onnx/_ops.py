@@ -286,6 +286,86 @@ def _constant(ctx, inputs, attrs):
     raise OpAttributeRequired(f"Constant needs one of the attributes {sorted(kinds)}; got {sorted(attrs)}")
 
 
+def _thresholded_relu(ctx, inputs, attrs):
+    x = ctx.expr(inputs[0])
+    alpha = _const_like(ctx, x, float(attrs.get("alpha", 1.0)))
+    return ctx.emit(R.where(ctx.emit(R.greater(x, alpha)), x, _const_like(ctx, x, 0.0)))
+
+
+def _shrink(ctx, inputs, attrs):
+    x = ctx.expr(inputs[0])
+    lambd, bias = float(attrs.get("lambd", 0.5)), float(attrs.get("bias", 0.0))
+    low = ctx.emit(R.add(x, _const_like(ctx, x, bias)))
+    high = ctx.emit(R.subtract(x, _const_like(ctx, x, bias)))
+    zero = _const_like(ctx, x, 0.0)
+    out = ctx.emit(R.where(ctx.emit(R.greater(x, _const_like(ctx, x, lambd))), high, zero))
+    return ctx.emit(R.where(ctx.emit(R.less(x, _const_like(ctx, x, -lambd))), low, out))
+
+
+def _celu(ctx, inputs, attrs):
+    # max(0, x) + min(0, alpha * (exp(x / alpha) - 1))
+    x = ctx.expr(inputs[0])
+    alpha = float(attrs.get("alpha", 1.0))
+    scaled = ctx.emit(R.exp(ctx.emit(R.divide(x, _const_like(ctx, x, alpha)))))
+    neg = ctx.emit(R.multiply(ctx.emit(R.subtract(scaled, _const_like(ctx, x, 1.0))), _const_like(ctx, x, alpha)))
+    zero = _const_like(ctx, x, 0.0)
+    return ctx.emit(R.add(ctx.emit(R.maximum(x, zero)), ctx.emit(R.minimum(neg, zero))))
+
+
+def _mish(ctx, inputs, attrs):
+    x = ctx.expr(inputs[0])
+    return ctx.emit(R.multiply(x, ctx.emit(R.tanh(_softplus(ctx, [x], {})))))
+
+
+def _tan(ctx, inputs, attrs):
+    x = ctx.expr(inputs[0])
+    return ctx.emit(R.divide(ctx.emit(R.sin(x)), ctx.emit(R.cos(x))))
+
+
+def _hyperbolic(sign: float) -> Callable:
+    """sinh (sign -1) and cosh (sign +1): (exp(x) + sign * exp(-x)) / 2."""
+
+    def convert(ctx, inputs, attrs):
+        x = ctx.expr(inputs[0])
+        pos, neg = ctx.emit(R.exp(x)), ctx.emit(R.exp(ctx.emit(R.negative(x))))
+        both = ctx.emit(R.add(pos, neg) if sign > 0 else R.subtract(pos, neg))
+        return ctx.emit(R.multiply(both, _const_like(ctx, x, 0.5)))
+
+    return convert
+
+
+def _trilu(ctx, inputs, attrs):
+    """Upper/lower triangle of the last two (static) dims, as a constant mask."""
+    x = ctx.expr(inputs[0])
+    k = int(_scalar(ctx, inputs[1], "k")) if len(inputs) > 1 and inputs[1] is not None else 0
+    rows, cols = shape_of(x)[-2:]
+    if isinstance(rows, PrimExpr) or isinstance(cols, PrimExpr):
+        raise OpAttributeUnImplemented(f"Trilu on symbolic dims ({rows}, {cols}); give them in shape_dict")
+    keep = np.ones((rows, cols), bool)
+    keep = np.triu(keep, k) if attrs.get("upper", 1) else np.tril(keep, k)
+    return ctx.emit(R.where(ctx.expr(keep), x, _const_like(ctx, x, 0.0)))
+
+
+def _eye_like(ctx, inputs, attrs):
+    from .onnx_frontend import onnx_dtype
+
+    x = ctx.expr(inputs[0])
+    rows, cols = shape_of(x)
+    if isinstance(rows, PrimExpr) or isinstance(cols, PrimExpr):
+        raise OpAttributeUnImplemented(f"EyeLike on symbolic dims ({rows}, {cols})")
+    dtype = onnx_dtype(attrs["dtype"]) if "dtype" in attrs else _dtype(x)
+    return np.eye(rows, cols, int(attrs.get("k", 0)), dtype=dtype)
+
+
+def _mean_variance_norm(ctx, inputs, attrs):
+    x = ctx.expr(inputs[0])
+    axes = [_axis(a, _ndim(x)) for a in attrs.get("axes", [0, 2, 3])]
+    centered = ctx.emit(R.subtract(x, ctx.emit(R.mean(x, axes, keepdims=True))))
+    var = ctx.emit(R.mean(ctx.emit(R.multiply(centered, centered)), axes, keepdims=True))
+    std = ctx.emit(R.sqrt(ctx.emit(R.add(var, _const_like(ctx, x, 1e-9)))))
+    return ctx.emit(R.divide(centered, std))
+
+
 # ----------------------------------------------------------------------------- nn
 
 
@@ -392,7 +472,23 @@ def _gemm(ctx, inputs, attrs):
 
 
 def _matmul(ctx, inputs, attrs):
-    return ctx.emit(R.matmul(*_operands(ctx, inputs[0], inputs[1])))
+    a, b = _operands(ctx, inputs[0], inputs[1])
+    a, b = _match_inner_dims(ctx, a, b)
+    return ctx.emit(R.matmul(a, b))
+
+
+def _match_inner_dims(ctx, a: Expr, b: Expr) -> tuple[Expr, Expr]:
+    """An unknown contraction dim facing a known one is checked at run time by a match_cast."""
+    if _ndim(a) < 2 or _ndim(b) < 1:
+        return a, b
+    k_a, k_b = shape_of(a)[-1], shape_of(b)[-2 if _ndim(b) > 1 else -1]
+    if isinstance(k_a, PrimExpr) and isinstance(k_b, int):
+        a = ctx.bb.match_cast(a, TensorStructInfo(shape_of(a)[:-1] + (k_b,), _dtype(a)))
+    elif isinstance(k_b, PrimExpr) and isinstance(k_a, int):
+        dims = list(shape_of(b))
+        dims[-2 if _ndim(b) > 1 else -1] = k_a
+        b = ctx.bb.match_cast(b, TensorStructInfo(tuple(dims), _dtype(b)))
+    return a, b
 
 
 def _batch_norm(ctx, inputs, attrs):
@@ -595,6 +691,8 @@ def _split(ctx, inputs, attrs):
             return _tuple_items(ctx, ctx.emit(R.split(x, num_outputs, axis)), num_outputs)
         chunk = -(-dim // num_outputs)  # opset 18: the last chunk may be smaller
         split = [min(chunk, dim - i * chunk) for i in range(num_outputs)]
+    if len(split) == 1:
+        return [x]
     bounds = list(np.cumsum(split)[:-1])
     parts = ctx.emit(R.split(x, [int(b) for b in bounds], axis))
     return _tuple_items(ctx, parts, len(split))
@@ -719,6 +817,28 @@ def _range(ctx, inputs, attrs):
     )
 
 
+def _depth_to_space(ctx, inputs, attrs):
+    x = ctx.expr(inputs[0])
+    b = int(_required(attrs, "blocksize"))
+    n, c, h, w = shape_of(x)
+    if attrs.get("mode", "DCR") == "DCR":
+        y = ctx.emit(R.reshape(x, (n, b, b, c // b // b, h, w)))
+        y = ctx.emit(R.permute_dims(y, [0, 3, 4, 1, 5, 2]))
+    else:  # CRD
+        y = ctx.emit(R.reshape(x, (n, c // b // b, b, b, h, w)))
+        y = ctx.emit(R.permute_dims(y, [0, 1, 4, 2, 5, 3]))
+    return ctx.emit(R.reshape(y, (n, c // b // b, h * b, w * b)))
+
+
+def _space_to_depth(ctx, inputs, attrs):
+    x = ctx.expr(inputs[0])
+    b = int(_required(attrs, "blocksize"))
+    n, c, h, w = shape_of(x)
+    y = ctx.emit(R.reshape(x, (n, c, h // b, b, w // b, b)))
+    y = ctx.emit(R.permute_dims(y, [0, 3, 5, 1, 2, 4]))
+    return ctx.emit(R.reshape(y, (n, c * b * b, h // b, w // b)))
+
+
 # ----------------------------------------------------------------------------- reductions
 
 
@@ -749,6 +869,14 @@ def _reduce_l2(ctx, x, axes, keepdims):
 
 def _reduce_sum_square(ctx, x, axes, keepdims):
     return R.sum(ctx.emit(R.multiply(x, x)), axes, keepdims)
+
+
+def _reduce_l1(ctx, x, axes, keepdims):
+    return R.sum(ctx.emit(R.abs(x)), axes, keepdims)
+
+
+def _reduce_log_sum(ctx, x, axes, keepdims):
+    return R.log(ctx.emit(R.sum(x, axes, keepdims)))
 
 
 def _reduce_log_sum_exp(ctx, x, axes, keepdims):
@@ -951,6 +1079,20 @@ CONVERTERS: dict[str, Callable] = {
     "ReduceL2": _reduce(_reduce_l2, 18),
     "ReduceSumSquare": _reduce(_reduce_sum_square, 18),
     "ReduceLogSumExp": _reduce(_reduce_log_sum_exp, 18),
+    "ReduceL1": _reduce(_reduce_l1, 18),
+    "ReduceLogSum": _reduce(_reduce_log_sum, 18),
+    "ThresholdedRelu": _thresholded_relu,
+    "Shrink": _shrink,
+    "Celu": _celu,
+    "Mish": _mish,
+    "Tan": _tan,
+    "Sinh": _hyperbolic(-1.0),
+    "Cosh": _hyperbolic(1.0),
+    "Trilu": _trilu,
+    "EyeLike": _eye_like,
+    "MeanVarianceNormalization": _mean_variance_norm,
+    "DepthToSpace": _depth_to_space,
+    "SpaceToDepth": _space_to_depth,
     "ArgMax": _arg_reduce(R.argmax),
     "ArgMin": _arg_reduce(R.argmin),
     "CumSum": _cumsum,

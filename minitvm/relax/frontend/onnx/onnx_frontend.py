@@ -19,6 +19,7 @@ import numpy as np
 
 from ....error import FrontendError, MiniTVMError, OpAttributeInvalid
 from ....runtime import ndarray as nd
+from ....tir.expr import PrimExpr
 from ....tir.expr import Var as TirVar
 from ...block_builder import BlockBuilder
 from ...expr import Expr, Tuple, Var, const
@@ -75,14 +76,21 @@ class Context:
         if isinstance(value, Expr):
             return value
         if isinstance(value, SymTensor):
-            raise FrontendError(
-                f"{self.where()}: a tensor computed from symbolic dims ({value}) is used as data; "
-                "only shape inputs (Reshape, Expand, ConstantOfShape, ...) may depend on them. "
-                "Give the dim a value in shape_dict"
-            )
+            return self.sym_tensor(value)
         if value is None:
             raise FrontendError(f"{self.where()}: a required input is missing")
         return const(np.asarray(value, dtype=dtype) if dtype else np.asarray(value))
+
+    def sym_tensor(self, value: SymTensor) -> Expr:
+        """A tensor of symbolic dims computed at run time: one filled element per dim, joined."""
+        from ... import op as R
+
+        elems = [
+            self.emit(R.full((1,), e if isinstance(e, PrimExpr) else const(np.asarray(e, value.dtype)), value.dtype))
+            for e in value.values.reshape(-1)
+        ]
+        flat = elems[0] if len(elems) == 1 else self.emit(R.concat(elems, 0))
+        return self.emit(R.reshape(flat, value.shape)) if value.values.ndim != 1 else flat
 
     def known(self, value: Any, what: str) -> np.ndarray | SymTensor:
         """An input that must be known at import time (shape, axes, pads, scales ...)."""
@@ -242,8 +250,9 @@ def _input_var(ctx: Context, info: Any, name: str, shape_dict, dtype_dict) -> Va
 def _model_dim(ctx: Context, name: str, index: int, dim: Any) -> Any:
     if dim.HasField("dim_value"):
         return int(dim.dim_value)
-    if dim.HasField("dim_param"):
+    if dim.HasField("dim_param") and dim.dim_param.strip("?"):
         return ctx.sym_var(_sanitize(dim.dim_param))
+    # no name (or "?"): a dim of its own, equal to no other
     return ctx.sym_var(f"{_sanitize(name)}_dim{index}")
 
 
@@ -364,10 +373,4 @@ def _reference_eval(ctx: Context, node: Any, inputs: list) -> list:
 def _output(ctx: Context, name: str) -> Expr:
     if name not in ctx.values:
         raise FrontendError(f"from_onnx: graph output {name!r} is produced by no node")
-    value = ctx.values[name]
-    if isinstance(value, SymTensor):
-        raise FrontendError(
-            f"from_onnx: graph output {name!r} is computed from symbolic dims only; "
-            "return tensors, or fix those dims in shape_dict"
-        )
-    return ctx.expr(value)
+    return ctx.expr(ctx.values[name])
