@@ -451,3 +451,19 @@ def test_a_hand_written_fx_importer_still_works_beside_ours():
         want = gm(torch.from_numpy(x)).numpy()
     for mod in (_hand_written_importer(gm, (2, 4)), from_fx(gm, [((2, 4), "float32")])):
         np.testing.assert_allclose(_run_vm(mod, x), want, rtol=RTOL, atol=ATOL)
+
+
+def test_imported_module_prints_and_parses_back():
+    from minitvm.ir import assert_structural_equal
+    from minitvm.script import from_source
+
+    mod = from_fx(torch.fx.symbolic_trace(SmallCNN().eval()), [((1, 3, 8, 8), "float32")])
+    assert_structural_equal(from_source(mod.script()), mod)
+    kept, _ = detach_params(
+        from_fx(
+            torch.fx.symbolic_trace(SmallTransformer().eval()),
+            [(("n", 6), "int64")],
+            keep_params_as_input=True,
+        )
+    )
+    assert_structural_equal(from_source(kept.script()), kept)
