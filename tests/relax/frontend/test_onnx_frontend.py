@@ -9,21 +9,20 @@ import pytest
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
-from onnx import TensorProto, helper  # noqa: E402
+from onnx import TensorProto, helper
+from test_onnx_ops import check, make_model, random_inputs
 
-from minitvm import tir  # noqa: E402
-from minitvm.error import (  # noqa: E402
+from minitvm import tir
+from minitvm.error import (
     FrontendError,
     OpAttributeInvalid,
     OpAttributeRequired,
     OpAttributeUnImplemented,
     OpNotImplemented,
 )
-from minitvm.relax import eval_ref  # noqa: E402
-from minitvm.relax.frontend import detach_params  # noqa: E402
-from minitvm.relax.frontend.onnx import from_onnx  # noqa: E402
-
-from test_onnx_ops import check, make_model, random_inputs  # noqa: E402
+from minitvm.relax import eval_ref
+from minitvm.relax.frontend import detach_params
+from minitvm.relax.frontend.onnx import from_onnx
 
 
 def _ort(model, feeds):
@@ -34,7 +33,10 @@ def _ort(model, feeds):
 def _linear_model(opset=17):
     w = np.random.default_rng(0).standard_normal((4, 3)).astype("float32")
     b = np.arange(3, dtype="float32")
-    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"]), helper.make_node("Add", ["m", "b"], ["y"])]
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["m"]),
+        helper.make_node("Add", ["m", "b"], ["y"]),
+    ]
     inputs = {"x": (("batch", 4), "float32")}
     return make_model(nodes, inputs, {"y": "float32"}, opset, {"w": w, "b": b})
 
@@ -51,7 +53,10 @@ def test_dim_param_becomes_a_symbolic_dim_and_shape_dict_overrides_it():
 
 def test_dtype_dict_overrides_the_declared_input_dtype():
     model = _linear_model()
-    assert from_onnx(model, dtype_dict={"x": "float16"})["main"].params[0].struct_info.dtype == "float16"
+    assert (
+        from_onnx(model, dtype_dict={"x": "float16"})["main"].params[0].struct_info.dtype
+        == "float16"
+    )
     assert from_onnx(model, dtype_dict="float16")["main"].params[0].struct_info.dtype == "float32"
 
 
@@ -75,7 +80,10 @@ def test_keep_params_in_input_and_detach_params_round_trip():
 
 
 def test_integer_initializers_stay_constants_when_params_are_kept():
-    nodes = [helper.make_node("Reshape", ["x", "shape"], ["r"]), helper.make_node("Mul", ["r", "s"], ["y"])]
+    nodes = [
+        helper.make_node("Reshape", ["x", "shape"], ["r"]),
+        helper.make_node("Mul", ["r", "s"], ["y"]),
+    ]
     inits = {"shape": np.array([-1, 6], "int64"), "s": np.full((6,), 2.0, "float32")}
     model = make_model(nodes, {"x": ((2, 3, 2), "float32")}, {"y": "float32"}, 14, inits)
     func = from_onnx(model, keep_params_in_input=True)["main"]
@@ -91,10 +99,19 @@ def test_shape_gather_concat_chain_folds_over_a_symbolic_batch():
         helper.make_node("Concat", ["n1", "minus1"], ["shape"], axis=0),
         helper.make_node("Reshape", ["x", "shape"], ["f"]),
         helper.make_node("Shape", ["f"], ["fs"]),
-        helper.make_node("ConstantOfShape", ["fs"], ["ones"], value=helper.make_tensor("v", TensorProto.FLOAT, [1], [1.0])),
+        helper.make_node(
+            "ConstantOfShape",
+            ["fs"],
+            ["ones"],
+            value=helper.make_tensor("v", TensorProto.FLOAT, [1], [1.0]),
+        ),
         helper.make_node("Add", ["f", "ones"], ["y"]),
     ]
-    inits = {"zero": np.array(0, "int64"), "axes": np.array([0], "int64"), "minus1": np.array([-1], "int64")}
+    inits = {
+        "zero": np.array(0, "int64"),
+        "axes": np.array([0], "int64"),
+        "minus1": np.array([-1], "int64"),
+    }
     model = make_model(nodes, {"x": (("batch", 2, 3), "float32")}, {"y": "float32"}, 13, inits)
     mod = from_onnx(model)
     text = mod.script()
@@ -102,7 +119,9 @@ def test_shape_gather_concat_chain_folds_over_a_symbolic_batch():
     out = mod["main"].body.body.struct_info
     assert isinstance(out.shape[0], tir.Var) and int(out.shape[1]) == 6
     x = np.random.default_rng(0).standard_normal((5, 2, 3)).astype("float32")
-    np.testing.assert_allclose(np.asarray(eval_ref.evaluate(mod, x)), _ort(model, {"x": x})[0], rtol=1e-6)
+    np.testing.assert_allclose(
+        np.asarray(eval_ref.evaluate(mod, x)), _ort(model, {"x": x})[0], rtol=1e-6
+    )
 
 
 def test_expand_to_a_shape_computed_from_another_input():
@@ -135,10 +154,14 @@ def test_every_unsupported_node_is_named_in_one_error():
         helper.make_node("Add", ["n", "c"], ["y"]),
     ]
     graph = helper.make_graph(
-        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, (2, 3))],
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, (2, 3))],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.example", 1)])
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.example", 1)]
+    )
     with pytest.raises(OpNotImplemented) as info:
         from_onnx(model)
     msg = str(info.value)
@@ -148,17 +171,38 @@ def test_every_unsupported_node_is_named_in_one_error():
 
 
 def _relu_model(**kwargs):
-    return make_model([helper.make_node("Relu", ["x"], ["y"])], {"x": ((2, 3), "float32")}, {"y": "float32"}, 13, **kwargs)
+    return make_model(
+        [helper.make_node("Relu", ["x"], ["y"])],
+        {"x": ((2, 3), "float32")},
+        {"y": "float32"},
+        13,
+        **kwargs,
+    )
 
 
 @pytest.mark.parametrize(
     "call, error, match",
     [
-        (lambda: from_onnx("model.onnx"), FrontendError, "expected an onnx.ModelProto, got str; load a file with onnx.load"),
-        (lambda: from_onnx(_relu_model(), shape_dict={"data": (1, 3)}), FrontendError,
-         r"shape_dict names \['data'\], which are not inputs of the graph; its inputs are \['x'\]"),
-        (lambda: from_onnx(_relu_model(), dtype_dict={"z": "float16"}), FrontendError, r"dtype_dict names \['z'\]"),
-        (lambda: from_onnx(_relu_model(), opset=9), FrontendError, "opset 9 is older than 11; upgrade"),
+        (
+            lambda: from_onnx("model.onnx"),
+            FrontendError,
+            "expected an onnx.ModelProto, got str; load a file with onnx.load",
+        ),
+        (
+            lambda: from_onnx(_relu_model(), shape_dict={"data": (1, 3)}),
+            FrontendError,
+            r"shape_dict names \['data'\], which are not inputs of the graph; its inputs are \['x'\]",
+        ),
+        (
+            lambda: from_onnx(_relu_model(), dtype_dict={"z": "float16"}),
+            FrontendError,
+            r"dtype_dict names \['z'\]",
+        ),
+        (
+            lambda: from_onnx(_relu_model(), opset=9),
+            FrontendError,
+            "opset 9 is older than 11; upgrade",
+        ),
     ],
 )
 def test_api_misuse_errors_say_what_to_do(call, error, match):
@@ -176,26 +220,67 @@ X = {"x": ((1, 2, 4, 4), "float32")}
 @pytest.mark.parametrize(
     "model, error, match",
     [
-        (_single(helper.make_node("Relu", ["nowhere"], ["y"], name="r1"), X), FrontendError,
-         r"node 'r1' \(Relu\): input 'nowhere' is neither a graph input, an initializer nor the output"),
-        (_single(helper.make_node("Concat", ["x", "x"], ["y"], name="cat"), X), OpAttributeRequired,
-         r"node 'cat' \(Concat\): attribute 'axis' is required"),
-        (_single(helper.make_node("Resize", ["x", "", "s"], ["y"], name="up", mode="cubic"), X, 13,
-                 {"s": np.array([1, 1, 2, 2], "float32")}), OpAttributeUnImplemented,
-         r"node 'up' \(Resize\): attribute mode='cubic' is not supported; supported: \['linear', 'nearest'\]"),
-        (_single(helper.make_node("Resize", ["x", "", "s"], ["y"], name="up", mode="linear"), {"x": ((1, 2, 3, 3), "float32")}, 13,
-                 {"s": np.array([1, 1, 1.5, 1.5], "float32")}), OpAttributeUnImplemented,
-         r"Resize scale 1.5 on a dim of size 3 gives no whole output size; use sizes"),
-        (_single(helper.make_node("Reshape", ["x", "x"], ["y"], name="rs"), X), FrontendError,
-         r"node 'rs' \(Reshape\): input 'shape' is computed at run time"),
-        (_single(helper.make_node("Softmax", ["x"], ["y"], name="sm", axis=4), X), OpAttributeInvalid,
-         r"node 'sm' \(Softmax\): axis 4 is out of range for a tensor of rank 4"),
-        (_single(helper.make_node("Gather", ["x", "i"], ["y"], name="g", axis=1), X, 13,
-                 {"i": np.array([2], "int64")}), OpAttributeInvalid,
-         r"node 'g' \(Gather\): indices \[2\] are out of range for a dim of size 2"),
-        (make_model([helper.make_node("Dropout", ["x", "", "t"], ["y", "mask"], name="d")], X,
-                    {"y": "float32"}, 13, {"t": np.array(False)}), OpAttributeInvalid,
-         r"node 'd' \(Dropout\): outputs \['mask'\] are not supported"),
+        (
+            _single(helper.make_node("Relu", ["nowhere"], ["y"], name="r1"), X),
+            FrontendError,
+            r"node 'r1' \(Relu\): input 'nowhere' is neither a graph input, an initializer nor the output",
+        ),
+        (
+            _single(helper.make_node("Concat", ["x", "x"], ["y"], name="cat"), X),
+            OpAttributeRequired,
+            r"node 'cat' \(Concat\): attribute 'axis' is required",
+        ),
+        (
+            _single(
+                helper.make_node("Resize", ["x", "", "s"], ["y"], name="up", mode="cubic"),
+                X,
+                13,
+                {"s": np.array([1, 1, 2, 2], "float32")},
+            ),
+            OpAttributeUnImplemented,
+            r"node 'up' \(Resize\): attribute mode='cubic' is not supported; supported: \['linear', 'nearest'\]",
+        ),
+        (
+            _single(
+                helper.make_node("Resize", ["x", "", "s"], ["y"], name="up", mode="linear"),
+                {"x": ((1, 2, 3, 3), "float32")},
+                13,
+                {"s": np.array([1, 1, 1.5, 1.5], "float32")},
+            ),
+            OpAttributeUnImplemented,
+            r"Resize scale 1.5 on a dim of size 3 gives no whole output size; use sizes",
+        ),
+        (
+            _single(helper.make_node("Reshape", ["x", "x"], ["y"], name="rs"), X),
+            FrontendError,
+            r"node 'rs' \(Reshape\): input 'shape' is computed at run time",
+        ),
+        (
+            _single(helper.make_node("Softmax", ["x"], ["y"], name="sm", axis=4), X),
+            OpAttributeInvalid,
+            r"node 'sm' \(Softmax\): axis 4 is out of range for a tensor of rank 4",
+        ),
+        (
+            _single(
+                helper.make_node("Gather", ["x", "i"], ["y"], name="g", axis=1),
+                X,
+                13,
+                {"i": np.array([2], "int64")},
+            ),
+            OpAttributeInvalid,
+            r"node 'g' \(Gather\): indices \[2\] are out of range for a dim of size 2",
+        ),
+        (
+            make_model(
+                [helper.make_node("Dropout", ["x", "", "t"], ["y", "mask"], name="d")],
+                X,
+                {"y": "float32"},
+                13,
+                {"t": np.array(False)},
+            ),
+            OpAttributeInvalid,
+            r"node 'd' \(Dropout\): outputs \['mask'\] are not supported",
+        ),
     ],
 )
 def test_malformed_models_name_the_node_and_what_to_do(model, error, match):
@@ -210,15 +295,20 @@ def test_missing_onnx_is_a_clear_error():
         "from minitvm.error import FrontendError\n"
         "try:\n    from_onnx(object())\nexcept FrontendError as e:\n    print('OK', e)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
     assert out.returncode == 0, out.stderr
     assert "OK from_onnx needs the 'onnx' package; install it with `pip install onnx`" in out.stdout
 
 
 @pytest.mark.parametrize(
     "names, expected",
-    [([".", "123"], ["_", "input_123"]), ([".", "_"], ["_", "__1"]),
-     (["123", "input_123"], ["input_123", "input_123_1"])],
+    [
+        ([".", "123"], ["_", "input_123"]),
+        ([".", "_"], ["_", "__1"]),
+        (["123", "input_123"], ["input_123", "input_123_1"]),
+    ],
 )
 def test_sanitized_names_are_identifiers_and_distinct(names, expected):
     node = helper.make_node("Add", names, ["y"])

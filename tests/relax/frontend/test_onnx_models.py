@@ -10,11 +10,11 @@ torch = pytest.importorskip("torch")
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 
-import minitvm as tvm  # noqa: E402
-from minitvm import relax, tir  # noqa: E402
-from minitvm.relax import eval_ref  # noqa: E402
-from minitvm.relax.frontend.onnx import from_onnx  # noqa: E402
-from minitvm.testing import zoo  # noqa: E402
+import minitvm as tvm
+from minitvm import relax, tir
+from minitvm.relax import eval_ref
+from minitvm.relax.frontend.onnx import from_onnx
+from minitvm.testing import zoo
 
 RTOL, ATOL = 1e-4, 1e-5
 
@@ -36,11 +36,25 @@ def _export(model, shape, tmp_path, dynamo):
         warnings.simplefilter("ignore")
         if dynamo:
             batch = {0: torch.export.Dim("batch")}
-            torch.onnx.export(model, (x,), str(path), input_names=["x"], dynamic_shapes=(batch,),
-                              dynamo=True, verbose=False)
+            torch.onnx.export(
+                model,
+                (x,),
+                str(path),
+                input_names=["x"],
+                dynamic_shapes=(batch,),
+                dynamo=True,
+                verbose=False,
+            )
         else:
-            torch.onnx.export(model, (x,), str(path), input_names=["x"], output_names=["y"],
-                              dynamic_axes={"x": {0: "batch"}}, dynamo=False)
+            torch.onnx.export(
+                model,
+                (x,),
+                str(path),
+                input_names=["x"],
+                output_names=["y"],
+                dynamic_axes={"x": {0: "batch"}},
+                dynamo=False,
+            )
     return onnx.load(str(path)), str(path)
 
 

@@ -140,8 +140,14 @@ def _pow(ctx, inputs, attrs):
     exponent = inputs[1]
     if isinstance(exponent, np.ndarray) and exponent.size == 1 and float(exponent) == 2.0:
         return ctx.emit(R.multiply(base, base))
-    return ctx.emit(R.power(base, _tensor(ctx, exponent, base) if not isinstance(exponent, Expr)
-                            else ctx.emit(R.astype(exponent, _dtype(base)))))
+    return ctx.emit(
+        R.power(
+            base,
+            _tensor(ctx, exponent, base)
+            if not isinstance(exponent, Expr)
+            else ctx.emit(R.astype(exponent, _dtype(base))),
+        )
+    )
 
 
 def _mod(ctx, inputs, attrs):
@@ -184,7 +190,9 @@ def _selu(ctx, inputs, attrs):
 
 
 def _hard_sigmoid_expr(ctx, x: Expr, alpha: float, beta: float) -> Expr:
-    y = ctx.emit(R.add(ctx.emit(R.multiply(x, _const_like(ctx, x, alpha))), _const_like(ctx, x, beta)))
+    y = ctx.emit(
+        R.add(ctx.emit(R.multiply(x, _const_like(ctx, x, alpha))), _const_like(ctx, x, beta))
+    )
     return ctx.emit(R.clip(y, 0.0, 1.0))
 
 
@@ -267,8 +275,14 @@ def _identity(ctx, inputs, attrs):
 
 def _dropout(ctx, inputs, attrs):
     # inference: the output is the input (training_mode, when given, must be false)
-    if len(inputs) > 2 and inputs[2] is not None and bool(np.asarray(ctx.known(inputs[2], "training_mode"))):
-        raise OpAttributeUnImplemented("Dropout with training_mode=true is not supported; export in eval mode")
+    if (
+        len(inputs) > 2
+        and inputs[2] is not None
+        and bool(np.asarray(ctx.known(inputs[2], "training_mode")))
+    ):
+        raise OpAttributeUnImplemented(
+            "Dropout with training_mode=true is not supported; export in eval mode"
+        )
     return inputs[0]
 
 
@@ -283,7 +297,9 @@ def _constant(ctx, inputs, attrs):
     for name, make in kinds.items():
         if name in attrs:
             return make(attrs[name])
-    raise OpAttributeRequired(f"Constant needs one of the attributes {sorted(kinds)}; got {sorted(attrs)}")
+    raise OpAttributeRequired(
+        f"Constant needs one of the attributes {sorted(kinds)}; got {sorted(attrs)}"
+    )
 
 
 def _thresholded_relu(ctx, inputs, attrs):
@@ -307,7 +323,11 @@ def _celu(ctx, inputs, attrs):
     x = ctx.expr(inputs[0])
     alpha = float(attrs.get("alpha", 1.0))
     scaled = ctx.emit(R.exp(ctx.emit(R.divide(x, _const_like(ctx, x, alpha)))))
-    neg = ctx.emit(R.multiply(ctx.emit(R.subtract(scaled, _const_like(ctx, x, 1.0))), _const_like(ctx, x, alpha)))
+    neg = ctx.emit(
+        R.multiply(
+            ctx.emit(R.subtract(scaled, _const_like(ctx, x, 1.0))), _const_like(ctx, x, alpha)
+        )
+    )
     zero = _const_like(ctx, x, 0.0)
     return ctx.emit(R.add(ctx.emit(R.maximum(x, zero)), ctx.emit(R.minimum(neg, zero))))
 
@@ -340,7 +360,9 @@ def _trilu(ctx, inputs, attrs):
     k = int(_scalar(ctx, inputs[1], "k")) if len(inputs) > 1 and inputs[1] is not None else 0
     rows, cols = shape_of(x)[-2:]
     if isinstance(rows, PrimExpr) or isinstance(cols, PrimExpr):
-        raise OpAttributeUnImplemented(f"Trilu on symbolic dims ({rows}, {cols}); give them in shape_dict")
+        raise OpAttributeUnImplemented(
+            f"Trilu on symbolic dims ({rows}, {cols}); give them in shape_dict"
+        )
     keep = np.ones((rows, cols), bool)
     keep = np.triu(keep, k) if attrs.get("upper", 1) else np.tril(keep, k)
     return ctx.emit(R.where(ctx.expr(keep), x, _const_like(ctx, x, 0.0)))
@@ -437,7 +459,9 @@ def _conv_transpose(ctx, inputs, attrs):
             pads_e.append(total // 2 if lower else total - total // 2)
         pads = pads_b + pads_e
     elif attrs.get("auto_pad", "NOTSET") not in ("NOTSET", "", "VALID"):
-        raise OpAttributeUnImplemented(f"ConvTranspose with auto_pad={attrs['auto_pad']} and no output_shape")
+        raise OpAttributeUnImplemented(
+            f"ConvTranspose with auto_pad={attrs['auto_pad']} and no output_shape"
+        )
     else:
         pads = list(attrs.get("pads", [0] * (2 * nd)))
     groups = int(attrs.get("group", 1))
@@ -493,10 +517,16 @@ def _match_inner_dims(ctx, a: Expr, b: Expr) -> tuple[Expr, Expr]:
 
 def _batch_norm(ctx, inputs, attrs):
     if attrs.get("training_mode", 0):
-        raise OpAttributeUnImplemented("BatchNormalization with training_mode=1; export in eval mode")
+        raise OpAttributeUnImplemented(
+            "BatchNormalization with training_mode=1; export in eval mode"
+        )
     x = ctx.expr(inputs[0])
     gamma, beta, mean, var = (_tensor(ctx, v, x) for v in inputs[1:5])
-    out = ctx.emit(R.nn.batch_norm(x, gamma, beta, mean, var, axis=1, epsilon=float(attrs.get("epsilon", 1e-5))))
+    out = ctx.emit(
+        R.nn.batch_norm(
+            x, gamma, beta, mean, var, axis=1, epsilon=float(attrs.get("epsilon", 1e-5))
+        )
+    )
     return ctx.emit(TupleGetItem(out, 0))
 
 
@@ -505,7 +535,9 @@ def _instance_norm(ctx, inputs, attrs):
     gamma, beta = _tensor(ctx, inputs[1], x), _tensor(ctx, inputs[2], x)
     channels = shape_of(x)[1]
     axes = list(range(2, _ndim(x)))
-    return ctx.emit(R.nn.group_norm(x, gamma, beta, channels, 1, axes, float(attrs.get("epsilon", 1e-5))))
+    return ctx.emit(
+        R.nn.group_norm(x, gamma, beta, channels, 1, axes, float(attrs.get("epsilon", 1e-5)))
+    )
 
 
 def _layer_norm(ctx, inputs, attrs):
@@ -593,7 +625,10 @@ def _size(ctx, inputs, attrs):
 def _target_shape(ctx, x: Expr, shape: list, allowzero: bool) -> tuple:
     """ONNX reshape rules: 0 copies the input dim (unless allowzero), one -1 is inferred."""
     in_shape = shape_of(x)
-    dims = [in_shape[i] if (isinstance(d, int) and d == 0 and not allowzero) else d for i, d in enumerate(shape)]
+    dims = [
+        in_shape[i] if (isinstance(d, int) and d == 0 and not allowzero) else d
+        for i, d in enumerate(shape)
+    ]
     unknown = [i for i, d in enumerate(dims) if isinstance(d, int) and d == -1]
     if len(unknown) > 1:
         raise OpAttributeInvalid(f"shape {shape} has more than one -1")
@@ -610,7 +645,14 @@ def _quotient(numerator: list, denominator: list) -> Any:
 
     rest = list(numerator)
     for d in list(denominator):
-        match = next((i for i, n in enumerate(rest) if isinstance(d, PrimExpr) and isinstance(n, PrimExpr) and structural_equal(n, d)), None)
+        match = next(
+            (
+                i
+                for i, n in enumerate(rest)
+                if isinstance(d, PrimExpr) and isinstance(n, PrimExpr) and structural_equal(n, d)
+            ),
+            None,
+        )
         if match is not None:
             rest.pop(match)
             denominator.remove(d)
@@ -711,7 +753,9 @@ def _gather(ctx, inputs, attrs):
         if not isinstance(dim, PrimExpr):
             bad = indices[(indices < -dim) | (indices >= dim)]
             if bad.size:
-                raise OpAttributeInvalid(f"indices {bad.tolist()} are out of range for a dim of size {dim}")
+                raise OpAttributeInvalid(
+                    f"indices {bad.tolist()} are out of range for a dim of size {dim}"
+                )
             indices = np.where(indices < 0, indices + dim, indices)
         elif (indices < 0).any():
             raise OpAttributeUnImplemented(f"negative indices on a symbolic dim {dim}")
@@ -737,12 +781,18 @@ def _slice(ctx, inputs, attrs):
         steps = ctx.ints(inputs[4], "steps") if len(inputs) > 4 and inputs[4] is not None else None
     axes = list(range(len(starts))) if axes is None else [_axis(a, len(shape)) for a in axes]
     steps = [1] * len(starts) if steps is None else steps
-    keep = [(a, b, e, s) for a, b, e, s in zip(axes, starts, ends, steps) if not _is_full(shape[a], b, e, s)]
+    keep = [
+        (a, b, e, s)
+        for a, b, e, s in zip(axes, starts, ends, steps)
+        if not _is_full(shape[a], b, e, s)
+    ]
     if not keep:
         return x
     for part in keep:
         if any(isinstance(v, PrimExpr) for v in part[1:]):
-            raise OpAttributeUnImplemented(f"slice bounds {part[1:]} on axis {part[0]} are symbolic")
+            raise OpAttributeUnImplemented(
+                f"slice bounds {part[1:]} on axis {part[0]} are symbolic"
+            )
     a, b, e, s = zip(*keep)
     e = [min(v, _INT64_MAX) for v in e]
     return ctx.emit(R.strided_slice(x, list(a), list(b), list(e), list(s)))
@@ -798,11 +848,17 @@ def _pad(ctx, inputs, attrs):
         _unsupported("mode", mode, sorted(modes))
     pads = ctx.ints(inputs[1], "pads") if ctx.opset >= 11 else list(attrs["pads"])
     value = inputs[2] if len(inputs) > 2 else None
-    fill = _scalar(ctx, value, "constant_value") if value is not None else float(attrs.get("value", 0.0))
+    fill = (
+        _scalar(ctx, value, "constant_value")
+        if value is not None
+        else float(attrs.get("value", 0.0))
+    )
     axes = ctx.ints(inputs[3], "axes") if len(inputs) > 3 and inputs[3] is not None else range(ndim)
     axes = [_axis(a, ndim) for a in axes]
     if len(pads) != 2 * len(axes):
-        raise OpAttributeInvalid(f"pads {pads} must hold 2 values per padded axis ({len(axes)} axes)")
+        raise OpAttributeInvalid(
+            f"pads {pads} must hold 2 values per padded axis ({len(axes)} axes)"
+        )
     if any(p < 0 for p in pads):
         raise OpAttributeUnImplemented(f"negative pads {pads} (cropping); use Slice")
     pairs = [(0, 0)] * ndim
@@ -907,7 +963,9 @@ def _cumsum(ctx, inputs, attrs):
 
 
 def _einsum(ctx, inputs, attrs):
-    return ctx.emit(R.einsum([ctx.expr(v) for v in inputs], _required(attrs, "equation").replace(" ", "")))
+    return ctx.emit(
+        R.einsum([ctx.expr(v) for v in inputs], _required(attrs, "equation").replace(" ", ""))
+    )
 
 
 # ----------------------------------------------------------------------------- resize
@@ -919,7 +977,13 @@ _NEAREST_ROUNDING = {
     "floor": "floor",
     "ceil": "ceil",
 }
-_COORD_MODES = ("half_pixel", "align_corners", "asymmetric", "pytorch_half_pixel", "tf_half_pixel_for_nn")
+_COORD_MODES = (
+    "half_pixel",
+    "align_corners",
+    "asymmetric",
+    "pytorch_half_pixel",
+    "tf_half_pixel_for_nn",
+)
 
 
 def _resize(ctx, inputs, attrs):
@@ -948,7 +1012,9 @@ def _resize(ctx, inputs, attrs):
     elif scales is not None:
         scale = np.asarray(ctx.known(scales, "scales"), "float64")
         if scale.size != 4 or scale[0] != 1 or scale[1] != 1:
-            raise OpAttributeUnImplemented(f"Resize scales {scale.tolist()}: only H and W may scale")
+            raise OpAttributeUnImplemented(
+                f"Resize scales {scale.tolist()}: only H and W may scale"
+            )
         out_hw = []
         for dim, s in zip(in_hw, scale[2:]):
             if isinstance(dim, PrimExpr) or dim * s != int(dim * s):

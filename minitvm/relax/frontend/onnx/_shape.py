@@ -92,7 +92,11 @@ def _gather(ctx, inputs, attrs):
     data, indices = inputs
     if isinstance(indices, SymTensor):
         return None
-    return [make(np.take(as_objects(data), np.asarray(indices), axis=attrs.get("axis", 0)), _dtype(data))]
+    return [
+        make(
+            np.take(as_objects(data), np.asarray(indices), axis=attrs.get("axis", 0)), _dtype(data)
+        )
+    ]
 
 
 def _concat(ctx, inputs, attrs):
@@ -125,8 +129,12 @@ def _slice(ctx, inputs, attrs):
     if any(isinstance(v, SymTensor) for v in inputs[1:]):
         return None
     values = as_objects(data)
-    axes = _ints(inputs[3]) if len(inputs) > 3 and inputs[3] is not None else range(len(_ints(starts)))
-    steps = _ints(inputs[4]) if len(inputs) > 4 and inputs[4] is not None else [1] * len(_ints(starts))
+    axes = (
+        _ints(inputs[3]) if len(inputs) > 3 and inputs[3] is not None else range(len(_ints(starts)))
+    )
+    steps = (
+        _ints(inputs[4]) if len(inputs) > 4 and inputs[4] is not None else [1] * len(_ints(starts))
+    )
     index = [slice(None)] * values.ndim
     for axis, b, e, s in zip(axes, _ints(starts), _ints(ends), steps):
         index[axis] = slice(b, e, s)
@@ -200,11 +208,16 @@ def _reshape(ctx, inputs, attrs):
     if isinstance(shape, SymTensor):
         return None
     values = as_objects(data)
-    dims = [values.shape[i] if d == 0 and not attrs.get("allowzero") else d for i, d in enumerate(_ints(shape))]
+    dims = [
+        values.shape[i] if d == 0 and not attrs.get("allowzero") else d
+        for i, d in enumerate(_ints(shape))
+    ]
     try:
         return [make(values.reshape(dims), _dtype(data))]
     except ValueError as err:
-        raise OpAttributeInvalid(f"cannot reshape a tensor of shape {values.shape} to {dims}") from err
+        raise OpAttributeInvalid(
+            f"cannot reshape a tensor of shape {values.shape} to {dims}"
+        ) from err
 
 
 RULES: dict[str, Callable] = {

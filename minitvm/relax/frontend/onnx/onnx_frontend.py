@@ -86,7 +86,13 @@ class Context:
         from ... import op as R
 
         elems = [
-            self.emit(R.full((1,), e if isinstance(e, PrimExpr) else const(np.asarray(e, value.dtype)), value.dtype))
+            self.emit(
+                R.full(
+                    (1,),
+                    e if isinstance(e, PrimExpr) else const(np.asarray(e, value.dtype)),
+                    value.dtype,
+                )
+            )
             for e in value.values.reshape(-1)
         ]
         flat = elems[0] if len(elems) == 1 else self.emit(R.concat(elems, 0))
@@ -161,7 +167,8 @@ def from_onnx(
     _check_names(shape_dict, dtype_dict, graph_inputs)
     names = _unique_names([i.name for i in graph_inputs], sanitize_input_names)
     inputs = [
-        _input_var(ctx, i, name, shape_dict or {}, dtype_dict) for i, name in zip(graph_inputs, names)
+        _input_var(ctx, i, name, shape_dict or {}, dtype_dict)
+        for i, name in zip(graph_inputs, names)
     ]
     for tensor in graph.initializer:
         ctx.values[tensor.name] = ctx.initializer(
@@ -229,7 +236,9 @@ def _check_names(shape_dict: Any, dtype_dict: Any, graph_inputs: list) -> None:
 def _input_var(ctx: Context, info: Any, name: str, shape_dict, dtype_dict) -> Var:
     ttype = info.type.tensor_type
     if not info.type.HasField("tensor_type"):
-        raise FrontendError(f"from_onnx: input {info.name!r} is not a tensor; only tensors are supported")
+        raise FrontendError(
+            f"from_onnx: input {info.name!r} is not a tensor; only tensors are supported"
+        )
     if info.name in shape_dict:
         dims = [ctx.sym_var(d) if isinstance(d, str) else int(d) for d in shape_dict[info.name]]
     elif ttype.HasField("shape"):
@@ -356,8 +365,15 @@ def _reference_eval(ctx: Context, node: Any, inputs: list) -> list:
     graph = helper.make_graph(
         [node],
         "fold",
-        [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape) for n, v in feeds.items()],
-        [helper.make_tensor_value_info(n, onnx.TensorProto.UNDEFINED, None) for n in node.output if n],
+        [
+            helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
+            for n, v in feeds.items()
+        ],
+        [
+            helper.make_tensor_value_info(n, onnx.TensorProto.UNDEFINED, None)
+            for n in node.output
+            if n
+        ],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", ctx.opset)])
     try:
