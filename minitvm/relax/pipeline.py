@@ -44,6 +44,8 @@ GRAPH_PIPELINE: tuple[Step, ...] = (
     Step(("DeadCodeElimination",), 1),
 )
 
+_CPU_SCHEDULES = ("DefaultSchedule", "DefaultCPUSchedule", "DefaultTIRSchedule")
+
 # Lowering: ops to kernels, kernels fused and scheduled, memory planned.
 DEFAULT_PIPELINE: tuple[Step, ...] = (
     Step(("LegalizeOps",), 0),
@@ -51,9 +53,41 @@ DEFAULT_PIPELINE: tuple[Step, ...] = (
     Step(("FuseOps",), 1, needs=("FuseTIR",)),
     Step(("FuseTIR",), 1, needs=("FuseOps",)),
     Step(("DeadCodeElimination",), 0),
-    Step(("DefaultSchedule", "DefaultCPUSchedule", "DefaultTIRSchedule"), 0),
+    Step(_CPU_SCHEDULES, 0),
     Step(("StaticPlanBlockMemory",), 0),
 )
+
+# GPU targets (opencl, cuda): the same lists without the CPU-only steps (blocked NCHW{c}c
+# layouts serve CPU vector units; the CPU schedule binds no threads) and with the default GPU
+# schedule, which binds every unscheduled kernel's loops to blocks and threads.
+GPU_KINDS = frozenset({"opencl", "cuda"})
+_CPU_ONLY = frozenset({"AlterOpLayout", "ConvertLayout"})
+GPU_GRAPH_PIPELINE: tuple[Step, ...] = tuple(
+    s for s in GRAPH_PIPELINE if not _CPU_ONLY.intersection(s.names)
+)
+GPU_DEFAULT_PIPELINE: tuple[Step, ...] = tuple(
+    Step(("DefaultGPUSchedule",), 0) if s.names == _CPU_SCHEDULES else s
+    for s in DEFAULT_PIPELINE
+)
+
+
+def _gpu_passes() -> dict[str, Any]:
+    """Passes the GPU lists name that live outside relax.transform's namespace."""
+    from .transform.default_gpu_schedule import DefaultGPUSchedule
+
+    return {"DefaultGPUSchedule": DefaultGPUSchedule}
+
+
+def target_kind(target: Any) -> str:
+    """The kind name of `target` ("llvm", "opencl", ...); "" when it does not parse (the
+    passes report an invalid target themselves)."""
+    from ..error import MiniTVMError
+    from ..target import Target
+
+    try:
+        return Target(target).kind.name
+    except MiniTVMError:
+        return ""
 
 
 def _make(factory: Any, target: Any) -> Pass:
@@ -74,22 +108,35 @@ def default_passes(
     from . import transform
 
     ctx = ctx or PassContext.current()
+    found = dict(_gpu_passes()) if target_kind(target) in GPU_KINDS else {}
+    for step in steps:
+        for n in (*step.names, *step.needs):
+            if n not in found and hasattr(transform, n):
+                found[n] = getattr(transform, n)
     out = []
     for step in steps:
-        name = next((n for n in step.names if hasattr(transform, n)), None)
-        if name is None or not all(hasattr(transform, n) for n in step.needs):
+        name = next((n for n in step.names if n in found), None)
+        if name is None or not all(n in found for n in step.needs):
             continue
         if name in ctx.disabled_pass:
             continue
         if step.opt_level > ctx.opt_level and name not in ctx.required_pass:
             continue
-        out.append(_make(getattr(transform, name), target))
+        out.append(_make(found[name], target))
     return out
 
 
 def run_default_pipeline(mod: Any, target: Any = "llvm") -> Any:
-    """Run the enabled passes of GRAPH_PIPELINE then DEFAULT_PIPELINE on `mod`, in order."""
-    for p in default_passes(target, steps=GRAPH_PIPELINE + DEFAULT_PIPELINE):
+    """Run the enabled passes of GRAPH_PIPELINE then DEFAULT_PIPELINE on `mod`, in order (their
+    GPU_ variants for an opencl/cuda target)."""
+    if target_kind(target) in GPU_KINDS:
+        from ..target import Target
+
+        steps = GPU_GRAPH_PIPELINE + GPU_DEFAULT_PIPELINE
+        target = Target(target)  # the GPU schedule reads max_num_threads from it
+    else:
+        steps = GRAPH_PIPELINE + DEFAULT_PIPELINE
+    for p in default_passes(target, steps=steps):
         mod = p(mod)
         if mod is None:
             raise BuildError(f"relax.build: pass {p.name} returned None")
@@ -127,6 +174,8 @@ def compile(mod: Any, target: Any = None, **kwargs: Any) -> Any:  # noqa: A001 (
 
 __all__ = [
     "DEFAULT_PIPELINE",
+    "GPU_DEFAULT_PIPELINE",
+    "GPU_GRAPH_PIPELINE",
     "GRAPH_PIPELINE",
     "Step",
     "compile",

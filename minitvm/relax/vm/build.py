@@ -29,12 +29,6 @@ def build(
     from ..pipeline import run_default_pipeline
     from ..transform import bind_params
 
-    if _target_kind(target) in ("opencl", "cuda"):
-        raise BuildError(
-            f"relax.build: target {target!r}: the VM does not run graph programs on GPU "
-            "devices yet; build the model for 'llvm', or build single kernels for the GPU with "
-            "tvm.build (unscheduled ones through relax.transform.DefaultGPUSchedule)"
-        )
     if exec_mode != "bytecode":
         raise BuildError(f"relax.build: exec_mode {exec_mode!r} is not supported; use 'bytecode'")
     if isinstance(mod, Function):
@@ -57,16 +51,6 @@ def build(
     native = driver.build(prims, target=target) if prim_names else None
     program, constants = vm_codegen(mod, prim_names)
     return Executable(native, program, constants)
-
-
-def _target_kind(target: Any) -> str:
-    from ...error import MiniTVMError
-    from ...target import Target
-
-    try:
-        return Target(target).kind.name
-    except MiniTVMError:  # an invalid target is reported by the pipeline itself
-        return ""
 
 
 class _ByName(ExprMutator):

@@ -33,6 +33,7 @@ import numpy as np
 from ...error import ArgumentError, DTypeError, MiniTVMError, ShapeError
 from ...runtime import Device, NDArray, ProfileResult, cpu
 from ...runtime import ndarray as _nd
+from ...runtime.ndarray import DeviceNDArray
 from ...runtime.module import time_calls
 from ...runtime.packed_func import import_dlpack
 from ...runtime.registry import get_global_func
@@ -40,6 +41,7 @@ from ._shape_code import compile_shape_fn
 
 _MAX_FRAMES = 8  # input-shape signatures remembered per function
 _MAX_SPARES = 8  # idle spare frames kept per signature (for concurrent calls)
+_GPU_KINDS = ("opencl", "cuda")  # module type keys of GPU kernels
 
 
 class _Frame:
@@ -121,7 +123,10 @@ class _Function:
             ins[1] for ins in self.code if ins[0] == "AllocTensor" and ins[2] >= 0
         }
         self.has_jumps = any(ins[0] in ("If", "Goto") for ins in self.code)
-        per_pc = [_RULES[ins[0]](self, pc, *ins[1:]) for pc, ins in enumerate(self.code)]
+        # looked up on self, so that _DeviceFunction's rules replace the CPU ones
+        per_pc = [
+            getattr(self, _RULES[ins[0]].__name__)(pc, *ins[1:]) for pc, ins in enumerate(self.code)
+        ]
         self.ret = self.code[-1][1]
         if self.has_jumps:  # one closure per pc so that jump targets stay valid
             self.run_list = tuple(f if f is not None else _nop for f in per_pc)
@@ -142,6 +147,10 @@ class _Function:
             key = tuple([(args[i]._data.shape, args[i]._dtype) for i in self.tensor_params])
         except AttributeError:  # a non-tensor where a tensor belongs: the checks say which
             key = None
+        return self._dispatch(args, key)
+
+    def _dispatch(self, args: tuple, key: Any) -> Any:
+        """Run on the frame of signature `key` (made on first use; a spare one when busy)."""
         frame = self.frames.get(key)
         if frame is None:
             frame = self._new_frame(args, key)
@@ -212,7 +221,7 @@ class _Function:
                     f"{where}: {name} has dtype {value._dtype}, expected {want_dtype}; "
                     f"convert with .astype('{want_dtype}')"
                 )
-            shape = value._data.shape
+            shape = value._data.shape if value._data is not None else value.shape  # a device array
             if ndim >= 0 and len(shape) != ndim:
                 raise ShapeError(f"{where}: {name} has shape {shape}, expected {ndim} dimensions")
             for k, d in enumerate(dims or ()):
@@ -374,6 +383,69 @@ class _Function:
         return None
 
 
+def _on_device(a: Any, dev: Device, where: str, name: str, position: int) -> Any:
+    """An argument of a VM on a GPU: a tensor must already live on `dev` (as TVM requires)."""
+    if isinstance(a, DeviceNDArray) and a.device == dev:
+        return a
+    if isinstance(a, int | float | tuple | list):
+        return a
+    seen = f"on {a.device}" if isinstance(a, NDArray) else f"a {type(a).__name__} in host memory"
+    raise ArgumentError(
+        f"{where}: argument '{name}' (position {position}) is {seen}, but the VirtualMachine "
+        f"runs on {dev}; copy it there first with tvm.nd.array(x, dev)"
+    )
+
+
+class _DeviceFunction(_Function):
+    """A relax function run by a VM on a GPU: tensors are DeviceNDArrays on the VM's device and
+    every kernel call goes through its checked DevicePackedFunc (no pointer-swapping fast path:
+    a device array has no host pointer). Each planned tensor gets its own device buffer, made
+    once per signature; outputs are fresh device arrays on every call."""
+
+    def __call__(self, args: tuple) -> Any:
+        if len(args) != len(self.params):
+            return super().__call__(args)  # the count error
+        dev = self.vm.device
+        args = tuple(_on_device(a, dev, self.where, self.params[i], i) for i, a in enumerate(args))
+        try:
+            key = tuple([(args[i].shape, args[i]._dtype) for i in self.tensor_params])
+        except AttributeError:  # a non-tensor where a tensor belongs: the checks say which
+            key = None
+        return self._dispatch(args, key)
+
+    def _new_frame(self, args: tuple, key: tuple) -> _Frame:
+        heap = [0] * len(self.dims)
+        for check in self.param_checks:
+            check(args, heap)
+        regs: list = [None] * self.num_regs
+        for dst, index in self.consts:
+            regs[dst] = self.vm._constants[index]
+        for dst, _sid, _offset, shape_fn, dtype in self.planned:
+            regs[dst] = DeviceNDArray(shape_fn(heap), dtype, self.vm.device)
+        return _Frame(heap, regs, [], self.n_calls)
+
+    def alloc_tensor(self, pc, dst, sid, offset, shape, dtype):
+        if sid >= 0:
+            return super().alloc_tensor(pc, dst, sid, offset, shape, dtype)
+        shape_fn = compile_shape_fn(shape, f"{self.name} tensor")
+        np_dtype, dev = np.dtype(dtype), self.vm.device
+
+        def alloc(regs, frame):
+            regs[dst] = DeviceNDArray(shape_fn(frame.heap), np_dtype, dev)
+
+        return alloc
+
+    def call_tir(self, pc, func, arg_regs, scalars):
+        pf = self.vm._kernel(func, self.name)
+        scalar_fn = compile_shape_fn(scalars, f"{self.name} call of {func}") if scalars else None
+
+        def run(regs, frame):
+            extra = scalar_fn(frame.heap) if scalar_fn else ()
+            pf(*[regs[r] for r in arg_regs], *extra)
+
+        return run
+
+
 def _unchecked_call(k: int, pf: Any, arg_regs: list, scalar_fn: Any, dyn: tuple) -> Callable:
     """The closure of kernel call number `k`: the first run under a frame takes the checked
     path and keeps the prepared argument arrays in `frame.prep[k]`; later runs only store the
@@ -503,9 +575,15 @@ class VirtualMachine:
         self.exe = exe
         self.device = device or cpu(0)
         self._module = exe.mod
-        self._constants = [NDArray(_nd._aligned_empty(a.shape, a.dtype)) for a in exe.constants]
-        for nd_, a in zip(self._constants, exe.constants):
-            np.copyto(nd_._data, a)
+        _check_kernels_for(exe.mod, self.device)
+        if self.device.is_gpu:  # copied to the device once, shared by every call
+            self._constants = [_nd.array(a, self.device) for a in exe.constants]
+        else:
+            self._constants = [
+                NDArray(_nd._aligned_empty(a.shape, a.dtype)) for a in exe.constants
+            ]
+            for nd_, a in zip(self._constants, exe.constants):
+                np.copyto(nd_._data, a)
         self._kernels: dict = {}
         self._functions: dict[str, _Function] = {}
         for name, prog in exe.program["functions"].items():
@@ -514,7 +592,7 @@ class VirtualMachine:
         self.profile_enabled = profile
 
     def _make_function(self, prog: dict) -> _Function:
-        return _Function(self, prog)
+        return _DeviceFunction(self, prog) if self.device.is_gpu else _Function(self, prog)
 
     def _kernel(self, name: str, caller: str):
         if name not in self._kernels:
@@ -567,11 +645,19 @@ class VirtualMachine:
             )
 
         def evaluator(*args: Any) -> ProfileResult:
-            args = tuple(
-                _wrap(a, fn.where, fn.params[i] if i < len(fn.params) else "?", i)
-                for i, a in enumerate(args)
-            )
-            return time_calls(lambda: fn(args), number, repeat, min_repeat_ms)
+            if not self.device.is_gpu:
+                args = tuple(
+                    _wrap(a, fn.where, fn.params[i] if i < len(fn.params) else "?", i)
+                    for i, a in enumerate(args)
+                )
+                return time_calls(lambda: fn(args), number, repeat, min_repeat_ms)
+            sync = self.device.sync  # device arguments are checked by the call itself
+
+            def run_and_wait() -> None:  # a call counts until its kernels have finished
+                fn(args)
+                sync()
+
+            return time_calls(run_and_wait, number, repeat, min_repeat_ms)
 
         return evaluator
 
@@ -592,6 +678,20 @@ class VirtualMachine:
             pfn(args)
         total = time.perf_counter() - start
         return Report(func_name, acc, total, number)
+
+
+def _check_kernels_for(mod: Any, device: Device) -> None:
+    """Refuse a VM whose device cannot run the executable's kernels (built for another target)."""
+    if mod is None:
+        return
+    kind = getattr(mod, "type_key", "llvm")
+    kind = kind if kind in _GPU_KINDS else "llvm"  # CPU modules: llvm (or a loaded one's key)
+    target = device.name if device.is_gpu else "llvm"
+    if kind != target:
+        raise ArgumentError(
+            f"VirtualMachine: the executable's kernels were built for {kind!r} and cannot run on "
+            f"{device}; build it with relax.build(mod, target={target!r}) for this device"
+        )
 
 
 def _param_dim_slots(prog: dict) -> set:
