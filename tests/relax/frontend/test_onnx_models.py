@@ -96,3 +96,85 @@ def test_zoo_model_from_dynamo_exporter_matches_ort(name, tmp_path):
 @pytest.mark.parametrize("name", ["mlp", "lenet"])
 def test_zoo_model_compiles_with_symbolic_batch_and_matches_ort(name, tmp_path):
     _compare(name, tmp_path, dynamo=False, compile=True)
+
+
+nn = torch.nn
+F = torch.nn.functional
+
+
+class SmallCNN(nn.Module):
+    """Conv/BatchNorm/Hardswish, nearest and bilinear Resize, ConvTranspose, grouped strided
+    conv, SiLU, AveragePool, reflect Pad, Flatten, Gemm, LogSoftmax."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1, self.bn = nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8)
+        self.up = nn.ConvTranspose2d(8, 4, 2, stride=2)
+        self.c2 = nn.Conv2d(4, 4, 3, stride=2, padding=1, groups=2)
+        self.fc = nn.Linear(4 * 8 * 8, 5)
+        with torch.no_grad():
+            self.bn.running_mean.uniform_(-1, 1)
+            self.bn.running_var.uniform_(0.5, 2)
+
+    def forward(self, x):
+        y = F.hardswish(self.bn(self.c1(x)))
+        y = F.interpolate(y, scale_factor=2, mode="nearest")
+        y = F.interpolate(y, scale_factor=0.5, mode="bilinear", align_corners=False)
+        y = F.avg_pool2d(F.silu(self.c2(F.leaky_relu(self.up(y), 0.1))), 2)
+        y = F.pad(y, (1, 1, 1, 1), mode="reflect")
+        y = F.interpolate(y, size=(8, 8), mode="bilinear", align_corners=True)
+        return F.log_softmax(self.fc(torch.flatten(y, 1)), dim=-1)
+
+
+class SmallTransformer(nn.Module):
+    """Embedding (Gather), LayerNorm, causal scaled_dot_product_attention (Trilu/Where), GELU."""
+
+    def __init__(self, dim=16, heads=2):
+        super().__init__()
+        self.heads, self.emb = heads, nn.Embedding(20, dim)
+        self.qkv, self.out, self.ln = (
+            nn.Linear(dim, 3 * dim),
+            nn.Linear(dim, dim),
+            nn.LayerNorm(dim),
+        )
+        self.ff = nn.Sequential(nn.Linear(dim, 32), nn.GELU(), nn.Linear(32, dim))
+
+    def forward(self, tokens):
+        x = self.emb(tokens)
+        b, t, d = x.shape
+        q, k, v = self.qkv(self.ln(x)).chunk(3, dim=-1)
+        q, k, v = (z.view(b, t, self.heads, d // self.heads).transpose(1, 2) for z in (q, k, v))
+        a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.out(a.transpose(1, 2).reshape(b, t, d))
+        return (x + self.ff(x)).mean(dim=1)
+
+
+@pytest.mark.parametrize("dynamo", [False, True])
+@pytest.mark.parametrize(
+    "make, example",
+    [
+        (SmallCNN, lambda b: torch.randn(b, 3, 16, 16)),
+        (SmallTransformer, lambda b: torch.randint(0, 20, (b, 6))),
+    ],
+)
+def test_small_models_with_dynamic_batch_match_ort_and_torch(make, example, dynamo, tmp_path):
+    torch.manual_seed(0)
+    model = make().eval()
+    path = str(tmp_path / "m.onnx")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        kwargs = (
+            {"dynamic_shapes": ({0: torch.export.Dim("batch")},), "verbose": False}
+            if dynamo
+            else {"dynamic_axes": {"x": {0: "batch"}}}
+        )
+        torch.onnx.export(model, (example(2),), path, input_names=["x"], dynamo=dynamo, **kwargs)
+    mod = from_onnx(onnx.load(path))
+    x = example(3)
+    want = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(
+        None, {"x": x.numpy()}
+    )
+    got = np.asarray(eval_ref.evaluate(mod, x.numpy()))
+    np.testing.assert_allclose(got, want[0], rtol=RTOL, atol=ATOL)
+    with torch.no_grad():
+        np.testing.assert_allclose(got, model(x).numpy(), rtol=RTOL, atol=ATOL)
