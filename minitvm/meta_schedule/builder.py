@@ -52,7 +52,8 @@ class Builder:
 
 
 class LocalBuilder(Builder):
-    """Builds in `max_workers` worker processes (default: every core), `timeout_sec` each."""
+    """Builds in `max_workers` worker processes (default: every core), `timeout_sec` each.
+    Artifacts are files in the builder's temporary folder: they live as long as the builder."""
 
     def __init__(self, max_workers: int | None = None, timeout_sec: float = 30.0) -> None:
         self.max_workers = max_workers or os.cpu_count() or 1

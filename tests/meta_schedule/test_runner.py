@@ -134,3 +134,12 @@ def test_builder_reports_a_failing_build():
     (res,) = builder.build([ms.BuilderInput(bad, "llvm")])
     builder.close()
     assert res.artifact_path is None and res.error_msg
+
+
+def test_ray_parts_without_ray_say_what_to_install(monkeypatch):
+    from minitvm.error import TuningError
+    from minitvm.meta_schedule.ray import RayBuilder
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if ray were not installed
+    with pytest.raises(TuningError, match="pip install ray"):
+        RayBuilder().build([ms.BuilderInput(matmul_mod(), "llvm")])
