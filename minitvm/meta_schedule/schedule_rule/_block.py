@@ -52,10 +52,6 @@ def is_subroot(func: PrimFunc, name: str) -> bool:
     return sum(isinstance(s, Block) for s in found[1]) <= 1
 
 
-def iter_kinds(realize: BlockRealize) -> list[IterType]:
-    return [iv.iter_type for iv in realize.block.iter_vars]
-
-
 def is_spatial(block: Block) -> bool:
     return block.init is None and all(iv.iter_type == IterType.DataPar for iv in block.iter_vars)
 
