@@ -1,6 +1,9 @@
 """Runners and worker processes: a crashing or hanging candidate is a failed result and
 tuning goes on; a wrong candidate is caught by the reference check."""
 
+import sys
+
+import pytest
 from _mscore_workloads import matmul_mod, space, tile_j
 
 import minitvm as tvm

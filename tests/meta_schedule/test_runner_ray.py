@@ -5,12 +5,12 @@ import pytest
 
 ray = pytest.importorskip("ray", reason="the Ray builder/runner need the optional package ray")
 
-import minitvm as tvm  # noqa: E402
-from minitvm import meta_schedule as ms  # noqa: E402
-from minitvm.meta_schedule.ray import RayBuilder, RayRunner  # noqa: E402
+from _mscore_workloads import matmul_mod, space, tile_j
+from test_runner import CRASH_SRC, HANG_SRC
 
-from _mscore_workloads import matmul_mod, space, tile_j  # noqa: E402
-from test_runner import CRASH_SRC, HANG_SRC  # noqa: E402
+import minitvm as tvm
+from minitvm import meta_schedule as ms
+from minitvm.meta_schedule.ray import RayBuilder, RayRunner
 
 
 @pytest.fixture(scope="module")
