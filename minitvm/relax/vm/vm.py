@@ -389,7 +389,8 @@ def _on_device(a: Any, dev: Device, where: str, name: str, position: int) -> Any
         return a
     if isinstance(a, int | float | tuple | list):
         return a
-    seen = f"on {a.device}" if isinstance(a, NDArray) else f"a {type(a).__name__} in host memory"
+    kind = f"{type(a).__module__.split('.')[0]}.{type(a).__name__}"  # numpy.ndarray, torch.Tensor
+    seen = f"on {a.device}" if isinstance(a, NDArray) else f"a {kind} in host memory"
     raise ArgumentError(
         f"{where}: argument '{name}' (position {position}) is {seen}, but the VirtualMachine "
         f"runs on {dev}; copy it there first with tvm.nd.array(x, dev)"
