@@ -3,40 +3,52 @@ through the schedule so its trace is recorded (tuning can then only match or bea
 
 from __future__ import annotations
 
+import sys
+
 from ...error import ScheduleError
-from ...relax.transform.default_schedule import (
-    _RULES,
-    _attach_epilogue,
-    _blocks,
-    _inline_intermediates,
-    _kind,
-    _simple_nest,
-    is_scheduled,
-)
+from ...relax.transform.default_schedule import _blocks, _inline_intermediates, is_scheduled
 from ...tir.schedule import Schedule
 from ._block import func_of
 from .schedule_rule import ScheduleRule
 
 
-def apply_default_schedule(sch: Schedule) -> None:
-    """Run DefaultSchedule's rules on `sch` (inline intermediates, then each block by kind)."""
+def apply_default_schedule(sch: Schedule) -> Schedule:
+    """DefaultSchedule's rules run on `sch` (inline intermediates, then each block by kind, in
+    DefaultSchedule's own order); the schedule they leave, trace included."""
     _, func = func_of(sch)
     if is_scheduled(func) or not _blocks(func):
-        return
+        return sch
     _inline_intermediates(sch)
-    for name in [r.block.name_hint for r in _blocks(func_of(sch)[1])]:
-        # looked up afresh: an earlier rule may have moved or folded this block
-        current = func_of(sch)[1]
-        r = next((r for r in _blocks(current) if r.block.name_hint == name), None)
-        kind = None if r is None else _kind(r.block)
-        if kind is None:
-            continue
-        block = sch.get_block(name)
-        loops = _simple_nest(sch, block, r)
-        if loops is not None:
-            attach = _RULES[kind](sch, block, loops)
-            if attach is not None:
-                _attach_epilogue(sch, block, attach)
+    for name in _order(func_of(sch)[1]):
+        sch = _schedule_block(sch, name)
+    return sch
+
+
+def _order(func):
+    """DefaultSchedule's block order (reductions first where it defines one)."""
+    ds = sys.modules["minitvm.relax.transform.default_schedule"]
+    order = getattr(ds, "_schedule_order", None)
+    return order(func) if order is not None else [r.block.name_hint for r in _blocks(func)]
+
+
+def _schedule_block(sch: Schedule, name: str) -> Schedule:
+    """One block by DefaultSchedule's rule for its kind; its own driver step when it has one
+    (the rule table may list fallbacks), else the single rule of the table."""
+    ds = sys.modules["minitvm.relax.transform.default_schedule"]
+    step = getattr(ds, "_schedule_block", None)
+    if step is not None:
+        return step(sch, name)
+    r = next((r for r in _blocks(func_of(sch)[1]) if r.block.name_hint == name), None)
+    kind = None if r is None else ds._kind(r.block)
+    if kind is None:
+        return sch
+    block = sch.get_block(name)
+    loops = ds._simple_nest(sch, block, r)
+    if loops is not None:
+        attach = ds._RULES[kind](sch, block, loops)
+        if attach is not None:
+            ds._attach_epilogue(sch, block, attach)
+    return sch
 
 
 class ApplyDefaultSchedule(ScheduleRule):
@@ -48,9 +60,7 @@ class ApplyDefaultSchedule(ScheduleRule):
     is_function_rule = True
 
     def apply_function(self, sch: Schedule) -> list[Schedule]:
-        s = sch.copy()
         try:
-            apply_default_schedule(s)
+            return [apply_default_schedule(sch.copy())]
         except ScheduleError:
             return []  # the per-block rules still cover this function
-        return [s]
