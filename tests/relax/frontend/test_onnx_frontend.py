@@ -314,3 +314,16 @@ def test_sanitized_names_are_identifiers_and_distinct(names, expected):
     node = helper.make_node("Add", names, ["y"])
     model = make_model([node], {n: ((2, 2), "float32") for n in names}, {"y": "float32"}, 13)
     assert [p.name_hint for p in from_onnx(model)["main"].params] == expected
+
+
+def test_flatten_of_a_symbolic_batch_keeps_the_plain_dim():
+    # 1 * batch would leave the compiled kernel unable to size its output
+    model = make_model(
+        [helper.make_node("Flatten", ["x"], ["y"], axis=1)],
+        {"x": (("batch", 3, 4), "float32")},
+        {"y": "float32"},
+        13,
+    )
+    out = from_onnx(model)["main"].body.body.struct_info
+    assert isinstance(out.shape[0], tir.Var) and out.shape[0].name == "batch"
+    assert int(out.shape[1]) == 12

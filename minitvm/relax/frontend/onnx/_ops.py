@@ -85,10 +85,16 @@ def _scalar(ctx, value: Any, what: str) -> float:
     return float(array.reshape(-1)[0])
 
 
-def _sum_dims(dims) -> Any:
+def _prod(dims) -> Any:
+    """Product of dims; symbolic products are simplified (1 * n -> n) so kernels can size them."""
+    from ....arith import Analyzer
+
     out = 1
     for d in dims:
         out = out * d
+    if isinstance(out, PrimExpr):
+        out = Analyzer().simplify(out)
+        return int(out.value) if isinstance(out, IntImm) else out
     return out
 
 
@@ -594,7 +600,7 @@ def _softmax(relax_op: Callable) -> Callable:
         # before 13: over the 2-d view (prod(dims[:axis]), prod(dims[axis:])), default axis 1
         axis = _axis(int(attrs.get("axis", 1)), ndim)
         shape = shape_of(x)
-        flat = ctx.emit(R.reshape(x, (_sum_dims(shape[:axis]), _sum_dims(shape[axis:]))))
+        flat = ctx.emit(R.reshape(x, (_prod(shape[:axis]), _prod(shape[axis:]))))
         return ctx.emit(R.reshape(ctx.emit(relax_op(flat, 1)), shape))
 
     return convert
@@ -619,7 +625,7 @@ def _size(ctx, inputs, attrs):
     from ._shape import make
 
     dims = list(shape_of(ctx.expr(inputs[0])))
-    return make(np.asarray(_sum_dims(dims), dtype=object), "int64")
+    return make(np.asarray(_prod(dims), dtype=object), "int64")
 
 
 def _target_shape(ctx, x: Expr, shape: list, allowzero: bool) -> tuple:
@@ -656,7 +662,7 @@ def _quotient(numerator: list, denominator: list) -> Any:
         if match is not None:
             rest.pop(match)
             denominator.remove(d)
-    out = Analyzer().simplify(_as_prim(_sum_dims(rest)) // _as_prim(_sum_dims(denominator)))
+    out = Analyzer().simplify(_as_prim(_prod(rest)) // _as_prim(_prod(denominator)))
     return int(out.value) if isinstance(out, IntImm) else out
 
 
@@ -678,7 +684,7 @@ def _flatten(ctx, inputs, attrs):
     shape = shape_of(x)
     axis = int(attrs.get("axis", 1))
     axis = axis % len(shape) if axis < 0 else axis
-    return ctx.emit(R.reshape(x, (_sum_dims(shape[:axis]), _sum_dims(shape[axis:]))))
+    return ctx.emit(R.reshape(x, (_prod(shape[:axis]), _prod(shape[axis:]))))
 
 
 def _transpose(ctx, inputs, attrs):
