@@ -63,6 +63,12 @@ TILE_ROWS = 4  # rows of a matmul tile kept hot while its reduction runs
 PARALLEL_MIN_WORK = 4096  # fewer (static) iterations than this are not worth a thread pool
 _IF_THEN_ELSE = Op.get("if_then_else")
 _EXP = Op.get("tir.exp")
+# calls far dearer than the load of a stored result (tens of instructions each): a stage
+# computing one is not inlined into a consumer that reads each of its elements many times
+_TRANSCENDENTAL = frozenset(
+    Op.get(f"tir.{name}")
+    for name in ("exp", "exp2", "log", "log1p", "erf", "tanh", "sigmoid", "pow", "sin", "cos")
+)
 
 
 class BlockKind(enum.Enum):
@@ -445,12 +451,15 @@ def _reads_where_it_writes(block: Block, buf) -> bool:
     )
 
 
-def schedule_matmul(sch: Schedule, block: BlockRV, loops: list[LoopRV]) -> bool:
+def schedule_matmul(
+    sch: Schedule, block: BlockRV, loops: list[LoopRV], fold: bool = True
+) -> bool:
     """Register-blocked matmul: a rows x cols tile accumulates in a `local` cache_write buffer
     (rows and k steps unrolled, cols vectorized, so LLVM keeps it in vector registers) while
     the reduction runs; the write-back (with the fused epilogue folded in) finishes the tile,
     the outer row tiles run in parallel. False (nothing done) when `block` is not a matmul or
-    its extents have no guard-free tile."""
+    its extents have no guard-free tile. `fold=False` leaves the epilogue out of the
+    write-back (the driver's retry when moving it with the tile is refused)."""
     node = sch.get(block)
     if not is_matmul(node):
         return False
@@ -466,7 +475,8 @@ def schedule_matmul(sch: Schedule, block: BlockRV, loops: list[LoopRV]) -> bool:
     if packed is None:
         return False
     write_back = sch.cache_write(block, 0, "local")
-    write_back = _fold_epilogue(sch, write_back)
+    if fold:
+        write_back = _fold_epilogue(sch, write_back)
     loops = sch.get_loops(block)
     spatial, reduce = loops[:n_spatial], _fuse_unit_loops(sch, loops[n_spatial:])
     i, j = spatial[-2], spatial[-1]
@@ -776,11 +786,30 @@ def schedule_reduction(sch: Schedule, block: BlockRV, loops: list[LoopRV]) -> No
     _parallel_widest(sch, rows, _work(sch, loops))
 
 
+def schedule_rows(sch: Schedule, block: BlockRV, loops: list[LoopRV]) -> None:
+    """The plainest rule, the fallback of all the others: the widest of the leading spatial
+    loops in parallel, everything else serial as it was."""
+    n_spatial = 0
+    for iv in sch.get(block).iter_vars:
+        if iv.iter_type != IterType.DataPar:
+            break
+        n_spatial += 1
+    _parallel_widest(sch, loops[:n_spatial], _work(sch, loops[:n_spatial]))
+
+
+def _schedule_product_unfused(sch: Schedule, block: BlockRV, loops: list[LoopRV]) -> None:
+    """`schedule_product` with the epilogue left a stage of its own (the spatial rule's)."""
+    if not schedule_matmul(sch, block, loops, fold=False):
+        schedule_rows(sch, block, loops)
+
+
+# per kind, the rules tried in turn until the primitives accept one (best first, plainer after);
 # each rule may return a loop under which the block's elementwise consumer is computed
-_RULES: dict[BlockKind, Callable[[Schedule, BlockRV, list[LoopRV]], LoopRV | None]] = {
-    BlockKind.SPATIAL: schedule_spatial,
-    BlockKind.PRODUCT: schedule_product,
-    BlockKind.REDUCTION: schedule_reduction,
+_Rule = Callable[[Schedule, BlockRV, list[LoopRV]], LoopRV | None]
+_RULES: dict[BlockKind, tuple[_Rule, ...]] = {
+    BlockKind.SPATIAL: (schedule_spatial, schedule_rows),
+    BlockKind.PRODUCT: (schedule_product, _schedule_product_unfused, schedule_rows),
+    BlockKind.REDUCTION: (schedule_reduction, schedule_rows),
 }
 
 
@@ -853,9 +882,14 @@ def _chain_rows(sch: Schedule, out: BlockRV, plans: list, work: float) -> PrimFu
 
 def _calls(block: Block, op: Op) -> bool:
     """`block`'s body calls `op`."""
+    return _calls_any(block, frozenset((op,)))
+
+
+def _calls_any(block: Block, ops: frozenset) -> bool:
+    """`block`'s body calls one of `ops`."""
     found: list = []
     post_order_visit(
-        block.body, lambda n: found.append(n) if isinstance(n, Call) and n.op is op else None
+        block.body, lambda n: found.append(n) if isinstance(n, Call) and n.op in ops else None
     )
     return bool(found)
 
@@ -876,12 +910,36 @@ def _inline_intermediates(sch: Schedule) -> None:
                 continue
             if id(block.writes[0].buffer) in params or _is_packing(blocks, block):
                 continue
+            if _is_reread_transcendental(blocks, block):
+                continue
             try:
                 sch.compute_inline(sch.get_block(block.name_hint))
             except ScheduleError:
                 continue  # not inlinable here (e.g. read with other indices): it stays a block
             changed = True
             break
+
+
+def _is_reread_transcendental(blocks: list[Block], producer: Block) -> bool:
+    """`producer` calls a transcendental op (exp, erf, tanh, ...) and some block among `blocks`
+    reads one element of its output at several of its own iterations (a load that leaves out
+    one of its non-unit spatial iterators: softmax's `exp(s - max) / sum` read as the A of
+    `P @ V`, along all the output columns): inlined, the call would run once per read instead
+    of once per element (attention 12x128x128: every exp recomputed 64 times), so it stays a
+    stage, computed once, parallel and vectorized by the spatial rule."""
+    if not _calls_any(producer, _TRANSCENDENTAL):
+        return False
+    out = producer.writes[0].buffer
+    for block in blocks:
+        spatial = [
+            iv.var
+            for iv in block.iter_vars
+            if iv.iter_type == IterType.DataPar and const_int(iv.dom.extent) != 1
+        ]
+        for ld in _loads(block.body):
+            if ld.buffer is out and not all(_uses(ld, v) for v in spatial):
+                return True
+    return False
 
 
 def _is_conditional(e) -> bool:
@@ -975,19 +1033,45 @@ def default_schedule_func(func: PrimFunc) -> PrimFunc:
     chained = _row_chain(sch.mod["main"])
     if chained is not None:
         return chained.with_attr(IS_SCHEDULED, True)
-    for name in [r.block.name_hint for r in _blocks(sch.mod["main"])]:
-        # fetched afresh: an earlier rule may have moved or inlined (folded) this block
-        r = next((r for r in _blocks(sch.mod["main"]) if r.block.name_hint == name), None)
-        kind = None if r is None else _kind(r.block)
-        if kind is None:
-            continue
-        block = sch.get_block(name)
-        loops = _simple_nest(sch, block, r)
-        if loops is not None:
-            attach = _RULES[kind](sch, block, loops)
-            if attach is not None:
-                _attach_epilogue(sch, block, attach)
+    for name in _schedule_order(sch.mod["main"]):
+        sch = _schedule_block(sch, name)
     return sch.mod["main"].with_attr(IS_SCHEDULED, True)
+
+
+def _schedule_order(func: PrimFunc) -> list[str]:
+    """The block names of `func` in the order the rules visit them: reductions first, then the
+    rest in program order. rfactor (the row reductions' rule) needs the function to be a stage
+    pipeline, which the scheduler's region check no longer proves once a matmul's register
+    tile writes back under two loops per dimension (softmax between the two matmuls of
+    attention); the other rules do not need it."""
+    realizes = _blocks(func)
+    first = [r.block.name_hint for r in realizes if _kind(r.block) is BlockKind.REDUCTION]
+    return first + [r.block.name_hint for r in realizes if r.block.name_hint not in first]
+
+
+def _schedule_block(sch: Schedule, name: str) -> Schedule:
+    """`sch` with block `name` scheduled by the first rule of `_RULES` for its kind that the
+    primitives accept, tried on a copy (a rule refused halfway leaves no trace); `sch`
+    unchanged when none applies (the block keeps its serial loops: correct, only slower)."""
+    # fetched afresh: an earlier rule may have moved or inlined (folded) this block
+    r = next((r for r in _blocks(sch.mod["main"]) if r.block.name_hint == name), None)
+    kind = None if r is None else _kind(r.block)
+    if kind is None:
+        return sch
+    for rule in _RULES[kind]:
+        trial = sch.copy()
+        block = trial.get_block(name)
+        loops = _simple_nest(trial, block, r)
+        if loops is None:
+            return sch
+        try:
+            attach = rule(trial, block, loops)
+            if attach is not None:
+                _attach_epilogue(trial, block, attach)
+        except ScheduleError:
+            continue  # e.g. a folded epilogue reading a second producer: a plainer rule
+        return trial
+    return sch
 
 
 def default_schedule(mod: IRModule) -> IRModule:
