@@ -153,12 +153,11 @@ def _cast(ctx, inputs, attrs):
 
 
 def _binary(fn: Callable) -> Callable:
+    """Elementwise fn over broadcast operands; None when some element cannot be decided."""
+
     def rule(ctx, inputs, attrs):
         a, b = inputs
-        values = np.frompyfunc(fn, 2, 1)(as_objects(a), as_objects(b))
-        if isinstance(values, np.ndarray) and values.dtype != object:
-            values = values.astype(object)
-        values = np.asarray(values, dtype=object)
+        values = np.asarray(np.frompyfunc(fn, 2, 1)(as_objects(a), as_objects(b)), dtype=object)
         if any(v is None for v in values.reshape(-1)):
             return None
         return [make(values, _dtype(a))]
