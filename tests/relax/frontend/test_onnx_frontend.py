@@ -327,3 +327,32 @@ def test_flatten_of_a_symbolic_batch_keeps_the_plain_dim():
     out = from_onnx(model)["main"].body.body.struct_info
     assert isinstance(out.shape[0], tir.Var) and out.shape[0].name == "batch"
     assert int(out.shape[1]) == 12
+
+
+def test_an_input_without_shape_must_be_given_one():
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"])],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, None)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    with pytest.raises(
+        FrontendError, match="input 'x' has no shape in the model; give it in shape_dict"
+    ):
+        from_onnx(model)
+    sinfo = from_onnx(model, shape_dict={"x": (2, 3)})["main"].params[0].struct_info
+    assert [int(d) for d in sinfo.shape] == [2, 3]
+
+
+def test_kept_params_have_identifier_names():
+    w = np.ones((3, 3), "float32")
+    model = make_model(
+        [helper.make_node("MatMul", ["x", "onnx::MatMul_7"], ["y"])],
+        {"x": ((2, 3), "float32")},
+        {"y": "float32"},
+        13,
+        {"onnx::MatMul_7": w},
+    )
+    params = from_onnx(model, keep_params_in_input=True)["main"].params
+    assert [p.name_hint for p in params] == ["x", "onnx__MatMul_7"]

@@ -63,7 +63,6 @@ class Context:
         self.keep_params = keep_params
         self.values: dict[str, Any] = {}
         self.sym_vars: dict[str, TirVar] = {}
-        self.param_vars: list[Var] = []
         self.param_values: dict[Var, np.ndarray] = {}
         self.node: Any = None  # the node being converted, for messages
 
@@ -124,7 +123,7 @@ class Context:
         """A float initializer becomes a parameter when kept as input; anything else a constant."""
         if not (self.keep_params and array.dtype.kind == "f"):
             return array
-        var = Var(name, TensorStructInfo(array.shape, str(array.dtype)))
+        var = Var(_sanitize(name), TensorStructInfo(array.shape, str(array.dtype)))
         self.param_values[var] = array
         return var
 
