@@ -356,3 +356,20 @@ def test_kept_params_have_identifier_names():
     )
     params = from_onnx(model, keep_params_in_input=True)["main"].params
     assert [p.name_hint for p in params] == ["x", "onnx__MatMul_7"]
+
+
+def test_range_over_a_static_dim_folds_to_a_constant():
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Gather", ["s", "one"], ["n"], axis=0),
+        helper.make_node("Range", ["zero", "n", "one"], ["r"]),
+        helper.make_node("Cast", ["r"], ["rf"], to=TensorProto.FLOAT),
+        helper.make_node("Add", ["x", "rf"], ["y"]),
+    ]
+    inits = {"zero": np.array(0, "int64"), "one": np.array(1, "int64")}
+    inputs = {"x": (("batch", 4), "float32")}
+    model = make_model(nodes, inputs, {"y": "float32"}, 13, inits)
+    mod = from_onnx(model)
+    assert "R.full" not in mod.script() and "astype" not in mod.script()
+    x = random_inputs({"x": ((3, 4), "float32")})["x"]
+    np.testing.assert_allclose(np.asarray(eval_ref.evaluate(mod, x)), _ort(model, {"x": x})[0])
