@@ -66,8 +66,7 @@ GPU_GRAPH_PIPELINE: tuple[Step, ...] = tuple(
     s for s in GRAPH_PIPELINE if not _CPU_ONLY.intersection(s.names)
 )
 GPU_DEFAULT_PIPELINE: tuple[Step, ...] = tuple(
-    Step(("DefaultGPUSchedule",), 0) if s.names == _CPU_SCHEDULES else s
-    for s in DEFAULT_PIPELINE
+    Step(("DefaultGPUSchedule",), 0) if s.names == _CPU_SCHEDULES else s for s in DEFAULT_PIPELINE
 )
 
 
@@ -143,7 +142,7 @@ def run_default_pipeline(mod: Any, target: Any = "llvm") -> Any:
     return mod
 
 
-def compile(mod: Any, target: Any = None, **kwargs: Any) -> Any:  # noqa: A001 (TVM's name)
+def compile(mod: Any, target: Any = None, **kwargs: Any) -> Any:
     """`tvm.compile` (TVM 0.20+): a module with relax functions → `relax.build` (an Executable for
     `relax.VirtualMachine`); TIR only (an IRModule of PrimFuncs, or one PrimFunc) → `tvm.build`.
 

@@ -154,3 +154,28 @@ def test_gpu_pipeline_skips_cpu_layout_and_schedule():
     cpu = [p.name for p in pipeline.default_passes(
         "llvm", steps=pipeline.GRAPH_PIPELINE + pipeline.DEFAULT_PIPELINE)]  # fmt: skip
     assert "AlterOpLayout" in cpu and "DefaultSchedule" in cpu and "DefaultGPUSchedule" not in cpu
+
+
+@gpu
+def test_gpu_executable_exports_and_loads(kind, tmp_path):
+    dev = _device(kind)
+    mod, x = _zoo("lenet", 1)
+    ex = relax.build(mod, target=kind)
+    path = str(tmp_path / "lenet_gpu.zip")
+    ex.export_library(path)
+    loaded = tvm.runtime.load_module(path)
+    assert loaded.mod.type_key == kind
+    assert loaded.mod.get_source() == ex.mod.get_source()
+    want = relax.VirtualMachine(ex, dev)["main"](tvm.nd.array(x, dev)).numpy()
+    got = relax.VirtualMachine(loaded, dev)["main"](tvm.nd.array(x, dev)).numpy()
+    np.testing.assert_array_equal(got, want)
+
+
+@gpu
+def test_profile_on_gpu_lists_the_kernels(kind):
+    dev = _device(kind)
+    mod, x = _zoo("mlp", 1)
+    ex = relax.build(mod, target=kind)
+    report = relax.VirtualMachine(ex, dev).profile("main", tvm.nd.array(x, dev))
+    kernels = {f["name"] for f in ex.mod.func_infos}
+    assert kernels and kernels <= {row[0] for row in report.rows}

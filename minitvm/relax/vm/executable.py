@@ -13,6 +13,9 @@ import numpy as np
 
 from ...error import RuntimeError_
 from ...runtime import module as _rt_module
+from ...runtime.device_module import _META as _DEVICE_META
+from ...runtime.device_module import _SOURCE as _DEVICE_SOURCE
+from ...runtime.device_module import DeviceModule, _load_device_module
 from ._shape_code import compile_shape_fn
 
 KIND = "relax.Executable"
@@ -110,12 +113,26 @@ class Executable:
             buf = io.BytesIO()
             np.save(buf, a, allow_pickle=False)
             extra[f"{_CONST_DIR}{i}.npy"] = buf.getvalue()
-        _rt_module.write_module_zip(file_name, self.mod, kind=KIND, extra=extra)
+        native = self.mod
+        if isinstance(native, DeviceModule):  # GPU kernels travel as their JSON and source
+            extra.update(_device_members(native))
+            native = None
+        _rt_module.write_module_zip(file_name, native, kind=KIND, extra=extra)
 
     save = export_library
 
     def __repr__(self) -> str:
         return f"<relax.Executable functions={self.function_names}>"
+
+
+def _device_members(mod: DeviceModule) -> dict[str, bytes]:
+    """The members of a GPU module's own export, written inside the executable's zip."""
+    meta = {"kind": mod.kind, "target": mod.target, "entry": mod.entry_name,
+            "kernels": mod._kernel_infos, "programs": mod._programs}  # fmt: skip
+    return {
+        _DEVICE_META: json.dumps(meta, sort_keys=True).encode(),
+        _DEVICE_SOURCE: mod._source.encode(),
+    }
 
 
 def _named(text: str, names: list[str]) -> str:
@@ -139,6 +156,8 @@ def _load(path: str, zf: zipfile.ZipFile, meta: dict) -> Executable:
             f"load_executable('{path}'): the file's VM program or constants are damaged ({err})"
         ) from err
     _check_program(path, program)
+    if _DEVICE_META in names:  # a GPU build: its kernels, checked by the GPU module's loader
+        return Executable(_load_device_module(path, zf, meta), program, constants)
     return Executable(_rt_module.read_native_module(path, zf, meta), program, constants)
 
 

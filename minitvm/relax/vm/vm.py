@@ -33,8 +33,8 @@ import numpy as np
 from ...error import ArgumentError, DTypeError, MiniTVMError, ShapeError
 from ...runtime import Device, NDArray, ProfileResult, cpu
 from ...runtime import ndarray as _nd
-from ...runtime.ndarray import DeviceNDArray
 from ...runtime.module import time_calls
+from ...runtime.ndarray import DeviceNDArray
 from ...runtime.packed_func import import_dlpack
 from ...runtime.registry import get_global_func
 from ._shape_code import compile_shape_fn
@@ -580,9 +580,7 @@ class VirtualMachine:
         if self.device.is_gpu:  # copied to the device once, shared by every call
             self._constants = [_nd.array(a, self.device) for a in exe.constants]
         else:
-            self._constants = [
-                NDArray(_nd._aligned_empty(a.shape, a.dtype)) for a in exe.constants
-            ]
+            self._constants = [NDArray(_nd._aligned_empty(a.shape, a.dtype)) for a in exe.constants]
             for nd_, a in zip(self._constants, exe.constants):
                 np.copyto(nd_._data, a)
         self._kernels: dict = {}
@@ -667,7 +665,9 @@ class VirtualMachine:
         (print it: per-op name, calls, total µs, percent, sorted by time)."""
         fn = self._get(func_name)
         if func_name not in self._profiled:
-            self._profiled[func_name] = _profiled_copy(fn)
+            # on a GPU each op is timed until its kernels finish, not only their launch
+            sync = self.device.sync if self.device.is_gpu else None
+            self._profiled[func_name] = _profiled_copy(fn, sync)
         pfn = self._profiled[func_name]
         # warm up the timed copy itself (its frames and first checked calls are not what the
         # report is about), then start counting afresh
@@ -705,21 +705,24 @@ def _param_dim_slots(prog: dict) -> set:
     }
 
 
-def _profiled_copy(fn: _Function) -> _Function:
-    """The same function with each closure wrapped in a timer (frames shared)."""
-    clone = _Function.__new__(_Function)
+def _profiled_copy(fn: _Function, sync: Callable | None = None) -> _Function:
+    """The same function with each closure wrapped in a timer (frames shared); `sync` (a
+    device's wait) ends each timed closure."""
+    clone = type(fn).__new__(type(fn))
     clone.__dict__.update(fn.__dict__)
     clone.acc = {}
-    clone.run_list = tuple(_timed(clone, f, n) for f, n in zip(fn.run_list, fn.names))
+    clone.run_list = tuple(_timed(clone, f, n, sync) for f, n in zip(fn.run_list, fn.names))
     return clone
 
 
-def _timed(owner: _Function, f: Callable, name: str) -> Callable:
+def _timed(owner: _Function, f: Callable, name: str, sync: Callable | None) -> Callable:
     clock = time.perf_counter
 
     def run(regs, frame):
         t = clock()
         out = f(regs, frame)
+        if sync is not None:
+            sync()
         dt = clock() - t
         entry = owner.acc.get(name)
         if entry is None:
