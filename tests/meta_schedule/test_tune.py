@@ -1,6 +1,8 @@
 """tune_tir / compile_tir end to end on tiny matmuls (seconds each)."""
 
+import importlib.util
 import json
+import sys
 
 import numpy as np
 import pytest
@@ -108,8 +110,14 @@ def test_same_seed_same_candidates(strategy):
     assert len(set(_decisions(runs[0]))) == 4  # distinct candidates only
 
 
-def test_small_space_ends_when_exhausted(tmp_path, capsys):
-    """tile_j on 32 has five points: 64 trials asked, five measured, then it stops."""
+@pytest.mark.parametrize("tqdm", ["installed", "absent"])
+def test_small_space_ends_when_exhausted(tmp_path, capsys, monkeypatch, tqdm):
+    """tile_j on 32 has five points: 64 trials asked, five measured, then it stops; the
+    progress shows the best GFLOPS (a tqdm bar, or plain lines without tqdm)."""
+    if tqdm == "absent":
+        monkeypatch.setitem(sys.modules, "tqdm", None)
+    elif importlib.util.find_spec("tqdm") is None:
+        pytest.skip("tqdm is not installed")
     db = ms.tune_tir(
         matmul_mod(),
         "llvm",
@@ -120,7 +128,9 @@ def test_small_space_ends_when_exhausted(tmp_path, capsys):
         runner=fast_runner(),
     )
     assert len(db) == 5
-    assert "best" in capsys.readouterr().out + capsys.readouterr().err
+    captured = capsys.readouterr()
+    assert "best" in (captured.err if tqdm == "installed" else captured.out)
+    assert "GFLOPS" in captured.out + captured.err
 
 
 def test_tune_errors_name_the_problem():
@@ -153,3 +163,12 @@ def test_compile_tir_marks_the_function_scheduled():
     tvm.ir.assert_structural_equal(
         got.mod["main"], sch.mod["main"].with_attr("tir.is_scheduled", True)
     )
+
+
+def test_tuning_curve_png_with_matplotlib(tmp_path):
+    pytest.importorskip("matplotlib")
+    ms.tune_tir(
+        matmul_mod(), "llvm", str(tmp_path), max_trials_global=2, num_trials_per_iter=2,
+        space=space(tile_j), strategy="replay-trace", runner=fast_runner(), seed=0, verbose=False,
+    )  # fmt: skip
+    assert (tmp_path / "tuning_curve.png").read_bytes()[:4] == b"\x89PNG"
