@@ -49,10 +49,13 @@ class Progress:
 
 
 class Curve:
-    """Points (trials, seconds, task, best GFLOPS of the task, best GFLOPS overall) written
-    to work_dir as tuning_curve.json and .csv after every batch, and a PNG at the end."""
+    """Points (trials, seconds, task, best GFLOPS of the task and overall, seconds spent in
+    search, builds and runs so far) written to work_dir as tuning_curve.json and .csv after every batch, and a PNG at the end."""
 
-    FIELDS = ("trials", "seconds", "task", "task_best_gflops", "best_gflops")
+    FIELDS = (
+        "trials", "seconds", "task", "task_best_gflops", "best_gflops", "search_s", "build_s",
+        "run_s",
+    )  # fmt: skip
 
     def __init__(self, work_dir: str | None) -> None:
         self.work_dir = work_dir

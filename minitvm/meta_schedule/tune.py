@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import time
 from typing import Any
 
 from ..error import TuningError
@@ -14,6 +15,8 @@ from ._progress import Curve, Progress
 from .arg_info import ArgInfo
 from .database import TuningRecord
 from .utils import estimate_flops, optional_module
+
+_PHASES = ("search", "build", "run")
 
 
 class _TaskState:
@@ -31,6 +34,8 @@ class _TaskState:
         self.workload = None
         self.last_error: str | None = None
         self.reference: dict | None = None
+        # where the task's time goes (written with the tuning curve)
+        self.phase_secs = {"search": 0.0, "build": 0.0, "run": 0.0}
 
     @property
     def best_gflops(self) -> float:
@@ -125,6 +130,7 @@ def tune_tasks(
                 task=state.context.task_name,
                 task_best_gflops=round(state.best_gflops, 3),
                 best_gflops=round(_overall_gflops(states), 3),
+                **{f"{k}_s": round(sum(st.phase_secs[k] for st in states), 2) for k in _PHASES},
             )
     finally:
         progress.close()
@@ -185,12 +191,17 @@ def _one_batch(state, database, builder, runner, model, budget_left: int) -> int
     """Generate, build, run and record one batch of the task; returns how many it measured."""
     ctx = state.context
     strategy = ctx.search_strategy
+    clock = time.monotonic()
     candidates = strategy.generate_measure_candidates()
     if not candidates:
         state.done = True
         return 0
     candidates = candidates[:budget_left]
+    state.phase_secs["search"] += time.monotonic() - clock
+    clock = time.monotonic()
     built = builder.build([_builder.BuilderInput(c.sch.mod, ctx.target) for c in candidates])
+    state.phase_secs["build"] += time.monotonic() - clock
+    clock = time.monotonic()
     runner.reference = state.reference
     ok = [i for i, b in enumerate(built) if b.error_msg is None]
     inputs = [
@@ -211,6 +222,7 @@ def _one_batch(state, database, builder, runner, model, budget_left: int) -> int
             state.failed += 1
             state.last_error = result.error_msg
         _remove(built[i].artifact_path)
+    state.phase_secs["run"] += time.monotonic() - clock
     strategy.notify_runner_results(candidates, results)
     if model is not None:
         model.update(ctx, candidates, results)
