@@ -451,9 +451,7 @@ def _reads_where_it_writes(block: Block, buf) -> bool:
     )
 
 
-def schedule_matmul(
-    sch: Schedule, block: BlockRV, loops: list[LoopRV], fold: bool = True
-) -> bool:
+def schedule_matmul(sch: Schedule, block: BlockRV, loops: list[LoopRV], fold: bool = True) -> bool:
     """Register-blocked matmul: a rows x cols tile accumulates in a `local` cache_write buffer
     (rows and k steps unrolled, cols vectorized, so LLVM keeps it in vector registers) while
     the reduction runs; the write-back (with the fused epilogue folded in) finishes the tile,
