@@ -179,3 +179,18 @@ def test_profile_on_gpu_lists_the_kernels(kind):
     report = relax.VirtualMachine(ex, dev).profile("main", tvm.nd.array(x, dev))
     kernels = {f["name"] for f in ex.mod.func_infos}
     assert kernels and kernels <= {row[0] for row in report.rows}
+
+
+@gpu
+def test_gpu_intermediates_share_the_planned_storages(kind):
+    dev = _device(kind)
+    mod, x = _zoo("lenet", 1)
+    ex = relax.build(mod, target=kind)
+    vm = relax.VirtualMachine(ex, dev)
+    vm["main"](tvm.nd.array(x, dev))
+    (frame,) = vm._functions["main"].frames.values()
+    planned = [frame.regs[dst] for dst, *_ in vm._functions["main"].planned]
+    stats = ex.memory_stats("main")
+    assert len(planned) == stats["num_intermediates"] > stats["num_storages"]
+    assert len(frame.storages) == stats["num_storages"]
+    assert len({id(t.handle) for t in planned}) == stats["num_storages"]

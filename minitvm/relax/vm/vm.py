@@ -198,12 +198,7 @@ class _Function:
             shape = shape_fn(heap)
             nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
             storage = storages[sid]
-            if offset + nbytes > storage.size:
-                raise ShapeError(
-                    f"{self.where}: a tensor of shape {shape} needs {nbytes} bytes but its planned "
-                    f"storage {sid} has {storage.size}: a dim exceeds its tir_var_upper_bound "
-                    f"(bound dims: {dict(zip(self.dims, heap))})"
-                )
+            _check_fits(self, shape, nbytes, offset, sid, storage.size, heap)
             regs[dst] = NDArray(storage[offset : offset + nbytes].view(dtype).reshape(shape))
         return _Frame(heap, regs, storages, self.n_calls)
 
@@ -383,6 +378,27 @@ class _Function:
         return None
 
 
+def _check_fits(fn: _Function, shape, nbytes: int, offset: int, sid: int, size: int, heap) -> None:
+    """A planned tensor must lie inside its storage (sized from the dims' upper bounds)."""
+    if offset + nbytes > size:
+        raise ShapeError(
+            f"{fn.where}: a tensor of shape {shape} needs {nbytes} bytes but its planned "
+            f"storage {sid} has {size}: a dim exceeds its tir_var_upper_bound "
+            f"(bound dims: {dict(zip(fn.dims, heap))})"
+        )
+
+
+def _device_view(base: DeviceNDArray, shape: tuple, dtype: np.dtype) -> DeviceNDArray:
+    """A tensor over the start of device buffer `base`, sharing its memory (the handle keeps
+    the allocation alive). The memory plan gives tensors of one storage disjoint lifetimes."""
+    view = DeviceNDArray.__new__(DeviceNDArray)
+    view._npdtype, view._dtype, view._shape = dtype, _nd._dtype_str(dtype), shape
+    view._nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    view._api, view._handle, view.device = base._api, base._handle, base.device
+    view._data = view._ptr = None
+    return view
+
+
 def _on_device(a: Any, dev: Device, where: str, name: str, position: int) -> Any:
     """An argument of a VM on a GPU: a tensor must already live on `dev` (as TVM requires)."""
     if isinstance(a, DeviceNDArray) and a.device == dev:
@@ -400,8 +416,9 @@ def _on_device(a: Any, dev: Device, where: str, name: str, position: int) -> Any
 class _DeviceFunction(_Function):
     """A relax function run by a VM on a GPU: tensors are DeviceNDArrays on the VM's device and
     every kernel call goes through its checked DevicePackedFunc (no pointer-swapping fast path:
-    a device array has no host pointer). Each planned tensor gets its own device buffer, made
-    once per signature; outputs are fresh device arrays on every call."""
+    a device array has no host pointer). Planned storages are device buffers made once per
+    signature, the tensors planned at their start share them; outputs are fresh device arrays
+    on every call."""
 
     def __call__(self, args: tuple) -> Any:
         if len(args) != len(self.params):
@@ -421,9 +438,19 @@ class _DeviceFunction(_Function):
         regs: list = [None] * self.num_regs
         for dst, index in self.consts:
             regs[dst] = self.vm._constants[index]
-        for dst, _sid, _offset, shape_fn, dtype in self.planned:
-            regs[dst] = DeviceNDArray(shape_fn(heap), dtype, self.vm.device)
-        return _Frame(heap, regs, [], self.n_calls)
+        dev, sizes = self.vm.device, self.storage_fn(heap)
+        storages: dict = {}
+        for dst, sid, offset, shape_fn, dtype in self.planned:
+            shape = tuple(shape_fn(heap))
+            nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+            _check_fits(self, shape, nbytes, offset, sid, sizes[sid], heap)
+            if offset or not nbytes:  # an OpenCL buffer has no views at an offset
+                regs[dst] = DeviceNDArray(shape, dtype, dev)
+                continue
+            if sid not in storages:
+                storages[sid] = DeviceNDArray((sizes[sid],), np.uint8, dev)
+            regs[dst] = _device_view(storages[sid], shape, dtype)
+        return _Frame(heap, regs, list(storages.values()), self.n_calls)
 
     def alloc_tensor(self, pc, dst, sid, offset, shape, dtype):
         if sid >= 0:
