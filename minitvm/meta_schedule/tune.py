@@ -76,6 +76,15 @@ def tune_tasks(
             f"max_trials_global ({max_trials_global}) and num_trials_per_iter "
             f"({num_trials_per_iter}) must be positive"
         )
+    if task_scheduler not in _SCHEDULERS:
+        raise TuningError(
+            f"task_scheduler={task_scheduler!r} is not supported; use one of {sorted(_SCHEDULERS)}"
+        )
+    if measure_callbacks not in ("default", None) and list(measure_callbacks):
+        raise TuningError(
+            "measure_callbacks are not supported; every record goes to the database and the "
+            "tuning curve in work_dir (leave measure_callbacks='default')"
+        )
     weights = list(task_weights or [1.0] * len(tasks))
     if len(weights) != len(tasks):
         raise TuningError(f"{len(tasks)} tasks but {len(weights)} task_weights")
@@ -109,8 +118,7 @@ def tune_tasks(
             if not live:
                 break
             # every task measures once first; then the costliest task goes next
-            fresh = [s for s in live if s.trials == 0]
-            state = fresh[0] if fresh else max(live, key=lambda s: s.priority())
+            state = _SCHEDULERS[task_scheduler](live)
             step = _one_batch(state, database, builder, runner, model, max_trials_global - total)
             if step == 0:
                 continue
@@ -138,6 +146,20 @@ def tune_tasks(
             state.context.search_strategy.post_tuning()
     curve.plot()
     return database
+
+
+def _gradient(live: list) -> _TaskState:
+    """Every task measures once first; then the task that costs the model most goes next."""
+    fresh = [s for s in live if s.trials == 0]
+    return fresh[0] if fresh else max(live, key=lambda s: s.priority())
+
+
+def _round_robin(live: list) -> _TaskState:
+    """The task with the fewest trials so far (ties: the first)."""
+    return min(live, key=lambda s: s.trials)
+
+
+_SCHEDULERS = {"gradient": _gradient, "round-robin": _round_robin}
 
 
 def _make_database(database: Any, work_dir: str) -> _database.Database:

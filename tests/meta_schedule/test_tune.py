@@ -147,6 +147,10 @@ def test_tune_errors_name_the_problem():
     b = tvm.te.compute((n,), lambda i: a[i] * 2, name="B")
     with pytest.raises(TuningError, match="symbolic dim"):
         ms.tune_tir(tvm.te.create_prim_func([a, b]), "llvm", None, 2, space=space(lambda s: None))
+    with pytest.raises(TuningError, match="task_scheduler='fifo' is not supported"):
+        ms.tune_tir(matmul_mod(), "llvm", None, 2, task_scheduler="fifo", space=space(tile_j))
+    with pytest.raises(TuningError, match="measure_callbacks are not supported"):
+        ms.tune_tir(matmul_mod(), "llvm", None, 2, measure_callbacks=[print], space=space(tile_j))
     with pytest.raises(TuningError, match="unknown database kind"):
         ms.tune_tir(matmul_mod(), "llvm", None, 2, database="sqlite", space=space(tile_j))
 
@@ -172,3 +176,22 @@ def test_tuning_curve_png_with_matplotlib(tmp_path):
         space=space(tile_j), strategy="replay-trace", runner=fast_runner(), seed=0, verbose=False,
     )  # fmt: skip
     assert (tmp_path / "tuning_curve.png").read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.mark.parametrize("scheduler, big_share", [("gradient", 5), ("round-robin", 3)])
+def test_task_scheduler_gives_trials_to_the_costly_task(scheduler, big_share):
+    """After one batch each, "gradient" measures the task that costs most (weight x time)."""
+    big, small = matmul_mod(64, 64, 64), matmul_mod(8, 8, 8)
+    tasks = [
+        ms.TuneContext(m, "llvm", space(tile_ij), ms.ReplayTrace(), task_name=name, rand_state=0)
+        for m, name in ((small, "small"), (big, "big"))
+    ]
+    db = ms.tune_tasks(
+        tasks=tasks, task_weights=[1, 1], max_trials_global=6, num_trials_per_iter=1,
+        database="memory", runner=fast_runner(), task_scheduler=scheduler, verbose=False,
+    )  # fmt: skip
+    counts = {}
+    for rec in db.get_all_tuning_records():
+        key = "big" if tvm.ir.structural_equal(rec.workload.mod, big) else "small"
+        counts[key] = counts.get(key, 0) + 1
+    assert counts == {"big": big_share, "small": 6 - big_share}
