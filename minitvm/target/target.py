@@ -151,6 +151,8 @@ class Target:
 
     def _set_option(self, word: str, target: str) -> None:
         name, eq, value = word.partition("=")
+        if name.startswith("--"):  # TVM reads "--num-cores=1" (the MLC course's spelling) too
+            name = name[1:]
         if name not in _OPTIONS or not eq:
             raise TargetError(
                 f"target '{target}': unknown option '{word}'; "

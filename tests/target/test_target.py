@@ -114,3 +114,13 @@ def test_shared_target_machine_handed_to_an_engine_is_replaced():
     del engine, tm
     gc.collect()  # the engine frees its machine; the shared one must still work
     assert "f:" in fresh.emit_assembly(llvm.parse_assembly(IR))
+
+
+def test_double_dash_options_as_in_tvm():
+    """TVM parses `--num-cores=1` (the MLC course's spelling) like `-num-cores=1`."""
+    import minitvm as tvm
+
+    t = tvm.target.Target("llvm --num-cores=1")
+    assert t.num_cores == 1 and str(t) == "llvm -num-cores=1"
+    with pytest.raises(tvm.error.TargetError, match="unknown option '--bogus=1'"):
+        tvm.target.Target("llvm --bogus=1")
