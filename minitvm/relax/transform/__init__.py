@@ -142,4 +142,7 @@ def AlterOpLayout(target: Any = None) -> Pass:
 
 
 __all__ += ["AlterOpLayout", "ConvertLayout", "alter_op_layout", "convert_layout"]
-from .meta_schedule import MetaScheduleApplyDatabase  # noqa: E402, F401 - tuned kernels into a model
+from .default_gpu_schedule import DefaultGPUSchedule, default_gpu_schedule  # noqa: E402
+from .meta_schedule import MetaScheduleApplyDatabase  # noqa: E402 - tuned kernels into a model
+
+__all__ += ["DefaultGPUSchedule", "MetaScheduleApplyDatabase", "default_gpu_schedule"]
