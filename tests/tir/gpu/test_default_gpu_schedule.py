@@ -7,7 +7,7 @@ import pytest
 import minitvm as tvm
 from minitvm import relax, te, topi
 from minitvm.driver import lower_gpu
-from minitvm.error import BuildError, ScheduleError
+from minitvm.error import ScheduleError
 from minitvm.relax.transform.default_gpu_schedule import (
     DefaultGPUSchedule,
     default_gpu_schedule_func,
@@ -123,12 +123,22 @@ def test_local_accumulator_under_thread_loop_is_not_a_race():
             tvm.lower(_thread_accumulator(scope))
 
 
-def test_relax_build_for_gpu_says_what_to_do():
+@requires_opencl
+def test_relax_build_for_opencl_runs_default_scheduled_kernels():
     bb = relax.BlockBuilder()
-    x = relax.Var("x", relax.TensorStructInfo((4,), "float32"))
-    with bb.function("main", [x]):
-        bb.emit_func_output(bb.emit(relax.op.add(x, x)))
-    with pytest.raises(
-        BuildError, match="relax.build: target 'opencl'.*does not run graph programs"
-    ):
-        relax.build(bb.get(), target="opencl")
+    x = relax.Var("x", relax.TensorStructInfo((4, 8), "float32"))
+    w = relax.Var("w", relax.TensorStructInfo((8, 3), "float32"))
+    with bb.function("main", [x, w]):
+        with bb.dataflow():
+            y = bb.emit(relax.op.nn.relu(relax.op.matmul(x, w)))
+            out = bb.emit_output(relax.op.nn.softmax(y))
+        bb.emit_func_output(out)
+    ex = relax.build(bb.get(), target="opencl")
+    dev = tvm.opencl(0)
+    vm = relax.VirtualMachine(ex, dev)
+    rng = np.random.default_rng(4)
+    a, b = rng.normal(size=(4, 8)).astype("float32"), rng.normal(size=(8, 3)).astype("float32")
+    got = vm["main"](tvm.nd.array(a, dev), tvm.nd.array(b, dev)).numpy()
+    y = np.maximum(a @ b, 0)
+    e = np.exp(y - y.max(1, keepdims=True))
+    np.testing.assert_allclose(got, e / e.sum(1, keepdims=True), rtol=1e-5)
