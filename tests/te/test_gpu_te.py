@@ -173,6 +173,40 @@ def test_cache_read_shared_under_bound_threads_spans_every_thread():
     assert text.index("A_shared[ax0, ax1] = A[ax0, ax1]") < text.index("tvm_storage_sync")
 
 
+def _cooperative_rows():
+    A = te.placeholder((64, 8), name="A")
+    B = te.compute((64, 8), lambda i, j: A[i, j] * 2, name="B")
+    s = te.create_schedule(B.op)
+    AS = s.cache_read(A, "shared", [B])
+    bx, tx = s[B].split(s[B].op.axis[0], factor=16)
+    s[B].bind(bx, te.thread_axis("blockIdx.x"))
+    s[B].bind(tx, te.thread_axis("threadIdx.x"))
+    s[AS].compute_at(s[B], tx)
+    ao, _ = s[AS].split(s[AS].op.axis[0], nparts=16)
+    s[AS].bind(ao, te.thread_axis("threadIdx.x"))
+    return s, A, B
+
+
+def test_cooperative_fetch_of_16_rows_by_16_threads_loads_them_all():
+    # the issue's report: A_shared was [1, 8] with `if ax0_outer < 1`, only thread 0's row
+    s, A, B = _cooperative_rows()
+    text = tvm.lower(s, [A, B], simple_mode=True).script()
+    assert 'A_shared = T.decl_buffer((16, 8), "float32", scope="shared")' in text
+    assert "A_shared[threadIdx_x, ax1] = A[blockIdx_x * 16 + threadIdx_x, ax1]" in text
+    assert "< 1" not in text
+
+
+@requires_opencl
+def test_cooperative_fetch_matches_numpy_on_opencl():
+    s, A, B = _cooperative_rows()
+    f = tvm.build(s, [A, B], "opencl")
+    dev = tvm.opencl(0)
+    a = np.random.default_rng(5).random((64, 8), dtype="float32")
+    b = tvm.nd.array(np.zeros((64, 8), "float32"), dev)
+    f(tvm.nd.array(a, dev), b)
+    np.testing.assert_allclose(b.numpy(), a * 2)
+
+
 def test_cache_read_local_under_bound_threads_is_per_thread():
     A = te.placeholder((16, 8), name="A")
     B = te.compute((16, 8), lambda i, j: A[i, j] * 2, name="B")
