@@ -142,3 +142,18 @@ def test_relax_build_for_opencl_runs_default_scheduled_kernels():
     y = np.maximum(a @ b, 0)
     e = np.exp(y - y.max(1, keepdims=True))
     np.testing.assert_allclose(got, e / e.sum(1, keepdims=True), rtol=1e-5)
+
+
+@requires_opencl
+@pytest.mark.parametrize("name", ["mlp", "lenet"])
+def test_zoo_models_run_on_opencl_like_on_the_cpu(name):
+    from minitvm.testing import zoo
+
+    mod, params = zoo.get_model(name, batch_size=2)
+    mod = relax.transform.BindParams("main", params)(mod)
+    x = np.random.default_rng(0).normal(size=zoo.input_shape(name, 2)).astype("float32")
+    cpu = relax.VirtualMachine(relax.build(mod, target="llvm"), tvm.cpu())
+    ref = cpu["main"](tvm.nd.array(x)).numpy()
+    dev = tvm.opencl(0)
+    gpu = relax.VirtualMachine(relax.build(mod, target="opencl"), dev)
+    np.testing.assert_allclose(gpu["main"](tvm.nd.array(x, dev)).numpy(), ref, rtol=1e-4, atol=1e-4)
