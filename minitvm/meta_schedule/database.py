@@ -54,6 +54,14 @@ class TuningRecord:
         self.run_secs = None if run_secs is None else [float(s) for s in run_secs]
         self.target = None if target is None else parse_target(target)
         self.args_info = args_info
+        self._mod_key: int | None = None
+
+    @property
+    def mod_key(self) -> int:
+        """Structural key of the scheduled module (replays the trace once if not known)."""
+        if self._mod_key is None:
+            self._mod_key = mod_key(self.as_measure_candidate().sch.mod)
+        return self._mod_key
 
     @property
     def best_sec(self) -> float:
@@ -92,7 +100,9 @@ class TuningRecord:
         except MiniTVMError as err:
             raise TuningError(f"tuning record JSON: its trace does not replay: {err}") from err
         infos = None if args_info is None else [ArgInfo.from_json(a) for a in args_info]
-        return TuningRecord(sch.trace, workload, run_secs, target, infos)
+        record = TuningRecord(sch.trace, workload, run_secs, target, infos)
+        record._mod_key = mod_key(sch.mod)  # the replay that validated it gives the key
+        return record
 
 
 class Database:

@@ -65,7 +65,7 @@ class SearchStrategy:
         for record in database.get_all_tuning_records():
             if record.workload is workload:
                 try:
-                    self.measured.add(mod_key(record.as_measure_candidate().sch.mod))
+                    self.measured.add(record.mod_key)
                 except MiniTVMError:
                     continue
 

@@ -14,7 +14,7 @@ from . import runner as _runner
 from ._progress import Curve, Progress
 from .arg_info import ArgInfo
 from .database import TuningRecord
-from .utils import estimate_flops, optional_module
+from .utils import estimate_flops, mod_key, optional_module
 
 _PHASES = ("search", "build", "run")
 
@@ -237,6 +237,7 @@ def _one_batch(state, database, builder, runner, model, budget_left: int) -> int
         record = TuningRecord(
             cand.sch.trace, state.workload, result.run_secs, ctx.target, cand.args_info
         )
+        record._mod_key = mod_key(cand.sch.mod)
         database.commit_tuning_record(record)
         if result.run_secs:
             state.best_sec = min(state.best_sec, min(result.run_secs))
