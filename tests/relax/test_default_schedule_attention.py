@@ -183,3 +183,27 @@ def test_transcendental_stage_read_once_per_element_is_still_inlined() -> None:
     y = te.compute((32, 48), lambda i, j: e[i, j] * 2.0, name="y")
     scheduled = _ds.default_schedule_func(te.create_prim_func([x, y]))
     assert "e" not in blocks(scheduled), scheduled.script()  # inlined into y
+
+
+def _softmax_exp_once(shape):
+    """Softmax with exp computed once into a stage that both the sum and the norm read."""
+    A = te.placeholder(shape, name="A")
+    *lead, n = shape
+    r = te.reduce_axis((0, n), name="r")
+    M = te.compute(tuple(lead), lambda *i: te.max(A[(*i, r)], axis=r), name="M")
+    E = te.compute(shape, lambda *i: te.exp(A[i] - M[i[:-1]]), name="E")
+    r2 = te.reduce_axis((0, n), name="r2")
+    S = te.compute(tuple(lead), lambda *i: te.sum(E[(*i, r2)], axis=r2), name="S")
+    O = te.compute(shape, lambda *i: E[i] / S[i[:-1]], name="O")
+    return te.create_prim_func([A, O])
+
+
+@pytest.mark.parametrize("shape", [(128, 768), (3, 5, 40), (9, 17)])
+def test_exp_stage_read_by_sum_and_norm_is_computed_once(shape) -> None:
+    scheduled = _ds.default_schedule_func(_softmax_exp_once(shape))
+    assert "E" in blocks(scheduled), scheduled.script()  # not inlined into S and O
+    assert not _ds._calls(blocks(scheduled)["O"], _ds._EXP)
+    x = RNG.standard_normal(shape).astype("float32") * 3
+    out = tvm.nd.empty(shape, "float32")
+    tvm.build(scheduled, target="llvm")(tvm.nd.array(x), out)
+    np.testing.assert_allclose(out.numpy(), np_softmax(x), rtol=1e-5, atol=1e-6)
