@@ -46,9 +46,9 @@ def _alloc_scopes(func):
     scopes = []
     post_order_visit(
         func.body,
-        lambda n: scopes.append(n.annotations.get("storage_scope"))
-        if isinstance(n, Allocate)
-        else None,
+        lambda n: (
+            scopes.append(n.annotations.get("storage_scope")) if isinstance(n, Allocate) else None
+        ),
     )
     return scopes
 
