@@ -405,7 +405,9 @@ class Schedule:
 
     def annotate(self, block_or_loop: Any, ann_key: str, ann_val: Any) -> None:
         fname, func, node = self._target(block_or_loop)
-        self._update(fname, _lt.annotate(func, node, ann_key, ann_val))
+        # a sampled ExprRV goes into the IR as its value; the trace keeps the variable
+        value = self._expr_value(ann_val) if isinstance(ann_val, PrimExpr) else ann_val
+        self._update(fname, _lt.annotate(func, node, ann_key, value))
         self._record(
             "annotate",
             (),

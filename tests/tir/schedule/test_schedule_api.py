@@ -174,3 +174,22 @@ def test_mlc_course_mm_relu_from_tvmscript():
     c = array(np.zeros((32, 32), "float32"))
     rt["mm_relu"](array(a), array(b), c)
     np.testing.assert_allclose(c.numpy(), np.maximum(a @ b, 0), rtol=1e-4, atol=1e-4)
+
+
+def test_annotate_with_a_sampled_value_stores_the_value():
+    """A sampled ExprRV as annotation value: the IR holds its int, the trace the variable."""
+    import minitvm as tvm
+    from minitvm import te
+
+    a = te.placeholder((64,), name="A")
+    b = te.compute((64,), lambda i: a[i] * 2, name="B")
+    mod = tvm.IRModule({"main": te.create_prim_func([a, b])})
+    sch = tvm.tir.Schedule(mod, seed=3)
+    v = sch.sample_categorical([16, 64], [0.5, 0.5])
+    sch.annotate(sch.get_block("B"), "meta_schedule.unroll_explicit", v)
+    stored = sch.get(sch.get_block("B")).annotations["meta_schedule.unroll_explicit"]
+    assert int(stored) == sch.get(v) and int(stored) in (16, 64)
+    assert "ann_val=v" in str(sch.trace)
+    replay = tvm.tir.Schedule(mod)
+    sch.trace.apply_to_schedule(replay, remove_postproc=False)
+    tvm.ir.assert_structural_equal(sch.mod, replay.mod)
