@@ -124,3 +124,11 @@ def test_double_dash_options_as_in_tvm():
     assert t.num_cores == 1 and str(t) == "llvm -num-cores=1"
     with pytest.raises(tvm.error.TargetError, match="unknown option '--bogus=1'"):
         tvm.target.Target("llvm --bogus=1")
+
+
+def test_mlc_course_gpu_tag():
+    """The MLC course's GPU chapter targets 'nvidia/geforce-rtx-2080-ti' (Turing, sm_75)."""
+    import minitvm as tvm
+
+    t = tvm.target.Target("nvidia/geforce-rtx-2080-ti")
+    assert t.kind.name == "cuda" and "-arch=sm_75" in str(t)
