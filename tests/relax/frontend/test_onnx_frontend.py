@@ -373,3 +373,28 @@ def test_range_over_a_static_dim_folds_to_a_constant():
     assert "R.full" not in mod.script() and "astype" not in mod.script()
     x = random_inputs({"x": ((3, 4), "float32")})["x"]
     np.testing.assert_allclose(np.asarray(eval_ref.evaluate(mod, x)), _ort(model, {"x": x})[0])
+
+
+@pytest.mark.parametrize(
+    "dims, expected",
+    [
+        (["A", "B", "A + B"], "A + B"),
+        (["A", "B", "A / B"], "A // B"),
+        (["n", "2*n"], "T.int64(2) * n"),
+        (["n", "seq-len"], "seq_len"),  # no dims "seq" and "len": one name, not a difference
+    ],
+)
+def test_dim_params_may_be_arithmetic_over_other_dims(dims, expected):
+    graph = helper.make_graph(
+        [helper.make_node("Identity", ["x"], ["y"])],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, dims)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
+    sinfo = from_onnx(model)["main"].params[0].struct_info
+    assert expected in str(sinfo)
+    sizes = {"A": 6, "B": 3, "n": 2}
+    shape = [sizes.get(d, {"A + B": 9, "A / B": 2, "2*n": 4}.get(d, 5)) for d in dims]
+    x = np.ones(shape, "float32")
+    np.testing.assert_array_equal(np.asarray(eval_ref.evaluate(from_onnx(model), x)), x)

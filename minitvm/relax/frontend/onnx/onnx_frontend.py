@@ -11,6 +11,8 @@ onnx's reference evaluator); otherwise its converter from `_ops.CONVERTERS` emit
 
 from __future__ import annotations
 
+import ast
+import operator
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -63,6 +65,7 @@ class Context:
         self.keep_params = keep_params
         self.values: dict[str, Any] = {}
         self.sym_vars: dict[str, TirVar] = {}
+        self.plain_dims: set[str] = set()  # dim_params that are bare identifiers
         self.param_values: dict[Var, np.ndarray] = {}
         self.node: Any = None  # the node being converted, for messages
 
@@ -115,6 +118,7 @@ class Context:
         return [e if not isinstance(e, np.integer | int) else int(e) for e in elems.reshape(-1)]
 
     def sym_var(self, name: str) -> TirVar:
+        """One int64 var per dim name, shared by every input using it."""
         if name not in self.sym_vars:
             self.sym_vars[name] = TirVar(name, "int64")
         return self.sym_vars[name]
@@ -164,6 +168,12 @@ def from_onnx(
     init_names = {t.name for t in graph.initializer}
     graph_inputs = [i for i in graph.input if i.name not in init_names]
     _check_names(shape_dict, dtype_dict, graph_inputs)
+    ctx.plain_dims = {
+        d.dim_param
+        for i in graph_inputs
+        for d in i.type.tensor_type.shape.dim
+        if d.dim_param.isidentifier()
+    }
     names = _unique_names([i.name for i in graph_inputs], sanitize_input_names)
     inputs = [
         _input_var(ctx, i, name, shape_dict or {}, dtype_dict)
@@ -187,9 +197,9 @@ def from_onnx(
         found = used_vars(mod["main"].body)
         used = [v for v in ctx.param_values if v in found]
         func = mod["main"].replace(params=tuple(inputs) + tuple(used))
-        attrs = {"num_input": len(inputs), "params": [nd.array(ctx.param_values[v]) for v in used]}
-        for key, value in attrs.items():
-            func = func.with_attr(key, value)
+        func = func.with_attr("num_input", len(inputs))
+        if used:
+            func = func.with_attr("params", [nd.array(ctx.param_values[v]) for v in used])
         mod["main"] = func
     return mod
 
@@ -259,9 +269,44 @@ def _model_dim(ctx: Context, name: str, index: int, dim: Any) -> Any:
     if dim.HasField("dim_value"):
         return int(dim.dim_value)
     if dim.HasField("dim_param") and dim.dim_param.strip("?"):
-        return ctx.sym_var(_sanitize(dim.dim_param))
+        return _dim_expr(ctx, dim.dim_param)
     # no name (or "?"): a dim of its own, equal to no other
     return ctx.sym_var(f"{_sanitize(name)}_dim{index}")
+
+
+_DIM_OPS = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.FloorDiv: operator.floordiv,
+    ast.Div: operator.floordiv,  # dims are integers: "A / B" means A // B
+}
+
+
+def _dim_expr(ctx: Context, text: str) -> Any:
+    """A dim_param as a symbolic dim: a name, or arithmetic over names ("A + B", "2 * n").
+
+    Arithmetic counts only over names some input dim has alone (so their values can be read
+    from the arguments); "seq-len" with no dims "seq" and "len" stays one name.
+    """
+    try:
+        tree = ast.parse(text.strip(), mode="eval").body
+    except SyntaxError:
+        return ctx.sym_var(_sanitize(text))
+
+    def build(node: ast.AST) -> Any:
+        if isinstance(node, ast.Name) and node.id in ctx.plain_dims:
+            return ctx.sym_var(node.id)
+        if isinstance(node, ast.Constant) and type(node.value) is int:
+            return node.value
+        if isinstance(node, ast.BinOp) and type(node.op) in _DIM_OPS:
+            return _DIM_OPS[type(node.op)](build(node.left), build(node.right))
+        raise ValueError(text)
+
+    try:
+        return build(tree)
+    except ValueError:  # anything else is one opaque name
+        return ctx.sym_var(_sanitize(text))
 
 
 def _sanitize(name: str) -> str:
