@@ -493,3 +493,21 @@ def test_matmul_with_an_unknown_inner_dim_is_checked_at_run_time():
     )
     mod = check(model, random_inputs({"x": ((2, 4), "float32")}))
     assert "match_cast" in mod.script()
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_gather_elements_with_negative_indices(axis):
+    rng = np.random.default_rng(0)
+    inputs = {"x": ((3, 4, 5), "float32"), "i": ((3, 2, 5), "int64")}
+    model = make_model(
+        [helper.make_node("GatherElements", ["x", "i"], ["y"], axis=axis)],
+        inputs,
+        {"y": "float32"},
+        13,
+    )
+    dim = (3, 4, 5)[axis]
+    feeds = {
+        "x": random_inputs(inputs)["x"],
+        "i": rng.integers(-dim, dim, (3, 2, 5)).astype("int64"),
+    }
+    check(model, feeds)

@@ -776,6 +776,24 @@ def _gather(ctx, inputs, attrs):
     return ctx.emit(R.take(data, indices, axis))
 
 
+def _gather_elements(ctx, inputs, attrs):
+    """out[i][j][k] = data[index][j][k] (axis 0): a take from the flat data at computed offsets."""
+    data, indices = ctx.expr(inputs[0]), ctx.expr(inputs[1])
+    d_shape, i_shape = shape_of(data), shape_of(indices)
+    if any(isinstance(d, PrimExpr) for d in d_shape + i_shape):
+        raise OpAttributeUnImplemented("GatherElements on symbolic dims; give them in shape_dict")
+    axis = _axis(int(attrs.get("axis", 0)), len(d_shape))
+    strides = np.cumprod((1,) + d_shape[::-1][:-1])[::-1].astype("int64")
+    grid = np.indices(i_shape, dtype="int64")
+    base = sum(grid[k] * strides[k] for k in range(len(d_shape)) if k != axis)
+    idx = ctx.emit(R.astype(indices, "int64")) if _dtype(indices) != "int64" else indices
+    zero, dim = ctx.expr(np.asarray(0, "int64")), ctx.expr(np.asarray(d_shape[axis], "int64"))
+    idx = ctx.emit(R.where(ctx.emit(R.less(idx, zero)), ctx.emit(R.add(idx, dim)), idx))
+    offsets = ctx.emit(R.add(ctx.emit(R.multiply(idx, ctx.expr(strides[axis]))), ctx.expr(base)))
+    flat = ctx.emit(R.reshape(data, (_prod(d_shape),)))
+    return ctx.emit(R.take(flat, offsets, 0))
+
+
 def _slice(ctx, inputs, attrs):
     x = ctx.expr(inputs[0])
     shape = shape_of(x)
@@ -1137,6 +1155,7 @@ CONVERTERS: dict[str, Callable] = {
     "Concat": _concat,
     "Split": _split,
     "Gather": _gather,
+    "GatherElements": _gather_elements,
     "Slice": _slice,
     "Expand": _expand,
     "ConstantOfShape": _constant_of_shape,
