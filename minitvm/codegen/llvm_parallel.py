@@ -56,8 +56,10 @@ class _UsedVars(Visitor):
     def _access(self, buf, indices) -> None:
         self.visit_Var(buf.data)
         self.visit(indices)
-        if any(depends_on_data(self.cg, i) for i in indices):
-            self.checked.append(buf.data)
+        # Every accessed buffer's extent is passed, not only those indexed by data here: the
+        # loop variable itself counts as data once its extent is a scalar argument, and that
+        # is known only when the loop is emitted, after this walk.
+        self.checked.append(buf.data)
 
 
 def captured_vars(cg: CodeGenLLVM, body: Stmt, inner: Var | None = None) -> list[Var]:
