@@ -1,0 +1,315 @@
+"""Elementwise ONNX converters: arithmetic, comparisons, activations, casts, constants."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from ....error import OpAttributeRequired, OpAttributeUnImplemented
+from ....tir.expr import PrimExpr
+from ... import op as R
+from ...expr import Expr
+from ._helpers import (
+    _axis,
+    _const_like,
+    _dtype,
+    _ndim,
+    _operands,
+    _required,
+    _scalar,
+    _tensor,
+    _unsupported,
+    shape_of,
+)
+
+# ----------------------------------------------------------------------------- elementwise
+
+
+def _unary(relax_op: Callable) -> Callable:
+    def convert(ctx, inputs, attrs):
+        return ctx.emit(relax_op(ctx.expr(inputs[0])))
+
+    return convert
+
+
+def _binary(relax_op: Callable) -> Callable:
+    def convert(ctx, inputs, attrs):
+        return ctx.emit(relax_op(*_operands(ctx, inputs[0], inputs[1])))
+
+    return convert
+
+
+def _variadic(relax_op: Callable) -> Callable:
+    """Sum/Max/Min/Mean of any number of broadcast inputs."""
+
+    def convert(ctx, inputs, attrs):
+        out = ctx.expr(inputs[0])
+        for value in inputs[1:]:
+            out = ctx.emit(relax_op(*_operands(ctx, out, value)))
+        return out
+
+    return convert
+
+
+def _mean(ctx, inputs, attrs):
+    total = _variadic(R.add)(ctx, inputs, attrs)
+    return ctx.emit(R.divide(total, ctx.expr(np.asarray(len(inputs), _dtype(total)))))
+
+
+def _div(ctx, inputs, attrs):
+    a, b = _operands(ctx, inputs[0], inputs[1])
+    if _dtype(a).startswith(("int", "uint")):
+        # ONNX integer Div truncates toward zero: sign(a*b) * (|a| // |b|)
+        q = ctx.emit(R.floor_divide(ctx.emit(R.abs(a)), ctx.emit(R.abs(b))))
+        return ctx.emit(R.multiply(ctx.emit(R.sign(ctx.emit(R.multiply(a, b)))), q))
+    return ctx.emit(R.divide(a, b))
+
+
+def _pow(ctx, inputs, attrs):
+    base = ctx.expr(inputs[0])
+    exponent = inputs[1]
+    if isinstance(exponent, np.ndarray) and exponent.size == 1 and float(exponent) == 2.0:
+        return ctx.emit(R.multiply(base, base))
+    return ctx.emit(
+        R.power(
+            base,
+            _tensor(ctx, exponent, base)
+            if not isinstance(exponent, Expr)
+            else ctx.emit(R.astype(exponent, _dtype(base))),
+        )
+    )
+
+
+def _mod(ctx, inputs, attrs):
+    a, b = _operands(ctx, inputs[0], inputs[1])
+    if attrs.get("fmod", 0):
+        # C fmod: the remainder has a's sign
+        q = ctx.emit(R.divide(a, b))
+        trunc = ctx.emit(R.multiply(ctx.emit(R.sign(q)), ctx.emit(R.floor(ctx.emit(R.abs(q))))))
+        return ctx.emit(R.subtract(a, ctx.emit(R.multiply(trunc, b))))
+    return ctx.emit(R.floor_mod(a, b))
+
+
+def _reciprocal(ctx, inputs, attrs):
+    x = ctx.expr(inputs[0])
+    return ctx.emit(R.divide(ctx.expr(np.asarray(1, _dtype(x))), x))
+
+
+def _leaky_relu(ctx, inputs, attrs):
+    return ctx.emit(R.nn.leakyrelu(ctx.expr(inputs[0]), float(attrs.get("alpha", 0.01))))
+
+
+def _elu(ctx, inputs, attrs):
+    x = ctx.expr(inputs[0])
+    alpha = float(attrs.get("alpha", 1.0))
+    neg = ctx.emit(R.subtract(ctx.emit(R.exp(x)), _const_like(ctx, x, 1.0)))
+    neg = ctx.emit(R.multiply(neg, _const_like(ctx, x, alpha)))
+    return ctx.emit(R.where(ctx.emit(R.greater(x, _const_like(ctx, x, 0.0))), x, neg))
+
+
+def _selu(ctx, inputs, attrs):
+    x = ctx.expr(inputs[0])
+    alpha = float(attrs.get("alpha", 1.67326319217681884765625))
+    gamma = float(attrs.get("gamma", 1.05070102214813232421875))
+    elu = _elu(ctx, [x], {"alpha": alpha})
+    return ctx.emit(R.multiply(elu, _const_like(ctx, x, gamma)))
+
+
+def _hard_sigmoid_expr(ctx, x: Expr, alpha: float, beta: float) -> Expr:
+    y = ctx.emit(
+        R.add(ctx.emit(R.multiply(x, _const_like(ctx, x, alpha))), _const_like(ctx, x, beta))
+    )
+    return ctx.emit(R.clip(y, 0.0, 1.0))
+
+
+def _hard_sigmoid(ctx, inputs, attrs):
+    x = ctx.expr(inputs[0])
+    return _hard_sigmoid_expr(ctx, x, float(attrs.get("alpha", 0.2)), float(attrs.get("beta", 0.5)))
+
+
+def _hard_swish(ctx, inputs, attrs):
+    x = ctx.expr(inputs[0])
+    return ctx.emit(R.multiply(x, _hard_sigmoid_expr(ctx, x, 1.0 / 6.0, 0.5)))
+
+
+def _softplus(ctx, inputs, attrs):
+    # log(1 + exp(x)) without overflow: max(x, 0) + log(1 + exp(-|x|))
+    x = ctx.expr(inputs[0])
+    tail = ctx.emit(R.exp(ctx.emit(R.negative(ctx.emit(R.abs(x))))))
+    tail = ctx.emit(R.log(ctx.emit(R.add(tail, _const_like(ctx, x, 1.0)))))
+    return ctx.emit(R.add(ctx.emit(R.maximum(x, _const_like(ctx, x, 0.0))), tail))
+
+
+def _softsign(ctx, inputs, attrs):
+    x = ctx.expr(inputs[0])
+    den = ctx.emit(R.add(ctx.emit(R.abs(x)), _const_like(ctx, x, 1.0)))
+    return ctx.emit(R.divide(x, den))
+
+
+def _gelu(ctx, inputs, attrs):
+    x = ctx.expr(inputs[0])
+    approximate = attrs.get("approximate", "none")
+    table = {"none": R.nn.gelu, "tanh": R.nn.gelu_tanh}
+    if approximate not in table:
+        _unsupported("approximate", approximate, sorted(table))
+    return ctx.emit(table[approximate](x))
+
+
+def _prelu(ctx, inputs, attrs):
+    x, slope = _operands(ctx, inputs[0], inputs[1])
+    neg = ctx.emit(R.multiply(x, slope))
+    return ctx.emit(R.where(ctx.emit(R.less(x, _const_like(ctx, x, 0.0))), neg, x))
+
+
+def _clip(ctx, inputs, attrs):
+    x = ctx.expr(inputs[0])
+    if ctx.opset < 11:  # bounds were attributes before opset 11
+        bounds = [attrs.get("min"), attrs.get("max")]
+    else:
+        bounds = [inputs[1] if len(inputs) > 1 else None, inputs[2] if len(inputs) > 2 else None]
+    for bound, relax_op in zip(bounds, (R.maximum, R.minimum)):
+        if bound is None:
+            continue
+        if isinstance(bound, Expr):
+            x = ctx.emit(relax_op(x, bound))
+        else:
+            x = ctx.emit(relax_op(x, _tensor(ctx, np.asarray(bound), x)))
+    return x
+
+
+def _cast(ctx, inputs, attrs):
+    from .onnx_frontend import onnx_dtype
+
+    return ctx.emit(R.astype(ctx.expr(inputs[0]), onnx_dtype(_required(attrs, "to"))))
+
+
+def _cast_like(ctx, inputs, attrs):
+    target = ctx.expr(inputs[1]) if not isinstance(inputs[1], np.ndarray) else None
+    dtype = _dtype(target) if target is not None else str(inputs[1].dtype)
+    return ctx.emit(R.astype(ctx.expr(inputs[0]), dtype))
+
+
+def _where(ctx, inputs, attrs):
+    cond = ctx.expr(inputs[0])
+    x, y = _operands(ctx, inputs[1], inputs[2])
+    return ctx.emit(R.where(cond, x, y))
+
+
+def _identity(ctx, inputs, attrs):
+    return inputs[0]
+
+
+def _dropout(ctx, inputs, attrs):
+    # inference: the output is the input (training_mode, when given, must be false)
+    if (
+        len(inputs) > 2
+        and inputs[2] is not None
+        and bool(np.asarray(ctx.known(inputs[2], "training_mode")))
+    ):
+        raise OpAttributeUnImplemented(
+            "Dropout with training_mode=true is not supported; export in eval mode"
+        )
+    return inputs[0]
+
+
+def _constant(ctx, inputs, attrs):
+    kinds = {
+        "value": lambda v: np.asarray(v),
+        "value_float": lambda v: np.asarray(v, "float32"),
+        "value_floats": lambda v: np.asarray(v, "float32"),
+        "value_int": lambda v: np.asarray(v, "int64"),
+        "value_ints": lambda v: np.asarray(v, "int64"),
+    }
+    for name, make in kinds.items():
+        if name in attrs:
+            return make(attrs[name])
+    raise OpAttributeRequired(
+        f"Constant needs one of the attributes {sorted(kinds)}; got {sorted(attrs)}"
+    )
+
+
+def _thresholded_relu(ctx, inputs, attrs):
+    x = ctx.expr(inputs[0])
+    alpha = _const_like(ctx, x, float(attrs.get("alpha", 1.0)))
+    return ctx.emit(R.where(ctx.emit(R.greater(x, alpha)), x, _const_like(ctx, x, 0.0)))
+
+
+def _shrink(ctx, inputs, attrs):
+    x = ctx.expr(inputs[0])
+    lambd, bias = float(attrs.get("lambd", 0.5)), float(attrs.get("bias", 0.0))
+    low = ctx.emit(R.add(x, _const_like(ctx, x, bias)))
+    high = ctx.emit(R.subtract(x, _const_like(ctx, x, bias)))
+    zero = _const_like(ctx, x, 0.0)
+    out = ctx.emit(R.where(ctx.emit(R.greater(x, _const_like(ctx, x, lambd))), high, zero))
+    return ctx.emit(R.where(ctx.emit(R.less(x, _const_like(ctx, x, -lambd))), low, out))
+
+
+def _celu(ctx, inputs, attrs):
+    # max(0, x) + min(0, alpha * (exp(x / alpha) - 1))
+    x = ctx.expr(inputs[0])
+    alpha = float(attrs.get("alpha", 1.0))
+    scaled = ctx.emit(R.exp(ctx.emit(R.divide(x, _const_like(ctx, x, alpha)))))
+    neg = ctx.emit(
+        R.multiply(
+            ctx.emit(R.subtract(scaled, _const_like(ctx, x, 1.0))), _const_like(ctx, x, alpha)
+        )
+    )
+    zero = _const_like(ctx, x, 0.0)
+    return ctx.emit(R.add(ctx.emit(R.maximum(x, zero)), ctx.emit(R.minimum(neg, zero))))
+
+
+def _mish(ctx, inputs, attrs):
+    x = ctx.expr(inputs[0])
+    return ctx.emit(R.multiply(x, ctx.emit(R.tanh(_softplus(ctx, [x], {})))))
+
+
+def _tan(ctx, inputs, attrs):
+    x = ctx.expr(inputs[0])
+    return ctx.emit(R.divide(ctx.emit(R.sin(x)), ctx.emit(R.cos(x))))
+
+
+def _hyperbolic(sign: float) -> Callable:
+    """sinh (sign -1) and cosh (sign +1): (exp(x) + sign * exp(-x)) / 2."""
+
+    def convert(ctx, inputs, attrs):
+        x = ctx.expr(inputs[0])
+        pos, neg = ctx.emit(R.exp(x)), ctx.emit(R.exp(ctx.emit(R.negative(x))))
+        both = ctx.emit(R.add(pos, neg) if sign > 0 else R.subtract(pos, neg))
+        return ctx.emit(R.multiply(both, _const_like(ctx, x, 0.5)))
+
+    return convert
+
+
+def _trilu(ctx, inputs, attrs):
+    """Upper/lower triangle of the last two (static) dims, as a constant mask."""
+    x = ctx.expr(inputs[0])
+    k = int(_scalar(ctx, inputs[1], "k")) if len(inputs) > 1 and inputs[1] is not None else 0
+    rows, cols = shape_of(x)[-2:]
+    if isinstance(rows, PrimExpr) or isinstance(cols, PrimExpr):
+        raise OpAttributeUnImplemented(
+            f"Trilu on symbolic dims ({rows}, {cols}); give them in shape_dict"
+        )
+    keep = np.ones((rows, cols), bool)
+    keep = np.triu(keep, k) if attrs.get("upper", 1) else np.tril(keep, k)
+    return ctx.emit(R.where(ctx.expr(keep), x, _const_like(ctx, x, 0.0)))
+
+
+def _eye_like(ctx, inputs, attrs):
+    from .onnx_frontend import onnx_dtype
+
+    x = ctx.expr(inputs[0])
+    rows, cols = shape_of(x)
+    if isinstance(rows, PrimExpr) or isinstance(cols, PrimExpr):
+        raise OpAttributeUnImplemented(f"EyeLike on symbolic dims ({rows}, {cols})")
+    dtype = onnx_dtype(attrs["dtype"]) if "dtype" in attrs else _dtype(x)
+    return np.eye(rows, cols, int(attrs.get("k", 0)), dtype=dtype)
+
+
+def _mean_variance_norm(ctx, inputs, attrs):
+    x = ctx.expr(inputs[0])
+    axes = [_axis(a, _ndim(x)) for a in attrs.get("axes", [0, 2, 3])]
+    centered = ctx.emit(R.subtract(x, ctx.emit(R.mean(x, axes, keepdims=True))))
+    var = ctx.emit(R.mean(ctx.emit(R.multiply(centered, centered)), axes, keepdims=True))
+    std = ctx.emit(R.sqrt(ctx.emit(R.add(var, _const_like(ctx, x, 1e-9)))))
+    return ctx.emit(R.divide(centered, std))

@@ -1,0 +1,413 @@
+"""Tensor-manipulation ONNX converters: shapes, slicing, gathers, padding, reductions."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ....error import OpAttributeInvalid, OpAttributeRequired, OpAttributeUnImplemented
+from ....tir.expr import IntImm, PrimExpr
+from ... import op as R
+from ...expr import Expr, TupleGetItem
+from ._helpers import (
+    _axis,
+    _const_like,
+    _dtype,
+    _ndim,
+    _prod,
+    _required,
+    _scalar,
+    _unsupported,
+    shape_of,
+)
+from ._shape import SymTensor
+
+_INT64_MAX = 2**63 - 1
+
+
+# ----------------------------------------------------------------------------- shapes
+
+
+def _shape(ctx, inputs, attrs):
+    value = inputs[0]
+    dims = list(value.shape) if isinstance(value, np.ndarray | SymTensor) else list(shape_of(value))
+    start, end = attrs.get("start", 0), attrs.get("end", len(dims))  # opset 15
+    dims = dims[start:end]
+    from ._shape import make
+
+    values = np.empty(len(dims), dtype=object)
+    values[:] = dims
+    return make(values, "int64")
+
+
+def _size(ctx, inputs, attrs):
+    from ._shape import make
+
+    dims = list(shape_of(ctx.expr(inputs[0])))
+    return make(np.asarray(_prod(dims), dtype=object), "int64")
+
+
+def _target_shape(ctx, x: Expr, shape: list, allowzero: bool) -> tuple:
+    """ONNX reshape rules: 0 copies the input dim (unless allowzero), one -1 is inferred."""
+    in_shape = shape_of(x)
+    dims = [
+        in_shape[i] if (isinstance(d, int) and d == 0 and not allowzero) else d
+        for i, d in enumerate(shape)
+    ]
+    unknown = [i for i, d in enumerate(dims) if isinstance(d, int) and d == -1]
+    if len(unknown) > 1:
+        raise OpAttributeInvalid(f"shape {shape} has more than one -1")
+    if unknown:
+        known = [d for i, d in enumerate(dims) if i != unknown[0]]
+        dims[unknown[0]] = _quotient(list(in_shape), known)
+    return tuple(dims)
+
+
+def _quotient(numerator: list, denominator: list) -> Any:
+    """prod(numerator) // prod(denominator), cancelling symbolic dims found on both sides."""
+    from ....arith import Analyzer
+    from ....ir.structural import structural_equal
+
+    rest = list(numerator)
+    for d in list(denominator):
+        match = next(
+            (
+                i
+                for i, n in enumerate(rest)
+                if isinstance(d, PrimExpr) and isinstance(n, PrimExpr) and structural_equal(n, d)
+            ),
+            None,
+        )
+        if match is not None:
+            rest.pop(match)
+            denominator.remove(d)
+    out = Analyzer().simplify(_as_prim(_prod(rest)) // _as_prim(_prod(denominator)))
+    return int(out.value) if isinstance(out, IntImm) else out
+
+
+def _as_prim(value: Any) -> PrimExpr:
+    return value if isinstance(value, PrimExpr) else IntImm("int64", int(value))
+
+
+def _reshape(ctx, inputs, attrs):
+    x = ctx.expr(inputs[0])
+    if ctx.opset < 5:
+        shape = list(attrs["shape"])
+    else:
+        shape = ctx.ints(inputs[1], "shape")
+    return ctx.emit(R.reshape(x, _target_shape(ctx, x, shape, bool(attrs.get("allowzero", 0)))))
+
+
+def _flatten(ctx, inputs, attrs):
+    x = ctx.expr(inputs[0])
+    shape = shape_of(x)
+    axis = int(attrs.get("axis", 1))
+    axis = axis % len(shape) if axis < 0 else axis
+    return ctx.emit(R.reshape(x, (_prod(shape[:axis]), _prod(shape[axis:]))))
+
+
+def _transpose(ctx, inputs, attrs):
+    x = ctx.expr(inputs[0])
+    perm = attrs.get("perm", list(range(_ndim(x)))[::-1])
+    return ctx.emit(R.permute_dims(x, list(perm)))
+
+
+def _axes_input(ctx, inputs: list, attrs: dict, index: int, since: int) -> list[int] | None:
+    """Axes given as an input from opset `since`, as an attribute before it."""
+    if ctx.opset >= since:
+        value = inputs[index] if len(inputs) > index else None
+        return None if value is None else [int(a) for a in ctx.ints(value, "axes")]
+    return attrs.get("axes")
+
+
+def _unsqueeze(ctx, inputs, attrs):
+    x = ctx.expr(inputs[0])
+    axes = _axes_input(ctx, inputs, attrs, 1, 13)
+    if axes is None:
+        raise OpAttributeRequired("Unsqueeze needs axes")
+    rank = _ndim(x) + len(axes)
+    for axis in sorted(_axis(a, rank) for a in axes):
+        x = ctx.emit(R.expand_dims(x, axis))
+    return x
+
+
+def _squeeze(ctx, inputs, attrs):
+    x = ctx.expr(inputs[0])
+    axes = _axes_input(ctx, inputs, attrs, 1, 13)
+    if axes is not None:
+        axes = [_axis(a, _ndim(x)) for a in axes]
+    return ctx.emit(R.squeeze(x, axes))
+
+
+def _concat(ctx, inputs, attrs):
+    tensors = [ctx.expr(v) for v in inputs if v is not None]
+    axis = _axis(int(_required(attrs, "axis")), _ndim(tensors[0]))
+    dtype = _dtype(tensors[0])
+    tensors = [t if _dtype(t) == dtype else ctx.emit(R.astype(t, dtype)) for t in tensors]
+    return ctx.emit(R.concat(tensors, axis))
+
+
+def _split(ctx, inputs, attrs):
+    x = ctx.expr(inputs[0])
+    axis = _axis(int(attrs.get("axis", 0)), _ndim(x))
+    split = _axes_input(ctx, inputs, {"axes": attrs.get("split")}, 1, 13)
+    num_outputs = int(attrs.get("num_outputs", len(ctx.node.output)))
+    dim = shape_of(x)[axis]
+    if split is None:
+        if isinstance(dim, PrimExpr):
+            return _tuple_items(ctx, ctx.emit(R.split(x, num_outputs, axis)), num_outputs)
+        chunk = -(-dim // num_outputs)  # opset 18: the last chunk may be smaller
+        split = [min(chunk, dim - i * chunk) for i in range(num_outputs)]
+    if len(split) == 1:
+        return [x]
+    bounds = list(np.cumsum(split)[:-1])
+    parts = ctx.emit(R.split(x, [int(b) for b in bounds], axis))
+    return _tuple_items(ctx, parts, len(split))
+
+
+def _tuple_items(ctx, tup: Expr, n: int) -> list:
+    return [ctx.emit(TupleGetItem(tup, i)) for i in range(n)]
+
+
+def _gather(ctx, inputs, attrs):
+    data = ctx.expr(inputs[0])
+    axis = _axis(int(attrs.get("axis", 0)), _ndim(data))
+    indices = inputs[1]
+    dim = shape_of(data)[axis]
+    if isinstance(indices, np.ndarray):
+        if not isinstance(dim, PrimExpr):
+            bad = indices[(indices < -dim) | (indices >= dim)]
+            if bad.size:
+                raise OpAttributeInvalid(
+                    f"indices {bad.tolist()} are out of range for a dim of size {dim}"
+                )
+            indices = np.where(indices < 0, indices + dim, indices)
+        elif (indices < 0).any():
+            raise OpAttributeUnImplemented(f"negative indices on a symbolic dim {dim}")
+        return ctx.emit(R.take(data, ctx.expr(indices.astype("int64")), axis))
+    indices = ctx.expr(indices)
+    # negative indices count from the end: i + dim where i < 0
+    zero = ctx.expr(np.asarray(0, _dtype(indices)))
+    if isinstance(dim, PrimExpr):
+        raise OpAttributeUnImplemented(f"run-time indices on a symbolic dim {dim}")
+    shifted = ctx.emit(R.add(indices, ctx.expr(np.asarray(dim, _dtype(indices)))))
+    indices = ctx.emit(R.where(ctx.emit(R.less(indices, zero)), shifted, indices))
+    return ctx.emit(R.take(data, indices, axis))
+
+
+def _gather_elements(ctx, inputs, attrs):
+    """out[i][j][k] = data[index][j][k] (axis 0): a take from the flat data at computed offsets."""
+    data, indices = ctx.expr(inputs[0]), ctx.expr(inputs[1])
+    d_shape, i_shape = shape_of(data), shape_of(indices)
+    if any(isinstance(d, PrimExpr) for d in d_shape + i_shape):
+        raise OpAttributeUnImplemented("GatherElements on symbolic dims; give them in shape_dict")
+    axis = _axis(int(attrs.get("axis", 0)), len(d_shape))
+    strides = np.cumprod((1,) + d_shape[::-1][:-1])[::-1].astype("int64")
+    grid = np.indices(i_shape, dtype="int64")
+    base = sum(grid[k] * strides[k] for k in range(len(d_shape)) if k != axis)
+    idx = ctx.emit(R.astype(indices, "int64")) if _dtype(indices) != "int64" else indices
+    zero, dim = ctx.expr(np.asarray(0, "int64")), ctx.expr(np.asarray(d_shape[axis], "int64"))
+    idx = ctx.emit(R.where(ctx.emit(R.less(idx, zero)), ctx.emit(R.add(idx, dim)), idx))
+    offsets = ctx.emit(R.add(ctx.emit(R.multiply(idx, ctx.expr(strides[axis]))), ctx.expr(base)))
+    flat = ctx.emit(R.reshape(data, (_prod(d_shape),)))
+    return ctx.emit(R.take(flat, offsets, 0))
+
+
+def _slice(ctx, inputs, attrs):
+    x = ctx.expr(inputs[0])
+    shape = shape_of(x)
+    if ctx.opset < 10:
+        starts, ends, axes, steps = attrs["starts"], attrs["ends"], attrs.get("axes"), None
+    else:
+        starts, ends = ctx.ints(inputs[1], "starts"), ctx.ints(inputs[2], "ends")
+        axes = ctx.ints(inputs[3], "axes") if len(inputs) > 3 and inputs[3] is not None else None
+        steps = ctx.ints(inputs[4], "steps") if len(inputs) > 4 and inputs[4] is not None else None
+    axes = list(range(len(starts))) if axes is None else [_axis(a, len(shape)) for a in axes]
+    steps = [1] * len(starts) if steps is None else steps
+    keep = [
+        (a, b, e, s)
+        for a, b, e, s in zip(axes, starts, ends, steps)
+        if not _is_full(shape[a], b, e, s)
+    ]
+    if not keep:
+        return x
+    for part in keep:
+        if any(isinstance(v, PrimExpr) for v in part[1:]):
+            raise OpAttributeUnImplemented(
+                f"slice bounds {part[1:]} on axis {part[0]} are symbolic"
+            )
+    a, b, e, s = zip(*keep)
+    e = [min(v, _INT64_MAX) for v in e]
+    return ctx.emit(R.strided_slice(x, list(a), list(b), list(e), list(s)))
+
+
+def _is_full(dim: Any, begin: int, end: int, step: int) -> bool:
+    """A slice that keeps the whole axis (end may be INT64_MAX or the symbolic dim itself)."""
+    if step != 1 or not (isinstance(begin, int) and begin == 0):
+        return False
+    if isinstance(end, int) and end >= _INT64_MAX // 2:
+        return True
+    return not isinstance(dim, PrimExpr) and isinstance(end, int) and end >= dim or end is dim
+
+
+def _expand(ctx, inputs, attrs):
+    x = ctx.expr(inputs[0])
+    target = ctx.ints(inputs[1], "shape")
+    in_shape = list(shape_of(x))
+    rank = max(len(in_shape), len(target))
+    in_shape = [1] * (rank - len(in_shape)) + in_shape
+    target = [1] * (rank - len(target)) + target
+    out = []
+    for i, (a, b) in enumerate(zip(in_shape, target)):
+        if isinstance(b, int) and b == 1:
+            out.append(a)
+        elif isinstance(a, int) and a == 1:
+            out.append(b)
+        elif isinstance(a, int) and isinstance(b, int) and a != b:
+            raise OpAttributeInvalid(f"cannot expand dim {i} of size {a} to {b}")
+        else:
+            out.append(a)
+    if tuple(out) == tuple(shape_of(x)):
+        return x
+    return ctx.emit(R.broadcast_to(x, tuple(out)))
+
+
+def _constant_of_shape(ctx, inputs, attrs):
+    value = np.asarray(attrs.get("value", np.zeros(1, "float32")))
+    dims = ctx.ints(inputs[0], "input")
+    return ctx.emit(R.full(tuple(dims), ctx.expr(value.reshape(())), str(value.dtype)))
+
+
+def _tile(ctx, inputs, attrs):
+    return ctx.emit(R.tile(ctx.expr(inputs[0]), ctx.ints(inputs[1], "repeats")))
+
+
+def _pad(ctx, inputs, attrs):
+    x = ctx.expr(inputs[0])
+    ndim = _ndim(x)
+    mode = attrs.get("mode", "constant")
+    modes = {"constant": "constant", "edge": "edge", "reflect": "reflect"}
+    if mode not in modes:
+        _unsupported("mode", mode, sorted(modes))
+    pads = ctx.ints(inputs[1], "pads") if ctx.opset >= 11 else list(attrs["pads"])
+    value = inputs[2] if len(inputs) > 2 else None
+    fill = (
+        _scalar(ctx, value, "constant_value")
+        if value is not None
+        else float(attrs.get("value", 0.0))
+    )
+    axes = ctx.ints(inputs[3], "axes") if len(inputs) > 3 and inputs[3] is not None else range(ndim)
+    axes = [_axis(a, ndim) for a in axes]
+    if len(pads) != 2 * len(axes):
+        raise OpAttributeInvalid(
+            f"pads {pads} must hold 2 values per padded axis ({len(axes)} axes)"
+        )
+    if any(p < 0 for p in pads):
+        raise OpAttributeUnImplemented(f"negative pads {pads} (cropping); use Slice")
+    pairs = [(0, 0)] * ndim
+    for i, a in enumerate(axes):
+        pairs[a] = (pads[i], pads[i + len(axes)])
+    return ctx.emit(R.nn.pad(x, pad_width=pairs, pad_value=fill, pad_mode=modes[mode]))
+
+
+def _range(ctx, inputs, attrs):
+    raise OpAttributeUnImplemented(
+        "Range with bounds computed at run time; give the dims in shape_dict so it folds"
+    )
+
+
+def _depth_to_space(ctx, inputs, attrs):
+    x = ctx.expr(inputs[0])
+    b = int(_required(attrs, "blocksize"))
+    n, c, h, w = shape_of(x)
+    if attrs.get("mode", "DCR") == "DCR":
+        y = ctx.emit(R.reshape(x, (n, b, b, c // b // b, h, w)))
+        y = ctx.emit(R.permute_dims(y, [0, 3, 4, 1, 5, 2]))
+    else:  # CRD
+        y = ctx.emit(R.reshape(x, (n, c // b // b, b, b, h, w)))
+        y = ctx.emit(R.permute_dims(y, [0, 1, 4, 2, 5, 3]))
+    return ctx.emit(R.reshape(y, (n, c // b // b, h * b, w * b)))
+
+
+def _space_to_depth(ctx, inputs, attrs):
+    x = ctx.expr(inputs[0])
+    b = int(_required(attrs, "blocksize"))
+    n, c, h, w = shape_of(x)
+    y = ctx.emit(R.reshape(x, (n, c, h // b, b, w // b, b)))
+    y = ctx.emit(R.permute_dims(y, [0, 3, 5, 1, 2, 4]))
+    return ctx.emit(R.reshape(y, (n, c * b * b, h // b, w // b)))
+
+
+# ----------------------------------------------------------------------------- reductions
+
+
+def _reduce(relax_op: Callable, since: int) -> Callable:
+    """ReduceX: axes became an input at opset `since` (13 for ReduceSum, 18 for the others)."""
+
+    def convert(ctx, inputs, attrs):
+        x = ctx.expr(inputs[0])
+        axes = _axes_input(ctx, inputs, attrs, 1, since)
+        keepdims = bool(attrs.get("keepdims", 1))
+        if not axes:
+            if attrs.get("noop_with_empty_axes", 0):
+                return x
+            axes = list(range(_ndim(x)))
+        axes = [_axis(a, _ndim(x)) for a in axes]
+        return ctx.emit(relax_op(ctx, x, axes, keepdims))
+
+    return convert
+
+
+def _simple_reduce(relax_op: Callable) -> Callable:
+    return lambda ctx, x, axes, keepdims: relax_op(x, axes, keepdims)
+
+
+def _reduce_l2(ctx, x, axes, keepdims):
+    return R.sqrt(ctx.emit(R.sum(ctx.emit(R.multiply(x, x)), axes, keepdims)))
+
+
+def _reduce_sum_square(ctx, x, axes, keepdims):
+    return R.sum(ctx.emit(R.multiply(x, x)), axes, keepdims)
+
+
+def _reduce_l1(ctx, x, axes, keepdims):
+    return R.sum(ctx.emit(R.abs(x)), axes, keepdims)
+
+
+def _reduce_log_sum(ctx, x, axes, keepdims):
+    return R.log(ctx.emit(R.sum(x, axes, keepdims)))
+
+
+def _reduce_log_sum_exp(ctx, x, axes, keepdims):
+    top = ctx.emit(R.max(x, axes, keepdims=True))
+    shifted = ctx.emit(R.exp(ctx.emit(R.subtract(x, top))))
+    out = ctx.emit(R.add(ctx.emit(R.log(ctx.emit(R.sum(shifted, axes, keepdims=True)))), top))
+    return R.squeeze(out, axes) if not keepdims else R.add(out, _const_like(ctx, out, 0.0))
+
+
+def _arg_reduce(relax_op: Callable) -> Callable:
+    def convert(ctx, inputs, attrs):
+        if attrs.get("select_last_index", 0):
+            _unsupported("select_last_index", 1, [0])
+        x = ctx.expr(inputs[0])
+        axis = _axis(int(attrs.get("axis", 0)), _ndim(x))
+        return ctx.emit(relax_op(x, axis, bool(attrs.get("keepdims", 1))))
+
+    return convert
+
+
+def _cumsum(ctx, inputs, attrs):
+    x = ctx.expr(inputs[0])
+    axis = _axis(int(_scalar(ctx, inputs[1], "axis")), _ndim(x))
+    if attrs.get("reverse", 0):
+        x = ctx.emit(R.flip(x, axis))
+    y = ctx.emit(R.cumsum(x, axis, exclusive=bool(attrs.get("exclusive", 0))))
+    return ctx.emit(R.flip(y, axis)) if attrs.get("reverse", 0) else y
+
+
+def _einsum(ctx, inputs, attrs):
+    return ctx.emit(
+        R.einsum([ctx.expr(v) for v in inputs], _required(attrs, "equation").replace(" ", ""))
+    )

@@ -1,0 +1,309 @@
+"""Neural-network ONNX converters: convolutions, Gemm/MatMul, normalizations, pooling, Resize."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ....error import OpAttributeRequired, OpAttributeUnImplemented
+from ....tir.expr import PrimExpr
+from ... import op as R
+from ...expr import Expr, TupleGetItem
+from ...struct_info import TensorStructInfo
+from ._helpers import (
+    _axis,
+    _const_like,
+    _dtype,
+    _ndim,
+    _operands,
+    _prod,
+    _required,
+    _tensor,
+    _unsupported,
+    shape_of,
+)
+
+# ----------------------------------------------------------------------------- nn
+
+
+def _spatial_pads(ctx, x: Expr, attrs: dict, kernel: list, strides: list, dilations: list) -> list:
+    """ONNX pads [b1, b2, ..., e1, e2, ...] after resolving auto_pad."""
+    nd = len(kernel)
+    auto_pad = attrs.get("auto_pad", "NOTSET")
+    if auto_pad in ("NOTSET", ""):
+        return list(attrs.get("pads", [0] * (2 * nd)))
+    if auto_pad == "VALID":
+        return [0] * (2 * nd)
+    if auto_pad not in ("SAME_UPPER", "SAME_LOWER"):
+        _unsupported("auto_pad", auto_pad, ["NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"])
+    sizes = shape_of(x)[2:]
+    before, after = [], []
+    for size, k, s, d in zip(sizes, kernel, strides, dilations):
+        if isinstance(size, PrimExpr):
+            raise OpAttributeUnImplemented(
+                f"auto_pad={auto_pad} on a symbolic spatial dim {size}; give it in shape_dict"
+            )
+        total = max((math.ceil(size / s) - 1) * s + (k - 1) * d + 1 - size, 0)
+        small, big = total // 2, total - total // 2
+        before.append(small if auto_pad == "SAME_UPPER" else big)
+        after.append(big if auto_pad == "SAME_UPPER" else small)
+    return before + after
+
+
+def _add_channel_bias(ctx, y: Expr, bias: Any) -> Expr:
+    if bias is None:
+        return y
+    bias = _tensor(ctx, bias, y)
+    return ctx.emit(R.add(y, ctx.emit(R.reshape(bias, (-1,) + (1,) * (_ndim(y) - 2)))))
+
+
+def _conv_geometry(ctx, x, w, attrs) -> tuple[int, list, list, list]:
+    nd = _ndim(x) - 2
+    if nd not in (1, 2):
+        raise OpAttributeUnImplemented(f"{nd}-d convolution is not supported (only 1-d and 2-d)")
+    kernel = list(attrs.get("kernel_shape", shape_of(w)[2:]))
+    strides = list(attrs.get("strides", [1] * nd))
+    dilations = list(attrs.get("dilations", [1] * nd))
+    return nd, kernel, strides, dilations
+
+
+def _conv(ctx, inputs, attrs):
+    x, w = ctx.expr(inputs[0]), _tensor(ctx, inputs[1], None)
+    nd, kernel, strides, dilations = _conv_geometry(ctx, x, w, attrs)
+    pads = _spatial_pads(ctx, x, attrs, kernel, strides, dilations)
+    groups = int(attrs.get("group", 1))
+    if nd == 1:
+        y = ctx.emit(R.nn.conv1d(x, w, strides, pads, dilations, groups))
+    else:
+        y = ctx.emit(R.nn.conv2d(x, w, strides, pads, dilations, groups))
+    return _add_channel_bias(ctx, y, inputs[2] if len(inputs) > 2 else None)
+
+
+def _conv_transpose(ctx, inputs, attrs):
+    x, w = ctx.expr(inputs[0]), ctx.expr(inputs[1])
+    nd, kernel, strides, dilations = _conv_geometry(ctx, x, w, attrs)
+    out_pad = list(attrs.get("output_padding", [0] * nd))
+    if "output_shape" in attrs:
+        sizes = shape_of(x)[2:]
+        pads_b, pads_e = [], []
+        for i in range(nd):
+            total = strides[i] * (sizes[i] - 1) + out_pad[i] + (kernel[i] - 1) * dilations[i] + 1
+            total -= attrs["output_shape"][-nd + i]
+            lower = attrs.get("auto_pad") == "SAME_LOWER"
+            pads_b.append(total - total // 2 if lower else total // 2)
+            pads_e.append(total // 2 if lower else total - total // 2)
+        pads = pads_b + pads_e
+    elif attrs.get("auto_pad", "NOTSET") not in ("NOTSET", "", "VALID"):
+        raise OpAttributeUnImplemented(
+            f"ConvTranspose with auto_pad={attrs['auto_pad']} and no output_shape"
+        )
+    else:
+        pads = list(attrs.get("pads", [0] * (2 * nd)))
+    groups = int(attrs.get("group", 1))
+    if nd == 1:
+        x, w = ctx.emit(R.expand_dims(x, 2)), ctx.emit(R.expand_dims(w, 2))
+        strides, dilations, out_pad = [1, *strides], [1, *dilations], [0, *out_pad]
+        pads = [0, pads[0], 0, pads[1]]
+    y = ctx.emit(R.nn.conv2d_transpose(x, w, strides, pads, out_pad, dilations, groups))
+    if nd == 1:
+        y = ctx.emit(R.squeeze(y, [2]))
+    return _add_channel_bias(ctx, y, inputs[2] if len(inputs) > 2 else None)
+
+
+def _gemm(ctx, inputs, attrs):
+    a, b = ctx.expr(inputs[0]), _tensor(ctx, inputs[1], None)
+    alpha, beta = float(attrs.get("alpha", 1.0)), float(attrs.get("beta", 1.0))
+    if attrs.get("transA", 0):
+        a = ctx.emit(R.permute_dims(a, [1, 0]))
+    if attrs.get("transB", 0):
+        y = ctx.emit(R.nn.linear(a, b))  # a @ b.T without materialising the transpose
+    else:
+        y = ctx.emit(R.matmul(a, b))
+    if alpha != 1.0:
+        y = ctx.emit(R.multiply(y, _const_like(ctx, y, alpha)))
+    c = inputs[2] if len(inputs) > 2 else None
+    if c is not None and beta != 0.0:
+        c = _tensor(ctx, c, y)
+        if beta != 1.0:
+            c = ctx.emit(R.multiply(c, _const_like(ctx, c, beta)))
+        y = ctx.emit(R.add(y, c))
+    return y
+
+
+def _matmul(ctx, inputs, attrs):
+    a, b = _operands(ctx, inputs[0], inputs[1])
+    a, b = _match_inner_dims(ctx, a, b)
+    return ctx.emit(R.matmul(a, b))
+
+
+def _match_inner_dims(ctx, a: Expr, b: Expr) -> tuple[Expr, Expr]:
+    """An unknown contraction dim facing a known one is checked at run time by a match_cast."""
+    if _ndim(a) < 2 or _ndim(b) < 1:
+        return a, b
+    k_a, k_b = shape_of(a)[-1], shape_of(b)[-2 if _ndim(b) > 1 else -1]
+    if isinstance(k_a, PrimExpr) and isinstance(k_b, int):
+        a = ctx.bb.match_cast(a, TensorStructInfo(shape_of(a)[:-1] + (k_b,), _dtype(a)))
+    elif isinstance(k_b, PrimExpr) and isinstance(k_a, int):
+        dims = list(shape_of(b))
+        dims[-2 if _ndim(b) > 1 else -1] = k_a
+        b = ctx.bb.match_cast(b, TensorStructInfo(tuple(dims), _dtype(b)))
+    return a, b
+
+
+def _batch_norm(ctx, inputs, attrs):
+    if attrs.get("training_mode", 0):
+        raise OpAttributeUnImplemented(
+            "BatchNormalization with training_mode=1; export in eval mode"
+        )
+    x = ctx.expr(inputs[0])
+    gamma, beta, mean, var = (_tensor(ctx, v, x) for v in inputs[1:5])
+    out = ctx.emit(
+        R.nn.batch_norm(
+            x, gamma, beta, mean, var, axis=1, epsilon=float(attrs.get("epsilon", 1e-5))
+        )
+    )
+    return ctx.emit(TupleGetItem(out, 0))
+
+
+def _instance_norm(ctx, inputs, attrs):
+    x = ctx.expr(inputs[0])
+    gamma, beta = _tensor(ctx, inputs[1], x), _tensor(ctx, inputs[2], x)
+    channels = shape_of(x)[1]
+    axes = list(range(2, _ndim(x)))
+    return ctx.emit(
+        R.nn.group_norm(x, gamma, beta, channels, 1, axes, float(attrs.get("epsilon", 1e-5)))
+    )
+
+
+def _layer_norm(ctx, inputs, attrs):
+    x = ctx.expr(inputs[0])
+    ndim = _ndim(x)
+    axis = _axis(int(attrs.get("axis", -1)), ndim)
+    gamma = _tensor(ctx, inputs[1], x)
+    beta = inputs[2] if len(inputs) > 2 else None
+    center = beta is not None
+    beta = _tensor(ctx, beta, x) if center else ctx.expr(np.zeros(shape_of(gamma), _dtype(x)))
+    axes = list(range(axis, ndim))
+    eps = float(attrs.get("epsilon", 1e-5))
+    return ctx.emit(R.nn.layer_norm(x, gamma, beta, axes, eps, center=center))
+
+
+def _pool(kind: str) -> Callable:
+    def convert(ctx, inputs, attrs):
+        x = ctx.expr(inputs[0])
+        nd = _ndim(x) - 2
+        if nd not in (1, 2):
+            raise OpAttributeUnImplemented(f"{nd}-d pooling is not supported (only 1-d and 2-d)")
+        kernel = list(_required(attrs, "kernel_shape"))
+        strides = list(attrs.get("strides", [1] * nd))
+        dilations = list(attrs.get("dilations", [1] * nd))
+        pads = _spatial_pads(ctx, x, attrs, kernel, strides, dilations)
+        ceil = bool(attrs.get("ceil_mode", 0))
+        if kind == "max":
+            if int(attrs.get("storage_order", 0)):
+                _unsupported("storage_order", attrs["storage_order"], [0])
+            pool = R.nn.max_pool1d if nd == 1 else R.nn.max_pool2d
+            return ctx.emit(pool(x, kernel, strides, pads, dilations, ceil))
+        include = bool(attrs.get("count_include_pad", 0))
+        if nd == 1:
+            return ctx.emit(R.nn.avg_pool1d(x, kernel, strides, pads, dilations, ceil, include))
+        return ctx.emit(R.nn.avg_pool2d(x, kernel, strides, pads, dilations, ceil, include))
+
+    return convert
+
+
+def _global_pool(relax_op: Callable) -> Callable:
+    def convert(ctx, inputs, attrs):
+        x = ctx.expr(inputs[0])
+        return ctx.emit(relax_op(x, list(range(2, _ndim(x))), keepdims=True))
+
+    return convert
+
+
+def _softmax(relax_op: Callable) -> Callable:
+    def convert(ctx, inputs, attrs):
+        x = ctx.expr(inputs[0])
+        ndim = _ndim(x)
+        if ctx.opset >= 13:  # opset 13: along one axis, default -1
+            return ctx.emit(relax_op(x, _axis(int(attrs.get("axis", -1)), ndim)))
+        # before 13: over the 2-d view (prod(dims[:axis]), prod(dims[axis:])), default axis 1
+        axis = _axis(int(attrs.get("axis", 1)), ndim)
+        shape = shape_of(x)
+        flat = ctx.emit(R.reshape(x, (_prod(shape[:axis]), _prod(shape[axis:]))))
+        return ctx.emit(R.reshape(ctx.emit(relax_op(flat, 1)), shape))
+
+    return convert
+
+
+# ----------------------------------------------------------------------------- resize
+
+_RESIZE_MODES = {"nearest": "nearest_neighbor", "linear": "linear"}
+_NEAREST_ROUNDING = {
+    "round_prefer_floor": "round_prefer_floor",
+    "round_prefer_ceil": "round_prefer_ceil",
+    "floor": "floor",
+    "ceil": "ceil",
+}
+_COORD_MODES = (
+    "half_pixel",
+    "align_corners",
+    "asymmetric",
+    "pytorch_half_pixel",
+    "tf_half_pixel_for_nn",
+)
+
+
+def _resize(ctx, inputs, attrs):
+    x = ctx.expr(inputs[0])
+    if _ndim(x) != 4:
+        raise OpAttributeUnImplemented(f"Resize of a rank-{_ndim(x)} tensor (only NCHW, rank 4)")
+    mode = attrs.get("mode", "nearest")
+    coord = attrs.get("coordinate_transformation_mode", "half_pixel")
+    rounding = attrs.get("nearest_mode", "round_prefer_floor")
+    if mode not in _RESIZE_MODES:
+        _unsupported("mode", mode, sorted(_RESIZE_MODES))
+    if coord not in _COORD_MODES:
+        _unsupported("coordinate_transformation_mode", coord, list(_COORD_MODES))
+    if rounding not in _NEAREST_ROUNDING:
+        _unsupported("nearest_mode", rounding, sorted(_NEAREST_ROUNDING))
+    for name in ("antialias", "exclude_outside"):
+        if attrs.get(name, 0):
+            _unsupported(name, attrs[name], [0])
+    if "axes" in attrs or attrs.get("keep_aspect_ratio_policy", "stretch") != "stretch":
+        raise OpAttributeUnImplemented("Resize with axes or keep_aspect_ratio_policy (opset 18)")
+    in_hw = shape_of(x)[2:]
+    scales = inputs[2] if len(inputs) > 2 else None
+    sizes = inputs[3] if len(inputs) > 3 else None
+    if sizes is not None and np.asarray(ctx.known(sizes, "sizes")).size:
+        out_hw = ctx.ints(sizes, "sizes")[2:]
+    elif scales is not None:
+        scale = np.asarray(ctx.known(scales, "scales"), "float64")
+        if scale.size != 4 or scale[0] != 1 or scale[1] != 1:
+            raise OpAttributeUnImplemented(
+                f"Resize scales {scale.tolist()}: only H and W may scale"
+            )
+        out_hw = []
+        for dim, s in zip(in_hw, scale[2:]):
+            if isinstance(dim, PrimExpr) or dim * s != int(dim * s):
+                # ORT maps coordinates with the scale, the kernel with out/in; only equal when exact
+                raise OpAttributeUnImplemented(
+                    f"Resize scale {s} on a dim of size {dim} gives no whole output size; use sizes"
+                )
+            out_hw.append(int(dim * s))
+    else:
+        raise OpAttributeRequired("Resize needs scales or sizes")
+    rounding = _NEAREST_ROUNDING[rounding] if mode == "nearest" else "round"
+    return ctx.emit(
+        R.image.resize2d(
+            x,
+            tuple(out_hw),
+            layout="NCHW",
+            method=_RESIZE_MODES[mode],
+            coordinate_transformation_mode=coord,
+            rounding_method=rounding,
+            extrapolation_value=float(attrs.get("extrapolation_value", 0.0)),
+        )
+    )
