@@ -5,13 +5,19 @@ processes and record them in a database; compile_tir and MetaScheduleApplyDataba
 the best. The design space, rules, postprocessors, mutators, features and cost models live
 in their own subpackages."""
 
+# the design space: generators, rules, postprocessors, mutators, features, cost models
 from . import (
-    _space_fallback,
     arg_info,
     builder,
+    cost_model,
     database,
+    feature_extractor,
+    mutator,
+    postproc,
     runner,
+    schedule_rule,
     search_strategy,
+    space_generator,
     tir_integration,
     tune_context,
     utils,
@@ -24,15 +30,6 @@ from .search_strategy import EvolutionarySearch, MeasureCandidate, ReplayTrace, 
 from .tir_integration import compile_tir, tune_tir
 from .tune import tune_tasks
 from .tune_context import TuneContext
-from .utils import optional_module as _optional
-
-# The design-space half; each may be absent while it is being written.
-space_generator = _optional("space_generator") or _space_fallback
-schedule_rule = _optional("schedule_rule")
-postproc = _optional("postproc")
-mutator = _optional("mutator")
-feature_extractor = _optional("feature_extractor")
-cost_model = _optional("cost_model")
 
 __all__ = [
     "ArgInfo",

@@ -12,10 +12,11 @@ from ..ir import IRModule
 from ..ir.structural import structural_equal, structural_hash
 from ..tir import PrimFunc
 from . import search_strategy as _strategy
+from . import space_generator
 from .arg_info import ArgInfo
 from .tune import tune_tasks
 from .tune_context import TuneContext
-from .utils import estimate_flops, optional_module, parse_target
+from .utils import estimate_flops, parse_target
 
 # Lowering steps up to the kernels' default scheduling (what tuning replaces) and after it.
 _LAST_STEPS = (
@@ -154,9 +155,6 @@ def tune_relax(
     tasks = extract_tasks(mod, target, params)
     if not tasks:
         raise TuningError("tune_relax: the module has no kernel to tune (no unscheduled PrimFunc)")
-    space_generator = optional_module("space_generator")
-    if space_generator is None:
-        from . import _space_fallback as space_generator
     contexts = []
     base_seed = -1 if seed is None else int(seed)
     for i, task in enumerate(tasks):

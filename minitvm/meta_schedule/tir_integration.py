@@ -7,11 +7,11 @@ from typing import Any
 from ..error import TuningError
 from ..tir import PrimFunc
 from ..tir.schedule import Schedule
-from . import _space_fallback
 from . import search_strategy as _strategy
+from . import space_generator
 from .tune import tune_tasks
 from .tune_context import TuneContext
-from .utils import normalize_mod, optional_module, parse_target
+from .utils import normalize_mod, parse_target
 
 
 def tune_tir(
@@ -38,7 +38,6 @@ def tune_tir(
 ) -> Any:
     """Tune `mod` (an IRModule with a "main" PrimFunc, or a PrimFunc) for `target` with
     `max_trials_global` measurements; returns the database (JSON in `work_dir`)."""
-    space_generator = optional_module("space_generator") or _space_fallback
     context = TuneContext(
         mod=normalize_mod(mod),
         target=parse_target(target),

@@ -14,7 +14,7 @@ from . import runner as _runner
 from ._progress import Curve, Progress
 from .arg_info import ArgInfo
 from .database import TuningRecord
-from .utils import estimate_flops, mod_key, optional_module
+from .utils import estimate_flops, mod_key
 
 _PHASES = ("search", "build", "run")
 
@@ -169,13 +169,12 @@ def _make_database(database: Any, work_dir: str) -> _database.Database:
 
 
 def _make_cost_model(kind: Any) -> Any:
-    """The cost model (meta_schedule.cost_model); None (random ranking) when it is absent."""
+    """A cost model from its name ("xgb", "random", ...) or as given (None: random ranking)."""
     if kind is None or not isinstance(kind, str):
         return kind
-    cm = optional_module("cost_model")
-    if cm is None:
-        return None
-    return cm.create(kind)
+    from . import cost_model
+
+    return cost_model.create(kind)
 
 
 def _prepare(

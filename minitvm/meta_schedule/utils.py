@@ -90,21 +90,6 @@ def _is_float(node: Any) -> bool:
     return str(getattr(node, "dtype", "")).startswith(("float", "bfloat"))
 
 
-def optional_module(name: str) -> Any:
-    """meta_schedule.<name> if that module exists (its own import errors propagate), else None."""
-    import importlib
-
-    full = f"{__package__}.{name}"
-    try:
-        module = importlib.import_module(full)
-    except ModuleNotFoundError as err:
-        if err.name != full:
-            raise
-        return None
-    # a folder without its __init__.py yet imports as an empty namespace package
-    return module if getattr(module, "__file__", None) else None
-
-
 def mod_to_text(mod: IRModule) -> str:
     """A module as TVMScript (what prints parses back equal); used by workloads and workers."""
     return mod.script()
