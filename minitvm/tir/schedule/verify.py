@@ -158,14 +158,19 @@ def _scope_analyzer(path: tuple) -> Any:
     return ana
 
 
-def _prove_below(ana: Any, e: Any, hi: Any, facts: tuple = ()) -> bool:
+def _prove_below(ana: Any, e: Any, hi: Any, facts: tuple = (), loops: Any = None) -> bool:
     """e < hi; `a // d < hi` follows from `a < hi * d` when d > 0 (a fused loop's outer
-    part, which the analyzer's interval bounds cannot see for a symbolic d), and a guard
-    `a < b` with `e - hi <= a - b` settles it whatever its terms (T.min/T.max of shapes)."""
+    part, which the analyzer's interval bounds cannot see for a symbolic d), a loop variable
+    is below hi when its loop ends by hi (`loops`: id(var) -> For; a fused extent of several
+    symbolic dims, which interval bounds cannot compare either), and a guard `a < b` with
+    `e - hi <= a - b` settles it whatever its terms (T.min/T.max of shapes)."""
     if ana.can_prove(e < hi):
         return True
     if _is_int_cast(e):  # narrowing is value-preserving when the wide value is in range
-        return _prove_below(ana, e.value, cast(e.value.dtype, hi), facts)
+        return _prove_below(ana, e.value, cast(e.value.dtype, hi), facts, loops)
+    loop = (loops or {}).get(id(e)) if isinstance(e, Var) else None
+    if loop is not None and ana.can_prove(loop.min + loop.extent - cast(loop.extent.dtype, hi) <= 0):
+        return True
     if isinstance(e, FloorMod) and _divisor_positive(ana, e.b):  # x % d < d <= hi
         return ana.can_prove(e.b - cast(e.b.dtype, hi) <= 0)
     if any(ana.can_prove((e - hi) - (f.a - f.b) <= 0) for f in facts):
@@ -173,7 +178,7 @@ def _prove_below(ana: Any, e: Any, hi: Any, facts: tuple = ()) -> bool:
     return (
         isinstance(e, FloorDiv)
         and _divisor_positive(ana, e.b)
-        and _prove_below(ana, e.a, hi * e.b, facts)
+        and _prove_below(ana, e.a, hi * e.b, facts, loops)
     )
 
 
@@ -253,10 +258,13 @@ def _binding_out_of_domain(r: BlockRealize, path: tuple, dims: Any = None) -> tu
             for positive in _positive_parts(p.extent):
                 facts = logical_and(positive > 0, facts)
     guards = tuple(c for c in _conjuncts(r.predicate) if isinstance(c, LT))
+    loops_by_var = {id(p.loop_var): p for p in path if isinstance(p, For)}
 
     def proven(iv: Any, value: Any) -> bool:
         lo, hi = iv.dom.min, iv.dom.min + iv.dom.extent
-        return _prove_at_least(ana, value, lo) and _prove_below(ana, value, hi, guards)
+        return _prove_at_least(ana, value, lo) and _prove_below(
+            ana, value, hi, guards, loops_by_var
+        )
 
     pairs = [(iv, v) for iv, v in zip(r.block.iter_vars, r.iter_values) if iv.dom is not None]
     with ana.constraint_scope(facts):
