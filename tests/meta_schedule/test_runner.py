@@ -3,6 +3,7 @@ tuning goes on; a wrong candidate is caught by the reference check."""
 
 import sys
 
+import numpy as np
 import pytest
 from _mscore_workloads import matmul_mod, space, tile_j
 
@@ -146,3 +147,49 @@ def test_ray_parts_without_ray_say_what_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)  # as if ray were not installed
     with pytest.raises(TuningError, match="pip install ray"):
         RayBuilder().build([ms.BuilderInput(matmul_mod(), "llvm")])
+
+
+# Found by tuning the course's 128x128 matmul with the default space: the runner's reference
+# check failed it ("wrong result"). The TIR is right (the reference interpreter agrees with
+# numpy); the compiled code is not when the parallel, unrolled and 64-lane vectorized loops
+# come together (each alone is fine). A lowering/codegen bug, not meta_schedule's.
+PARALLEL_UNROLL_VECTOR_MATMUL = """
+@T.prim_func
+def main(A: T.Buffer((128, 128), "float32"), B: T.Buffer((128, 128), "float32"), C: T.Buffer((128, 128), "float32")):
+    T.func_attr({"tir.noalias": True})
+    # with T.block("root"):
+    C_global = T.alloc_buffer((128, 128), "float32")
+    for i_0_j_0_fused in T.parallel(16):
+        for i_1, j_1 in T.grid(4, 1):
+            for i_2_init in T.unroll(4):
+                for j_2_init_i_3_init_j_3_init_fused in T.vectorized(64):
+                    with T.block("C_init"):
+                        vi = T.axis.spatial(128, i_0_j_0_fused // 4 * 32 + i_1 * 8 + i_2_init * 2 + j_2_init_i_3_init_j_3_init_fused // 32)
+                        vj = T.axis.spatial(128, i_0_j_0_fused % 4 * 32 + j_2_init_i_3_init_j_3_init_fused % 32)
+                        T.block_attr({"meta_schedule.tiling_structure": "SSRSRS"})
+                        C_global[vi, vj] = T.float32(0)
+            for k_0, i_2, j_2 in T.grid(16, 4, 1):
+                for k_1 in T.unroll(8):
+                    for i_3_j_3_fused in T.vectorized(64):
+                        with T.block("C_update"):
+                            vi = T.axis.spatial(128, i_0_j_0_fused // 4 * 32 + i_1 * 8 + i_2 * 2 + i_3_j_3_fused // 32)
+                            vj = T.axis.spatial(128, i_0_j_0_fused % 4 * 32 + i_3_j_3_fused % 32)
+                            vk = T.axis.reduce(128, k_0 * 8 + k_1)
+                            T.block_attr({"meta_schedule.tiling_structure": "SSRSRS"})
+                            C_global[vi, vj] = C_global[vi, vj] + A[vi, vk] * B[vk, vj]
+        for ax0 in range(32):
+            for ax1 in T.vectorized(32):
+                with T.block("C_global"):
+                    v0 = T.axis.spatial(128, i_0_j_0_fused // 4 * 32 + ax0)
+                    v1 = T.axis.spatial(128, i_0_j_0_fused % 4 * 32 + ax1)
+                    C[v0, v1] = C_global[v0, v1]
+"""
+
+
+@pytest.mark.xfail(strict=True, reason="parallel + unroll + vectorize(64) matmul compiles wrong")
+def test_tuned_schedule_the_runner_caught_compiles_right():
+    f = tvm.script.from_source(PARALLEL_UNROLL_VECTOR_MATMUL)
+    a, b = (np.random.default_rng(s).random((128, 128), dtype=np.float32) for s in (0, 1))
+    c = np.zeros((128, 128), "float32")
+    tvm.build(f, target="llvm")(a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
