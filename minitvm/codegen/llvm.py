@@ -648,9 +648,10 @@ class CodeGenLLVM:
         """`!{self, hints...}` for VECTORIZED/UNROLLED loops that reach codegen as loops."""
         extent = s.extent.value if isinstance(s.extent, IntImm) else None
         if s.kind is ForKind.VECTORIZED:
+            # LLVM picks the width. Forcing the loop's extent (64) made LLVM 20 read
+            # `B[k, j % 32]` over 64 lanes as one contiguous load (wrong for lanes 32..63) in
+            # a loop VectorizeLoop had left for LLVM: a gather it cannot prove contiguous.
             hints = [["llvm.loop.vectorize.enable", ir.Constant(I1, 1)]]
-            if extent is not None and extent >= 2 and extent & (extent - 1) == 0 and extent <= 64:
-                hints.append(["llvm.loop.vectorize.width", ir.Constant(I32, extent)])
         elif s.kind is ForKind.UNROLLED:
             hints = [["llvm.loop.unroll.full" if extent is not None else "llvm.loop.unroll.enable"]]
         else:
