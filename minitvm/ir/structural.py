@@ -216,7 +216,10 @@ class _Hasher:
         if isinstance(x, tuple | list):
             return hash(tuple(self.h(v, defining) for v in x))
         if isinstance(x, FrozenDict | dict):
-            return hash(tuple((self.h(k), self.h(v)) for k, v in x.items()))
+            if any(isinstance(k, Node) for k in x):  # node-keyed maps compare in order
+                return hash(tuple((self.h(k), self.h(v)) for k, v in x.items()))
+            # other maps (attrs) compare as sets of keys, so they hash in key order
+            return hash(tuple((self.h(k), self.h(x[k])) for k in sorted(x, key=str)))
         if isinstance(x, float) and math.isnan(x):
             return hash("nan")
         return hash(x)

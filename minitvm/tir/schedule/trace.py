@@ -104,7 +104,7 @@ class Trace:
         used: set[int] = set()
         kept: list[Instruction] = []
         for inst in reversed(self._valid(remove_postproc)):
-            needed = not inst.kind.is_pure or any(id(o) in used for o in inst.outputs if o)
+            needed = not inst.kind.is_pure or any(id(o) in used for o in inst.outputs if o is not None)
             if not needed:
                 continue
             kept.append(inst)
