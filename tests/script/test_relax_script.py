@@ -462,7 +462,8 @@ def test_every_table_op_has_an_R_name():
         for part in parts:
             obj = getattr(obj, part)
         assert callable(obj), name
-        assert ".".join(parts) in {*R.__all__} | {f"nn.{n}" for n in R.nn.__all__}
+        namespaced = {f"{ns}.{n}" for ns in ("nn", "image") for n in getattr(R, ns).__all__}
+        assert ".".join(parts) in {*R.__all__} | namespaced
 
 
 def _v(name, shape, dtype="float32"):

@@ -252,3 +252,23 @@ def test_ir_module_prints_every_function_as_a_method():
     assert text.startswith("# from minitvm.script import ir as I\n")
     assert "@I.ir_module\nclass Module:\n    @T.prim_func\n    def a(" in text
     assert "\n    @T.prim_func\n    def b(" in text
+
+
+def test_inferred_regions_do_not_leak_variables_bound_inside_the_block():
+    """A block's inferred region covers its inner loops and launched threads (their variables
+    do not exist outside the block): A[i] under `for i in range(8)` is A[0:8]."""
+    import minitvm as tvm
+
+    src = '''
+@T.prim_func
+def f(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32")):
+    with T.block("root"):
+        for i in range(4):
+            A[i] = T.float32(1)
+            A[i + 4] = T.float32(1)
+        tx = T.launch_thread("threadIdx.x", 8)
+        B[tx] = T.float32(2)
+'''
+    writes = tvm.script.from_source(src).body.block.writes
+    shown = sorted(str(w) for w in writes)
+    assert shown == ["A[0:8]", "B[0:8]"], shown

@@ -169,13 +169,27 @@ class _Accesses(Visitor):
                 region = substitute(r, vmap) if vmap else r
                 table.setdefault(id(r.buffer), (r.buffer, []))[1].append(self._relaxed(region))
 
+    def visit_AttrStmt(self, s: Any) -> None:
+        # a thread launched inside the block (T.launch_thread) ranges over [0, extent) there
+        if s.attr_key in ("thread_extent", "virtual_thread") and hasattr(s.node, "var"):
+            self.loops[id(s.node.var)] = range_to_interval(Range(0, s.value))
+        self.generic_visit(s)
+
     def visit_BufferLoad(self, e: BufferLoad) -> None:
-        self.reads.setdefault(id(e.buffer), (e.buffer, []))[1].append(e.indices)
+        self.reads.setdefault(id(e.buffer), (e.buffer, []))[1].append(self._point(e))
         self.generic_visit(e)
 
     def visit_BufferStore(self, s: BufferStore) -> None:
-        self.writes.setdefault(id(s.buffer), (s.buffer, []))[1].append(s.indices)
+        self.writes.setdefault(id(s.buffer), (s.buffer, []))[1].append(self._point(s))
         self.generic_visit(s)
+
+    def _point(self, access: Any) -> tuple:
+        """The access's indices; relaxed to ranges over the loops and threads inside the block
+        when they mention them (those variables do not exist outside the block)."""
+        if not self.loops or not any(_mentions(i, self.loops) for i in access.indices):
+            return access.indices
+        region = BufferRegion(access.buffer, tuple(Range(i, 1) for i in access.indices))
+        return self._relaxed(region)
 
     def _relaxed(self, region: BufferRegion) -> tuple:
         out = []
