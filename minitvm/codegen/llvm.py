@@ -648,11 +648,12 @@ class CodeGenLLVM:
         """`!{self, hints...}` for VECTORIZED/UNROLLED loops that reach codegen as loops."""
         extent = s.extent.value if isinstance(s.extent, IntImm) else None
         if s.kind is ForKind.VECTORIZED:
-            # LLVM picks the width. Forcing the loop's extent (64) made LLVM 20 read
-            # `B[k, j % 32]` over 64 lanes as one contiguous load (wrong for lanes 32..63) in
-            # a loop VectorizeLoop had left for LLVM: a gather it cannot prove contiguous.
-            hints = [["llvm.loop.vectorize.enable", ir.Constant(I1, 1)]]
-        elif s.kind is ForKind.UNROLLED:
+            # A vectorized loop reaches codegen only when VectorizeLoop could not vectorize it
+            # (a gather such as `B[k, j % 16]`). No hint: LLVM's own cost model and legality
+            # checks decide, as for any loop. Forcing it (vectorize.enable, with or without a
+            # width) made LLVM 20 read the `j % 16` lanes as one contiguous load: wrong numbers.
+            return None
+        if s.kind is ForKind.UNROLLED:
             hints = [["llvm.loop.unroll.full" if extent is not None else "llvm.loop.unroll.enable"]]
         else:
             return None
