@@ -46,6 +46,8 @@ from ..tir.expr import (
     Call,
     Cast,
     FloatImm,
+    FloorDiv,
+    FloorMod,
     IntImm,
     Let,
     Max,
@@ -648,12 +650,15 @@ class CodeGenLLVM:
         """`!{self, hints...}` for VECTORIZED/UNROLLED loops that reach codegen as loops."""
         extent = s.extent.value if isinstance(s.extent, IntImm) else None
         if s.kind is ForKind.VECTORIZED:
-            # A vectorized loop reaches codegen only when VectorizeLoop could not vectorize it
-            # (a gather such as `B[k, j % 16]`). No hint: LLVM's own cost model and legality
-            # checks decide, as for any loop. Forcing it (vectorize.enable, with or without a
-            # width) made LLVM 20 read the `j % 16` lanes as one contiguous load: wrong numbers.
-            return None
-        if s.kind is ForKind.UNROLLED:
+            if _divides_loop_var(s):
+                # `B[k, j % 16]` over 32 lanes: forced through LLVM 20's loop vectorizer (with
+                # or without a width) the lanes were loaded as one contiguous vector, giving
+                # wrong numbers. No hint: LLVM's own cost model and legality checks decide.
+                return None
+            hints = [["llvm.loop.vectorize.enable", ir.Constant(I1, 1)]]
+            if extent is not None and extent >= 2 and extent & (extent - 1) == 0 and extent <= 64:
+                hints.append(["llvm.loop.vectorize.width", ir.Constant(I32, extent)])
+        elif s.kind is ForKind.UNROLLED:
             hints = [["llvm.loop.unroll.full" if extent is not None else "llvm.loop.unroll.enable"]]
         else:
             return None
@@ -703,6 +708,39 @@ class _StraightLine(Visitor):
 
     def visit_While(self, n: While) -> None:
         self.has_loop = True
+
+
+def _divides_loop_var(loop: For) -> bool:
+    """The loop body divides an expression of its own variable (`j // 16`, `j % 16`)."""
+    divisions = _Divisions(loop.loop_var)
+    divisions.visit(loop.body)
+    return divisions.found
+
+
+class _Divisions(Visitor):
+    """Finds a FloorDiv/FloorMod whose operands mention `var`."""
+
+    def __init__(self, var: Var) -> None:
+        self.var, self.found = var, False
+
+    def _division(self, e: FloorDiv | FloorMod) -> None:
+        if not self.found:
+            uses = _Uses(self.var)
+            uses.visit(e)
+            self.found = uses.found
+
+    visit_FloorDiv = _division
+    visit_FloorMod = _division
+
+
+class _Uses(Visitor):
+    """Whether an expression mentions `var`."""
+
+    def __init__(self, var: Var) -> None:
+        self.var, self.found = var, False
+
+    def visit_Var(self, v: Var) -> None:
+        self.found = self.found or v is self.var
 
 
 def _is_long_straight_line(body: Stmt) -> bool:

@@ -1,7 +1,8 @@
-"""A vectorized loop that VectorizeLoop leaves for LLVM (a gather: `j % 16` inside 32
-lanes) must not be forced through LLVM's loop vectorizer: with `llvm.loop.vectorize.enable`
-LLVM 20 loaded those lanes as one contiguous vector and the matmul gave wrong numbers (found
-by meta_schedule's runner, which checks every candidate against the unscheduled kernel)."""
+"""A vectorized loop that VectorizeLoop leaves for LLVM and whose body divides the loop
+variable (a gather: `j % 16` inside 32 lanes) must not be forced through LLVM's loop
+vectorizer: with `llvm.loop.vectorize.enable` LLVM 20 loaded those lanes as one contiguous
+vector and the matmul gave wrong numbers (found by meta_schedule's runner, which checks every
+candidate against the unscheduled kernel). Affine vectorized loops keep the hint."""
 
 import numpy as np
 
