@@ -153,7 +153,8 @@ def test_ray_parts_without_ray_say_what_to_install(monkeypatch):
 # check failed it ("wrong result"). The TIR is right (the reference interpreter agrees with
 # numpy); the compiled code was not when the parallel, unrolled and 64-lane vectorized loops
 # came together: codegen forced LLVM to vectorize the gather loop at width 64, and LLVM read
-# B[k, j % 32] as 64 contiguous floats. Codegen now lets LLVM choose the width.
+# B[k, j % 32] as 64 contiguous floats. Codegen now gives such loops (their body divides the
+# loop variable) no vectorize hint.
 PARALLEL_UNROLL_VECTOR_MATMUL = """
 @T.prim_func
 def main(A: T.Buffer((128, 128), "float32"), B: T.Buffer((128, 128), "float32"), C: T.Buffer((128, 128), "float32")):
