@@ -26,7 +26,6 @@ from llvmlite import ir
 from ..tir.expr import BufferLoad, Var
 from ..tir.functor import Visitor
 from ..tir.stmt import BufferStore, For, Stmt
-from .llvm_checks import depends_on_data
 from .llvm_intrinsics import declare_extern
 from .llvm_types import I32, PTR, VOID
 
@@ -36,7 +35,7 @@ if TYPE_CHECKING:
 
 class _UsedVars(Visitor):
     """Every Var an IR subtree mentions (buffer data vars included), in first-use order, and
-    the data vars of buffers indexed by data (their extents are needed by bounds checks)."""
+    the data vars of the buffers it accesses (their extents are needed by bounds checks)."""
 
     def __init__(self, cg: CodeGenLLVM) -> None:
         self.cg = cg
