@@ -11,7 +11,6 @@ launches the kernels in order.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 
 from ..error import BuildError
 from ..ir.module import IRModule
@@ -24,19 +23,12 @@ from ..tir.expr import (
     LE,
     LT,
     NE,
-    Add,
     And,
     Call,
     Cast,
-    FloorDiv,
-    FloorMod,
     IntImm,
-    Max,
-    Min,
-    Mul,
     PrimExpr,
     StringImm,
-    Sub,
     Var,
 )  # fmt: skip
 from ..tir.function import PrimFunc
@@ -51,19 +43,9 @@ from ..tir.stmt import (
     SeqStmt,
     Stmt,
 )  # fmt: skip
-from .llvm_funcinfo import signature_info
+from .llvm_funcinfo import SHAPE_SYNTAX, signature_info
 from .opencl import THREAD_QUERIES, build_opencl
 
-# host expression -> text in the FuncInfo shape grammar
-_GRAMMAR: dict[type, Callable[[str, str], str]] = {
-    Add: lambda a, b: f"({a} + {b})",
-    Sub: lambda a, b: f"({a} - {b})",
-    Mul: lambda a, b: f"({a} * {b})",
-    FloorDiv: lambda a, b: f"({a} // {b})",
-    FloorMod: lambda a, b: f"({a} % {b})",
-    Min: lambda a, b: f"min({a}, {b})",
-    Max: lambda a, b: f"max({a}, {b})",
-}
 _COMPARISONS = {LT: "<", LE: "<=", GT: ">", GE: ">=", EQ: "==", NE: "!="}
 _KINDS = {"opencl": "opencl", "cuda": "cuda", "nvptx": "cuda"}
 
@@ -239,11 +221,12 @@ class _HostLowering:
             return self.names[id(e)]
         if isinstance(e, Cast) and (e.dtype.is_int or e.dtype.is_uint):
             return self.expr(e.value)
-        rule = _GRAMMAR.get(type(e))
+        rule = SHAPE_SYNTAX.get(type(e))
         if rule is None:
             raise self.fail(f"the host expression `{e}` uses {type(e).__name__}, which launch "
                             "sizes cannot use; write sizes with + - * // % min max")  # fmt: skip
-        return rule(self.expr(e.a), self.expr(e.b))
+        text = rule(self.expr(e.a), self.expr(e.b))
+        return text if text.startswith(("min(", "max(")) else f"({text})"
 
     def condition(self, c: PrimExpr) -> list:
         if isinstance(c, And):

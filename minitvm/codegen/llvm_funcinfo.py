@@ -11,7 +11,8 @@ from ..tir.function import PrimFunc
 from ..tir.functor import post_order_visit
 
 # Shape expressions the runtime can evaluate, as Python syntax over the symbolic dims' names.
-_PY_SYNTAX: dict[type, Callable[[str, str], str]] = {
+# a shape expression -> its text in the FuncInfo shape grammar (also the GPU host programs')
+SHAPE_SYNTAX: dict[type, Callable[[str, str], str]] = {
     Add: lambda a, b: f"{a} + {b}",
     Sub: lambda a, b: f"{a} - {b}",
     Mul: lambda a, b: f"{a} * {b}",
@@ -120,7 +121,7 @@ def _py_expr(func: str, buf: str, e: PrimExpr, names: _UniqueNames, top: bool = 
         return str(e.value)
     if isinstance(e, Cast):
         return _py_expr(func, buf, e.value, names, top)
-    rule = _PY_SYNTAX.get(type(e))
+    rule = SHAPE_SYNTAX.get(type(e))
     if rule is None:
         raise BuildError(
             f"building '{func}': buffer '{buf}' has shape entry `{e}` that the runtime "
