@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import re
 import shlex
 import threading
@@ -12,6 +13,7 @@ import llvmlite.binding as llvm
 
 from ..error import TargetError
 from . import host
+from .tags import cuda_tags
 
 SUPPORTED_KINDS = ("llvm",)
 _GPU_KINDS = ("cuda", "opencl", "vulkan", "metal", "rocm", "nvptx")
@@ -28,22 +30,14 @@ _INT_ATTRS = frozenset({"max_num_threads", "max_shared_memory_per_block", "threa
                         "max_threads_per_block", "registers_per_block"})  # fmt: skip
 _DEFAULT_ARCH = "sm_52"  # PTX for it is JIT-compiled by every newer driver
 _ARCH = re.compile(r"sm_\d{2,3}[a-z]?")
-# TVM's target tags for common NVIDIA devices -> target string
-_TAGS = {
-    "nvidia/nvidia-v100": "cuda -arch=sm_70",
-    "nvidia/nvidia-t4": "cuda -arch=sm_75",
-    "nvidia/geforce-rtx-2080-ti": "cuda -arch=sm_75",
-    "nvidia/geforce-rtx-2080": "cuda -arch=sm_75",
-    "nvidia/geforce-rtx-3080": "cuda -arch=sm_86",
-    "nvidia/nvidia-a10": "cuda -arch=sm_86",
-    "nvidia/nvidia-a100": "cuda -arch=sm_80",
-    "nvidia/nvidia-a10g": "cuda -arch=sm_86",
-    "nvidia/geforce-rtx-3090": "cuda -arch=sm_86",
-    "nvidia/geforce-rtx-4090": "cuda -arch=sm_89",
-    "nvidia/nvidia-l4": "cuda -arch=sm_89",
-    "nvidia/nvidia-h100": "cuda -arch=sm_90",
-    "nvidia/nvidia-h200": "cuda -arch=sm_90",
-}
+# TVM's target tags for NVIDIA devices ("nvidia/tesla-p100") -> target string
+_TAGS = cuda_tags()
+
+def _did_you_mean(tag: str) -> str:
+    """' (did you mean ...?)' naming the closest known tags, or ''."""
+    close = difflib.get_close_matches(tag, _TAGS, n=3, cutoff=0.8)
+    return f" (did you mean {' or '.join(close)}?)" if close else ""
+
 
 # option name -> (Target field, parser of its text value)
 _OPTIONS = {
@@ -130,8 +124,8 @@ class Target:
         if tag.startswith("nvidia/"):
             if tag not in _TAGS:
                 raise TargetError(
-                    f"unknown target tag '{tag}'; known: {', '.join(_TAGS)}, or write "
-                    "'cuda -arch=sm_XX'"
+                    f"unknown target tag '{tag}'{_did_you_mean(tag)}; {len(_TAGS)} NVIDIA tags are "
+                    "known (minitvm.target.tags.cuda_tags()), or write 'cuda -arch=sm_XX'"
                 )
             target = target.replace(tag, _TAGS[tag], 1)
         self._host = None if host is None else Target(host)

@@ -132,3 +132,34 @@ def test_mlc_course_gpu_tag():
 
     t = tvm.target.Target("nvidia/geforce-rtx-2080-ti")
     assert t.kind.name == "cuda" and "-arch=sm_75" in str(t)
+
+
+@pytest.mark.parametrize(
+    "tag, arch",
+    [
+        ("nvidia/tesla-p100", "sm_60"),
+        ("nvidia/nvidia-v100", "sm_70"),
+        ("nvidia/nvidia-t4", "sm_75"),
+        ("nvidia/nvidia-a100", "sm_80"),
+        ("nvidia/geforce-rtx-3090", "sm_86"),
+        ("nvidia/nvidia-h100", "sm_90"),
+        ("nvidia/jetson-nano", "sm_53"),
+    ],
+)
+def test_nvidia_tags_map_to_their_compute_capability(tag, arch):
+    import minitvm as tvm
+
+    t = tvm.target.Target(tag)
+    assert t.kind.name == "cuda" and f"-arch={arch}" in str(t)
+
+
+def test_unknown_nvidia_tag_suggests_close_names():
+    import minitvm as tvm
+
+    with pytest.raises(tvm.error.TargetError, match="did you mean nvidia/tesla-p100"):
+        tvm.target.Target("nvidia/tesla-p10")
+    with pytest.raises(tvm.error.TargetError, match="unknown target tag 'nvidia/nope'; 1"):
+        tvm.target.Target("nvidia/nope")
+    # Kepler and older are not targeted: current drivers and NVPTX dropped them
+    with pytest.raises(tvm.error.TargetError, match="unknown target tag 'nvidia/tesla-k80'"):
+        tvm.target.Target("nvidia/tesla-k80")
