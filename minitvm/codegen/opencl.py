@@ -445,7 +445,11 @@ class CodeGenOpenCL:
                 )
         if e.dtype is not None and not e.dtype.is_handle:
             self._note_dtype(e.dtype)
-        return rule(self, e)
+        text = rule(self, e)
+        if type(e) in _PROMOTED and _narrow_int(e.dtype):
+            # C computes char/short arithmetic in int: wrap back to the type, as TIR does
+            return f"(({cl_type(e.dtype)})({text}))"
+        return text
 
     def _int(self, e: IntImm) -> str:
         d = e.dtype
@@ -550,6 +554,7 @@ class CodeGenOpenCL:
         fn = "min" if isinstance(e, Min) else "max"
         if e.dtype.is_float:
             fn = "f" + fn
+        # narrow operands arrive cast back to their type (expr), so the overload is not ambiguous
         return f"{fn}({self.expr(e.a)}, {self.expr(e.b)})"
 
     def _not(self, e: Not) -> str:
@@ -679,6 +684,16 @@ _EXPR: dict[type, Callable] = {
     Let: CodeGenOpenCL._let,
     Call: CodeGenOpenCL._call,
 }
+
+
+# expressions whose C result is int when their operands are char/short (integer promotion)
+_PROMOTED = frozenset({Add, Sub, Mul, Div, Mod, FloorDiv, FloorMod, Select, Call})
+
+
+def _narrow_int(dtype: DataType | None) -> bool:
+    """A scalar (u)int of fewer than 32 bits: C promotes its arithmetic to int."""
+    return (dtype is not None and dtype.lanes == 1 and (dtype.is_int or dtype.is_uint)
+            and not dtype.is_bool and dtype.bits < 32)  # fmt: skip
 
 
 def build_opencl(kernels: list[PrimFunc]) -> tuple[str, list[dict], set[str]]:
