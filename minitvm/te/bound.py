@@ -17,6 +17,7 @@ from ..arith import Analyzer, affine_coeffs
 from ..arith.int_set import IntervalSet
 from ..error import ScheduleError
 from ..ir.container import Map
+from ..tir.analysis.thread_scope import STORAGE_RANK, storage_rank, thread_rank
 from ..tir.expr import IterVar, PrimExpr, Range, Var, as_expr
 from ..tir.functor import Visitor
 from ..tir.op import floordiv, floormod, max, min
@@ -187,20 +188,16 @@ def loads_of(body: Any, tensors: list[Tensor]) -> list[tuple]:
 
 # ----------------------------------------------------------------------------- InferBound
 
-_SCOPE_RANK = {"global": 0, "shared": 1, "warp": 2, "local": 3}
-
-
 def _relax_bound_thread(tag: str, scope: str) -> bool:
     """Whether a loop bound to thread `tag` outside the attach point still ranges over its
-    values for a stage in storage `scope` (threads that share the storage all need it)."""
-    rank = _SCOPE_RANK.get(scope.split(".")[0], 0)
-    if tag.startswith("threadIdx"):
-        if rank == 2 and tag == "threadIdx.x":
-            return True
-        return rank <= 1
-    if tag.startswith("blockIdx"):
-        return rank <= 0
-    return False
+    values for a stage in storage `scope` (threads that share the storage all need it): a
+    storage scope is relaxed over every thread axis of its rank or finer (global: all,
+    shared: threadIdx and vthread, local: none; warp: threadIdx.x)."""
+    rank = storage_rank(scope)
+    if rank == STORAGE_RANK["warp"] and tag == "threadIdx.x":
+        return True
+    t = thread_rank(tag)
+    return t is not None and rank <= t
 
 
 def _whole(r: Range) -> IntervalSet:

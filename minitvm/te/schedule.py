@@ -654,8 +654,11 @@ class Schedule:
         if isinstance(pop, _CacheOp) and self._is_cache_write(pop) and pop.source.op is cop:
             return [tuple(iv.var for iv in cop.axis)]  # the stage copies its cache back
         wanted = list(pop.outputs)
-        if isinstance(pop, _CacheOp) and not self._is_cache_write(pop):
-            wanted = [pop.source]  # the reader's body still names the cached tensor
+        src = pop
+        while isinstance(src, _CacheOp) and not self._is_cache_write(src):
+            # the reader's body still names the tensor first cached (through a chain of
+            # cache_reads, e.g. shared then local)
+            wanted, src = [src.source], src.source.op
         if isinstance(cop, _CacheOp):  # a cache_write stage computes its source's body
             src = cop.source.op
             vmap = {a.var: b.var for a, b in zip(src.axis, cop.axis)}
