@@ -246,7 +246,7 @@ class CodeGenNVPTX(CodeGenLLVM):
 
     def _barrier(self, call: Call) -> None:
         scope = call.args[0].value if call.args and isinstance(call.args[0], StringImm) else "?"
-        if scope not in ("shared", "global", "global.shared"):
+        if scope not in ("shared", "shared.dyn", "global", "global.shared"):
             raise BuildError(f"building kernel '{self.func_name}': tvm_storage_sync('{scope}') "
                              "has no PTX barrier")  # fmt: skip
         name = "llvm.nvvm.barrier0"

@@ -168,7 +168,8 @@ _MATH = {
 }  # fmt: skip
 _BITWISE = {"bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^", "shift_left": "<<",
             "shift_right": ">>"}  # fmt: skip
-_FENCES = {"shared": "CLK_LOCAL_MEM_FENCE", "global": "CLK_GLOBAL_MEM_FENCE",
+_FENCES = {"shared": "CLK_LOCAL_MEM_FENCE", "shared.dyn": "CLK_LOCAL_MEM_FENCE",
+           "global": "CLK_GLOBAL_MEM_FENCE",
            "global.shared": "CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE"}  # fmt: skip
 
 
