@@ -15,6 +15,7 @@ from . import relax, topi, autodiff  # graph level, operator library, training
 from . import contrib, instrument, _ffi, container
 from . import relay  # the classic graph front end (onto relax); also registers its file loader
 from . import meta_schedule  # tuning: tvm.meta_schedule.tune_tir without an explicit import
+from . import autotvm  # template tuning: tvm.autotvm.template / tuner / apply_history_best
 from .contrib import graph_executor as _graph_executor  # noqa: F401 (registers its file loader)
 from .convert import convert  # also tvm.runtime.convert, set below
 from .driver import build, lower

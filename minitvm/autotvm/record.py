@@ -1,0 +1,160 @@
+"""Tuning logs: one JSON object per line (never pickle), TVM's `autotvm.record` names.
+
+A line is {"input": [target, task name, args, kwargs], "config": {index, code_hash, entity},
+"result": [costs, error_no, all_cost, timestamp], "version", "tvm_version"}. A failed
+measurement keeps its error message in "costs". Reading a log skips a malformed line with
+a RecordWarning naming the file and line (a log cut short by a killed process still loads).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import warnings
+from collections.abc import Iterator
+from typing import Any
+
+from ..error import MiniTVMError, TuningError
+from .measure import MeasureErrorNo, MeasureInput, MeasureResult
+from .task.dispatcher import RecordWarning
+from .task.space import ConfigEntity
+from .task.task import Task
+
+AUTOTVM_LOG_VERSION = 0.2
+
+
+def encode(inp: MeasureInput, result: MeasureResult, protocol: str = "json") -> str:
+    """One log line for a measurement."""
+    _check_protocol(protocol)
+    row = {
+        "input": [str(inp.target), inp.task.name, _jsonable(inp.task.args), {}],
+        "config": inp.config.to_json_dict(),
+        "result": [list(result.costs), result.error_no, result.all_cost, result.timestamp],
+        "version": AUTOTVM_LOG_VERSION,
+        "tvm_version": _version(),
+    }
+    return json.dumps(row)
+
+
+def decode(row: str, protocol: str = "json") -> tuple[MeasureInput, MeasureResult]:
+    """A (MeasureInput, MeasureResult) from a log line; a malformed line is a TuningError."""
+    _check_protocol(protocol)
+    try:
+        data = json.loads(row)
+    except ValueError as err:
+        raise TuningError(f"not JSON ({err})") from err
+    if not isinstance(data, dict) or not {"input", "config", "result"} <= set(data):
+        raise TuningError("a record needs the keys 'input', 'config' and 'result'")
+    inp, res = data["input"], data["result"]
+    if not (
+        isinstance(inp, list) and len(inp) >= 3 and all(isinstance(x, str) for x in inp[:2])
+    ) or not isinstance(inp[2], list):
+        raise TuningError(f"'input' must be [target, task name, args, kwargs], got {inp!r:.80}")
+    try:
+        from ..meta_schedule.utils import parse_target
+
+        target = parse_target(inp[0])
+    except MiniTVMError as err:
+        raise TuningError(f"bad target {inp[0]!r}: {err}") from err
+    task = Task(inp[1], _tupled(inp[2]))
+    task.target = target
+    config = ConfigEntity.from_json_dict(data["config"])
+    return MeasureInput(target, task, config), _decode_result(res)
+
+
+def _decode_result(res: Any) -> MeasureResult:
+    numbers = (int, float)
+    if not (
+        isinstance(res, list)
+        and len(res) == 4
+        and isinstance(res[0], list)
+        and type(res[1]) is int
+        and isinstance(res[2], numbers)
+        and isinstance(res[3], numbers)
+    ):
+        raise TuningError(
+            f"'result' must be [costs, error_no, all_cost, timestamp], got {res!r:.80}"
+        )
+    costs, error_no = res[0], res[1]
+    if error_no not in MeasureErrorNo.__members__.values():
+        raise TuningError(f"unknown error_no {error_no}")
+    if error_no == 0 and not (
+        costs
+        and all(isinstance(c, numbers) and not isinstance(c, bool) for c in costs)
+        and all(math.isfinite(c) and c > 0 for c in costs)
+    ):
+        raise TuningError(f"a successful record needs positive finite costs, got {costs!r:.80}")
+    return MeasureResult(costs, error_no, res[2], res[3])
+
+
+def load_from_file(filename: str | os.PathLike) -> Iterator[tuple[MeasureInput, MeasureResult]]:
+    """The records of a log file; malformed lines are skipped with a RecordWarning."""
+    try:
+        with open(filename) as f:
+            lines = f.readlines()
+    except OSError as err:
+        raise TuningError(f"cannot read tuning log '{os.fspath(filename)}': {err}") from err
+    for lineno, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            yield decode(line)
+        except TuningError as err:
+            warnings.warn(
+                f"{os.fspath(filename)}:{lineno}: skipped a malformed autotvm record: {err}",
+                RecordWarning,
+                stacklevel=2,
+            )
+
+
+def load_from_buffer(file: Any) -> Iterator[tuple[MeasureInput, MeasureResult]]:
+    """The records of an open text file (malformed lines skipped with a RecordWarning)."""
+    for lineno, line in enumerate(file, 1):
+        if line.strip():
+            try:
+                yield decode(line)
+            except TuningError as err:
+                warnings.warn(
+                    f"line {lineno}: skipped a malformed autotvm record: {err}",
+                    RecordWarning,
+                    stacklevel=2,
+                )
+
+
+def pick_best(in_file: str, out_file: str) -> None:
+    """Write the fastest successful record of each (target, workload) of `in_file`."""
+    best: dict[tuple, tuple] = {}
+    for inp, res in load_from_file(in_file):
+        key = (str(inp.target), inp.task.workload)
+        if res.error_no == 0 and (key not in best or res.mean_cost < best[key][1].mean_cost):
+            best[key] = (inp, res)
+    with open(out_file, "w") as f:
+        for inp, res in best.values():
+            f.write(encode(inp, res) + "\n")
+
+
+def _check_protocol(protocol: str) -> None:
+    if protocol != "json":
+        raise TuningError(
+            f"record protocol {protocol!r} is not supported; logs are JSON lines (protocol='json')"
+        )
+
+
+def _jsonable(x: Any) -> Any:
+    return [_jsonable(a) for a in x] if isinstance(x, tuple | list) else x
+
+
+def _tupled(x: Any) -> Any:
+    """JSON lists back to the tuples workloads are made of."""
+    if isinstance(x, list):
+        return tuple(_tupled(a) for a in x)
+    if x is None or isinstance(x, str | int | float):
+        return x
+    raise TuningError(f"template argument {x!r:.60} in a record is not a number, string or list")
+
+
+def _version() -> str:
+    from .. import __version__
+
+    return f"minitvm-{__version__}"

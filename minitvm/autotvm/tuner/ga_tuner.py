@@ -1,0 +1,91 @@
+"""A genetic-algorithm tuner: generations of configs, bred from the fastest measured ones."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...error import TuningError
+from .tuner import Tuner
+
+
+class GATuner(Tuner):
+    """Each generation has `pop_size` untried configs; the next is bred from measured ones
+    (parents drawn by throughput, knob-wise crossover, each knob mutated with
+    `mutation_prob`); the `elite_num` fastest always breed."""
+
+    def __init__(
+        self,
+        task: Any,
+        pop_size: int = 100,
+        elite_num: int = 3,
+        mutation_prob: float = 0.1,
+        seed: int | None = None,
+    ) -> None:
+        super().__init__(task)
+        if pop_size < 1 or not 0 <= elite_num <= pop_size:
+            raise TuningError(
+                f"GATuner: need pop_size >= 1 and 0 <= elite_num <= pop_size, got "
+                f"pop_size={pop_size}, elite_num={elite_num}"
+            )
+        self.pop_size = min(pop_size, len(self.space))
+        self.elite_num = elite_num
+        self.mutation_prob = mutation_prob
+        self.rng = np.random.default_rng(seed)
+        self.scores: dict[int, float] = {}
+        self.queue = self._random_untried(self.pop_size)
+
+    def next_batch(self, batch_size: int) -> list:
+        batch = []
+        while len(batch) < batch_size and self.has_next():
+            if not self.queue:
+                self.queue = self._next_generation()
+            index = self.queue.pop(0)
+            if index not in self.visited:
+                self.visited.add(index)
+                batch.append(self.space.get(index))
+        return batch
+
+    def update(self, inputs: list, results: list) -> None:
+        for inp, res in zip(inputs, results):
+            flops = self.task.flop / res.mean_cost if res.error_no == 0 else 0.0
+            self.scores[inp.config.index] = flops
+
+    def _next_generation(self) -> list[int]:
+        """Children of the measured configs that were not tried yet (random ones fill up)."""
+        ranked = sorted(self.scores, key=self.scores.get, reverse=True)
+        if not ranked:
+            return self._random_untried(self.pop_size)
+        weights = np.array([self.scores[i] for i in ranked]) + 1e-8
+        weights /= weights.sum()
+        elites = ranked[: self.elite_num]
+        children: list[int] = []
+        for _ in range(20 * self.pop_size):
+            if len(children) >= self.pop_size:
+                break
+            a, b = (int(x) for x in self.rng.choice(ranked, 2, p=weights))
+            if elites and self.rng.random() < 0.5:
+                a = elites[int(self.rng.integers(len(elites)))]
+            child = self._breed(self.space.point2knob(a), self.space.point2knob(b))
+            if child not in self.visited and child not in children:
+                children.append(child)
+        return children + self._random_untried(self.pop_size - len(children), set(children))
+
+    def _breed(self, ka: list[int], kb: list[int]) -> int:
+        knob = [x if self.rng.random() < 0.5 else y for x, y in zip(ka, kb)]
+        for j, dim in enumerate(self.space.dims):
+            if self.rng.random() < self.mutation_prob:
+                knob[j] = int(self.rng.integers(dim))
+        return self.space.knob2point(knob)
+
+    def _random_untried(self, count: int, taken: set | None = None) -> list[int]:
+        taken = set(taken or ()) | self.visited
+        left = len(self.space) - len(taken)
+        out: list[int] = []
+        while len(out) < min(count, left):
+            i = int(self.rng.integers(len(self.space)))
+            if i not in taken:
+                taken.add(i)
+                out.append(i)
+        return out
