@@ -109,12 +109,41 @@ def test_split_policies():
     assert all(e.size[-1] <= 2 for e in space.space_map["small"].entities)
     with pytest.raises(TuningError, match="unknown policy 'halves'"):
         space.define_split("bad", 16, num_outputs=2, policy="halves")
-    with pytest.raises(TuningError, match="knob 'f' is defined twice"):
-        space.define_split("f", 16, num_outputs=2)
+    space.define_split("f", 16, num_outputs=2)  # defining a knob again replaces it, as in TVM
+    assert len(space.space_map["f"]) == 5
     with pytest.raises(TuningError, match="define_annotate.*not supported"):
         space.define_annotate("ann", [], policy="try_unroll")
     with pytest.raises(TuningError, match="has no knob 'tile'"):
         space["tile"]
+
+
+def test_multi_filter_restricts_points_and_tuners_skip_the_rest():
+    task = _task()
+    space = task.config_space
+    space.multi_filter(filter=lambda e: e["tile_y"].size[1] * e["tile_x"].size[1] >= 64)
+    valid = [i for i in range(space.range_length) if space.is_index_valid(i)]
+    by_hand = [
+        i
+        for i in range(180)
+        if space.space_map["tile_y"][i % 6].size[1] * space.space_map["tile_x"][i // 6 % 10].size[1]
+        >= 64
+    ]
+    assert valid == by_hand and len(space) == len(valid) and space.range_length == 180
+    assert space.get_next_index(valid[0]) == valid[1]
+    with pytest.raises(TuningError, match="does not pass the space's multi_filter"):
+        space.get(0)
+    for tuner_cls in (autotvm.tuner.GridSearchTuner, autotvm.tuner.GATuner):
+        batch = tuner_cls(task).next_batch(8)
+        assert len(batch) == 8 and all(c.index in valid for c in batch)
+
+
+def test_fallback_split_limits():
+    cfg = autotvm.task.space.FallbackConfigEntity()
+    cfg.define_split("t", cfg.axis(49), num_outputs=3)
+    cfg.fallback_split("t", [-1, 8, 4])
+    assert cfg["t"].size == [7, 7, 1]
+    with pytest.raises(TuningError, match="no divisor of 49 is within the limit 0"):
+        cfg.fallback_split("t", [-1, 1, 0])
 
 
 def test_apply_splits_into_the_configured_sizes():

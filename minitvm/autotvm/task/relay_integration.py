@@ -7,10 +7,10 @@ from typing import Any
 from ...error import TuningError
 
 _HOW = (
-    "minitvm has no AutoTVM templates for its operators, so there are no tasks to extract; "
-    "tune the model with meta_schedule instead: mod = relay.transform.ToRelax()... or "
-    "tvm.meta_schedule.relax_integration.tune_relax(mod, params, target, work_dir=..., "
-    "max_trials_global=...)"
+    "minitvm has no AutoTVM templates for Relay's operators (conv2d, dense, ...), so a Relay "
+    "program has no AutoTVM tasks. relay.build already gives every operator minitvm's default "
+    "CPU schedule; to tune a model's kernels use meta_schedule on its relax form "
+    "(tvm.meta_schedule.relax_integration.tune_relax, then compile_relax)"
 )
 
 

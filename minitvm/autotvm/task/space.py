@@ -112,7 +112,7 @@ class SplitEntity:
         """Split `axis` of `op`'s stage into len(size) axes, outermost first."""
         out = []
         for i in range(1, len(self.size)):
-            outer, axis = sch[op].split(axis, int(np.prod(self.size[i:])))
+            outer, axis = sch[op].split(axis, math.prod(self.size[i:]))
             out.append(outer)
         return [*out, axis]
 
@@ -176,7 +176,7 @@ class SplitSpace(TransformSpace):
         """Inner sizes (innermost varying slowest, as TVM orders them) whose product fits."""
         sizes = []
         for inner in itertools.product(factors, repeat=self.num_output - 1):
-            prod = int(np.prod(inner)) if inner else 1
+            prod = math.prod(inner)  # Python ints: a product of big factors must not wrap
             if prod > self.product:
                 continue
             if self.product % prod == 0 or (not no_tail and prod < self.product):
@@ -301,6 +301,8 @@ class ConfigSpace:
         self.flop = 0.0
         self.cost = None
         self.is_fallback = False
+        self._shared_filter: Callable | None = None
+        self._valid: tuple[bool, ...] | None = None  # per index, with a multi_filter
 
     @staticmethod
     def axis(var: Any) -> VirtualAxis:
@@ -334,15 +336,14 @@ class ConfigSpace:
         if not self._collect:  # a point: knobs are already fixed
             n = len(axes) if space_cls is ReorderSpace else kwargs.get("num_outputs", 0)
             return [Axis(None, i) for i in range(n)]
-        if name in self.space_map and not self.is_fallback:
-            raise TuningError(f"knob '{name}' is defined twice in one template; rename one")
-        if name in self.space_map:  # a fallback config re-run: keep its (possibly set) value
+        if name in self.space_map and self.is_fallback:  # a re-run keeps the value it has
             return [Axis(self.space_map[name], i) for i in range(self.space_map[name].num_output)]
         if space_cls is SplitSpace:  # a split needs the axis length; a reorder only positions
             axes = [a if isinstance(a, VirtualAxis) else VirtualAxis(a) for a in axes]
         space = space_cls(axes, policy, **kwargs)
-        self.space_map[name] = space
+        self.space_map[name] = space  # defining a knob again replaces it, as in TVM
         self._entity_map[name] = space[0]
+        self._valid = None
         return [Axis(space, i) for i in range(space.num_output)]
 
     def add_flop(self, flop: Any) -> None:
@@ -365,7 +366,96 @@ class ConfigSpace:
         return int(np.prod(self.dims, dtype=object)) if self.space_map else 1
 
     def __len__(self) -> int:
-        return self.range_length
+        """How many points pass the multi_filter (all of range_length without one)."""
+        return self.range_length if self._shared_filter is None else sum(self._flags())
+
+    # ---------------------------------------------------------------- multi_filter
+    def multi_filter(self, filter: Callable) -> None:
+        """Keep only the points for which filter({name: entity}) is true (a condition
+        between knobs; `define_split(filter=...)` restricts one knob)."""
+        if self._collect:
+            self._shared_filter, self._valid = filter, None
+
+    def _flags(self) -> tuple[bool, ...]:
+        if self._valid is None:
+            names = list(self.space_map)
+            self._valid = tuple(
+                bool(self._shared_filter(dict(zip(names, self._entities(i)))))
+                for i in range(self.range_length)
+            )
+        return self._valid
+
+    def _entities(self, index: int) -> list:
+        return [space[k] for space, k in zip(self.space_map.values(), self.point2knob(index))]
+
+    def is_index_valid(self, index: int) -> bool:
+        """Whether the point at `index` passes the multi_filter."""
+        self._check_range(index, index + 1)
+        return self._shared_filter is None or self._flags()[index]
+
+    def _check_range(self, start: int, end: int) -> None:
+        if not 0 <= start <= end <= self.range_length:
+            raise TuningError(
+                f"index range [{start}, {end}) is outside the space's 0..{self.range_length}"
+            )
+
+    def subrange_length(self, start: int, end: int) -> int:
+        """How many valid points lie in [start, end)."""
+        self._check_range(start, end)
+        if self._shared_filter is None:
+            return end - start
+        return sum(self._flags()[start:end])
+
+    def get_rand_index(
+        self, start: int | None = None, end: int | None = None, to_exclude: Any = None
+    ) -> int:
+        """A random valid index in [start, end) not in `to_exclude`."""
+        start, end = start or 0, end or self.range_length
+        excluded = set(to_exclude or ())
+        blocked = sum(1 for e in excluded if start <= e < end and self.is_index_valid(e))
+        if self.subrange_length(start, end) <= blocked:
+            raise TuningError(f"no valid index left in [{start}, {end}) to draw")
+        while True:
+            index = int(np.random.randint(start, end))
+            if index not in excluded and self.is_index_valid(index):
+                return index
+
+    def get_next_index(
+        self, index: int, n: int = 1, start: int | None = None, end: int | None = None
+    ) -> int | None:
+        """The n-th valid index after `index` (before it for n < 0), or None."""
+        if n == 0:
+            raise TuningError("get_next_index: n must not be 0")
+        start, end = start or 0, end or self.range_length
+        step, left = (1 if n > 0 else -1), abs(n)
+        while left:
+            index += step
+            if not start <= index < end:
+                return None
+            left -= self.is_index_valid(index)
+        return index
+
+    def sample_ints(self, m: int) -> np.ndarray:
+        """`m` distinct valid indices, drawn at random."""
+        if m > len(self):
+            raise TuningError(f"sample_ints: asked for {m} points of a space of {len(self)}")
+        seen: set[int] = set()
+        while len(seen) < m:
+            seen.add(self.get_rand_index())
+        return np.fromiter(seen, dtype=np.int64, count=m)
+
+    def random_walk(self, point: int) -> int:
+        """A valid neighbour of `point`: one knob changed at random."""
+        knob = self.point2knob(point)
+        if len(self) < 2:
+            raise TuningError("random_walk: the space has no other point")
+        while True:
+            new = list(knob)
+            j = int(np.random.randint(len(knob)))
+            new[j] = int(np.random.randint(self.dims[j]))
+            index = self.knob2point(new)
+            if new != knob and self.is_index_valid(index):
+                return index
 
     def point2knob(self, point: int) -> list[int]:
         """A point's index per knob (the first knob varies fastest)."""
@@ -388,6 +478,8 @@ class ConfigSpace:
             raise TuningError(
                 f"config index {index} is outside the space of {self.range_length} points"
             )
+        if not self.is_index_valid(index):
+            raise TuningError(f"config index {index} does not pass the space's multi_filter")
         entities = OrderedDict(
             (name, space[k])
             for (name, space), k in zip(self.space_map.items(), self.point2knob(index))
@@ -399,7 +491,9 @@ class ConfigSpace:
         if list(entity_map) != list(self.space_map):
             return None
         knob = [space.index_of(entity_map[n]) for n, space in self.space_map.items()]
-        return None if None in knob else self.knob2point(knob)
+        if None in knob or not self.is_index_valid(self.knob2point(knob)):
+            return None
+        return self.knob2point(knob)
 
     def __iter__(self):
         return iter(self._entity_map)
@@ -499,6 +593,12 @@ class FallbackConfigEntity(ConfigSpace):
         left, size = space.product, [1] * space.num_output
         for i in reversed(range(space.num_output)):
             limit = math.inf if constraints[i] == -1 else constraints[i]
-            size[i] = max(f for f in get_factors(left) if f <= limit)
+            fits = [f for f in get_factors(left) if f <= limit]
+            if not fits:
+                raise TuningError(
+                    f"fallback_split('{name}'): no divisor of {left} is within the limit "
+                    f"{constraints[i]} of output {i}; limits must be -1 or >= 1"
+                )
+            size[i] = max(fits)
             left //= size[i]
         self._entity_map[name] = SplitEntity(size)

@@ -68,7 +68,8 @@ class GATuner(Tuner):
             if elites and self.rng.random() < 0.5:
                 a = elites[int(self.rng.integers(len(elites)))]
             child = self._breed(self.space.point2knob(a), self.space.point2knob(b))
-            if child not in self.visited and child not in children:
+            fresh = child not in self.visited and child not in children
+            if fresh and self.space.is_index_valid(child):
                 children.append(child)
         return children + self._random_untried(self.pop_size - len(children), set(children))
 
@@ -84,8 +85,8 @@ class GATuner(Tuner):
         left = len(self.space) - len(taken)
         out: list[int] = []
         while len(out) < min(count, left):
-            i = int(self.rng.integers(len(self.space)))
-            if i not in taken:
+            i = int(self.rng.integers(self.space.range_length))
+            if i not in taken and self.space.is_index_valid(i):
                 taken.add(i)
                 out.append(i)
         return out

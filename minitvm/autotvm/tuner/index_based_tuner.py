@@ -15,10 +15,11 @@ class IndexBaseTuner(Tuner):
 
     def __init__(self, task: Any, range_idx: tuple[int, int] | None = None) -> None:
         super().__init__(task)
-        lo, hi = range_idx if range_idx is not None else (0, len(self.space) - 1)
-        if not 0 <= lo <= hi < len(self.space):
+        last = self.space.range_length - 1
+        lo, hi = range_idx if range_idx is not None else (0, last)
+        if not 0 <= lo <= hi <= last:
             raise TuningError(
-                f"range_idx {range_idx} must lie within the space's indices 0..{len(self.space) - 1}"
+                f"range_idx {range_idx} must lie within the space's indices 0..{last}"
             )
         self.range_length = hi - lo + 1
         self.index_offset = lo
@@ -32,8 +33,9 @@ class IndexBaseTuner(Tuner):
         while len(batch) < batch_size and self.has_next():
             index = self.index_offset + self._order(self.counter)
             self.counter += 1
-            self.visited.add(index)
-            batch.append(self.space.get(index))
+            if self.space.is_index_valid(index):  # a multi_filter leaves holes
+                self.visited.add(index)
+                batch.append(self.space.get(index))
         return batch
 
     def _order(self, counter: int) -> int:

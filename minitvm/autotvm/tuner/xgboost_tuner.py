@@ -77,11 +77,12 @@ class XGBTuner(Tuner):
         return [self.space.get(i) for i in batch]
 
     def _untried_pool(self) -> list[int]:
-        n = len(self.space)
+        n = self.space.range_length
+        valid = self.space.is_index_valid
         if n <= _POOL:
-            return [i for i in range(n) if i not in self.visited]
+            return [i for i in range(n) if i not in self.visited and valid(i)]
         pool = {int(i) for i in self.rng.integers(n, size=_POOL)}
-        return sorted(pool - self.visited)
+        return sorted(i for i in pool - self.visited if valid(i))
 
     def feature(self, index: int) -> np.ndarray:
         """A config's knob values: log2 of every split size (the outer one worked out),
