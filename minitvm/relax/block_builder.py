@@ -335,7 +335,7 @@ class BlockBuilder:
         key = _te_key(func, name_hint, conv, te_args, te_kwargs) if canonical else None
         hit = self._te_cache.get(key) if key is not None else None
         if hit is not None and self._holds(*hit[:2]):
-            return call_tir(hit[0], conv.exprs, hit[2] if len(hit[2]) > 1 else hit[2][0])
+            return call_tir(hit[0], conv.exprs, _one_or_list(hit[2]), _tir_vars_arg(hit[3]))
         out = func(*te_args, **te_kwargs)
         outs = list(out) if isinstance(out, list | tuple) else [out]
         for o in outs:
@@ -343,8 +343,10 @@ class BlockBuilder:
                 raise MiniTVMError(
                     f"emit_te: {name_hint} must return te Tensors, got {type(o).__name__}"
                 )
-        conv.check_symbolic(outs, name_hint)
-        prim = te.create_prim_func(conv.placeholders + outs)
+        # a dim var no tensor holds as a plain dim (e.g. `n` of a (4 * n,) input or of full's
+        # (n, 4) output) reaches the kernel as a scalar param, passed as tir_vars by the caller
+        extra = _unbound_dim_vars(conv.placeholders + outs)
+        prim = te.create_prim_func(conv.placeholders + outs + extra)
         if "global_symbol" in prim.attrs:  # named by its GlobalVar in the module instead
             prim = prim.replace(
                 attrs=FrozenDict({k: v for k, v in prim.attrs.items() if k != "global_symbol"})
@@ -352,8 +354,8 @@ class BlockBuilder:
         gv = self.add_func(prim, name_hint)
         out_sinfo = [TensorStructInfo(o.shape, o.dtype) for o in outs]
         if key is not None:
-            self._te_cache[key] = (gv, self._mod[gv], out_sinfo)
-        return call_tir(gv, conv.exprs, out_sinfo if len(out_sinfo) > 1 else out_sinfo[0])
+            self._te_cache[key] = (gv, self._mod[gv], out_sinfo, tuple(extra))
+        return call_tir(gv, conv.exprs, _one_or_list(out_sinfo), _tir_vars_arg(extra))
 
     def _holds(self, gv: GlobalVar, func: Any) -> bool:
         """`gv` is in the module and names `func` still (update_func may have replaced it)."""
@@ -460,18 +462,25 @@ class _TEArgs:
         self.exprs.append(e)
         return ph
 
-    def check_symbolic(self, outs: list[te.Tensor], fname: str) -> None:
-        """Every symbolic dim of an output must come from an input's shape (no extra tir_vars yet)."""
-        known: list[TirVar] = []
-        for p in self.placeholders:
-            known += shape_vars(TensorStructInfo(p.shape, p.dtype))
-        for o in outs:
-            for v in shape_vars(TensorStructInfo(o.shape, o.dtype)):
-                if all(v is not k for k in known):
-                    raise MiniTVMError(
-                        f"emit_te({fname}): output dim {v.name} is not the dim of any input tensor; "
-                        "pass shapes through input tensors (extra symbolic args are not supported yet)"
-                    )
+
+def _unbound_dim_vars(tensors: list[te.Tensor]) -> list[TirVar]:
+    """Vars in the tensors' shapes that no tensor has as a plain dim, in order of appearance."""
+    plain: set[int] = set()
+    seen: dict[int, TirVar] = {}
+    for t in tensors:
+        plain.update(id(d) for d in t.shape if isinstance(d, TirVar))
+        for v in shape_vars(TensorStructInfo(t.shape, t.dtype)):
+            seen.setdefault(id(v), v)
+    return [v for k, v in seen.items() if k not in plain]
+
+
+def _tir_vars_arg(extra: Sequence[TirVar]) -> ShapeExpr | None:
+    """The call_tir's tir_vars: the caller's own vars, evaluated where the call runs."""
+    return ShapeExpr(tuple(extra)) if extra else None
+
+
+def _one_or_list(out_sinfo: list) -> Any:
+    return out_sinfo if len(out_sinfo) > 1 else out_sinfo[0]
 
 
 # Values a call_te argument or attribute may hold that `_te_key` spells out exactly.

@@ -152,15 +152,12 @@ class Evaluator:
 
     def _call_tir(self, call: Call, env: dict, dims: dict) -> Any:
         gv = call.args[0]
-        if len(call.args) > 2:
-            raise MiniTVMError(
-                f"evaluate: call_tir of {gv.name_hint} passes tir_vars, which the reference "
-                "evaluator does not support yet"
-            )
         kernel = self.kernel(self.mod[gv], gv.name_hint)
         inputs = [np.array(a, order="C") for a in self.eval(call.args[1], env, dims)]
         outs, is_tuple = self._outputs(call, dims)
-        kernel(*inputs, *outs)
+        # tir_vars: the caller's symbolic expressions, passed after the tensors as int scalars
+        scalars = self.eval(call.args[2], env, dims) if len(call.args) > 2 else ()
+        kernel(*inputs, *outs, *scalars)
         return tuple(outs) if is_tuple else outs[0]
 
     def _call_dps_packed(self, call: Call, env: dict, dims: dict) -> Any:
@@ -227,7 +224,13 @@ def _match(sinfo: StructInfo, value: Any, dims: dict, what: str) -> None:
         for n, (s, v) in enumerate(zip(sinfo.fields, value)):
             _match(s, v, dims, f"{what}[{n}]")
         return
-    if isinstance(sinfo, PrimStructInfo | ShapeStructInfo):
+    if isinstance(sinfo, ShapeStructInfo):
+        if sinfo.values is not None:  # R.Shape(["n"]) binds n from the value
+            _match_dims(sinfo.values, tuple(value), dims, what)
+        return
+    if isinstance(sinfo, PrimStructInfo):
+        if sinfo.value is not None and str(sinfo.dtype).startswith(("int", "uint")):
+            _match_dims((sinfo.value,), (int(value),), dims, what)
         return
     if isinstance(sinfo, TensorStructInfo):
         if not isinstance(value, np.ndarray):
@@ -236,17 +239,23 @@ def _match(sinfo: StructInfo, value: Any, dims: dict, what: str) -> None:
             raise ShapeError(f"{what}: dtype is {value.dtype}, expected {sinfo.dtype}")
         if sinfo.ndim != -1 and value.ndim != sinfo.ndim:
             raise ShapeError(f"{what}: has {value.ndim} dims {value.shape}, expected {sinfo.ndim}")
-        for k, (d, n) in enumerate(zip(sinfo.shape or (), value.shape)):
-            if isinstance(d, TirVar) and d not in dims:
-                dims[d] = n
-                continue
-            want = eval_dim(d, dims, what)
-            if want != n:
-                raise ShapeError(
-                    f"{what}: dim {k} is {n}, expected {want} ({d}) for shape {value.shape}"
-                )
+        if sinfo.shape is not None:
+            _match_dims(sinfo.shape, value.shape, dims, what)
         return
     raise MiniTVMError(f"{what}: cannot check struct info {type(sinfo).__name__}")
+
+
+def _match_dims(want_dims: Any, values: tuple, dims: dict, what: str) -> None:
+    """Bind each dim var seen for the first time; check every other dim against `values`."""
+    if len(want_dims) != len(values):
+        raise ShapeError(f"{what}: has {len(values)} dims {values}, expected {len(want_dims)}")
+    for k, (d, n) in enumerate(zip(want_dims, values)):
+        if isinstance(d, TirVar) and d not in dims:
+            dims[d] = n
+            continue
+        want = eval_dim(d, dims, what)
+        if want != n:
+            raise ShapeError(f"{what}: dim {k} is {n}, expected {want} ({d}) for shape {values}")
 
 
 __all__ = ["Evaluator", "eval_dim", "evaluate"]

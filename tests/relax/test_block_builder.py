@@ -218,10 +218,15 @@ def test_emit_te_needs_known_shapes():
             bb.emit_te(topi.exp, x)
 
 
-def test_emit_te_output_dim_not_from_inputs_is_an_error():
+def test_emit_te_output_dim_not_from_inputs_becomes_a_tir_var():
     x = relax.Var("x", relax.TensorStructInfo((4,), "float32"))
     k = tir.Var("k", "int64")
     bb = relax.BlockBuilder()
-    with pytest.raises(MiniTVMError, match=r"output dim k is not the dim of any input tensor"):
-        with bb.function("main", [x]):
-            bb.emit_te(lambda a: te.compute((k,), lambda i: a[0], name="bad"), x)
+    with bb.function("main", [x]):
+        y = bb.emit_te(lambda a: te.compute((k * 2,), lambda i: a[0], name="rep"), x)
+        bb.emit_func_output(y)
+    call = bb.get()["main"].body.blocks[0].bindings[0].value
+    assert [v for v in call.args[2].values] == [k]  # the caller passes k; the kernel takes it
+    # main never binds k (no parameter has it): the build refuses instead of guessing it
+    with pytest.raises(MiniTVMError, match=r"symbolic dim 'k' is not bound"):
+        relax.build(bb.get(), "llvm")

@@ -10,7 +10,8 @@ from ...error import BuildError
 from ...ir.module import IRModule
 from ...tir.function import PrimFunc
 from ..expr import Call, ExternFunc, Function, Op
-from ..functor import ExprMutator
+from ..functor import ExprMutator, ExprVisitor
+from ..struct_info import TupleStructInfo
 from .codegen import vm_codegen
 from .executable import Executable
 
@@ -41,6 +42,7 @@ def build(
         mod = bind_params(mod, "main", params)
     mod = resolve_prim_calls_by_name(mod)
     mod = run_default_pipeline(mod, target)
+    check_call_tir_arity(mod)
     prims = IRModule()
     prim_names: dict[str, str] = {}
     for gv, func in mod.functions_items():
@@ -89,3 +91,38 @@ def resolve_prim_calls_by_name(mod: IRModule) -> IRModule:
             if new is not func:
                 out[gv] = new
     return out
+
+
+class _Arity(ExprVisitor):
+    def __init__(self, mod: IRModule, caller: str) -> None:
+        super().__init__()
+        self.mod, self.caller = mod, caller
+
+    def visit_call(self, call: Call) -> None:
+        super().visit_call(call)
+        if getattr(call.op, "name", None) != "relax.call_tir":
+            return
+        gv = call.args[0]
+        prim = self.mod[gv] if gv.name_hint in self.mod else None
+        if not isinstance(prim, PrimFunc):
+            return
+        inputs = len(call.args[1].fields) if hasattr(call.args[1], "fields") else 1
+        sinfo = call.sinfo_args[0]
+        outputs = len(sinfo.fields) if isinstance(sinfo, TupleStructInfo) else 1
+        tir_vars = len(call.args[2].values) if len(call.args) > 2 else 0
+        scalars = [p.name for p in prim.params if p not in prim.buffer_map]
+        if inputs + outputs + tir_vars == len(prim.params) and tir_vars == len(scalars):
+            return
+        raise BuildError(
+            f"relax function '{self.caller}': call_tir of '{gv.name_hint}' passes {inputs} "
+            f"input(s), {outputs} output(s) and {tir_vars} tir_vars, but '{gv.name_hint}' takes "
+            f"{len(prim.params) - len(scalars)} buffer(s) and {len(scalars)} scalar param(s) "
+            f"({', '.join(scalars) or 'none'}); pass one tir_vars entry per scalar param, in order"
+        )
+
+
+def check_call_tir_arity(mod: IRModule) -> None:
+    """Every call_tir passes one tensor per buffer param and one tir_var per scalar param."""
+    for gv, func in mod.functions_items():
+        if isinstance(func, Function):
+            _Arity(mod, gv.name_hint).visit_expr(func)

@@ -8,6 +8,8 @@ Instructions (a list: name first):
   MatchTensor  reg, name, dtype, ndim, dims, at   dims: int | ["bind", slot] | ["check", src];
                                                    at: "param" (checked when a new input-shape
                                                    signature is seen) or "body" (every call)
+  MatchShape   reg, name, ndim, dims, at           a shape value (R.Shape), dims as above
+  MatchPrim    reg, name, dim, at                  an int scalar (R.Prim(value=n)), dim as above
   AllocStorage sid, size_src                       a byte buffer of the memory plan
   AllocTensor  dst, sid, offset, shape_srcs, dtype sid -1: a fresh tensor per call
   LoadConst    dst, index
@@ -44,7 +46,7 @@ from ..expr import (
     TupleGetItem,
     Var,
 )
-from ..struct_info import TensorStructInfo
+from ..struct_info import PrimStructInfo, ShapeStructInfo, TensorStructInfo
 from ..transform.static_plan_block_memory import (
     PLAN_ATTR,
     analyze_liveness,
@@ -100,10 +102,25 @@ class FunctionCodegen:
         return to_source(e, self.slots, f"relax function '{self.name}'")
 
     def match(self, reg: int, name: str, sinfo: Any, at: str) -> None:
-        if not isinstance(sinfo, TensorStructInfo):
-            return
+        """Check the value in `reg` against `sinfo`, binding the symbolic dims it defines."""
+        if isinstance(sinfo, TensorStructInfo):
+            dtype = str(sinfo.dtype) if sinfo.dtype is not None else None
+            ndim = sinfo.ndim if sinfo.shape is None else len(sinfo.shape)
+            dims = self.dims(sinfo.shape, at)
+            self.emit("MatchTensor", reg, name, dtype, ndim, dims, at)
+        elif isinstance(sinfo, ShapeStructInfo):  # R.Shape(["n"]): binds n from the value
+            self.emit("MatchShape", reg, name, sinfo.ndim, self.dims(sinfo.values, at), at)
+        elif isinstance(sinfo, PrimStructInfo) and sinfo.value is not None:
+            if not str(sinfo.dtype).startswith(("int", "uint")):
+                return  # a float scalar defines no dim
+            self.emit("MatchPrim", reg, name, self.dims((sinfo.value,), at)[0], at)
+
+    def dims(self, values: Any, at: str) -> list | None:
+        """Each dim as an int, ["bind", slot] (its first sight defines the var) or ["check", src]."""
+        if values is None:
+            return None
         dims: list = []
-        for d in sinfo.shape or ():
+        for d in values:
             if isinstance(d, IntImm):
                 dims.append(d.value)
             elif isinstance(d, TirVar) and d not in self.slots:
@@ -113,11 +130,7 @@ class FunctionCodegen:
                 dims.append(["bind", self.slots[d]])
             else:
                 dims.append(["check", self.src(d)])
-        dtype = str(sinfo.dtype) if sinfo.dtype is not None else None
-        ndim = sinfo.ndim if sinfo.shape is None else len(sinfo.shape)
-        self.emit(
-            "MatchTensor", reg, name, dtype, ndim, dims if sinfo.shape is not None else None, at
-        )
+        return dims
 
     # ------------------------------------------------------------------ functions
     def run(self) -> dict:

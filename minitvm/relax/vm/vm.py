@@ -117,6 +117,7 @@ class _Function:
         self.consts: list = []  # (dst, index)
         self.n_calls = 0
         self.tensor_params: list[int] = []
+        self.value_params: list[int] = []  # shape / int params: their values key the frame too
         self.param_dims = _param_dim_slots(prog)
         self.frame_static = {ins[1] for ins in self.code if ins[0] == "LoadConst"}
         self.frame_static |= {
@@ -147,7 +148,16 @@ class _Function:
             key = tuple([(args[i]._data.shape, args[i]._dtype) for i in self.tensor_params])
         except AttributeError:  # a non-tensor where a tensor belongs: the checks say which
             key = None
-        return self._dispatch(args, key)
+        return self._dispatch(args, self._value_key(args, key))
+
+    def _value_key(self, args: tuple, key: Any) -> Any:
+        """The signature plus the values of shape / int params (None: an invalid argument)."""
+        if not self.value_params or key is None:
+            return key
+        try:
+            return key + tuple([_hashable(args[i]) for i in self.value_params])
+        except TypeError:  # not a shape or an int: the checks say which
+            return None
 
     def _dispatch(self, args: tuple, key: Any) -> Any:
         """Run on the frame of signature `key` (made on first use; a spare one when busy)."""
@@ -219,30 +229,81 @@ class _Function:
             shape = value._data.shape if value._data is not None else value.shape  # a device array
             if ndim >= 0 and len(shape) != ndim:
                 raise ShapeError(f"{where}: {name} has shape {shape}, expected {ndim} dimensions")
-            for k, d in enumerate(dims or ()):
-                if type(d) is int:
-                    want = d
-                elif d[0] == "bind":
-                    heap[d[1]] = shape[k]
-                    continue
-                else:
-                    want = checks[k](heap)[0]
-                if shape[k] != want:
-                    raise ShapeError(
-                        f"{where}: {name} has shape {shape}: dim {k} must be {want}"
-                        f"{_dim_origin(d, self.dims)}"
-                    )
+            match_dims(shape, heap)
 
+        match_dims = self._dims_matcher(name, dims, "has shape", "dim")
+        if at == "param":
+            self.tensor_params.append(reg)
+        return self._match_at(reg, at, check)
+
+    def match_shape(self, pc, reg, name, ndim, dims, at):
+        where = self.where
+        name = f"argument '{name}' (position {reg})" if at == "param" else f"match_cast '{name}'"
+
+        def check(value: Any, heap: list) -> None:
+            if not isinstance(value, tuple | list) or not all(_is_int(v) for v in value):
+                raise ArgumentError(
+                    f"{where}: {name} must be a shape (a tuple of ints), got {value!r:.80}"
+                )
+            value = tuple(int(v) for v in value)
+            if ndim >= 0 and len(value) != ndim:
+                raise ShapeError(f"{where}: {name} is the shape {value}, expected {ndim} values")
+            if any(v < 0 for v in value):
+                raise ShapeError(f"{where}: {name} is the shape {value}; dims must be >= 0")
+            match_dims(value, heap)
+
+        match_dims = self._dims_matcher(name, dims, "is the shape", "value")
+        if at == "param":  # keyed even without dims: a frame's params are checked only once
+            self.value_params.append(reg)
+        return self._match_at(reg, at, check)
+
+    def match_prim(self, pc, reg, name, dim, at):
+        where = self.where
+        name = f"argument '{name}' (position {reg})" if at == "param" else f"match_cast '{name}'"
+
+        def check(value: Any, heap: list) -> None:
+            if not _is_int(value):
+                raise ArgumentError(f"{where}: {name} must be an int, got {value!r:.80}")
+            match_dims((int(value),), heap)
+
+        match_dims = self._dims_matcher(name, [dim], "is", "value")
+        if at == "param":
+            self.value_params.append(reg)
+        return self._match_at(reg, at, check)
+
+    def _match_at(self, reg: int, at: str, check: Callable) -> Callable | None:
+        """A param is checked once per signature (with the frame), a match_cast on every call."""
+        if at == "param":
+            self.param_checks.append(lambda args, heap: check(args[reg], heap))
+            return None
+        return lambda regs, frame: check(regs[reg], frame.heap)
+
+    def _dims_matcher(self, name: str, dims: Any, seen: str, what: str) -> Callable:
+        """`match(values, heap)`: binds each ["bind", slot] dim, checks the others."""
+        where, names = self.where, self.dims
         checks = {
             k: compile_shape_fn([d[1]], f"{self.name} {name}")
             for k, d in enumerate(dims or ())
             if type(d) is not int and d[0] == "check"
         }
-        if at == "param":
-            self.tensor_params.append(reg)
-            self.param_checks.append(lambda args, heap: check(args[reg], heap))
-            return None
-        return lambda regs, frame: check(regs[reg], frame.heap)
+
+        def match(values: Any, heap: list) -> None:
+            for k, d in enumerate(dims or ()):
+                if type(d) is int:
+                    want = d
+                elif d[0] == "bind":
+                    heap[d[1]] = values[k]
+                    continue
+                else:
+                    want = checks[k](heap)[0]
+                if values[k] != want:
+                    shown = tuple(values) if seen != "is" else values[0]
+                    raise ShapeError(
+                        f"{where}: {name} {seen} {shown}: {what} {k} must be {want}"
+                        f"{_dim_origin(d, names)}"
+                    )
+
+        return match
 
     def alloc_storage(self, pc, sid, size):
         return None  # made with the frame
@@ -285,7 +346,9 @@ class _Function:
     def call_tir(self, pc, func, arg_regs, scalars):
         pf = self.vm._kernel(func, self.name)
         scalar_fn = compile_shape_fn(scalars, f"{self.name} call of {func}") if scalars else None
-        if not all(r in self.stable for r in arg_regs):
+        # the fast path reuses the first call's scalars: only those fixed by the signature qualify
+        fixed = all(_only_param_dims(src, self.param_dims) for src in scalars)
+        if not fixed or not all(r in self.stable for r in arg_regs):
 
             def checked(regs, frame):
                 extra = scalar_fn(frame.heap) if scalar_fn else ()
@@ -429,7 +492,7 @@ class _DeviceFunction(_Function):
             key = tuple([(args[i].shape, args[i]._dtype) for i in self.tensor_params])
         except AttributeError:  # a non-tensor where a tensor belongs: the checks say which
             key = None
-        return self._dispatch(args, key)
+        return self._dispatch(args, self._value_key(args, key))
 
     def _new_frame(self, args: tuple, key: tuple) -> _Frame:
         heap = [0] * len(self.dims)
@@ -544,6 +607,20 @@ def _nop(regs, frame):
     return None
 
 
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int | np.integer) and not isinstance(v, bool)
+
+
+def _hashable(v: Any) -> Any:
+    """A shape or int argument as a frame-key entry (TypeError for anything else: 2.0 must
+    not find the frame of 2, whose checks were passed by another value)."""
+    if isinstance(v, tuple | list) and all(_is_int(x) for x in v):
+        return ("shape", *[int(x) for x in v])
+    if _is_int(v):
+        return ("int", int(v))
+    raise TypeError("not a shape or an int")
+
+
 def _buffer_slots(pf) -> dict:
     """Argument position -> pointer slot of the kernel's buffer params."""
     slots, k = {}, 0
@@ -575,6 +652,8 @@ def _display(ins: list) -> str:
 
 _RULES: dict[str, Callable] = {
     "MatchTensor": _Function.match_tensor,
+    "MatchShape": _Function.match_shape,
+    "MatchPrim": _Function.match_prim,
     "AllocStorage": _Function.alloc_storage,
     "AllocTensor": _Function.alloc_tensor,
     "LoadConst": _Function.load_const,
@@ -722,12 +801,20 @@ def _check_kernels_for(mod: Any, device: Device) -> None:
         )
 
 
+# where each match instruction keeps its dims
+_MATCH_DIMS: dict[str, Callable] = {
+    "MatchTensor": lambda ins: ins[5] or (),
+    "MatchShape": lambda ins: ins[4] or (),
+    "MatchPrim": lambda ins: (ins[3],),
+}
+
+
 def _param_dim_slots(prog: dict) -> set:
     return {
         d[1]
         for ins in prog["code"]
-        if ins[0] == "MatchTensor" and ins[6] == "param"
-        for d in (ins[5] or ())
+        if ins[0] in _MATCH_DIMS and ins[-1] == "param"
+        for d in _MATCH_DIMS[ins[0]](ins)
         if type(d) is not int and d[0] == "bind"
     }
 
