@@ -267,3 +267,15 @@ def test_intermediates_shaped_by_tir_vars_are_memory_planned():
         want = np.exp(x.reshape(-1)) + x.reshape(-1)
         np.testing.assert_allclose(vm["main"](x).numpy(), want, rtol=1e-5)
         np.testing.assert_allclose(evaluate(Mod, x), want, rtol=1e-5)
+
+
+@pytest.mark.parametrize("kind", ["opencl", "cuda"])
+def test_tir_vars_on_a_gpu_through_the_default_gpu_schedule(kind):
+    dev = {"opencl": tvm.opencl(0), "cuda": tvm.cuda(0)}[kind]
+    reason = dev.unavailable_reason()
+    if reason is not None:
+        pytest.skip(f"no {kind} device: {reason}")
+    vm = relax.VirtualMachine(relax.build(Fill, kind), dev)
+    for n in (2, 5):
+        x = np.random.rand(4).astype("float32")
+        _check_fill(vm["main"](tvm.nd.array(x, dev), (n,)), x, n)
