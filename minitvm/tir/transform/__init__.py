@@ -18,6 +18,7 @@ from .remove_no_op import RemoveNoOp, remove_no_op
 from .simplify import Simplify, simplify
 from .split_host_device import SplitHostDevice, split_host_device
 from .thread_sync import ThreadSync, thread_sync
+from .unify_thread_binding import UnifyThreadBinding, unify_thread_binding
 from .unroll_loop import UnrollLoop, unroll_loop
 from .vectorize_loop import VectorizeLoop, vectorize_loop
 from .verify_gpu_code import VerifyGPUCode, verify_gpu_code
@@ -39,6 +40,7 @@ __all__ = [
     "Simplify",
     "SplitHostDevice",
     "ThreadSync",
+    "UnifyThreadBinding",
     "UnrollLoop",
     "VectorizeLoop",
     "VerifyGPUCode",
@@ -56,6 +58,7 @@ __all__ = [
     "simplify",
     "split_host_device",
     "thread_sync",
+    "unify_thread_binding",
     "unroll_loop",
     "vectorize_loop",
     "verify_gpu_code",
