@@ -17,7 +17,7 @@ from typing import Any
 
 from ..error import MiniTVMError, TuningError
 from .measure import MeasureErrorNo, MeasureInput, MeasureResult
-from .task.dispatcher import RecordWarning
+from .task.dispatcher import ApplyHistoryBest, RecordWarning  # noqa: F401 (TVM's names here)
 from .task.space import ConfigEntity
 from .task.task import Task
 
@@ -120,6 +120,12 @@ def load_from_buffer(file: Any) -> Iterator[tuple[MeasureInput, MeasureResult]]:
                     RecordWarning,
                     stacklevel=2,
                 )
+
+
+def measure_str_key(inp: MeasureInput, include_config: bool = True) -> str:
+    """A string naming the measured target, workload (and config)."""
+    key = f"{inp.target} {inp.task.name} {inp.task.args} {inp.task.kwargs}"
+    return f"{key} {inp.config}" if include_config else key
 
 
 def pick_best(in_file: str, out_file: str) -> None:

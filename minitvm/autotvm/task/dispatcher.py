@@ -7,6 +7,7 @@ tuning log, each workload's fastest record that is still a point of the template
 
 from __future__ import annotations
 
+import io
 import logging
 import os
 import warnings
@@ -118,16 +119,9 @@ class ApplyHistoryBest(DispatchContext):
             self.load(records)
 
     def load(self, records: Any) -> None:
-        """Add records (a path, a list of paths, or (input, result) pairs)."""
-        from ..record import load_from_file
-
-        pairs: list = []
-        todo = [records] if isinstance(records, str | bytes | os.PathLike) else list(records)
-        for item in todo:
-            if isinstance(item, str | bytes | os.PathLike):
-                pairs.extend(load_from_file(item))
-            else:
-                pairs.append(item)
+        """Add records: a log path, an open log, (MeasureInput, MeasureResult) pairs, or any
+        iterable nesting of those."""
+        pairs = _unpack_records(records)
         for inp, res in pairs:
             if res.error_no != 0:
                 continue
@@ -172,6 +166,24 @@ class ApplyHistoryBest(DispatchContext):
         cfg.cost = 0
         for key in _target_keys(target):
             self._user[(key, workload)] = cfg
+
+
+def _unpack_records(records: Any) -> list:
+    """(MeasureInput, MeasureResult) pairs from paths, open files and nested iterables."""
+    from ..measure import MeasureInput
+    from ..record import load_from_buffer, load_from_file
+
+    if isinstance(records, str | bytes | os.PathLike):
+        return list(load_from_file(records))
+    if isinstance(records, io.TextIOBase):
+        return list(load_from_buffer(records))
+    pairs = []
+    for item in records:
+        if isinstance(item, tuple) and item and isinstance(item[0], MeasureInput):
+            pairs.append(item)
+        else:
+            pairs.extend(_unpack_records(item))
+    return pairs
 
 
 class RecordWarning(UserWarning):

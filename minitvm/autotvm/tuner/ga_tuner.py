@@ -11,9 +11,9 @@ from .tuner import Tuner
 
 
 class GATuner(Tuner):
-    """Each generation has `pop_size` untried configs; the next is bred from measured ones
-    (parents drawn by throughput, knob-wise crossover, each knob mutated with
-    `mutation_prob`); the `elite_num` fastest always breed."""
+    """Each generation (`genes`, knob lists) has up to `pop_size` configs never proposed
+    before; the next is bred from the measured ones (parents drawn by throughput, knob-wise
+    crossover, each knob mutated with `mutation_prob`); the `elite_num` fastest breed more."""
 
     def __init__(
         self,
@@ -34,17 +34,23 @@ class GATuner(Tuner):
         self.mutation_prob = mutation_prob
         self.rng = np.random.default_rng(seed)
         self.scores: dict[int, float] = {}
-        self.queue = self._random_untried(self.pop_size)
+        self.genes: list[list[int]] = []
+        self.trial_pt = 0
+        self._start_generation(self._random_untried(self.pop_size))
+
+    def has_next(self) -> bool:
+        # visited holds the whole current generation, measured or not
+        return len(self.visited) - (len(self.genes) - self.trial_pt) < len(self.space)
 
     def next_batch(self, batch_size: int) -> list:
         batch = []
         while len(batch) < batch_size and self.has_next():
-            if not self.queue:
-                self.queue = self._next_generation()
-            index = self.queue.pop(0)
-            if index not in self.visited:
-                self.visited.add(index)
-                batch.append(self.space.get(index))
+            if self.trial_pt >= len(self.genes):
+                self._start_generation(self._next_generation())
+                if not self.genes:
+                    break
+            batch.append(self.space.get(self.space.knob2point(self.genes[self.trial_pt])))
+            self.trial_pt += 1
         return batch
 
     def update(self, inputs: list, results: list) -> None:
@@ -52,8 +58,13 @@ class GATuner(Tuner):
             flops = self.task.flop / res.mean_cost if res.error_no == 0 else 0.0
             self.scores[inp.config.index] = flops
 
+    def _start_generation(self, indices: list[int]) -> None:
+        self.genes = [self.space.point2knob(i) for i in indices]
+        self.visited.update(indices)
+        self.trial_pt = 0
+
     def _next_generation(self) -> list[int]:
-        """Children of the measured configs that were not tried yet (random ones fill up)."""
+        """Children of the measured configs never proposed before (random ones fill up)."""
         ranked = sorted(self.scores, key=self.scores.get, reverse=True)
         if not ranked:
             return self._random_untried(self.pop_size)
