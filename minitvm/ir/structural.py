@@ -45,6 +45,25 @@ def _is_buffer(x: Any) -> bool:
     return getattr(type(x), "_is_buffer", False)
 
 
+def _defs_of(x: Any, defining: bool) -> Any:
+    """The fields of `x` that define the vars they name: its own definition fields, or all of
+    them when `x` is an expression in a defining position (TVM's DefEqual maps the subtree)."""
+    cls = type(x)
+    if defining and getattr(cls, "_defines_through", False):
+        return _ALL
+    return cls._def_fields
+
+
+class _All:
+    """Contains every field name."""
+
+    def __contains__(self, name: str) -> bool:
+        return True
+
+
+_ALL = _All()
+
+
 class _Equal:
     def __init__(self, map_free_vars: bool, map_free_buffers: bool = False):
         self.map_free_vars = map_free_vars
@@ -110,7 +129,7 @@ class _Equal:
                 return False
         return True
 
-    def fields(self, a: Node, b: Node, path: str, defs: tuple[str, ...]) -> bool:
+    def fields(self, a: Node, b: Node, path: str, defs: Any) -> bool:
         for name in _compare_order(type(a)):
             if not self.eq(getattr(a, name), getattr(b, name), f"{path}.{name}", name in defs):
                 return False
@@ -128,7 +147,7 @@ class _Equal:
                 return self.var(a, b, path, defining)
             if _is_buffer(a):
                 return self.buffer(a, b, path, defining)
-            return self.fields(a, b, path, type(a)._def_fields)
+            return self.fields(a, b, path, _defs_of(a, defining))
         if isinstance(a, tuple | list):
             if len(a) != len(b):
                 return self.fail(path + ".__len__", len(a), len(b))
@@ -210,8 +229,8 @@ class _Hasher:
                 if id(x) in self.defs:
                     return hash(("buf", self.defs[id(x)]))
                 self.define(x)
-            cls = type(x)
-            items = tuple(self.h(getattr(x, f), f in cls._def_fields) for f in _compare_order(cls))
+            cls, defs = type(x), _defs_of(x, defining)
+            items = tuple(self.h(getattr(x, f), f in defs) for f in _compare_order(cls))
             return hash((cls.__name__, items))
         if isinstance(x, tuple | list):
             return hash(tuple(self.h(v, defining) for v in x))

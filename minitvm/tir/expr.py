@@ -24,6 +24,9 @@ class PrimExpr(Node):
 
     __slots__ = ()
     __hash__ = object.__hash__  # identity hash; structural_hash is the structural one
+    # in a defining position (a buffer's shape) an expression defines the vars it first
+    # names: `(5 * n,)` defines n as `(n,)` does
+    _defines_through = True
 
     # arithmetic ---------------------------------------------------------
     def __add__(self, other):
