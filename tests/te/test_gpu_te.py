@@ -254,9 +254,11 @@ def test_unscheduled_te_compute_on_gpu_says_to_bind():
         tvm.build(s, [A, B], "opencl")
 
 
-def test_storage_align_under_shared_cache_still_lowers():
+def _storage_aligned_reversal():
+    # B reads the element another thread fetched (15 - j), so the fetch needs a barrier; a
+    # thread that read back only its own element would need none (ThreadSync omits it)
     A = te.placeholder((16, 16), name="A")
-    B = te.compute((16, 16), lambda i, j: A[i, j] + 1, name="B")
+    B = te.compute((16, 16), lambda i, j: A[i, 15 - j] + 1, name="B")
     s = te.create_schedule(B.op)
     AS = s.cache_read(A, "shared", [B])
     bx = s[B].op.axis[0]
@@ -265,8 +267,27 @@ def test_storage_align_under_shared_cache_still_lowers():
     s[AS].compute_at(s[B], bx)
     s[AS].storage_align(s[AS].op.axis[0], 16, 1)
     s[AS].bind(s[AS].op.axis[1], te.thread_axis("threadIdx.x"))
+    return s, A, B
+
+
+def test_storage_align_under_shared_cache_still_lowers():
+    s, A, B = _storage_aligned_reversal()
     text = tvm.lower(s, [A, B], simple_mode=True).script()
-    assert 'scope="shared"' in text and "tvm_storage_sync" in text
+    assert 'scope="shared"' in text
+    fetch = text.index("A_shared[0, threadIdx_x] = A[blockIdx_x, threadIdx_x]")
+    assert fetch < text.index("tvm_storage_sync") < text.index("A_shared[0, 15 - threadIdx_x]")
+
+
+@requires_opencl
+def test_storage_align_under_shared_cache_matches_numpy_on_opencl():
+    s, A, B = _storage_aligned_reversal()
+    f = tvm.build(s, [A, B], "opencl")
+    assert "barrier(CLK_LOCAL_MEM_FENCE)" in f.get_source()
+    dev = tvm.opencl(0)
+    a = np.random.default_rng(6).random((16, 16), dtype="float32")
+    b = tvm.nd.array(np.zeros((16, 16), "float32"), dev)
+    f(tvm.nd.array(a, dev), b)
+    np.testing.assert_allclose(b.numpy(), a[:, ::-1] + 1)
 
 
 # ----------------------------------------------------------------------------- runs on OpenCL
