@@ -1,7 +1,9 @@
 """Compilation targets (`Target("llvm -mcpu=...")`) and host CPU detection."""
 
+from . import tag
 from .compile import compile_llvm_ir, emit_assembly
 from .host import list_cpus, list_features
+from .tag import list_tags, register_tag
 from .target import (
     SUPPORTED_KINDS,
     Target,
@@ -27,5 +29,8 @@ __all__ = [
     "initialize_llvm",
     "list_cpus",
     "list_features",
+    "list_tags",
+    "register_tag",
+    "tag",
     "unavailable_reason",
 ]

@@ -30,7 +30,7 @@ _INT_ATTRS = frozenset({"max_num_threads", "max_shared_memory_per_block", "threa
                         "max_threads_per_block", "registers_per_block"})  # fmt: skip
 _DEFAULT_ARCH = "sm_52"  # PTX for it is JIT-compiled by every newer driver
 _ARCH = re.compile(r"sm_\d{2,3}[a-z]?")
-# TVM's target tags for NVIDIA devices ("nvidia/tesla-p100") -> target string
+# TVM's target tags ("nvidia/tesla-p100") -> target string; tag.register_tag adds rows
 _TAGS = cuda_tags()
 
 def _did_you_mean(tag: str) -> str:
@@ -121,13 +121,14 @@ class Target:
                 f"Target expects a string like 'llvm -mcpu=...', got {type(target).__name__}"
             )
         tag = target.strip().split()[0] if target.strip() else ""
-        if tag.startswith("nvidia/"):
-            if tag not in _TAGS:
-                raise TargetError(
-                    f"unknown target tag '{tag}'{_did_you_mean(tag)}; {len(_TAGS)} NVIDIA tags are "
-                    "known (minitvm.target.tags.cuda_tags()), or write 'cuda -arch=sm_XX'"
-                )
+        if tag in _TAGS:
             target = target.replace(tag, _TAGS[tag], 1)
+        elif "/" in tag:  # no target kind has a slash: this is meant as a tag
+            raise TargetError(
+                f"unknown target tag '{tag}'{_did_you_mean(tag)}; {len(_TAGS)} tags are known "
+                "(minitvm.target.tag.list_tags(); register_tag adds one), or write "
+                "'cuda -arch=sm_XX'"
+            )
         self._host = None if host is None else Target(host)
         words = shlex.split(target)
         if not words:

@@ -163,3 +163,59 @@ def test_unknown_nvidia_tag_suggests_close_names():
     # Kepler and older are not targeted: current drivers and NVPTX dropped them
     with pytest.raises(tvm.error.TargetError, match="unknown target tag 'nvidia/tesla-k80'"):
         tvm.target.Target("nvidia/tesla-k80")
+
+
+def test_tag_module_lists_and_registers_tags():
+    """TVM's tvm.target.tag: list_tags() maps every tag to its Target; register_tag adds one
+    (string or TVM's dict form) that Target(name) then expands like a built-in tag."""
+    import minitvm as tvm
+    from minitvm.target import target as target_mod
+
+    tags = tvm.target.tag.list_tags()
+    assert str(tags["nvidia/nvidia-a100"]) == "cuda -arch=sm_80"
+    assert tvm.target.list_tags is tvm.target.tag.list_tags
+    saved = dict(target_mod._TAGS)
+    try:
+        t = tvm.target.tag.register_tag(
+            "myvendor/board", {"kind": "cuda", "arch": "sm_87", "max_threads_per_block": 512}
+        )
+        assert str(t) == "cuda -arch=sm_87 -max_threads_per_block=512"
+        again = tvm.target.Target("myvendor/board")
+        assert again.kind.name == "cuda" and again.attrs["arch"] == "sm_87"
+        with pytest.raises(tvm.error.TargetError, match="already defined.*override=True"):
+            tvm.target.register_tag("myvendor/board", "cuda -arch=sm_80")
+        t2 = tvm.target.register_tag("myvendor/board", "cuda -arch=sm_80", override=True)
+        assert "sm_80" in str(tvm.target.Target("myvendor/board")) and "sm_80" in str(t2)
+        # a tag without a slash works too; a target kind cannot be a tag
+        tvm.target.register_tag("mycpu", "llvm -num-cores=1")
+        assert tvm.target.Target("mycpu").num_cores == 1
+        with pytest.raises(tvm.error.TargetError, match="'llvm' is a target kind"):
+            tvm.target.register_tag("llvm", "llvm -num-cores=1")
+    finally:
+        target_mod._TAGS.clear()
+        target_mod._TAGS.update(saved)
+    assert "myvendor/board" not in tvm.target.list_tags()
+
+
+@pytest.mark.parametrize(
+    "config, match",
+    [
+        ({"arch": "sm_80"}, "dict with a 'kind' string"),
+        ({"kind": "cuda", "host": {"kind": "llvm"}}, "option 'host' is a dict"),
+        ("nokind -arch=sm_80", "unknown target kind .nokind."),
+        (42, "dict with a 'kind' string"),
+    ],
+)
+def test_register_tag_refuses_bad_configs(config, match):
+    import minitvm as tvm
+
+    with pytest.raises(tvm.error.TargetError, match=match):
+        tvm.target.register_tag("test/bad-config", config)
+    assert "test/bad-config" not in tvm.target.list_tags()
+
+
+def test_unknown_tag_of_any_vendor_is_a_target_error():
+    import minitvm as tvm
+
+    with pytest.raises(tvm.error.TargetError, match="unknown target tag 'raspberry-pi/4b'"):
+        tvm.target.Target("raspberry-pi/4b")
