@@ -82,9 +82,13 @@ def _decode_result(res: Any) -> MeasureResult:
     if error_no == 0 and not (
         costs
         and all(isinstance(c, numbers) and not isinstance(c, bool) for c in costs)
-        and all(math.isfinite(c) and c > 0 for c in costs)
+        and all(math.isfinite(c) and c >= 0 for c in costs)
     ):
-        raise TuningError(f"a successful record needs positive finite costs, got {costs!r:.80}")
+        # a zero is a time below the timer's resolution, still a measurement; a negative,
+        # NaN or infinite time is not
+        raise TuningError(
+            f"a successful record needs non-negative finite costs, got {costs!r:.80}"
+        )
     return MeasureResult(costs, error_no, res[2], res[3])
 
 

@@ -30,38 +30,31 @@ class MeasureErrorNo(enum.IntEnum):
     UNKNOWN_ERROR = 8
 
 
-class MeasureInput:
-    """What is measured: a task's config on a target."""
+class MeasureInput(namedtuple("MeasureInput", ("target", "task", "config"))):
+    """What is measured: a task's config on a target (a named tuple, as in TVM)."""
 
-    def __init__(self, target: Any, task: Any, config: Any) -> None:
-        self.target, self.task, self.config = target, task, config
+    __slots__ = ()
 
     def __repr__(self) -> str:
         return f"MeasureInput(target={self.target}, task={self.task.name}, config={self.config})"
 
 
-class MeasureResult:
-    """Seconds per repeat (`costs`; for a failure the error message), `error_no`,
-    `all_cost` (wall seconds of build and run) and `timestamp`."""
+_RESULT_FIELDS = ("costs", "error_no", "all_cost", "timestamp")
 
-    def __init__(self, costs: Any, error_no: int, all_cost: float, timestamp: float) -> None:
-        self.costs = tuple(costs)
-        self.error_no = int(error_no)
-        self.all_cost = float(all_cost)
-        self.timestamp = float(timestamp)
+
+class MeasureResult(namedtuple("MeasureResult", _RESULT_FIELDS)):
+    """Seconds per repeat (`costs`; for a failure the error message), `error_no`,
+    `all_cost` (wall seconds of build and run) and `timestamp`; a named tuple, as in TVM."""
+
+    __slots__ = ()
+
+    def __new__(cls, costs: Any, error_no: int, all_cost: float, timestamp: float):
+        return super().__new__(cls, tuple(costs), int(error_no), float(all_cost), float(timestamp))
 
     @property
     def mean_cost(self) -> float:
         """Mean seconds of a successful result; inf for a failure."""
         return float(np.mean(self.costs)) if self.error_no == 0 else float("inf")
-
-    def __eq__(self, other: object) -> bool:
-        fields = ("costs", "error_no", "all_cost", "timestamp")
-        return isinstance(other, MeasureResult) and all(
-            getattr(self, f) == getattr(other, f) for f in fields
-        )
-
-    __hash__ = None  # mutable record: equal by value, not hashable
 
     def __repr__(self) -> str:
         return (

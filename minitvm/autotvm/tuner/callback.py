@@ -38,7 +38,7 @@ def log_to_database(db: Any) -> Callable:
 
 def progress_bar(total: int, prefix: str = "", si_prefix: str = "G") -> Callable:
     """A callback printing `[prefix] Current/Best: x/y GFLOPS | Progress: (i/total) | t s`."""
-    from .tuner import _SI_PREFIXES
+    from .tuner import _SI_PREFIXES, measured_flops
 
     scale = _SI_PREFIXES[si_prefix]
     state = {"count": 0, "start": time.time(), "best": 0.0}
@@ -47,8 +47,7 @@ def progress_bar(total: int, prefix: str = "", si_prefix: str = "G") -> Callable
         state["count"] += len(inputs)
         now = 0.0
         for inp, res in zip(inputs, results):
-            if res.error_no == 0:
-                now = max(now, inp.task.flop / res.mean_cost)
+            now = max(now, measured_flops(inp.task.flop, res))
         state["best"] = max(state["best"], tuner.best_flops)
         sys.stdout.write(
             f"\r{prefix}Current/Best: {now / scale:7.2f}/{state['best'] / scale:7.2f} "

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from ...error import TuningError
-from .tuner import Tuner
+from .tuner import Tuner, measured_flops
 
 
 class GATuner(Tuner):
@@ -55,7 +55,7 @@ class GATuner(Tuner):
 
     def update(self, inputs: list, results: list) -> None:
         for inp, res in zip(inputs, results):
-            flops = self.task.flop / res.mean_cost if res.error_no == 0 else 0.0
+            flops = measured_flops(self.task.flop, res)
             self.scores[inp.config.index] = flops
 
     def _start_generation(self, indices: list[int]) -> None:

@@ -12,6 +12,14 @@ from ..measure import MeasureInput, create_measure_batch
 logger = logging.getLogger("autotvm")
 
 _SI_PREFIXES = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
+_MIN_SECONDS = 1e-9  # a zero cost is below the timer's resolution: counted as 1 ns
+
+
+def measured_flops(flop: float, res: Any) -> float:
+    """Throughput of a measurement (operations per second); 0 for a failure."""
+    if res.error_no != 0:
+        return 0.0
+    return flop / max(res.mean_cost, _MIN_SECONDS)
 
 
 class Tuner:
@@ -69,7 +77,7 @@ class Tuner:
                 inputs = [MeasureInput(self.task.target, self.task, c) for c in configs]
                 results = measure_batch(inputs)
                 for k, (inp, res) in enumerate(zip(inputs, results)):
-                    flops = self.task.flop / res.mean_cost if res.error_no == 0 else 0.0
+                    flops = measured_flops(self.task.flop, res)
                     errors = 0 if res.error_no == 0 else errors + 1
                     if flops > self.best_flops:
                         self.best_flops, self.best_config = flops, inp.config
