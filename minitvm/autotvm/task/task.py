@@ -85,7 +85,7 @@ class Task:
         with ApplyConfig(config), self.target:
             sch, arg_bufs = self.func(*deserialize_args(self.args))
         if not self.flop:
-            self.flop = config.flop or _estimate_flop(arg_bufs, self.name)
+            self.flop = config.flop or _task_flop(sch, self.name)
         return sch, arg_bufs
 
     def __repr__(self) -> str:
@@ -95,18 +95,113 @@ class Task:
         )
 
 
-def _estimate_flop(arg_bufs: list, name: str) -> float:
-    """Floating-point operations of the unscheduled computation of the template's tensors."""
-    from ...meta_schedule.utils import estimate_flops
-    from ...te import create_prim_func
+def compute_flop(sch: Any) -> int:
+    """Operations of the compute ops feeding a TE schedule's outputs (TVM's count: one per
+    arithmetic, comparison or logical operator, a reduction's combiner and source once per
+    reduced point; casts, constants, loop variables and tensor reads are free). Each op is
+    counted once, however many consumers read it. Raises a TuningError (a RuntimeError)
+    naming what cannot be counted, or when nothing is.
 
-    flop = estimate_flops(create_prim_func(list(arg_bufs)))
-    if flop <= 0:
+    >>> compute_flop(te.create_schedule(C.op))  # C = A @ B of (n, l) x (l, m): 2 * n * l * m
+    """
+    from ...te.schedule import Schedule
+
+    if not isinstance(sch, Schedule):
         raise TuningError(
-            f"task '{name}': found no floating-point operations to count; call "
-            "cfg.add_flop(n) in the template so tuning can report FLOPS"
+            f"compute_flop needs a te.Schedule (te.create_schedule), got {type(sch).__name__}; "
+            "call cfg.add_flop(n) in the template to set the count"
         )
-    return flop
+    seen: set[int] = set()
+    total = 0
+    stack = list(sch.outputs)
+    while stack:
+        op = stack.pop()
+        if id(op) in seen:
+            continue
+        seen.add(id(op))
+        total += _op_flop(op)
+        stack.extend(t.op for t in op.input_tensors)
+    if total == 0:
+        raise TuningError(
+            "compute_flop: found no operation to count in the schedule's compute ops (a copy or "
+            "a layout change has none); call cfg.add_flop(n) in the template to set the count"
+        )
+    return total
+
+
+def _task_flop(sch: Any, name: str) -> int:
+    try:
+        return compute_flop(sch)
+    except TuningError as err:
+        raise TuningError(f"task '{name}': {err}") from err
+
+
+def _op_flop(op: Any) -> int:
+    from ...te.operation import ComputeOp, PlaceholderOp
+
+    if isinstance(op, PlaceholderOp):
+        return 0
+    if not isinstance(op, ComputeOp):
+        raise TuningError(
+            f"compute_flop: '{op.name}' is a {type(op).__name__}; only te.compute operations "
+            "can be counted (not scan, extern or hybrid ones): call cfg.add_flop(n) in the "
+            "template instead"
+        )
+    if len(op.body) != 1:
+        raise TuningError(
+            f"compute_flop: '{op.name}' has {len(op.body)} outputs; only single-output "
+            "compute ops can be counted: call cfg.add_flop(n) in the template instead"
+        )
+    return _points(op.axis, op.name) * _expr_flop(op.body[0], op.name)
+
+
+def _points(axes: Any, name: str) -> int:
+    """The product of the axes' extents (they must be constants)."""
+    from ...tir.expr import IntImm
+
+    count = 1
+    for iv in axes:
+        extent = iv.dom.extent
+        if not isinstance(extent, IntImm):
+            raise TuningError(
+                f"compute_flop: '{name}' has axis {iv.var} of extent {extent}, not a constant; "
+                "call cfg.add_flop(n) in the template instead"
+            )
+        count *= int(extent.value)
+    return count
+
+
+def _expr_flop(e: Any, name: str) -> int:
+    """Operations of one evaluation of `e`."""
+    from ...te.reduction import Reduce
+    from ...te.tensor import ProducerLoad
+    from ...tir import expr as E
+
+    if isinstance(e, E.IntImm | E.FloatImm | E.Var | ProducerLoad):
+        return 0  # constants, loop variables and reads (their index arithmetic is not counted)
+    if isinstance(e, E.Cast):
+        return _expr_flop(e.value, name)
+    if isinstance(e, E.BinaryOpExpr):  # arithmetic, min/max, comparisons, and/or
+        return 1 + _expr_flop(e.a, name) + _expr_flop(e.b, name)
+    if isinstance(e, E.Not):
+        return 1 + _expr_flop(e.a, name)
+    if isinstance(e, E.Select):  # one side runs
+        sides = max(_expr_flop(e.true_value, name), _expr_flop(e.false_value, name))
+        return _expr_flop(e.condition, name) + sides
+    if isinstance(e, E.Call):  # an intrinsic call itself is free; its arguments are not
+        return sum(_expr_flop(a, name) for a in e.args)
+    if isinstance(e, Reduce):
+        if len(e.combiner.result) != 1 or len(e.source) != 1:
+            raise TuningError(
+                f"compute_flop: '{name}' reduces {len(e.source)} values at once; only "
+                "single-value reductions can be counted: call cfg.add_flop(n) instead"
+            )
+        per_point = _expr_flop(e.combiner.result[0], name) + _expr_flop(e.source[0], name)
+        return _points(e.axis, name) * per_point
+    raise TuningError(
+        f"compute_flop: '{name}' contains a {type(e).__name__} expression ({e}), which "
+        "cannot be counted; call cfg.add_flop(n) in the template instead"
+    )
 
 
 def template(task_name: str, func: Callable | None = None) -> Callable:
@@ -165,7 +260,7 @@ def create(task_name: str, args: Any, target: Any, target_host: Any = None) -> T
     with ApplyConfig(task.config_space), task.target:
         sch, arg_bufs = task.func(*deserialize_args(task.args))
     task.config_space.code_hash = getattr(sch, "code_hash", None)
-    task.flop = task.config_space.flop or _estimate_flop(arg_bufs, task_name)
+    task.flop = task.config_space.flop or _task_flop(sch, task_name)
     return task
 
 
