@@ -154,10 +154,19 @@ class Database:
 
     # -- records
     def commit_tuning_record(self, record: TuningRecord) -> None:
+        """Add `record`; a schedule measured again (equal module) replaces its earlier record,
+        so the latest measurement of a schedule is the one queries rank."""
         if all(record.workload is not w for w in self._workloads):
             record.workload = self.commit_workload(record.workload.mod)
-        self._records.append(record)
+        self._add(record)
         self._write_record(record)
+
+    def _add(self, record: TuningRecord) -> None:
+        for i, old in enumerate(self._records):
+            if old.workload is record.workload and old.mod_key == record.mod_key:
+                self._records[i] = record
+                return
+        self._records.append(record)
 
     def get_top_k(self, workload: Workload, top_k: int) -> list[TuningRecord]:
         """The `top_k` fastest successful records of `workload`."""
@@ -275,7 +284,7 @@ class JSONDatabase(Database):
                     f"{where}: a record must be [workload index, record], got {str(obj)[:80]}"
                 )
             try:
-                self._records.append(TuningRecord.from_json(obj[1], self._workloads[obj[0]]))
+                self._add(TuningRecord.from_json(obj[1], self._workloads[obj[0]]))
             except TuningError as err:
                 raise TuningError(f"{where}: {err}") from err
 

@@ -56,6 +56,11 @@ class SearchStrategy:
         space = self.context.space_generator
         self.postprocs = list(getattr(space, "postprocs", None) or [])
         self.mutator_probs = dict(getattr(space, "mutator_probs", None) or {})
+        # spaces with nothing to sample are single points (e.g. ApplyDefaultSchedule's):
+        # measured in the first batch, so the search starts from them and never ends below
+        fixed = [self._replay(t) for t in self.spaces if not _samples(t)]
+        self.fixed_points = [s for s in fixed if s is not None]
+        self.fixed_keys = {mod_key(s.mod) for s in self.fixed_points}
 
     def _seed_measured(self, database: Any) -> None:
         """Schedules already in the database are not measured again."""
@@ -106,6 +111,12 @@ class SearchStrategy:
         args = ArgInfo.from_entry_func(self.context.mod)
         return [MeasureCandidate(s, args) for s in schedules]
 
+    def _take_fixed(self, limit: int) -> dict[int, Schedule]:
+        """The unmeasured fixed points (spaces with no sampling step), up to `limit`."""
+        picked: dict[int, Schedule] = {}
+        self._take_new(self.fixed_points, limit, picked)
+        return picked
+
     def _take_new(self, schedules: list, limit: int, picked: dict[int, Schedule]) -> None:
         """Add unmeasured schedules not yet picked (by structural hash) up to `limit`."""
         for sch in schedules:
@@ -130,6 +141,11 @@ def schedule_part(trace: Trace) -> Trace:
     )
 
 
+def _samples(trace: Trace) -> bool:
+    """Whether the trace has a sampling step (a space with none is one point)."""
+    return any(i.kind.name.startswith("Sample") for i in trace.insts)
+
+
 def _strip(trace: Trace) -> Trace:
     """The trace's schedule part with no decisions: replaying it samples afresh."""
     return Trace(schedule_part(trace).insts, {})
@@ -143,7 +159,7 @@ class ReplayTrace(SearchStrategy):
 
     def generate_measure_candidates(self) -> list[MeasureCandidate] | None:
         want = self._budget()
-        picked: dict[int, Schedule] = {}
+        picked = self._take_fixed(want)
         for _ in range(want + self.max_fail_count):
             if len(picked) >= want:
                 break
@@ -185,7 +201,7 @@ class EvolutionarySearch(SearchStrategy):
             return None
         best = self._evolve(population)
         num_random = round(want * self.eps_greedy)
-        picked: dict[int, Schedule] = {}
+        picked = self._take_fixed(want)
         self._take_new(best, want - num_random, picked)
         fails = 0
         while len(picked) < want and fails < self.max_fail_count:

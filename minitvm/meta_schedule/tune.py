@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 import time
@@ -14,9 +15,10 @@ from . import runner as _runner
 from ._progress import Curve, Progress
 from .arg_info import ArgInfo
 from .database import TuningRecord
+from .peak import measure_peak_gflops
 from .utils import estimate_flops, mod_key
 
-_PHASES = ("search", "build", "run")
+_PHASES = ("search", "build", "run", "remeasure")
 
 
 class _TaskState:
@@ -34,8 +36,9 @@ class _TaskState:
         self.workload = None
         self.last_error: str | None = None
         self.reference: dict | None = None
+        self.stalled = 0  # batches since the best time last improved
         # where the task's time goes (written with the tuning curve)
-        self.phase_secs = {"search": 0.0, "build": 0.0, "run": 0.0}
+        self.phase_secs = dict.fromkeys(_PHASES, 0.0)
 
     @property
     def best_gflops(self) -> float:
@@ -43,10 +46,19 @@ class _TaskState:
             return 0.0
         return self.flops / self.best_sec / 1e9
 
-    def priority(self) -> float:
-        """Time this task costs the whole model now (estimated from FLOPs before a result)."""
-        cost = self.best_sec if self.best_sec < float("inf") else self.flops * 1e-9
-        return self.weight * cost
+    def expected_gain(self, peak_gflops: float | None) -> float:
+        """Seconds of the model's time the next batch may save: weight x (best time - its
+        time at the FMA peak), discounted by the batches that did not improve it. A task
+        with no successful run has nothing to go on (0)."""
+        if self.best_sec == float("inf"):
+            return 0.0
+        floor = self.flops / (peak_gflops * 1e9) if peak_gflops else 0.0
+        return self.weight * max(self.best_sec - floor, 0.0) / (1 + self.stalled)
+
+    def record_best(self, secs: float) -> None:
+        """A new measurement: the best time, and whether it improved (beyond 1% noise)."""
+        self.stalled = 0 if secs < 0.99 * self.best_sec else self.stalled + 1
+        self.best_sec = min(self.best_sec, secs)
 
 
 def tune_tasks(
@@ -65,9 +77,17 @@ def tune_tasks(
     task_scheduler: Any = "gradient",
     module_equality: str = "structural",
     verbose: bool = True,
+    remeasure_top_k: int = 3,
 ) -> _database.Database:
-    """Tune every task (TuneContexts) within `max_trials_global` measurements in all; the
-    next batch goes to the task that costs the model most now (weight × best time).
+    """Tune every task (TuneContexts) within `max_trials_global` measurements in all.
+
+    Each task first measures one batch (its fixed points, e.g. the default schedule, among
+    them); with several tasks that batch is small, so half the budget at most explores. Then
+    "gradient" gives the next batch to the task with the most time left to win (weight x
+    (best time - time at the measured FMA peak), discounted by batches without gain);
+    "round-robin" to the task with the fewest trials. At the end each task's
+    `remeasure_top_k` best schedules and its fixed points are timed again, interleaved in one
+    worker, and those times replace the first ones, so noise does not pick the winner.
     Returns the database with every measured record."""
     if not tasks:
         raise TuningError("tune_tasks: no tasks to tune")
@@ -111,15 +131,33 @@ def tune_tasks(
             num_trials_per_iter,
             work_dir,
         )
+    # the peak only matters when tasks compete for the budget
+    peak = None
+    if task_scheduler == "gradient" and len(states) > 1:
+        peak = measure_peak_gflops(builder, runner, states[0].context.target)
+    first = _first_batch_size(len(states), max_trials_global, num_trials_per_iter)
     total = 0
+
+    def add_point(state: _TaskState, task: str) -> None:
+        curve.add(
+            trials=total,
+            seconds=round(progress.elapsed(), 3),
+            task=task,
+            task_best_gflops=round(state.best_gflops, 3),
+            best_gflops=round(_overall_gflops(states), 3),
+            **{f"{k}_s": round(sum(st.phase_secs[k] for st in states), 2) for k in _PHASES},
+        )
+
     try:
         while total < max_trials_global:
             live = [s for s in states if not s.done]
             if not live:
                 break
-            # every task measures once first; then the costliest task goes next
-            state = _SCHEDULERS[task_scheduler](live)
-            step = _one_batch(state, database, builder, runner, model, max_trials_global - total)
+            state = _SCHEDULERS[task_scheduler](live, peak)
+            size = first if state.trials == 0 else num_trials_per_iter
+            step = _one_batch(
+                state, database, builder, runner, model, min(size, max_trials_global - total)
+            )
             if step == 0:
                 continue
             total += step
@@ -132,14 +170,16 @@ def tune_tasks(
                     flush=True,
                 )
                 state.last_error = None
-            curve.add(
-                trials=total,
-                seconds=round(progress.elapsed(), 3),
-                task=state.context.task_name,
-                task_best_gflops=round(state.best_gflops, 3),
-                best_gflops=round(_overall_gflops(states), 3),
-                **{f"{k}_s": round(sum(st.phase_secs[k] for st in states), 2) for k in _PHASES},
-            )
+            add_point(state, state.context.task_name)
+        if remeasure_top_k > 0:
+            remeasured = {}
+            for state in states:
+                remeasured[state.context.task_name] = remeasure(
+                    state, database, builder, runner, remeasure_top_k
+                )
+            _write_json(os.path.join(work_dir, "remeasured.json"), remeasured)
+            if any(remeasured.values()):
+                add_point(states[0], "(re-measured)")
     finally:
         progress.close()
         for state in states:
@@ -148,13 +188,27 @@ def tune_tasks(
     return database
 
 
-def _gradient(live: list) -> _TaskState:
-    """Every task measures once first; then the task that costs the model most goes next."""
+def _first_batch_size(num_tasks: int, max_trials: int, per_iter: int) -> int:
+    """One task: a full batch. Several: each first batch takes an equal part of half the
+    budget (at least 2: a fixed point and a sampled one; never above `per_iter`), so the
+    rest goes where it pays."""
+    if num_tasks == 1:
+        return per_iter
+    return min(per_iter, max(2, max_trials // (2 * num_tasks)))
+
+
+def _gradient(live: list, peak_gflops: float | None) -> _TaskState:
+    """Every task measures once first; then the task with the most time left to win."""
     fresh = [s for s in live if s.trials == 0]
-    return fresh[0] if fresh else max(live, key=lambda s: s.priority())
+    if fresh:
+        return fresh[0]
+    if peak_gflops:
+        # a task faster than the measured peak means the peak was timed in a slow spell
+        peak_gflops = max(peak_gflops, *(s.best_gflops for s in live))
+    return max(live, key=lambda s: s.expected_gain(peak_gflops))
 
 
-def _round_robin(live: list) -> _TaskState:
+def _round_robin(live: list, peak_gflops: float | None) -> _TaskState:
     """The task with the fewest trials so far (ties: the first)."""
     return min(live, key=lambda s: s.trials)
 
@@ -213,6 +267,7 @@ def _one_batch(state, database, builder, runner, model, budget_left: int) -> int
     ctx = state.context
     strategy = ctx.search_strategy
     clock = time.monotonic()
+    strategy.num_trials_per_iter = budget_left  # the batch the scheduler sized
     candidates = strategy.generate_measure_candidates()
     if not candidates:
         state.done = True
@@ -230,6 +285,7 @@ def _one_batch(state, database, builder, runner, model, budget_left: int) -> int
     ]
     ran = dict(zip(ok, (f.result() for f in runner.run(inputs))))
     results = []
+    batch_best = float("inf")
     for i, cand in enumerate(candidates):
         result = ran.get(i) or _runner.RunnerResult(None, f"build failed: {built[i].error_msg}")
         results.append(result)
@@ -239,11 +295,12 @@ def _one_batch(state, database, builder, runner, model, budget_left: int) -> int
         record._mod_key = mod_key(cand.sch.mod)
         database.commit_tuning_record(record)
         if result.run_secs:
-            state.best_sec = min(state.best_sec, min(result.run_secs))
+            batch_best = min(batch_best, min(result.run_secs))
         else:
             state.failed += 1
             state.last_error = result.error_msg
         _remove(built[i].artifact_path)
+    state.record_best(batch_best)
     state.phase_secs["run"] += time.monotonic() - clock
     strategy.notify_runner_results(candidates, results)
     if model is not None:
@@ -251,6 +308,79 @@ def _one_batch(state, database, builder, runner, model, budget_left: int) -> int
     state.trials += len(candidates)
     state.done = state.trials >= state.max_trials
     return len(candidates)
+
+
+def remeasure(
+    state: _TaskState, database: Any, builder: Any, runner: Any, top_k: int, rounds: int = 3
+) -> list[dict]:
+    """Time the task's `top_k` best schedules and its fixed points again, `rounds` times
+    interleaved (a slow spell of the machine hits them all alike); the new times replace
+    the records' first ones. Schedules not re-measured whose first time still beats the
+    re-measured best are then timed beside it (up to twice more). Returns, per schedule
+    re-measured, its first and new times."""
+    clock = time.monotonic()
+    fixed = state.context.search_strategy.fixed_keys
+    mine = _ranked(database, state)
+    chosen = mine[:top_k] + [r for r in mine[top_k:] if r.mod_key in fixed]
+    report: dict[int, dict] = {}
+    for _ in range(3):
+        if len(chosen) < 2:
+            break
+        for record, secs in zip(chosen, _time_interleaved(state, chosen, builder, runner, rounds)):
+            again = TuningRecord(
+                record.trace, state.workload, secs, record.target, record.args_info
+            )
+            again._mod_key = record.mod_key
+            database.commit_tuning_record(again)
+            first = report.get(record.mod_key, {}).get("first_secs", record.run_secs)
+            report[record.mod_key] = {
+                "first_secs": first,
+                "remeasured_secs": secs,
+                "fixed_point": record.mod_key in fixed,
+            }
+        ranked = _ranked(database, state)
+        best = next((r for r in ranked if r.mod_key in report), None)
+        if best is None:
+            break
+        # a first time that beats the re-measured best is compared with it head to head
+        challengers = [r for r in ranked if r.mod_key not in report and r.best_sec < best.best_sec]
+        chosen = [best, *challengers[:top_k]] if challengers else []
+    state.best_sec = min((r.best_sec for r in _ranked(database, state)), default=float("inf"))
+    state.phase_secs["remeasure"] += time.monotonic() - clock
+    return list(report.values())
+
+
+def _ranked(database: Any, state: _TaskState) -> list:
+    """The task's successful records, fastest first."""
+    return database.get_top_k(state.workload, len(database))
+
+
+def _time_interleaved(state, records, builder, runner, rounds: int) -> list:
+    """Build `records` once and run them round-robin `rounds` times; per record, all its
+    repeats (None when a run failed: a schedule that fails once is not trusted)."""
+    ctx = state.context
+    cands = [r.as_measure_candidate() for r in records]
+    built = builder.build([_builder.BuilderInput(c.sch.mod, ctx.target) for c in cands])
+    ok = [i for i, b in enumerate(built) if b.error_msg is None]
+    runner.reference = state.reference
+    inputs = [
+        _runner.RunnerInput(built[i].artifact_path, "cpu", cands[i].args_info)
+        for _ in range(rounds)
+        for i in ok
+    ]
+    secs: list = [[] for _ in records]
+    for n, future in enumerate(runner.run(inputs)):
+        i = ok[n % len(ok)]
+        got = future.result().run_secs
+        secs[i] = None if secs[i] is None or not got else secs[i] + got
+    for b in built:
+        _remove(b.artifact_path)
+    return [s or None for s in secs]
+
+
+def _write_json(path: str, obj: Any) -> None:
+    with open(path, "w") as f:
+        json.dump(obj, f, indent=1)
 
 
 def _overall_gflops(states: list) -> float:

@@ -24,7 +24,7 @@ def test_json_database_round_trip(tmp_path):
     workload = db.commit_workload(mod)
     assert db.commit_workload(matmul_mod()) is workload  # structurally equal: one workload
     schedules = []
-    for seed, secs in [(0, [3e-3, 2e-3]), (1, [1e-3]), (2, None)]:
+    for seed, secs in [(0, [3e-3, 2e-3]), (2, [1e-3]), (3, None)]:  # three distinct tiles
         sch, rec = _record(mod, seed, secs)
         rec.workload = workload
         db.commit_tuning_record(rec)
@@ -44,6 +44,21 @@ def test_json_database_round_trip(tmp_path):
     assert again.query_schedule(matmul_mod(16, 16, 16), "llvm") is None
     top = again.get_top_k(again.commit_workload(mod), 5)
     assert [r.run_secs for r in top] == [[1e-3], [3e-3, 2e-3]]  # failed runs are not ranked
+
+
+def test_a_schedule_measured_again_replaces_its_record(tmp_path):
+    """The latest measurement of a schedule is the one ranked (the tuner re-measures its
+    best few at the end), in memory and after the JSON file is read back."""
+    mod = matmul_mod()
+    db = ms.JSONDatabase(work_dir=str(tmp_path))
+    _, lucky = _record(mod, 0, [1e-3])  # a noise-lucky first time
+    _, other = _record(mod, 2, [2e-3])
+    _, again = _record(mod, 0, [3e-3])  # the same schedule (seed 0) timed again
+    for rec in (lucky, other, again):
+        db.commit_tuning_record(rec)
+    for d in (db, ms.JSONDatabase(work_dir=str(tmp_path))):
+        assert sorted(r.run_secs[0] for r in d.get_all_tuning_records()) == [2e-3, 3e-3]
+        assert d.query_tuning_record(mod, "llvm").run_secs == [2e-3]
 
 
 def test_memory_database_and_paths(tmp_path):

@@ -97,4 +97,34 @@ def test_verify_cpu_code_accepts_legal_schedules():
 
 def test_create_default_order():
     names = [type(p).__name__ for p in pp.create_default("llvm")]
-    assert names == ["DisallowDynamicLoop", "RewriteReductionBlock", "RewriteParallelVectorizeUnroll"]
+    assert names == [
+        "DisallowDynamicLoop",
+        "RewriteReductionBlock",
+        "RewriteParallelVectorizeUnroll",
+    ]
+
+
+def test_vectorize_takes_only_the_loops_of_one_iterator():
+    """Inner loops i2 (4) and j2 (8) of two block iterators are not fused into one vector:
+    its lanes would index by f // 8, f % 8 (scalar code, minutes of LLVM); j2 alone is."""
+    mod, ins, out, ref = matmul(16, 16, 16, relu=False)
+    sch = _annotated(mod, parallel=1, vectorize=64, unroll=0)
+    c = sch.get_block("C")
+    i, j, k = sch.get_loops(c)
+    i1, i2 = sch.split(i, [None, 4])
+    j1, j2 = sch.split(j, [None, 8])
+    sch.reorder(i1, j1, k, i2, j2)
+    assert pp.RewriteParallelVectorizeUnroll().apply(sch)
+    loops = {}
+    post_order_visit(
+        sch.mod["main"].body,
+        lambda n: (
+            loops.__setitem__(n.loop_var.name, (n.kind, int(n.extent)))
+            if isinstance(n, For)
+            else None
+        ),
+    )
+    vectorized = [v for v in loops.values() if v[0] is ForKind.VECTORIZED]
+    assert vectorized == [(ForKind.VECTORIZED, 8)]
+    xs, got = run(sch.mod, ins, out)
+    np.testing.assert_allclose(got, ref(*xs), rtol=1e-4)

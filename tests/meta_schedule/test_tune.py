@@ -52,7 +52,14 @@ def test_tune_tir_then_compile_tir_matches_numpy(tmp_path):
     _run(mod, sch, (32, 16), (16, 48))
     assert "sample_perfect_tile" in str(sch.trace)
     curve = json.loads((tmp_path / "tuning_curve.json").read_text())
-    assert [p["trials"] for p in curve] == [3, 6]
+    # two batches, then the re-measurement of the best few (no trials of its own)
+    assert [(p["trials"], p["task"]) for p in curve] == [
+        (3, "main"),
+        (6, "main"),
+        (6, "(re-measured)"),
+    ]
+    remeasured = json.loads((tmp_path / "remeasured.json").read_text())["main"]
+    assert 2 <= len(remeasured) <= 3 and all(len(r["remeasured_secs"]) == 6 for r in remeasured)
     assert curve[-1]["best_gflops"] >= curve[0]["best_gflops"] > 0
     assert (tmp_path / "tuning_curve.csv").read_text().startswith("trials,seconds,task")
     # a second run on the same work dir continues: nothing measured twice
@@ -195,3 +202,72 @@ def test_task_scheduler_gives_trials_to_the_costly_task(scheduler, big_share):
         key = "big" if tvm.ir.structural_equal(rec.workload.mod, big) else "small"
         counts[key] = counts.get(key, 0) + 1
     assert counts == {"big": big_share, "small": 6 - big_share}
+
+
+def _fixed_tile(sch):
+    """A space with no sampling step: one point (as the default schedule's space)."""
+    block = sch.get_block("C")
+    i, j, k = sch.get_loops(block)
+    j0, j1 = sch.split(j, factors=[None, 8])
+    sch.reorder(i, j0, k, j1)
+
+
+@pytest.mark.parametrize("strategy", ["evolutionary", "replay-trace"])
+def test_a_fixed_point_of_the_space_is_in_the_first_batch(strategy):
+    """A design space with nothing to sample (e.g. the default schedule) is measured first,
+    so tuning never ends below it (a batch of one, beside three sampled spaces: by chance
+    it would be picked for 1 seed in 4)."""
+    fixed = tvm.tir.Schedule(matmul_mod(), seed=0)
+    _fixed_tile(fixed)
+    for seed in range(4):
+        union = ms.space_generator.SpaceGeneratorUnion(
+            [space(tile_ij), space(tile_j), space(tile_ij), space(_fixed_tile)],
+            sch_rules=[], postprocs=[], mutator_probs={},
+        )  # fmt: skip
+        db = ms.tune_tir(
+            matmul_mod(), "llvm", None, max_trials_global=1, num_trials_per_iter=1,
+            space=union, strategy=_small(strategy), database="memory", seed=seed,
+            verbose=False, runner=fast_runner(),
+        )  # fmt: skip
+        assert [r.mod_key for r in db.get_all_tuning_records()] == [ms.utils.mod_key(fixed.mod)]
+
+
+def test_gradient_scheduler_weighs_the_time_left_to_the_peak():
+    """The next batch goes to the task with most time above its time at the FMA peak
+    (weight x (best - flops / peak)), discounted by batches that did not improve it."""
+    from minitvm.meta_schedule.tune import _gradient, _TaskState
+
+    def state(n, best_sec):
+        ctx = ms.TuneContext(matmul_mod(n, n, n), "llvm", space(tile_j), task_name=str(n))
+        s = _TaskState(ctx, 1.0, 100)
+        s.trials, s.best_sec = 1, best_sec
+        return s
+
+    peak = 1.0  # GFLOPS: the 64^3 matmul (2^19 FLOPs) takes >= 524 us at the peak
+    near = state(64, 600e-6)  # costs most, but only 76 us above its peak time
+    far = state(16, 300e-6)  # 292 us above its peak time (8 us)
+    assert _gradient([near, far], None) is near  # by time alone
+    assert _gradient([near, far], peak) is far
+    for secs in (300e-6, 299e-6, 298e-6):  # three batches within 1% of the best: stalled
+        far.record_best(secs)
+    assert far.stalled == 3 and far.best_sec == 298e-6
+    assert _gradient([near, far], peak) is near
+    far.record_best(200e-6)  # a real gain resets the discount
+    assert far.stalled == 0 and _gradient([near, far], peak) is far
+
+
+def test_measured_fma_peak_kernel_is_correct_and_positive():
+    """The peak micro-kernel computes what it says (REPS x A @ B per core) and times > 0."""
+    from minitvm.meta_schedule import peak as pk
+
+    target = tvm.target.Target("llvm")
+    mod, flops = pk.fma_kernel(target)
+    lib = tvm.build(mod, target="llvm")
+    args = ms.ArgInfo.from_entry_func(mod)
+    a = np.random.rand(*args[0].shape).astype("float32")
+    b = np.random.rand(*args[1].shape).astype("float32")
+    c = tvm.nd.array(np.zeros(args[2].shape, "float32"))
+    lib["main"](tvm.nd.array(a), tvm.nd.array(b), c)
+    np.testing.assert_allclose(c.numpy(), np.broadcast_to(pk._REPS * (a @ b), c.shape), rtol=2e-3)
+    assert flops == 2 * np.prod(args[2].shape) * pk._DEPTH * pk._REPS
+    assert pk.measure_peak_gflops(ms.LocalBuilder(), fast_runner(), target) > 0

@@ -1,0 +1,69 @@
+"""The measured FMA peak of a target: what the task scheduler compares each task's best
+GFLOPS with (a task far from the peak has more time left to win)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..ir import IRModule
+from ..target import Target
+from . import builder as _builder
+from . import runner as _runner
+from .arg_info import ArgInfo
+from .schedule_rule._block import num_cores, vector_lanes
+
+# accumulator tile: ROWS x (2 vectors) float32 accumulators, 16 registers on AVX-512 / AVX2
+_ROWS = 8
+_DEPTH = 64  # k: the operands stay in L1
+_REPS = 2048  # the k loop repeated: ~1 ms a call, so the parallel launch is noise
+
+
+def fma_kernel(target: Target) -> tuple[IRModule, float]:
+    """A register-resident FMA micro-kernel for `target` (one tile per core, parallel) and
+    its floating-point operations per call."""
+    from .. import te
+    from ..tir.schedule import Schedule
+
+    cores, lanes = num_cores(target), 2 * vector_lanes(target)
+    a = te.placeholder((_ROWS, _DEPTH), name="A")
+    b = te.placeholder((_DEPTH, lanes), name="B")
+    m = te.reduce_axis((0, _REPS), name="m")
+    k = te.reduce_axis((0, _DEPTH), name="k")
+    c = te.compute(
+        (cores, _ROWS, lanes),
+        lambda p, i, j: te.sum(a[i, k] * b[k, j], axis=[m, k]),
+        name="C",
+    )
+    sch = Schedule(te.create_prim_func([a, b, c]))
+    block = sch.get_block("C")
+    local = sch.cache_write(block, 0, "local")
+    p, i, j, mm, kk = sch.get_loops(block)
+    k0, k1 = sch.split(kk, [None, 4])
+    sch.reorder(p, mm, k0, k1, i, j)
+    sch.reverse_compute_at(local, p)
+    sch.parallel(p)
+    sch.unroll(k1)
+    sch.unroll(i)
+    sch.vectorize(j)
+    sch.decompose_reduction(block, mm)
+    sch.vectorize(sch.get_loops(local)[-1])
+    return sch.mod, 2.0 * cores * _ROWS * lanes * _DEPTH * _REPS
+
+
+def measure_peak_gflops(builder: Any, runner: Any, target: Target) -> float | None:
+    """The FMA kernel's GFLOPS built and timed by `builder` and `runner` (their workers and
+    timing settings, no reference check); None when it does not build or run."""
+    mod, flops = fma_kernel(target)
+    (built,) = builder.build([_builder.BuilderInput(mod, target)])
+    if built.error_msg is not None:
+        return None
+    saved, runner.reference = runner.reference, None
+    try:
+        args = ArgInfo.from_entry_func(mod)
+        (future,) = runner.run([_runner.RunnerInput(built.artifact_path, "cpu", args)])
+        result = future.result()
+    finally:
+        runner.reference = saved
+    if not result.run_secs:
+        return None
+    return flops / min(result.run_secs) / 1e9
