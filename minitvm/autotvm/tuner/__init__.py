@@ -3,15 +3,24 @@
 from . import callback
 from .ga_tuner import GATuner
 from .index_based_tuner import GridSearchTuner, IndexBaseTuner, RandomTuner
+from .model_based_tuner import CostModel, ModelBasedTuner, ModelOptimizer, submodular_pick
+from .sa_model_optimizer import SimulatedAnnealingOptimizer
 from .tuner import Tuner
+from .xgboost_cost_model import XGBoostCostModel
 from .xgboost_tuner import XGBTuner
 
 __all__ = [
+    "CostModel",
     "GATuner",
     "GridSearchTuner",
     "IndexBaseTuner",
+    "ModelBasedTuner",
+    "ModelOptimizer",
     "RandomTuner",
+    "SimulatedAnnealingOptimizer",
     "Tuner",
     "XGBTuner",
+    "XGBoostCostModel",
     "callback",
+    "submodular_pick",
 ]
