@@ -3,6 +3,11 @@
 threadIdx loop, and a GPU-scheduled softmax: lowered structure, and numpy-matching runs on
 OpenCL (PoCL) where a device exists."""
 
+import importlib.util
+import pathlib
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -11,6 +16,7 @@ from minitvm import te
 from minitvm.driver import lower_gpu
 from minitvm.error import BuildError
 from minitvm.target import Target
+from minitvm.testing.gpu import conv_hwcn, conv_hwcn_reference
 
 _REASON = tvm.opencl(0).unavailable_reason()
 requires_opencl = pytest.mark.skipif(_REASON is not None, reason=f"no OpenCL device: {_REASON}")
@@ -25,104 +31,6 @@ def _vector_double():
     s[B].bind(bx, te.thread_axis("blockIdx.x"))
     s[B].bind(tx, te.thread_axis("threadIdx.x"))
     return s, A, B
-
-
-def seed_conv(batch=64, in_channel=256, out_channel=512):
-    """The homework's 'Optimize Convolution on GPU' schedule, verbatim but for the sizes (and
-    its `WM` typo, which is `WW`)."""
-    in_size, kernel, pad, stride = 14, 3, 1, 1
-    A = te.placeholder((in_size, in_size, in_channel, batch), name="A")
-    W = te.placeholder((kernel, kernel, in_channel, out_channel), name="W")
-    out_size = (in_size - kernel + 2 * pad) // stride + 1
-    Apad = te.compute(
-        (in_size + 2 * pad, in_size + 2 * pad, in_channel, batch),
-        lambda yy, xx, cc, nn: tvm.tir.if_then_else(
-            tvm.tir.all(yy >= pad, yy - pad < in_size, xx >= pad, xx - pad < in_size),
-            A[yy - pad, xx - pad, cc, nn],
-            tvm.tir.const(0.0, "float32"),
-        ),
-        name="Apad",
-    )
-    rc = te.reduce_axis((0, in_channel), name="rc")
-    ry = te.reduce_axis((0, kernel), name="ry")
-    rx = te.reduce_axis((0, kernel), name="rx")
-    B = te.compute(
-        (out_size, out_size, out_channel, batch),
-        lambda yy, xx, ff, nn: te.sum(
-            Apad[yy * stride + ry, xx * stride + rx, rc, nn] * W[ry, rx, rc, ff],
-            axis=[ry, rx, rc],
-        ),
-        name="B",
-    )
-    s = te.create_schedule(B.op)
-    s[Apad].compute_inline()
-    AA = s.cache_read(Apad, "shared", [B])
-    WW = s.cache_read(W, "shared", [B])
-    AL = s.cache_read(AA, "local", [B])
-    WL = s.cache_read(WW, "local", [B])
-    BL = s.cache_write(B, "local")
-    tile, num_thread, step, vthread = 8, 8, 8, 2
-    block_factor = tile * num_thread
-    block_x = te.thread_axis("blockIdx.x")
-    block_y = te.thread_axis("blockIdx.y")
-    block_z = te.thread_axis("blockIdx.z")
-    thread_x = te.thread_axis((0, num_thread), "threadIdx.x")
-    thread_y = te.thread_axis((0, num_thread), "threadIdx.y")
-    thread_xz = te.thread_axis((0, vthread), "vthread", name="vx")
-    thread_yz = te.thread_axis((0, vthread), "vthread", name="vy")
-    hi, wi, fi, ni = s[B].op.axis
-    bz = s[B].fuse(hi, wi)
-    by, fi = s[B].split(fi, factor=block_factor)
-    bx, ni = s[B].split(ni, factor=block_factor)
-    s[B].bind(bz, block_z)
-    s[B].bind(by, block_y)
-    s[B].bind(bx, block_x)
-    tyz, fi = s[B].split(fi, nparts=vthread)
-    txz, ni = s[B].split(ni, nparts=vthread)
-    ty, fi = s[B].split(fi, nparts=num_thread)
-    tx, ni = s[B].split(ni, nparts=num_thread)
-    s[B].reorder(bz, by, bx, tyz, txz, ty, tx, fi, ni)
-    s[B].bind(tyz, thread_yz)
-    s[B].bind(txz, thread_xz)
-    s[B].bind(ty, thread_y)
-    s[B].bind(tx, thread_x)
-    s[BL].compute_at(s[B], tx)
-    yi, xi, fi, ni = s[BL].op.axis
-    ry, rx, rc = s[BL].op.reduce_axis
-    rco, rci = s[BL].split(rc, factor=step)
-    s[BL].reorder(rco, ry, rx, rci, fi, ni)
-    s[AA].compute_at(s[BL], rx)
-    s[WW].compute_at(s[BL], rx)
-    s[AL].compute_at(s[BL], rci)
-    s[WL].compute_at(s[BL], rci)
-    yi, xi, ci, ni = s[AA].op.axis
-    ty, ci = s[AA].split(ci, nparts=num_thread)
-    tx, ni = s[AA].split(ni, nparts=num_thread)
-    _, ni = s[AA].split(ni, factor=4)
-    s[AA].reorder(ty, tx, yi, xi, ci, ni)
-    s[AA].bind(ty, thread_y)
-    s[AA].bind(tx, thread_x)
-    s[AA].vectorize(ni)
-    yi, xi, ci, fi = s[WW].op.axis
-    ty, ci = s[WW].split(ci, nparts=num_thread)
-    tx, fi = s[WW].split(fi, nparts=num_thread)
-    _, fi = s[WW].split(fi, factor=4)
-    s[WW].reorder(ty, tx, yi, xi, ci, fi)
-    s[WW].bind(ty, thread_y)
-    s[WW].bind(tx, thread_x)
-    s[WW].vectorize(fi)
-    return s, A, W, B
-
-
-def _conv_reference(a, w):
-    ap = np.pad(a, ((1, 1), (1, 1), (0, 0), (0, 0)))
-    out = np.zeros((14, 14, w.shape[3], a.shape[3]), "float32")
-    for ry in range(3):
-        for rx in range(3):
-            out += np.einsum(
-                "yxcn,cf->yxfn", ap[ry : ry + 14, rx : rx + 14], w[ry, rx], optimize=True
-            )
-    return out
 
 
 def _softmax(m=64, n=100, shared=False):
@@ -220,7 +128,7 @@ def test_cache_read_local_under_bound_threads_is_per_thread():
 
 
 def test_seed_conv_tiles_scopes_vthreads_and_barriers_print_like_tvm():
-    s, A, W, B = seed_conv(batch=64)
+    s, (A, W, B), _ = conv_hwcn(batch=64)
     text = tvm.lower(s, [A, W, B], simple_mode=True).script()
     for line in (
         'Apad_shared = T.decl_buffer((1, 1, 8, 64), "float32", scope="shared")',
@@ -238,7 +146,7 @@ def test_seed_conv_tiles_scopes_vthreads_and_barriers_print_like_tvm():
 
 
 def test_seed_conv_kernel_fits_the_opencl_limits():
-    s, A, W, B = seed_conv(batch=64)
+    s, (A, W, B), _ = conv_hwcn(batch=64)
     mod = lower_gpu([s.build_prim_func([A, W, B], "conv")], Target("opencl"))
     kernel = mod["conv_kernel"]
     assert list(kernel.attrs["tir.kernel_launch_params"]) == [
@@ -306,7 +214,7 @@ def test_seed_vector_add_matches_numpy_on_opencl(n):
 
 def test_seed_conv_at_a_batch_below_the_tile_lowers_with_guards():
     # batch 4 under the 64-wide tile: the splits leave unit loops and guards `... < 4`
-    s, A, W, B = seed_conv(batch=4)
+    s, (A, W, B), _ = conv_hwcn(batch=4)
     text = tvm.lower(s, [A, W, B], simple_mode=True).script()
     assert "< 4" in text and text.count("tvm_storage_sync") == 2
 
@@ -315,7 +223,7 @@ def test_seed_conv_at_a_batch_below_the_tile_lowers_with_guards():
 def test_seed_conv_batch_below_the_tile_matches_numpy_on_opencl():
     # batch 4 under the 64-wide tile (guarded tails); channels reduced for PoCL's speed (the
     # full 256 -> 512 layer takes half a minute there)
-    s, A, W, B = seed_conv(batch=4, in_channel=32, out_channel=64)
+    s, (A, W, B), _ = conv_hwcn(batch=4, in_channel=32, out_channel=64)
     func = tvm.build(s, [A, W, B], "opencl")
     dev = tvm.opencl(0)
     rng = np.random.default_rng(1)
@@ -323,13 +231,13 @@ def test_seed_conv_batch_below_the_tile_matches_numpy_on_opencl():
     w = rng.uniform(size=(3, 3, 32, 64)).astype("float32")
     b = tvm.nd.array(np.zeros((14, 14, 64, 4), "float32"), dev)
     func(tvm.nd.array(a, dev), tvm.nd.array(w, dev), b)
-    np.testing.assert_allclose(b.numpy(), _conv_reference(a, w), rtol=1e-4)
+    np.testing.assert_allclose(b.numpy(), conv_hwcn_reference(a, w), rtol=1e-4)
 
 
 @requires_opencl
 def test_seed_conv_matches_numpy_on_opencl():
     # the full schedule; batch 64 (one block of the 64-wide tile), channels reduced for PoCL
-    s, A, W, B = seed_conv(batch=64, in_channel=32, out_channel=64)
+    s, (A, W, B), _ = conv_hwcn(batch=64, in_channel=32, out_channel=64)
     func = tvm.build(s, [A, W, B], "opencl")
     dev = tvm.opencl(0)
     rng = np.random.default_rng(0)
@@ -337,7 +245,7 @@ def test_seed_conv_matches_numpy_on_opencl():
     w = rng.uniform(size=(3, 3, 32, 64)).astype("float32")
     b = tvm.nd.array(np.zeros((14, 14, 64, 64), "float32"), dev)
     func(tvm.nd.array(a, dev), tvm.nd.array(w, dev), b)
-    np.testing.assert_allclose(b.numpy(), _conv_reference(a, w), rtol=1e-4)
+    np.testing.assert_allclose(b.numpy(), conv_hwcn_reference(a, w), rtol=1e-4)
 
 
 @requires_opencl
@@ -360,7 +268,7 @@ requires_cuda = pytest.mark.skipif(_CUDA_REASON is not None, reason=f"no CUDA: {
 
 
 def test_seed_conv_lowers_to_ptx_without_a_gpu():
-    s, A, W, B = seed_conv(batch=64, in_channel=32, out_channel=64)
+    s, (A, W, B), _ = conv_hwcn(batch=64, in_channel=32, out_channel=64)
     ptx = tvm.build(s, [A, W, B], "cuda").get_source("ptx")
     assert ".visible .entry main_kernel(" in ptx
     assert "bar.sync" in ptx and ".shared" in ptx and "%tid.y" in ptx
@@ -375,14 +283,14 @@ def test_seed_programs_match_numpy_on_cuda():
     b = tvm.nd.array(np.zeros(1000, "float32"), dev)
     f(tvm.nd.array(a, dev), b)
     np.testing.assert_allclose(b.numpy(), a * 2)
-    s, A, W, B = seed_conv(batch=64, in_channel=32, out_channel=64)
+    s, (A, W, B), _ = conv_hwcn(batch=64, in_channel=32, out_channel=64)
     func = tvm.build(s, [A, W, B], "cuda")
     rng = np.random.default_rng(0)
     a = rng.uniform(size=(14, 14, 32, 64)).astype("float32")
     w = rng.uniform(size=(3, 3, 32, 64)).astype("float32")
     out = tvm.nd.array(np.zeros((14, 14, 64, 64), "float32"), dev)
     func(tvm.nd.array(a, dev), tvm.nd.array(w, dev), out)
-    np.testing.assert_allclose(out.numpy(), _conv_reference(a, w), rtol=1e-4)
+    np.testing.assert_allclose(out.numpy(), conv_hwcn_reference(a, w), rtol=1e-4)
     for shared in (False, True):
         s, A, o = _softmax(shared=shared)
         f = tvm.build(s, [A, o], "cuda")
@@ -391,3 +299,50 @@ def test_seed_programs_match_numpy_on_cuda():
         f(tvm.nd.array(x, dev), y)
         e = np.exp(x - x.max(1, keepdims=True))
         np.testing.assert_allclose(y.numpy(), e / e.sum(1, keepdims=True), rtol=1e-5, atol=1e-6)
+
+
+# ----------------------------------------------------------------------------- benchmarks/gpu.py
+_BENCH_GPU = pathlib.Path(__file__).parents[2] / "benchmarks" / "gpu.py"
+
+
+def _bench_gpu():
+    spec = importlib.util.spec_from_file_location("bench_gpu", _BENCH_GPU)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.skipif(_CUDA_REASON is None, reason="a CUDA device is present: it would measure")
+def test_gpu_benchmark_without_cuda_says_so_and_exits_0():
+    done = subprocess.run(
+        [sys.executable, str(_BENCH_GPU)], check=False, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    assert "no cuda device here" in done.stdout and "nothing was measured" in done.stdout
+
+
+@requires_opencl
+def test_gpu_benchmark_matmuls_are_checked_and_timed_on_opencl():
+    rows = _bench_gpu()._matmul_rows("opencl", tvm.opencl(0), None, 64, number=1)
+    assert [r[0] for r in rows] == [
+        "matmul 64^3 fp32, hand TE schedule",
+        "matmul 64^3 fp32, DefaultGPUSchedule",
+    ]
+    assert all(
+        flops == 2 * 64**3 and ours > 0 and theirs is None for _, flops, ours, theirs in rows
+    )
+
+
+@requires_opencl
+def test_default_gpu_matmul_workload_matches_numpy_on_opencl():
+    from minitvm.testing.gpu import matmul_default_gpu
+
+    func, args, _ = matmul_default_gpu(96, "opencl")
+    f = tvm.build(func, args, "opencl")
+    assert "__local float A_shared" in f.get_source()
+    dev = tvm.opencl(0)
+    rng = np.random.default_rng(8)
+    x, y = rng.random((96, 96), dtype="float32"), rng.random((96, 96), dtype="float32")
+    z = tvm.nd.array(np.zeros((96, 96), "float32"), dev)
+    f(tvm.nd.array(x, dev), tvm.nd.array(y, dev), z)
+    np.testing.assert_allclose(z.numpy(), x @ y, rtol=1e-4)
