@@ -146,6 +146,21 @@ class DevicePointer:
             pass
 
 
+class BorrowedPointer:
+    """Device memory another library owns (a DLPack import): `release` is called once, when
+    this object dies, to give it back."""
+
+    __slots__ = ("device_id", "nbytes", "ptr", "release")
+
+    def __init__(self, device_id: int, nbytes: int, ptr: int, release) -> None:
+        self.device_id, self.nbytes, self.ptr, self.release = device_id, nbytes, ptr, release
+
+    def __del__(self) -> None:
+        release, self.release = self.release, None
+        if release is not None:
+            release()
+
+
 def alloc(device_id: int, nbytes: int) -> DevicePointer:
     return DevicePointer(device_id, nbytes)
 

@@ -8,6 +8,14 @@ import numpy as np
 from ..error import ArgumentError, DTypeError, ShapeError
 from ..ir.dtype import DataType
 from .device import Device, cpu, device, device_api
+from .dlpack import (
+    HOST_KINDS,
+    KDL_CUDA,
+    array_from_capsule,
+    cuda_array_from_dlpack,
+    foreign_device_error,
+    is_capsule,
+)
 
 ALIGNMENT = 64  # bytes; a cache line and one AVX-512 register
 
@@ -104,6 +112,10 @@ class NDArray:
     def __dlpack_device__(self) -> tuple[int, int]:
         return self.device._dlpack_device()
 
+    def to_dlpack(self):
+        """A "dltensor" capsule over this array's memory (TVM's name for __dlpack__())."""
+        return self.__dlpack__()
+
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
         data = self._data if dtype is None else self._data.astype(dtype, copy=False)
         return data.copy() if copy else data
@@ -155,7 +167,7 @@ def _as_numpy(source) -> np.ndarray:
             return np.from_dlpack(source)
         except (RuntimeError, TypeError, BufferError) as err:
             raise ArgumentError(
-                f"cannot read a {type(source).__name__} through DLPack: {err}. "
+                f"cannot read a {type(source).__name__} through DLPack: {str(err).rstrip('.')}. "
                 "Move it to the CPU (and .detach() a torch tensor) first"
             ) from err
     return np.asarray(source)
@@ -164,12 +176,17 @@ def _as_numpy(source) -> np.ndarray:
 def array(
     arr, dev: Device | str | None = None, ctx: Device | str | None = None, dtype=None
 ) -> NDArray:
-    """Copy a numpy array, list, NDArray or DLPack tensor into a new aligned NDArray.
+    """Copy a numpy array, list, NDArray or DLPack tensor (CPU or CUDA) into a new aligned
+    NDArray.
 
     >>> tvm.nd.array(np.zeros((2, 3), "float32"), tvm.cpu(0)).shape
     (2, 3)
     """
     dev = _device_of(dev, ctx)
+    if _dlpack_kind(arr) == KDL_CUDA:
+        arr = from_dlpack(arr)  # a view of the device memory; copied below
+    if isinstance(arr, DeviceNDArray) and arr.device == dev and dtype in (None, arr.dtype):
+        return DeviceNDArray(arr.shape, arr._npdtype, dev).copyfrom(arr)  # device to device
     source = _as_numpy(arr)
     if dtype is not None:
         source = source.astype(DataType(dtype).numpy_dtype(), copy=False)
@@ -199,10 +216,25 @@ def empty(
     return NDArray(_aligned_empty(shape, DataType(dtype).numpy_dtype()), dev)
 
 
+def _dlpack_kind(tensor) -> int | None:
+    """The DLPack device type a producer reports (None for objects that are not producers)."""
+    if isinstance(tensor, NDArray | np.ndarray) or not hasattr(tensor, "__dlpack_device__"):
+        return None
+    return int(tensor.__dlpack_device__()[0])
+
+
 def from_dlpack(tensor) -> NDArray:
-    """Wrap a DLPack tensor (torch, numpy, ...) without copying; it must be C-contiguous on the CPU."""
+    """Wrap a DLPack tensor or capsule without copying: host memory (numpy, torch CPU) becomes an
+    NDArray on cpu(0), CUDA memory (torch CUDA) a DeviceNDArray on tvm.cuda; C-contiguous only."""
     if isinstance(tensor, NDArray):
         return tensor
+    if is_capsule(tensor):
+        return array_from_capsule(tensor)
+    kind = _dlpack_kind(tensor)
+    if kind == KDL_CUDA:
+        return cuda_array_from_dlpack(tensor)
+    if kind is not None and kind not in HOST_KINDS:
+        raise foreign_device_error(kind, tensor.__dlpack_device__()[1], type(tensor).__name__)
     data = _as_numpy(tensor)
     if not data.flags.c_contiguous:
         raise ShapeError(

@@ -154,3 +154,72 @@ def test_cuda_dlpack_capsule_names_the_device(fake_cuda):
     assert x.__dlpack_device__() == (2, 0)
     capsule = x.__dlpack__()
     assert type(capsule).__name__ == "PyCapsule"
+
+
+class FakeTorchCuda:
+    """A producer of CUDA memory (as torch is) over a fake allocation; counts its owners alive."""
+
+    def __init__(self, values: np.ndarray, device=(2, 0), claimed=(2, 0)) -> None:
+        from minitvm.runtime import dlpack
+
+        self.ptr = cuda_api.DevicePointer(0, values.nbytes)  # memory of the fake driver
+        cuda_api.copy_from_host(0, self.ptr, values)
+        self.values, self.device, self.claimed = values, device, claimed
+        self.streams, self.exported = [], []
+        self._make = dlpack.make_capsule
+
+    def __dlpack__(self, stream=None):
+        self.streams.append(stream)
+        owner = _Owner()
+        self.exported.append(__import__("weakref").ref(owner))
+        return self._make(self.ptr.ptr, self.device, self.values.shape, self.values.dtype, owner)
+
+    def __dlpack_device__(self):
+        return self.claimed
+
+    def live(self) -> int:
+        __import__("gc").collect()
+        return sum(ref() is not None for ref in self.exported)
+
+
+class _Owner:
+    pass
+
+
+def test_cuda_dlpack_import_shares_memory_and_releases_it(fake_cuda):
+    from minitvm.codegen.device import build_device_module
+
+    n = 1000
+    a = FakeTorchCuda(np.arange(n, dtype="float32"))
+    b = FakeTorchCuda(np.ones(n, "float32"))
+    c = FakeTorchCuda(np.zeros(n, "float32"))
+    A, B, C = (tvm.nd.from_dlpack(t) for t in (a, b, c))
+    assert isinstance(A, tvm.nd.DeviceNDArray) and A.device == tvm.cuda(0) and A.shape == (n,)
+    assert A.data_ptr.ptr == a.ptr.ptr, "no copy: the producer's device memory"
+    assert a.streams == [1], "the producer orders its work before the legacy default stream"
+    build_device_module(vector_add(), "cuda")(A, B, C)
+    out = np.empty(n, "float32")
+    cuda_api.copy_to_host(0, out, c.ptr)  # the kernel wrote into the producer's memory
+    np.testing.assert_array_equal(out, np.arange(n) + 1)
+    assert a.live() == 1
+    del A
+    assert a.live() == 0, "the imported array's death gave the memory back"
+    copy = tvm.nd.array(c, tvm.cuda(0))  # a copy on the device, not a view
+    assert copy.data_ptr.ptr != c.ptr.ptr and c.live() == 1
+    np.testing.assert_array_equal(copy.numpy(), np.arange(n) + 1)
+    np.testing.assert_array_equal(tvm.nd.array(b).numpy(), np.ones(n))  # to the host
+    del B, C
+    assert c.live() == 0 and b.live() == 0
+
+
+def test_cuda_dlpack_import_checks_what_the_capsule_says(fake_cuda):
+    from minitvm.error import ArgumentError
+
+    wrong = FakeTorchCuda(np.zeros(4, "float32"), device=(2, 1))
+    with pytest.raises(ArgumentError, match=r"said it is on cuda\(0\) but its capsule is on"):
+        tvm.nd.from_dlpack(wrong)
+    assert wrong.live() == 0, "the refused tensor was given back"
+    absent = FakeTorchCuda(np.zeros(4, "float32"), claimed=(2, 3))
+    with pytest.raises(DeviceError, match=r"cuda\(3\) does not exist"):
+        tvm.nd.from_dlpack(absent)
+    assert absent.streams == [], "an unusable device is refused before the tensor is taken"

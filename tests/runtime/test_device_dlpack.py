@@ -6,16 +6,29 @@ import sys
 
 _CODE = r"""
 import gc
+import weakref
 import numpy as np
 from minitvm.runtime import dlpack
 
-class Holder:
+owners = weakref.WeakSet()
+
+class Owner:
     def __init__(self, x):
         self.x = x
+        owners.add(self)
+
+class Holder:
+    def __init__(self, x, device=(1, 0)):
+        self.x, self.device = x, device
     def __dlpack__(self, **kwargs):
-        return dlpack.make_capsule(self.x.ctypes.data, (1, 0), self.x.shape, self.x.dtype, self.x)
+        x = self.x
+        return dlpack.make_capsule(x.ctypes.data, self.device, x.shape, x.dtype, Owner(x))
     def __dlpack_device__(self):
-        return (1, 0)
+        return self.device
+
+def live():
+    gc.collect()
+    return len(owners)
 
 for dtype in ("float32", "int64", "uint8", "float64"):
     x = np.arange(12).reshape(3, 4).astype(dtype)
@@ -23,13 +36,25 @@ for dtype in ("float32", "int64", "uint8", "float64"):
     assert y.dtype == x.dtype and y.shape == (3, 4) and (y == x).all(), dtype
     assert y.ctypes.data == x.ctypes.data  # zero-copy
     del y
-gc.collect()
-assert not dlpack._alive, dlpack._alive          # consumers called the deleter
+assert live() == 0                                # consumers called the deleter
 cap = Holder(np.zeros(3, "float32")).__dlpack__()
-assert len(dlpack._alive) == 1
+assert live() == 1
 del cap
-gc.collect()
-assert not dlpack._alive                          # an unconsumed capsule frees itself
+assert live() == 0                                # an unconsumed capsule frees itself
+# a consumer that refuses a capsule (numpy, CUDA memory) destroys it with its error set: the
+# error must come through (a ctypes destructor lost it and numpy raised a SystemError)
+try:
+    np.from_dlpack(Holder(np.zeros(3, "float32"), (2, 0)))
+except SystemError as err:
+    raise AssertionError(f"the consumer's error was lost: {err}")
+except (RuntimeError, BufferError, ValueError) as err:
+    assert "device" in str(err).lower(), err
+else:
+    raise AssertionError("numpy read CUDA memory")
+assert live() == 0
+for dtype in ("bool", "float16", "int8"):
+    x = np.zeros((2, 0, 3), dtype)  # empty tensors and every element type export
+    assert np.from_dlpack(Holder(x)).shape == (2, 0, 3)
 try:
     import torch
 except ImportError:
