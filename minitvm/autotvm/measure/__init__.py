@@ -1,6 +1,6 @@
 """Measuring configurations: records, the builder/runner interface and the local pair."""
 
-from . import measure, measure_methods
+from . import executor, measure, measure_methods
 from .measure import (
     Builder,
     BuildResult,
@@ -24,6 +24,7 @@ __all__ = [
     "RPCRunner",
     "Runner",
     "create_measure_batch",
+    "executor",
     "measure",
     "measure_methods",
     "measure_option",

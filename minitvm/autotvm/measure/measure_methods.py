@@ -12,6 +12,7 @@ import time
 from typing import Any
 
 from ...error import TuningError
+from .executor import LocalExecutor
 from .measure import Builder, BuildResult, MeasureErrorNo, MeasureResult, Runner
 
 logger = logging.getLogger("autotvm")
@@ -107,6 +108,7 @@ class LocalRunner(Runner):
         self._ms = None
         self._dir: Any = None
         self._reference: dict | None = None
+        self.executor = LocalExecutor()
 
     def set_task(self, task: Any) -> None:
         super().set_task(task)
@@ -130,35 +132,32 @@ class LocalRunner(Runner):
             self._ms = MsLocalRunner(timeout_sec=self.timeout, evaluator_config=config)
         return self._ms
 
-    def run(self, measure_inputs: list, build_results: list) -> list:
-        from ...meta_schedule.arg_info import ArgInfo
-        from ...meta_schedule.runner import RunnerInput
+    @property
+    def ref_input(self) -> Any:
+        """Fixed input arrays (TVM's option): not supported, always None."""
+        return None
 
-        start = time.time()
-        runner = self._runner()
+    @ref_input.setter
+    def ref_input(self, value: Any) -> None:
+        if value is not None:
+            _refuse_ref_input()
+
+    def run(self, measure_inputs: list, build_results: list) -> list:
+        """Submit one job per candidate to `self.executor`; a job that raises becomes an
+        UNKNOWN_ERROR record."""
         built = [i for i, b in enumerate(build_results) if isinstance(b, BuildResult)]
         if built and self._reference is None:
             self._set_reference(measure_inputs[built[0]])
-        runner.reference = self._reference or None
-        inputs = [
-            RunnerInput(
-                build_results[i].filename,
-                "cpu",
-                [ArgInfo.from_json(a) for a in build_results[i].arg_info],
-            )
-            for i in built
+        futures = [
+            self.executor.submit(measure_candidate, self, inp, build, ref_input=self.ref_input)
+            for inp, build in zip(measure_inputs, build_results)
         ]
-        results = list(build_results)
-        for i, future in zip(built, runner.run(inputs)):
-            res = future.result()
-            _remove(build_results[i].filename)
-            cost = build_results[i].time_cost + time.time() - start
-            if res.run_secs:
-                results[i] = MeasureResult(res.run_secs, 0, cost, time.time())
-                continue
-            msg = res.error_msg or "no timing"
-            code = next((c for test, c in _RUN_ERRORS if test(msg)), MeasureErrorNo.RUNTIME_DEVICE)
-            results[i] = MeasureResult((msg,), code, cost, time.time())
+        results = []
+        for future in futures:
+            try:
+                results.append(future.result())
+            except Exception as err:  # noqa: BLE001 - one failed job is a record, not a stop
+                results.append(_failure(MeasureErrorNo.UNKNOWN_ERROR, err, time.time()))
         return results
 
     def _set_reference(self, inp: Any) -> None:
@@ -189,6 +188,42 @@ class LocalRunner(Runner):
                 error,
             )
         self._reference = self._runner().reference or {}
+
+
+def measure_candidate(
+    runner: LocalRunner, measure_input: Any, build_result: Any, ref_input: Any = None
+) -> MeasureResult:
+    """Time one built candidate in `runner`'s worker process (a build failure's record
+    passes through); its outputs are checked against the task's reference."""
+    from ...meta_schedule.arg_info import ArgInfo
+    from ...meta_schedule.runner import RunnerInput
+
+    if ref_input is not None:
+        _refuse_ref_input()
+    if not isinstance(build_result, BuildResult):
+        return build_result
+    start = time.time()
+    ms_runner = runner._runner()
+    ms_runner.reference = runner._reference or None
+    args_info = [ArgInfo.from_json(a) for a in build_result.arg_info]
+    (future,) = ms_runner.run([RunnerInput(build_result.filename, "cpu", args_info)])
+    res = future.result()
+    _remove(build_result.filename)
+    cost = build_result.time_cost + time.time() - start
+    if res.run_secs:
+        return MeasureResult(res.run_secs, 0, cost, time.time())
+    msg = res.error_msg or "no timing"
+    code = next((c for test, c in _RUN_ERRORS if test(msg)), MeasureErrorNo.RUNTIME_DEVICE)
+    return MeasureResult((msg,), code, cost, time.time())
+
+
+def _refuse_ref_input() -> None:
+    raise TuningError(
+        "autotvm.LocalRunner.ref_input is not supported: candidates run on seeded random "
+        "inputs in meta_schedule's worker process, and their outputs are checked against the "
+        "unscheduled computation on the same inputs; give an operator that needs particular "
+        "inputs (sparse indices) those values as constants in its template"
+    )
 
 
 def RPCRunner(*args: Any, **kwargs: Any) -> Any:
