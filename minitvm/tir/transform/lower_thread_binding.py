@@ -145,7 +145,8 @@ class _Kernels(Mutator):
 
     def visit_For(self, loop: For) -> Stmt:
         tag = thread_tag(loop)
-        if tag is not None and not is_virtual(tag):
+        # a vthread loop above the real thread loops is a loop of every thread of the kernel
+        if tag is not None and (not is_virtual(tag) or _binds_real_threads(loop.body)):
             return _kernel(loop, self.func_name)
         return self.generic_visit(loop)
 
@@ -153,6 +154,13 @@ class _Kernels(Mutator):
         if attr.attr_key == "thread_extent":
             return attr  # already a kernel
         return self.generic_visit(attr)
+
+
+def _binds_real_threads(stmt: Stmt) -> bool:
+    found = []
+    post_order_visit(stmt, lambda n: found.append(n) if isinstance(n, For)
+                     and thread_tag(n) is not None and not is_virtual(thread_tag(n)) else None)  # fmt: skip
+    return bool(found)
 
 
 def has_thread_bindings(func: PrimFunc) -> bool:

@@ -16,9 +16,9 @@ from typing import Any
 
 from ...error import BuildError
 from ...ir.module import IRModule
-from ..expr import Call, IterVar, StringImm, Var
+from ..expr import BufferLoad, Call, IterVar, StringImm, Var
 from ..function import PrimFunc
-from ..functor import Visitor
+from ..functor import Visitor, post_order_visit
 from ..stmt import (
     Allocate,
     AssertStmt,
@@ -99,6 +99,12 @@ def _thread_chain(attr: AttrStmt) -> list[AttrStmt]:
     return chain
 
 
+def _loads(e: Any) -> list[BufferLoad]:
+    found: list[BufferLoad] = []
+    post_order_visit(e, lambda n: found.append(n) if isinstance(n, BufferLoad) else None)
+    return found
+
+
 def _var_names(e: Any) -> list[Var]:
     f = _Free()
     f.visit(e)
@@ -127,8 +133,10 @@ class _Splitter:
         if isinstance(stmt, SeqStmt):
             return seq(*(self.host(s) for s in stmt.seq))
         if isinstance(stmt, AssertStmt):
+            self._no_device_read(stmt.condition, "an assert")
             return stmt.replace(body=self.host(stmt.body))
         if isinstance(stmt, LetStmt):
+            self._no_device_read(stmt.value, f"the value of '{stmt.var.name}'")
             self.host_vars.add(id(stmt.var))
             return stmt.replace(body=self.host(stmt.body))
         if isinstance(stmt, DeclBuffer):
@@ -139,7 +147,25 @@ class _Splitter:
             return stmt
         raise BuildError(self._unbound_message(stmt))
 
+    def _no_device_read(self, e: Any, what: str) -> None:
+        """The host cannot read device memory: a load outside the kernels is refused."""
+        loads = _loads(e)
+        if loads:
+            raise BuildError(
+                f"function '{self.name}': {what} ({e}) reads buffer '{loads[0].buffer.name}' "
+                "outside every kernel, but its memory is on the device and the host code only "
+                "launches kernels; read it inside a bound loop (a kernel) instead"
+            )
+
     def _unbound_message(self, stmt: Stmt) -> str:
+        if isinstance(stmt, For) and stmt.thread_binding is not None:
+            tag = stmt.thread_binding.thread_tag
+            return (
+                f"function '{self.name}': loop '{stmt.loop_var.name}' is bound to the virtual "
+                f"thread '{tag}' but no loop in or around it is bound to blockIdx/threadIdx, so "
+                "there is no kernel to run it in; bind the loops around or inside it to "
+                "blockIdx/threadIdx (vthreads are serial loops of every GPU thread)"
+            )
         if isinstance(stmt, For):
             what = f"loop '{stmt.loop_var.name}'"
         elif isinstance(stmt, Allocate):
@@ -158,6 +184,15 @@ class _Splitter:
         tags = [a.node.thread_tag for a in chain]
         extents = [a.value for a in chain]
         for tag, ext in zip(tags, extents):
+            loads = _loads(ext)
+            if loads:
+                raise BuildError(
+                    f"function '{self.name}': the extent {ext} of the loop bound to '{tag}' "
+                    f"reads buffer '{loads[0].buffer.name}', which is in device memory: the "
+                    "launch sizes are computed on the host before the kernel runs, from the "
+                    "function's scalar arguments and buffer shapes only; bind a loop of a "
+                    "shape-derived extent and guard the body with the loaded value instead"
+                )
             unknown = [v for v in _var_names(ext) if id(v) not in self.host_vars]
             if unknown:
                 raise BuildError(

@@ -1,0 +1,93 @@
+"""Issue 16 Deliver 1's checks beyond test_gpu_lowering.py: launch sizes that read device memory
+(a bound extent of A[0], a host let of A[0]) are refused, where they were read from a device
+pointer on the host; a vthread loop around the thread loops is a loop inside the kernel (it was
+called unbound), and a vthread with no real thread loop is refused by what it is."""
+
+import numpy as np
+import pytest
+
+import minitvm as tvm
+from minitvm.driver import lower_gpu
+from minitvm.error import BuildError
+from minitvm.script import tir as T
+from minitvm.target import Target
+
+_REASON = tvm.opencl(0).unavailable_reason()
+requires_opencl = pytest.mark.skipif(_REASON is not None, reason=f"no OpenCL device: {_REASON}")
+
+
+def test_error_bound_extent_reads_device_memory():
+    @T.prim_func
+    def main(A: T.Buffer((64,), "int32"), B: T.Buffer((64,), "float32")):
+        for b in T.thread_binding(2, thread="blockIdx.x"):
+            for t in T.thread_binding(A[0], thread="threadIdx.x"):
+                B[t] = T.float32(1)
+
+    with pytest.raises(
+        BuildError, match=r"extent A\[0\] of the loop bound to 'threadIdx.x' reads buffer 'A'"
+    ):
+        lower_gpu([main], Target("opencl"))
+    with pytest.raises(BuildError, match="reads buffer 'A', which is in device memory"):
+        tvm.build(main, target="cuda")
+
+
+def test_error_host_value_reads_device_memory():
+    @T.prim_func
+    def main(A: T.Buffer((64,), "int32"), B: T.Buffer((64,), "float32")):
+        n: T.int32 = A[0]
+        for t in T.thread_binding(n, thread="threadIdx.x"):
+            B[t] = T.float32(1)
+
+    with pytest.raises(
+        BuildError, match=r"the value of 'n' \(A\[0\]\) reads buffer 'A' outside every kernel"
+    ):
+        lower_gpu([main], Target("opencl"))
+
+
+def _vthread_outside():
+    @T.prim_func
+    def main(a: T.handle):
+        m = T.int32()
+        A = T.match_buffer(a, (m, 64), "float32")
+        for v in T.thread_binding(m, thread="vthread.x"):
+            for t in T.thread_binding(64, thread="threadIdx.x"):
+                A[v, t] = T.Cast("float32", v * 64 + t)
+
+    return main
+
+
+def test_vthread_around_the_thread_loops_is_a_loop_of_the_kernel():
+    mod = lower_gpu([_vthread_outside()], Target("opencl"))
+    host = mod["main"]
+    assert not [s for s in _fors(host.body)], "nothing but the launch on the host"
+    loops = _fors(mod["main_kernel"].body)
+    assert [lp.kind for lp in loops] == [tvm.tir.ForKind.SERIAL]
+    assert loops[0].loop_var.name == "v"
+
+
+@requires_opencl
+def test_vthread_around_the_thread_loops_matches_numpy_on_opencl():
+    f = tvm.build(_vthread_outside(), target="opencl")
+    out = tvm.nd.empty((3, 64), "float32", tvm.opencl(0))
+    f(out)
+    np.testing.assert_array_equal(out.numpy(), np.arange(192, dtype="float32").reshape(3, 64))
+
+
+def test_error_vthread_without_thread_loops():
+    @T.prim_func
+    def main(A: T.Buffer((4,), "float32")):
+        for v in T.thread_binding(4, thread="vthread"):
+            A[v] = T.float32(1)
+
+    with pytest.raises(
+        BuildError, match=r"loop 'v' is bound to the virtual thread 'vthread' but no loop"
+    ):
+        lower_gpu([main], Target("opencl"))
+
+
+def _fors(stmt):
+    out = []
+    tvm.tir.functor.post_order_visit(
+        stmt, lambda n: out.append(n) if isinstance(n, tvm.tir.For) else None
+    )
+    return out
