@@ -132,20 +132,25 @@ def _dense_np(a, b, a_kmajor, b_kmajor):
 
 
 # ----------------------------------------------------------------------------- lowered IR
-def test_lowered_tiled_dense_stages_tiles_in_shared_between_barriers():
-    func, _, _ = _dense_te(100, 70, 50)
+def test_lowered_tiled_matmul_stages_tiles_in_shared_between_barriers():
+    func, _, _ = _dense_te(100, 70, 50, b_kmajor=True)  # C = A @ B, B stored (k, n)
     text = tvm.lower(default_gpu_schedule_func(func)).script()
     for line in (
-        'A_shared_pad = T.decl_buffer((64, 16), "float32", scope="shared")',
-        'B_shared_pad = T.decl_buffer((64, 16), "float32", scope="shared")',
+        # the 64-row tiles of each K step of 16, k-major: a warp reads neighbouring words
+        'A_shared_pad = T.decl_buffer((16, 64), "float32", scope="shared")',
+        'B_shared_pad = T.decl_buffer((16, 64), "float32", scope="shared")',
         'C_local_pad = T.decl_buffer((4, 4), "float32", scope="local")',  # 4x4 per thread
         'threadIdx_y = T.launch_thread("threadIdx.y", 16)',
         'blockIdx_x = T.launch_thread("blockIdx.x", 2)',  # ceil(70 / 64)
+        "A_shared_pad[ax2_1, threadIdx_y * 4 + ax0_2] * B_shared_pad[ax2_1, threadIdx_x * 4 + ax1_2]",
+        # coalesced fetches: threadIdx.x runs along each operand's contiguous last dimension
+        "A[blockIdx_y * 64 + ax0_ax1_fused_0 * 16 + threadIdx_y, ax2_0 * 16 + threadIdx_x]",
+        "blockIdx_x * 64 + (threadIdx_y * 16 + threadIdx_x) % 64]",
     ):
         assert line in text, line
     # each K step: a barrier before the fetch (the previous step's reads), one after it
     assert text.count("tvm_storage_sync") == 2
-    fetch = text.index("A_shared_pad[")
+    fetch = text.index("A_shared_pad[threadIdx_x")
     assert text.index("tvm_storage_sync") < fetch < text.rindex("tvm_storage_sync")
     assert "T.if_then_else(" in text  # the fetch pads the ragged edge with zeros
 
@@ -227,6 +232,21 @@ def test_small_thread_limit_tiles_still_match_numpy():
     b_kmajor=st.booleans(),
 )
 def test_random_matmul_shapes_match_numpy_on_opencl(m, n, k, batch, a_kmajor, b_kmajor):
+    _check_random_matmul(batch, m, n, k, a_kmajor, b_kmajor)
+
+
+@requires_opencl
+@pytest.mark.parametrize(
+    "shape",
+    [(1, 1, 5, 1, False, False), (0, 1, 1, 1, False, False), (0, 200, 1, 17, True, False)],
+    ids=["unit_batch_m_k", "one_element", "single_column"],
+)
+def test_degenerate_matmul_shapes_match_numpy_on_opencl(shape):
+    # a unit batch with m = k = 1 staged 1-D tiles (the k-major relayout once indexed past them)
+    _check_random_matmul(*shape)
+
+
+def _check_random_matmul(batch, m, n, k, a_kmajor, b_kmajor):
     func, A, B = _dense_te(m, n, k, batch, a_kmajor, b_kmajor)
     f = tvm.build(default_gpu_schedule_func(func), target="opencl")
     assert _SHARED in f.get_source()

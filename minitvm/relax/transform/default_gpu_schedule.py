@@ -7,8 +7,10 @@ shared-memory tiled schedule (`_schedule_gemm`): the block is viewed as a GEMM
 C[b, i, j] += A[b, i, k] * B[b, j, k] by fusing its iterators (conv2d's data read becomes an
 im2col gather), padded to whole tiles, each thread block computes a tile of C in registers
 (threadIdx.y x threadIdx.x threads, a few rows and columns each) while the threads fetch the
-A and B tiles of each K step into shared memory together; the fused elementwise epilogue (bias,
-relu, residual) runs in the thread that holds the values. Any other kernel, or one where a
+A and B tiles of each K step into shared memory together (neighbouring threads load neighbouring
+elements of the operand; the tiles are stored k-major, so a warp reading one k step of them
+touches neighbouring words, not one bank); the fused elementwise epilogue (bias, relu,
+residual) runs in the thread that holds the values. Any other kernel, or one where a
 primitive refuses a step, gets the simple binding below (the reason is logged at debug level).
 
 Simple binding: inline every intermediate stage the inliner accepts (a kernel cannot allocate
@@ -267,9 +269,16 @@ def _schedule_gemm(func: PrimFunc, max_threads: int, max_shared: int) -> PrimFun
     sch.reindex_cache_write(block, 0, "local", None)
     sch.pad_einsum(block, [1] * n + [tiles.ty * tiles.vi, tiles.tx * tiles.vj, tiles.tk])
     fetches, (writeback,) = sch.get_producers(block), sch.get_consumers(block)
+    for fetch in fetches:  # k-major tiles: the threads of a warp read neighbouring words
+        sch.transform_layout(fetch, ("write", 0), _k_major)
     _inline_all_but(sch, [*fetches, block, writeback])
     _tile_gemm(sch, block, fetches, writeback, tiles, n)
     return sch.mod["main"]
+
+
+def _k_major(*v: Any) -> list:
+    """A staged tile's layout [..., rows, k] as [..., k, rows] (a 1-D tile stays)."""
+    return [*v[:-2], v[-1], v[-2]] if len(v) > 1 else list(v)
 
 
 @dataclass(frozen=True)
@@ -422,13 +431,31 @@ def _tile_gemm(sch: Any, block: Any, fetches: list, writeback: Any, t: _Tiles, n
         sch.bind(loop, tag)
     for fetch in fetches:  # every thread of the block copies a share of the tile
         sch.compute_at(fetch, ko)
-        copy = sch.get_loops(fetch)[n + 5 :]  # below ko: the tile's copy loops
+        copy = _coalesced(sch, fetch, sch.get_loops(fetch)[n + 5 :])  # below ko: the copy loops
         fused = _fuse(sch, copy) if copy else sch.add_unit_loop(fetch)
         _, fy, fx = sch.split(fused, [None, t.ty, t.tx])
         sch.bind(fy, "threadIdx.y")
         sch.bind(fx, "threadIdx.x")
     sch.reverse_compute_at(writeback, tx)
     sch.decompose_reduction(block, ko)
+
+
+def _coalesced(sch: Any, fetch: Any, copy: list) -> list:
+    """`copy` (the fetch's copy loops) reordered so that the loop along the operand's last,
+    contiguous dimension is innermost: neighbouring threads then load neighbouring elements.
+    Unchanged when that index mixes several copy loops (conv's im2col gather)."""
+    load = next(x for x in _loads(sch.get(fetch).body) if x.buffer.scope() == "global")
+    realize = _realize_of(sch, fetch)
+    iters = [iv.var for iv in realize.block.iter_vars if _uses_var(load.indices[-1], iv.var)]
+    if len(iters) != 1:
+        return copy
+    value = realize.iter_values[[iv.var for iv in realize.block.iter_vars].index(iters[0])]
+    inner = [x for x in copy if _uses_var(value, sch.get(x).loop_var)]
+    if len(inner) != 1 or inner[0] is copy[-1]:
+        return copy
+    order = [x for x in copy if x is not inner[0]] + inner
+    sch.reorder(*order)
+    return order
 
 
 def default_gpu_schedule_func(
