@@ -169,6 +169,7 @@ def test_apply_splits_into_the_configured_sizes():
         autotvm.tuner.GridSearchTuner,
         autotvm.tuner.GATuner,
         autotvm.tuner.XGBTuner,
+        autotvm.tuner.DropletTuner,
     ],
 )
 def test_each_tuner_records_n_trials(tuner_cls, tmp_path):

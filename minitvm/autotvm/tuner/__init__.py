@@ -1,6 +1,7 @@
 """Tuners: random, grid search, genetic, and model-based (TVM's `autotvm.tuner`)."""
 
 from . import callback
+from .droplet_tuner import DropletTuner
 from .ga_tuner import GATuner
 from .index_based_tuner import GridSearchTuner, IndexBaseTuner, RandomTuner
 from .model_based_tuner import CostModel, ModelBasedTuner, ModelOptimizer, submodular_pick
@@ -11,6 +12,7 @@ from .xgboost_tuner import XGBTuner
 
 __all__ = [
     "CostModel",
+    "DropletTuner",
     "GATuner",
     "GridSearchTuner",
     "IndexBaseTuner",
