@@ -16,9 +16,14 @@ with attr `Primitive=1` named `fused_<callee names>`, called from the original f
 
 from __future__ import annotations
 
+from typing import Any
+
+from ...error import MiniTVMError
 from ...ir.module import GlobalVar, IRModule
 from ...ir.transform import PassContext
+from ...tir.expr import Var as TirVar
 from ...tir.function import PrimFunc
+from ...tir.functor import post_order_visit
 from ..expr import (
     Call,
     Constant,
@@ -27,13 +32,15 @@ from ..expr import (
     Expr,
     Function,
     SeqExpr,
+    ShapeExpr,
     Var,
     VarBinding,
 )
 from ..functor import ExprMutator, used_vars
 from ..op._table import OpPattern
-from ..struct_info import TensorStructInfo
+from ..struct_info import ShapeStructInfo, TensorStructInfo
 from .annotate_op_pattern import OP_PATTERN_ATTR
+from .fuse_tir import call_dims
 
 MAX_GROUP_SIZE = 256  # as TVM's max_fuse_depth
 _SINK = -1  # the virtual consumer of every value used outside its dataflow block
@@ -41,14 +48,31 @@ _ANCHORS = (OpPattern.OUT_EWISE_FUSABLE, OpPattern.COMM_REDUCE)
 
 
 def _callee(mod: IRModule, value: Expr) -> tuple[GlobalVar, PrimFunc] | None:
-    """The PrimFunc of a fusable `call_tir` (one tensor output, no tir_vars)."""
+    """The PrimFunc of a fusable `call_tir` (one tensor output, dims provably consistent)."""
     if not (isinstance(value, Call) and getattr(value.op, "name", None) == "relax.call_tir"):
         return None
     gv = value.args[0]
-    if len(value.args) != 2 or not isinstance(value.sinfo_args[0], TensorStructInfo):
+    if not isinstance(value.sinfo_args[0], TensorStructInfo):
         return None
     func = mod[gv] if isinstance(gv, GlobalVar) and gv in mod else None
-    return (gv, func) if isinstance(func, PrimFunc) else None
+    if not isinstance(func, PrimFunc) or not _dims_agree(func, value):
+        return None
+    return gv, func
+
+
+def _dims_agree(func: PrimFunc, call: Call) -> bool:
+    """Whether the callee's buffer dims provably equal the call's tensors' (given its
+    tir_vars); a call that fails stays alone, where the VM checks its shapes at run time."""
+    sinfos = [a.struct_info for a in call.args[1].fields] + [call.sinfo_args[0]]
+    shapes = [getattr(s, "shape", None) for s in sinfos]
+    if any(not isinstance(s, tuple) for s in shapes):
+        return True  # FuseTIR names the tensor whose shape is unknown
+    tir_vars = call.args[2].values if len(call.args) > 2 else ()
+    try:
+        call_dims(func, shapes, tir_vars, func.attrs.get("global_symbol", "call_tir"))
+    except MiniTVMError:
+        return False
+    return True
 
 
 class _Graph:
@@ -218,6 +242,12 @@ def _make_group_function(bindings: list[VarBinding]) -> tuple[Function, list[Exp
         body.append(VarBinding(var, _Remap(table).visit_expr(b.value)))
         table[id(b.var)] = var
     out = body[-1].var
+    # symbolic ints the members' tir_vars use that no tensor param has as a plain dim come in
+    # through one shape param, so the primitive function defines every var it uses
+    extra = _unbound_tir_vars(params, bindings)
+    if extra:
+        params.append(Var("tir_vars", ShapeStructInfo(tuple(extra))))
+        inputs = [*inputs, ShapeExpr(tuple(extra))]
     func = Function(
         tuple(params),
         SeqExpr((DataflowBlock(tuple(body)),), out),
@@ -225,6 +255,34 @@ def _make_group_function(bindings: list[VarBinding]) -> tuple[Function, list[Exp
         {"Primitive": 1},
     )
     return func, inputs
+
+
+def _unbound_tir_vars(params: list[Var], bindings: list[VarBinding]) -> list[TirVar]:
+    """Vars of the members' tir_vars and shapes that no param's shape holds as a plain dim."""
+    plain = {
+        id(d)
+        for p in params
+        if isinstance(p.struct_info, TensorStructInfo)
+        for d in (p.struct_info.shape or ())
+        if isinstance(d, TirVar)
+    }
+    found: dict[int, TirVar] = {}
+    for b in bindings:
+        exprs = [*b.value.args[2:], b.var.struct_info]
+        for v in (v for e in exprs for v in _tir_vars_in(e)):
+            if id(v) not in plain:
+                found.setdefault(id(v), v)
+    for p in params:
+        for v in _tir_vars_in(p.struct_info):
+            if id(v) not in plain:
+                found.setdefault(id(v), v)
+    return list(found.values())
+
+
+def _tir_vars_in(node: Any) -> list[TirVar]:
+    seen: list[TirVar] = []
+    post_order_visit(node, lambda n: seen.append(n) if isinstance(n, TirVar) else None)
+    return seen
 
 
 def _check_single_output(block: DataflowBlock, group: list[int]) -> None:

@@ -11,22 +11,24 @@ structurally equal PrimFuncs share the first one's.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from ...error import MiniTVMError
+from ...arith.analyzer import Analyzer
+from ...error import MiniTVMError, ShapeError
 from ...ir.dtype import DataType
 from ...ir.module import GlobalVar, IRModule
 from ...ir.structural import structural_equal, structural_hash
 from ...tir.buffer import Buffer, decl_buffer
 from ...tir.expr import Var as TirVar
 from ...tir.function import PrimFunc
-from ...tir.functor import Mutator
+from ...tir.functor import Mutator, post_order_visit, substitute
 from ...tir.op import const
 from ...tir.stmt import Block, BlockRealize, For, seq
-from ..expr import Call, Function, SeqExpr, Var, VarBinding
+from ..expr import Call, Function, SeqExpr, ShapeExpr, Var, VarBinding
 from ..functor import ExprMutator, ExprVisitor
 from ..op.base import call_tir
-from ..struct_info import TensorStructInfo
+from ..struct_info import ShapeStructInfo, TensorStructInfo
 from .annotate_op_pattern import OP_PATTERN_ATTR, func_pattern
 
 
@@ -76,16 +78,72 @@ class _Inline(Mutator):
         return self.generic_visit(block).replace(name_hint=self.blocks(block.name_hint))
 
 
-def _bind_dims(callee: Buffer, target: Buffer, dims: dict[int, Any], where: str) -> None:
-    if len(callee.shape) != len(target.shape):
+def call_dims(
+    callee: PrimFunc, shapes: Sequence[tuple], tir_vars: Sequence[Any], where: str
+) -> dict[int, Any]:
+    """The callee's shape vars and scalar params in the caller's terms, for tensors of `shapes`
+    (inputs, then the output) and the call's `tir_vars`."""
+    cparams = callee.buffer_params()
+    if len(cparams) != len(shapes):
         raise MiniTVMError(
-            f"FuseTIR: {where}: buffer '{callee.name}' has {len(callee.shape)} dims but the "
-            f"tensor passed to it has {len(target.shape)}; the call_tir's struct info does not "
-            "match the PrimFunc"
+            f"FuseTIR: {where}: it takes {len(cparams)} buffers but is called with "
+            f"{len(shapes) - 1} inputs and 1 output"
         )
-    for d, t in zip(callee.shape, target.shape):
-        if isinstance(d, TirVar) and id(d) not in dims:
-            dims[id(d)] = t
+    scalars = [p for p in callee.params if p not in callee.buffer_map]
+    if len(scalars) != len(tir_vars):
+        raise MiniTVMError(
+            f"FuseTIR: {where}: it takes {len(scalars)} scalar param(s) but the call passes "
+            f"{len(tir_vars)} tir_vars"
+        )
+    dims: dict[int, Any] = {id(p): v for p, v in zip(scalars, tir_vars)}
+    for cbuf, shape in zip(cparams, shapes):
+        if len(cbuf.shape) != len(shape):
+            raise MiniTVMError(
+                f"FuseTIR: {where}: buffer '{cbuf.name}' has {len(cbuf.shape)} dims but the "
+                f"tensor passed to it has {len(shape)}; the call_tir's struct info does not "
+                "match the PrimFunc"
+            )
+        for d, t in zip(cbuf.shape, shape):
+            if isinstance(d, TirVar):
+                dims.setdefault(id(d), t)
+    _check_dims(cparams, shapes, dims, where)
+    return dims
+
+
+def _check_dims(cparams: list[Buffer], shapes: Sequence[tuple], dims: dict, where: str) -> None:
+    """Every callee buffer dim, in the caller's terms, provably equals the tensor's: inside
+    a fused kernel no runtime check stands between the calls (unfused, the VM checks them)."""
+    ana = Analyzer()
+    for cbuf, shape in zip(cparams, shapes):
+        for k, (d, t) in enumerate(zip(cbuf.shape, shape)):
+            got = substitute(d, lambda v: dims.get(id(v)))
+            if not ana.can_prove_equal(got, t):
+                raise ShapeError(
+                    f"FuseTIR: {where}: dim {k} of buffer '{cbuf.name}' is {d}, which is {got} "
+                    f"with this call's tensors and tir_vars, but the tensor passed to it has "
+                    f"{t}; make the call's out_sinfo and tir_vars agree with the PrimFunc's "
+                    "buffers"
+                )
+
+
+def _unbound_vars(
+    params: list[Buffer], allocs: list[Buffer], bindings: list[VarBinding]
+) -> list[TirVar]:
+    """Vars in the buffers' shapes or the calls' tir_vars that no param buffer has as a plain dim."""
+    plain = {id(d) for buf in params for d in buf.shape if isinstance(d, TirVar)}
+    found: dict[int, TirVar] = {}
+
+    def note(n: Any) -> None:
+        if isinstance(n, TirVar) and id(n) not in plain:
+            found.setdefault(id(n), n)
+
+    for buf in [*params, *allocs]:
+        for d in buf.shape:
+            post_order_visit(d, note)
+    for b in bindings:
+        for e in b.value.args[2:]:
+            post_order_visit(e, note)
+    return list(found.values())
 
 
 def _tensor_sinfo(var: Var, where: str) -> TensorStructInfo:
@@ -112,13 +170,12 @@ def _bindings(name: str, func: Function) -> list[VarBinding]:
             isinstance(b, VarBinding)
             and isinstance(value, Call)
             and getattr(value.op, "name", None) == "relax.call_tir"
-            and len(value.args) == 2
         ):
             ok = False
     if not ok:
         raise MiniTVMError(
-            f"FuseTIR: primitive function '{name}' is not a chain of call_tir bindings (without "
-            "tir_vars) ending in its result; run LegalizeOps before FuseOps"
+            f"FuseTIR: primitive function '{name}' is not a chain of call_tir bindings ending "
+            "in its result; run LegalizeOps before FuseOps"
         )
     return bindings
 
@@ -136,6 +193,8 @@ def fuse_primitive(mod: IRModule, name: str, func: Function) -> PrimFunc:
         return decl_buffer(sinfo.shape, str(sinfo.dtype), names(base))
 
     for p in func.params:
+        if isinstance(p.struct_info, ShapeStructInfo):  # FuseOps' tir_vars param
+            continue
         buf = new_buffer(p, p.name_hint)
         param = TirVar(buf.name, DataType("handle"))
         params.append(param)
@@ -144,35 +203,29 @@ def fuse_primitive(mod: IRModule, name: str, func: Function) -> PrimFunc:
     allocs: list[Buffer] = []
     bodies = []
     for k, b in enumerate(bindings):
-        gv, args = b.value.args
+        gv, args = b.value.args[:2]
         callee = mod[gv]
         if not isinstance(callee, PrimFunc):
             raise MiniTVMError(f"FuseTIR: '{name}' calls {gv.name_hint}, which is not a PrimFunc")
         where = f"function '{name}', call of {gv.name_hint}"
         cparams = callee.buffer_params()
-        if len(cparams) != len(args.fields) + 1:
-            raise MiniTVMError(
-                f"FuseTIR: {where}: it takes {len(cparams)} buffers but is called with "
-                f"{len(args.fields)} inputs and 1 output"
-            )
-        out_buf = new_buffer(b.var, cparams[-1].name)
+        out_buf = new_buffer(b.var, cparams[-1].name if cparams else "out")
         if k == len(bindings) - 1:
             param = TirVar(out_buf.name, DataType("handle"))
             params.append(param)
             buffer_map[param] = out_buf
         else:
             allocs.append(out_buf)
-        buffers: dict[int, Buffer] = {}
-        dims: dict[int, Any] = {}
-        for cbuf, arg in zip(cparams, [*args.fields, b.var]):
-            target = out_buf if arg is b.var else tensors.get(arg)
+        targets = [out_buf if arg is b.var else tensors.get(arg) for arg in [*args.fields, b.var]]
+        for arg, target in zip(args.fields, targets):
             if target is None:
                 raise MiniTVMError(
                     f"FuseTIR: {where}: argument {arg!r} is neither a param of the primitive "
                     "function nor an earlier result in it"
                 )
-            buffers[id(cbuf)] = target
-            _bind_dims(cbuf, target, dims, where)
+        tir_vars = b.value.args[2].values if len(b.value.args) > 2 else ()
+        dims = call_dims(callee, [t.shape for t in targets], tir_vars, where)
+        buffers = {id(cbuf): t for cbuf, t in zip(cparams, targets)}
         tensors[b.var] = out_buf
         inliner = _Inline(buffers, dims, names, block_names)
         body = callee.body
@@ -181,6 +234,9 @@ def fuse_primitive(mod: IRModule, name: str, func: Function) -> PrimFunc:
             body = body.block.body
         bodies.append(inliner.visit(body))
     root = Block((), (), (), "root", seq(*bodies), alloc_buffers=tuple(allocs))
+    # the caller's vars that the fused buffers and the inlined scalars use but no fused param
+    # has as a plain dim: scalar params, passed as the fused call's tir_vars
+    params += _unbound_vars(list(buffer_map.values()), allocs, bindings)
     prim = PrimFunc(
         tuple(params),
         BlockRealize((), const(True, "bool"), root),
@@ -192,7 +248,7 @@ def fuse_primitive(mod: IRModule, name: str, func: Function) -> PrimFunc:
 
 
 class _CallSites(ExprMutator):
-    def __init__(self, fused: dict[GlobalVar, tuple[GlobalVar, Any]]):
+    def __init__(self, fused: dict[GlobalVar, tuple]):
         super().__init__()
         self.fused = fused
 
@@ -201,8 +257,18 @@ class _CallSites(ExprMutator):
         hit = self.fused.get(call.op) if isinstance(call.op, GlobalVar) else None
         if hit is None:
             return call
-        prim_gv, ret = hit
-        return call_tir(prim_gv, list(call.args), ret)
+        prim_gv, ret, scalars, shape_vars = hit
+        tensors = [a for a in call.args if not isinstance(a, ShapeExpr)]
+        tir_vars = _call_tir_vars(scalars, shape_vars, call)
+        return call_tir(prim_gv, tensors, ret, tir_vars or None)
+
+
+def _call_tir_vars(scalars: list[TirVar], shape_vars: tuple, call: Call) -> list[Any]:
+    """The fused PrimFunc's scalar params in the caller's terms: a var of FuseOps' shape
+    param (`shape_vars`) takes the value the call passes for it, any other is the caller's."""
+    passed = [a for a in call.args if isinstance(a, ShapeExpr)]
+    table = {id(v): e for v, e in zip(shape_vars, passed[0].values)} if passed else {}
+    return [table.get(id(v), v) for v in scalars]
 
 
 def _referenced(mod: IRModule) -> set[str]:
@@ -243,7 +309,7 @@ class _Twins:
 def fuse_tir(mod: IRModule) -> IRModule:
     """Replace each primitive relax Function and its calls by one fused PrimFunc."""
     out = IRModule(attrs=mod.attrs)
-    fused: dict[GlobalVar, tuple[GlobalVar, Any]] = {}
+    fused: dict[GlobalVar, tuple] = {}
     callees: set[str] = set()
     twins = _Twins()
     for gv, func in mod.functions_items():
@@ -252,7 +318,13 @@ def fuse_tir(mod: IRModule) -> IRModule:
             prim_gv, new = twins.share(prim, gv.name_hint)
             if new:
                 out[prim_gv] = prim
-            fused[gv] = (prim_gv, func.ret_struct_info)
+            # this function's own scalar vars (a shared twin's are others, in the same order)
+            scalars = [p for p in prim.params if p not in prim.buffer_map]
+            shapes = [
+                p.struct_info for p in func.params if isinstance(p.struct_info, ShapeStructInfo)
+            ]
+            shape_vars = shapes[0].values if shapes else ()
+            fused[gv] = (prim_gv, func.ret_struct_info, scalars, shape_vars)
             callees.update(b.value.args[0].name_hint for b in _bindings(gv.name_hint, func))
         else:
             out[gv] = func
@@ -269,4 +341,4 @@ def fuse_tir(mod: IRModule) -> IRModule:
     return out
 
 
-__all__ = ["fuse_primitive", "fuse_tir"]
+__all__ = ["call_dims", "fuse_primitive", "fuse_tir"]
