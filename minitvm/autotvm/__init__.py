@@ -5,7 +5,7 @@ points of the space through meta_schedule's builder and runner worker processes,
 each candidate's outputs; `apply_history_best(log)` gives the template its best config.
 """
 
-from . import env, measure, record, task, tuner
+from . import database, env, measure, record, task, tuner
 from .env import GLOBAL_SCOPE
 from .measure import (
     LocalBuilder,
@@ -50,6 +50,7 @@ __all__ = [
     "apply_history_best",
     "callback",
     "create",
+    "database",
     "env",
     "get_config",
     "load_from_file",

@@ -30,10 +30,13 @@ def log_to_file(file_out: Any, protocol: str = "json") -> Callable:
 
 
 def log_to_database(db: Any) -> Callable:
-    """Not supported: TVM's Redis database of records."""
-    from ...error import TuningError
+    """A callback saving each measurement to an autotvm.database Database."""
 
-    raise TuningError("autotvm.callback.log_to_database is not supported; use log_to_file")
+    def _callback(tuner: Any, inputs: list, results: list) -> None:
+        for inp, res in zip(inputs, results):
+            db.save(inp, res)
+
+    return _callback
 
 
 def progress_bar(total: int, prefix: str = "", si_prefix: str = "G") -> Callable:
