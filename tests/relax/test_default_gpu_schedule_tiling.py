@@ -44,10 +44,20 @@ def _conv_ref(x, w, stride, pad):
     return np.einsum("ncijhw,ochw->noij", win[:, :, ::stride, ::stride], w)
 
 
-def _run_relax(mod, arrays):
-    """(executable, result) of relax.build(mod, "opencl") run on the OpenCL device."""
-    dev = tvm.opencl(0)
-    ex = relax.build(mod, target="opencl")
+_DEVICES = {"opencl": tvm.opencl(0), "cuda": tvm.cuda(0)}
+
+
+def _device(kind):
+    reason = _DEVICES[kind].unavailable_reason()
+    if reason is not None:
+        pytest.skip(f"no {kind} device: {reason}")
+    return _DEVICES[kind]
+
+
+def _run_relax(mod, arrays, kind="opencl"):
+    """(executable, result) of relax.build(mod, kind) run on that device."""
+    dev = _device(kind)
+    ex = relax.build(mod, target=kind)
     out = relax.VirtualMachine(ex, dev)["main"](*[tvm.nd.array(a, dev) for a in arrays])
     return ex, out.numpy()
 
@@ -94,18 +104,26 @@ _CASES = {
 
 
 # ----------------------------------------------------------------------------- relax.build
-@requires_opencl
+@pytest.mark.parametrize("kind", ["opencl", "cuda"])
 @pytest.mark.parametrize("name", list(_CASES))
-def test_tiled_kernels_match_numpy_on_opencl(name):
+def test_tiled_kernels_match_numpy_on_gpu(name, kind):
     params, body, ref = _CASES[name]
     rng = np.random.default_rng(len(name))
     arrays = [rng.normal(size=s).astype("float32") for _, s in params]
-    ex, got = _run_relax(_relax_main(params, body), arrays)
+    ex, got = _run_relax(_relax_main(params, body), arrays, kind)
     np.testing.assert_allclose(got, ref(*arrays), rtol=1e-4, atol=1e-4)
-    src = ex.mod.get_source()
-    # one kernel: operands staged in shared memory, the epilogue (bias, relu) in the same kernel
-    assert src.count("__kernel") == 1, src
-    assert _SHARED in src and _BARRIER in src
+    if kind == "opencl":
+        src = ex.mod.get_source()
+        # one kernel: operands staged in shared memory, the epilogue (bias, relu) in it too
+        assert src.count("__kernel") == 1, src
+        assert _SHARED in src and _BARRIER in src
+
+
+@pytest.mark.parametrize("name", list(_CASES))
+def test_tiled_kernels_compile_to_ptx_without_a_gpu(name):
+    params, body, _ = _CASES[name]
+    ptx = relax.build(_relax_main(params, body), target="cuda").mod.get_source("ptx")
+    assert ptx.count(".entry") == 1 and "bar.sync" in ptx and "ld.shared" in ptx
 
 
 def _dense_te(m, n, k, batch=0, a_kmajor=False, b_kmajor=False, epilogue=False):
