@@ -63,7 +63,7 @@ from ..tir.expr import (
     Var,
 )
 from ..tir.function import PrimFunc
-from ..tir.functor import Visitor, deep_recursion
+from ..tir.functor import Visitor, deep_recursion, post_order_visit
 from ..tir.stmt import (
     Allocate,
     AssertStmt,
@@ -127,6 +127,15 @@ class _Attributes(FunctionAttributes):
 
     def _to_list(self, ret_type):
         return super()._to_list(ret_type) + [f'"{k}"="{v}"' for k, v in self.strings.items()]
+
+
+def _vars_in_shapes(buffers: list) -> set:
+    """The vars the shapes of `buffers` name (plainly or inside an expression such as 4*s)."""
+    found: set = set()
+    for buf in buffers:
+        for d in buf.shape:
+            post_order_visit(d, lambda n: found.add(n) if isinstance(n, Var) else None)
+    return found
 
 
 class CodeGenLLVM:
@@ -238,7 +247,9 @@ class CodeGenLLVM:
         params += [(v, llvm_type(v.dtype)) for v in [*sym_vars, *scalars]]
         self.known_align = {}
         self.extents = {buf.data: (tuple(buf.shape), buf.dtype) for buf in buffers}
-        self.data_vars = set(scalars)  # a scalar argument indexing memory is checked
+        # a scalar argument indexing memory is checked, unless a param's shape names it: the
+        # runtime checks every shape against the scalars, so it is as safe as a symbolic dim
+        self.data_vars = set(scalars) - _vars_in_shapes(buffers)
         self.shape_vars = set(sym_vars)  # dims of argument shapes: never negative
         handles = {p: func.buffer_map[p].data for p in func.params if p in func.buffer_map}
         compute = self.emit_kernel_function(
