@@ -174,11 +174,26 @@ _FENCES = {"shared": "CLK_LOCAL_MEM_FENCE", "shared.dyn": "CLK_LOCAL_MEM_FENCE",
 
 
 def cl_type(dtype: DataType, what: str = "") -> str:
-    """The OpenCL C type of a tir dtype (vectors as floatN)."""
+    """The OpenCL C type of a tir dtype (vectors as floatN; a bool vector is an intN mask)."""
     base = _SCALAR_TYPES.get(str(dtype.element_of()))
     if base is None or (dtype.lanes > 1 and dtype.lanes not in _VECTOR_LANES):
         raise BuildError(f"OpenCL has no type for dtype {dtype}{what}")
-    return base if dtype.lanes == 1 else f"{base}{dtype.lanes}"
+    if dtype.lanes == 1:
+        return base
+    return f"int{dtype.lanes}" if dtype.is_bool else f"{base}{dtype.lanes}"
+
+
+# OpenCL C has no bool vectors: a vector comparison gives a signed integer vector of its
+# operands' element width, -1 where true and 0 where false, and select() tests the top bit of
+# a mask of its values' width. A tir bool vector is therefore kept as an intN mask of -1/0
+# (comparisons of other widths are converted to it), and converted to the values' width
+# where select() takes it.
+_MASK_OF_WIDTH = {8: "char", 16: "short", 32: "int", 64: "long"}
+
+
+def _c_bits(dtype: DataType) -> int:
+    """Bits of one element as OpenCL C holds it (a bool vector lane is an int)."""
+    return 32 if dtype.is_bool else dtype.bits
 
 
 def _storage_type(dtype: DataType) -> str:
@@ -326,8 +341,9 @@ class CodeGenOpenCL:
         (index,) = _flat(self, s.buffer, s.indices)
         target = self.names(s.buffer.data)
         value = self.expr(s.value)
-        if s.buffer.dtype.is_bool:
-            value = f"(uchar)({value})"
+        if s.buffer.dtype.is_bool:  # memory holds 0/1; a mask's true lanes are -1
+            lanes = s.value.dtype.lanes
+            value = f"convert_uchar{lanes}(-{value})" if lanes > 1 else f"(uchar)({value})"
         if isinstance(index, Ramp):
             lanes = index.lanes
             self.emit(f"vstore{lanes}({value}, 0, {target} + {self._contiguous(index)});")
@@ -490,13 +506,26 @@ class CodeGenOpenCL:
     def _cast(self, e: Cast) -> str:
         value = self.expr(e.value)
         if e.dtype.is_bool:
-            return f"({value} != 0)"
+            return self._as_mask(f"({value} != 0)", e.value.dtype)
         if e.dtype.lanes > 1:
+            if e.value.dtype.is_bool:  # a mask's true lanes are -1: negate to 1
+                value = f"(-{value})"
             return f"convert_{cl_type(e.dtype)}({value})"
         return f"(({cl_type(e.dtype)})({value}))"
 
     def _binary(self, e) -> str:
         return f"({self.expr(e.a)} {_BINARY_SYMBOL[type(e)]} {self.expr(e.b)})"
+
+    def _compare(self, e) -> str:
+        """A comparison; of vectors, the intN mask (module note before _MASK_OF_WIDTH)."""
+        return self._as_mask(self._binary(e), e.a.dtype)
+
+    @staticmethod
+    def _as_mask(text: str, operands: DataType) -> str:
+        """The intN mask of a vector comparison made on `operands`-typed vectors."""
+        if operands.lanes == 1 or _c_bits(operands) == 32:
+            return text
+        return f"convert_int{operands.lanes}({text})"
 
     def _div(self, e: Div) -> str:
         return f"({self.expr(e.a)} / {self.expr(e.b)})"
@@ -562,16 +591,25 @@ class CodeGenOpenCL:
         return f"(!{self.expr(e.a)})"
 
     def _select(self, e: Select) -> str:
-        c, t, f = self.expr(e.condition), self.expr(e.true_value), self.expr(e.false_value)
-        if e.condition.dtype.lanes > 1:  # lane-wise: a vector comparison's mask picks each lane
-            return f"select({f}, {t}, {c})"
-        return f"({c} ? {t} : {f})"
+        return self._choose(e.condition, e.true_value, e.false_value)
+
+    def _choose(self, cond: PrimExpr, true: PrimExpr, false: PrimExpr) -> str:
+        c, t, f = self.expr(cond), self.expr(true), self.expr(false)
+        if cond.dtype.lanes == 1:
+            return f"({c} ? {t} : {f})"
+        # lane-wise: select() tests the top bit of a mask as wide as the values
+        bits = _c_bits(true.dtype)
+        if bits != 32:
+            c = f"convert_{_MASK_OF_WIDTH[bits]}{cond.dtype.lanes}({c})"
+        return f"select({f}, {t}, {c})"
 
     def _load(self, e: BufferLoad) -> str:
         (index,) = _flat(self, e.buffer, e.indices)
         source = self.names(e.buffer.data)
         if isinstance(index, Ramp):
-            return f"vload{index.lanes}(0, {source} + {self._contiguous(index)})"
+            text = f"vload{index.lanes}(0, {source} + {self._contiguous(index)})"
+            # stored bools are uchar 0/1; a loaded bool vector is a mask of -1/0
+            return f"(-convert_int{index.lanes}({text}))" if e.buffer.dtype.is_bool else text
         if e.dtype.lanes > 1:
             raise BuildError(f"building kernel '{self.func_name}': vector load `{e}` "
                              "needs a Ramp index")  # fmt: skip
@@ -593,7 +631,10 @@ class CodeGenOpenCL:
         return f"(({cl_type(e.dtype)})({lanes}))"
 
     def _broadcast(self, e: Broadcast) -> str:
-        return f"(({cl_type(e.dtype)})({self.expr(e.value)}))"
+        value = self.expr(e.value)
+        if e.dtype.is_bool:  # true is -1 in a mask
+            value = f"-((int)({value}))"
+        return f"(({cl_type(e.dtype)})({value}))"
 
     def _let(self, e: Let) -> str:
         raise BuildError(
@@ -607,7 +648,7 @@ class CodeGenOpenCL:
         if name in ("likely", "tvm_thread_invariant"):
             return args[0]
         if name == "if_then_else":
-            return f"({args[0]} ? {args[1]} : {args[2]})"
+            return self._choose(*e.args)
         if name == "sigmoid":
             one = self._float(FloatImm(e.dtype.element_of(), 1.0))
             return f"({one} / ({one} + exp(-({args[0]}))))"
@@ -671,6 +712,7 @@ _EXPR: dict[type, Callable] = {
     StringImm: CodeGenOpenCL._string,
     Cast: CodeGenOpenCL._cast,
     **{cls: CodeGenOpenCL._binary for cls in _BINARY_SYMBOL},
+    **{cls: CodeGenOpenCL._compare for cls in (EQ, NE, LT, LE, GT, GE)},
     Div: CodeGenOpenCL._div,
     Mod: CodeGenOpenCL._mod,
     FloorDiv: CodeGenOpenCL._floordiv,
