@@ -135,7 +135,7 @@ class RedisDatabase(_KeyValueDatabase):
         self.db.set(key, value)
 
     def keys(self) -> list[str]:
-        return [k.decode() if isinstance(k, bytes) else k for k in self.db.keys()]
+        return [k.decode() if isinstance(k, bytes) else k for k in self.db.scan_iter()]
 
     def flush(self) -> None:
         self.db.flushdb()

@@ -86,9 +86,7 @@ def _decode_result(res: Any) -> MeasureResult:
     ):
         # a zero is a time below the timer's resolution, still a measurement; a negative,
         # NaN or infinite time is not
-        raise TuningError(
-            f"a successful record needs non-negative finite costs, got {costs!r:.80}"
-        )
+        raise TuningError(f"a successful record needs non-negative finite costs, got {costs!r:.80}")
     return MeasureResult(costs, error_no, res[2], res[3])
 
 

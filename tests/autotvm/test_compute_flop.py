@@ -29,9 +29,7 @@ def test_conv_pool_and_elementwise_hand_counts():
     ci, kh, kw = (te.reduce_axis((0, e), name=n) for e, n in ((3, "ci"), (3, "kh"), (3, "kw")))
     conv = te.compute(
         (2, 4, 7, 7),
-        lambda n, co, h, w: te.sum(
-            D[n, ci, h + kh, w + kw] * K[co, ci, kh, kw], axis=[ci, kh, kw]
-        ),
+        lambda n, co, h, w: te.sum(D[n, ci, h + kh, w + kw] * K[co, ci, kh, kw], axis=[ci, kh, kw]),
         name="conv",
     )
     assert compute_flop(te.create_schedule(conv.op)) == 2 * 2 * 4 * 7 * 7 * 3 * 3 * 3
@@ -43,9 +41,7 @@ def test_conv_pool_and_elementwise_hand_counts():
     assert compute_flop(te.create_schedule(pool.op)) == 2 * 3 * 8 * 8 * 2 * 2
     # relu(x * 2 + 1) as a select: the comparison plus the costlier side (2 operations)
     A = te.placeholder((10, 6), name="A")
-    y = te.compute(
-        (10, 6), lambda i, j: tvm.tir.Select(A[i, j] > 0.0, A[i, j] * 2.0 + 1.0, 0.0)
-    )
+    y = te.compute((10, 6), lambda i, j: tvm.tir.Select(A[i, j] > 0.0, A[i, j] * 2.0 + 1.0, 0.0))
     assert compute_flop(te.create_schedule(y.op)) == 10 * 6 * (1 + 2)
 
 

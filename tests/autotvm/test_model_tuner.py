@@ -13,8 +13,8 @@ from minitvm.autotvm.tuner import (
     XGBoostCostModel,
     XGBTuner,
     submodular_pick,
+    xgboost_cost_model,
 )
-from minitvm.autotvm.tuner import xgboost_cost_model
 from minitvm.error import TuningError
 
 
@@ -171,3 +171,18 @@ def test_model_tuner_errors_say_what_to_do():
     with pytest.raises(TuningError, match="optimizer must be 'sa' or"):
         XGBTuner(task, optimizer="ga")
     assert isinstance(XGBTuner(task).model_optimizer, ModelOptimizer)
+
+
+def test_xgb_tuner_tunes_with_real_measurements(tmp_path):
+    """Random trials, then two rounds planned by the model, all measured in the workers."""
+    task = _task()
+    log = tmp_path / "xgb.log"
+    tuner = XGBTuner(task, plan_size=4, seed=0)
+    runner = autotvm.LocalRunner(number=1, repeat=1, timeout=60)
+    option = autotvm.measure_option(builder=autotvm.LocalBuilder(timeout=60), runner=runner)
+    tuner.tune(n_trial=8, measure_option=option, callbacks=[autotvm.callback.log_to_file(str(log))])
+    records = list(autotvm.record.load_from_file(str(log)))
+    indices = [inp.config.index for inp, _ in records]
+    assert len(indices) == 8 and len(set(indices)) == 8
+    assert all(res.error_no == 0 for _, res in records)
+    assert tuner.train_ct == 2 and tuner.xs == indices and tuner.best_flops > 0

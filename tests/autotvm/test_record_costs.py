@@ -13,7 +13,6 @@ from minitvm.autotvm.tuner.tuner import measured_flops
 from minitvm.error import TuningError
 
 
-
 @autotvm.template("test/record_costs/scale")
 def scale(n):
     A = te.placeholder((n,), name="A")
@@ -36,7 +35,7 @@ def _line(task, index, costs):
 
 def test_a_zero_cost_is_a_measurement_and_ranks_first(tmp_path):
     task = _task()
-    inp, res = decode(_line(task, 3, [0]))
+    _, res = decode(_line(task, 3, [0]))
     assert res.costs == (0,) and res.error_no == 0
     log = tmp_path / "z.log"
     log.write_text(_line(task, 5, [1e-3]) + "\n" + _line(task, 3, [0.0]) + "\n")
@@ -68,3 +67,15 @@ def test_measure_input_and_result_are_named_tuples():
     assert res[0] == (1e-3, 3e-3) and res.mean_cost == pytest.approx(2e-3)
     assert res == MeasureResult((1e-3, 3e-3), 0, 0.5, 7.0)
     assert MeasureResult(("build failed",), 2, 0, 0).mean_cost == float("inf")
+
+
+def test_best_by_targetkey_holds_the_fastest_record_per_key(tmp_path):
+    task = _task()
+    log = tmp_path / "k.log"
+    log.write_text(
+        "".join(_line(task, i, [c]) + "\n" for i, c in ((1, 3e-3), (4, 1e-3), (2, 2e-3)))
+    )
+    best = autotvm.apply_history_best(str(log))
+    (key,) = best.best_by_targetkey
+    inp, res = best.best_by_targetkey[key]
+    assert key == ("cpu", task.workload) and inp.config.index == 4 and res.costs == (1e-3,)

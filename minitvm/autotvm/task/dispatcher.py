@@ -115,6 +115,7 @@ class ApplyHistoryBest(DispatchContext):
         self._ranked: dict[tuple, list] = {}  # (target key, workload) -> pairs, fastest first
         self._chosen: dict[tuple, Any] = {}
         self._user: dict[tuple, Any] = {}
+        self._keys_seen: set[str] = set()  # target keys ("cpu") of the loaded records
         if records:
             self.load(records)
 
@@ -125,12 +126,19 @@ class ApplyHistoryBest(DispatchContext):
         for inp, res in pairs:
             if res.error_no != 0:
                 continue
+            self._keys_seen.update(getattr(inp.target, "keys", ()))
             for key in _target_keys(inp.target):
                 self._ranked.setdefault((key, inp.task.workload), []).append((inp, res))
         for ranked in self._ranked.values():
             ranked.sort(key=lambda pair: pair[1].mean_cost)
         self._chosen.clear()
         logger.debug("Finish loading %d records", len(pairs))
+
+    @property
+    def best_by_targetkey(self) -> dict:
+        """{(target key, workload): (MeasureInput, MeasureResult)}: each fastest successful
+        record, by the target's keys ("cpu"), as loaded (not checked against the space)."""
+        return {k: ranked[0] for k, ranked in self._ranked.items() if k[0] in self._keys_seen}
 
     def _query_inside(self, target: Any, workload: Any) -> Any:
         if target is None:

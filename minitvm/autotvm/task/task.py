@@ -258,7 +258,7 @@ def create(task_name: str, args: Any, target: Any, target_host: Any = None) -> T
     task.target_host = parse_target(target_host) if target_host is not None else None
     task.config_space = ConfigSpace()
     with ApplyConfig(task.config_space), task.target:
-        sch, arg_bufs = task.func(*deserialize_args(task.args))
+        sch, _ = task.func(*deserialize_args(task.args))
     task.config_space.code_hash = getattr(sch, "code_hash", None)
     task.flop = task.config_space.flop or _task_flop(sch, task_name)
     return task
