@@ -1,8 +1,9 @@
-"""GPU benchmark: the seed homework's HWCN convolution schedule (shared/local caches, vthreads,
-cooperative fetching) and a 4096^3 matmul (a hand TE schedule and DefaultGPUSchedule's tiling,
-what relax.build gives a model's matmul), beside torch on the same CUDA device; prints GFLOPS
-of each and our speed as a ratio of torch's. Every result is checked against numpy first.
-The workloads live in minitvm.testing.gpu, shared with the tests.
+"""GPU benchmark: the seed homework's convolution layer (its HWCN schedule with shared/local
+caches, vthreads and cooperative fetching; and NCHW through DefaultGPUSchedule, what relax.build
+gives a model's conv) and a 4096^3 matmul (a hand TE schedule and DefaultGPUSchedule), beside
+torch on the same CUDA device; prints GFLOPS of each and our speed as a ratio of torch's. Every
+result is checked against numpy first. The workloads live in minitvm.testing.gpu, shared with
+the tests.
 
     python benchmarks/gpu.py                 # CUDA; says so and exits 0 where there is none
     python benchmarks/gpu.py --device opencl --batch 4 --size 128 --number 1   # a check on
@@ -19,6 +20,7 @@ import numpy as np
 
 import minitvm as tvm
 from minitvm.testing.gpu import (  # conv_hwcn, matmul_shared: also what the codegen tests load
+    conv2d_nchw_default_gpu,
     conv_hwcn,
     conv_hwcn_reference,
     matmul_default_gpu,
@@ -60,22 +62,35 @@ def _torch_time(torch, fn, number: int) -> float:
     return best
 
 
-def _conv_row(kind: str, dev, torch, batch: int, number: int) -> tuple:
-    s, args, flops = conv_hwcn(batch)
-    f = tvm.build(s, args, kind, name="conv_hwcn")
-    rng = np.random.default_rng(0)
-    a_np, w_np = (rng.random([int(d) for d in t.shape], dtype="float32") for t in args[:2])
-    a, w = tvm.nd.array(a_np, dev), tvm.nd.array(w_np, dev)
-    b = tvm.nd.empty([int(d) for d in args[2].shape], "float32", dev)
-    f(a, w, b)
-    np.testing.assert_allclose(b.numpy(), conv_hwcn_reference(a_np, w_np), rtol=1e-3, atol=1e-3)
-    ours = _time(f, dev, (a, w, b), number)
+def _conv_rows(
+    kind: str, dev, torch, batch: int, number: int, channels=(256, 512), size: int = 14
+) -> list:
+    """The seed's layer twice: its HWCN schedule, and NCHW through DefaultGPUSchedule."""
+    (cin, cout), rng = channels, np.random.default_rng(0)
+    a_np = rng.random((size, size, cin, batch), dtype="float32")  # HWCN
+    w_np = rng.random((3, 3, cin, cout), dtype="float32")  # HWIO
+    want = conv_hwcn_reference(a_np, w_np)
+    to_nchw = (3, 2, 0, 1)  # HWCN -> NCHW, HWIO -> OIHW, HWFN -> NFHW
+    nchw = [np.ascontiguousarray(t.transpose(to_nchw)) for t in (a_np, w_np)]
     theirs = None
     if torch is not None:
-        x = torch.from_numpy(a_np).permute(3, 2, 0, 1).contiguous().cuda()  # HWCN -> NCHW
-        k = torch.from_numpy(w_np).permute(3, 2, 0, 1).contiguous().cuda()  # HWIO -> OIHW
+        x, k = (torch.from_numpy(t).cuda() for t in nchw)
         theirs = _torch_time(torch, lambda: torch.nn.functional.conv2d(x, k, padding=1), number)
-    return f"conv HWCN b={batch} 256->512 14x14", flops, ours, theirs
+    rows = []
+    for label, (sched, args, flops), inputs, layout in (
+        ("HWCN, the seed's schedule", conv_hwcn(batch, cin, cout, size), (a_np, w_np), None),
+        ("NCHW, DefaultGPUSchedule", conv2d_nchw_default_gpu(batch, cin, cout, size, kind),
+         nchw, to_nchw),
+    ):  # fmt: skip
+        f = tvm.build(sched, args, kind, name="conv")
+        ins = [tvm.nd.array(t, dev) for t in inputs]
+        out = tvm.nd.empty([int(d) for d in args[2].shape], "float32", dev)
+        f(*ins, out)
+        ref = want if layout is None else want.transpose(layout)
+        np.testing.assert_allclose(out.numpy(), ref, rtol=1e-3, atol=1e-3)
+        name = f"conv b={batch} {cin}->{cout} {size}x{size}, {label}"
+        rows.append((name, flops, _time(f, dev, (*ins, out), number), theirs))
+    return rows
 
 
 def _matmul_rows(kind: str, dev, torch, n: int, number: int) -> list:
@@ -112,14 +127,14 @@ def run(kind: str, batch: int, size: int, number: int) -> int:
     print(f"device: {kind}(0) = {dev.device_name}")
     torch = _cuda_torch() if kind == "cuda" else None
     rows = [
-        _conv_row(kind, dev, torch, batch, number),
+        *_conv_rows(kind, dev, torch, batch, number),
         *_matmul_rows(kind, dev, torch, size, number),
     ]
-    print(f"{'workload':48} {'ours GFLOPS':>12} {'torch GFLOPS':>13} {'ours/torch':>10}")
+    print(f"{'workload':56} {'ours GFLOPS':>12} {'torch GFLOPS':>13} {'ours/torch':>10}")
     for name, flops, ours, theirs in rows:
         torch_text = f"{flops / theirs / 1e9:13.1f}" if theirs else f"{'-':>13}"
         ratio = f"{theirs / ours:10.2f}" if theirs else f"{'-':>10}"
-        print(f"{name:48} {flops / ours / 1e9:12.1f} {torch_text} {ratio}")
+        print(f"{name:56} {flops / ours / 1e9:12.1f} {torch_text} {ratio}")
     return 0
 
 

@@ -1,6 +1,7 @@
 """GPU workloads shared by the tests and benchmarks/gpu.py: the seed homework's HWCN convolution
-schedule (shared/local caches, vthreads, cooperative vectorized fetching), a hand-scheduled
-shared-memory matmul in TE, DefaultGPUSchedule's tiling of the same matmul, and numpy references.
+schedule (shared/local caches, vthreads, cooperative vectorized fetching) and its numpy
+reference, a hand-scheduled shared-memory matmul in TE, and DefaultGPUSchedule's tiling of the
+same convolution (NCHW, as models have it) and matmul.
 
 Each schedule builder returns (schedule or PrimFunc, argument tensors, floating-point operations).
 """
@@ -14,6 +15,7 @@ import numpy as np
 from .. import te, tir
 
 __all__ = [
+    "conv2d_nchw_default_gpu",
     "conv_hwcn",
     "conv_hwcn_reference",
     "matmul_default_gpu",
@@ -172,13 +174,36 @@ def matmul_shared(n: int) -> tuple[Any, list, float]:
     return s, [A, B, C], 2.0 * n**3
 
 
-def matmul_default_gpu(n: int, target: Any = "cuda") -> tuple[Any, list, float]:
-    """C = A @ B as an unscheduled PrimFunc given DefaultGPUSchedule's shared-memory tiling for
-    `target` (what relax.build does to a model's matmul); any n."""
+def _default_gpu(tensors: list, target: Any) -> Any:
+    """The PrimFunc of `tensors` given DefaultGPUSchedule for `target`."""
     from ..ir.module import IRModule
     from ..relax.transform.default_gpu_schedule import default_gpu_schedule
     from ..target import Target
 
+    mod = IRModule({"main": te.create_prim_func(tensors)})
+    return default_gpu_schedule(mod, Target(target))["main"]
+
+
+def conv2d_nchw_default_gpu(
+    batch: int = 256,
+    in_channel: int = 256,
+    out_channel: int = 512,
+    in_size: int = 14,
+    target: Any = "cuda",
+) -> tuple[Any, list, float]:
+    """The seed's layer as a model has it (NCHW data, OIHW weights, 3x3, padding 1) given
+    DefaultGPUSchedule's shared-memory tiling for `target` (what relax.build does to it)."""
+    from .. import topi
+
+    D = te.placeholder((batch, in_channel, in_size, in_size), name="D")
+    W = te.placeholder((out_channel, in_channel, 3, 3), name="W")
+    out = topi.nn.conv2d_nchw(D, W, 1, 1)
+    flops = 2.0 * in_size * in_size * out_channel * batch * in_channel * 9
+    return _default_gpu([D, W, out], target), [D, W, out], flops
+
+
+def matmul_default_gpu(n: int, target: Any = "cuda") -> tuple[Any, list, float]:
+    """C = A @ B as an unscheduled PrimFunc given DefaultGPUSchedule's shared-memory tiling for
+    `target` (what relax.build does to a model's matmul); any n."""
     A, B, C = _matmul_compute(n)
-    mod = IRModule({"main": te.create_prim_func([A, B, C])})
-    return default_gpu_schedule(mod, Target(target))["main"], [A, B, C], 2.0 * n**3
+    return _default_gpu([A, B, C], target), [A, B, C], 2.0 * n**3

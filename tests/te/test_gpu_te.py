@@ -334,6 +334,17 @@ def test_gpu_benchmark_matmuls_are_checked_and_timed_on_opencl():
 
 
 @requires_opencl
+def test_gpu_benchmark_convs_are_checked_and_timed_on_opencl():
+    # the seed's layer at a reduced size, both schedules, each checked against numpy inside
+    rows = _bench_gpu()._conv_rows("opencl", tvm.opencl(0), None, 4, 1, (16, 32), 6)
+    assert [r[0] for r in rows] == [
+        "conv b=4 16->32 6x6, HWCN, the seed's schedule",
+        "conv b=4 16->32 6x6, NCHW, DefaultGPUSchedule",
+    ]
+    assert all(flops == 2 * 36 * 32 * 4 * 16 * 9 and ours > 0 for _, flops, ours, _ in rows)
+
+
+@requires_opencl
 def test_default_gpu_matmul_workload_matches_numpy_on_opencl():
     from minitvm.testing.gpu import matmul_default_gpu
 
