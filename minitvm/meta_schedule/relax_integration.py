@@ -149,6 +149,7 @@ def tune_relax(
     seed: int | None = None,
     module_equality: str = "structural",
     verbose: bool = True,
+    max_seconds: float | None = None,
 ) -> Any:
     """Tune every distinct kernel of `mod` within `max_trials_global` measurements in all;
     batches go to the kernels that cost the model most (calls × time). Returns the database."""
@@ -183,6 +184,7 @@ def tune_relax(
         task_scheduler=task_scheduler,
         module_equality=module_equality,
         verbose=verbose,
+        max_seconds=max_seconds,
     )
 
 

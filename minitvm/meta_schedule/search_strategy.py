@@ -196,13 +196,15 @@ class EvolutionarySearch(SearchStrategy):
         want = self._budget()
         if want == 0:
             return None
-        population = self._initial_population()
-        if not population:
-            return None
-        best = self._evolve(population)
-        num_random = round(want * self.eps_greedy)
         picked = self._take_fixed(want)
-        self._take_new(best, want - num_random, picked)
+        # a task's first batch is random: the cost model has seen none of its schedules,
+        # and evolving a population for it costs a replay per member (~0.1-0.4 s each)
+        if self.trials > 0 or self.measured:
+            population = self._initial_population(self._population_size(want))
+            if not population:
+                return None
+            best = self._evolve(population)
+            self._take_new(best, want - round(want * self.eps_greedy), picked)
         fails = 0
         while len(picked) < want and fails < self.max_fail_count:
             before = len(picked)
@@ -210,19 +212,24 @@ class EvolutionarySearch(SearchStrategy):
             fails += len(picked) == before
         return self._candidates(list(picked.values())) or None
 
-    def _initial_population(self) -> list[Schedule]:
-        """The best measured schedules, then random samples up to the population size."""
+    def _population_size(self, want: int) -> int:
+        """`population_size`, smaller for a small batch (4 per candidate, at least 16): the
+        task scheduler gives small batches to tasks it is unsure of."""
+        return min(self.population_size, max(16, 4 * want))
+
+    def _initial_population(self, size: int) -> list[Schedule]:
+        """The best measured schedules, then random samples up to `size`."""
         out: list[Schedule] = []
         if self.database is not None:
             workload = self.database._find(self.context.mod)
-            top = int(self.population_size * self.init_measured_ratio)
+            top = int(size * self.init_measured_ratio)
             for record in [] if workload is None else self.database.get_top_k(workload, top):
                 try:
                     out.append(record.as_measure_candidate().sch)
                 except MiniTVMError:
                     continue
         fails = 0
-        while len(out) < self.population_size and fails < self.max_fail_count:
+        while len(out) < size and fails < self.max_fail_count:
             sch = self._sample()
             fails += sch is None
             if sch is not None:

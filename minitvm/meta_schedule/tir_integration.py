@@ -35,6 +35,7 @@ def tune_tir(
     module_equality: str = "structural",
     task_name: str = "main",
     verbose: bool = True,
+    max_seconds: float | None = None,
 ) -> Any:
     """Tune `mod` (an IRModule with a "main" PrimFunc, or a PrimFunc) for `target` with
     `max_trials_global` measurements; returns the database (JSON in `work_dir`)."""
@@ -62,6 +63,7 @@ def tune_tir(
         task_scheduler=task_scheduler,
         module_equality=module_equality,
         verbose=verbose,
+        max_seconds=max_seconds,
     )
 
 

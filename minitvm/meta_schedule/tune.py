@@ -78,6 +78,7 @@ def tune_tasks(
     module_equality: str = "structural",
     verbose: bool = True,
     remeasure_top_k: int = 3,
+    max_seconds: float | None = None,
 ) -> _database.Database:
     """Tune every task (TuneContexts) within `max_trials_global` measurements in all.
 
@@ -88,7 +89,10 @@ def tune_tasks(
     "round-robin" to the task with the fewest trials. At the end each task's
     `remeasure_top_k` best schedules and its fixed points are timed again, interleaved in one
     worker, and those times replace the first ones, so noise does not pick the winner.
+    `max_seconds` (not in TVM) bounds the call's wall time as well: no batch starts once
+    the time left would not cover the re-measurement.
     Returns the database with every measured record."""
+    deadline = None if max_seconds is None else time.monotonic() + max_seconds
     if not tasks:
         raise TuningError("tune_tasks: no tasks to tune")
     if max_trials_global < 1 or num_trials_per_iter < 1:
@@ -151,7 +155,7 @@ def tune_tasks(
     try:
         while total < max_trials_global:
             live = [s for s in states if not s.done]
-            if not live:
+            if not live or _out_of_time(deadline, states, remeasure_top_k):
                 break
             state = _SCHEDULERS[task_scheduler](live, peak)
             size = first if state.trials == 0 else num_trials_per_iter
@@ -186,6 +190,20 @@ def tune_tasks(
             state.context.search_strategy.post_tuning()
     curve.plot()
     return database
+
+
+def _out_of_time(deadline: float | None, states: list, top_k: int) -> bool:
+    """Whether the time left no longer covers the re-measurement (per task: its `top_k` best
+    and its fixed point, each built once and run three times; a batch already started may
+    still run past the deadline)."""
+    if deadline is None:
+        return False
+    per_trial = [
+        (s.phase_secs["build"] + s.phase_secs["run"]) / s.trials for s in states if s.trials
+    ]
+    mean = sum(per_trial) / len(per_trial) if per_trial else 0.0
+    reserve = mean * 2 * (top_k + 1) * len(states) if top_k > 0 else 0.0
+    return time.monotonic() + reserve >= deadline
 
 
 def _first_batch_size(num_tasks: int, max_trials: int, per_iter: int) -> int:

@@ -271,3 +271,45 @@ def test_measured_fma_peak_kernel_is_correct_and_positive():
     np.testing.assert_allclose(c.numpy(), np.broadcast_to(pk._REPS * (a @ b), c.shape), rtol=2e-3)
     assert flops == 2 * np.prod(args[2].shape) * pk._DEPTH * pk._REPS
     assert pk.measure_peak_gflops(ms.LocalBuilder(), fast_runner(), target) > 0
+
+
+def test_max_seconds_stops_starting_batches():
+    """A wall-time budget: with hundreds of points left, tuning stops near `max_seconds`
+    (one batch of one candidate may run past it) and keeps what it measured."""
+    import time
+
+    start = time.monotonic()
+    db = ms.tune_tir(
+        matmul_mod(64, 64, 64), "llvm", None, max_trials_global=10_000, num_trials_per_iter=1,
+        space=space(tile_ij), strategy="replay-trace", database="memory", seed=0,
+        verbose=False, runner=fast_runner(), max_seconds=4.0,
+    )  # fmt: skip
+    assert time.monotonic() - start < 4.0 + 20.0  # slack: a loaded 2-core machine
+    assert len(db) < 300  # 784 points in the space; about one a second here
+
+
+def test_evolution_starts_after_the_first_batch_with_a_population_sized_to_the_batch():
+    """The first batch of a task is random (the cost model knows none of its schedules);
+    later batches evolve a population of 4 per candidate (at least 16, at most the set size)."""
+
+    class Counting:
+        def __init__(self):
+            self.sizes = []
+
+        def predict(self, context, candidates):
+            self.sizes.append(len(candidates))
+            return np.arange(len(candidates), dtype=float)
+
+    model = Counting()
+    ctx = ms.TuneContext(
+        matmul_mod(64, 64, 64), "llvm", space(tile_ij), ms.EvolutionarySearch(), rand_state=0
+    )
+    strategy = ctx.search_strategy
+    strategy.pre_tuning(100, 5, ctx.generate_design_space(), None, model)
+    first = strategy.generate_measure_candidates()
+    assert len(first) == 5 and model.sizes == []
+    strategy.notify_runner_results(first, [None] * 5)
+    second = strategy.generate_measure_candidates()
+    assert len(second) == 5 and model.sizes and max(model.sizes) == 20
+    first_keys = {ms.utils.mod_key(c.sch.mod) for c in first}
+    assert not first_keys & {ms.utils.mod_key(c.sch.mod) for c in second}
