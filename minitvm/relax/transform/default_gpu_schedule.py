@@ -444,12 +444,15 @@ def _coalesced(sch: Any, fetch: Any, copy: list) -> list:
     """`copy` (the fetch's copy loops) reordered so that the loop along the operand's last,
     contiguous dimension is innermost: neighbouring threads then load neighbouring elements.
     Unchanged when that index mixes several copy loops (conv's im2col gather)."""
-    load = next(x for x in _loads(sch.get(fetch).body) if x.buffer.scope() == "global")
-    realize = _realize_of(sch, fetch)
-    iters = [iv.var for iv in realize.block.iter_vars if _uses_var(load.indices[-1], iv.var)]
-    if len(iters) != 1:
+    loads = [x for x in _loads(sch.get(fetch).body) if x.buffer.scope() == "global"]
+    if len(loads) != 1:
         return copy
-    value = realize.iter_values[[iv.var for iv in realize.block.iter_vars].index(iters[0])]
+    realize = _realize_of(sch, fetch)
+    last = loads[0].indices[-1]
+    at = [p for p, iv in enumerate(realize.block.iter_vars) if _uses_var(last, iv.var)]
+    if len(at) != 1:
+        return copy
+    value = realize.iter_values[at[0]]
     inner = [x for x in copy if _uses_var(value, sch.get(x).loop_var)]
     if len(inner) != 1 or inner[0] is copy[-1]:
         return copy
