@@ -1,7 +1,8 @@
 """Lowering passes: TensorIR blocks → flat loops for codegen. Each pass is a PrimFunc → PrimFunc
 function plus a TVM-style pass object (`tvm.tir.transform.FlattenBuffer()(mod)`)."""
 
-from ._pass import prim_func_pass
+from ._pass import PrimFuncPass
+from ._pass import public_prim_func_pass as prim_func_pass
 from .compact_buffer_allocation import CompactBufferAllocation, compact_buffer_allocation
 from .convert_blocks_to_loops import ConvertBlocksToLoops, LowerOpaqueBlock, convert_blocks_to_loops
 from .flatten_buffer import FlattenBuffer, flatten_buffer
@@ -36,6 +37,7 @@ __all__ = [
     "LowerOpaqueBlock",
     "LowerThreadBinding",
     "PlanAndUpdateBufferAllocationLocation",
+    "PrimFuncPass",
     "RemoveNoOp",
     "Simplify",
     "SplitHostDevice",
