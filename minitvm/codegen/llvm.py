@@ -63,7 +63,7 @@ from ..tir.expr import (
     Var,
 )
 from ..tir.function import PrimFunc
-from ..tir.functor import Visitor, deep_recursion, post_order_visit
+from ..tir.functor import Visitor, deep_recursion
 from ..tir.stmt import (
     Allocate,
     AssertStmt,
@@ -129,12 +129,19 @@ class _Attributes(FunctionAttributes):
         return super()._to_list(ret_type) + [f'"{k}"="{v}"' for k, v in self.strings.items()]
 
 
-def _vars_in_shapes(buffers: list) -> set:
-    """The vars the shapes of `buffers` name (plainly or inside an expression such as 4*s)."""
+def _dim_vars(buffers: list) -> set:
+    """Vars that a dim of `buffers` pins to a size: a dim that is the var, or the var times
+    positive constants (call_te's `s * 4`). Once the runtime has checked that dim against the
+    argument's shape, the var is >= 0 and in step with the memory, like a symbolic dim."""
     found: set = set()
     for buf in buffers:
         for d in buf.shape:
-            post_order_visit(d, lambda n: found.add(n) if isinstance(n, Var) else None)
+            while isinstance(d, Mul):
+                d, c = (d.a, d.b) if isinstance(d.b, IntImm) else (d.b, d.a)
+                if not (isinstance(c, IntImm) and c.value > 0):
+                    d = None  # s * -4, s * n: the dim does not bound s
+            if isinstance(d, Var):
+                found.add(d)
     return found
 
 
@@ -247,10 +254,11 @@ class CodeGenLLVM:
         params += [(v, llvm_type(v.dtype)) for v in [*sym_vars, *scalars]]
         self.known_align = {}
         self.extents = {buf.data: (tuple(buf.shape), buf.dtype) for buf in buffers}
-        # a scalar argument indexing memory is checked, unless a param's shape names it: the
-        # runtime checks every shape against the scalars, so it is as safe as a symbolic dim
-        self.data_vars = set(scalars) - _vars_in_shapes(buffers)
-        self.shape_vars = set(sym_vars)  # dims of argument shapes: never negative
+        # a scalar argument indexing memory is checked, unless a param's dim pins it: the
+        # runtime checks every dim against the scalars, so it is as safe as a symbolic dim
+        sized = set(scalars) & _dim_vars(buffers)
+        self.data_vars = set(scalars) - sized
+        self.shape_vars = set(sym_vars) | sized  # dims of argument shapes: never negative
         handles = {p: func.buffer_map[p].data for p in func.params if p in func.buffer_map}
         compute = self.emit_kernel_function(
             name + ".compute", params, lambda args: self._emit_body(func.body, handles)

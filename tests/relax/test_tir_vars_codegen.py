@@ -1,6 +1,6 @@
-"""LLVM code of kernels with scalar params (call_tir's tir_vars): a scalar that a param's
-shape names (`(s * 4,)` with scalar `s`, as call_te makes them) is checked at the call like
-a symbolic dim, so indices over it get no per-element bounds check in the loop."""
+"""LLVM code of kernels with scalar params (call_tir's tir_vars): a scalar that a param's dim
+pins (the dim is `s` or `s * 4`, as call_te makes them) is checked at the call like a symbolic
+dim, so indices over it get no per-element bounds check in the loop."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import sys
 import textwrap
 
 import numpy as np
+import pytest
 
 import minitvm as tvm
 from minitvm.script import tir as T
@@ -35,6 +36,17 @@ def shifted(a: T.handle, b: T.handle, k: T.int64):
             B[vi] = A[vi + k]
 
 
+@T.prim_func
+def shifted_in_shape(a: T.handle, b: T.handle, k: T.int64):
+    n = T.int64()
+    A = T.match_buffer(a, (n + k,))
+    B = T.match_buffer(b, (n,))
+    for i in range(n):
+        with T.block("t"):
+            vi = T.axis.remap("S", [i])
+            B[vi] = A[vi + k]
+
+
 def _bounds_checks(func) -> list[str]:
     errors = tvm.build(func, target="llvm").func_infos[0]["errors"]
     return [e for e in errors if "depends on data" in e]
@@ -44,10 +56,13 @@ def test_scalar_named_by_a_shape_indexes_without_bounds_checks():
     assert _bounds_checks(transpose) == []
 
 
-def test_scalar_no_shape_names_still_gets_bounds_checks():
-    """k only offsets an index: nothing at the call bounds it, so the kernel checks it."""
-    (check,) = _bounds_checks(shifted)
-    assert "index out of bounds reading 'A' in 'shifted': the index `i + k`" in check
+@pytest.mark.parametrize("func", [shifted, shifted_in_shape], ids=["no_shape", "n_plus_k"])
+def test_scalar_no_dim_pins_still_gets_bounds_checks(func):
+    """k offsets an index; no dim is k (times a positive constant), so a k < 0 passes the
+    call's shape check (A of n + k elements) and the kernel must check the index itself."""
+    (check,) = _bounds_checks(func)
+    name = func.attrs["global_symbol"]
+    assert f"index out of bounds reading 'A' in '{name}': the index `i + k`" in check
 
 
 def test_kernel_with_a_shape_scalar_runs_and_rejects_a_mismatched_scalar():
