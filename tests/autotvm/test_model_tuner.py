@@ -186,3 +186,18 @@ def test_xgb_tuner_tunes_with_real_measurements(tmp_path):
     assert len(indices) == 8 and len(set(indices)) == 8
     assert all(res.error_no == 0 for _, res in records)
     assert tuner.train_ct == 2 and tuner.xs == indices and tuner.best_flops > 0
+
+
+@pytest.mark.parametrize("loss_type", ["rank", "rank-binary"])
+def test_rank_losses_and_the_diversity_filter_still_plan_fast_configs(loss_type):
+    task = _task()
+    tuner = XGBTuner(task, plan_size=10, loss_type=loss_type, diversity_filter_ratio=2, seed=0)
+    records = _records(task, range(0, len(task.config_space), 4)[:30])
+    tuner.update([i for i, _ in records], [r for _, r in records])
+    assert tuner.train_ct == 1 and len(tuner.trials) == 10
+    assert not set(tuner.trials) & set(tuner.xs)
+    # the diversity pick spreads over several values of each split
+    knobs = [task.config_space.point2knob(i) for i in tuner.trials]
+    assert len({k[0] for k in knobs}) > 1 and len({k[1] for k in knobs}) > 1
+    mean = np.mean([_flops(task, i) for i in range(len(task.config_space))])
+    assert np.mean([_flops(task, i) for i in tuner.trials]) > mean
