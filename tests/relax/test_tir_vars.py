@@ -271,19 +271,26 @@ def test_intermediates_shaped_by_tir_vars_are_memory_planned():
             np.testing.assert_allclose(evaluate(Mod, x), want, rtol=1e-5)
 
 
-def test_fusion_carries_tir_vars_no_tensor_binds():
-    @I.ir_module
-    class Mod:
-        @R.function
-        def main(x: R.Tensor((4,), "float32"), s: R.Shape(["n"])):
-            n = T.int64()
-            with R.dataflow():
-                y = R.full((n * 2, 4), R.const(1.5, "float32"), "float32")
-                z = R.exp(y)
-                w = R.add(z, x)
-                R.output(w)
-            return w
+@I.ir_module
+class FullExpAdd:
+    """n reaches the fused kernel only through full's tir_vars: no tensor has it as a dim."""
 
+    @R.function
+    def main(x: R.Tensor((4,), "float32"), s: R.Shape(["n"])):
+        n = T.int64()
+        with R.dataflow():
+            y = R.full((n * 2, 4), R.const(1.5, "float32"), "float32")
+            z = R.exp(y)
+            w = R.add(z, x)
+            R.output(w)
+        return w
+
+
+def _full_exp_add(x, n):
+    return np.exp(np.float32(1.5)) + np.broadcast_to(x, (2 * n, 4))
+
+
+def test_fusion_carries_tir_vars_no_tensor_binds():
     seq = tvm.transform.Sequential(
         [
             relax.transform.LegalizeOps(),
@@ -291,7 +298,7 @@ def test_fusion_carries_tir_vars_no_tensor_binds():
             relax.transform.FuseOps(),
         ]
     )
-    grouped = seq(Mod)
+    grouped = seq(FullExpAdd)
     group = grouped["fused_full_exp_add"]
     assert isinstance(group.params[-1].struct_info, relax.ShapeStructInfo)  # defines n
     fused = relax.transform.FuseTIR()(grouped)
@@ -299,10 +306,10 @@ def test_fusion_carries_tir_vars_no_tensor_binds():
     assert call.args[0].name_hint == "fused_full_exp_add" and len(call.args) == 3
     prim = fused["fused_full_exp_add"]
     assert [p.name for p in prim.params if p not in prim.buffer_map] == ["n"]
-    vm = _vm(Mod)
+    vm = _vm(FullExpAdd)
     for n in (1, 3):
         x = np.random.rand(4).astype("float32")
-        want = np.exp(np.float32(1.5)) + np.broadcast_to(x, (2 * n, 4))
+        want = _full_exp_add(x, n)
         np.testing.assert_allclose(vm["main"](x, (n,)).numpy(), want, rtol=1e-6)
         np.testing.assert_allclose(evaluate(fused, x, (n,)), want, rtol=1e-6)
 
@@ -387,3 +394,18 @@ def test_tir_vars_on_a_gpu_through_the_default_gpu_schedule(kind):
     for n in (2, 5):
         x = np.random.rand(4).astype("float32")
         _check_fill(vm["main"](tvm.nd.array(x, dev), (n,)), x, n)
+
+
+@pytest.mark.parametrize("kind", ["opencl", "cuda"])
+def test_fused_tir_vars_kernel_on_a_gpu(kind):
+    dev = {"opencl": tvm.opencl(0), "cuda": tvm.cuda(0)}[kind]
+    reason = dev.unavailable_reason()
+    if reason is not None:
+        pytest.skip(f"no {kind} device: {reason}")
+    ex = relax.build(FullExpAdd, kind)
+    assert 'CallTIR "fused_full_exp_add"' in ex.as_text()
+    vm = relax.VirtualMachine(ex, dev)
+    for n in (1, 3):
+        x = np.random.rand(4).astype("float32")
+        got = vm["main"](tvm.nd.array(x, dev), (n,)).numpy()
+        np.testing.assert_allclose(got, _full_exp_add(x, n), rtol=1e-5)
