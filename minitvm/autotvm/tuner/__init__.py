@@ -1,4 +1,4 @@
-"""Tuners: random, grid search, genetic, and model-based (TVM's `autotvm.tuner`)."""
+"""Tuners: random, grid search, genetic, droplet and model-based (TVM's `autotvm.tuner`)."""
 
 from . import callback
 from .droplet_tuner import DropletTuner
