@@ -314,6 +314,53 @@ def test_fusion_carries_tir_vars_no_tensor_binds():
         np.testing.assert_allclose(evaluate(fused, x, (n,)), want, rtol=1e-6)
 
 
+def test_twin_groups_share_one_fused_kernel_each_call_passing_its_own_tir_vars():
+    @I.ir_module
+    class Twice:
+        @R.function
+        def main(x: R.Tensor((4,), "float32"), s: R.Shape(["n", "m"])):
+            n = T.int64()
+            m = T.int64()
+            with R.dataflow():
+                y = R.full((n * 2, 4), R.const(1.5, "float32"), "float32")
+                z = R.exp(y)
+                w = R.add(z, x)
+                y2 = R.full((m * 2, 4), R.const(1.5, "float32"), "float32")
+                z2 = R.exp(y2)
+                w2 = R.add(z2, x)
+                R.output(w, w2)
+            return (w, w2)
+
+    fused = _fuse(Twice)
+    assert [gv.name_hint for gv, _ in fused.functions_items()] == ["main", "fused_full_exp_add"]
+    calls = [b.value for b in fused["main"].body.blocks[0].bindings]
+    assert [str(c.args[2].values[0]) for c in calls] == ["n", "m"]
+    x = np.random.rand(4).astype("float32")
+    w, w2 = _vm(Twice)["main"](x, (1, 3))
+    np.testing.assert_allclose(w.numpy(), _full_exp_add(x, 1), rtol=1e-6)
+    np.testing.assert_allclose(w2.numpy(), _full_exp_add(x, 3), rtol=1e-6)
+
+
+def test_a_nested_call_is_left_out_of_fusion_and_still_builds():
+    """The parser keeps `R.add(R.exp(y), x)` nested; FuseOps grouped full with that add and
+    FuseTIR then failed the build on the inner call, which no binding names."""
+
+    @I.ir_module
+    class Nested:
+        @R.function
+        def main(x: R.Tensor((4,), "float32"), s: R.Shape(["n"])):
+            n = T.int64()
+            with R.dataflow():
+                y = R.full((n * 2, 4), R.const(1.5, "float32"), "float32")
+                w = R.add(R.exp(y), x)
+                R.output(w)
+            return w
+
+    x = np.random.rand(4).astype("float32")
+    got = _vm(Nested)["main"](x, (3,)).numpy()
+    np.testing.assert_allclose(got, _full_exp_add(x, 3), rtol=1e-6)
+
+
 def _flatten_then_exp(tir_var_offset):
     """flatten (s, 4) -> (s * 4,) called with tir_vars n + offset on an (n, 4) tensor, then exp."""
 

@@ -33,8 +33,10 @@ from ..expr import (
     Function,
     SeqExpr,
     ShapeExpr,
+    Tuple,
     Var,
     VarBinding,
+    is_leaf,
 )
 from ..functor import ExprMutator, used_vars
 from ..op._table import OpPattern
@@ -48,12 +50,15 @@ _ANCHORS = (OpPattern.OUT_EWISE_FUSABLE, OpPattern.COMM_REDUCE)
 
 
 def _callee(mod: IRModule, value: Expr) -> tuple[GlobalVar, PrimFunc] | None:
-    """The PrimFunc of a fusable `call_tir` (one tensor output, dims provably consistent)."""
+    """The PrimFunc of a fusable `call_tir` (one tensor output, leaf arguments, dims provably
+    consistent)."""
     if not (isinstance(value, Call) and getattr(value.op, "name", None) == "relax.call_tir"):
         return None
-    gv = value.args[0]
+    gv, args = value.args[:2]
     if not isinstance(value.sinfo_args[0], TensorStructInfo):
         return None
+    if not (isinstance(args, Tuple) and all(is_leaf(a) for a in args.fields)):
+        return None  # a nested call (the parser keeps `R.add(R.exp(y), x)`) is no graph node
     func = mod[gv] if isinstance(gv, GlobalVar) and gv in mod else None
     if not isinstance(func, PrimFunc) or not _dims_agree(func, value):
         return None
