@@ -2,6 +2,8 @@
 autotvm.measure.executor interface); build failures pass through, a job that raises is an
 UNKNOWN_ERROR record; fixed inputs (ref_input) are refused with a reason."""
 
+import os
+
 import numpy as np
 import pytest
 
@@ -65,6 +67,8 @@ def test_a_job_that_raises_is_a_record_and_the_others_still_run():
     runner = autotvm.LocalRunner(number=1, repeat=1, timeout=60)
     runner.executor = _Recording(fail_on=0)
     results = _measure(runner)
+    artifact = runner.executor.jobs[0][1][2].filename
+    assert not os.path.exists(artifact)  # the failed job's build is cleaned up
     assert results[0].error_no == MeasureErrorNo.UNKNOWN_ERROR
     assert "could not start" in results[0].costs[0]
     assert results[2].error_no == 0

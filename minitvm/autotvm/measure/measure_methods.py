@@ -153,11 +153,13 @@ class LocalRunner(Runner):
             for inp, build in zip(measure_inputs, build_results)
         ]
         results = []
-        for future in futures:
+        for future, build in zip(futures, build_results):
             try:
                 results.append(future.result())
             except Exception as err:  # noqa: BLE001 - one failed job is a record, not a stop
                 results.append(_failure(MeasureErrorNo.UNKNOWN_ERROR, err, time.time()))
+                if isinstance(build, BuildResult):  # the job never got to delete it
+                    _remove(build.filename)
         return results
 
     def _set_reference(self, inp: Any) -> None:
