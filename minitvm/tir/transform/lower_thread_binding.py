@@ -44,22 +44,68 @@ class _Extents(Visitor):
     def __init__(self, func_name: str) -> None:
         self.func_name = func_name
         self.extent: dict[str, PrimExpr] = {}
+        self.enclosing: dict[str, For] = {}  # real tag -> the bound loop we are inside
 
     def visit_For(self, loop: For) -> None:
         tag = thread_tag(loop)
-        if tag is not None and not is_virtual(tag):
-            old = self.extent.get(tag)
-            if old is None:
-                self.extent[tag] = loop.extent
-            elif _const(old) is not None and _const(loop.extent) is not None:
-                self.extent[tag] = loop.extent if loop.extent.value > old.value else old
-            elif not _same(old, loop.extent):
-                raise BuildError(
-                    f"{self.func_name}: loops bound to '{tag}' have extents {old} and "
-                    f"{loop.extent} ('{loop.loop_var.name}'); a thread axis is launched once, so "
-                    "bind loops of one constant extent (or one symbolic extent) to it"
-                )
-        self.generic_visit(loop)
+        if tag is None or is_virtual(tag):
+            self.generic_visit(loop)
+            return
+        outer = self.enclosing.get(tag)
+        if outer is not None and not _same(outer.extent, loop.extent):
+            # Nested loops of one tag are one thread index (TVM's meaning: a cooperative fetch
+            # under the thread loop); of unequal extents, the inner would cover only part of
+            # the outer's range while the outer ran at most once per thread
+            raise BuildError(
+                f"{self.func_name}: loop '{loop.loop_var.name}' (extent {loop.extent}) is bound "
+                f"to '{tag}' inside loop '{outer.loop_var.name}' (extent {outer.extent}), which "
+                f"is bound to '{tag}' too; nested loops of one thread axis are the same thread "
+                "index and need equal extents: bind the inner loop to another axis (e.g. "
+                f"'{_other_axis(tag)}'), or fuse the two loops and bind the fused loop"
+            )
+        if outer is not None and _uses(loop.body, outer.loop_var):
+            # both indices in one statement: as one thread index, only their diagonal runs
+            raise BuildError(
+                f"{self.func_name}: loop '{loop.loop_var.name}' is bound to '{tag}' inside "
+                f"loop '{outer.loop_var.name}', which is bound to '{tag}' too, and its body "
+                f"uses both; nested loops of one thread axis are the same thread index, so "
+                f"only the pairs with {loop.loop_var.name} == {outer.loop_var.name} would run. "
+                f"Bind the inner loop to another axis (e.g. '{_other_axis(tag)}'), or fuse the "
+                "two loops and bind the fused loop"
+            )
+        if outer is None:
+            self.enclosing[tag] = loop
+        try:
+            self._extent_of(tag, loop)
+            self.generic_visit(loop)
+        finally:
+            if outer is None:
+                del self.enclosing[tag]
+
+    def _extent_of(self, tag: str, loop: For) -> None:
+        """Widen the launch extent of `tag` to cover `loop`."""
+        old = self.extent.get(tag)
+        if old is None:
+            self.extent[tag] = loop.extent
+        elif _const(old) is not None and _const(loop.extent) is not None:
+            self.extent[tag] = loop.extent if loop.extent.value > old.value else old
+        elif not _same(old, loop.extent):
+            raise BuildError(
+                f"{self.func_name}: loops bound to '{tag}' have extents {old} and "
+                f"{loop.extent} ('{loop.loop_var.name}'); a thread axis is launched once, so "
+                "bind loops of one constant extent (or one symbolic extent) to it"
+            )
+
+
+def _uses(stmt: Stmt, var: Var) -> bool:
+    found = []
+    post_order_visit(stmt, lambda n: found.append(n) if n is var else None)
+    return bool(found)
+
+
+def _other_axis(tag: str) -> str:
+    scope, axis = tag.split(".")
+    return f"{scope}.{'y' if axis == 'x' else 'x'}"
 
 
 def _same(a: PrimExpr, b: PrimExpr) -> bool:

@@ -1,7 +1,9 @@
 """Issue 16 Deliver 1's checks beyond test_gpu_lowering.py: launch sizes that read device memory
 (a bound extent of A[0], a host let of A[0]) are refused, where they were read from a device
 pointer on the host; a vthread loop around the thread loops is a loop inside the kernel (it was
-called unbound), and a vthread with no real thread loop is refused by what it is."""
+called unbound), and a vthread with no real thread loop is refused by what it is; nested loops
+of one thread axis are one thread index (a cooperative fetch), so unequal extents or a body that
+uses both indices (only the diagonal ran) are refused."""
 
 import numpy as np
 import pytest
@@ -91,3 +93,53 @@ def _fors(stmt):
         stmt, lambda n: out.append(n) if isinstance(n, tvm.tir.For) else None
     )
     return out
+
+
+def test_error_nested_loops_of_one_thread_axis_with_unequal_extents():
+    # TVM's test_wrong_bind: lowered, only A[t, t] for t < 15 was copied
+    from minitvm import te
+
+    A = te.placeholder((16, 15), name="A")
+    B = te.compute((16, 15), lambda i, j: A[i, j], name="B")
+    s = te.create_schedule([B.op])
+    s[B].bind(s[B].op.axis[0], te.thread_axis("threadIdx.x"))
+    s[B].bind(s[B].op.axis[1], te.thread_axis("threadIdx.x"))
+    with pytest.raises(
+        BuildError,
+        match=r"loop 'j' \(extent 15\) is bound to 'threadIdx.x' inside loop 'i' \(extent 16\)",
+    ):
+        tvm.build(s, [A, B], "opencl")
+
+
+def test_error_nested_loops_of_one_thread_axis_whose_body_uses_both():
+    @T.prim_func
+    def main(A: T.Buffer((16, 16), "float32"), B: T.Buffer((16, 16), "float32")):
+        for i in T.thread_binding(16, thread="threadIdx.x"):
+            for j in T.thread_binding(16, thread="threadIdx.x"):
+                with T.block("B"):
+                    vi, vj = T.axis.remap("SS", [i, j])
+                    B[vi, vj] = A[vi, vj]
+
+    with pytest.raises(BuildError, match=r"its body uses both.*only the pairs with j == i"):
+        lower_gpu([main], Target("opencl"))
+
+
+@requires_opencl
+def test_nested_loop_of_one_thread_axis_is_the_same_thread_in_a_cooperative_fetch():
+    # the inner loop (a fetch into shared memory) does not use the outer thread index: allowed
+    @T.prim_func
+    def main(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
+        for b in T.thread_binding(2, thread="blockIdx.x"):
+            for t in T.thread_binding(32, thread="threadIdx.x"):
+                with T.block("blk"):
+                    S = T.alloc_buffer((32,), "float32", scope="shared")
+                    for f in T.thread_binding(32, thread="threadIdx.x"):
+                        S[f] = A[b * 32 + f]
+                    B[b * 32 + t] = S[31 - t]
+
+    f = tvm.build(main, target="opencl")
+    a = np.arange(64, dtype="float32")
+    dev = tvm.opencl(0)
+    out = tvm.nd.empty((64,), "float32", dev)
+    f(tvm.nd.array(a, dev), out)
+    np.testing.assert_array_equal(out.numpy(), a.reshape(2, 32)[:, ::-1].ravel())
