@@ -54,7 +54,7 @@ class Curve:
 
     FIELDS = (
         "trials", "seconds", "task", "task_best_gflops", "best_gflops", "search_s", "build_s",
-        "run_s",
+        "run_s", "remeasure_s",
     )  # fmt: skip
 
     def __init__(self, work_dir: str | None) -> None:

@@ -206,13 +206,16 @@ def _out_of_time(deadline: float | None, states: list, top_k: int) -> bool:
     return time.monotonic() + reserve >= deadline
 
 
+_FIRST_LOOK = 8  # with several tasks, a first batch is a look: the default point and 7 more
+
+
 def _first_batch_size(num_tasks: int, max_trials: int, per_iter: int) -> int:
     """One task: a full batch. Several: each first batch takes an equal part of half the
-    budget (at least 2: a fixed point and a sampled one; never above `per_iter`), so the
-    rest goes where it pays."""
+    budget, at least 2 (a fixed point and a sampled one) and at most `_FIRST_LOOK` (a time
+    budget has no trial count to share) and `per_iter`, so the rest goes where it pays."""
     if num_tasks == 1:
         return per_iter
-    return min(per_iter, max(2, max_trials // (2 * num_tasks)))
+    return min(per_iter, _FIRST_LOOK, max(2, max_trials // (2 * num_tasks)))
 
 
 def _gradient(live: list, peak_gflops: float | None) -> _TaskState:
