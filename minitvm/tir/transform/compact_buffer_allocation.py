@@ -6,20 +6,147 @@ encloses all its uses, but still has its full shape: a `cache_write("local")` ti
 extent of the accessed index range (the loops inside the allocation relaxed to their ranges)
 when that extent is a constant smaller than the original, and every index is shifted by the
 region's start, so the tile becomes a small constant-size array LLVM keeps in registers.
+
+`Schedule.storage_align` asks for a padded row pitch: the writing block carries
+`buffer_dim_align` entries, ConvertBlocksToLoops moves them onto the buffer's Allocate (as
+(axis, factor, offset) triples, see `DimAligns`) and here the compacted buffer gets strides,
+from the innermost dimension outwards, each raised to the next value with
+stride % factor == offset. FlattenBuffer then indexes with those strides and sizes the flat
+allocation by the padded extent.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from ...error import BuildError
+from ...ir.node import FrozenDict
 from ...ir.structural import structural_equal
 from ..analysis.thread_scope import shares_storage
 from ..buffer import Buffer
-from ..expr import BufferLoad, IntImm, Max, Min, PrimExpr, Range, Sub, binary
+from ..expr import (
+    Add,
+    BufferLoad,
+    FloorMod,
+    IntImm,
+    Max,
+    Min,
+    Mul,
+    PrimExpr,
+    Range,
+    Sub,
+    binary,
+    const_value,
+)
 from ..function import PrimFunc
 from ..functor import Mutator, Visitor, post_order_visit
-from ..stmt import Allocate, BufferStore, DeclBuffer, For, ForKind, LetStmt, Stmt
+from ..stmt import Allocate, Block, BufferStore, DeclBuffer, For, ForKind, LetStmt, Stmt
 from ._pass import prim_func_pass
+
+# On a Block: TVM's [[buffer_index, axis, factor, offset], ...] (Schedule.storage_align). On an
+# Allocate: ((axis, factor, offset), ...) for the buffer it allocates, consumed here.
+DIM_ALIGN = "buffer_dim_align"
+
+
+class DimAligns:
+    """The storage_align requests of the blocks lowered so far, per written buffer; the block
+    pass records each block and annotates the Allocate of each buffer it allocates."""
+
+    def __init__(self) -> None:
+        self.by_buffer: dict[int, dict[int, tuple[int, int, str]]] = {}  # axis -> req, block
+
+    def record(self, block: Block) -> None:
+        """Remember `block`'s buffer_dim_align entries (checked) against the buffers it writes."""
+        raw = block.annotations.get(DIM_ALIGN)
+        if raw is None:
+            return
+        for entry in raw if isinstance(raw, list | tuple) else [raw]:
+            index, axis, factor, offset = _entry(block, entry)
+            buf = block.writes[index].buffer
+            if not -len(buf.shape) <= axis < len(buf.shape):
+                raise BuildError(
+                    f"block '{block.name_hint}': {DIM_ALIGN} entry {list(entry)!r} aligns axis "
+                    f"{axis} of '{buf.name}', which has {len(buf.shape)} dimensions"
+                )
+            axis %= len(buf.shape)
+            seen = self.by_buffer.setdefault(id(buf), {})
+            old = seen.get(axis)
+            if old is not None and old[:2] != (factor, offset % factor):
+                raise BuildError(
+                    f"'{buf.name}' axis {axis}: block '{old[2]}' aligns it with factor "
+                    f"{old[0]}, offset {old[1]} but block '{block.name_hint}' with factor "
+                    f"{factor}, offset {offset % factor}; give both blocks the same storage_align"
+                )
+            seen[axis] = (factor, offset % factor, block.name_hint)
+
+    def annotate(self, alloc: Allocate, buf: Buffer) -> Allocate:
+        """`alloc` (of `buf`) carrying the alignment the blocks asked for `buf`, if any."""
+        seen = self.by_buffer.get(id(buf))
+        if not seen:
+            return alloc
+        triples = tuple((axis, f, o) for axis, (f, o, _) in sorted(seen.items()))
+        return alloc.replace(annotations=FrozenDict({**alloc.annotations, DIM_ALIGN: triples}))
+
+
+def _entry(block: Block, entry: Any) -> tuple[int, int, int, int]:
+    """One [buffer_index, axis, factor, offset] entry as ints, or a BuildError naming it."""
+    vals = (
+        [const_value(x) if isinstance(x, PrimExpr) else x for x in entry]
+        if isinstance(entry, list | tuple)
+        else []
+    )
+    ok = len(vals) == 4 and all(isinstance(v, int) for v in vals)
+    if ok and 0 <= vals[0] < len(block.writes) and vals[2] > 0:
+        return vals[0], vals[1], vals[2], vals[3]
+    raise BuildError(
+        f"block '{block.name_hint}': {DIM_ALIGN} entry {entry!r} is not [buffer_index, axis, "
+        f"factor, offset] with buffer_index < {len(block.writes)} (the buffers the block "
+        "writes) and factor > 0; use Schedule.storage_align to set it"
+    )
+
+
+def aligned_strides(shape: tuple, aligns: tuple) -> tuple:
+    """Strides of `shape` (innermost first) with stride[axis] raised to the next value that is
+    offset modulo factor, for each (axis, factor, offset) of `aligns`."""
+    from ...arith import Analyzer
+
+    ana = Analyzer()
+    table = {axis: (factor, offset) for axis, factor, offset in aligns}
+    if not shape:
+        return ()
+    dtype = shape[0].dtype
+    stride: PrimExpr = IntImm(dtype, 1)
+    out: list[PrimExpr] = [stride] * len(shape)
+    for dim in reversed(range(len(shape))):
+        if dim in table:
+            factor, offset = (IntImm(dtype, v) for v in table[dim])
+            pad = binary(
+                FloorMod,
+                binary(Sub, binary(Add, factor, offset), binary(FloorMod, stride, factor)),
+                factor,
+            )
+            stride = ana.simplify(binary(Add, stride, pad))
+        out[dim] = stride
+        stride = ana.simplify(binary(Mul, stride, shape[dim]))
+    return tuple(out)
+
+
+def _allocate_aligns(alloc: Allocate, buf: Buffer) -> tuple | None:
+    """The (axis, factor, offset) triples on `alloc` as ints (checked), or None."""
+    raw = alloc.annotations.get(DIM_ALIGN)
+    if raw is None:
+        return None
+    out = []
+    for triple in raw:
+        vals = tuple(const_value(x) if isinstance(x, PrimExpr) else x for x in triple)
+        ok = len(vals) == 3 and all(isinstance(v, int) for v in vals)
+        if not (ok and 0 <= vals[0] < len(buf.shape) and vals[1] > 0):
+            raise BuildError(
+                f"allocation of '{buf.name}': {DIM_ALIGN} {raw!r} must hold (axis, factor, "
+                f"offset) triples with 0 <= axis < {len(buf.shape)} and factor > 0"
+            )
+        out.append((vals[0], vals[1], vals[2] % vals[1]))
+    return tuple(out)
 
 
 class _Accesses(Visitor):
@@ -183,11 +310,17 @@ class _Compact(Mutator):
         )
         outer = tuple(f for f in self.loops if not any(f is g for g in shared))
         region = _region(buf, decl.body, shared, outer)
-        if region is None:
+        aligns = _allocate_aligns(alloc, buf)
+        if region is None and aligns is None:
             return alloc
-        new = buf.replace(shape=tuple(ext for _, ext in region), strides=())
+        if region is None:
+            region = [(IntImm(e.dtype, 0), e) for e in buf.shape]
+        shape = tuple(ext for _, ext in region)
+        strides = aligned_strides(shape, aligns) if aligns is not None else ()
+        new = buf.replace(shape=shape, strides=strides)
         body = _Rebase(buf, new, [lo for lo, _ in region]).visit(decl.body)
-        return alloc.replace(extents=new.shape, body=DeclBuffer(new, body))
+        annotations = FrozenDict({k: v for k, v in alloc.annotations.items() if k != DIM_ALIGN})
+        return alloc.replace(extents=shape, body=DeclBuffer(new, body), annotations=annotations)
 
 
 def compact_buffer_allocation(func: PrimFunc) -> PrimFunc:

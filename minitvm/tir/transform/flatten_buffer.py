@@ -194,6 +194,10 @@ class _Flatten(Mutator):
     def visit_Allocate(self, alloc: Allocate) -> Stmt:
         body = self.visit(alloc.body)
         extents = alloc.extents
+        decl = alloc.body
+        own = isinstance(decl, DeclBuffer) and decl.buffer.data is alloc.buffer_var
+        if own and decl.buffer.strides:  # padded by storage_align: the strides set the size
+            return alloc.replace(extents=(flat_extent(decl.buffer),), body=body)
         sizes = self.alloc_groups.get(id(alloc.buffer_var)) if self.keep else None
         if sizes and sum(sizes) == len(extents):
             grouped, start = [], 0
