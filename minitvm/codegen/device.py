@@ -34,6 +34,7 @@ from ..tir.expr import (
 from ..tir.function import PrimFunc
 from ..tir.functor import post_order_visit
 from ..tir.stmt import (
+    Allocate,
     AssertStmt,
     AttrStmt,
     BufferStore,
@@ -136,6 +137,9 @@ class _HostLowering:
                     self.names[id(p)] = f"a{k}"
         self.steps: list = []
         self.written: set[int] = set()  # positions of buffer params some kernel stores to
+        self.workspaces: dict[
+            int, int
+        ] = {}  # buffer var of a global buffer between kernels -> slot
 
     def program(self) -> dict:
         self.stmt(self.func.body)
@@ -160,10 +164,15 @@ class _HostLowering:
             elif isinstance(s, Evaluate):
                 self.evaluate(s.value)
                 return
+            elif isinstance(s, Allocate):
+                # the device memory of a stage between kernels, allocated for each call
+                size = " * ".join([self.expr(e) for e in s.extents] + [str(s.dtype.bytes)])
+                self.steps.append(["alloc", len(self.workspaces), f"({size})"])
+                self.workspaces[id(s.buffer_var)] = len(self.workspaces)
             elif not isinstance(s, (AttrStmt, DeclBuffer)):
                 raise self.fail(
                     f"the host function holds a {type(s).__name__}; after SplitHostDevice it may "
-                    "hold only kernel launches, asserts and lets"
+                    "hold only kernel launches, asserts, lets and buffers between kernels"
                 )
             s = s.body
 
@@ -200,6 +209,8 @@ class _HostLowering:
 
     def kernel_arg(self, a: PrimExpr, param: Var) -> list:
         if param.dtype.is_handle:
+            if isinstance(a, Var) and id(a) in self.workspaces:
+                return ["workspace", self.workspaces[id(a)]]
             if not (isinstance(a, Var) and id(a) in self.positions):
                 raise self.fail(f"kernel argument `{a}` for buffer '{param.name}' is not a "
                                 "buffer parameter of the host function")  # fmt: skip

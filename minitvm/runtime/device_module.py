@@ -2,10 +2,12 @@
 
 A host program is data (JSON-safe): the function's FuncInfo and a list of steps —
 `["assert", [[lhs, cmp, rhs], ...], message]`, `["let", name, expr]` and
+`["alloc", slot, nbytes]` (device memory for a stage between kernels, for one call) and
 `["launch", kernel, args, grid, block]` — whose expressions are strings in the FuncInfo
 shape grammar (docs/contracts.md §3) over "v<i>" (symbolic dims), "a<k>" (int scalar params)
 and "l<j>" (lets), parsed by packed_func.parse_shape_expr and evaluated without eval().
-Kernel arguments are `["buffer", position]`, `["scalar", position]` or `["expr", text, dtype]`.
+Kernel arguments are `["buffer", position]`, `["scalar", position]`, `["workspace", slot]`
+or `["expr", text, dtype]`.
 """
 
 from __future__ import annotations
@@ -43,9 +45,15 @@ class _HostProgram:
         names |= {f"a{k}": f"a{k}" for k, p in enumerate(info["params"]) if p["kind"] == "scalar"}
         n_params = len(info["params"])
         self.steps = []
+        self.workspaces = 0  # slots allocated so far
         for step in program["steps"]:
             kind = step[0]
-            if kind == "let":
+            if kind == "alloc":
+                if step[1] != self.workspaces:
+                    raise RuntimeError_(f"function '{self.name}': bad workspace {step!r:.60}")
+                self.workspaces += 1
+                self.steps.append(("alloc", step[1], self._parse(step[2], names)))
+            elif kind == "let":
                 names[step[1]] = step[1]
                 self.steps.append(("let", step[1], self._parse(step[2], names)))
             elif kind == "assert":
@@ -60,7 +68,13 @@ class _HostProgram:
                     )
                 parsed = []
                 for a in args:
-                    if a[0] in ("buffer", "scalar"):
+                    if a[0] == "workspace":
+                        if not (type(a[1]) is int and 0 <= a[1] < self.workspaces):
+                            raise RuntimeError_(
+                                f"function '{self.name}': bad kernel argument {a!r:.60}"
+                            )
+                        parsed.append(("workspace", a[1], None))
+                    elif a[0] in ("buffer", "scalar"):
                         if not (type(a[1]) is int and 0 <= a[1] < n_params):
                             raise RuntimeError_(
                                 f"function '{self.name}': bad kernel argument {a!r:.60}"
@@ -134,8 +148,16 @@ class DeviceModule:
             api = device_api(kind)
             kernels = self._kernels(device_id)
             values = dict(values)
+            workspaces: list = []
             for step in host.steps:
-                if step[0] == "let":
+                if step[0] == "alloc":
+                    nbytes = _eval(step[2], values)
+                    if nbytes < 0:
+                        raise RuntimeError_(
+                            f"calling '{host.name}': a buffer between kernels has {nbytes} bytes"
+                        )
+                    workspaces.append(api.alloc(device_id, nbytes))
+                elif step[0] == "let":
                     values[step[1]] = _eval(step[2], values)
                 elif step[0] == "assert":
                     for lhs, cmp, rhs, text in step[1]:
@@ -149,7 +171,10 @@ class DeviceModule:
                         continue  # an empty launch: no work-item runs
                     _check_launch(host.name, kernel, api, device_id, grid, block)
                     api.launch(device_id, kernels[kernel], grid, block,
-                               [_kernel_arg(api, a, args, values) for a in kargs])  # fmt: skip
+                               [_kernel_arg(api, a, args, values, workspaces)
+                                for a in kargs])  # fmt: skip
+            if workspaces:
+                api.sync(device_id)  # the kernels that use them finish before they are freed
 
         return launch
 
@@ -273,9 +298,11 @@ def _check_launch(func: str, kernel: str, api, device_id: int, grid: tuple, bloc
         )
 
 
-def _kernel_arg(api, a: tuple, args: tuple, values: dict):
+def _kernel_arg(api, a: tuple, args: tuple, values: dict, workspaces: list):
     if a[0] == "buffer":
         return api.buffer_arg(args[a[1]]._handle)
+    if a[0] == "workspace":
+        return api.buffer_arg(workspaces[a[1]])
     if a[0] == "scalar":
         return api.scalar_arg(args[a[1]], a[2])
     return api.scalar_arg(_eval(a[1], values), a[2])

@@ -32,6 +32,7 @@ from ..stmt import (
     Stmt,
     seq,
 )  # fmt: skip
+from .thread_sync import allocated_scope
 
 CALLING_CONV_DEVICE = 2
 
@@ -141,11 +142,29 @@ class _Splitter:
             return stmt.replace(body=self.host(stmt.body))
         if isinstance(stmt, DeclBuffer):
             return self.host(stmt.body)
+        if isinstance(stmt, Allocate) and allocated_scope(stmt) == "global":
+            return self.workspace(stmt)
         if isinstance(stmt, AttrStmt) and stmt.attr_key == "thread_extent":
             return self.launch(stmt)
         if isinstance(stmt, Evaluate) and not _var_names(stmt.value):
             return stmt
         raise BuildError(self._unbound_message(stmt))
+
+    def workspace(self, alloc: Allocate) -> Stmt:
+        """A global buffer between kernels (a stage one kernel writes and a later one reads):
+        the host allocates it on the device, sized from the arguments, for the kernels."""
+        name = alloc.buffer_var.name
+        for e in alloc.extents:
+            self._no_device_read(e, f"the size of buffer '{name}'")
+            unknown = [v for v in _var_names(e) if id(v) not in self.host_vars]
+            if unknown:
+                raise BuildError(
+                    f"function '{self.name}': buffer '{name}' between the kernels has extent "
+                    f"{e}, which uses '{unknown[0].name}', not known before the kernels run; "
+                    "size it from the input shapes"
+                )
+        self.host_vars.add(id(alloc.buffer_var))
+        return alloc.replace(body=self.host(alloc.body))
 
     def _no_device_read(self, e: Any, what: str) -> None:
         """The host cannot read device memory: a load outside the kernels is refused."""
