@@ -38,6 +38,7 @@ from ..stmt import (
     seq,
 )
 from ._pass import prim_func_pass
+from .compact_buffer_allocation import DimAligns
 
 # Block annotations with these prefixes still mean something after lowering: they move to the
 # innermost enclosing loop (where codegen reads them). Others (schedule bookkeeping) are dropped.
@@ -77,6 +78,7 @@ class _BlocksToLoops(Mutator):
         self.pending: list[dict] = [{}]  # annotations waiting for their enclosing loop
         self.views: dict[int, BufferRegion] = {}  # matched buffer id -> its region (lowered)
         self.pinned: set[int] = set()  # buffers a block accesses through an opaque iterator
+        self.aligns = DimAligns()  # storage_align requests, applied by CompactBufferAllocation
 
     def visit_Var(self, v: Var) -> PrimExpr:
         return self.binding.get(id(v), v)
@@ -146,9 +148,11 @@ class _BlocksToLoops(Mutator):
             self.bind_view(block, match)
         if any(iv.iter_type == IterType.Opaque for iv in block.iter_vars):
             self.pinned.update(id(rg.buffer) for rg in block.reads + block.writes)
+        self.aligns.record(block)
         body = self.visit(block.body)
         for buf in reversed(block.alloc_buffers):
-            body = allocate_buffer(self.visit(buf), body, id(buf) in self.pinned)
+            alloc = allocate_buffer(self.visit(buf), body, id(buf) in self.pinned)
+            body = self.aligns.annotate(alloc, buf)
         predicate = self.visit(realize.predicate)
         if not _is_true(predicate):
             body = IfThenElse(likely(predicate), body)

@@ -24,14 +24,6 @@ from minitvm.tir.transform.compact_buffer_allocation import DIM_ALIGN, DimAligns
 _REASON = tvm.opencl(0).unavailable_reason()
 requires_opencl = pytest.mark.skipif(_REASON is not None, reason=f"no OpenCL device: {_REASON}")
 
-# ConvertBlocksToLoops must hand each block's buffer_dim_align to the Allocate of the buffer
-# (DimAligns.record / .annotate); until that hook is in, a schedule's request is still dropped
-needs_block_hook = pytest.mark.xfail(
-    strict=True,
-    reason="ConvertBlocksToLoops does not yet carry buffer_dim_align to the Allocate "
-    "(requested from its owner: DimAligns.record/annotate in visit_BlockRealize)",
-)
-
 
 @T.prim_func
 def double(A: T.Buffer((64, 64), "float32"), B: T.Buffer((64, 64), "float32")):
@@ -191,13 +183,11 @@ def test_padded_allocation_matches_numpy_on_llvm():
 
 
 # ---------------------------------------------------------------- from the schedule, end to end
-@needs_block_hook
 def test_storage_align_on_cache_read_pads_the_lowered_row_pitch():
     text = tvm.lower(_tiled_cache_read()).script()
     assert "strides=(33, 1)" in text
 
 
-@needs_block_hook
 @pytest.mark.parametrize("factor, offset", [(32, 1), (8, 0), (16, 5)])
 def test_storage_align_on_cache_read_matches_numpy_on_llvm(factor, offset):
     func = _tiled_cache_read(factor, offset)
@@ -208,7 +198,6 @@ def test_storage_align_on_cache_read_matches_numpy_on_llvm(factor, offset):
     assert stride % factor == offset and stride >= 16
 
 
-@needs_block_hook
 @pytest.mark.parametrize("scope", ["local", "global"])
 def test_storage_align_on_cache_write_matches_numpy_on_llvm(scope):
     func = _tiled_cache_write(scope)
@@ -217,13 +206,11 @@ def test_storage_align_on_cache_write_matches_numpy_on_llvm(scope):
     assert "strides=(20, 1)" in tvm.lower(func).script()  # 16 raised to 20 (== 4 mod 16)
 
 
-@needs_block_hook
 def test_storage_align_on_a_shared_cache_lowers_with_padded_rows():
     text = tvm.lower(_shared_mirror()).script()
     assert 'strides=(65, 1), scope="shared"' in text
 
 
-@needs_block_hook
 @requires_opencl
 def test_storage_align_on_a_shared_cache_matches_numpy_on_opencl():
     f = tvm.build(_shared_mirror(), target="opencl")
