@@ -13,6 +13,7 @@ EPILOG = f"""\
 examples:
   minitvm tune resnet18.onnx --input-shapes data:1,3,224,224 --trials 200 --work-dir tune_r18
   minitvm tune mlp.onnx --trials 64 --work-dir tune_mlp -o mlp.tar
+  minitvm tune resnet18.onnx --minutes 10 --trials-per-iter 16 --work-dir tune_r18
 --input-shapes: {SHAPES_SYNTAX}; the tuned kernels need static shapes.
 Measurements run in worker processes; a candidate that crashes or hangs is recorded as failed.
 The work dir keeps the database (database_*.json: running again continues from it) and the
@@ -27,8 +28,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "tune",
         "tune a model's kernels with meta_schedule",
         "Import MODEL.onnx, extract its distinct kernels, tune them within --trials measurements "
-        "(more trials to the kernels that cost the model most), and keep the records in the "
-        "work dir.",
+        "or --minutes (more trials to the kernels with the most time to win: calls x their "
+        "time above the measured FMA peak's), and keep the records in the work dir.",
         EPILOG,
     )
     p.add_argument("model", metavar="MODEL.onnx", help="the ONNX model file")
@@ -36,7 +37,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--input-shapes", action="append", metavar="NAME:SHAPE", help="e.g. data:1,3,224,224"
     )
     p.add_argument("--target", default="llvm", help="target (default: llvm)")
-    p.add_argument("--trials", type=_positive, default=64, help="measurements in all (default 64)")
+    p.add_argument(
+        "--trials",
+        type=_positive,
+        default=None,
+        help="measurements in all (default 64; no limit when --minutes is given)",
+    )
+    p.add_argument(
+        "--minutes",
+        type=_positive_float,
+        default=None,
+        help="wall-time budget of the tuning, re-measurement of the best included",
+    )
     p.add_argument("--trials-per-iter", type=_positive, default=64, help="batch size (default 64)")
     p.add_argument("--work-dir", required=True, help="folder for the database and the curve")
     p.add_argument(
@@ -58,6 +70,16 @@ def _positive(text: str) -> int:
         value = 0
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
     return value
 
 
@@ -84,8 +106,9 @@ def run(args: argparse.Namespace) -> int:
         None,
         target,
         args.work_dir,
-        args.trials,
+        args.trials or (10**9 if args.minutes else 64),
         num_trials_per_iter=args.trials_per_iter,
+        max_seconds=None if args.minutes is None else args.minutes * 60,
         seed=args.seed,
         strategy=args.strategy,
         verbose=not args.quiet,

@@ -85,3 +85,20 @@ def test_tune_verb_usage_errors(tmp_path, capsys):
     code = main(["tune", str(tmp_path / "m.onnx"), "--work-dir", str(tmp_path / "file")])
     assert code == 2
     assert "is a file" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as err:
+        main(["tune", str(tmp_path / "m.onnx"), "--minutes", "-1", "--work-dir", str(tmp_path)])
+    assert err.value.code == 2
+    assert "expected a positive number, got '-1'" in capsys.readouterr().err
+
+
+def test_tune_verb_minutes_bounds_the_wall_time(tmp_path, capsys):
+    """--minutes alone: no trial limit, the budget stops it (here before any batch: the
+    budget is 60 ms); the artifact still builds with the default schedules and runs."""
+    _model(tmp_path / "m.onnx")
+    work = tmp_path / "work"
+    args = ["tune", str(tmp_path / "m.onnx"), "--minutes", "0.001", "--work-dir", str(work)]
+    code = main([*args, "-o", str(tmp_path / "m.tar"), "-q"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "tuned 1 kernels with 0 trials" in out
+    assert (tmp_path / "m.tar").stat().st_size > 0
