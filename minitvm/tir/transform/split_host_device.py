@@ -33,6 +33,7 @@ from ..stmt import (
     seq,
 )  # fmt: skip
 from .thread_sync import allocated_scope
+from .verify_private_memory import verify_private_memory
 
 CALLING_CONV_DEVICE = 2
 
@@ -188,7 +189,12 @@ class _Splitter:
         if isinstance(stmt, For):
             what = f"loop '{stmt.loop_var.name}'"
         elif isinstance(stmt, Allocate):
-            what = f"buffer '{stmt.buffer_var.name}' (allocated outside every kernel)"
+            return (
+                f"function '{self.name}': buffer '{stmt.buffer_var.name}' in scope "
+                f"'{allocated_scope(stmt)}' is allocated outside every kernel, but such memory "
+                "lives only while one kernel runs; compute_at its stage under the bound loops "
+                "of its consumer (or give it scope 'global' to pass it between kernels)"
+            )
         else:
             what = f"a {type(stmt).__name__} statement"
         return (
@@ -220,6 +226,7 @@ class _Splitter:
                     "(only the function's arguments and their shapes are); bind a loop whose "
                     "extent depends only on the input shapes, e.g. split by a constant factor"
                 )
+        verify_private_memory(stmt, f"function '{self.name}'")
         free = _Free()
         free.visit(stmt)
         params = list(free.free.values())

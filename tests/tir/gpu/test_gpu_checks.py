@@ -143,3 +143,81 @@ def test_nested_loop_of_one_thread_axis_is_the_same_thread_in_a_cooperative_fetc
     out = tvm.nd.empty((64,), "float32", dev)
     f(tvm.nd.array(a, dev), out)
     np.testing.assert_array_equal(out.numpy(), a.reshape(2, 32)[:, ::-1].ravel())
+
+
+def _local_stage_bound_to_threads(reverse: bool):
+    """A local cache of A whose loop is bound to threadIdx.x (each thread fills one element),
+    read by B at the thread's own element or at another thread's."""
+    from minitvm import te
+
+    A = te.placeholder((64,), name="A")
+    B = te.compute((64,), lambda i: A[63 - i if reverse else i] * 2, name="B")
+    s = te.create_schedule(B.op)
+    AA = s.cache_read(A, "local", [B])
+    tx = te.thread_axis((0, 32), "threadIdx.x")
+    bo, bi = s[B].split(B.op.axis[0], factor=32)
+    s[B].bind(bi, tx)
+    s[B].bind(bo, te.thread_axis("blockIdx.x"))
+    s[AA].compute_at(s[B], bo)
+    _, ai = s[AA].split(AA.op.axis[0], factor=32)
+    s[AA].bind(ai, tx)
+    return s, [A, B]
+
+
+def test_error_thread_reads_local_memory_another_thread_wrote():
+    # it read A_local[31 - t], written only by thread 31 - t: garbage, silently
+    s, args = _local_stage_bound_to_threads(reverse=True)
+    with pytest.raises(
+        BuildError,
+        match=r"reads local buffer 'A_local' at `31 - threadIdx_x` \(element 31\), which that "
+        r"thread never writes",
+    ):
+        tvm.build(s, args, "opencl")
+
+
+@requires_opencl
+def test_local_stage_bound_to_threads_reading_its_own_elements_matches_numpy():
+    s, args = _local_stage_bound_to_threads(reverse=False)
+    f = tvm.build(s, args, "opencl")
+    a = np.random.default_rng(0).random(64, dtype="float32")
+    dev = tvm.opencl(0)
+    b = tvm.nd.empty((64,), "float32", dev)
+    f(tvm.nd.array(a, dev), b)
+    np.testing.assert_array_equal(b.numpy(), a * 2)
+
+
+def test_error_local_ownership_not_provable():
+    # the reader's element comes from memory (I[i]): which thread wrote it cannot be known
+    from minitvm import te
+
+    A = te.placeholder((32,), name="A")
+    Idx = te.placeholder((32,), "int32", name="Idx")
+    B = te.compute((32,), lambda i: A[Idx[i]] * 2, name="B")
+    s = te.create_schedule(B.op)
+    AA = s.cache_read(A, "local", [B])
+    tx = te.thread_axis((0, 32), "threadIdx.x")
+    bo, bi = s[B].split(B.op.axis[0], factor=32)
+    s[B].bind(bo, te.thread_axis("blockIdx.x"))
+    s[B].bind(bi, tx)
+    s[AA].compute_at(s[B], bo)
+    s[AA].bind(AA.op.axis[0], tx)
+    with pytest.raises(
+        BuildError, match=r"local buffer 'A_local' .* cannot be proven .*it holds BufferLoad"
+    ):
+        tvm.build(s, [A, Idx, B], "opencl")
+
+
+def test_error_local_buffer_between_kernels():
+    from minitvm import te
+
+    A = te.placeholder((32,), name="A")
+    B = te.compute((32,), lambda i: A[31 - i] * 2, name="B")
+    s = te.create_schedule(B.op)
+    AA = s.cache_read(A, "local", [B])
+    tx = te.thread_axis((0, 32), "threadIdx.x")
+    s[B].bind(B.op.axis[0], tx)
+    s[AA].bind(AA.op.axis[0], tx)  # a kernel of its own: A_local would outlive it
+    with pytest.raises(
+        BuildError, match=r"buffer 'A_local' in scope 'local' is allocated outside every kernel"
+    ):
+        tvm.build(s, [A, B], "opencl")

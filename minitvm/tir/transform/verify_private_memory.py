@@ -1,0 +1,216 @@
+"""Check that every thread reads only the `local` memory it wrote itself.
+
+A `local` buffer is private to a thread. When a local stage's loop is bound to a thread axis
+(its store index names threadIdx), each thread writes only part of the buffer, and a read of an
+element some other thread wrote returns garbage: no barrier can help. For such buffers the
+check enumerates, with numpy, every thread's stored and loaded elements (over the launch
+extents and the enclosing loops, honouring the guards of stores) and refuses a kernel in which
+a thread loads an element it never stores; what it cannot enumerate (symbolic extents, indices
+it cannot evaluate, too many points) is refused too, since legality is not proven.
+"""
+
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from ...error import BuildError
+from ..expr import (
+    EQ,
+    GE,
+    GT,
+    LE,
+    LT,
+    NE,
+    Add,
+    And,
+    BufferLoad,
+    Call,
+    Cast,
+    FloorDiv,
+    FloorMod,
+    IntImm,
+    IterVar,
+    Max,
+    Min,
+    Mul,
+    Not,
+    Or,
+    PrimExpr,
+    Sub,
+    Var,
+)  # fmt: skip
+from ..functor import Visitor, post_order_visit
+from ..stmt import Allocate, AttrStmt, BufferStore, For, IfThenElse, Stmt
+from .thread_sync import allocated_scope
+
+_BUDGET = 1 << 22  # points enumerated per access; beyond it legality is not proven
+_BINARY = {
+    Add: operator.add, Sub: operator.sub, Mul: operator.mul,
+    FloorDiv: operator.floordiv, FloorMod: operator.mod, Min: np.minimum, Max: np.maximum,
+    LT: operator.lt, LE: operator.le, GT: operator.gt, GE: operator.ge, EQ: operator.eq,
+    NE: operator.ne, And: operator.and_, Or: operator.or_,
+}  # fmt: skip
+
+
+class _Unprovable(Exception):
+    pass
+
+
+class _Access:
+    """One store or load of a local buffer with its enclosing loops and store guards."""
+
+    def __init__(self, index: PrimExpr, loops: list[For], guards: list[PrimExpr]) -> None:
+        self.index, self.loops, self.guards = index, loops, guards
+
+
+class _Collect(Visitor):
+    def __init__(self) -> None:
+        self.threads: dict[int, tuple[Var, PrimExpr]] = {}  # id(var) -> (var, extent)
+        self.local: dict[int, str] = {}  # id(buffer var) -> name
+        self.stores: dict[int, list[_Access]] = {}
+        self.loads: dict[int, list[_Access]] = {}
+        self.loops: list[For] = []
+        self.guards: list[PrimExpr] = []
+
+    def visit_AttrStmt(self, attr: AttrStmt) -> None:
+        if attr.attr_key == "thread_extent" and isinstance(attr.node, IterVar):
+            self.threads[id(attr.node.var)] = (attr.node.var, attr.value)
+        self.generic_visit(attr)
+
+    def visit_Allocate(self, alloc: Allocate) -> None:
+        if allocated_scope(alloc) == "local":
+            self.local[id(alloc.buffer_var)] = alloc.buffer_var.name
+        self.generic_visit(alloc)
+
+    def visit_For(self, loop: For) -> None:
+        self.loops.append(loop)
+        self.generic_visit(loop)
+        self.loops.pop()
+
+    def visit_IfThenElse(self, s: IfThenElse) -> None:
+        self.visit(s.condition)
+        self.guards.append(s.condition)
+        self.visit(s.then_case)
+        self.guards.pop()
+        if s.else_case is not None:
+            self.guards.append(Not(s.condition))
+            self.visit(s.else_case)
+            self.guards.pop()
+
+    def _access(self, table: dict, node, indices: tuple) -> None:
+        if id(node.buffer.data) in self.local and len(indices) == 1:
+            access = _Access(indices[0], list(self.loops), list(self.guards))
+            table.setdefault(id(node.buffer.data), []).append(access)
+
+    def visit_BufferStore(self, store: BufferStore) -> None:
+        self._access(self.stores, store, store.indices)
+        self.generic_visit(store)
+
+    def visit_BufferLoad(self, load: BufferLoad) -> None:
+        self._access(self.loads, load, load.indices)
+        self.generic_visit(load)
+
+
+def _uses_any(e: PrimExpr, ids: set[int]) -> bool:
+    found = []
+    post_order_visit(e, lambda n: found.append(n) if isinstance(n, Var) and id(n) in ids else None)
+    return bool(found)
+
+
+def _evaluate(e: PrimExpr, env: dict[int, np.ndarray]):
+    if isinstance(e, IntImm):
+        return e.value
+    if isinstance(e, Var):
+        if id(e) not in env:
+            raise _Unprovable(f"it uses '{e.name}'")
+        return env[id(e)]
+    if isinstance(e, Cast) and (e.dtype.is_int or e.dtype.is_uint or e.dtype.is_bool):
+        return _evaluate(e.value, env)
+    if isinstance(e, Not):
+        return np.logical_not(_evaluate(e.a, env))
+    if isinstance(e, Call) and getattr(e.op, "name", e.op) == "tir.likely":
+        return _evaluate(e.args[0], env)  # a hint: the value of its argument
+    op = _BINARY.get(type(e))
+    if op is None:
+        raise _Unprovable(f"it holds {type(e).__name__} `{e}`")
+    return op(_evaluate(e.a, env), _evaluate(e.b, env))
+
+
+def _const(e: PrimExpr, what: str) -> int:
+    if not isinstance(e, IntImm):
+        raise _Unprovable(f"{what} {e} is not a constant")
+    return e.value
+
+
+def _owned(access: _Access, axes: list[tuple[Var, int]], strict: bool) -> np.ndarray:
+    """(thread number, element) pairs of `access` where its guards hold, over every thread and
+    enclosing loop; a guard it cannot evaluate is unprovable when `strict`, else ignored."""
+    loops = [(lp.loop_var, _const(lp.min, "a loop start"), _const(lp.extent, "a loop extent"))
+             for lp in access.loops]  # fmt: skip
+    sizes = [n for _, n in axes] + [n for _, _, n in loops]
+    if int(np.prod(sizes, dtype=np.int64)) > _BUDGET:
+        raise _Unprovable(f"it would take more than {_BUDGET} points to enumerate")
+    grids = np.meshgrid(*[np.arange(n) for n in sizes], indexing="ij", sparse=True)
+    env = {id(v): g for (v, _), g in zip(axes, grids)}
+    env |= {id(v): g + lo for (v, lo, _), g in zip(loops, grids[len(axes) :])}
+    thread = np.zeros((), np.int64)
+    for (_, n), g in zip(axes, grids):
+        thread = thread * n + g
+    shape = np.broadcast_shapes(*(g.shape for g in grids)) if grids else ()
+    element = np.broadcast_to(_evaluate(access.index, env), shape)
+    pairs = np.stack([np.broadcast_to(thread, shape), element], axis=-1).reshape(-1, 2)
+    keep = np.ones(shape, bool)
+    for g in access.guards:
+        try:
+            keep &= np.broadcast_to(_evaluate(g, env), shape).astype(bool)
+        except _Unprovable:
+            if strict:
+                raise
+    return pairs[keep.reshape(-1)]
+
+
+def verify_private_memory(kernel_body: Stmt, where: str) -> None:
+    """Raise BuildError unless every thread loads only `local` elements it stores itself."""
+    c = _Collect()
+    c.visit(kernel_body)
+    thread_ids = set(c.threads)
+    for buf, stores in c.stores.items():
+        if not any(_uses_any(s.index, thread_ids) for s in stores):
+            continue  # every thread writes the whole buffer: its own copy
+        name = c.local[buf]
+        loads = c.loads.get(buf, [])
+        used = {id(v) for a in stores + loads for v in _vars(a)} & thread_ids
+        try:
+            axes = [(v, _const(ext, f"the extent of '{v.name}'"))
+                    for key, (v, ext) in c.threads.items() if key in used]  # fmt: skip
+            # a guard that cannot be evaluated could skip the store: nothing is proven then
+            stored = np.concatenate([_owned(s, axes, True) for s in stores])
+            # a load under a guard it cannot evaluate is checked anyway: that only refuses more
+            loaded = [_owned(a, axes, False) for a in loads]
+        except _Unprovable as err:
+            raise BuildError(
+                f"{where}: local buffer '{name}' is written by a loop bound to GPU threads (each "
+                f"thread writes only part of it), and it cannot be proven that every thread "
+                f"reads only the elements it wrote itself: {err}. Bind only shared-memory "
+                "stages to threads, or compute_at the local stage inside the thread loop"
+            ) from None
+        key = stored[:, 0] * (1 << 32) + stored[:, 1]
+        for access, pairs in zip(loads, loaded):
+            missing = ~np.isin(pairs[:, 0] * (1 << 32) + pairs[:, 1], key)
+            if missing.any():
+                raise BuildError(
+                    f"{where}: a thread reads local buffer '{name}' at `{access.index}` "
+                    f"(element {int(pairs[missing][0, 1])}), which that thread never writes "
+                    "(local memory is private to each thread, so it reads garbage); cache into "
+                    "'shared' for data exchanged between threads (with the barrier that "
+                    "brings), or bind the local stage's loop like its reader's"
+                )
+
+
+def _vars(access: _Access) -> list[Var]:
+    found: list[Var] = []
+    for e in (access.index, *access.guards):
+        post_order_visit(e, lambda n: found.append(n) if isinstance(n, Var) else None)
+    return found
