@@ -68,7 +68,8 @@ class _Access:
 class _Collect(Visitor):
     def __init__(self) -> None:
         self.threads: dict[int, tuple[Var, PrimExpr]] = {}  # id(var) -> (var, extent)
-        self.local: dict[int, str] = {}  # id(buffer var) -> name
+        self.local: dict[int, str] = {}  # id(buffer var) -> name, of local and shared buffers
+        self.scope: dict[int, str] = {}
         self.stores: dict[int, list[_Access]] = {}
         self.loads: dict[int, list[_Access]] = {}
         self.loops: list[For] = []
@@ -80,8 +81,10 @@ class _Collect(Visitor):
         self.generic_visit(attr)
 
     def visit_Allocate(self, alloc: Allocate) -> None:
-        if allocated_scope(alloc) == "local":
+        scope = allocated_scope(alloc)
+        if scope in ("local", "shared"):
             self.local[id(alloc.buffer_var)] = alloc.buffer_var.name
+            self.scope[id(alloc.buffer_var)] = scope
         self.generic_visit(alloc)
 
     def visit_For(self, loop: For) -> None:
@@ -144,7 +147,9 @@ def _const(e: PrimExpr, what: str) -> int:
     return e.value
 
 
-def _owned(access: _Access, axes: list[tuple[Var, int]], strict: bool) -> np.ndarray:
+def _owned(
+    access: _Access, axes: list[tuple[Var, int]], strict: bool, owners: int | None = None
+) -> np.ndarray:
     """(thread number, element) pairs of `access` where its guards hold, over every thread and
     enclosing loop; a guard it cannot evaluate is unprovable when `strict`, else ignored."""
     loops = [(lp.loop_var, _const(lp.min, "a loop start"), _const(lp.extent, "a loop extent"))
@@ -155,8 +160,8 @@ def _owned(access: _Access, axes: list[tuple[Var, int]], strict: bool) -> np.nda
     grids = np.meshgrid(*[np.arange(n) for n in sizes], indexing="ij", sparse=True)
     env = {id(v): g for (v, _), g in zip(axes, grids)}
     env |= {id(v): g + lo for (v, lo, _), g in zip(loops, grids[len(axes) :])}
-    thread = np.zeros((), np.int64)
-    for (_, n), g in zip(axes, grids):
+    thread = np.zeros((), np.int64)  # the owner: a thread (local memory) or a block (shared)
+    for (_, n), g in list(zip(axes, grids))[:owners]:
         thread = thread * n + g
     shape = np.broadcast_shapes(*(g.shape for g in grids)) if grids else ()
     element = np.broadcast_to(_evaluate(access.index, env), shape)
@@ -177,6 +182,9 @@ def verify_private_memory(kernel_body: Stmt, where: str) -> None:
     c.visit(kernel_body)
     thread_ids = set(c.threads)
     for buf, stores in c.stores.items():
+        if c.scope[buf] == "shared":
+            _check_shared(c, c.local[buf], stores, c.loads.get(buf, []), where)
+            continue
         if not any(_uses_any(s.index, thread_ids) for s in stores):
             continue  # every thread writes the whole buffer: its own copy
         name = c.local[buf]
@@ -214,3 +222,29 @@ def _vars(access: _Access) -> list[Var]:
     for e in (access.index, *access.guards):
         post_order_visit(e, lambda n: found.append(n) if isinstance(n, Var) else None)
     return found
+
+
+def _check_shared(c: _Collect, name: str, stores: list, loads: list, where: str) -> None:
+    """Every shared element a block reads is written by some thread of that block (a check of
+    bound inference and compaction: a tile fetched for fewer threads than read it). Kernels it
+    cannot enumerate (symbolic sizes, data-dependent indices) are left to the other checks."""
+    blocks = [(v, e) for v, e in c.threads.values() if v.name.startswith("blockIdx")]
+    threads = [(v, e) for v, e in c.threads.values() if not v.name.startswith("blockIdx")]
+    used = {id(v) for a in stores + loads for v in _vars(a)}
+    try:
+        axes = [(v, _const(e, "")) for v, e in blocks + threads if id(v) in used]
+        owners = sum(1 for v, _ in blocks if id(v) in used)
+        stored = np.concatenate([_owned(a, axes, True, owners) for a in stores])
+        loaded = [_owned(a, axes, True, owners) for a in loads]
+    except _Unprovable:
+        return
+    key = stored[:, 0] * (1 << 32) + stored[:, 1]
+    for access, pairs in zip(loads, loaded):
+        missing = ~np.isin(pairs[:, 0] * (1 << 32) + pairs[:, 1], key)
+        if missing.any():
+            raise BuildError(
+                f"{where}: shared buffer '{name}' is read at `{access.index}` (element "
+                f"{int(pairs[missing][0, 1])}), which no thread of the block writes; the "
+                "cooperative fetch into it does not cover what the block reads (a bound "
+                "inference error: please report it with the schedule)"
+            )

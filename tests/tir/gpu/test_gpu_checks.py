@@ -221,3 +221,23 @@ def test_error_local_buffer_between_kernels():
         BuildError, match=r"buffer 'A_local' in scope 'local' is allocated outside every kernel"
     ):
         tvm.build(s, [A, B], "opencl")
+
+
+def test_error_shared_element_read_that_no_thread_of_the_block_writes():
+    # half the tile is fetched, all of it is read: the other half would be garbage
+    @T.prim_func
+    def main(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
+        for b in T.thread_binding(2, thread="blockIdx.x"):
+            for t in T.thread_binding(32, thread="threadIdx.x"):
+                with T.block("blk"):
+                    S = T.alloc_buffer((32,), "float32", scope="shared")
+                    if t < 16:
+                        S[t] = A[b * 32 + t]
+                    B[b * 32 + t] = S[31 - t]
+
+    with pytest.raises(
+        BuildError,
+        match=r"shared buffer 'S' is read at `31 - threadIdx_x` \(element 31\), which "
+        r"no thread of the block writes",
+    ):
+        lower_gpu([main], Target("opencl"))
