@@ -1,4 +1,4 @@
-"""Check that every thread reads only the `local` memory it wrote itself.
+"""Check that each thread reads only on-chip memory that was written for it.
 
 A `local` buffer is private to a thread. When a local stage's loop is bound to a thread axis
 (its store index names threadIdx), each thread writes only part of the buffer, and a read of an
@@ -7,6 +7,10 @@ check enumerates, with numpy, every thread's stored and loaded elements (over th
 extents and the enclosing loops, honouring the guards of stores) and refuses a kernel in which
 a thread loads an element it never stores; what it cannot enumerate (symbolic extents, indices
 it cannot evaluate, too many points) is refused too, since legality is not proven.
+
+A `shared` buffer is one per block: the same enumeration, keyed by block, refuses a read of an
+element no thread of the block writes (a fetch too small for its readers). It checks our own
+bound inference rather than a user's choice, so kernels it cannot enumerate pass.
 """
 
 from __future__ import annotations
