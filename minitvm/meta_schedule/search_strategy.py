@@ -213,9 +213,10 @@ class EvolutionarySearch(SearchStrategy):
         return self._candidates(list(picked.values())) or None
 
     def _population_size(self, want: int) -> int:
-        """`population_size`, smaller for a small batch (4 per candidate, at least 16): the
-        task scheduler gives small batches to tasks it is unsure of."""
-        return min(self.population_size, max(16, 4 * want))
+        """`population_size`, smaller for a small batch (2 per candidate, at least 16): each
+        member costs a replay (~0.1-0.3 s for a conv), and the measurements are worth more
+        than a larger population ranked by a model trained on a few dozen of them."""
+        return min(self.population_size, max(16, 2 * want))
 
     def _initial_population(self, size: int) -> list[Schedule]:
         """The best measured schedules, then random samples up to `size`."""

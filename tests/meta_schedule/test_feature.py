@@ -51,3 +51,20 @@ def test_features_are_deterministic_and_finite_for_a_whole_space():
     for x, y in zip(one, two):
         assert x.shape[1] == fe.N_FEATURES and np.isfinite(x).all()
         np.testing.assert_array_equal(x, y)
+
+
+def test_loop_coefficients_of_an_index_in_one_walk():
+    """Each loop's coefficient in an index (None where the index is not affine in it), as the
+    footprints and strides use them: (i // 4) * 8 + j * 3 - k + 2 over loops i, j, k, m."""
+    from minitvm import tir
+    from minitvm.meta_schedule.feature_extractor import per_store_feature as psf
+
+    i, j, k, m = (tir.Var(n, "int32") for n in "ijkm")
+    loops = [tir.For(v, 0, 8, tir.ForKind.SERIAL, tir.Evaluate(0)) for v in (i, j, k, m)]
+    index = tir.floordiv(i, 4) * 8 + j * 3 - k + 2
+    assert psf._coeff_rows([index, j * 2 * 5], loops) == [[None, 3, -1, 0], [0, 10, 0, 0]]
+    # the box it spans over j, k, m (extents 8): 1 + 3*7 + 1*7 elements, capped by the buffer
+    rows = psf._coeff_rows([index], loops)
+    assert psf._footprint(rows, 1000.0, [8, 8, 8, 8], 1) == 29.0
+    assert psf._footprint(rows, 1000.0, [8, 8, 8, 8], 0) == 36.0  # i not affine: counts once
+    assert psf._footprint(rows, 20.0, [8, 8, 8, 8], 0) == 20.0

@@ -292,7 +292,7 @@ def test_max_seconds_stops_starting_batches():
 
 def test_evolution_starts_after_the_first_batch_with_a_population_sized_to_the_batch():
     """The first batch of a task is random (the cost model knows none of its schedules);
-    later batches evolve a population of 4 per candidate (at least 16, at most the set size)."""
+    later batches evolve a population of 2 per candidate (at least 16, at most the set size)."""
 
     class Counting:
         def __init__(self):
@@ -307,12 +307,12 @@ def test_evolution_starts_after_the_first_batch_with_a_population_sized_to_the_b
         matmul_mod(64, 64, 64), "llvm", space(tile_ij), ms.EvolutionarySearch(), rand_state=0
     )
     strategy = ctx.search_strategy
-    strategy.pre_tuning(100, 5, ctx.generate_design_space(), None, model)
+    strategy.pre_tuning(100, 12, ctx.generate_design_space(), None, model)
     first = strategy.generate_measure_candidates()
-    assert len(first) == 5 and model.sizes == []
-    strategy.notify_runner_results(first, [None] * 5)
+    assert len(first) == 12 and model.sizes == []
+    strategy.notify_runner_results(first, [None] * 12)
     second = strategy.generate_measure_candidates()
-    assert len(second) == 5 and model.sizes and max(model.sizes) == 20
+    assert len(second) == 12 and model.sizes and max(model.sizes) == 24
     first_keys = {ms.utils.mod_key(c.sch.mod) for c in first}
     assert not first_keys & {ms.utils.mod_key(c.sch.mod) for c in second}
 

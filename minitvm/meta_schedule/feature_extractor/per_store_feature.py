@@ -95,31 +95,44 @@ def _ext(loop: For) -> int:
     return 1 if e is None else max(e, 1)  # a symbolic extent counts once
 
 
-def _coeff(e: Any, var: Var) -> int | None:
-    """The constant coefficient of `var` in the affine expression `e` (None if not affine)."""
-    if e is var:
-        return 1
-    if isinstance(e, IntImm) or (isinstance(e, Var) and e is not var):
-        return 0
+def _affine(e: Any) -> tuple[dict[int, int], set[int]]:
+    """Every variable's constant coefficient in `e` (by id), and the variables `e` does
+    not use affinely (their coefficient is None): one walk for all loop variables."""
+    if isinstance(e, Var):
+        return {id(e): 1}, set()
+    if isinstance(e, IntImm):
+        return {}, set()
     if isinstance(e, Add | Sub):
-        a, b = _coeff(e.a, var), _coeff(e.b, var)
-        if a is None or b is None:
-            return None
-        return a + b if isinstance(e, Add) else a - b
+        (ca, ba), (cb, bb) = _affine(e.a), _affine(e.b)
+        sign = 1 if isinstance(e, Add) else -1
+        out = dict(ca)
+        for k, v in cb.items():
+            out[k] = out.get(k, 0) + sign * v
+        return out, ba | bb
     if isinstance(e, Mul):
         for x, y in ((e.a, e.b), (e.b, e.a)):
             c = const_int(y)
             if c is not None:
-                inner = _coeff(x, var)
-                return None if inner is None else inner * c
-        return None if _uses(e, var) else 0
-    return None if _uses(e, var) else 0
+                coeffs, bad = _affine(x)
+                return {k: v * c for k, v in coeffs.items()}, bad
+    return {}, _vars_in(e)
 
 
-def _uses(e: Any, var: Var) -> bool:
-    found: list = []
-    post_order_visit(e, lambda n: found.append(n) if n is var else None)
-    return bool(found)
+def _vars_in(e: Any) -> set[int]:
+    found: set[int] = set()
+    post_order_visit(e, lambda n: found.add(id(n)) if isinstance(n, Var) else None)
+    return found
+
+
+def _coeff_rows(indices: Any, loops: list[For]) -> list[list[int | None]]:
+    """Per index, the coefficient of each loop's variable (None: not affine in it)."""
+    rows = []
+    for idx in indices:
+        coeffs, bad = _affine(idx)
+        rows.append(
+            [None if id(lp.loop_var) in bad else coeffs.get(id(lp.loop_var), 0) for lp in loops]
+        )
+    return rows
 
 
 def _strides(buffer: Any) -> list[int]:
@@ -131,28 +144,33 @@ def _strides(buffer: Any) -> list[int]:
     return list(reversed(out))
 
 
-def _flat_coeff(indices: Any, buffer: Any, var: Var) -> int | None:
+def _flat_coeff(rows: list[list[int | None]], buffer: Any) -> int | None:
+    """The flat-index stride of an access along the innermost loop (rows: `_coeff_rows`)."""
     total = 0
-    for idx, stride in zip(indices, _strides(buffer)):
-        c = _coeff(idx, var)
+    for row, stride in zip(rows, _strides(buffer)):
+        c = row[-1]
         if c is None:
             return None
         total += c * stride
     return total
 
 
-def _footprint(indices: Any, buffer: Any, loops: list[For]) -> float:
-    """Elements an access touches while `loops` run (a box over its affine indices)."""
-    total = 1.0
-    for idx in indices:
-        span = 1.0
-        for lp in loops:
-            c = _coeff(idx, lp.loop_var)
-            span += (abs(c) if c is not None else 1) * (_ext(lp) - 1)
-        total *= span
+def _size(buffer: Any) -> float:
     size = 1.0
     for s in buffer.shape:
         size *= const_int(s) or 1
+    return size
+
+
+def _footprint(rows: list[list[int | None]], size: float, exts: list[int], start: int) -> float:
+    """Elements an access touches while the loops from `start` in run (a box over its affine
+    indices; rows: `_coeff_rows`, size: the buffer's elements)."""
+    total = 1.0
+    for row in rows:
+        span = 1.0
+        for c, ext in zip(row[start:], exts[start:]):
+            span += (abs(c) if c is not None else 1) * (ext - 1)
+        total *= span
     return min(total, size)
 
 
@@ -189,19 +207,24 @@ def _store_row(store: BufferStore, loops: list[For], lanes: int) -> np.ndarray:
 
     inner = loops[-1] if loops else None
     kind_hot = [float(inner is not None and inner.kind is k) for k in _KINDS]
-    accesses = [(store.indices, store.buffer)] + [(ld.indices, ld.buffer) for ld in loads]
-    strides = []
+    # per access: its coefficient rows over the loops, and its buffer's size
+    accesses = [
+        (_coeff_rows(i, loops), _size(b))
+        for i, b in [(store.indices, store.buffer)] + [(ld.indices, ld.buffer) for ld in loads]
+    ]
+    buffers = [store.buffer] + [ld.buffer for ld in loads]
     if inner is not None:
-        strides = [_flat_coeff(i, b, inner.loop_var) for i, b in accesses]
+        strides = [_flat_coeff(rows, b) for (rows, _), b in zip(accesses, buffers)]
     else:
         strides = [0 for _ in accesses]
+    exts = [_ext(lp) for lp in loops]
     load_strides = strides[1:]
     n_loads = max(len(load_strides), 1)
     reduction = any(ld.buffer is store.buffer for ld in loads)
     itemsize = store.buffer.dtype.bits // 8 or 1
     moved = []
     for cache in (*CACHE_BYTES, float("inf")):
-        moved.append(_bytes_moved(accesses, loops, cache, itemsize))
+        moved.append(_bytes_moved(accesses, exts, cache, itemsize))
     flops = floats * iters
     inner_ext = _ext(inner) if inner is not None else 1
     row = [
@@ -225,24 +248,21 @@ def _store_row(store: BufferStore, loops: list[For], lanes: int) -> np.ndarray:
         *(_log(m) for m in moved),
         flops / max(moved[0], 1.0),
         flops / max(moved[1], 1.0),
-        _log(_footprint(store.indices, store.buffer, loops) * itemsize),
+        _log(_footprint(*accesses[0], exts, 0) * itemsize),
         float(inner is not None and inner_ext % lanes == 0),
     ]
     return np.asarray(row, dtype=np.float64)
 
 
-def _bytes_moved(accesses: list, loops: list[For], cache: float, itemsize: int) -> float:
+def _bytes_moved(accesses: list, exts: list[int], cache: float, itemsize: int) -> float:
     """Bytes brought into a cache of `cache` bytes: the footprint under the outermost loop
-    whose footprint fits, times the iterations of the loops outside it."""
-    for depth in range(len(loops) + 1):
-        inner = loops[depth:]
-        foot = sum(_footprint(i, b, inner) for i, b in accesses) * itemsize
+    whose footprint fits, times the iterations of the loops outside it (accesses: coefficient
+    rows and buffer size each; exts: the loops' extents, outermost first)."""
+    for depth in range(len(exts) + 1):
+        foot = sum(_footprint(rows, size, exts, depth) for rows, size in accesses) * itemsize
         if foot <= cache:
-            outer = 1.0
-            for lp in loops[:depth]:
-                outer *= _ext(lp)
-            return foot * outer
-    return float(len(accesses) * itemsize) * math.prod(_ext(lp) for lp in loops)
+            return foot * math.prod(exts[:depth])
+    return float(len(accesses) * itemsize) * math.prod(exts)
 
 
 def _walk_stores(func: PrimFunc) -> list[tuple[BufferStore, list[For]]]:
