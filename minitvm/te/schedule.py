@@ -1067,9 +1067,10 @@ class _Replay:
             if method == "bind" and iv.iter_type is IterType.CommReduce:
                 raise TargetError(
                     f"stage '{st.name}': reduction loop '{iv.var.name}' is bound to "
-                    f"'{extra[0]}', a cross-thread reduction; that needs GPU lowering, which this "
-                    "build does not have. On the CPU, keep reduction loops serial (or rfactor "
-                    "and parallelize the factored stage's spatial loops)"
+                    f"'{extra[0]}', a cross-thread reduction (TVM's allreduce), which minitvm "
+                    "does not lower: threads would race on the result. rfactor the reduction and "
+                    "bind the factored stage's spatial loop to the threads instead (the final "
+                    "sum then runs serially), or keep reduction loops serial"
                 )
             getattr(sch, method)(self.loop[id(iv)], *extra)
 
