@@ -194,15 +194,15 @@ def tune_tasks(
 
 def _out_of_time(deadline: float | None, states: list, top_k: int) -> bool:
     """Whether the time left no longer covers the re-measurement (per task: its `top_k` best
-    and its fixed point, each built once and run three times; a batch already started may
-    still run past the deadline)."""
+    and its fixed point, each built once and run three times, about 1.5 trials' time each;
+    a batch already started may still run past the deadline)."""
     if deadline is None:
         return False
     per_trial = [
         (s.phase_secs["build"] + s.phase_secs["run"]) / s.trials for s in states if s.trials
     ]
     mean = sum(per_trial) / len(per_trial) if per_trial else 0.0
-    reserve = mean * 2 * (top_k + 1) * len(states) if top_k > 0 else 0.0
+    reserve = mean * 1.5 * (top_k + 1) * len(states) if top_k > 0 else 0.0
     return time.monotonic() + reserve >= deadline
 
 

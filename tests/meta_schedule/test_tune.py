@@ -187,9 +187,9 @@ def test_tuning_curve_png_with_matplotlib(tmp_path):
     assert (tmp_path / "tuning_curve.png").read_bytes()[:4] == b"\x89PNG"
 
 
-@pytest.mark.parametrize("scheduler, big_share", [("gradient", 5), ("round-robin", 3)])
+@pytest.mark.parametrize("scheduler, big_share", [("gradient", (4, 5)), ("round-robin", (3,))])
 def test_task_scheduler_gives_trials_to_the_costly_task(scheduler, big_share):
-    """After one batch each, "gradient" measures the task that costs most (weight x time)."""
+    """After one batch each, "gradient" measures the task with most time above the peak."""
     big, small = matmul_mod(64, 64, 64), matmul_mod(8, 8, 8)
     tasks = [
         ms.TuneContext(m, "llvm", space(tile_ij), ms.ReplayTrace(), task_name=name, rand_state=0)
@@ -203,7 +203,10 @@ def test_task_scheduler_gives_trials_to_the_costly_task(scheduler, big_share):
     for rec in db.get_all_tuning_records():
         key = "big" if tvm.ir.structural_equal(rec.workload.mod, big) else "small"
         counts[key] = counts.get(key, 0) + 1
-    assert counts == {"big": big_share, "small": 6 - big_share}
+    # gradient: after one batch each, the big task's time above the peak is ~50x the small
+    # one's; its discount for batches without gain (1/5 after four) may let one timing spike
+    # of the sub-microsecond small kernel (one call timed) win a batch on a loaded machine
+    assert counts["big"] in big_share and counts["big"] + counts["small"] == 6
 
 
 def _fixed_tile(sch):
