@@ -33,7 +33,7 @@ from ..stmt import (
     seq,
 )  # fmt: skip
 from .thread_sync import allocated_scope
-from .verify_private_memory import verify_private_memory
+from .verify_private_memory import verify_no_write_race, verify_private_memory
 
 CALLING_CONV_DEVICE = 2
 
@@ -227,6 +227,7 @@ class _Splitter:
                     "extent depends only on the input shapes, e.g. split by a constant factor"
                 )
         verify_private_memory(stmt, f"function '{self.name}'")
+        verify_no_write_race(stmt, f"function '{self.name}'")
         free = _Free()
         free.visit(stmt)
         params = list(free.free.values())

@@ -252,3 +252,90 @@ def _check_shared(c: _Collect, name: str, stores: list, loads: list, where: str)
                 "cooperative fetch into it does not cover what the block reads (a bound "
                 "inference error: please report it with the schedule)"
             )
+
+
+class _Stores(Visitor):
+    """Every store of a kernel with the guards around it."""
+
+    def __init__(self) -> None:
+        self.threads: dict[int, tuple[Var, PrimExpr]] = {}
+        self.found: list[tuple[BufferStore, list[PrimExpr]]] = []
+        self.guards: list[PrimExpr] = []
+        self.private: set[int] = set()  # local buffers: each thread has its own
+
+    def visit_AttrStmt(self, attr: AttrStmt) -> None:
+        if attr.attr_key == "thread_extent" and isinstance(attr.node, IterVar):
+            self.threads[id(attr.node.var)] = (attr.node.var, attr.value)
+        self.generic_visit(attr)
+
+    def visit_Allocate(self, alloc: Allocate) -> None:
+        if allocated_scope(alloc).startswith(("local", "warp")):
+            self.private.add(id(alloc.buffer_var))
+        self.generic_visit(alloc)
+
+    def visit_IfThenElse(self, s: IfThenElse) -> None:
+        self.guards.append(s.condition)
+        self.visit(s.then_case)
+        self.guards.pop()
+        if s.else_case is not None:
+            self.visit(s.else_case)
+
+    def visit_BufferStore(self, store: BufferStore) -> None:
+        self.found.append((store, list(self.guards)))
+        self.generic_visit(store)
+
+
+def _pins(guard: PrimExpr, var: Var) -> bool:
+    """Whether `guard` lets one value of `var` through (`var == c`, `var < 1`)."""
+    if isinstance(guard, And):
+        return _pins(guard.a, var) or _pins(guard.b, var)
+    if isinstance(guard, EQ):
+        return (guard.a is var and isinstance(guard.b, IntImm)) or (
+            guard.b is var and isinstance(guard.a, IntImm)
+        )
+    return isinstance(guard, LT) and guard.a is var and _is_int(guard.b, 1)
+
+
+def _is_int(e: PrimExpr, value: int) -> bool:
+    return isinstance(e, IntImm) and e.value == value
+
+
+def verify_no_write_race(kernel_body: Stmt, where: str) -> None:
+    """Raise BuildError where the threads of a block write one shared or global element with
+    different values, or accumulate into it (each thread's read-modify-write undoes the others'):
+    a store whose index leaves out a launched threadIdx while its value reads the stored buffer or
+    depends on that thread index, and that no guard pins to one thread."""
+    s = _Stores()
+    s.visit(kernel_body)
+    threads = [v for v, e in s.threads.values()
+               if v.name.startswith("threadIdx") and not _is_int(e, 1)]  # fmt: skip
+    for store, guards in s.found:
+        if id(store.buffer.data) in s.private:
+            continue
+        index_vars = {id(v) for i in store.indices for v in _vars(_Access(i, [], []))}
+        value_vars = {id(v) for v in _vars(_Access(store.value, [], []))}
+        accumulates = _reads(store.value, store.buffer.data)
+        for t in threads:
+            if id(t) in index_vars or any(_pins(g, t) for g in guards):
+                continue
+            if accumulates or id(t) in value_vars:
+                how = (
+                    "reading it back (an accumulation)"
+                    if accumulates
+                    else f"with a value that depends on '{t.name}'"
+                )
+                index = ", ".join(str(i) for i in store.indices)
+                raise BuildError(
+                    f"{where}: every thread along '{t.name}' stores to '{store.buffer.name}' at "
+                    f"the same index `{index}`, {how}, so the threads race and the result "
+                    f"depends on their timing; bind a loop of that stage to '{t.name}' (to let "
+                    "one thread store it, split an axis by factor 1 and bind the inner part: "
+                    "threads past the extent skip it), or keep the stage in 'local' memory"
+                )
+
+
+def _reads(e: PrimExpr, data: Var) -> bool:
+    found = []
+    post_order_visit(e, lambda n: found.append(n) if isinstance(n, BufferLoad)
+                     and n.buffer.data is data else None)  # fmt: skip
+    return bool(found)

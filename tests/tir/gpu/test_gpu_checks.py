@@ -241,3 +241,58 @@ def test_error_shared_element_read_that_no_thread_of_the_block_writes():
         r"no thread of the block writes",
     ):
         lower_gpu([main], Target("opencl"))
+
+
+def _rfactor_row_sum(one_thread: bool):
+    """TVM's rfactor reduction: partial sums per thread in shared memory, then the final sum,
+    either by every thread (racing on B) or by one thread (an extent-1 loop bound to tx)."""
+    from minitvm import te
+
+    A = te.placeholder((4, 64), name="A")
+    k = te.reduce_axis((0, 64), name="k")
+    B = te.compute((4,), lambda i: te.sum(A[i, k], axis=k), name="B")
+    s = te.create_schedule(B.op)
+    _, ki = s[B].split(k, factor=16)
+    BF = s.rfactor(B, ki)
+    s[BF].set_scope("shared")
+    tx = te.thread_axis("threadIdx.x")
+    outer = s[B].op.axis[0]
+    if one_thread:
+        outer, inner = s[B].split(outer, factor=1)
+        s[B].bind(inner, tx)
+    s[B].bind(outer, te.thread_axis("blockIdx.x"))
+    s[BF].compute_at(s[B], outer)
+    s[BF].bind(s[BF].op.axis[0], tx)
+    return s, [A, B]
+
+
+def test_error_threads_accumulate_into_one_element():
+    # every thread ran B[bx] = 0; B[bx] += ...: a later thread's reset undid the others' sums
+    s, args = _rfactor_row_sum(one_thread=False)
+    with pytest.raises(
+        BuildError,
+        match=r"every thread along 'threadIdx.x' stores to 'B' at the same index `blockIdx_x`, "
+        r"reading it back \(an accumulation\)",
+    ):
+        tvm.build(s, args, "opencl")
+
+
+def test_error_threads_store_different_values_to_one_element():
+    @T.prim_func
+    def main(A: T.Buffer((32,), "float32"), B: T.Buffer((1,), "float32")):
+        for t in T.thread_binding(32, thread="threadIdx.x"):
+            B[0] = A[t]
+
+    with pytest.raises(BuildError, match=r"with a value that depends on 'threadIdx.x'"):
+        lower_gpu([main], Target("opencl"))
+
+
+@requires_opencl
+def test_one_thread_stores_the_rfactor_sum_and_it_matches_numpy():
+    s, args = _rfactor_row_sum(one_thread=True)
+    f = tvm.build(s, args, "opencl")
+    a = np.random.default_rng(3).random((4, 64), dtype="float32")
+    dev = tvm.opencl(0)
+    b = tvm.nd.empty((4,), "float32", dev)
+    f(tvm.nd.array(a, dev), b)
+    np.testing.assert_allclose(b.numpy(), a.sum(1), rtol=1e-5)
