@@ -14,20 +14,40 @@ from ..error import ScheduleError
 from ..tir.expr import IterType, PrimExpr, Var, logical_and
 from ..tir.function import PrimFunc
 from ..tir.functor import Mutator, post_order_visit, substitute
-from ..tir.stmt import BlockRealize
+from ..tir.stmt import BlockRealize, For
 
 _THREAD_KINDS = ("threadIdx", "blockIdx", "vthread")
 
 
 class _AddPredicate(Mutator):
-    def __init__(self, block_name: str, cond: PrimExpr, axes: list) -> None:
+    def __init__(self, block_name: str, cond: PrimExpr, axes: list, threads: dict,
+                 shown: PrimExpr) -> None:  # fmt: skip
         super().__init__()
+        self.shown = shown  # the condition as the user wrote it
         self.block_name, self.cond, self.axes, self.done = block_name, cond, axes, False
+        self.threads = threads  # loop var standing for a thread axis -> the axis's name
+        self.enclosing: set[int] = set()
+
+    def visit_For(self, loop: For) -> Any:
+        self.enclosing.add(id(loop.loop_var))
+        try:
+            return self.generic_visit(loop)
+        finally:
+            self.enclosing.discard(id(loop.loop_var))
 
     def visit_BlockRealize(self, n: BlockRealize) -> Any:
         if n.block.name_hint != self.block_name:
             return self.generic_visit(n)
         self.done = True
+        for v in _free_vars(self.cond):
+            if id(v) in self.threads and id(v) not in self.enclosing:
+                # the loop bound to that thread is elsewhere: its variable means nothing here
+                raise ScheduleError(
+                    f"set_store_predicate: the condition `{self.shown}` uses the thread axis "
+                    f"'{self.threads[id(v)]}', but block '{self.block_name}' is not inside a "
+                    "loop bound to it; to let one thread store, split an axis of the stage by "
+                    "factor 1 and bind the inner part to that thread axis instead"
+                )
         # the stage's original axes are the block's iter vars: their loop-var bindings
         cond = substitute(self.cond, dict(zip(self.axes, n.iter_values)))
         pred = n.predicate
@@ -59,9 +79,11 @@ def apply_store_predicate(
     reduce_vars = {
         id(iv.var) for iv in stage.all_iter_vars if iv.iter_type is IterType.CommReduce
     } - bound_reduce
+    thread_loops = {}
     for v in _free_vars(cond):
         if id(v) in threads:
             vmap[v] = threads[id(v)]
+            thread_loops[id(threads[id(v)])] = v.name
         elif id(v) in reduce_vars:
             raise ScheduleError(
                 f"set_store_predicate on stage '{stage.name}': the condition `{cond}` uses the "
@@ -81,7 +103,9 @@ def apply_store_predicate(
                 "axis no loop of this stage is bound to); use this stage's IterVars"
             )
     cond = substitute(cond, vmap)
-    adder = _AddPredicate(block_name, cond, [iv.var for iv in stage.initial])
+    adder = _AddPredicate(
+        block_name, cond, [iv.var for iv in stage.initial], thread_loops, stage.store_predicate
+    )
     body = adder.visit(func.body)
     if not adder.done:
         raise ScheduleError(

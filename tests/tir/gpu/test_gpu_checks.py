@@ -296,3 +296,24 @@ def test_one_thread_stores_the_rfactor_sum_and_it_matches_numpy():
     b = tvm.nd.empty((4,), "float32", dev)
     f(tvm.nd.array(a, dev), b)
     np.testing.assert_allclose(b.numpy(), a.sum(1), rtol=1e-5)
+
+
+def test_error_store_predicate_on_a_thread_axis_not_around_the_stage():
+    # the predicate named the loop variable of BF's thread loop, free at B's block
+    from minitvm import te
+    from minitvm.error import ScheduleError
+
+    A = te.placeholder((4, 64), name="A")
+    k = te.reduce_axis((0, 64), name="k")
+    B = te.compute((4,), lambda i: te.sum(A[i, k], axis=k), name="B")
+    s = te.create_schedule(B.op)
+    _, ki = s[B].split(k, factor=16)
+    BF = s.rfactor(B, ki)
+    s[BF].set_scope("shared")
+    tx = te.thread_axis("threadIdx.x")
+    s[B].bind(s[B].op.axis[0], te.thread_axis("blockIdx.x"))
+    s[BF].compute_at(s[B], s[B].op.axis[0])
+    s[BF].bind(s[BF].op.axis[0], tx)
+    s[B].set_store_predicate(tx.var.equal(0))
+    with pytest.raises(ScheduleError, match=r"block 'B' is not inside a loop bound to it"):
+        tvm.lower(s, [A, B])
