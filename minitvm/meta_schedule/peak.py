@@ -3,8 +3,10 @@ GFLOPS with (a task far from the peak has more time left to win)."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
+from ..error import MiniTVMError
 from ..ir import IRModule
 from ..target import Target
 from . import builder as _builder
@@ -52,8 +54,12 @@ def fma_kernel(target: Target) -> tuple[IRModule, float]:
 
 def measure_peak_gflops(builder: Any, runner: Any, target: Target) -> float | None:
     """The FMA kernel's GFLOPS built and timed by `builder` and `runner` (their workers and
-    timing settings, no reference check); None when it does not build or run."""
-    mod, flops = fma_kernel(target)
+    timing settings, no reference check); None when it cannot be scheduled (not a CPU
+    target), built or run: the task scheduler then goes by time alone."""
+    try:
+        mod, flops = fma_kernel(target)
+    except MiniTVMError:
+        return None
     (built,) = builder.build([_builder.BuilderInput(mod, target)])
     if built.error_msg is not None:
         return None
@@ -64,6 +70,8 @@ def measure_peak_gflops(builder: Any, runner: Any, target: Target) -> float | No
         result = future.result()
     finally:
         runner.reference = saved
+        if built.artifact_path and os.path.exists(built.artifact_path):
+            os.remove(built.artifact_path)
     if not result.run_secs:
         return None
     return flops / min(result.run_secs) / 1e9
