@@ -330,3 +330,16 @@ def test_first_batch_of_several_tasks_is_a_small_look():
     assert _first_batch_size(18, 100_000, 64) == 8
     assert _first_batch_size(18, 10, 64) == 2
     assert _first_batch_size(2, 6, 1) == 1
+
+
+def test_no_peak_when_the_fma_kernel_cannot_be_scheduled(monkeypatch):
+    """A target the FMA kernel does not schedule for: no peak (the scheduler goes by time)."""
+    from minitvm.error import ScheduleError
+    from minitvm.meta_schedule import peak as pk
+
+    def refuse(target):
+        raise ScheduleError("no vector lanes")
+
+    monkeypatch.setattr(pk, "fma_kernel", refuse)
+    target = tvm.target.Target("llvm")
+    assert pk.measure_peak_gflops(ms.LocalBuilder(), fast_runner(), target) is None
