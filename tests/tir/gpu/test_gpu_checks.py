@@ -317,3 +317,29 @@ def test_error_store_predicate_on_a_thread_axis_not_around_the_stage():
     s[B].set_store_predicate(tx.var.equal(0))
     with pytest.raises(ScheduleError, match=r"block 'B' is not inside a loop bound to it"):
         tvm.lower(s, [A, B])
+
+
+def test_error_shared_buffer_of_symbolic_size():
+    @T.prim_func
+    def main(a: T.handle, b: T.handle):
+        n = T.int32()
+        A = T.match_buffer(a, (n,), "float32")
+        B = T.match_buffer(b, (n,), "float32")
+        for t in T.thread_binding(n, thread="threadIdx.x"):
+            with T.block("blk"):
+                S = T.alloc_buffer((n,), "float32", scope="shared")
+                S[t] = A[t]
+                B[t] = S[n - 1 - t]
+
+    with pytest.raises(BuildError, match=r"shared buffer 'S' has extent n, not a constant"):
+        lower_gpu([main], Target("opencl"))
+
+
+def test_error_unknown_thread_tag():
+    @T.prim_func
+    def main(A: T.Buffer((32,), "float32")):
+        for t in T.thread_binding(32, thread="threadIdx.w"):
+            A[t] = T.float32(1)
+
+    with pytest.raises(BuildError, match=r"unknown thread tag 'threadIdx.w'"):
+        lower_gpu([main], Target("opencl"))

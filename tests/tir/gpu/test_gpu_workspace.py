@@ -56,3 +56,19 @@ def test_two_kernels_through_a_device_stage_match_numpy(n, tmp_path):
     again = tvm.nd.empty((n, n), "float32", dev)
     tvm.runtime.load_module(path)(tvm.nd.array(a, dev), again)
     np.testing.assert_array_equal(again.numpy(), c.numpy())
+
+
+def test_loaded_programs_with_bad_workspaces_are_refused():
+    from minitvm.error import RuntimeError_
+    from minitvm.runtime.device_module import _HostProgram
+
+    info = {"name": "f", "params": [], "sym_vars": []}
+    skipped = {"info": info, "steps": [["alloc", 1, "4"]]}  # slot 0 never allocated
+    with pytest.raises(RuntimeError_, match="bad workspace"):
+        _HostProgram(skipped, {"k"})
+    unallocated = {
+        "info": info,
+        "steps": [["launch", "k", [["workspace", 0]], ["1"] * 3, ["1"] * 3]],
+    }
+    with pytest.raises(RuntimeError_, match="bad kernel argument"):
+        _HostProgram(unallocated, {"k"})

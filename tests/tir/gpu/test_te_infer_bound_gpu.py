@@ -38,14 +38,14 @@ def _extents(bounds, tensor):
 
 
 def test_shared_spans_threads_and_vthreads_local_one_thread():
-    s, A, B, AA, AL = _vthread_copy()
+    s, _A, _B, AA, AL = _vthread_copy()
     bounds = tvm.te.schedule.InferBound(s)
     assert _extents(bounds, AA) == [32]  # 2 vthreads x 8 threads x 2 items (was 16: no vthread)
     assert _extents(bounds, AL) == [2]  # one thread's items (was 32: the chain was not followed)
 
 
 def test_lowered_shapes_agree_with_infer_bound():
-    s, A, B, AA, AL = _vthread_copy()
+    s, A, B, _AA, _AL = _vthread_copy()
     text = str(tvm.lower(s, [A, B]))
     assert 'A_shared = T.decl_buffer((32,), "float32", scope="shared")' in text
     assert 'A_shared_local = T.decl_buffer((2,), "float32", scope="local")' in text

@@ -111,7 +111,7 @@ def _build_shared(index_fn):
     [("own", lambda i: i, 0), ("reversed", lambda i: 63 - i, 1)],
 )
 def test_shared_tile_results_match_numpy_with_and_without_barrier(name, index_fn, barriers):
-    f, s, A, B = _build_shared(index_fn)
+    f, _s, _A, _B = _build_shared(index_fn)
     assert f.imported_modules[0].get_source().count("barrier(") == barriers
     dev = tvm.opencl(0)
     a = np.random.default_rng(3).random(64, dtype="float32")

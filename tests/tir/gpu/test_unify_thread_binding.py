@@ -8,8 +8,8 @@ import pytest
 import minitvm as tvm
 from minitvm.error import ShapeError
 from minitvm.script import tir as T
-from minitvm.tir.stmt import For, ForKind
 from minitvm.tir.functor import post_order_visit
+from minitvm.tir.stmt import For, ForKind
 from minitvm.tir.transform import UnifyThreadBinding
 
 _REASON = tvm.opencl(0).unavailable_reason()
@@ -18,7 +18,9 @@ requires_opencl = pytest.mark.skipif(_REASON is not None, reason=f"no OpenCL dev
 
 @T.prim_func
 def two_stages(
-    A: T.Buffer((8, 64), "float32"), B: T.Buffer((8, 64), "float32"), C: T.Buffer((8, 64), "float32")
+    A: T.Buffer((8, 64), "float32"),
+    B: T.Buffer((8, 64), "float32"),
+    C: T.Buffer((8, 64), "float32"),
 ):
     T.func_attr({"global_symbol": "main", "tir.noalias": True})
     for i in T.thread_binding(8, "blockIdx.x"):
@@ -40,9 +42,11 @@ def _bound_loops(func):
     found = []
     post_order_visit(
         func.body,
-        lambda n: found.append(n.thread_binding.thread_tag)
-        if isinstance(n, For) and n.kind == ForKind.THREAD_BINDING
-        else None,
+        lambda n: (
+            found.append(n.thread_binding.thread_tag)
+            if isinstance(n, For) and n.kind == ForKind.THREAD_BINDING
+            else None
+        ),
     )
     return sorted(found)
 
