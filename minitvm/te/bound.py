@@ -188,6 +188,7 @@ def loads_of(body: Any, tensors: list[Tensor]) -> list[tuple]:
 
 # ----------------------------------------------------------------------------- InferBound
 
+
 def _relax_bound_thread(tag: str, scope: str) -> bool:
     """Whether a loop bound to thread `tag` outside the attach point still ranges over its
     values for a stage in storage `scope` (threads that share the storage all need it): a

@@ -822,7 +822,11 @@ def _split_outputs(sch: Schedule, args: list, outputs: tuple) -> dict:
             used = any(isinstance(a, Tensor) and a == t for a in args) or t in outputs
             for other in wanted.values():
                 body = getattr(other.op, "body", None)
-                if body is not None and loads_of(body, [t]) or getattr(other.op, "source", None) == t:
+                if (
+                    body is not None
+                    and loads_of(body, [t])
+                    or getattr(other.op, "source", None) == t
+                ):
                     used = True
             if used:
                 keep.append(k)

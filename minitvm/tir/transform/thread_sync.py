@@ -198,8 +198,12 @@ class _Exchange(Visitor):
     def visit_BufferLoad(self, load) -> None:
         self.generic_visit(load)
         seen = self.stored.get(self.shared.get(id(load.buffer.data)))
-        if seen and self.found is None and not all(
-            data is load.buffer.data and _same_indices(load.indices, i) for data, i in seen
+        if (
+            seen
+            and self.found is None
+            and not all(
+                data is load.buffer.data and _same_indices(load.indices, i) for data, i in seen
+            )
         ):
             self.found = load
 
