@@ -197,6 +197,11 @@ def test_cuda_dlpack_import_shares_memory_and_releases_it(fake_cuda):
     assert isinstance(A, tvm.nd.DeviceNDArray) and A.device == tvm.cuda(0) and A.shape == (n,)
     assert A.data_ptr.ptr == a.ptr.ptr, "no copy: the producer's device memory"
     assert a.streams == [1], "the producer orders its work before the legacy default stream"
+    from minitvm.runtime.dlpack import take_capsule
+
+    data, device, shape, dtype, release = take_capsule(A.__dlpack__())  # exported back
+    assert (data, device, shape, dtype) == (a.ptr.ptr, (2, 0), (n,), np.dtype("float32"))
+    release()
     build_device_module(vector_add(), "cuda")(A, B, C)
     out = np.empty(n, "float32")
     cuda_api.copy_to_host(0, out, c.ptr)  # the kernel wrote into the producer's memory
