@@ -3,10 +3,12 @@ function's output, and report failures (crash, hang, wrong result) as data."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import numpy as np
 
+from ..error import TuningError
 from ._worker import WorkerPool
 from .arg_info import ArgInfo
 
@@ -94,17 +96,27 @@ class Runner:
 
 class LocalRunner(Runner):
     """Runs each measurement in a worker process (one at a time, so timings do not compete),
-    killed after `timeout_sec`; a crash or hang is a failed result and tuning goes on."""
+    killed after `timeout_sec`; a crash or hang is a failed result and tuning goes on.
+    `fixed_inputs` (an .npz file, one array per argument in order: `np.savez(path, *arrays)`)
+    replaces the seeded random inputs, for kernels whose inputs must be real (the index
+    arrays of a sparse operator: autotvm's ref_input)."""
 
     def __init__(
         self,
         timeout_sec: float = 30.0,
         evaluator_config: EvaluatorConfig | None = None,
         seed: int = 0,
+        fixed_inputs: str | None = None,
     ) -> None:
+        if fixed_inputs is not None and not os.path.isfile(fixed_inputs):
+            raise TuningError(
+                f"LocalRunner(fixed_inputs={fixed_inputs!r}): no such file; give an .npz "
+                "written by np.savez(path, *arrays), one array per argument"
+            )
         self.timeout_sec = timeout_sec
         self.evaluator_config = evaluator_config or EvaluatorConfig()
         self.seed = seed
+        self.fixed_inputs = fixed_inputs
         self.reference = None
         self._pool = WorkerPool.shared("run", 1)
 
@@ -119,6 +131,7 @@ class LocalRunner(Runner):
             "args_info": [a.as_json() for a in args_info],
             "out": npz_path,
             "seed": seed,
+            "inputs": self.fixed_inputs,
         }
         # The unscheduled function may be slow (a naive loop nest): give it more time.
         ((ok, value),) = self._pool.map("reference", [payload], max(120.0, 10 * self.timeout_sec))
@@ -129,7 +142,8 @@ class LocalRunner(Runner):
 
     def run(self, runner_inputs: list[RunnerInput]) -> list[RunnerFuture]:
         payloads = [
-            run_payload(x, self.evaluator_config, self.reference, self.seed) for x in runner_inputs
+            run_payload(x, self.evaluator_config, self.reference, self.seed, self.fixed_inputs)
+            for x in runner_inputs
         ]
         replies = self._pool.map("run", payloads, self.timeout_sec)
         return [RunnerFuture(reply_to_result(ok, value)) for ok, value in replies]
@@ -139,9 +153,16 @@ class LocalRunner(Runner):
         self._pool.close()
 
 
-def run_payload(x: RunnerInput, config: EvaluatorConfig, reference: dict | None, seed: int) -> dict:
+def run_payload(
+    x: RunnerInput,
+    config: EvaluatorConfig,
+    reference: dict | None,
+    seed: int,
+    inputs: str | None = None,
+) -> dict:
     """The plain-data request of one measurement (shared by the local and Ray runners)."""
     return {
+        "inputs": inputs,
         "artifact": x.artifact_path,
         "args_info": [a.as_json() for a in x.args_info],
         "number": config.number,
@@ -174,6 +195,29 @@ def random_inputs(args_info: list, seed: int) -> list[np.ndarray]:
     return arrays
 
 
+def job_inputs(payload: dict) -> list[np.ndarray]:
+    """The arrays a job calls the kernel with: the fixed inputs' file when given (checked
+    against the arguments), else seeded random ones."""
+    path = payload.get("inputs")
+    if not path:
+        return random_inputs(payload["args_info"], payload["seed"])
+    infos = [ArgInfo.from_json(a) for a in payload["args_info"]]
+    with np.load(path, allow_pickle=False) as npz:
+        arrays = [npz[f"arr_{i}"] for i in range(len(npz.files)) if f"arr_{i}" in npz.files]
+    if len(arrays) != len(infos):
+        raise TuningError(
+            f"fixed inputs '{path}' hold {len(arrays)} arrays (arr_0, arr_1, ...), the kernel "
+            f"takes {len(infos)} arguments: save one array per argument, outputs included"
+        )
+    for i, (arr, info) in enumerate(zip(arrays, infos)):
+        if tuple(arr.shape) != tuple(info.shape) or np.dtype(arr.dtype) != np.dtype(info.dtype):
+            raise TuningError(
+                f"fixed inputs '{path}': argument {i} is {tuple(arr.shape)} {arr.dtype}, the "
+                f"kernel's is {tuple(info.shape)} {info.dtype}"
+            )
+    return arrays
+
+
 def _load_and_call(artifact: str, arrays: list[np.ndarray]) -> tuple[Any, list]:
     """Load an exported module, call its entry function once on copies of `arrays`."""
     from .. import runtime
@@ -187,9 +231,7 @@ def _load_and_call(artifact: str, arrays: list[np.ndarray]) -> tuple[Any, list]:
 
 def _reference_job(payload: dict) -> str:
     """Run the unscheduled function once on the seeded inputs; save every array after it."""
-    _, nds = _load_and_call(
-        payload["artifact"], random_inputs(payload["args_info"], payload["seed"])
-    )
+    _, nds = _load_and_call(payload["artifact"], job_inputs(payload))
     np.savez(payload["out"], *[x.numpy() for x in nds])
     return payload["out"]
 
@@ -199,9 +241,7 @@ def _run_job(payload: dict) -> list[float]:
     mean is returned (the tuner takes the minimum)."""
     from .. import cpu
 
-    mod, nds = _load_and_call(
-        payload["artifact"], random_inputs(payload["args_info"], payload["seed"])
-    )
+    mod, nds = _load_and_call(payload["artifact"], job_inputs(payload))
     if payload["reference"]:
         _check_outputs(nds, payload["reference"]["npz"])
     timer = mod.time_evaluator(

@@ -9,6 +9,7 @@ from _mscore_workloads import matmul_mod, space, tile_j
 
 import minitvm as tvm
 from minitvm import meta_schedule as ms
+from minitvm.error import TuningError
 from minitvm.meta_schedule._worker import WorkerPool
 
 CRASH_SRC = """
@@ -194,3 +195,50 @@ def test_tuned_schedule_the_runner_caught_compiles_right():
     c = np.zeros((128, 128), "float32")
     tvm.build(f, target="llvm")(a, b, c)
     np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+
+
+def _gather_mod():
+    """B[i] = A[idx[i]]: its index array must be real (random ints could leave A's range)."""
+    a = tvm.te.placeholder((64,), name="A")
+    idx = tvm.te.placeholder((16,), name="idx", dtype="int32")
+    b = tvm.te.compute((16,), lambda i: a[idx[i]] * 2.0, name="B")
+    return tvm.IRModule({"main": tvm.te.create_prim_func([a, idx, b])})
+
+
+def test_fixed_inputs_replace_the_random_ones(tmp_path):
+    """LocalRunner(fixed_inputs=npz): the reference and every timed run call the kernel on
+    the saved arrays (autotvm's ref_input), checked against the kernel's arguments."""
+    mod = _gather_mod()
+    args = ms.ArgInfo.from_entry_func(mod)
+    a = np.arange(64, dtype="float32") * 0.5
+    idx = np.array([63, 0, 5, 7] * 4, dtype="int32")
+    np.savez(tmp_path / "in.npz", a, idx, np.zeros(16, "float32"))
+    runner = ms.LocalRunner(
+        fixed_inputs=str(tmp_path / "in.npz"),
+        evaluator_config=ms.EvaluatorConfig(number=1, repeat=1, min_repeat_ms=0),
+    )
+    builder = ms.LocalBuilder(max_workers=1)  # its artifacts live as long as it does
+    (built,) = builder.build([ms.builder.BuilderInput(mod, "llvm")])
+    assert runner.set_reference(built.artifact_path, args, str(tmp_path / "ref.npz")) is None
+    with np.load(tmp_path / "ref.npz") as ref:
+        np.testing.assert_array_equal(ref["arr_2"], a[idx] * 2.0)
+    (result,) = [f.result() for f in runner.run([ms.runner.RunnerInput(
+        built.artifact_path, "cpu", args)])]  # fmt: skip
+    assert result.run_secs and result.error_msg is None
+
+
+def test_fixed_inputs_errors_name_the_argument(tmp_path):
+    mod = _gather_mod()
+    args = ms.ArgInfo.from_entry_func(mod)
+    with pytest.raises(TuningError, match=r"fixed_inputs='nowhere.npz'\): no such file"):
+        ms.LocalRunner(fixed_inputs="nowhere.npz")
+    builder = ms.LocalBuilder(max_workers=1)  # its artifacts live as long as it does
+    (built,) = builder.build([ms.builder.BuilderInput(mod, "llvm")])
+    np.savez(tmp_path / "bad.npz", np.zeros(64, "float32"), np.zeros(16, "int64"), np.zeros(16))
+    runner = ms.LocalRunner(fixed_inputs=str(tmp_path / "bad.npz"))
+    error = runner.set_reference(built.artifact_path, args, str(tmp_path / "ref.npz"))
+    assert "argument 1 is (16,) int64, the kernel's is (16,) int32" in error
+    np.savez(tmp_path / "short.npz", np.zeros(64, "float32"))
+    runner = ms.LocalRunner(fixed_inputs=str(tmp_path / "short.npz"))
+    error = runner.set_reference(built.artifact_path, args, str(tmp_path / "ref.npz"))
+    assert "hold 1 arrays (arr_0, arr_1, ...), the kernel takes 3 arguments" in error
