@@ -350,8 +350,49 @@ class RelaxParser(TIRParser):
                 )
             sinfo = annotation
         var = self.new_var(name, sinfo)
-        self.frame.bindings.append(VarBinding(var, expr))
+        self.frame.bindings.append(VarBinding(var, self.normal_form(expr, node)))
         self.define(name, var)
+
+    def normal_form(self, expr: Expr, node: ast.AST) -> Expr:
+        """`expr` with nested calls bound first (`w = R.add(R.exp(y), x)` becomes
+        `lv = R.exp(y); w = R.add(lv, x)`), as TVM's parser normalises: passes such as
+        FuseOps see one call per binding."""
+        if isinstance(expr, Call):
+            args = tuple(self.as_leaf(a, node) for a in expr.args)
+            changed = any(a is not b for a, b in zip(args, expr.args))
+            return expr.replace(args=args) if changed else expr
+        if isinstance(expr, Tuple):
+            fields = tuple(self.as_leaf(f, node) for f in expr.fields)
+            changed = any(a is not b for a, b in zip(fields, expr.fields))
+            return expr.replace(fields=fields) if changed else expr
+        if isinstance(expr, TupleGetItem):
+            base = self.as_leaf(expr.tuple_value, node)
+            return expr if base is expr.tuple_value else expr.replace(tuple_value=base)
+        return expr
+
+    def as_leaf(self, expr: Any, node: ast.AST) -> Any:
+        """A nested call (or item of one) bound to a fresh var; anything else as it is. A call
+        of another function of the module stays nested: its result type is only known from an
+        annotation."""
+        if isinstance(expr, Tuple):
+            return self.normal_form(expr, node)
+        if not isinstance(expr, Call | TupleGetItem) or _is_global_call(expr):
+            return expr
+        value = self.normal_form(expr, node)
+        sinfo = self.guard(node, lambda: value.struct_info)
+        name = self.fresh_name("lv")
+        var = self.new_var(name, sinfo)
+        self.frame.bindings.append(VarBinding(var, value))
+        self.define(name, var)
+        return var
+
+    def fresh_name(self, hint: str) -> str:
+        """`hint`, `hint1`, ...: the first name no scope or the environment holds."""
+        taken = lambda n: n in self.env or any(n in scope for scope in self.scopes)  # noqa: E731
+        count = 0
+        while taken(f"{hint}{count or ''}"):
+            count += 1
+        return f"{hint}{count or ''}"
 
     def new_var(self, name: str, sinfo: StructInfo) -> Var:
         if self.frame.dataflow and name not in self.frame.outputs:

@@ -391,10 +391,14 @@ class TuplesMatchCastIf:
 def test_tuples_match_cast_and_if_round_trip_and_evaluate():
     main = TuplesMatchCastIf["main"]
     bindings = main.body.blocks[0].bindings
-    assert isinstance(bindings[0].value, relax.Tuple)
-    assert isinstance(bindings[1].value, relax.TupleGetItem)
-    assert isinstance(bindings[2], relax.MatchCast)
-    assert isinstance(bindings[3].value, relax.If)
+    # normal form, as TVM parses: the relu nested in the tuple is bound first
+    assert isinstance(bindings[0].value, relax.Call) and bindings[0].var.name_hint == "lv"
+    assert isinstance(bindings[1].value, relax.Tuple) and bindings[1].value.fields[1].same_as(
+        bindings[0].var
+    )
+    assert isinstance(bindings[2].value, relax.TupleGetItem)
+    assert isinstance(bindings[3], relax.MatchCast)
+    assert isinstance(bindings[4].value, relax.If)
     other = TuplesMatchCastIf["other"]
     assert "global_symbol" not in other.attrs and other.attrs["foo"] == 1 and not other.is_pure
     assert isinstance(other.body.body, relax.If)
@@ -729,3 +733,36 @@ def test_image_namespace_round_trips():
     text = mod.script()
     assert "R.image.resize2d" in text
     tvm.ir.assert_structural_equal(mod, tvm.script.from_source(text))
+
+
+def test_nested_calls_are_bound_first_so_they_fuse():
+    """`w = R.add(R.exp(y), lv)` parses to `lv1 = R.exp(y); w = R.add(lv1, lv)` (TVM's normal
+    form; the fresh name avoids the user's `lv`), so FuseOps fuses the two into one kernel."""
+
+    @R.function
+    def f(x: R.Tensor((4,), "float32"), y: R.Tensor((4,), "float32")):
+        with R.dataflow():
+            lv = R.multiply(x, x)
+            w = R.add(R.exp(y), lv)
+            R.output(w)
+        return w
+
+    bindings = f.body.blocks[0].bindings
+    assert [b.var.name_hint for b in bindings] == ["lv", "lv1", "w"]
+    assert bindings[2].value.args[0].same_as(bindings[1].var)
+    assert_structural_equal(f, from_source(f.script()))
+    mod = tvm.IRModule({"main": f})
+    seq = tvm.transform.Sequential(
+        [
+            relax.transform.LegalizeOps(),
+            relax.transform.AnnotateTIROpPattern(),
+            relax.transform.FuseOps(),
+            relax.transform.FuseTIR(),
+        ]
+    )
+    fused = seq(mod)
+    kernels = [gv for gv, fn in fused.functions.items() if isinstance(fn, tvm.tir.PrimFunc)]
+    assert len(kernels) == 1, [gv.name_hint for gv in kernels]
+    x = np.linspace(-1, 1, 4, dtype="float32")
+    y = np.linspace(0, 2, 4, dtype="float32")
+    np.testing.assert_allclose(evaluate(f, x, y), np.exp(y) + x * x, rtol=1e-6)
