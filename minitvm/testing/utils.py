@@ -23,7 +23,12 @@ from ..error import ArgumentError
 # --- targets -------------------------------------------------------------------------------
 
 DEFAULT_TEST_TARGETS = ["llvm", "cuda", "nvptx", "vulkan", "opencl", "metal", "rocm", "hexagon"]
-_RUNNABLE_KINDS = frozenset({"llvm"})  # minitvm compiles for and runs on the host CPU only
+# the host CPU always; a GPU kind when its device exists here (PoCL counts as OpenCL)
+_DEVICE_KINDS = ("opencl", "cuda")
+
+
+def _runnable_kinds() -> frozenset[str]:
+    return frozenset({"llvm", *(k for k in _DEVICE_KINDS if _device_exists(k))})
 
 
 def _target_kind(target: Any) -> str:
@@ -43,12 +48,12 @@ def _test_targets() -> list[str]:
 
 def _runnable_targets() -> list[str]:
     """The test targets this build can compile for and run; 'llvm' when none of them can."""
-    runnable = [t for t in _test_targets() if _target_kind(t) in _RUNNABLE_KINDS]
+    runnable = [t for t in _test_targets() if _target_kind(t) in _runnable_kinds()]
     return runnable or ["llvm"]
 
 
 def device_enabled(target: str) -> bool:
-    """Whether tests should run on `target` here (`device_enabled("cuda")` is False in minitvm)."""
+    """Whether tests should run on `target` here: the CPU, or a GPU kind whose device exists."""
     if not isinstance(target, str):
         raise ArgumentError(
             f"device_enabled: expected a target string such as 'llvm', got {type(target).__name__}"
@@ -58,7 +63,7 @@ def device_enabled(target: str) -> bool:
 
 
 def enabled_targets() -> list[tuple[str, Any]]:
-    """(target, device) pairs of the targets tests run on: `[("llvm", cpu(0))]` here."""
+    """(target, device) pairs of the targets tests run on: llvm, and opencl/cuda where present."""
     from ..runtime import device
 
     return [(t, device(t)) for t in _runnable_targets()]
@@ -245,14 +250,14 @@ def _target_param(target: str, with_dev: bool):
         []
         if _runnable(target)
         else [
-            pytest.mark.skip(reason=f"target {target!r} cannot run here (minitvm runs on the CPU)")
+            pytest.mark.skip(reason=f"target {target!r} cannot run here (no such device on this machine)")
         ]
     )
     return pytest.param(*values, marks=marks, id=target)
 
 
 def _runnable(target: str) -> bool:
-    return _target_kind(target) in _RUNNABLE_KINDS
+    return _target_kind(target) in _runnable_kinds()
 
 
 def parametrize_targets(*args: Any):

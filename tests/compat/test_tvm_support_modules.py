@@ -228,9 +228,17 @@ def test_compare_before_after_generates_a_test_that_can_fail(helper_run):
 
 
 def test_device_enabled_and_enabled_targets(monkeypatch):
+    from minitvm.testing import utils as testing_utils
+
     monkeypatch.delenv("TVM_TEST_TARGETS", raising=False)
     assert tvm.testing.device_enabled("llvm -mcpu=generic")
-    assert not tvm.testing.device_enabled("cuda")
+    assert tvm.testing.device_enabled("opencl") == tvm.opencl(0).exist
+    assert tvm.testing.device_enabled("cuda") == tvm.cuda(0).exist
+    # a GPU kind runs exactly where its device exists
+    monkeypatch.setattr(testing_utils, "_device_exists", lambda kind: kind == "opencl")
+    assert [t for t, _ in tvm.testing.enabled_targets()] == ["llvm", "opencl"]
+    assert not tvm.testing.device_enabled("cuda") and tvm.testing.device_enabled("opencl")
+    monkeypatch.setattr(testing_utils, "_device_exists", lambda kind: False)
     assert tvm.testing.enabled_targets() == [("llvm", tvm.cpu(0))]
     monkeypatch.setenv("TVM_TEST_TARGETS", "cuda; llvm -opt-level=2")
     assert tvm.testing.enabled_targets() == [("llvm -opt-level=2", tvm.cpu(0))]
