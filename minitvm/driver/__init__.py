@@ -177,11 +177,12 @@ def _build_gpu(funcs: list[PrimFunc], target: Target) -> Any:
 
 def _lowering_flags() -> Any:
     """What lowering depends on besides the function (the cache key's part); None (no cache)
-    while MINITVM_DUMP_IR asks for the IR of every pass."""
+    while MINITVM_DUMP_IR asks for the IR of every pass or the PassContext adds user passes
+    (arbitrary Python: no key can stand for them)."""
     from .. import env
     from ..tir.transform import pipeline
 
-    if env.dump_ir_dir():
+    if env.dump_ir_dir() or pipeline._user_phases():
         return None
     return pipeline.PIPELINE, env.verify_ir()
 

@@ -8,7 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ... import env
-from ...error import MiniTVMError
+from ...error import ArgumentError, BuildError, MiniTVMError
+from ...ir.module import IRModule
 from ..analysis.verify import verify_well_formed
 from ..analysis.verify_bounds import verify_bounds
 from ..function import PrimFunc
@@ -82,6 +83,7 @@ def lower_primfunc(
     steps = [s for s in PIPELINE if flatten or not s.flat]
     if gpu:
         steps += GPU_PIPELINE
+    steps = _with_user_passes(steps)
     for n, step in enumerate(steps):
         func = step.fn(func)
         name = step.fn.__name__
@@ -93,6 +95,65 @@ def lower_primfunc(
                 func, allow_blocks=not step.blocks_lowered, flat=flat, pass_name=name
             )
     return func
+
+
+# PassContext(config={"tir.add_lower_pass": [(phase, pass), ...]}): TVM's phases 0-3. Phase 0
+# sees the TensorIR blocks; phases 1-3 run in order after the last step (TVM places 1 and 2
+# earlier, but our thread scopes exist only after the GPU steps, and a check such as
+# verify_gpu_code must see them).
+_USER_PASSES = "tir.add_lower_pass"
+
+
+def _with_user_passes(steps: list[Step]) -> list[Step]:
+    """`steps` with the passes the current PassContext adds (none: `steps` itself)."""
+    phases = _user_phases()
+    if not phases:
+        return steps
+    first = [_user_step(p, 0, steps[0]) for p in phases.pop(0, [])]
+    last = [_user_step(p, n, steps[-1]) for n in sorted(phases) for p in phases[n]]
+    return first + steps + last
+
+
+def _user_phases() -> dict[int, list]:
+    from ...ir.transform import PassContext
+
+    entries = PassContext.current().config.get(_USER_PASSES)
+    if not entries:
+        return {}
+    if not isinstance(entries, list | tuple):
+        raise ArgumentError(
+            f'PassContext config "{_USER_PASSES}" is a list of (phase, pass) pairs, got '
+            f"{type(entries).__name__}"
+        )
+    phases: dict[int, list] = {}
+    for entry in entries:
+        ok = isinstance(entry, list | tuple) and len(entry) == 2
+        if not (ok and type(entry[0]) is int and 0 <= entry[0] <= 3 and callable(entry[1])):
+            raise ArgumentError(
+                f'PassContext config "{_USER_PASSES}": each entry is (phase 0-3, pass), got '
+                f"{entry!r}"
+            )
+        phases.setdefault(entry[0], []).append(entry[1])
+    return phases
+
+
+def _user_step(user_pass: Callable, phase: int, like: Step) -> Step:
+    """A Step running `user_pass` (a pass over modules or PrimFuncs) on the function."""
+    name = getattr(user_pass, "name", None) or getattr(user_pass, "__name__", "pass")
+
+    def run(func: PrimFunc) -> PrimFunc:
+        out = user_pass(IRModule({"main": func}))
+        if isinstance(out, IRModule) and len(out.functions) == 1:
+            (out,) = out.functions.values()
+        if not isinstance(out, PrimFunc):
+            raise BuildError(
+                f'"{_USER_PASSES}" phase {phase} pass {name!r} returned {type(out).__name__}; '
+                "it must give back the module with its one PrimFunc"
+            )
+        return out
+
+    run.__name__ = f"user_phase{phase}_{name}"
+    return Step(run, blocks_lowered=like.blocks_lowered, flat=like.flat)
 
 
 def _dump(directory: str, n: int, name: str, func: PrimFunc) -> None:
