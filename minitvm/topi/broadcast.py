@@ -128,6 +128,7 @@ def _unary(name: str, fn: Callable[[PrimExpr], PrimExpr]) -> Callable:
 
 
 negative = _unary("negative", lambda v: -v)
+identity = _unary("identity", lambda v: v)  # a copy (TVM's topi.identity)
 exp = _unary("exp", tir_op.exp)
 log = _unary("log", tir_op.log)
 sqrt = _unary("sqrt", tir_op.sqrt)

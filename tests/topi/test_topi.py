@@ -213,3 +213,19 @@ def test_topi_errors():
         topi.nn.conv2d_nchw(te.placeholder((1, 3, 4, 4)), te.placeholder((2, 2, 1, 1)))
     with pytest.raises(TEError, match="pool_type must be 'max' or 'avg'"):
         topi.nn.pool2d(te.placeholder((1, 1, 4, 4)), 2, pool_type="sum")
+
+
+def test_identity_is_a_copy_of_any_dtype():
+    """TVM's topi.identity (verify_gpu_code's redundant-kernel test uses it on bools)."""
+    import minitvm as tvm
+    from minitvm import te, topi
+
+    for dtype, data in [("float32", np.linspace(-1, 1, 6)), ("int8", np.arange(-3, 3))]:
+        A = te.placeholder((2, 3), name="A", dtype=dtype)
+        B = topi.identity(A)
+        assert B.dtype == dtype and B.op.tag == "elemwise"
+        f = tvm.build(te.create_schedule(B.op), [A, B], "llvm")
+        a = tvm.nd.array(data.astype(dtype).reshape(2, 3))
+        b = tvm.nd.empty((2, 3), dtype)
+        f(a, b)
+        np.testing.assert_array_equal(b.numpy(), a.numpy())
