@@ -113,6 +113,11 @@ def _phases(work_dir: str) -> str:
     return " / ".join(f"{last.get(k + '_s', 0):.0f}" for k in keys) + " s"
 
 
+def peak_gflops(threads: int) -> float:
+    """The FMA peak, the better of two measurements (one in a slow spell reads low)."""
+    return max(fma_peak(threads), fma_peak(threads))
+
+
 def gflops(n: int, secs: float) -> str:
     return f"{2 * n**3 / secs / 1e9:.1f}"
 
@@ -144,13 +149,13 @@ def gemm(work: str, trials: int, threads: int) -> list[list[str]]:
     from minitvm.testing.workloads import gemm_te, schedule_blocked
 
     n = 1024
-    peak = fma_peak(threads)
     A, B, C = gemm_te(te, n, packed=True)
     sch = tvm.tir.Schedule(te.create_prim_func([A, B, C]))
     schedule_blocked(sch, lambda s, name: s.get_block(name))
     tuned_mod, wall, phases = tune(matmul_mod(n), os.path.join(work, "gemm1024"), trials, 64)
     t = interleaved({"hand": matmul_call(sch.mod, n), "tuned": matmul_call(tuned_mod, n)})
     hand, tuned = t["hand"], t["tuned"]
+    peak = peak_gflops(threads)
     return [
         ["1024^3 hand-written (b)", f"{hand * 1e3:.2f} ms", gflops(n, hand), "", "", ""],
         [f"1024^3 tuned ({trials} trials)", f"{tuned * 1e3:.2f} ms", gflops(n, tuned),
@@ -164,7 +169,6 @@ def resnet(work: str, minutes: float, threads: int) -> list[list[str]]:
     from minitvm import relax
     from minitvm.testing import zoo
 
-    peak = fma_peak(threads)
     mod, params = zoo.get_model("resnet18")
     x = np.random.default_rng(0).standard_normal(zoo.input_shape("resnet18")).astype("float32")
     base = relax.build(relax.transform.BindParams("main", params)(mod), "llvm")
@@ -186,7 +190,7 @@ def resnet(work: str, minutes: float, threads: int) -> list[list[str]]:
             [f"ResNet-18 tuned ({trials} trials)", f"{t['tuned'] * 1e3:.2f} ms", "",
              f"{t['default'] / t['tuned']:.2f}x default (>=1)", "",
              f"{wall:.0f} s (budget {minutes * 60:.0f}); {_phases(work_dir)}"]]  # fmt: skip
-    return rows + _per_layer(db, mod, params, peak)
+    return rows + _per_layer(db, mod, params, peak_gflops(threads))
 
 
 def _per_layer(db, mod, params, peak: float) -> list[list[str]]:
