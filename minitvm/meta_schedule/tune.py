@@ -8,6 +8,8 @@ import tempfile
 import time
 from typing import Any
 
+import numpy as np
+
 from ..error import TuningError
 from . import builder as _builder
 from . import database as _database
@@ -194,15 +196,15 @@ def tune_tasks(
 
 def _out_of_time(deadline: float | None, states: list, top_k: int) -> bool:
     """Whether the time left no longer covers the re-measurement (per task: its `top_k` best
-    and its fixed point, each built once and run three times, about 1.5 trials' time each;
-    a batch already started may still run past the deadline)."""
+    and its fixed point, each built once and run three times, and a round of challengers:
+    about 2 trials' time each; a batch already started may still run past the deadline)."""
     if deadline is None:
         return False
     per_trial = [
         (s.phase_secs["build"] + s.phase_secs["run"]) / s.trials for s in states if s.trials
     ]
     mean = sum(per_trial) / len(per_trial) if per_trial else 0.0
-    reserve = mean * 1.5 * (top_k + 1) * len(states) if top_k > 0 else 0.0
+    reserve = mean * 2 * (top_k + 1) * len(states) if top_k > 0 else 0.0
     return time.monotonic() + reserve >= deadline
 
 
@@ -335,26 +337,29 @@ def remeasure(
     state: _TaskState, database: Any, builder: Any, runner: Any, top_k: int, rounds: int = 3
 ) -> list[dict]:
     """Time the task's `top_k` best schedules and its fixed points again, `rounds` times
-    interleaved (a slow spell of the machine hits them all alike); the new times replace
-    the records' first ones. Schedules not re-measured whose first time still beats the
-    re-measured best are then timed beside it (up to twice more). Returns, per schedule
-    re-measured, its first and new times."""
+    interleaved (a slow spell of the machine hits them all alike); the median of the new
+    times replaces each record's first ones (on a busy machine the minimum went to whichever
+    schedule had one lucky quiet sample: a schedule 30% slower was picked over the default).
+    Schedules not re-measured whose first time still beats the re-measured best are then
+    timed beside it, once. Returns, per schedule re-measured, its first and new times."""
     clock = time.monotonic()
     fixed = state.context.search_strategy.fixed_keys
     mine = _ranked(database, state)
     chosen = mine[:top_k] + [r for r in mine[top_k:] if r.mod_key in fixed]
     report: dict[int, dict] = {}
-    for _ in range(3):
+    for _ in range(2):
         if len(chosen) < 2:
             break
         for record, secs in zip(chosen, _time_interleaved(state, chosen, builder, runner, rounds)):
+            median = None if secs is None else [float(np.median(secs))]
             again = TuningRecord(
-                record.trace, state.workload, secs, record.target, record.args_info
+                record.trace, state.workload, median, record.target, record.args_info
             )
             again._mod_key = record.mod_key
             database.commit_tuning_record(again)
             first = report.get(record.mod_key, {}).get("first_secs", record.run_secs)
             report[record.mod_key] = {
+                "mod_key": record.mod_key,
                 "first_secs": first,
                 "remeasured_secs": secs,
                 "fixed_point": record.mod_key in fixed,
