@@ -175,11 +175,16 @@ def _sections(reader: _Reader) -> list[_Section]:
     for s in sections[1:]:
         name = reader.string(names, s.name_offset, f"section {s.index}")
         code = s.flags & _SHF_EXECINSTR
-        if code and (name != ".text" and not name.startswith(".text.") or s.type != _SHT_PROGBITS):
+        if code and (not _is_code_name(name) or s.type != _SHT_PROGBITS):
             raise reader.fail(f"section {s.index} ({name!r}) is executable but not .text")
-        if name.startswith(".text") and s.type == _SHT_PROGBITS and not code:
+        if _is_code_name(name) and s.type == _SHT_PROGBITS and not code:
             raise reader.fail(f"section {s.index} ({name!r}) is code that is not executable")
     return sections
+
+
+def _is_code_name(name: str) -> bool:
+    """.text, .text.<fn>, and .ltext(.<fn>): the large code model's code sections."""
+    return any(name == base or name.startswith(base + ".") for base in (".text", ".ltext"))
 
 
 def _section(reader: _Reader, e_shoff: int, index: int) -> _Section:

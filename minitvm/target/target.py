@@ -293,7 +293,8 @@ class Target:
         return frozenset((implied | added) - removed)
 
     def create_target_machine(self) -> llvm.TargetMachine:
-        """An llvmlite TargetMachine for this target (opt=3, PIC), shared per target string.
+        """An llvmlite TargetMachine for this target (opt=3; on x86-64 the large code model, for
+        MCJIT), shared per target string.
 
         For an execution engine use `new_target_machine()`: an engine takes ownership of its
         TargetMachine and frees it with itself. (A shared one handed to an engine anyway is
@@ -443,10 +444,15 @@ def _new_target_machine(target_str: str) -> llvm.TargetMachine:
         llvm_target = llvm.Target.from_triple(t.triple)
     except RuntimeError as err:
         raise TargetError(f"target '{target_str}': LLVM does not know triple '{t.triple}'") from err
+    # x86-64 code runs through MCJIT, which maps code and constants separately: in a crowded
+    # address space they can end up more than 2 GiB apart, and the small code model's 32-bit
+    # PC-relative references between them make LLVM's runtime linker abort the process. The
+    # large code model (LLVM's own choice for JIT on x86-64) addresses them with 64 bits.
+    jit_x86 = t.triple.startswith("x86_64")
     return llvm_target.create_target_machine(
         cpu=t.cpu,
         features=t.features,
         opt=min(max(t.opt_level, 0), 3),
-        reloc="pic",
-        codemodel="default",
+        reloc="static" if jit_x86 else "pic",
+        codemodel="large" if jit_x86 else "default",
     )
