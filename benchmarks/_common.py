@@ -191,31 +191,10 @@ def fma_peak(threads: int, rows: int = 8, lanes: int = 32, k: int = 128, reps: i
     so it runs at the FMA units' rate. Checked against numpy before it is timed.
     """
     import minitvm as tvm
-    from minitvm import te
+    from minitvm.meta_schedule.peak import fma_module
 
-    A = te.placeholder((rows, k), name="A")
-    B = te.placeholder((k, lanes), name="B")
-    m = te.reduce_axis((0, reps), name="m")
-    kk = te.reduce_axis((0, k), name="k")
-    C = te.compute(
-        (threads, rows, lanes),
-        lambda p, i, j: te.sum(A[i, kk] * B[kk, j], axis=[m, kk]),
-        name="C",
-    )
-    sch = tvm.tir.Schedule(te.create_prim_func([A, B, C]))
-    c = sch.get_block("C")
-    cw = sch.cache_write(c, 0, "local")
-    p, i, j, mm, kl = sch.get_loops(c)
-    ko, ki = sch.split(kl, [None, 4])
-    sch.reorder(p, mm, ko, ki, i, j)
-    sch.reverse_compute_at(cw, p)
-    sch.parallel(p)
-    sch.unroll(ki)
-    sch.unroll(i)
-    sch.vectorize(j)
-    sch.decompose_reduction(c, mm)
-    sch.vectorize(sch.get_loops(cw)[-1])
-    f = tvm.build(sch.mod, target="llvm")
+    mod, flops = fma_module(threads, rows, lanes, k, reps)
+    f = tvm.build(mod, target="llvm")
     rng = np.random.default_rng(0)
     a = rng.standard_normal((rows, k)).astype("float32")
     b = rng.standard_normal((k, lanes)).astype("float32")
@@ -223,7 +202,7 @@ def fma_peak(threads: int, rows: int = 8, lanes: int = 32, k: int = 128, reps: i
     f(a, b, out)
     np.testing.assert_allclose(out[-1], reps * (a @ b), rtol=1e-3, atol=1e-3 * reps * k)
     t = measure(lambda: f(a, b, out), repeat=20, min_sample=0.005)
-    return 2 * threads * rows * lanes * k * reps / t.min / 1e9
+    return flops / t.min / 1e9
 
 
 def print_table(headers: list[str], rows: list[list[str]]) -> None:

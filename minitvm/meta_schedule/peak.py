@@ -23,16 +23,25 @@ _REPS = 2048  # the k loop repeated: ~1 ms a call, so the parallel launch is noi
 def fma_kernel(target: Target) -> tuple[IRModule, float]:
     """A register-resident FMA micro-kernel for `target` (one tile per core, parallel) and
     its floating-point operations per call."""
+    cores, lanes = num_cores(target), 2 * vector_lanes(target)
+    return fma_module(cores, _ROWS, lanes, _DEPTH, _REPS)
+
+
+def fma_module(
+    threads: int, rows: int, lanes: int, depth: int, reps: int
+) -> tuple[IRModule, float]:
+    """`threads` parallel tasks, each accumulating a rows x lanes float32 tile over a k loop
+    of `depth` repeated `reps` times on L1-resident operands: the GEMM micro-kernel with no
+    memory traffic (C[p] = reps * A @ B), and its floating-point operations per call."""
     from .. import te
     from ..tir.schedule import Schedule
 
-    cores, lanes = num_cores(target), 2 * vector_lanes(target)
-    a = te.placeholder((_ROWS, _DEPTH), name="A")
-    b = te.placeholder((_DEPTH, lanes), name="B")
-    m = te.reduce_axis((0, _REPS), name="m")
-    k = te.reduce_axis((0, _DEPTH), name="k")
+    a = te.placeholder((rows, depth), name="A")
+    b = te.placeholder((depth, lanes), name="B")
+    m = te.reduce_axis((0, reps), name="m")
+    k = te.reduce_axis((0, depth), name="k")
     c = te.compute(
-        (cores, _ROWS, lanes),
+        (threads, rows, lanes),
         lambda p, i, j: te.sum(a[i, k] * b[k, j], axis=[m, k]),
         name="C",
     )
@@ -49,7 +58,7 @@ def fma_kernel(target: Target) -> tuple[IRModule, float]:
     sch.vectorize(j)
     sch.decompose_reduction(block, mm)
     sch.vectorize(sch.get_loops(local)[-1])
-    return sch.mod, 2.0 * cores * _ROWS * lanes * _DEPTH * _REPS
+    return sch.mod, 2.0 * threads * rows * lanes * depth * reps
 
 
 def measure_peak_gflops(builder: Any, runner: Any, target: Target) -> float | None:
