@@ -1,7 +1,7 @@
 """Runtime: NDArray, devices, compiled modules, the global function registry, the thread pool."""
 
 from ..ir.dtype import DataType  # tvm.runtime.DataType
-from . import device_module, ndarray, threadpool  # noqa: F401 - device_module registers its loader
+from . import cache_flush, device_module, ndarray, threadpool  # noqa: F401 - device_module registers its loader
 from . import ndarray as nd
 from .device import Device, cl, context, cpu, cuda, device, gpu, metal, opencl, rocm, vulkan
 from .module import CodegenResult, Module, ProfileResult, load_module
@@ -14,6 +14,9 @@ from .registry import register_func as register_global_func  # TVM 0.20+ name
 from .threadpool import num_threads, set_num_threads
 
 register_func("runtime.config_threadpool", threadpool._config_threadpool, override=True)
+register_func(
+    "cache_flush_cpu_non_first_arg", cache_flush.cache_flush_cpu_non_first_arg, override=True
+)
 
 __all__ = [
     "CodegenResult",

@@ -6,6 +6,7 @@ import json
 import statistics
 import time
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
 
@@ -79,17 +80,29 @@ class ProfileResult:
         )
 
 
-def time_calls(run, number: int, repeat: int, min_repeat_ms: float) -> ProfileResult:
+def time_calls(run, number: int, repeat: int, min_repeat_ms: float, preproc=None) -> ProfileResult:
     """Time the no-argument callable `run` as TVM's time_evaluator does: one warm-up call, then
-    `repeat` rounds of `number` calls (more when a round is shorter than `min_repeat_ms`)."""
+    `repeat` rounds of `number` calls (more when a round is shorter than `min_repeat_ms`).
+
+    With `preproc` (a no-argument callable, e.g. a cache flush) it runs before every call and
+    only the calls are timed, so each call starts from what `preproc` left (TVM runs it once
+    per round, which lets the round's later calls find the caches warm again)."""
     run()
     results, count = [], number
     for _ in range(repeat):
         while True:
-            start = time.perf_counter()
-            for _ in range(count):
-                run()
-            elapsed = time.perf_counter() - start
+            if preproc is None:
+                start = time.perf_counter()
+                for _ in range(count):
+                    run()
+                elapsed = time.perf_counter() - start
+            else:
+                elapsed = 0.0
+                for _ in range(count):
+                    preproc()
+                    start = time.perf_counter()
+                    run()
+                    elapsed += time.perf_counter() - start
             if elapsed * 1e3 >= min_repeat_ms:
                 break
             count = max(count * 2, int(count * min_repeat_ms / max(elapsed * 1e3, 1e-3)))
@@ -238,10 +251,23 @@ class Module:
         number: int = 10,
         repeat: int = 1,
         min_repeat_ms: float = 0,
+        limit_zero_time_iterations: int = 100,
+        cooldown_interval_ms: float = 0,
+        repeats_to_cooldown: int = 1,
+        cache_flush_bytes: int = 0,
+        f_preproc: str | Callable = "",
         **unused_options,
     ):
         """A callable that times `func_name` on given args: one warm-up call, then `repeat`
-        rounds of `number` calls (more when a round is shorter than `min_repeat_ms`)."""
+        rounds of `number` calls (more when a round is shorter than `min_repeat_ms`).
+
+        `f_preproc="cache_flush_cpu_non_first_arg"` (TVM's name; or any registered function's
+        name, or a callable) runs before each call on its arguments and is not timed: that one
+        flushes every argument but the first from the CPU caches, as a layer inside a model
+        finds its weights. `cache_flush_bytes` > 0 also streams that many bytes through the
+        caches before each call. The cooldown options are accepted and ignored."""
+        from .cache_flush import preproc_for
+
         func = self.get_function(func_name)
         if dev is not None:
             dev.check_available()
@@ -249,9 +275,11 @@ class Module:
             raise MiniTVMError(
                 f"time_evaluator: number and repeat must be >= 1, got {number}, {repeat}"
             )
+        before = preproc_for(f_preproc, cache_flush_bytes)
 
         def evaluator(*args) -> ProfileResult:
-            return time_calls(func.bind(*args), number, repeat, min_repeat_ms)
+            preproc = None if before is None else (lambda: before(*args))
+            return time_calls(func.bind(*args), number, repeat, min_repeat_ms, preproc)
 
         return evaluator
 

@@ -33,6 +33,7 @@ _ARCH = re.compile(r"sm_\d{2,3}[a-z]?")
 # TVM's target tags ("nvidia/tesla-p100") -> target string; tag.register_tag adds rows
 _TAGS = cuda_tags()
 
+
 def _did_you_mean(tag: str) -> str:
     """' (did you mean ...?)' naming the closest known tags, or ''."""
     close = difflib.get_close_matches(tag, _TAGS, n=3, cutoff=0.8)
@@ -99,6 +100,9 @@ def enabled_features(features: str) -> frozenset[str]:
 @dataclass(frozen=True)
 class TargetKind:
     name: str
+
+    def __str__(self) -> str:  # TVM prints a kind as its name: str(target.kind) == "llvm"
+        return self.name
 
 
 class Target:

@@ -738,15 +738,26 @@ class VirtualMachine:
         number: int = 10,
         repeat: int = 1,
         min_repeat_ms: float = 0,
+        cache_flush_bytes: int = 0,
+        f_preproc: str | Callable = "",
         **unused_options: Any,
     ) -> Callable[..., ProfileResult]:
-        """A callable that times `func_name` on given args (the runtime Module's protocol)."""
+        """A callable that times `func_name` on given args (the runtime Module's protocol,
+        `f_preproc` and `cache_flush_bytes` included, on the CPU)."""
+        from ...runtime.cache_flush import preproc_for
+
         fn = self._get(func_name)
         if dev is not None:
             dev.check_available()
         if number < 1 or repeat < 1:
             raise MiniTVMError(
                 f"time_evaluator: number and repeat must be >= 1, got {number}, {repeat}"
+            )
+        before = preproc_for(f_preproc, cache_flush_bytes)
+        if before is not None and self.device.is_gpu:
+            raise MiniTVMError(
+                "time_evaluator: f_preproc / cache_flush_bytes flush CPU caches; this VM runs "
+                f"on {self.device}"
             )
 
         def evaluator(*args: Any) -> ProfileResult:
@@ -755,7 +766,8 @@ class VirtualMachine:
                     _wrap(a, fn.where, fn.params[i] if i < len(fn.params) else "?", i)
                     for i, a in enumerate(args)
                 )
-                return time_calls(lambda: fn(args), number, repeat, min_repeat_ms)
+                preproc = None if before is None else (lambda: before(*args))
+                return time_calls(lambda: fn(args), number, repeat, min_repeat_ms, preproc)
             sync = self.device.sync  # device arguments are checked by the call itself
 
             def run_and_wait() -> None:  # a call counts until its kernels have finished
