@@ -37,6 +37,27 @@ class Workload:
         return Workload(mod_from_text(obj[1], "workload JSON"))
 
 
+# TVM's bound on a mean run time: a record whose every repeat reaches it counts as failed
+MAX_MEAN_TIME = 1e10
+
+
+class RunSec(float):
+    """One measured time in seconds: a float that also has TVM's FloatImm `.value`."""
+
+    __slots__ = ()
+
+    @property
+    def value(self) -> float:
+        return float(self)
+
+    def __repr__(self) -> str:
+        return float.__repr__(self)
+
+
+def _sec(value: Any) -> RunSec:
+    return RunSec(float(getattr(value, "value", value)))
+
+
 class TuningRecord:
     """One measured schedule: `trace` (applies to `workload.mod`), `run_secs` (None if the
     run failed), `target` and `args_info`."""
@@ -51,7 +72,7 @@ class TuningRecord:
     ) -> None:
         self.trace = trace
         self.workload = workload
-        self.run_secs = None if run_secs is None else [float(s) for s in run_secs]
+        self.run_secs = None if run_secs is None else [_sec(s) for s in run_secs]
         self.target = None if target is None else parse_target(target)
         self.args_info = args_info
         self._mod_key: int | None = None
@@ -66,7 +87,18 @@ class TuningRecord:
     @property
     def best_sec(self) -> float:
         """The fastest repeat (inf when the run failed)."""
-        return min(self.run_secs) if self.run_secs else float("inf")
+        return min(self.run_secs) if self.succeeded else float("inf")
+
+    @property
+    def mean_sec(self) -> float:
+        """The mean of the repeats, what records rank by as in TVM (inf when it failed)."""
+        return sum(self.run_secs) / len(self.run_secs) if self.succeeded else float("inf")
+
+    @property
+    def succeeded(self) -> bool:
+        """Whether it has a time: run_secs not None or empty, and not all at TVM's failure
+        bound (MAX_MEAN_TIME)."""
+        return bool(self.run_secs) and any(s < MAX_MEAN_TIME for s in self.run_secs)
 
     def as_measure_candidate(self) -> Any:
         from .search_strategy import MeasureCandidate
@@ -78,7 +110,7 @@ class TuningRecord:
     def as_json(self) -> list:
         return [
             self.trace.as_json(remove_postproc=False),
-            self.run_secs,
+            None if self.run_secs is None else [float(x) for x in self.run_secs],
             None if self.target is None else str(self.target),
             None if self.args_info is None else [a.as_json() for a in self.args_info],
         ]
@@ -106,14 +138,25 @@ class TuningRecord:
 
 
 class Database:
-    """Base class with TVM's query API over `_workloads` and `_records` (in memory)."""
+    """Base class with TVM's query API over `_workloads` and `_records` (in memory).
 
-    def __init__(self, module_equality: str = "structural") -> None:
-        if module_equality != "structural":
+    Records rank by their time, with one exception at the top: the fastest record gives way
+    to one with fewer sampling decisions (a fixed schedule such as the untuned default has
+    none) whose time is within `tie_tolerance` (relative) of it. A gain that small is within
+    what a kernel's time moves between processes and inside a model (2-4% measured on
+    ResNet-18's convolutions, where such a pick ended up slower in the model), so the simpler
+    schedule is the one kept. `tie_tolerance=0` ranks by time alone, as TVM does."""
+
+    def __init__(self, module_equality: str = "structural", tie_tolerance: float = 0.02) -> None:
+        if module_equality not in _MODULE_EQUALITIES:
             raise TuningError(
-                f"module_equality={module_equality!r} is not supported; use 'structural'"
+                f"module_equality={module_equality!r} is not supported; use one of "
+                f"{list(_MODULE_EQUALITIES)}"
             )
+        if not 0.0 <= float(tie_tolerance) < 1.0:
+            raise TuningError(f"tie_tolerance must be in [0, 1), got {tie_tolerance!r}")
         self.module_equality = module_equality
+        self.tie_tolerance = float(tie_tolerance)
         self._workloads: list[Workload] = []
         self._records: list[TuningRecord] = []
 
@@ -154,24 +197,50 @@ class Database:
 
     # -- records
     def commit_tuning_record(self, record: TuningRecord) -> None:
-        """Add `record`; a schedule measured again (equal module) replaces its earlier record,
-        so the latest measurement of a schedule is the one queries rank."""
-        if all(record.workload is not w for w in self._workloads):
-            record.workload = self.commit_workload(record.workload.mod)
-        self._add(record)
+        """Add `record` (as TVM does, a schedule committed twice has two records)."""
+        self._adopt(record)
+        self._records.append(record)
         self._write_record(record)
 
-    def _add(self, record: TuningRecord) -> None:
-        for i, old in enumerate(self._records):
-            if old.workload is record.workload and old.mod_key == record.mod_key:
-                self._records[i] = record
-                return
-        self._records.append(record)
+    def replace_tuning_record(self, record: TuningRecord) -> None:
+        """Add `record` in place of every earlier record of the same schedule (equal module)
+        of its workload: the tuner's re-measurement, so that only the latest time of a
+        schedule is ranked (a minitvm extension)."""
+        self._adopt(record)
+        same = [
+            i
+            for i, r in enumerate(self._records)
+            if r.workload is record.workload and r.mod_key == record.mod_key
+        ]
+        if not same:  # a new schedule: added at the end
+            self.commit_tuning_record(record)
+            return
+        self._records[same[0]] = record  # in the first one's place: the order stays
+        for i in reversed(same[1:]):
+            del self._records[i]
+        self._rewrite_records()
+
+    def _adopt(self, record: TuningRecord) -> None:
+        if all(record.workload is not w for w in self._workloads):
+            record.workload = self.commit_workload(record.workload.mod)
 
     def get_top_k(self, workload: Workload, top_k: int) -> list[TuningRecord]:
-        """The `top_k` fastest successful records of `workload`."""
-        mine = [r for r in self._records if r.workload is workload and r.run_secs]
-        return sorted(mine, key=lambda r: r.best_sec)[:top_k]
+        """The `top_k` fastest successful records of `workload` by their mean time, as TVM
+        ranks them (the first may be a simpler one within `tie_tolerance` of the fastest: see
+        the class)."""
+        if top_k < 0:
+            raise TuningError(f"get_top_k: top_k must be >= 0, got {top_k}")
+        mine = sorted(
+            (r for r in self._records if r.workload is workload and r.succeeded),
+            key=lambda r: r.mean_sec,
+        )
+        if len(mine) > 1 and self.tie_tolerance > 0:
+            limit = mine[0].mean_sec * (1 + self.tie_tolerance)
+            near = [r for r in mine if r.mean_sec <= limit]
+            first = min(near, key=lambda r: (_num_samples(r.trace), r.mean_sec))
+            mine.remove(first)
+            mine.insert(0, first)
+        return mine[:top_k]
 
     def get_all_tuning_records(self) -> list[TuningRecord]:
         return list(self._records)
@@ -184,11 +253,11 @@ class Database:
         self, mod: IRModule, target: Any = None, workload_name: str = "main"
     ) -> TuningRecord | None:
         """The best record of `mod` (for `target` when given), or None."""
-        workload = self._find(mod)
-        if workload is None:
+        if not self.has_workload(mod):
             return None
+        workload = self.commit_workload(mod)
         want = None if target is None else str(parse_target(target).kind)
-        for record in self.get_top_k(workload, len(self._records)):
+        for record in self.get_top_k(workload, max(len(self), 1)):
             if want is None or record.target is None or str(record.target.kind) == want:
                 return record
         return None
@@ -227,9 +296,92 @@ class Database:
     def _write_record(self, record: TuningRecord) -> None:
         pass
 
+    def _rewrite_records(self) -> None:
+        pass
+
+
+# TVM's module_equality values. "ignore-ndarray" (constants' values not compared) and
+# "anchor-block" (only the main block compared) are matched here by full structural equality,
+# which is stricter: workloads TVM would merge stay apart, and none are wrongly merged.
+_MODULE_EQUALITIES = ("structural", "ignore-ndarray", "anchor-block")
+
+
+def _num_samples(trace: Trace) -> int:
+    """How many sampling steps a trace has (0: a fixed schedule)."""
+    return sum(1 for inst in trace.insts if inst.kind.name.startswith("Sample"))
+
 
 class MemoryDatabase(Database):
     """A database that lives in memory only."""
+
+
+class PyDatabase(Database):
+    """The base of a database written in Python (TVM's name): override `has_workload`,
+    `commit_workload`, `commit_tuning_record`, `get_all_tuning_records`, `get_top_k` and
+    `__len__`; the queries (`query_tuning_record`, `query_schedule`, `query_ir_module`) go
+    through them unless overridden too. What is not overridden keeps records in memory."""
+
+
+class _Union(Database):
+    """Answers queries from several databases; takes no commits."""
+
+    def __init__(self, *databases: Database) -> None:
+        super().__init__()
+        bad = [type(d).__name__ for d in databases if not isinstance(d, Database)]
+        if bad:
+            raise TuningError(f"{type(self).__name__} takes databases, got {bad}")
+        self.databases = list(databases)
+
+    def has_workload(self, mod: IRModule) -> bool:
+        return any(d.has_workload(mod) for d in self.databases)
+
+    def commit_workload(self, mod: IRModule) -> Workload:
+        raise TuningError(f"{type(self).__name__} only answers queries; commit to a member")
+
+    def commit_tuning_record(self, record: TuningRecord) -> None:
+        raise TuningError(f"{type(self).__name__} only answers queries; commit to a member")
+
+    replace_tuning_record = commit_tuning_record
+
+    def get_top_k(self, workload: Workload, top_k: int) -> list[TuningRecord]:
+        raise TuningError(
+            f"{type(self).__name__} has no get_top_k (its members' workloads differ); use "
+            "query_tuning_record"
+        )
+
+    def get_all_tuning_records(self) -> list[TuningRecord]:
+        return [r for d in self.databases for r in d.get_all_tuning_records()]
+
+    def __len__(self) -> int:
+        return sum(len(d) for d in self.databases)
+
+    def _answers(self, mod: IRModule, target: Any, workload_name: str) -> list[TuningRecord]:
+        found = (d.query_tuning_record(mod, target, workload_name) for d in self.databases)
+        return [r for r in found if r is not None]
+
+
+class UnionDatabase(_Union):
+    """The fastest answer of all its databases (TVM's UnionDatabase)."""
+
+    def query_tuning_record(
+        self, mod: IRModule, target: Any = None, workload_name: str = "main"
+    ) -> TuningRecord | None:
+        return min(
+            self._answers(mod, target, workload_name), key=lambda r: r.mean_sec, default=None
+        )
+
+
+class OrderedUnionDatabase(_Union):
+    """The answer of the first of its databases that has one (TVM's OrderedUnionDatabase)."""
+
+    def query_tuning_record(
+        self, mod: IRModule, target: Any = None, workload_name: str = "main"
+    ) -> TuningRecord | None:
+        for d in self.databases:
+            record = d.query_tuning_record(mod, target, workload_name)
+            if record is not None:
+                return record
+        return None
 
 
 class JSONDatabase(Database):
@@ -243,8 +395,9 @@ class JSONDatabase(Database):
         work_dir: str | None = None,
         allow_missing: bool = True,
         module_equality: str = "structural",
+        tie_tolerance: float = 0.02,
     ) -> None:
-        super().__init__(module_equality)
+        super().__init__(module_equality, tie_tolerance)
         if work_dir is not None:
             os.makedirs(work_dir, exist_ok=True)
             path_workload = path_workload or os.path.join(work_dir, "database_workload.json")
@@ -284,7 +437,7 @@ class JSONDatabase(Database):
                     f"{where}: a record must be [workload index, record], got {str(obj)[:80]}"
                 )
             try:
-                self._add(TuningRecord.from_json(obj[1], self._workloads[obj[0]]))
+                self._records.append(TuningRecord.from_json(obj[1], self._workloads[obj[0]]))
             except TuningError as err:
                 raise TuningError(f"{where}: {err}") from err
 
@@ -293,8 +446,19 @@ class JSONDatabase(Database):
             _append_line(self.path_workload, workload.as_json())
 
     def _write_record(self, record: TuningRecord) -> None:
+        _append_line(self.path_tuning_record, self._record_line(record))
+
+    def _record_line(self, record: TuningRecord) -> list:
         index = next(i for i, w in enumerate(self._workloads) if w is record.workload)
-        _append_line(self.path_tuning_record, [index, record.as_json()])
+        return [index, record.as_json()]
+
+    def _rewrite_records(self) -> None:
+        """Write the records file afresh (a replaced record's old line goes): to a temporary
+        file first, then renamed over the old one, so a crash leaves one or the other."""
+        tmp = self.path_tuning_record + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.writelines(json.dumps(self._record_line(r)) + "\n" for r in self._records)
+        os.replace(tmp, self.path_tuning_record)
 
 
 def _read_lines(path: str) -> list[tuple[int, Any]]:
@@ -321,7 +485,12 @@ def create(kind: Any = "json", *args: Any, **kwargs: Any) -> Database:
     """A database from a name ("json", "memory") or an instance."""
     if isinstance(kind, Database):
         return kind
-    table = {"json": JSONDatabase, "memory": MemoryDatabase}
+    table = {
+        "json": JSONDatabase,
+        "memory": MemoryDatabase,
+        "union": UnionDatabase,
+        "ordered_union": OrderedUnionDatabase,
+    }
     if kind not in table:
         raise TuningError(f"unknown database kind {kind!r}; use one of {sorted(table)}")
     return table[kind](*args, **kwargs)

@@ -12,6 +12,15 @@ from ..target import Target
 from ..tir import Add, Call, Div, For, IntImm, Max, Min, Mul, PrimFunc, Sub
 
 
+def derived_object(cls: type) -> type:
+    """TVM's decorator for Python subclasses of its objects (PyDatabase, PyRunner ...), which
+    it wraps for its FFI; minitvm's objects are Python classes, so the class is returned as
+    it is."""
+    if not isinstance(cls, type):
+        raise TuningError(f"derived_object decorates a class, got {type(cls).__name__}")
+    return cls
+
+
 def parse_target(target: Any) -> Target:
     """A Target from a Target or a string; TVM's `--num-cores=1` spelling is accepted."""
     if isinstance(target, Target):
