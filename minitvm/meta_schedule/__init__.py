@@ -12,12 +12,14 @@ from . import (
     cost_model,
     database,
     feature_extractor,
+    measure_callback,
     mutator,
     postproc,
     runner,
     schedule_rule,
     search_strategy,
     space_generator,
+    task_scheduler,
     tir_integration,
     tune_context,
     utils,
@@ -30,6 +32,7 @@ from .search_strategy import EvolutionarySearch, MeasureCandidate, ReplayTrace, 
 from .tir_integration import compile_tir, tune_tir
 from .tune import tune_tasks
 from .tune_context import TuneContext
+from .utils import derived_object
 
 __all__ = [
     "ArgInfo",
@@ -59,13 +62,16 @@ __all__ = [
     "compile_tir",
     "cost_model",
     "database",
+    "derived_object",
     "feature_extractor",
+    "measure_callback",
     "mutator",
     "postproc",
     "runner",
     "schedule_rule",
     "search_strategy",
     "space_generator",
+    "task_scheduler",
     "tir_integration",
     "tune_context",
     "tune_tasks",

@@ -51,6 +51,11 @@ class Builder:
         return table[kind](**kwargs)
 
 
+class PyBuilder(Builder):
+    """TVM's base for builders written in Python: override `build(build_inputs)`, returning
+    a BuilderResult per input (an artifact `runtime.load_module` reads, or an error)."""
+
+
 class LocalBuilder(Builder):
     """Builds in `max_workers` worker processes (default: every core), `timeout_sec` each.
     Artifacts are files in the builder's temporary folder: they live as long as the builder."""

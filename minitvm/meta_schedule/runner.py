@@ -50,7 +50,10 @@ class RunnerFuture:
 
 
 class EvaluatorConfig:
-    """How to time: `repeat` rounds of `number` calls (each round at least `min_repeat_ms`)."""
+    """How to time: `repeat` rounds of `number` calls (each round at least `min_repeat_ms`).
+    `enable_cpu_cache_flush=True` flushes every argument but the first from the CPU caches
+    before each call, as a layer in a model finds its weights (the default of
+    `tune_relax`'s runner on CPU targets; see runtime/cache_flush.py)."""
 
     def __init__(
         self,
@@ -92,6 +95,22 @@ class Runner:
 
             return RayRunner(**kwargs)
         return {"local": LocalRunner}[kind](**kwargs)
+
+
+class PyRunner(Runner):
+    """TVM's base for runners written in Python: override `run(runner_inputs)`, returning a
+    RunnerFuture per input (a PyRunnerFuture subclass, or RunnerFuture(result)). Such a
+    runner checks nothing against the reference unless it overrides `set_reference`."""
+
+
+class PyRunnerFuture(RunnerFuture):
+    """TVM's base for a Python runner's futures: override `done()` and `result()`."""
+
+    def __init__(self) -> None:
+        super().__init__(None, None)
+
+    def result(self) -> RunnerResult:
+        raise NotImplementedError(f"{type(self).__name__}.result is not implemented")
 
 
 class LocalRunner(Runner):
@@ -168,6 +187,7 @@ def run_payload(
         "number": config.number,
         "repeat": config.repeat,
         "min_repeat_ms": config.min_repeat_ms,
+        "cache_flush": bool(config.enable_cpu_cache_flush),
         "reference": reference,
         "seed": reference["seed"] if reference else seed,
     }
@@ -250,6 +270,7 @@ def _run_job(payload: dict) -> list[float]:
         number=payload["number"],
         repeat=payload["repeat"],
         min_repeat_ms=payload["min_repeat_ms"],
+        f_preproc="cache_flush_cpu_non_first_arg" if payload.get("cache_flush") else "",
     )
     return [float(s) for s in timer(*nds).results]
 

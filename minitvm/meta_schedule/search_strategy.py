@@ -19,9 +19,19 @@ from .utils import mod_key
 class MeasureCandidate:
     """A schedule to measure and the description of its arguments."""
 
-    def __init__(self, sch: Schedule, args_info: list[ArgInfo]) -> None:
+    def __init__(self, sch: Schedule, args_info: list[ArgInfo] | None = None) -> None:
         self.sch = sch
-        self.args_info = list(args_info)
+        # None (TVM allows it): the arguments of the schedule's function
+        self.args_info = list(args_info if args_info is not None else _args_of(sch))
+
+
+def _args_of(sch: Schedule) -> list[ArgInfo]:
+    """The entry function's argument descriptions; none when a dim is symbolic (such a
+    candidate cannot be measured, which the runner reports)."""
+    try:
+        return ArgInfo.from_entry_func(sch.mod)
+    except TuningError:
+        return []
 
 
 class SearchStrategy:

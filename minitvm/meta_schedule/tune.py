@@ -13,7 +13,9 @@ import numpy as np
 from ..error import TuningError
 from . import builder as _builder
 from . import database as _database
+from . import measure_callback as _measure_callback
 from . import runner as _runner
+from . import task_scheduler as _task_scheduler
 from ._progress import Curve, Progress
 from .arg_info import ArgInfo
 from .database import TuningRecord
@@ -102,15 +104,12 @@ def tune_tasks(
             f"max_trials_global ({max_trials_global}) and num_trials_per_iter "
             f"({num_trials_per_iter}) must be positive"
         )
-    if task_scheduler not in _SCHEDULERS:
+    if isinstance(task_scheduler, str) and task_scheduler not in _SCHEDULERS:
         raise TuningError(
             f"task_scheduler={task_scheduler!r} is not supported; use one of {sorted(_SCHEDULERS)}"
         )
-    if measure_callbacks not in ("default", None) and list(measure_callbacks):
-        raise TuningError(
-            "measure_callbacks are not supported; every record goes to the database and the "
-            "tuning curve in work_dir (leave measure_callbacks='default')"
-        )
+    scheduler = _task_scheduler.as_scheduler(task_scheduler)
+    callbacks = _measure_callback.user_callbacks(measure_callbacks)
     weights = list(task_weights or [1.0] * len(tasks))
     if len(weights) != len(tasks):
         raise TuningError(f"{len(tasks)} tasks but {len(weights)} task_weights")
@@ -139,7 +138,7 @@ def tune_tasks(
         )
     # the peak only matters when tasks compete for the budget
     peak = None
-    if task_scheduler == "gradient" and len(states) > 1:
+    if scheduler.kind == "gradient" and len(states) > 1:
         peak = measure_peak_gflops(builder, runner, states[0].context.target)
     first = _first_batch_size(len(states), max_trials_global, num_trials_per_iter)
     total = 0
@@ -159,10 +158,16 @@ def tune_tasks(
             live = [s for s in states if not s.done]
             if not live or _out_of_time(deadline, states, remeasure_top_k):
                 break
-            state = _SCHEDULERS[task_scheduler](live, peak)
+            state = _SCHEDULERS[scheduler.kind](live, peak)
             size = first if state.trials == 0 else num_trials_per_iter
             step = _one_batch(
-                state, database, builder, runner, model, min(size, max_trials_global - total)
+                state,
+                database,
+                builder,
+                runner,
+                model,
+                min(size, max_trials_global - total),
+                _notifier(callbacks, scheduler, states.index(state)),
             )
             if step == 0:
                 continue
@@ -192,6 +197,19 @@ def tune_tasks(
             state.context.search_strategy.post_tuning()
     curve.plot()
     return database
+
+
+def _notifier(callbacks: list, scheduler: Any, task_id: int) -> Any:
+    """What a batch calls with (candidates, builder results, runner results): each measure
+    callback's apply (None when there is none)."""
+    if not callbacks:
+        return None
+
+    def notify(candidates: list, built: list, results: list) -> None:
+        for cb in callbacks:
+            cb.apply(scheduler, task_id, candidates, built, results)
+
+    return notify
 
 
 def _out_of_time(deadline: float | None, states: list, top_k: int) -> bool:
@@ -285,7 +303,7 @@ def _prepare(
             state.best_sec = min(state.best_sec, record.best_sec)
 
 
-def _one_batch(state, database, builder, runner, model, budget_left: int) -> int:
+def _one_batch(state, database, builder, runner, model, budget_left: int, notify=None) -> int:
     """Generate, build, run and record one batch of the task; returns how many it measured."""
     ctx = state.context
     strategy = ctx.search_strategy
@@ -322,7 +340,10 @@ def _one_batch(state, database, builder, runner, model, budget_left: int) -> int
         else:
             state.failed += 1
             state.last_error = result.error_msg
-        _remove(built[i].artifact_path)
+    if notify is not None:  # measure callbacks see the artifacts before they are removed
+        notify(candidates, built, results)
+    for b in built:
+        _remove(b.artifact_path)
     state.record_best(batch_best)
     state.phase_secs["run"] += time.monotonic() - clock
     strategy.notify_runner_results(candidates, results)
@@ -356,7 +377,7 @@ def remeasure(
                 record.trace, state.workload, median, record.target, record.args_info
             )
             again._mod_key = record.mod_key
-            database.commit_tuning_record(again)
+            _commit_remeasured(database, again)
             first = report.get(record.mod_key, {}).get("first_secs", record.run_secs)
             report[record.mod_key] = {
                 "mod_key": record.mod_key,
@@ -374,6 +395,13 @@ def remeasure(
     state.best_sec = min((r.best_sec for r in _ranked(database, state)), default=float("inf"))
     state.phase_secs["remeasure"] += time.monotonic() - clock
     return list(report.values())
+
+
+def _commit_remeasured(database: Any, record: Any) -> None:
+    """The new time replaces the schedule's earlier records where the database can do that
+    (minitvm's databases); a user's database only gets it added."""
+    replace = getattr(database, "replace_tuning_record", None)
+    (replace or database.commit_tuning_record)(record)
 
 
 def _ranked(database: Any, state: _TaskState) -> list:

@@ -2,6 +2,8 @@
 
 import importlib.util
 import json
+import os
+import re
 import sys
 
 import numpy as np
@@ -162,8 +164,15 @@ def test_tune_errors_name_the_problem():
         ms.tune_tir(tvm.te.create_prim_func([a, b]), "llvm", None, 2, space=space(lambda s: None))
     with pytest.raises(TuningError, match="task_scheduler='fifo' is not supported"):
         ms.tune_tir(matmul_mod(), "llvm", None, 2, task_scheduler="fifo", space=space(tile_j))
-    with pytest.raises(TuningError, match="measure_callbacks are not supported"):
-        ms.tune_tir(matmul_mod(), "llvm", None, 2, measure_callbacks=[print], space=space(tile_j))
+    with pytest.raises(TuningError, match=r"measure_callbacks\[1\] is a str; give MeasureCallback"):
+        cbs = [ms.measure_callback.UpdateCostModel(), "print"]
+        ms.tune_tir(matmul_mod(), "llvm", None, 2, measure_callbacks=cbs, space=space(tile_j))
+
+    class Mine(ms.task_scheduler.PyTaskScheduler):
+        pass
+
+    with pytest.raises(TuningError, match="schedulers written in Python are not supported"):
+        ms.tune_tir(matmul_mod(), "llvm", None, 2, task_scheduler=Mine(), space=space(tile_j))
     with pytest.raises(TuningError, match="unknown database kind"):
         ms.tune_tir(matmul_mod(), "llvm", None, 2, database="sqlite", space=space(tile_j))
 
@@ -347,3 +356,43 @@ def test_no_peak_when_the_fma_kernel_cannot_be_scheduled(monkeypatch):
     monkeypatch.setattr(pk, "fma_kernel", refuse)
     target = tvm.target.Target("llvm")
     assert pk.measure_peak_gflops(ms.LocalBuilder(), fast_runner(), target) is None
+
+
+def test_measure_callbacks_and_python_runners(tmp_path):
+    """A PyMeasureCallback sees every batch (scheduler, task index, candidates, build and run
+    results); TVM's default callbacks name what the tuner always does; a PyRunner's futures
+    give the times, zero times included; a TaskScheduler object picks the policy."""
+    seen = []
+
+    @ms.derived_object
+    class Watch(ms.measure_callback.PyMeasureCallback):
+        def apply(self, scheduler, task_id, candidates, built, ran):
+            assert all(os.path.exists(b.artifact_path) for b in built)  # not yet removed
+            seen.append((type(scheduler).__name__, task_id, len(candidates), len(built),
+                         [r.run_secs for r in ran]))  # fmt: skip
+
+    class Zero(ms.runner.PyRunnerFuture):
+        def done(self):
+            return True
+
+        def result(self):
+            return ms.runner.RunnerResult([0.0, 0.0], None)
+
+    class ZeroRunner(ms.runner.PyRunner):
+        def run(self, inputs):
+            return [Zero() for _ in inputs]
+
+    callbacks = [*ms.measure_callback.MeasureCallback.create("default"), Watch()]
+    db = ms.tune_tir(
+        matmul_mod(), "llvm", str(tmp_path), max_trials_global=4, num_trials_per_iter=2,
+        space=space(tile_j), runner=ZeroRunner(), measure_callbacks=callbacks,
+        task_scheduler=ms.task_scheduler.RoundRobin(), verbose=False,
+    )  # fmt: skip
+    assert [s[:4] for s in seen] == [("RoundRobin", 0, 2, 2), ("RoundRobin", 0, 2, 2)]
+    assert all(secs == [[0.0, 0.0]] * 2 for *_, secs in seen)
+    assert len(db) >= 4 and not any(db.query_tuning_record(matmul_mod(), "llvm").run_secs)
+    assert re.match(r"meta_schedule\.Watch\(0x[0-9a-f]+\)", str(Watch()))
+    with pytest.raises(TuningError, match="unknown kind"):
+        ms.measure_callback.MeasureCallback.create("all")
+    with pytest.raises(TuningError, match="unknown task scheduler"):
+        ms.task_scheduler.TaskScheduler.create("fifo")

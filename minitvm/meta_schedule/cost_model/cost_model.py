@@ -168,11 +168,15 @@ class XGBModel(CostModel):
         self._train()
 
     def _targets(self) -> np.ndarray:
+        """Each candidate's speed relative to its workload's fastest (1 = the fastest); a
+        failed run, and a time of zero (a timer that measured nothing), teach 0."""
+        usable = [math.isfinite(c) and c > 0 for c in self.costs]
         best: dict[str, float] = {}
-        for g, c in zip(self.groups, self.costs):
-            best[g] = min(best.get(g, math.inf), c)
+        for g, c, ok in zip(self.groups, self.costs, usable):
+            if ok:
+                best[g] = min(best.get(g, math.inf), c)
         return np.array(
-            [0.0 if not math.isfinite(c) else best[g] / c for g, c in zip(self.groups, self.costs)]
+            [best[g] / c if ok else 0.0 for g, c, ok in zip(self.groups, self.costs, usable)]
         )
 
     def _train(self) -> None:
