@@ -11,6 +11,7 @@ from ..error import TuningError
 from ..ir import IRModule
 from ..ir.structural import structural_equal, structural_hash
 from ..tir import PrimFunc
+from . import runner as _runner
 from . import search_strategy as _strategy
 from . import space_generator
 from .arg_info import ArgInfo
@@ -152,10 +153,18 @@ def tune_relax(
     max_seconds: float | None = None,
 ) -> Any:
     """Tune every distinct kernel of `mod` within `max_trials_global` measurements in all;
-    batches go to the kernels that cost the model most (calls × time). Returns the database."""
+    batches go to the kernels that cost the model most (calls × time). Returns the database.
+
+    On a CPU target the default runner ("local" or "ray" by name) times each candidate with
+    its weights flushed from the caches (`EvaluatorConfig(enable_cpu_cache_flush=True)`), as
+    the kernel finds them inside the model; pass a Runner object to choose otherwise."""
     tasks = extract_tasks(mod, target, params)
     if not tasks:
         raise TuningError("tune_relax: the module has no kernel to tune (no unscheduled PrimFunc)")
+    if isinstance(runner, str) and runner in ("local", "ray") and _on_cpu(tasks[0].target):
+        runner = _runner.Runner.create(
+            runner, evaluator_config=_runner.EvaluatorConfig(enable_cpu_cache_flush=True)
+        )
     contexts = []
     base_seed = -1 if seed is None else int(seed)
     for i, task in enumerate(tasks):
@@ -186,6 +195,10 @@ def tune_relax(
         verbose=verbose,
         max_seconds=max_seconds,
     )
+
+
+def _on_cpu(target: Any) -> bool:
+    return str(parse_target(target).kind) == "llvm"
 
 
 def compile_relax(

@@ -81,3 +81,37 @@ def test_apply_database_without_database_says_how():
     mod, _ = _two_layer_model()
     with pytest.raises(TuningError, match="needs a database"):
         relax.transform.MetaScheduleApplyDatabase()(mod)
+
+
+def test_tune_relax_times_cpu_kernels_with_weights_flushed(monkeypatch):
+    """A layer in a model finds its weights evicted by the other layers: tune_relax's default
+    CPU runner flushes every argument but the first before each timed call; a Runner object
+    passed in is used as it is."""
+    from minitvm.meta_schedule import relax_integration
+
+    mod, _ = _two_layer_model()
+    seen = []
+    monkeypatch.setattr(relax_integration, "tune_tasks", lambda **kw: seen.append(kw["runner"]))
+    ms.relax_integration.tune_relax(mod, None, "llvm", None, 4, verbose=False)
+    assert isinstance(seen[-1], ms.LocalRunner)
+    assert seen[-1].evaluator_config.enable_cpu_cache_flush is True
+    mine = fast_runner()
+    ms.relax_integration.tune_relax(mod, None, "llvm", None, 4, runner=mine, verbose=False)
+    assert seen[-1] is mine and mine.evaluator_config.enable_cpu_cache_flush is False
+
+
+def test_runner_with_cache_flush_times_and_checks_a_candidate(tmp_path):
+    from minitvm.meta_schedule import runner as _runner
+
+    task = ms.relax_integration.extract_tasks(_two_layer_model()[0], "llvm")[0]
+    config = ms.EvaluatorConfig(number=1, repeat=2, min_repeat_ms=0, enable_cpu_cache_flush=True)
+    args = ms.ArgInfo.from_entry_func(task.mod)
+    payload = _runner.run_payload(_runner.RunnerInput("x", "cpu", args), config, None, 0)
+    assert payload["cache_flush"] is True
+    runner = ms.LocalRunner(evaluator_config=config)
+    builder = ms.LocalBuilder(max_workers=1)
+    (built,) = builder.build([ms.builder.BuilderInput(task.mod, "llvm")])
+    assert runner.set_reference(built.artifact_path, args, str(tmp_path / "ref.npz")) is None
+    (result,) = [f.result() for f in runner.run([ms.runner.RunnerInput(
+        built.artifact_path, "cpu", args)])]  # fmt: skip
+    assert result.error_msg is None and len(result.run_secs) == 2
