@@ -39,6 +39,17 @@ class TuneContext:
             (os.cpu_count() or 1) if num_threads in ("physical", "logical") else int(num_threads)
         )
         self.logger = logger
+        # as TVM does: a name ("post-order-apply", "evolutionary"), a function fn(sch) or a
+        # list of spaces stand for the objects they create
+        if space_generator is not None:
+            from . import space_generator as _space
+
+            if not isinstance(space_generator, _space.SpaceGenerator):
+                space_generator = _space.create(space_generator, target=self.target)
+        if isinstance(search_strategy, str):
+            from . import search_strategy as _strategy
+
+            search_strategy = _strategy.create(search_strategy)
         self.space_generator = space_generator
         self.search_strategy = search_strategy
         for part in (space_generator, search_strategy):

@@ -91,7 +91,12 @@ def test_tune_relax_times_cpu_kernels_with_weights_flushed(monkeypatch):
 
     mod, _ = _two_layer_model()
     seen = []
-    monkeypatch.setattr(relax_integration, "tune_tasks", lambda **kw: seen.append(kw["runner"]))
+
+    def fake(**kw):
+        seen.append(kw["runner"])
+        return ms.MemoryDatabase()  # nothing tuned: nothing to check in the model
+
+    monkeypatch.setattr(relax_integration, "tune_tasks", fake)
     ms.relax_integration.tune_relax(mod, None, "llvm", None, 4, verbose=False)
     assert isinstance(seen[-1], ms.LocalRunner)
     assert seen[-1].evaluator_config.enable_cpu_cache_flush is True
@@ -115,3 +120,52 @@ def test_runner_with_cache_flush_times_and_checks_a_candidate(tmp_path):
     (result,) = [f.result() for f in runner.run([ms.runner.RunnerInput(
         built.artifact_path, "cpu", args)])]  # fmt: skip
     assert result.error_msg is None and len(result.run_secs) == 2
+
+
+def test_validation_in_the_model_keeps_the_default_where_it_is_faster():
+    """A pick that only won in the worker (here: given a fake worker time) is timed inside
+    the model beside the default; the in-model times replace both records' and the default,
+    far faster there, is what compile_relax then builds. The model still matches numpy."""
+    from minitvm.meta_schedule import relax_integration as ri
+    from minitvm.meta_schedule.database import _num_samples
+
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((128, 128)).astype("float32")
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorStructInfo((128, 128), "float32"))
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            out = bb.emit_output(relax.op.matmul(x, relax.const(w)))
+        bb.emit_func_output(out)
+    mod = bb.get()
+    (task,) = ri.extract_tasks(mod, "llvm")
+    ctx = ms.TuneContext(mod=task.mod, target="llvm", space_generator="post-order-apply")
+    default = next(s for s in ctx.generate_design_space() if _num_samples(s.trace) == 0)
+    naive = tvm.tir.Schedule(task.mod, seed=0)
+    _, j, _ = naive.get_loops(naive.get_block("T_matmul"))
+    naive.split(j, factors=naive.sample_perfect_tile(j, n=2))  # else naive: far slower
+    db = ms.MemoryDatabase()
+    args = ms.ArgInfo.from_entry_func(task.mod)
+    for sch, secs in ((default, [1e-3]), (naive, [1e-6])):  # the worker "saw" naive win
+        db.commit_tuning_record(
+            ms.TuningRecord(sch.trace, ms.Workload(task.mod), secs, "llvm", args)
+        )
+    assert _num_samples(db.query_tuning_record(task.mod, "llvm").trace) > 0
+    report = ri.validate_picks_in_model(db, mod, None, "llvm", [task], rounds=2)
+    assert [r["kept"] for r in report] == ["default"]
+    assert report[0]["tuned_in_model_secs"] > 3 * report[0]["default_in_model_secs"] > 0
+    kept = db.query_tuning_record(task.mod, "llvm")
+    assert _num_samples(kept.trace) == 0 and kept.run_secs == [report[0]["default_in_model_secs"]]
+    a = rng.standard_normal((128, 128)).astype("float32")
+    ex = ms.relax_integration.compile_relax(db, mod, "llvm")
+    np.testing.assert_allclose(_run(ex, a), a @ w, rtol=1e-4, atol=1e-3)
+    # nothing to check when the default is already the pick; symbolic inputs are skipped
+    assert ri.validate_picks_in_model(db, mod, None, "llvm", [task]) == []
+    n = tvm.tir.Var("n", "int64")
+    bb = relax.BlockBuilder()
+    y = relax.Var("y", relax.TensorStructInfo((n, 128), "float32"))
+    with bb.function("main", [y]):
+        with bb.dataflow():
+            out = bb.emit_output(relax.op.matmul(y, relax.const(w)))
+        bb.emit_func_output(out)
+    assert ri._random_inputs(bb.get(), None) is None
