@@ -146,13 +146,13 @@ def test_validation_in_the_model_keeps_the_default_where_it_is_faster():
     naive.split(j, factors=naive.sample_perfect_tile(j, n=2))  # else naive: far slower
     db = ms.MemoryDatabase()
     args = ms.ArgInfo.from_entry_func(task.mod)
-    for sch, secs in ((default, [1e-3]), (naive, [1e-6])):  # the worker "saw" naive win
+    for sch, secs in ((default, [1e-3]), (naive, [1e-4])):  # the worker "saw" naive win
         db.commit_tuning_record(
             ms.TuningRecord(sch.trace, ms.Workload(task.mod), secs, "llvm", args)
         )
     assert _num_samples(db.query_tuning_record(task.mod, "llvm").trace) > 0
     report = ri.validate_picks_in_model(db, mod, None, "llvm", [task], rounds=2)
-    assert [r["kept"] for r in report] == ["default"]
+    assert [r["faster_in_model"] for r in report] == ["default"]
     assert report[0]["tuned_in_model_secs"] > 3 * report[0]["default_in_model_secs"] > 0
     kept = db.query_tuning_record(task.mod, "llvm")
     assert _num_samples(kept.trace) == 0 and kept.run_secs == [report[0]["default_in_model_secs"]]
