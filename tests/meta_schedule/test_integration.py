@@ -1,6 +1,8 @@
 """Relax integration: task extraction (twins deduplicated, weighted by calls), tune_relax,
 compile_relax and MetaScheduleApplyDatabase give a model that still matches."""
 
+import json
+
 import numpy as np
 import pytest
 from _mscore_workloads import fast_runner, space, split_first_loops
@@ -169,3 +171,23 @@ def test_validation_in_the_model_keeps_the_default_where_it_is_faster():
             out = bb.emit_output(relax.op.matmul(y, relax.const(w)))
         bb.emit_func_output(out)
     assert ri._random_inputs(bb.get(), None) is None
+
+
+def test_a_model_that_refuses_random_inputs_skips_the_check(monkeypatch, tmp_path):
+    """Tuning's result stands when the in-model check cannot run the model: the reason goes to
+    work_dir/validated_in_model.json."""
+    from minitvm.error import ArgumentError
+    from minitvm.meta_schedule import relax_integration
+
+    mod, _ = _two_layer_model()
+    db = ms.MemoryDatabase()
+    monkeypatch.setattr(relax_integration, "tune_tasks", lambda **kw: db)
+
+    def refuse(*args, **kwargs):
+        raise ArgumentError("index 9 is out of range for 'indices'")
+
+    monkeypatch.setattr(relax_integration, "validate_picks_in_model", refuse)
+    got = ms.relax_integration.tune_relax(mod, None, "llvm", str(tmp_path), 4, verbose=False)
+    assert got is db
+    report = json.loads((tmp_path / "validated_in_model.json").read_text())
+    assert "out of range for 'indices'" in report[0]["skipped"]
