@@ -122,8 +122,19 @@ def _buffer(arg: Any, where: str) -> tuple[int, int] | None:
             )
         return arg.data_ptr, data.nbytes
     if isinstance(arg, np.ndarray):
-        return arg.ctypes.data, arg.nbytes
+        # the memory the elements occupy (a reversed or strided view starts or ends
+        # elsewhere than data + nbytes: flushing past it could touch unmapped memory)
+        low, high = _byte_bounds(arg)
+        return low, high - low
     return None
+
+
+def _byte_bounds(arr: np.ndarray) -> tuple[int, int]:
+    try:
+        from numpy.lib.array_utils import byte_bounds  # numpy >= 2
+    except ImportError:  # numpy 1.x
+        byte_bounds = np.byte_bounds
+    return byte_bounds(arr)
 
 
 def flush_arrays(args: Any) -> None:

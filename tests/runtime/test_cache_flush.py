@@ -1,6 +1,9 @@
 """Cold-cache timing: time_evaluator's f_preproc / cache_flush_bytes (TVM's names) and the
 CLFLUSH helper behind "cache_flush_cpu_non_first_arg"."""
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -29,6 +32,9 @@ def test_flush_is_a_registered_global_function_and_keeps_contents():
     raw = np.arange(777, dtype="int8")  # numpy arrays and odd sizes too
     fn(*args, raw, 3.5)  # scalars are skipped
     cache_flush.flush_arrays([raw[1:]])  # an unaligned start
+    big = np.arange(1 << 16, dtype="float64")
+    cache_flush.flush_arrays([big[::-1], big[::7], big[:0]])  # views: their own memory only
+    np.testing.assert_array_equal(big, np.arange(1 << 16, dtype="float64"))
     np.testing.assert_array_equal(args[0].numpy(), a)
     np.testing.assert_array_equal(args[1].numpy(), w)
     np.testing.assert_array_equal(raw, np.arange(777, dtype="int8"))
@@ -120,3 +126,37 @@ def test_target_kind_prints_as_its_name():
     assert str(tvm.target.Target("llvm").kind) == "llvm"
     assert f"{tvm.target.Target('cuda').kind}" == "cuda"
     assert tvm.target.Target("llvm").kind.name == "llvm"
+
+
+GUARD_PAGE_SCRIPT = r"""
+import ctypes, mmap, numpy as np
+from minitvm.runtime import cache_flush
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                      ctypes.c_long]
+libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+page = mmap.PAGESIZE
+base = libc.mmap(None, 3 * page, mmap.PROT_READ | mmap.PROT_WRITE,
+                 mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS, -1, 0)
+assert base not in (None, ctypes.c_void_p(-1).value)
+assert libc.munmap(base + 2 * page, page) == 0  # the page after the array is unmapped
+buf = (ctypes.c_char * (2 * page)).from_address(base)
+a = np.frombuffer(buf, dtype=np.float64)
+cache_flush.flush_arrays([a[::-1], a[1::3][::-1], a])
+print("flushed")
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="maps pages with libc's mmap (Linux)")
+def test_reversed_views_flush_only_their_own_memory():
+    """A reversed view's data pointer is its last element: data + nbytes runs past the array.
+    Flushing there would fault on an unmapped page (in a subprocess: it would kill it)."""
+    done = subprocess.run(
+        [sys.executable, "-c", GUARD_PAGE_SCRIPT],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0 and "flushed" in done.stdout, done.stderr[-2000:]
