@@ -128,3 +128,26 @@ def test_vectorize_takes_only_the_loops_of_one_iterator():
     assert vectorized == [(ForKind.VECTORIZED, 8)]
     xs, got = run(sch.mod, ins, out)
     np.testing.assert_allclose(got, ref(*xs), rtol=1e-4)
+
+
+def test_a_long_loop_is_not_unrolled_past_the_budget():
+    """A k loop of 196 around 2 x 4 statements is 1568 copies: over an unroll budget of 64 it
+    stays a loop (it was unrolled because the loop's own extent was not counted, and LLVM took
+    196 s on the MLC course's linear layer). The 2 x 4 inside fits and is unrolled."""
+    mod, ins, out, ref = matmul(4, 16, 784, relu=False)
+    sch = _annotated(mod, parallel=1, vectorize=1, unroll=64)
+    c = sch.get_block("C")
+    i, j, k = sch.get_loops(c)
+    j0, j1 = sch.split(j, [None, 2])
+    k0, k1 = sch.split(k, [196, 4])
+    sch.reorder(i, j0, k0, j1, k1)
+    assert pp.RewriteParallelVectorizeUnroll().apply(sch)
+    kinds = {}
+    post_order_visit(
+        sch.mod["main"].body,
+        lambda n: kinds.__setitem__(n.loop_var.name, n.kind) if isinstance(n, For) else None,
+    )
+    assert kinds["k_0"] is ForKind.SERIAL, kinds
+    assert kinds["k_1"] is ForKind.UNROLLED and kinds["j_1"] is ForKind.UNROLLED, kinds
+    xs, got = run(sch.mod, ins, out)
+    np.testing.assert_allclose(got, ref(*xs), rtol=1e-4, atol=1e-3)

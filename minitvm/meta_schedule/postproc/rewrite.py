@@ -179,11 +179,15 @@ class RewriteParallelVectorizeUnroll(Postproc):
         block = sch.get_block(name)
         for lp in reversed(sch.get_loops(block)[:end]):
             node = sch.get(lp)
-            if node.kind is not ForKind.SERIAL or const_int(node.extent) is None:
+            extent = const_int(node.extent)
+            if node.kind is not ForKind.SERIAL or extent is None:
                 break
-            if _unrolled_size(node) > max_steps:
+            # the loop's own copies count: a long serial loop is not one LLVM copies out, so
+            # _unrolled_size(node) would leave its extent out (a k loop of 196 around 8
+            # vector statements was unrolled under a limit of 64: a 196 s LLVM build)
+            if extent * _unrolled_size(node.body) > max_steps:
                 break
-            if const_int(node.extent) > 1:
+            if extent > 1:
                 sch.unroll(lp)
 
 
