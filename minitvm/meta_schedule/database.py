@@ -306,6 +306,17 @@ class Database:
 _MODULE_EQUALITIES = ("structural", "ignore-ndarray", "anchor-block")
 
 
+def commit_replacing(database: Any, record: TuningRecord) -> None:
+    """A new time of a schedule already recorded: it replaces the earlier ones where the
+    database keeps its records itself (minitvm's databases); a Python database that overrides
+    commit_tuning_record (TVM's PyDatabase) only gets it added."""
+    own = type(database).commit_tuning_record is Database.commit_tuning_record
+    if own and isinstance(database, Database):
+        database.replace_tuning_record(record)
+    else:
+        database.commit_tuning_record(record)
+
+
 def _num_samples(trace: Trace) -> int:
     """How many sampling steps a trace has (0: a fixed schedule)."""
     return sum(1 for inst in trace.insts if inst.kind.name.startswith("Sample"))

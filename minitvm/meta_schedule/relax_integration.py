@@ -238,7 +238,7 @@ def validate_picks_in_model(
     from ..relax.vm import VirtualMachine
     from ..runtime import cpu
     from ..runtime.ndarray import array
-    from .database import MemoryDatabase, TuningRecord, _num_samples
+    from .database import MemoryDatabase, TuningRecord, _num_samples, commit_replacing
 
     inputs = _random_inputs(mod, params)
     if inputs is None:
@@ -284,8 +284,7 @@ def validate_picks_in_model(
                     record.trace, record.workload, [secs], record.target, record.args_info
                 )
                 again._mod_key = record.mod_key
-                replace = getattr(database, "replace_tuning_record", None)
-                (replace or database.commit_tuning_record)(again)
+                commit_replacing(database, again)
             report.append(
                 {
                     "task": task.task_name,

@@ -377,7 +377,7 @@ def remeasure(
                 record.trace, state.workload, median, record.target, record.args_info
             )
             again._mod_key = record.mod_key
-            _commit_remeasured(database, again)
+            _database.commit_replacing(database, again)
             first = report.get(record.mod_key, {}).get("first_secs", record.run_secs)
             report[record.mod_key] = {
                 "mod_key": record.mod_key,
@@ -395,13 +395,6 @@ def remeasure(
     state.best_sec = min((r.best_sec for r in _ranked(database, state)), default=float("inf"))
     state.phase_secs["remeasure"] += time.monotonic() - clock
     return list(report.values())
-
-
-def _commit_remeasured(database: Any, record: Any) -> None:
-    """The new time replaces the schedule's earlier records where the database can do that
-    (minitvm's databases); a user's database only gets it added."""
-    replace = getattr(database, "replace_tuning_record", None)
-    (replace or database.commit_tuning_record)(record)
 
 
 def _ranked(database: Any, state: _TaskState) -> list:

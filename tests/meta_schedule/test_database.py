@@ -269,3 +269,29 @@ def test_tie_tolerance_is_checked():
         ms.MemoryDatabase(tie_tolerance=-0.1)
     with pytest.raises(TuningError, match="tie_tolerance must be in"):
         ms.JSONDatabase(work_dir=None, path_workload="a", path_tuning_record="b", tie_tolerance=1)
+
+
+def test_a_new_time_replaces_in_our_databases_and_is_added_to_a_python_one(tmp_path):
+    """commit_replacing (the tuner's re-measurement): minitvm's databases keep one record per
+    schedule; a PyDatabase that stores records itself receives the record through its own
+    commit_tuning_record, not through the base class's storage."""
+    from minitvm.meta_schedule.database import commit_replacing
+
+    mod = matmul_mod()
+    mem = ms.MemoryDatabase()
+    for secs in ([1e-3], [2e-3]):
+        commit_replacing(mem, _record(mod, 0, secs)[1])
+    assert [r.run_secs for r in mem.get_all_tuning_records()] == [[2e-3]]
+
+    class Mine(ms.database.PyDatabase):
+        def __init__(self):
+            super().__init__()
+            self.mine = []
+
+        def commit_tuning_record(self, record):
+            self.mine.append(record)
+
+    db = Mine()
+    for secs in ([1e-3], [2e-3]):
+        commit_replacing(db, _record(mod, 0, secs)[1])
+    assert [r.run_secs for r in db.mine] == [[1e-3], [2e-3]] and len(db._records) == 0
