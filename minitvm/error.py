@@ -14,7 +14,7 @@ class InternalError(TVMError):
     """An invariant of minitvm itself broke; please report it."""
 
 
-class DTypeError(MiniTVMError, TypeError):
+class DTypeError(TVMError, TypeError):
     """An unknown or mismatched data type."""
 
 
@@ -26,23 +26,28 @@ class ScheduleError(TVMError):
     """A schedule primitive was applied where it is not legal."""
 
 
-class ShapeError(MiniTVMError, ValueError):
+class ShapeError(TVMError, ValueError):
     """A tensor argument has the wrong shape or rank."""
 
 
-class ArgumentError(MiniTVMError, TypeError):
+class ArgumentError(TVMError, TypeError):
     """A compiled function got the wrong number or kind of arguments."""
 
 
-class ParseError(MiniTVMError, SyntaxError):
+class ParseError(TVMError, SyntaxError):
     """TVMScript source could not be parsed; carries file, line and column."""
+
+    # RuntimeError (through TVMError) comes first in the MRO, and its plain initialiser would
+    # leave SyntaxError's fields (msg, filename, lineno) unset: use SyntaxError's own.
+    __init__ = SyntaxError.__init__
+    __str__ = SyntaxError.__str__
 
 
 class BuildError(TVMError):
     """Lowering or code generation failed."""
 
 
-class TargetError(MiniTVMError, ValueError):
+class TargetError(TVMError, ValueError):
     """An unknown or unsupported compilation target."""
 
 
@@ -50,7 +55,7 @@ class RuntimeError_(TVMError):
     """A failure while running compiled code or loading a module."""
 
 
-class ExpressionTooDeep(MiniTVMError, RecursionError):
+class ExpressionTooDeep(TVMError, RecursionError):
     """The IR nests deeper than minitvm's walkers can go without risking the C stack."""
 
 

@@ -22,7 +22,7 @@ from typing import Any, TextIO
 import numpy as np
 
 from .. import relax
-from ..error import MiniTVMError
+from ..error import MiniTVMError, TVMError
 from ..relax import op as R
 from ..relax.training import SGD, Adam, MomentumSGD, Optimizer
 from ..relax.transform.gradient import Emitter, backprop
@@ -58,7 +58,7 @@ __all__ = [
 NUM_CLASSES = 10
 
 
-class TrainError(MiniTVMError, ValueError):
+class TrainError(TVMError, ValueError):
     """A training option (model, data, optimizer, hyper-parameter) is invalid."""
 
 

@@ -6,14 +6,14 @@ import enum
 import math
 from typing import Any
 
-from ..error import MiniTVMError
+from ..error import TVMError
 from .dtype import DataType
 from .module import IRModule
 from .node import FrozenDict, Node, field_names
 from .recursion import allows_deep_recursion
 
 
-class StructuralMismatch(MiniTVMError, ValueError, AssertionError):
+class StructuralMismatch(TVMError, ValueError, AssertionError):
     """Raised by assert_structural_equal; says where the two IRs first differ (a ValueError, as
     in TVM, and an AssertionError, as a test assertion)."""
 

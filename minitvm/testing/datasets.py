@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..error import MiniTVMError
+from ..error import TVMError
 
 __all__ = [
     "DatasetError",
@@ -51,7 +51,7 @@ MNIST_FEATURES = 28 * 28
 MNIST_CLASSES = 10
 
 
-class DatasetError(MiniTVMError, ValueError):
+class DatasetError(TVMError, ValueError):
     """A data file is missing, malformed or of a kind that needs an explicit opt-in."""
 
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from ..error import MiniTVMError
+from ..error import TVMError
 from .function import PrimFunc
 
 
-class TensorIntrinError(MiniTVMError, ValueError):
+class TensorIntrinError(TVMError, ValueError):
     """An intrinsic is registered twice, looked up under an unknown name, or malformed."""
 
 
