@@ -314,8 +314,13 @@ def parameter(*values: Any, ids: Any = None, by_dict: dict | None = None):
     def as_fixture(*_cls: Any, request: Any) -> Any:  # *_cls: defined in a class body too
         return request.param
 
-    _install_module_hooks(sys._getframe(1).f_globals)
-    return pytest.fixture(params=values, ids=ids, scope="session")(as_fixture)
+    caller = sys._getframe(1)
+    _install_module_hooks(caller.f_globals)
+    # In a class body the fixture becomes a method that pytest binds to each test instance, and
+    # pytest 9.2 deprecates a session-scoped fixture bound that way: give it function scope.
+    in_class_body = caller.f_code.co_name != "<module>" and "__qualname__" in caller.f_locals
+    scope = "function" if in_class_body else "session"
+    return pytest.fixture(params=values, ids=ids, scope=scope)(as_fixture)
 
 
 _PARAMETERS_GROUP = "_tvm_parameters_group"

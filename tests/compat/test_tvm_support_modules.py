@@ -157,13 +157,17 @@ class TestMissingErrorFails(tvm.testing.CompareBeforeAfter):
 
 @pytest.fixture(scope="module")
 def helper_run(tmp_path_factory):
-    """Outcome per test id of the helpers file, run by a child pytest."""
+    """Outcome per test id of the helpers file, run by a child pytest and read from its JUnit XML
+    report (machine-readable: warnings and summary lines of newer pytest versions cannot break
+    it), with the child's text output kept for the failure messages."""
     folder = tmp_path_factory.mktemp("helpers")
     (folder / "test_helpers.py").write_text(_HELPERS_FILE)
     calls = folder / "calls.txt"
+    report = folder / "report.xml"
     env = dict(os.environ, PYTHONPATH=str(ROOT), CALLS_FILE=str(calls))
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "-rs", "test_helpers.py"],
+        [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "-p", "no:xdist", "-rs",
+         f"--junitxml={report}", "-o", "junit_family=xunit2", "test_helpers.py"],
         cwd=folder,
         env=env,
         capture_output=True,
@@ -171,13 +175,29 @@ def helper_run(tmp_path_factory):
         timeout=300,
         check=False,
     )
-    outcomes = {}
-    for line in proc.stdout.splitlines():
-        if line.startswith("test_helpers.py::"):
-            test_id, outcome = line.split()[:2]
-            outcomes[test_id.removeprefix("test_helpers.py::")] = outcome
+    log = proc.stdout + proc.stderr
+    assert report.exists(), log
+    outcomes = _junit_outcomes(report)
     cached = calls.read_text().split() if calls.exists() else []
-    return outcomes, cached, proc.stdout + proc.stderr
+    return outcomes, cached, log
+
+
+def _junit_outcomes(report):
+    """{'Class::test[id]': 'PASSED' | 'FAILED' | 'SKIPPED' | 'ERROR'} from a JUnit XML file."""
+    import xml.etree.ElementTree as ElementTree
+
+    outcomes = {}
+    for case in ElementTree.parse(report).getroot().iter("testcase"):
+        owner = case.get("classname", "").rpartition(".")[2]
+        name = case.get("name")
+        test_id = name if owner == "test_helpers" else f"{owner}::{name}"
+        kinds = {child.tag for child in case}
+        outcome = "PASSED"
+        for tag, word in (("skipped", "SKIPPED"), ("failure", "FAILED"), ("error", "ERROR")):
+            if tag in kinds:
+                outcome = word
+        outcomes[test_id] = outcome
+    return outcomes
 
 
 def test_parameter_runs_once_per_value_with_ids(helper_run):
