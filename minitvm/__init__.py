@@ -10,38 +10,45 @@ import importlib.abc
 import importlib.util
 import sys
 
-from . import error, ir, arith, tir, te, target, runtime, codegen, script, driver, testing  # noqa: I001
-from . import relax, topi, autodiff  # graph level, operator library, training
-from . import contrib, instrument, _ffi, container
-from . import relay  # the classic graph front end (onto relax); also registers its file loader
-from . import meta_schedule  # tuning: tvm.meta_schedule.tune_tir without an explicit import
-from . import autotvm  # template tuning: tvm.autotvm.template / tuner / apply_history_best
-from .contrib import graph_executor as _graph_executor  # noqa: F401 (registers its file loader)
-from .convert import convert  # also tvm.runtime.convert, set below
-from .driver import build, lower
-from .error import MiniTVMError, TVMError
-from .ir import IRModule, assert_structural_equal, structural_equal, structural_hash, transform
-from .runtime import (
-    Device, Module, cl, context, cpu, cuda, device, get_global_func, gpu, load_module,
-    metal, opencl, register_func, register_global_func, rocm, vulkan,
-)
-from .relax.pipeline import compile  # noqa: A004 (tvm.compile, TVM 0.20+)
-from .runtime import ndarray as nd
-from .runtime import ndarray
-from .target import Target
-from .ir.dtype import DataType  # tvm.DataType
-
-# The 2018 flat names of the dlsys assignment (`tvm.placeholder`, `tvm.sum`, ...).
-from .te import compute, placeholder, reduce_axis, sum, max, min, exp, log, var, size_var  # noqa: A004
-from .te import create_schedule
-from .tir import const, select, if_then_else, all, any  # noqa: A004
-
-runtime.convert = convert  # tvm.runtime.convert (the runtime package itself stays below tir)
+from . import _lazy, error  # noqa: F401 (tvm.error)
+from .error import MiniTVMError, TVMError  # noqa: F401 (tvm.TVMError)
 
 __version__ = "0.1.0"
 
-# tvm.ir.Range is TVM's spelling of the range node; ir/ sits below tir/, so it is attached here.
-ir.Range = tir.Range
+# Everything else loads on first use (`tvm.relay`, `tvm.build`, ...), so `import minitvm` costs
+# little; a name resolves once and is then an ordinary attribute of this package.
+_SUBPACKAGES = (
+    "ir", "arith", "tir", "te", "target", "runtime", "codegen", "script", "driver", "testing",
+    "relax", "topi", "autodiff", "contrib", "instrument", "_ffi", "container", "relay",
+    "meta_schedule", "autotvm", "env", "train", "cli",
+)  # fmt: skip
+_NAMES = {
+    # the classic and modern top-level API
+    "build": "driver:build", "lower": "driver:lower", "compile": "relax.pipeline:compile",
+    "IRModule": "ir:IRModule", "transform": "ir:transform",
+    "assert_structural_equal": "ir:assert_structural_equal",
+    "structural_equal": "ir:structural_equal", "structural_hash": "ir:structural_hash",
+    "DataType": "ir.dtype:DataType", "Target": "target:Target",
+    "nd": "runtime.ndarray", "ndarray": "runtime.ndarray",
+    # the 2018 flat names of the dlsys assignment (`tvm.placeholder`, `tvm.sum`, ...)
+    "compute": "te:compute", "placeholder": "te:placeholder", "reduce_axis": "te:reduce_axis",
+    "sum": "te:sum", "max": "te:max", "min": "te:min", "exp": "te:exp", "log": "te:log",
+    "var": "te:var", "size_var": "te:size_var", "create_schedule": "te:create_schedule",
+    "const": "tir:const", "select": "tir:select", "if_then_else": "tir:if_then_else",
+    "all": "tir:all", "any": "tir:any",
+}  # fmt: skip
+_NAMES.update((name, f"runtime:{name}") for name in (
+    "Device", "Module", "cl", "context", "cpu", "cuda", "device", "get_global_func", "gpu",
+    "load_module", "metal", "opencl", "register_func", "register_global_func", "rocm", "vulkan",
+))  # fmt: skip
+_TABLE = {name: f"{__name__}.{name}" for name in _SUBPACKAGES}
+_TABLE.update((name, f"{__name__}.{spec}") for name, spec in _NAMES.items())
+_TABLE["convert"] = f"{__name__}.convert:convert"  # tvm.convert is the function
+__getattr__ = _lazy.module_getattr(__name__, _TABLE)
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_TABLE))
 
 
 class _AliasFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):

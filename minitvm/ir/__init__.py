@@ -1,7 +1,10 @@
 """Shared IR base: nodes, dtypes, structural equality, IRModule and pass infrastructure."""
 
-from . import instrument  # tvm.ir.instrument (TVM 0.9+ spelling of tvm.instrument)
-from . import transform
+from .. import _lazy
+from . import (
+    instrument,  # tvm.ir.instrument (TVM 0.9+ spelling of tvm.instrument)
+    transform,
+)
 from .dtype import DataType
 from .json_io import load_json, save_json
 from .module import BaseFunc, GlobalVar, IRModule
@@ -10,19 +13,23 @@ from .op import Op
 from .structural import assert_structural_equal, structural_equal, structural_hash
 
 __all__ = [
-    "DataType",
     "BaseFunc",
+    "DataType",
+    "FrozenDict",
     "GlobalVar",
     "IRModule",
-    "FrozenDict",
     "Node",
     "Op",
-    "node",
     "assert_structural_equal",
+    "instrument",
+    "load_json",
+    "node",
+    "save_json",
     "structural_equal",
     "structural_hash",
-    "instrument",
     "transform",
-    "load_json",
-    "save_json",
 ]
+
+# tvm.ir.Range is TVM's spelling of the range node, which lives in tir/ (a stage above ir/):
+# it resolves on first use through the public-surface table.
+__getattr__ = _lazy.module_getattr(__name__, {"Range": "minitvm.tir:Range"})

@@ -3,9 +3,7 @@ by the one relax pipeline (`relay.build`)."""
 
 from __future__ import annotations
 
-import importlib
-import typing as _typing  # not `Any`: relay.Any is TVM's symbolic dim, not typing.Any
-
+from .. import _lazy
 from ..ir.module import GlobalVar, IRModule
 from . import expr_functor, op
 from .expr import (
@@ -48,15 +46,11 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> _typing.Any:
-    target = _LAZY.get(name)
-    if target is None:
-        raise AttributeError(f"module 'minitvm.relay' has no attribute {name!r}")
-    module, attr = (target, None) if isinstance(target, str) else target
-    value = importlib.import_module(module, __name__)
-    value = getattr(value, attr) if attr else value
-    globals()[name] = value
-    return value
+_TABLE = {
+    name: f"{__name__}{spec}" if isinstance(spec, str) else f"{__name__}{spec[0]}:{spec[1]}"
+    for name, spec in _LAZY.items()
+}
+__getattr__ = _lazy.module_getattr(__name__, _TABLE)
 
 
 __all__ = [

@@ -1,5 +1,6 @@
 """Runtime: NDArray, devices, compiled modules, the global function registry, the thread pool."""
 
+from .. import _lazy
 from ..ir.dtype import DataType  # tvm.runtime.DataType
 from . import cache_flush, device_module, ndarray, threadpool  # noqa: F401 - device_module registers its loader
 from . import ndarray as nd
@@ -50,3 +51,7 @@ __all__ = [
     "threadpool",
     "vulkan",
 ]
+
+# tvm.runtime.convert builds IR values (tir constants), so it lives above the runtime in
+# minitvm/convert.py and resolves on first use.
+__getattr__ = _lazy.module_getattr(__name__, {"convert": "minitvm.convert:convert"})

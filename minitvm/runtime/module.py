@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import statistics
 import time
@@ -12,6 +13,7 @@ from importlib import metadata
 
 import llvmlite.binding as llvm
 
+from .._lazy import LOADER_MODULES
 from ..error import BuildError, MiniTVMError, RuntimeError_
 from ..target import (
     Target,
@@ -411,6 +413,8 @@ def load_module(path: str, fmt: str = ""):
         _check_checksums(path, zf, meta)
         kind = meta["kind"]
         if kind != "module":
+            if kind not in _LOADERS and kind in LOADER_MODULES:
+                importlib.import_module(LOADER_MODULES[kind])  # registers its loader
             if kind not in _LOADERS:
                 raise RuntimeError_(
                     f"load_module('{path}'): the file holds a {kind!r}, whose loader is not "

@@ -1,0 +1,56 @@
+"""Attributes of a package that load their module on first use (PEP 562 module `__getattr__`).
+
+`import minitvm` stays fast because the root package names its subpackages and re-exports in one
+table instead of importing them; `tvm.relay`, `tvm.build`, ... import what they need when first
+touched and are then cached in the package's namespace, so later lookups cost nothing.
+
+A table maps an attribute name to "module" (the attribute is that module) or "module:attr"
+(the attribute is a name inside it); module paths are absolute. An attribute whose module does
+not exist is an AttributeError, so `hasattr(pkg, name)` is False instead of raising.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from typing import Any
+
+
+def resolve(package: str, table: Mapping[str, str], name: str) -> Any:
+    """The value of `package.name` per `table`, imported now; AttributeError when absent."""
+    spec = table.get(name)
+    if spec is None:
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+    module_name, _, attr = spec.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as err:
+        if err.name is None or not module_name.startswith(err.name):
+            raise  # the module exists but needs something missing: say what
+        raise AttributeError(
+            f"module {package!r} has no attribute {name!r} (module {module_name} is not part "
+            "of this minitvm)"
+        ) from err
+    return getattr(module, attr) if attr else module
+
+
+def module_getattr(package: str, table: Mapping[str, str]) -> Callable[[str], Any]:
+    """A module-level `__getattr__` for `package` that resolves names from `table` and caches
+    each value in the package's namespace."""
+
+    def __getattr__(name: str) -> Any:  # noqa: N807 (PEP 562 hook)
+        value = resolve(package, table, name)
+        import sys
+
+        setattr(sys.modules[package], name, value)
+        return value
+
+    return __getattr__
+
+
+# Exports whose `kind` (in meta.json) is loaded by a package above the runtime: `load_module`
+# imports the named module, which registers its loader, the first time it meets such a file.
+LOADER_MODULES: dict[str, str] = {
+    "relax.Executable": "minitvm.relax.vm.executable",
+    "relay.GraphExecutorFactory": "minitvm.contrib.graph_executor",
+}
