@@ -129,15 +129,65 @@ def _mnist_pair(folder: Path, split: str) -> tuple[np.ndarray, np.ndarray]:
     return x, labels.astype(np.int64)
 
 
-def _load_mnist_pickle(path: Path) -> tuple[np.ndarray, ...]:
+# What an MNIST pickle (tuples of numpy arrays, Python 2 or 3) may name; anything else a pickle
+# asks for (os.system, builtins.eval, ...) is refused before it is looked up, so even the
+# allow_pickle opt-in cannot run code from the file.
+_PICKLE_ALLOWED = frozenset(
+    {
+        ("numpy.core.multiarray", "_reconstruct"),
+        ("numpy._core.multiarray", "_reconstruct"),
+        ("numpy.core.multiarray", "scalar"),
+        ("numpy._core.multiarray", "scalar"),
+        ("numpy.core.numeric", "_frombuffer"),  # protocol 5's out-of-band buffers
+        ("numpy._core.numeric", "_frombuffer"),
+        ("numpy", "ndarray"),
+        ("numpy", "dtype"),
+        ("_codecs", "encode"),  # how protocol 2 spells bytes
+    }
+)
+
+
+def _restricted_unpickler(file, path: Path):
     import pickle  # only reached with allow_pickle=True
 
+    class Unpickler(pickle.Unpickler):
+        def find_class(self, module: str, name: str):
+            if (module, name) not in _PICKLE_ALLOWED:
+                raise DatasetError(
+                    f"load_mnist: '{path}' asks to load {module}.{name}, which an MNIST pickle "
+                    "(tuples of numpy arrays) never needs; refusing it (it could run code)"
+                )
+            return super().find_class(module, name)
+
+    return Unpickler(file, encoding="latin1")
+
+
+def _load_mnist_pickle(path: Path) -> tuple[np.ndarray, ...]:
+    import pickle
+
     opener = gzip.open if _read_prefix(path) == _GZIP_MAGIC else open
-    with opener(path, "rb") as f:
-        train, valid, test = pickle.load(f, encoding="latin1")
-    x_train = np.concatenate([train[0], valid[0]]).astype(np.float32)
-    y_train = np.concatenate([train[1], valid[1]]).astype(np.int64)
-    return x_train, y_train, np.asarray(test[0], np.float32), np.asarray(test[1], np.int64)
+    try:
+        with opener(path, "rb") as f:
+            data = _restricted_unpickler(f, path).load()
+        (x_tr, y_tr), (x_va, y_va), (x_te, y_te) = data
+        arrays = [np.asarray(a) for a in (x_tr, y_tr, x_va, y_va, x_te, y_te)]
+    except DatasetError:
+        raise
+    except (pickle.UnpicklingError, EOFError, OSError, ValueError, TypeError, AttributeError,
+            IndexError, KeyError, MemoryError, RecursionError) as err:  # fmt: skip
+        raise DatasetError(
+            f"load_mnist: '{path}' is not an MNIST pickle (three (images, labels) pairs of "
+            f"arrays): {type(err).__name__}: {err}"
+        ) from err
+    x_tr, y_tr, x_va, y_va, x_te, y_te = arrays
+    if any(x.ndim != 2 or len(x) != len(y) for x, y in ((x_tr, y_tr), (x_va, y_va), (x_te, y_te))):
+        raise DatasetError(
+            f"load_mnist: '{path}' holds arrays of shapes {[a.shape for a in arrays]}; expected "
+            "(n, 784) images with (n,) labels for train, validation and test"
+        )
+    x_train = np.concatenate([x_tr, x_va]).astype(np.float32)
+    y_train = np.concatenate([y_tr, y_va]).astype(np.int64)
+    return x_train, y_train, x_te.astype(np.float32), y_te.astype(np.int64)
 
 
 def _read_prefix(path: Path) -> bytes:
@@ -151,7 +201,8 @@ def load_mnist(
     """(x_train, y_train, x_test, y_test) from a folder holding the four MNIST IDX files.
 
     x is float32 in [0, 1] of shape (n, 784), y int64. The classic dlsys `mnist.pkl.gz` is
-    read only with `allow_pickle=True` (unpickling runs code from the file); its training and
+    read only with `allow_pickle=True`, through an unpickler that admits only numpy arrays and
+    tuples (so a hostile pickle is refused, not run); its training and
     validation parts are joined into the 60 000-sample training set.
     """
     path = Path(path_dir)

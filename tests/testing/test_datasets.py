@@ -201,3 +201,51 @@ def test_iterate_minibatches_covers_every_sample_once():
     assert [list(b) for b in in_order] == [[0, 1, 2, 3], [4, 5, 6, 7]]
     with pytest.raises(D.DatasetError, match=r"batch_size must be positive, got 0"):
         next(D.iterate_minibatches(x, y, 0))
+
+
+@pytest.mark.parametrize("protocol", [2, 4, 5])
+def test_load_mnist_pickle_of_any_protocol_loads_through_the_allow_list(tmp_path, protocol):
+    import pickle
+
+    rng = np.random.default_rng(protocol)
+    sets = [(rng.random((n, 784)).astype(np.float32), rng.integers(0, 10, n)) for n in (2, 1, 3)]
+    path = tmp_path / "mnist.pkl"
+    path.write_bytes(pickle.dumps(tuple(sets), protocol=protocol))
+    x_train, _, x_test, y_test = D.load_mnist(path, allow_pickle=True)
+    np.testing.assert_array_equal(x_test, sets[2][0])
+    np.testing.assert_array_equal(y_test, sets[2][1])
+    assert x_train.shape == (3, 784)
+
+
+class _RunsCode:
+    """A pickle payload that would create a file when unpickled by an unrestricted loader."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        import os
+
+        return (os.system, (f"touch {self.marker}",))
+
+
+def test_load_mnist_pickle_opt_in_still_refuses_code(tmp_path):
+    import pickle
+
+    marker = tmp_path / "ran"
+    path = tmp_path / "mnist.pkl.gz"
+    with gzip.open(path, "wb") as f:
+        pickle.dump(((_RunsCode(marker), 1), (2, 3), (4, 5)), f)
+    with pytest.raises(D.DatasetError, match=r"asks to load (posix|os)\.system"):
+        D.load_mnist(path, allow_pickle=True)
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize(
+    "payload", [b"", b"\x80\x04K\x01.", b"garbage that is no pickle", b"\x80\x02(((((((("]
+)
+def test_load_mnist_damaged_pickle_is_a_dataset_error(tmp_path, payload):
+    path = tmp_path / "mnist.pkl"
+    path.write_bytes(payload)
+    with pytest.raises(D.DatasetError, match="mnist.pkl"):
+        D.load_mnist(path, allow_pickle=True)
