@@ -249,11 +249,15 @@ def test_unsupported_ops_are_all_named_with_their_place():
     assert "Tensor.cumprod" in msg and "PixelShuffle" in msg and "special_erfcx" in msg
     assert "module 'shuffle'" in msg and "node 'special_erfcx_1'" in msg
 
+    ep = torch.export.export(model, (torch.randn(1, 4, 2, 2),))
     with pytest.raises(
         OpNotImplemented, match=r"(?s)aten.special_erfcx.*aten.pixel_shuffle.*"
     ) as info:
-        from_exported_program(torch.export.export(model, (torch.randn(1, 4, 2, 2),)))
+        from_exported_program(ep, run_ep_decomposition=False)
     assert "module 'shuffle' (PixelShuffle)" in str(info.value)
+    # torch's decompositions write pixel_shuffle as reshapes and a permute; the others remain
+    with pytest.raises(OpNotImplemented, match=r"2 operator\(s\).*cumprod.*special_erfcx"):
+        from_exported_program(ep)
 
 
 def test_keep_params_as_input_and_detach_params_round_trip():

@@ -2,7 +2,8 @@
 
 An importer finds a converter for every call node first and reports all the nodes it has
 none for in one OpNotImplemented; only then does it emit code, so a model with three
-unsupported ops names all three.
+unsupported ops names all three. A call that writes its first operand in place (`x.add_(1)`)
+is functionalized: its result becomes that operand's value from then on (see `_inplace`).
 """
 
 from __future__ import annotations
@@ -12,12 +13,13 @@ from typing import Any
 
 import numpy as np
 
-from ....error import FrontendError, MiniTVMError, OpAttributeInvalid
+from ....error import FrontendError, MiniTVMError, OpAttributeInvalid, OpNotImplemented
 from ....tir.expr import PrimExpr
 from ....tir.expr import Var as TirVar
+from ... import op as R
 from ...block_builder import BlockBuilder
 from ...expr import Expr, ShapeExpr, Tuple, const
-from ..common import raise_unsupported
+from ._inplace import first_operand, is_inplace_name, is_tensor_value, read_after, shared_memory
 
 # torch dtype name -> relax dtype
 _DTYPES = {
@@ -42,7 +44,12 @@ Converter = Callable[..., Any]  # (importer, *args, **kwargs) -> relax Expr | tu
 
 
 class Importer:
-    """State of one import: the BlockBuilder, node -> value map, weights and symbolic dims."""
+    """State of one import: the BlockBuilder, node -> value map, weights and symbolic dims.
+
+    A custom converter (`custom_convert_map`) gets this object: `retrieve_args(node)` gives the
+    node's converted arguments, `block_builder.emit(expr)` (or `emit`) binds a relax
+    expression, `const(value, dtype)` makes a constant, and `env` maps fx nodes to values.
+    """
 
     def __init__(self, frontend: str):
         self.frontend = frontend
@@ -52,6 +59,11 @@ class Importer:
         self.sym_vars: dict[str, TirVar] = {}
 
     # ------------------------------------------------------------------ values
+    @property
+    def block_builder(self) -> BlockBuilder:
+        """The BlockBuilder that emits into "main" (TVM's name for it)."""
+        return self.bb
+
     def emit(self, expr: Expr) -> Expr:
         return self.bb.emit(expr)
 
@@ -86,6 +98,10 @@ class Importer:
             self.sym_vars[name] = TirVar(name, "int64")
         return self.sym_vars[name]
 
+    def retrieve_args(self, node: Any) -> list:
+        """The positional arguments of an fx node, converted (tensors are relax values)."""
+        return list(self.retrieve(tuple(node.args)))
+
     def retrieve(self, arg: Any) -> Any:
         """An fx argument with every Node replaced by its converted value."""
         from torch import fx
@@ -108,14 +124,76 @@ class Importer:
         nodes: Iterable[Any],
         lookup: Callable[[Any], Converter | None],
         describe: Callable[[Any], tuple[str, str]],
+        *,
+        writes: Callable[[Any], tuple],
+        is_view: Callable[[Any], bool],
+        hint: str,
+        same_tensor: Callable[[Any], Iterable[Any]] = lambda node: (),
     ) -> None:
-        """Convert every call node (placeholders and outputs are the caller's)."""
+        """Convert every call node (placeholders and outputs are the caller's).
+
+        `writes(node)` gives the operands a call writes in place, `is_view(node)` says whether
+        a call's result may share its first operand's memory, `same_tensor(node)` gives the
+        other nodes that read the very same tensor (fx get_attr nodes of one attribute), and
+        `hint` ends the report of unsupported ops with what the user can do.
+        """
+        nodes = list(nodes)
         calls = [n for n in nodes if n.op in ("call_function", "call_method", "call_module")]
         found = {n: lookup(n) for n in calls}
-        raise_unsupported(self.frontend, [describe(n) for n, conv in found.items() if conv is None])
+        missing = [describe(n) for n, conv in found.items() if conv is None]
+        writers, refused = set(), []
+        for node in calls:
+            written = writes(node)
+            if not written:
+                continue
+            if len(written) == 1 and written[0] is first_operand(node):
+                writers.add(node)
+            else:
+                op, where = describe(node)
+                refused.append((op, f"{where} (writes an operand other than its first)"))
+        report_unsupported(self.frontend, missing + refused, hint)
+        order = {n: i for i, n in enumerate(nodes)}
         for node, convert in found.items():
             args, kwargs = self.retrieve(tuple(node.args)), self.retrieve(dict(node.kwargs))
-            self.env[node] = self._call(node, convert, args, kwargs, describe)
+            value = self._call(node, convert, args, kwargs, describe)
+            if node in writers:
+                value = self._write_first_operand(node, value, order, writers, is_view, describe)
+                for n in same_tensor(first_operand(node)):
+                    self.env[n] = value
+            self.env[node] = value
+
+    def _write_first_operand(self, node, value, order, writers, is_view, describe) -> Any:
+        """Apply `node`'s in-place write: its value replaces its first operand's from now on."""
+        from torch import fx
+
+        target = first_operand(node)
+        if not isinstance(target, fx.Node) or not is_tensor_value(self.env.get(target)):
+            return value  # `n += 1` on a Python int: nothing else holds the old value
+        op, where = describe(node)
+        if not is_tensor_value(value):
+            raise OpNotImplemented(
+                f"{self.frontend}: cannot convert {op} at {where}: writing {target.name!r} in "
+                f"place gave {type(value).__name__}, not a tensor; write it out of place"
+            )
+        dtype = str(self.env[target].struct_info.dtype)
+        if str(value.struct_info.dtype) != dtype:  # an in-place op keeps its operand's dtype
+            value = self.emit(R.astype(value, dtype))
+        same, overlapping = shared_memory(
+            node, order, writers, is_view, lambda n: is_tensor_value(self.env.get(n))
+        )
+        late = read_after(node, order, overlapping)
+        if late:
+            names = ", ".join(repr(n.name) for n in late)
+            raise OpNotImplemented(
+                f"{self.frontend}: cannot convert {op} at {where}: it writes {target.name!r} in "
+                f"place, but {names} (sharing its memory) {'is' if len(late) == 1 else 'are'} "
+                "read afterwards, and the importer applies in-place writes only to tensors no "
+                "other live tensor views. Write it out of place (y = x.add(1) for x.add_(1), "
+                "torch.where for masked writes) or clone the tensor before writing it"
+            )
+        for n in same:
+            self.env[n] = value
+        return value
 
     def _call(self, node, convert: Converter, args: tuple, kwargs: dict, describe) -> Any:
         for name in ("input", "self"):  # the first operand passed by keyword
@@ -136,16 +214,37 @@ class Importer:
 
 
 def aten_converter(node: Any) -> Converter | None:
-    """The converter of an aten op node (by overload packet: aten.add.Tensor -> "add")."""
+    """The converter of an aten op node (by overload packet: aten.add.Tensor -> "add"); an
+    in-place op (aten.add_.Tensor) takes its functional twin's, and the walk applies the write.
+    """
+    return aten_op_converter(node.target)
+
+
+def aten_op_converter(target: Any) -> Converter | None:
+    """The converter of an aten OpOverload, or None."""
     from . import _ops
 
-    target = node.target
     if getattr(target, "namespace", None) != "aten":
         return None
     name = target._overloadpacket.__name__
     if name in _ops.NO_OPS:
         return lambda t, *args, **kwargs: None
-    return _ops.ATEN.get(name) or _ops.FUNCTIONS.get(name)
+    convert = _ops.ATEN.get(name) or _ops.FUNCTIONS.get(name)
+    if convert is None and is_inplace_name(name):
+        convert = _ops.ATEN.get(name[:-1]) or _ops.FUNCTIONS.get(name[:-1])
+    return convert
+
+
+def report_unsupported(frontend: str, entries: list[tuple[str, str]], hint: str) -> None:
+    """Raise OpNotImplemented listing every (op, where) pair and `hint`; nothing if none."""
+    if not entries:
+        return
+    ops = sorted({op for op, _ in entries})
+    lines = "\n".join(f"  {op}  at {where}" for op, where in entries)
+    raise OpNotImplemented(
+        f"{frontend}: {len(ops)} operator(s) are not supported: {', '.join(ops)}.\n"
+        f"Occurrences ({len(entries)}):\n{lines}\n{hint}"
+    )
 
 
 def to_numpy(tensor: Any) -> np.ndarray:

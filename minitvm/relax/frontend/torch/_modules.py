@@ -186,6 +186,13 @@ def _identity(t, m, x, *args, **kwargs):
     return x
 
 
+def view_modules() -> tuple[type, ...]:
+    """Module classes whose output may share memory with their input (for in-place checks)."""
+    from torch import nn
+
+    return (nn.Flatten, nn.Unflatten, nn.Identity, nn.Dropout)
+
+
 def table() -> dict[type, Callable]:
     """Module class -> converter; built on first use so that importing needs no torch."""
     from torch import nn

@@ -4,7 +4,9 @@ _reduce; helpers in _base; nn.Module leaves in _modules).
 A converter takes the importer (`t`: emits bindings, makes constants) and the op's arguments
 in PyTorch's own order and names (`F.conv2d(input, weight, bias, stride, ...)`), already
 translated: tensors are relax expressions, ints may be symbolic (tir PrimExprs), lists stay
-lists. The fx importer and the torch.export importer both look names up here
+lists. An in-place op (`add_`) has no entry: the importers take its functional twin's
+converter and apply the write themselves (`_inplace`). The fx importer and the torch.export
+importer both look names up here
 (`FUNCTIONS` for functions and aten ops, `METHODS` for `Tensor` methods; `_modules.table()`
 for `nn.Module` leaves); `ATEN` and `FX` hold the few names whose argument order differs
 between `torch.nn.functional` and aten (batch_norm, embedding).
@@ -97,6 +99,7 @@ from ._shape import (
     _cast,
     _cat,
     _chunk,
+    _copy,
     _expand,
     _expand_as,
     _flatten,
@@ -145,7 +148,6 @@ FUNCTIONS: dict[str, Callable] = {
         name: _float_unary(fn) if name in ("exp", "log", "sqrt") else _unary(fn)
         for name, fn in _UNARY.items()
     },
-    **{f"{name}_": _unary(fn) for name, fn in _UNARY.items()},
     "add": _binary(R.add, operator.add),
     "iadd": _binary(R.add, operator.add),
     "sub": _binary(R.subtract, operator.sub),
@@ -221,6 +223,7 @@ FUNCTIONS: dict[str, Callable] = {
     "detach": _identity,
     "alias": _identity,
     "lift_fresh_copy": _identity,
+    "copy": _copy,
     "_to_copy": _to,
     "to": _to,
     "float": _cast("float32"),

@@ -13,6 +13,7 @@ from ... import op as R
 from ...expr import Expr
 from ._base import _axis, _dims, _dtype, _ndim, _need, _pair, _scalar_dtype, shape_of
 from ._elementwise import _binary
+from ._shape import _copy
 
 
 def _reduce(relax_op: Callable) -> Callable:
@@ -187,4 +188,6 @@ def _new_fill(value: Any) -> Callable:
 
 
 def _fill_like(t, input, value):
+    if isinstance(value, Expr):  # fill.Tensor: a 0-d tensor's value
+        return _copy(t, input, value)
     return _like(None)(t, input, value)

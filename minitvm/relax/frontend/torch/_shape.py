@@ -116,6 +116,16 @@ def _expand(t, x, *sizes, implicit=False):
     return t.emit(_need("broadcast_to")(x, target))
 
 
+def _copy(t, input, src, non_blocking=False):
+    """aten.copy, the functional `input.copy_(src)`: src in input's dtype and shape."""
+    dtype = _dtype(input)
+    if not isinstance(src, Expr):
+        src = t.const(src, dtype)
+    elif _dtype(src) != dtype:
+        src = t.emit(R.astype(src, dtype))
+    return _expand(t, src, shape_of(input))
+
+
 def _expand_as(t, x, other):
     return _expand(t, x, shape_of(other))
 

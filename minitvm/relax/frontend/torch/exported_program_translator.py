@@ -3,15 +3,24 @@
 from __future__ import annotations
 
 import operator
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from ....error import FrontendError, OpAttributeUnImplemented
+from ....error import FrontendError, MiniTVMError, OpAttributeUnImplemented
 from ....ir.module import IRModule
 from ....runtime import ndarray as nd
-from ...expr import Var
+from ...expr import Call, Expr, Var
 from ...struct_info import TensorStructInfo
 from . import _ops
-from ._importer import Converter, Importer, aten_converter, bind_output, to_numpy
+from ._importer import (
+    Converter,
+    Importer,
+    aten_converter,
+    aten_op_converter,
+    bind_output,
+    to_numpy,
+)
+from ._inplace import aten_is_view, aten_writes
 
 __all__ = ["from_exported_program"]
 
@@ -31,13 +40,31 @@ def from_exported_program(
     keep_params_as_input: bool = False,
     unwrap_unit_return_tuple: bool = False,
     no_bind_return_tuple: bool = False,
+    custom_convert_map: Mapping[str, Callable] | None = None,
+    run_ep_decomposition: bool = True,
 ) -> IRModule:
     """Import a torch.export program; a torch.export.Dim becomes a symbolic dim of the inputs.
 
     "main" returns a tuple of the program's outputs (unwrap_unit_return_tuple=True returns a
     single output bare). Parameters become constants, or with keep_params_as_input=True extra
     inputs after the user's whose values are in the attr "params".
+
+    run_ep_decomposition=True first runs torch's `run_decompositions()`, which functionalizes
+    in-place ops (`masked_fill_` -> `masked_fill`) and decomposes every op this importer has no
+    converter for into core aten ops; ops it converts, and those in custom_convert_map, are
+    kept whole. With False the program is imported as exported: each in-place write is applied
+    to later uses of its tensor, or refused when a view of that tensor is read after it.
+
+    custom_convert_map maps an aten op name as "op.overload" ("sigmoid.default"; the
+    OpNotImplemented message prints them) to fn(node, importer) -> relax expression, which
+    overrides the built-in converter or adds a missing one. `importer.retrieve_args(node)`
+    gives the converted arguments; emit through `importer.block_builder.emit(...)`:
+
     >>> ep = torch.export.export(model.eval(), (x,)); mod = from_exported_program(ep)
+    >>> def relu_as_sigmoid(node, importer):
+    ...     x = importer.retrieve_args(node)[0]
+    ...     return importer.block_builder.emit(relax.op.sigmoid(x))
+    >>> mod = from_exported_program(ep, custom_convert_map={"relu.default": relu_as_sigmoid})
     """
     import torch
     from torch.export.graph_signature import InputKind, OutputKind
@@ -47,7 +74,8 @@ def from_exported_program(
             f"from_exported_program: expected a torch.export.ExportedProgram, got "
             f"{type(exported_program).__name__}; make one with torch.export.export(model, args)"
         )
-    ep = exported_program
+    custom = _check_custom_map(custom_convert_map)
+    ep = _decompose(exported_program, custom) if run_ep_decomposition else exported_program
     t = Importer("from_exported_program")
     graph = ep.graph
     by_name = {n.name: n for n in graph.nodes if n.op == "placeholder"}
@@ -77,7 +105,14 @@ def from_exported_program(
 
     with t.bb.function("main", params=inputs + params, attrs=attrs):
         with t.bb.dataflow():
-            t.convert_nodes(graph.nodes, _lookup, _describe)
+            t.convert_nodes(
+                graph.nodes,
+                lambda node: _lookup(node, custom),
+                _describe,
+                writes=lambda node: aten_writes(node) if _is_aten(node) else (),
+                is_view=aten_is_view,
+                hint=_hint(graph, custom, run_ep_decomposition),
+            )
             output = next(n for n in graph.nodes if n.op == "output")
             result = [v for v, keep in zip(t.retrieve(output.args[0]), user_outputs) if keep]
             out = bind_output(
@@ -121,12 +156,124 @@ def _dim(t: Importer, d: Any, name: str) -> Any:
     return t.sym_var(str(expr))
 
 
-def _lookup(node: Any) -> Converter | None:
+def _lookup(node: Any, custom: Mapping[str, Callable]) -> Converter | None:
     if node.op != "call_function":
         return None
+    name = getattr(node.target, "__name__", None)
+    if name in custom:
+        return _custom_converter(name, custom[name], node)
     if node.target in _PYTHON_OPS:
         return _ops.FUNCTIONS.get(node.target.__name__)
     return aten_converter(node)
+
+
+def _is_aten(node: Any) -> bool:
+    return node.op == "call_function" and getattr(node.target, "namespace", None) == "aten"
+
+
+# ----------------------------------------------------------------------------- decomposition
+
+
+def _decompose(ep: Any, custom: Mapping[str, Callable]) -> Any:
+    """ep.run_decompositions() with the default table less the ops converted whole here."""
+    import torch
+
+    table = torch.export.default_decompositions()
+    for op in list(table.keys()):
+        if _keep_whole(op, custom):
+            del table[op]
+    try:
+        return ep.run_decompositions(table)
+    except Exception as err:  # torch's own failure, reported with the way around it
+        raise FrontendError(
+            f"from_exported_program: torch's run_decompositions() failed "
+            f"({type(err).__name__}: {err}); pass run_ep_decomposition=False to import the "
+            "program as exported"
+        ) from err
+
+
+def _keep_whole(op: Any, custom: Mapping[str, Callable]) -> bool:
+    """An op a converter takes as it is (in-place ops are always functionalized)."""
+    if getattr(op, "__name__", None) in custom:
+        return True
+    schema = getattr(op, "_schema", None)
+    if schema is None or any(
+        a.alias_info is not None and a.alias_info.is_write for a in schema.arguments
+    ):
+        return False
+    return aten_op_converter(op) is not None
+
+
+# ----------------------------------------------------------------------------- custom converters
+
+
+def _check_custom_map(custom: Mapping[str, Callable] | None) -> dict[str, Callable]:
+    if custom is None:
+        return {}
+    if not isinstance(custom, Mapping):
+        raise FrontendError(
+            f"from_exported_program: custom_convert_map must be a dict from op name to "
+            f"function, got {type(custom).__name__}; e.g. {{'sigmoid.default': fn}}"
+        )
+    for key, fn in custom.items():
+        if not isinstance(key, str) or not callable(fn):
+            raise FrontendError(
+                f"from_exported_program: custom_convert_map entry {key!r}: {fn!r} must map an "
+                "op name string such as 'sigmoid.default' to a function fn(node, importer)"
+            )
+        if key.startswith("aten."):
+            raise FrontendError(
+                f"from_exported_program: custom_convert_map key {key!r} names the op with its "
+                f"namespace; write it as 'op.overload': {key.removeprefix('aten.')!r}"
+            )
+    return dict(custom)
+
+
+def _custom_converter(key: str, fn: Callable, node: Any) -> Converter:
+    """A (node, importer) user function as a converter; its failures name the map entry."""
+    label = f"custom_convert_map[{key!r}] ({getattr(fn, '__qualname__', fn)!r})"
+
+    def convert(t: Importer, *args, **kwargs) -> Any:
+        try:
+            out = fn(node, t)
+        except MiniTVMError:
+            raise
+        except Exception as err:  # the user's code: say whose it is
+            raise FrontendError(f"{label} raised {type(err).__name__}: {err}") from err
+        if isinstance(out, Call):  # returned un-emitted: bind it, as emit would have
+            out = t.emit(out)
+        if not _is_relax_value(out):
+            raise FrontendError(
+                f"{label} returned {type(out).__name__}; return the relax expression it "
+                "emits, e.g. importer.block_builder.emit(relax.op.sigmoid(x))"
+            )
+        return out
+
+    return convert
+
+
+def _is_relax_value(value: Any) -> bool:
+    if isinstance(value, list | tuple):
+        return all(_is_relax_value(v) for v in value)
+    return isinstance(value, Expr)
+
+
+def _hint(graph: Any, custom: Mapping[str, Callable], decomposed: bool) -> str:
+    """What to do about unsupported ops, with the custom_convert_map keys they need."""
+    keys = sorted(
+        {
+            n.target.__name__
+            for n in graph.nodes
+            if _is_aten(n) and n.target.__name__ not in custom and aten_converter(n) is None
+        }
+    )
+    example = ", ".join(f"{k!r}: fn" for k in keys) or "'op.overload': fn"
+    rerun = "" if decomposed else "; or pass run_ep_decomposition=True to decompose them"
+    return (
+        f"Pass custom_convert_map={{{example}}} to from_exported_program, where "
+        "fn(node, importer) returns importer.block_builder.emit(<relax expression>), or "
+        f"decompose them by hand: rewrite them in the model with supported torch ops{rerun}."
+    )
 
 
 def _describe(node: Any) -> tuple[str, str]:

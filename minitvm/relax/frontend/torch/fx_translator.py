@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from typing import Any
 
@@ -12,6 +13,14 @@ from ...expr import Var
 from ...struct_info import TensorStructInfo
 from . import _modules, _ops
 from ._importer import Converter, Importer, aten_converter, bind_output, to_numpy
+from ._inplace import (
+    FX_INPLACE_OPERATORS,
+    FX_VIEWS,
+    aten_is_view,
+    aten_writes,
+    first_operand,
+    is_inplace_name,
+)
 
 __all__ = ["from_fx"]
 
@@ -29,7 +38,8 @@ def from_fx(
     become constants, or with keep_params_as_input=True extra inputs (sorted by name) whose
     values are in the attr "params" (see `relax.frontend.detach_params`). Modules import in
     inference mode whatever their training flag, as in TVM: batch norm reads its running
-    statistics and dropout is the identity.
+    statistics and dropout is the identity. In-place calls (`x.fill_(1.5)`, `x += y`,
+    `inplace=True`) are functionalized: the result replaces the operand for later uses.
     >>> mod = from_fx(torch.fx.symbolic_trace(model.eval()), [((1, 3, 224, 224), "float32")])
     """
     from torch import fx
@@ -58,6 +68,7 @@ def from_fx(
     attrs = {"num_input": len(inputs)} if keep_params_as_input else None
     modules = dict(graph_module.named_modules())
     module_table = _modules.table()
+    view_modules = _modules.view_modules()
 
     def lookup(node) -> Converter | None:
         if node.op == "call_module":
@@ -71,6 +82,28 @@ def from_fx(
             return aten_converter(node)
         name = getattr(node.target, "__name__", None)
         return _ops.FX.get(name) or _ops.FUNCTIONS.get(name) or _inplace(name)
+
+    def writes(node) -> tuple:
+        """The operand a call overwrites: its first, for in-place methods, functions, modules."""
+        if hasattr(node.target, "_overloadpacket"):
+            return aten_writes(node)
+        first = first_operand(node)
+        if first is None:
+            return ()
+        if node.op == "call_module":
+            return (first,) if getattr(modules[node.target], "inplace", False) is True else ()
+        name = node.target if node.op == "call_method" else getattr(node.target, "__name__", None)
+        if is_inplace_name(name) or (node.op == "call_function" and name in FX_INPLACE_OPERATORS):
+            return (first,)
+        return (first,) if _sets_inplace(node) else ()
+
+    def is_view(node) -> bool:
+        if node.op == "call_module":
+            return isinstance(modules[node.target], view_modules)
+        if hasattr(node.target, "_overloadpacket"):
+            return aten_is_view(node)
+        name = node.target if node.op == "call_method" else getattr(node.target, "__name__", None)
+        return name in FX_VIEWS
 
     def describe(node) -> tuple[str, str]:
         where = f"node {node.name!r}"
@@ -99,7 +132,21 @@ def from_fx(
             for node in nodes:
                 if node.op == "get_attr":
                     t.env[node] = _fetch_attr(t, graph_module, node.target)
-            t.convert_nodes(nodes, lookup, describe)
+            attrs_read = [n for n in nodes if n.op == "get_attr"]
+            t.convert_nodes(
+                nodes,
+                lookup,
+                describe,
+                writes=writes,
+                is_view=is_view,
+                same_tensor=lambda node: [
+                    n
+                    for n in attrs_read
+                    if getattr(node, "op", None) == "get_attr" and n.target == node.target
+                ],
+                hint="Replace them in the model with supported operations, or report the "
+                "missing converters.",
+            )
             output = next(n for n in nodes if n.op == "output")
             result = t.retrieve(output.args[0])
             out = bind_output(
@@ -117,10 +164,23 @@ def from_fx(
 
 
 def _inplace(name: str | None) -> Converter | None:
-    """Tensor.add_ and friends: in a traced inference graph they compute what add computes."""
-    if name and name.endswith("_") and not name.startswith("_"):
-        return _ops.FUNCTIONS.get(name[:-1])
+    """Tensor.add_ and friends compute what add computes; the walk applies the write."""
+    if is_inplace_name(name):
+        return _ops.METHODS.get(name[:-1]) or _ops.FUNCTIONS.get(name[:-1])
     return None
+
+
+def _sets_inplace(node: Any) -> bool:
+    """A call such as F.relu(x, inplace=True), by keyword or by position."""
+    if node.kwargs.get("inplace") is True:
+        return True
+    if node.op != "call_function" or not any(a is True for a in node.args[1:]):
+        return False
+    try:
+        bound = inspect.signature(node.target).bind(*node.args, **node.kwargs)
+    except (TypeError, ValueError):  # builtins without a signature, or a mismatched call
+        return False
+    return bound.arguments.get("inplace") is True
 
 
 def _input_var(t: Importer, index: int, info: Any) -> Var:
