@@ -11,6 +11,7 @@ Exit codes: 0 ok; 1 the model or the run failed (a MiniTVMError); 2 the command 
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import os
 import sys
@@ -60,25 +61,58 @@ def _unavailable(verb: str, why: str) -> int:
     return EXIT_FAILURE
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, but a wrong command line is answered with the usage of the verb it
+    was meant for and one `error:` line; an unknown option gets "did you mean ...?"."""
+
+    def parse_known_args(self, args=None, namespace=None):
+        namespace, extras = super().parse_known_args(args, namespace)
+        if extras:  # a verb's parser reports its own unknown options, with its own usage
+            self.error(self._unknown(extras))
+        return namespace, extras
+
+    def _unknown(self, extras: list[str]) -> str:
+        word = extras[0]
+        if not word.startswith("-") or word == "-":
+            return f"unexpected argument {word!r}; see `{self.prog} --help`"
+        name = word.split("=", 1)[0]
+        close = difflib.get_close_matches(name, list(self._option_string_actions), n=1)
+        hint = f"did you mean {close[0]}?" if close else f"see `{self.prog} --help`"
+        return f"{self.prog}: unknown option {name!r}; {hint}"
+
+    def error(self, message: str) -> None:  # argparse's hook; exits with 2
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"error: {message}\n")
+
+
 def build_parser(argv: list[str], broken: dict[str, str]) -> argparse.ArgumentParser:
     """The parser with only the verb named in `argv` (every verb when there is none, for help);
     verbs whose module fails to import are put in `broken` with the reason."""
-    parser = argparse.ArgumentParser(
+    from .. import __version__
+
+    parser = Parser(
         prog="minitvm",
         description="minitvm command line: compile, run and time models; train; tune.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument(
+        "-V", "--version", action="version", version=f"minitvm {__version__}",
+        help="print the version of minitvm and exit",
+    )  # fmt: skip
     sub = parser.add_subparsers(dest="command", required=True, metavar="VERB")
     wanted = [a for a in argv[:1] if a in VERBS] or list(VERBS)
     for verb in wanted:
         _add_verb(sub, verb, broken)
+    parser.verb_parsers = sub.choices  # verb -> its parser
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line on `argv` (default: sys.argv[1:]); returns the exit code."""
     argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and not argv[0].startswith("-") and argv[0] not in VERBS:
+        return _unknown_verb(argv[0])
     broken: dict[str, str] = {}
     parser = build_parser(argv, broken)
     if argv[:1] and argv[0] in broken:
@@ -100,3 +134,15 @@ def main(argv: list[str] | None = None) -> int:
         # /dev/null so Python's exit flush does not fail a second time, as its docs advise
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_FAILURE
+
+
+def _unknown_verb(verb: str) -> int:
+    """`minitvm comple`: the usage of the verb meant ("did you mean compile?"), or the list."""
+    close = difflib.get_close_matches(verb, list(VERBS), n=1)
+    if close:
+        build_parser(close, {}).verb_parsers[close[0]].print_usage(sys.stderr)
+        hint = f"did you mean '{close[0]}'?"
+    else:
+        hint = f"the commands are {', '.join(VERBS)}; see `minitvm --help`"
+    sys.stderr.write(f"error: minitvm: unknown command {verb!r}; {hint}\n")
+    return EXIT_USAGE

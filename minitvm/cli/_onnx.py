@@ -63,7 +63,9 @@ def graph_inputs(model: Any) -> dict[str, tuple[int | str, ...]]:
 
 
 def check_shapes(path: str, declared: dict, shapes: dict[str, tuple[int, ...]]) -> None:
-    """Every --input-shapes name is an input of the model, of its rank and static dims."""
+    """Every --input-shapes name is an input of the model, of its rank and static dims; the
+    first (batch) dim may be given another size, as with tvmc and onnxruntime users' models
+    exported at batch 1."""
     for name, shape in shapes.items():
         if name not in declared:
             raise UsageError(
@@ -72,12 +74,13 @@ def check_shapes(path: str, declared: dict, shapes: dict[str, tuple[int, ...]]) 
             )
         want = declared[name]
         bad = len(want) != len(shape) or any(
-            type(w) is int and w > 0 and w != s for w, s in zip(want, shape)
+            type(w) is int and w > 0 and w != s for w, s in list(zip(want, shape))[1:]
         )
         if want and bad:
             raise UsageError(
                 f"--input-shapes: input '{name}' of '{path}' has shape {shape_text(want)}, "
-                f"given {shape_text(shape)}; give {len(want)} dims matching its fixed ones"
+                f"given {shape_text(shape)}; give {len(want)} dims matching its fixed ones "
+                "(only the first, the batch, may differ)"
             )
 
 
@@ -96,6 +99,11 @@ def import_model(
         return from_onnx(model, shape_dict=shapes or None, keep_params_in_input=keep_params)
     except MiniTVMError as err:
         raise MiniTVMError(f"importing '{path}': {err}") from err
+
+
+def graph_outputs(model: Any) -> list[str]:
+    """The names of the model's outputs, in order."""
+    return [out.name for out in model.graph.output]
 
 
 def _describe(declared: dict) -> str:

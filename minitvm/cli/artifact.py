@@ -4,8 +4,9 @@
   VM program, the model's weights as constants .npy; checksummed, loaded by
   `relax.vm.load_executable`, which checks it before anything runs);
 - `metadata.json`: format and version, the target, the entry function, its inputs (name, the
-  name in the source model, shape, dtype), the source model's path and sha256, and the sha256
-  of `executable.zip` (so a member swapped from another artifact is refused).
+  name in the source model, shape, dtype), the names of its outputs in the source model
+  (optional: artifacts written before it have none), the source model's path and sha256, and
+  the sha256 of `executable.zip` (so a member swapped from another artifact is refused).
 """
 
 from __future__ import annotations
@@ -53,6 +54,11 @@ class Artifact:
     @property
     def inputs(self) -> list[dict]:
         return self.meta["inputs"]
+
+    @property
+    def output_names(self) -> list[str]:
+        """The outputs' names in the source model ([] when not recorded)."""
+        return self.meta.get("outputs", [])
 
 
 def save(path: str, exe: Any, meta: dict) -> int:
@@ -125,4 +131,9 @@ def _check_meta(path: str, meta: Any) -> dict:
             raise _damaged(path, f"{_META}: malformed input {inp!r}")
         if not all(type(d) in (int, str) for d in inp["shape"]):
             raise _damaged(path, f"{_META}: input {inp['name']!r} has a malformed shape")
+    outputs = meta.get("outputs", [])
+    if not isinstance(outputs, list) or not all(type(n) is str for n in outputs):
+        raise _damaged(path, f"{_META}: 'outputs' is not a list of names")
+    if len(set(outputs)) != len(outputs):
+        raise _damaged(path, f"{_META}: 'outputs' names one output twice")
     return meta

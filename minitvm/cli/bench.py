@@ -4,22 +4,23 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
-import time
 from typing import Any
 
 import numpy as np
 
 from ..error import MiniTVMError
+from . import _stats
 from ._common import UsageError, example_parser, sha256_file
-from .run import add_input_options, call, load_with_inputs, outputs_of
+from .run import Session, add_input_options, load_with_inputs, outputs_of
 
 EPILOG = """\
 examples:
-  minitvm bench model.tar                      # random inputs, latency min / median
+  minitvm bench model.tar                      # random inputs: mean, median, min, max, p90...
   minitvm bench model.tar --repeat 50 --profile
   minitvm bench model.tar --input data=image.npy --compare ort
+  minitvm bench model.tar --format json         # or csv: statistics for scripts (ms)
+  minitvm bench model_cl.tar --device opencl    # an artifact compiled with --target opencl
 --compare ort runs the source .onnx recorded in the artifact (path and sha256) with ONNX
 Runtime on the same inputs: both latencies, the ratio and the largest output difference.
 """
@@ -39,25 +40,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--warmup", type=int, default=2, help="untimed runs first (default 2)")
     p.add_argument("--profile", action="store_true", help="per-op table from the VM's profiler")
     p.add_argument("--compare", choices=["ort"], help="also time ONNX Runtime on the source model")
+    _stats.add_format_option(p)
     p.set_defaults(run=run, random=True)
-
-
-def _latencies(fn: Any, warmup: int, repeat: int) -> list[float]:
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return times
-
-
-def _line(name: str, times: list[float]) -> str:
-    return (
-        f"{name:<14} min {min(times) * 1e3:9.3f} ms   median {statistics.median(times) * 1e3:9.3f} ms"
-        f"   ({len(times)} runs)"
-    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -65,31 +49,68 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(
             f"--repeat must be >= 1 and --warmup >= 0, got {args.repeat}, {args.warmup}"
         )
+    if args.profile and args.format == "csv":
+        raise UsageError("--profile has no CSV form; use --format json or text with it")
     art, inputs = load_with_inputs(args)
-    session = _ort_session(art) if args.compare else None
-    vm, result = call(art, inputs, profile=args.profile)
-    fn = vm[art.meta["entry"]]
-    ours = _latencies(lambda: fn(*inputs), args.warmup, args.repeat)
-    out = sys.stdout
-    out.write(_line("minitvm", ours) + "\n")
-    if session is not None:
+    ort_session = _ort_session(art) if args.compare else None
+    ours = Session(art, args.device, profile=args.profile)
+    placed = ours.place(inputs)
+    result = ours.call(placed)
+    stats = {
+        "minitvm": _stats.latency_stats(
+            _stats.latencies(lambda: ours.call(placed), args.warmup, args.repeat)
+        )
+    }
+    comparison = None
+    if ort_session is not None:
         feed = {i["source_name"]: a for i, a in zip(art.inputs, inputs)}
-        expected = session.run(None, feed)
-        theirs = _latencies(lambda: session.run(None, feed), args.warmup, args.repeat)
-        out.write(_line("onnxruntime", theirs) + "\n")
-        ratio = statistics.median(theirs) / statistics.median(ours)
+        expected = ort_session.run(None, feed)
+        theirs = _stats.latencies(lambda: ort_session.run(None, feed), args.warmup, args.repeat)
+        stats["onnxruntime"] = _stats.latency_stats(theirs)
         diffs = [
             float(np.max(np.abs(a - b), initial=0.0)) for a, b in zip(outputs_of(result), expected)
         ]
-        out.write(
-            f"onnxruntime / minitvm median: {ratio:.2f}x (above 1: minitvm is faster); "
-            f"largest output difference {max(diffs, default=0.0):.3g}\n"
-        )
+        comparison = {
+            "median_ratio": stats["onnxruntime"]["median"] / stats["minitvm"]["median"],
+            "largest_output_difference": max(diffs, default=0.0),
+        }
+    profile = None
     if args.profile:
-        out.write(
-            str(vm.profile(art.meta["entry"], *inputs, number=max(1, args.repeat // 4))) + "\n"
-        )
+        profile = ours.vm.profile(ours.entry, *placed, number=max(1, args.repeat // 4))
+    _report(args, art, ours.device.name, stats, comparison, profile)
     return 0
+
+
+def _report(args, art, device: str, stats: dict, comparison, profile) -> None:
+    out = sys.stdout
+    if args.format == "json":
+        _stats.write_json(
+            out,
+            {
+                "artifact": art.path,
+                "device": device,
+                "warmup": args.warmup,
+                "latency_ms": stats,
+                "compare": comparison,
+                "profile": None
+                if profile is None
+                else [{"name": n, "calls": c, "total_ms": s * 1e3} for n, c, s in profile.rows],
+            },
+        )
+        return
+    if args.format == "csv":
+        rows = [{"engine": name, **_stats.csv_cells(st)} for name, st in stats.items()]
+        _stats.write_csv(out, ["engine", *_stats.csv_columns()], rows)
+        return
+    out.write(_stats.text_table(stats))
+    if comparison is not None:
+        out.write(
+            f"onnxruntime / minitvm median: {comparison['median_ratio']:.2f}x (above 1: minitvm "
+            f"is faster); largest output difference "
+            f"{comparison['largest_output_difference']:.3g}\n"
+        )
+    if profile is not None:
+        out.write(str(profile) + "\n")
 
 
 def _ort_session(art: Any) -> Any:

@@ -10,22 +10,27 @@ from collections.abc import Callable
 from typing import Any
 
 from ..instrument import PassInstrument
-from . import artifact
+from . import _records, artifact
 from ._common import (
     SHAPES_SYNTAX,
-    UsageError,
     example_parser,
     parse_input_shapes,
     sha256_file,
     shape_text,
     writable_path,
 )
+from ._device import compilable_kinds, parse_target
 
 EPILOG = f"""\
 examples:
   minitvm compile resnet18.onnx --input-shapes data:1,3,224,224 -o resnet18.tar
   minitvm compile bert.onnx --input-shapes "input_ids:1,128 attention_mask:1,128" -o bert.tar
---input-shapes: {SHAPES_SYNTAX}; inputs left out keep the shape the model declares.
+  minitvm compile mlp.onnx --tuning-records tune_mlp -o mlp.tar     # with `minitvm tune`'s records
+  minitvm compile resnet18.onnx --target opencl -o r18_cl.tar       # run with --device opencl
+--input-shapes: {SHAPES_SYNTAX}; inputs left out keep the shape the model declares. The first
+(batch) dim may be given another size than the model's fixed one.
+--tuning-records: the --work-dir of `minitvm tune` (or its database_*.json), or an AutoTVM log;
+read as data, never run.
 The artifact holds the compiled kernels, the weights and a metadata.json (inputs, source model
 and its sha256); run it with `minitvm run`, time it with `minitvm bench`.
 torch.export .pt2 files are not read: loading them unpickles, which can run code from the file.
@@ -45,7 +50,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--input-shapes", action="append", metavar="NAME:SHAPE", help="e.g. data:1,3,224,224"
     )
-    p.add_argument("--target", default="llvm", help="compilation target (default: llvm)")
+    p.add_argument(
+        "--target",
+        default="llvm",
+        help=f"compilation target: {', '.join(compilable_kinds())} (default: llvm)",
+    )
+    p.add_argument(
+        "--tuning-records",
+        metavar="PATH",
+        help="tuned schedules to build with: a `minitvm tune` work dir, or an AutoTVM log",
+    )
     p.add_argument(
         "--opt-level",
         type=int,
@@ -107,8 +121,9 @@ def run(args: argparse.Namespace) -> int:
     from . import _onnx
 
     shapes = parse_input_shapes(args.input_shapes)
-    target = _target(args.target)
+    target = parse_target(args.target)
     writable_path(args.output, "-o")
+    records = _records.load(args.tuning_records) if args.tuning_records else None
     model = _onnx.load_model(args.model)
     declared = _onnx.graph_inputs(model)
     _onnx.check_shapes(args.model, declared, shapes)
@@ -119,21 +134,34 @@ def run(args: argparse.Namespace) -> int:
     progress = PassProgress(log)
     build_start = time.perf_counter()
     with transform.PassContext(opt_level=args.opt_level, instruments=[progress]):
-        exe = relax.build(mod, target=target)
+        if records is None:
+            exe = relax.build(mod, target=target)
+        else:
+            exe, applied = _records.apply_to_build(records, mod, target)
+            log(f"tuning records {applied}\n")
     progress.line(
         "code generation (kernels + VM program)",
         time.perf_counter() - build_start - progress.seconds,
     )
-    line = save_artifact(args.output, exe, mod, args.model, list(declared), target)
+    line = save_artifact(
+        args.output, exe, mod, args.model, list(declared), target, _onnx.graph_outputs(model)
+    )
     sys.stdout.write(f"compiled in {time.perf_counter() - start:.2f} s; {line}\n")
     return 0
 
 
 def save_artifact(
-    path: str, exe: Any, mod: Any, model_path: str, source_names: list[str], target: Any
+    path: str,
+    exe: Any,
+    mod: Any,
+    model_path: str,
+    source_names: list[str],
+    target: Any,
+    output_names: list[str],
 ) -> str:
     """Write `exe`, built from `mod` imported from `model_path`, with its metadata (the inputs,
-    the source model's path and sha256); returns the line that reports it."""
+    the outputs' names in the model, the source model's path and sha256); returns the line
+    that reports it."""
     from .. import __version__
 
     meta = {
@@ -141,6 +169,7 @@ def save_artifact(
         "target": str(target),
         "entry": "main",
         "inputs": _inputs_of(mod, source_names),
+        "outputs": list(output_names),
         "source": {
             "path": os.path.abspath(model_path),
             "format": "onnx",
@@ -159,17 +188,6 @@ def _progress(text: str) -> None:
 
 def _quiet(text: str) -> None:
     """--quiet: progress is dropped."""
-
-
-def _target(text: str) -> Any:
-    """The Target of --target, checked before the model is read."""
-    from ..error import TargetError
-    from ..target import Target
-
-    try:
-        return Target(text)
-    except TargetError as err:
-        raise UsageError(f"--target {text!r}: {err}") from err
 
 
 def _describe_inputs(inputs: list[dict]) -> str:

@@ -6,19 +6,35 @@ import argparse
 import os
 import sys
 import time
+from typing import Any
 
+from ..meta_schedule._progress import NO_TRIAL_LIMIT
+from . import _records
 from ._common import SHAPES_SYNTAX, UsageError, example_parser, parse_input_shapes, writable_path
+from ._device import parse_target
+from ._tune_report import (
+    TrialCounter,
+    kernel_table,
+    no_kernels_error,
+    time_budget,
+    timed_default_build,
+)
 
 EPILOG = f"""\
 examples:
   minitvm tune resnet18.onnx --input-shapes data:1,3,224,224 --trials 200 --work-dir tune_r18
   minitvm tune mlp.onnx --trials 64 --work-dir tune_mlp -o mlp.tar
   minitvm tune resnet18.onnx --minutes 10 --trials-per-iter 16 --work-dir tune_r18
---input-shapes: {SHAPES_SYNTAX}; the tuned kernels need static shapes.
+  minitvm tune mlp.onnx --trials 0 --work-dir tune_mlp -o mlp.tar   # build from earlier records
+--input-shapes: {SHAPES_SYNTAX}; the tuned kernels need static shapes (fix a
+dynamic batch here).
+--minutes bounds the whole command (import, tuning, re-measurement, the check of the picks in
+the model and the -o build), within about 10%.
 Measurements run in worker processes; a candidate that crashes or hangs is recorded as failed.
 The work dir keeps the database (database_*.json: running again continues from it) and the
 tuning curve (tuning_curve.json/.csv, and .png with matplotlib). With -o, the model is built
-with the tuned kernels into an artifact for `minitvm run` / `minitvm bench`.
+with the tuned kernels into an artifact for `minitvm run` / `minitvm bench`; `minitvm compile
+--tuning-records WORK_DIR` does the same later.
 """
 
 
@@ -39,9 +55,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--target", default="llvm", help="target (default: llvm)")
     p.add_argument(
         "--trials",
-        type=_positive,
+        type=_non_negative,
         default=None,
-        help="measurements in all (default 64; no limit when --minutes is given)",
+        help="measurements in all (default 64; no limit when --minutes is given; 0: measure "
+        "nothing, reuse the records already in --work-dir)",
     )
     p.add_argument(
         "--minutes",
@@ -61,6 +78,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-o", "--output", default=None, help="also write the tuned artifact here")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     p.set_defaults(run=run)
+
+
+def _non_negative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected 0 or a positive integer, got {text!r}")
+    return value
 
 
 def _positive(text: str) -> int:
@@ -86,60 +113,81 @@ def _positive_float(text: str) -> float:
 def run(args: argparse.Namespace) -> int:
     from .. import meta_schedule as ms
     from . import _onnx
-    from .compile import _describe_inputs, _inputs_of, _target
+    from .compile import save_artifact
 
+    start = time.perf_counter()
     shapes = parse_input_shapes(args.input_shapes)
-    target = _target(args.target)
+    target = parse_target(args.target)
     if args.output:
         writable_path(args.output, "-o")
     if os.path.exists(args.work_dir) and not os.path.isdir(args.work_dir):
         raise UsageError(f"--work-dir '{args.work_dir}' is a file; give a folder")
+    earlier = _earlier_records(args.work_dir)
     model = _onnx.load_model(args.model)
     declared = _onnx.graph_inputs(model)
     _onnx.check_shapes(args.model, declared, shapes)
-    start = time.perf_counter()
     mod = _onnx.import_model(args.model, model, shapes)
     tasks = ms.relax_integration.extract_tasks(mod, target)
+    if not tasks:
+        raise no_kernels_error(args.model, declared, shapes)
     _log(args, f"imported '{args.model}': {len(tasks)} distinct kernels to tune\n")
-    db = ms.relax_integration.tune_relax(
-        mod,
-        None,
-        target,
-        args.work_dir,
-        args.trials or (10**9 if args.minutes else 64),
-        num_trials_per_iter=args.trials_per_iter,
-        max_seconds=None if args.minutes is None else args.minutes * 60,
-        seed=args.seed,
-        strategy=args.strategy,
-        verbose=not args.quiet,
+    counter = TrialCounter(len(tasks))
+    if args.trials == 0:
+        if earlier is None or len(earlier) == 0:
+            raise UsageError(
+                f"--trials 0 builds from the records already in --work-dir '{args.work_dir}', "
+                "and it has none; tune with --trials N (or --minutes M) first"
+            )
+        db = earlier
+    else:
+        max_seconds = None
+        if args.minutes is not None:
+            build_secs = timed_default_build(mod, target)
+            max_seconds = time_budget(
+                start, args.minutes * 60, build_secs, bool(args.output), len(tasks)
+            )
+            _log(args, f"tuning for {max_seconds:.0f} s of the {args.minutes * 60:.0f} s budget\n")
+        db = ms.relax_integration.tune_relax(
+            mod,
+            None,
+            target,
+            args.work_dir,
+            args.trials or (NO_TRIAL_LIMIT if args.minutes else 64),
+            num_trials_per_iter=args.trials_per_iter,
+            max_seconds=max_seconds,
+            seed=args.seed,
+            strategy=args.strategy,
+            verbose=not args.quiet,
+            measure_callbacks=[counter],
+        )
+    sys.stdout.write(kernel_table(tasks, db, target, counter))
+    touched = sum(1 for n in counter.trials if n > 0)
+    done = (
+        f"tuned {touched} of {len(tasks)} kernels with {sum(counter.trials)} trials "
+        f"({sum(counter.ran)} ran)"
+        if args.trials != 0
+        else f"measured nothing (--trials 0); reused the {len(db)} records"
     )
-    measured = [r for r in db.get_all_tuning_records() if r.run_secs]
     sys.stdout.write(
-        f"tuned {len(tasks)} kernels with {len(db)} trials ({len(measured)} ran) in "
-        f"{time.perf_counter() - start:.1f} s; records in '{args.work_dir}'\n"
+        f"{done} in {time.perf_counter() - start:.1f} s; records in '{args.work_dir}'\n"
     )
     if args.output:
-        from .. import __version__
-        from . import artifact
-        from ._common import sha256_file
-
         exe = ms.relax_integration.compile_relax(db, mod, target)
-        meta = {
-            "minitvm_version": __version__,
-            "target": str(target),
-            "entry": "main",
-            "inputs": _inputs_of(mod, list(declared)),
-            "source": {
-                "path": os.path.abspath(args.model),
-                "format": "onnx",
-                "sha256": sha256_file(args.model),
-            },
-        }
-        size = artifact.save(args.output, exe, meta)
-        sys.stdout.write(
-            f"wrote '{args.output}' ({size / 1e6:.2f} MB); inputs: {_describe_inputs(meta['inputs'])}\n"
+        line = save_artifact(
+            args.output, exe, mod, args.model, list(declared), target, _onnx.graph_outputs(model)
         )
+        sys.stdout.write(line + "\n")
+    _log(args, f"done in {time.perf_counter() - start:.1f} s\n")
     return 0
+
+
+def _earlier_records(work_dir: str) -> Any:
+    """The database already in the work dir (checked: a damaged one is named now, before the
+    tuning), or None."""
+    files = [os.path.join(work_dir, n) for n in (_records.WORKLOADS, _records.RECORDS)]
+    if not all(os.path.isfile(f) for f in files):
+        return None
+    return _records.load(work_dir, "--work-dir").database
 
 
 def _log(args: argparse.Namespace, text: str) -> None:

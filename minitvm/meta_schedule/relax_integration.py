@@ -203,6 +203,12 @@ def tune_relax(
         max_seconds=max_seconds,
     )
     if validate_in_model and _on_cpu(tasks[0].target):
+        if verbose:
+            print(
+                "[meta_schedule] timing the tuned kernels inside the model beside the defaults "
+                "(builds it twice) ...",
+                flush=True,
+            )
         try:
             report = validate_picks_in_model(database, mod, params, tasks[0].target, tasks)
         except MiniTVMError as err:  # e.g. random inputs the model refuses (an index range)

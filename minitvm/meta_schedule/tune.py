@@ -41,6 +41,7 @@ class _TaskState:
         self.last_error: str | None = None
         self.reference: dict | None = None
         self.stalled = 0  # batches since the best time last improved
+        self.probe_secs = 0.0  # building and running the unscheduled function once
         # where the task's time goes (written with the tuning curve)
         self.phase_secs = dict.fromkeys(_PHASES, 0.0)
 
@@ -146,6 +147,7 @@ def tune_tasks(
     def add_point(state: _TaskState, task: str) -> None:
         curve.add(
             trials=total,
+            tasks_timed=f"{sum(s.best_sec < float('inf') for s in states)}/{len(states)}",
             seconds=round(progress.elapsed(), 3),
             task=task,
             task_best_gflops=round(state.best_gflops, 3),
@@ -156,10 +158,13 @@ def tune_tasks(
     try:
         while total < max_trials_global:
             live = [s for s in states if not s.done]
-            if not live or _out_of_time(deadline, states, remeasure_top_k):
+            if not live:
                 break
             state = _SCHEDULERS[scheduler.kind](live, peak)
+            if _out_of_time(deadline, states, remeasure_top_k, state):
+                break
             size = first if state.trials == 0 else num_trials_per_iter
+            size = min(size, _trials_in_time(deadline, states, remeasure_top_k, state) or size)
             step = _one_batch(
                 state,
                 database,
@@ -172,7 +177,10 @@ def tune_tasks(
             if step == 0:
                 continue
             total += step
-            progress.update(total, step, state.context.task_name, state.best_gflops, state.failed)
+            progress.update(
+                total, step, state.context.task_name, state.best_gflops, state.failed,
+                best_sec=state.best_sec, flops=state.flops,
+            )  # fmt: skip
             if verbose and state.last_error:
                 # failures are data (the search goes on) but the user should see why
                 print(
@@ -183,6 +191,10 @@ def tune_tasks(
                 state.last_error = None
             add_point(state, state.context.task_name)
         if remeasure_top_k > 0:
+            progress.phase(
+                f"re-measuring the {remeasure_top_k} best schedules of each of {len(states)} "
+                "kernel(s) beside their defaults, 3 rounds each"
+            )
             remeasured = {}
             for state in states:
                 remeasured[state.context.task_name] = remeasure(
@@ -212,18 +224,47 @@ def _notifier(callbacks: list, scheduler: Any, task_id: int) -> Any:
     return notify
 
 
-def _out_of_time(deadline: float | None, states: list, top_k: int) -> bool:
-    """Whether the time left no longer covers the re-measurement (per task: its `top_k` best
-    and its fixed point, each built once and run three times, and a round of challengers:
-    about 2 trials' time each; a batch already started may still run past the deadline)."""
+def _out_of_time(deadline: float | None, states: list, top_k: int, nxt: _TaskState) -> bool:
+    """Whether the time left no longer covers the re-measurement after a batch of `nxt`;
+    batches are sized to end before the deadline (_trials_in_time)."""
     if deadline is None:
         return False
+    return time.monotonic() + _remeasure_reserve(states, top_k, nxt) >= deadline
+
+
+def _remeasure_reserve(states: list, top_k: int, nxt: _TaskState) -> float:
+    """Seconds the re-measurement will take, for the tasks measured so far and `nxt`: per
+    task its `top_k` best and its fixed point, each built once and run three times, and a
+    round of challengers: about 2 trials' time each."""
+    if top_k <= 0:
+        return 0.0
+    tasks = sum(1 for s in states if s.trials > 0 or s is nxt)
+    return _secs_per_trial(states) * 2 * (top_k + 1) * tasks
+
+
+def _secs_per_trial(states: list) -> float:
+    """The mean seconds of a trial so far; before any, the probe of the unscheduled function
+    (one build and run alone: more than a trial of a batch, built in parallel)."""
     per_trial = [
         (s.phase_secs["build"] + s.phase_secs["run"]) / s.trials for s in states if s.trials
     ]
-    mean = sum(per_trial) / len(per_trial) if per_trial else 0.0
-    reserve = mean * 2 * (top_k + 1) * len(states) if top_k > 0 else 0.0
-    return time.monotonic() + reserve >= deadline
+    if per_trial:
+        return sum(per_trial) / len(per_trial)
+    probes = [s.probe_secs for s in states if s.probe_secs > 0]
+    return sum(probes) / len(probes) if probes else 0.0
+
+
+def _trials_in_time(
+    deadline: float | None, states: list, top_k: int, nxt: _TaskState
+) -> int | None:
+    """How many trials of `nxt` fit in the time left before the re-measurement's reserve (at
+    least 1), so that `max_seconds` is not overrun by a whole batch; None without a deadline
+    or an estimate."""
+    per_trial = _secs_per_trial(states)
+    if deadline is None or per_trial <= 0:
+        return None
+    left = deadline - time.monotonic() - _remeasure_reserve(states, top_k, nxt)
+    return max(1, int(left / per_trial))
 
 
 _FIRST_LOOK = 8  # with several tasks, a first batch is a look: the default point and 7 more
@@ -284,6 +325,7 @@ def _prepare(
         min(state.max_trials, max_global), per_iter, spaces, database, model
     )
     args = ArgInfo.from_entry_func(ctx.mod)
+    clock = time.monotonic()
     (built,) = builder.build([_builder.BuilderInput(ctx.mod, ctx.target)])
     npz = os.path.join(work_dir, f"reference_{index}_{ctx.task_name}.npz")
     error = built.error_msg or runner.set_reference(
@@ -295,6 +337,7 @@ def _prepare(
             f"function did not run: {error}",
             flush=True,
         )
+    state.probe_secs = time.monotonic() - clock
     # the runner checks against one reference at a time: each batch puts its task's back
     state.reference = runner.reference
     _remove(built.artifact_path)

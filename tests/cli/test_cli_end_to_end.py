@@ -325,8 +325,9 @@ def test_a_model_with_two_outputs_writes_an_npz(tmp_path):
     proc = cli("run", tmp_path / "two.tar", *given, "-o", tmp_path / "o.npz")
     assert proc.returncode == 0, proc.stderr
     with np.load(tmp_path / "o.npz") as outs:
-        np.testing.assert_allclose(outs["output_0"], np.maximum(x, 0))
-        np.testing.assert_allclose(outs["output_1"], 1 / (1 + np.exp(-x)), rtol=1e-6)
+        # each output under its name in the ONNX graph
+        np.testing.assert_allclose(outs["r"], np.maximum(x, 0))
+        np.testing.assert_allclose(outs["s"], 1 / (1 + np.exp(-x)), rtol=1e-6)
     proc = cli("run", tmp_path / "two.tar", *given, "-o", tmp_path / "o.npy")
     assert proc.returncode == 2
     _one_line_error(proc, "o.npy': the model has 2 outputs; use an .npz file")

@@ -40,10 +40,8 @@ def test_top_level_help_lists_every_verb(capsys):
 
 
 def test_unknown_verb_is_a_usage_error(capsys):
-    with pytest.raises(SystemExit) as exc:
-        cli.main(["frobnicate"])
-    assert exc.value.code == 2
-    assert "invalid choice: 'frobnicate'" in capsys.readouterr().err
+    assert cli.main(["frobnicate"]) == 2
+    assert "unknown command 'frobnicate'; the commands are" in capsys.readouterr().err
 
 
 def test_a_broken_verb_module_leaves_the_others_working(monkeypatch, capsys):
