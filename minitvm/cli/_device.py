@@ -13,12 +13,10 @@ DEVICES = ("cpu", "opencl", "cuda")
 
 
 def compilable_kinds() -> tuple[str, ...]:
-    """The target kinds relax.build compiles for: the CPU kinds of minitvm.target and the GPU
-    kinds of the relax pipeline."""
-    from ..relax.pipeline import GPU_KINDS
-    from ..target import SUPPORTED_KINDS
+    """The target kinds relax.build compiles for, from the one target registry."""
+    from ..target.kinds import compilable_kinds as registered
 
-    return (*SUPPORTED_KINDS, *sorted(GPU_KINDS))
+    return registered()
 
 
 def parse_target(text: str) -> Any:

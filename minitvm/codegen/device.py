@@ -16,6 +16,7 @@ from ..error import BuildError
 from ..ir.module import IRModule
 from ..runtime.device_module import DeviceModule
 from ..target import Target
+from ..target.kinds import gpu_kinds, kind_spec
 from ..tir.expr import (
     EQ,
     GE,
@@ -48,7 +49,6 @@ from .llvm_funcinfo import SHAPE_SYNTAX, signature_info
 from .opencl import THREAD_QUERIES, build_opencl
 
 _COMPARISONS = {LT: "<", LE: "<=", GT: ">", GE: ">=", EQ: "==", NE: "!="}
-_KINDS = {"opencl": "opencl", "cuda": "cuda", "nvptx": "cuda"}
 
 
 def is_device_kernel(func: PrimFunc) -> bool:
@@ -60,10 +60,11 @@ def build_device_module(mod: IRModule, target: Target | str) -> DeviceModule:
     """Code-generate every kernel of `mod` for `target` ("opencl" or "cuda") and wrap its host
     functions as checked launchers; the result runs on tvm.opencl(k) / tvm.cuda(k) arrays."""
     target = Target(target) if isinstance(target, str) else target
-    kind = _KINDS.get(target.kind.name)
+    kind = kind_spec(target.kind.name).codegen  # the device code flavour: OpenCL C or PTX
     if kind is None:
         raise BuildError(
-            f"build_device_module: target '{target}' is not a GPU target (opencl, cuda)"
+            f"build_device_module: target '{target}' has no device code generator; GPU kinds "
+            f"built here: {', '.join(sorted(gpu_kinds()))}"
         )
     funcs = [f for f in mod.functions.values() if isinstance(f, PrimFunc)]
     by_name = {f.attrs["global_symbol"]: f for f in funcs if is_device_kernel(f)}

@@ -9,6 +9,7 @@ from ..error import BuildError
 from ..ir.module import IRModule
 from ..ir.recursion import allows_deep_recursion
 from ..target import Target
+from ..target.kinds import gpu_kinds
 from ..tir.function import PrimFunc
 from ..tir.schedule.verify import verify_block_bindings, verify_loop_kinds
 from ..tir.transform.lower_thread_binding import has_thread_bindings
@@ -123,7 +124,7 @@ def build(
     given = [func for _, func in mod.functions_items()]
     if not given:
         raise BuildError("tvm.build: the IRModule has no PrimFunc to compile")
-    if target.kind.name in _GPU_KINDS:
+    if target.kind.name in gpu_kinds():
         return _build_gpu(given, target)
     from .. import codegen, runtime
 
@@ -146,9 +147,6 @@ def build(
     names = [f.name for f in given]
     entry = name if name in names else names[0]
     return runtime.Module.from_codegen(result, entry_name=entry)
-
-
-_GPU_KINDS = frozenset({"opencl", "cuda"})
 
 
 def lower_gpu(funcs: list[PrimFunc], target: Target) -> IRModule:

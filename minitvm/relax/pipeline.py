@@ -23,6 +23,7 @@ from typing import Any
 
 from ..error import BuildError
 from ..ir.transform import Pass, PassContext
+from ..target.kinds import gpu_kinds
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,7 @@ DEFAULT_PIPELINE: tuple[Step, ...] = (
 # GPU targets (opencl, cuda): the same lists without the CPU-only steps (blocked NCHW{c}c
 # layouts serve CPU vector units; the CPU schedule binds no threads) and with the default GPU
 # schedule, which binds every unscheduled kernel's loops to blocks and threads.
-GPU_KINDS = frozenset({"opencl", "cuda"})
+GPU_KINDS = gpu_kinds()  # the compilable GPU kinds of the target registry, at import
 _CPU_ONLY = frozenset({"AlterOpLayout", "ConvertLayout"})
 GPU_GRAPH_PIPELINE: tuple[Step, ...] = tuple(
     s for s in GRAPH_PIPELINE if not _CPU_ONLY.intersection(s.names)
@@ -107,7 +108,7 @@ def default_passes(
     from . import transform
 
     ctx = ctx or PassContext.current()
-    found = dict(_gpu_passes()) if target_kind(target) in GPU_KINDS else {}
+    found = dict(_gpu_passes()) if target_kind(target) in gpu_kinds() else {}
     for step in steps:
         for n in (*step.names, *step.needs):
             if n not in found and hasattr(transform, n):
@@ -128,7 +129,7 @@ def default_passes(
 def run_default_pipeline(mod: Any, target: Any = "llvm") -> Any:
     """Run the enabled passes of GRAPH_PIPELINE then DEFAULT_PIPELINE on `mod`, in order (their
     GPU_ variants for an opencl/cuda target)."""
-    if target_kind(target) in GPU_KINDS:
+    if target_kind(target) in gpu_kinds():
         from ..target import Target
 
         steps = GPU_GRAPH_PIPELINE + GPU_DEFAULT_PIPELINE

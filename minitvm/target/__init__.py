@@ -1,6 +1,7 @@
 """Compilation targets (`Target("llvm -mcpu=...")`) and host CPU detection."""
 
-from . import tag
+from . import kinds, tag
+from .kinds import KindSpec, compilable_kinds, gpu_kinds, kind_spec, list_kinds, register_kind
 from .compile import compile_llvm_ir, emit_assembly
 from .host import list_cpus, list_features
 from .tag import list_tags, register_tag
@@ -17,6 +18,13 @@ from .target import (
 )
 
 __all__ = [
+    "KindSpec",
+    "compilable_kinds",
+    "gpu_kinds",
+    "kind_spec",
+    "kinds",
+    "list_kinds",
+    "register_kind",
     "SUPPORTED_KINDS",
     "Target",
     "TargetKind",

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..error import TargetError
+from . import kinds as _kinds
 from . import target as _target
 
 
@@ -22,8 +23,7 @@ def register_tag(name: str, config: str | dict[str, Any], override: bool = False
     options, e.g. {"kind": "cuda", "arch": "sm_80"}); returns its Target."""
     if not isinstance(name, str) or not name or any(c.isspace() for c in name):
         raise TargetError(f"register_tag: a tag is one word such as 'vendor/device', got {name!r}")
-    kinds = (*_target.SUPPORTED_KINDS, *_target._GPU_KINDS, *_target._PLANNED_KINDS)
-    if name in kinds:
+    if name in _kinds._KINDS:
         raise TargetError(f"register_tag: '{name}' is a target kind; choose another tag name")
     if name in _target._TAGS and not override:
         raise TargetError(

@@ -15,17 +15,10 @@ from ..error import TargetError
 from . import host
 from .tags import cuda_tags
 
-SUPPORTED_KINDS = ("llvm",)
-_GPU_KINDS = ("cuda", "opencl", "vulkan", "metal", "rocm", "nvptx")
-_PLANNED_KINDS = {"c": "the C source backend is not supported yet; use 'llvm'"}
-# GPU kind -> defaults of the device attributes lowering checks against (-name=value overrides)
-_GPU_DEFAULTS = {
-    "cuda": {"max_num_threads": 1024, "max_shared_memory_per_block": 49152,
-             "thread_warp_size": 32},
-    "opencl": {"max_num_threads": 256, "max_shared_memory_per_block": 32768,
-               "thread_warp_size": 1},
-}  # fmt: skip
-_GPU_DEFAULTS["nvptx"] = _GPU_DEFAULTS["cuda"]
+from .kinds import compilable_kinds, kind_spec
+
+# The CPU kinds this build compiles (TVM-era constant; the kinds themselves live in kinds.py).
+SUPPORTED_KINDS = tuple(k for k in compilable_kinds() if not kind_spec(k).gpu)
 _INT_ATTRS = frozenset({"max_num_threads", "max_shared_memory_per_block", "thread_warp_size",
                         "max_threads_per_block", "registers_per_block"})  # fmt: skip
 _DEFAULT_ARCH = "sm_52"  # PTX for it is JIT-compiled by every newer driver
@@ -145,7 +138,7 @@ class Target:
         self.num_cores: int | None = None
         self.opt_level: int = 3
         self.attrs: dict[str, str] = {}
-        set_option = self._set_option if kind in SUPPORTED_KINDS else self._set_gpu_option
+        set_option = self._set_gpu_option if kind_spec(kind).gpu else self._set_option
         for word in words[1:]:
             set_option(word, target)
         self._str = " ".join([kind, *_option_words(self)])
@@ -185,7 +178,7 @@ class Target:
 
     # --- GPU device attributes (lowering checks kernels against them) ---------------------
     def _gpu_attr(self, name: str) -> int:
-        defaults = _GPU_DEFAULTS.get(self.kind.name)
+        defaults = kind_spec(self.kind.name).defaults or None
         if defaults is None:
             raise TargetError(f"target '{self._str}' is not a GPU target; it has no {name}")
         return int(self.attrs.get(name, defaults[name]))
@@ -218,9 +211,7 @@ class Target:
 
     def get_target_device_type(self) -> int:
         """The DLPack device code of the target's device (1 CPU, 2 CUDA, 4 OpenCL)."""
-        return {"cuda": 2, "nvptx": 2, "opencl": 4, "vulkan": 7, "metal": 8, "rocm": 10}.get(
-            self.kind.name, 1
-        )
+        return kind_spec(self.kind.name).device_type
 
     # --- `with Target(...):` scopes (TVM's Target.current) ----------------
     def __enter__(self) -> Target:
@@ -241,7 +232,8 @@ class Target:
         return None
 
     def _require_cpu(self, what: str) -> None:
-        if self.kind.name not in SUPPORTED_KINDS:
+        spec = kind_spec(self.kind.name)
+        if spec.gpu or not spec.compiles:
             raise TargetError(
                 f"cannot build for target '{self._str}' ({what}): there is no "
                 f"{self.kind.name.upper()} runtime in this build; build for 'llvm' (the host CPU)"
@@ -317,7 +309,7 @@ class Target:
 
     @property
     def keys(self) -> tuple[str, ...]:
-        return ("cpu",) if self.kind.name in SUPPORTED_KINDS else (self.kind.name, "gpu")
+        return kind_spec(self.kind.name).keys
 
     def __str__(self) -> str:
         return self._str
@@ -410,14 +402,9 @@ def cuda(model: str = "unknown", arch: str | None = None, options: list | str | 
 
 
 def _check_kind(kind: str, target: str) -> str:
-    # GPU kinds parse (a Target describes a device); only building for one is refused.
-    if kind in SUPPORTED_KINDS or kind in _GPU_KINDS:
-        return kind
-    if kind in _PLANNED_KINDS:
-        raise TargetError(f"target '{target}': {_PLANNED_KINDS[kind]}")
-    raise TargetError(
-        f"unknown target kind '{kind}' in '{target}'; supported kinds: {', '.join(SUPPORTED_KINDS)}"
-    )
+    # Every registered kind parses (a Target describes a device); building for a kind without
+    # a code generator is refused where it is built.
+    return kind_spec(kind, target).name
 
 
 def _option_words(t: Target) -> list[str]:

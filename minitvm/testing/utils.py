@@ -23,12 +23,13 @@ from ..error import ArgumentError
 # --- targets -------------------------------------------------------------------------------
 
 DEFAULT_TEST_TARGETS = ["llvm", "cuda", "nvptx", "vulkan", "opencl", "metal", "rocm", "hexagon"]
-# the host CPU always; a GPU kind when its device exists here (PoCL counts as OpenCL)
-_DEVICE_KINDS = ("opencl", "cuda")
 
 
 def _runnable_kinds() -> frozenset[str]:
-    return frozenset({"llvm", *(k for k in _DEVICE_KINDS if _device_exists(k))})
+    """The host CPU always; a compilable GPU kind when its device exists (PoCL is OpenCL)."""
+    from ..target.kinds import gpu_kinds
+
+    return frozenset({"llvm", *(k for k in sorted(gpu_kinds()) if _device_exists(k))})
 
 
 def _target_kind(target: Any) -> str:

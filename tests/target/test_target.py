@@ -63,11 +63,15 @@ def test_c_target_is_not_supported_yet():
         Target("c")
 
 
-def test_unknown_kind_names_the_string_and_supported_kinds():
+def test_unknown_kind_names_the_string_and_the_registered_kinds():
     with pytest.raises(
-        TargetError, match=r"unknown target kind 'tpu' in 'tpu -x=1'; supported kinds: llvm"
+        TargetError,
+        match=r"unknown target kind 'tpu' in 'tpu -x=1'; known kinds: llvm, cuda, opencl, nvptx, "
+        r"vulkan, metal, rocm \(compiled here: llvm, cuda, opencl\)",
     ):
         Target("tpu -x=1")
+    with pytest.raises(TargetError, match=r"'opencll'.*did you mean 'opencl'\?"):
+        Target("opencll")
 
 
 @pytest.mark.parametrize(
