@@ -71,6 +71,57 @@ def _short(e: Any) -> str:
     return getattr(e, "name_hint", None) or type(e).__name__
 
 
+# Python operators on relax expressions build the op calls, as in TVM (`R.matmul(x, w) + b`,
+# `relax.op.add(x, y) * 2`): method -> (relax.op function, operands swapped). A Python number
+# becomes a constant of the tensor operand's dtype. `==` stays structural identity.
+_OPERATORS = {
+    "__add__": ("add", False), "__radd__": ("add", True),
+    "__sub__": ("subtract", False), "__rsub__": ("subtract", True),
+    "__mul__": ("multiply", False), "__rmul__": ("multiply", True),
+    "__truediv__": ("divide", False), "__rtruediv__": ("divide", True),
+    "__floordiv__": ("floor_divide", False), "__rfloordiv__": ("floor_divide", True),
+    "__mod__": ("floor_mod", False), "__rmod__": ("floor_mod", True),
+    "__pow__": ("power", False), "__rpow__": ("power", True),
+    "__matmul__": ("matmul", False), "__rmatmul__": ("matmul", True),
+    "__lt__": ("less", False), "__le__": ("less_equal", False),
+    "__gt__": ("greater", False), "__ge__": ("greater_equal", False),
+}  # fmt: skip
+
+
+def _operand(value: Any, like: Expr) -> Any:
+    if isinstance(value, bool | int | float) and not isinstance(value, Expr):
+        dtype = getattr(like.struct_info, "dtype", None)
+        return const(value, str(dtype) if dtype else None)
+    if isinstance(value, np.ndarray):
+        return const(value)
+    return value
+
+
+def _operator_method(op_name: str, swapped: bool) -> Callable:
+    def method(self: Expr, other: Any) -> Any:
+        if not isinstance(other, Expr | bool | int | float | np.ndarray):
+            return NotImplemented
+        from . import op as _op
+
+        other = _operand(other, self)
+        lhs, rhs = (other, self) if swapped else (self, other)
+        return getattr(_op, op_name)(lhs, rhs)
+
+    method.__name__ = op_name
+    return method
+
+
+def _negative(self: Expr) -> Any:
+    from . import op as _op
+
+    return _op.negative(self)
+
+
+for _name, (_op_name, _swapped) in _OPERATORS.items():
+    setattr(Expr, _name, _operator_method(_op_name, _swapped))
+Expr.__neg__ = _negative
+
+
 # ----------------------------------------------------------------------------- leaves
 
 
