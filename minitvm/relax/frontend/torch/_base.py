@@ -42,10 +42,6 @@ def _axis(dim: int, ndim: int) -> int:
     return dim % ndim if ndim else 0
 
 
-def _is_float(dtype: str) -> bool:
-    return dtype.startswith(("float", "bfloat"))
-
-
 def _pair(v: Any, n: int = 2) -> tuple:
     if isinstance(v, list | tuple):
         return tuple(v) if len(v) == n else tuple(v) * n if len(v) == 1 else tuple(v)
@@ -57,33 +53,6 @@ def _dims(args: Sequence) -> list:
     if len(args) == 1 and isinstance(args[0], list | tuple):
         return list(args[0])
     return list(args)
-
-
-def _scalar_dtype(value: Any) -> str:
-    return "bool" if isinstance(value, bool) else "int64" if isinstance(value, int) else "float32"
-
-
-def _result_dtype(a: Any, b: Any) -> str:
-    """torch's promotion, as far as models use it: a float operand makes the result float."""
-    tensors = [_dtype(v) for v in (a, b) if isinstance(v, Expr)]
-    floats = [d for d in tensors if _is_float(d)]
-    if floats:
-        return floats[0]
-    if any(isinstance(v, float) for v in (a, b)):
-        return "float32"
-    return tensors[0]
-
-
-def _as_tensor(t, value: Any, dtype: str) -> Expr:
-    if not isinstance(value, Expr):
-        return t.const(value, dtype)
-    return value if _dtype(value) == dtype else t.emit(R.astype(value, dtype))
-
-
-def _pair_operands(t, a: Any, b: Any) -> tuple[Expr, Expr]:
-    """(a, b) as tensors of one dtype; at least one of them is a tensor."""
-    dtype = _result_dtype(a, b)
-    return _as_tensor(t, a, dtype), _as_tensor(t, b, dtype)
 
 
 # ----------------------------------------------------------------------------- elementwise

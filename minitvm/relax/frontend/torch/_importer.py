@@ -160,6 +160,7 @@ class Importer:
                 value = self._write_first_operand(node, value, order, writers, is_view, describe)
                 for n in same_tensor(first_operand(node)):
                     self.env[n] = value
+            self._check_dtypes(node, value, describe)
             self.env[node] = value
 
     def _write_first_operand(self, node, value, order, writers, is_view, describe) -> Any:
@@ -195,6 +196,28 @@ class Importer:
             self.env[n] = value
         return value
 
+    def _check_dtypes(self, node, value: Any, describe) -> None:
+        """Where torch recorded the node's result (node.meta["val"], as torch.export does), a
+        converted tensor of another dtype is an importer bug: refuse it rather than compute
+        something else."""
+        vals, values = node.meta.get("val"), value
+        if not isinstance(vals, list | tuple):
+            vals, values = (vals,), (value,)
+        if not isinstance(values, list | tuple) or len(values) != len(vals):
+            return
+        for val, got in zip(vals, values):
+            want = _torch_dtype_name(val)
+            if want is None or not is_tensor_value(got) or want == "bfloat16":
+                continue  # bfloat16 weights are widened to float32 on purpose (to_numpy)
+            have = str(got.struct_info.dtype)
+            if have != want:
+                op, where = describe(node)
+                raise FrontendError(
+                    f"{self.frontend}: cannot convert {op} at {where}: the importer computes "
+                    f"{have} where torch computes {want}; this is an importer bug, please "
+                    "report it (casting the operands explicitly in the model avoids it)"
+                )
+
     def _call(self, node, convert: Converter, args: tuple, kwargs: dict, describe) -> Any:
         for name in ("input", "self"):  # the first operand passed by keyword
             if name in kwargs:
@@ -211,6 +234,14 @@ class Importer:
             op, where = describe(node)
             cls = type(err) if issubclass(type(err), FrontendError) else FrontendError
             raise cls(f"{self.frontend}: cannot convert {op} at {where}: {err}") from err
+
+
+def _torch_dtype_name(val: Any) -> str | None:
+    """The relax name of a recorded torch tensor's dtype; None for non-tensors and odd dtypes."""
+    dtype = getattr(val, "dtype", None)
+    if dtype is None or not hasattr(val, "shape"):
+        return None
+    return _DTYPES.get(str(dtype).removeprefix("torch."))
 
 
 def aten_converter(node: Any) -> Converter | None:

@@ -7,19 +7,33 @@ from typing import Any
 
 import numpy as np
 
-from ....error import OpAttributeUnImplemented
+from ....error import OpAttributeInvalid, OpAttributeUnImplemented
 from ....tir.expr import PrimExpr
 from ... import op as R
 from ...expr import Expr
-from ._base import _axis, _dims, _dtype, _ndim, _need, _pair, _scalar_dtype, shape_of
+from ._base import _axis, _dims, _dtype, _ndim, _need, _pair, shape_of
 from ._elementwise import _binary
+from ._promote import cast, category, default_float, number_dtype
 from ._shape import _copy
+
+# how a reduction treats integer and bool input without dtype=: "int64" widens it (torch's
+# sum and prod), "float" refuses it (torch's mean needs a float input), "keep" keeps it
+_INTEGER_INPUT = {"sum": "int64", "prod": "int64", "mean": "float", "max": "keep", "min": "keep"}
 
 
 def _reduce(relax_op: Callable) -> Callable:
+    rule = _INTEGER_INPUT[relax_op.__name__]
+
     def convert(t, input, dim=None, keepdim=False, *, dtype=None):
         if dtype is not None:
-            input = t.emit(R.astype(input, t.dtype(dtype)))
+            input = cast(t, input, t.dtype(dtype))
+        elif category(_dtype(input)) < 2 and rule != "keep":
+            if rule == "float":
+                raise OpAttributeInvalid(
+                    f"{relax_op.__name__} of a {_dtype(input)} tensor is rejected by torch itself "
+                    "(it needs a floating point input); pass dtype=torch.float32 or cast first"
+                )
+            input = cast(t, input, rule)
         if dim is None or dim == []:
             return t.emit(relax_op(input, None, bool(keepdim)))
         axes = [_axis(d, _ndim(input)) for d in _pair(dim, 1)]
@@ -39,6 +53,10 @@ def _any(t, input, dim=None, keepdim=False):
 
 def _arg_reduce(name: str) -> Callable:
     def convert(t, input, dim=None, keepdim=False):
+        if _dtype(input) == "bool":
+            raise OpAttributeInvalid(
+                f"{name} of a bool tensor is rejected by torch itself; cast it to int first"
+            )
         axis = None if dim is None else _axis(dim, _ndim(input))
         return t.emit(_need(name)(input, axis, bool(keepdim)))
 
@@ -61,8 +79,12 @@ def _max_min(reduce: Callable, arg: str, binary: Callable) -> Callable:
 
 
 def _cumsum(t, input, dim, *, dtype=None):
-    dtype = t.dtype(dtype) if dtype is not None else None
-    return t.emit(_need("cumsum")(input, _axis(dim, _ndim(input)), dtype))
+    """Integer and bool input sums in int64 unless dtype= says otherwise, as in torch."""
+    if dtype is not None:
+        input = cast(t, input, t.dtype(dtype))
+    elif category(_dtype(input)) < 2:
+        input = cast(t, input, "int64")
+    return t.emit(_need("cumsum")(input, _axis(dim, _ndim(input)), None))
 
 
 def _var_std(name: str) -> Callable:
@@ -71,6 +93,11 @@ def _var_std(name: str) -> Callable:
     def convert(t, input, dim=None, unbiased=True, keepdim=False, *, correction=None):
         if isinstance(dim, bool):  # aten.var.default(self, unbiased)
             dim, unbiased = None, dim
+        if category(_dtype(input)) < 2:
+            raise OpAttributeInvalid(
+                f"{name} of a {_dtype(input)} tensor is rejected by torch itself (std and var "
+                "need floating point input); cast it to float first"
+            )
         shape = shape_of(input)
         axes = (
             list(range(len(shape)))
@@ -104,7 +131,7 @@ def _arange(t, *args, dtype=None, device=None, layout=None, pin_memory=None, req
     if any(isinstance(a, Expr | PrimExpr) for a in args):
         raise OpAttributeUnImplemented("arange with symbolic bounds is not supported")
     if dtype is None:
-        dtype = "float32" if any(isinstance(a, float) for a in args) else "int64"
+        dtype = default_float() if any(isinstance(a, float) for a in args) else "int64"
     return t.const(np.arange(*args).astype(t.dtype(dtype)))
 
 
@@ -142,9 +169,7 @@ def _full(
     pin_memory=None,
     requires_grad=False,
 ):
-    dtype = t.dtype(dtype) if dtype is not None else _scalar_dtype(fill_value)
-    if dtype == "int64" and isinstance(fill_value, float):
-        dtype = "float32"
+    dtype = t.dtype(dtype) if dtype is not None else number_dtype(fill_value)
     return t.const(np.full(tuple(size), fill_value, dtype))
 
 

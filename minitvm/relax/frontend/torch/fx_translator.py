@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import operator
 from collections.abc import Sequence
 from typing import Any
 
@@ -23,6 +24,12 @@ from ._inplace import (
 )
 
 __all__ = ["from_fx"]
+
+# Python's operator functions (`a & b` traces to operator.and_): the trailing _ of and_ or
+# or_ is not torch's in-place naming; only iadd, iand... write their first operand
+_PYTHON_OPERATORS = frozenset(
+    getattr(operator, name) for name in dir(operator) if not name.startswith("__")
+)
 
 
 def from_fx(
@@ -93,7 +100,9 @@ def from_fx(
         if node.op == "call_module":
             return (first,) if getattr(modules[node.target], "inplace", False) is True else ()
         name = node.target if node.op == "call_method" else getattr(node.target, "__name__", None)
-        if is_inplace_name(name) or (node.op == "call_function" and name in FX_INPLACE_OPERATORS):
+        if node.op == "call_function" and node.target in _PYTHON_OPERATORS:  # and_ is a & b
+            return (first,) if name in FX_INPLACE_OPERATORS else ()
+        if is_inplace_name(name):
             return (first,)
         return (first,) if _sets_inplace(node) else ()
 
