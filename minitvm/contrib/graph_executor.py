@@ -21,6 +21,7 @@ from ..error import ArgumentError, DTypeError, MiniTVMError, RuntimeError_, Shap
 from ..runtime import Device, NDArray, cpu
 from ..runtime import module as _rt_module
 from ..runtime import ndarray as _nd
+from ..runtime.device_module import DeviceModule
 
 KIND = "relay.GraphExecutorFactory"
 _GRAPH = "graph.json"
@@ -88,7 +89,11 @@ class GraphExecutorFactoryModule:
         extra = {_exe._PROGRAM: json.dumps(ex.program).encode(), _GRAPH: self.graph_json.encode()}
         for i, a in enumerate(ex.constants):
             extra[f"{_exe._CONST_DIR}{i}.npy"] = _npy_bytes(a)
-        _rt_module.write_module_zip(file_name, ex.mod, kind=KIND, extra=extra)
+        native = ex.mod
+        if isinstance(native, DeviceModule):  # GPU kernels travel as their JSON and source
+            extra.update(_exe._device_members(native))
+            native = None
+        _rt_module.write_module_zip(file_name, native, kind=KIND, extra=extra)
 
     def __repr__(self) -> str:
         names = [i["name"] for i in self.graph["inputs"]]

@@ -34,7 +34,7 @@ from .expr import (
 )
 from .expr_functor import PyExprMutator, PyExprVisitor
 from .op import call_dps_packed, call_tir
-from .vm import Executable, VirtualMachine, build  # relax.build / relax.VirtualMachine
+from .vm import Executable, VirtualMachine, build, load_executable  # relax.build, ...
 from .struct_info import (
     DynTensorType,
     FuncStructInfo,
@@ -89,6 +89,7 @@ __all__ = [
     "eval_ref",
     "expr_functor",
     "functor",
+    "load_executable",
     "op",
     "printer",
     "transform",

@@ -5,7 +5,7 @@ A host program is data (JSON-safe): the function's FuncInfo and a list of steps 
 `["alloc", slot, nbytes]` (device memory for a stage between kernels, for one call) and
 `["launch", kernel, args, grid, block]` — whose expressions are strings in the FuncInfo
 shape grammar (docs/contracts.md §3) over "v<i>" (symbolic dims), "a<k>" (int scalar params)
-and "l<j>" (lets), parsed by packed_func.parse_shape_expr and evaluated without eval().
+and "l<j>" (lets), parsed by packed_plan.parse_shape_expr and evaluated without eval().
 Kernel arguments are `["buffer", position]`, `["scalar", position]`, `["workspace", slot]`
 or `["expr", text, dtype]`.
 """
@@ -25,7 +25,8 @@ from ..ir.dtype import DataType
 from .device import Device, device_api
 from .module import ProfileResult, read_member, register_loader, write_module_zip
 from .ndarray import NDArray
-from .packed_func import DevicePackedFunc, _eval, parse_shape_expr
+from .packed_func import DevicePackedFunc
+from .packed_plan import _eval, parse_shape_expr
 
 _FORMAT = "device_module"  # meta.json "kind" of an exported GPU module
 _META, _SOURCE = "device.json", "kernels.src"

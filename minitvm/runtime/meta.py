@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 
 from ..error import MiniTVMError, RuntimeError_
 from ..ir.dtype import DataType
-from .packed_func import parse_shape_expr
+from .packed_plan import parse_shape_expr
 
 _MAX_INT = 2**63 - 1
 _FUNC_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,199}")

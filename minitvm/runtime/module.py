@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
+import re
+import stat
 import statistics
 import time
 import zipfile
@@ -14,7 +17,7 @@ from importlib import metadata
 import llvmlite.binding as llvm
 
 from .._lazy import LOADER_MODULES
-from ..error import BuildError, MiniTVMError, RuntimeError_
+from ..error import ArgumentError, BuildError, MiniTVMError, RuntimeError_
 from ..target import (
     Target,
     emit_assembly,
@@ -35,6 +38,13 @@ _FORMAT_VERSION = 2  # 2: checksums of every member in meta.json; 1 had none
 _OBJECT, _META, _LLVM_IR = "object.o", "meta.json", "module.ll"
 _MAX_MEMBER_BYTES = 1 << 31  # what a member may claim to inflate to (zip bombs)
 _MAX_JSON_BYTES = 1 << 26
+MAX_FILE_BYTES = 1 << 34  # 16 GiB: the largest export load_module opens
+_MAX_MEMBERS = 1 << 16
+# a member name: relative, up to 4 '/'-separated parts, each starting with a letter, digit or
+# '_' (so no '.', '..' or empty part and no leading '/')
+_MEMBER_NAME = re.compile(
+    r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}(/[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}){0,3}"
+)
 _LINKER_SYMBOLS = frozenset({"_GLOBAL_OFFSET_TABLE_"})  # MCJIT's linker defines it
 _THREADPOOL_SYMBOLS = frozenset({"minitvm_parallel_for", "minitvm_num_threads"})  # contracts §2
 
@@ -362,11 +372,25 @@ def read_member(path: str, zf: zipfile.ZipFile, name: str) -> bytes:
             f"{limit}; the file is damaged"
         )
     try:
-        return zf.read(entry)
+        with zf.open(entry) as f:
+            data = f.read(entry.file_size + 1)  # never more than it declares, plus one
     except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ValueError) as err:
         raise RuntimeError_(f"load_module('{path}'): {name} is damaged ({err})") from err
     except (NotImplementedError, RuntimeError) as err:  # unknown compression, encryption
         raise RuntimeError_(f"load_module('{path}'): {name} cannot be read ({err})") from err
+    if len(data) != entry.file_size:
+        raise RuntimeError_(
+            f"load_module('{path}'): {name} declares {entry.file_size} bytes but holds "
+            f"{'more' if len(data) > entry.file_size else len(data)}; the file is damaged or "
+            "was tampered with"
+        )
+    checksums = getattr(zf, "minitvm_checksums", None)  # set once meta.json is validated
+    if checksums is not None and name != _META and sha256(data) != checksums.get(name):
+        raise RuntimeError_(
+            f"load_module('{path}'): {name} does not match its sha256 in {_META} "
+            "(truncated, corrupted or replaced); export the module again"
+        )
+    return data
 
 
 def read_native_module(path: str, zf: zipfile.ZipFile, meta: dict) -> Module | None:
@@ -401,16 +425,21 @@ def load_module(path: str, fmt: str = ""):
     """Load a file written by `export_library` (no compiling, no C compiler); a relax
     Executable's file gives back the Executable. Everything is checked first: the zip, every
     field of meta.json, the checksums of every member, the object's architecture and symbols."""
+    path = _path_argument(path)
+    file = open_regular_file(path, "load_module", MAX_FILE_BYTES)
     try:
-        zf = zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, ValueError) as err:
+        zf = zipfile.ZipFile(file)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, ValueError, OSError) as err:
+        file.close()
         raise RuntimeError_(
             f"load_module('{path}'): not a minitvm module: the file is not a zip archive "
             f"({err}); load files written by export_library"
         ) from err
-    with zf:
+    with file, zf:
+        _check_members(path, zf)
         meta = _read_meta(path, zf)
         _check_checksums(path, zf, meta)
+        zf.minitvm_checksums = meta["checksums"]  # read_member re-checks what loaders read
         kind = meta["kind"]
         if kind != "module":
             if kind not in _LOADERS and kind in LOADER_MODULES:
@@ -426,6 +455,101 @@ def load_module(path: str, fmt: str = ""):
     if module is None:
         raise RuntimeError_(f"load_module('{path}'): the file has no {_OBJECT}")
     return module
+
+
+def _path_argument(path) -> str:
+    """load_module's `path` as a str (a file name: never the file's bytes)."""
+    if isinstance(path, bytes | bytearray | memoryview):
+        raise ArgumentError(
+            f"load_module: expected a file name (str or os.PathLike), got {type(path).__name__} "
+            "(the file's contents?); write the bytes to a file and pass its name"
+        )
+    try:
+        return os.fspath(path)
+    except TypeError:
+        raise ArgumentError(
+            f"load_module: expected a file name (str or os.PathLike), got {type(path).__name__}"
+        ) from None
+
+
+def open_regular_file(path: str, what: str, limit: int):
+    """A binary file object of `path`, which must be a regular file of at most `limit` bytes:
+    a FIFO, a device (/dev/zero) or a directory is refused before it is opened, and the open
+    itself never blocks (O_NONBLOCK), so a file swapped for a FIFO in between cannot hang."""
+    where = f"{what}('{path}')"
+    try:
+        before = os.stat(path)
+        if not stat.S_ISREG(before.st_mode):
+            raise RuntimeError_(
+                f"{where}: not a regular file ({_file_kind(before.st_mode)}); load a file "
+                "written by export_library"
+            )
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as err:
+        raise RuntimeError_(f"{where}: cannot open the file ({err.strerror})") from err
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or (info.st_dev, info.st_ino) != (
+        before.st_dev,
+        before.st_ino,
+    ):
+        os.close(fd)
+        raise RuntimeError_(f"{where}: the file was replaced while it was opened; load it again")
+    if info.st_size > limit:
+        os.close(fd)
+        raise RuntimeError_(
+            f"{where}: the file has {info.st_size} bytes, more than the limit of {limit} "
+            f"bytes ({limit >> 30} GiB); it is not an export of minitvm"
+        )
+    return os.fdopen(fd, "rb")
+
+
+def _file_kind(mode: int) -> str:
+    kinds = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
+             (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+             (stat.S_ISSOCK, "a socket"))  # fmt: skip
+    return next((text for test, text in kinds if test(mode)), "not a regular file")
+
+
+def _check_members(path: str, zf: zipfile.ZipFile) -> None:
+    """The zip's members before any is read: few enough, unique safe names (no path is ever
+    built from them, but a name like '../x' or a second meta.json says the file was forged),
+    plain files (no symlink, directory or device entry), stored or deflated, not encrypted."""
+    where = f"load_module('{path}')"
+    infos = zf.infolist()
+    if len(infos) > _MAX_MEMBERS:
+        raise RuntimeError_(f"{where}: the zip has {len(infos)} members, more than {_MAX_MEMBERS}")
+    seen: set = set()
+    for info in infos:
+        name = info.filename
+        if name in seen:
+            raise RuntimeError_(
+                f"{where}: the zip holds two members named {name!r}; it was forged or damaged "
+                "(export_library writes each once)"
+            )
+        seen.add(name)
+        if not _MEMBER_NAME.fullmatch(name) or len(name) > 200:
+            raise RuntimeError_(
+                f"{where}: member name {name[:80]!r} is not a plain relative name (no '..', "
+                "no leading '/', letters, digits, '_', '.', '-'); the file was not written by "
+                "export_library"
+            )
+        mode = info.external_attr >> 16
+        # 3: Unix attributes; a file type of 0 (writestr's default) is a plain file too
+        if info.create_system == 3 and stat.S_IFMT(mode) not in (0, stat.S_IFREG):
+            kind = "a symbolic link" if stat.S_ISLNK(mode) else _file_kind(mode)
+            raise RuntimeError_(
+                f"{where}: member {name!r} is {kind}, not a plain file; exports hold only plain "
+                "files (nothing in an export is followed as a path)"
+            )
+        if info.is_dir():
+            raise RuntimeError_(f"{where}: member {name!r} is a directory; exports hold files")
+        if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+            raise RuntimeError_(
+                f"{where}: member {name!r} uses compression method {info.compress_type}; "
+                "exports are stored or deflated"
+            )
+        if info.flag_bits & 0x1:
+            raise RuntimeError_(f"{where}: member {name!r} is encrypted; exports are not")
 
 
 def _read_meta(path: str, zf: zipfile.ZipFile) -> dict:

@@ -76,7 +76,8 @@ class NDArray:
         `float32_arr.copyfrom(np.float64 array)` works); an NDArray source must match exactly.
         """
         if isinstance(source, NDArray):
-            source = source._data
+            # a device array has no host data: copy it to the host first
+            source = source._data if source._data is not None else source.numpy()
             if source.dtype != self._data.dtype:
                 raise DTypeError(
                     f"copyfrom: source NDArray has dtype {_dtype_str(source.dtype)}, this array "

@@ -847,3 +847,8 @@ CATEGORIES = {
     "script": (SCRIPT_CASES, run_script),
     "exports": (EXPORT_CASES, run_export),
 }
+
+# tampered relax Executables (program.json and members): cases of their own module
+from fuzz_executables import EXECUTABLE_CASES, run_executable  # noqa: E402
+
+CATEGORIES["executables"] = (EXECUTABLE_CASES, run_executable)

@@ -228,3 +228,13 @@ def test_cuda_dlpack_import_checks_what_the_capsule_says(fake_cuda):
     with pytest.raises(DeviceError, match=r"cuda\(3\) does not exist"):
         tvm.nd.from_dlpack(absent)
     assert absent.streams == [], "an unusable device is refused before the tensor is taken"
+
+
+def test_a_host_array_copies_from_a_device_array(fake_cuda):
+    # GraphModule.get_output(i, out) on a GPU: out (host) copyfrom the device output
+    a = np.arange(6, dtype="float32").reshape(2, 3)
+    host = tvm.nd.empty((2, 3), "float32")
+    host.copyfrom(tvm.nd.array(a, tvm.cuda(0)))  # was: 'NoneType' has no attribute 'dtype'
+    np.testing.assert_array_equal(host.numpy(), a)
+    with pytest.raises(tvm.error.DTypeError, match="source NDArray has dtype float64"):
+        host.copyfrom(tvm.nd.array(a.astype("float64"), tvm.cuda(0)))

@@ -66,15 +66,45 @@ def compile_shape_fn(sources: Sequence[str], where: str) -> Callable[[list], tup
                 f"{where}: the VM program's shape expression {text[:80]!r} is not plain integer "
                 "arithmetic over h[k] (+ - * // % min max)"
             )
-        entries.append(tree)
+        if sum(1 for _ in ast.walk(tree)) > MAX_NODES:
+            raise RuntimeError_(
+                f"{where}: a shape expression of the VM program has more than {MAX_NODES} terms"
+            )
+        entries.append(_CheckedDivision().visit(tree))
     body = ast.Tuple(elts=entries, ctx=ast.Load())
     args = ast.arguments(
         posonlyargs=[], args=[ast.arg(arg="h")], kwonlyargs=[], kw_defaults=[], defaults=[]
     )
     tree = ast.fix_missing_locations(ast.Expression(ast.Lambda(args=args, body=body)))
-    return eval(
-        compile(tree, f"<shape of {where}>", "eval"), {"__builtins__": {}, "min": min, "max": max}
-    )
+    scope = {"__builtins__": {}, "min": min, "max": max, "_div": _div, "_mod": _mod}
+    return eval(compile(tree, f"<shape of {where}>", "eval"), scope)
+
+
+MAX_NODES = 20000  # per expression: bounds the size (and the time) of the integers computed
+
+
+class _CheckedDivision(ast.NodeTransformer):
+    """`a // b` and `a % b` become `_div(a, b)` / `_mod(a, b)`, which refuse a zero divisor."""
+
+    def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
+        self.generic_visit(node)
+        name = {ast.FloorDiv: "_div", ast.Mod: "_mod"}.get(type(node.op))
+        if name is None:
+            return node
+        return ast.Call(func=ast.Name(id=name, ctx=ast.Load()), args=[node.left, node.right],
+                        keywords=[])  # fmt: skip
+
+
+def _div(a: int, b: int) -> int:
+    if b == 0:
+        raise RuntimeError_("a shape expression of the VM program divides by zero")
+    return a // b
+
+
+def _mod(a: int, b: int) -> int:
+    if b == 0:
+        raise RuntimeError_("a shape expression of the VM program takes a remainder by zero")
+    return a % b
 
 
 _MAX_DEPTH, _MAX_CONST = 64, 2**63

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import io
 import json
+import math
+import tokenize
 import zipfile
 from typing import Any
 
@@ -17,6 +19,7 @@ from ...runtime.device_module import _META as _DEVICE_META
 from ...runtime.device_module import _SOURCE as _DEVICE_SOURCE
 from ...runtime.device_module import DeviceModule, _load_device_module
 from ._shape_code import compile_shape_fn
+from .verify import kernel_infos, verify_program
 
 KIND = "relax.Executable"
 _PROGRAM = "program.json"
@@ -144,21 +147,56 @@ def _named(text: str, names: list[str]) -> str:
 def _load(path: str, zf: zipfile.ZipFile, meta: dict) -> Executable:
     """The Executable of an export zip whose meta.json and checksums load_module has checked."""
     names = zf.namelist()
+    where = f"load_executable('{path}')"
     const_names = sorted((f for f in names if f.startswith(_CONST_DIR)), key=_const_index(path))
+    if [_const_index(path)(n) for n in const_names] != list(range(len(const_names))):
+        raise RuntimeError_(f"{where}: the constants are not numbered 0 to {len(const_names) - 1}")
     try:
         program = json.loads(_rt_module.read_member(path, zf, _PROGRAM))
-        constants = [
-            np.load(io.BytesIO(_rt_module.read_member(path, zf, name)), allow_pickle=False)
-            for name in const_names
-        ]
-    except (ValueError, RecursionError, EOFError, OSError) as err:
-        raise RuntimeError_(
-            f"load_executable('{path}'): the file's VM program or constants are damaged ({err})"
-        ) from err
-    _check_program(path, program)
+    except (ValueError, RecursionError) as err:
+        raise RuntimeError_(f"{where}: the file's VM program is damaged ({err})") from err
+    constants = [
+        _read_npy(where, name, _rt_module.read_member(path, zf, name)) for name in const_names
+    ]
+    verify_program(program, None, len(constants), where)  # before any kernel is loaded
     if _DEVICE_META in names:  # a GPU build: its kernels, checked by the GPU module's loader
-        return Executable(_load_device_module(path, zf, meta), program, constants)
-    return Executable(_rt_module.read_native_module(path, zf, meta), program, constants)
+        native = _load_device_module(path, zf, meta)
+    else:
+        native = _rt_module.read_native_module(path, zf, meta)
+    verify_program(program, kernel_infos(native), len(constants), where)
+    return Executable(native, program, constants)
+
+
+# what numpy's .npy reader raises on a damaged header (it parses it with ast.literal_eval)
+_NPY_ERRORS = (ValueError, TypeError, KeyError, SyntaxError, tokenize.TokenError, RecursionError,
+               EOFError, OSError, MemoryError, UnicodeDecodeError)  # fmt: skip
+
+
+_NPY_HEADERS = {
+    (1, 0): np.lib.format.read_array_header_1_0,
+    (2, 0): np.lib.format.read_array_header_2_0,
+}
+
+
+def _read_npy(where: str, name: str, data: bytes) -> np.ndarray:
+    """A constant from its .npy bytes: a numeric dtype, and exactly the bytes its header
+    declares (checked before numpy allocates the array)."""
+    f = io.BytesIO(data)
+    try:
+        version = np.lib.format.read_magic(f)
+        read_header = _NPY_HEADERS.get(version)
+        if read_header is None:
+            raise ValueError(f".npy format version {version}")
+        shape, _, dtype = read_header(f)
+        nbytes = dtype.itemsize * math.prod(shape)
+        if dtype.kind not in "biuf" or dtype.fields is not None or dtype.subdtype is not None:
+            raise ValueError(f"dtype {dtype} is not a tensor dtype")
+        if nbytes != len(data) - f.tell():
+            raise ValueError(f"its header declares {nbytes} bytes, it holds {len(data) - f.tell()}")
+        f.seek(0)
+        return np.load(f, allow_pickle=False)
+    except _NPY_ERRORS as err:
+        raise RuntimeError_(f"{where}: constant {name} is damaged ({err})") from err
 
 
 def _const_index(path: str):
@@ -169,47 +207,6 @@ def _const_index(path: str):
         return int(stem)
 
     return index
-
-
-# key of a VM function -> the type its value must have (program.json is data: the VM
-# interprets it through its rule table, shape code is re-validated by compile_shape_fn)
-_FUNCTION_FIELDS = {
-    "name": str,
-    "params": list,
-    "num_regs": int,
-    "dims": list,
-    "storages": list,
-    "stats": dict,
-    "code": list,
-}
-
-
-def _check_program(path: str, program: Any) -> None:
-    """The VM program's shape: known format, functions of the expected fields and types,
-    instructions that name opcodes the VM has."""
-    from .vm import _RULES  # the VM sits beside us; its rule table names every opcode
-
-    def fail(what: str) -> RuntimeError_:
-        return RuntimeError_(f"load_executable('{path}'): program.json: {what}; export it again")
-
-    if not isinstance(program, dict) or program.get("format") != "minitvm-vm":
-        raise fail("unknown VM program format")
-    if program.get("version") != 1 or not isinstance(program.get("functions"), dict):
-        raise fail("unknown VM program version or no functions")
-    for name, func in program["functions"].items():
-        if not isinstance(func, dict) or set(func) != set(_FUNCTION_FIELDS):
-            raise fail(f"function {name!r} does not have the fields {sorted(_FUNCTION_FIELDS)}")
-        for key, kind in _FUNCTION_FIELDS.items():
-            if type(func[key]) is not kind:
-                raise fail(f"function {name!r}: {key} is not a {kind.__name__}")
-        texts = [*func["params"], *func["dims"], *func["storages"]]
-        if not all(type(t) is str for t in texts) or not 0 <= func["num_regs"] < 1 << 24:
-            raise fail(f"function {name!r}: malformed params, dims, storages or num_regs")
-        for pc, ins in enumerate(func["code"]):
-            if not isinstance(ins, list) or not ins or ins[0] not in _RULES:
-                raise fail(f"function {name!r}: instruction {pc} is not a known VM opcode")
-        if not func["code"] or func["code"][-1][0] != "Ret":
-            raise fail(f"function {name!r} does not end with Ret")
 
 
 def load_executable(path: str) -> Executable:

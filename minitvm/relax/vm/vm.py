@@ -21,6 +21,7 @@ finds its signature's frame busy runs on a spare frame of the same signature (ke
 from __future__ import annotations
 
 import ctypes
+import inspect
 import re
 import threading
 import time
@@ -30,17 +31,20 @@ from typing import Any
 
 import numpy as np
 
-from ...error import ArgumentError, DTypeError, MiniTVMError, ShapeError
+from ...error import ArgumentError, DTypeError, MiniTVMError, RuntimeError_, ShapeError
 from ...runtime import Device, NDArray, ProfileResult, cpu
 from ...runtime import ndarray as _nd
 from ...runtime.module import time_calls
-from ...runtime.ndarray import DeviceNDArray
 from ...runtime.packed_func import import_dlpack
 from ...runtime.registry import get_global_func
+from ._fast_call import _unchecked_call
 from ._shape_code import compile_shape_fn
+from .profile import Report, _profiled_copy
+from .verify import kernel_infos, verify_program
 
 _MAX_FRAMES = 8  # input-shape signatures remembered per function
 _MAX_SPARES = 8  # idle spare frames kept per signature (for concurrent calls)
+_MAX_TENSOR_BYTES = 1 << 48  # beyond any machine: a shape this big is a damaged program
 _GPU_KINDS = ("opencl", "cuda")  # module type keys of GPU kernels
 
 
@@ -111,6 +115,7 @@ class _Function:
         self.code = prog["code"]
         self.frames: OrderedDict = OrderedDict()
         self.stable = set(range(len(self.params)))  # regs whose shape the signature fixes
+        self.multi_written = vm._multi_written.get(self.name, set())  # an If's results
         self.param_checks: list = []
         self.storage_fn = compile_shape_fn(prog["storages"], f"{self.name} storages")
         self.planned: list = []  # (dst, sid, offset, shape_fn, dtype)
@@ -124,7 +129,7 @@ class _Function:
             ins[1] for ins in self.code if ins[0] == "AllocTensor" and ins[2] >= 0
         }
         self.has_jumps = any(ins[0] in ("If", "Goto") for ins in self.code)
-        # looked up on self, so that _DeviceFunction's rules replace the CPU ones
+        # looked up on self, so that DeviceFunction's rules replace the CPU ones
         per_pc = [
             getattr(self, _RULES[ins[0]].__name__)(pc, *ins[1:]) for pc, ins in enumerate(self.code)
         ]
@@ -206,7 +211,7 @@ class _Function:
             regs[dst] = self.vm._constants[index]
         for dst, sid, offset, shape_fn, dtype in self.planned:
             shape = shape_fn(heap)
-            nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+            nbytes = _tensor_bytes(self, shape, dtype)
             storage = storages[sid]
             _check_fits(self, shape, nbytes, offset, sid, storage.size, heap)
             regs[dst] = NDArray(storage[offset : offset + nbytes].view(dtype).reshape(shape))
@@ -326,7 +331,7 @@ class _Function:
         except IndexError:
             static = None
         if static is not None:
-            nbytes = int(np.prod(static, dtype=np.int64)) * np_dtype.itemsize
+            nbytes = _tensor_bytes(self, static, np_dtype)
 
             def alloc(regs, frame):
                 regs[dst] = _new_tensor(static, nbytes, np_dtype)
@@ -339,7 +344,11 @@ class _Function:
                 n = size
                 for d in shape:
                     n *= d
-                regs[dst] = _new_tensor(shape, n, np_dtype)
+                try:
+                    regs[dst] = _new_tensor(shape, n, np_dtype)
+                except (ValueError, MemoryError):
+                    _tensor_bytes(self, shape, np_dtype)  # says why
+                    raise
 
         return alloc
 
@@ -362,18 +371,20 @@ class _Function:
         return _unchecked_call(k, pf, arg_regs, scalar_fn, dyn)
 
     def call_packed(self, pc, func, arg_regs):
-        resolved = [get_global_func(func, allow_missing=True)]
+        resolved: list = [None]  # resolved (and its arity checked) at the first call
         where = self.where
 
         def run(regs, frame):
             fn = resolved[0]
             if fn is None:
-                fn = resolved[0] = get_global_func(func, allow_missing=True)
+                fn = get_global_func(func, allow_missing=True)
                 if fn is None:
                     raise MiniTVMError(
                         f"{where}: no global function named '{func}' for call_dps_packed; register "
                         f"it with @tvm.register_func('{func}')"
                     )
+                _check_packed_arity(where, func, fn, len(arg_regs))
+                resolved[0] = fn
             fn(*[regs[r] for r in arg_regs])
 
         return run
@@ -396,13 +407,22 @@ class _Function:
         return run
 
     def get_item(self, pc, dst, src, index):
+        where = self.where
+
         def run(regs, frame):
-            regs[dst] = regs[src][index]
+            try:
+                regs[dst] = regs[src][index]
+            except (IndexError, TypeError, KeyError):
+                raise RuntimeError_(
+                    f"{where}: instruction {pc} takes item {index} of a "
+                    f"{type(regs[src]).__name__}, which has no such item; the VM program is "
+                    "damaged"
+                ) from None
 
         return run
 
     def move(self, pc, dst, src):
-        if src in self.stable and not self.has_jumps:
+        if src in self.stable and not self.has_jumps and dst not in self.multi_written:
             self.stable.add(dst)
 
         def run(regs, frame):
@@ -427,10 +447,17 @@ class _Function:
         return run
 
     def if_(self, pc, cond, else_pc):
+        where = self.where
+
         def run(regs, frame):
             value = regs[cond]
-            value = value.numpy() if isinstance(value, NDArray) else value
-            return None if bool(np.asarray(value)) else else_pc
+            value = value.numpy() if isinstance(value, NDArray) else np.asarray(value)
+            if value.size != 1 or value.dtype.kind not in "biuf":
+                raise ArgumentError(
+                    f"{where}: the condition of an If is a {value.dtype} value of shape "
+                    f"{value.shape}; it must be one bool or number"
+                )
+            return None if bool(value) else else_pc
 
         return run
 
@@ -441,166 +468,41 @@ class _Function:
         return None
 
 
+def _tensor_bytes(fn: _Function, shape: tuple, dtype: np.dtype) -> int:
+    """The bytes of a tensor the VM allocates; a ShapeError for a negative or absurd shape."""
+    nbytes = dtype.itemsize
+    for d in shape:
+        nbytes *= d
+    if any(d < 0 for d in shape) or nbytes >= _MAX_TENSOR_BYTES:
+        raise ShapeError(
+            f"{fn.where}: the VM program allocates a tensor of shape {tuple(shape)} {dtype}; dims "
+            f"must be >= 0 and a tensor under {_MAX_TENSOR_BYTES} bytes"
+        )
+    return nbytes
+
+
+def _check_packed_arity(where: str, name: str, fn: Callable, n: int) -> None:
+    """A registered Python function must accept the number of arguments the program passes."""
+    try:
+        inspect.signature(fn).bind(*range(n))
+    except TypeError as err:
+        raise ArgumentError(
+            f"{where}: the program passes {n} arguments to global function '{name}', which "
+            f"does not take them ({err})"
+        ) from None
+    except ValueError:  # no signature to read (a builtin): the call itself will say
+        pass
+
+
 def _check_fits(fn: _Function, shape, nbytes: int, offset: int, sid: int, size: int, heap) -> None:
     """A planned tensor must lie inside its storage (sized from the dims' upper bounds)."""
+    _tensor_bytes(fn, shape, np.dtype(np.uint8))
     if offset + nbytes > size:
         raise ShapeError(
             f"{fn.where}: a tensor of shape {shape} needs {nbytes} bytes but its planned "
             f"storage {sid} has {size}: a dim exceeds its tir_var_upper_bound "
             f"(bound dims: {dict(zip(fn.dims, heap))})"
         )
-
-
-def _device_view(base: DeviceNDArray, shape: tuple, dtype: np.dtype) -> DeviceNDArray:
-    """A tensor over the start of device buffer `base`, sharing its memory (the handle keeps
-    the allocation alive). The memory plan gives tensors of one storage disjoint lifetimes."""
-    view = DeviceNDArray.__new__(DeviceNDArray)
-    view._npdtype, view._dtype, view._shape = dtype, _nd._dtype_str(dtype), shape
-    view._nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-    view._api, view._handle, view.device = base._api, base._handle, base.device
-    view._data = view._ptr = None
-    return view
-
-
-def _on_device(a: Any, dev: Device, where: str, name: str, position: int) -> Any:
-    """An argument of a VM on a GPU: a tensor must already live on `dev` (as TVM requires)."""
-    if isinstance(a, DeviceNDArray) and a.device == dev:
-        return a
-    if isinstance(a, int | float | tuple | list):
-        return a
-    kind = f"{type(a).__module__.split('.')[0]}.{type(a).__name__}"  # numpy.ndarray, torch.Tensor
-    seen = f"on {a.device}" if isinstance(a, NDArray) else f"a {kind} in host memory"
-    raise ArgumentError(
-        f"{where}: argument '{name}' (position {position}) is {seen}, but the VirtualMachine "
-        f"runs on {dev}; copy it there first with tvm.nd.array(x, dev)"
-    )
-
-
-class _DeviceFunction(_Function):
-    """A relax function run by a VM on a GPU: tensors are DeviceNDArrays on the VM's device and
-    every kernel call goes through its checked DevicePackedFunc (no pointer-swapping fast path:
-    a device array has no host pointer). Planned storages are device buffers made once per
-    signature, the tensors planned at their start share them; outputs are fresh device arrays
-    on every call."""
-
-    def __call__(self, args: tuple) -> Any:
-        if len(args) != len(self.params):
-            return super().__call__(args)  # the count error
-        dev = self.vm.device
-        args = tuple(_on_device(a, dev, self.where, self.params[i], i) for i, a in enumerate(args))
-        try:
-            key = tuple([(args[i].shape, args[i]._dtype) for i in self.tensor_params])
-        except AttributeError:  # a non-tensor where a tensor belongs: the checks say which
-            key = None
-        return self._dispatch(args, self._value_key(args, key))
-
-    def _new_frame(self, args: tuple, key: tuple) -> _Frame:
-        heap = [0] * len(self.dims)
-        for check in self.param_checks:
-            check(args, heap)
-        regs: list = [None] * self.num_regs
-        for dst, index in self.consts:
-            regs[dst] = self.vm._constants[index]
-        dev, sizes = self.vm.device, self.storage_fn(heap)
-        storages: dict = {}
-        for dst, sid, offset, shape_fn, dtype in self.planned:
-            shape = tuple(shape_fn(heap))
-            nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-            _check_fits(self, shape, nbytes, offset, sid, sizes[sid], heap)
-            if offset or not nbytes:  # an OpenCL buffer has no views at an offset
-                regs[dst] = DeviceNDArray(shape, dtype, dev)
-                continue
-            if sid not in storages:
-                storages[sid] = DeviceNDArray((sizes[sid],), np.uint8, dev)
-            regs[dst] = _device_view(storages[sid], shape, dtype)
-        return _Frame(heap, regs, list(storages.values()), self.n_calls)
-
-    def alloc_tensor(self, pc, dst, sid, offset, shape, dtype):
-        if sid >= 0:
-            return super().alloc_tensor(pc, dst, sid, offset, shape, dtype)
-        shape_fn = compile_shape_fn(shape, f"{self.name} tensor")
-        np_dtype, dev = np.dtype(dtype), self.vm.device
-
-        def alloc(regs, frame):
-            regs[dst] = DeviceNDArray(shape_fn(frame.heap), np_dtype, dev)
-
-        return alloc
-
-    def call_tir(self, pc, func, arg_regs, scalars):
-        pf = self.vm._kernel(func, self.name)
-        scalar_fn = compile_shape_fn(scalars, f"{self.name} call of {func}") if scalars else None
-
-        def run(regs, frame):
-            extra = scalar_fn(frame.heap) if scalar_fn else ()
-            pf(*[regs[r] for r in arg_regs], *extra)
-
-        return run
-
-
-def _unchecked_call(k: int, pf: Any, arg_regs: list, scalar_fn: Any, dyn: tuple) -> Callable:
-    """The closure of kernel call number `k`: the first run under a frame takes the checked
-    path and keeps the prepared argument arrays in `frame.prep[k]`; later runs only store the
-    data pointers of the `dyn` (slot, register) pairs and call the native entry."""
-    fail = pf.fail
-
-    def first(regs, frame):
-        extra = scalar_fn(frame.heap) if scalar_fn else ()
-        native, ptrs, ints = pf.prepare(*[regs[r] for r in arg_regs], *extra)
-        frame.prep[k] = p = (native, ptrs, _addr(ptrs), _addr(ints), ints)
-        rc = native(p[2], p[3])
-        if rc:
-            fail(rc)
-
-    if not dyn:
-
-        def run(regs, frame):
-            p = frame.prep[k]
-            if p is None:
-                return first(regs, frame)
-            rc = p[0](p[2], p[3])
-            if rc:
-                fail(rc)
-
-    elif len(dyn) == 1:
-        ((s0, r0),) = dyn
-
-        def run(regs, frame):
-            p = frame.prep[k]
-            if p is None:
-                return first(regs, frame)
-            p[1][s0] = regs[r0]._ptr
-            rc = p[0](p[2], p[3])
-            if rc:
-                fail(rc)
-
-    elif len(dyn) == 2:
-        (s0, r0), (s1, r1) = dyn
-
-        def run(regs, frame):
-            p = frame.prep[k]
-            if p is None:
-                return first(regs, frame)
-            ptrs = p[1]
-            ptrs[s0] = regs[r0]._ptr
-            ptrs[s1] = regs[r1]._ptr
-            rc = p[0](p[2], p[3])
-            if rc:
-                fail(rc)
-
-    else:
-
-        def run(regs, frame):
-            p = frame.prep[k]
-            if p is None:
-                return first(regs, frame)
-            ptrs = p[1]
-            for s, r in dyn:
-                ptrs[s] = regs[r]._ptr
-            rc = p[0](p[2], p[3])
-            if rc:
-                fail(rc)
-
-    return run
 
 
 def _nop(regs, frame):
@@ -690,6 +592,10 @@ class VirtualMachine:
             for nd_, a in zip(self._constants, exe.constants):
                 np.copyto(nd_._data, a)
         self._kernels: dict = {}
+        # the program's rules (verify.py), before anything of it becomes a closure
+        self._multi_written = verify_program(
+            exe.program, kernel_infos(exe.mod), len(exe.constants), "VirtualMachine"
+        )
         self._functions: dict[str, _Function] = {}
         for name, prog in exe.program["functions"].items():
             self._functions[name] = self._make_function(prog)
@@ -697,7 +603,11 @@ class VirtualMachine:
         self.profile_enabled = profile
 
     def _make_function(self, prog: dict) -> _Function:
-        return _DeviceFunction(self, prog) if self.device.is_gpu else _Function(self, prog)
+        if self.device.is_gpu:
+            from .device_function import DeviceFunction  # beside us: it extends _Function
+
+            return DeviceFunction(self, prog)
+        return _Function(self, prog)
 
     def _kernel(self, name: str, caller: str):
         if name not in self._kernels:
@@ -829,64 +739,3 @@ def _param_dim_slots(prog: dict) -> set:
         for d in _MATCH_DIMS[ins[0]](ins)
         if type(d) is not int and d[0] == "bind"
     }
-
-
-def _profiled_copy(fn: _Function, sync: Callable | None = None) -> _Function:
-    """The same function with each closure wrapped in a timer (frames shared); `sync` (a
-    device's wait) ends each timed closure."""
-    clone = type(fn).__new__(type(fn))
-    clone.__dict__.update(fn.__dict__)
-    clone.acc = {}
-    clone.run_list = tuple(_timed(clone, f, n, sync) for f, n in zip(fn.run_list, fn.names))
-    return clone
-
-
-def _timed(owner: _Function, f: Callable, name: str, sync: Callable | None) -> Callable:
-    clock = time.perf_counter
-
-    def run(regs, frame):
-        t = clock()
-        out = f(regs, frame)
-        if sync is not None:
-            sync()
-        dt = clock() - t
-        entry = owner.acc.get(name)
-        if entry is None:
-            owner.acc[name] = [1, dt]
-        else:
-            entry[0] += 1
-            entry[1] += dt
-        return out
-
-    return run
-
-
-class Report:
-    """Per-op times of a profiled run: `print(report)` shows a table sorted by total time."""
-
-    def __init__(self, func: str, acc: dict, total: float, number: int) -> None:
-        self.func, self.total, self.number = func, total, number
-        self.rows = sorted(
-            ((name, calls, secs) for name, (calls, secs) in acc.items()), key=lambda r: -r[2]
-        )
-
-    def table(self) -> str:
-        lines = [
-            f"profile of '{self.func}' ({self.number} run(s), {self.total * 1e6:.1f} us)",
-            f"{'name':<32} {'calls':>7} {'total us':>12} {'percent':>8}",
-        ]
-        for name, calls, secs in self.rows:
-            pct = 100.0 * secs / self.total if self.total else 0.0
-            lines.append(f"{name:<32} {calls:>7} {secs * 1e6:>12.2f} {pct:>7.2f}%")
-        ops = sum(r[2] for r in self.rows)
-        lines.append(
-            f"{'(VM dispatch outside ops)':<32} {'':>7} "
-            f"{(self.total - ops) * 1e6:>12.2f} "
-            f"{100.0 * (self.total - ops) / self.total if self.total else 0:>7.2f}%"
-        )
-        return "\n".join(lines)
-
-    __str__ = table
-
-    def __repr__(self) -> str:
-        return self.table()
