@@ -49,6 +49,7 @@ from ..relax.struct_info import (
 )
 from ..tir.expr import PrimExpr
 from ..tir.expr import Var as TirVar
+from .tir import VarDecl
 
 __tvmscript__ = True
 
@@ -71,6 +72,10 @@ def dim_scope(table: dict[str, TirVar]) -> Iterator[None]:
 
 
 def _resolve_dim(value: Any, table: dict[str, TirVar]) -> Any:
+    if isinstance(value, VarDecl):
+        # `n = T.int64()` at module level, met when Python evaluates a signature's annotations
+        # eagerly; the parser re-reads the annotation and names the dim after the variable.
+        return TirVar("n", value.dtype)
     if not isinstance(value, builtins.str):
         return value
     text = value.strip()

@@ -129,7 +129,13 @@ class RelaxParser(TIRParser):
                 return self.module.gvars[name]
         if name in _LEGACY_NAMES and name not in self.env:
             return _LEGACY_NAMES[name]()
-        return super().lookup(name, node)
+        value = super().lookup(name, node)
+        if isinstance(value, VarDecl):  # `n = T.int64()` outside the function: a symbolic dim
+            var = self.dims.get(name)
+            if var is None:
+                var = self.dims[name] = TirVar(name, value.dtype)
+            return var
+        return value
 
     def eval(self, node: ast.AST) -> Any:
         handler = _EXPRS.get(type(node))

@@ -92,3 +92,23 @@ def test_operators_in_tvmscript():
     a, w, b = (rng.standard_normal(s).astype("float32") for s in ((2, 3), (3, 4), (4,)))
     vm = relax.VirtualMachine(relax.build(Module, "llvm"), tvm.cpu())
     np.testing.assert_allclose(vm["main"](a, w, b).numpy(), (a @ w + b) * 2 - 1, rtol=1e-5)
+
+
+def test_a_module_level_symbolic_dim_in_tvmscript_annotations():
+    from minitvm.script import tir as T
+
+    n = T.int64()
+
+    @R.function
+    def double(x: R.Tensor((n, 4), "float32")) -> R.Tensor((n, 4), "float32"):
+        with R.dataflow():
+            y = x + x
+            R.output(y)
+        return y
+
+    (dim, four) = double.params[0].struct_info.shape
+    assert dim.name == "n" and str(dim.dtype) == "int64" and int(four) == 4
+    vm = relax.VirtualMachine(relax.build(tvm.IRModule({"main": double}), "llvm"), tvm.cpu())
+    for rows in (1, 5):
+        a = np.ones((rows, 4), "float32")
+        np.testing.assert_allclose(vm["main"](a).numpy(), 2 * a)
