@@ -32,12 +32,16 @@ def load_model(path: str) -> Any:
     if path.endswith(".pt2"):
         raise UsageError(PT2_REFUSED.format(path=f"'{path}'"))
     existing_file(path, "model")
-    onnx = import_onnx_module(f"reading '{path}'")
+    import_onnx_module(f"reading '{path}'")
+    from ..relax.frontend.onnx import load_model as load_onnx
+
+    # protobuf parses the untrusted bytes; onnx's C++ checker runs in a child process, where a
+    # crash on a damaged file becomes this error instead of killing the command
     try:
-        model = onnx.load(path, load_external_data=True)
-        onnx.checker.check_model(model)
-    except Exception as err:
-        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        model = load_onnx(path, check=True)
+    except MiniTVMError as err:
+        text = str(err).strip()
+        first = text.splitlines()[0] if text else type(err).__name__
         raise MiniTVMError(
             f"'{path}' is not a valid ONNX model ({first}); re-export it, or check it with "
             "onnx.checker.check_model"

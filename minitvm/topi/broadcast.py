@@ -110,6 +110,7 @@ def _floor_mod(a: PrimExpr, b: PrimExpr) -> PrimExpr:
 
 floor_divide = _binary("floor_divide", _floor_divide)
 floor_mod = _binary("floor_mod", _floor_mod)
+mod = _binary("mod", tir_op.truncmod)  # C's % and fmod: the remainder takes the dividend's sign
 
 # `A + B`, `A - 1`, `2 * A`, `A / B` on te Tensors build these computes, as in TVM.
 for _op_fn in (add, subtract, multiply, divide):

@@ -214,7 +214,7 @@ def strided_slice(
 def take(
     x: np.ndarray, indices: np.ndarray, axis: int | None = None, mode: str = "clip"
 ) -> np.ndarray:
-    return np.take(x, indices, axis=axis, mode=mode)
+    return np.take(x, indices, axis=axis, mode="raise" if mode == "fast" else mode)
 
 
 def split(x: np.ndarray, indices_or_sections: Any, axis: int = 0) -> tuple:

@@ -237,7 +237,9 @@ def strided_slice(
 def take(
     data: te.Tensor, indices: te.Tensor, axis: int | None = None, mode: str = "clip"
 ) -> te.Tensor:
-    """Gather along `axis` (the flattened data when None); out-of-range indices are clipped."""
+    """Gather along `axis` (the flattened data when None); out-of-range indices are clipped
+    ("clip"), wrapped ("wrap"), or ("fast") an error from the compiled code's index check: an
+    index outside [0, dim) is sent outside the data, never to a neighbouring row."""
     if axis is None:
         data, axis = flatten(data), 0
     nd = len(data.shape)
@@ -250,12 +252,15 @@ def take(
         raw = tir_cast(dim.dtype, indices[tuple(idx[axis : axis + ni])])
         if mode == "wrap":
             pos = raw % dim
+        elif mode == "fast":
+            outside = -dims_prod(data.shape)  # (o * dim + outside) * inner + j < 0 for all o, j
+            pos = tir_op.if_then_else(tir_op.all(raw >= 0, raw < dim), raw, outside)
         else:
             pos = tir_op.min(tir_op.max(raw, 0), dim - 1)
         return data[tuple(idx[:axis]) + (pos,) + tuple(idx[axis + ni :])]
 
-    if mode not in ("clip", "wrap"):
-        raise TEError(f"topi.take: mode {mode!r} is not one of 'clip', 'wrap'")
+    if mode not in ("clip", "wrap", "fast"):
+        raise TEError(f"topi.take: mode {mode!r} is not one of 'clip', 'wrap', 'fast'")
     return te.compute(out_shape, body, name="T_take", tag="injective")
 
 

@@ -193,6 +193,8 @@ CASES: dict[str, Case] = {
     ),
     "floor_mod_int": Case(lambda x: op.floor_mod(op.subtract(x, 3), -3), [("int32", ("n", 5))]),
     "floor_mod": Case(lambda x, y: op.floor_mod(x, y), [("n", 4), (4,)], positive=True),
+    "mod_int": Case(lambda x: op.mod(op.subtract(x, 3), -3), [("int32", ("n", 5))]),
+    "mod": Case(lambda x, y: op.mod(x, y), [("n", 4), (4,)], positive=True),
     "not_equal": Case(lambda x: op.not_equal(x, op.max(x, axis=1, keepdims=True)), [("n", 4)]),
     "less": Case(lambda x, y: op.less(x, y), [("n", 4), (4,)]),
     "less_equal": Case(lambda x: op.less_equal(x, op.min(x, axis=1, keepdims=True)), [("n", 4)]),

@@ -67,6 +67,7 @@ _BINARY: dict[str, tuple[Callable, Callable, OpPattern]] = {
     "minimum": (topi.minimum, np.minimum, OpPattern.BROADCAST),
     "floor_divide": (topi.floor_divide, _np_floor_divide, OpPattern.BROADCAST),
     "floor_mod": (topi.floor_mod, _np_floor_mod, OpPattern.BROADCAST),
+    "mod": (topi.mod, np.fmod, OpPattern.BROADCAST),
 }
 
 
@@ -92,6 +93,7 @@ maximum = _make_binary("maximum")
 minimum = _make_binary("minimum")
 floor_divide = _make_binary("floor_divide")
 floor_mod = _make_binary("floor_mod")
+mod = _make_binary("mod")  # truncated remainder (C fmod): the sign of x1
 
 
 def _infer_compare(call: Call) -> StructInfo:

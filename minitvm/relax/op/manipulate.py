@@ -277,9 +277,10 @@ _take = register_op(
 
 
 def take(x: Expr, indices: Expr, axis: int | None = None, mode: str = "clip") -> Call:
-    """Gather elements of x at `indices` along `axis` (flattened x when None)."""
-    if mode not in ("clip", "wrap"):
-        raise ShapeError(f"relax.take: mode {mode!r} is not one of 'clip', 'wrap'")
+    """Gather elements of x at `indices` along `axis` (flattened x when None); mode "fast"
+    makes an index outside the axis a run-time error of the compiled code."""
+    if mode not in ("clip", "wrap", "fast"):
+        raise ShapeError(f"relax.take: mode {mode!r} is not one of 'clip', 'wrap', 'fast'")
     return make_call(
         _take, (x, indices), {"axis": None if axis is None else int(axis), "mode": mode}
     )

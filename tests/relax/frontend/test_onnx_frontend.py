@@ -186,7 +186,7 @@ def _relu_model(**kwargs):
         (
             lambda: from_onnx("model.onnx"),
             FrontendError,
-            "expected an onnx.ModelProto, got str; load a file with onnx.load",
+            "expected an onnx.ModelProto, got str; load a file with minitvm.relax.frontend.onnx.load_model",
         ),
         (
             lambda: from_onnx(_relu_model(), shape_dict={"data": (1, 3)}),

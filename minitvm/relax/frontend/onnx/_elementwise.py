@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ....error import OpAttributeRequired, OpAttributeUnImplemented
+from ....error import OpAttributeInvalid, OpAttributeRequired, OpAttributeUnImplemented
 from ....tir.expr import PrimExpr
 from ... import op as R
 from ...expr import Expr
@@ -82,13 +82,21 @@ def _pow(ctx, inputs, attrs):
 
 
 def _mod(ctx, inputs, attrs):
+    """fmod=1: C's fmod (the sign of a); fmod=0: numpy.mod (the sign of b), also on floats."""
     a, b = _operands(ctx, inputs[0], inputs[1])
-    if attrs.get("fmod", 0):
-        # C fmod: the remainder has a's sign
-        q = ctx.emit(R.divide(a, b))
-        trunc = ctx.emit(R.multiply(ctx.emit(R.sign(q)), ctx.emit(R.floor(ctx.emit(R.abs(q))))))
-        return ctx.emit(R.subtract(a, ctx.emit(R.multiply(trunc, b))))
-    return ctx.emit(R.floor_mod(a, b))
+    fmod = int(attrs.get("fmod", 0))
+    if fmod not in (0, 1):
+        raise OpAttributeInvalid(f"attribute fmod={fmod} must be 0 or 1")
+    if fmod or not _dtype(a).startswith("float"):
+        return ctx.emit((R.mod if fmod else R.floor_mod)(a, b))
+    # floats, fmod=0: the exact fmod moved into b's sign; a zero takes b's sign, as numpy.mod
+    r = ctx.emit(R.mod(a, b))
+    zero = _const_like(ctx, r, 0.0)
+    moved = ctx.emit(R.not_equal(ctx.emit(R.less(r, zero)), ctx.emit(R.less(b, zero))))
+    moved = ctx.emit(R.logical_and(moved, ctx.emit(R.not_equal(r, zero))))
+    r = ctx.emit(R.where(moved, ctx.emit(R.add(r, b)), r))
+    signed_zero = ctx.emit(R.multiply(ctx.emit(R.abs(r)), ctx.emit(R.sign(b))))
+    return ctx.emit(R.where(ctx.emit(R.equal(r, zero)), signed_zero, r))
 
 
 def _reciprocal(ctx, inputs, attrs):
@@ -97,22 +105,30 @@ def _reciprocal(ctx, inputs, attrs):
 
 
 def _leaky_relu(ctx, inputs, attrs):
-    return ctx.emit(R.nn.leakyrelu(ctx.expr(inputs[0]), float(attrs.get("alpha", 0.01))))
+    x, alpha = ctx.expr(inputs[0]), float(attrs.get("alpha", 0.01))
+    if np.isfinite(alpha):
+        return ctx.emit(R.nn.leakyrelu(x, alpha))
+    # ONNX: x for x >= 0, so a 0 stays 0 even when alpha * 0 is NaN
+    neg = ctx.emit(R.multiply(x, _const_like(ctx, x, alpha)))
+    return ctx.emit(R.where(ctx.emit(R.less(x, _const_like(ctx, x, 0.0))), neg, x))
+
+
+def _elu_expr(ctx, x: Expr, alpha: float, compare: Callable) -> Expr:
+    """alpha * (exp(x) - 1) where `compare(x, 0)`, else x (Elu: x < 0; Selu: x <= 0)."""
+    neg = ctx.emit(R.subtract(ctx.emit(R.exp(x)), _const_like(ctx, x, 1.0)))
+    neg = ctx.emit(R.multiply(neg, _const_like(ctx, x, alpha)))
+    return ctx.emit(R.where(ctx.emit(compare(x, _const_like(ctx, x, 0.0))), neg, x))
 
 
 def _elu(ctx, inputs, attrs):
-    x = ctx.expr(inputs[0])
-    alpha = float(attrs.get("alpha", 1.0))
-    neg = ctx.emit(R.subtract(ctx.emit(R.exp(x)), _const_like(ctx, x, 1.0)))
-    neg = ctx.emit(R.multiply(neg, _const_like(ctx, x, alpha)))
-    return ctx.emit(R.where(ctx.emit(R.greater(x, _const_like(ctx, x, 0.0))), x, neg))
+    return _elu_expr(ctx, ctx.expr(inputs[0]), float(attrs.get("alpha", 1.0)), R.less)
 
 
 def _selu(ctx, inputs, attrs):
     x = ctx.expr(inputs[0])
     alpha = float(attrs.get("alpha", 1.67326319217681884765625))
     gamma = float(attrs.get("gamma", 1.05070102214813232421875))
-    elu = _elu(ctx, [x], {"alpha": alpha})
+    elu = _elu_expr(ctx, x, alpha, R.less_equal)
     return ctx.emit(R.multiply(elu, _const_like(ctx, x, gamma)))
 
 

@@ -104,6 +104,11 @@ def _flatten(ctx, inputs, attrs):
     x = ctx.expr(inputs[0])
     shape = shape_of(x)
     axis = int(attrs.get("axis", 1))
+    if not -len(shape) <= axis <= len(shape):
+        raise OpAttributeInvalid(
+            f"attribute axis={axis} is out of range [{-len(shape)}, {len(shape)}] for an input "
+            f"of rank {len(shape)}"
+        )
     axis = axis % len(shape) if axis < 0 else axis
     return ctx.emit(R.reshape(x, (_prod(shape[:axis]), _prod(shape[axis:]))))
 
@@ -128,7 +133,7 @@ def _unsqueeze(ctx, inputs, attrs):
     if axes is None:
         raise OpAttributeRequired("Unsqueeze needs axes")
     rank = _ndim(x) + len(axes)
-    for axis in sorted(_axis(a, rank) for a in axes):
+    for axis in _distinct_axes([_axis(a, rank) for a in axes], axes):
         x = ctx.emit(R.expand_dims(x, axis))
     return x
 
@@ -137,8 +142,22 @@ def _squeeze(ctx, inputs, attrs):
     x = ctx.expr(inputs[0])
     axes = _axes_input(ctx, inputs, attrs, 1, 13)
     if axes is not None:
-        axes = [_axis(a, _ndim(x)) for a in axes]
+        axes = _distinct_axes([_axis(a, _ndim(x)) for a in axes], axes)
+        shape = shape_of(x)
+        wide = [a for a in axes if isinstance(shape[a], int) and shape[a] != 1]
+        if wide:
+            raise OpAttributeInvalid(
+                f"axes {axes} name dims of size {[shape[a] for a in wide]}; only dims of size 1 "
+                f"can be squeezed (input shape {list(shape)})"
+            )
     return ctx.emit(R.squeeze(x, axes))
+
+
+def _distinct_axes(normalized: list[int], given: list) -> list[int]:
+    """The axes sorted; the same axis named twice (2 and -1 of rank 3 too) is an error."""
+    if len(set(normalized)) != len(normalized):
+        raise OpAttributeInvalid(f"axes {list(given)} name the same axis twice")
+    return sorted(normalized)
 
 
 def _concat(ctx, inputs, attrs):
@@ -156,10 +175,25 @@ def _split(ctx, inputs, attrs):
     num_outputs = int(attrs.get("num_outputs", len(ctx.node.output)))
     dim = shape_of(x)[axis]
     if split is None:
+        if num_outputs < 1:
+            raise OpAttributeInvalid(f"num_outputs={num_outputs} must be at least 1")
+        if ctx.opset < 18 and isinstance(dim, int) and dim % num_outputs:
+            raise OpAttributeInvalid(
+                f"axis {axis} of length {dim} does not split into {num_outputs} equal parts "
+                "(uneven parts need opset 18, or give the sizes)"
+            )
         if isinstance(dim, PrimExpr):
             return _tuple_items(ctx, ctx.emit(R.split(x, num_outputs, axis)), num_outputs)
         chunk = -(-dim // num_outputs)  # opset 18: the last chunk may be smaller
         split = [min(chunk, dim - i * chunk) for i in range(num_outputs)]
+    if any(s < 0 for s in split) or (isinstance(dim, int) and sum(split) != dim):
+        raise OpAttributeInvalid(
+            f"split sizes {split} must be non-negative and sum to the length {dim} of axis {axis}"
+        )
+    if len(split) != len([n for n in ctx.node.output]):
+        raise OpAttributeInvalid(
+            f"split sizes {split} give {len(split)} parts for {len(ctx.node.output)} outputs"
+        )
     if len(split) == 1:
         return [x]
     bounds = list(np.cumsum(split)[:-1])
@@ -186,7 +220,8 @@ def _gather(ctx, inputs, attrs):
             indices = np.where(indices < 0, indices + dim, indices)
         elif (indices < 0).any():
             raise OpAttributeUnImplemented(f"negative indices on a symbolic dim {dim}")
-        return ctx.emit(R.take(data, ctx.expr(indices.astype("int64")), axis))
+        # on a symbolic dim a known index may still be out of range: the run-time check reports it
+        return ctx.emit(R.take(data, ctx.expr(indices.astype("int64")), axis, mode="fast"))
     indices = ctx.expr(indices)
     # negative indices count from the end: i + dim where i < 0
     zero = ctx.expr(np.asarray(0, _dtype(indices)))
@@ -194,7 +229,7 @@ def _gather(ctx, inputs, attrs):
         raise OpAttributeUnImplemented(f"run-time indices on a symbolic dim {dim}")
     shifted = ctx.emit(R.add(indices, ctx.expr(np.asarray(dim, _dtype(indices)))))
     indices = ctx.emit(R.where(ctx.emit(R.less(indices, zero)), shifted, indices))
-    return ctx.emit(R.take(data, indices, axis))
+    return ctx.emit(R.take(data, indices, axis, mode="fast"))
 
 
 def _gather_elements(ctx, inputs, attrs):
@@ -211,8 +246,13 @@ def _gather_elements(ctx, inputs, attrs):
     zero, dim = ctx.expr(np.asarray(0, "int64")), ctx.expr(np.asarray(d_shape[axis], "int64"))
     idx = ctx.emit(R.where(ctx.emit(R.less(idx, zero)), ctx.emit(R.add(idx, dim)), idx))
     offsets = ctx.emit(R.add(ctx.emit(R.multiply(idx, ctx.expr(strides[axis]))), ctx.expr(base)))
+    # an index outside the axis becomes -1, which the compiled code's index check reports
+    inside = ctx.emit(
+        R.logical_and(ctx.emit(R.greater_equal(idx, zero)), ctx.emit(R.less(idx, dim)))
+    )
+    offsets = ctx.emit(R.where(inside, offsets, ctx.expr(np.asarray(-1, "int64"))))
     flat = ctx.emit(R.reshape(data, (_prod(d_shape),)))
-    return ctx.emit(R.take(flat, offsets, 0))
+    return ctx.emit(R.take(flat, offsets, 0, mode="fast"))
 
 
 def _slice(ctx, inputs, attrs):
@@ -318,11 +358,32 @@ def _range(ctx, inputs, attrs):
     )
 
 
+def _blocksize(x: Expr, attrs: dict, to_space: bool) -> int:
+    """DepthToSpace (`to_space`) / SpaceToDepth's blocksize: >= 1, dividing the dims it splits."""
+    b = int(_required(attrs, "blocksize"))
+    if b < 1:
+        raise OpAttributeInvalid(f"attribute blocksize={b} must be at least 1")
+    if _ndim(x) != 4:
+        raise OpAttributeInvalid(f"the input has rank {_ndim(x)}; it must be NCHW (rank 4)")
+    _, c, h, w = shape_of(x)
+    divided = [(c, b * b)] if to_space else [(h, b), (w, b)]
+    bad = [d for d, by in divided if isinstance(d, int) and d % by]
+    if bad:
+        raise OpAttributeInvalid(
+            f"attribute blocksize={b} does not divide the input dims {bad} (input shape "
+            f"{list(shape_of(x))})"
+        )
+    return b
+
+
 def _depth_to_space(ctx, inputs, attrs):
     x = ctx.expr(inputs[0])
-    b = int(_required(attrs, "blocksize"))
+    b = _blocksize(x, attrs, to_space=True)
     n, c, h, w = shape_of(x)
-    if attrs.get("mode", "DCR") == "DCR":
+    mode = attrs.get("mode", "DCR")
+    if mode not in ("DCR", "CRD"):
+        _unsupported("mode", mode, ["DCR", "CRD"])
+    if mode == "DCR":
         y = ctx.emit(R.reshape(x, (n, b, b, c // b // b, h, w)))
         y = ctx.emit(R.permute_dims(y, [0, 3, 4, 1, 5, 2]))
     else:  # CRD
@@ -333,10 +394,13 @@ def _depth_to_space(ctx, inputs, attrs):
 
 def _space_to_depth(ctx, inputs, attrs):
     x = ctx.expr(inputs[0])
-    b = int(_required(attrs, "blocksize"))
+    b = _blocksize(x, attrs, to_space=False)
     n, c, h, w = shape_of(x)
+    mode = attrs.get("mode", "DCR")  # opset 25: CRD keeps each channel's block together
+    if mode not in ("DCR", "CRD"):
+        _unsupported("mode", mode, ["DCR", "CRD"])
     y = ctx.emit(R.reshape(x, (n, c, h // b, b, w // b, b)))
-    y = ctx.emit(R.permute_dims(y, [0, 3, 5, 1, 2, 4]))
+    y = ctx.emit(R.permute_dims(y, [0, 3, 5, 1, 2, 4] if mode == "DCR" else [0, 1, 3, 5, 2, 4]))
     return ctx.emit(R.reshape(y, (n, c * b * b, h // b, w // b)))
 
 

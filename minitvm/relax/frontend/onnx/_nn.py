@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ....error import OpAttributeRequired, OpAttributeUnImplemented
+from ....error import OpAttributeInvalid, OpAttributeRequired, OpAttributeUnImplemented
 from ....tir.expr import PrimExpr
 from ... import op as R
 from ...expr import Expr, TupleGetItem
@@ -34,7 +34,7 @@ def _spatial_pads(ctx, x: Expr, attrs: dict, kernel: list, strides: list, dilati
     nd = len(kernel)
     auto_pad = attrs.get("auto_pad", "NOTSET")
     if auto_pad in ("NOTSET", ""):
-        return list(attrs.get("pads", [0] * (2 * nd)))
+        return _explicit_pads(attrs, nd)
     if auto_pad == "VALID":
         return [0] * (2 * nd)
     if auto_pad not in ("SAME_UPPER", "SAME_LOWER"):
@@ -60,13 +60,45 @@ def _add_channel_bias(ctx, y: Expr, bias: Any) -> Expr:
     return ctx.emit(R.add(y, ctx.emit(R.reshape(bias, (-1,) + (1,) * (_ndim(y) - 2)))))
 
 
+def _positive_ints(attrs: dict, name: str, default: list, nd: int) -> list:
+    """An int-list attribute of `nd` values, each at least 1 (kernel_shape, strides, dilations)."""
+    values = list(attrs.get(name, default))
+    if len(values) != nd or any(int(v) < 1 for v in values):
+        raise OpAttributeInvalid(
+            f"attribute {name}={values} must hold {nd} positive integers (one per spatial axis)"
+        )
+    return [int(v) for v in values]
+
+
+def _explicit_pads(attrs: dict, nd: int) -> list:
+    pads = [int(p) for p in attrs.get("pads", [0] * (2 * nd))]
+    if len(pads) != 2 * nd or any(p < 0 for p in pads):
+        raise OpAttributeInvalid(
+            f"attribute pads={pads} must hold {2 * nd} non-negative integers "
+            "(all begins, then all ends)"
+        )
+    return pads
+
+
 def _conv_geometry(ctx, x, w, attrs) -> tuple[int, list, list, list]:
     nd = _ndim(x) - 2
     if nd not in (1, 2):
         raise OpAttributeUnImplemented(f"{nd}-d convolution is not supported (only 1-d and 2-d)")
-    kernel = list(attrs.get("kernel_shape", shape_of(w)[2:]))
-    strides = list(attrs.get("strides", [1] * nd))
-    dilations = list(attrs.get("dilations", [1] * nd))
+    w_kernel = list(shape_of(w)[2:])
+    if len(w_kernel) != nd:
+        raise OpAttributeInvalid(
+            f"the weight has rank {len(w_kernel) + 2}, the input rank {nd + 2}; they must match"
+        )
+    kernel = _positive_ints(attrs, "kernel_shape", w_kernel, nd)
+    if any(isinstance(d, int) and d != k for d, k in zip(w_kernel, kernel)):
+        raise OpAttributeInvalid(
+            f"attribute kernel_shape={kernel} contradicts the weight's spatial dims {w_kernel}; "
+            "drop kernel_shape or make it equal to them"
+        )
+    strides = _positive_ints(attrs, "strides", [1] * nd, nd)
+    dilations = _positive_ints(attrs, "dilations", [1] * nd, nd)
+    if int(attrs.get("group", 1)) < 1:
+        raise OpAttributeInvalid(f"attribute group={attrs['group']} must be at least 1")
     return nd, kernel, strides, dilations
 
 
@@ -85,23 +117,39 @@ def _conv(ctx, inputs, attrs):
 def _conv_transpose(ctx, inputs, attrs):
     x, w = ctx.expr(inputs[0]), ctx.expr(inputs[1])
     nd, kernel, strides, dilations = _conv_geometry(ctx, x, w, attrs)
-    out_pad = list(attrs.get("output_padding", [0] * nd))
+    out_pad = [int(p) for p in attrs.get("output_padding", [0] * nd)]
+    if len(out_pad) != nd or any(
+        not 0 <= p < max(s, d) for p, s, d in zip(out_pad, strides, dilations)
+    ):
+        raise OpAttributeInvalid(
+            f"attribute output_padding={out_pad} must hold {nd} values, each below its stride "
+            f"{strides} or dilation {dilations}"
+        )
+    auto_pad = attrs.get("auto_pad", "NOTSET") or "NOTSET"
+    if auto_pad not in ("NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"):
+        _unsupported("auto_pad", auto_pad, ["NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"])
+    sizes = shape_of(x)[2:]
+    wanted = None
     if "output_shape" in attrs:
-        sizes = shape_of(x)[2:]
+        wanted = [int(v) for v in attrs["output_shape"]][-nd:]
+    elif auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        wanted = [d * s if isinstance(d, int) else None for d, s in zip(sizes, strides)]
+    if wanted is not None:
         pads_b, pads_e = [], []
         for i in range(nd):
-            total = strides[i] * (sizes[i] - 1) + out_pad[i] + (kernel[i] - 1) * dilations[i] + 1
-            total -= attrs["output_shape"][-nd + i]
-            lower = attrs.get("auto_pad") == "SAME_LOWER"
-            pads_b.append(total - total // 2 if lower else total // 2)
-            pads_e.append(total // 2 if lower else total - total // 2)
+            if isinstance(sizes[i], PrimExpr) or wanted[i] is None:
+                raise OpAttributeUnImplemented(
+                    f"output_shape/auto_pad={auto_pad} on a symbolic spatial dim {sizes[i]}; "
+                    "give it in shape_dict"
+                )
+            natural = strides[i] * (sizes[i] - 1) + out_pad[i] + (kernel[i] - 1) * dilations[i] + 1
+            begin, end = _transpose_crop(natural, wanted[i], strides[i], auto_pad)
+            out_pad[i] -= min(end, 0)  # rows added at the end are output padding
+            pads_b.append(begin)
+            pads_e.append(max(end, 0))
         pads = pads_b + pads_e
-    elif attrs.get("auto_pad", "NOTSET") not in ("NOTSET", "", "VALID"):
-        raise OpAttributeUnImplemented(
-            f"ConvTranspose with auto_pad={attrs['auto_pad']} and no output_shape"
-        )
     else:
-        pads = list(attrs.get("pads", [0] * (2 * nd)))
+        pads = _explicit_pads(attrs, nd) if auto_pad == "NOTSET" else [0] * (2 * nd)
     groups = int(attrs.get("group", 1))
     if nd == 1:
         x, w = ctx.emit(R.expand_dims(x, 2)), ctx.emit(R.expand_dims(w, 2))
@@ -111,6 +159,25 @@ def _conv_transpose(ctx, inputs, attrs):
     if nd == 1:
         y = ctx.emit(R.squeeze(y, [2]))
     return _add_channel_bias(ctx, y, inputs[2] if len(inputs) > 2 else None)
+
+
+def _transpose_crop(natural: int, wanted: int, stride: int, auto_pad: str) -> tuple[int, int]:
+    """(begin, end) pads turning a transposed conv's natural output size into `wanted`.
+
+    Cropping (natural > wanted) takes the odd element from the end for SAME_UPPER and from the
+    begin otherwise; growing (a negative total, less than one stride) adds the rows at the end,
+    as onnxruntime does.
+    """
+    total = natural - wanted
+    if total < 0:
+        if -total >= stride:
+            raise OpAttributeInvalid(
+                f"output_shape dim {wanted} exceeds the natural size {natural} by a stride "
+                f"({stride}) or more; no input of this size gives it"
+            )
+        return 0, total
+    begin = total // 2 if auto_pad == "SAME_UPPER" else total - total // 2
+    return begin, total - begin
 
 
 def _gemm(ctx, inputs, attrs):
@@ -197,10 +264,17 @@ def _pool(kind: str) -> Callable:
         nd = _ndim(x) - 2
         if nd not in (1, 2):
             raise OpAttributeUnImplemented(f"{nd}-d pooling is not supported (only 1-d and 2-d)")
-        kernel = list(_required(attrs, "kernel_shape"))
-        strides = list(attrs.get("strides", [1] * nd))
-        dilations = list(attrs.get("dilations", [1] * nd))
+        _required(attrs, "kernel_shape")
+        kernel = _positive_ints(attrs, "kernel_shape", [], nd)
+        strides = _positive_ints(attrs, "strides", [1] * nd, nd)
+        dilations = _positive_ints(attrs, "dilations", [1] * nd, nd)
         pads = _spatial_pads(ctx, x, attrs, kernel, strides, dilations)
+        explicit = attrs.get("auto_pad", "NOTSET") in ("NOTSET", "")  # as onnxruntime checks
+        if explicit and any(p >= k for p, k in zip(pads, kernel + kernel)):
+            raise OpAttributeInvalid(
+                f"pads {pads} must each be smaller than the kernel {kernel} (a window made only "
+                "of padding has no value)"
+            )
         ceil = bool(attrs.get("ceil_mode", 0))
         if kind == "max":
             if int(attrs.get("storage_order", 0)):

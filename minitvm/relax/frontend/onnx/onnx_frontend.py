@@ -28,11 +28,13 @@ from ...expr import Expr, Tuple, Var, const
 from ...functor import used_vars
 from ...struct_info import TensorStructInfo
 from ..common import raise_unsupported
-from . import _ops, _shape
+from . import _checks, _ops, _shape
 from ._shape import SymTensor
 
 SUPPORTED_OPSETS = range(13, 22)  # tested; 11 and 12 work where converters note the difference
 _MIN_OPSET = 11
+# the newest opset defined by onnx 1.23; converters implement each op's newest meaning up to it
+_MAX_OPSET = 28
 _DEFAULT_DOMAINS = ("", "ai.onnx")
 
 
@@ -52,8 +54,12 @@ def onnx_dtype(elem_type: int) -> str:
     try:
         return str(np.dtype(onnx.helper.tensor_dtype_to_np_dtype(elem_type)))
     except (KeyError, TypeError, ValueError) as err:
-        name = onnx.TensorProto.DataType.Name(elem_type) if elem_type else "UNDEFINED"
-        raise FrontendError(f"ONNX element type {name} has no minitvm dtype") from err
+        names = onnx.TensorProto.DataType
+        name = names.Name(elem_type) if elem_type in names.values() else f"number {elem_type}"
+        raise FrontendError(
+            f"ONNX element type {name} has no minitvm dtype; supported: float, integer and bool "
+            "types"
+        ) from err
 
 
 class Context:
@@ -135,7 +141,17 @@ class Context:
         node = self.node
         if node is None:
             return "from_onnx"
-        return f"from_onnx: node {node.name!r} ({node.op_type})"
+        return f"from_onnx: {node_label(node)}"
+
+
+def node_label(node: Any, index: int | None = None) -> str:
+    """ "node 'conv1' (Conv)"; a node without a name by its position, else its first output."""
+    if node.name:
+        return f"node {node.name!r} ({node.op_type})"
+    if index is not None:
+        return f"node #{index} ({node.op_type})"
+    first = next((o for o in node.output if o), "")
+    return f"node ({node.op_type}) writing {first!r}" if first else f"a {node.op_type} node"
 
 
 # ------------------------------------------------------------------ entry point
@@ -153,47 +169,80 @@ def from_onnx(
 
     shape_dict fixes input shapes (a str dim stays symbolic); dtype_dict overrides input dtypes
     (one dtype for all, or per name); with keep_params_in_input float initializers are
-    parameters after the inputs, their values in the function attr "params".
-    >>> mod = from_onnx(onnx.load("model.onnx"), {"x": (1, 3, 224, 224)})
+    parameters after the inputs, their values in the function attr "params". The model is
+    untrusted data: anything wrong with it is a FrontendError naming the node, initializer or
+    input; external data is never read here (load the file with `load_model`).
+    >>> mod = from_onnx(load_model("model.onnx"), {"x": (1, 3, 224, 224)})
     """
     onnx = _require_onnx()
     if not isinstance(model, onnx.ModelProto):
         raise FrontendError(
             f"from_onnx: expected an onnx.ModelProto, got {type(model).__name__}; "
-            "load a file with onnx.load(path)"
+            "load a file with minitvm.relax.frontend.onnx.load_model(path)"
         )
+    where = ["from_onnx"]  # the part being imported, for an error nothing else explains
+    try:
+        return _import(
+            onnx,
+            model,
+            shape_dict,
+            dtype_dict,
+            opset,
+            keep_params_in_input,
+            sanitize_input_names,
+            where,
+        )
+    except MiniTVMError as err:
+        if str(err).startswith("from_onnx"):
+            raise
+        raise type(err)(f"{where[0]}: {err}") from err
+    except RecursionError as err:
+        raise FrontendError(f"{where[0]}: the model is nested too deeply to import") from err
+    except Exception as err:  # a malformed model reaches code that assumed a valid one
+        raise FrontendError(
+            f"{where[0]}: the model is malformed here ({type(err).__name__}: {err}); check it "
+            "with onnx.checker.check_model in a separate process, or re-export it"
+        ) from err
+
+
+def _import(onnx, model, shape_dict, dtype_dict, opset, keep_params, sanitize, where) -> Any:
     graph = model.graph
-    ctx = Context(_model_opset(model, opset), keep_params_in_input)
+    ctx = Context(_model_opset(model, opset), keep_params)
     _check_ops(graph, onnx)
+    _checks.check_ssa(graph)
     init_names = {t.name for t in graph.initializer}
     graph_inputs = [i for i in graph.input if i.name not in init_names]
     _check_names(shape_dict, dtype_dict, graph_inputs)
+    shapes = _checks.checked_shape_dict(shape_dict, graph_inputs)
     ctx.plain_dims = {
         d.dim_param
         for i in graph_inputs
         for d in i.type.tensor_type.shape.dim
         if d.dim_param.isidentifier()
     }
-    names = _unique_names([i.name for i in graph_inputs], sanitize_input_names)
-    inputs = [
-        _input_var(ctx, i, name, shape_dict or {}, dtype_dict)
-        for i, name in zip(graph_inputs, names)
-    ]
+    names = _unique_names([i.name for i in graph_inputs], sanitize)
+    inputs = []
+    for info, name in zip(graph_inputs, names):
+        where[0] = f"from_onnx: input {info.name!r}"
+        inputs.append(_input_var(ctx, info, name, shapes, dtype_dict))
     for tensor in graph.initializer:
-        ctx.values[tensor.name] = ctx.initializer(
-            tensor.name, onnx.numpy_helper.to_array(tensor).copy()
-        )
+        where[0] = f"from_onnx: initializer {tensor.name!r}"
+        ctx.values[tensor.name] = ctx.initializer(tensor.name, _checks.tensor_array(onnx, tensor))
     with ctx.bb.function("main", params=inputs):
         with ctx.bb.dataflow():
             for info, var in zip(graph_inputs, inputs):
                 ctx.values[info.name] = var
             for node in graph.node:
+                where[0] = f"from_onnx: {node_label(node)}"
                 _convert_node(ctx, node)
+            where[0] = "from_onnx: the graph outputs"
             outs = [_output(ctx, o.name) for o in graph.output]
+            if not outs:
+                raise FrontendError("from_onnx: the graph has no outputs")
             out = ctx.bb.emit_output(outs[0] if len(outs) == 1 else Tuple(tuple(outs)))
         ctx.bb.emit_func_output(out)
     mod = ctx.bb.get()
-    if keep_params_in_input:
+    if keep_params:
         found = used_vars(mod["main"].body)
         used = [v for v in ctx.param_values if v in found]
         func = mod["main"].replace(params=tuple(inputs) + tuple(used))
@@ -211,10 +260,20 @@ def _model_opset(model: Any, opset: int | None) -> int:
         raise FrontendError(
             "from_onnx: the model declares no default-domain opset; pass opset=... (13 to 21)"
         )
+    if isinstance(version, bool) or not isinstance(version, int | np.integer):
+        raise FrontendError(
+            f"from_onnx: opset={version!r} must be an int ({_MIN_OPSET} to {_MAX_OPSET})"
+        )
     if int(version) < _MIN_OPSET:
         raise FrontendError(
             f"from_onnx: opset {version} is older than {_MIN_OPSET}; upgrade the model with "
             "onnx.version_converter.convert_version(model, 17)"
+        )
+    if int(version) > _MAX_OPSET:
+        raise FrontendError(
+            f"from_onnx: opset {version} is newer than any minitvm knows (supported: "
+            f"{_MIN_OPSET} to {_MAX_OPSET}); convert the model to opset {_MAX_OPSET} or older "
+            "with onnx.version_converter.convert_version"
         )
     return int(version)
 
@@ -274,6 +333,7 @@ def _model_dim(ctx: Context, name: str, index: int, dim: Any) -> Any:
     return ctx.sym_var(f"{_sanitize(name)}_dim{index}")
 
 
+_MAX_DIM_TEXT = 200
 _DIM_OPS = {
     ast.Add: operator.add,
     ast.Sub: operator.sub,
@@ -289,9 +349,11 @@ def _dim_expr(ctx: Context, text: str) -> Any:
     Arithmetic counts only over names some input dim has alone (so their values can be read
     from the arguments); "seq-len" with no dims "seq" and "len" stays one name.
     """
+    if len(text) > _MAX_DIM_TEXT:  # parsed, never evaluated; long text is just a name
+        return ctx.sym_var(_sanitize(text))
     try:
         tree = ast.parse(text.strip(), mode="eval").body
-    except SyntaxError:
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return ctx.sym_var(_sanitize(text))
 
     def build(node: ast.AST) -> Any:
@@ -329,8 +391,29 @@ def _unique_names(names: list[str], sanitize: bool) -> list[str]:
     return out
 
 
+def _check_arity(ctx: Context, node: Any) -> None:
+    """The node's input and output counts are within its ONNX schema's (at the model's opset)."""
+    onnx = _require_onnx()
+    try:
+        schema = onnx.defs.get_schema(node.op_type, ctx.opset, node.domain)
+    except onnx.defs.SchemaError:
+        return  # an op newer than the installed onnx: its converter checks what it reads
+    n_in, n_out = len(node.input), len(node.output)
+    if not schema.min_input <= n_in <= schema.max_input:
+        raise FrontendError(
+            f"{ctx.where()}: has {n_in} inputs; {node.op_type} at opset {ctx.opset} takes "
+            f"{schema.min_input} to {schema.max_input}"
+        )
+    if not 1 <= n_out <= schema.max_output:
+        raise FrontendError(
+            f"{ctx.where()}: has {n_out} outputs; {node.op_type} at opset {ctx.opset} gives "
+            f"1 to {schema.max_output}"
+        )
+
+
 def _convert_node(ctx: Context, node: Any) -> None:
     ctx.node = node
+    _check_arity(ctx, node)
     try:
         inputs = [_lookup(ctx, name) for name in node.input]
         attrs = _attributes(node)
@@ -338,7 +421,7 @@ def _convert_node(ctx: Context, node: Any) -> None:
         if outputs is None:
             outputs = _ops.CONVERTERS[node.op_type](ctx, inputs, attrs)
     except MiniTVMError as err:
-        if str(err).startswith("from_onnx: node"):
+        if str(err).startswith(ctx.where()):
             raise
         cls = type(err) if isinstance(err, FrontendError) else FrontendError
         raise cls(f"{ctx.where()}: {err}") from err
@@ -371,13 +454,18 @@ def _attributes(node: Any) -> dict[str, Any]:
     onnx = _require_onnx()
     attrs = {}
     for a in node.attribute:
+        if a.name in attrs:
+            raise OpAttributeInvalid(f"attribute {a.name!r} is given twice")
         value = onnx.helper.get_attribute_value(a)
-        if isinstance(value, bytes):
-            value = value.decode()
-        elif isinstance(value, onnx.TensorProto):
-            value = onnx.numpy_helper.to_array(value)
-        elif isinstance(value, list) and value and isinstance(value[0], bytes):
-            value = [v.decode() for v in value]
+        try:
+            if isinstance(value, bytes):
+                value = value.decode()
+            elif isinstance(value, list) and value and isinstance(value[0], bytes):
+                value = [v.decode() for v in value]
+        except UnicodeDecodeError as err:
+            raise OpAttributeInvalid(f"attribute {a.name!r} is not UTF-8 text") from err
+        if isinstance(value, onnx.TensorProto):
+            value = _checks.tensor_array(onnx, value, f"attribute {a.name!r}")
         attrs[a.name] = value
     return attrs
 

@@ -1,0 +1,102 @@
+"""Checks of the graph and the caller's arguments that from_onnx makes before converting.
+
+A model file is untrusted data: each rule here turns something a converter would trip over
+(a foreign exception, or a silently wrong program) into a FrontendError naming the part.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from ....error import FrontendError
+
+
+def check_ssa(graph: Any) -> None:
+    """Every value has one producer: a graph input, an initializer or one node output."""
+    from .onnx_frontend import node_label
+
+    producer: dict[str, str] = {}
+    for info in graph.input:
+        if info.name in producer:
+            raise FrontendError(f"from_onnx: graph input {info.name!r} is declared twice")
+        producer[info.name] = "a graph input"
+    initializers: set[str] = set()
+    for tensor in graph.initializer:
+        if tensor.name in initializers:
+            raise FrontendError(f"from_onnx: initializer {tensor.name!r} is defined twice")
+        initializers.add(tensor.name)
+        producer[tensor.name] = "an initializer"  # one that is also an input is its default
+    for index, node in enumerate(graph.node):
+        for name in node.output:
+            if not name:
+                continue
+            if name in producer:
+                raise FrontendError(
+                    f"from_onnx: {node_label(node, index)} writes {name!r}, which is "
+                    f"already {producer[name]}; an ONNX graph gives every value one producer "
+                    "(rename one of them)"
+                )
+            producer[name] = f"the output of {node_label(node, index)}"
+
+
+def checked_shape_dict(shape_dict: Any, graph_inputs: list) -> dict[str, tuple]:
+    """shape_dict with each dim an int >= 0 or a str (a symbolic dim), of the model's rank."""
+    if shape_dict is None:
+        return {}
+    if not isinstance(shape_dict, Mapping):
+        raise FrontendError(
+            f"from_onnx: shape_dict must map input names to shapes, got {type(shape_dict).__name__}"
+        )
+    declared = {i.name: i for i in graph_inputs}
+    out = {}
+    for name, shape in shape_dict.items():
+        if isinstance(shape, str | bytes) or not hasattr(shape, "__iter__"):
+            raise FrontendError(
+                f"from_onnx: shape_dict[{name!r}] = {shape!r} is not a sequence of dims; give a "
+                "tuple such as (1, 3, 224, 224)"
+            )
+        dims = tuple(shape)
+        for d in dims:
+            is_int = isinstance(d, int | np.integer) and not isinstance(d, bool | np.bool_)
+            if not (isinstance(d, str) and d.isidentifier()) and not (is_int and d >= 0):
+                raise FrontendError(
+                    f"from_onnx: shape_dict[{name!r}] = {dims!r} has the dim {d!r}; each dim must "
+                    "be an int >= 0, or a name (a str identifier) for a dynamic dim"
+                )
+        ttype = declared[name].type.tensor_type
+        if ttype.HasField("shape") and len(ttype.shape.dim) != len(dims):
+            raise FrontendError(
+                f"from_onnx: shape_dict[{name!r}] = {dims!r} has rank {len(dims)}, the model "
+                f"declares input {name!r} with rank {len(ttype.shape.dim)}"
+            )
+        out[name] = tuple(d if isinstance(d, str) else int(d) for d in dims)
+    return out
+
+
+def tensor_array(onnx: Any, tensor: Any, what: str | None = None) -> np.ndarray:
+    """A TensorProto's value as a numpy array; never reads a file (external data is refused)."""
+    from .onnx_frontend import onnx_dtype
+
+    what = what or f"initializer {tensor.name!r}"
+    if tensor.data_location == onnx.TensorProto.EXTERNAL or len(tensor.external_data):
+        raise FrontendError(
+            f"from_onnx: {what} keeps its data in an external file, which from_onnx does not "
+            "read; load the model with minitvm.relax.frontend.onnx.load_model(path), which "
+            "reads external data from the model's folder only"
+        )
+    if tensor.HasField("segment"):
+        raise FrontendError(f"from_onnx: {what} is a segment of a tensor, which is unsupported")
+    if any(d < 0 for d in tensor.dims):
+        raise FrontendError(f"from_onnx: {what} has negative dims {list(tensor.dims)}")
+    dtype = onnx_dtype(tensor.data_type)
+    try:
+        array = onnx.numpy_helper.to_array(tensor)
+    except Exception as err:  # onnx raises what numpy raises for bytes that do not fit
+        raise FrontendError(
+            f"from_onnx: {what} ({dtype}, dims {list(tensor.dims)}) holds data that does not "
+            f"match its dims and type ({type(err).__name__}: {err}); the file is damaged"
+        ) from err
+    return np.array(array, copy=True)
