@@ -44,6 +44,8 @@ def decode(row: str, protocol: str = "json") -> tuple[MeasureInput, MeasureResul
         data = json.loads(row)
     except ValueError as err:
         raise TuningError(f"not JSON ({err})") from err
+    except RecursionError as err:
+        raise TuningError("the JSON nests too deeply to read") from err
     if not isinstance(data, dict) or not {"input", "config", "result"} <= set(data):
         raise TuningError("a record needs the keys 'input', 'config' and 'result'")
     inp, res = data["input"], data["result"]
@@ -79,11 +81,7 @@ def _decode_result(res: Any) -> MeasureResult:
     costs, error_no = res[0], res[1]
     if error_no not in MeasureErrorNo.__members__.values():
         raise TuningError(f"unknown error_no {error_no}")
-    if error_no == 0 and not (
-        costs
-        and all(isinstance(c, numbers) and not isinstance(c, bool) for c in costs)
-        and all(math.isfinite(c) and c >= 0 for c in costs)
-    ):
+    if error_no == 0 and not (costs and all(_is_time(c) for c in costs)):
         # a zero is a time below the timer's resolution, still a measurement; a negative,
         # NaN or infinite time is not
         raise TuningError(f"a successful record needs non-negative finite costs, got {costs!r:.80}")
@@ -91,37 +89,41 @@ def _decode_result(res: Any) -> MeasureResult:
 
 
 def load_from_file(filename: str | os.PathLike) -> Iterator[tuple[MeasureInput, MeasureResult]]:
-    """The records of a log file; malformed lines are skipped with a RecordWarning."""
+    """The records of a log file; malformed lines (not UTF-8, not JSON, values of the wrong
+    kind) are skipped with a RecordWarning naming the file and line."""
     try:
-        with open(filename) as f:
-            lines = f.readlines()
+        with open(filename, "rb") as f:
+            lines = f.read().split(b"\n")
     except OSError as err:
         raise TuningError(f"cannot read tuning log '{os.fspath(filename)}': {err}") from err
-    for lineno, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            yield decode(line)
-        except TuningError as err:
-            warnings.warn(
-                f"{os.fspath(filename)}:{lineno}: skipped a malformed autotvm record: {err}",
-                RecordWarning,
-                stacklevel=2,
-            )
+    yield from _decode_lines(enumerate(lines, 1), f"{os.fspath(filename)}:")
 
 
 def load_from_buffer(file: Any) -> Iterator[tuple[MeasureInput, MeasureResult]]:
     """The records of an open text file (malformed lines skipped with a RecordWarning)."""
-    for lineno, line in enumerate(file, 1):
-        if line.strip():
-            try:
+    try:
+        lines = list(file)
+    except UnicodeDecodeError as err:
+        raise TuningError(
+            f"tuning log {getattr(file, 'name', '(buffer)')!s}: not UTF-8 text ({err}); open "
+            "it with encoding='utf-8' or pass its path"
+        ) from err
+    yield from _decode_lines(enumerate(lines, 1), "line ")
+
+
+def _decode_lines(lines: Any, where: str) -> Iterator[tuple[MeasureInput, MeasureResult]]:
+    for lineno, line in lines:
+        try:
+            if isinstance(line, bytes):
+                line = line.decode("utf-8")
+            if line.strip():
                 yield decode(line)
-            except TuningError as err:
-                warnings.warn(
-                    f"line {lineno}: skipped a malformed autotvm record: {err}",
-                    RecordWarning,
-                    stacklevel=2,
-                )
+        except (TuningError, UnicodeDecodeError) as err:
+            warnings.warn(
+                f"{where}{lineno}: skipped a malformed autotvm record: {err}",
+                RecordWarning,
+                stacklevel=3,
+            )
 
 
 def measure_str_key(inp: MeasureInput, include_config: bool = True) -> str:
@@ -153,10 +155,28 @@ def _jsonable(x: Any) -> Any:
     return [_jsonable(a) for a in x] if isinstance(x, tuple | list) else x
 
 
-def _tupled(x: Any) -> Any:
+def _is_time(cost: Any) -> bool:
+    """A measured time: a finite non-negative number (a zero is below the timer's resolution,
+    still a measurement; an int past a float's range is not one)."""
+    if isinstance(cost, bool) or not isinstance(cost, int | float):
+        return False
+    try:
+        return math.isfinite(cost) and cost >= 0
+    except OverflowError:
+        return False
+
+
+_MAX_ARG_DEPTH = 8  # template arguments are shapes and dtypes: a few levels of lists
+
+
+def _tupled(x: Any, depth: int = 0) -> Any:
     """JSON lists back to the tuples workloads are made of."""
     if isinstance(x, list):
-        return tuple(_tupled(a) for a in x)
+        if depth >= _MAX_ARG_DEPTH:
+            raise TuningError(
+                f"template arguments in a record nest deeper than {_MAX_ARG_DEPTH} levels"
+            )
+        return tuple(_tupled(a, depth + 1) for a in x)
     if x is None or isinstance(x, str | int | float):
         return x
     raise TuningError(f"template argument {x!r:.60} in a record is not a number, string or list")

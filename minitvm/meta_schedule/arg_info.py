@@ -28,7 +28,7 @@ class ArgInfo:
             and all(type(d) is int and d >= 0 for d in obj[2])
         )
         if not ok:
-            raise TuningError(f"arg info JSON must be ['TENSOR', dtype, [dims]], got {obj!r}")
+            raise TuningError(f"arg info JSON must be ['TENSOR', dtype, [dims]], got {obj!r:.80}")
         return TensorInfo(obj[1], obj[2])
 
     @staticmethod

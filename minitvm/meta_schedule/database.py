@@ -17,6 +17,7 @@ from ..tir.schedule import Schedule
 from ..tir.schedule.trace import Trace
 from .arg_info import ArgInfo
 from .utils import mod_from_text, mod_key, mod_to_text, normalize_mod, parse_target
+from .workload_check import check_workload
 
 
 class Workload:
@@ -34,7 +35,9 @@ class Workload:
         if not (isinstance(obj, list) and len(obj) == 2 and all(isinstance(x, str) for x in obj)):
             raise TuningError(f"workload JSON must be [hash, TVMScript], got {str(obj)[:80]}")
         # the hash is recomputed: a tampered one is not trusted
-        return Workload(mod_from_text(obj[1], "workload JSON"))
+        mod = mod_from_text(obj[1], "workload JSON")
+        check_workload(mod, "workload JSON")
+        return Workload(mod)
 
 
 # TVM's bound on a mean run time: a record whose every repeat reaches it counts as failed
@@ -52,6 +55,16 @@ class RunSec(float):
 
     def __repr__(self) -> str:
         return float.__repr__(self)
+
+
+def _is_sec(value: Any) -> bool:
+    """A time a record file may give: a finite non-negative number (not a bool)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    try:
+        return 0.0 <= float(value) < float("inf")
+    except OverflowError:  # an int past a float's range
+        return False
 
 
 def _sec(value: Any) -> RunSec:
@@ -121,20 +134,40 @@ class TuningRecord:
         if not (isinstance(obj, list) and len(obj) == 4):
             raise TuningError(f"tuning record JSON must be a list of 4, got {str(obj)[:80]}")
         trace_json, run_secs, target, args_info = obj
-        ok_secs = run_secs is None or (
-            isinstance(run_secs, list) and all(isinstance(s, (int, float)) for s in run_secs)
-        )
-        if not ok_secs or not (target is None or isinstance(target, str)):
-            raise TuningError(f"tuning record JSON: bad run_secs or target in {str(obj)[:80]}")
+        if not (run_secs is None or (isinstance(run_secs, list) and all(map(_is_sec, run_secs)))):
+            raise TuningError(
+                f"tuning record JSON: run_secs must be null or a list of times in seconds "
+                f"(finite, >= 0), got {str(run_secs)[:80]}"
+            )
+        if not (target is None or isinstance(target, str)):
+            raise TuningError(
+                f"tuning record JSON: target must be a string, got {str(target)[:80]}"
+            )
+        if not (args_info is None or isinstance(args_info, list)):
+            raise TuningError(
+                f"tuning record JSON: args_info must be a list, got {str(args_info)[:80]}"
+            )
         sch = Schedule(workload.mod)
         try:
             Trace.apply_json_to_schedule(trace_json, sch)
         except MiniTVMError as err:
             raise TuningError(f"tuning record JSON: its trace does not replay: {err}") from err
-        infos = None if args_info is None else [ArgInfo.from_json(a) for a in args_info]
+        infos = None if args_info is None else _args_info_of(args_info, workload)
         record = TuningRecord(sch.trace, workload, run_secs, target, infos)
         record._mod_key = mod_key(sch.mod)  # the replay that validated it gives the key
         return record
+
+
+def _args_info_of(args_info: list, workload: Workload) -> list[ArgInfo]:
+    """A record's argument descriptions, which must be those of its workload: the runner
+    allocates them, so a file must not choose other shapes (a 10**12-element buffer)."""
+    infos = [ArgInfo.from_json(a) for a in args_info]
+    if infos != ArgInfo.from_entry_func(workload.mod):
+        raise TuningError(
+            f"tuning record JSON: args_info {[a.as_json() for a in infos]!s:.120} is not the "
+            "argument list of its workload's function"
+        )
+    return infos
 
 
 class Database:
@@ -435,21 +468,26 @@ class JSONDatabase(Database):
             self._loading = False
 
     def _load(self) -> None:
-        for lineno, obj in _read_lines(self.path_workload):
+        """Read both files as data (workload_check.py, tir/schedule/trace_check.py); the first
+        thing refused is a TuningError naming the file, line and record."""
+        for index, (lineno, obj) in enumerate(_read_lines(self.path_workload)):
             try:
                 self._workloads.append(Workload.from_json(obj))
-            except TuningError as err:
-                raise TuningError(f"{self.path_workload}:{lineno}: {err}") from err
-        for lineno, obj in _read_lines(self.path_tuning_record):
-            where = f"{self.path_tuning_record}:{lineno}"
+            except MiniTVMError as err:
+                raise TuningError(
+                    f"{self.path_workload}:{lineno} (workload {index}): {err}"
+                ) from err
+        for index, (lineno, obj) in enumerate(_read_lines(self.path_tuning_record)):
+            where = f"{self.path_tuning_record}:{lineno} (record {index})"
             ok = isinstance(obj, list) and len(obj) == 2 and type(obj[0]) is int
             if not ok or not 0 <= obj[0] < len(self._workloads):
                 raise TuningError(
-                    f"{where}: a record must be [workload index, record], got {str(obj)[:80]}"
+                    f"{where}: a record must be [workload index, record] with an index of the "
+                    f"{len(self._workloads)} workloads, got {str(obj)[:80]}"
                 )
             try:
                 self._records.append(TuningRecord.from_json(obj[1], self._workloads[obj[0]]))
-            except TuningError as err:
+            except MiniTVMError as err:
                 raise TuningError(f"{where}: {err}") from err
 
     def _write_workload(self, workload: Workload) -> None:
@@ -473,17 +511,30 @@ class JSONDatabase(Database):
 
 
 def _read_lines(path: str) -> list[tuple[int, Any]]:
+    """(line number, JSON value) of each non-blank line; a damaged file is a TuningError."""
+    try:
+        with open(path, "rb") as f:
+            raw_lines = f.read().split(b"\n")
+    except OSError as err:
+        raise TuningError(f"JSONDatabase: cannot read '{path}': {err}") from err
     out = []
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                out.append((lineno, json.loads(line)))
-            except ValueError as err:
-                raise TuningError(
-                    f"{path}:{lineno}: not valid JSON ({err}); the file is damaged"
-                ) from err
+    for lineno, raw in enumerate(raw_lines, 1):
+        if not raw.strip():
+            continue
+        try:
+            out.append((lineno, json.loads(raw.decode("utf-8"))))
+        except UnicodeDecodeError as err:
+            raise TuningError(
+                f"{path}:{lineno}: not UTF-8 text ({err}); the file is damaged"
+            ) from err
+        except ValueError as err:
+            raise TuningError(
+                f"{path}:{lineno}: not valid JSON ({err}); the file is damaged"
+            ) from err
+        except RecursionError as err:
+            raise TuningError(
+                f"{path}:{lineno}: the JSON nests too deeply to read; the file is damaged"
+            ) from err
     return out
 
 

@@ -173,19 +173,69 @@ def save_param_dict(params: Mapping[str, Any]) -> bytes:
 
 
 def load_param_dict(param_bytes: bytes | bytearray) -> dict:
-    """The dict of NDArrays that `save_param_dict` wrote."""
+    """The dict of NDArrays that `save_param_dict` wrote. The bytes are data from a file:
+    anything but such an archive (cut short, not a zip, an array whose header promises more
+    data than it holds, ...) is a BuildError, never a Python error or a huge allocation."""
     import io
+    import zipfile
+    import zlib
 
     import numpy as np
+    from numpy.lib import format as npy
 
     from ..runtime import ndarray as _nd
 
-    try:
-        with np.load(io.BytesIO(bytes(param_bytes)), allow_pickle=False) as npz:
-            return {k: _nd.array(npz[k]) for k in npz.files}
-    except (ValueError, OSError) as err:
+    def read_npy(member: Any, size: int, name: str) -> np.ndarray:
+        # the header must not promise more bytes than the member holds: shape (10**12,)
+        # would otherwise be allocated before a byte is read
+        readers = {(1, 0): npy.read_array_header_1_0, (2, 0): npy.read_array_header_2_0}
+        version = npy.read_magic(member)
+        if version not in readers:
+            raise ValueError(f"array '{name}' has .npy format version {version}")
+        shape, fortran, dtype = readers[version](member)
+        if dtype.hasobject:
+            raise ValueError(f"array '{name}' holds Python objects; params are numbers")
+        nbytes = int(np.prod(shape, dtype=object)) * dtype.itemsize
+        if nbytes > size:
+            raise ValueError(
+                f"array '{name}' declares shape {shape} of {dtype} ({nbytes} bytes) in a "
+                f"member of {size} bytes"
+            )
+        data = member.read(nbytes)
+        if len(data) != nbytes:
+            raise ValueError(f"array '{name}' is cut short")
+        flat = np.frombuffer(data, dtype=dtype, count=nbytes // max(dtype.itemsize, 1))
+        return flat.reshape(shape, order="F" if fortran else "C")
+
+    if not isinstance(param_bytes, bytes | bytearray | memoryview):
         raise BuildError(
-            f"load_param_dict: not a parameter archive from save_param_dict ({err})"
+            f"load_param_dict takes the bytes of a .params file, got {type(param_bytes).__name__}"
+        )
+    try:
+        with zipfile.ZipFile(io.BytesIO(bytes(param_bytes))) as archive:
+            params = {}
+            for info in archive.infolist():
+                name = info.filename.removesuffix(".npy")
+                with archive.open(info) as member:
+                    params[name] = _nd.array(read_npy(member, info.file_size, name))
+            return params
+    except (
+        zipfile.BadZipFile,
+        zlib.error,
+        EOFError,
+        OSError,
+        ValueError,  # UnicodeDecodeError included
+        KeyError,
+        TypeError,
+        NotImplementedError,  # a compression method zipfile lacks
+        OverflowError,
+        RecursionError,  # a header dict nested past Python's parser
+        MemoryError,
+    ) as err:
+        raise BuildError(
+            f"load_param_dict: the {len(param_bytes)} bytes are not a parameter archive from "
+            f"save_param_dict ({type(err).__name__}: {str(err)[:200]}); pass the bytes of the "
+            ".params file it wrote"
         ) from err
 
 

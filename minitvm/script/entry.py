@@ -169,6 +169,12 @@ def from_source(text: str, filename: str = "<string>") -> PrimFunc | IRModule:
             (err.offset or 1) - 1,
             (err.text or "").rstrip("\n"),
         ) from err
+    except (RecursionError, MemoryError, ValueError) as err:
+        # nesting past what Python's parser takes (a chain of 100000 operators), a NUL byte
+        raise ParseError(
+            f"{filename}: the text cannot be parsed as Python ({type(err).__name__}: "
+            f"{str(err)[:100]}); TVMScript nests far less deeply"
+        ) from err
     env = _default_env()
     metadata = find_metadata(tree, filename)
     if metadata is not None:

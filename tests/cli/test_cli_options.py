@@ -297,7 +297,7 @@ HOSTILE = {
         json.dumps(["1", "__import__('os').system('touch {marker}')"]) + "\n",
         ["does not parse"],
     ),
-    "deep nesting": ("database_tuning_record.json", "[" * 100000 + "\n", ["recursion"]),
+    "deep nesting": ("database_tuning_record.json", "[" * 100000 + "\n", ["nests too deeply"]),
     "not JSON": ("database_tuning_record.json", "{oops\n", ["not valid JSON"]),
     "a record of no workload": (
         "database_tuning_record.json",

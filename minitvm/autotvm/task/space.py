@@ -285,6 +285,20 @@ class OtherOptionSpace(TransformSpace):
 
 # entity class <-> the short kind names of the JSON log
 ENTITY_KINDS = {"sp": SplitEntity, "re": ReorderEntity, "ot": OtherOptionEntity}
+# what a knob value read from a log may be, by kind (the error text says it)
+_KNOB_VALUES = {
+    "sp": "a list of 64-bit integers",
+    "re": "a list of 64-bit integers",
+    "ot": "a number, a string, a bool or null",
+}
+
+
+def _is_knob_value(kind: str, value: Any) -> bool:
+    if kind == "ot":
+        return value is None or isinstance(value, bool | int | float | str)
+    return isinstance(value, list) and all(type(v) is int and v.bit_length() < 64 for v in value)
+
+
 _ENTITY_FIELD = {SplitEntity: "size", ReorderEntity: "perm", OtherOptionEntity: "val"}
 
 
@@ -551,23 +565,38 @@ class ConfigEntity(ConfigSpace):
 
     @staticmethod
     def from_json_dict(data: Any) -> ConfigEntity:
-        """A point from `to_json_dict` output; anything malformed is a TuningError."""
-        if not isinstance(data, dict) or not isinstance(data.get("index"), int):
+        """A point from `to_json_dict` output; anything malformed is a TuningError. A log is
+        data from someone else: knob values must be of the kinds templates define (split and
+        reorder: lists of 64-bit ints; knob: a number, string, bool or None)."""
+        if not isinstance(data, dict) or type(data.get("index")) is not int:
             raise TuningError(f"config must be a dict with an int 'index', got {data!r:.80}")
+        code_hash, items = data.get("code_hash"), data.get("entity", [])
+        if not (code_hash is None or isinstance(code_hash, str)) or not isinstance(items, list):
+            raise TuningError(
+                f"config: 'code_hash' must be a string or null and 'entity' a list, got "
+                f"{data!r:.80}"
+            )
         entities = OrderedDict()
-        for item in data.get("entity", ()):
-            if not (isinstance(item, list) and len(item) == 3 and item[1] in ENTITY_KINDS):
+        for item in items:
+            if not (
+                isinstance(item, list)
+                and len(item) == 3
+                and isinstance(item[0], str)
+                and isinstance(item[1], str)
+                and item[1] in ENTITY_KINDS
+            ):
                 raise TuningError(
                     f"config knob must be [name, kind in {sorted(ENTITY_KINDS)}, value], "
                     f"got {item!r:.80}"
                 )
             name, kind, value = item
-            if kind in ("sp", "re") and not (
-                isinstance(value, list) and all(type(v) is int for v in value)
-            ):
-                raise TuningError(f"config knob '{name}': {kind} value must be a list of ints")
-            entities[str(name)] = ENTITY_KINDS[kind](value)
-        return ConfigEntity(data["index"], data.get("code_hash"), entities)
+            if not _is_knob_value(kind, value):
+                raise TuningError(
+                    f"config knob '{name[:80]}': a {kind} value must be "
+                    f"{_KNOB_VALUES[kind]}, got {value!r:.80}"
+                )
+            entities[name] = ENTITY_KINDS[kind](value)
+        return ConfigEntity(data["index"], code_hash, entities)
 
     def __repr__(self) -> str:
         knobs = ", ".join(f"('{n}', {e!r})" for n, e in self._entity_map.items())

@@ -86,6 +86,7 @@ class InstructionKind:
         params: tuple,
         outputs: str = "none",
         has_decision: bool = False,
+        loadable: bool = True,
     ) -> None:
         self.name = name
         self.method = method
@@ -93,6 +94,9 @@ class InstructionKind:
         self.params = tuple(_param(p) for p in params)
         self.outputs = outputs  # "none", "single" or "list"
         self.has_decision = has_decision
+        # a trace file may replay it: a row of the table or a kind someone registered, not
+        # one made up for a Schedule method without a row (trace_check.py)
+        self.loadable = loadable
 
     @staticmethod
     def get(name: str) -> InstructionKind:
@@ -413,7 +417,8 @@ def kind_of_method(method: str, kwargs: dict, n_outputs: int, unpack: bool) -> I
     if kind is None:
         name = "".join(part.title() for part in method.split("_"))
         outputs = "list" if unpack else ("single" if n_outputs else "none")
-        kind = register_kind(InstructionKind(name, method, False, tuple(kwargs), outputs))
+        kind = InstructionKind(name, method, False, tuple(kwargs), outputs, loadable=False)
+        kind = register_kind(kind)
     return kind
 
 

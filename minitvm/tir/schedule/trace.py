@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ...error import ScheduleError
+from ...error import MiniTVMError, ScheduleError
 from ..expr import FloatImm, IntImm, PrimExpr, StringImm
+from . import trace_check
 from .instruction import (
     BlockRV,
     Code,
@@ -104,7 +105,9 @@ class Trace:
         used: set[int] = set()
         kept: list[Instruction] = []
         for inst in reversed(self._valid(remove_postproc)):
-            needed = not inst.kind.is_pure or any(id(o) in used for o in inst.outputs if o is not None)
+            needed = not inst.kind.is_pure or any(
+                id(o) in used for o in inst.outputs if o is not None
+            )
             if not needed:
                 continue
             kept.append(inst)
@@ -175,25 +178,50 @@ class Trace:
         return [insts, decisions]
 
     @staticmethod
-    def apply_json_to_schedule(json_obj: Any, sch: Any) -> None:
-        """Replay a trace given as `as_json` data on `sch`, checking every part of it."""
+    def apply_json_to_schedule(json_obj: Any, sch: Any, *, trusted: bool = False) -> None:
+        """Replay a trace given as `as_json` data on `sch`, checking every part of it.
+
+        The JSON is treated as a file from someone else (trace_check.py): only primitives of
+        the instruction table, plain bounded values, annotation keys that carry no code.
+        `trusted=True` (JSON this process just made from its own trace) lifts the rules on
+        kinds and annotation keys, not the bounds."""
         insts, decisions = _check_json_shape(json_obj)
         by_index = {}
         for item in decisions:
             if not (isinstance(item, list) and len(item) == 2 and type(item[0]) is int):
-                raise ScheduleError(f"trace JSON: a decision must be [index, value], got {item!r}")
+                raise ScheduleError(
+                    f"trace JSON: a decision must be [index, value], got {item!r:.80}"
+                )
             if not 0 <= item[0] < len(insts):
                 raise ScheduleError(f"trace JSON: decision index {item[0]} has no instruction")
-            by_index[item[0]] = item[1]
+            by_index[item[0]] = _value_from_json(item[1], f"trace JSON decision {item[0]}")
         named: dict[str, Any] = {}
         for i, item in enumerate(insts):
             kind_name, inputs, attrs, outputs = _check_inst_shape(item, i)
             kind = InstructionKind.get(kind_name)
             where = f"trace JSON instruction {i} ({kind_name})"
+            if not trusted:
+                trace_check.check_kind(kind, where)
             values = [_input_from_json(v, named, where) for v in inputs]
             attrs = [_value_from_json(v, where) for v in attrs]
-            results = kind.apply(sch, values, attrs, by_index.get(i))
+            if not trusted:
+                trace_check.check_instruction(kind, values, attrs, where)
+            results = _replay(kind, sch, values, attrs, by_index.get(i), where)
             _bind_outputs(kind_name, outputs, results, named.__setitem__, key=str)
+
+
+def _replay(kind: InstructionKind, sch: Any, values: list, attrs: list, decision: Any, where: str):
+    """Apply one loaded instruction; arguments of the wrong kind (the JSON is someone else's)
+    surface as a ScheduleError naming the instruction, not as a Python error of the primitive."""
+    try:
+        return kind.apply(sch, values, attrs, decision)
+    except MiniTVMError:
+        raise
+    except (TypeError, ValueError, KeyError, IndexError, AttributeError, ArithmeticError) as err:
+        raise ScheduleError(
+            f"{where}: its arguments do not fit {kind.method}() ({type(err).__name__}: {err}); "
+            "the trace was edited or written for another version"
+        ) from err
 
 
 def _bind_outputs(inst: Any, olds: list, news: list, bind: Callable, key: Callable) -> None:
@@ -221,7 +249,8 @@ def _check_inst_shape(item: Any, i: int) -> tuple:
     ok = ok and all(isinstance(part, list | tuple) for part in item[1:])
     if not ok or not all(isinstance(o, str) for o in item[3]):
         raise ScheduleError(
-            f"trace JSON instruction {i} must be [kind, inputs, attrs, output names], got {item!r}"
+            f"trace JSON instruction {i} must be [kind, inputs, attrs, output names], got "
+            f"{item!r:.120}"
         )
     return item[0], list(item[1]), list(item[2]), list(item[3])
 
@@ -281,37 +310,58 @@ def _input_to_json(value: Any, namer: _Namer, inst: Any) -> Any:
     return _value_to_json(value, inst)
 
 
-def _value_from_json(value: Any, where: str) -> Any:
+def _value_from_json(value: Any, where: str, depth: int = 0) -> Any:
     if value is None or isinstance(value, bool | int | float | str):
+        trace_check.check_scalar(value, where)
         return value
     if isinstance(value, list | tuple):
-        return [_value_from_json(v, where) for v in value]
+        trace_check.check_container(value, depth, where)
+        return [_value_from_json(v, where, depth + 1) for v in value]
     if isinstance(value, dict):
+        trace_check.check_container(value, depth, where)
         if value.get("__codec__") == "lambda" and isinstance(value.get("data"), str):
+            trace_check.check_scalar(value["data"], where)
             return TraceLambda.parse(value["data"])
         if "__codec__" in value:
-            codec = _CODECS.get(value["__codec__"])
+            codec = _CODECS.get(value["__codec__"]) if isinstance(value["__codec__"], str) else None
             if codec is None:
-                raise ScheduleError(f"{where}: unknown value codec {value['__codec__']!r}")
-            return codec[2](value.get("data"))
-        return {k: _value_from_json(v, where) for k, v in value.items()}
+                raise ScheduleError(
+                    f"{where}: unknown value codec {str(value['__codec__'])[:80]!r}"
+                )
+            return _decode(codec[2], _value_from_json(value.get("data"), where, depth + 1), where)
+        return {k: _value_from_json(v, where, depth + 1) for k, v in value.items()}
     raise ScheduleError(f"{where}: {type(value).__name__} is not a JSON value")
 
 
-def _input_from_json(value: Any, named: dict[str, Any], where: str) -> Any:
+def _decode(decode: Callable, data: Any, where: str) -> Any:
+    """A registered codec's value; its parser's own errors on malformed text (a NUL byte,
+    nesting past Python's parser) become a ScheduleError naming the instruction."""
+    try:
+        return decode(data)
+    except MiniTVMError:
+        raise
+    except (TypeError, ValueError, RecursionError, MemoryError) as err:
+        raise ScheduleError(
+            f"{where}: a value does not decode ({type(err).__name__}: {str(err)[:200]})"
+        ) from err
+
+
+def _input_from_json(value: Any, named: dict[str, Any], where: str, depth: int = 0) -> Any:
     if isinstance(value, str):
+        trace_check.check_scalar(value, where)
         if len(value) >= 2 and value[0] == '"' and value[-1] == '"':
             return value[1:-1]
         if value == "None":
             return None
         if value not in named:
             raise ScheduleError(
-                f"{where}: input {value!r} names no random variable defined before it"
+                f"{where}: input {value[:80]!r} names no random variable defined before it"
             )
         return named[value]
     if isinstance(value, list | tuple):
-        return [_input_from_json(v, named, where) for v in value]
-    return _value_from_json(value, where)
+        trace_check.check_container(value, depth, where)
+        return [_input_from_json(v, named, where, depth + 1) for v in value]
+    return _value_from_json(value, where, depth)
 
 
 __all__ = [

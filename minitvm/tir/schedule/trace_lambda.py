@@ -115,8 +115,11 @@ class TraceLambda:
     def parse(source: str) -> TraceLambda:
         try:
             node = ast.parse(source, mode="eval").body
-        except SyntaxError as err:
-            raise ScheduleError(f"trace lambda {source!r} does not parse: {err}") from err
+        except (SyntaxError, ValueError, RecursionError, MemoryError) as err:
+            # ValueError: a NUL byte; RecursionError / MemoryError: nesting past the parser's
+            raise ScheduleError(
+                f"trace lambda {source[:80]!r} does not parse: {type(err).__name__}: {err}"
+            ) from err
         if not isinstance(node, ast.Lambda):
             raise ScheduleError(f"trace value {source!r} is not a lambda")
         return TraceLambda(node, source)
@@ -144,6 +147,12 @@ class TraceLambda:
             return 0 if dry else -ev(node.operand)
         if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
             a, b = ev(node.left), ev(node.right)
+            if isinstance(a, str | list) or isinstance(b, str | list):
+                # index arithmetic is on numbers: "x" * 10**11 would be a 100 GB string
+                raise ScheduleError(
+                    f"trace lambda {self.source[:80]!r}: {ast.unparse(node)[:80]!r} applies "
+                    "arithmetic to a string or a list; index expressions compute numbers"
+                )
             return 0 if dry else _BINOPS[type(node.op)](a, b)
         if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _COMPARES:
             a, b = ev(node.left), ev(node.comparators[0])

@@ -105,10 +105,20 @@ def test_json_round_trip_reproduces_the_schedule_and_its_numbers():
     sch.reorder(i0, j, i1)
     sch.annotate(c, "note", 'a "quoted" value')
     fresh = tir.Schedule(wl.func())
-    Trace.apply_json_to_schedule(json.loads(json.dumps(sch.trace.as_json())), fresh)
+    # this process's own trace: trusted, so its "note" key (not on the list a trace file may
+    # set, see test_a_loaded_trace_may_not_set_an_unlisted_annotation_key) replays
+    Trace.apply_json_to_schedule(json.loads(json.dumps(sch.trace.as_json())), fresh, trusted=True)
     assert structural_equal(fresh.mod["main"], sch.mod["main"])
     assert fresh.trace.as_python() == sch.trace.as_python()
     build_and_run(fresh, wl)
+
+
+def test_a_loaded_trace_may_not_set_an_unlisted_annotation_key():
+    wl = matmul()
+    sch = tir.Schedule(wl.func())
+    sch.annotate(sch.get_block("C"), "note", "x")
+    with pytest.raises(ScheduleError, match="annotation key 'note' is not one a trace file may"):
+        Trace.apply_json_to_schedule(sch.trace.as_json(), tir.Schedule(wl.func()))
 
 
 def test_verify_trace_roundtrip_checks_json_and_python_forms():
