@@ -20,7 +20,7 @@ __version__ = "0.1.0"
 _SUBPACKAGES = (
     "ir", "arith", "tir", "te", "target", "runtime", "codegen", "script", "driver", "testing",
     "relax", "topi", "autodiff", "contrib", "instrument", "_ffi", "container", "relay",
-    "meta_schedule", "autotvm", "env", "train", "cli",
+    "meta_schedule", "autotvm", "env", "train", "cli", "dlight",
 )  # fmt: skip
 _NAMES = {
     # the classic and modern top-level API
@@ -43,7 +43,7 @@ _NAMES.update((name, f"runtime:{name}") for name in (
 ))  # fmt: skip
 _TABLE = {name: f"{__name__}.{name}" for name in _SUBPACKAGES}
 _TABLE.update((name, f"{__name__}.{spec}") for name, spec in _NAMES.items())
-_TABLE["convert"] = f"{__name__}.convert:convert"  # tvm.convert is the function
+_TABLE["convert"] = f"{__name__}._convert:convert"  # tvm.convert is the function
 __getattr__ = _lazy.module_getattr(__name__, _TABLE)
 
 

@@ -11,7 +11,7 @@ PKG = pathlib.Path(__file__).resolve().parents[1] / "minitvm"
 # __main__) are the public surface and may import anything.
 ORDER = ["ir", "arith", "tir", "te", "script", "target", "codegen", "runtime"]
 # the graph level and the tuners sit above every stage checked here
-_TOP = {"relax", "topi", "autodiff", "frontend", "tune", "meta_schedule", "autotvm"}
+_TOP = {"relax", "topi", "autodiff", "frontend", "tune", "meta_schedule", "autotvm", "dlight"}
 FORBIDDEN = {
     "ir": {"arith", "tir", "te", "script", "codegen", "driver"} | _TOP,
     "arith": {"te", "script", "codegen", "runtime", "driver"} | _TOP,
@@ -20,6 +20,8 @@ FORBIDDEN = {
     "codegen": {"te", "script", "driver"} | _TOP,
     "runtime": {"arith", "tir", "te", "script", "codegen", "driver"} | _TOP,
     "target": {"arith", "tir", "te", "script", "codegen", "driver"} | _TOP,
+    # the default schedules sit above tir/te/topi and below relax (relax imports dlight)
+    "dlight": {"script", "codegen", "driver", "relay", "cli"} | (_TOP - {"dlight", "topi"}),
 }
 
 

@@ -63,8 +63,8 @@ def build_device_module(mod: IRModule, target: Target | str) -> DeviceModule:
     kind = kind_spec(target.kind.name).codegen  # the device code flavour: OpenCL C or PTX
     if kind is None:
         raise BuildError(
-            f"build_device_module: target '{target}' has no device code generator; GPU kinds "
-            f"built here: {', '.join(sorted(gpu_kinds()))}"
+            f"build_device_module: target '{target}' is not a GPU target with a device code "
+            f"generator; GPU kinds built here: {', '.join(sorted(gpu_kinds()))}"
         )
     funcs = [f for f in mod.functions.values() if isinstance(f, PrimFunc)]
     by_name = {f.attrs["global_symbol"]: f for f in funcs if is_device_kernel(f)}

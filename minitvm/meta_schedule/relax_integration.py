@@ -75,7 +75,7 @@ def extract_tasks(
 ) -> list[ExtractedTask]:
     """The distinct unscheduled kernels of `mod` (structurally equal ones are one task whose
     weight counts every call), biggest FLOPs × calls first."""
-    from ..relax.transform.default_schedule import is_scheduled
+    from ..dlight import is_scheduled
 
     lowered = lower_to_kernels(mod, target, params)
     calls = _call_counts(lowered)

@@ -53,5 +53,5 @@ __all__ = [
 ]
 
 # tvm.runtime.convert builds IR values (tir constants), so it lives above the runtime in
-# minitvm/convert.py and resolves on first use.
-__getattr__ = _lazy.module_getattr(__name__, {"convert": "minitvm.convert:convert"})
+# minitvm/_convert.py and resolves on first use.
+__getattr__ = _lazy.module_getattr(__name__, {"convert": "minitvm._convert:convert"})

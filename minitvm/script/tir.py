@@ -9,11 +9,9 @@ Outside a parsed function only the annotation forms matter (`A: T.Buffer((128,),
 
 from __future__ import annotations
 
-import builtins
 import functools
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from ..error import ParseError
@@ -59,245 +57,32 @@ from ..tir.expr import (
     Select as _SelectNode,
 )
 from ..tir.stmt import BufferRegion, Evaluate, ForKind
+from . import tir_types as _types
+from .tir_specs import (  # noqa: F401 - re-exported
+    AllocateConstSpec,
+    AllocateSpec,
+    AttrSpec,
+    AxisSpec,
+    BlockHeader,
+    BlockSpec,
+    BufferSpec,
+    EnvThreadSpec,
+    InitSpec,
+    LaunchSpec,
+    LoopSpec,
+    RemapSpec,
+    VarDecl,
+    _buffer_spec,
+    _shape,
+)
+from .tir_types import _DTYPE_NAMES, Buffer, Let, boolean, var  # noqa: F401 - re-exported
+
+_mod = sys.modules[__name__]
+# T.float32, T.int8x4, ...: the dtype constructors tir_types.py makes, under T as well
+for _n in _DTYPE_NAMES:
+    setattr(_mod, _n, getattr(_types, _n))
 
 __tvmscript__ = True  # the parser resolves `T.<name>` through `__all__` of namespaces like this
-
-# ----------------------------------------------------------------------------- specs
-
-
-@dataclass(frozen=True)
-class BufferSpec:
-    """`T.Buffer(...)`, `T.alloc_buffer(...)`, `T.match_buffer(...)` or `T.decl_buffer(...)`."""
-
-    kind: str  # "param" | "alloc" | "match" | "decl"
-    shape: tuple | None
-    dtype: str | None = None  # None: float32, or a matched region's dtype
-    source: Any = None  # match_buffer: the handle param
-    data: Any = None
-    strides: tuple = ()
-    elem_offset: Any = None
-    scope: str = "global"
-    align: int = 64
-    offset_factor: int | None = None  # None: not given (1; a matched region's offset is then 0)
-    axis_separators: tuple = ()
-    name: str | None = None
-
-
-@dataclass(frozen=True)
-class VarDecl:
-    """`n = T.int32()`: a fresh (symbolic) variable named by the assignment."""
-
-    dtype: DataType
-    is_size_var: bool = False
-
-
-@dataclass(frozen=True)
-class LoopSpec:
-    kind: ForKind
-    min: Any
-    extent: Any
-    thread: str | None = None
-    annotations: Mapping | None = None
-
-
-@dataclass(frozen=True)
-class AxisSpec:
-    iter_type: IterType
-    dom: Any
-    value: Any
-    dtype: str = "int32"
-
-
-@dataclass(frozen=True)
-class RemapSpec:
-    kinds: str
-    values: tuple
-
-
-@dataclass(frozen=True)
-class AllocateSpec:
-    extents: tuple
-    dtype: str
-    scope: str | None = None
-    condition: Any = True
-    annotations: Mapping | None = None
-
-
-@dataclass(frozen=True)
-class AllocateConstSpec:
-    """`B = T.allocate_const([1.0, 2.0], "float32", [2])`: constant memory named by the assignment."""
-
-    data: tuple
-    dtype: str
-    extents: tuple
-    annotations: Mapping | None = None
-
-
-@dataclass(frozen=True)
-class LaunchSpec:
-    """`T.launch_thread("blockIdx.x", n)` (or of a `T.env_thread` var): a thread extent scope."""
-
-    thread: Any  # a thread tag (str), or a Var made by T.env_thread
-    extent: Any
-
-
-@dataclass(frozen=True)
-class EnvThreadSpec:
-    """`tx = T.env_thread("threadIdx.x")`: a thread variable launched later by T.launch_thread."""
-
-    tag: str
-
-
-@dataclass(frozen=True)
-class BlockSpec:
-    name: str
-
-
-@dataclass(frozen=True)
-class InitSpec:
-    pass
-
-
-@dataclass(frozen=True)
-class AttrSpec:
-    node: Any
-    key: str
-    value: Any
-
-
-@dataclass(frozen=True)
-class BlockHeader:
-    """A statement that configures the enclosing block or function (T.reads, T.where, ...)."""
-
-    what: str  # "reads" | "writes" | "where" | "block_attr" | "func_attr"
-    value: Any = field(default=None)
-
-
-# ----------------------------------------------------------------------------- types / dtypes
-
-
-class _BufferType:
-    """`T.Buffer`: a buffer annotation `T.Buffer((128, 128), "float32")` or `T.Buffer[...]`."""
-
-    def __call__(
-        self,
-        shape: Any,
-        dtype: str | None = None,
-        data: Any = None,
-        strides: Sequence = (),
-        elem_offset: Any = None,
-        scope: str = "global",
-        align: int = 64,
-        offset_factor: int | None = None,
-        axis_separators: Sequence = (),
-        name: str | None = None,
-    ) -> BufferSpec:
-        return _buffer_spec(
-            "param",
-            None,
-            shape,
-            dtype,
-            data,
-            strides,
-            elem_offset,
-            scope,
-            align,
-            offset_factor,
-            axis_separators,
-            name,
-        )
-
-    def __getitem__(self, item: Any) -> BufferSpec:
-        if not isinstance(item, tuple):
-            item = (item,)
-        return self(*item)
-
-    def __repr__(self) -> str:
-        return "T.Buffer"
-
-
-Buffer = _BufferType()
-
-
-def _shape(shape: Any) -> tuple | None:
-    if shape is None:  # a region's match_buffer: its extents (the parser fills them in)
-        return None
-    return tuple(shape) if isinstance(shape, tuple | list) else (shape,)
-
-
-def _dtype_ctor(name: str) -> Callable[..., Any]:
-    dtype = DataType(name)
-    missing = object()
-
-    def ctor(value: Any = missing, is_size_var: bool = False) -> Any:
-        if value is missing:
-            return VarDecl(dtype, is_size_var)
-        if isinstance(value, PrimExpr):
-            return value if value.dtype == dtype else _CastNode(dtype, value)
-        if isinstance(value, str):  # T.float32("inf")
-            value = float(value)
-        if dtype.is_float:
-            return FloatImm(dtype, float(value))
-        if dtype.is_handle:
-            raise ParseError(f"T.{name}(...) takes no value; use T.{name}() to declare a variable")
-        return IntImm(dtype, int(builtins.bool(value)) if dtype.is_bool else int(value))
-
-    if dtype.lanes > 1:  # T.float32x4(v): v in every lane
-        scalar = _dtype_ctor(str(dtype.element_of()))
-
-        def ctor(value: Any = missing, is_size_var: bool = False) -> Any:
-            if value is missing:
-                return VarDecl(dtype, is_size_var)
-            return _BroadcastNode(scalar(value), dtype.lanes)
-
-    ctor.__name__ = name
-    ctor._tvmscript_dtype = dtype  # type: ignore[attr-defined]
-    ctor.__doc__ = f"`T.{name}(v)` is a {name} constant; `T.{name}()` declares a variable."
-    return ctor
-
-
-_DTYPE_NAMES = [
-    "int8",
-    "int16",
-    "int32",
-    "int64",
-    "uint8",
-    "uint16",
-    "uint32",
-    "uint64",
-    "float16",
-    "float32",
-    "float64",
-    "bool",
-    "handle",
-]
-_DTYPE_NAMES += [
-    f"{base}x{lanes}"
-    for base in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-                 "float16", "float32", "float64")
-    for lanes in (4, 8, 16, 32, 64)
-]  # fmt: skip
-_mod = sys.modules[__name__]
-for _n in _DTYPE_NAMES:
-    setattr(_mod, _n, _dtype_ctor(_n))
-boolean = _mod.bool  # TVM's other spelling of T.bool
-
-
-def var(dtype: str, name: str = "") -> VarDecl:
-    """`n = T.var("int32")`: a new variable (named by the assignment)."""
-    return VarDecl(DataType(dtype))
-
-
-def Let(body: Any, where: Mapping) -> PrimExpr:
-    """`T.Let(x + 1, where={x: v})`: `body` with `x` bound to `v` (x declared as `x = T.int32()`)."""
-    from ..tir.expr import Let as _LetNode
-    from ..tir.expr import Var as _VarNode
-
-    if len(where) != 1 or not isinstance(next(iter(where)), _VarNode):
-        raise ParseError("T.Let takes one binding: T.Let(body, where={x: value})")
-    ((v, value),) = where.items()
-    return _LetNode(v, value, body)
-
 
 # ----------------------------------------------------------------------------- function, loops
 
@@ -483,38 +268,6 @@ def block_attr(attrs: Mapping) -> BlockHeader:
 
 
 # ----------------------------------------------------------------------------- buffers, memory
-
-
-def _buffer_spec(
-    kind: str,
-    param: Any,
-    shape: Any,
-    dtype: str | None = None,
-    data: Any = None,
-    strides: Sequence = (),
-    elem_offset: Any = None,
-    scope: str = "global",
-    align: int = 64,
-    offset_factor: int | None = None,
-    axis_separators: Sequence = (),
-    name: str | None = None,
-) -> BufferSpec:
-    """One buffer declaration; `T.Buffer`, `T.match_buffer`, `T.alloc_buffer` and
-    `T.decl_buffer` are this with `kind` (and `param`) fixed, so they share one signature."""
-    return BufferSpec(
-        kind,
-        _shape(shape),
-        dtype,
-        param,
-        data,
-        tuple(strides),
-        elem_offset,
-        scope,
-        align,
-        offset_factor,
-        tuple(axis_separators),
-        name,
-    )
 
 
 def match_buffer(

@@ -176,8 +176,8 @@ def matmul_shared(n: int) -> tuple[Any, list, float]:
 
 def _default_gpu(tensors: list, target: Any) -> Any:
     """The PrimFunc of `tensors` given DefaultGPUSchedule for `target`."""
+    from ..dlight.gpu import default_gpu_schedule
     from ..ir.module import IRModule
-    from ..relax.transform.default_gpu_schedule import default_gpu_schedule
     from ..target import Target
 
     mod = IRModule({"main": te.create_prim_func(tensors)})

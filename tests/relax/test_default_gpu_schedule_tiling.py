@@ -21,7 +21,7 @@ from minitvm.target import Target
 
 _REASON = tvm.opencl(0).unavailable_reason()
 requires_opencl = pytest.mark.skipif(_REASON is not None, reason=f"no OpenCL device: {_REASON}")
-_LOGGER = "minitvm.relax.transform.default_gpu_schedule"
+_LOGGER = "minitvm.dlight.gpu.default"
 _SHARED, _BARRIER = "__local float", "barrier(CLK_LOCAL_MEM_FENCE)"
 
 

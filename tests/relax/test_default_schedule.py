@@ -69,8 +69,8 @@ def test_default_schedule_keeps_every_table_op_correct(name: str) -> None:
     ],
 )
 def test_parallel_paths_stay_correct_on_tiny_shapes(name: str, monkeypatch) -> None:
-    ds = importlib.import_module("minitvm.relax.transform.default_schedule")
-    monkeypatch.setattr(ds, "PARALLEL_MIN_WORK", 1)  # parallelize even the tiny test shapes
+    # parallelize even the tiny test shapes
+    monkeypatch.setattr("minitvm.dlight.cpu.utils.PARALLEL_MIN_WORK", 1)
     case = CASES[name]
     mod, _ = _build(case, symbolic=case.symbolic)
     inputs = _inputs(case)
@@ -255,7 +255,7 @@ def test_random_graphs_compute_the_same_after_fusion_and_scheduling(choices) -> 
 
 # ----------------------------------------------------------------------------- register-blocked matmul
 
-_ds = importlib.import_module("minitvm.relax.transform.default_schedule")
+_ds = importlib.import_module("minitvm.dlight.cpu")
 
 
 def _matmul_graph(shapes, body):
@@ -308,7 +308,7 @@ def test_matmul_tile_choice() -> None:
     [(96, 64, 40), (40, 100, 24), (24, 10, 9), (37, 32, 12), (16, 131, 8)],
 )
 def test_dense_bias_relu_register_tile_matches_numpy(rows, cols, red, monkeypatch) -> None:
-    monkeypatch.setattr(_ds, "PARALLEL_MIN_WORK", 1)
+    monkeypatch.setattr("minitvm.dlight.cpu.utils.PARALLEL_MIN_WORK", 1)
     mod = _matmul_graph(
         [(rows, red), (red, cols), (cols,)],
         lambda x, w, b: op.nn.relu(op.add(op.matmul(x, w), b)),
@@ -471,7 +471,7 @@ def test_column_sum_accumulates_vectors_and_folds_the_sgd_update() -> None:
     [((300, 256), [0]), ((4, 6, 96), [0]), ((5, 7, 8), [0, 1]), ((6, 131), [0]), ((6, 20), [1])],
 )
 def test_sums_over_outer_axes_match_numpy(shape, axis, monkeypatch) -> None:
-    monkeypatch.setattr(_ds, "PARALLEL_MIN_WORK", 1)
+    monkeypatch.setattr("minitvm.dlight.cpu.utils.PARALLEL_MIN_WORK", 1)
     mod = _matmul_graph([shape], lambda x: op.sum(x, axis=axis))
     rng = np.random.default_rng(9)
     x = rng.standard_normal(shape).astype("float32")

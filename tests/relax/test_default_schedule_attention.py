@@ -19,7 +19,8 @@ from minitvm.tir.function import PrimFunc
 from minitvm.tir.functor import post_order_visit
 from minitvm.tir.stmt import Block
 
-_ds = importlib.import_module("minitvm.relax.transform.default_schedule")
+_ds = importlib.import_module("minitvm.dlight.cpu")
+_an = importlib.import_module("minitvm.dlight.cpu.analysis")
 T = relax.TensorStructInfo
 
 
@@ -115,7 +116,7 @@ def test_attention_computes_exp_once_per_score_and_rfactors_its_reductions() -> 
     update = next(
         b for name, b in found.items() if name.startswith("T_matmul_1") and "update" in name
     )
-    assert not _ds._calls(update, _ds._EXP), func.script()
+    assert not _an._calls(update, _an._EXP), func.script()
     # max and sum keep vector partial results beside the matmuls' register tiles
     assert {"T_softmax_maxelem_rf_update", "T_softmax_expsum_rf_update"} <= set(found), (
         func.script()
@@ -202,7 +203,7 @@ def _softmax_exp_once(shape):
 def test_exp_stage_read_by_sum_and_norm_is_computed_once(shape) -> None:
     scheduled = _ds.default_schedule_func(_softmax_exp_once(shape))
     assert "E" in blocks(scheduled), scheduled.script()  # not inlined into S and O
-    assert not _ds._calls(blocks(scheduled)["O"], _ds._EXP)
+    assert not _an._calls(blocks(scheduled)["O"], _an._EXP)
     x = RNG.standard_normal(shape).astype("float32") * 3
     out = tvm.nd.empty(shape, "float32")
     tvm.build(scheduled, target="llvm")(tvm.nd.array(x), out)

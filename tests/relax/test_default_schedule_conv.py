@@ -20,7 +20,7 @@ from minitvm.testing.workloads import (
 from minitvm.tir.function import PrimFunc
 from minitvm.tir.stmt import Block, BlockRealize, For, ForKind, SeqStmt
 
-_ds = importlib.import_module("minitvm.relax.transform.default_schedule")
+_ds = importlib.import_module("minitvm.dlight.cpu")
 
 
 def loops_above_blocks(func: PrimFunc) -> dict[str, list[For]]:
@@ -78,7 +78,7 @@ SHAPES = [
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "c{}h{}o{}k{}s{}p{}b{}x{}".format(*s))
 @pytest.mark.parametrize("epilogue", ["", "bias+relu", "residual+relu"])
 def test_blocked_conv_register_tile_matches_numpy(shape, epilogue, monkeypatch) -> None:
-    monkeypatch.setattr(_ds, "PARALLEL_MIN_WORK", 1)
+    monkeypatch.setattr("minitvm.dlight.cpu.utils.PARALLEL_MIN_WORK", 1)
     c, hw, o, k, stride, pad, cb, ob = shape
     tensors, func = scheduled_conv(1, c, hw, o, k, stride, pad, cb, ob, epilogue)
     scopes = {b.name: b.scope() for b in func.body.block.alloc_buffers}
@@ -109,7 +109,7 @@ def test_blocked_conv_tile_rows_fill_half_the_register_file() -> None:
 
 
 def test_blocked_conv_with_symbolic_batch_works_for_any_batch(monkeypatch) -> None:
-    monkeypatch.setattr(_ds, "PARALLEL_MIN_WORK", 1)
+    monkeypatch.setattr("minitvm.dlight.cpu.utils.PARALLEL_MIN_WORK", 1)
     n = tir.Var("n", "int32")
     tensors, func = scheduled_conv(n, 32, 9, 16, 3, 1, 1, 16, 16, "bias+relu")
     assert {b.scope() for b in func.body.block.alloc_buffers} == {"global", "local"}
@@ -134,7 +134,7 @@ DEPTHWISE = [
 def test_blocked_depthwise_tile_and_padding_per_tile_match_numpy(
     shape, epilogue, monkeypatch
 ) -> None:
-    monkeypatch.setattr(_ds, "PARALLEL_MIN_WORK", 1)
+    monkeypatch.setattr("minitvm.dlight.cpu.utils.PARALLEL_MIN_WORK", 1)
     c, hw, k, stride, pad, cb = shape
     tensors = depthwise_conv2d_nchwc_te(1, c, hw, k, stride, pad, cb, epilogue)
     func = _ds.default_schedule_func(te.create_prim_func(list(tensors)))
@@ -152,7 +152,7 @@ def test_blocked_depthwise_tile_and_padding_per_tile_match_numpy(
 
 
 def test_dense_conv_padding_stays_one_whole_stage_with_unfused_loops(monkeypatch) -> None:
-    monkeypatch.setattr(_ds, "PARALLEL_MIN_WORK", 1)
+    monkeypatch.setattr("minitvm.dlight.cpu.utils.PARALLEL_MIN_WORK", 1)
     # every tile of a dense conv reads all input channel blocks: padding per tile would redo it
     _, func = scheduled_conv(1, 32, 9, 32, 3, 1, 1, 16, 16, "")
     loops = loops_above_blocks(func)

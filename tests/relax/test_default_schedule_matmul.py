@@ -13,7 +13,7 @@ import minitvm as tvm
 from minitvm import te, tir
 from minitvm.tir.function import PrimFunc
 
-_ds = importlib.import_module("minitvm.relax.transform.default_schedule")
+_ds = importlib.import_module("minitvm.dlight.cpu")
 
 
 def matmul_te(m, k, n, batch=None, transposed=False):
@@ -58,9 +58,10 @@ def check(tensors, func, sizes: dict, transposed: bool, seed: int = 0) -> None:
     [(64, 64, 256, None), (37, 29, 200, None), (96, 7, 96, 3), (41, 1, 384, None)],
 )
 def test_many_rows_pack_b_into_column_panels(m, k, n, batch, transposed, monkeypatch) -> None:
-    monkeypatch.setattr(_ds, "PARALLEL_MIN_WORK", 1)
-    monkeypatch.setattr(_ds, "MATMUL_PACK_MIN_ROWS", 32)  # small shapes, same rule
-    monkeypatch.setattr(_ds, "MATMUL_PACK_MIN_B_BYTES", 0)
+    monkeypatch.setattr("minitvm.dlight.cpu.utils.PARALLEL_MIN_WORK", 1)
+    # small shapes, same rule
+    monkeypatch.setattr("minitvm.dlight.cpu.matmul.MATMUL_PACK_MIN_ROWS", 32)
+    monkeypatch.setattr("minitvm.dlight.cpu.matmul.MATMUL_PACK_MIN_B_BYTES", 0)
     tensors = matmul_te(m, k, n, batch, transposed)
     func = scheduled(tensors)
     tile = _ds.matmul_tile(m, n, k)
@@ -96,7 +97,7 @@ def test_blocked_conv_weights_are_not_packed_again() -> None:
 
 
 def test_symbolic_batch_linear_packs_the_weight_and_works_for_any_batch(monkeypatch) -> None:
-    monkeypatch.setattr(_ds, "PARALLEL_MIN_WORK", 1)
+    monkeypatch.setattr("minitvm.dlight.cpu.utils.PARALLEL_MIN_WORK", 1)
     n = tir.Var("n", "int32")
     tensors = matmul_te(n, 24, 64, transposed=True)
     func = scheduled(tensors)
@@ -132,7 +133,7 @@ def _outer_loops(func: PrimFunc) -> list:
 def test_unpacked_b_beyond_l2_walks_column_strips_outermost(m, k, n, monkeypatch) -> None:
     # B [K, N] of over 1 MB and too few rows to pack: the column-strip loop is outermost and
     # parallel, the row tiles inside, so one strip of B stays in L2 across the row tiles
-    monkeypatch.setattr(_ds, "PARALLEL_MIN_WORK", 1)
+    monkeypatch.setattr("minitvm.dlight.cpu.utils.PARALLEL_MIN_WORK", 1)
     tensors = matmul_te(m, k, n)
     func = scheduled(tensors)
     assert set(allocs(func)) == {"C_local"}
@@ -143,7 +144,7 @@ def test_unpacked_b_beyond_l2_walks_column_strips_outermost(m, k, n, monkeypatch
 
 
 def test_unpacked_b_within_l2_keeps_row_tiles_outermost(monkeypatch) -> None:
-    monkeypatch.setattr(_ds, "PARALLEL_MIN_WORK", 1)
+    monkeypatch.setattr("minitvm.dlight.cpu.utils.PARALLEL_MIN_WORK", 1)
     tensors = matmul_te(40, 64, 256)
     func = scheduled(tensors)
     first = _outer_loops(func)[0]
@@ -162,7 +163,7 @@ def test_register_tile_width_is_a_multiple_of_whole_vectors_that_measured_fast(n
 
 @pytest.mark.parametrize("m, k, n", [(29, 37, 144), (8, 16, 48)])
 def test_matmul_with_a_multiple_of_48_columns_matches_numpy(m, k, n, monkeypatch) -> None:
-    monkeypatch.setattr(_ds, "PARALLEL_MIN_WORK", 1)
+    monkeypatch.setattr("minitvm.dlight.cpu.utils.PARALLEL_MIN_WORK", 1)
     tensors = matmul_te(m, k, n)
     func = scheduled(tensors)
     assert allocs(func)["C_local"][0] == "local"

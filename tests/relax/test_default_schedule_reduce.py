@@ -17,7 +17,7 @@ from minitvm.tir.function import PrimFunc
 from minitvm.tir.functor import post_order_visit
 from minitvm.tir.stmt import For, ForKind
 
-_ds = importlib.import_module("minitvm.relax.transform.default_schedule")
+_ds = importlib.import_module("minitvm.dlight.cpu")
 T = relax.TensorStructInfo
 
 
@@ -64,7 +64,7 @@ POOLS = {
 @pytest.mark.parametrize("name", sorted(POOLS))
 @pytest.mark.parametrize("shape", [(1, 2, 11, 11, 16), (2, 1, 7, 5, 16), (1, 3, 3, 2, 16)])
 def test_blocked_pooling_accumulates_a_channel_vector(name, shape, monkeypatch) -> None:
-    monkeypatch.setattr(_ds, "PARALLEL_MIN_WORK", 1)
+    monkeypatch.setattr("minitvm.dlight.cpu.utils.PARALLEL_MIN_WORK", 1)
     mod = graph([shape], POOLS[name])
     scheduled = schedule(mod)
     (pool,) = [f for f in prim_funcs(scheduled) if "pool" in f.script()]
@@ -104,7 +104,7 @@ def _shape(shape, n):
 
 @pytest.mark.parametrize("name", sorted(ROWS))
 def test_row_reductions_keep_a_vector_of_partial_results_per_row(name, monkeypatch) -> None:
-    monkeypatch.setattr(_ds, "PARALLEL_MIN_WORK", 1)
+    monkeypatch.setattr("minitvm.dlight.cpu.utils.PARALLEL_MIN_WORK", 1)
     shapes, body = ROWS[name]
     # a symbolic batch of x @ W.T is packed for the matmul tile instead (a training batch)
     for static in (True,) if name.startswith("dense") else (True, False):
@@ -124,7 +124,7 @@ def test_row_reductions_keep_a_vector_of_partial_results_per_row(name, monkeypat
 
 
 def test_row_reduction_of_a_width_no_vector_divides_keeps_parallel_rows(monkeypatch) -> None:
-    monkeypatch.setattr(_ds, "PARALLEL_MIN_WORK", 1)
+    monkeypatch.setattr("minitvm.dlight.cpu.utils.PARALLEL_MIN_WORK", 1)
     mod = graph([(64, 37)], lambda x: op.nn.softmax(x))
     scheduled = schedule(mod)
     (func,) = prim_funcs(scheduled)
@@ -146,7 +146,7 @@ def _layer_norm(x, g, b):
 
 @pytest.mark.parametrize("shape", [(37, 768), (1, 64), (5, 3, 96), (2, 3, 24)])
 def test_layer_norm_computes_each_rows_chain_under_one_parallel_row_loop(shape, monkeypatch):
-    monkeypatch.setattr(_ds, "PARALLEL_MIN_WORK", 1)
+    monkeypatch.setattr("minitvm.dlight.cpu.utils.PARALLEL_MIN_WORK", 1)
     mod = graph([shape, shape[-1:], shape[-1:]], _layer_norm)
     scheduled = schedule(mod)
     (func,) = prim_funcs(scheduled)
@@ -163,7 +163,7 @@ def test_layer_norm_computes_each_rows_chain_under_one_parallel_row_loop(shape, 
 
 
 def test_layer_norm_chain_with_symbolic_batch_works_for_any_batch(monkeypatch) -> None:
-    monkeypatch.setattr(_ds, "PARALLEL_MIN_WORK", 1)
+    monkeypatch.setattr("minitvm.dlight.cpu.utils.PARALLEL_MIN_WORK", 1)
     n = tir.Var("n", "int64")
     mod = graph([(n, 3, 32), (32,), (32,)], _layer_norm)
     scheduled = schedule(mod)
@@ -185,7 +185,7 @@ def test_layer_norm_chain_with_symbolic_batch_works_for_any_batch(monkeypatch) -
 def test_rows_not_chained_keep_per_stage_rules(shape, body, monkeypatch) -> None:
     # softmax (its exp evaluated twice per element) ran slower chained; a width of 13 has no
     # vector of partial sums: both keep the per-block rules, still right
-    monkeypatch.setattr(_ds, "PARALLEL_MIN_WORK", 1)
+    monkeypatch.setattr("minitvm.dlight.cpu.utils.PARALLEL_MIN_WORK", 1)
     mod = graph([shape], body)
     scheduled = schedule(mod)
     (func,) = prim_funcs(scheduled)
@@ -200,7 +200,7 @@ def test_rows_not_chained_keep_per_stage_rules(shape, body, monkeypatch) -> None
 def test_layer_norm_not_chained_keeps_per_stage_rules(shape, monkeypatch) -> None:
     # no vector divides 13; a unit row loop is folded out of the block's bindings (no simple
     # nest); a row of one vector has no loop of partial sums: per-block rules, still right
-    monkeypatch.setattr(_ds, "PARALLEL_MIN_WORK", 1)
+    monkeypatch.setattr("minitvm.dlight.cpu.utils.PARALLEL_MIN_WORK", 1)
     mod = graph([shape, shape[-1:], shape[-1:]], _layer_norm)
     scheduled = schedule(mod)
     (func,) = prim_funcs(scheduled)
@@ -216,7 +216,7 @@ def test_a_strided_prologue_of_the_dot_product_rule_stays_a_packed_stage(monkeyp
     """A classifier reading a flattened blocked tensor (NCHW16c -> NCHW -> reshape -> x @ W.T):
     inlined, every vector of x along the reduction would be a gather, so the flattened copy is
     written once as its own vectorized stage and the dot product reads it contiguously."""
-    monkeypatch.setattr(_ds, "PARALLEL_MIN_WORK", 1)
+    monkeypatch.setattr("minitvm.dlight.cpu.utils.PARALLEL_MIN_WORK", 1)
     from minitvm.topi.layout import layout_index_map
 
     def body(x, w):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 
 from ...error import ScheduleError
-from ...relax.transform.default_schedule import _blocks, _inline_intermediates, is_scheduled
+from ...dlight.cpu.default import _blocks, _inline_intermediates, is_scheduled
 from ...tir.schedule import Schedule
 from ._block import func_of
 from .schedule_rule import ScheduleRule
@@ -26,7 +26,7 @@ def apply_default_schedule(sch: Schedule) -> Schedule:
 
 def _order(func):
     """DefaultSchedule's block order (reductions first where it defines one)."""
-    ds = sys.modules["minitvm.relax.transform.default_schedule"]
+    ds = sys.modules["minitvm.dlight.cpu.default"]
     order = getattr(ds, "_schedule_order", None)
     return order(func) if order is not None else [r.block.name_hint for r in _blocks(func)]
 
@@ -34,7 +34,7 @@ def _order(func):
 def _schedule_block(sch: Schedule, name: str) -> Schedule:
     """One block by DefaultSchedule's rule for its kind; its own driver step when it has one
     (the rule table may list fallbacks), else the single rule of the table."""
-    ds = sys.modules["minitvm.relax.transform.default_schedule"]
+    ds = sys.modules["minitvm.dlight.cpu.default"]
     step = getattr(ds, "_schedule_block", None)
     if step is not None:
         return step(sch, name)

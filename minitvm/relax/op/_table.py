@@ -8,27 +8,15 @@ issue — its gradient rule.
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ...ir.dtype import DataType
 from ...ir.node import FrozenDict
+from ...tir.analysis.op_pattern import OpPattern  # noqa: F401 - re-exported: the op table's column
 from ..expr import Call, Expr, Op
 from ..struct_info import StructInfo
-
-
-class OpPattern(enum.IntEnum):
-    """How an op's kernel may fuse (TVM's numbering, used by AnnotateTIROpPattern / FuseOps)."""
-
-    ELEMWISE = 0
-    BROADCAST = 1
-    INJECTIVE = 2
-    COMM_REDUCE = 3
-    OUT_EWISE_FUSABLE = 4
-    TUPLE = 7
-    OPAQUE = 8
 
 
 @dataclass(frozen=True)

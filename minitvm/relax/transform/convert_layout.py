@@ -57,7 +57,7 @@ from ..struct_info import TensorStructInfo
 from ._util import map_functions
 from .dead_code_elimination import remove_unused_bindings
 from .decompose import Emitter
-from .default_schedule import MATMUL_PACK_MIN_ROWS_TRANSPOSED
+from ...dlight.cpu import MATMUL_PACK_MIN_ROWS_TRANSPOSED
 
 CONV2D = "relax.nn.conv2d"
 LAYOUT_TRANSFORM = "relax.layout_transform"

@@ -13,7 +13,7 @@ from ...tir import PrimFunc
 def apply_database(mod: IRModule, database: Any, target: Any = None) -> IRModule:
     """`mod` with every unscheduled PrimFunc the database has tuned replaced by the tuned one."""
     from ...meta_schedule.relax_integration import task_module
-    from .default_schedule import IS_SCHEDULED, is_scheduled
+    from ...dlight import IS_SCHEDULED, is_scheduled
 
     out = mod.copy()
     for gv, func in mod.functions_items():

@@ -1,0 +1,45 @@
+"""ElementWise: parallel outer loops and a vectorized inner loop for spatial blocks."""
+
+from __future__ import annotations
+
+from ...tir.schedule import BlockRV, LoopRV, Schedule
+from .analysis import BlockKind, _is_conditional
+from .base import BlockRule
+from .utils import _extent, _parallel, _parallel_widest, _vectorize_inner, _work
+
+
+def schedule_spatial(sch: Schedule, block: BlockRV, loops: list[LoopRV]) -> None:
+    """Parallel outer loops, vectorized inner loop."""
+    work = _work(sch, loops)
+    outer = _vectorize_inner(sch, loops[-1])
+    par = loops[:-1] + ([outer] if outer is not None else [])
+    if _is_conditional(sch.get(block).body):
+        # a border test (padding): its loops stay unfused, so lowering's bound check sees
+        # each index as a loop variable (through a fused loop's div/mod it enumerates points:
+        # ~1 s for one conv's padding); the widest static loop runs in parallel
+        static = [lp for lp in par if _extent(sch, lp) is not None]
+        _parallel_widest(sch, static or par, work)
+        return
+    if _writes_intermediate(sch, block):
+        # a staged intermediate (`data_pad`): its symbolic batch loop stays serial outside
+        # the fused static loops, so lowering can still bound the buffer by the batch (a fused
+        # `n * 242` loop's `// 242` is not bounded by n there)
+        while par and _extent(sch, par[0]) is None and len(par) > 1:
+            par = par[1:]
+    _parallel(sch, par, work)
+
+
+def _writes_intermediate(sch: Schedule, block: BlockRV) -> bool:
+    """`block` writes a buffer that is not a parameter of the function."""
+    params = {id(b) for b in sch.mod["main"].buffer_map.values()}
+    return any(id(w.buffer) not in params for w in sch.get(block).writes)
+
+
+class ElementWise(BlockRule):
+    """Spatial blocks (elementwise, broadcast, injective, padding): `schedule_spatial`.
+
+    dl.ApplyDefaultSchedule(dl.cpu.ElementWise())
+    """
+
+    kinds = frozenset({BlockKind.SPATIAL})
+    steps = (schedule_spatial,)

@@ -1,0 +1,339 @@
+"""Matmul: products (matmul, dense, conv) register-blocked, B packed into column panels when
+it pays; other products tiled generically."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ...error import ScheduleError
+from ...tir.expr import IterType
+from ...tir.schedule import BlockRV, LoopRV, Schedule
+from ...tir.schedule.common import const_int
+from ...tir.stmt import Block
+from .analysis import (
+    BlockKind,
+    _contiguous_along,
+    _is_conditional,
+    _is_reduce_var,
+    _last_spatial_var,
+    _loads,
+    _product_term,
+    _transposed_along,
+    _uses,
+    is_matmul,
+)
+from .base import BlockRule
+from .fallback import schedule_rows
+from .gemv import schedule_row_reduction
+from .reduction import schedule_reduction
+from .utils import (
+    MATMUL_PACK_MIN_ROWS_TRANSPOSED,
+    TILE_ROWS,
+    VECTOR_LANES,
+    _decompose,
+    _extent,
+    _fold_epilogue,
+    _fuse_unit_loops,
+    _matmul_cols,
+    _parallel,
+    _parallel_widest,
+    _split_unless_short,
+    _vectorize_inner,
+    _work,
+)
+
+MATMUL_MAX_ROWS = 8  # rows of a tile of several vectors a row (measured best on 64..2048 GEMMs)
+
+
+MATMUL_GUARDED_ROWS = 4  # rows of a tile over a symbolic or oddly sized row extent (measured)
+
+
+MATMUL_K_UNROLL = 4  # reduction steps unrolled in the register tile
+
+
+@dataclass(frozen=True)
+class RegisterFile:
+    """The vector registers a register tile is sized from (AVX-512: 32 zmm of 16 float32)."""
+
+    lanes: int = VECTOR_LANES
+    registers: int = 32
+
+
+REGISTERS = RegisterFile()
+
+
+def tile_max_rows(vectors: int, regs: RegisterFile = REGISTERS) -> int:
+    """The most rows of a register tile whose row is `vectors` vector registers wide.
+
+    Each row holds `vectors` accumulators; its A element is a broadcast operand of the FMAs,
+    so the file must also hold the row's B vectors. A one-vector row (a blocked conv's 16
+    output channels, a dense with 16 columns) takes half the file, so a conv row of 14 or 16
+    output pixels is one tile (measured on 3x3 conv 256x14²: 14 rows 233 GFLOPS, 7 rows 227).
+    Wider rows keep MATMUL_MAX_ROWS (measured), their accumulators within 3/4 of the file."""
+    if vectors == 1:
+        return regs.registers // 2
+    return max(1, min(MATMUL_MAX_ROWS, regs.registers * 3 // 4 // vectors))
+
+
+@dataclass(frozen=True)
+class MatmulTile:
+    """The register tile of a matmul-like block: `rows` x `cols` outputs accumulated in
+    registers over the reduction, `k_unroll` reduction steps unrolled (1: k is not split)."""
+
+    rows: int
+    cols: int
+    k_unroll: int
+
+
+def matmul_tile(rows: int | None, cols: int | None, reduce: int | None) -> MatmulTile | None:
+    """The register tile for a matmul of static-or-None (symbolic) extents; None when the
+    column extent has no guard-free vector width (the block then gets the generic tiling).
+    Rows take the most that divide the row extent; a symbolic extent (batch `n`), or one whose
+    divisors are all small, gets MATMUL_GUARDED_ROWS rows and a guard `row < n` on each row of
+    the tile: it costs a compare per row and k step, far less than losing the reuse of the B
+    vectors (measured 133 vs 39 GFLOPS at n=1000, 784 x 256)."""
+    if cols is None or rows == 0 or reduce == 0:  # an empty matmul: the generic tiling
+        return None
+    width = _matmul_cols(cols)
+    if width is None:
+        return None
+    cap = tile_max_rows(math.ceil(width / REGISTERS.lanes))
+    rows_guarded = min(cap, MATMUL_GUARDED_ROWS)
+    if rows is None:
+        mr = rows_guarded
+    else:
+        mr = next(m for m in range(min(cap, rows), 0, -1) if rows % m == 0)
+        if mr < rows_guarded <= rows:  # e.g. a prime row count: a guarded last tile is cheaper
+            mr = rows_guarded
+    unroll = 1 if reduce is None else next(u for u in (MATMUL_K_UNROLL, 2, 1) if reduce % u == 0)
+    return MatmulTile(mr, width, unroll)
+
+
+def schedule_matmul(sch: Schedule, block: BlockRV, loops: list[LoopRV], fold: bool = True) -> bool:
+    """Register-blocked matmul: a rows x cols tile accumulates in a `local` cache_write buffer
+    (rows and k steps unrolled, cols vectorized, so LLVM keeps it in vector registers) while
+    the reduction runs; the write-back (with the fused epilogue folded in) finishes the tile,
+    the outer row tiles run in parallel. False (nothing done) when `block` is not a matmul or
+    its extents have no guard-free tile. `fold=False` leaves the epilogue out of the
+    write-back (the driver's retry when moving it with the tile is refused)."""
+    node = sch.get(block)
+    if not is_matmul(node):
+        return False
+    n_spatial = sum(iv.iter_type == IterType.DataPar for iv in node.iter_vars)
+    spatial, reduce = loops[:n_spatial], loops[n_spatial:]
+    tile = matmul_tile(
+        _extent(sch, spatial[-2]), _extent(sch, spatial[-1]), _extent(sch, reduce[-1])
+    )
+    if tile is None:
+        return False
+    work = _work(sch, spatial)
+    packed = _pack_b(sch, block, tile, _extent(sch, spatial[-2]))
+    if packed is None:
+        return False
+    write_back = sch.cache_write(block, 0, "local")
+    if fold:
+        write_back = _fold_epilogue(sch, write_back)
+    loops = sch.get_loops(block)
+    spatial, reduce = loops[:n_spatial], _fuse_unit_loops(sch, loops[n_spatial:])
+    i, j = spatial[-2], spatial[-1]
+    io, ii = (i, None) if tile.rows == 1 else sch.split(i, [None, tile.rows])
+    jo, ji = (None, j) if tile.cols == _extent(sch, j) else sch.split(j, [None, tile.cols])
+    ki = None
+    if tile.k_unroll > 1:
+        ko, ki = sch.split(reduce[-1], [None, tile.k_unroll])
+        reduce = [*reduce[:-1], ko]
+    outer = [*spatial[:-2], io]
+    inner = [lp for lp in (ki, ii, ji) if lp is not None]
+    if (packed or _b_bytes(node) >= L2_BYTES) and jo is not None:
+        # column panels outermost: a panel of B (packed, or a column strip of a B larger
+        # than L2) stays in L2 while the row tiles pass, instead of each row tile streaming
+        # all of B from L3 (measured 128x768x3072, B [K, N] of 9 MB: 83 -> 103 GFLOPS)
+        outer, panels = [*spatial[:-2], jo, io], [*spatial[:-2], jo]
+        sch.reorder(*outer, *reduce, *inner)
+        sch.reverse_compute_at(write_back, io)
+        jo = None
+    else:
+        panels = None
+        sch.reorder(*outer, *([jo] if jo is not None else []), *reduce, *inner)
+        sch.reverse_compute_at(write_back, jo if jo is not None else io)
+    for lp in (ki, ii):
+        if lp is not None:
+            sch.unroll(lp)
+    if (_extent(sch, ji) or 2) > 1:
+        sch.vectorize(ji)
+    init = _decompose(sch, block, reduce)
+    for blk in (write_back,) if init is None else (init, write_back):
+        tile_loops = sch.get_loops(blk)[len(outer) + (jo is not None) :]
+        if not tile_loops:
+            continue  # a one-element tile
+        *rows, cols = tile_loops
+        for lp in rows:
+            sch.unroll(lp)
+        if (_extent(sch, cols) or 2) > 1:
+            sch.vectorize(cols)
+    if panels is not None and _work(sch, panels) >= 2:
+        _parallel_widest(sch, panels, work)
+    else:
+        _parallel_widest(sch, outer, work)
+    _stage_at_tile(sch, block, len(outer) + (jo is not None))
+    return True
+
+
+def _stage_at_tile(sch: Schedule, block: BlockRV, n_outer: int) -> None:
+    """Compute each staged padding producer that the tile reads along its vector j (a
+    depthwise conv's input: one tile needs only its own channel block, a few rows) under the
+    tile's innermost outer loop, so the padded rows are written and read in L1 instead of
+    a padded copy of the whole input going through memory (measured 1.6-3.7x on MobileNet's
+    depthwise layers). A producer read without j (a dense conv's input, read across all
+    channel blocks by every tile) stays whole."""
+    node = sch.get(block)
+    j = _last_spatial_var(node)
+    read_along_j = {id(ld.buffer) for ld in _loads(_product_term(node)) if _uses(ld, j)}
+    at = sch.get_loops(block)[n_outer - 1] if n_outer else None
+    for producer in sch.get_producers(block):
+        node = sch.get(producer)
+        writes = node.writes
+        if at is None or len(writes) != 1 or id(writes[0].buffer) not in read_along_j:
+            continue
+        if not _is_conditional(node.body):
+            continue  # a packed copy of B (`_pack_b`) is written once for all row tiles
+        try:
+            sch.compute_at(producer, at)
+        except ScheduleError:
+            continue  # stays a whole stage, still correct
+        _vectorize_inner(sch, sch.get_loops(producer)[-1])
+
+
+# fewer rows do not repay copying B into panels on each call (measured: at 256 rows the
+# unpacked GEMM is as fast; a BERT layer's 128-row matmuls ran 45 ms packed, 31 ms unpacked)
+MATMUL_PACK_MIN_ROWS = 512
+
+
+# nor does a B that stays in L2 while the row tiles stream past it (measured: n = 512, B of
+# 1 MB, 217 GFLOPS unpacked vs 106 packed; n = 2048, 16 MB: 140 unpacked vs 224 packed)
+MATMUL_PACK_MIN_B_BYTES = 2 << 20
+
+
+# the L2 cache of one core (Zen 4: 1 MB): an unpacked B larger than this is walked one column
+# strip at a time, all row tiles under each strip (`schedule_matmul`)
+L2_BYTES = 1 << 20
+
+
+def _b_bytes(block: Block) -> int:
+    """The bytes of the largest operand of `block` read along its output columns j (B)."""
+    j = _last_spatial_var(block)
+    sizes = [
+        math.prod(const_int(d) or 0 for d in ld.buffer.shape) * ld.buffer.dtype.bytes
+        for ld in _loads(_product_term(block))
+        if _uses(ld, j)
+    ]
+    return max(sizes, default=0)
+
+
+def _pack_b(sch: Schedule, block: BlockRV, tile: MatmulTile, rows: int | None) -> bool | None:
+    """Copy B operands of a matmul into column panels `Bp[.., j // cols, k, j % cols]`
+    (cache_read + transform_layout), so the register tile reads B contiguously along k instead
+    of one row of B (another cache line set) per k step; the copy runs parallel and
+    vectorized. A transposed B (`W[.., j, k]`) must be packed (read as it is, the vector
+    along j would gather), which pays under many or symbolic (a training batch) rows. A B
+    `[.., k, j]` is packed only under many static rows (with few rows B streams once per row
+    tile anyway) and when its rows are wider than a panel (not a blocked conv's weights).
+    Returns whether anything was packed, None when a transposed B is not (the block then gets
+    the generic rule)."""
+    node = sch.get(block)
+    j = _last_spatial_var(node)
+    many_rows = rows is not None and rows >= MATMUL_PACK_MIN_ROWS
+    plans: dict = {}
+    for ld in _loads(_product_term(node)):
+        if _transposed_along(ld, j, node):
+            if rows is not None and rows < MATMUL_PACK_MIN_ROWS_TRANSPOSED:
+                return None  # copying W each call costs more than the few rows gain
+            plans[ld.buffer] = True
+        elif many_rows and _contiguous_along(ld, j) and _is_reduce_var(ld.indices[-2:-1], node):
+            width, depth = (const_int(d) for d in ld.buffer.shape[-1:-3:-1])
+            nbytes = (width or 0) * (depth or 0) * ld.buffer.dtype.bytes
+            if width is not None and width > tile.cols and nbytes >= MATMUL_PACK_MIN_B_BYTES:
+                plans.setdefault(ld.buffer, False)
+    c = tile.cols
+    panel = {
+        False: lambda *ix: (*ix[:-2], ix[-1] // c, ix[-2], ix[-1] % c),  # B[.., k, j]
+        True: lambda *ix: (*ix[:-2], ix[-2] // c, ix[-1], ix[-2] % c),  # B[.., j, k]
+    }
+    for buf, transposed in plans.items():
+        at = next(n for n, r in enumerate(sch.get(block).reads) if r.buffer is buf)
+        try:
+            copy = sch.cache_read(block, at, "global")
+            sch.transform_layout(block, ("read", at), panel[transposed])
+            _schedule_panel_copy(sch, copy, c, transposed)
+        except ScheduleError:
+            return None if transposed else False
+    return bool(plans)
+
+
+def _schedule_panel_copy(sch: Schedule, copy: BlockRV, cols: int, transposed: bool) -> None:
+    """Loops (.., j // cols, k, j % cols) over the copy into panels, so it writes each panel in
+    order and reads `cols` adjacent elements of B per k step (a transposed B: `cols` rows of
+    W, kept in L1 across the k steps), the panel row vectorized, the rest parallel."""
+    *batch, first, second = sch.get_loops(copy)
+    work = _work(sch, [*batch, first, second])
+    k, j = (second, first) if transposed else (first, second)
+    jo, ji = sch.split(j, [None, cols])
+    sch.reorder(*batch, jo, k, ji)
+    sch.vectorize(ji)
+    _parallel(sch, [*batch, jo, k], work)
+
+
+def schedule_product(sch: Schedule, block: BlockRV, loops: list[LoopRV]) -> LoopRV | None:
+    """Register-blocked when the block is a matmul (`schedule_matmul`); otherwise tiled, and
+    returns the innermost outer-tile loop, where an epilogue can be computed."""
+    realize_block = sch.get(block)
+    if schedule_matmul(sch, block, loops) or schedule_row_reduction(sch, block, loops):
+        return None
+    n_spatial = sum(iv.iter_type == IterType.DataPar for iv in realize_block.iter_vars)
+    spatial, reduce = loops[:n_spatial], loops[n_spatial:]
+    if not spatial or not reduce:
+        return schedule_reduction(sch, block, loops)
+    work = _work(sch, spatial)
+    j_outer, j_inner = _split_unless_short(sch, spatial[-1], VECTOR_LANES)
+    if len(spatial) >= 2:
+        i_outer, i_inner = _split_unless_short(sch, spatial[-2], TILE_ROWS)
+        outer = [lp for lp in (*spatial[:-2], i_outer) if lp is not None]
+    else:
+        i_inner, outer = None, []
+    tile = [lp for lp in (i_inner, j_inner) if lp is not None]
+    # unit loops go above the reduction: decompose_reduction rejects one below (`_decompose`)
+    units = [lp for lp in tile if _extent(sch, lp) == 1]
+    tile = [lp for lp in tile if _extent(sch, lp) != 1]
+    sch.reorder(*units, *outer, *([j_outer] if j_outer is not None else []), *reduce, *tile)
+    if j_inner is not None and (_extent(sch, j_inner) or 2) > 1:
+        sch.vectorize(j_inner)
+    init = _decompose(sch, block, reduce)
+    if init is None:
+        outer = _parallel_widest(sch, outer, work)
+        return outer[-1] if outer else None
+    init_loops = sch.get_loops(init)
+    if len(init_loops) > len(outer) + (j_outer is not None) + len(units):
+        inner = init_loops[-1]
+        if (_extent(sch, inner) or 2) > 1:
+            sch.vectorize(inner)
+    outer = _parallel_widest(sch, outer, work)
+    return outer[-1] if outer else None
+
+
+def _schedule_product_unfused(sch: Schedule, block: BlockRV, loops: list[LoopRV]) -> None:
+    """`schedule_product` with the epilogue left a stage of its own (the spatial rule's)."""
+    if not schedule_matmul(sch, block, loops, fold=False):
+        schedule_rows(sch, block, loops)
+
+
+class Matmul(BlockRule):
+    """Products (matmul, dense, batch matmul, convs): the register tile when the block is a
+    matmul (`schedule_matmul`), else GEMV's partial sums, else a generic tile; with the
+    epilogue left a stage of its own when folding it in is refused.
+
+    dl.ApplyDefaultSchedule(dl.cpu.Matmul())
+    """
+
+    kinds = frozenset({BlockKind.PRODUCT})
+    steps = (schedule_product, _schedule_product_unfused)

@@ -1,0 +1,85 @@
+"""What the TVMScript parser's parts share: the wrapper of a statement that scopes the rest of
+its body, TIR's binary operators, and the message for unsupported syntax."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..tir.expr import (
+    Add,
+    Div,
+    FloorDiv,
+    FloorMod,
+    Mul,
+    PrimExpr,
+    Sub,
+    logical_and,
+    logical_or,
+)
+from ..tir.op import power
+from ..tir.stmt import (
+    Stmt,
+)
+
+
+@dataclass
+class _Wrap:
+    """A statement that scopes over the rest of its statement list (let, allocate, ...)."""
+
+    build: Callable[[Stmt], Stmt]
+
+
+# ast operator -> how to build TIR when an operand is an expression
+_TIR_BINOPS: dict[type, Callable[[Any, Any], PrimExpr]] = {
+    ast.Add: Add,
+    ast.Sub: Sub,
+    ast.Mult: Mul,
+    ast.Div: Div,
+    ast.FloorDiv: FloorDiv,
+    ast.Mod: FloorMod,
+    ast.Pow: power,
+    ast.BitAnd: logical_and,
+    ast.BitOr: logical_or,
+}
+
+
+_SYNTAX_NAMES: dict[type, str] = {
+    ast.ListComp: "list comprehensions",
+    ast.SetComp: "set comprehensions",
+    ast.DictComp: "dict comprehensions",
+    ast.GeneratorExp: "generator expressions",
+    ast.Lambda: "lambda",
+    ast.NamedExpr: "assignment expressions (:=)",
+    ast.Await: "await",
+    ast.Yield: "yield",
+    ast.YieldFrom: "yield",
+    ast.JoinedStr: "f-strings",
+    ast.Set: "sets",
+    ast.Try: "try",
+    ast.Raise: "raise",
+    ast.FunctionDef: "nested def",
+    ast.ClassDef: "class",
+    ast.Import: "import",
+    ast.ImportFrom: "import",
+    ast.Global: "global",
+    ast.Nonlocal: "nonlocal",
+    ast.Delete: "del",
+    ast.Break: "break",
+    ast.Continue: "continue",
+    ast.AsyncFor: "async for",
+    ast.AsyncWith: "async with",
+    ast.AsyncFunctionDef: "async def",
+    ast.Match: "match",
+}
+
+
+def _is_expr(x: Any) -> bool:
+    return isinstance(x, PrimExpr)
+
+
+def _unsupported(node: ast.AST) -> str:
+    what = _SYNTAX_NAMES.get(type(node), type(node).__name__)
+    return f"unsupported Python syntax in TVMScript: {what}"

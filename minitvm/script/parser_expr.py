@@ -1,0 +1,260 @@
+"""Evaluating TVMScript expressions: names, attributes, calls, subscripts (buffer loads), literals
+and Python operators, each node kind one method (a base class of TIRParser)."""
+
+from __future__ import annotations
+
+import ast
+import functools
+import inspect
+import operator
+from collections.abc import Callable
+from typing import Any
+
+from ..error import ParseError
+from ..tir.buffer import Buffer
+from ..tir.expr import (
+    EQ,
+    GE,
+    GT,
+    LE,
+    LT,
+    NE,
+    And,
+    BufferLoad,
+    FloatImm,
+    IntImm,
+    Not,
+    Or,
+    Range,
+    Select,
+)
+from ..tir.op import buffer_access_ptr
+from ..tir.stmt import (
+    BufferRegion,
+)
+from . import bounded
+from . import tir as T
+from .parser_common import _TIR_BINOPS, _is_expr, _unsupported
+
+_PYTHON_CMP: dict[type, Callable[[Any, Any], Any]] = {
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+}
+
+
+_TIR_CMP: dict[type, type] = {
+    ast.Eq: EQ,
+    ast.NotEq: NE,
+    ast.Lt: LT,
+    ast.LtE: LE,
+    ast.Gt: GT,
+    ast.GtE: GE,
+}
+
+
+# Buffer methods of TVM's TVMScript: `B.access_ptr("r")` -> tir/op.py's builder with B bound.
+_BUFFER_METHODS = {"access_ptr": buffer_access_ptr}
+
+
+def _py_cmp(op: ast.cmpop, a: Any, b: Any) -> Any:
+    if isinstance(op, ast.In):
+        return a in b
+    if isinstance(op, ast.NotIn):
+        return a not in b
+    if isinstance(op, ast.Is):
+        return a is b
+    return a is not b
+
+
+def _region(buf: Buffer, idx: tuple) -> BufferRegion:
+    ranges = []
+    for dim, i in zip(buf.shape, idx):
+        if isinstance(i, slice):
+            if i.step not in (None, 1):
+                raise ParseError("buffer regions take no step: write A[lo:hi]")
+            ranges.append(Range(*T.min_extent(i.start, dim if i.stop is None else i.stop)))
+        else:
+            ranges.append(Range(i, 1))
+    return BufferRegion(buf, tuple(ranges))
+
+
+class _ExprEvaluator:
+    """Schedule methods: evaluating TVMScript expressions: names, attributes, calls, subscripts (buffer loads), literals"""
+
+    # -- expressions
+    def eval(self, node: ast.AST) -> Any:
+        handler = _EXPR_HANDLERS.get(type(node))
+        if handler is None:
+            raise self.error(node, _unsupported(node))
+        return handler(self, node)
+
+    def expr_constant(self, node: ast.Constant) -> Any:
+        return node.value
+
+    def expr_name(self, node: ast.Name) -> Any:
+        return self.lookup(node.id, node)
+
+    def expr_attribute(self, node: ast.Attribute) -> Any:
+        base = self.eval(node.value)
+        if getattr(base, "__tvmscript__", False):
+            if node.attr not in getattr(base, "__all__", ()):
+                raise self.error(node, f"unknown name '{ast.unparse(node)}' in TVMScript")
+            return getattr(base, node.attr)
+        if node.attr.startswith("_"):
+            raise self.error(node, f"private attribute '{node.attr}' cannot be used in TVMScript")
+        if isinstance(base, Buffer) and node.attr in _BUFFER_METHODS:
+            return functools.partial(_BUFFER_METHODS[node.attr], base)
+        try:
+            return getattr(base, node.attr)
+        except AttributeError as err:
+            raise self.error(
+                node, f"'{ast.unparse(node.value)}' has no attribute '{node.attr}'"
+            ) from err
+
+    def expr_call(self, node: ast.Call) -> Any:
+        fn = self.eval(node.func)
+        args: list[Any] = []
+        for a in node.args:
+            if isinstance(a, ast.Starred):
+                args.extend(self.eval(a.value))
+            else:
+                args.append(self.eval(a))
+        kwargs = {}
+        for kw in node.keywords:
+            if kw.arg is None:
+                kwargs.update(self.eval(kw.value))
+            else:
+                kwargs[kw.arg] = self.eval(kw.value)
+        if not callable(fn):
+            raise self.error(node.func, f"'{ast.unparse(node.func)}' is not callable")
+        if bounded.is_python_builtin(fn):
+            return self.guard(node, lambda: bounded.call_builtin(fn, args, kwargs))
+        try:
+            inspect.signature(fn).bind(*args, **kwargs)
+        except TypeError as err:
+            raise self.error(node, f"wrong arguments to {ast.unparse(node.func)}: {err}") from err
+        except ValueError:
+            pass  # builtins without a signature
+        return self.guard(node, lambda: fn(*args, **kwargs))
+
+    def expr_subscript(self, node: ast.Subscript) -> Any:
+        base = self.eval(node.value)
+        if isinstance(base, Buffer):
+            idx = self.indices(node, base)
+            if any(isinstance(i, slice) for i in idx):
+                return self.guard(node, lambda: _region(base, idx))
+            return self.guard(node, lambda: BufferLoad(base, idx))
+        key = self.eval(node.slice)
+        return self.guard(node, lambda: base[key])
+
+    def indices(self, node: ast.Subscript, buf: Buffer) -> tuple:
+        sl = node.slice
+        items = sl.elts if isinstance(sl, ast.Tuple) else [sl]
+        idx = tuple(self.eval(i) for i in items)
+        if len(idx) != len(buf.shape):
+            raise self.error(
+                node,
+                f"buffer '{buf.name}' has {len(buf.shape)} dimensions but is indexed with {len(idx)} indices",
+            )
+        return idx
+
+    def expr_slice(self, node: ast.Slice) -> slice:
+        parts = [None if p is None else self.eval(p) for p in (node.lower, node.upper, node.step)]
+        return slice(*parts)
+
+    def expr_tuple(self, node: ast.Tuple) -> tuple:
+        return tuple(self.eval(e) for e in node.elts)
+
+    def expr_list(self, node: ast.List) -> list:
+        return [self.eval(e) for e in node.elts]
+
+    def expr_dict(self, node: ast.Dict) -> dict:
+        if any(k is None for k in node.keys):
+            raise self.error(node, _unsupported(node))
+        return {self.eval(k): self.eval(v) for k, v in zip(node.keys, node.values)}
+
+    def expr_binop(self, node: ast.BinOp) -> Any:
+        a, b = self.eval(node.left), self.eval(node.right)
+        op = type(node.op)
+        if not (_is_expr(a) or _is_expr(b)):
+            if op not in bounded.BINOPS:
+                raise self.error(node, _unsupported(node.op))
+            return self.guard(node, lambda: bounded.binop(op, a, b))  # 9**9**9 is refused
+        fn = _TIR_BINOPS.get(op)
+        if fn is None:
+            raise self.error(node, _unsupported(node.op))
+        return self.guard(node, lambda: fn(a, b))
+
+    def expr_unaryop(self, node: ast.UnaryOp) -> Any:
+        x = self.eval(node.operand)
+        if isinstance(node.op, ast.UAdd):
+            return x
+        if isinstance(node.op, ast.USub):
+            if isinstance(x, IntImm | FloatImm):
+                return type(x)(x.dtype, -x.value)
+            return self.guard(node, lambda: -x)
+        if isinstance(node.op, ast.Not):
+            return self.guard(node, lambda: Not(x) if _is_expr(x) else not x)
+        return self.guard(node, lambda: ~x)
+
+    def expr_boolop(self, node: ast.BoolOp) -> Any:
+        values = [self.eval(v) for v in node.values]
+        if not any(_is_expr(v) for v in values):
+            fn = all if isinstance(node.op, ast.And) else any
+            return fn(values)
+        cls = And if isinstance(node.op, ast.And) else Or
+        out = values[0]
+        for v in values[1:]:
+            out = self.guard(node, lambda o=out, v=v: cls(o, v))
+        return out
+
+    def expr_compare(self, node: ast.Compare) -> Any:
+        left = self.eval(node.left)
+        terms = []
+        for op, comp in zip(node.ops, node.comparators):
+            right = self.eval(comp)
+            if _is_expr(left) or _is_expr(right):
+                cls = _TIR_CMP.get(type(op))
+                if cls is None:
+                    raise self.error(node, _unsupported(op))
+                terms.append(self.guard(node, lambda c=cls, a=left, b=right: c(a, b)))
+            else:
+                terms.append(
+                    _PYTHON_CMP.get(type(op), lambda a, b, op=op: _py_cmp(op, a, b))(left, right)
+                )
+            left = right
+        out = terms[0]
+        for t in terms[1:]:
+            out = self.guard(
+                node, lambda o=out, t=t: And(o, t) if _is_expr(o) or _is_expr(t) else o and t
+            )
+        return out
+
+    def expr_ifexp(self, node: ast.IfExp) -> Any:
+        cond = self.eval(node.test)
+        if not _is_expr(cond):
+            return self.eval(node.body if cond else node.orelse)
+        a, b = self.eval(node.body), self.eval(node.orelse)
+        return self.guard(node, lambda: Select(cond, a, b))
+
+
+_EXPR_HANDLERS: dict[type, Callable[[Any, Any], Any]] = {
+    ast.Constant: _ExprEvaluator.expr_constant,
+    ast.Name: _ExprEvaluator.expr_name,
+    ast.Attribute: _ExprEvaluator.expr_attribute,
+    ast.Call: _ExprEvaluator.expr_call,
+    ast.Subscript: _ExprEvaluator.expr_subscript,
+    ast.Slice: _ExprEvaluator.expr_slice,
+    ast.Tuple: _ExprEvaluator.expr_tuple,
+    ast.List: _ExprEvaluator.expr_list,
+    ast.Dict: _ExprEvaluator.expr_dict,
+    ast.BinOp: _ExprEvaluator.expr_binop,
+    ast.UnaryOp: _ExprEvaluator.expr_unaryop,
+    ast.BoolOp: _ExprEvaluator.expr_boolop,
+    ast.Compare: _ExprEvaluator.expr_compare,
+    ast.IfExp: _ExprEvaluator.expr_ifexp,
+}

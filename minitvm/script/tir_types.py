@@ -1,0 +1,143 @@
+"""TVMScript types and dtypes: T.Buffer (subscriptable buffer annotations), T.handle, T.float32
+and the other dtype constructors, T.let, T.Tensor."""
+
+from __future__ import annotations
+
+import builtins
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from ..error import ParseError
+from ..ir.dtype import DataType
+from ..tir.expr import (
+    Broadcast as _BroadcastNode,
+)
+from ..tir.expr import (
+    Cast as _CastNode,
+)
+from ..tir.expr import (
+    FloatImm,
+    IntImm,
+    PrimExpr,
+)
+from .tir_specs import BufferSpec, VarDecl, _buffer_spec
+
+# ----------------------------------------------------------------------------- types / dtypes
+
+
+class _BufferType:
+    """`T.Buffer`: a buffer annotation `T.Buffer((128, 128), "float32")` or `T.Buffer[...]`."""
+
+    def __call__(
+        self,
+        shape: Any,
+        dtype: str | None = None,
+        data: Any = None,
+        strides: Sequence = (),
+        elem_offset: Any = None,
+        scope: str = "global",
+        align: int = 64,
+        offset_factor: int | None = None,
+        axis_separators: Sequence = (),
+        name: str | None = None,
+    ) -> BufferSpec:
+        return _buffer_spec(
+            "param",
+            None,
+            shape,
+            dtype,
+            data,
+            strides,
+            elem_offset,
+            scope,
+            align,
+            offset_factor,
+            axis_separators,
+            name,
+        )
+
+    def __getitem__(self, item: Any) -> BufferSpec:
+        if not isinstance(item, tuple):
+            item = (item,)
+        return self(*item)
+
+    def __repr__(self) -> str:
+        return "T.Buffer"
+
+
+Buffer = _BufferType()
+
+
+def _dtype_ctor(name: str) -> Callable[..., Any]:
+    dtype = DataType(name)
+    missing = object()
+
+    def ctor(value: Any = missing, is_size_var: bool = False) -> Any:
+        if value is missing:
+            return VarDecl(dtype, is_size_var)
+        if isinstance(value, PrimExpr):
+            return value if value.dtype == dtype else _CastNode(dtype, value)
+        if isinstance(value, str):  # T.float32("inf")
+            value = float(value)
+        if dtype.is_float:
+            return FloatImm(dtype, float(value))
+        if dtype.is_handle:
+            raise ParseError(f"T.{name}(...) takes no value; use T.{name}() to declare a variable")
+        return IntImm(dtype, int(builtins.bool(value)) if dtype.is_bool else int(value))
+
+    if dtype.lanes > 1:  # T.float32x4(v): v in every lane
+        scalar = _dtype_ctor(str(dtype.element_of()))
+
+        def ctor(value: Any = missing, is_size_var: bool = False) -> Any:
+            if value is missing:
+                return VarDecl(dtype, is_size_var)
+            return _BroadcastNode(scalar(value), dtype.lanes)
+
+    ctor.__name__ = name
+    ctor._tvmscript_dtype = dtype  # type: ignore[attr-defined]
+    ctor.__doc__ = f"`T.{name}(v)` is a {name} constant; `T.{name}()` declares a variable."
+    return ctor
+
+
+_DTYPE_NAMES = [
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float16",
+    "float32",
+    "float64",
+    "bool",
+    "handle",
+]
+_DTYPE_NAMES += [
+    f"{base}x{lanes}"
+    for base in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+                 "float16", "float32", "float64")
+    for lanes in (4, 8, 16, 32, 64)
+]  # fmt: skip
+_mod = sys.modules[__name__]
+for _n in _DTYPE_NAMES:
+    setattr(_mod, _n, _dtype_ctor(_n))
+boolean = _mod.bool  # TVM's other spelling of T.bool
+
+
+def var(dtype: str, name: str = "") -> VarDecl:
+    """`n = T.var("int32")`: a new variable (named by the assignment)."""
+    return VarDecl(DataType(dtype))
+
+
+def Let(body: Any, where: Mapping) -> PrimExpr:
+    """`T.Let(x + 1, where={x: v})`: `body` with `x` bound to `v` (x declared as `x = T.int32()`)."""
+    from ..tir.expr import Let as _LetNode
+    from ..tir.expr import Var as _VarNode
+
+    if len(where) != 1 or not isinstance(next(iter(where)), _VarNode):
+        raise ParseError("T.Let takes one binding: T.Let(body, where={x: value})")
+    ((v, value),) = where.items()
+    return _LetNode(v, value, body)

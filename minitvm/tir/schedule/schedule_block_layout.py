@@ -1,0 +1,372 @@
+"""Blockize, tensorize, merge, block iterators, buffer access, layout, padding, reindex, rolling
+buffer, read/write at, loop helpers, loop partition and cache in place: the primitives that
+reshape blocks and buffers (a base class of tir.Schedule)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...error import ScheduleError
+from ..expr import PrimExpr
+from . import block_edit as _edit
+from . import blockize as _blockize
+from . import cache as _cache
+from . import loop_transform as _lt
+from . import merge as _merge
+from . import tensorize as _tensorize
+from .instruction import BlockRV, LoopRV
+from .tree import (
+    replace_stmt,
+)
+
+
+def _as_factor(f: Any) -> Any:
+    if f is None or isinstance(f, PrimExpr):
+        return f
+    if hasattr(f, "__index__") and not isinstance(f, bool):
+        return int(f.__index__())
+    return f
+
+
+class _BlockLayoutPrimitives:
+    """tir.Schedule's methods for the primitives that reshape blocks and buffers."""
+
+    # --- blockize, tensorize, merge, block iterators, buffer access ---
+    def blockize(self, target: Any, preserve_unit_iters: bool = True) -> BlockRV:
+        if isinstance(target, list | tuple):
+            located = [self._block(b) for b in target]
+            fname, func = located[0][0], located[0][1]
+            func, name = _blockize.blockize_blocks(
+                func, [(r, p) for _, _, r, p in located], preserve_unit_iters
+            )
+        else:
+            fname, func, node, path = self._loop(target)
+            func, realize = _blockize.blockize_loop(func, node, path, preserve_unit_iters)
+            name = realize.block.name_hint
+        self._update(fname, func)
+        out = self._new_block(fname, name)
+        kwargs = (("target", target), ("preserve_unit_iters", preserve_unit_iters))
+        self._record("blockize", (), kwargs, (out,))
+        return out
+
+    def merge(self, *loops: LoopRV) -> LoopRV:
+        if len(loops) == 1 and isinstance(loops[0], list | tuple):
+            loops = tuple(loops[0])
+        resolved = [self._loop(rv) for rv in loops]
+        if not resolved:
+            raise ScheduleError("merge: pass at least two loops")
+        fname, func = resolved[0][0], resolved[0][1]
+        func, var = _merge.merge(func, [(r[2], r[3]) for r in resolved])
+        self._update(fname, func)
+        out = self._new_loop(fname, var)
+        self._record("merge", tuple(loops), (), (out,))
+        return out
+
+    def reorder_block_iter_var(self, block: BlockRV, new_order: list) -> None:
+        fname, func, r, _ = self._block(block)
+        new_order = [int(i) for i in new_order]
+        self._update(fname, _edit.reorder_block_iter_var(func, r, new_order))
+        self._record("reorder_block_iter_var", (), (("block", block), ("new_order", new_order)))
+
+    def annotate_buffer_access(
+        self, block: BlockRV, buffer_index: int, buf_type: str, gen_new_ranges: Any
+    ) -> None:
+        fname, func, r, _ = self._block(block)
+        ranges = _edit.ranges_index_map(gen_new_ranges, r.block)
+        self._update(fname, _edit.annotate_buffer_access(func, r, buffer_index, buf_type, ranges))
+        self._record(
+            "annotate_buffer_access",
+            (),
+            (
+                ("block", block),
+                ("buffer_index", buffer_index),
+                ("buf_type", buf_type),
+                ("gen_new_ranges", gen_new_ranges),
+            ),
+        )
+
+    def tensorize(
+        self, block_or_loop: Any, tensor_intrin: Any, preserve_unit_iters: bool = True
+    ) -> None:
+        from ..tensor_intrin_base import TensorIntrin
+
+        intrin = tensor_intrin
+        if isinstance(tensor_intrin, str):
+            intrin = TensorIntrin.get(tensor_intrin)
+        if isinstance(block_or_loop, LoopRV):
+            fname, func, node, path = self._loop(block_or_loop)
+            outer = _blockize.blockize_realize(func, node, path, preserve_unit_iters)
+            new = _tensorize.tensorize_block(func, outer, intrin.desc, intrin.impl)
+            func = replace_stmt(func, node, new)
+        else:
+            fname, func, r, _ = self._block(block_or_loop)
+            new = _tensorize.tensorize_block(func, r, intrin.desc, intrin.impl)
+            func = replace_stmt(func, r, new)
+        self._update(fname, func)
+        self._record(
+            "tensorize",
+            (),
+            (
+                ("block_or_loop", block_or_loop),
+                ("tensor_intrin", tensor_intrin),
+                ("preserve_unit_iters", preserve_unit_iters),
+            ),
+        )
+
+    # --- layout, padding, reindex, rolling buffer, read/write at ---
+    from . import layout as _layout_module  # registers how traces print and store IndexMaps
+
+    def transform_layout(
+        self,
+        block: Any,
+        buffer: Any,
+        index_map: Any,
+        pad_value: Any = None,
+        *,
+        assume_injective_transform: bool = False,
+    ) -> None:
+        from . import layout as _layout
+
+        fname, func, r, _ = self._block(block)
+        imap, separators = _layout.buffer_index_map(func, r, buffer, index_map)
+        imap = _layout.with_values(imap, getattr(self, "_exprs", {}))
+        kind, index, buf = _layout.resolve_buffer(func, r, buffer, "transform_layout")
+        pad_value = _layout.pad_value_map(pad_value, imap, buf.dtype)
+        func = _layout.transform_layout(
+            func, r, buffer, imap, pad_value, assume_injective_transform
+        )
+        self._update(fname, func)
+        self._record(
+            "transform_layout",
+            (),
+            (
+                ("block", block),
+                ("buffer", [kind, index]),  # a Buffer object or name has no trace form
+                ("index_map", imap),
+                ("pad_value", pad_value),
+                ("assume_injective_transform", assume_injective_transform),
+            ),
+        )
+        if separators:  # TVM applies (and traces) the separators as a second primitive
+            self.set_axis_separator(block, (kind, index), separators)
+
+    def transform_block_layout(self, block: Any, index_map: Any) -> None:
+        from . import layout as _layout
+
+        fname, func, r, path = self._block(block)
+        imap = _layout.block_index_map(r, index_map)
+        imap = _layout.with_values(imap, getattr(self, "_exprs", {}))
+        self._update(fname, _layout.transform_block_layout(func, r, path, imap))
+        self._record("transform_block_layout", (), (("block", block), ("index_map", imap)))
+
+    def set_axis_separator(self, block: Any, buffer: Any, axis_separators: Any) -> None:
+        from . import layout as _layout
+
+        fname, func, r, _ = self._block(block)
+        kind, index, _ = _layout.resolve_buffer(func, r, buffer, "set_axis_separator")
+        self._update(fname, _layout.set_axis_separator(func, r, buffer, axis_separators))
+        self._record(
+            "set_axis_separator",
+            (),
+            (
+                ("block", block),
+                ("buffer", [kind, index]),
+                ("axis_separators", list(axis_separators)),
+            ),
+        )
+
+    def storage_align(
+        self, block: Any, buffer_index: int, axis: int, factor: int, offset: int
+    ) -> None:
+        from . import layout as _layout
+
+        fname, func, r, _ = self._block(block)
+        self._update(fname, _layout.storage_align(func, r, buffer_index, axis, factor, offset))
+        self._record(
+            "storage_align",
+            (),
+            (
+                ("block", block),
+                ("buffer_index", buffer_index),
+                ("axis", axis),
+                ("factor", factor),
+                ("offset", offset),
+            ),
+        )
+
+    def unsafe_set_dtype(self, block: Any, buffer_index: int, dtype: str) -> None:
+        from . import layout as _layout
+
+        fname, func, r, _ = self._block(block)
+        self._update(fname, _layout.unsafe_set_dtype(func, r, buffer_index, dtype))
+        self._record(
+            "unsafe_set_dtype",
+            (),
+            (("block", block), ("buffer_index", buffer_index), ("dtype", dtype)),
+        )
+
+    def decompose_padding(self, block: Any, loop: LoopRV) -> BlockRV:
+        from . import padding as _padding
+
+        fname, func, r, path = self._block(block)
+        _, _, node, _ = self._loop(loop)
+        func, name = _padding.decompose_padding(func, r, path, node)
+        self._update(fname, func)
+        out = self._new_block(fname, name)
+        self._record("decompose_padding", (), (("block", block), ("loop", loop)), (out,))
+        return out
+
+    def can_decompose_padding(self, block: Any, loop: LoopRV) -> bool:
+        from . import padding as _padding
+
+        _, func, r, path = self._block(block)
+        _, _, node, _ = self._loop(loop)
+        try:
+            _padding.decompose_padding(func, r, path, node)
+        except ScheduleError:
+            return False
+        return True
+
+    def _stage_at(self, name: str, loop: LoopRV, block: Any, index: int, scope: str) -> BlockRV:
+        from . import read_write_at as _rw
+
+        fname, func, r, path = self._block(block)
+        _, _, node, _ = self._loop(loop)
+        func, new = getattr(_rw, name)(func, node, r, path, index, scope)
+        self._update(fname, func)
+        out = self._new_block(fname, new)
+        kwargs = (
+            ("loop", loop),
+            ("block", block),
+            (f"{name[:-3]}_buffer_index", index),
+            ("storage_scope", scope),
+        )
+        self._record(name, (), kwargs, (out,))
+        return out
+
+    def read_at(
+        self, loop: LoopRV, block: Any, read_buffer_index: int, storage_scope: str
+    ) -> BlockRV:
+        return self._stage_at("read_at", loop, block, read_buffer_index, storage_scope)
+
+    def write_at(
+        self, loop: LoopRV, block: Any, write_buffer_index: int, storage_scope: str
+    ) -> BlockRV:
+        return self._stage_at("write_at", loop, block, write_buffer_index, storage_scope)
+
+    def pad_einsum(self, block: Any, padding: list) -> None:
+        from . import padding as _padding
+
+        fname, func, r, path = self._block(block)
+        padding = [int(p) if hasattr(p, "__index__") else p for p in padding]
+        self._update(fname, _padding.pad_einsum(func, r, path, padding))
+        self._record("pad_einsum", (), (("block", block), ("padding", list(padding))))
+
+    def rolling_buffer(self, block: Any, write_buffer_index: int) -> None:
+        from . import rolling_buffer as _rolling
+
+        fname, func, r, path = self._block(block)
+        self._update(fname, _rolling.rolling_buffer(func, r, path, write_buffer_index))
+        self._record(
+            "rolling_buffer", (), (("block", block), ("write_buffer_index", write_buffer_index))
+        )
+
+    def _reindex(self, name: str, block: Any, spec: Any, scope: Any, index_map: Any, kwargs):
+        from . import reindex as _reindex
+
+        fname, func, r, path = self._block(block)
+        if index_map is not None:
+            index_map = self._layout_module.block_index_map(r, index_map)
+            kwargs = tuple((k, index_map if k == "index_map" else v) for k, v in kwargs)
+        func, new = _reindex.reindex(func, r, path, spec, scope, index_map, name)
+        self._update(fname, func)
+        out = self._new_block(fname, new)
+        self._record(name, (), kwargs, (out,))
+        return out
+
+    def reindex(self, block: Any, buffer: Any) -> BlockRV:
+        _, func, r, _ = self._block(block)
+        kind, index, _ = self._layout_module.resolve_buffer(func, r, buffer, "reindex")
+        kwargs = (("block", block), ("buffer", [kind, index]))
+        return self._reindex("reindex", block, buffer, None, None, kwargs)
+
+    def reindex_cache_read(
+        self, block: Any, read_buffer_index: int, storage_scope: str, index_map: Any
+    ) -> BlockRV:
+        kwargs = (
+            ("block", block),
+            ("read_buffer_index", read_buffer_index),
+            ("storage_scope", storage_scope),
+            ("index_map", index_map),
+        )
+        spec = ("read", read_buffer_index)
+        return self._reindex("reindex_cache_read", block, spec, storage_scope, index_map, kwargs)
+
+    def reindex_cache_write(
+        self, block: Any, write_buffer_index: int, storage_scope: str, index_map: Any
+    ) -> BlockRV:
+        kwargs = (
+            ("block", block),
+            ("write_buffer_index", write_buffer_index),
+            ("storage_scope", storage_scope),
+            ("index_map", index_map),
+        )
+        spec = ("write", write_buffer_index)
+        return self._reindex("reindex_cache_write", block, spec, storage_scope, index_map, kwargs)
+
+    # --- loop helpers ---
+    def add_unit_loop(self, block_or_loop: Any) -> LoopRV:
+        """Create a loop of extent 1 above a block or a loop; returns it.
+
+        >>> u = sch.add_unit_loop(sch.get_block("C"))
+        """
+        if isinstance(block_or_loop, LoopRV):
+            fname, func, node, _ = self._loop(block_or_loop)
+        else:
+            fname, func, node, _ = self._block(block_or_loop)
+        func, var = _lt.add_unit_loop(func, node)
+        self._update(fname, func)
+        out = self._new_loop(fname, var)
+        self._record("add_unit_loop", (), (("block_or_loop", block_or_loop),), (out,))
+        return out
+
+    # --- loop partition ---
+    def loop_partition(
+        self, loop: LoopRV, factors: list, preserve_unit_iters: bool = True
+    ) -> list[LoopRV]:
+        """Cut a loop into consecutive loops of the given lengths (one None is inferred; without
+        one, the rest of the loop is a last part); returns the new loops.
+
+        >>> i0, i1, i2 = sch.loop_partition(i, factors=[2, 64])  # [0,2), [2,66), [66,128)
+        """
+        from . import loop_partition as _lp
+
+        fname, func, node, path = self._loop(loop)
+        traced, factors = list(factors), [_as_factor(self._expr_value(f)) for f in factors]
+        func, new_vars = _lp.loop_partition(func, node, path, factors)
+        self._update(fname, func)
+        out = [self._new_loop(fname, v) for v in new_vars]
+        kwargs = (("loop", loop), ("factors", traced), ("preserve_unit_iters", preserve_unit_iters))
+        self._record("loop_partition", (), kwargs, tuple(out), True)
+        return out
+
+    # --- cache in place ---
+    def cache_inplace(
+        self, block: BlockRV, read_buffer_index: Any, storage_scope: str
+    ) -> list[BlockRV]:
+        """Stage a buffer the block reads and writes in place through a cache: a copy in right
+        before the block and a copy back right after; returns [copy_in, copy_out].
+
+        >>> rd, wr = sch.cache_inplace(sch.get_block("ext_call"), 0, "local")
+        """
+        fname, func, r, path = self._block(block)
+        func, rname, wname = _cache.cache_inplace(func, r, path, read_buffer_index, storage_scope)
+        self._update(fname, func)
+        out = [self._new_block(fname, rname), self._new_block(fname, wname)]
+        kwargs = (
+            ("block", block),
+            ("read_buffer_index", read_buffer_index),
+            ("storage_scope", storage_scope),
+        )
+        self._record("cache_inplace", (), kwargs, tuple(out), True)
+        return out
