@@ -111,6 +111,12 @@ def build_parser(argv: list[str], broken: dict[str, str]) -> argparse.ArgumentPa
 def main(argv: list[str] | None = None) -> int:
     """Run the command line on `argv` (default: sys.argv[1:]); returns the exit code."""
     argv = sys.argv[1:] if argv is None else list(argv)
+    if sys.stdout is None or sys.stderr is None:  # `minitvm run m.tar >&-`: nowhere to report
+        if sys.stderr is not None:
+            sys.stderr.write(
+                "error: standard output is closed; redirect it to a file or /dev/null\n"
+            )
+        return EXIT_USAGE
     if argv and not argv[0].startswith("-") and argv[0] not in VERBS:
         return _unknown_verb(argv[0])
     broken: dict[str, str] = {}
@@ -129,10 +135,14 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("interrupted\n")
         return 130
-    except BrokenPipeError:
-        # the reader of stdout went away (`minitvm show m.tar | head`): point stdout at
-        # /dev/null so Python's exit flush does not fail a second time, as its docs advise
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except OSError as err:
+        if isinstance(err, BrokenPipeError):
+            # the reader of stdout went away (`minitvm show m.tar | head`): point stdout at
+            # /dev/null so Python's exit flush does not fail a second time, as its docs advise
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return EXIT_FAILURE
+        where = f"'{err.filename}'" if err.filename else "standard output"
+        sys.stderr.write(f"error: {where}: {err.strerror or err}; check that path\n")
         return EXIT_FAILURE
 
 

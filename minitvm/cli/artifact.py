@@ -88,9 +88,15 @@ def load(path: str) -> Artifact:
     existing_file(path, "artifact")
     try:
         with tarfile.open(path, "r:") as tar:
-            members = {m.name: m for m in tar.getmembers()}
-            if set(members) != {_EXE, _META} or not all(m.isfile() for m in members.values()):
+            listed = tar.getmembers()
+            members = {m.name: m for m in listed}
+            if len(listed) != len(members):  # a second metadata.json must not win silently
+                raise _damaged(path, f"a member appears twice ({[m.name for m in listed]})")
+            if set(members) != {_EXE, _META}:
                 raise _damaged(path, f"members {sorted(members)}, expected {[_EXE, _META]}")
+            for m in listed:
+                if not m.isfile():  # a link or device member is never followed
+                    raise _damaged(path, f"member {m.name} is a link or special file, not data")
             if members[_META].size > _MAX_META_BYTES:
                 raise _damaged(path, f"{_META} is {members[_META].size} bytes")
             meta = _check_meta(path, json.loads(tar.extractfile(members[_META]).read()))

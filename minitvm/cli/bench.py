@@ -11,18 +11,21 @@ import numpy as np
 
 from ..error import MiniTVMError
 from . import _stats
-from ._common import UsageError, example_parser, sha256_file
+from ._common import UsageError, example_parser, existing_file, sha256_file
 from .run import Session, add_input_options, load_with_inputs, outputs_of
+
+_MAX_SOURCE_BYTES = 2**31  # protobuf's limit on one ONNX file
 
 EPILOG = """\
 examples:
   minitvm bench model.tar                      # random inputs: mean, median, min, max, p90...
   minitvm bench model.tar --repeat 50 --profile
-  minitvm bench model.tar --input data=image.npy --compare ort
+  minitvm bench model.tar --input data=image.npy --compare ort --source model.onnx
   minitvm bench model.tar --format json         # or csv: statistics for scripts (ms)
   minitvm bench model_cl.tar --device opencl    # an artifact compiled with --target opencl
---compare ort runs the source .onnx recorded in the artifact (path and sha256) with ONNX
-Runtime on the same inputs: both latencies, the ratio and the largest output difference.
+--compare ort runs the source .onnx given by --source (checked against the sha256 the artifact
+recorded; a path read from the artifact is never opened) with ONNX Runtime on the same inputs:
+both latencies, the ratio and the largest output difference.
 """
 
 
@@ -40,6 +43,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--warmup", type=int, default=2, help="untimed runs first (default 2)")
     p.add_argument("--profile", action="store_true", help="per-op table from the VM's profiler")
     p.add_argument("--compare", choices=["ort"], help="also time ONNX Runtime on the source model")
+    p.add_argument(
+        "--source", metavar="MODEL.onnx", help="the model the artifact was compiled from (--compare)"
+    )
     _stats.add_format_option(p)
     p.set_defaults(run=run, random=True)
 
@@ -52,7 +58,9 @@ def run(args: argparse.Namespace) -> int:
     if args.profile and args.format == "csv":
         raise UsageError("--profile has no CSV form; use --format json or text with it")
     art, inputs = load_with_inputs(args)
-    ort_session = _ort_session(art) if args.compare else None
+    if args.source is not None and not args.compare:
+        raise UsageError("--source is the model for --compare ort; add --compare ort or drop it")
+    ort_session = _ort_session(art, args.source) if args.compare else None
     ours = Session(art, args.device, profile=args.profile)
     placed = ours.place(inputs)
     result = ours.call(placed)
@@ -113,8 +121,10 @@ def _report(args, art, device: str, stats: dict, comparison, profile) -> None:
         out.write(str(profile) + "\n")
 
 
-def _ort_session(art: Any) -> Any:
-    """An ONNX Runtime session on the artifact's recorded source model, checked unchanged."""
+def _ort_session(art: Any, path: str | None) -> Any:
+    """An ONNX Runtime session on the source model the user names, checked to be the one the
+    artifact was compiled from (sha256). The path recorded in the artifact is shown, never
+    opened: a file's contents choose no path to read."""
     try:
         import onnxruntime as ort
     except ImportError as err:
@@ -122,16 +132,19 @@ def _ort_session(art: Any) -> Any:
             "--compare ort needs onnxruntime, which is not installed; `pip install onnxruntime`"
         ) from err
     source = art.meta["source"]
-    path = source.get("path", "")
-    if not isinstance(path, str) or not os.path.isfile(path):
+    recorded = source.get("path", "")
+    if path is None:
         raise UsageError(
-            f"--compare ort: the source model '{path}' recorded in '{art.path}' is not there; "
-            "put it back or compile again from where it is"
+            f"--compare ort needs --source MODEL.onnx, the model '{art.path}' was compiled from "
+            f"(it records {recorded!r}; paths read from a file are not opened)"
         )
+    existing_file(path, "--source model")
+    if os.path.getsize(path) > _MAX_SOURCE_BYTES:
+        raise UsageError(f"--source '{path}' is larger than an ONNX model can be (2 GiB)")
     if sha256_file(path) != source.get("sha256"):
         raise UsageError(
-            f"--compare ort: '{path}' changed since '{art.path}' was compiled from it "
-            "(sha256 differs); compile it again"
+            f"--compare ort: '{path}' is not the model '{art.path}' was compiled from (sha256 "
+            "differs); pass that model, or compile again from this one"
         )
     options = ort.SessionOptions()
     options.log_severity_level = 3
