@@ -344,7 +344,9 @@ class _Flow:
             self.passthrough[self.name] = {o[1] for o in self.origins[ins[1]] if type(o) is tuple}
         elif OPERANDS[op][:1] == ("write",):
             self._write(pc, ins[1], state, origin)
-            if op == "AllocTensor":
+            # a tensor with a static zero dim has no element to leave uninitialised (a kernel
+            # that writes it has an empty body, and its metadata lists no write)
+            if op == "AllocTensor" and "0" not in [str(d).strip() for d in ins[4]]:
                 state[1][ins[1]] = pc
         return None
 
