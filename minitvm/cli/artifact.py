@@ -90,10 +90,10 @@ def load(path: str) -> Artifact:
         with tarfile.open(path, "r:") as tar:
             listed = tar.getmembers()
             members = {m.name: m for m in listed}
-            if len(listed) != len(members):  # a second metadata.json must not win silently
-                raise _damaged(path, f"a member appears twice ({[m.name for m in listed]})")
             if set(members) != {_EXE, _META}:
                 raise _damaged(path, f"members {sorted(members)}, expected {[_EXE, _META]}")
+            if len(listed) != len(members):  # a second metadata.json must not win silently
+                raise _damaged(path, f"a member appears twice ({[m.name for m in listed]})")
             for m in listed:
                 if not m.isfile():  # a link or device member is never followed
                     raise _damaged(path, f"member {m.name} is a link or special file, not data")
