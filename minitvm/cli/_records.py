@@ -50,6 +50,8 @@ def load(path: str, option: str = "--tuning-records") -> TuningRecords:
                 f"{option} '{path}' is a folder without {' and '.join(missing)}; {_WHAT}"
             )
         return TuningRecords(path, database=_meta_schedule(path, workloads, records, option))
+    if not os.path.isfile(path):  # a FIFO or device would block or never end
+        raise UsageError(f"{option} '{path}' is not a regular file; {_WHAT}")
     if os.path.getsize(path) > _MAX_BYTES:
         raise _bad(option, path, f"it is {os.path.getsize(path) / 1e9:.1f} GB")
     first = _first_line(path, option)

@@ -86,3 +86,19 @@ def test_a_closed_standard_output_is_an_error_line_not_a_traceback(hand_artifact
     )  # fmt: skip
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     assert "standard output is closed" in proc.stderr
+
+
+def test_tuning_records_that_are_a_fifo_are_refused_not_waited_on(tmp_path):
+    import os
+
+    if not hasattr(os, "mkfifo"):
+        pytest.skip("needs FIFOs (POSIX)")
+    from test_cli_hostile_onnx import _model_bytes  # a small valid model (needs onnx)
+
+    model = tmp_path / "m.onnx"
+    model.write_bytes(_model_bytes(tmp_path))
+    fifo = tmp_path / "records.json"
+    os.mkfifo(fifo)
+    proc = cli("compile", model, "--tuning-records", fifo, "-o", tmp_path / "m.tar", timeout=60)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert "is not a regular file" in proc.stderr
