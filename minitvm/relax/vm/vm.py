@@ -37,6 +37,7 @@ from ...runtime import ndarray as _nd
 from ...runtime.module import time_calls
 from ...runtime.packed_func import import_dlpack
 from ...runtime.registry import get_global_func
+from ...target.kinds import gpu_kinds
 from ._fast_call import _unchecked_call
 from ._shape_code import compile_shape_fn
 from .profile import Report, _profiled_copy
@@ -45,7 +46,6 @@ from .verify import kernel_infos, verify_program
 _MAX_FRAMES = 8  # input-shape signatures remembered per function
 _MAX_SPARES = 8  # idle spare frames kept per signature (for concurrent calls)
 _MAX_TENSOR_BYTES = 1 << 48  # beyond any machine: a shape this big is a damaged program
-_GPU_KINDS = ("opencl", "cuda")  # module type keys of GPU kernels
 
 
 class _Frame:
@@ -714,7 +714,7 @@ def _check_kernels_for(mod: Any, device: Device) -> None:
     if mod is None:
         return
     kind = getattr(mod, "type_key", "llvm")
-    kind = kind if kind in _GPU_KINDS else "llvm"  # CPU modules: llvm (or a loaded one's key)
+    kind = kind if kind in gpu_kinds() else "llvm"  # CPU modules: llvm (or a loaded one's key)
     target = device.name if device.is_gpu else "llvm"
     if kind != target:
         raise ArgumentError(
