@@ -12,6 +12,7 @@ not exist is an AttributeError, so `hasattr(pkg, name)` is False instead of rais
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -40,8 +41,6 @@ def module_getattr(package: str, table: Mapping[str, str]) -> Callable[[str], An
 
     def __getattr__(name: str) -> Any:  # noqa: N807 (PEP 562 hook)
         value = resolve(package, table, name)
-        import sys
-
         setattr(sys.modules[package], name, value)
         return value
 

@@ -852,3 +852,8 @@ CATEGORIES = {
 from fuzz_executables import EXECUTABLE_CASES, run_executable  # noqa: E402
 
 CATEGORIES["executables"] = (EXECUTABLE_CASES, run_executable)
+
+# tuning records, autotvm logs and param archives (fuzz_record_cases.py)
+from fuzz_record_cases import CATEGORIES as _RECORD_CATEGORIES  # noqa: E402
+
+CATEGORIES.update(_RECORD_CATEGORIES)

@@ -174,7 +174,8 @@ def classify(run_case, case: dict, canary_dir: str) -> tuple[str, str]:
     if os.listdir(canary_dir):
         outcome, detail = "codeexec", f"canary created: {os.listdir(canary_dir)}; {detail}"
         for name in os.listdir(canary_dir):  # judge the next case on its own
-            os.unlink(os.path.join(canary_dir, name))
+            path = os.path.join(canary_dir, name)
+            shutil.rmtree(path) if os.path.isdir(path) else os.unlink(path)
     return outcome, detail[:2000]
 
 
@@ -190,7 +191,7 @@ def worker_main(category: str, examples: int, skip: int, canary_dir: str) -> Non
 
     strategy, run_case = fuzz_cases.CATEGORIES[category]
     counter = iter(range(10**9))
-    if isinstance(strategy, list):  # fixed cases (the harness self-test)
+    if isinstance(strategy, list | range):  # fixed cases (the self-test; indexed categories)
         for index, case in enumerate(strategy[skip:examples], start=skip):
             _emit({"event": "start", "index": index, "case": case})
             outcome, detail = classify(run_case, case, canary_dir)

@@ -1,9 +1,11 @@
-"""Case runners of test_fuzz_records.py: one per kind of file, each `run(rng, work, canary)`.
+"""Fuzz categories of tuning records, autotvm logs and param archives (test_fuzz_records.py),
+run by the shared harness (fuzz_harness.py) like every other category.
 
-A runner builds the valid file, mutates it with `rng`, writes it under `work` and loads it. It
-returns on a correct load, lets a MiniTVMError through (a clean refusal) and raises `Wrong` for a
-silent wrong result. Mutations may plant LLVM IR that creates the directory `canary`: the
-harness reports a case after which it exists as code run from a file.
+A runner `run(rng, work, canary)` builds the valid file, mutates it with `rng`, writes it under
+`work` and loads it. It returns on a correct load, lets a MiniTVMError through (a clean refusal)
+and raises `Wrong` for a silent wrong result. Mutations may plant LLVM IR that creates the
+directory `canary` inside the harness's canary folder: the harness reports a case after which it
+exists as code run from a file. A case is its index: the rng is seeded from it.
 """
 
 from __future__ import annotations
@@ -11,21 +13,20 @@ from __future__ import annotations
 import json
 import os
 import random
+import resource
+import shutil
+import tempfile
 import time
 from typing import Any
 
 import numpy as np
+from fuzz_harness import Wrong
 
 import minitvm as tvm
 from minitvm import autotvm, relay, te
 from minitvm import meta_schedule as ms
 from minitvm.autotvm.measure import MeasureInput, MeasureResult
 from minitvm.script import tir as T
-
-
-class Wrong(AssertionError):
-    """A file loaded but gave something other than what it holds."""
-
 
 # ----------------------------------------------------------------------------- mutations
 
@@ -303,25 +304,31 @@ def run_params(rng: random.Random, work: str, canary: str) -> None:
         raise Wrong(f"load_param_dict gave {list(loaded)} with other values than were saved")
 
 
-# ----------------------------------------------------------------------------- selftest
+# ----------------------------------------------------------------------------- categories
+
+SEED = 20260509
+MEMORY_LIMIT = 3 << 30  # bytes of address space of a worker: a size bomb fails, not the machine
+CASES = range(10**9)  # a case is its index (fixed cases: the harness slices this range)
 
 
-def run_selftest(rng: random.Random, work: str, canary: str) -> None:
-    """Case 0 loads, 1 crashes, 2 hangs, 3 is refused: the harness's own test."""
-    index = int(os.path.basename(work).split("_")[0].removeprefix("case"))
-    if index == 1:
-        os.abort()
-    if index == 2:
-        time.sleep(3600)
-    if index == 3:
-        from minitvm.error import TuningError
+def _category(run):
+    """The harness's run_case(case, canary_dir) for a runner of this module."""
 
-        raise TuningError("refused")
+    def run_case(case: int, canary_dir: str) -> None:
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+        if soft == resource.RLIM_INFINITY or soft > MEMORY_LIMIT:
+            resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, resource.RLIM_INFINITY))
+        work = tempfile.mkdtemp(prefix=f"case{case}_")
+        try:
+            run(random.Random(f"{SEED}:{case}"), work, os.path.join(canary_dir, "canary"))
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+
+    return run_case
 
 
-KINDS = {
-    "database": run_database,
-    "autotvm": run_autotvm,
-    "params": run_params,
-    "selftest": run_selftest,
+CATEGORIES = {
+    "records_database": (CASES, _category(run_database)),
+    "records_autotvm": (CASES, _category(run_autotvm)),
+    "records_params": (CASES, _category(run_params)),
 }
