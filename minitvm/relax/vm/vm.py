@@ -40,6 +40,7 @@ from ...runtime.registry import get_global_func
 from ...target.kinds import gpu_kinds
 from ._fast_call import _unchecked_call
 from ._shape_code import compile_shape_fn
+from ._stateful import StatefulCalls
 from .profile import Report, _profiled_copy
 from .verify import kernel_infos, verify_program
 
@@ -573,7 +574,7 @@ _RULES: dict[str, Callable] = {
 }
 
 
-class VirtualMachine:
+class VirtualMachine(StatefulCalls):
     """Runs a built Executable: `vm = relax.VirtualMachine(ex, tvm.cpu()); vm["main"](x, w)`.
 
     Arguments may be NDArrays, numpy arrays or DLPack tensors; results are NDArrays (tuples for
@@ -628,6 +629,9 @@ class VirtualMachine:
             ) from None
 
     def __getitem__(self, name: str) -> Callable:
+        saved = self._saved(name) if name not in self._functions else None
+        if saved is not None:  # save_function's binding: called without arguments
+            return saved
         fn = self._get(name)
         return lambda *args: fn(args)
 
@@ -656,6 +660,10 @@ class VirtualMachine:
         `f_preproc` and `cache_flush_bytes` included, on the CPU)."""
         from ...runtime.cache_flush import preproc_for
 
+        saved = self._saved(func_name) if func_name not in self._functions else None
+        if saved is not None:  # a save_function binding times its stored call
+            sync = self.device.sync if self.device.is_gpu else (lambda: None)
+            return lambda: time_calls(lambda: (saved(), sync()), number, repeat, min_repeat_ms)
         fn = self._get(func_name)
         if dev is not None:
             dev.check_available()
