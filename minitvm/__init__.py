@@ -13,7 +13,7 @@ import sys
 from . import _lazy, error  # noqa: F401 (tvm.error)
 from .error import MiniTVMError, TVMError  # noqa: F401 (tvm.TVMError)
 
-__version__ = "0.1.0"
+from ._version import __version__  # noqa: F401
 
 # Everything else loads on first use (`tvm.relay`, `tvm.build`, ...), so `import minitvm` costs
 # little; a name resolves once and is then an ordinary attribute of this package.

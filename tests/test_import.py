@@ -22,7 +22,7 @@ def _python(code: str) -> str:
 def test_import_loads_no_subpackage_numpy_or_llvm():
     loaded = json.loads(_python("import json, sys, minitvm; print(json.dumps(sorted(sys.modules)))"))
     ours = [m for m in loaded if m.startswith("minitvm")]
-    assert ours == ["minitvm", "minitvm._lazy", "minitvm.error"], ours
+    assert ours == ["minitvm", "minitvm._lazy", "minitvm._version", "minitvm.error"], ours
     assert "numpy" not in loaded and "llvmlite" not in loaded
 
 
@@ -102,3 +102,13 @@ def test_load_module_loads_the_package_of_a_higher_kind(tmp_path):
         "print(vm['main'](tvm.nd.array(np.ones(4, 'float32'))).numpy().tolist())"
     )
     assert out.strip() == "[2.0, 2.0, 2.0, 2.0]"
+
+
+def test_version_matches_pyproject():
+    """`minitvm.__version__` (minitvm/_version.py) and the installed metadata say the same."""
+    import pathlib
+    import re
+
+    pyproject = pathlib.Path(__file__).resolve().parents[1] / "pyproject.toml"
+    declared = re.search(r'(?m)^version = "([^"]+)"', pyproject.read_text()).group(1)
+    assert minitvm.__version__ == declared

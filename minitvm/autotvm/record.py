@@ -183,6 +183,6 @@ def _tupled(x: Any, depth: int = 0) -> Any:
 
 
 def _version() -> str:
-    from .. import __version__
+    from .._version import __version__
 
     return f"minitvm-{__version__}"

@@ -88,7 +88,7 @@ class Parser(argparse.ArgumentParser):
 def build_parser(argv: list[str], broken: dict[str, str]) -> argparse.ArgumentParser:
     """The parser with only the verb named in `argv` (every verb when there is none, for help);
     verbs whose module fails to import are put in `broken` with the reason."""
-    from .. import __version__
+    from .._version import __version__
 
     parser = Parser(
         prog="minitvm",

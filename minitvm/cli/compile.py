@@ -117,7 +117,8 @@ def _inputs_of(mod: Any, source_names: list[str]) -> list[dict]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .. import relax, transform
+    from .. import relax
+    from ..ir import transform
     from . import _onnx
 
     shapes = parse_input_shapes(args.input_shapes)
@@ -162,7 +163,7 @@ def save_artifact(
     """Write `exe`, built from `mod` imported from `model_path`, with its metadata (the inputs,
     the outputs' names in the model, the source model's path and sha256); returns the line
     that reports it."""
-    from .. import __version__
+    from .._version import __version__
 
     meta = {
         "minitvm_version": __version__,

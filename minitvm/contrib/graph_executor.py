@@ -191,7 +191,7 @@ class GraphModule:
 
     def load_params(self, params_bytes: bytes | bytearray) -> None:
         """Set inputs from `relay.save_param_dict` bytes."""
-        from ..relay.build_module import load_param_dict
+        from ..runtime.params import load_param_dict
 
         self.set_input(**load_param_dict(params_bytes))
 

@@ -259,7 +259,7 @@ def _reference_job(payload: dict) -> str:
 def _run_job(payload: dict) -> list[float]:
     """Check the candidate's outputs against the reference, then time it; every repeat's
     mean is returned (the tuner takes the minimum)."""
-    from .. import cpu
+    from ..runtime import cpu
 
     mod, nds = _load_and_call(payload["artifact"], job_inputs(payload))
     if payload["reference"]:

@@ -54,4 +54,12 @@ __all__ = [
 
 # tvm.runtime.convert builds IR values (tir constants), so it lives above the runtime in
 # minitvm/_convert.py and resolves on first use.
-__getattr__ = _lazy.module_getattr(__name__, {"convert": "minitvm._convert:convert"})
+__getattr__ = _lazy.module_getattr(
+    __name__,
+    {
+        "convert": "minitvm._convert:convert",
+        "save_param_dict": "minitvm.runtime.params:save_param_dict",
+        "load_param_dict": "minitvm.runtime.params:load_param_dict",
+        "params": "minitvm.runtime.params",
+    },
+)

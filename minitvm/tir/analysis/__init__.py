@@ -7,8 +7,7 @@ def verify_gpu_code(func, constraints: dict) -> bool:
     """Whether `func`'s kernels stay within `constraints` (TVM's names: max_threads_per_block,
     max_shared_memory_per_block, max_local_memory_per_block, max_thread_x/y/z, max_vthread,
     max_vector_bytes, max_kernels)."""
-    # the checks live with the VerifyGPUCode pass, which imports this package
-    from ..transform.verify_gpu_code import gpu_code_errors
+    from .gpu_code import gpu_code_errors
 
     return not gpu_code_errors(func, constraints)
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...error import BuildError
+from ..analysis.gpu_code import allocated_scope
 from ..expr import Call, IterVar, StringImm, Var
 from ..function import PrimFunc
 from ..functor import Visitor, post_order_visit
@@ -43,14 +44,6 @@ from ._pass import prim_func_pass
 def storage_sync(scope: str = "shared") -> Stmt:
     """The barrier statement of the lowered-TIR contract."""
     return Evaluate(Call("int32", "tir.tvm_storage_sync", (StringImm(scope),)))
-
-
-def allocated_scope(alloc: Allocate) -> str:
-    """The storage scope of an Allocate (its annotation, else its DeclBuffer's buffer)."""
-    scope = alloc.annotations.get("storage_scope")
-    if scope is None and isinstance(alloc.body, DeclBuffer):
-        scope = alloc.body.buffer.scope()
-    return scope or "global"
 
 
 @dataclass(frozen=True)
