@@ -6,6 +6,7 @@ from __future__ import annotations
 from .. import _lazy
 from ..ir.module import GlobalVar, IRModule
 from . import expr_functor, op
+from .any_dim import Any  # noqa: F401 (relay.Any)
 from .expr import (
     Call,
     Constant,

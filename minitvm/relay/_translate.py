@@ -98,6 +98,8 @@ def to_relax(mod: IRModule | Function, func_name: str = "main") -> IRModule:
     """The relax IRModule of a Relay module's `func_name` (type-checked first)."""
     if isinstance(mod, Function):
         mod = IRModule.from_expr(mod)
+    if func_name in mod and isinstance(mod[func_name], rx.Function):
+        return mod  # already relax: what relay.frontend's importers return
     mod = infer_type(mod)
     func = mod[func_name]
     if not isinstance(func, Function):

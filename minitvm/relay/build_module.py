@@ -10,6 +10,7 @@ from ..error import BuildError
 from ..ir.module import IRModule
 from ..relax.struct_info import TensorStructInfo, TupleStructInfo
 from ..runtime import Device, cpu
+from ..runtime.params import load_param_dict, save_param_dict  # noqa: F401 (relay's names)
 from ._translate import to_relax
 from .analysis import free_vars
 from .expr import Expr, Function
@@ -124,9 +125,11 @@ class Executor:
             mod = IRModule.from_expr(expr)
         else:
             mod = IRModule.from_expr(Function(free_vars(expr), expr))
+        names = [p.name_hint for p in mod["main"].params if p.name_hint not in self.params]
+        if self.kind == "vm":  # the relax VM: symbolic (relay.Any) input shapes allowed
+            return self._vm_runner(mod, names, expr)
         lib = build(mod, self.target, params=self.params)
         gm = GraphModule(lib["default"](self.device))
-        names = [p.name_hint for p in mod["main"].params if p.name_hint not in self.params]
 
         def run(*args: Any, **kwargs: Any) -> Any:
             if len(args) > len(names):
@@ -140,11 +143,40 @@ class Executor:
             return run()
         return run
 
+    def _vm_runner(self, mod: IRModule, names: list, expr: Expr | None) -> Any:
+        from ..relax import VirtualMachine
+        from ..relax.vm import build as relax_build
+
+        rmod = to_relax(mod)
+        main_names = {p.name_hint for p in rmod["main"].params}
+        bound = {k: v for k, v in self.params.items() if k in main_names}
+        vm = VirtualMachine(relax_build(rmod, self.target, params=bound), self.device)
+
+        def run(*args: Any, **kwargs: Any) -> Any:
+            if len(args) > len(names):
+                raise BuildError(f"expected at most {len(names)} inputs {names}, got {len(args)}")
+            given = {**dict(zip(names, args)), **kwargs}
+            unknown = sorted(set(given) - set(names))
+            if unknown or len(given) != len(names):
+                raise BuildError(
+                    f"the function takes inputs {names}; got {sorted(given)}"
+                    + (f" (unknown: {unknown})" if unknown else "")
+                )
+            out = vm["main"](*[given[n] for n in names])
+            return tuple(out) if isinstance(out, list) else out
+
+        if expr is not None and not isinstance(expr, Function) and not names:
+            return run()
+        return run
+
 
 def _returns_tuple(mod: IRModule) -> bool:
+    from ..relax.expr import Function as RelaxFunction
     from .ty import TupleType
     from .type_infer import infer_type
 
+    if isinstance(mod["main"], RelaxFunction):  # from relay.frontend's importers
+        return isinstance(mod["main"].ret_struct_info, TupleStructInfo)
     main = infer_type(mod)["main"]
     return isinstance(main.ret_type, TupleType)
 
@@ -158,85 +190,6 @@ def create_executor(
 ) -> Executor:
     """An executor that builds `mod` with relay.build and runs it on `device`."""
     return Executor(kind, mod, device or cpu(0), _single_target(target), params)
-
-
-def save_param_dict(params: Mapping[str, Any]) -> bytes:
-    """Parameters as bytes (an .npz archive, no pickle) for `load_param_dict` / `load_params`."""
-    import io
-
-    import numpy as np
-
-    buf = io.BytesIO()
-    arrays = {k: (v.numpy() if hasattr(v, "numpy") else np.asarray(v)) for k, v in params.items()}
-    np.savez(buf, **arrays)
-    return buf.getvalue()
-
-
-def load_param_dict(param_bytes: bytes | bytearray) -> dict:
-    """The dict of NDArrays that `save_param_dict` wrote. The bytes are data from a file:
-    anything but such an archive (cut short, not a zip, an array whose header promises more
-    data than it holds, ...) is a BuildError, never a Python error or a huge allocation."""
-    import io
-    import zipfile
-    import zlib
-
-    import numpy as np
-    from numpy.lib import format as npy
-
-    from ..runtime import ndarray as _nd
-
-    def read_npy(member: Any, size: int, name: str) -> np.ndarray:
-        # the header must not promise more bytes than the member holds: shape (10**12,)
-        # would otherwise be allocated before a byte is read
-        readers = {(1, 0): npy.read_array_header_1_0, (2, 0): npy.read_array_header_2_0}
-        version = npy.read_magic(member)
-        if version not in readers:
-            raise ValueError(f"array '{name}' has .npy format version {version}")
-        shape, fortran, dtype = readers[version](member)
-        if dtype.hasobject:
-            raise ValueError(f"array '{name}' holds Python objects; params are numbers")
-        nbytes = int(np.prod(shape, dtype=object)) * dtype.itemsize
-        if nbytes > size:
-            raise ValueError(
-                f"array '{name}' declares shape {shape} of {dtype} ({nbytes} bytes) in a "
-                f"member of {size} bytes"
-            )
-        data = member.read(nbytes)
-        if len(data) != nbytes:
-            raise ValueError(f"array '{name}' is cut short")
-        flat = np.frombuffer(data, dtype=dtype, count=nbytes // max(dtype.itemsize, 1))
-        return flat.reshape(shape, order="F" if fortran else "C")
-
-    if not isinstance(param_bytes, bytes | bytearray | memoryview):
-        raise BuildError(
-            f"load_param_dict takes the bytes of a .params file, got {type(param_bytes).__name__}"
-        )
-    try:
-        with zipfile.ZipFile(io.BytesIO(bytes(param_bytes))) as archive:
-            params = {}
-            for info in archive.infolist():
-                name = info.filename.removesuffix(".npy")
-                with archive.open(info) as member:
-                    params[name] = _nd.array(read_npy(member, info.file_size, name))
-            return params
-    except (
-        zipfile.BadZipFile,
-        zlib.error,
-        EOFError,
-        OSError,
-        ValueError,  # UnicodeDecodeError included
-        KeyError,
-        TypeError,
-        NotImplementedError,  # a compression method zipfile lacks
-        OverflowError,
-        RecursionError,  # a header dict nested past Python's parser
-        MemoryError,
-    ) as err:
-        raise BuildError(
-            f"load_param_dict: the {len(param_bytes)} bytes are not a parameter archive from "
-            f"save_param_dict ({type(err).__name__}: {str(err)[:200]}); pass the bytes of the "
-            ".params file it wrote"
-        ) from err
 
 
 def bind_params_by_name(func: Function, params: Mapping[str, Any]) -> Function:
