@@ -34,7 +34,11 @@ class ArgumentError(TVMError, TypeError):
     """A compiled function got the wrong number or kind of arguments."""
 
 
-class ParseError(TVMError, SyntaxError):
+class DiagnosticError(TVMError):
+    """Errors were reported against a source (TVM's name; every TVMScript ParseError is one)."""
+
+
+class ParseError(DiagnosticError, SyntaxError):
     """TVMScript source could not be parsed; carries file, line and column."""
 
     # RuntimeError (through TVMError) comes first in the MRO, and its plain initialiser would
@@ -92,6 +96,7 @@ __all__ = [
     "TVMError",
     "InternalError",
     "DTypeError",
+    "DiagnosticError",
     "TEError",
     "ScheduleError",
     "ShapeError",

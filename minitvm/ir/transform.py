@@ -27,7 +27,24 @@ class PassContext:
         config: dict | None = None,
         instruments: Sequence[Any] = (),
         trace: Any = None,
+        trace_stack: Sequence[Any] | None = None,
+        make_traceable: Sequence[str] | None = None,
+        num_evals: int = 0,
+        tuning_api_database: Any = None,
     ):
+        # TVM's relax tuning API (traces of pass choices, a tuning database) is not part of
+        # minitvm; the defaults are accepted so contexts can be copied, anything else refused
+        for name, value in (
+            ("trace_stack", trace_stack),
+            ("make_traceable", make_traceable),
+            ("tuning_api_database", tuning_api_database),
+        ):
+            if value:
+                raise ArgumentError(
+                    f"PassContext({name}=...): minitvm has no relax tuning API (traced pass "
+                    "choices, tuning databases); leave it unset, or tune kernels with "
+                    "minitvm.meta_schedule"
+                )
         if isinstance(required_pass, str) or isinstance(disabled_pass, str):
             raise ArgumentError(
                 "PassContext: required_pass and disabled_pass are lists of pass names, got a "
@@ -39,6 +56,14 @@ class PassContext:
         self.config = dict(config or {})
         self.instruments = tuple(instruments or ())
         self.trace = trace
+        self.trace_stack: list[Any] = []
+        self.make_traceable: list[str] = []
+        self.num_evals = int(num_evals)
+        self._tuning_api_database = None
+
+    def get_tuning_api_database(self) -> Any:
+        """The tuning-API database of this context: always None (see __init__)."""
+        return self._tuning_api_database
 
     @classmethod
     def current(cls) -> PassContext:

@@ -2,10 +2,43 @@
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterator
+from typing import Any
+
 from ..error import MiniTVMError
-from ..ir.module import IRModule
-from .expr import Function
+from ..ir.module import GlobalVar, IRModule
+from ..ir.op import Op
+from ..tir.expr import Var as TirVar
+from ..tir.functor import post_order_visit
+from .expr import (
+    Call,
+    DataflowBlock,
+    DataflowVar,
+    ExternFunc,
+    Function,
+    If,
+    MatchCast,
+    PrimValue,
+    SeqExpr,
+    ShapeExpr,
+    Tuple,
+    TupleGetItem,
+    Var,
+    VarBinding,
+)
+from .struct_info import (
+    FuncStructInfo,
+    ObjectStructInfo,
+    PrimStructInfo,
+    ShapeStructInfo,
+    StructInfo,
+    TensorStructInfo,
+    TupleStructInfo,
+)
 from .transform.dead_code_elimination import dead_code_elimination, remove_unused_bindings
+
+_LOG = logging.getLogger("minitvm.relax.analysis")
 
 
 def remove_all_unused(func: Function | IRModule) -> Function | IRModule:
@@ -21,4 +54,243 @@ def remove_all_unused(func: Function | IRModule) -> Function | IRModule:
     )
 
 
-__all__ = ["remove_all_unused"]
+# ----------------------------------------------------------------------------- well_formed
+
+def _tir_vars(node: Any) -> Iterator[TirVar]:
+    found: list[TirVar] = []
+    post_order_visit(node, lambda n: found.append(n) if isinstance(n, TirVar) else None)
+    return iter(found)
+
+
+class _WellFormed:
+    """Collects the reasons an IRModule or Function is not well formed (empty list: it is).
+
+    The rules (TVM's): every Var is defined once in the whole module and before use, in a
+    scope that reaches the use (a SeqExpr's bindings end with it; DataflowVars end with their
+    dataflow block and are defined only inside one); GlobalVars name functions of the module
+    and match their `global_symbol`; symbolic (tir) variables are defined by a function's
+    parameters or a MatchCast of the same function before use; function bodies and If branches
+    are SeqExprs; no If inside a dataflow block.
+
+    Unlike TVM, nested expressions (a call as another call's argument) are well formed: minitvm's
+    parser keeps them and every pass accepts them, so A-normal form is not required.
+    """
+
+    def __init__(self, mod: IRModule | None):
+        self.mod = mod
+        self.errors: list[str] = []
+        self.defined: set[int] = set()  # ids of every relax Var bound anywhere (SSA)
+        self.scopes: list[set[int]] = []  # visible relax Vars
+        self.tir_scopes: list[set[int]] = []  # visible symbolic vars
+        self.dataflow: set[int] | None = None  # DataflowVars of the open dataflow block
+        self.where = ""
+
+    def fail(self, message: str) -> None:
+        self.errors.append(f"{self.where}: {message}" if self.where else message)
+
+    def visible(self, v: Any, scopes: list[set[int]]) -> bool:
+        return any(id(v) in scope for scope in scopes)
+
+    # -- definitions
+    def define_var(self, v: Var) -> None:
+        if id(v) in self.defined:
+            self.fail(f"variable '{v.name_hint}' is defined more than once")
+        self.defined.add(id(v))
+        if isinstance(v, DataflowVar):
+            if self.dataflow is None:
+                self.fail(f"DataflowVar '{v.name_hint}' is defined outside a dataflow block")
+            else:
+                self.dataflow.add(id(v))
+        else:
+            self.scopes[-1].add(id(v))
+        self.check_tir_use(v.struct_info, f"the struct info of '{v.name_hint}'")
+
+    def define_tir(self, node: Any) -> None:
+        for tv in _tir_vars(node):
+            self.tir_scopes[-1].add(id(tv))
+
+    def check_tir_use(self, node: Any, what: str) -> None:
+        for tv in _tir_vars(node):
+            if not self.visible(tv, self.tir_scopes):
+                self.fail(f"symbolic variable '{tv.name}' in {what} is used before its definition")
+                self.tir_scopes[-1].add(id(tv))  # report each once
+
+    # -- functions
+    def function(self, func: Function, name: str | None) -> None:
+        symbol = func.attrs.get("global_symbol")
+        if name is not None and symbol is not None and symbol != name:
+            self.fail(f"global_symbol {symbol!r} differs from the GlobalVar name {name!r}")
+        self.scopes.append(set())
+        self.tir_scopes.append(set())
+        try:
+            for p in func.params:
+                self.define_tir(p.struct_info)
+            for p in func.params:
+                self.define_var(p)
+            if not isinstance(func.body, SeqExpr):
+                self.fail("the function body is not a SeqExpr (normalize the function)")
+            self.expr(func.body)
+        finally:
+            self.scopes.pop()
+            self.tir_scopes.pop()
+
+    # -- expressions
+    def use(self, e: Any) -> None:
+        """An expression in an argument position."""
+        self.expr(e)
+
+    def expr(self, e: Any) -> None:
+        if isinstance(e, DataflowVar):
+            if self.dataflow is None or id(e) not in self.dataflow:
+                self.fail(f"DataflowVar '{e.name_hint}' is used outside its dataflow block")
+        elif isinstance(e, Var):
+            if not self.visible(e, self.scopes):
+                self.fail(f"variable '{e.name_hint}' is used before its definition")
+        elif isinstance(e, GlobalVar):
+            if self.mod is not None and e.name_hint not in self.mod:
+                self.fail(f"GlobalVar '{e.name_hint}' names no function of the module")
+        elif isinstance(e, Tuple):
+            for f in e.fields:
+                self.use(f)
+        elif isinstance(e, TupleGetItem):
+            self.use(e.tuple_value)
+        elif isinstance(e, Call):
+            if not isinstance(e.op, Op | ExternFunc):
+                self.use(e.op)
+            for a in e.args:
+                self.use(a)
+            for sinfo in e.sinfo_args:
+                self.check_tir_use(sinfo, "the struct info arguments of a call")
+        elif isinstance(e, ShapeExpr | PrimValue):
+            self.check_tir_use(e, type(e).__name__)
+        elif isinstance(e, If):
+            self.if_expr(e)
+        elif isinstance(e, SeqExpr):
+            self.seq(e)
+        elif isinstance(e, Function):
+            self.scopes.append(set())  # a nested function sees the enclosing scopes
+            try:
+                self.function(e, None)
+            finally:
+                self.scopes.pop()
+
+    def if_expr(self, e: If) -> None:
+        if self.dataflow is not None:
+            self.fail("an If appears inside a dataflow block; dataflow blocks hold no control flow")
+        self.use(e.cond)
+        for branch in (e.true_branch, e.false_branch):
+            if not isinstance(branch, SeqExpr):
+                self.fail("an If branch is not a SeqExpr (normalize the function)")
+            self.scopes.append(set())
+            try:
+                self.expr(branch)
+            finally:
+                self.scopes.pop()
+
+    def seq(self, e: SeqExpr) -> None:
+        self.scopes.append(set())
+        try:
+            for block in e.blocks:
+                outer = self.dataflow
+                self.dataflow = set() if isinstance(block, DataflowBlock) else None
+                try:
+                    for b in block.bindings:
+                        self.binding(b)
+                finally:
+                    self.dataflow = outer
+            self.expr(e.body)
+        finally:
+            self.scopes.pop()
+
+    def binding(self, b: Any) -> None:
+        self.expr(b.value)
+        if isinstance(b, MatchCast):
+            self.define_tir(b.struct_info)
+        elif not isinstance(b, VarBinding):
+            self.fail(f"unknown binding kind {type(b).__name__}")
+        self.define_var(b.var)
+
+
+def well_formed(obj: IRModule | Function, check_struct_info: bool = True) -> bool:
+    """Whether a relax IRModule or Function is well formed (the rules: `_WellFormed`).
+
+    Each violation is logged as a warning on the `minitvm.relax.analysis` logger. In minitvm
+    every expression's struct info is derived, never missing, so `check_struct_info` adds no
+    further checks.
+    """
+    errors = well_formed_errors(obj)
+    for message in errors:
+        _LOG.warning("not well formed: %s", message)
+    return not errors
+
+
+def well_formed_errors(obj: IRModule | Function) -> list[str]:
+    """The reasons `well_formed(obj)` is False, one line each (an empty list when it is True)."""
+    if isinstance(obj, Function):
+        checker = _WellFormed(None)
+        checker.where = str(obj.attrs.get("global_symbol", "<function>"))
+        checker.function(obj, None)
+        return checker.errors
+    if not isinstance(obj, IRModule):
+        raise MiniTVMError(
+            f"relax.analysis.well_formed: expected an IRModule or a relax.Function, got "
+            f"{type(obj).__name__}"
+        )
+    checker = _WellFormed(obj)
+    for gv, func in obj.functions_items():
+        if isinstance(func, Function):
+            checker.where = gv.name_hint
+            checker.function(func, gv.name_hint)
+    return checker.errors
+
+
+# ----------------------------------------------------------------------------- struct_info_lca
+
+
+def _same(a: Any, b: Any) -> bool:
+    from ..ir.structural import structural_equal
+
+    return structural_equal(a, b, map_free_vars=False)
+
+
+def struct_info_lca(lhs: StructInfo, rhs: StructInfo) -> StructInfo:
+    """The most specific struct info that both `lhs` and `rhs` are instances of.
+
+    Example: the LCA of `R.Tensor((2, 3), "float32")` and `R.Tensor((4, 3), "float32")` is
+    `R.Tensor(ndim=2, dtype="float32")`; of a tensor and a tuple, `R.Object`.
+    """
+    for name, value in (("lhs", lhs), ("rhs", rhs)):
+        if not isinstance(value, StructInfo):
+            raise MiniTVMError(
+                f"relax.analysis.struct_info_lca: {name} must be a StructInfo, got "
+                f"{type(value).__name__}"
+            )
+    if type(lhs) is not type(rhs) or isinstance(lhs, ObjectStructInfo):
+        return ObjectStructInfo()
+    if isinstance(lhs, PrimStructInfo):
+        if lhs.dtype != rhs.dtype:
+            return ObjectStructInfo()
+        return lhs if _same(lhs.value, rhs.value) else PrimStructInfo(lhs.dtype)
+    if isinstance(lhs, ShapeStructInfo):
+        if lhs.values is not None and _same(lhs.values, rhs.values):
+            return lhs
+        return ShapeStructInfo(ndim=lhs.ndim if lhs.ndim == rhs.ndim else -1)
+    if isinstance(lhs, TensorStructInfo):
+        dtype = lhs.dtype if lhs.dtype == rhs.dtype else None
+        ndim = lhs.ndim if lhs.ndim == rhs.ndim else -1
+        shape = lhs.shape if lhs.shape is not None and _same(lhs.shape, rhs.shape) else None
+        return TensorStructInfo(shape, dtype, ndim)
+    if isinstance(lhs, TupleStructInfo):
+        if len(lhs.fields) != len(rhs.fields):
+            return ObjectStructInfo()
+        return TupleStructInfo([struct_info_lca(a, b) for a, b in zip(lhs.fields, rhs.fields)])
+    if isinstance(lhs, FuncStructInfo):
+        ret = struct_info_lca(lhs.ret, rhs.ret)
+        purity = lhs.purity and rhs.purity
+        if lhs.params is None or rhs.params is None or not _same(lhs.params, rhs.params):
+            return FuncStructInfo(None, ret, purity)
+        return FuncStructInfo(lhs.params, ret, purity)
+    return ObjectStructInfo()
+
+
+__all__ = ["remove_all_unused", "struct_info_lca", "well_formed", "well_formed_errors"]

@@ -65,14 +65,50 @@ class ModuleAttrs:
 
 
 @allows_deep_recursion
-def parse_prim_func_object(fn: Callable, env: Mapping, private: bool) -> PrimFunc:
-    source = source_of(fn, ast.FunctionDef)
-    env = ChainMap(dict(env), _default_env())
-    return _parse_tir_function(source, source.node, env, fn.__name__, private)
+def verify_parsed(parsed: Any, where: str) -> Any:
+    """Raise ParseError unless `parsed` (a PrimFunc, relax Function or IRModule) is well formed:
+    PrimFuncs by `tir.analysis.verify_well_formed`, relax functions by
+    `relax.analysis.well_formed`. What `check_well_formed=False` turns off."""
+    from ..error import InternalError
+
+    funcs = parsed.functions_items() if isinstance(parsed, IRModule) else [(None, parsed)]
+    problems: list[str] = []
+    for gv, func in funcs:
+        name = gv.name_hint if gv is not None else where
+        if isinstance(func, PrimFunc):
+            from ..tir.analysis.verify import verify_well_formed
+
+            try:
+                verify_well_formed(func)
+            except InternalError as err:
+                problems.append(f"{name}: {err}")
+        elif type(func).__module__.startswith("minitvm.relax"):
+            from ..relax.analysis import _WellFormed
+
+            checker = _WellFormed(parsed if isinstance(parsed, IRModule) else None)
+            checker.where = name
+            checker.function(func, gv.name_hint if gv is not None else None)
+            problems += checker.errors
+    if problems:
+        raise ParseError(
+            f"{where}: the parsed IR is not well formed:\n  " + "\n  ".join(problems)
+            + "\nfix the script, or pass check_well_formed=False to parse it anyway"
+        )
+    return parsed
 
 
 @allows_deep_recursion
-def parse_ir_module_class(cls: type, env: Mapping) -> IRModule:
+def parse_prim_func_object(
+    fn: Callable, env: Mapping, private: bool, well_formed: bool = False
+) -> PrimFunc:
+    source = source_of(fn, ast.FunctionDef)
+    env = ChainMap(dict(env), _default_env())
+    func = _parse_tir_function(source, source.node, env, fn.__name__, private)
+    return verify_parsed(func, fn.__name__) if well_formed else func
+
+
+@allows_deep_recursion
+def parse_ir_module_class(cls: type, env: Mapping, well_formed: bool = False) -> IRModule:
     source = source_of(cls, ast.ClassDef)
     env = ChainMap(
         {k: v for k, v in vars(cls).items() if not callable(v)},
@@ -80,7 +116,8 @@ def parse_ir_module_class(cls: type, env: Mapping) -> IRModule:
         dict(env),
         _default_env(),
     )
-    return _parse_class(source, source.node, env)
+    mod = _parse_class(source, source.node, env)
+    return verify_parsed(mod, cls.__name__) if well_formed else mod
 
 
 def _decoded_metadata(env: Mapping) -> dict[str, Any]:
@@ -152,12 +189,20 @@ def _parse_class(source: Source, cdef: ast.ClassDef, env: Mapping) -> IRModule:
     return mod
 
 
-@allows_deep_recursion
-def from_source(text: str, filename: str = "<string>") -> PrimFunc | IRModule:
+def from_source(
+    text: str, filename: str = "<string>", check_well_formed: bool = True
+) -> PrimFunc | IRModule:
     """Parse TVMScript text: an `@I.ir_module` class gives an IRModule, a function a PrimFunc.
 
-    `from_source(func.script())` is structurally equal to `func`.
+    `from_source(func.script())` is structurally equal to `func`. With `check_well_formed`
+    (the default, as in TVM) the result must pass the well-formedness checks of its IR.
     """
+    parsed = _from_source(text, filename)
+    return verify_parsed(parsed, filename) if check_well_formed else parsed
+
+
+@allows_deep_recursion
+def _from_source(text: str, filename: str) -> PrimFunc | IRModule:
     lines = text.splitlines(keepends=True)
     try:
         tree = ast.parse(text, filename)

@@ -11,8 +11,11 @@ from ..ir.module import IRModule
 __tvmscript__ = True
 
 
-def ir_module(cls: type | None = None) -> Any:
+def ir_module(cls: type | None = None, *, check_well_formed: bool = True) -> Any:
     """Class decorator: parse a class of `@T.prim_func` methods into an `IRModule`.
+
+    The module must be well formed (`relax.analysis.well_formed`, `tir.analysis.
+    verify_well_formed`) unless `@I.ir_module(check_well_formed=False)`.
 
     Example::
 
@@ -29,7 +32,7 @@ def ir_module(cls: type | None = None) -> Any:
     env = capture_env(sys._getframe(1))
 
     def decorate(klass: type) -> IRModule:
-        return parse_ir_module_class(klass, env)
+        return parse_ir_module_class(klass, env, check_well_formed)
 
     return decorate if cls is None else decorate(cls)
 

@@ -66,6 +66,7 @@ from .tir import (
     LoopSpec,
     RemapSpec,
 )
+from .tir_specs import annotation_dtype
 
 # ----------------------------------------------------------------------------- frames
 
@@ -168,7 +169,7 @@ class TIRParser(_Binder, _ExprEvaluator):
             self.func.params.append(param)
             self.define(arg.arg, buf)
             return
-        dtype = getattr(ann, "_tvmscript_dtype", None)
+        dtype = annotation_dtype(ann)
         if dtype is None:
             raise self.error(
                 arg.annotation,
@@ -395,7 +396,7 @@ class TIRParser(_Binder, _ExprEvaluator):
     def stmt_ann_assign(self, node: ast.AnnAssign) -> _Wrap | None:
         if not isinstance(node.target, ast.Name):
             raise self.error(node, "annotated assignment declares a scalar: x: T.int32 = value")
-        dtype = getattr(self.eval(node.annotation), "_tvmscript_dtype", None)
+        dtype = annotation_dtype(self.eval(node.annotation))
         if dtype is None:
             raise self.error(node.annotation, "expected a dtype like T.int32 or T.float32")
         var = Var(node.target.id, dtype)
@@ -456,3 +457,17 @@ _STMT_HANDLERS: dict[type, Callable[[TIRParser, Any], Any]] = {
     ast.AugAssign: TIRParser.stmt_aug_assign,
     ast.AnnAssign: TIRParser.stmt_ann_assign,
 }
+
+
+def __getattr__(name: str) -> Any:
+    """`tvm.script.parser.tir` / `.ir` / `.relax` / `.ir_module`: TVM's spelling of the
+    namespaces, which in TVM live inside its parser package."""
+    import importlib
+
+    if name in ("ir", "tir", "relax"):
+        return importlib.import_module(f"minitvm.script.{name}")
+    if name == "ir_module":
+        return importlib.import_module("minitvm.script.ir").ir_module
+    if name == "from_source":
+        return importlib.import_module("minitvm.script.entry").from_source
+    raise AttributeError(f"module 'minitvm.script.parser' has no attribute {name!r}")

@@ -150,11 +150,16 @@ def Shape(values: Any = None, ndim: int = -1) -> ShapeStructInfo:
     return ShapeStructInfo(_dims(values))
 
 
-def Prim(dtype: Any = "int64", value: Any = None) -> PrimStructInfo:
-    """Scalar struct info: `R.Prim("int64")`."""
+def Prim(dtype: Any = None, value: Any = None) -> PrimStructInfo:
+    """Scalar struct info: `R.Prim("int64")`, `R.Prim(value=n)` (dtype that of `n`), or
+    `R.Prim("int64", value="n")` (a symbolic value named `n`)."""
+    from ..tir.expr import PrimExpr
+
+    if isinstance(value, PrimExpr):
+        return PrimStructInfo(value.dtype if dtype is None else dtype, value)
     if value is not None:
         value = _dims((value,))[0]
-    return PrimStructInfo(dtype, value)
+    return PrimStructInfo("int64" if dtype is None else dtype, value)
 
 
 def Callable(params: Any = None, ret: Any = None, purity: bool = True) -> FuncStructInfo:
@@ -204,16 +209,21 @@ def function(
             return y
     """
     from .relax_parser import parse_relax_function_object
-    from .source import capture_env
+    from .source import capture_env, decorates_ir_module_class
 
     frame = sys._getframe(1)
     env = capture_env(frame)
-    in_class = "__module__" in frame.f_locals and "__qualname__" in frame.f_locals
+    in_class = decorates_ir_module_class(frame)
 
     def decorate(f: Any) -> Any:
         if in_class:  # inside `@I.ir_module class ...`: the module decorator parses the class
             return f
-        return parse_relax_function_object(f, env, private)
+        func = parse_relax_function_object(f, env, private)
+        if check_well_formed:
+            from .entry import verify_parsed
+
+            verify_parsed(func, f.__name__)
+        return func
 
     return decorate if fn is None else decorate(fn)
 

@@ -112,3 +112,28 @@ def capture_env(frame: FrameType | None) -> Mapping[str, Any]:
     if frame is None:
         return {}
     return ChainMap(dict(frame.f_locals), frame.f_globals)
+
+
+def decorates_ir_module_class(frame: FrameType) -> bool:
+    """Whether `frame` runs the body of a class that an `ir_module` decorator will parse.
+
+    A `@T.prim_func` / `@R.function` inside such a class stays a Python function (the module
+    decorator parses the whole class, cross-references included); inside any other class it
+    is parsed at once, as in TVM. When the class's source cannot be read, the module case is
+    assumed: the function stays unparsed rather than failing on a cross-reference.
+    """
+    if "__module__" not in frame.f_locals or "__qualname__" not in frame.f_locals:
+        return False
+    code = frame.f_code
+    lines = linecache.getlines(code.co_filename, frame.f_globals)
+    if not lines:
+        return True
+    header: list[str] = []
+    for line in lines[code.co_firstlineno - 1 : code.co_firstlineno + 50]:
+        stripped = line.strip()
+        if stripped.startswith(("class ", "class(")):
+            break
+        header.append(stripped)
+    else:
+        return True
+    return "ir_module" in " ".join(header)

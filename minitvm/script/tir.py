@@ -100,19 +100,34 @@ def prim_func(
                 B[i] = A[i] + T.float32(1)
     """
     from .entry import parse_prim_func_object
-    from .source import capture_env
+    from .source import capture_env, decorates_ir_module_class
 
     frame = sys._getframe(1)
     env = capture_env(frame)
-    in_class = "__module__" in frame.f_locals and "__qualname__" in frame.f_locals
+    in_class = decorates_ir_module_class(frame)
 
     def decorate(fn: Callable) -> Any:
         if in_class:  # inside `@I.ir_module class ...`: the module decorator parses the class
             fn.__tvmscript_private__ = private  # type: ignore[attr-defined]
             return fn
-        return parse_prim_func_object(fn, env, private)
+        return parse_prim_func_object(fn, env, private, check_well_formed)
 
     return decorate if func is None else decorate(func)
+
+
+def target(target_config: Any, host: Any = None) -> Any:
+    """`T.target("llvm")`: a `Target`, as written in `T.func_attr({"target": T.target("llvm")})`.
+
+    A target string or Target (TVM also takes a dict of target attributes; minitvm refuses it).
+    """
+    from ..target import Target
+
+    if isinstance(target_config, Mapping):
+        raise ParseError(
+            "T.target: minitvm takes a target string such as 'llvm -mcpu=znver4' or a Target, "
+            f"not a dict of target attributes ({dict(target_config)!r})"
+        )
+    return Target(target_config, host)
 
 
 def func_attr(attrs: Mapping) -> BlockHeader:
@@ -592,4 +607,5 @@ __all__ = [
     "where",
     "writes",
 ]
+__all__ += ["target"]
 __all__ += _DTYPE_NAMES + _INTRINSIC_NAMES + _BUILTIN_NAMES  # noqa: PLE0605

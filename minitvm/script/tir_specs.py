@@ -42,6 +42,13 @@ class VarDecl:
     is_size_var: bool = False
 
 
+def annotation_dtype(ann: Any) -> DataType | None:
+    """The dtype a scalar annotation names: `T.int32`, `T.handle`, or `T.handle("float32")`."""
+    if isinstance(ann, VarDecl):
+        return ann.dtype
+    return getattr(ann, "_tvmscript_dtype", None)
+
+
 @dataclass(frozen=True)
 class LoopSpec:
     kind: ForKind

@@ -127,6 +127,31 @@ for _n in _DTYPE_NAMES:
 boolean = _mod.bool  # TVM's other spelling of T.bool
 
 
+def handle(dtype: Any = None, storage_scope: str = "global", *, is_size_var: bool = False) -> Any:
+    """`T.handle` / `T.handle("float32", "shared")`: declare a pointer (handle) variable.
+
+    TVM records the pointee dtype and storage scope on the variable; minitvm's handle variables
+    carry neither (a buffer viewing the pointer has its own dtype and scope), so both arguments
+    are checked and then dropped.
+    """
+    if dtype is not None:
+        try:
+            DataType(str(getattr(dtype, "_tvmscript_dtype", dtype)))
+        except (ValueError, TypeError) as err:  # DTypeError is a TypeError
+            raise ParseError(
+                f"T.handle(dtype={dtype!r}): not a dtype; use e.g. T.handle(\"float32\")"
+            ) from err
+    if not isinstance(storage_scope, str):
+        raise ParseError(
+            f"T.handle(storage_scope={storage_scope!r}): the scope is a string like "
+            "\"global\" or \"shared\""
+        )
+    return VarDecl(DataType("handle"), is_size_var)
+
+
+handle._tvmscript_dtype = DataType("handle")  # type: ignore[attr-defined]
+
+
 def var(dtype: str, name: str = "") -> VarDecl:
     """`n = T.var("int32")`: a new variable (named by the assignment)."""
     return VarDecl(DataType(dtype))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..error import MiniTVMError
+from ..ir.dtype import DataType
 from ..ir.module import BaseFunc
 from ..ir.node import FrozenDict, node, setfield
 from .buffer import Buffer
@@ -14,7 +15,11 @@ from .stmt import Stmt
 
 @node
 class PrimFunc(BaseFunc):
-    """`params` are Vars; those that are handles map to Buffers in `buffer_map`."""
+    """`params` are Vars; those that are handles map to Buffers in `buffer_map`.
+
+    As in TVM, a Buffer given as a parameter stands for a new handle Var bound to it:
+    `PrimFunc([A, n], body)` is `PrimFunc([a, n], body, buffer_map={a: A})`.
+    """
 
     params: tuple
     body: Stmt
@@ -26,12 +31,16 @@ class PrimFunc(BaseFunc):
     _structural_order = ("params", "buffer_map", "body", "ret_type", "attrs")
 
     def __post_init__(self):
-        setfield(self, "params", tuple(self.params))
-        setfield(self, "buffer_map", FrozenDict(self.buffer_map or {}))
+        params, buffer_map = _split_buffer_params(self.params, self.buffer_map)
+        setfield(self, "params", params)
+        setfield(self, "buffer_map", buffer_map)
         setfield(self, "attrs", FrozenDict(self.attrs or {}))
         for p in self.params:
             if not isinstance(p, Var):
-                raise MiniTVMError(f"PrimFunc params must be Vars, got {p!r}")
+                raise MiniTVMError(
+                    f"PrimFunc params must be tir.Var or tir.Buffer, got {type(p).__name__} "
+                    f"{p!r}"
+                )
         for p, buf in self.buffer_map.items():
             if not isinstance(buf, Buffer):
                 raise MiniTVMError(f"buffer_map of param '{p.name}' must map to a Buffer")
@@ -43,3 +52,19 @@ class PrimFunc(BaseFunc):
     def buffer_params(self) -> list[Buffer]:
         """The buffers bound to the params, in param order (destination-passing order)."""
         return [self.buffer_map[p] for p in self.params if p in self.buffer_map]
+
+
+def _split_buffer_params(params: Any, buffer_map: Any) -> tuple[tuple, FrozenDict]:
+    """Replace each Buffer in `params` by a fresh handle Var that `buffer_map` binds to it."""
+    params = tuple(params)
+    if not any(isinstance(p, Buffer) for p in params):
+        return params, FrozenDict(buffer_map or {})
+    bound = dict(buffer_map or {})
+    out = []
+    for p in params:
+        if isinstance(p, Buffer):
+            handle = Var(p.name, DataType("handle"))
+            bound[handle] = p
+            p = handle
+        out.append(p)
+    return tuple(out), FrozenDict(bound)
