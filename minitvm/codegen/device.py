@@ -75,7 +75,8 @@ def build_device_module(mod: IRModule, target: Target | str) -> DeviceModule:
     if not hosts:
         raise BuildError("build_device_module: the module has no host function to call the kernels")
     if kind == "opencl":
-        source, infos, extensions = build_opencl(kernels)
+        data = _data_params(hosts, symbols)
+        source, infos, extensions = build_opencl(kernels, data)
         for info in infos:
             info["extensions"] = sorted(extensions)
     else:
@@ -100,6 +101,36 @@ def _identifiers(names: list[str]) -> dict[str, str]:
         taken.add(ident)
         out[name] = ident
     return out
+
+
+def _data_params(hosts: list[PrimFunc], symbols: dict[str, str]) -> dict[str, set[int]]:
+    """Kernel symbol -> positions of its scalar params that some launch feeds from a host
+    scalar param no buffer dim pins (data, whose uses as indices the kernel must check)."""
+    from .llvm import _dim_vars  # the CPU build's rule for which scalars are sizes
+
+    found: dict[str, set[int]] = {symbols[s]: set() for s in symbols}
+    for host in hosts:
+        buffers = list(host.buffer_map.values())
+        scalars = {id(p) for p in host.params if p not in host.buffer_map}
+        data = scalars - {id(v) for v in _dim_vars(buffers)}
+
+        def visit(n, data=data) -> None:
+            if not (isinstance(n, Call) and getattr(n.op, "name", "") == "tir.tvm_call_packed"):
+                return
+            if not (n.args and isinstance(n.args[0], StringImm)) or n.args[0].value not in symbols:
+                return
+            for k, a in enumerate(n.args[1:]):
+                if _var_ids(a) & data:
+                    found[symbols[n.args[0].value]].add(k)
+
+        post_order_visit(host.body, visit)
+    return found
+
+
+def _var_ids(e: PrimExpr) -> set[int]:
+    ids: set[int] = set()
+    post_order_visit(e, lambda x: ids.add(id(x)) if isinstance(x, Var) else None)
+    return ids
 
 
 def _stored_vars(kernel: PrimFunc) -> set[int]:

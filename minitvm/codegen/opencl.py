@@ -64,6 +64,7 @@ from ..tir.stmt import (
     Stmt,
     While,
 )  # fmt: skip
+from .opencl_checks import KernelChecks
 
 # thread tag -> (OpenCL query, dimension)
 THREAD_QUERIES = {
@@ -79,79 +80,15 @@ _SCALAR_TYPES = {
 _VECTOR_LANES = (2, 3, 4, 8, 16)
 # integer literal suffix by dtype
 _INT_SUFFIX = {"int64": "L", "uint32": "u", "uint64": "UL"}
-_KEYWORDS = frozenset(
-    [
-        "auto",
-        "break",
-        "case",
-        "char",
-        "const",
-        "continue",
-        "default",
-        "do",
-        "double",
-        "else",
-        "enum",
-        "extern",
-        "float",
-        "for",
-        "goto",
-        "if",
-        "inline",
-        "int",
-        "long",
-        "register",
-        "restrict",
-        "return",
-        "short",
-        "signed",
-        "sizeof",
-        "static",
-        "struct",
-        "switch",
-        "typedef",
-        "union",
-        "unsigned",
-        "void",
-        "volatile",
-        "while",
-        "bool",
-        "half",
-        "uchar",
-        "ushort",
-        "uint",
-        "ulong",
-        "kernel",
-        "global",
-        "local",
-        "private",
-        "constant",
-        "__kernel",
-        "__global",
-        "__local",
-        "__private",
-        "__constant",
-        "read_only",
-        "write_only",
-        "image2d_t",
-        "image3d_t",
-        "sampler_t",
-        "event_t",
-        "size_t",
-        "ptrdiff_t",
-        "intptr_t",
-        "uintptr_t",
-        "true",
-        "false",
-        "min",
-        "max",
-        "exp",
-        "log",
-        "sqrt",
-        "select",
-        "barrier",
-    ]
-)
+_KEYWORD_TEXT = """
+    auto break case char const continue default do double else enum extern float for goto if
+    inline int long register restrict return short signed sizeof static struct switch
+    typedef union unsigned void volatile while bool half uchar ushort uint ulong kernel
+    global local private constant __kernel __global __local __private __constant read_only
+    write_only image2d_t image3d_t sampler_t event_t size_t ptrdiff_t intptr_t uintptr_t
+    true false min max exp log sqrt select barrier
+"""
+_KEYWORDS = frozenset(_KEYWORD_TEXT.split())
 _BINARY_SYMBOL = {Add: "+", Sub: "-", Mul: "*", EQ: "==", NE: "!=", LT: "<", LE: "<=",
                   GT: ">", GE: ">=", And: "&&", Or: "||"}  # fmt: skip
 # tir intrinsic -> OpenCL builtin of the same meaning (floats)
@@ -261,7 +198,8 @@ def param_dtype(p: Var, uses: dict) -> DataType:
 class CodeGenOpenCL:
     """Prints one kernel as OpenCL C; `helpers`/`extensions` collect what the file needs."""
 
-    def __init__(self, helpers: dict[str, str], extensions: set[str]) -> None:
+    def __init__(self, helpers: dict[str, str], extensions: set[str],
+                 data_params: set[int] | None = None) -> None:  # fmt: skip
         self.helpers = helpers
         self.extensions = extensions
         self.names = _Names()
@@ -271,6 +209,8 @@ class CodeGenOpenCL:
         self.kernel_scope: list[str] = []  # __local arrays, declared at kernel scope
         self.nonneg: set[int] = set()  # vars known >= 0: thread indices, loops from >= 0
         self.shared_bytes = 0
+        # run-time checks; data_params: positions of scalar params holding data (None: all)
+        self.checks = KernelChecks(self, data_params)
 
     # ------------------------------------------------------------------ kernel
     def kernel(self, func: PrimFunc) -> tuple[str, dict]:
@@ -282,7 +222,8 @@ class CodeGenOpenCL:
         uses.visit(func.body)
         restrict = " restrict" if func.attrs.get("tir.noalias", True) else ""
         params, infos = [], []
-        for p in func.params:
+        for k, p in enumerate(func.params):
+            self.checks.add_param(k, p, param_dtype(p, uses.dtypes) if p.dtype.is_handle else None)
             if p.dtype.is_handle:
                 dtype = param_dtype(p, uses.dtypes)
                 self._note_dtype(dtype)
@@ -293,6 +234,8 @@ class CodeGenOpenCL:
                 params.append(f"{cl_type(p.dtype, self._where(p.name))} {self.names(p)}")
                 infos.append({"name": p.name, "kind": "scalar", "dtype": str(p.dtype)})
         self.stmt(func.body)
+        extra_decls, extra_infos = self.checks.extra_params()
+        params, infos = params + extra_decls, infos + extra_infos
         body = [f"  {line}" for line in self.kernel_scope] + self.lines
         symbol = self.names(name)
         if symbol != name:
@@ -303,7 +246,7 @@ class CodeGenOpenCL:
         source = "\n".join([f"__kernel void {symbol}({', '.join(params)}) {{", *body, "}"])
         launch = list(func.attrs.get("tir.kernel_launch_params", ()))
         info = {"name": name, "params": infos, "launch_params": launch,
-                "shared_bytes": self.shared_bytes}  # fmt: skip
+                "shared_bytes": self.shared_bytes, "errors": self.checks.errors}  # fmt: skip
         return source, info
 
     def _where(self, what: str) -> str:
@@ -345,10 +288,13 @@ class CodeGenOpenCL:
             lanes = s.value.dtype.lanes
             value = f"convert_uchar{lanes}(-{value})" if lanes > 1 else f"(uchar)({value})"
         if isinstance(index, Ramp):
-            lanes = index.lanes
-            self.emit(f"vstore{lanes}({value}, 0, {target} + {self._contiguous(index)});")
+            first, count = self._contiguous(index), index.lanes
+            line = f"vstore{count}({value}, 0, {target} + {first});"
         else:
-            self.emit(f"{target}[{self.expr(index)}] = {value};")
+            first, count = self.expr(index), 1
+            line = f"{target}[{first}] = {value};"
+        ok = self.checks.guard(s.buffer, index, first, count, "writing")
+        self.emit(line if ok is None else f"if ({ok}) {line}")
 
     def _for(self, s: For) -> None:
         i = self.names(s.loop_var)
@@ -357,6 +303,7 @@ class CodeGenOpenCL:
         end = ext if _is_zero(s.min) else f"{lo} + {ext}"
         if self._nonneg(s.min):
             self.nonneg.add(id(s.loop_var))
+        self.checks.mark(s.loop_var, s.min, s.extent)  # e.g. CSR rows: range(I[i], I[i + 1])
         self.emit(f"for ({t} {i} = {lo}; {i} < {end}; ++{i}) {{")
         self.block(s.body)
         self.emit("}")
@@ -379,6 +326,7 @@ class CodeGenOpenCL:
             raise BuildError(f"building kernel '{self.func_name}': a handle LetStmt "
                              f"'{s.var.name}' cannot be emitted in OpenCL")  # fmt: skip
         self.emit(f"{cl_type(s.var.dtype)} {self.names(s.var)} = {self.expr(s.value)};")
+        self.checks.mark(s.var, s.value)
         self.stmt(s.body)
 
     def _attr(self, s: AttrStmt) -> None:
@@ -414,6 +362,7 @@ class CodeGenOpenCL:
             size *= e.value
         self._note_dtype(s.dtype)
         decl = f"{_storage_type(s.dtype)} {self.names(s.buffer_var)}[{max(size, 1)}];"
+        self.checks.constant_extents[id(s.buffer_var)] = max(size, 1)
         if scope in ("shared", "shared.dyn"):  # sizes are constants here: the same memory
             self.kernel_scope.append(f"__local {decl}")
             self.shared_bytes += size * s.dtype.bytes
@@ -527,12 +476,19 @@ class CodeGenOpenCL:
             return text
         return f"convert_int{operands.lanes}({text})"
 
+    def _checked(self, e, a: str, b: str) -> str | None:
+        """An integer division's text through a divisor-checking helper, when it needs one."""
+        return None if e.dtype.is_float else self.checks.division(e, a, b)
+
     def _div(self, e: Div) -> str:
-        return f"({self.expr(e.a)} / {self.expr(e.b)})"
+        a, b = self.expr(e.a), self.expr(e.b)
+        return self._checked(e, a, b) or f"({a} / {b})"
 
     def _mod(self, e: Mod) -> str:
         a, b = self.expr(e.a), self.expr(e.b)
-        return f"fmod({a}, {b})" if e.dtype.is_float else f"({a} % {b})"
+        if e.dtype.is_float:
+            return f"fmod({a}, {b})"
+        return self._checked(e, a, b) or f"({a} % {b})"
 
     def _nonneg(self, e: PrimExpr) -> bool:
         """Whether `e` is provably >= 0 (structurally: constants, known vars, + * // % of them)."""
@@ -554,6 +510,9 @@ class CodeGenOpenCL:
         a, b = self.expr(e.a), self.expr(e.b)
         if e.dtype.is_float:
             return f"floor({a} / {b})"
+        checked = self._checked(e, a, b)
+        if checked:
+            return checked
         if e.dtype.is_uint or e.dtype.is_bool or self._truncates_like_floor(e):
             return f"({a} / {b})"
         return f"{self._helper('floordiv', e.dtype)}({a}, {b})"
@@ -562,6 +521,9 @@ class CodeGenOpenCL:
         a, b = self.expr(e.a), self.expr(e.b)
         if e.dtype.is_float:
             return f"({a} - floor({a} / {b}) * {b})"
+        checked = self._checked(e, a, b)
+        if checked:
+            return checked
         if e.dtype.is_uint or e.dtype.is_bool or self._truncates_like_floor(e):
             return f"({a} % {b})"
         return f"{self._helper('floormod', e.dtype)}({a}, {b})"
@@ -606,15 +568,25 @@ class CodeGenOpenCL:
     def _load(self, e: BufferLoad) -> str:
         (index,) = _flat(self, e.buffer, e.indices)
         source = self.names(e.buffer.data)
+        stored = _storage_type(e.buffer.dtype)
         if isinstance(index, Ramp):
-            text = f"vload{index.lanes}(0, {source} + {self._contiguous(index)})"
+            first = self._contiguous(index)
+            text = self._guarded(e, index, f"vload{index.lanes}(0, {source} + {first})", first,
+                                 f"{stored}{index.lanes}")  # fmt: skip
             # stored bools are uchar 0/1; a loaded bool vector is a mask of -1/0
             return f"(-convert_int{index.lanes}({text}))" if e.buffer.dtype.is_bool else text
         if e.dtype.lanes > 1:
             raise BuildError(f"building kernel '{self.func_name}': vector load `{e}` "
                              "needs a Ramp index")  # fmt: skip
-        text = f"{source}[{self.expr(index)}]"
+        first = self.expr(index)
+        text = self._guarded(e, index, f"{source}[{first}]", first, stored)
         return f"({text} != 0)" if e.buffer.dtype.is_bool else text
+
+    def _guarded(self, e: BufferLoad, index, text: str, first: str, type_: str) -> str:
+        """A load that gives 0 (and flags) where its data-dependent index is out of bounds."""
+        lanes = index.lanes if isinstance(index, Ramp) else 1
+        ok = self.checks.guard(e.buffer, index, first, lanes, "reading")
+        return text if ok is None else f"({ok} ? {text} : ({type_})(0))"
 
     def _contiguous(self, r: Ramp) -> str:
         if not (isinstance(r.stride, IntImm) and r.stride.value == 1):
@@ -739,14 +711,18 @@ def _narrow_int(dtype: DataType | None) -> bool:
             and not dtype.is_bool and dtype.bits < 32)  # fmt: skip
 
 
-def build_opencl(kernels: list[PrimFunc]) -> tuple[str, list[dict], set[str]]:
-    """OpenCL C source of `kernels`, their metadata (name, params, launch_params,
-    shared_bytes) and the extensions the source needs ("cl_khr_fp64", "cl_khr_fp16")."""
+def build_opencl(kernels: list[PrimFunc], data_params: dict[str, set[int]] | None = None
+                 ) -> tuple[str, list[dict], set[str]]:  # fmt: skip
+    """OpenCL C source of `kernels`, their metadata (name, params, launch_params, shared_bytes,
+    errors) and the extensions the source needs ("cl_khr_fp64", "cl_khr_fp16").
+    `data_params[symbol]`: positions of a kernel's scalar params that carry data rather than
+    shape sizes (their uses as indices are checked); a kernel not listed: every scalar param."""
     helpers: dict[str, str] = {}
     extensions: set[str] = set()
     bodies, infos = [], []
     for func in kernels:
-        source, info = CodeGenOpenCL(helpers, extensions).kernel(func)
+        known = (data_params or {}).get(func.attrs.get("global_symbol"))
+        source, info = CodeGenOpenCL(helpers, extensions, known).kernel(func)
         bodies.append(source)
         infos.append(info)
     pragmas = [f"#pragma OPENCL EXTENSION {ext} : enable" for ext in sorted(extensions)]

@@ -22,11 +22,14 @@ import numpy as np
 
 from ..error import DeviceError, MiniTVMError, RuntimeError_
 from ..ir.dtype import DataType
+from . import opencl_signature
 from .device import Device, device_api
 from .module import ProfileResult, read_member, register_loader, write_module_zip
 from .ndarray import NDArray
 from .packed_func import DevicePackedFunc
 from .packed_plan import _eval, parse_shape_expr
+
+_CHECK_PARAMS = ("extent", "error_flag")  # params the OpenCL run-time checks add (opencl_checks)
 
 _FORMAT = "device_module"  # meta.json "kind" of an exported GPU module
 _META, _SOURCE = "device.json", "kernels.src"
@@ -39,7 +42,7 @@ _AXES = "xyz"
 class _HostProgram:
     """One host function's steps, validated and parsed once."""
 
-    def __init__(self, program: dict, kernel_names: set[str]) -> None:
+    def __init__(self, program: dict, kernels: dict[str, dict] | set[str]) -> None:
         info = program["info"]
         self.name = info["name"]
         names = {f"v{i}": f"v{i}" for i in range(len(info.get("sym_vars", [])))}
@@ -63,7 +66,7 @@ class _HostProgram:
                 self.steps.append(("assert", conds, str(step[2])))
             elif kind == "launch":
                 _, kernel, args, grid, block = step
-                if kernel not in kernel_names:
+                if kernel not in kernels:
                     raise RuntimeError_(
                         f"function '{self.name}' launches unknown kernel '{kernel}'"
                     )
@@ -87,7 +90,10 @@ class _HostProgram:
                             ("expr", self._parse(a[1], names), DataType(a[2]).numpy_dtype())
                         )
                 dims = [tuple(self._parse(t, names) for t in d) for d in (grid, block)]
-                self.steps.append(("launch", kernel, parsed, dims[0], dims[1]))
+                # a set of names (no kernel metadata): kernels without run-time checks
+                info = kernels.get(kernel) if isinstance(kernels, dict) else None
+                checks = _check_params(self.name, info, parsed) if info else ()
+                self.steps.append(("launch", kernel, parsed, dims[0], dims[1], checks))
             else:
                 raise RuntimeError_(f"function '{self.name}': unknown host step {kind!r:.40}")
 
@@ -107,8 +113,12 @@ class DeviceModule:
             raise MiniTVMError("cannot make a GPU module with no functions")
         self.kind, self.target, self.type_key = kind, target, kind
         self._source, self._kernel_infos, self._programs = source, kernels, programs
-        names = {k["name"] for k in kernels}
-        self._hosts = {p["info"]["name"]: _HostProgram(p, names) for p in programs}
+        if kind == "opencl" and not opencl_signature.is_signed(source):  # fresh codegen output
+            source, kernels = opencl_signature.sign(source, kernels, programs)
+        self._source, self._kernel_infos = source, kernels
+        by_name = {k["name"]: k for k in kernels}
+        self._hosts = {p["info"]["name"]: _HostProgram(p, by_name) for p in programs}
+        self._flags: dict[int, object] = {}  # device id -> the error flag of checking kernels
         self._functions = {
             name: DevicePackedFunc(p["info"], kind, self._launcher(self._hosts[name]))
             for name, p in zip(self._hosts, programs)
@@ -150,6 +160,7 @@ class DeviceModule:
             kernels = self._kernels(device_id)
             values = dict(values)
             workspaces: list = []
+            sizes: list[int] = []  # bytes of each workspace
             for step in host.steps:
                 if step[0] == "alloc":
                     nbytes = _eval(step[2], values)
@@ -158,6 +169,7 @@ class DeviceModule:
                             f"calling '{host.name}': a buffer between kernels has {nbytes} bytes"
                         )
                     workspaces.append(api.alloc(device_id, nbytes))
+                    sizes.append(nbytes)
                 elif step[0] == "let":
                     values[step[1]] = _eval(step[2], values)
                 elif step[0] == "assert":
@@ -165,19 +177,50 @@ class DeviceModule:
                         if not cmp(_eval(lhs, values), _eval(rhs, values)):
                             raise RuntimeError_(f"calling '{host.name}': {step[2]}")
                 else:
-                    _, kernel, kargs, grid, block = step
+                    _, kernel, kargs, grid, block, checks = step
                     grid = tuple(_eval(t, values) for t in grid)
                     block = tuple(_eval(t, values) for t in block)
                     if 0 in grid or 0 in block:
                         continue  # an empty launch: no work-item runs
                     _check_launch(host.name, kernel, api, device_id, grid, block)
-                    api.launch(device_id, kernels[kernel], grid, block,
-                               [_kernel_arg(api, a, args, values, workspaces)
-                                for a in kargs])  # fmt: skip
+                    if hasattr(api, "check_launch"):  # the device's own limits on this kernel
+                        api.check_launch(device_id, kernels[kernel], host.name, grid, block)
+                    launch_args = [_kernel_arg(api, a, args, values, workspaces) for a in kargs]
+                    for check in checks:
+                        launch_args.append(self._check_arg(api, device_id, check, kargs, args,
+                                                           sizes))  # fmt: skip
+                    api.launch(device_id, kernels[kernel], grid, block, launch_args)
+                    if checks and checks[-1][0] == "error_flag":
+                        self._raise_flagged(api, device_id, host.name, checks[-1][1])
             if workspaces:
                 api.sync(device_id)  # the kernels that use them finish before they are freed
 
         return launch
+
+    def _check_arg(self, api, device_id: int, check: tuple, kargs: list, args: tuple,
+                   sizes: list):  # fmt: skip
+        """The value of a parameter the kernel's run-time checks added."""
+        if check[0] == "error_flag":
+            flag = self._flags.get(device_id)
+            if flag is None:
+                flag = self._flags[device_id] = api.alloc(device_id, 4)
+                api.copy_from_host(device_id, flag, np.zeros(1, np.int32))
+            return api.buffer_arg(flag)
+        _, position, elem_bytes = check
+        source, index, _ = kargs[position]
+        nbytes = args[index].nbytes if source == "buffer" else sizes[index]
+        return api.scalar_arg(nbytes // elem_bytes, np.dtype("int64"))
+
+    def _raise_flagged(self, api, device_id: int, func: str, errors: tuple) -> None:
+        """Read the error flag after a checking kernel; raise (and clear) the error it holds."""
+        code = np.zeros(1, np.int32)
+        api.copy_to_host(device_id, code, self._flags[device_id])
+        if code[0] == 0:
+            return
+        api.copy_from_host(device_id, self._flags[device_id], np.zeros(1, np.int32))
+        k = int(code[0])
+        message = errors[k - 1] if 1 <= k <= len(errors) else f"a kernel failed with code {k}"
+        raise RuntimeError_(f"calling '{func}': {message}")
 
     def get_function(self, name: str, query_imports: bool = False) -> DevicePackedFunc:
         try:
@@ -299,6 +342,42 @@ def _check_launch(func: str, kernel: str, api, device_id: int, grid: tuple, bloc
         )
 
 
+def _check_params(func: str, info: dict, args: list) -> tuple:
+    """The parameters the kernel's run-time checks add after its own (validated: loaded
+    metadata is data): ("extent", position, elem_bytes) and ("error_flag", messages)."""
+    params = info.get("params")
+    errors = info.get("errors", [])
+    if (
+        type(params) is not list
+        or type(errors) is not list
+        or not all(type(e) is str for e in errors)
+    ):
+        raise RuntimeError_(f"function '{func}': kernel '{info.get('name')}' has bad metadata")
+    extra = [p for p in params if type(p) is dict and p.get("kind") in _CHECK_PARAMS]
+    own = len(params) - len(extra)
+    bad = RuntimeError_(
+        f"function '{func}': the run-time check parameters of kernel '{info['name']}' do not "
+        f"fit its launch ({len(args)} arguments)"
+    )
+    if own != len(args) or params[own:] != extra:
+        raise bad
+    checks = []
+    for p in extra:
+        if p["kind"] == "error_flag":
+            if p is not extra[-1]:
+                raise bad
+            checks.append(("error_flag", tuple(errors)))
+            continue
+        k, size = p.get("of"), p.get("elem_bytes")
+        if not (type(k) is int and 0 <= k < own and args[k][0] in ("buffer", "workspace")
+                and size in (1, 2, 4, 8)):  # fmt: skip
+            raise bad
+        checks.append(("extent", k, size))
+    if errors and (not checks or checks[-1][0] != "error_flag"):
+        raise bad
+    return tuple(checks)
+
+
 def _kernel_arg(api, a: tuple, args: tuple, values: dict, workspaces: list):
     if a[0] == "buffer":
         return api.buffer_arg(args[a[1]]._handle)
@@ -316,8 +395,13 @@ def _load_device_module(path: str, zf: zipfile.ZipFile, unused_meta: dict) -> De
         source = read_member(path, zf, _SOURCE).decode()
         if meta["kind"] not in _SOURCE_NAMES:
             raise ValueError(f"unknown kind {meta['kind']!r:.40}")
+        if meta["kind"] == "opencl":  # before anything of it runs
+            opencl_signature.verify(f"load_module('{path}'): {_SOURCE}", source,
+                                    meta["kernels"], meta["programs"])  # fmt: skip
         return DeviceModule(meta["kind"], str(meta["target"]), source, meta["kernels"],
                             meta["programs"], meta.get("entry"))  # fmt: skip
+    except opencl_signature.SignatureError:
+        raise
     except (KeyError, TypeError, ValueError, IndexError, AttributeError, MiniTVMError) as err:
         raise RuntimeError_(
             f"load_module('{path}'): the GPU module's metadata is invalid ({err}); export it again"

@@ -7,6 +7,7 @@ install or change; nothing falls back to the CPU.
 
 from __future__ import annotations
 
+import math
 import threading
 import warnings
 from dataclasses import dataclass
@@ -163,6 +164,50 @@ def launch(device_id: int, kernel, grid: tuple, block: tuple, args: list) -> Non
             f"opencl({device_id}): launching kernel '{kernel.function_name}' with grid {grid} and "
             f"block {block} failed ({err})"
         ) from err
+
+
+# work-groups one launch may have, per dimension and in all: 32-bit work-group counters (PoCL's
+# scheduler aborts the process at 2**32) and CUDA's grid limit agree on this bound
+MAX_WORK_GROUPS = 2**31 - 1
+
+
+def check_launch(device_id: int, kernel, func: str, grid: tuple, block: tuple) -> None:
+    """Refuse a launch beyond the device's limits for this compiled kernel (its work-group size,
+    its local memory) or beyond what work-group counters and size_t can index."""
+    cl = _cl()
+    dev = context(device_id).device
+    name = kernel.function_name
+    where = f"calling '{func}': kernel '{name}'"
+    info = cl.kernel_work_group_info
+    most = int(kernel.get_work_group_info(info.WORK_GROUP_SIZE, dev))
+    threads = math.prod(block)
+    if threads > most:
+        raise DeviceError(
+            f"{where} needs {threads} work-items per work-group (block {block}), more than the "
+            f"{most} this device allows for this kernel (CL_KERNEL_WORK_GROUP_SIZE); bind a "
+            "shorter loop to the threads"
+        )
+    local, limit = (
+        int(kernel.get_work_group_info(info.LOCAL_MEM_SIZE, dev)),
+        int(dev.local_mem_size),
+    )
+    if local > limit:
+        raise DeviceError(
+            f"{where} uses {local} bytes of local (shared) memory, more than the device's "
+            f"{limit} (CL_DEVICE_LOCAL_MEM_SIZE); use smaller shared-memory tiles"
+        )
+    size_limit = 2 ** int(dev.address_bits) - 1
+    for axis, g, b in zip("xyz", grid, block):
+        if g > MAX_WORK_GROUPS or g * b > size_limit:
+            raise DeviceError(
+                f"{where} has {g} work-groups along blockIdx.{axis} (grid {grid}), more than the "
+                f"{MAX_WORK_GROUPS} a launch may have; split the work over several launches"
+            )
+    if math.prod(grid) > MAX_WORK_GROUPS:
+        raise DeviceError(
+            f"{where} has {math.prod(grid)} work-groups in all (grid {grid}), more than the "
+            f"{MAX_WORK_GROUPS} a launch may have; split the work over several launches"
+        )
 
 
 def buffer_arg(buf):
