@@ -14,6 +14,8 @@ FLAGS = {
     "MINITVM_VERIFY_IR": "1 to run the well-formedness check after every lowering pass",
     "MINITVM_EXAMPLE_SMALL": "1 to run examples/*.py at small sizes (the test suite sets it)",
     "MINITVM_FUZZ_EXAMPLES": "cases per category of tests/fuzz (default: a small fixed budget)",
+    "MINITVM_CACHE_DIR": "compile cache directory (default $XDG_CACHE_HOME/minitvm or ~/.cache/minitvm; empty: off)",
+    "MINITVM_CACHE_SIZE": "compile cache size bound in bytes, suffix K/M/G allowed (default 1G)",
 }
 
 
@@ -65,3 +67,32 @@ def verify_ir() -> bool:
 
 def example_small() -> bool:
     return os.environ.get("MINITVM_EXAMPLE_SMALL", "") not in ("", "0")
+
+
+def cache_dir() -> str | None:
+    """MINITVM_CACHE_DIR; when unset, $XDG_CACHE_HOME/minitvm (if absolute) or ~/.cache/minitvm;
+    None when set to the empty string (the cache is off)."""
+    if "MINITVM_CACHE_DIR" in os.environ:
+        return os.environ["MINITVM_CACHE_DIR"].strip() or None
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(base):
+        base = os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "minitvm")
+
+
+_SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+
+
+def cache_size() -> int:
+    """MINITVM_CACHE_SIZE in bytes (default 1 GiB): an integer with an optional K, M or G."""
+    value = os.environ.get("MINITVM_CACHE_SIZE", "").strip()
+    if not value:
+        return 1 << 30
+    unit = value[-1].upper() if value[-1].isalpha() else ""
+    number = value[:-1] if unit else value
+    if unit not in _SIZE_UNITS or not number.isdigit():
+        raise MiniTVMError(
+            f"MINITVM_CACHE_SIZE={value!r} is not a size; use bytes with an optional K, M or G "
+            "suffix (e.g. 512M), or unset it for the default of 1G"
+        )
+    return int(number) * _SIZE_UNITS[unit]

@@ -1,10 +1,24 @@
 """Suite-wide test settings: IR checks that run under every test."""
 
+import itertools
+import os
+
 import pytest
 
 import minitvm.driver
 from minitvm.ir import assert_structural_equal
 from minitvm.script import from_source
+
+os.environ["MINITVM_CACHE_DIR"] = ""  # no compile cache outside a test (collection, ...)
+_cache_dirs = itertools.count()
+
+
+@pytest.fixture(autouse=True)
+def _private_compile_cache(tmp_path_factory, monkeypatch):
+    """Each test gets an empty compile cache of its own, never the user's (~/.cache/minitvm):
+    a test that counts lowerings sees no entry another test wrote."""
+    root = tmp_path_factory.getbasetemp() / "compile_cache"
+    monkeypatch.setenv("MINITVM_CACHE_DIR", str(root / str(next(_cache_dirs))))
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -28,6 +28,7 @@ VERBS = {
     "bench": ("bench", "time a compiled artifact (and ONNX Runtime with --compare ort)"),
     "show": ("show", "print an ONNX model's imported relax program or an artifact's summary"),
     "tune": ("tune", "tune a model's kernels with meta_schedule"),
+    "cache": ("cache", "show or clear the persistent compile cache"),
 }
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import time
@@ -69,6 +70,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("-o", "--output", default="model.tar", help="artifact path (default: model.tar)")
     p.add_argument("-q", "--quiet", action="store_true", help="no per-pass progress lines")
+    p.add_argument(
+        "--profile", action="store_true",
+        help="print seconds per build stage (graph passes, schedule, lowering, LLVM, compile "
+        "cache) and of the slowest kernels",
+    )  # fmt: skip
     p.set_defaults(run=run)
 
 
@@ -118,6 +124,7 @@ def _inputs_of(mod: Any, source_names: list[str]) -> list[dict]:
 
 def run(args: argparse.Namespace) -> int:
     from .. import relax
+    from ..driver.build_profile import profiling
     from ..ir import transform
     from . import _onnx
 
@@ -134,7 +141,10 @@ def run(args: argparse.Namespace) -> int:
     log(f"imported '{args.model}' in {time.perf_counter() - start:.2f} s\n")
     progress = PassProgress(log)
     build_start = time.perf_counter()
-    with transform.PassContext(opt_level=args.opt_level, instruments=[progress]):
+    with (
+        transform.PassContext(opt_level=args.opt_level, instruments=[progress]),
+        profiling() if args.profile else contextlib.nullcontext() as prof,
+    ):
         if records is None:
             exe = relax.build(mod, target=target)
         else:
@@ -144,6 +154,8 @@ def run(args: argparse.Namespace) -> int:
         "code generation (kernels + VM program)",
         time.perf_counter() - build_start - progress.seconds,
     )
+    if args.profile:
+        sys.stdout.write(prof.report() + "\n")
     line = save_artifact(
         args.output, exe, mod, args.model, list(declared), target, _onnx.graph_outputs(model)
     )

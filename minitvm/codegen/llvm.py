@@ -22,6 +22,7 @@ is unordered (NaN != x is true), the other comparisons are ordered.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -616,11 +617,16 @@ def _build(funcs, target, aliases: list[tuple[PrimFunc, str]]) -> CodegenResult:
 
 
 def build_partition(
-    funcs: Sequence[PrimFunc], target: Target | str, aliases: Sequence[tuple[PrimFunc, str]] = ()
+    funcs: Sequence[PrimFunc],
+    target: Target | str,
+    aliases: Sequence[tuple[PrimFunc, str]] = (),
+    timings: dict[str, float] | None = None,
 ) -> tuple[bytes, list[dict]]:
     """One part of a build split across processes: `funcs` (lowered) and the aliases of their
-    twins as optimised LLVM bitcode, with their FuncInfos. `link_partitions` joins the parts."""
+    twins as optimised LLVM bitcode, with their FuncInfos. `link_partitions` joins the parts.
+    `timings`, when given, gets the seconds of "LLVM IR emission" and "LLVM optimisation"."""
     with deep_recursion():
+        start = time.perf_counter()
         target = Target(target)
         tm = target.create_target_machine()
         cg = CodeGenLLVM(tm, target.cpu, target.features)
@@ -628,7 +634,11 @@ def build_partition(
         infos += _alias_infos(infos, list(aliases))
         text = str(cg.module) + "".join(_alias_definition(f.name, twin) for f, twin in aliases)
         mod = _verified(text, [i["name"] for i in infos])
+        emitted = time.perf_counter()
         _optimize(mod, tm, target.opt_level)
+        if timings is not None:
+            timings["LLVM IR emission"] = emitted - start
+            timings["LLVM optimisation"] = time.perf_counter() - emitted
         return bytes(mod.as_bitcode()), infos
 
 

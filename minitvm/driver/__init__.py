@@ -3,6 +3,7 @@ readable loop nest, or to a compiled runtime.Module."""
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from ..error import BuildError
@@ -14,7 +15,7 @@ from ..tir.function import PrimFunc
 from ..tir.schedule.verify import verify_block_bindings, verify_loop_kinds
 from ..tir.transform.lower_thread_binding import has_thread_bindings
 from ..tir.transform.pipeline import lower_primfunc
-from . import kernel_cache, parallel_build
+from . import build_profile, compile_cache, kernel_cache, parallel_build
 
 _INPUTS = "a te.Schedule (with args), a list of te.Tensors, a tir.PrimFunc or an IRModule"
 
@@ -126,27 +127,95 @@ def build(
         raise BuildError("tvm.build: the IRModule has no PrimFunc to compile")
     if target.kind.name in gpu_kinds():
         return _build_gpu(given, target)
-    from .. import codegen, runtime
+    from .. import runtime
 
     # identical kernels are lowered and compiled once; a rebuild reuses lowering and object
+    # code, in this process (kernel_cache) or from the persistent cache (compile_cache)
     distinct, aliases, kernels = kernel_cache.distinct_kernels(given)
     flags = _lowering_flags()
-
-    def lower(kernel: Any) -> PrimFunc:
-        return kernel_cache.lowered(kernel, _lower_checked, flags)
-
-    def compile_all() -> Any:
-        n_jobs = parallel_build.jobs(len(distinct))
-        if n_jobs > 1 and flags is not None and not any(k.imports_llvm for k in kernels):
-            result = parallel_build.build(distinct, aliases, target, lower, n_jobs)
-            if result is not None:
-                return result
-        return codegen.llvm.build([lower(k) for k in distinct], target, aliases)
-
-    result = kernel_cache.cached_object(kernels, aliases, str(target), compile_all, flags)
     names = [f.name for f in given]
     entry = name if name in names else names[0]
-    return runtime.Module.from_codegen(result, entry_name=entry)
+    cacheable = flags is not None and not any(k.imports_llvm for k in kernels)
+    stored: dict[str, Any] = {}  # what compile_all found or made for the persistent cache
+
+    def compile_all() -> Any:
+        profile = build_profile.current()
+        key = None
+        if cacheable:
+            with _timed(profile, "compile cache"):
+                key = compile_cache.make_key(distinct, _alias_kernels(aliases, kernels),
+                                             target, flags)  # fmt: skip
+                hit = compile_cache.get(key, entry) if key is not None else None
+            if profile is not None and key is not None:
+                state = "hit: no lowering, no LLVM" if hit is not None else "miss: entry written"
+                profile.notes.append(f"compile cache {state} ({len(distinct)} kernels)")
+            if hit is not None:
+                stored["module"] = hit
+                return hit._result
+        stored["key"] = key
+        return _compile(distinct, aliases, kernels, target, flags, profile)
+
+    result = kernel_cache.cached_object(kernels, aliases, str(target), compile_all, flags)
+    module = stored.get("module")
+    if module is None or module._result is not result:
+        module = runtime.Module.from_codegen(result, entry_name=entry)
+    if stored.get("key") is not None:
+        compile_cache.put(stored["key"], module)
+    return module
+
+
+def _alias_kernels(aliases: list[tuple[PrimFunc, str]], kernels: list) -> list:
+    """(alias's _Kernel, twin name) pairs: the key records each alias's own names."""
+    by_name = {k.func.name: k for k in kernels}
+    return [(by_name[f.name], twin) for f, twin in aliases]
+
+
+def _timed(profile: Any, stage: str, kernel: str | None = None) -> Any:
+    return profile.timed(stage, kernel) if profile is not None else contextlib.nullcontext()
+
+
+def _compile(distinct: list, aliases: list, kernels: list, target: Target, flags: Any,
+             profile: Any) -> Any:  # fmt: skip
+    """The CodegenResult of a build: in worker processes when it pays, else serially (one
+    kernel at a time, each timed, while a build is profiled)."""
+    from .. import codegen
+
+    def lower(kernel: Any) -> PrimFunc:
+        with _timed(profile, "TIR lowering", kernel.func.name):
+            return kernel_cache.lowered(kernel, _lower_checked, flags)
+
+    imports = any(k.imports_llvm for k in kernels)
+    if profile is not None and not imports and flags is not None:
+        return _compile_profiled(distinct, aliases, target, lower, profile)
+    n_jobs = parallel_build.jobs(len(distinct))
+    if n_jobs > 1 and flags is not None and not imports:
+        result = parallel_build.build(distinct, aliases, target, lower, n_jobs)
+        if result is not None:
+            return result
+    lowered = [lower(k) for k in distinct]
+    with _timed(profile, "LLVM (IR, optimisation, object)"):
+        return codegen.llvm.build(lowered, target, aliases)
+
+
+def _compile_profiled(distinct: list, aliases: list, target: Target, lower: Any,
+                      profile: Any) -> Any:  # fmt: skip
+    """Each kernel lowered and optimised on its own, then linked: the code of a parallel build
+    (parallel_build.py), with every kernel's stages timed."""
+    from .. import codegen
+
+    parts = []
+    for kernel in distinct:
+        name = kernel.func.name
+        twins = [(f, t) for f, t in aliases if t == name]
+        times: dict[str, float] = {}
+        parts.append(codegen.llvm.build_partition([lower(kernel)], target, twins, times))
+        for stage, seconds in times.items():
+            profile.add(stage, seconds, name)
+    by_name = {info["name"]: info for _, infos in parts for info in infos}
+    order = [k.func.name for k in distinct] + [f.name for f, _ in aliases]
+    with profile.timed("object emission"):
+        return codegen.llvm.link_partitions([bc for bc, _ in parts], [by_name[n] for n in order],
+                                            target)  # fmt: skip
 
 
 def lower_gpu(funcs: list[PrimFunc], target: Target) -> IRModule:

@@ -3,6 +3,7 @@ every relax function into a VM program."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -21,11 +22,25 @@ def build(
     target: Any = "llvm",
     params: Mapping[str, Any] | None = None,
     exec_mode: str = "bytecode",
+    profile: bool = False,
 ) -> Executable:
-    """Compile a module of relax functions and PrimFuncs; returns an Executable.
+    """Compile a module of relax functions and PrimFuncs; returns an Executable. `profile=True`
+    prints the seconds of each stage and of the slowest kernels (driver/build_profile.py).
 
     >>> ex = relax.build(mod, target="llvm"); vm = relax.VirtualMachine(ex, tvm.cpu())
     """
+    from ...driver.build_profile import current, profiling
+
+    if profile:
+        with profiling() as prof:
+            ex = _build(mod, target, params, exec_mode, prof)
+        print(prof.report())  # asked for by profile=True
+        ex.build_profile = prof
+        return ex
+    return _build(mod, target, params, exec_mode, current())  # a caller's profiling()
+
+
+def _build(mod: Any, target: Any, params: Any, exec_mode: str, prof: Any) -> Executable:
     from ... import driver
     from ..pipeline import run_default_pipeline
     from ..transform import bind_params
@@ -41,7 +56,10 @@ def build(
     if params:
         mod = bind_params(mod, "main", params)
     mod = resolve_prim_calls_by_name(mod)
-    mod = run_default_pipeline(mod, target)
+    if prof is None:
+        mod = run_default_pipeline(mod, target)
+    else:
+        mod = _timed_pipeline(mod, target, prof)
     check_call_tir_arity(mod)
     prims = IRModule()
     prim_names: dict[str, str] = {}
@@ -51,8 +69,27 @@ def build(
             prims[gv.name_hint] = func.with_attr("global_symbol", gv.name_hint)
             prim_names[gv.name_hint] = gv.name_hint
     native = driver.build(prims, target=target) if prim_names else None
+    start = time.perf_counter()
     program, constants = vm_codegen(mod, prim_names)
+    if prof is not None:
+        prof.add("VM codegen", time.perf_counter() - start)
     return Executable(native, program, constants)
+
+
+def _timed_pipeline(mod: IRModule, target: Any, prof: Any) -> IRModule:
+    """run_default_pipeline with each outermost pass timed into `prof` (a pass instrument added
+    to the current PassContext for the run)."""
+    from ...driver.build_profile import PassTimer
+    from ...ir.transform import PassContext
+    from ..pipeline import run_default_pipeline
+
+    ctx = PassContext.current()
+    before = ctx.instruments
+    ctx.instruments = (*before, PassTimer(prof))
+    try:
+        return run_default_pipeline(mod, target)
+    finally:
+        ctx.instruments = before
 
 
 class _ByName(ExprMutator):
