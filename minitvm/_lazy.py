@@ -12,6 +12,8 @@ not exist is an AttributeError, so `hasattr(pkg, name)` is False instead of rais
 from __future__ import annotations
 
 import importlib
+import importlib.abc
+import importlib.util
 import sys
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -53,3 +55,42 @@ LOADER_MODULES: dict[str, str] = {
     "relax.Executable": "minitvm.relax.vm.executable",
     "relay.GraphExecutorFactory": "minitvm.contrib.graph_executor",
 }
+
+
+# Modules known under a second name (TVM 0.24 calls our `tir` `tirx`): an alias module calls
+# `alias_module(alias, real)`, and from then on importing `alias.x.y` gives the module `real.x.y`
+# itself (one object under both names, never a second copy with its own classes).
+_MODULE_ALIASES: dict[str, str] = {}
+
+
+class _ModuleAliasFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Finds `alias[.rest]` as the already-importable module `real[.rest]`."""
+
+    def __init__(self) -> None:
+        self._specs: dict[str, Any] = {}  # real module name -> its own __spec__
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        for alias, real in _MODULE_ALIASES.items():
+            if fullname == alias or fullname.startswith(alias + "."):
+                module = importlib.import_module(real + fullname[len(alias) :])
+                return importlib.util.spec_from_loader(fullname, self, origin=module.__name__)
+        return None
+
+    def create_module(self, spec: Any) -> Any:
+        module = sys.modules[spec.origin]
+        self._specs[spec.origin] = module.__spec__
+        return module
+
+    def exec_module(self, module: Any) -> None:
+        # the import machinery set the alias's spec on the real module: give it its own back
+        module.__spec__ = self._specs.pop(module.__name__, module.__spec__)
+
+
+_ALIAS_FINDER = _ModuleAliasFinder()
+
+
+def alias_module(alias: str, real: str) -> None:
+    """Make `import alias.x` give the module `real.x` (both absolute module names)."""
+    _MODULE_ALIASES[alias] = real
+    if _ALIAS_FINDER not in sys.meta_path:
+        sys.meta_path.insert(0, _ALIAS_FINDER)  # before the path finder, which would load a copy

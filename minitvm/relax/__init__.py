@@ -7,6 +7,7 @@
 from . import eval_ref, functor, op, printer, transform
 from . import analysis, expr_functor, vm_build
 from . import frontend  # importers (torch, onnx load on first use)
+from . import backend  # TVM 0.20+ dispatch passes
 from .block_builder import BlockBuilder
 from .expr import (
     Binding,
@@ -35,6 +36,7 @@ from .expr import (
 from .expr_functor import PyExprMutator, PyExprVisitor
 from .op import call_dps_packed, call_tir
 from .vm import Executable, VirtualMachine, build, load_executable  # relax.build, ...
+from .pipeline import get_pipeline, register_pipeline  # TVM 0.20+ named pipelines
 from .struct_info import (
     DynTensorType,
     FuncStructInfo,
@@ -83,15 +85,18 @@ __all__ = [
     "VirtualMachine",
     "build",
     "analysis",
+    "backend",
     "call_dps_packed",
     "call_tir",
     "const",
     "eval_ref",
     "expr_functor",
     "functor",
+    "get_pipeline",
     "load_executable",
     "op",
     "printer",
+    "register_pipeline",
     "transform",
     "vm_build",
 ]

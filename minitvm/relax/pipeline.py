@@ -147,6 +147,9 @@ def compile(mod: Any, target: Any = None, **kwargs: Any) -> Any:
     """`tvm.compile` (TVM 0.20+): a module with relax functions → `relax.build` (an Executable for
     `relax.VirtualMachine`); TIR only (an IRModule of PrimFuncs, or one PrimFunc) → `tvm.build`.
 
+    `relax_pipeline` (a name for `get_pipeline`, a Pass, or None) runs first; the build then
+    lowers what is left ("default"/"default_build" add nothing to what it does anyway).
+
     >>> ex = tvm.compile(mod, target="llvm"); vm = relax.VirtualMachine(ex, tvm.cpu())
     """
     from .. import driver
@@ -163,6 +166,9 @@ def compile(mod: Any, target: Any = None, **kwargs: Any) -> Any:
         isinstance(mod, IRModule)
         and [f for _, f in mod.functions_items() if isinstance(f, Function)]
     ):
+        if isinstance(mod, Function):
+            mod = IRModule({"main": mod})
+        mod = _run_user_pipeline(mod, kwargs.get("relax_pipeline", "default"), target)
         return relax_build(mod, target=target)
     if isinstance(mod, IRModule | PrimFunc):
         return driver.build(mod, target=target)
@@ -172,13 +178,152 @@ def compile(mod: Any, target: Any = None, **kwargs: Any) -> Any:
     )
 
 
+def _run_user_pipeline(mod: Any, pipeline: Any, target: Any) -> Any:
+    if pipeline is None or pipeline in ("default", "default_build"):
+        return mod  # relax.build runs the default pipeline itself
+    if isinstance(pipeline, str):
+        pipeline = get_pipeline(pipeline)
+    if not callable(pipeline):
+        raise BuildError(
+            f"tvm.compile: relax_pipeline must be a pipeline name, a Pass or None, got "
+            f"{type(pipeline).__name__}"
+        )
+    from ..target import Target
+
+    with Target(target):
+        return pipeline(mod)
+
+
+# ---------------------------------------------------------------- named pipelines (TVM 0.20+)
+# `relax.get_pipeline(name, **kwargs)` makes a module pass from a factory of PIPELINE_MAP.
+
+
+def _sequence(mod: Any, passes: list) -> Any:
+    for p in passes:
+        mod = p(mod)
+    return mod
+
+
+def zero_pipeline(enable_warning: bool = False) -> Pass:
+    """Legalize ops to kernels, fold constants, fuse; then a `with database:`'s tuned kernels."""
+    from . import transform
+
+    def run(mod: Any) -> Any:
+        mod = _sequence(
+            mod,
+            [
+                transform.LegalizeOps(),
+                transform.AnnotateTIROpPattern(),
+                transform.FoldConstant(),
+                transform.FuseOps(),
+                transform.FuseTIR(),
+            ],
+        )
+        from ..meta_schedule.database import Database
+
+        if Database.current() is not None:
+            mod = transform.MetaScheduleApplyDatabase()(mod)
+        return mod
+
+    return Pass(run, "ZeroPipeline")
+
+
+def default_build_pipeline() -> Pass:
+    """Everything `relax.build` does before code generation, for the current target (or llvm)."""
+    from ..target import Target
+
+    def run(mod: Any) -> Any:
+        return run_default_pipeline(mod, Target.current() or "llvm")
+
+    return Pass(run, "DefaultBuildPipeline")
+
+
+def static_shape_tuning_pipeline(
+    total_trials: int,
+    target: Any,
+    work_dir: str = "tuning_logs",
+    cpu_weight_prepack: bool = False,
+    max_trials_per_task: int | None = None,
+) -> Pass:
+    """Decompose inference ops, run the zero pipeline, tune the kernels with meta_schedule when
+    `total_trials` > 0 (records in `work_dir`) and apply the records; with no tuning, the
+    default schedule of `target` instead."""
+    from ..target import Target
+    from . import transform
+
+    if cpu_weight_prepack:
+        raise BuildError(
+            "static_shape_tuning: cpu_weight_prepack=True is not supported by minitvm "
+            "(its CPU build already packs conv weights through AlterOpLayout); leave it False"
+        )
+    tgt = Target(target)
+
+    def run(mod: Any) -> Any:
+        with tgt:
+            mod = _sequence(mod, [transform.DecomposeOpsForInference(), zero_pipeline()])
+            if total_trials > 0:
+                from ..meta_schedule.relax_integration import tune_relax
+
+                tune_relax(
+                    mod,
+                    {},
+                    tgt,
+                    work_dir,
+                    total_trials,
+                    max_trials_per_task=max_trials_per_task,
+                    verbose=False,
+                )
+                return transform.MetaScheduleApplyDatabase(work_dir, target=tgt)(mod)
+            if tgt.kind.name in gpu_kinds():
+                return _gpu_passes()["DefaultGPUSchedule"](target=tgt)(mod)
+            return transform.DefaultSchedule()(mod)
+
+    return Pass(run, "StaticShapeTuningPipeline")
+
+
+PIPELINE_MAP: dict[str, Any] = {
+    "zero": zero_pipeline,
+    "default": default_build_pipeline,
+    "default_build": default_build_pipeline,
+    "static_shape_tuning": static_shape_tuning_pipeline,
+}
+
+
+def get_pipeline(name: str = "zero", **kwargs: Any) -> Pass:
+    """The named pipeline as a module pass: `relax.get_pipeline("zero")(mod)`."""
+    if name not in PIPELINE_MAP:
+        raise BuildError(
+            f"relax.get_pipeline: unknown pipeline {name!r}; known: {sorted(PIPELINE_MAP)} "
+            "(add one with relax.register_pipeline)"
+        )
+    try:
+        return PIPELINE_MAP[name](**kwargs)
+    except TypeError as err:
+        raise BuildError(f"relax.get_pipeline({name!r}): bad arguments {kwargs}: {err}") from err
+
+
+def register_pipeline(name: str) -> Any:
+    """Decorator: `@relax.register_pipeline("mine")` on a factory returning a Pass."""
+    if name in PIPELINE_MAP:
+        raise BuildError(f"relax.register_pipeline: pipeline {name!r} is already registered")
+
+    def register(factory: Any) -> Any:
+        PIPELINE_MAP[name] = factory
+        return factory
+
+    return register
+
+
 __all__ = [
     "DEFAULT_PIPELINE",
     "GPU_DEFAULT_PIPELINE",
     "GPU_GRAPH_PIPELINE",
     "GRAPH_PIPELINE",
+    "PIPELINE_MAP",
     "Step",
     "compile",
     "default_passes",
+    "get_pipeline",
+    "register_pipeline",
     "run_default_pipeline",
 ]

@@ -175,15 +175,19 @@ def _as_numpy(source) -> np.ndarray:
 
 
 def array(
-    arr, dev: Device | str | None = None, ctx: Device | str | None = None, dtype=None
+    arr,
+    dev: Device | str | None = None,
+    ctx: Device | str | None = None,
+    dtype=None,
+    device: Device | str | None = None,
 ) -> NDArray:
     """Copy a numpy array, list, NDArray or DLPack tensor (CPU or CUDA) into a new aligned
-    NDArray.
+    NDArray (`device=` is TVM's keyword, `dev`/`ctx` the older ones).
 
     >>> tvm.nd.array(np.zeros((2, 3), "float32"), tvm.cpu(0)).shape
     (2, 3)
     """
-    dev = _device_of(dev, ctx)
+    dev = _device_of(dev if device is None else device, ctx)
     if _dlpack_kind(arr) == KDL_CUDA:
         arr = from_dlpack(arr)  # a view of the device memory; copied below
     if isinstance(arr, DeviceNDArray) and arr.device == dev and dtype in (None, arr.dtype):

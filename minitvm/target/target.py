@@ -213,6 +213,27 @@ class Target:
         """The DLPack device code of the target's device (1 CPU, 2 CUDA, 4 OpenCL)."""
         return kind_spec(self.kind.name).device_type
 
+    @staticmethod
+    def from_device(device: object) -> Target:
+        """The target that compiles for `device` (TVM 0.20+): `Target.from_device(tvm.cpu())`
+        is the host's "llvm", a CUDA device "cuda", an OpenCL one "opencl"; a name ("cpu",
+        "cuda:0") works too."""
+        from .kinds import compilable_kinds, list_kinds
+
+        order = [*compilable_kinds(), *list_kinds()]  # kinds this build compiles first
+        if isinstance(device, str):
+            name = device.partition(":")[0]
+            match = [k for k in order if name in (k, kind_spec(k).device)]
+        else:  # a Device (read by its DLPack code: target sits below the runtime)
+            code = getattr(device, "device_type", None)
+            match = [k for k in order if isinstance(code, int) and kind_spec(k).device_type == code]
+        if not match:
+            raise TargetError(
+                f"Target.from_device: no target kind runs on {device!r}; pass a Device such as "
+                "tvm.cpu() or tvm.cuda(0), or a name such as 'cpu' or 'cuda'"
+            )
+        return Target(match[0])
+
     # --- `with Target(...):` scopes (TVM's Target.current) ----------------
     def __enter__(self) -> Target:
         _scopes().append(self)

@@ -11,9 +11,9 @@ from typing import Any
 
 from .common import detach_params
 
-__all__ = ["detach_params", "onnx", "torch"]
+__all__ = ["detach_params", "nn", "onnx", "torch"]
 
-_LAZY = ("torch", "onnx")
+_LAZY = ("torch", "onnx", "nn")
 
 
 def __getattr__(name: str) -> Any:

@@ -1,0 +1,52 @@
+"""TVM's `relax.frontend.nn`: write a model as PyTorch-like modules, export it to relax.
+
+    class MLP(nn.Module):
+        def __init__(self):
+            self.fc1, self.fc2 = nn.Linear(784, 256), nn.Linear(256, 10)
+        def forward(self, x):
+            return self.fc2(nn.op.relu(self.fc1(x)))
+
+    mod, params = MLP().export_tvm({"forward": {"x": nn.spec.Tensor(("n", 784), "float32")}})
+
+See docs/nn.md.
+"""
+
+from . import op, spec
+from .core import (
+    Effect,
+    Module,
+    ModuleDict,
+    ModuleList,
+    Object,
+    Parameter,
+    Sequential,
+    Tensor,
+    get_default_dtype,
+    set_default_dtype,
+    wrap_nested,
+)
+from .jit import TorchModule
+from .modules import (
+    GELU,
+    Conv1D,
+    Conv2D,
+    Dropout,
+    Embedding,
+    GroupNorm,
+    Identity,
+    LayerNorm,
+    Linear,
+    ReLU,
+    RMSNorm,
+    SiLU,
+)
+from .op import *  # TVM re-exports every nn.op function as nn.<name>
+from .op import __all__ as _op_names
+from .subroutine import SubroutineMixin
+
+__all__ = [  # noqa: PLE0604 (the nn.op names are listed in op.py)
+    "GELU", "Conv1D", "Conv2D", "Dropout", "Effect", "Embedding", "GroupNorm", "Identity",
+    "LayerNorm", "Linear", "Module", "ModuleDict", "ModuleList", "Object", "Parameter", "RMSNorm",
+    "ReLU", "Sequential", "SiLU", "SubroutineMixin", "Tensor", "TorchModule", "get_default_dtype",
+    "op", "set_default_dtype", "spec", "wrap_nested", *_op_names,
+]  # fmt: skip
