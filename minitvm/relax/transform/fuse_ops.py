@@ -93,10 +93,8 @@ class _Graph:
             found = _callee(mod, b.value) if isinstance(b, VarBinding) else None
             attr = found[1].attrs.get(OP_PATTERN_ATTR) if found else None
             self.pattern.append(OpPattern(attr) if attr is not None else OpPattern.OPAQUE)
-            for v in used_vars(b.value):
-                j = index.get(v)
-                if j is not None and i not in self.consumers[j]:
-                    self.consumers[j].append(i)
+            for j in sorted({index[v] for v in used_vars(b.value) if v in index}):
+                self.consumers[j].append(i)
         # a non-dataflow var is visible after the block: its value escapes
         self.escapes = [not isinstance(b.var, DataflowVar) for b in self.bindings]
         self._post_dominators()
@@ -215,10 +213,11 @@ def _group_inputs(bindings: list[VarBinding]) -> list[Expr]:
     """Vars defined outside the group and constants, in order of first use."""
     defined = {b.var for b in bindings}
     out: list[Expr] = []
+    seen: set[int] = set()
     for b in bindings:
         for arg in b.value.args[1].fields:
-            fresh = all(arg is not o for o in out)
-            if isinstance(arg, Constant | Var) and arg not in defined and fresh:
+            if isinstance(arg, Constant | Var) and arg not in defined and id(arg) not in seen:
+                seen.add(id(arg))
                 out.append(arg)
     return out
 
@@ -290,15 +289,23 @@ def _tir_vars_in(node: Any) -> list[TirVar]:
     return seen
 
 
-def _check_single_output(block: DataflowBlock, group: list[int]) -> None:
+def _users(block: DataflowBlock) -> dict[int, set[int]]:
+    """id(var) -> the positions of the bindings of `block` that use it (one walk per binding;
+    checking each group against every binding made FuseOps quadratic in the block's size)."""
+    users: dict[int, set[int]] = {}
+    for k, b in enumerate(block.bindings):
+        for v in used_vars(b.value):
+            users.setdefault(id(v), set()).add(k)
+    return users
+
+
+def _check_single_output(block: DataflowBlock, group: list[int], users: dict) -> None:
     """Only the group's last binding (its post-dominator) may be used outside the group."""
     inside = set(group)
     sink = block.bindings[group[-1]].var
     for i in group[:-1]:
         var = block.bindings[i].var
-        used_outside = not isinstance(var, DataflowVar) or any(
-            var in used_vars(b.value) for k, b in enumerate(block.bindings) if k not in inside
-        )
+        used_outside = not isinstance(var, DataflowVar) or bool(users.get(id(var), set()) - inside)
         assert not used_outside, (
             f"FuseOps internal error: '{var.name_hint}' is used outside the group ending in "
             f"'{sink.name_hint}'"
@@ -318,8 +325,9 @@ class _Fuser(ExprMutator):
             return block
         replace: dict[int, VarBinding] = {}
         dropped: set[int] = set()
+        users = _users(block)
         for group in groups:
-            _check_single_output(block, group)
+            _check_single_output(block, group, users)
             bindings = [block.bindings[i] for i in group]
             func, args = _make_group_function(bindings)
             names = "_".join(b.value.args[0].name_hint.rstrip("0123456789") for b in bindings)

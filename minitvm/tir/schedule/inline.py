@@ -6,11 +6,10 @@ from typing import Any
 
 from ...ir.structural import structural_equal
 from ..analysis.region import infer_access_regions
-from ..expr import LT, BufferLoad, FloorDiv, FloorMod, IterType, Var
+from ..expr import LT, BufferLoad, FloorDiv, FloorMod, IterType, Var, logical_and
 from ..function import PrimFunc
-from ..functor import Mutator, Visitor, substitute
+from ..functor import Mutator, Visitor, allows_deep_recursion, substitute
 from ..stmt import Block, BlockRealize, BufferStore
-from ..expr import logical_and
 from .binding import block_points, covers_domain, domain_points, invert_indices
 from .common import analyzer, const_int, schedule_error
 from .compute_location import _scope_of, scope_blocks
@@ -76,38 +75,53 @@ def _is_param_buffer(func: PrimFunc, buf: Any) -> bool:
 
 
 def _drop_alloc(func: PrimFunc, buf: Any) -> PrimFunc:
+    return _drop_allocs(func, {id(buf)})
+
+
+def _drop_allocs(func: PrimFunc, buf_ids: set) -> PrimFunc:
+    """`func` without the root allocations of the buffers whose ids are in `buf_ids`."""
     root = root_realize(func)
-    if root is None or not any(b is buf for b in root.block.alloc_buffers):
+    if root is None or not any(id(b) in buf_ids for b in root.block.alloc_buffers):
         return func
-    kept = tuple(b for b in root.block.alloc_buffers if b is not buf)
+    kept = tuple(b for b in root.block.alloc_buffers if id(b) not in buf_ids)
     return func.replace(body=root.replace(block=root.block.replace(alloc_buffers=kept)))
 
 
-def _refresh_reads(block: Block, gone: Any) -> Block:
-    """Reads of `block` after its loads of buffer `gone` were replaced by other loads: the
-    regions newly read take the place of `gone` in the list (as TVM orders them); declared
-    regions of other buffers (opaque accesses the inference cannot see) are kept."""
+def _refresh_reads(block: Block, gone: set) -> Block:
+    """Reads of `block` after its loads of the buffers whose ids are in `gone` were replaced by
+    other loads: the regions newly read take the place of the first of them in the list (as
+    TVM orders them); declared regions of other buffers (opaque accesses the inference cannot
+    see) are kept."""
     inferred, _ = infer_access_regions(block)
     have = {id(rg.buffer) for rg in block.reads}
     fresh = [rg for rg in inferred if id(rg.buffer) not in have]
     out: list = []
     for rg in block.reads:
-        out += fresh if rg.buffer is gone else [rg]
-        fresh = [] if rg.buffer is gone else fresh
+        if id(rg.buffer) in gone:
+            out += fresh
+            fresh = []
+        else:
+            out.append(rg)
     return block.replace(reads=tuple(out))
 
 
 class _OpaqueUses(Visitor):
-    """Blocks that reach buffer `buf` other than through BufferLoad: its data pointer (as
-    access_ptr does) or a match_buffer over it."""
+    """Blocks that reach one of `bufs` other than through BufferLoad: its data pointer (as
+    access_ptr does) or a match_buffer over it; `found` maps id(buffer) to (block, how)."""
 
-    def __init__(self, buf: Any) -> None:
-        self.buf, self.block, self.found = buf, None, []
+    def __init__(self, bufs: list) -> None:
+        self.by_data = {id(b.data): b for b in bufs}
+        self.by_id = {id(b): b for b in bufs}
+        self.block = None
+        self.found: dict[int, list] = {}
 
     def visit_Block(self, b: Block) -> None:
         outer, self.block = self.block, b
-        if any(m.source.buffer is self.buf for m in b.match_buffers):
-            self.found.append((b, "declares a match_buffer view of"))
+        for m in b.match_buffers:
+            if id(m.source.buffer) in self.by_id:
+                self.found.setdefault(id(m.source.buffer), []).append(
+                    (b, "declares a match_buffer view of")
+                )
         self.visit(b.init)
         self.visit(b.body)
         self.block = outer
@@ -120,32 +134,33 @@ class _OpaqueUses(Visitor):
         self.visit(s.indices)
 
     def visit_Var(self, v: Var) -> None:
-        if v is self.buf.data and self.block is not None:
-            self.found.append((self.block, "takes the address of (an opaque access to)"))
+        buf = self.by_data.get(id(v))
+        if buf is not None and v is buf.data and self.block is not None:
+            self.found.setdefault(id(buf), []).append(
+                (self.block, "takes the address of (an opaque access to)")
+            )
 
 
-class _InlineLoads(Mutator):
-    """Replace every load of `buf` by `value` with `params` bound to the load's indices."""
+class _InlineIndex:
+    """The writers and the opaque users of the buffers `bufs` in `func`, found in one walk each,
+    so that checking many blocks does not walk the function once per block."""
 
-    def __init__(self, buf: Any, params: list[Var], value: Any) -> None:
-        super().__init__()
-        self.buf, self.params, self.value = buf, params, value
-        self.ana = analyzer()
-
-    def visit_BufferLoad(self, e: BufferLoad) -> Any:
-        e = self.generic_visit(e)
-        if e.buffer is not self.buf:
-            return e
-        return self.ana.simplify(substitute(self.value, dict(zip(self.params, e.indices))))
-
-    def visit_Block(self, b: Block) -> Block:
-        out = self.generic_visit(b)
-        reads_it = any(rg.buffer is self.buf for rg in b.reads)
-        return _refresh_reads(out, self.buf) if out is not b and reads_it else out
+    def __init__(self, func: PrimFunc, bufs: list) -> None:
+        ids = {id(b) for b in bufs}
+        self.writers: dict[int, list] = {}
+        for s, _ in walk(func.body):
+            if isinstance(s, BlockRealize):
+                for w in s.block.writes:
+                    if id(w.buffer) in ids:
+                        self.writers.setdefault(id(w.buffer), []).append(s)
+        opaque = _OpaqueUses(bufs)
+        opaque.visit(func.body)
+        self.opaque = opaque.found
 
 
-def compute_inline(func: PrimFunc, r: BlockRealize, path: Path) -> PrimFunc:
-    """Remove block r and substitute its value at every load of the buffer it writes."""
+def _check_inline(func: PrimFunc, r: BlockRealize, index: _InlineIndex | None = None) -> tuple:
+    """compute_inline's legality rules for block r: (its store, the buffer, its iter vars in the
+    order the store indexes them); a ScheduleError naming the rule otherwise."""
     what = f"compute_inline(block '{r.block.name_hint}')"
     store = _single_store(func, r, what)
     buf = store.buffer
@@ -157,27 +172,89 @@ def compute_inline(func: PrimFunc, r: BlockRealize, path: Path) -> PrimFunc:
             r,
         )
     params = _as_distinct_iters(func, r, store.indices, buf, what)
-    for other, _ in walk(func.body):
-        if isinstance(other, BlockRealize) and other is not r:
-            if any(w.buffer is buf for w in other.block.writes):
-                raise schedule_error(
-                    func,
-                    f"{what}: block '{other.block.name_hint}' also writes {buf.name}; only "
-                    "a buffer with a single producer can be inlined",
-                    r,
-                )
-    opaque = _OpaqueUses(buf)
-    opaque.visit(func.body)
-    for other, how in opaque.found:
+    index = index if index is not None else _InlineIndex(func, [buf])
+    for other in index.writers.get(id(buf), ()):
+        if other is not r:
+            raise schedule_error(
+                func,
+                f"{what}: block '{other.block.name_hint}' also writes {buf.name}; only "
+                "a buffer with a single producer can be inlined",
+                r,
+            )
+    for other, how in index.opaque.get(id(buf), ()):
         raise schedule_error(
             func,
             f"{what}: block '{other.name_hint}' {how} {buf.name}; only element loads "
             f"{buf.name}[...] can be replaced by the inlined value",
             r,
         )
-    func = replace_stmts(func, {id(r): None}, [r])
-    func = func.replace(body=_InlineLoads(buf, params, store.value).visit(func.body))
-    return _drop_alloc(func, buf)
+    return store, buf, params
+
+
+class _InlineLoads(Mutator):
+    """Replace every load of an inlined buffer by its producer's value, the producer's iter vars
+    bound to the load's indices (then simplified); loads in that value of other inlined buffers
+    are replaced in turn, so one walk inlines a whole chain. `producers` maps id(buffer) to
+    (buffer, iter vars, value)."""
+
+    def __init__(self, func: PrimFunc, producers: dict[int, tuple]) -> None:
+        super().__init__()
+        self.func, self.producers = func, producers
+        self.active: list[int] = []  # the buffers being expanded (a cycle would never end)
+        self.ana = analyzer()
+
+    def visit_BufferLoad(self, e: BufferLoad) -> Any:
+        e = self.generic_visit(e)
+        got = self.producers.get(id(e.buffer))
+        if got is None:
+            return e
+        buf, params, value = got
+        if id(buf) in self.active:
+            raise schedule_error(
+                self.func,
+                f"compute_inline: the value written to {buf.name} reads {buf.name} (itself or "
+                "through other inlined blocks); a block that reads what it writes cannot be "
+                "inlined",
+            )
+        self.active.append(id(buf))
+        out = self.visit(self.ana.simplify(substitute(value, dict(zip(params, e.indices)))))
+        self.active.pop()
+        return out
+
+    def visit_Block(self, b: Block) -> Block:
+        out = self.generic_visit(b)
+        gone = {id(rg.buffer) for rg in b.reads if id(rg.buffer) in self.producers}
+        return _refresh_reads(out, gone) if out is not b and gone else out
+
+
+def compute_inline(func: PrimFunc, r: BlockRealize, path: Path) -> PrimFunc:
+    """Remove block r and substitute its value at every load of the buffer it writes."""
+    return compute_inline_many(func, [r])
+
+
+@allows_deep_recursion
+def compute_inline_many(func: PrimFunc, realizes: list) -> PrimFunc:
+    """compute_inline of every block of `realizes`, in one walk of `func`: each is checked as
+    compute_inline checks it, against `func` as given, before anything changes. The result
+    computes what inlining them one by one computes; each inlined value is simplified as it is
+    substituted, before the loads inside it are replaced (one by one, a value is simplified
+    again with its own inlined producers in it, which can fold a little more)."""
+    realizes = list({id(r): r for r in realizes}.values())
+    if not realizes:
+        return func
+    bufs = [
+        _single_store(func, r, f"compute_inline(block '{r.block.name_hint}')").buffer
+        for r in realizes
+    ]
+    index = _InlineIndex(func, bufs)
+    producers = {}
+    for r in realizes:
+        store, buf, params = _check_inline(func, r, index)
+        producers[id(buf)] = (buf, params, store.value)
+    given = func
+    func = replace_stmts(func, {id(r): None for r in realizes}, realizes)
+    func = func.replace(body=_InlineLoads(given, producers).visit(func.body))
+    return _drop_allocs(func, set(producers))
 
 
 class _Loads(Visitor):
@@ -281,7 +358,6 @@ def _consumer_inverse(
     """Each iter var of consumer `r` as an expression of the producer's iter vars, proven to
     visit each element the consumer reads exactly where the producer writes it."""
     name, buf = r.block.name_hint, pstore.buffer
-    producer, producer_path = producer_at
     if not _runs_domain_once(r, loops_above(path)):
         raise schedule_error(
             func,
@@ -330,7 +406,9 @@ def _radix_inverse(iter_vars: list, indices: list, targets: list) -> dict | None
         if isinstance(a, FloorDiv) and const_int(a.b) is not None:
             for m, b in enumerate(indices):
                 if (
-                    m not in paired and isinstance(b, FloorMod) and const_int(b.b) == const_int(a.b)
+                    m not in paired
+                    and isinstance(b, FloorMod)
+                    and const_int(b.b) == const_int(a.b)
                     and structural_equal(a.a, b.a)
                 ):
                     mate = m
@@ -399,7 +477,9 @@ def _mixed_radix_cover(r: BlockRealize, loops: list) -> bool:
             if ext is None and k != len(terms) - 1:
                 return False  # a symbolic extent only in the outermost place
             stride = stride * ext if ext is not None else f.extent * stride
-        if not (ana.can_prove_equal(base, iv.dom.min) and ana.can_prove_equal(stride, iv.dom.extent)):
+        if not (
+            ana.can_prove_equal(base, iv.dom.min) and ana.can_prove_equal(stride, iv.dom.extent)
+        ):
             return False
     return all(id(f.loop_var) in used or ana.can_prove_equal(f.extent, 1) for f in loops)
 
@@ -530,8 +610,18 @@ def _tighten_bounds(conds: list) -> list:
         bound = const_int(cond.b) if isinstance(cond, LT) else None
         for other in conds if bound is not None else ():
             mod = other.a if isinstance(other, LT) else None
-            c, m = (const_int(mod.b), const_int(other.b)) if isinstance(mod, FloorMod) else (None, None)
-            if c and m is not None and 0 < m < c and bound % c == 0 and structural_equal(mod.a, cond.a):
+            c, m = (
+                (const_int(mod.b), const_int(other.b))
+                if isinstance(mod, FloorMod)
+                else (None, None)
+            )
+            if (
+                c
+                and m is not None
+                and 0 < m < c
+                and bound % c == 0
+                and structural_equal(mod.a, cond.a)
+            ):
                 cond = cond.a < bound - c + m
                 break
         out.append(cond)

@@ -30,6 +30,7 @@ from .trace import Trace
 from .tree import (
     Path,
     block_names,
+    block_realizes,
     find_block,
     find_loop,
     loops_above,
@@ -453,6 +454,30 @@ class Schedule(_SamplingMethods, _BlockLayoutPrimitives):
         fname, func, r, path = self._block(block)
         self._update(fname, _inline.compute_inline(func, r, path))
         self._record("compute_inline", (), (("block", block),))
+
+    def _compute_inline_names(self, names: list[str], func_name: str | None = None) -> None:
+        """`compute_inline(get_block(name))` for each of `names`, in one walk of the function
+        (a default schedule inlines a model's whole chain of elementwise stages so: one by one,
+        each walk was as long as the function). Every block is checked as compute_inline
+        checks it; the trace holds the same get_block/compute_inline pairs, in order."""
+        fname = func_name or self._func_name
+        if fname is None or fname not in self._mod:
+            raise ScheduleError(f"compute_inline: no function {fname!r} to work on")
+        func = self._func(fname)
+        by_name: dict[str, list] = {}
+        for r, _ in block_realizes(func.body):
+            by_name.setdefault(r.block.name_hint, []).append(r)
+        realizes = []
+        for name in names:
+            found = by_name.get(name, [])
+            if len(found) != 1:
+                self.get_block(name, fname)  # raises get_block's error for a missing/duplicate name
+            realizes.append(found[0])
+        self._update(fname, _inline.compute_inline_many(func, realizes))
+        for name in names:
+            rv = self._new_block(fname, name)
+            self._record("get_block", (), (("name", name), ("func_name", fname)), (rv,))
+            self._record("compute_inline", (), (("block", rv),))
 
     def reverse_compute_inline(self, block: BlockRV) -> None:
         fname, func, r, path = self._block(block)
