@@ -46,10 +46,10 @@ FLOORS: list[set[str]] = [
     {"meta_schedule", "autodiff"},
     {"contrib", "autotvm"},
     {"relay"},
-    {"testing"},
+    {"testing", "auto_scheduler"},  # auto_scheduler: TVM's API over meta_schedule (+ relay)
     {"training"},
     {"cli"},
-    {"tirx", "s_tir", "ffi"},  # TVM 0.22-0.24 names for the packages below
+    {"tirx", "s_tir", "ffi", "driver.tvmc"},  # TVM 0.22-0.24 names; driver.tvmc: over cli
     {"train", "<facade>", "__main__"},
 ]
 
@@ -83,6 +83,8 @@ def _unit(parts: list[str]) -> str:
         return f"tir.{parts[1]}" if parts[1] in TIR_UNITS else "tir"
     if parts[0] == "tir":
         return "tir.<facade>"
+    if parts[:2] == ["driver", "tvmc"]:  # TVM's spelling of a front end onto the cli
+        return "driver.tvmc"
     return parts[0]
 
 

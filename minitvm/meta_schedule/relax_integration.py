@@ -23,6 +23,7 @@ from .utils import estimate_flops, parse_target
 
 # Lowering steps up to the kernels' default scheduling (what tuning replaces) and after it.
 _LAST_STEPS = (
+    "ApplyCurrentDatabase",
     "DefaultSchedule",
     "DefaultCPUSchedule",
     "DefaultTIRSchedule",

@@ -54,6 +54,7 @@ DEFAULT_PIPELINE: tuple[Step, ...] = (
     Step(("FuseOps",), 1, needs=("FuseTIR",)),
     Step(("FuseTIR",), 1, needs=("FuseOps",)),
     Step(("DeadCodeElimination",), 0),
+    Step(("ApplyCurrentDatabase",), 0),  # tuned kernels of a `with database:`
     Step(_CPU_SCHEDULES, 0),
     Step(("StaticPlanBlockMemory",), 0),
 )

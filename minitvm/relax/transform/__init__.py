@@ -143,6 +143,8 @@ def AlterOpLayout(target: Any = None) -> Pass:
 
 __all__ += ["AlterOpLayout", "ConvertLayout", "alter_op_layout", "convert_layout"]
 from .default_gpu_schedule import DefaultGPUSchedule, default_gpu_schedule  # noqa: E402
-from .meta_schedule import MetaScheduleApplyDatabase  # noqa: E402 - tuned kernels into a model
+from .meta_schedule import ApplyCurrentDatabase, MetaScheduleApplyDatabase  # noqa: E402
 
-__all__ += ["DefaultGPUSchedule", "MetaScheduleApplyDatabase", "default_gpu_schedule"]
+__all__ += [
+    "ApplyCurrentDatabase", "DefaultGPUSchedule", "MetaScheduleApplyDatabase", "default_gpu_schedule"
+]  # fmt: skip

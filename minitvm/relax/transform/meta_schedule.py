@@ -59,3 +59,20 @@ def MetaScheduleApplyDatabase(
         lambda mod: meta_schedule_apply_database(mod, work_dir, database, target),
         "MetaScheduleApplyDatabase",
     )
+
+
+def ApplyCurrentDatabase() -> Pass:
+    """relax.build's step before the default schedule: inside `with database:` (or
+    auto_scheduler.ApplyHistoryBest) the kernels that database has tuned get their best
+    schedule; outside, nothing changes."""
+
+    def run(mod: IRModule) -> IRModule:
+        from ...meta_schedule.database import Database
+        from ...target import Target
+
+        database = Database.current()
+        if database is None:
+            return mod
+        return apply_database(mod, database, Target.current() or "llvm")
+
+    return Pass(run, "ApplyCurrentDatabase")
