@@ -1,9 +1,12 @@
 """Arithmetic: the simplifier, constant/symbolic bound analysis and affine index analysis."""
 
+from . import _ffi_api  # noqa: F401 - tvm.arith._ffi_api.NarrowPredicateExpression
 from .affine import affine_coeffs
 from .analyzer import Analyzer
 from .bound import NEG_INF, POS_INF, ConstIntBound
 from .int_set import IntervalSet
+from .modular_set import ModularSet
+from .narrow_predicate import narrow_predicate_expression
 from .simplify_stmt import simplify
 
 __all__ = [
@@ -12,6 +15,8 @@ __all__ = [
     "Analyzer",
     "ConstIntBound",
     "IntervalSet",
+    "ModularSet",
     "affine_coeffs",
+    "narrow_predicate_expression",
     "simplify",
 ]

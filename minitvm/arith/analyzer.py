@@ -37,6 +37,7 @@ from ..tir.functor import deep_recursion
 from .bound import NEG_INF, POS_INF, ConstBoundCalc, ConstIntBound
 from .canonical import Canonical, Poly, is_index_dtype
 from .int_set import IntervalSet, IntSetCalc
+from .modular_set import ModularSet, modular_set
 from .rewrite import rewrite_node
 
 # rewrites tried at one node before giving up, and rewrites per query (never loop forever)
@@ -225,6 +226,11 @@ class Analyzer:
         with self._session():
             lo, hi = self._bound_of(as_expr(expr))
         return ConstIntBound(lo, hi)
+
+    def modular_set(self, expr: PrimExpr | int) -> ModularSet:
+        """Every value of `expr` is `coeff * k + base` (arith/modular_set.py)."""
+        with self._session():
+            return modular_set(self, expr)
 
     def int_set(self, expr: PrimExpr | int, dom_map: Mapping | None = None) -> IntervalSet:
         """Symbolic inclusive bounds of `expr` over the bound var ranges and `dom_map`.

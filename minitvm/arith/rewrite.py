@@ -157,7 +157,9 @@ def _same(cls: type):
 
 
 def _int_operands(m: Match) -> bool:
-    return m.x.dtype.element_of().is_int
+    """Integer, unsigned or bool operands: `x == x` holds for every value (unlike a float NaN)."""
+    elem = m.x.dtype.element_of()
+    return elem.is_integer or elem.is_bool
 
 
 def _divisible(m: Match) -> bool:

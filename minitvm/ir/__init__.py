@@ -33,3 +33,7 @@ __all__ = [
 # tvm.ir.Range is TVM's spelling of the range node, which lives in tir/ (a stage above ir/):
 # it resolves on first use through the public-surface table.
 __getattr__ = _lazy.module_getattr(__name__, {"Range": "minitvm.tir:Range"})
+
+from ._public_names import keep_public_functions
+
+keep_public_functions(__name__)  # tvm.ir.node stays the decorator when ir/node.py is re-imported

@@ -9,6 +9,7 @@ from typing import Any
 from ..error import MiniTVMError
 from ..ir.module import GlobalVar, IRModule
 from ..ir.op import Op
+from ..tir.expr import PrimExpr
 from ..tir.expr import Var as TirVar
 from ..tir.functor import post_order_visit
 from .expr import (
@@ -293,4 +294,55 @@ def struct_info_lca(lhs: StructInfo, rhs: StructInfo) -> StructInfo:
     return ObjectStructInfo()
 
 
-__all__ = ["remove_all_unused", "struct_info_lca", "well_formed", "well_formed_errors"]
+# ----------------------------------------------------------------------------- symbolic vars
+
+
+def _struct_info_exprs(sinfo: StructInfo, definable_only: bool) -> Iterator[Any]:
+    """The tir expressions a struct info mentions, in order (a function: params, then return).
+    `definable_only` keeps bare vars only: `n` in `(1, n)` can be bound by matching a value,
+    `n` in `(2 * n,)` cannot."""
+    if not isinstance(sinfo, StructInfo):
+        raise MiniTVMError(f"expected a relax StructInfo, got {type(sinfo).__name__}: {sinfo!r}")
+    stack = [sinfo]
+    while stack:
+        s = stack.pop()
+        if isinstance(s, TupleStructInfo):
+            stack.extend(reversed(s.fields))
+        elif isinstance(s, FuncStructInfo):
+            stack.extend(reversed([*(s.params or ()), s.ret]))
+        else:
+            dims = {TensorStructInfo: "shape", ShapeStructInfo: "values", PrimStructInfo: "value"}
+            field = next((f for cls, f in dims.items() if isinstance(s, cls)), None)
+            value = getattr(s, field) if field else None
+            for e in value if isinstance(value, tuple | list) else ([value] if value is not None else []):
+                if isinstance(e, PrimExpr) and (not definable_only or isinstance(e, TirVar)):
+                    yield e
+
+
+def _unique_tir_vars(exprs: Iterator[Any]) -> list[TirVar]:
+    seen: dict[int, TirVar] = {}
+    for e in exprs:
+        for v in _tir_vars(e):
+            seen.setdefault(id(v), v)
+    return list(seen.values())
+
+
+def tir_vars_in_struct_info(sinfo: StructInfo) -> list[TirVar]:
+    """The tir variables used anywhere in `sinfo`, each once, in order of first use."""
+    return _unique_tir_vars(_struct_info_exprs(sinfo, definable_only=False))
+
+
+def definable_tir_vars_in_struct_info(sinfo: StructInfo) -> list[TirVar]:
+    """The tir variables `sinfo` can define: those that appear on their own as a dimension or a
+    PrimStructInfo value (matching a value against `(1, n)` binds `n`; `(2 * n,)` does not)."""
+    return _unique_tir_vars(_struct_info_exprs(sinfo, definable_only=True))
+
+
+__all__ = [
+    "definable_tir_vars_in_struct_info",
+    "remove_all_unused",
+    "struct_info_lca",
+    "tir_vars_in_struct_info",
+    "well_formed",
+    "well_formed_errors",
+]

@@ -67,28 +67,28 @@ ApplyDefaultSchedule = DefaultSchedule  # TVM's dlight spelling
 __all__ = [
     "AnnotateTIROpPattern",
     "ApplyDefaultSchedule",
-    "DefaultSchedule",
-    "FuseOps",
-    "FuseTIR",
-    "annotate_op_pattern",
-    "default_schedule",
-    "fuse_ops",
-    "fuse_tir",
     "BindParams",
     "DeadCodeElimination",
+    "DefaultSchedule",
     "EliminateCommonSubexpr",
     "FoldConstant",
+    "FuseOps",
+    "FuseTIR",
     "LegalizeOps",
+    "annotate_op_pattern",
     "bind_params",
     "bind_params_function",
     "dead_code_elimination",
+    "default_schedule",
     "eliminate_common_subexpr",
     "fold_constant",
+    "fuse_ops",
+    "fuse_tir",
     "legalize_ops",
     "remove_unused_bindings",
 ]
 
-from .static_plan_block_memory import static_plan_block_memory  # noqa: E402
+from .static_plan_block_memory import static_plan_block_memory
 
 
 def StaticPlanBlockMemory() -> Pass:
@@ -98,7 +98,7 @@ def StaticPlanBlockMemory() -> Pass:
 
 __all__ += ["StaticPlanBlockMemory", "static_plan_block_memory"]
 
-from .gradient import gradient  # noqa: E402
+from .gradient import gradient
 
 
 def Gradient(func_name: str, require_grads: Any = None, target_index: int = 0) -> Pass:
@@ -142,9 +142,15 @@ def AlterOpLayout(target: Any = None) -> Pass:
 
 
 __all__ += ["AlterOpLayout", "ConvertLayout", "alter_op_layout", "convert_layout"]
-from .default_gpu_schedule import DefaultGPUSchedule, default_gpu_schedule  # noqa: E402
-from .meta_schedule import ApplyCurrentDatabase, MetaScheduleApplyDatabase  # noqa: E402
+from .default_gpu_schedule import DefaultGPUSchedule, default_gpu_schedule
+from .meta_schedule import ApplyCurrentDatabase, MetaScheduleApplyDatabase
 
 __all__ += [
     "ApplyCurrentDatabase", "DefaultGPUSchedule", "MetaScheduleApplyDatabase", "default_gpu_schedule"
 ]  # fmt: skip
+
+from ...ir._public_names import keep_public_functions
+
+# relax.transform.legalize_ops etc. stay functions when their submodule is imported again under
+# an alias such as `tvm.relax.transform.legalize_ops` (see ir/_public_names.py).
+keep_public_functions(__name__)

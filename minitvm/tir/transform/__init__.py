@@ -65,3 +65,7 @@ __all__ = [
     "vectorize_loop",
     "verify_gpu_code",
 ]
+
+from ...ir._public_names import keep_public_functions
+
+keep_public_functions(__name__)  # tir.transform.simplify etc. stay functions (see ir/_public_names.py)
