@@ -1,6 +1,6 @@
 """Tutorial: train a multi-layer perceptron on the bundled 8x8 digits with minitvm.
 
-`minitvm.train.TrainingProgram` emits ONE relax function per training step -- the forward
+`minitvm.training.TrainingProgram` emits ONE relax function per training step -- the forward
 pass, the softmax cross-entropy loss, the backward pass (reverse-mode, from the op table's
 gradient rules) and the SGD update -- and compiles it with `relax.build`. We first check one
 step against numpy, then train for a few epochs.
@@ -10,7 +10,7 @@ step against numpy, then train for a few epochs.
 
 import numpy as np
 
-from minitvm import train as tr
+from minitvm import training as tr
 from minitvm.env import example_small
 
 data = tr.load_dataset("digits")

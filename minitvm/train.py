@@ -1,8 +1,8 @@
 """Old import path of the training library, kept because examples and benchmarks use it
-(`from minitvm import train as tr`); the library is minitvm/cli/training.py."""
+(`from minitvm import train as tr`): `minitvm.train` IS `minitvm.training` (same module object)."""
 
 import sys
 
-from .cli import training
+from . import training
 
 sys.modules[__name__] = training

@@ -8,6 +8,7 @@ from . import eval_ref, functor, op, printer, transform
 from . import analysis, expr_functor, vm_build
 from . import frontend  # importers (torch, onnx load on first use)
 from . import backend  # TVM 0.20+ dispatch passes
+from . import training  # TVM's relax.training: losses, optimizers, SetupTrainer, Trainer
 from .block_builder import BlockBuilder
 from .expr import (
     Binding,

@@ -178,6 +178,23 @@ CASES: dict[str, list] = {
             [normal(2, 3, 4, 4), normal(3), normal(3), normal(3), positive(3)],
         ),
     ],
+    "relax.nn.nll_loss": [
+        (lambda x, t: R.nn.nll_loss(x, t), [normal(4, 5), ints(5, 4)], {"require": [0]}),
+        (
+            lambda x, t, w: R.nn.nll_loss(x, t, w, "sum", 2),
+            [normal(4, 5), ints(5, 4), positive(5)],
+            {"require": [0]},
+        ),
+        (
+            lambda x, t: R.nn.nll_loss(x, t, reduction="none", ignore_index=1),
+            [normal(3, 5, 2), ints(5, 3, 2)],
+            {"require": [0]},
+        ),
+    ],
+    "relax.nn.cross_entropy_with_logits": [
+        (lambda x, y: R.nn.cross_entropy_with_logits(x, y), [normal(3, 4), normal(3, 4)]),
+        (lambda x, y: R.nn.cross_entropy_with_logits(x, y), [normal(5), normal(5)]),
+    ],
     "relax.nn.adaptive_avg_pool2d": [
         (lambda x: R.nn.adaptive_avg_pool2d(x), [normal(1, 2, 3, 3)]),
         (lambda x: R.nn.adaptive_avg_pool2d(x, (2, 3)), [normal(1, 2, 4, 6)]),
@@ -255,6 +272,7 @@ VM_CASES = [
     "relax.nn.layer_norm",
     "relax.nn.batch_norm",
     "relax.nn.adaptive_avg_pool2d",
+    "relax.nn.nll_loss",
 ]
 
 

@@ -392,6 +392,22 @@ CASES: dict[str, Case] = {
         ),
         [("n", 2, 6, 6), ("n", 2, 5, 6)],
     ),
+    # targets in [-1, 7): class indices of 7 classes, -1 the ignore_index
+    "nn.nll_loss": Case(
+        lambda x, t, w: op.nn.nll_loss(x, t, w, "mean", -1),
+        [("n", 7), ("int32", ("n",)), (7,)],
+        positive=True,
+    ),
+    "nn.nll_loss_none": Case(
+        lambda x, t: op.nn.nll_loss(x, t, None, "none", -1), [("n", 7, 2), ("int32", ("n", 2))]
+    ),
+    "grad.nll_loss_backward": Case(
+        lambda g, x, t: op.grad.nll_loss_backward(g, x, t, None, "none", -1),
+        [("n",), ("n", 7), ("int32", ("n",))],
+    ),
+    "nn.cross_entropy_with_logits": Case(
+        lambda x, y: op.nn.cross_entropy_with_logits(x, y), [("n", 4), ("n", 4)]
+    ),
     "take_backward": Case(
         lambda g, i, x: op.grad.take_backward(g, i, x.struct_info.shape, 0),
         [(4, "n"), ("int32", (4,)), (5, "n")],

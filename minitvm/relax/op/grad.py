@@ -43,6 +43,7 @@ from .grad_ops import (  # noqa: F401 - re-exported
     relu_grad,
     take_backward,
 )
+from .loss import nll_loss_backward
 
 # ============================================================================ helpers
 
@@ -145,6 +146,12 @@ def _gelu(y, x, g):
     cdf = E.multiply(E.add(erf(E.multiply(x, 1.0 / math.sqrt(2.0))), 1.0), 0.5)
     pdf = E.multiply(E.exp(E.multiply(E.multiply(x, x), -0.5)), _INV_SQRT_2PI)
     return E.multiply(g, E.add(cdf, E.multiply(x, pdf)))
+
+
+def _relu(y, x, g):
+    """g where x >= 0 (TVM's rule: the gradient passes at 0, so zero-initialised ReLU layers
+    still train; torch's x > 0 differs only at exactly 0)."""
+    return E.where(E.less(x, const(0, dtype_of(x))), const(0, dtype_of(g)), g)
 
 
 def _keepdims_shape(call: Call) -> tuple:
@@ -284,19 +291,22 @@ def _strided_slice(var, call, g, bb):
 
 
 def _concat(var, call, g, bb):
-    fields = call.args[0].fields if isinstance(call.args[0], Tuple) else None
+    """One slice of g per concatenated tensor; a tuple variable argument gets a Tuple of them."""
+    arg = call.args[0]
+    fields = arg.fields if isinstance(arg, Tuple) else getattr(arg.struct_info, "fields", None)
     if fields is None:
-        raise MiniTVMError("relax.Gradient: concat of a tuple variable; pass the tensors as a list")
+        raise MiniTVMError("relax.Gradient: concat of a value that is not a tuple of tensors")
     ndim = len(shape_of(g))
     axis = normalize_axis(call.attrs["axis"], ndim, "relax.concat")
     grads, start = [], 0
     for f in fields:
-        ext = const_int(shape_of(f)[axis])
+        shape = f.struct_info.shape if isinstance(f, Expr) else f.shape
+        ext = const_int(shape[axis]) if shape is not None else None
         if ext is None:
             raise MiniTVMError("relax.Gradient: concat along a symbolic dim has no gradient rule")
         grads.append(manipulate.strided_slice(g, [axis], [start], [start + ext]))
         start += ext
-    return [grads]
+    return [grads if isinstance(arg, Tuple) else Tuple(tuple(grads))]
 
 
 def _split(var, call, g, bb):
@@ -460,6 +470,28 @@ def _batch_norm(var, call, g, bb):
     return [dx, dgamma, dbeta, dm, dv]
 
 
+def _nll_loss(var, call, g, bb):
+    """d/d predictions only: targets are indices and weights a constant of the loss."""
+    a = call.attrs
+    pred, targets = call.args[0], call.args[1]
+    weights = call.args[2] if len(call.args) > 2 else None
+    back = nll_loss_backward(g, pred, targets, weights, a["reduction"], a["ignore_index"])
+    return [back, None] + ([None] if weights is not None else [])
+
+
+def _cross_entropy_with_logits(var, call, g, bb):
+    pred, labels = call.args
+    ps = shape_of(pred)
+    n = const_int(ps[0]) if len(ps) == 2 else 1
+    if n is None:
+        raise MiniTVMError(
+            f"relax.Gradient: cross_entropy_with_logits over a symbolic batch {fmt_shape(ps)} "
+            "is not supported; make the batch dim static"
+        )
+    scale = bb.emit(E.multiply(g, -1.0 / float(n)))
+    return [E.multiply(labels, scale), E.multiply(pred, scale)]
+
+
 def _adaptive_avg_pool2d(var, call, g, bb):
     """Windows that tile H, W evenly (always so for output (1, 1) and for None) are an avg_pool2d;
     other output sizes (overlapping, uneven windows) have no rule."""
@@ -514,7 +546,7 @@ GRAD_RULES: dict[str, Callable[..., list]] = {
             g, E.multiply(E.exp(E.negative(E.multiply(x, x))), _SQRT_2_OVER_PI)
         )
     ),
-    "relax.nn.relu": _unary(lambda y, x, g: relu_grad(x, g)),
+    "relax.nn.relu": _unary(_relu),
     "relax.nn.relu_grad": _relu_grad_rule,
     "relax.nn.gelu": _unary(_gelu),
     "relax.nn.softmax": _softmax,
@@ -543,6 +575,8 @@ GRAD_RULES: dict[str, Callable[..., list]] = {
     "relax.nn.layer_norm": _layer_norm,
     "relax.nn.batch_norm": _batch_norm,
     "relax.nn.adaptive_avg_pool2d": _adaptive_avg_pool2d,
+    "relax.nn.nll_loss": _nll_loss,
+    "relax.nn.cross_entropy_with_logits": _cross_entropy_with_logits,
 }
 
 
@@ -568,6 +602,7 @@ __all__ = [
     "conv2d_backward_weight",
     "erf",
     "max_pool2d_grad",
+    "nll_loss_backward",
     "ones_like",
     "relu_grad",
     "shape_of",

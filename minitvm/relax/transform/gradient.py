@@ -253,6 +253,13 @@ def _subst(e: Any, vmap: dict) -> Any:
     return e
 
 
+def _zeros_of(p: Var) -> Expr:
+    """Zeros shaped like parameter `p` (a Tuple of zeros for a tuple parameter)."""
+    if isinstance(p.struct_info, TupleStructInfo):
+        return _as_expr(p.struct_info, [None] * len(p.struct_info.fields))
+    return zeros_like(p)
+
+
 def _require(func: Function, require_grads: Any, func_name: str) -> list[Var]:
     if require_grads is None:
         return [p for p in func.params if _is_float(p.struct_info)]
@@ -280,11 +287,13 @@ def gradient(
     if not isinstance(func, Function) or not isinstance(func.body, SeqExpr):
         raise MiniTVMError(f"relax.Gradient: {func_name!r} is not a relax Function with a body")
     wrt = _require(func, require_grads, func_name)
+    # the adjoint gets its own parameter Vars (a Var belongs to one function)
+    params = [Var(p.name_hint, p.struct_info) for p in func.params]
+    vmap: dict = dict(zip(func.params, params))
     bb = BlockBuilder(mod)
-    with bb.function(f"{func_name}_adjoint", list(func.params)):
+    with bb.function(f"{func_name}_adjoint", params):
         with bb.dataflow():
             em = Emitter(bb)
-            vmap: dict = {}
             for block in func.body.blocks:
                 for b in block.bindings:
                     if isinstance(b, MatchCast):
@@ -312,8 +321,12 @@ def gradient(
                     f"got {fmt_shape(shape) if shape is not None else sinfo}; reduce it with "
                     "relax.op.sum or relax.op.mean"
                 )
-            grads = backprop(em, target, wrt)
-            grads = [g if g is not None else em.emit(zeros_like(p)) for g, p in zip(grads, wrt)]
+            new_wrt = [vmap[w] for w in wrt]
+            grads = backprop(em, target, new_wrt)
+            grads = [
+                _as_expr(p.struct_info, g) if g is not None else em.emit(_zeros_of(p))
+                for g, p in zip(grads, new_wrt)
+            ]
             result = bb.emit_output(Tuple((out, Tuple(tuple(grads)))))
         bb.emit_func_output(result)
     return bb.get()

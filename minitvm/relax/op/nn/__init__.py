@@ -23,6 +23,7 @@ from .nn import (
     softmax,
     softplus,
 )
+from ..loss import cross_entropy_with_logits, nll_loss
 from .pad import pad
 from .pool1d import adaptive_avg_pool1d, avg_pool1d, max_pool1d
 
@@ -36,6 +37,7 @@ __all__ = [
     "conv1d",
     "conv2d",
     "conv2d_transpose",
+    "cross_entropy_with_logits",
     "dense",
     "dropout",
     "gelu",
@@ -47,6 +49,7 @@ __all__ = [
     "log_softmax",
     "max_pool1d",
     "max_pool2d",
+    "nll_loss",
     "pad",
     "relu",
     "relu6",
