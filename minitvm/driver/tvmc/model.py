@@ -10,10 +10,10 @@ from typing import Any
 
 import numpy as np
 
-from ...error import MiniTVMError
+from ...error import TVMError
 
 
-class TVMCException(MiniTVMError):
+class TVMCException(TVMError):
     """A tvmc call was given something it cannot use."""
 
 
