@@ -461,6 +461,7 @@ class _OpNamespace:
 
 nn = _OpNamespace("relax.nn.")
 image = _OpNamespace("relax.image.")
+grad = _OpNamespace("relax.grad.")  # backward ops (R.grad.nll_loss_backward, as in TVM)
 
 _FIXED = (
     "Callable",
@@ -477,6 +478,7 @@ _FIXED = (
     "dataflow",
     "func_attr",
     "function",
+    "grad",
     "image",
     "match_cast",
     "nn",
