@@ -3,7 +3,7 @@
 then again with the entry the first process wrote (warm). Apache TVM is timed the same way
 when it is installed (`import tvm`); otherwise the script says so.
 
-    python benchmarks/compile.py                        # mlp, lenet, resnet18, mobilenet_v2
+    python benchmarks/compile.py        # mlp, lenet, resnet18, mobilenet_v2, bert_layer
     python benchmarks/compile.py --models resnet18 --repeat 2
 """
 
@@ -48,7 +48,8 @@ def run_child(model: str, cache_dir: str) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--models", nargs="+", default=["mlp", "lenet", "resnet18", "mobilenet_v2"])
+    ap.add_argument("--models", nargs="+",
+                    default=["mlp", "lenet", "resnet18", "mobilenet_v2", "bert_layer"])
     ap.add_argument("--repeat", type=int, default=1, help="cold/warm pairs per model (median)")
     args = ap.parse_args()
     for line in machine_lines(os.cpu_count() or 1):

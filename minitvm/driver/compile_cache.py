@@ -146,18 +146,15 @@ def _describe(value: Any) -> Any:
     return type(value).__qualname__
 
 
-def make_key(kernels: list, aliases: list, target: Any, flags: Any) -> Key | None:
-    """The key of a build of `kernels` (kernel_cache._Kernel, distinct) and `aliases` ((alias's
-    _Kernel, name of its twin) pairs) for `target` (a Target), or None when the cache is off."""
-    if cache_dir() is None:
-        return None
+def _base_doc(target: Any) -> dict:
+    """The key parts every entry shares: formats, versions, minitvm's source digest, target."""
     import llvmlite
     import llvmlite.binding as llvm
 
     from .._version import __version__
     from ..target import host_cpu_name
 
-    doc = {
+    return {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
         "minitvm": __version__,
@@ -169,19 +166,38 @@ def make_key(kernels: list, aliases: list, target: Any, flags: Any) -> Key | Non
         "features": target.features,
         "opt_level": target.opt_level,
         "host_cpu": host_cpu_name(),
-        "lowering": _describe(flags),
-        "kernels": [
-            {
-                "name": k.func.name,
-                "floats": list(k.key.floats),
-                "script": k.func.script(),
-            }
-            for k in kernels
-        ],
-        "aliases": [[k.func.name, twin, list(k.names)] for k, twin in aliases],
     }
+
+
+def _key(doc: dict) -> Key:
     text = json.dumps(doc, sort_keys=True, separators=(",", ":"))
     return Key(text, hashlib.sha256(text.encode()).hexdigest())
+
+
+def make_key(kernels: list, aliases: list, target: Any, flags: Any) -> Key | None:
+    """The key of a build of `kernels` (kernel_cache._Kernel, distinct) and `aliases` ((alias's
+    _Kernel, name of its twin) pairs) for `target` (a Target), or None when the cache is off."""
+    if cache_dir() is None:
+        return None
+    doc = _base_doc(target)
+    doc["lowering"] = _describe(flags)
+    doc["kernels"] = [
+        {"name": k.func.name, "floats": list(k.key.floats), "script": k.func.script()}
+        for k in kernels
+    ]
+    doc["aliases"] = [[k.func.name, twin, list(k.names)] for k, twin in aliases]
+    return _key(doc)
+
+
+def make_build_key(kind: str, parts: dict, target: Any, flags: Any) -> Key | None:
+    """The key of a whole build of kind `kind` (e.g. "relax.build") whose input is described by
+    `parts` (JSON data: printed IR, constants' digests, options) for `target` with lowering
+    `flags` (driver._lowering_flags()); None when the cache is off."""
+    if cache_dir() is None:
+        return None
+    doc = _base_doc(target)
+    doc.update(kind=kind, lowering=_describe(flags), input=parts)
+    return _key(doc)
 
 
 def _entry_path(objects: str, key: Key) -> str:
@@ -194,6 +210,18 @@ def _entry_path(objects: str, key: Key) -> str:
 def get(key: Key, entry_name: str) -> Any:
     """The runtime.Module stored for `key`, loaded through load_module's checks, or None (no
     entry, or one that fails a check: it is ignored and will be rebuilt)."""
+    from ..runtime import module as rt
+
+    module = get_entry(key, "module", rt.read_native_module)
+    if module is not None and module.entry_name != entry_name:
+        module = rt.Module(module._result, entry_name)
+    return module
+
+
+def get_entry(key: Key, kind: str, read: Any) -> Any:
+    """What `read(path, zipfile, meta)` (a load_module loader) makes of the entry stored for
+    `key`, an export of `kind`; None when there is none or it fails a check (then it is
+    ignored and the build that follows overwrites it)."""
     objects = _objects_dir(create=False)
     if objects is None:
         return None
@@ -206,7 +234,7 @@ def get(key: Key, entry_name: str) -> Any:
     try:
         if not stat.S_ISREG(info.st_mode):
             raise _Rejected("not a regular file")
-        module = _load_entry(path, key)
+        value = _load_entry(path, key, kind, read)
     except (_Rejected, MiniTVMError, OSError, zipfile.BadZipFile, ValueError) as err:
         STATS["rejected"] += 1
         STATS["misses"] += 1
@@ -217,18 +245,14 @@ def get(key: Key, entry_name: str) -> Any:
         os.utime(path)  # least recently used goes first
     except OSError:
         pass
-    if module.entry_name != entry_name:
-        from ..runtime import Module
-
-        module = Module(module._result, entry_name)
-    return module
+    return value
 
 
 class _Rejected(Exception):
     """An entry that is not what its key says (internal: turned into a cache miss)."""
 
 
-def _load_entry(path: str, key: Key) -> Any:
+def _load_entry(path: str, key: Key, kind: str, read: Any) -> Any:
     """load_module's sequence on one open file, plus the key check before any code is read."""
     from ..runtime import module as rt
 
@@ -238,15 +262,15 @@ def _load_entry(path: str, key: Key) -> Any:
         meta = rt._read_meta(path, zf)
         rt._check_checksums(path, zf, meta)
         zf.minitvm_checksums = meta["checksums"]
-        if meta["kind"] != "module" or KEY_MEMBER not in meta["checksums"]:
-            raise _Rejected(f"kind {meta['kind']!r}, not a compile-cache entry")
+        if meta["kind"] != kind or KEY_MEMBER not in meta["checksums"]:
+            raise _Rejected(f"kind {meta['kind']!r}, not a compile-cache entry of {kind!r}")
         stored = rt.read_member(path, zf, KEY_MEMBER)
         if len(stored) > _MAX_KEY_BYTES or stored != key.text.encode():
-            raise _Rejected("its key differs from the build's (another version or kernel)")
-        module = rt.read_native_module(path, zf, meta)
-    if module is None:
+            raise _Rejected("its key differs from the build's (another version or input)")
+        value = read(path, zf, meta)
+    if value is None:
         raise _Rejected("it holds no object code")
-    return module
+    return value
 
 
 # ----------------------------------------------------------------------------- write
@@ -255,16 +279,23 @@ def _load_entry(path: str, key: Key) -> Any:
 def put(key: Key, module: Any) -> None:
     """Store `module` (just built for `key`) atomically; never fails the build (an unwritable
     cache is logged and skipped)."""
+    from ..runtime.module import write_module_zip
+
+    put_entry(key, lambda path, extra: write_module_zip(path, module, extra=extra))
+
+
+def put_entry(key: Key, write: Any) -> None:
+    """Store an entry for `key`: `write(path, extra)` writes an export zip to `path` holding the
+    `extra` members (the key) too. Atomic; never fails the build (an unwritable cache is logged
+    and skipped)."""
     objects = _objects_dir(create=True)
     if objects is None:
         return
-    from ..runtime.module import write_module_zip
-
     tmp = None
     try:
         fd, tmp = tempfile.mkstemp(prefix=_TMP_PREFIX, suffix=".mtvm", dir=objects)
         os.close(fd)
-        write_module_zip(tmp, module, extra={KEY_MEMBER: key.text.encode()})
+        write(tmp, {KEY_MEMBER: key.text.encode()})
         os.replace(tmp, _entry_path(objects, key))
         tmp = None
         STATS["writes"] += 1

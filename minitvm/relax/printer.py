@@ -460,6 +460,19 @@ def print_ir_module(mod: IRModule, **kwargs: Any) -> str:
     return "\n".join([HEADER_MODULE] + lines[2:])
 
 
+def script_and_constants(mod: IRModule) -> tuple[str, list[Constant]]:
+    """`mod.script()` without its metadata section, and the constants that section would hold
+    (in the order of their `metadata[...][i]` references): a module's text whose large constants
+    a caller describes its own way (the compile cache hashes them)."""
+    token, show = _META.set([]), _SHOW_META.set(False)
+    try:
+        text = _print_tir_module(mod)
+        return text, list(_META.get())
+    finally:
+        _META.reset(token)
+        _SHOW_META.reset(show)
+
+
 register_printer(Expr, print_relax_expr)
 register_printer(Function, print_function)
 register_printer(StructInfo, print_struct_info)

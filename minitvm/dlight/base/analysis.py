@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ...tir.function import PrimFunc
-from ...tir.functor import post_order_visit, pre_order_visit
-from ...tir.stmt import BlockRealize, For, ForKind
+from ...tir.functor import pre_order_visit
+from ...tir.stmt import BlockRealize, BufferStore, Evaluate, For, ForKind, Stmt
+
+_LEAVES = (BufferStore, Evaluate)
 
 IS_SCHEDULED = "tir.is_scheduled"
 
@@ -14,13 +18,32 @@ def is_scheduled(func: PrimFunc) -> bool:
     if func.attrs.get(IS_SCHEDULED):
         return True
     kinds: list[ForKind] = []
-    post_order_visit(func.body, lambda n: kinds.append(n.kind) if isinstance(n, For) else None)
+
+    def visit(n: Any) -> bool:
+        if isinstance(n, For):
+            kinds.append(n.kind)
+        return _has_stmts(n)
+
+    pre_order_visit(func.body, visit)
     return any(k is not ForKind.SERIAL for k in kinds)
+
+
+def _has_stmts(n: Any) -> bool | None:
+    """A pre_order_visit verdict: walk into `n` only when statements can sit under it (loops
+    and blocks sit only in statement bodies; expressions, regions and leaf statements, the bulk
+    of a function, are not walked)."""
+    return None if isinstance(n, Stmt) and not isinstance(n, _LEAVES) else False
 
 
 def blocks(func: PrimFunc) -> list[BlockRealize]:
     """The block realizes of `func`, outermost first, the root excluded."""
     found: list[BlockRealize] = []
-    pre_order_visit(func.body, lambda n: found.append(n) if isinstance(n, BlockRealize) else None)
+
+    def visit(n: Any) -> bool | None:
+        if isinstance(n, BlockRealize):
+            found.append(n)
+        return _has_stmts(n)
+
+    pre_order_visit(func.body, visit)
     root = func.body if isinstance(func.body, BlockRealize) else None
     return [r for r in found if r is not root]

@@ -20,6 +20,7 @@ from ...ir.dtype import DataType
 from ...ir.module import GlobalVar, IRModule
 from ...ir.structural import structural_equal, structural_hash
 from ...tir.buffer import Buffer, decl_buffer
+from ...tir.expr import IntImm
 from ...tir.expr import Var as TirVar
 from ...tir.function import PrimFunc
 from ...tir.functor import Mutator, post_order_visit, substitute
@@ -113,10 +114,13 @@ def call_dims(
 def _check_dims(cparams: list[Buffer], shapes: Sequence[tuple], dims: dict, where: str) -> None:
     """Every callee buffer dim, in the caller's terms, provably equals the tensor's: inside
     a fused kernel no runtime check stands between the calls (unfused, the VM checks them)."""
-    ana = Analyzer()
+    ana = None
     for cbuf, shape in zip(cparams, shapes):
         for k, (d, t) in enumerate(zip(cbuf.shape, shape)):
+            if isinstance(d, IntImm) and isinstance(t, IntImm) and d.value == t.value:
+                continue  # a static dim equal to the tensor's (most of a model): nothing to prove
             got = substitute(d, lambda v: dims.get(id(v)))
+            ana = ana or Analyzer()
             if not ana.can_prove_equal(got, t):
                 raise ShapeError(
                     f"FuseTIR: {where}: dim {k} of buffer '{cbuf.name}' is {d}, which is {got} "

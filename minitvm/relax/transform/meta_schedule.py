@@ -67,6 +67,10 @@ def ApplyCurrentDatabase() -> Pass:
     schedule; outside, nothing changes."""
 
     def run(mod: IRModule) -> IRModule:
+        import sys
+
+        if "minitvm.meta_schedule.database" not in sys.modules:
+            return mod  # no Database was ever made, so none is in scope (and no import cost)
         from ...meta_schedule.database import Database
         from ...target import Target
 

@@ -3,6 +3,7 @@ every relax function into a VM program."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -13,6 +14,7 @@ from ...tir.function import PrimFunc
 from ..expr import Call, ExternFunc, Function, Op
 from ..functor import ExprMutator, ExprVisitor
 from ..struct_info import TupleStructInfo
+from . import build_cache
 from .codegen import vm_codegen
 from .executable import Executable
 
@@ -41,8 +43,6 @@ def build(
 
 
 def _build(mod: Any, target: Any, params: Any, exec_mode: str, prof: Any) -> Executable:
-    from ... import driver
-    from ..pipeline import run_default_pipeline
     from ..transform import bind_params
 
     if exec_mode != "bytecode":
@@ -55,6 +55,37 @@ def _build(mod: Any, target: Any, params: Any, exec_mode: str, prof: Any) -> Exe
         )
     if params:
         mod = bind_params(mod, "main", params)
+    key, ex = _cached(mod, target, prof)
+    if ex is not None:
+        return ex
+    ex = _compile_module(mod, target, prof)
+    if key is not None:
+        with _timed(prof, "compile cache"):
+            build_cache.store(key, ex)
+    return ex
+
+
+def _cached(mod: IRModule, target: Any, prof: Any) -> tuple[Any, Executable | None]:
+    """The whole-build cache's key for this build and the Executable stored under it (None on
+    a miss); the key is None when the build cannot be cached (build_cache.py)."""
+    with _timed(prof, "compile cache"):
+        key = build_cache.build_key(mod, target)
+        ex = build_cache.load(key) if key is not None else None
+    if prof is not None and key is not None:
+        state = "hit: no graph passes, no schedule, no LLVM" if ex is not None else "miss"
+        prof.notes.append(f"compile cache {state} (whole build)")
+    return key, ex
+
+
+def _timed(prof: Any, stage: str) -> Any:
+    return prof.timed(stage) if prof is not None else contextlib.nullcontext()
+
+
+def _compile_module(mod: IRModule, target: Any, prof: Any) -> Executable:
+    """The graph passes, the default schedule, `tvm.build` of the kernels and VM codegen."""
+    from ... import driver
+    from ..pipeline import run_default_pipeline
+
     mod = resolve_prim_calls_by_name(mod)
     if prof is None:
         mod = run_default_pipeline(mod, target)

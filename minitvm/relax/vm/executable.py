@@ -111,21 +111,30 @@ class Executable:
     # ------------------------------------------------------------------ export / load
     def export_library(self, file_name: str, fcompile: Any = None, **unused_options: Any) -> None:
         """Write one zip file: object code, meta.json, program.json and constants/<i>.npy."""
-        extra = {_PROGRAM: json.dumps(self.program).encode()}
-        for i, a in enumerate(self.constants):
-            buf = io.BytesIO()
-            np.save(buf, a, allow_pickle=False)
-            extra[f"{_CONST_DIR}{i}.npy"] = buf.getvalue()
-        native = self.mod
-        if isinstance(native, DeviceModule):  # GPU kernels travel as their JSON and source
-            extra.update(_device_members(native))
-            native = None
-        _rt_module.write_module_zip(file_name, native, kind=KIND, extra=extra)
+        write_executable(self, file_name)
 
     save = export_library
 
     def __repr__(self) -> str:
         return f"<relax.Executable functions={self.function_names}>"
+
+
+def write_executable(ex: Executable, file_name: str, extra: dict | None = None) -> None:
+    """`ex.export_library(file_name)`, with `extra` members (name -> bytes) added to the zip
+    (the compile cache stores its key so)."""
+    members = {_PROGRAM: json.dumps(ex.program).encode()}
+    for i, a in enumerate(ex.constants):
+        buf = io.BytesIO()
+        np.save(buf, a, allow_pickle=False)
+        members[f"{_CONST_DIR}{i}.npy"] = buf.getvalue()
+    native = ex.mod
+    if isinstance(native, DeviceModule):  # GPU kernels travel as their JSON and source
+        members.update(_device_members(native))
+        native = None
+    clash = set(members) & set(extra or {})
+    assert not clash, clash
+    members.update(extra or {})
+    _rt_module.write_module_zip(file_name, native, kind=KIND, extra=members)
 
 
 def _device_members(mod: DeviceModule) -> dict[str, bytes]:
