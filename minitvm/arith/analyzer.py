@@ -22,7 +22,6 @@ from ..tir.expr import (
     FloatImm,
     IntImm,
     Not,
-    Op,
     PrimExpr,
     Range,
     Select,
@@ -34,6 +33,7 @@ from ..tir.expr import (
     make_const,
 )
 from ..tir.functor import deep_recursion
+from ..tir.names import IF_THEN_ELSE, LIKELY, is_call
 from .bound import NEG_INF, POS_INF, ConstBoundCalc, ConstIntBound
 from .canonical import Canonical, Poly, is_index_dtype
 from .int_set import IntervalSet, IntSetCalc
@@ -465,14 +465,14 @@ def _conjuncts(c: PrimExpr) -> list[PrimExpr]:
 
 
 def _is_likely(e: PrimExpr) -> bool:
-    return isinstance(e, Call) and isinstance(e.op, Op) and e.op.name == "tir.likely"
+    return is_call(e, LIKELY)
 
 
 def _branches(e: PrimExpr) -> tuple[str, str, str] | None:
     """Field names (condition, then, else) of a conditional expression, else None."""
     if isinstance(e, Select):
         return "condition", "true_value", "false_value"
-    if isinstance(e, Call) and isinstance(e.op, Op) and e.op.name == "tir.if_then_else":
+    if is_call(e, IF_THEN_ELSE):
         return "args", "args", "args"
     return None
 

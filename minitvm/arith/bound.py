@@ -28,7 +28,6 @@ from ..tir.expr import (
     Mod,
     Mul,
     Not,
-    Op,
     PrimExpr,
     Ramp,
     Select,
@@ -36,6 +35,7 @@ from ..tir.expr import (
     Sub,
     Var,
 )
+from ..tir.names import IF_THEN_ELSE, LIKELY, is_call
 from .const_fold import trunc_div
 
 if TYPE_CHECKING:
@@ -212,9 +212,9 @@ def _cast(calc: ConstBoundCalc, e: Cast) -> tuple[int, int]:
 
 
 def _call(calc: ConstBoundCalc, e: Call) -> tuple[int, int]:
-    if isinstance(e.op, Op) and e.op.name == "tir.likely":
+    if is_call(e, LIKELY):
         return calc.bound(e.args[0])
-    if isinstance(e.op, Op) and e.op.name == "tir.if_then_else":
+    if is_call(e, IF_THEN_ELSE):
         t, f = calc.bound(e.args[1]), calc.bound(e.args[2])
         return min(t[0], f[0]), max(t[1], f[1])
     return dtype_bound(e.dtype.element_of())

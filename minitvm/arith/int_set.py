@@ -18,7 +18,6 @@ from ..tir.expr import (
     Min,
     Mod,
     Mul,
-    Op,
     PrimExpr,
     Range,
     Select,
@@ -27,6 +26,7 @@ from ..tir.expr import (
     Var,
     make_const,
 )
+from ..tir.names import LIKELY, is_call
 from ..tir.op import max_value, min_value
 
 if TYPE_CHECKING:
@@ -214,7 +214,7 @@ def _cast(calc: IntSetCalc, e: Cast) -> IntervalSet:
 
 
 def _call(calc: IntSetCalc, e: Call) -> IntervalSet:
-    if isinstance(e.op, Op) and e.op.name == "tir.likely":
+    if is_call(e, LIKELY):
         return calc.eval(e.args[0])
     return calc._fallback(e)
 

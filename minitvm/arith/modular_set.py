@@ -33,6 +33,7 @@ from ..tir.expr import (
     Var,
     as_expr,
 )
+from ..tir.names import BITWISE_AND, SHIFT_RIGHT
 
 if TYPE_CHECKING:
     from .analyzer import Analyzer
@@ -200,13 +201,13 @@ class ModularSetCalc:
 
     def _call(self, e: Call) -> ModularSet:
         name = getattr(e.op, "name", e.op)
-        if len(e.args) != 2 or name not in ("tir.shift_right", "tir.bitwise_and"):
+        if len(e.args) != 2 or name not in (SHIFT_RIGHT, BITWISE_AND):
             return _EVERYTHING
         rhs = self.visit(e.args[1])
         if not rhs.is_const:
             return _EVERYTHING
         a = self.visit(e.args[0])
-        if name == "tir.shift_right":  # x >> k == floordiv(x, 2**k) for k >= 0
+        if name == SHIFT_RIGHT:  # x >> k == floordiv(x, 2**k) for k >= 0
             return self._divide(a, 1 << rhs.base, False, e.args[0]) if 0 <= rhs.base < 63 else _EVERYTHING
         mask = rhs.base  # x & (2**p - 1) == floormod(x, 2**p) in two's complement
         if mask > 0 and mask & (mask + 1) == 0:

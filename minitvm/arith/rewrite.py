@@ -25,6 +25,7 @@ from ..tir.expr import (
     binary,
     make_const,
 )
+from ..tir.names import IF_THEN_ELSE, LIKELY
 from .canonical import is_index_dtype
 from .const_fold import fold
 from .pattern import (
@@ -306,9 +307,9 @@ RULES = [
     Rule(select(True, x, y), x),  # select(true,x,y) -> x
     Rule(select(False, x, y), y),  # select(false,x,y) -> y
     Rule(select(z, x, x), x),  # select(c,x,x) -> x
-    Rule(call("tir.if_then_else", True, x, y), x),  # if_then_else(true,x,y) -> x
-    Rule(call("tir.if_then_else", False, x, y), y),  # if_then_else(false,x,y) -> y
-    Rule(call("tir.likely", c1), c1),  # likely(c) -> c
+    Rule(call(IF_THEN_ELSE, True, x, y), x),  # if_then_else(true,x,y) -> x
+    Rule(call(IF_THEN_ELSE, False, x, y), y),  # if_then_else(false,x,y) -> y
+    Rule(call(LIKELY, c1), c1),  # likely(c) -> c
     # comparisons: one direction, then decided or normalised
     Rule(x > y, y < x),  # x>y -> y<x
     Rule(x >= y, y <= x),  # x>=y -> y<=x

@@ -20,6 +20,7 @@ from ..error import ShapeError
 from ..ir.dtype import DataType
 from ..te.tensor import Tensor
 from ..tir.expr import Call, cast
+from ..tir.names import REINTERPRET
 from ..tir.op import Op
 
 __all__ = [
@@ -385,7 +386,7 @@ def _fast_exp(x: Any) -> Any:
     for k in range(6, -1, -1):
         poly = poly * r + _const(1.0 / math.factorial(k), "float32")
     bits = (cast("int32", n) + 127) * (1 << 23)
-    return poly * Call(DataType("float32"), Op.get("tir.reinterpret"), (bits,))
+    return poly * Call(DataType("float32"), Op.get(REINTERPRET), (bits,))
 
 
 def _exp_for(dtype: str) -> Callable[[Any], Any]:

@@ -34,6 +34,7 @@ from ..tir.expr import (
 )  # fmt: skip
 from ..tir.function import PrimFunc
 from ..tir.functor import post_order_visit
+from ..tir.names import ATTR_IS_GLOBAL_FUNC, ATTR_KERNEL_LAUNCH_PARAMS, TVM_CALL_PACKED, is_call
 from ..tir.stmt import (
     Allocate,
     AssertStmt,
@@ -53,7 +54,7 @@ _COMPARISONS = {LT: "<", LE: "<=", GT: ">", GE: ">=", EQ: "==", NE: "!="}
 
 def is_device_kernel(func: PrimFunc) -> bool:
     """Whether `func` is a device kernel of SplitHostDevice's output (not a host function)."""
-    return func.attrs.get("calling_conv") == 2 or bool(func.attrs.get("tir.is_global_func"))
+    return func.attrs.get("calling_conv") == 2 or bool(func.attrs.get(ATTR_IS_GLOBAL_FUNC))
 
 
 def build_device_module(mod: IRModule, target: Target | str) -> DeviceModule:
@@ -115,7 +116,7 @@ def _data_params(hosts: list[PrimFunc], symbols: dict[str, str]) -> dict[str, se
         data = scalars - {id(v) for v in _dim_vars(buffers)}
 
         def visit(n, data=data) -> None:
-            if not (isinstance(n, Call) and getattr(n.op, "name", "") == "tir.tvm_call_packed"):
+            if not is_call(n, TVM_CALL_PACKED):
                 return
             if not (n.args and isinstance(n.args[0], StringImm)) or n.args[0].value not in symbols:
                 return
@@ -211,7 +212,7 @@ class _HostLowering:
     def evaluate(self, v: PrimExpr) -> None:
         if isinstance(v, IntImm):
             return
-        if not (isinstance(v, Call) and getattr(v.op, "name", "") == "tir.tvm_call_packed"):
+        if not is_call(v, TVM_CALL_PACKED):
             raise self.fail(f"the host statement `{v}` is not a kernel launch (tvm_call_packed)")
         if not v.args or not isinstance(v.args[0], StringImm):
             raise self.fail(f"the launch `{v}` does not name its kernel")
@@ -219,7 +220,7 @@ class _HostLowering:
         kernel = self.kernels.get(symbol)
         if kernel is None:
             raise self.fail(f"it launches kernel '{symbol}', which the module does not define")
-        tags = list(kernel.attrs.get("tir.kernel_launch_params", ()))
+        tags = list(kernel.attrs.get(ATTR_KERNEL_LAUNCH_PARAMS, ()))
         n_args = len(v.args) - 1 - len(tags)
         if n_args != len(kernel.params):
             raise self.fail(

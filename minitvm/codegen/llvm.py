@@ -62,6 +62,7 @@ from ..tir.expr import (
 )
 from ..tir.function import PrimFunc
 from ..tir.functor import deep_recursion
+from ..tir.names import ATTR_NOALIAS
 from ..tir.stmt import (
     Allocate,
     AssertStmt,
@@ -239,7 +240,7 @@ class CodeGenLLVM(_StmtEmitter):
                 "with func.with_attr('global_symbol', 'my_func')"
             )
         self.func_name = name
-        self._noalias = bool(func.attrs.get("tir.noalias", True))
+        self._noalias = bool(func.attrs.get(ATTR_NOALIAS, True))
         self._errors = []
         info, sym_vars = func_info(func)
         buffers = [func.buffer_map[p] for p in func.params if p in func.buffer_map]

@@ -20,6 +20,7 @@ from ..ir.dtype import DataType
 from ..runtime import packed_callback as pc
 from ..tir.expr import Call, Op, StringImm
 from ..tir.functor import post_order_visit
+from ..tir.names import TVM_ACCESS_PTR, TVM_CALL_PACKED, TVM_STACK_MAKE_ARRAY
 from ..tir.stmt import For
 from .llvm_types import I32, I64, PTR, cast_value, llvm_type
 
@@ -67,7 +68,7 @@ def _store(cg: CodeGenLLVM, slots: tuple, index: int, field: str, value: ir.Valu
 
 def _fill(cg: CodeGenLLVM, slots: tuple, k: int, arg: Any, fname: str) -> None:
     b = cg.builder
-    if _is(arg, "tir.tvm_stack_make_array"):
+    if _is(arg, TVM_STACK_MAKE_ARRAY):
         marker, data, offset, *shape = arg.args
         dims_type = ir.ArrayType(I64, max(len(shape), 1))
         dims = cg.entry_alloca(dims_type, f"{fname}.shape{k}")
@@ -151,9 +152,9 @@ def access_ptr(cg: CodeGenLLVM, call: Call) -> ir.Value:
 
 
 RULES = {
-    "tir.tvm_call_packed": call_packed,
-    "tir.tvm_stack_make_array": make_array_outside,
-    "tir.tvm_access_ptr": access_ptr,
+    TVM_CALL_PACKED: call_packed,
+    TVM_STACK_MAKE_ARRAY: make_array_outside,
+    TVM_ACCESS_PTR: access_ptr,
 }
 
 

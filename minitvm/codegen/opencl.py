@@ -50,6 +50,7 @@ from ..tir.expr import (
 )  # fmt: skip
 from ..tir.function import PrimFunc
 from ..tir.functor import Visitor
+from ..tir.names import ATTR_KERNEL_LAUNCH_PARAMS, ATTR_NOALIAS, TVM_STORAGE_SYNC, is_call
 from ..tir.stmt import (
     Allocate,
     AssertStmt,
@@ -220,7 +221,7 @@ class CodeGenOpenCL:
         self.func_name = name
         uses = _Uses()
         uses.visit(func.body)
-        restrict = " restrict" if func.attrs.get("tir.noalias", True) else ""
+        restrict = " restrict" if func.attrs.get(ATTR_NOALIAS, True) else ""
         params, infos = [], []
         for k, p in enumerate(func.params):
             self.checks.add_param(k, p, param_dtype(p, uses.dtypes) if p.dtype.is_handle else None)
@@ -244,7 +245,7 @@ class CodeGenOpenCL:
                 "letters, digits and '_'"
             )
         source = "\n".join([f"__kernel void {symbol}({', '.join(params)}) {{", *body, "}"])
-        launch = list(func.attrs.get("tir.kernel_launch_params", ()))
+        launch = list(func.attrs.get(ATTR_KERNEL_LAUNCH_PARAMS, ()))
         info = {"name": name, "params": infos, "launch_params": launch,
                 "shared_bytes": self.shared_bytes, "errors": self.checks.errors}  # fmt: skip
         return source, info
@@ -386,7 +387,7 @@ class CodeGenOpenCL:
 
     def _evaluate(self, s: Evaluate) -> None:
         v = s.value
-        if isinstance(v, Call) and getattr(v.op, "name", None) == "tir.tvm_storage_sync":
+        if is_call(v, TVM_STORAGE_SYNC):
             scope = v.args[0].value if v.args and isinstance(v.args[0], StringImm) else "?"
             if scope not in _FENCES:
                 raise BuildError(

@@ -6,6 +6,7 @@ from typing import Any
 
 from ..error import TuningError
 from ..tir import PrimFunc
+from ..tir.names import ATTR_IS_SCHEDULED
 from ..tir.schedule import Schedule
 from . import search_strategy as _strategy
 from . import space_generator
@@ -80,7 +81,7 @@ def compile_tir(database: Any, mod: Any, target: Any) -> Schedule:
     marked = mod.copy()
     for gv, func in mod.functions_items():
         if isinstance(func, PrimFunc):
-            marked.update_func(gv, func.with_attr("tir.is_scheduled", True))
+            marked.update_func(gv, func.with_attr(ATTR_IS_SCHEDULED, True))
     sch = Schedule(marked)
     record.trace.apply_to_schedule(sch, remove_postproc=False)
     return sch

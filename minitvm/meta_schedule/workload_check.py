@@ -19,6 +19,7 @@ from ..error import TuningError
 from ..ir import IRModule
 from ..tir import AttrStmt, Block, Call, For, PrimFunc
 from ..tir.functor import post_order_visit
+from ..tir.names import TVM_CALL_PACKED
 from ..tir.schedule.trace_check import LOADABLE_ANNOTATION_KEYS
 
 # Intrinsics that call or name native code or registered functions.
@@ -28,7 +29,7 @@ _CODE_INTRINSICS = frozenset(
         "tir.call_pure_extern",
         "tir.call_llvm_intrin",
         "tir.call_llvm_pure_intrin",
-        "tir.tvm_call_packed",
+        TVM_CALL_PACKED,
         "tir.tvm_call_cpacked",
         "tir.tvm_call_packed_lowered",
         "tir.tvm_call_cpacked_lowered",

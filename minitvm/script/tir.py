@@ -56,6 +56,7 @@ from ..tir.expr import (
 from ..tir.expr import (
     Select as _SelectNode,
 )
+from ..tir.names import FABS, IF_THEN_ELSE
 from ..tir.stmt import BufferRegion, Evaluate, ForKind
 from . import tir_types as _types
 from .tir_specs import (  # noqa: F401 - re-exported
@@ -398,7 +399,7 @@ def if_then_else(
     cond: Any, true_value: Any, false_value: Any, dtype: str | None = None
 ) -> PrimExpr:
     t, f = _match_operands(true_value, false_value)
-    return _typed(Call(t.dtype, Op.get("tir.if_then_else"), (as_expr(cond), t, f)), dtype)
+    return _typed(Call(t.dtype, Op.get(IF_THEN_ELSE), (as_expr(cond), t, f)), dtype)
 
 
 def _typed(result: PrimExpr, dtype: str | None) -> PrimExpr:
@@ -532,7 +533,7 @@ _INTRINSIC_NAMES = [
     n[4:]
     for n in Op._registry
     if n.startswith("tir.")
-    and n not in ("tir.if_then_else", "tir.fabs")
+    and n not in (IF_THEN_ELSE, FABS)
     and n[4:] not in _op.BUILTINS
 ]
 for _n in _INTRINSIC_NAMES:

@@ -26,6 +26,7 @@ from ..tir.expr import (
 )
 from ..tir.function import PrimFunc
 from ..tir.functor import Mutator, Visitor, allows_deep_recursion, post_order_visit
+from ..tir.names import ATTR_NOALIAS
 from ..tir.stmt import (
     Block,
     BlockRealize,
@@ -428,7 +429,7 @@ def create_prim_func_with_blocks(
         else:
             stmts.append(_lower_compute(ctx, op))
     root = Block((), (), (), "root", seq(*stmts), None, tuple(allocs))
-    attrs = FrozenDict({"global_symbol": "main", "tir.noalias": True})
+    attrs = FrozenDict({"global_symbol": "main", ATTR_NOALIAS: True})
     func = PrimFunc(tuple(params), BlockRealize((), True, root), None, buffer_map, attrs)
     names: dict[Any, str] = {op: ctx.block_of[id(op)] for op in order if id(op) in ctx.block_of}
     for key, name in ctx.split_blocks.items():  # (op, k): the block of its k-th live output

@@ -26,6 +26,7 @@ from ..ir.dtype import DataType
 from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.function import PrimFunc
+from ..tir.names import IF_THEN_ELSE, REINTERPRET
 from .tir_interp_values import (
     _BITWISE,
     _CALLS,
@@ -330,9 +331,9 @@ class _Interp:
     def e_Call(self, e: E.Call) -> Thunk:
         name = e.op.name if isinstance(e.op, E.Op) else e.op
         args = [self.expr(a) for a in e.args]
-        if name == "tir.if_then_else":
+        if name == IF_THEN_ELSE:
             return self._if_then_else(e, *args)
-        if name == "tir.reinterpret":
+        if name == REINTERPRET:
             src, dst = _np_dtype(e.args[0].dtype), _np_dtype(e.dtype)
             convert = _scalar_of(e.dtype) if e.dtype.lanes == 1 else (lambda x: x)
             return lambda: convert(np.asarray(args[0](), src).view(dst)[()])

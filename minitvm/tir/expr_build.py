@@ -25,6 +25,7 @@ from .expr import (
     PrimExpr,
     as_expr,
 )
+from .names import BITWISE_AND, SHIFT_RIGHT
 
 
 def _lift(x: Any) -> Any:
@@ -140,11 +141,11 @@ def logical_or(a: Any, b: Any) -> PrimExpr:
 
 # operator -> (intrinsic, accepts bool operands). Shifts of a bool have no meaning.
 _BITWISE = {
-    "&": ("tir.bitwise_and", True),
+    "&": (BITWISE_AND, True),
     "|": ("tir.bitwise_or", True),
     "^": ("tir.bitwise_xor", True),
     "<<": ("tir.shift_left", False),
-    ">>": ("tir.shift_right", False),
+    ">>": (SHIFT_RIGHT, False),
 }
 
 

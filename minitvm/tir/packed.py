@@ -15,10 +15,11 @@ from ..error import MiniTVMError
 from ..ir.dtype import DataType
 from .buffer import Buffer
 from .expr import Call, Op, PrimExpr, StringImm, as_expr, make_const
+from .names import TVM_ACCESS_PTR, TVM_CALL_PACKED, TVM_STACK_MAKE_ARRAY
 
-CALL_PACKED = Op.register("tir.tvm_call_packed", -1, pure=False)
-MAKE_ARRAY = Op.register("tir.tvm_stack_make_array", -1, pure=False)
-ACCESS_PTR = Op.register("tir.tvm_access_ptr", 5, pure=False)
+CALL_PACKED = Op.register(TVM_CALL_PACKED, -1, pure=False)
+MAKE_ARRAY = Op.register(TVM_STACK_MAKE_ARRAY, -1, pure=False)
+ACCESS_PTR = Op.register(TVM_ACCESS_PTR, 5, pure=False)
 
 _HANDLE = DataType("handle")
 _ACCESS_MASKS = {"r": 1, "w": 2, "rw": 3, "wr": 3}

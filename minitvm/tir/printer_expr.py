@@ -47,6 +47,7 @@ from .expr import (
     Sub,
     Var,
 )
+from .names import FABS, IF_THEN_ELSE
 from .op import BUILTINS, builtin_dtype
 from .stmt import (
     BufferRegion,
@@ -87,7 +88,7 @@ _CALL_BINOPS: dict[type, str] = {Min: "T.min", Max: "T.max", Mod: "T.truncmod"}
 
 
 # intrinsic op name -> TVMScript spelling when it differs from `T.<name>`.
-_OP_SPELLING = {"tir.fabs": "T.abs"}
+_OP_SPELLING = {FABS: "T.abs"}
 
 
 _RESERVED = set(keyword.kwlist) | {"T", "I", "R", "range", "print", "int", "float", "bool"}
@@ -342,7 +343,7 @@ def _call_dtype_is_default(e: Call) -> bool:
     name = e.op.name
     if name in _BOOL_RESULT:
         return e.dtype.is_bool
-    ref = e.args[1] if name == "tir.if_then_else" else e.args[0]
+    ref = e.args[1] if name == IF_THEN_ELSE else e.args[0]
     return ref.dtype == e.dtype
 
 

@@ -25,7 +25,6 @@ from ..expr import (
     And,
     BinaryOpExpr,
     BufferLoad,
-    Call,
     FloorDiv,
     FloorMod,
     IntImm,
@@ -35,6 +34,7 @@ from ..expr import (
 )
 from ..function import PrimFunc
 from ..functor import Mutator, Visitor, post_order_visit
+from ..names import LIKELY, is_call
 from ..stmt import Allocate, BufferStore, DeclBuffer, For, IfThenElse, While
 
 
@@ -305,7 +305,7 @@ def _guard_terms(guards: list[PrimExpr], variables: list[Var], keys: dict, ana) 
     out, todo = [], list(guards)
     while todo:
         c = todo.pop()
-        if isinstance(c, Call) and getattr(c.op, "name", "") == "tir.likely":
+        if is_call(c, LIKELY):
             todo.append(c.args[0])
         elif isinstance(c, And):
             todo += [c.a, c.b]

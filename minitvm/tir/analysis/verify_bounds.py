@@ -25,7 +25,6 @@ from ..expr import (
     Call,
     IntImm,
     Not,
-    Op,
     Or,
     PrimExpr,
     Range,
@@ -36,6 +35,7 @@ from ..expr import (
 )
 from ..function import PrimFunc
 from ..functor import Visitor, post_order_visit, substitute
+from ..names import IF_THEN_ELSE, is_call
 from ..stmt import BlockRealize, BufferStore, For, IfThenElse, LetStmt, While
 
 MAX_WITNESS_VARS = 8  # corners tried: 2**vars; indices over more loops are not searched
@@ -114,7 +114,7 @@ class _BoundsChecker(Visitor):
         self._check(e.buffer, e.indices, "read")
 
     def visit_Call(self, e: Call) -> None:
-        if isinstance(e.op, Op) and e.op.name == "tir.if_then_else":
+        if is_call(e, IF_THEN_ELSE):
             self._branches(*e.args)
         else:
             self.generic_visit(e)

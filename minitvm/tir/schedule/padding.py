@@ -14,7 +14,6 @@ from ..expr import (
     Add,
     And,
     BufferLoad,
-    Call,
     IntImm,
     IterType,
     IterVar,
@@ -25,6 +24,7 @@ from ..expr import (
 )
 from ..function import PrimFunc
 from ..functor import Mutator, post_order_visit, substitute
+from ..names import IF_THEN_ELSE, is_call
 from ..stmt import Block, BlockRealize, BufferRegion, BufferStore, For, ForKind, SeqStmt, Stmt, seq
 from .common import analyzer, schedule_error, unique_name
 from .tree import Path, find_loop, loops_above, replace_stmt
@@ -71,7 +71,7 @@ def _pattern(func: PrimFunc, r: BlockRealize, what: str) -> tuple[BufferStore, d
     block = r.block
     store = block.body
     value = store.value if isinstance(store, BufferStore) else None
-    is_ite = isinstance(value, Call) and getattr(value.op, "name", "") == "tir.if_then_else"
+    is_ite = is_call(value, IF_THEN_ELSE)
     if block.init is not None or not is_ite:
         raise schedule_error(
             func,

@@ -14,10 +14,26 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..expr import GE, GT, LE, LT, And, Call, IntImm, Op, PrimExpr, Range, Var, binary, Max, Min
-from ..expr import FloorDiv, Sub, Add
+from ..expr import (
+    GE,
+    GT,
+    LE,
+    LT,
+    Add,
+    And,
+    FloorDiv,
+    IntImm,
+    Max,
+    Min,
+    PrimExpr,
+    Range,
+    Sub,
+    Var,
+    binary,
+)
 from ..function import PrimFunc
 from ..functor import Mutator, Visitor
+from ..names import LIKELY, is_call
 from ..stmt import For, ForKind, IfThenElse, Stmt, seq
 from ._pass import prim_func_pass
 from ._rename import substitute_fresh
@@ -26,7 +42,7 @@ _FIXED_KINDS = (ForKind.VECTORIZED, ForKind.UNROLLED, ForKind.THREAD_BINDING)
 
 
 def _is_likely(cond: PrimExpr) -> bool:
-    return isinstance(cond, Call) and isinstance(cond.op, Op) and cond.op.name == "tir.likely"
+    return is_call(cond, LIKELY)
 
 
 def _conjuncts(cond: PrimExpr) -> list[PrimExpr]:

@@ -14,6 +14,7 @@ from ..analysis.verify import verify_well_formed
 from ..analysis.verify_bounds import verify_bounds
 from ..function import PrimFunc
 from ..functor import allows_deep_recursion
+from ..names import ATTR_NOALIAS
 from .compact_buffer_allocation import compact_buffer_allocation
 from .convert_blocks_to_loops import convert_blocks_to_loops
 from .flatten_buffer import flatten_buffer
@@ -75,8 +76,8 @@ def lower_primfunc(
     """
     verify = env.verify_ir() if verify is None else verify
     dump_dir = env.dump_ir_dir()
-    if "tir.noalias" not in func.attrs:
-        func = func.with_attr("tir.noalias", True)
+    if ATTR_NOALIAS not in func.attrs:
+        func = func.with_attr(ATTR_NOALIAS, True)
     if verify:
         verify_well_formed(func, pass_name="(input of lowering)")
     verify_bounds(func)  # always: a provably out-of-bounds access is a build error

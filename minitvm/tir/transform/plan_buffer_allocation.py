@@ -15,6 +15,7 @@ from ..functor import Mutator, Visitor
 from ..stmt import Allocate, DeclBuffer, For, ForKind, Stmt
 from ._pass import prim_func_pass
 from .convert_blocks_to_loops import PINNED_ALLOCATION
+from ..analysis.gpu_code import allocated_scope
 
 
 class _Strip(Mutator):
@@ -60,10 +61,14 @@ class _UsePaths(Visitor):
         del old[n:]
 
 
-def _placement(path: list[For]) -> For | None:
-    """The loop whose body hosts the allocation: never inside a vectorized loop."""
+def _placement(path: list[For], scope: str = "") -> For | None:
+    """The loop whose body hosts the allocation: never inside a vectorized loop, and a global
+    buffer never inside a GPU thread-bound loop (a kernel cannot allocate device memory; the
+    host allocates it, as TVM places global buffers above the thread bindings)."""
     for n, loop in enumerate(path):
-        if loop.kind == ForKind.VECTORIZED:
+        if loop.kind == ForKind.VECTORIZED or (
+            scope == "global" and loop.kind == ForKind.THREAD_BINDING
+        ):
             return path[n - 1] if n else None
     return path[-1] if path else None
 
@@ -103,7 +108,8 @@ def plan_and_update_buffer_allocation_location(func: PrimFunc) -> PrimFunc:
             continue
         # a pinned buffer carries values across loop iterations (rolling_buffer): keep it
         # outside every loop
-        host = None if alloc.annotations.get(PINNED_ALLOCATION) else _placement(path)
+        pinned = alloc.annotations.get(PINNED_ALLOCATION)
+        host = None if pinned else _placement(path, allocated_scope(alloc))
         (top if host is None else at.setdefault(id(host), [])).append((alloc, decl))
     body = _Insert(at).visit(body)
     return func.replace(body=wrap(body, top))

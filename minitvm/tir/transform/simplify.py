@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from ..buffer import Buffer
-from ..expr import BufferLoad, Call, FloatImm, IntImm, Not, Op, PrimExpr, Var
+from ..expr import BufferLoad, FloatImm, IntImm, Not, PrimExpr, Var
 from ..function import PrimFunc
 from ..functor import Mutator, substitute
+from ..names import LIKELY, is_call
 from ..op import likely
 from ..stmt import For, ForKind, IfThenElse, LetStmt, Stmt
 from ._analyzer import ScopedAnalyzer
@@ -15,7 +16,7 @@ from ._pass import prim_func_pass
 
 
 def _unwrap_likely(cond: PrimExpr) -> tuple[PrimExpr, bool]:
-    if isinstance(cond, Call) and isinstance(cond.op, Op) and cond.op.name == "tir.likely":
+    if is_call(cond, LIKELY):
         return cond.args[0], True
     return cond, False
 

@@ -19,6 +19,7 @@ from ...ir.module import IRModule
 from ..expr import BufferLoad, Call, IterVar, StringImm, Var
 from ..function import PrimFunc
 from ..functor import Visitor, post_order_visit
+from ..names import ATTR_IS_GLOBAL_FUNC, ATTR_KERNEL_LAUNCH_PARAMS, ATTR_NOALIAS, TVM_CALL_PACKED
 from ..stmt import (
     Allocate,
     AssertStmt,
@@ -238,13 +239,13 @@ class _Splitter:
             "global_symbol": symbol,
             "calling_conv": CALLING_CONV_DEVICE,
             "target": self.target,
-            "tir.is_global_func": True,
-            "tir.noalias": True,
-            "tir.kernel_launch_params": tags,
+            ATTR_IS_GLOBAL_FUNC: True,
+            ATTR_NOALIAS: True,
+            ATTR_KERNEL_LAUNCH_PARAMS: tags,
         }
         self.kernels.append(PrimFunc(tuple(handles + scalars), stmt, attrs=attrs))
         args = (StringImm(symbol), *handles, *scalars, *extents)
-        return Evaluate(Call("int32", "tir.tvm_call_packed", args))
+        return Evaluate(Call("int32", TVM_CALL_PACKED, args))
 
 
 def split_host_device(func: PrimFunc, target: Any, host_target: Any = None) -> list[PrimFunc]:

@@ -26,6 +26,7 @@ from ..analysis.gpu_code import allocated_scope
 from ..expr import Call, IterVar, StringImm, Var
 from ..function import PrimFunc
 from ..functor import Visitor, post_order_visit
+from ..names import TVM_STORAGE_SYNC
 from ..stmt import (
     Allocate,
     AttrStmt,
@@ -43,7 +44,7 @@ from ._pass import prim_func_pass
 
 def storage_sync(scope: str = "shared") -> Stmt:
     """The barrier statement of the lowered-TIR contract."""
-    return Evaluate(Call("int32", "tir.tvm_storage_sync", (StringImm(scope),)))
+    return Evaluate(Call("int32", TVM_STORAGE_SYNC, (StringImm(scope),)))
 
 
 @dataclass(frozen=True)

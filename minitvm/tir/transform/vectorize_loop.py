@@ -32,6 +32,7 @@ from ..expr import (
 )
 from ..function import PrimFunc
 from ..functor import Mutator, post_order_visit, substitute
+from ..names import IF_THEN_ELSE
 from ..stmt import BufferStore, For, ForKind, IfThenElse, LetStmt, SeqStmt, Stmt, seq
 from ._analyzer import ScopedAnalyzer
 from ._pass import prim_func_pass
@@ -150,7 +151,7 @@ class _Vectorizer(Mutator):
         op = e.op
         if not isinstance(op, Op) or not op.pure:  # extern calls stay scalar
             raise _NotVectorizable(f"call of {op} on a vector")
-        if op.name == "tir.if_then_else":
+        if op.name == IF_THEN_ELSE:
             if not self.in_bounds(e.args[1]) or not self.in_bounds(e.args[2]):
                 raise _NotVectorizable("if_then_else guards a load that may be out of bounds")
             return self.visit_Select(Select(*e.args))

@@ -30,7 +30,6 @@ from ..expr import (
     Add,
     And,
     BufferLoad,
-    Call,
     Cast,
     FloorDiv,
     FloorMod,
@@ -46,6 +45,7 @@ from ..expr import (
     Var,
 )  # fmt: skip
 from ..functor import Visitor, post_order_visit
+from ..names import LIKELY, is_call
 from ..stmt import Allocate, AttrStmt, BufferStore, For, IfThenElse, Stmt
 from .thread_sync import allocated_scope
 
@@ -137,7 +137,7 @@ def _evaluate(e: PrimExpr, env: dict[int, np.ndarray]):
         return _evaluate(e.value, env)
     if isinstance(e, Not):
         return np.logical_not(_evaluate(e.a, env))
-    if isinstance(e, Call) and getattr(e.op, "name", e.op) == "tir.likely":
+    if is_call(e, LIKELY):
         return _evaluate(e.args[0], env)  # a hint: the value of its argument
     op = _BINARY.get(type(e))
     if op is None:
