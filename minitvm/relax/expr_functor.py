@@ -42,6 +42,7 @@ from .expr import (
     Var,
     VarBinding,
 )
+from .functor import dispatch
 
 # node class → hook name; DataflowVar before Var and DataflowBlock before BindingBlock because
 # lookup walks the class's MRO.
@@ -67,10 +68,7 @@ _BLOCK_HOOKS = {DataflowBlock: "visit_dataflow_block_", BindingBlock: "visit_bin
 
 
 def _hook(table: dict[type, str], node: Any) -> str:
-    for cls in type(node).__mro__:
-        if cls in table:
-            return table[cls]
-    raise MiniTVMError(f"no visitor hook for a {type(node).__name__}; expected a relax expression")
+    return dispatch(table, node)  # one dispatch for every relax visitor (functor.py)
 
 
 class PyExprVisitor:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..error import MiniTVMError
 from ..ir.module import GlobalVar
 from .expr import (
     Binding,
@@ -25,6 +26,38 @@ from .expr import (
     Var,
     VarBinding,
 )
+
+
+def dispatch(table: dict[type, str], node: Any, default: str | None = None) -> str:
+    """The method name `table` gives `node`'s class (the nearest base class listed), cached per
+    class; `default` for a class nothing in its MRO lists (None: an error naming the class).
+    The one dispatch of relax's visitors (ExprVisitor/ExprMutator here, PyExprVisitor/
+    PyExprMutator in expr_functor.py), as tir's functor dispatches on its node classes."""
+    cls = type(node)
+    cache = _DISPATCH_CACHE.setdefault(id(table), {})
+    name = cache.get(cls)
+    if name is None:
+        name = next((table[c] for c in cls.__mro__ if c in table), default)
+        if name is None:
+            raise MiniTVMError(
+                f"no visitor method for a {cls.__name__}; expected a relax expression"
+            )
+        cache[cls] = name
+    return name
+
+
+_DISPATCH_CACHE: dict[int, dict[type, str]] = {}
+
+_MUTATOR_HOOKS: dict[type, str] = {
+    Var: "visit_var",
+    Call: "visit_call",
+    Tuple: "visit_tuple",
+    TupleGetItem: "visit_tuple_getitem",
+    SeqExpr: "visit_seq",
+    If: "visit_if",
+    Function: "visit_function",
+}
+_VISITOR_HOOKS: dict[type, str] = {**_MUTATOR_HOOKS, GlobalVar: "visit_global_var"}
 
 
 class ExprMutator:
@@ -63,26 +96,27 @@ class ExprMutator:
 
     # ------------------------------------------------------------------ expressions
     def visit_expr(self, e: Any) -> Any:
-        if isinstance(e, Var):
-            return self.var_map.get(e, e)
-        if isinstance(e, Call):
-            return self.visit_call(e)
-        if isinstance(e, Tuple):
-            fields = tuple(self.visit_expr(f) for f in e.fields)
-            return e if all(a is b for a, b in zip(fields, e.fields)) else Tuple(fields)
-        if isinstance(e, TupleGetItem):
-            return e.replace(tuple_value=self.visit_expr(e.tuple_value))
-        if isinstance(e, SeqExpr):
-            return self.visit_seq(e)
-        if isinstance(e, If):
-            return e.replace(
-                cond=self.visit_expr(e.cond),
-                true_branch=self.visit_expr(e.true_branch),
-                false_branch=self.visit_expr(e.false_branch),
-            )
-        if isinstance(e, Function):
-            return self.visit_function(e)
-        return e  # leaves: Constant, ShapeExpr, PrimValue, ExternFunc, GlobalVar, Op
+        return getattr(self, dispatch(_MUTATOR_HOOKS, e, "visit_leaf"))(e)
+
+    def visit_var(self, v: Var) -> Any:
+        return self.var_map.get(v, v)
+
+    def visit_tuple(self, e: Tuple) -> Any:
+        fields = tuple(self.visit_expr(f) for f in e.fields)
+        return e if all(a is b for a, b in zip(fields, e.fields)) else Tuple(fields)
+
+    def visit_tuple_getitem(self, e: TupleGetItem) -> Any:
+        return e.replace(tuple_value=self.visit_expr(e.tuple_value))
+
+    def visit_if(self, e: If) -> Any:
+        return e.replace(
+            cond=self.visit_expr(e.cond),
+            true_branch=self.visit_expr(e.true_branch),
+            false_branch=self.visit_expr(e.false_branch),
+        )
+
+    def visit_leaf(self, e: Any) -> Any:
+        return e  # Constant, ShapeExpr, PrimValue, ExternFunc, GlobalVar, Op, StringImm
 
     def visit_call(self, call: Call) -> Expr:
         args = tuple(self.visit_expr(a) for a in call.args)
@@ -94,27 +128,30 @@ class ExprVisitor:
     """Walks a relax expression; override `visit_binding` / `visit_call` and call super()."""
 
     def visit_expr(self, e: Any) -> None:
-        if isinstance(e, Call):
-            self.visit_call(e)
-        elif isinstance(e, Tuple):
-            for f in e.fields:
-                self.visit_expr(f)
-        elif isinstance(e, TupleGetItem):
-            self.visit_expr(e.tuple_value)
-        elif isinstance(e, SeqExpr):
-            for block in e.blocks:
-                for b in block.bindings:
-                    self.visit_binding(b)
-            self.visit_expr(e.body)
-        elif isinstance(e, If):
-            for x in (e.cond, e.true_branch, e.false_branch):
-                self.visit_expr(x)
-        elif isinstance(e, Function):
-            self.visit_expr(e.body)
-        elif isinstance(e, Var):
-            self.visit_var(e)
-        elif isinstance(e, GlobalVar):
-            self.visit_global_var(e)
+        getattr(self, dispatch(_VISITOR_HOOKS, e, "visit_leaf"))(e)
+
+    def visit_tuple(self, e: Tuple) -> None:
+        for f in e.fields:
+            self.visit_expr(f)
+
+    def visit_tuple_getitem(self, e: TupleGetItem) -> None:
+        self.visit_expr(e.tuple_value)
+
+    def visit_seq(self, e: SeqExpr) -> None:
+        for block in e.blocks:
+            for b in block.bindings:
+                self.visit_binding(b)
+        self.visit_expr(e.body)
+
+    def visit_if(self, e: If) -> None:
+        for x in (e.cond, e.true_branch, e.false_branch):
+            self.visit_expr(x)
+
+    def visit_function(self, e: Function) -> None:
+        self.visit_expr(e.body)
+
+    def visit_leaf(self, e: Any) -> None:
+        pass
 
     def visit_binding(self, b: Binding) -> None:
         self.visit_expr(b.value)
