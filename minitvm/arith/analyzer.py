@@ -37,6 +37,7 @@ from ..tir.names import IF_THEN_ELSE, LIKELY, is_call
 from .bound import NEG_INF, POS_INF, ConstBoundCalc, ConstIntBound
 from .canonical import Canonical, Poly, is_index_dtype
 from .int_set import IntervalSet, IntSetCalc
+from .mod_bounds import prove_with_mod_bounds
 from .modular_set import ModularSet, modular_set
 from .rewrite import rewrite_node
 
@@ -210,7 +211,15 @@ class Analyzer:
             out = self.simplify(cond)
             if isinstance(out, IntImm):
                 return out.value != 0
-            return self._known_literal(out) is True
+            if self._known_literal(out) is True:
+                return True
+            if getattr(self, "_in_mod_bounds", False):
+                return False
+            self._in_mod_bounds = True  # one level: the divisors' own proofs do not recurse
+            try:
+                return prove_with_mod_bounds(self, out)
+            finally:
+                self._in_mod_bounds = False
 
     def can_prove_equal(self, a: PrimExpr | int, b: PrimExpr | int) -> bool:
         """True when `a == b` holds for every value of the bound variables."""
