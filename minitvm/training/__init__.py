@@ -8,7 +8,8 @@ relax VM. `train(..., checkpoint=PATH, resume=PATH)` saves and resumes parameter
 state as `.npz` (or `.safetensors`), never pickle.
 
 Modules: layers.py (layers, models), data.py (data sets), program.py (the compiled step),
-loop.py (the loop, checkpoints, plots). `minitvm.train` and `minitvm.cli.training` are this
+loop.py (the loop, checkpoints, plots), torch_trainer.py (`TorchTrainer`: train a torch
+nn.Module through torch.export, one compiled program per step). `minitvm.train` and `minitvm.cli.training` are this
 module under its older names.
 
 >>> data = load_dataset("digits"); layers = build_model("mlp", data.image_shape)
@@ -50,6 +51,7 @@ from .loop import (
     train,
 )
 from .program import OPTIMIZERS, TrainingProgram, evaluate
+from .torch_trainer import TorchTrainer, make_optimizer
 
 __all__ = [
     "CHECKPOINT_KIND",
@@ -68,6 +70,7 @@ __all__ = [
     "MaxPool2d",
     "ProgressBar",
     "Relu",
+    "TorchTrainer",
     "TrainConfig",
     "TrainError",
     "TrainResult",
@@ -81,6 +84,7 @@ __all__ = [
     "load_checkpoint",
     "load_dataset",
     "load_training_checkpoint",
+    "make_optimizer",
     "param_names",
     "plot_curves",
     "save_checkpoint",

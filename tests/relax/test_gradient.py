@@ -195,6 +195,37 @@ CASES: dict[str, list] = {
         (lambda x, y: R.nn.cross_entropy_with_logits(x, y), [normal(3, 4), normal(3, 4)]),
         (lambda x, y: R.nn.cross_entropy_with_logits(x, y), [normal(5), normal(5)]),
     ],
+    # rules for ops the importers emit (also checked against torch in tests/test_grad_table.py)
+    "relax.nn.silu": [(R.nn.silu, [normal(3, 4)])],
+    "relax.nn.gelu_tanh": [(R.nn.gelu_tanh, [normal(3, 4)])],
+    "relax.nn.leakyrelu": [(lambda x: R.nn.leakyrelu(x, 0.1), [away_from_zero(3, 4)])],
+    "relax.nn.softplus": [(lambda x: R.nn.softplus(x, 2.0, 1.0), [away_from_zero(3, 4)])],
+    "relax.clip": [(lambda x: R.clip(x, -0.5, 0.7), [away_from_zero(3, 4)])],
+    "relax.where": [
+        (
+            lambda c, a, b: R.where(c, a, b),
+            [lambda rng: rng.random((3, 4)) < 0.5, normal(3, 1), normal(4)],
+            {"require": [1, 2]},
+        )
+    ],
+    "relax.ewise_fma": [(R.ewise_fma, [normal(3, 4), normal(3, 4), normal(3, 4)])],
+    "relax.cumsum": [
+        (lambda x: R.cumsum(x, 1, exclusive=True), [normal(3, 4)]),
+        (lambda x: R.cumsum(x), [normal(2, 3)]),
+    ],
+    "relax.nn.pad": [(lambda x: R.nn.pad(x, [1, 0, 0, 2]), [normal(3, 4)])],
+    "relax.square": [(R.square, [normal(3, 4)])],
+    "relax.rsqrt": [(R.rsqrt, [positive(3, 4)])],
+    "relax.sin": [(R.sin, [normal(3, 4)])],
+    "relax.cos": [(R.cos, [normal(3, 4)])],
+    "relax.squeeze": [(lambda x: R.squeeze(x, [1]), [normal(3, 1, 4)])],
+    "relax.broadcast_to": [(lambda x: R.broadcast_to(x, (2, 3, 4)), [normal(3, 1)])],
+    "relax.flip": [(lambda x: R.flip(x, 0), [normal(3, 4)])],
+    "relax.nn.dropout": [(lambda x: R.nn.dropout(x, 0.5), [normal(3, 4)])],
+    "relax.floor": [(R.floor, [lambda rng: rng.uniform(0.1, 0.9, (3, 4)) + 2.0])],
+    "relax.ceil": [(R.ceil, [lambda rng: rng.uniform(0.1, 0.9, (3, 4)) - 2.0])],
+    "relax.round": [(R.round, [lambda rng: rng.uniform(0.1, 0.4, (3, 4)) + 1.0])],
+    "relax.sign": [(R.sign, [away_from_zero(3, 4)])],
     "relax.nn.adaptive_avg_pool2d": [
         (lambda x: R.nn.adaptive_avg_pool2d(x), [normal(1, 2, 3, 3)]),
         (lambda x: R.nn.adaptive_avg_pool2d(x, (2, 3)), [normal(1, 2, 4, 6)]),
@@ -256,6 +287,10 @@ def test_grad_rule_finite_differences(name, case):
 
 
 VM_CASES = [
+    "relax.cumsum",
+    "relax.nn.pad",
+    "relax.where",
+    "relax.nn.softplus",
     "relax.add",
     "relax.matmul",
     "relax.nn.softmax",

@@ -172,11 +172,9 @@ def _mean(var, call, g, bb):
     keep, axes = _keepdims_shape(call)
     xs = shape_of(x)
     counts = [const_int(xs[a]) for a in axes]
-    if any(c is None for c in counts):
-        raise MiniTVMError(
-            f"relax.Gradient: mean over the symbolic dims of {fmt_shape(xs)} is not supported; "
-            "use relax.op.sum and divide by the count"
-        )
+    if any(c is None for c in counts):  # the count is only known at run time: sum ones
+        count = statistical.sum(ones_like(x), list(axes), keepdims=True)
+        return [broadcast_to(E.divide(manipulate.reshape(g, keep), count), x)]
     scale = 1.0 / float(np.prod(counts)) if counts else 1.0
     return [broadcast_to(manipulate.reshape(E.multiply(g, scale), keep), x)]
 
@@ -524,6 +522,119 @@ def _adaptive_avg_pool2d(var, call, g, bb):
     return [avg_pool2d_grad(g, x, **attrs)]
 
 
+# ----------------------------------------------------------------------------- more rules
+
+
+def _silu(y, x, g):
+    s = E.sigmoid(x)
+    return E.multiply(g, E.multiply(s, E.add(E.multiply(x, E.subtract(1.0, s)), 1.0)))
+
+
+def _gelu_tanh(y, x, g):
+    """d/dx 0.5 x (1 + tanh(u)), u = c (x + k x^3): 0.5 (1 + t) + 0.5 x (1 - t^2) c (1 + 3k x^2)."""
+    c, k = math.sqrt(2.0 / math.pi), 0.044715
+    x2 = E.multiply(x, x)
+    t = E.tanh(E.multiply(E.multiply(x, E.add(E.multiply(x2, k), 1.0)), c))
+    du = E.multiply(E.add(E.multiply(x2, 3.0 * k), 1.0), c)
+    dt = E.multiply(E.multiply(x, E.subtract(1.0, E.multiply(t, t))), du)
+    return E.multiply(g, E.multiply(E.add(E.add(t, 1.0), dt), 0.5))
+
+
+def _leakyrelu(var, call, g, bb):
+    x = call.args[0]
+    neg = E.less_equal(x, const(0, dtype_of(x)))  # torch: the slope applies at x <= 0
+    return [E.where(neg, E.multiply(g, call.attrs["alpha"]), g)]
+
+
+def _softplus(var, call, g, bb):
+    """sigmoid(beta x) below the threshold, 1 above it (where softplus is the identity)."""
+    x, beta = call.args[0], call.attrs["beta"]
+    bx = bb.emit(E.multiply(x, beta))
+    linear = E.greater(bx, const(call.attrs["threshold"], dtype_of(x)))
+    return [E.where(linear, g, E.multiply(g, E.sigmoid(bx)))]
+
+
+def _clip(var, call, g, bb):
+    """g where min <= x <= max (torch's clamp: the bounds themselves pass the gradient)."""
+    x = call.args[0]
+    dt = dtype_of(x)
+    inside = elementwise.logical_and(
+        E.greater_equal(x, const(call.attrs["min"], dt)),
+        E.less_equal(x, const(call.attrs["max"], dt)),
+    )
+    return [E.where(inside, g, const(0, dtype_of(g)))]
+
+
+def _where(var, call, g, bb):
+    cond, a, b = call.args
+    zero = const(0, dtype_of(g))
+    return [None, _reduce_to(E.where(cond, g, zero), a), _reduce_to(E.where(cond, zero, g), b)]
+
+
+def _fma(var, call, g, bb):
+    a, b, c = call.args
+    return [_reduce_to(E.multiply(g, b), a), _reduce_to(E.multiply(g, a), b), _reduce_to(g, c)]
+
+
+def _cumsum(var, call, g, bb):
+    """The reverse cumulative sum of g (exclusive stays exclusive); axis None runs on the
+    flattened tensor."""
+    x = call.args[0]
+    if not x.struct_info.dtype.is_float:
+        return [None]
+    axis, exclusive = call.attrs["axis"], call.attrs["exclusive"]
+    flat = g if axis is not None else manipulate.reshape(g, (-1,))
+    ax = 0 if axis is None else axis
+    back = manipulate.flip(
+        statistical.cumsum(manipulate.flip(flat, ax), ax, exclusive=exclusive), ax
+    )
+    return [back if axis is not None else manipulate.reshape(back, shape_of(x))]
+
+
+def _pad(var, call, g, bb):
+    a = call.attrs
+    if a["pad_mode"] != "constant":
+        raise MiniTVMError(
+            f"relax.Gradient: nn.pad with pad_mode={a['pad_mode']!r} has no gradient rule "
+            "(constant padding only)"
+        )
+    xs = shape_of(call.args[0])
+    widths = a["pad_width"]
+    axes = [k for k in range(len(xs)) if widths[2 * k] or widths[2 * k + 1]]
+    begin = [widths[2 * k] for k in axes]
+    end = [widths[2 * k] + xs[k] for k in axes]
+    return [manipulate.strided_slice(g, axes, begin, end) if axes else g]
+
+
+def _zero_grad(var, call, g, bb):
+    """Piecewise-constant ops (floor, round, sign, ...): zero almost everywhere, as in torch."""
+    return [zeros_like(call.args[0])]
+
+
+MORE_RULES: dict[str, Callable[..., list]] = {
+    "relax.nn.silu": _unary(_silu),
+    "relax.nn.gelu_tanh": _unary(_gelu_tanh),
+    "relax.nn.leakyrelu": _leakyrelu,
+    "relax.nn.softplus": _softplus,
+    "relax.clip": _clip,
+    "relax.where": _where,
+    "relax.ewise_fma": _fma,
+    "relax.cumsum": _cumsum,
+    "relax.nn.pad": _pad,
+    "relax.square": _unary(lambda y, x, g: E.multiply(g, E.multiply(x, 2.0))),
+    "relax.rsqrt": _unary(lambda y, x, g: E.multiply(g, E.multiply(E.divide(y, x), -0.5))),
+    "relax.sin": _unary(lambda y, x, g: E.multiply(g, E.cos(x))),
+    "relax.cos": _unary(lambda y, x, g: E.negative(E.multiply(g, E.sin(x)))),
+    "relax.squeeze": _reshape_back,
+    "relax.broadcast_to": lambda var, call, g, bb: [_reduce_to(g, call.args[0]), None],
+    "relax.flip": lambda var, call, g, bb: [manipulate.flip(g, call.attrs["axis"])],
+    "relax.nn.dropout": lambda var, call, g, bb: [  # TVM's dropout: the identity (inference)
+        TupleGetItem(g, 0) if not isinstance(g, Tuple) else g.fields[0]
+    ],
+    **{f"relax.{name}": _zero_grad for name in ("floor", "ceil", "round", "sign")},
+}
+
+
 GRAD_RULES: dict[str, Callable[..., list]] = {
     "relax.add": _binary(lambda v, c, g, bb, a, b: (g, g)),
     "relax.subtract": _binary(lambda v, c, g, bb, a, b: (g, E.negative(g))),
@@ -577,6 +688,7 @@ GRAD_RULES: dict[str, Callable[..., list]] = {
     "relax.nn.adaptive_avg_pool2d": _adaptive_avg_pool2d,
     "relax.nn.nll_loss": _nll_loss,
     "relax.nn.cross_entropy_with_logits": _cross_entropy_with_logits,
+    **MORE_RULES,
 }
 
 
@@ -592,8 +704,64 @@ def _install() -> None:
 
 _install()
 
+
+def _reasons(groups: dict[str, str]) -> dict[str, str]:
+    """{"op op ...": reason} -> {"relax.op": reason}."""
+    return {f"relax.{op}": why for ops, why in groups.items() for op in ops.split()}
+
+
+# ops with no gradient by nature (the docs' table and tests/test_grad_table.py read these)
+NOT_DIFFERENTIABLE: dict[str, str] = _reasons(
+    {
+        "bitwise_and bitwise_or bitwise_xor bitwise_not left_shift right_shift": "integer op",
+        "logical_and logical_or logical_xor logical_not": "boolean op",
+        "equal not_equal less less_equal greater greater_equal": "comparison (boolean result)",
+        "isfinite isinf isnan": "predicate (boolean result)",
+        "argmax argmin": "integer indices result",
+        "floor_divide": "piecewise constant (integer-valued quotient)",
+        "full zeros ones arange": "creation op: the result depends on shapes and scalars only",
+        "reinterpret": "bit cast",
+        "sparse_reshape": "shape computation on integer indices",
+        "call_tir call_dps_packed": "opaque kernel call: differentiate the graph before legalizing",
+    }
+)
+
+# differentiable ops that have no rule yet: relax.Gradient refuses them with a clear error
+NO_GRAD_RULE: dict[str, str] = _reasons(
+    {
+        "tan sinh cosh asin acos atan trunc": "no rule yet (rare in imported models)",
+        "mod floor_mod cumprod variance std": "no rule yet",
+        "tile repeat einsum gather_elements": "no rule yet (gather/scatter shape op)",
+        "nn.conv1d nn.max_pool1d nn.avg_pool1d nn.adaptive_avg_pool1d": "no rule yet: 1-D "
+        "variants (reshape to 2-D to train)",
+        "nn.conv2d_transpose nn.group_norm nn.attention image.resize2d": "no rule yet",
+        "layout_transform": "no rule yet: differentiate before converting layouts",
+        "nn.conv2d_backward_data nn.conv2d_backward_weight nn.max_pool2d_grad nn.avg_pool2d_grad "
+        "take_backward grad.nll_loss_backward": "backward op: no second-order rule yet",
+    }
+)
+
+
+def gradient_table() -> list[tuple[str, str]]:
+    """(op, status) for every op of the op table: "gradient", or "not differentiable: why",
+    or "no rule: why" (docs/training.md prints it; tests keep the two in step)."""
+    rows = []
+    for name in sorted(OP_TABLE):
+        if OP_TABLE[name].grad is not None:
+            rows.append((name, "gradient"))
+        elif name in NOT_DIFFERENTIABLE:
+            rows.append((name, f"not differentiable: {NOT_DIFFERENTIABLE[name]}"))
+        elif name in NO_GRAD_RULE:
+            rows.append((name, f"no rule: {NO_GRAD_RULE[name]}"))
+        else:
+            rows.append((name, "unclassified"))
+    return rows
+
+
 __all__ = [
     "GRAD_RULES",
+    "NOT_DIFFERENTIABLE",
+    "NO_GRAD_RULE",
     "avg_pool2d_grad",
     "broadcast_like",
     "broadcast_to",
@@ -601,6 +769,7 @@ __all__ = [
     "conv2d_backward_data",
     "conv2d_backward_weight",
     "erf",
+    "gradient_table",
     "max_pool2d_grad",
     "nll_loss_backward",
     "ones_like",
