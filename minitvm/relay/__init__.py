@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from .. import _lazy
 from ..ir.module import GlobalVar, IRModule
+from ..ir.transform import PassContext as build_config  # the classic spelling, same class
 from . import expr_functor, op
 from .any_dim import Any  # noqa: F401 (relay.Any)
 from .expr import (
@@ -24,7 +25,8 @@ from .expr import (
     var,
 )
 from .expr_functor import ExprFunctor, ExprMutator, ExprVisitor
-from .op import nn
+from .op import image, nn
+from .op.indexing import arange, gather, sparse_reshape
 from .op.tensor import *
 from .ty import FuncType, TensorType, TupleType, Type, scalar_type
 
@@ -75,13 +77,18 @@ __all__ = [
     "TupleWrapper",
     "Type",
     "Var",
+    "arange",
     "bind",
+    "build_config",
     "const",
     "expr_functor",
+    "gather",
+    "image",
     "nn",
     "op",
     "printer",
     "scalar_type",
+    "sparse_reshape",
     "var",
 ]
 __all__ += op.tensor.__all__

@@ -4,8 +4,9 @@ They follow one rule: injective stages that are not outputs are inlined; every o
 fuses its spatial loops and splits them over `blockIdx.x` x `threadIdx.x`, keeping its
 reduction loops serial inside one thread. A reduction with no spatial loop (a full sum) is
 rfactored so that each thread reduces a slice and one combining stage adds the partials.
-`tvm.lower` shows the bound loops; building for "cuda" is a TargetError in this build
-(there is no CUDA runtime), as is building a thread-bound loop for the CPU.
+`tvm.lower` shows the bound loops; the schedules build for "opencl" (PoCL runs them on the
+CPU) and "cuda" (PTX; running it needs the CUDA driver). Building a thread-bound loop for the
+CPU is a TargetError.
 """
 
 from __future__ import annotations
@@ -55,6 +56,14 @@ def _schedule_all_reduce(s: Any, tensor: Any) -> None:
     partial = s.rfactor(tensor, ki)
     partial = partial[0] if isinstance(partial, list) else partial
     s[partial].bind(s[partial].op.axis[0], te.thread_axis("threadIdx.x"))
+    # the combining stage has no loop of its own: a unit loop gives it a one-thread kernel
+    _bind_single_thread(s[tensor])
+
+
+def _bind_single_thread(stage: Any) -> None:
+    """Run a stage without spatial loops (a scalar) as one block of one thread."""
+    unit = stage.fuse()
+    stage.bind(unit, te.thread_axis("blockIdx.x"))
 
 
 def _schedule(outs: Any) -> Any:
@@ -71,6 +80,8 @@ def _schedule(outs: Any) -> Any:
             _bind_spatial(s[op], spatial)
         elif reduces:
             _schedule_all_reduce(s, op.output(0))
+        else:  # a scalar output stage
+            _bind_single_thread(s[op])
     return s
 
 

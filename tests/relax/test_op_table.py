@@ -152,6 +152,21 @@ CASES: dict[str, Case] = {
     ),
     "strided_slice_neg": Case(lambda x: op.strided_slice(x, [1], [-1], [0], [-2]), [("n", 7)]),
     "take": Case(lambda x, i: op.take(x, i, axis=0), [(5, "n"), ("int32", (4,))]),
+    # indices wrapped into the axis (out-of-range ones are a run-time error, tested elsewhere)
+    "gather_elements": Case(
+        lambda x, i: op.gather_elements(x, op.floor_mod(i, relax.const(5, "int32")), axis=0),
+        [(5, "n"), ("int32", (3, "n"))],
+    ),
+    "arange": Case(lambda x: op.add(x, op.arange(0, 4, 1, "float32")), [("n", 4)]),
+    "sparse_reshape": Case(
+        lambda x: op.sparse_reshape(
+            relax.const(np.array([[0, 1], [1, 5], [1, 2]], "int64")),
+            relax.const(np.array([2, 6], "int64")),
+            relax.const(np.array([3, -1], "int64")),
+        ),
+        [(2,)],
+        symbolic=False,
+    ),
     "take_axis1": Case(lambda x, i: op.take(x, i, axis=1), [("n", 5), ("int32", (2, 2))]),
     "layout_transform": Case(
         lambda x: op.layout_transform(x, layout_index_map("NCHW", "NCHW4c")), [("n", 8, 3, 2)]

@@ -164,3 +164,7 @@ from . import grad
 from .grad import erf
 
 __all__ += ["grad"]
+
+from .indexing import arange, gather_elements, sparse_reshape
+
+__all__ += ["arange", "gather_elements", "sparse_reshape"]

@@ -522,3 +522,14 @@ def conv2d_transpose(
         "out_dtype": out_dtype or "",
     }
     return call("nn.conv2d_transpose", (data, weight), attrs)
+
+
+def deformable_conv2d(data: Expr, offset: Expr, weight: Expr, *args: Any, **kwargs: Any) -> Expr:
+    """Refused: minitvm has no deformable convolution kernel yet (OpNotImplemented)."""
+    from ...error import OpNotImplemented
+
+    raise OpNotImplemented(
+        "relay.nn.deformable_conv2d is not implemented in minitvm (there is no deformable "
+        "convolution kernel in topi); express the sampling with relay.image.resize2d / "
+        "relay.gather and nn.conv2d, or run the model in TVM"
+    )

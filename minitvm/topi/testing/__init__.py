@@ -14,6 +14,7 @@ from ... import te
 from ...error import ArgumentError
 from ...target import Target
 from .. import nn, reference
+from .resize_python import resize1d_python, resize2d_python, resize3d_python
 
 
 def _pad_tuple(padding: Any, kernel: tuple[int, int]) -> tuple[int, int, int, int]:
@@ -104,4 +105,7 @@ __all__ = [
     "get_elemwise_schedule",
     "get_injective_schedule",
     "get_reduce_schedule",
+    "resize1d_python",
+    "resize2d_python",
+    "resize3d_python",
 ]
