@@ -312,8 +312,8 @@ def test_unknown_function_and_missing_packed_function():
 
 
 def test_unlegalized_op_and_bad_exec_mode_are_build_errors():
-    with pytest.raises(BuildError, match="exec_mode 'compiled' is not supported"):
-        build(_batched_mlp(), exec_mode="compiled")
+    with pytest.raises(BuildError, match="exec_mode 'jit' is not one of TVM's modes"):
+        build(_batched_mlp(), exec_mode="jit")
     no_legalize = tvm.transform.PassContext(disabled_pass=["LegalizeOps"])
     unlegalized = r"cannot run relax\.matmul directly; lower high-level ops"
     with no_legalize, pytest.raises(BuildError, match=unlegalized):
@@ -376,3 +376,21 @@ def test_call_tir_with_tir_vars_passes_scalars():
     for size in (3, 5, 3):
         xs = np.arange(size, dtype="float32")
         np.testing.assert_allclose(vm["main"](xs).numpy(), 2 * xs + 2 * size)
+
+
+def test_compiled_exec_mode_is_the_bytecode_executable():
+    """TVM's exec_mode="compiled" is accepted and runs the same program (numpy is the oracle)."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((3, 4)).astype("float32")
+    bb = relax.BlockBuilder()
+    xv = relax.Var("x", relax.TensorStructInfo((3, 4), "float32"))
+    with bb.function("main", [xv]):
+        with bb.dataflow():
+            out = bb.emit_output(relax.op.multiply(relax.op.add(xv, xv), xv))
+        bb.emit_func_output(out)
+    results = []
+    for mode in ("bytecode", "compiled"):
+        vm = relax.VirtualMachine(build(bb.get(), exec_mode=mode), tvm.cpu())
+        results.append(vm["main"](x).numpy())
+    np.testing.assert_allclose(results[1], (x + x) * x, rtol=1e-6)
+    np.testing.assert_array_equal(results[0], results[1])
