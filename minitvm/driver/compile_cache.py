@@ -119,14 +119,15 @@ def source_digest() -> str:
     global _source_digest
     if _source_digest is None:
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        skip = len(root) + 1  # os.walk's paths start with root + "/": that prefix is dropped
         h = hashlib.sha256()
         for folder, dirs, files in os.walk(root):
-            dirs.sort()
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__")  # bytecode only
             for name in sorted(files):
                 if name.endswith(".py"):
                     path = os.path.join(folder, name)
-                    h.update(os.path.relpath(path, root).encode() + b"\0")
-                    with open(path, "rb") as f:
+                    h.update(path[skip:].encode() + b"\0")
+                    with open(path, "rb", buffering=0) as f:
                         h.update(hashlib.sha256(f.read()).digest())
         _source_digest = h.hexdigest()
     return _source_digest

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import contextvars
+import functools
 import inspect
 import json
 import keyword
@@ -306,8 +307,13 @@ def _op_function(qualified: str) -> Any:
 def _op_defaults(qualified: str) -> dict[str, Any] | None:
     """{keyword parameter: default} of an op's Python function (None: not introspectable)."""
     fn = _op_function(qualified)
-    if fn is None:
-        return None
+    return None if fn is None else _signature_defaults(fn)
+
+
+@functools.lru_cache(maxsize=1024)
+def _signature_defaults(fn: Callable) -> dict[str, Any] | None:
+    """`_op_defaults` of one function object (inspect.signature dominated printing a model);
+    callers only read the dict."""
     try:
         params = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):
@@ -367,12 +373,13 @@ def _literal(x: Any) -> str:
 
 
 def _const_text(c: Constant) -> str:
-    a = c.data.numpy()
-    if _inlinable(a):
-        return f'R.const({_literal(a.tolist())}, "{a.dtype}")'
     table = _META.get()
-    if table is None:
-        return f"R.const(<array of shape {a.shape} {a.dtype}>)"
+    if math.prod(c.data.shape) <= INLINE_CONST_LIMIT or _SHOW_META.get() or table is None:
+        a = c.data.numpy()  # a large constant is neither copied nor scanned to be referenced
+        if _inlinable(a):
+            return f'R.const({_literal(a.tolist())}, "{a.dtype}")'
+        if table is None:
+            return f"R.const(<array of shape {a.shape} {a.dtype}>)"
     index = next((i for i, known in enumerate(table) if known is c), None)
     if index is None:
         index = len(table)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import importlib
 import json
 import os
 import re
 import stat
 import statistics
+import struct
 import time
 import zipfile
 from collections.abc import Callable
@@ -15,6 +18,7 @@ from dataclasses import dataclass
 from importlib import metadata
 
 import llvmlite.binding as llvm
+import numpy as np
 
 from .._lazy import LOADER_MODULES
 from ..error import ArgumentError, BuildError, MiniTVMError, RuntimeError_
@@ -38,6 +42,10 @@ _FORMAT_VERSION = 2  # 2: checksums of every member in meta.json; 1 had none
 _OBJECT, _META, _LLVM_IR = "object.o", "meta.json", "module.ll"
 _MAX_MEMBER_BYTES = 1 << 31  # what a member may claim to inflate to (zip bombs)
 _MAX_JSON_BYTES = 1 << 26
+_READ_CHUNK = 1 << 20  # members are read and hashed this much at a time (fits in L2)
+_PREALLOC_BYTES = 1 << 26  # a member's buffer starts at most this big, then grows
+_LOCAL_HEADER = struct.Struct("<4s2B4HL2L2H")  # a zip member's local file header
+_ZIP_SPECIAL_FLAGS = 0x1 | 0x20 | 0x40  # encrypted, patched data, strong encryption
 MAX_FILE_BYTES = 1 << 34  # 16 GiB: the largest export load_module opens
 _MAX_MEMBERS = 1 << 16
 # a member name: relative, up to 4 '/'-separated parts, each starting with a letter, digit or
@@ -357,7 +365,18 @@ def register_loader(kind: str, loader) -> None:
 
 def read_member(path: str, zf: zipfile.ZipFile, name: str) -> bytes:
     """The bytes of member `name`, size-limited; RuntimeError_ naming the file when it is
-    missing or damaged. (Checksums were verified by load_module before any loader runs.)"""
+    missing or damaged. Once meta.json is validated (`zf.minitvm_checksums` set) the bytes are
+    hashed while they are read and returned only when they match their sha256."""
+    return read_member_buffer(path, zf, name).tobytes()
+
+
+def read_member_buffer(path: str, zf: zipfile.ZipFile, name: str) -> np.ndarray:
+    """`read_member`'s bytes as a fresh, writable uint8 array the caller owns (no copy is made:
+    a loader may keep views of it, e.g. constants over their .npy bytes). A member that
+    `_check_checksums` already read and verified is handed over, not read again."""
+    verified = getattr(zf, "minitvm_verified", None)
+    if verified is not None and name in verified:
+        return verified.pop(name)
     try:
         entry = zf.getinfo(name)
     except KeyError:
@@ -371,9 +390,10 @@ def read_member(path: str, zf: zipfile.ZipFile, name: str) -> bytes:
             f"load_module('{path}'): {name} claims {entry.file_size} bytes, more than "
             f"{limit}; the file is damaged"
         )
+    checksums = getattr(zf, "minitvm_checksums", None)  # set once meta.json is validated
+    expected = None if checksums is None or name == _META else checksums.get(name, "")
     try:
-        with zf.open(entry) as f:
-            data = f.read(entry.file_size + 1)  # never more than it declares, plus one
+        data, digest = _read_hashing(zf, entry, hash_it=expected is not None)
     except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ValueError) as err:
         raise RuntimeError_(f"load_module('{path}'): {name} is damaged ({err})") from err
     except (NotImplementedError, RuntimeError) as err:  # unknown compression, encryption
@@ -384,13 +404,77 @@ def read_member(path: str, zf: zipfile.ZipFile, name: str) -> bytes:
             f"{'more' if len(data) > entry.file_size else len(data)}; the file is damaged or "
             "was tampered with"
         )
-    checksums = getattr(zf, "minitvm_checksums", None)  # set once meta.json is validated
-    if checksums is not None and name != _META and sha256(data) != checksums.get(name):
+    if expected is not None and digest != expected:
         raise RuntimeError_(
             f"load_module('{path}'): {name} does not match its sha256 in {_META} "
             "(truncated, corrupted or replaced); export the module again"
         )
     return data
+
+
+def _read_hashing(zf: zipfile.ZipFile, entry: zipfile.ZipInfo, hash_it: bool):
+    """(the member's bytes as a uint8 array, their sha256 or None), read in chunks into one
+    buffer, each chunk hashed while it is in cache. Never more than the declared size plus one
+    byte is read, and the buffer grows with what arrives (a forged size claim costs nothing)."""
+    cap = entry.file_size + 1
+    raw = _raw_offset(zf, entry)
+    if raw is not None:  # a stored member's data ends where its stored size says
+        cap = min(cap, entry.compress_size)
+    data = np.empty(min(cap, _PREALLOC_BYTES), np.uint8)
+    h = hashlib.sha256() if hash_it else None
+    pos = 0
+    with contextlib.ExitStack() as stack:
+        if raw is None:
+            f = stack.enter_context(zf.open(entry))
+        while True:
+            if pos == len(data):
+                if pos >= cap:
+                    break
+                grown = np.empty(min(2 * pos, cap), np.uint8)
+                grown[:pos] = data
+                data = grown
+            with memoryview(data) as view:
+                chunk = view[pos : pos + _READ_CHUNK]
+                n = f.readinto(chunk) if raw is None else os.preadv(raw[0], [chunk], raw[1] + pos)
+                if h is not None and n:
+                    h.update(view[pos : pos + n])
+                chunk.release()
+            if not n:
+                break
+            pos += n
+    return data[:pos], None if h is None else h.hexdigest()
+
+
+def _raw_offset(zf: zipfile.ZipFile, entry: zipfile.ZipInfo) -> tuple[int, int] | None:
+    """(file descriptor, offset of the data) of a stored, unencrypted member of a zip read from
+    a real file, so its bytes go straight into the caller's buffer (zipfile would copy them and
+    compute their CRC-32, which the sha256 checked after this read subsumes); None otherwise.
+    The local header is checked as zipfile.open checks it: signature, and the name agreeing
+    with the central directory's."""
+    if (
+        entry.compress_type != zipfile.ZIP_STORED
+        or entry.flag_bits & _ZIP_SPECIAL_FLAGS
+        or not entry.orig_filename.isascii()
+        or not hasattr(os, "preadv")
+    ):
+        return None
+    try:
+        fd = zf.fp.fileno()
+    except (AttributeError, OSError, ValueError):  # an in-memory zip, or a closed one
+        return None
+    head = os.pread(fd, _LOCAL_HEADER.size, entry.header_offset)
+    if len(head) != _LOCAL_HEADER.size:
+        raise zipfile.BadZipFile("truncated file header")
+    fields = _LOCAL_HEADER.unpack(head)
+    if fields[0] != b"PK\x03\x04":
+        raise zipfile.BadZipFile("bad magic number for file header")
+    start = entry.header_offset + _LOCAL_HEADER.size
+    name = os.pread(fd, fields[10], start)
+    if name != entry.orig_filename.encode():
+        raise zipfile.BadZipFile(
+            f"file name in directory {entry.orig_filename!r} and header {name!r} differ"
+        )
+    return fd, start + fields[10] + fields[11]
 
 
 def read_native_module(path: str, zf: zipfile.ZipFile, meta: dict) -> Module | None:
@@ -439,7 +523,6 @@ def load_module(path: str, fmt: str = ""):
         _check_members(path, zf)
         meta = _read_meta(path, zf)
         _check_checksums(path, zf, meta)
-        zf.minitvm_checksums = meta["checksums"]  # read_member re-checks what loaders read
         kind = meta["kind"]
         if kind != "module":
             if kind not in _LOADERS and kind in LOADER_MODULES:
@@ -579,7 +662,8 @@ def _read_meta(path: str, zf: zipfile.ZipFile) -> dict:
 
 
 def _check_checksums(path: str, zf: zipfile.ZipFile, meta: dict) -> None:
-    """Every member is listed in meta.json's checksums and matches it, and so does meta.json."""
+    """Every member is listed in meta.json's checksums and matches it, and so does meta.json.
+    The verified bytes stay on `zf` for `read_member`, which hands each over once."""
     checksums = meta["checksums"]
     names = [n for n in zf.namelist() if n != _META]
     unlisted = sorted(set(names) - set(checksums)) + (["meta.json"] * (_META not in checksums))
@@ -594,12 +678,9 @@ def _check_checksums(path: str, zf: zipfile.ZipFile, meta: dict) -> None:
             f"load_module('{path}'): {_META} does not match its checksum (fields were edited "
             "after export); it is damaged or was tampered with"
         )
-    for name in names:
-        if sha256(read_member(path, zf, name)) != checksums[name]:
-            raise RuntimeError_(
-                f"load_module('{path}'): {name} does not match its sha256 in {_META} "
-                "(truncated, corrupted or replaced); export the module again"
-            )
+    # each member is read once, hashed while it is read, and kept for the loader
+    zf.minitvm_checksums = checksums
+    zf.minitvm_verified = {name: read_member_buffer(path, zf, name) for name in names}
 
 
 def _symbol(info: dict) -> str:

@@ -422,10 +422,12 @@ def _check_scalar(where: str, s: _Scalar, x) -> None:
 class PackedFunc:
     """A compiled function: `f(*args)` checks the arguments, then runs native code.
 
-    `f.checker_source` shows the generated check; `f.info` is its FuncInfo.
+    `f.checker_source` shows the generated check; `f.info` is its FuncInfo. The FuncInfo is
+    planned (and refused when invalid) here; the checker is generated on first use, so loading
+    a module of many kernels does not compile a checker for each.
     """
 
-    __slots__ = ("_fast", "_keepalive", "_plan", "address", "checker_source", "info", "name")
+    __slots__ = ("_fast", "_keepalive", "_plan", "_source", "address", "info", "name")
 
     def __init__(self, info: dict, address: int, keepalive=None) -> None:
         self._plan = _plan(info)
@@ -433,8 +435,21 @@ class PackedFunc:
         self.info = info
         self.address = address
         self._keepalive = keepalive  # the engine that owns the code
-        self.checker_source = _generate(self._plan)
-        self._fast = _build_fast(self._plan, self.checker_source, _NATIVE(address), self._failed)
+        self._source = None
+        self._fast = self._first_call
+
+    @property
+    def checker_source(self) -> str:
+        """The generated Python source of this function's argument check."""
+        if self._source is None:
+            self._source = _generate(self._plan)
+        return self._source
+
+    def _first_call(self, *args) -> None:
+        # concurrent first calls may each build a checker: they are equal, either one serves
+        fast = _build_fast(self._plan, self.checker_source, _NATIVE(self.address), self._failed)
+        self._fast = fast
+        fast(*args)
 
     def _failed(self, rc: int) -> None:
         errors = self._plan.errors

@@ -165,7 +165,8 @@ def _load(path: str, zf: zipfile.ZipFile, meta: dict) -> Executable:
     except (ValueError, RecursionError) as err:
         raise RuntimeError_(f"{where}: the file's VM program is damaged ({err})") from err
     constants = [
-        _read_npy(where, name, _rt_module.read_member(path, zf, name)) for name in const_names
+        _read_npy(where, name, _rt_module.read_member_buffer(path, zf, name))
+        for name in const_names
     ]
     verify_program(program, None, len(constants), where)  # before any kernel is loaded
     if _DEVICE_META in names:  # a GPU build: its kernels, checked by the GPU module's loader
@@ -181,29 +182,33 @@ _NPY_ERRORS = (ValueError, TypeError, KeyError, SyntaxError, tokenize.TokenError
                EOFError, OSError, MemoryError, UnicodeDecodeError)  # fmt: skip
 
 
+_NPY_HEADER_BYTES = 1 << 16  # numpy refuses headers over 10000 bytes
 _NPY_HEADERS = {
     (1, 0): np.lib.format.read_array_header_1_0,
     (2, 0): np.lib.format.read_array_header_2_0,
 }
 
 
-def _read_npy(where: str, name: str, data: bytes) -> np.ndarray:
+def _read_npy(where: str, name: str, data: bytearray) -> np.ndarray:
     """A constant from its .npy bytes: a numeric dtype, and exactly the bytes its header
-    declares (checked before numpy allocates the array)."""
-    f = io.BytesIO(data)
+    declares (checked before the array is made). The array is a view of `data` (no copy)."""
+    f = io.BytesIO(bytes(memoryview(data)[:_NPY_HEADER_BYTES]))
     try:
         version = np.lib.format.read_magic(f)
         read_header = _NPY_HEADERS.get(version)
         if read_header is None:
             raise ValueError(f".npy format version {version}")
-        shape, _, dtype = read_header(f)
-        nbytes = dtype.itemsize * math.prod(shape)
+        shape, fortran_order, dtype = read_header(f)
+        count = math.prod(shape)
         if dtype.kind not in "biuf" or dtype.fields is not None or dtype.subdtype is not None:
             raise ValueError(f"dtype {dtype} is not a tensor dtype")
-        if nbytes != len(data) - f.tell():
-            raise ValueError(f"its header declares {nbytes} bytes, it holds {len(data) - f.tell()}")
-        f.seek(0)
-        return np.load(f, allow_pickle=False)
+        if dtype.itemsize * count != len(data) - f.tell():
+            raise ValueError(
+                f"its header declares {dtype.itemsize * count} bytes, it holds "
+                f"{len(data) - f.tell()}"
+            )
+        flat = np.frombuffer(data, dtype=dtype, count=count, offset=f.tell())
+        return flat.reshape(shape, order="F" if fortran_order else "C")
     except _NPY_ERRORS as err:
         raise RuntimeError_(f"{where}: constant {name} is damaged ({err})") from err
 
