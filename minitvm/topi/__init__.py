@@ -150,3 +150,45 @@ __all__ = [
     "variance",
     "where",
 ]
+
+from . import math
+from .math import (
+    acos,
+    asin,
+    atan,
+    bitwise_and,
+    bitwise_not,
+    bitwise_or,
+    bitwise_xor,
+    cosh,
+    isfinite,
+    isinf,
+    isnan,
+    left_shift,
+    reinterpret,
+    right_shift,
+    sinh,
+    tan,
+    trunc,
+)
+
+__all__ += [
+    "acos",
+    "asin",
+    "atan",
+    "bitwise_and",
+    "bitwise_not",
+    "bitwise_or",
+    "bitwise_xor",
+    "cosh",
+    "isfinite",
+    "isinf",
+    "isnan",
+    "left_shift",
+    "math",
+    "reinterpret",
+    "right_shift",
+    "sinh",
+    "tan",
+    "trunc",
+]

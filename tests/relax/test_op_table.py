@@ -158,6 +158,32 @@ CASES: dict[str, Case] = {
         [(5, "n"), ("int32", (3, "n"))],
     ),
     "arange": Case(lambda x: op.add(x, op.arange(0, 4, 1, "float32")), [("n", 4)]),
+    # ONNX's elementwise math (relax/op/elementwise_math.py); asin/acos on tanh(x) in (-1, 1)
+    "tan": Case(lambda x: op.tan(x), [("n", 3)], rtol=1e-4, atol=1e-4),
+    "sinh": Case(lambda x: op.sinh(x), [("n", 3)], rtol=1e-5),
+    "cosh": Case(lambda x: op.cosh(x), [("n", 3)], rtol=1e-5),
+    "asin": Case(lambda x: op.asin(op.tanh(x)), [("n", 3)], rtol=1e-4, atol=1e-5),
+    "acos": Case(lambda x: op.acos(op.tanh(x)), [("n", 3)], rtol=1e-4, atol=1e-5),
+    "atan": Case(lambda x: op.atan(x), [("n", 3)]),
+    "trunc": Case(lambda x: op.trunc(op.multiply(x, relax.const(3.0, "float32"))), [("n", 3)]),
+    "isnan": Case(lambda x: op.isnan(op.log(x)), [("n", 3)]),
+    "isinf": Case(lambda x: op.isinf(op.divide(relax.const(1.0, "float32"), x)), [("n", 3)]),
+    "isfinite": Case(lambda x: op.isfinite(op.log(x)), [("n", 3)]),
+    "bitwise_not": Case(lambda i: op.bitwise_not(i), [("int32", ("n", 3))]),
+    "bitwise_and": Case(lambda a, b: op.bitwise_and(a, b), [("int32", ("n", 3)), ("int32", (3,))]),
+    "bitwise_or": Case(lambda a, b: op.bitwise_or(a, b), [("int32", ("n", 3)), ("int32", (3,))]),
+    "bitwise_xor": Case(lambda a, b: op.bitwise_xor(a, b), [("int32", ("n", 3)), ("int32", (3,))]),
+    # shift amounts masked into [0, 7]: shifts by a negative amount or past the width differ
+    "left_shift": Case(
+        lambda a, b: op.left_shift(a, op.bitwise_and(b, relax.const(7, "int32"))),
+        [("int32", ("n", 3)), ("int32", (3,))],
+    ),
+    "right_shift": Case(
+        lambda a, b: op.right_shift(a, op.bitwise_and(b, relax.const(7, "int32"))),
+        [("int32", ("n", 3)), ("int32", (3,))],
+    ),
+    "reinterpret": Case(lambda x: op.reinterpret(x, "int32"), [("n", 3)]),
+    "cumprod": Case(lambda x: op.cumprod(x, 1), [("n", 4)], positive=True, rtol=1e-5),
     "sparse_reshape": Case(
         lambda x: op.sparse_reshape(
             relax.const(np.array([[0, 1], [1, 5], [1, 2]], "int64")),

@@ -165,6 +165,50 @@ from .grad import erf
 
 __all__ += ["grad"]
 
+from .elementwise_math import (
+    acos,
+    asin,
+    atan,
+    bitwise_and,
+    bitwise_not,
+    bitwise_or,
+    bitwise_xor,
+    cosh,
+    isfinite,
+    isinf,
+    isnan,
+    left_shift,
+    reinterpret,
+    right_shift,
+    sinh,
+    tan,
+    trunc,
+)
+
+__all__ += [
+    "acos",
+    "asin",
+    "atan",
+    "bitwise_and",
+    "bitwise_not",
+    "bitwise_or",
+    "bitwise_xor",
+    "cosh",
+    "isfinite",
+    "isinf",
+    "isnan",
+    "left_shift",
+    "reinterpret",
+    "right_shift",
+    "sinh",
+    "tan",
+    "trunc",
+]
+
+from .cumulative import cumprod
+
+__all__ += ["cumprod"]
+
 from .indexing import arange, gather_elements, sparse_reshape
 
 __all__ += ["arange", "gather_elements", "sparse_reshape"]

@@ -6,7 +6,12 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ....error import OpAttributeInvalid, OpAttributeRequired, OpAttributeUnImplemented
+from ....error import (
+    OpAttributeInvalid,
+    OpAttributeRequired,
+    OpAttributeUnImplemented,
+    OpNotImplemented,
+)
 from ....tir.expr import PrimExpr
 from ... import op as R
 from ...expr import Expr
@@ -60,9 +65,16 @@ def _mean(ctx, inputs, attrs):
 def _div(ctx, inputs, attrs):
     a, b = _operands(ctx, inputs[0], inputs[1])
     if _dtype(a).startswith(("int", "uint")):
-        # ONNX integer Div truncates toward zero: sign(a*b) * (|a| // |b|)
-        q = ctx.emit(R.floor_divide(ctx.emit(R.abs(a)), ctx.emit(R.abs(b))))
-        return ctx.emit(R.multiply(ctx.emit(R.sign(ctx.emit(R.multiply(a, b)))), q))
+        # ONNX integer Div truncates toward zero: the floor quotient, plus one where a remainder
+        # is left and the signs differ (no |a| or a*b, which overflow for small int types)
+        q = ctx.emit(R.floor_divide(a, b))
+        if _dtype(a).startswith("uint"):
+            return q
+        zero = _const_like(ctx, q, 0)
+        inexact = ctx.emit(R.not_equal(ctx.emit(R.floor_mod(a, b)), zero))
+        signs = ctx.emit(R.not_equal(ctx.emit(R.less(a, zero)), ctx.emit(R.less(b, zero))))
+        up = ctx.emit(R.logical_and(inexact, signs))
+        return ctx.emit(R.where(up, ctx.emit(R.add(q, _const_like(ctx, q, 1))), q))
     return ctx.emit(R.divide(a, b))
 
 
@@ -226,7 +238,10 @@ def _dropout(ctx, inputs, attrs):
         raise OpAttributeUnImplemented(
             "Dropout with training_mode=true is not supported; export in eval mode"
         )
-    return inputs[0]
+    if len(ctx.node.output) < 2 or not ctx.node.output[1]:
+        return inputs[0]
+    x = ctx.expr(inputs[0])  # inference: the mask keeps every element
+    return [inputs[0], ctx.emit(R.full(shape_of(x), ctx.expr(np.asarray(True)), "bool"))]
 
 
 def _constant(ctx, inputs, attrs):
@@ -300,15 +315,23 @@ def _hyperbolic(sign: float) -> Callable:
 def _trilu(ctx, inputs, attrs):
     """Upper/lower triangle of the last two (static) dims, as a constant mask."""
     x = ctx.expr(inputs[0])
-    k = int(_scalar(ctx, inputs[1], "k")) if len(inputs) > 1 and inputs[1] is not None else 0
+    k_in = inputs[1] if len(inputs) > 1 else None
     rows, cols = shape_of(x)[-2:]
     if isinstance(rows, PrimExpr) or isinstance(cols, PrimExpr):
         raise OpAttributeUnImplemented(
             f"Trilu on symbolic dims ({rows}, {cols}); give them in shape_dict"
         )
-    keep = np.ones((rows, cols), bool)
-    keep = np.triu(keep, k) if attrs.get("upper", 1) else np.tril(keep, k)
-    return ctx.emit(R.where(ctx.expr(keep), x, _const_like(ctx, x, 0.0)))
+    upper = bool(attrs.get("upper", 1))
+    if k_in is None or ctx.known_or_none(k_in) is not None:
+        k = int(_scalar(ctx, k_in, "k")) if k_in is not None else 0
+        keep = np.ones((rows, cols), bool)
+        keep = np.triu(keep, k) if upper else np.tril(keep, k)
+        return ctx.emit(R.where(ctx.expr(keep), x, _const_like(ctx, x, 0.0)))
+    # k computed at run time: keep where column - row >= k (upper) or <= k (lower)
+    diagonal = np.arange(cols, dtype="int64")[None, :] - np.arange(rows, dtype="int64")[:, None]
+    k = ctx.emit(R.reshape(ctx.emit(R.astype(ctx.expr(k_in), "int64")), ()))
+    keep = ctx.emit((R.greater_equal if upper else R.less_equal)(ctx.expr(diagonal), k))
+    return ctx.emit(R.where(keep, x, _const_like(ctx, x, 0.0)))
 
 
 def _eye_like(ctx, inputs, attrs):
@@ -329,3 +352,106 @@ def _mean_variance_norm(ctx, inputs, attrs):
     var = ctx.emit(R.mean(ctx.emit(R.multiply(centered, centered)), axes, keepdims=True))
     std = ctx.emit(R.sqrt(ctx.emit(R.add(var, _const_like(ctx, x, 1e-9)))))
     return ctx.emit(R.divide(centered, std))
+
+
+# ----------------------------------------------------------------------------- more math
+
+
+def _inverse_hyperbolic(kind: str) -> Callable:
+    """asinh, acosh, atanh through log (no relax op of their own): the textbook identities."""
+
+    def convert(ctx, inputs, attrs):
+        x = ctx.expr(inputs[0])
+        one = _const_like(ctx, x, 1.0)
+        if kind == "atanh":  # 0.5 * log((1 + x) / (1 - x))
+            ratio = ctx.emit(R.divide(ctx.emit(R.add(one, x)), ctx.emit(R.subtract(one, x))))
+            return ctx.emit(R.multiply(ctx.emit(R.log(ratio)), _const_like(ctx, x, 0.5)))
+        if kind == "acosh":  # log(x + sqrt(x^2 - 1))
+            root = ctx.emit(R.sqrt(ctx.emit(R.subtract(ctx.emit(R.multiply(x, x)), one))))
+            return ctx.emit(R.log(ctx.emit(R.add(x, root))))
+        # asinh, odd: sign(x) * log(|x| + sqrt(x^2 + 1)) keeps precision for negative x
+        a = ctx.emit(R.abs(x))
+        root = ctx.emit(R.sqrt(ctx.emit(R.add(ctx.emit(R.multiply(a, a)), one))))
+        return ctx.emit(R.multiply(ctx.emit(R.sign(x)), ctx.emit(R.log(ctx.emit(R.add(a, root))))))
+
+    return convert
+
+
+def _is_inf(ctx, inputs, attrs):
+    x = ctx.expr(inputs[0])
+    negative, positive = int(attrs.get("detect_negative", 1)), int(attrs.get("detect_positive", 1))
+    inf = ctx.emit(R.isinf(x))
+    if negative and positive:
+        return inf
+    if not negative and not positive:
+        return ctx.emit(R.logical_and(inf, ctx.emit(R.not_equal(x, x))))  # all false
+    side = (R.greater if positive else R.less)(x, _const_like(ctx, x, 0.0))
+    return ctx.emit(R.logical_and(inf, ctx.emit(side)))
+
+
+def _bit_shift(ctx, inputs, attrs):
+    """x << y or x >> y (arithmetic on signed types); a shift < 0 or >= the width fills with
+    the sign alone (-1 for a right shift of a negative x, else 0), as opset 28 defines."""
+    a, b = _operands(ctx, inputs[0], inputs[1])
+    direction = _required(attrs, "direction")
+    table = {"LEFT": R.left_shift, "RIGHT": R.right_shift}
+    if direction not in table:
+        _unsupported("direction", direction, sorted(table))
+    dtype = _dtype(a)
+    if not dtype.startswith(("int", "uint")):
+        raise OpAttributeInvalid(f"BitShift takes integer tensors, got {dtype}")
+    bits = int(np.dtype(dtype).itemsize * 8)
+    zero = _const_like(ctx, b, 0)
+    outside = ctx.emit(R.greater_equal(b, _const_like(ctx, b, bits)))
+    if dtype.startswith("int"):
+        outside = ctx.emit(R.logical_or(outside, ctx.emit(R.less(b, zero))))
+    shifted = ctx.emit(table[direction](a, ctx.emit(R.where(outside, zero, b))))
+    fill = _const_like(ctx, a, 0)
+    if direction == "RIGHT" and dtype.startswith("int"):
+        negative = ctx.emit(R.less(a, _const_like(ctx, a, 0)))
+        fill = ctx.emit(R.where(negative, _const_like(ctx, a, -1), fill))
+    return ctx.emit(R.where(outside, fill, shifted))
+
+
+def _hardmax(ctx, inputs, attrs):
+    """1 at the first maximum along `axis` (default -1, opset 13), 0 elsewhere."""
+    if ctx.opset < 13:
+        raise OpNotImplemented(
+            f"Hardmax before opset 13 (the 2-d view); the model has opset {ctx.opset}: convert "
+            "it with onnx.version_converter.convert_version(model, 13)"
+        )
+    x = ctx.expr(inputs[0])
+    ndim = _ndim(x)
+    axis = _axis(int(attrs.get("axis", -1)), ndim)
+    size = shape_of(x)[axis]
+    if isinstance(size, PrimExpr):
+        raise OpAttributeUnImplemented(f"Hardmax along a symbolic axis ({size})")
+    first = ctx.emit(R.argmax(x, axis, keepdims=True))
+    positions = np.arange(size, dtype="int64").reshape(
+        [-1 if k == axis else 1 for k in range(ndim)]
+    )
+    hit = ctx.emit(R.equal(ctx.expr(positions), first))
+    return ctx.emit(R.astype(hit, _dtype(x)))
+
+
+def _lp_normalization(ctx, inputs, attrs):
+    """x / ||x||_p along `axis` (p 1 or 2); a zero norm gives 0, as ONNX's reference."""
+    x = ctx.expr(inputs[0])
+    axis = _axis(int(attrs.get("axis", -1)), _ndim(x))
+    p = int(attrs.get("p", 2))
+    if p not in (1, 2):
+        raise OpAttributeInvalid(f"attribute p={p} must be 1 or 2")
+    a = ctx.emit(R.abs(x)) if p == 1 else ctx.emit(R.multiply(x, x))
+    norm = ctx.emit(R.sum(a, [axis], keepdims=True))
+    if p == 2:
+        norm = ctx.emit(R.sqrt(norm))
+    zero = _const_like(ctx, x, 0.0)
+    is_zero = ctx.emit(R.equal(norm, zero))
+    safe = ctx.emit(R.where(is_zero, _const_like(ctx, x, 1.0), norm))
+    return ctx.emit(R.where(is_zero, zero, ctx.emit(R.divide(x, safe))))
+
+
+def _bit_cast(ctx, inputs, attrs):
+    from .onnx_frontend import onnx_dtype
+
+    return ctx.emit(R.reinterpret(ctx.expr(inputs[0]), onnx_dtype(_required(attrs, "to"))))

@@ -333,11 +333,13 @@ def _pad(ctx, inputs, attrs):
         _unsupported("mode", mode, sorted(modes))
     pads = ctx.ints(inputs[1], "pads") if ctx.opset >= 11 else list(attrs["pads"])
     value = inputs[2] if len(inputs) > 2 else None
-    fill = (
-        _scalar(ctx, value, "constant_value")
-        if value is not None
-        else float(attrs.get("value", 0.0))
-    )
+    runtime_fill = isinstance(value, Expr) and not isinstance(ctx.known_or_none(value), np.ndarray)
+    if runtime_fill or mode != "constant":
+        fill = 0.0  # a fill computed at run time is put in below; other modes ignore it
+    elif value is not None:
+        fill = _scalar(ctx, value, "constant_value")
+    else:
+        fill = float(attrs.get("value", 0.0))
     axes = ctx.ints(inputs[3], "axes") if len(inputs) > 3 and inputs[3] is not None else range(ndim)
     axes = [_axis(a, ndim) for a in axes]
     if len(pads) != 2 * len(axes):
@@ -349,7 +351,15 @@ def _pad(ctx, inputs, attrs):
     pairs = [(0, 0)] * ndim
     for i, a in enumerate(axes):
         pairs[a] = (pads[i], pads[i + len(axes)])
-    return ctx.emit(R.nn.pad(x, pad_width=pairs, pad_value=fill, pad_mode=modes[mode]))
+    y = ctx.emit(R.nn.pad(x, pad_width=pairs, pad_value=fill, pad_mode=modes[mode]))
+    if not runtime_fill or mode != "constant":
+        return y
+    # the padding of a ones tensor marks what came from x; the rest takes the run-time fill
+    ones = ctx.emit(R.full(shape_of(x), _const_like(ctx, x, 1), _dtype(x)))
+    inside = ctx.emit(R.nn.pad(ones, pad_width=pairs, pad_value=0.0, pad_mode="constant"))
+    inside = ctx.emit(R.not_equal(inside, _const_like(ctx, x, 0)))
+    fill_value = ctx.emit(R.reshape(ctx.expr(value), ()))
+    return ctx.emit(R.where(inside, y, fill_value))
 
 
 def _range(ctx, inputs, attrs):
@@ -453,22 +463,57 @@ def _reduce_log_sum_exp(ctx, x, axes, keepdims):
 
 def _arg_reduce(relax_op: Callable) -> Callable:
     def convert(ctx, inputs, attrs):
-        if attrs.get("select_last_index", 0):
-            _unsupported("select_last_index", 1, [0])
         x = ctx.expr(inputs[0])
         axis = _axis(int(attrs.get("axis", 0)), _ndim(x))
-        return ctx.emit(relax_op(x, axis, bool(attrs.get("keepdims", 1))))
+        keepdims = bool(attrs.get("keepdims", 1))
+        if not attrs.get("select_last_index", 0):
+            return ctx.emit(relax_op(x, axis, keepdims))
+        # the last extreme: the first one of the flipped tensor, counted from the end
+        size = shape_of(x)[axis]
+        if isinstance(size, PrimExpr):
+            _unsupported("select_last_index", 1, "0 on a symbolic axis")
+        idx = ctx.emit(relax_op(ctx.emit(R.flip(x, axis)), axis, keepdims))
+        last = ctx.expr(np.asarray(size - 1, _dtype(idx)))
+        return ctx.emit(R.subtract(last, idx))
 
     return convert
 
 
-def _cumsum(ctx, inputs, attrs):
-    x = ctx.expr(inputs[0])
-    axis = _axis(int(_scalar(ctx, inputs[1], "axis")), _ndim(x))
-    if attrs.get("reverse", 0):
-        x = ctx.emit(R.flip(x, axis))
-    y = ctx.emit(R.cumsum(x, axis, exclusive=bool(attrs.get("exclusive", 0))))
-    return ctx.emit(R.flip(y, axis)) if attrs.get("reverse", 0) else y
+def _cumulative(relax_op: Callable) -> Callable:
+    """CumSum / CumProd: a running sum/product along `axis`, optionally exclusive, reversed."""
+
+    def along(ctx, x, axis, attrs):
+        if attrs.get("reverse", 0):
+            x = ctx.emit(R.flip(x, axis))
+        y = ctx.emit(relax_op(x, axis, exclusive=bool(attrs.get("exclusive", 0))))
+        return ctx.emit(R.flip(y, axis)) if attrs.get("reverse", 0) else y
+
+    def convert(ctx, inputs, attrs):
+        x = ctx.expr(inputs[0])
+        ndim = _ndim(x)
+        if ctx.known_or_none(inputs[1]) is not None or ndim == 1:  # rank 1: the axis is 0
+            axis = 0 if ndim == 1 else _axis(int(_scalar(ctx, inputs[1], "axis")), ndim)
+            return along(ctx, x, axis, attrs)
+        if not _dtype(x).startswith("float"):
+            raise OpAttributeUnImplemented(
+                "an axis computed at run time on an integer tensor of rank > 1; make it a "
+                "constant of the model"
+            )
+        # the axis is known only at run time: every axis is computed and the asked one picked;
+        # an axis out of range gives NaN
+        axis = ctx.emit(R.reshape(ctx.emit(R.astype(ctx.expr(inputs[1]), "int64")), ()))
+        y = ctx.emit(R.full(shape_of(x), _const_like(ctx, x, float("nan")), _dtype(x)))
+        for a in range(ndim):
+            hit = ctx.emit(
+                R.logical_or(
+                    ctx.emit(R.equal(axis, ctx.expr(np.asarray(a, "int64")))),
+                    ctx.emit(R.equal(axis, ctx.expr(np.asarray(a - ndim, "int64")))),
+                )
+            )
+            y = ctx.emit(R.where(hit, along(ctx, x, a, attrs), y))
+        return y
+
+    return convert
 
 
 def _einsum(ctx, inputs, attrs):

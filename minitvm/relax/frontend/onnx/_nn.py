@@ -255,7 +255,17 @@ def _layer_norm(ctx, inputs, attrs):
     beta = _tensor(ctx, beta, x) if center else ctx.expr(np.zeros(shape_of(gamma), _dtype(x)))
     axes = list(range(axis, ndim))
     eps = float(attrs.get("epsilon", 1e-5))
-    return ctx.emit(R.nn.layer_norm(x, gamma, beta, axes, eps, center=center))
+    y = ctx.emit(R.nn.layer_norm(x, gamma, beta, axes, eps, center=center))
+    if len([o for o in ctx.node.output if o]) < 2:
+        return y
+    # the optional Mean and InvStdDev outputs, kept dims, in the stash type (float32)
+    if int(attrs.get("stash_type", 1)) != 1:
+        _unsupported("stash_type", attrs["stash_type"], [1])
+    wide = x if _dtype(x) == "float32" else ctx.emit(R.astype(x, "float32"))
+    mean = ctx.emit(R.mean(wide, axes, keepdims=True))
+    var = ctx.emit(R.variance(wide, axes, keepdims=True))
+    inv = ctx.emit(R.rsqrt(ctx.emit(R.add(var, _const_like(ctx, var, eps)))))
+    return [y, mean, inv]
 
 
 def _pool(kind: str) -> Callable:
@@ -282,11 +292,35 @@ def _pool(kind: str) -> Callable:
             pool = R.nn.max_pool1d if nd == 1 else R.nn.max_pool2d
             return ctx.emit(pool(x, kernel, strides, pads, dilations, ceil))
         include = bool(attrs.get("count_include_pad", 0))
+        if kind == "lp":  # (sum of |x|^p over the window)^(1/p): a mean counting the padding
+            return _lp_pool(
+                ctx, x, int(attrs.get("p", 2)), (kernel, strides, pads, dilations, ceil)
+            )
         if nd == 1:
             return ctx.emit(R.nn.avg_pool1d(x, kernel, strides, pads, dilations, ceil, include))
         return ctx.emit(R.nn.avg_pool2d(x, kernel, strides, pads, dilations, ceil, include))
 
     return convert
+
+
+def _lp_pool(ctx, x: Expr, p: int, window: tuple) -> Expr:
+    if p < 1:
+        raise OpAttributeInvalid(f"attribute p={p} must be a positive integer")
+    if any(d != 1 for d in window[3]):
+        # ONNX's own reference scales dilated windows by the dilated extent, not the taps
+        # (onnx 1.23); rather than pick one of the two answers, the case is declined
+        _unsupported("dilations", window[3], "all 1 for LpPool")
+    pool = R.nn.avg_pool1d if _ndim(x) == 3 else R.nn.avg_pool2d
+    powered = (
+        ctx.emit(R.abs(x))
+        if p == 1
+        else ctx.emit(R.power(ctx.emit(R.abs(x)), _const_like(ctx, x, p)))
+    )
+    mean = ctx.emit(pool(powered, *window, True))
+    total = ctx.emit(R.multiply(mean, _const_like(ctx, x, float(np.prod(window[0])))))
+    if p == 1:
+        return total
+    return ctx.emit(R.power(total, _const_like(ctx, x, 1.0 / p)))
 
 
 def _global_pool(relax_op: Callable) -> Callable:

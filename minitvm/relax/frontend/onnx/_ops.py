@@ -14,6 +14,8 @@ from collections.abc import Callable
 from ... import op as R
 from ._elementwise import (
     _binary,
+    _bit_cast,
+    _bit_shift,
     _cast,
     _cast_like,
     _celu,
@@ -26,9 +28,13 @@ from ._elementwise import (
     _gelu,
     _hard_sigmoid,
     _hard_swish,
+    _hardmax,
     _hyperbolic,
     _identity,
+    _inverse_hyperbolic,
+    _is_inf,
     _leaky_relu,
+    _lp_normalization,
     _mean,
     _mean_variance_norm,
     _mish,
@@ -47,11 +53,12 @@ from ._elementwise import (
     _variadic,
     _where,
 )
+from ._grid_sample import _grid_sample
 from ._manipulate import (
     _arg_reduce,
     _concat,
     _constant_of_shape,
-    _cumsum,
+    _cumulative,
     _depth_to_space,
     _einsum,
     _expand,
@@ -91,6 +98,15 @@ from ._nn import (
     _resize,
     _softmax,
 )
+from ._quantize import (
+    _dequantize_linear,
+    _dynamic_quantize_linear,
+    _integer,
+    _qlinear_conv,
+    _qlinear_matmul,
+    _quantize_linear,
+)
+from ._recurrent import _recurrent
 
 # ----------------------------------------------------------------------------- the table
 
@@ -113,6 +129,11 @@ def _unary_table() -> dict[str, Callable]:
         "Sin": R.sin,
         "Cos": R.cos,
         "Not": R.logical_not,
+        "Asin": R.asin,
+        "Acos": R.acos,
+        "Atan": R.atan,
+        "IsNaN": R.isnan,
+        "BitwiseNot": R.bitwise_not,
     }
     return {name: _unary(op) for name, op in ops.items()}
 
@@ -130,6 +151,9 @@ def _binary_table() -> dict[str, Callable]:
         "And": R.logical_and,
         "Or": R.logical_or,
         "Xor": R.logical_xor,
+        "BitwiseAnd": R.bitwise_and,
+        "BitwiseOr": R.bitwise_or,
+        "BitwiseXor": R.bitwise_xor,
     }
     return {name: _binary(op) for name, op in ops.items()}
 
@@ -170,6 +194,17 @@ CONVERTERS: dict[str, Callable] = {
     "LayerNormalization": _layer_norm,
     "MaxPool": _pool("max"),
     "AveragePool": _pool("avg"),
+    "LpPool": _pool("lp"),
+    "QuantizeLinear": _quantize_linear,
+    "DequantizeLinear": _dequantize_linear,
+    "DynamicQuantizeLinear": _dynamic_quantize_linear,
+    "QLinearMatMul": _qlinear_matmul,
+    "QLinearConv": _qlinear_conv,
+    "MatMulInteger": _integer("matmul"),
+    "RNN": _recurrent("RNN"),
+    "GRU": _recurrent("GRU"),
+    "LSTM": _recurrent("LSTM"),
+    "ConvInteger": _integer("conv"),
     "GlobalAveragePool": _global_pool(R.mean),
     "GlobalMaxPool": _global_pool(R.max),
     "Softmax": _softmax(R.nn.softmax),
@@ -209,16 +244,54 @@ CONVERTERS: dict[str, Callable] = {
     "Sinh": _hyperbolic(-1.0),
     "Cosh": _hyperbolic(1.0),
     "Trilu": _trilu,
+    "Asinh": _inverse_hyperbolic("asinh"),
+    "Acosh": _inverse_hyperbolic("acosh"),
+    "Atanh": _inverse_hyperbolic("atanh"),
+    "IsInf": _is_inf,
+    "BitShift": _bit_shift,
+    "Hardmax": _hardmax,
+    "BitCast": _bit_cast,
+    "GridSample": _grid_sample,
+    "LpNormalization": _lp_normalization,
     "EyeLike": _eye_like,
     "MeanVarianceNormalization": _mean_variance_norm,
     "DepthToSpace": _depth_to_space,
     "SpaceToDepth": _space_to_depth,
     "ArgMax": _arg_reduce(R.argmax),
     "ArgMin": _arg_reduce(R.argmin),
-    "CumSum": _cumsum,
+    "CumSum": _cumulative(R.cumsum),
+    "CumProd": _cumulative(R.cumprod),
     "Einsum": _einsum,
     "Resize": _resize,
 }
 
 # ops whose value at import time is not a function of their inputs' values alone
 NEVER_FOLD = frozenset({"Shape", "Size", "Constant", "Dropout", "RandomNormal", "RandomUniform"})
+
+# ops that sum many terms: float16 inputs are computed in float32 and the result rounded once,
+# as ONNX Runtime and numpy do (a float16 running sum loses digits after a few hundred terms)
+WIDEN_FLOAT16 = frozenset(
+    {
+        "MatMul",
+        "Gemm",
+        "Einsum",
+        "Conv",
+        "ConvTranspose",
+        "Softmax",
+        "LogSoftmax",
+        "ReduceSum",
+        "ReduceMean",
+        "ReduceProd",
+        "ReduceL1",
+        "ReduceL2",
+        "ReduceSumSquare",
+        "ReduceLogSum",
+        "ReduceLogSumExp",
+        "LayerNormalization",
+        "InstanceNormalization",
+        "MeanVarianceNormalization",
+        "GlobalAveragePool",
+        "AveragePool",
+        "CumSum",
+    }
+)

@@ -28,11 +28,15 @@ from ...expr import Expr, Tuple, Var, const
 from ...functor import used_vars
 from ...struct_info import TensorStructInfo
 from ..common import raise_unsupported
-from . import _checks, _ops, _shape
+from . import _checks, _function, _ops, _shape
 from ._shape import SymTensor
 
 SUPPORTED_OPSETS = range(13, 22)  # tested; 11 and 12 work where converters note the difference
-_MIN_OPSET = 11
+_MIN_OPSET = 1
+# converters implement each op's versions in effect from opset 11 on; an older model is taken
+# node by node: an op whose version there is the one of opset 11 (And-7, Not-1, ...) converts,
+# an op that changed since (Clip-6, Upsample-9, ...) is refused
+_CONVERTED_FROM_OPSET = 11
 # the newest opset defined by onnx 1.23; converters implement each op's newest meaning up to it
 _MAX_OPSET = 28
 _DEFAULT_DOMAINS = ("", "ai.onnx")
@@ -116,6 +120,12 @@ class Context:
             f"{self.where()}: input '{what}' is computed at run time; minitvm needs it at import "
             "time (static shapes, axes, pads). Fix the dims in shape_dict or fold it in the model"
         )
+
+    def known_or_none(self, value: Any) -> np.ndarray | SymTensor | None:
+        """The value when it is known at import time, else None."""
+        if isinstance(value, Var) and value in self.param_values:
+            return self.param_values[value]
+        return value if isinstance(value, np.ndarray | SymTensor) else None
 
     def ints(self, value: Any, what: str) -> list:
         """A known 1-D (or scalar) int input as a list of ints / symbolic dims."""
@@ -207,8 +217,10 @@ def from_onnx(
 
 def _import(onnx, model, shape_dict, dtype_dict, opset, keep_params, sanitize, where) -> Any:
     graph = model.graph
+    if opset is None and not any(o.domain in _DEFAULT_DOMAINS for o in model.opset_import):
+        _check_ops(graph, onnx, _MAX_OPSET)  # only other domains: their ops are named first
     ctx = Context(_model_opset(model, opset), keep_params)
-    _check_ops(graph, onnx)
+    _check_ops(graph, onnx, ctx.opset)
     _checks.check_ssa(graph)
     init_names = {t.name for t in graph.initializer}
     graph_inputs = [i for i in graph.input if i.name not in init_names]
@@ -272,20 +284,52 @@ def _model_opset(model: Any, opset: int | None) -> int:
     if int(version) > _MAX_OPSET:
         raise FrontendError(
             f"from_onnx: opset {version} is newer than any minitvm knows (supported: "
-            f"{_MIN_OPSET} to {_MAX_OPSET}); convert the model to opset {_MAX_OPSET} or older "
+            f"{_CONVERTED_FROM_OPSET} to {_MAX_OPSET}, and older models whose ops kept their "
+            f"opset-{_CONVERTED_FROM_OPSET} versions); convert the model to opset {_MAX_OPSET} or older "
             "with onnx.version_converter.convert_version"
         )
     return int(version)
 
 
-def _check_ops(graph: Any, onnx: Any) -> None:
+def _check_ops(graph: Any, onnx: Any, opset: int) -> None:
     """Report every node whose op has no converter, all in one OpNotImplemented."""
     missing = [
         (f"{n.domain or 'ai.onnx'}::{n.op_type}", f"node {n.name!r} (op_type {n.op_type!r})")
         for n in graph.node
-        if n.domain not in _DEFAULT_DOMAINS or n.op_type not in _ops.CONVERTERS
+        if not _has_converter(n) and not _function.has_body(onnx, n, opset)
     ]
+    if opset < _CONVERTED_FROM_OPSET:
+        missing += [
+            (_old_version(onnx, n, opset), f"node {n.name!r} (op_type {n.op_type!r})")
+            for n in graph.node
+            if _old_version(onnx, n, opset)
+        ]
     raise_unsupported("from_onnx", missing)
+
+
+def _old_version(onnx: Any, node: Any, opset: int) -> str:
+    """'ai.onnx::Clip-6 (opset 7)' when the node's op version predates what converters know."""
+    if node.domain not in _DEFAULT_DOMAINS:
+        return ""
+    try:
+        then = onnx.defs.get_schema(node.op_type, opset, node.domain).since_version
+    except onnx.defs.SchemaError:
+        return f"ai.onnx::{node.op_type} (not defined at opset {opset})"
+    try:
+        known = onnx.defs.get_schema(node.op_type, _CONVERTED_FROM_OPSET, node.domain)
+    except onnx.defs.SchemaError:
+        return ""
+    if then == known.since_version:
+        return ""
+    return (
+        f"ai.onnx::{node.op_type}-{then} (opset {opset}, older than the versions minitvm "
+        f"converts: {known.since_version} and later; upgrade the model with "
+        "onnx.version_converter.convert_version(model, 17))"
+    )
+
+
+def _has_converter(node: Any) -> bool:
+    return node.domain in _DEFAULT_DOMAINS and node.op_type in _ops.CONVERTERS
 
 
 def _check_names(shape_dict: Any, dtype_dict: Any, graph_inputs: list) -> None:
@@ -419,7 +463,7 @@ def _convert_node(ctx: Context, node: Any) -> None:
         attrs = _attributes(node)
         outputs = _fold(ctx, node, inputs, attrs)
         if outputs is None:
-            outputs = _ops.CONVERTERS[node.op_type](ctx, inputs, attrs)
+            outputs = _convert_widened(ctx, node, inputs, attrs)
     except MiniTVMError as err:
         if str(err).startswith(ctx.where()):
             raise
@@ -437,6 +481,38 @@ def _convert_node(ctx: Context, node: Any) -> None:
         if name:
             ctx.values[name] = value
     ctx.node = None
+
+
+def _convert_widened(ctx: Context, node: Any, inputs: list, attrs: dict) -> Any:
+    """The node's converter; an accumulating op on float16 runs in float32 (`WIDEN_FLOAT16`)."""
+    from ... import op as R
+
+    if not _has_converter(node):
+        return _function.expand(ctx, node, inputs, _convert_node, _has_converter)
+    convert = _ops.CONVERTERS[node.op_type]
+    if node.op_type not in _ops.WIDEN_FLOAT16 or not any(
+        _is_float16(v) for v in inputs if isinstance(v, Expr)
+    ):
+        return convert(ctx, inputs, attrs)
+    wide = [
+        ctx.emit(R.astype(v, "float32"))
+        if isinstance(v, Expr) and _is_float16(v)
+        else v.astype("float32")
+        if isinstance(v, np.ndarray) and v.dtype == np.float16
+        else v
+        for v in inputs
+    ]
+    outputs = convert(ctx, wide, attrs)
+    single = not isinstance(outputs, list | tuple)
+    first, rest = (outputs, []) if single else (outputs[0], list(outputs[1:]))
+    # only the main output is narrowed back; LayerNormalization's others are float32 by spec
+    if isinstance(first, Expr) and str(getattr(first.struct_info, "dtype", "")) == "float32":
+        first = ctx.emit(R.astype(first, "float16"))
+    return first if single else [first, *rest]
+
+
+def _is_float16(value: Expr) -> bool:
+    return str(getattr(value.struct_info, "dtype", "")) == "float16"
 
 
 def _lookup(ctx: Context, name: str) -> Any:

@@ -1,0 +1,371 @@
+"""Run ONNX's node conformance cases through from_onnx, many cases per subprocess.
+
+Usage from the repository root:
+    python tools/onnx_conformance.py [--match RE] [--sample N --seed S] [--out rows.json]
+                                     [--ort] [--batch 150] [--timeout 60] [--table docs/compatibility.md]
+
+The cases come from the installed onnx package (`onnx.backend.test.case.node.collect_testcases`);
+nothing is copied into the repository. Each case: from_onnx -> relax.build -> VM on the case's
+inputs, compared with the case's expected outputs. Outcomes per case:
+  ok        ran and matched
+  refused   a minitvm.error.OpNotImplemented (the op, opset or attribute is not supported)
+  error     another minitvm error
+  wrong     ran, numbers/shape/dtype differ (the worst outcome)
+  foreign   an exception that is not a minitvm error
+  crash     the worker died (signal); the case is skipped and the worker restarted
+  timeout   the case ran past --timeout seconds
+  skipped   the case's data is not plain arrays (sequences, optionals, strings)
+With --ort the same cases also run on ONNX Runtime (column "ort": ok / wrong / error).
+With --table FILE the per-op table between the ONNX markers of FILE is rewritten from the rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import select
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+
+FLOAT16_ULPS = 2  # see _compare
+OUTCOMES = ("ok", "refused", "error", "wrong", "foreign", "crash", "timeout", "skipped")
+TABLE_BEGIN = "<!-- onnx-conformance-table:begin (tools/onnx_conformance.py --table) -->"
+TABLE_END = "<!-- onnx-conformance-table:end -->"
+
+
+# --------------------------------------------------------------------------- worker side
+
+
+def _compare(got: list, expected: list, rtol: float, atol: float, float16_ulps: int = 0):
+    """None when `got` matches `expected` (the shared runner's rule), else a message.
+
+    With float16_ulps, float16 outputs may also differ by that many float16 ulps (relative):
+    ONNX's float16 expected outputs are themselves rounded at each step of the reference.
+    """
+    import numpy as np
+
+    if len(got) != len(expected):
+        return f"{len(got)} outputs, expected {len(expected)}"
+    for i, (g, r) in enumerate(zip(got, expected)):
+        g, r = np.asarray(g), np.asarray(r)
+        if g.shape != r.shape:
+            return f"output {i}: shape {g.shape} expected {r.shape}"
+        if r.dtype.kind in "fc":
+            rtol_f = max(rtol, 1e-3, float16_ulps * 2.0**-10 if r.dtype == np.float16 else 0)
+            ok = np.allclose(
+                g.astype(r.dtype), r, rtol=rtol_f, atol=max(atol, 1e-5), equal_nan=True
+            )
+        else:
+            ok = np.array_equal(g.astype(r.dtype) if g.dtype != r.dtype else g, r)
+        if not ok or (g.dtype != r.dtype and r.dtype.kind != "f"):
+            return f"output {i}: dtype {g.dtype}/{r.dtype}, values differ"
+    return None
+
+
+def _run_minitvm(model, inputs: list) -> list:
+    import numpy as np
+
+    import minitvm as tvm
+    from minitvm import relax
+    from minitvm.relax.frontend.onnx import from_onnx
+
+    mod = from_onnx(model, keep_params_in_input=False)
+    ex = relax.build(mod, target="llvm")
+    vm = relax.VirtualMachine(ex, tvm.cpu())
+    out = vm["main"](*[tvm.nd.array(np.asarray(x)) for x in inputs])
+    outs = out if isinstance(out, list | tuple) else [out]
+    return [o.numpy() if hasattr(o, "numpy") else np.asarray(o) for o in outs]
+
+
+def _run_ort(model, inputs: list) -> list:
+    import onnxruntime as ort
+
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    names = [i.name for i in sess.get_inputs()]
+    return sess.run(None, dict(zip(names, inputs)))
+
+
+def _one_case(case_dir: str, with_ort: bool) -> dict:
+    import numpy as np
+    import onnx
+
+    from minitvm.error import MiniTVMError, OpNotImplemented
+
+    model = onnx.load(os.path.join(case_dir, "model.onnx"))
+    with np.load(os.path.join(case_dir, "data.npz"), allow_pickle=False) as z:
+        inputs = [z[k] for k in sorted(k for k in z.files if k.startswith("in"))]
+        expected = [z[k] for k in sorted(k for k in z.files if k.startswith("out"))]
+        rtol, atol = float(z["rtol"]), float(z["atol"])
+    row: dict = {}
+    try:
+        got = _run_minitvm(model, inputs)
+    except Exception as err:  # noqa: BLE001 - every failure is a row of the report, classified by type
+        first = str(err).splitlines()[0][:300] if str(err) else ""
+        kind = "foreign"
+        if isinstance(err, OpNotImplemented):
+            kind = "refused"
+        elif isinstance(err, MiniTVMError):
+            kind = "error"
+        row = {"kind": kind, "msg": f"{type(err).__module__}.{type(err).__name__}: {first}"}
+    else:
+        msg = _compare(got, expected, rtol, atol)
+        row = {"kind": "wrong", "msg": msg} if msg else {"kind": "ok", "msg": ""}
+        if msg and not _compare(got, expected, rtol, atol, FLOAT16_ULPS):
+            row = {"kind": "ok", "msg": f"float16: within {FLOAT16_ULPS} ulps, not rtol 1e-3"}
+    if with_ort:
+        try:
+            row["ort"] = (
+                "wrong" if _compare(_run_ort(model, inputs), expected, rtol, atol) else "ok"
+            )
+        except Exception:  # noqa: BLE001 - ORT refusing a case is its outcome, not ours
+            row["ort"] = "error"
+    return row
+
+
+def worker_main(case_dirs: list[str], with_ort: bool) -> None:
+    """Run each case dir in this process, one JSON line per case on stdout."""
+    import warnings
+
+    warnings.simplefilter("ignore")
+    for d in case_dirs:
+        print(json.dumps({"case": os.path.basename(d), **_one_case(d, with_ort)}), flush=True)
+
+
+# --------------------------------------------------------------------------- parent side
+
+
+def collect(match: str = "", names: list[str] | None = None) -> dict:
+    """{case name: onnx TestCase} of the installed onnx package, filtered by regex or names."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from onnx.backend.test.case import node
+
+        cases = {c.name: c for c in node.collect_testcases(None)}
+    if match:
+        cases = {n: c for n, c in cases.items() if re.search(match, n)}
+    if names is not None:
+        cases = {n: cases[n] for n in names if n in cases}
+    return cases
+
+
+def case_op(case) -> str:
+    """The op a case is about: its single node's op_type, or for an expanded function case
+    the op whose body it is (onnx names the body's values "<Op>_<case>_expanded_function_...")."""
+    nodes = case.model.graph.node
+    if len({n.op_type for n in nodes}) == 1:
+        return nodes[0].op_type
+    base = re.sub(r"_expanded(_ver\d+)?$", "", case.name)
+    marker = f"_{base}_expanded_function_"
+    for n in nodes:
+        for value in [*n.output, *n.input]:
+            if marker in value:
+                return value.split(marker)[0]
+    return "(graph) " + case.name.removeprefix("test_").split("_")[0]
+
+
+def _materialize(case, d: str) -> str | None:
+    """Write a case as model.onnx + data.npz; a reason when it is not plain arrays."""
+    import numpy as np
+    import onnx
+
+    try:
+        ins, outs = case.data_sets[0]
+        arrs = {f"in{i:03d}": np.asarray(x) for i, x in enumerate(ins)}
+        arrs.update({f"out{i:03d}": np.asarray(x) for i, x in enumerate(outs)})
+        if any(v.dtype == object for v in arrs.values()):
+            return "sequence/optional/string data"
+        os.makedirs(d)
+        onnx.save(case.model, os.path.join(d, "model.onnx"))
+        np.savez(os.path.join(d, "data.npz"), rtol=case.rtol, atol=case.atol, **arrs)
+    except Exception as err:  # noqa: BLE001 - the case itself cannot be written as arrays
+        return f"case not representable as arrays: {err}"[:150]
+    return None
+
+
+def _run_batch(dirs: list[str], timeout: float, with_ort: bool, log) -> dict[str, dict]:
+    """Run `dirs` in worker processes; a crash or hang costs one case and a restart."""
+    results: dict[str, dict] = {}
+    pending = list(dirs)
+    env = dict(os.environ, PYTHONWARNINGS="ignore")
+    while pending:
+        cmd = [sys.executable, os.path.abspath(__file__), "--worker"] + (
+            ["--ort"] if with_ort else []
+        )
+        p = subprocess.Popen(
+            cmd + pending, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+        )
+        buf = ""
+        deadline = time.monotonic() + timeout + 30  # the first case also pays the imports
+        while True:
+            left = deadline - time.monotonic()
+            ready, _, _ = select.select([p.stdout], [], [], max(left, 0))
+            if not ready:
+                p.kill()
+                p.wait()
+                name = os.path.basename(pending.pop(0))
+                results[name] = {"kind": "timeout", "msg": f"over {timeout:.0f} s"}
+                log(name, results[name])
+                break
+            line = p.stdout.readline()
+            if not line:  # the worker ended
+                p.wait()
+                if pending:
+                    name = os.path.basename(pending.pop(0))
+                    err = (p.stderr.read().strip().splitlines() or ["?"])[-1][:200]
+                    kind = "crash" if p.returncode < 0 else "foreign"
+                    results[name] = {"kind": kind, "msg": f"exit {p.returncode}: {err}"}
+                    log(name, results[name])
+                break
+            buf = line
+            if not buf.startswith("{"):
+                continue
+            row = json.loads(buf)
+            name = row.pop("case")
+            if pending and os.path.basename(pending[0]) == name:
+                pending.pop(0)
+            results[name] = row
+            log(name, row)
+            deadline = time.monotonic() + timeout
+        p.stdout.close()
+        p.stderr.close()
+    return results
+
+
+def run(
+    cases: dict,
+    batch: int = 150,
+    timeout: float = 60,
+    with_ort: bool = False,
+    log=None,
+    jobs: int = 1,
+):
+    """Rows [{case, op, kind, msg[, ort]}] for `cases` ({name: TestCase}), sorted by name."""
+    log = log or (lambda name, row: None)
+    rows: dict[str, dict] = {}
+    with tempfile.TemporaryDirectory() as work:
+        dirs = []
+        for name in sorted(cases):
+            d = os.path.join(work, name)
+            reason = _materialize(cases[name], d)
+            if reason:
+                rows[name] = {"kind": "skipped", "msg": reason}
+                log(name, rows[name])
+            else:
+                dirs.append(d)
+        batches = [dirs[i : i + batch] for i in range(0, len(dirs), batch)]
+        if jobs <= 1:
+            for part in batches:
+                rows.update(_run_batch(part, timeout, with_ort, log))
+        else:
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(jobs) as pool:
+                for done in pool.map(lambda b: _run_batch(b, timeout, with_ort, log), batches):
+                    rows.update(done)
+    return [{"case": n, "op": case_op(cases[n]), **rows[n]} for n in sorted(rows)]
+
+
+# --------------------------------------------------------------------------- the table
+
+
+def stratified_sample(cases: dict) -> list[str]:
+    """One case per op (the first by name, preferring a case that is not an expansion)."""
+    by_op: dict[str, list[str]] = {}
+    for name in sorted(cases):
+        by_op.setdefault(case_op(cases[name]), []).append(name)
+    return sorted(min(names, key=lambda n: ("_expanded" in n, n)) for names in by_op.values())
+
+
+def op_table(rows: list[dict]) -> str:
+    """Markdown: one line per op with its cases' outcomes (ok / refused / other)."""
+    per_op: dict[str, Counter] = {}
+    for r in rows:
+        per_op.setdefault(r["op"], Counter())[r["kind"]] += 1
+    total = Counter(r["kind"] for r in rows)
+    lines = [
+        "| op | cases | ok | refused | other (error / skipped) |",
+        "| --- | ---: | ---: | ---: | --- |",
+    ]
+    for op in sorted(per_op, key=str.lower):
+        c = per_op[op]
+        other = ", ".join(f"{c[k]} {k}" for k in OUTCOMES[2:] if c[k])
+        lines.append(f"| {op} | {sum(c.values())} | {c['ok']} | {c['refused']} | {other} |")
+    summary = ", ".join(f"{total[k]} {k}" for k in OUTCOMES if total[k])
+    return "\n".join([f"All {len(rows)} cases: {summary}.", "", *lines])
+
+
+def write_table(path: str, rows: list[dict]) -> None:
+    """Replace the text between the table markers of `path` with the table of `rows`."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    start, end = text.index(TABLE_BEGIN) + len(TABLE_BEGIN), text.index(TABLE_END)
+    text = text[:start] + "\n" + op_table(rows) + "\n" + text[end:]
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+def read_table(path: str) -> dict[str, tuple[int, int, int]]:
+    """{op: (cases, ok, refused)} parsed back from the table in `path`."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    body = text[text.index(TABLE_BEGIN) : text.index(TABLE_END)]
+    table = {}
+    for line in body.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 4 + 1 and cells[1].isdigit():
+            table[cells[0]] = (int(cells[1]), int(cells[2]), int(cells[3]))
+    return table
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "--worker":
+        with_ort = len(argv) > 1 and argv[1] == "--ort"
+        worker_main(argv[2 if with_ort else 1 :], with_ort)
+        return 0
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--match", default="")
+    ap.add_argument("--sample", type=int, default=0)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--batch", type=int, default=150)
+    ap.add_argument("--timeout", type=float, default=60)
+    ap.add_argument("--ort", action="store_true")
+    ap.add_argument("--jobs", type=int, default=1, help="worker processes at a time")
+    ap.add_argument("--out", default="")
+    ap.add_argument("--table", default="")
+    ap.add_argument("--quiet", action="store_true")
+    a = ap.parse_args(argv)
+    cases = collect(a.match)
+    if a.sample:
+        names = sorted(cases)
+        random.Random(a.seed).shuffle(names)
+        cases = {n: cases[n] for n in sorted(names[: a.sample])}
+
+    def log(name, row):
+        if not a.quiet:
+            print(f"{name:60s} {row['kind']:8s} {row.get('msg', '')[:150]}", flush=True)
+
+    rows = run(cases, a.batch, a.timeout, a.ort, log, a.jobs)
+    if a.out:
+        with open(a.out, "w", encoding="utf-8") as f:
+            json.dump(rows, f, indent=1)
+    if a.table:
+        write_table(a.table, rows)
+    counts = Counter(r["kind"] for r in rows)
+    print(" ".join(f"{k}={counts[k]}" for k in OUTCOMES if counts[k]))
+    if a.ort:
+        ort = Counter(r.get("ort", "n/a") for r in rows)
+        print("onnxruntime: " + " ".join(f"{k}={v}" for k, v in sorted(ort.items())))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
