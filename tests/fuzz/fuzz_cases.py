@@ -857,3 +857,8 @@ CATEGORIES["executables"] = (EXECUTABLE_CASES, run_executable)
 from fuzz_record_cases import CATEGORIES as _RECORD_CATEGORIES  # noqa: E402
 
 CATEGORIES.update(_RECORD_CATEGORIES)
+
+# ONNX models against ONNX Runtime, the command line, compiled artifacts, OpenCL kernels
+from fuzz_surfaces import CATEGORIES as _SURFACE_CATEGORIES  # noqa: E402
+
+CATEGORIES.update(_SURFACE_CATEGORIES)

@@ -26,9 +26,10 @@ from dataclasses import dataclass, field
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # ok: correct result; clean: a MiniTVMError; skip: the case could not be judged (oracle too slow);
-# bug: another exception; wrong: a silent wrong result; crash: the process died; hang: timeout;
-# codeexec: the canary file appeared (code from a file was run).
-OUTCOMES = ("ok", "clean", "skip", "bug", "wrong", "crash", "hang", "codeexec")
+# accepted_invalid: ran a model that the ONNX checker and ONNX Runtime both refuse (counted apart,
+# not a failure); bug: another exception; wrong: a silent wrong result; crash: the process died;
+# hang: timeout; codeexec: the canary file appeared (code from a file was run).
+OUTCOMES = ("ok", "clean", "skip", "accepted_invalid", "bug", "wrong", "crash", "hang", "codeexec")
 BAD = ("bug", "wrong", "crash", "hang", "codeexec")
 
 
@@ -38,6 +39,10 @@ class Wrong(AssertionError):
 
 class Skip(Exception):
     """A case that cannot be judged (e.g. the oracle would take too long)."""
+
+
+class AcceptedInvalid(Exception):
+    """A case whose input every oracle refuses as invalid, but which ran (counted apart)."""
 
 
 @dataclass
@@ -94,7 +99,8 @@ def _one_worker(category, examples, skip, canary_dir, scratch, case_timeout, rep
     cmd = [sys.executable, os.path.join(HERE, "fuzz_harness.py"), "run", category,
            str(examples), str(skip), canary_dir]
     with tempfile.TemporaryFile() as err:
-        env = dict(os.environ, TMPDIR=scratch)
+        # the compile cache of a campaign lives in its scratch dir, not in the user's cache
+        env = dict(os.environ, TMPDIR=scratch, MINITVM_CACHE_DIR=os.path.join(scratch, "cache"))
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, cwd=HERE, env=env)
         lines: queue.Queue = queue.Queue()
         threading.Thread(target=_pump, args=(proc.stdout, lines), daemon=True).start()
@@ -166,6 +172,8 @@ def classify(run_case, case: dict, canary_dir: str) -> tuple[str, str]:
         outcome, detail = "wrong", str(err)
     except Skip as err:
         outcome, detail = "skip", str(err)
+    except AcceptedInvalid as err:
+        outcome, detail = "accepted_invalid", str(err)
     except MiniTVMError as err:
         outcome, detail = "clean", f"{type(err).__name__}: {err}"
     except Exception as err:  # noqa: BLE001 - any other exception is the bug being hunted
@@ -185,9 +193,8 @@ def _emit(msg: dict) -> None:
 
 
 def worker_main(category: str, examples: int, skip: int, canary_dir: str) -> None:
-    from hypothesis import HealthCheck, Phase, given, settings
-
     import fuzz_cases
+    from hypothesis import HealthCheck, Phase, given, settings
 
     strategy, run_case = fuzz_cases.CATEGORIES[category]
     counter = iter(range(10**9))

@@ -80,9 +80,9 @@ def _mutate_json_text(rng: random.Random, text: str, canary: str) -> str:
     an earlier mutation left no JSON gets a byte-level one instead)."""
     try:
         value = json.loads(text)
-    except ValueError:
+        path = rng.choice(_nodes(value))
+    except (ValueError, RecursionError):  # nested deeper than Python parses: bytes instead
         return _mutate_bytes(rng, text.encode()).decode("latin-1")
-    path = rng.choice(_nodes(value))
     return json.dumps(_replace(value, path, rng.choice(_hostile_values(canary))))
 
 
@@ -311,13 +311,18 @@ MEMORY_LIMIT = 3 << 30  # bytes of address space of a worker: a size bomb fails,
 CASES = range(10**9)  # a case is its index (fixed cases: the harness slices this range)
 
 
+def limit_memory() -> None:
+    """Cap this worker's address space at MEMORY_LIMIT (a size bomb fails, not the machine)."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if soft == resource.RLIM_INFINITY or soft > MEMORY_LIMIT:
+        resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, resource.RLIM_INFINITY))
+
+
 def _category(run):
     """The harness's run_case(case, canary_dir) for a runner of this module."""
 
     def run_case(case: int, canary_dir: str) -> None:
-        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
-        if soft == resource.RLIM_INFINITY or soft > MEMORY_LIMIT:
-            resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, resource.RLIM_INFINITY))
+        limit_memory()
         work = tempfile.mkdtemp(prefix=f"case{case}_")
         try:
             run(random.Random(f"{SEED}:{case}"), work, os.path.join(canary_dir, "canary"))
