@@ -85,7 +85,10 @@ def _decode_result(res: Any) -> MeasureResult:
         # a zero is a time below the timer's resolution, still a measurement; a negative,
         # NaN or infinite time is not
         raise TuningError(f"a successful record needs non-negative finite costs, got {costs!r:.80}")
-    return MeasureResult(costs, error_no, res[2], res[3])
+    try:
+        return MeasureResult(costs, error_no, res[2], res[3])
+    except (OverflowError, ValueError) as err:  # all_cost / timestamp 10**400: no float
+        raise TuningError(f"'result' holds a number out of range ({err})") from None
 
 
 def load_from_file(filename: str | os.PathLike) -> Iterator[tuple[MeasureInput, MeasureResult]]:

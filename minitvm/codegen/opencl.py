@@ -520,8 +520,9 @@ class CodeGenOpenCL:
 
     def _floormod(self, e: FloorMod) -> str:
         a, b = self.expr(e.a), self.expr(e.b)
-        if e.dtype.is_float:
-            return f"({a} - floor({a} / {b}) * {b})"
+        if e.dtype.is_float:  # numpy's remainder, as the CPU build: fmod moved into b's sign
+            r = f"fmod({a}, {b})"  # (a - floor(a / b) * b would be 0 * inf = NaN for b = inf)
+            return f"(({r} != 0 && (({r} < 0) != ({b} < 0))) ? {r} + {b} : {r})"
         checked = self._checked(e, a, b)
         if checked:
             return checked

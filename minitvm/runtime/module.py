@@ -13,6 +13,7 @@ import statistics
 import struct
 import time
 import zipfile
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
@@ -394,7 +395,9 @@ def read_member_buffer(path: str, zf: zipfile.ZipFile, name: str) -> np.ndarray:
     expected = None if checksums is None or name == _META else checksums.get(name, "")
     try:
         data, digest = _read_hashing(zf, entry, hash_it=expected is not None)
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ValueError) as err:
+    except (
+        zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, OSError, EOFError, ValueError
+    ) as err:  # fmt: skip
         raise RuntimeError_(f"load_module('{path}'): {name} is damaged ({err})") from err
     except (NotImplementedError, RuntimeError) as err:  # unknown compression, encryption
         raise RuntimeError_(f"load_module('{path}'): {name} cannot be read ({err})") from err

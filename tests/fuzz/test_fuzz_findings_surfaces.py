@@ -55,11 +55,6 @@ def test_conv_on_a_batch_of_zero_images():
     _assert_clean_or_ok(proc)
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="open (runtime/module.py): a corrupt deflate stream in "
-    "an export escapes as zlib.error (fuzz artifacts cases 51, 59)",
-)
 def test_artifact_whose_executable_has_a_corrupt_deflate_stream():
     # case 51 flips bits inside executable.zip's deflated program.json and re-checksums the tar
     proc = subprocess.run(
@@ -74,13 +69,9 @@ def test_artifact_whose_executable_has_a_corrupt_deflate_stream():
         assert last.startswith("minitvm.error."), proc.stderr[-2000:]
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="open (relax/frontend/onnx): keepdims other than 0/1 is read as bool(keepdims); "
-    "ONNX (shape inference, ORT) keeps the dim only for keepdims == 1 (fuzz onnx case 122)",
-)
 @pytest.mark.parametrize("op_type", ["ArgMax", "ReduceMax"])
-def test_reduction_with_keepdims_minus_one_drops_the_axis_as_onnx_runtime_does(op_type):
+def test_reduction_with_keepdims_minus_one_is_refused_or_drops_the_axis(op_type):
+    """keepdims is 0 or 1 by the spec: refused by name (before: -1 kept the axis, ORT drops it)."""
     proc = _run(f"""
         import onnxruntime as ort
         from onnx import TensorProto, helper
@@ -135,20 +126,10 @@ def test_schedule_cache_read_then_cache_write_of_a_rowsum():
     _assert_replay_ok_or_clean(_replay("schedules", case))
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="open (autotvm/record.py): an all_cost or timestamp of 10**400 in a log line escapes "
-    "as OverflowError instead of skipping the line with a RecordWarning",
-)
 def test_autotvm_log_with_a_huge_integer_cost():
     _assert_replay_ok_or_clean(_replay("records_autotvm", "482"))
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="open (OpenCL codegen): float floormod(x, -inf) is NaN on OpenCL, x on the CPU build "
-    "(a - floor(a / b) * b computes 0 * inf)",
-)
 def test_opencl_float_floormod_by_infinity_matches_the_cpu_build():
     pytest.importorskip("pyopencl")
     proc = _replay("opencl", "789")

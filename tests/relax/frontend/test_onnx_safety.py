@@ -378,8 +378,29 @@ def test_import_time_grows_linearly_with_the_chain():
 
 
 def test_nothing_but_minitvm_errors_escape_for_garbage_attributes():
+    node = helper.make_node("DepthToSpace", ["x"], ["y"], blocksize=2)
+    node.attribute.add(name="mode", type=onnx.AttributeProto.STRING, s=b"\xff\xfe")
+    model = _model([node], {"x": (F32, [1, 4, 2, 2])})
+    with pytest.raises(MiniTVMError, match=r"attribute 'mode' is not UTF-8"):
+        from_onnx(model)
+
+
+def test_attributes_the_schema_does_not_define_are_refused():
+    """onnx.checker refuses them; ignoring them would run a model nobody can read the same
+    way (a MatMul with an `axis`, a Relu with `junk`)."""
     node = helper.make_node("Relu", ["x"], ["y"])
-    node.attribute.add(name="junk", type=onnx.AttributeProto.STRING, s=b"\xff\xfe")
+    node.attribute.add(name="junk", type=onnx.AttributeProto.STRING, s=b"abc")
     model = _model([node], {"x": (F32, [3])})
-    with pytest.raises(MiniTVMError, match=r"attribute 'junk' is not UTF-8"):
+    with pytest.raises(OpAttributeInvalid, match=r"\['junk'\] are not defined for Relu"):
+        from_onnx(model)
+    with pytest.raises(onnx.checker.ValidationError):  # the oracle refuses it too
+        onnx.checker.check_model(model)
+
+
+@pytest.mark.parametrize("op, value", [("ReduceMax", 2), ("ReduceMax", -1), ("ArgMax", 9)])
+def test_flag_attributes_other_than_0_or_1_are_refused(op, value):
+    """keepdims=2 kept the axis here while ONNX Runtime drops it: a silent wrong shape."""
+    node = helper.make_node(op, ["x"], ["y"], keepdims=value)
+    model = _model([node], {"x": (F32, [3, 4])})
+    with pytest.raises(OpAttributeInvalid, match=rf"'keepdims' is {value}; the ONNX spec allows 0 or 1"):
         from_onnx(model)

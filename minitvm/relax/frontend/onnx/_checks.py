@@ -100,3 +100,35 @@ def tensor_array(onnx: Any, tensor: Any, what: str | None = None) -> np.ndarray:
             f"match its dims and type ({type(err).__name__}: {err}); the file is damaged"
         ) from err
     return np.array(array, copy=True)
+
+
+# INT attributes the ONNX spec defines as 0 or 1 (ONNX Runtime reads other values its own way,
+# so a model carrying one would run with a meaning nobody wrote down)
+FLAG_ATTRIBUTES = frozenset(
+    {
+        "align_corners", "allowzero", "ceil_mode", "center_point_box", "count_include_pad",
+        "detect_negative", "detect_positive", "exclude_outside", "exclusive", "fmod",
+        "keepdims", "largest", "noop_with_empty_axes", "reverse", "saturate",
+        "select_last_index", "sorted", "training_mode", "transA", "transB", "upper",
+    }
+)  # fmt: skip
+
+
+def check_attributes(node: Any, schema: Any, where: str) -> None:
+    """Refuse attributes the op's schema does not define (onnx.checker refuses them too; the
+    importer would otherwise ignore them) and 0/1 flags with any other value."""
+    from ....error import OpAttributeInvalid
+
+    defined = set(schema.attributes)
+    unknown = sorted({a.name for a in node.attribute} - defined)
+    if unknown:
+        raise OpAttributeInvalid(
+            f"{where}: attribute(s) {unknown} are not defined for {node.op_type} at opset "
+            f"{schema.since_version}+ (it has {sorted(defined) or 'none'}); the model is "
+            "malformed (onnx.checker refuses it too)"
+        )
+    for a in node.attribute:
+        if a.name in FLAG_ATTRIBUTES and a.type == 2 and a.i not in (0, 1):  # 2: INT
+            raise OpAttributeInvalid(
+                f"{where}: attribute {a.name!r} is {a.i}; the ONNX spec allows 0 or 1"
+            )

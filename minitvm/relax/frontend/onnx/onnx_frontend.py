@@ -453,6 +453,8 @@ def _check_arity(ctx: Context, node: Any) -> None:
             f"{ctx.where()}: has {n_out} outputs; {node.op_type} at opset {ctx.opset} gives "
             f"1 to {schema.max_output}"
         )
+    if node.domain in ("", "ai.onnx"):
+        _checks.check_attributes(node, schema, ctx.where())
 
 
 def _convert_node(ctx: Context, node: Any) -> None:
