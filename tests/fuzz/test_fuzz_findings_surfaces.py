@@ -32,11 +32,6 @@ def _assert_clean_or_ok(proc: subprocess.CompletedProcess) -> None:
         assert proc.stdout.strip().endswith("OK"), proc.stdout
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="open (relax/op): layout_transform's TE body makes a "
-    "FloatImm of pad_value None when an input dim is 0 (fuzz onnx case 19)",
-)
 def test_conv_on_a_batch_of_zero_images():
     proc = _run("""
         from onnx import TensorProto, helper, numpy_helper

@@ -398,13 +398,16 @@ def _te_layout_transform(x, index_map, pad_value, axis_separators, input_axis_se
     shape = imap.map_shape(list(x.shape))
     inverse, pad = imap.non_surjective_inverse(list(x.shape))
     padded = not (isinstance(pad, tir.IntImm) and not pad.value)
+    if any(isinstance(d, tir.IntImm) and d.value == 0 for d in x.shape):
+        padded = False  # an empty tensor: no element to read, none to pad
     predicate = IndexMap(inverse.initial_indices, [pad])
 
     def body(*idx: Any):
         value = x[tuple(inverse.map_indices(list(idx)))]
         if not padded:
             return value
-        fill = make_const(x.dtype, pad_value)
+        # TVM leaves padding undefined without a pad_value; zeros are one such value
+        fill = make_const(x.dtype, 0 if pad_value is None else pad_value)
         return tir_op.if_then_else(predicate.map_indices(list(idx))[0], fill, value)
 
     return te.compute(index_dims(shape, x.shape), body, name="T_layout_trans", tag="injective")
