@@ -72,6 +72,19 @@ def _need(name: str) -> Callable:
     return fn
 
 
+class NotComputed:
+    """An output of a multi-output aten op the importer does not compute (the saved mean of
+    native_layer_norm, the indices of max_pool2d_with_indices): using it is refused."""
+
+    __slots__ = ("what",)
+
+    def __init__(self, what: str):
+        self.what = what
+
+    def __repr__(self) -> str:
+        return f"<not computed: {self.what}>"
+
+
 def _is_torch_dtype(value: Any) -> bool:
     return type(value).__name__ == "dtype" and type(value).__module__ == "torch"
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from ....error import OpAttributeInvalid, OpAttributeUnImplemented, OpNotImplemented
 from ... import op as R
-from ...expr import Expr
+from ...expr import Expr, const
 from ._base import _dtype, _is_torch_dtype, _need, _unsupported_attr
 from ._promote import cast, category, default_float, is_float, promoted, result_type
 
@@ -56,7 +56,7 @@ def _arith(name: str) -> Callable:
     """A promoting binary op: `add(a, b, alpha=1)` computes in torch.result_type(a, b)."""
     relax_name, py_op, bool_name, no_bool = _ARITH[name]
 
-    def convert(t, a, b, *, alpha=1, out=None):
+    def convert(t, a, b, alpha=1, *, out=None):  # alpha is positional in add.Scalar
         if out is not None:
             raise OpAttributeUnImplemented("out= is not supported; use the returned value")
         if not isinstance(a, Expr) and not isinstance(b, Expr):  # symbolic sizes, scalars
@@ -230,7 +230,7 @@ _BITWISE = {"and": "logical_and", "or": "logical_or", "xor": "logical_xor"}
 
 
 def _bitwise(kind: str, py_op: Callable) -> Callable:
-    """&, |, ^: the logical op on bools; integers are refused (relax has no bitwise op yet)."""
+    """&, |, ^: the logical op on bools, the bitwise op on integers."""
 
     def convert(t, a, b, *, out=None):
         if not isinstance(a, Expr) and not isinstance(b, Expr):
@@ -238,12 +238,8 @@ def _bitwise(kind: str, py_op: Callable) -> Callable:
         dtype = result_type(a, b)
         if is_float(dtype):
             raise _torch_refuses(f"bitwise_{kind}", (a, b))
-        if dtype != "bool":
-            raise OpNotImplemented(
-                f"bitwise_{kind} of ({_dtypes(a, b)}) is not supported: only bool operands "
-                "convert (as logical ops); compute integer bit operations outside the model"
-            )
-        return t.emit(_need(_BITWISE[kind])(cast(t, a, dtype), cast(t, b, dtype)))
+        name = _BITWISE[kind] if dtype == "bool" else f"bitwise_{kind}"
+        return t.emit(_need(name)(cast(t, a, dtype), cast(t, b, dtype)))
 
     return convert
 
@@ -252,10 +248,7 @@ def _bitwise_not(t, x, *, out=None):
     if is_float(_dtype(x)):
         raise _torch_refuses("bitwise_not", (x,))
     if _dtype(x) != "bool":
-        raise OpNotImplemented(
-            f"bitwise_not of ({_dtypes(x)}) is not supported: only bool tensors convert "
-            "(as logical_not)"
-        )
+        return t.emit(_need("bitwise_not")(x))
     return t.emit(R.logical_not(x))
 
 
@@ -282,6 +275,41 @@ def _float_unary(relax_op: Callable) -> Callable:
         return t.emit(relax_op(x))
 
     return convert
+
+
+def _log_base(base: float) -> Callable:
+    """log2, log10 as log(x) / log(base)."""
+    inv = 1.0 / math.log(base)
+
+    def relax_op(x):
+        return R.multiply(_need("log")(x), const(inv, str(x.struct_info.dtype)))
+
+    return relax_op
+
+
+def _float_predicate(name: str) -> Callable:
+    """isnan, isinf: a bool tensor; integer tensors are never nan or inf (x != x is False)."""
+
+    def convert(t, x):
+        if is_float(_dtype(x)):
+            return t.emit(_need(name)(x))
+        return t.emit(R.not_equal(x, x))
+
+    return convert
+
+
+def _elu(t, x, alpha=1.0, scale=1.0, input_scale=1.0):
+    """scale * (x if x > 0 else alpha * (exp(x * input_scale) - 1))."""
+    dtype = _dtype(x)
+    if not is_float(dtype):
+        raise _torch_refuses("elu", (x,))
+
+    def c(v):
+        return const(float(v), dtype)
+
+    neg = R.multiply(c(alpha), R.subtract(R.exp(R.multiply(x, c(input_scale))), c(1.0)))
+    y = t.emit(R.where(R.greater(x, c(0.0)), x, neg))
+    return y if scale == 1.0 else t.emit(R.multiply(y, c(scale)))
 
 
 def _lazy(name: str) -> Callable:

@@ -19,6 +19,7 @@ from ....tir.expr import Var as TirVar
 from ... import op as R
 from ...block_builder import BlockBuilder
 from ...expr import Expr, ShapeExpr, Tuple, const
+from ._base import NotComputed
 from ._inplace import first_operand, is_inplace_name, is_tensor_value, read_after, shared_memory
 
 # torch dtype name -> relax dtype
@@ -155,6 +156,7 @@ class Importer:
         order = {n: i for i, n in enumerate(nodes)}
         for node, convert in found.items():
             args, kwargs = self.retrieve(tuple(node.args)), self.retrieve(dict(node.kwargs))
+            _refuse_not_computed(self.frontend, node, (args, kwargs), describe)
             value = self._call(node, convert, args, kwargs, describe)
             if node in writers:
                 value = self._write_first_operand(node, value, order, writers, is_view, describe)
@@ -236,6 +238,35 @@ class Importer:
             raise cls(f"{self.frontend}: cannot convert {op} at {where}: {err}") from err
 
 
+def _refuse_not_computed(frontend: str, node: Any, args: Any, describe) -> None:
+    """A node that reads an output the importer does not compute is refused, by name
+    (picking it out of the op's outputs is not a read: export keeps unused getitems)."""
+    import operator
+
+    if node.target is operator.getitem:
+        return
+    missing = _find_not_computed(args)
+    if missing is not None:
+        op, where = describe(node)
+        raise OpNotImplemented(
+            f"{frontend}: cannot convert {op} at {where}: it reads {missing.what}, which the "
+            "importer does not compute (it converts models for inference); use only the op's "
+            "first output"
+        )
+
+
+def _find_not_computed(value: Any) -> NotComputed | None:
+    if isinstance(value, NotComputed):
+        return value
+    items = value.values() if isinstance(value, dict) else value
+    if isinstance(items, list | tuple) or isinstance(value, dict):
+        for v in items:
+            found = _find_not_computed(v)
+            if found is not None:
+                return found
+    return None
+
+
 def _torch_dtype_name(val: Any) -> str | None:
     """The relax name of a recorded torch tensor's dtype; None for non-tensors and odd dtypes."""
     dtype = getattr(val, "dtype", None)
@@ -315,6 +346,11 @@ def _as_expr(value: Any) -> Expr:
         return Tuple(tuple(_as_expr(v) for v in value))
     if isinstance(value, int) and not isinstance(value, bool):
         return const(np.asarray(value, "int64"))
+    if isinstance(value, NotComputed):
+        raise OpNotImplemented(
+            f"the model returns {value.what}, which the importer does not compute (it converts "
+            "models for inference); return only the op's first output"
+        )
     if not isinstance(value, Expr):
         raise FrontendError(
             f"the model returns {value!r}, which is not a tensor; return tensors only"

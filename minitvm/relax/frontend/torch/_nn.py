@@ -10,7 +10,17 @@ import numpy as np
 from ....error import OpAttributeInvalid, OpAttributeRequired, OpAttributeUnImplemented
 from ... import op as R
 from ...expr import Expr, TupleGetItem
-from ._base import _dims, _drop_axis, _dtype, _ndim, _need, _pair, _unsupported_attr, shape_of
+from ._base import (
+    NotComputed,
+    _dims,
+    _drop_axis,
+    _dtype,
+    _ndim,
+    _need,
+    _pair,
+    _unsupported_attr,
+    shape_of,
+)
 
 
 def _conv_padding(padding, kernel: tuple, dilation: tuple) -> tuple[tuple, tuple]:
@@ -147,6 +157,11 @@ def _batch_norm_functional(
     return _batch_norm(t, input, weight, bias, running_mean, running_var, eps)
 
 
+def _stats(op: str) -> tuple:
+    """The saved statistics (outputs 1 and 2) of a native norm op: inference needs neither."""
+    return tuple(NotComputed(f"the saved statistics (output {i}) of native_{op}") for i in (1, 2))
+
+
 def _batch_norm_aten(
     t, input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled=False
 ):
@@ -156,13 +171,13 @@ def _batch_norm_aten(
 
 def _native_batch_norm(t, input, weight, bias, running_mean, running_var, training, momentum, eps):
     _check_eval(training)
-    return (_batch_norm(t, input, weight, bias, running_mean, running_var, eps), None, None)
+    return (_batch_norm(t, input, weight, bias, running_mean, running_var, eps), *_stats("batch_norm"))
 
 
 def _native_batch_norm_no_training(
     t, input, weight, bias, running_mean, running_var, momentum, eps
 ):
-    return (_batch_norm(t, input, weight, bias, running_mean, running_var, eps), None, None)
+    return (_batch_norm(t, input, weight, bias, running_mean, running_var, eps), *_stats("batch_norm"))
 
 
 def _layer_norm(t, input, normalized_shape, weight=None, bias=None, eps=1e-5, cudnn_enable=True):
@@ -175,7 +190,7 @@ def _layer_norm(t, input, normalized_shape, weight=None, bias=None, eps=1e-5, cu
 
 
 def _native_layer_norm(t, input, normalized_shape, weight, bias, eps):
-    return (_layer_norm(t, input, normalized_shape, weight, bias, eps), None, None)
+    return (_layer_norm(t, input, normalized_shape, weight, bias, eps), *_stats("layer_norm"))
 
 
 def _group_norm(t, input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_enabled=True):
@@ -188,7 +203,7 @@ def _group_norm(t, input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_en
 
 
 def _native_group_norm(t, input, weight, bias, n, c, hw, group, eps):
-    return (_group_norm(t, input, group, weight, bias, eps), None, None)
+    return (_group_norm(t, input, group, weight, bias, eps), *_stats("group_norm"))
 
 
 def _pool_nd(t, x, kernel, stride, padding, dilation, ceil_mode, nd, kind, count_include_pad=True):
@@ -237,7 +252,8 @@ def _max_pool(nd: int) -> Callable:
 def _max_pool2d_with_indices(
     t, input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False
 ):
-    return (_max_pool(2)(t, input, kernel_size, stride, padding, dilation, ceil_mode), None)
+    y = _max_pool(2)(t, input, kernel_size, stride, padding, dilation, ceil_mode)
+    return (y, NotComputed("the indices (output 1) of max_pool2d_with_indices"))
 
 
 def _avg_pool(nd: int) -> Callable:

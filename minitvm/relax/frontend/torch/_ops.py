@@ -29,6 +29,8 @@ from ._elementwise import (
     _clamp_min,
     _compare,
     _div,
+    _elu,
+    _float_predicate,
     _float_unary,
     _gelu,
     _hardsigmoid,
@@ -37,6 +39,7 @@ from ._elementwise import (
     _lazy,
     _leaky_relu,
     _log1p,
+    _log_base,
     _logical,
     _logical_not,
     _masked_fill,
@@ -137,6 +140,7 @@ from ._shape import (
     _unflatten,
     _unsqueeze,
 )
+from ._te import gather
 
 # ----------------------------------------------------------------------------- tables
 
@@ -151,6 +155,14 @@ _FLOAT_UNARY = {
     "erf": _lazy("erf"),
     "sin": _lazy("sin"),
     "cos": _lazy("cos"),
+    "tan": _lazy("tan"),
+    "asin": _lazy("asin"),
+    "acos": _lazy("acos"),
+    "atan": _lazy("atan"),
+    "sinh": _lazy("sinh"),
+    "cosh": _lazy("cosh"),
+    "log2": _log_base(2.0),
+    "log10": _log_base(10.0),
 }
 
 FUNCTIONS: dict[str, Callable] = {
@@ -334,7 +346,11 @@ FUNCTIONS: dict[str, Callable] = {
     "new_full": _new_fill(None),
     "fill": _fill_like,
     "reciprocal": _reciprocal,
+    "isnan": _float_predicate("isnan"),
+    "isinf": _float_predicate("isinf"),
+    "elu": _elu,
     "triu": _triangle(np.triu),
+    "gather": gather,
 }
 
 # Names whose torch.nn.functional argument order differs from aten's.

@@ -15,6 +15,7 @@ from ._base import _axis, _dims, _dtype, _ndim, _need, _pair, shape_of
 from ._elementwise import _binary
 from ._promote import cast, category, default_float, number_dtype
 from ._shape import _copy
+from ._te import symbolic_arange
 
 # how a reduction treats integer and bool input without dtype=: "int64" widens it (torch's
 # sum and prod), "float" refuses it (torch's mean needs a float input), "keep" keeps it
@@ -128,10 +129,13 @@ def _tensor(t, data, *, dtype=None, device=None, requires_grad=False, pin_memory
 
 
 def _arange(t, *args, dtype=None, device=None, layout=None, pin_memory=None, requires_grad=False):
-    if any(isinstance(a, Expr | PrimExpr) for a in args):
-        raise OpAttributeUnImplemented("arange with symbolic bounds is not supported")
+    if any(isinstance(a, Expr) for a in args):
+        raise OpAttributeUnImplemented("arange with tensor bounds is not supported")
     if dtype is None:
         dtype = default_float() if any(isinstance(a, float) for a in args) else "int64"
+    if any(isinstance(a, PrimExpr) for a in args):
+        start, end, step = (0, args[0], 1) if len(args) == 1 else (*args, 1)[:3]
+        return symbolic_arange(t, start, end, step, t.dtype(dtype))
     return t.const(np.arange(*args).astype(t.dtype(dtype)))
 
 

@@ -12,12 +12,15 @@ from ... import op as R
 from ...expr import Expr, TupleGetItem
 from ...struct_info import TupleStructInfo
 from ._base import _axis, _dims, _dtype, _is_torch_dtype, _ndim, _need, _pair, shape_of
+from ._te import broadcast_new_dims, infer_minus_one, symbolic_slice
 
 _INT64_MAX = 9223372036854775807  # torch.export's "to the end" for slice bounds
 
 
 def _reshape(t, x, *shape):
     dims = _dims(shape)
+    if any(isinstance(d, PrimExpr) for d in (*dims, *shape_of(x))):
+        dims = infer_minus_one(shape_of(x), dims)
     return t.emit(R.reshape(x, tuple(dims)))
 
 
@@ -109,10 +112,8 @@ def _expand(t, x, *sizes, implicit=False):
         for i, d in enumerate(target)
         if isinstance(d, PrimExpr) and (i < lead or shape[i - lead] is not d)
     ]
-    if new_symbolic:  # the compiled kernel takes its output dims from its input's dims
-        raise OpAttributeUnImplemented(
-            f"expand to {target}: dims {new_symbolic} are symbolic and not dims of the input"
-        )
+    if new_symbolic:  # dims the kernel cannot read off its input: a TE compute takes them
+        return broadcast_new_dims(t, x, target)
     return t.emit(_need("broadcast_to")(x, target))
 
 
@@ -131,7 +132,10 @@ def _expand_as(t, x, other):
 
 
 def _cat(t, tensors, dim=0):
-    tensors = list(tensors)
+    """torch.cat; as in torch, 1-d empty tensors (an empty cache) are skipped."""
+    tensors = [x for x in tensors if shape_of(x) != (0,)] or list(tensors)[:1]
+    if len(tensors) == 1:
+        return tensors[0]
     return t.emit(R.concat(tensors, axis=_axis(dim, _ndim(tensors[0]))))
 
 
@@ -198,6 +202,8 @@ def _slice(t, input, dim=0, start=None, end=None, step=1):
         start = max(start + length, 0)
     if start == 0 and end is length and step == 1:
         return input
+    if any(isinstance(v, PrimExpr) for v in (start, end)) and isinstance(length, int):
+        return symbolic_slice(t, input, axis, start, end, step)
     return t.emit(R.strided_slice(input, [axis], [start], [end], [step]))
 
 
@@ -251,7 +257,7 @@ def _index(t, input, indices):
     axis, index = tensors[0]
     if _dtype(index) == "bool":  # the result's length would depend on the data
         raise OpAttributeUnImplemented("boolean mask indexing (its output shape depends on data)")
-    return t.emit(R.take(input, index, axis=axis))
+    return t.emit(R.take(input, index, axis=axis, mode="wrap"))  # x[-1] is the last row
 
 
 def _index_select(t, input, dim, index):

@@ -163,8 +163,31 @@ def _lookup(node: Any, custom: Mapping[str, Callable]) -> Converter | None:
     if name in custom:
         return _custom_converter(name, custom[name], node)
     if node.target in _PYTHON_OPS:
-        return _ops.FUNCTIONS.get(node.target.__name__)
+        return _as_torch_sized(_ops.FUNCTIONS.get(node.target.__name__), node)
     return aten_converter(node)
+
+
+def _as_torch_sized(convert: Converter | None, node: Any) -> Converter | None:
+    """A size computed from symbolic sizes, as torch simplified it: where torch recorded the
+    result as one symbol or a number (`s0 * s1 // s1` is `s0`), that is the value, so that
+    later shapes compare equal to the inputs' dims."""
+    if convert is None:
+        return None
+
+    def converted(t: Importer, *args, **kwargs) -> Any:
+        import torch
+
+        value = convert(t, *args, **kwargs)
+        val = node.meta.get("val")
+        if isinstance(val, torch.SymInt):
+            expr = val.node.expr
+            if expr.is_Integer:
+                return int(expr)
+            if expr.is_Symbol and str(expr) in t.sym_vars:
+                return t.sym_vars[str(expr)]
+        return value
+
+    return converted
 
 
 def _is_aten(node: Any) -> bool:
