@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..analysis.gpu_code import allocated_scope
 from ..expr import Var
 from ..function import PrimFunc
 from ..functor import Mutator, Visitor
 from ..stmt import Allocate, DeclBuffer, For, ForKind, Stmt
 from ._pass import prim_func_pass
 from .convert_blocks_to_loops import PINNED_ALLOCATION
-from ..analysis.gpu_code import allocated_scope
 
 
 class _Strip(Mutator):
@@ -24,8 +24,20 @@ class _Strip(Mutator):
     def __init__(self) -> None:
         super().__init__()
         self.allocs: list[tuple[Allocate, DeclBuffer | None]] = []
+        self.thread_depth = 0
+        self.outside_threads: set[int] = set()  # ids of Allocates above every thread binding
+
+    def visit_For(self, loop: For) -> Stmt:
+        bound = loop.kind == ForKind.THREAD_BINDING
+        self.thread_depth += bound
+        try:
+            return self.generic_visit(loop)
+        finally:
+            self.thread_depth -= bound
 
     def visit_Allocate(self, alloc: Allocate) -> Stmt:
+        if not self.thread_depth:
+            self.outside_threads.add(id(alloc))
         decl = (
             alloc.body
             if isinstance(alloc.body, DeclBuffer) and alloc.body.buffer.data is alloc.buffer_var
@@ -61,13 +73,14 @@ class _UsePaths(Visitor):
         del old[n:]
 
 
-def _placement(path: list[For], scope: str = "") -> For | None:
-    """The loop whose body hosts the allocation: never inside a vectorized loop, and a global
-    buffer never inside a GPU thread-bound loop (a kernel cannot allocate device memory; the
-    host allocates it, as TVM places global buffers above the thread bindings)."""
+def _placement(path: list[For], keep_off_threads: bool = False) -> For | None:
+    """The loop whose body hosts the allocation: never inside a vectorized loop, nor inside a
+    GPU thread-bound loop when `keep_off_threads` (a global buffer the function allocated
+    outside its kernels: the host allocates it, as TVM places global buffers above the thread
+    bindings; one allocated inside a kernel stays there and the GPU checks refuse it)."""
     for n, loop in enumerate(path):
         if loop.kind == ForKind.VECTORIZED or (
-            scope == "global" and loop.kind == ForKind.THREAD_BINDING
+            keep_off_threads and loop.kind == ForKind.THREAD_BINDING
         ):
             return path[n - 1] if n else None
     return path[-1] if path else None
@@ -109,7 +122,8 @@ def plan_and_update_buffer_allocation_location(func: PrimFunc) -> PrimFunc:
         # a pinned buffer carries values across loop iterations (rolling_buffer): keep it
         # outside every loop
         pinned = alloc.annotations.get(PINNED_ALLOCATION)
-        host = None if pinned else _placement(path, allocated_scope(alloc))
+        off_threads = id(alloc) in strip.outside_threads and allocated_scope(alloc) == "global"
+        host = None if pinned else _placement(path, off_threads)
         (top if host is None else at.setdefault(id(host), [])).append((alloc, decl))
     body = _Insert(at).visit(body)
     return func.replace(body=wrap(body, top))
