@@ -7,9 +7,16 @@ from ...error import ScheduleError
 from ...tir.expr import Add, BufferLoad, IterType, Max, Min
 from ...tir.schedule import BlockRV, LoopRV, Schedule
 from ...tir.stmt import Block, BufferStore
-from .analysis import BlockKind, _contiguous_along, _loads, _uses
+from .analysis import BlockKind, _contiguous_along, _kind, _loads, _uses
 from .base import BlockRule, NotApplicable
-from .utils import VECTOR_LANES, _decompose, _extent, _parallel_widest, _work
+from .utils import (
+    PARALLEL_MIN_WORK,
+    VECTOR_LANES,
+    _decompose,
+    _extent,
+    _parallel_widest,
+    _work,
+)
 
 
 def _row_reduction_lanes(sch: Schedule, block: Block, loops: list[LoopRV]) -> int | None:
@@ -45,6 +52,8 @@ def schedule_row_reduction(sch: Schedule, block: BlockRV, loops: list[LoopRV]) -
     lanes = _row_reduction_lanes(sch, sch.get(block), loops)
     if lanes is None:
         return False
+    if _kind(sch.get(block)) is BlockKind.PRODUCT and _schedule_dot_rows(sch, block, loops, lanes):
+        return True
     work = _work(sch, loops)
     _, ki = sch.split(loops[-1], [None, lanes])
     try:
@@ -60,6 +69,57 @@ def schedule_row_reduction(sch: Schedule, block: BlockRV, loops: list[LoopRV]) -
     if init is not None:
         sch.vectorize(sch.get_loops(init)[-1])
     _parallel_widest(sch, rows, work)
+    return True
+
+
+# rows of a dot-product tile: their accumulators are independent FMA chains (one vector
+# chain per row waits on the FMA latency) and each vector of x loaded serves them all
+GEMV_ROWS = 4
+
+
+def _schedule_dot_rows(sch: Schedule, block: BlockRV, loops: list[LoopRV], lanes: int) -> bool:
+    """Dot products (`y[.., j] = sum_k x[.., k] * W[.., j, k]`, W streamed along k) a tile of
+    GEMV_ROWS rows at a time: per k step one vector of each row's W and one of x, one vector
+    accumulator per row (rfactor of k's inner `lanes`), the rows unrolled; the lanes of each
+    row are added up right after its tile, while they are in cache, and the row tiles run in
+    parallel. So W is read once, contiguously, by both threads. Always schedules the block
+    (with parallel rows only, when the rfactor is refused); returns True."""
+    work = _work(sch, loops)  # each row a dot product of k steps
+    rows = loops[:-1]
+    extents = [_extent(sch, lp) for lp in rows]
+    static = [k for k, e in enumerate(extents) if e is not None and e > 1]
+    _, ki = sch.split(loops[-1], [None, lanes])
+    try:
+        rf = sch.rfactor(ki, len(loops) - 1)
+    except ScheduleError:
+        # the split stays, harmless: parallel rows as the generic reduction rule does
+        _parallel_widest(sch, rows, work)
+        return True
+    write = sch.get_consumers(rf)[0]
+    *rf_rows, ko, kl = sch.get_loops(rf)
+    if not static:  # one row (or only symbolic ones): vector partial sums of that row
+        sch.vectorize(kl)
+        init = _decompose(sch, rf, [ko]) if rf_rows else None
+        if init is not None:
+            sch.vectorize(sch.get_loops(init)[-1])
+        _parallel_widest(sch, rf_rows, work)
+        return True
+    w = max(static, key=lambda k: extents[k])
+    tile = next(r for r in (GEMV_ROWS, 2, 1) if extents[w] % r == 0)
+    outer, inner = sch.split(rf_rows[w], [None, tile])
+    others = [lp for k, lp in enumerate(rf_rows) if k != w]
+    sch.reorder(outer, *others, ko, inner, kl)
+    sch.unroll(inner)
+    sch.vectorize(kl)
+    init = _decompose(sch, rf, [ko])
+    if init is not None:
+        sch.vectorize(sch.get_loops(init)[-1])
+    try:
+        sch.reverse_compute_at(write, outer)
+    except ScheduleError:
+        pass  # the lanes are added in a pass of their own after the tiles: slower, correct
+    if work >= PARALLEL_MIN_WORK and extents[w] // tile >= 2:
+        sch.parallel(outer)
     return True
 
 

@@ -20,6 +20,7 @@ from .analysis import (
     _TRANSCENDENTAL,
     BlockKind,
     _calls_any,
+    _contiguous_along,
     _is_conditional,
     _kind,
     _last_spatial_var,
@@ -116,7 +117,7 @@ class _InlinePlan:
         readers = sorted(self.readers[id(out)])
         # only a reduction can be a product (a spatial block has no product term)
         products = [self.block(j) for j in readers if self.reduces[j]]
-        if _is_packing(products, block, lambda: self.block(i)):
+        if _is_packing(products, block, lambda: self.block(i), self.writers.keys()):
             return False
         if self.transcendental[i] and _is_reread_transcendental(
             [self.block(j) for j in readers], out
@@ -198,14 +199,20 @@ def _reads_weight_rows(block: Block) -> bool:
     return rows is not None and rows < MATMUL_PACK_MIN_ROWS_TRANSPOSED
 
 
-def _is_packing(blocks: list[Block], producer: Block, current: Callable[[], Block]) -> bool:
+def _is_packing(
+    blocks: list[Block],
+    producer: Block,
+    current: Callable[[], Block],
+    written: Any = frozenset(),
+) -> bool:
     """`producer` feeds a product (matmul, conv) among `blocks` and inlining it would put into
     that block's inner loop a conditional (the border test of a padding stage like a conv's
     `data_pad`) or a strided load along the vectorized output columns j (the transpose of
     `g @ W.T`): it stays a stage, writing a padded or packed copy once (parallel and
     vectorized by the spatial rule) that the product's register tile reads unguarded.
     `current()` gives the producer with what was inlined into it (its value), asked for only
-    when a product reads it."""
+    when a product reads it; `written` holds the ids of the buffers the function's blocks
+    write (`_streams_inlined` decides a dot product's producers)."""
     store = producer.body
     if not isinstance(store, BufferStore) or not all(isinstance(i, Var) for i in store.indices):
         return False
@@ -227,6 +234,11 @@ def _is_packing(blocks: list[Block], producer: Block, current: Callable[[], Bloc
         term = _product_term(block)
         if term is None:
             continue
+        streams = _streams_inlined(block, term, out, store, lambda: current().body.value, written)
+        if streams is not None:
+            if not streams:
+                return True
+            continue
         # the axes a rule may vectorize: the output columns j (matmul, conv; its broadcast
         # operand A may be read along k with any stride) and, for other products, the
         # innermost reduction k too (the dot-product rule of x @ W.T under few rows, e.g. a
@@ -245,3 +257,48 @@ def _is_packing(blocks: list[Block], producer: Block, current: Callable[[], Bloc
             ):
                 return True
     return False
+
+
+def _streams_inlined(
+    block: Block, term: Any, out: Any, store: BufferStore, value: Callable[[], Any], written: Any
+) -> bool | None:
+    """For a dot-product block (a product of few static rows and one reduction axis k that the
+    row rule can split: a decode step's `x @ W.T`), whether the producer (`store`, its value
+    given by `value()`) inlined into it would be read contiguously along k; None for any other
+    block (the caller's packing rules decide).
+
+    True: inline it. The dot-product rule (`schedule_row_reduction`) streams W in place, and a
+    copy first (the transpose of W) only adds a strided pass over the whole weight per call
+    (a 32000 x 1024 lm_head at one row: 773 ms a call with the copy; BENCHMARKS.md "LLM").
+    False: keep it a stage (a reshape of x to the flat k, `a[.., k // 64, k % 64]`: inlined,
+    every vector of x would be a gather; staged it is one small contiguous copy). Other
+    operands varying with k must be contiguous along k already, or intermediates (their own
+    producers are judged by this same rule)."""
+    iters = block.iter_vars
+    if not iters or iters[-1].iter_type != IterType.CommReduce:
+        return None
+    if sum(iv.iter_type != IterType.DataPar for iv in iters) != 1:
+        return None
+    spatial = [iv for iv in iters if iv.iter_type == IterType.DataPar]
+    rows = const_int(spatial[-2].dom.extent) if len(spatial) >= 2 else 1
+    if rows is None or rows >= MATMUL_PACK_MIN_ROWS_TRANSPOSED:
+        return None
+    k, extent = iters[-1].var, const_int(iters[-1].dom.extent)
+    if extent is None or extent % 4:  # the row rule's vector split must divide k
+        return None
+    reads = _loads(term)
+    for ld in reads:
+        if ld.buffer is out or not _uses(ld, k) or _contiguous_along(ld, k):
+            continue
+        if id(ld.buffer) not in written:
+            return None  # a function input read strided: the row rule cannot take the block
+    for ld in (ld for ld in reads if ld.buffer is out):
+        at = [p for p, idx in enumerate(ld.indices) if idx is k]
+        if len(at) > 1 or any(_uses(idx, k) for p, idx in enumerate(ld.indices) if p not in at):
+            return False
+        if not at:
+            continue
+        kv = store.indices[at[0]]
+        if any(_uses(inner, kv) and not _contiguous_along(inner, kv) for inner in _loads(value())):
+            return False
+    return True
