@@ -86,11 +86,13 @@ def safe_divisor(cg: CodeGenLLVM, e, x: ir.Value, y: ir.Value) -> ir.Value:
 # --------------------------------------------------------------------------- memory indices
 
 
-class _DataDependence(Visitor):
-    """Finds whether an index expression depends on values the compiler cannot bound."""
+class DataDependence(Visitor):
+    """Finds whether an index expression depends on values the compiler cannot bound: a load,
+    an extern call's result, or a variable in `data_ids` (ids of Vars bound to such values).
+    Shared by the LLVM and OpenCL code generators' index checks."""
 
-    def __init__(self, data_vars: set) -> None:
-        self.data_vars = data_vars
+    def __init__(self, data_ids: set[int]) -> None:
+        self.data_ids = data_ids
         self.found = False
 
     def visit(self, n) -> None:
@@ -107,13 +109,13 @@ class _DataDependence(Visitor):
             self.generic_visit(n)
 
     def visit_Var(self, n: Var) -> None:
-        if n in self.data_vars:
+        if id(n) in self.data_ids:
             self.found = True
 
 
 def depends_on_data(cg: CodeGenLLVM, e: PrimExpr) -> bool:
     """Whether `e` reads memory, a scalar argument or a variable bound to such a value."""
-    v = _DataDependence(cg.data_vars)
+    v = DataDependence({id(x) for x in cg.data_vars})
     v.visit(e)
     return v.found
 

@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING
 
 from ..error import BuildError
 from ..ir.dtype import DataType
-from ..tir.expr import Broadcast, BufferLoad, Call, Div, FloorDiv, FloorMod, IntImm, Mod, Var
-from ..tir.functor import Visitor
+from ..tir.expr import Broadcast, Div, FloorDiv, FloorMod, IntImm, Mod, Var
+from .llvm_checks import DataDependence
 
 if TYPE_CHECKING:
     from ..tir.expr import PrimExpr
@@ -62,29 +62,6 @@ def _constant(e: PrimExpr) -> int | None:
     return e.value if isinstance(e, IntImm) else None
 
 
-class _DataDependence(Visitor):
-    def __init__(self, data_vars: set[int]) -> None:
-        self.data_vars = data_vars
-        self.found = False
-
-    def visit(self, n) -> None:
-        if not self.found:
-            super().visit(n)
-
-    def visit_BufferLoad(self, n: BufferLoad) -> None:
-        self.found = True
-
-    def visit_Call(self, n: Call) -> None:
-        if isinstance(n.op, str):  # an extern function's result
-            self.found = True
-        else:
-            self.generic_visit(n)
-
-    def visit_Var(self, n: Var) -> None:
-        if id(n) in self.data_vars:
-            self.found = True
-
-
 class KernelChecks:
     """The checks of one kernel: their messages, data-dependent vars and extra parameters."""
 
@@ -106,7 +83,7 @@ class KernelChecks:
             self.data_vars.add(id(p))
 
     def depends_on_data(self, e: PrimExpr) -> bool:
-        v = _DataDependence(self.data_vars)
+        v = DataDependence(self.data_vars)
         v.visit(e)
         return v.found
 

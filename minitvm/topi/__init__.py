@@ -152,43 +152,7 @@ __all__ = [
 ]
 
 from . import math
-from .math import (
-    acos,
-    asin,
-    atan,
-    bitwise_and,
-    bitwise_not,
-    bitwise_or,
-    bitwise_xor,
-    cosh,
-    isfinite,
-    isinf,
-    isnan,
-    left_shift,
-    reinterpret,
-    right_shift,
-    sinh,
-    tan,
-    trunc,
-)
+from .math import *  # ONNX's trig, bitwise and shift computes, reinterpret
 
-__all__ += [
-    "acos",
-    "asin",
-    "atan",
-    "bitwise_and",
-    "bitwise_not",
-    "bitwise_or",
-    "bitwise_xor",
-    "cosh",
-    "isfinite",
-    "isinf",
-    "isnan",
-    "left_shift",
-    "math",
-    "reinterpret",
-    "right_shift",
-    "sinh",
-    "tan",
-    "trunc",
-]
+__all__ += ["math"]
+__all__ += math.__all__

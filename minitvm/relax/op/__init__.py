@@ -165,45 +165,10 @@ from .grad import erf
 
 __all__ += ["grad"]
 
-from .elementwise_math import (
-    acos,
-    asin,
-    atan,
-    bitwise_and,
-    bitwise_not,
-    bitwise_or,
-    bitwise_xor,
-    cosh,
-    isfinite,
-    isinf,
-    isnan,
-    left_shift,
-    reinterpret,
-    right_shift,
-    sinh,
-    tan,
-    trunc,
-)
+from . import elementwise_math
+from .elementwise_math import *  # ONNX's trig, bitwise and shift ops, reinterpret
 
-__all__ += [
-    "acos",
-    "asin",
-    "atan",
-    "bitwise_and",
-    "bitwise_not",
-    "bitwise_or",
-    "bitwise_xor",
-    "cosh",
-    "isfinite",
-    "isinf",
-    "isnan",
-    "left_shift",
-    "reinterpret",
-    "right_shift",
-    "sinh",
-    "tan",
-    "trunc",
-]
+__all__ += elementwise_math.__all__
 
 from .cumulative import cumprod
 
