@@ -117,7 +117,14 @@ class _Replay:
                 buf = self._buffer_of(tensor)
                 first = self.block[id(readers[0])]
                 reads = self.sch.get(first).reads
-                index = next(i for i, r in enumerate(reads) if r.buffer is buf)
+                index = next((i for i, r in enumerate(reads) if r.buffer is buf), None)
+                if index is None:
+                    raise ScheduleError(
+                        f"cache_read of '{tensor.name}' for '{readers[0].op.name}': that stage "
+                        "no longer reads it once the schedule's other primitives are applied "
+                        "(an inline or cache_write rewrote it); cache_read from the stages "
+                        "that still read it"
+                    )
                 consumers = [self.block[id(r)] for r in readers]
                 self.block[id(stage)] = self.sch.cache_read(first, index, scope, consumers)
             elif action[0] == "set_scope":

@@ -1,5 +1,6 @@
 """docs/compatibility.md cannot drift: every name it marks as working resolves, every alias is the
-same object as the name it aliases, and every name marked "not yet" is really missing."""
+same object as the name it aliases, every name marked "not yet" is really missing, and every name
+marked "refused" exists and raises a minitvm error naming what it cannot do."""
 
 import importlib
 import pathlib
@@ -12,7 +13,7 @@ import minitvm
 
 DOC = pathlib.Path(__file__).resolve().parents[2] / "docs" / "compatibility.md"
 ROW = re.compile(r"^\| `(?P<name>(?:tvm|topi)[\w.]*)` \| (?P<status>[a-z ]+) \| (?P<notes>.*)\|$")
-STATUSES = {"same", "alias", "deprecated alias", "not yet"}
+STATUSES = {"same", "alias", "deprecated alias", "not yet", "refused"}
 _MISSING = object()
 
 
@@ -56,6 +57,19 @@ def test_each_name_has_the_status_the_table_gives(name, status, notes):
         obj = resolve(name)
     if status == "not yet":
         assert obj is _MISSING, f"{name} now exists: mark it 'same' or 'alias' in {DOC.name}"
+        return
+    if status == "refused":  # the name exists so that a call says clearly why it cannot run
+        from minitvm.error import MiniTVMError
+
+        assert callable(obj), f"{name} is marked 'refused' but is not callable"
+        import inspect
+
+        required = [
+            p for p in inspect.signature(obj).parameters.values()
+            if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        ]  # fmt: skip
+        with pytest.raises(MiniTVMError):
+            obj(*[None] * len(required))
         return
     assert obj is not _MISSING, f"{DOC.name} says {name} is {status!r}, but it does not resolve"
     target = re.match(r"`((?:tvm|topi)\.[\w.]+)`", notes)

@@ -107,11 +107,6 @@ def _assert_replay_ok_or_clean(proc: subprocess.CompletedProcess) -> None:
         assert last.startswith("minitvm.error."), proc.stderr[-2000:]
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="open (te schedule replay): cache_read after compute_at/compute_inline/fuse and "
-    "cache_write builds into a bare StopIteration in schedule_replay._structural",
-)
 def test_schedule_cache_read_then_cache_write_of_a_rowsum():
     case = (
         '{"steps": [["compute_at", 4, 6, 2], ["compute_inline", 6, 7, 5], ["unroll", 1, 5, 4], '
