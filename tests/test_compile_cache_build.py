@@ -195,6 +195,26 @@ def test_off_switch_and_instruments_cache_nothing(monkeypatch, pass_calls):
     np.testing.assert_allclose(_run(ex), _expected(), rtol=1e-5, atol=1e-6)
 
 
+def test_a_user_registered_op_turns_the_whole_build_cache_off(monkeypatch):
+    """A user's op row is code the key cannot describe (another process may register a
+    different compute under the same name), so no whole build is keyed while one exists."""
+    from minitvm.relax.op import OP_TABLE, OpDef, OpPattern
+
+    assert build_cache.build_key(_module(), "llvm") is not None
+
+    def infer(call):  # defined here: its module is this test file, not minitvm
+        return call.args[0].struct_info
+
+    def compute(x):
+        return x
+
+    monkeypatch.setitem(
+        OP_TABLE, "relax.user_identity",
+        OpDef("relax.user_identity", infer, compute, None, OpPattern.ELEMWISE),
+    )  # fmt: skip
+    assert build_cache.build_key(_module(), "llvm") is None
+
+
 def test_profile_reports_the_whole_build_hit(capsys):
     relax.build(_module(), "llvm")
     ex = relax.build(_module(), "llvm", profile=True)

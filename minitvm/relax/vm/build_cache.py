@@ -53,6 +53,8 @@ def build_key(mod: IRModule, target: Any) -> Any:
     ctx = PassContext.current()
     if flags is None or ctx.instruments or ctx.trace is not None or _database_in_scope():
         return None  # user code runs in the build: no key can stand for it
+    if _user_ops_registered():
+        return None  # a user's op row (its TE compute) is code the key cannot describe
     try:
         config = json.loads(json.dumps(ctx.config, sort_keys=True, allow_nan=False))
     except (TypeError, ValueError):
@@ -68,6 +70,19 @@ def build_key(mod: IRModule, target: Any) -> Any:
     }
     return compile_cache.make_build_key(KIND, {**described, "pass_context": options}, target,
                                         flags)  # fmt: skip
+
+
+def _user_ops_registered() -> bool:
+    """An op row registered from outside minitvm (relax.op.register_op): its shape rule and TE
+    compute shape the build, and a later process may register another under the same name."""
+    from ..op import OP_TABLE
+
+    return any(
+        not getattr(fn, "__module__", "minitvm").startswith("minitvm")
+        for d in OP_TABLE.values()
+        for fn in (d.infer, d.te)
+        if fn is not None
+    )
 
 
 def _database_in_scope() -> bool:
