@@ -124,3 +124,27 @@ def test_opencl_float_floormod_by_infinity_matches_the_cpu_build():
     pytest.importorskip("pyopencl")
     proc = _replay("opencl", "789")
     assert proc.returncode == 0 and "skip" not in proc.stdout.lower(), proc.stderr[-2000:]
+
+
+def test_pool_window_wider_than_an_empty_symbolic_input_builds():
+    """onnx case 738: a batch of 0 and a symbolic width under a MaxPool window wider than the
+    input made the parallel-loop race check add None to an int (a TypeError out of
+    relax.build). The output shape follows ONNX's floor formula, (0, 3, 1, 0)."""
+    proc = _run("""
+        from onnx import TensorProto, helper, numpy_helper
+        from minitvm.relax.frontend.onnx import from_onnx
+        W = numpy_helper.from_array(np.ones((3, 2, 3, 3), "float32"), "W")
+        nodes = [
+            helper.make_node("Conv", ["x", "W"], ["c"], pads=[1, 1, 1, 1]),
+            helper.make_node("MaxPool", ["c"], ["p"], kernel_shape=[5, 2], strides=[2, 2]),
+        ]
+        x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [0, 2, 6, "N"])
+        y = helper.make_tensor_value_info("p", TensorProto.FLOAT, None)
+        graph = helper.make_graph(nodes, "g", [x], [y], [W])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        vm = relax.VirtualMachine(relax.build(from_onnx(model), "llvm"), tvm.cpu())
+        out = vm["main"](tvm.nd.array(np.ones((0, 2, 6, 1), "float32")))
+        assert out.numpy().shape == (0, 3, 1, 0), out.numpy().shape
+        print("OK")
+    """)
+    _assert_clean_or_ok(proc)

@@ -146,8 +146,10 @@ def iterations_collide(
     size = 1
     for e in extents:
         size *= e if e is not None else _MAX_POINTS + 1
-    if None in mins or size > _MAX_POINTS:
-        return False  # cannot enumerate: accept, as the loop drives a spatial iterator
+    if None in mins or None in extents or size > _MAX_POINTS:
+        # cannot enumerate (a symbolic extent beside an empty loop makes size 0 without a
+        # bound): accept, as the loop drives a spatial iterator
+        return False
     env = {id(f.loop_var): const_int(f.min) for f in outer}
     owner: dict[tuple, int] = {}
     try:
