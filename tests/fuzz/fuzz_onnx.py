@@ -438,18 +438,19 @@ def run_onnx_case(rng: random.Random) -> None:
     try:
         _compare(name, what, got, verdict["outputs"])
     except Wrong:
-        # ORT folds float -> float16 -> float Cast pairs even unoptimized (its cast insertion
-        # for float16 kernels): where ONNX's own reference evaluator agrees with minitvm, ORT
-        # is the one that deviates from the model as written
+        # where ONNX's own reference evaluator agrees with minitvm, ORT is the one that
+        # deviates from the model as written (_reference_agrees says where that was seen)
         if not _reference_agrees(model, inputs, name, what, got):
             raise
 
 
 def _reference_agrees(model, inputs: dict, name: str, what: list, got: list) -> bool:
+    """Whether ONNX's own reference evaluator (the spec in executable form) gives minitvm's
+    outputs where ORT differs: ORT folds float -> float16 -> float Cast pairs, and computes
+    a pooling window wider than its input with C's truncating division (width 1 where the
+    spec's floor formula gives 0)."""
     from onnx.reference import ReferenceEvaluator
 
-    if not any(n.op_type == "Cast" for n in model.graph.node):
-        return False
     try:
         want = ReferenceEvaluator(model).run(None, inputs)
         _compare(name, what, got, [np.asarray(w) for w in want])
