@@ -84,10 +84,9 @@ def timed_default_build(mod: Any, target: Any) -> float:
 def time_budget(
     start: float, budget_secs: float, build_secs: float, with_output: bool, num_tasks: int
 ) -> float:
-    """The seconds tune_relax's search may take (its max_seconds, which covers the search and
-    the re-measurement) so that the command ends within `budget_secs` of `start`: what is left
-    less the steps after it (task extraction again, the in-model check of the picks: two
-    builds, the -o build) and a margin."""
-    after = build_secs * (3 + int(with_output))
+    """The seconds tune_relax may take (its max_seconds, which covers task extraction, the
+    search, the re-measurement and the check of the picks in the model) so that the command
+    ends within `budget_secs` of `start`: what is left less the -o build and a margin."""
+    after = build_secs * int(with_output)
     left = budget_secs - (time.perf_counter() - start) - after - _MARGIN * budget_secs
     return max(left, 1e-3)

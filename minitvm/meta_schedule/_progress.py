@@ -27,7 +27,9 @@ class Progress:
             except ImportError:
                 tqdm = None
             if tqdm is not None:
-                self.bar = tqdm(total=total, desc="tuning", unit="trial", file=sys.stderr)
+                # a time budget has no trial count: the bar counts up without a total
+                bar_total = total if total < NO_TRIAL_LIMIT else None
+                self.bar = tqdm(total=bar_total, desc="tuning", unit="trial", file=sys.stderr)
 
     def elapsed(self) -> float:
         return time.monotonic() - self.start

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import time
 from typing import Any
 
 from ..error import MiniTVMError, TuningError
@@ -17,6 +18,7 @@ from . import runner as _runner
 from . import search_strategy as _strategy
 from . import space_generator
 from .arg_info import ArgInfo
+from .database import MemoryDatabase
 from .tune import tune_tasks
 from .tune_context import TuneContext
 from .utils import estimate_flops, parse_target
@@ -164,8 +166,13 @@ def tune_relax(
     the kernel finds them inside the model; pass a Runner object to choose otherwise. Then
     each tuned kernel that replaced the default is timed inside the model beside it, and the
     default is kept where it is faster there (`validate_in_model`, see
-    validate_picks_in_model; a few builds and runs of the model, not counted in
-    `max_seconds`)."""
+    validate_picks_in_model; a few builds and runs of the model).
+
+    `max_seconds` (not in TVM) bounds the whole call: the search stops early enough for the
+    re-measurement and for the check in the model (the default build is timed first, and
+    the check is given twice that); a step the time left no longer covers is skipped, and
+    says so."""
+    deadline = None if max_seconds is None else time.monotonic() + max_seconds
     tasks = extract_tasks(mod, target, params)
     if not tasks:
         raise TuningError("tune_relax: the module has no kernel to tune (no unscheduled PrimFunc)")
@@ -186,6 +193,14 @@ def tune_relax(
                 rand_state=-1 if base_seed < 0 else base_seed + i,
             )
         )
+    check = validate_in_model and _on_cpu(tasks[0].target)
+    default_exe, check_secs = None, 0.0
+    if check and deadline is not None and _random_inputs(mod, params) is not None:
+        start = time.monotonic()
+        default_exe = compile_relax(MemoryDatabase(), mod, target, params)
+        check_secs = 2 * (time.monotonic() - start)  # the tuned build, and the model's runs
+    if deadline is not None:
+        max_seconds = max(deadline - time.monotonic() - check_secs, 1e-3)
     database = tune_tasks(
         tasks=contexts,
         task_weights=[t.weight for t in tasks],
@@ -203,7 +218,14 @@ def tune_relax(
         verbose=verbose,
         max_seconds=max_seconds,
     )
-    if validate_in_model and _on_cpu(tasks[0].target):
+    if check and deadline is not None and time.monotonic() + check_secs / 2 > deadline:
+        if verbose:
+            print(
+                "[meta_schedule] the time budget is spent: the tuned kernels are not timed "
+                "inside the model",
+                flush=True,
+            )
+    elif check:
         if verbose:
             print(
                 "[meta_schedule] timing the tuned kernels inside the model beside the defaults "
@@ -211,7 +233,10 @@ def tune_relax(
                 flush=True,
             )
         try:
-            report = validate_picks_in_model(database, mod, params, tasks[0].target, tasks)
+            report = validate_picks_in_model(
+                database, mod, params, tasks[0].target, tasks,
+                deadline=deadline, default_exe=default_exe,
+            )  # fmt: skip
         except MiniTVMError as err:  # e.g. random inputs the model refuses (an index range)
             report = [{"skipped": f"the model did not run on random inputs: {err}"[:2000]}]
             if verbose:
@@ -228,7 +253,14 @@ MIN_CHECKED_SECS = 20e-6
 
 
 def validate_picks_in_model(
-    database: Any, mod: IRModule, params: Any, target: Any, tasks: list, rounds: int = 5
+    database: Any,
+    mod: IRModule,
+    params: Any,
+    target: Any,
+    tasks: list,
+    rounds: int = 5,
+    deadline: float | None = None,
+    default_exe: Any = None,
 ) -> list[dict]:
     """Time each tuned kernel that is not the default schedule inside the model, beside the
     default, and keep the default where it is faster there (a minitvm step, not TVM's).
@@ -240,8 +272,10 @@ def validate_picks_in_model(
     the in-model time per call then replaces the worker time of the pick and of the default,
     and the database ranks them by it. Up to three passes, as a replaced pick can uncover
     another (each pick is checked once). Models whose inputs have symbolic dims, and kernels
-    under MIN_CHECKED_SECS, are not checked. Returns, per pick checked, both in-model times
-    and which was faster there."""
+    under MIN_CHECKED_SECS, are not checked; no pass starts once `deadline` (a
+    time.monotonic() value) has passed. `default_exe` is the model built with default
+    schedules, when the caller has it. Returns, per pick checked, both in-model times and
+    which was faster there."""
     from ..relax.vm import VirtualMachine
     from ..runtime import cpu
     from ..runtime.ndarray import array
@@ -272,8 +306,13 @@ def validate_picks_in_model(
                 changed.append((task, pick, fixed[0]))
         if not changed:
             break
+        if deadline is not None and time.monotonic() >= deadline:
+            report.append({"skipped": f"the time budget was spent: {len(changed)} pick(s) "
+                           "not checked"})  # fmt: skip
+            break
         if default_vm is None:
-            default_exe = compile_relax(MemoryDatabase(), mod, target, params)
+            if default_exe is None:
+                default_exe = compile_relax(MemoryDatabase(), mod, target, params)
             default_vm = VirtualMachine(default_exe, cpu())
         tuned_vm = VirtualMachine(compile_relax(database, mod, target, params), cpu())
         best: list[dict] = [{}, {}]

@@ -195,10 +195,20 @@ def tune_tasks(
                 f"re-measuring the {remeasure_top_k} best schedules of each of {len(states)} "
                 "kernel(s) beside their defaults, 3 rounds each"
             )
-            remeasured = {}
+            remeasured: dict = {}
             for state in states:
+                if deadline is not None and time.monotonic() >= deadline:
+                    # the estimate fell short (a loaded machine): the time budget holds, and
+                    # the kernels left keep their first times
+                    skipped = [s.context.task_name for s in states if s.context.task_name
+                               not in remeasured]  # fmt: skip
+                    progress.phase(
+                        f"the time budget is spent: {len(skipped)} kernel(s) keep their first "
+                        f"times, not re-measured ({', '.join(skipped)[:300]})"
+                    )
+                    break
                 remeasured[state.context.task_name] = remeasure(
-                    state, database, builder, runner, remeasure_top_k
+                    state, database, builder, runner, remeasure_top_k, deadline=deadline
                 )
             _write_json(os.path.join(work_dir, "remeasured.json"), remeasured)
             if any(remeasured.values()):
@@ -398,21 +408,28 @@ def _one_batch(state, database, builder, runner, model, budget_left: int, notify
 
 
 def remeasure(
-    state: _TaskState, database: Any, builder: Any, runner: Any, top_k: int, rounds: int = 3
+    state: _TaskState,
+    database: Any,
+    builder: Any,
+    runner: Any,
+    top_k: int,
+    rounds: int = 3,
+    deadline: float | None = None,
 ) -> list[dict]:
     """Time the task's `top_k` best schedules and its fixed points again, `rounds` times
     interleaved (a slow spell of the machine hits them all alike); the median of the new
     times replaces each record's first ones (on a busy machine the minimum went to whichever
     schedule had one lucky quiet sample: a schedule 30% slower was picked over the default).
     Schedules not re-measured whose first time still beats the re-measured best are then
-    timed beside it, once. Returns, per schedule re-measured, its first and new times."""
+    timed beside it, once (not once `deadline`, a time.monotonic() value, has passed).
+    Returns, per schedule re-measured, its first and new times."""
     clock = time.monotonic()
     fixed = state.context.search_strategy.fixed_keys
     mine = _ranked(database, state)
     chosen = mine[:top_k] + [r for r in mine[top_k:] if r.mod_key in fixed]
     report: dict[int, dict] = {}
-    for _ in range(2):
-        if len(chosen) < 2:
+    for attempt in range(2):
+        if len(chosen) < 2 or (attempt and deadline is not None and time.monotonic() >= deadline):
             break
         for record, secs in zip(chosen, _time_interleaved(state, chosen, builder, runner, rounds)):
             median = None if secs is None else [float(np.median(secs))]

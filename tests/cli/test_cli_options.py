@@ -382,7 +382,10 @@ def test_tune_minutes_is_honoured_and_progress_is_honest(tmp_path):
     assert took <= 1.1 * budget, proc.stdout
     said = proc.stdout + proc.stderr
     assert "re-measuring the 3 best schedules" in said
-    assert "timing the tuned kernels inside the model" in said
+    # a loaded machine may spend the budget first: then the check is skipped, and it says so
+    assert ("timing the tuned kernels inside the model" in said) != (
+        "the tuned kernels are not timed inside the model" in said
+    ), said
     assert "/1000000000" not in said  # a time budget has no trial count to show
     rows = {
         ln.split()[0]: ln for ln in proc.stdout.splitlines() if ln.startswith(("fused", "perm"))

@@ -62,9 +62,9 @@ def test_tune_tir_then_compile_tir_matches_numpy(tmp_path):
     ]
     remeasured = json.loads((tmp_path / "remeasured.json").read_text())["main"]
     # the 3 best (remeasure_top_k), plus the default schedule (a fixed point) when it is not
-    # among them: which it is depends on this machine's timings
-    challengers = [r for r in remeasured if not r["fixed_point"]]
-    assert 2 <= len(remeasured) <= 4 and len(challengers) <= 3, remeasured
+    # among them: which it is depends on this machine's timings; then a second round with
+    # those whose first time beat the re-measured best (on a noisy machine there are some)
+    assert 2 <= len(remeasured) <= len(db), remeasured
     assert all(len(r["remeasured_secs"]) == 6 for r in remeasured)
     # a re-measured record holds the median of its new times (a lucky sample does not win)
     records = {r.mod_key: r for r in db.get_all_tuning_records()}

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import sys
 
-from ...error import ScheduleError
 from ...dlight.cpu.default import _blocks, _inline_intermediates, is_scheduled
+from ...error import ScheduleError
 from ...tir.schedule import Schedule
 from ._block import func_of
 from .schedule_rule import ScheduleRule
