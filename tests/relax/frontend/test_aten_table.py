@@ -176,3 +176,20 @@ def test_reading_an_output_the_importer_does_not_compute_is_refused():
     ep = torch.export.export(M(), (torch.randn(1, 2, 4, 4),))
     with pytest.raises(OpNotImplemented, match="indices .output 1. of max_pool2d_with_indices"):
         from_exported_program(ep)
+
+
+def test_the_converter_table_is_keyed_by_aten_op_objects():
+    """The importer finds an aten node's converter by its overload packet, not by a string:
+    every key is a torch.ops.aten packet, every name of the aten-only tables is one (a
+    misspelt name would fail here), and an in-place overload finds its functional twin's."""
+    from minitvm.relax.frontend.torch import _importer, _ops
+
+    table = _importer.aten_table()
+    assert all(isinstance(k, torch._ops.OpOverloadPacket) for k in table)
+    for name in (*_ops.ATEN, *_ops.NO_OPS):
+        assert getattr(torch.ops.aten, name) in table, name
+    aten = torch.ops.aten
+    assert _importer.aten_op_converter(aten.add.Tensor) is table[aten.add]
+    assert _importer.aten_op_converter(aten.add_.Tensor) is table[aten.add]
+    assert _importer.aten_op_converter(aten.batch_norm.default) is _ops.ATEN["batch_norm"]
+    assert _importer.aten_op_converter(torch.ops.prims.add.default) is None

@@ -283,18 +283,61 @@ def aten_converter(node: Any) -> Converter | None:
 
 
 def aten_op_converter(target: Any) -> Converter | None:
-    """The converter of an aten OpOverload, or None."""
-    from . import _ops
-
+    """The converter of an aten OpOverload, or None: looked up by its overload packet
+    (torch.ops.aten.add for aten.add.Tensor) in aten_table(); an in-place packet
+    (aten.add_) takes its functional twin's converter."""
     if getattr(target, "namespace", None) != "aten":
         return None
-    name = target._overloadpacket.__name__
-    if name in _ops.NO_OPS:
-        return lambda t, *args, **kwargs: None
-    convert = _ops.ATEN.get(name) or _ops.FUNCTIONS.get(name)
-    if convert is None and is_inplace_name(name):
-        convert = _ops.ATEN.get(name[:-1]) or _ops.FUNCTIONS.get(name[:-1])
+    table = aten_table()
+    packet = target.overloadpacket
+    convert = table.get(packet)
+    if convert is None and is_inplace_name(packet.__name__):
+        twin = _aten_packet(packet.__name__[:-1])
+        convert = None if twin is None else table.get(twin)
     return convert
+
+
+_ATEN_TABLE: dict | None = None
+
+
+def aten_table() -> dict:
+    """{aten OpOverloadPacket: converter}, built once from _ops' name tables: every ATEN and
+    NO_OPS name must be an aten op (a misspelt one fails here, not silently at import time
+    of a model), and the torch-function names that aten also has (relu, add, ...) join it."""
+    global _ATEN_TABLE
+    if _ATEN_TABLE is None:
+        from . import _ops
+
+        def no_op(t: Any, *args: Any, **kwargs: Any) -> None:
+            return None
+
+        table: dict = {}
+        for name, convert in _ops.FUNCTIONS.items():
+            packet = _aten_packet(name)
+            if packet is not None:
+                table[packet] = convert
+        for names, convert_of in ((_ops.ATEN, _ops.ATEN.get), (_ops.NO_OPS, lambda _: no_op)):
+            for name in names:
+                packet = _aten_packet(name)
+                if packet is None:
+                    raise FrontendError(
+                        f"the torch importer's table names aten.{name}, which this torch "
+                        "does not have; the table is out of date"
+                    )
+                table[packet] = convert_of(name)
+        _ATEN_TABLE = table
+    return _ATEN_TABLE
+
+
+def _aten_packet(name: str) -> Any:
+    """torch.ops.aten.<name> when aten has an op of that name, else None."""
+    import torch
+
+    try:
+        packet = getattr(torch.ops.aten, name)
+    except (AttributeError, RuntimeError):
+        return None
+    return packet if isinstance(packet, torch._ops.OpOverloadPacket) else None
 
 
 def report_unsupported(frontend: str, entries: list[tuple[str, str]], hint: str) -> None:
