@@ -11,30 +11,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..ir.dtype import DataType
-from ..tir.expr import (
-    Add,
-    Broadcast,
-    Call,
-    Cast,
-    CmpOpExpr,
-    Div,
-    FloatImm,
-    FloorDiv,
-    FloorMod,
-    IntImm,
-    Let,
-    Max,
-    Min,
-    Mod,
-    Mul,
-    Not,
-    PrimExpr,
-    Ramp,
-    Select,
-    SizeVar,
-    Sub,
-    Var,
-)
+from ..tir import expr as tx
+from ..tir.expr import PrimExpr, Var
 from ..tir.names import IF_THEN_ELSE, LIKELY, is_call
 from .const_fold import trunc_div
 
@@ -183,7 +161,7 @@ class ConstBoundCalc:
         found = self.ana._var_const_bound(v)
         if found is not None:
             return found
-        if isinstance(v, SizeVar):
+        if isinstance(v, tx.SizeVar):
             return 0, POS_INF
         return NEG_INF, POS_INF
 
@@ -192,7 +170,7 @@ def _binary(fn: Callable) -> Callable[[ConstBoundCalc, Any], tuple[int, int]]:
     return lambda calc, e: fn(calc.bound(e.a), calc.bound(e.b))
 
 
-def _select(calc: ConstBoundCalc, e: Select) -> tuple[int, int]:
+def _select(calc: ConstBoundCalc, e: tx.Select) -> tuple[int, int]:
     cond = calc.bound(e.condition)
     if cond == (1, 1):
         return calc.bound(e.true_value)
@@ -202,7 +180,7 @@ def _select(calc: ConstBoundCalc, e: Select) -> tuple[int, int]:
     return min(t[0], f[0]), max(t[1], f[1])
 
 
-def _cast(calc: ConstBoundCalc, e: Cast) -> tuple[int, int]:
+def _cast(calc: ConstBoundCalc, e: tx.Cast) -> tuple[int, int]:
     src = e.value.dtype
     inner = calc.bound(e.value) if (src.is_integer or src.is_bool) else dtype_bound(e.dtype)
     lo, hi = dtype_bound(e.dtype.element_of())
@@ -211,7 +189,7 @@ def _cast(calc: ConstBoundCalc, e: Cast) -> tuple[int, int]:
     return lo, hi  # narrowing may wrap
 
 
-def _call(calc: ConstBoundCalc, e: Call) -> tuple[int, int]:
+def _call(calc: ConstBoundCalc, e: tx.Call) -> tuple[int, int]:
     if is_call(e, LIKELY):
         return calc.bound(e.args[0])
     if is_call(e, IF_THEN_ELSE):
@@ -220,14 +198,14 @@ def _call(calc: ConstBoundCalc, e: Call) -> tuple[int, int]:
     return dtype_bound(e.dtype.element_of())
 
 
-def _ramp(calc: ConstBoundCalc, e: Ramp) -> tuple[int, int]:
+def _ramp(calc: ConstBoundCalc, e: tx.Ramp) -> tuple[int, int]:
     base, stride = calc.bound(e.base), calc.bound(e.stride)
     last = _corners(_mul, stride, (e.lanes - 1, e.lanes - 1))
     end = (_add(base[0], last[0]), _add(base[1], last[1]))
     return min(base[0], end[0]), max(base[1], end[1])
 
 
-def _let(calc: ConstBoundCalc, e: Let) -> tuple[int, int]:
+def _let(calc: ConstBoundCalc, e: tx.Let) -> tuple[int, int]:
     calc.override[id(e.var)] = calc.bound(e.value)
     return calc.bound(e.body)
 
@@ -237,24 +215,24 @@ def _compare(calc: ConstBoundCalc, e: PrimExpr) -> tuple[int, int]:
 
 
 _HANDLERS: dict[type, Callable[[ConstBoundCalc, Any], tuple[int, int]]] = {
-    IntImm: lambda calc, e: (e.value, e.value),
-    FloatImm: lambda calc, e: (NEG_INF, POS_INF),
+    tx.IntImm: lambda calc, e: (e.value, e.value),
+    tx.FloatImm: lambda calc, e: (NEG_INF, POS_INF),
     Var: lambda calc, e: calc.var(e),
-    Add: _binary(lambda a, b: (_add(a[0], b[0]), _add(a[1], b[1]))),
-    Sub: _binary(lambda a, b: (_add(a[0], _neg(b[1])), _add(a[1], _neg(b[0])))),
-    Mul: _binary(lambda a, b: _corners(_mul, a, b)),
-    FloorDiv: _binary(lambda a, b: _div_bound(a, b, floor=True)),
-    Div: _binary(lambda a, b: _div_bound(a, b, floor=False)),
-    FloorMod: _binary(lambda a, b: _mod_bound(a, b, floor=True)),
-    Mod: _binary(lambda a, b: _mod_bound(a, b, floor=False)),
-    Min: _binary(lambda a, b: (min(a[0], b[0]), min(a[1], b[1]))),
-    Max: _binary(lambda a, b: (max(a[0], b[0]), max(a[1], b[1]))),
-    Select: _select,
-    Cast: _cast,
-    Call: _call,
-    Ramp: _ramp,
-    Broadcast: lambda calc, e: calc.bound(e.value),
-    Let: _let,
-    CmpOpExpr: _compare,
-    Not: _compare,
+    tx.Add: _binary(lambda a, b: (_add(a[0], b[0]), _add(a[1], b[1]))),
+    tx.Sub: _binary(lambda a, b: (_add(a[0], _neg(b[1])), _add(a[1], _neg(b[0])))),
+    tx.Mul: _binary(lambda a, b: _corners(_mul, a, b)),
+    tx.FloorDiv: _binary(lambda a, b: _div_bound(a, b, floor=True)),
+    tx.Div: _binary(lambda a, b: _div_bound(a, b, floor=False)),
+    tx.FloorMod: _binary(lambda a, b: _mod_bound(a, b, floor=True)),
+    tx.Mod: _binary(lambda a, b: _mod_bound(a, b, floor=False)),
+    tx.Min: _binary(lambda a, b: (min(a[0], b[0]), min(a[1], b[1]))),
+    tx.Max: _binary(lambda a, b: (max(a[0], b[0]), max(a[1], b[1]))),
+    tx.Select: _select,
+    tx.Cast: _cast,
+    tx.Call: _call,
+    tx.Ramp: _ramp,
+    tx.Broadcast: lambda calc, e: calc.bound(e.value),
+    tx.Let: _let,
+    tx.CmpOpExpr: _compare,
+    tx.Not: _compare,
 }

@@ -10,30 +10,8 @@ import numpy as np
 
 from ..error import DTypeError
 from ..ir.dtype import DataType
-from ..tir.expr import (
-    EQ,
-    GE,
-    GT,
-    LE,
-    LT,
-    NE,
-    Add,
-    And,
-    Cast,
-    Div,
-    FloatImm,
-    FloorDiv,
-    FloorMod,
-    IntImm,
-    Max,
-    Min,
-    Mod,
-    Mul,
-    Not,
-    Or,
-    PrimExpr,
-    Sub,
-)
+from ..tir import expr as tx
+from ..tir.expr import Cast, FloatImm, IntImm, Not, PrimExpr
 
 
 def trunc_div(a: int, b: int) -> int:
@@ -57,26 +35,29 @@ def _int_only(fn: Callable[[int, int], int]) -> Callable[[int, int], int | None]
 
 # class → (fold on ints, fold on floats); None means "leave it" (division by zero, ...).
 _ARITH: dict[type, tuple[Callable | None, Callable | None]] = {
-    Add: (lambda a, b: a + b, lambda a, b: a + b),
-    Sub: (lambda a, b: a - b, lambda a, b: a - b),
-    Mul: (lambda a, b: a * b, lambda a, b: a * b),
-    Div: (_int_only(trunc_div), _float_div),
-    Mod: (_int_only(trunc_mod), None),
-    FloorDiv: (_int_only(lambda a, b: a // b), lambda a, b: None if b == 0 else math.floor(a / b)),
-    FloorMod: (_int_only(lambda a, b: a % b), None),
-    Min: (min, min),
-    Max: (max, max),
+    tx.Add: (lambda a, b: a + b, lambda a, b: a + b),
+    tx.Sub: (lambda a, b: a - b, lambda a, b: a - b),
+    tx.Mul: (lambda a, b: a * b, lambda a, b: a * b),
+    tx.Div: (_int_only(trunc_div), _float_div),
+    tx.Mod: (_int_only(trunc_mod), None),
+    tx.FloorDiv: (
+        _int_only(lambda a, b: a // b),
+        lambda a, b: None if b == 0 else math.floor(a / b),
+    ),
+    tx.FloorMod: (_int_only(lambda a, b: a % b), None),
+    tx.Min: (min, min),
+    tx.Max: (max, max),
 }
 
 _COMPARE: dict[type, Callable[[Any, Any], bool]] = {
-    EQ: lambda a, b: a == b,
-    NE: lambda a, b: a != b,
-    LT: lambda a, b: a < b,
-    LE: lambda a, b: a <= b,
-    GT: lambda a, b: a > b,
-    GE: lambda a, b: a >= b,
-    And: lambda a, b: bool(a) and bool(b),
-    Or: lambda a, b: bool(a) or bool(b),
+    tx.EQ: lambda a, b: a == b,
+    tx.NE: lambda a, b: a != b,
+    tx.LT: lambda a, b: a < b,
+    tx.LE: lambda a, b: a <= b,
+    tx.GT: lambda a, b: a > b,
+    tx.GE: lambda a, b: a >= b,
+    tx.And: lambda a, b: bool(a) and bool(b),
+    tx.Or: lambda a, b: bool(a) or bool(b),
 }
 
 

@@ -6,26 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..tir.expr import (
-    Add,
-    Call,
-    Cast,
-    Div,
-    FloorDiv,
-    FloorMod,
-    IntImm,
-    Max,
-    Min,
-    Mod,
-    Mul,
-    PrimExpr,
-    Range,
-    Select,
-    SizeVar,
-    Sub,
-    Var,
-    make_const,
-)
+from ..tir import expr as tx
+from ..tir.expr import PrimExpr, Range, Var, make_const
 from ..tir.names import LIKELY, is_call
 from ..tir.op import max_value, min_value
 
@@ -127,14 +109,14 @@ class IntSetCalc:
         return IntervalSet.point(v) if s is None else s
 
 
-def _add(calc: IntSetCalc, e: Add) -> IntervalSet:
+def _add(calc: IntSetCalc, e: tx.Add) -> IntervalSet:
     a, b = calc.eval(e.a), calc.eval(e.b)
-    return IntervalSet(_opt(Add, a.lo, b.lo), _opt(Add, a.hi, b.hi), e.dtype)
+    return IntervalSet(_opt(tx.Add, a.lo, b.lo), _opt(tx.Add, a.hi, b.hi), e.dtype)
 
 
-def _sub(calc: IntSetCalc, e: Sub) -> IntervalSet:
+def _sub(calc: IntSetCalc, e: tx.Sub) -> IntervalSet:
     a, b = calc.eval(e.a), calc.eval(e.b)
-    return IntervalSet(_opt(Sub, a.lo, b.hi), _opt(Sub, a.hi, b.lo), e.dtype)
+    return IntervalSet(_opt(tx.Sub, a.lo, b.hi), _opt(tx.Sub, a.hi, b.lo), e.dtype)
 
 
 def _sign(calc: IntSetCalc, s: IntervalSet) -> int:
@@ -146,93 +128,86 @@ def _sign(calc: IntSetCalc, s: IntervalSet) -> int:
     return 0
 
 
-def _mul(calc: IntSetCalc, e: Mul) -> IntervalSet:
+def _mul(calc: IntSetCalc, e: tx.Mul) -> IntervalSet:
     a, b = calc.eval(e.a), calc.eval(e.b)
     for x, y in ((a, b), (b, a)):
         if y.is_single_point():
             sign = _sign(calc, y)
             if sign > 0:
-                return IntervalSet(_opt(Mul, x.lo, y.lo), _opt(Mul, x.hi, y.lo), e.dtype)
+                return IntervalSet(_opt(tx.Mul, x.lo, y.lo), _opt(tx.Mul, x.hi, y.lo), e.dtype)
             if sign < 0:
-                return IntervalSet(_opt(Mul, x.hi, y.lo), _opt(Mul, x.lo, y.lo), e.dtype)
+                return IntervalSet(_opt(tx.Mul, x.hi, y.lo), _opt(tx.Mul, x.lo, y.lo), e.dtype)
     if a.is_single_point() and b.is_single_point():
-        return IntervalSet.point(Mul(a.lo, b.lo))
+        return IntervalSet.point(tx.Mul(a.lo, b.lo))
     return calc.const_set(e)
 
 
-def _floordiv(calc: IntSetCalc, e: PrimExpr) -> IntervalSet:
+def _division(calc: IntSetCalc, e: PrimExpr) -> IntervalSet:
+    """FloorDiv/FloorMod by a positive divisor; Div/Mod too once the dividend is known >= 0
+    (where C's truncation rounds as floor does)."""
     a, b = calc.eval(e.a), calc.eval(e.b)
-    if type(e) is Div and _sign(calc, a) <= 0:
+    if type(e) in (tx.Div, tx.Mod) and _sign(calc, a) <= 0:
         return calc.const_set(e)
-    if b.is_single_point() and calc.ana._is_divisor_positive(b.lo):
-        if a.is_single_point():
-            return IntervalSet.point(type(e)(a.lo, b.lo))
-        return IntervalSet(_opt(FloorDiv, a.lo, b.lo), _opt(FloorDiv, a.hi, b.lo), e.dtype)
-    return calc.const_set(e)
-
-
-def _floormod(calc: IntSetCalc, e: PrimExpr) -> IntervalSet:
-    a, b = calc.eval(e.a), calc.eval(e.b)
-    if type(e) is Mod and _sign(calc, a) <= 0:
+    if not (b.is_single_point() and calc.ana._is_divisor_positive(b.lo)):
         return calc.const_set(e)
-    if b.is_single_point() and calc.ana._is_divisor_positive(b.lo):
-        if a.is_single_point():
-            return IntervalSet.point(type(e)(a.lo, b.lo))
-        if isinstance(b.lo, IntImm):
-            return calc.const_set(e)  # [0, c-1] or tighter, from constant bounds
-        return IntervalSet(make_const(e.dtype, 0), Sub(b.lo, make_const(e.dtype, 1)), e.dtype)
-    return calc.const_set(e)
+    if a.is_single_point():
+        return IntervalSet.point(type(e)(a.lo, b.lo))
+    if type(e) in (tx.FloorDiv, tx.Div):
+        return IntervalSet(_opt(tx.FloorDiv, a.lo, b.lo), _opt(tx.FloorDiv, a.hi, b.lo), e.dtype)
+    if isinstance(b.lo, tx.IntImm):
+        return calc.const_set(e)  # [0, c-1] or tighter, from constant bounds
+    return IntervalSet(make_const(e.dtype, 0), tx.Sub(b.lo, make_const(e.dtype, 1)), e.dtype)
 
 
 def _minmax(cls: type) -> Callable[[IntSetCalc, PrimExpr], IntervalSet]:
     def handler(calc: IntSetCalc, e: PrimExpr) -> IntervalSet:
         a, b = calc.eval(e.a), calc.eval(e.b)
-        if cls is Min:
-            lo = _opt(Min, a.lo, b.lo)
-            hi = a.hi if b.hi is None else b.hi if a.hi is None else Min(a.hi, b.hi)
+        if cls is tx.Min:
+            lo = _opt(tx.Min, a.lo, b.lo)
+            hi = a.hi if b.hi is None else b.hi if a.hi is None else tx.Min(a.hi, b.hi)
         else:
-            lo = a.lo if b.lo is None else b.lo if a.lo is None else Max(a.lo, b.lo)
-            hi = _opt(Max, a.hi, b.hi)
+            lo = a.lo if b.lo is None else b.lo if a.lo is None else tx.Max(a.lo, b.lo)
+            hi = _opt(tx.Max, a.hi, b.hi)
         return IntervalSet(lo, hi, e.dtype)
 
     return handler
 
 
-def _select(calc: IntSetCalc, e: Select) -> IntervalSet:
+def _select(calc: IntSetCalc, e: tx.Select) -> IntervalSet:
     t, f = calc.eval(e.true_value), calc.eval(e.false_value)
-    return IntervalSet(_opt(Min, t.lo, f.lo), _opt(Max, t.hi, f.hi), e.dtype)
+    return IntervalSet(_opt(tx.Min, t.lo, f.lo), _opt(tx.Max, t.hi, f.hi), e.dtype)
 
 
-def _cast(calc: IntSetCalc, e: Cast) -> IntervalSet:
+def _cast(calc: IntSetCalc, e: tx.Cast) -> IntervalSet:
     src, dst = e.value.dtype, e.dtype
     if src.is_int and dst.is_int and dst.bits >= src.bits:
         s = calc.eval(e.value)
         return IntervalSet(
-            _opt(lambda x: Cast(dst, x), s.lo), _opt(lambda x: Cast(dst, x), s.hi), dst
+            _opt(lambda x: tx.Cast(dst, x), s.lo), _opt(lambda x: tx.Cast(dst, x), s.hi), dst
         )
     return calc._fallback(e)
 
 
-def _call(calc: IntSetCalc, e: Call) -> IntervalSet:
+def _call(calc: IntSetCalc, e: tx.Call) -> IntervalSet:
     if is_call(e, LIKELY):
         return calc.eval(e.args[0])
     return calc._fallback(e)
 
 
 _HANDLERS: dict[type, Callable[[IntSetCalc, Any], IntervalSet]] = {
-    IntImm: lambda calc, e: IntervalSet.point(e),
-    Add: _add,
-    Sub: _sub,
-    Mul: _mul,
-    FloorDiv: _floordiv,
-    Div: _floordiv,
-    FloorMod: _floormod,
-    Mod: _floormod,
-    Min: _minmax(Min),
-    Max: _minmax(Max),
-    Select: _select,
-    Cast: _cast,
-    Call: _call,
+    tx.IntImm: lambda calc, e: IntervalSet.point(e),
+    tx.Add: _add,
+    tx.Sub: _sub,
+    tx.Mul: _mul,
+    tx.FloorDiv: _division,
+    tx.Div: _division,
+    tx.FloorMod: _division,
+    tx.Mod: _division,
+    tx.Min: _minmax(tx.Min),
+    tx.Max: _minmax(tx.Max),
+    tx.Select: _select,
+    tx.Cast: _cast,
+    tx.Call: _call,
     Var: lambda calc, e: calc.var(e),
-    SizeVar: lambda calc, e: calc.var(e),
+    tx.SizeVar: lambda calc, e: calc.var(e),
 }

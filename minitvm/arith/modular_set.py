@@ -13,26 +13,8 @@ from math import gcd
 from typing import TYPE_CHECKING
 
 from ..error import MiniTVMError
-from ..tir.expr import (
-    EQ,
-    Add,
-    Call,
-    Cast,
-    Div,
-    FloorDiv,
-    FloorMod,
-    IntImm,
-    Let,
-    Max,
-    Min,
-    Mod,
-    Mul,
-    PrimExpr,
-    Select,
-    Sub,
-    Var,
-    as_expr,
-)
+from ..tir import expr as tx
+from ..tir.expr import PrimExpr, Var, as_expr
 from ..tir.names import BITWISE_AND, SHIFT_RIGHT
 
 if TYPE_CHECKING:
@@ -86,26 +68,26 @@ class ModularSetCalc:
         self.ana = ana
         self.env: dict[int, ModularSet] = {}
         self.rules: dict[type, Callable[[PrimExpr], ModularSet]] = {
-            IntImm: lambda e: ModularSet(0, e.value),
+            tx.IntImm: lambda e: ModularSet(0, e.value),
             Var: self._var,
-            Add: lambda e: self._linear(e, 1),
-            Sub: lambda e: self._linear(e, -1),
-            Mul: self._mul,
-            FloorDiv: lambda e: self._div(e, floor=True),
-            Div: lambda e: self._div(e, floor=False),
-            FloorMod: lambda e: self._mod(e, floor=True),
-            Mod: lambda e: self._mod(e, floor=False),
-            Min: self._union_of_operands,
-            Max: self._union_of_operands,
-            Select: lambda e: _union(self.visit(e.true_value), self.visit(e.false_value)),
-            Cast: self._cast,
-            Let: self._let,
-            Call: self._call,
+            tx.Add: lambda e: self._linear(e, 1),
+            tx.Sub: lambda e: self._linear(e, -1),
+            tx.Mul: self._mul,
+            tx.FloorDiv: lambda e: self._div(e, floor=True),
+            tx.Div: lambda e: self._div(e, floor=False),
+            tx.FloorMod: lambda e: self._mod(e, floor=True),
+            tx.Mod: lambda e: self._mod(e, floor=False),
+            tx.Min: self._union_of_operands,
+            tx.Max: self._union_of_operands,
+            tx.Select: lambda e: _union(self.visit(e.true_value), self.visit(e.false_value)),
+            tx.Cast: self._cast,
+            tx.Let: self._let,
+            tx.Call: self._call,
         }
 
     def visit(self, e: PrimExpr) -> ModularSet:
         rule = self.rules.get(type(e))
-        if rule is None or not (e.dtype.is_integer or isinstance(e, Cast)):
+        if rule is None or not (e.dtype.is_integer or isinstance(e, tx.Cast)):
             return _EVERYTHING
         return rule(e)
 
@@ -122,11 +104,11 @@ class ModularSetCalc:
         for fact in self.ana._facts:  # `v % c == k` (floor or trunc: both mean v = k mod c)
             c = fact.cond
             if (
-                isinstance(c, EQ)
-                and isinstance(c.a, Mod | FloorMod)
+                isinstance(c, tx.EQ)
+                and isinstance(c.a, tx.Mod | tx.FloorMod)
                 and c.a.a is v
-                and isinstance(c.a.b, IntImm)
-                and isinstance(c.b, IntImm)
+                and isinstance(c.a.b, tx.IntImm)
+                and isinstance(c.b, tx.IntImm)
                 and c.a.b.value > 0
             ):
                 out = _intersect(out, ModularSet(c.a.b.value, c.b.value))
@@ -136,10 +118,12 @@ class ModularSetCalc:
         a, b = self.visit(e.a), self.visit(e.b)
         return ModularSet(gcd(a.coeff, b.coeff), a.base + sign * b.base)
 
-    def _mul(self, e: Mul) -> ModularSet:
+    def _mul(self, e: tx.Mul) -> ModularSet:
         # (c1*x + b1)(c2*y + b2) = c1*c2*xy + c1*b2*x + c2*b1*y + b1*b2
         a, b = self.visit(e.a), self.visit(e.b)
-        return ModularSet(gcd(gcd(a.coeff * b.coeff, a.coeff * b.base), b.coeff * a.base), a.base * b.base)
+        return ModularSet(
+            gcd(gcd(a.coeff * b.coeff, a.coeff * b.base), b.coeff * a.base), a.base * b.base
+        )
 
     def _union_of_operands(self, e: PrimExpr) -> ModularSet:
         return _union(self.visit(e.a), self.visit(e.b))
@@ -149,7 +133,9 @@ class ModularSetCalc:
 
     def _divide(self, a: ModularSet, c: int, exact_needs_nonneg: bool, e: PrimExpr) -> ModularSet:
         if a.coeff == 0:
-            return ModularSet(0, (a.base // c) if not exact_needs_nonneg or a.base >= 0 else -((-a.base) // c))
+            return ModularSet(
+                0, (a.base // c) if not exact_needs_nonneg or a.base >= 0 else -((-a.base) // c)
+            )
         # c*k divides exactly whatever the sign (as TVM, only base 0 counts); else trunc needs x >= 0
         if a.coeff % c == 0 and (a.base == 0 or not exact_needs_nonneg or self._nonneg(e)):
             return ModularSet(a.coeff // c, a.base // c)
@@ -178,11 +164,11 @@ class ModularSetCalc:
             return self._modulo(a, b.base)
         return _EVERYTHING
 
-    def _cast(self, e: Cast) -> ModularSet:
+    def _cast(self, e: tx.Cast) -> ModularSet:
         """Through casts that keep every value (as TVM, index arithmetic is taken not to wrap):
         int -> wider-or-equal int, and int -> float with the int fitting in the mantissa."""
         src, dst = e.value.dtype, e.dtype
-        if src.is_float and isinstance(e.value, Cast) and dst.is_integer:
+        if src.is_float and isinstance(e.value, tx.Cast) and dst.is_integer:
             return self.visit(e.value)
         if not src.is_integer:
             return _EVERYTHING
@@ -192,14 +178,14 @@ class ModularSetCalc:
             return self.visit(e.value)
         return _EVERYTHING
 
-    def _let(self, e: Let) -> ModularSet:
+    def _let(self, e: tx.Let) -> ModularSet:
         self.env[id(e.var)] = self.visit(e.value)
         try:
             return self.visit(e.body)
         finally:
             self.env.pop(id(e.var), None)
 
-    def _call(self, e: Call) -> ModularSet:
+    def _call(self, e: tx.Call) -> ModularSet:
         name = getattr(e.op, "name", e.op)
         if len(e.args) != 2 or name not in (SHIFT_RIGHT, BITWISE_AND):
             return _EVERYTHING
@@ -208,7 +194,11 @@ class ModularSetCalc:
             return _EVERYTHING
         a = self.visit(e.args[0])
         if name == SHIFT_RIGHT:  # x >> k == floordiv(x, 2**k) for k >= 0
-            return self._divide(a, 1 << rhs.base, False, e.args[0]) if 0 <= rhs.base < 63 else _EVERYTHING
+            return (
+                self._divide(a, 1 << rhs.base, False, e.args[0])
+                if 0 <= rhs.base < 63
+                else _EVERYTHING
+            )
         mask = rhs.base  # x & (2**p - 1) == floormod(x, 2**p) in two's complement
         if mask > 0 and mask & (mask + 1) == 0:
             return self._modulo(a, mask + 1)

@@ -14,32 +14,8 @@ from collections.abc import Mapping
 
 from ..error import MiniTVMError
 from ..ir.dtype import DataType
-from ..tir.expr import (
-    EQ,
-    GE,
-    GT,
-    LE,
-    LT,
-    NE,
-    Add,
-    And,
-    Cast,
-    Div,
-    FloatImm,
-    FloorDiv,
-    IntImm,
-    Max,
-    Min,
-    Mul,
-    Not,
-    Or,
-    PrimExpr,
-    Range,
-    Sub,
-    Var,
-    as_expr,
-    make_const,
-)
+from ..tir import expr as tx
+from ..tir.expr import PrimExpr, Range, Var, as_expr, make_const
 
 
 class _Bail(Exception):
@@ -55,7 +31,8 @@ class _Narrower:
                     f"narrow_predicate_expression: free_parameters must map tir.Var to tir.Range, "
                     f"got {var!r}: {rng!r}"
                 )
-            if not (isinstance(rng.min, IntImm) and isinstance(rng.extent, IntImm)) or rng.extent.value < 1:
+            constant = isinstance(rng.min, tx.IntImm) and isinstance(rng.extent, tx.IntImm)
+            if not constant or rng.extent.value < 1:
                 raise MiniTVMError(
                     f"narrow_predicate_expression: the range of '{var.name}' must be constant and "
                     f"non-empty, got {rng}"
@@ -64,11 +41,11 @@ class _Narrower:
 
     # --- boolean structure: `narrow` makes the result imply the input, `not narrow` the reverse
     def boolean(self, e: PrimExpr, narrow: bool) -> PrimExpr:
-        if isinstance(e, And | Or):
+        if isinstance(e, tx.And | tx.Or):
             return type(e)(self.operand(e.a, narrow), self.operand(e.b, narrow))
-        if isinstance(e, Not):
-            return Not(self.boolean(e.a, not narrow))
-        if isinstance(e, LT | LE | GT | GE | EQ | NE):
+        if isinstance(e, tx.Not):
+            return tx.Not(self.boolean(e.a, not narrow))
+        if isinstance(e, tx.LT | tx.LE | tx.GT | tx.GE | tx.EQ | tx.NE):
             return self.compare(e, narrow)
         return self.value(e, up=None)  # a bool var or constant: only checked to be narrowable
 
@@ -82,23 +59,24 @@ class _Narrower:
         a, b = e.a, e.b
         # a < b is hardest to satisfy with a at its largest and b at its smallest
         small, big = narrow, not narrow  # `up` for the side that should be small
-        if isinstance(e, LT | LE):
+        if isinstance(e, tx.LT | tx.LE):
             return type(e)(self.value(a, up=small), self.value(b, up=big))
-        if isinstance(e, GT | GE):
+        if isinstance(e, tx.GT | tx.GE):
             return type(e)(self.value(a, up=big), self.value(b, up=small))
-        le = LE if narrow else LT
+        le = tx.LE if narrow else tx.LT
         first = le(self.value(a, up=small), self.value(b, up=big))
         second = le(self.value(b, up=small), self.value(a, up=big))
-        if isinstance(e, EQ) == narrow:  # a == b (narrowed) or a != b (widened): both orders hold
-            return And(first, second) if narrow else Or(first, second)
-        lt = LT if narrow else LE  # a != b narrowed: a strictly below b or strictly above
+        # a == b (narrowed) or a != b (widened): both orders hold
+        if isinstance(e, tx.EQ) == narrow:
+            return tx.And(first, second) if narrow else tx.Or(first, second)
+        lt = tx.LT if narrow else tx.LE  # a != b narrowed: a strictly below b or strictly above
         first = lt(self.value(a, up=small), self.value(b, up=big))
         second = lt(self.value(b, up=small), self.value(a, up=big))
-        return Or(first, second) if narrow else And(first, second)
+        return tx.Or(first, second) if narrow else tx.And(first, second)
 
     # --- arithmetic: `up` True gives the largest value over the free parameters, False the least
     def value(self, e: PrimExpr, up: bool | None) -> PrimExpr:
-        if isinstance(e, IntImm | FloatImm):
+        if isinstance(e, tx.IntImm | tx.FloatImm):
             return e
         if isinstance(e, Var):
             if id(e) not in self.free:
@@ -107,26 +85,26 @@ class _Narrower:
                 raise _Bail
             lo, hi = self.free[id(e)]
             return make_const(e.dtype, hi if up else lo)
-        if isinstance(e, Add | Min | Max):
+        if isinstance(e, tx.Add | tx.Min | tx.Max):
             return type(e)(self.value(e.a, up), self.value(e.b, up))
-        if isinstance(e, Sub):
-            return Sub(self.value(e.a, up), self.value(e.b, _flip(up)))
-        if isinstance(e, Mul | FloorDiv | Div):
+        if isinstance(e, tx.Sub):
+            return tx.Sub(self.value(e.a, up), self.value(e.b, _flip(up)))
+        if isinstance(e, tx.Mul | tx.FloorDiv | tx.Div):
             return self.scaled(e, up)
-        widening = isinstance(e, Cast) and e.dtype.is_integer and e.value.dtype.is_integer
+        widening = isinstance(e, tx.Cast) and e.dtype.is_integer and e.value.dtype.is_integer
         if widening and e.dtype.bits >= e.value.dtype.bits:
-            return Cast(e.dtype, self.value(e.value, up))
+            return tx.Cast(e.dtype, self.value(e.value, up))
         raise _Bail  # modulo, select, loads, calls: not monotonic in their operands
 
     def scaled(self, e: PrimExpr, up: bool | None) -> PrimExpr:
         """x * c, c * x, x // c: monotonic for a constant c (decreasing when c < 0 for `*`)."""
-        if isinstance(e, Mul) and isinstance(e.a, IntImm):
-            const, other, rebuild = e.a, e.b, lambda v: Mul(e.a, v)
-        elif isinstance(e.b, IntImm):
+        if isinstance(e, tx.Mul) and isinstance(e.a, tx.IntImm):
+            const, other, rebuild = e.a, e.b, lambda v: tx.Mul(e.a, v)
+        elif isinstance(e.b, tx.IntImm):
             const, other, rebuild = e.b, e.a, lambda v: type(e)(v, e.b)
         else:
             raise _Bail
-        if not isinstance(e, Mul) and const.value <= 0:
+        if not isinstance(e, tx.Mul) and const.value <= 0:
             raise _Bail
         return rebuild(self.value(other, _flip(up) if const.value < 0 else up))
 
@@ -135,10 +113,14 @@ def _flip(up: bool | None) -> bool | None:
     return None if up is None else not up
 
 
-def narrow_predicate_expression(expr: PrimExpr | bool, free_parameters: Mapping[Var, Range]) -> PrimExpr:
+def narrow_predicate_expression(
+    expr: PrimExpr | bool, free_parameters: Mapping[Var, Range]
+) -> PrimExpr:
     """An expression without the free parameters that, when true, makes `expr` true for every
     value of each free parameter in its range (`tvm.arith` NarrowPredicateExpression)."""
     e = as_expr(expr)
     if not (e.dtype.is_bool and e.dtype.lanes == 1):
-        raise MiniTVMError(f"narrow_predicate_expression: expected a boolean predicate, got {e} ({e.dtype})")
+        raise MiniTVMError(
+            f"narrow_predicate_expression: expected a boolean predicate, got {e} ({e.dtype})"
+        )
     return _Narrower(free_parameters).operand(e, narrow=True)

@@ -15,89 +15,44 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..ir.structural import structural_equal
-from ..tir.expr import (
-    EQ,
-    GE,
-    GT,
-    LE,
-    LT,
-    NE,
-    Add,
-    And,
-    Broadcast,
-    Call,
-    Cast,
-    Div,
-    FloatImm,
-    FloorDiv,
-    FloorMod,
-    IntImm,
-    Max,
-    Min,
-    Mod,
-    Mul,
-    Not,
-    Op,
-    Or,
-    PrimExpr,
-    Ramp,
-    Select,
-    Sub,
-    binary,
-    make_const,
-)
+from ..tir import expr as tx
+from ..tir.expr import PrimExpr, binary, make_const
 
-COMMUTATIVE = (Add, Mul, Min, Max, EQ, NE, And, Or)
+COMMUTATIVE = (tx.Add, tx.Mul, tx.Min, tx.Max, tx.EQ, tx.NE, tx.And, tx.Or)
+
+
+def _node(cls: type, arity: int) -> Callable[..., Pattern]:
+    """The builder of `cls` patterns from `arity` operands (patterns or Python numbers)."""
+
+    def build(*operands: Any) -> Pattern:
+        if len(operands) != arity:
+            raise TypeError(f"a {cls.__name__} pattern takes {arity} operands, got {operands}")
+        return PNode(cls, tuple(_p(o) for o in operands))
+
+    return build
+
+
+def _swapped(cls: type) -> Callable[[Pattern, Any], Pattern]:
+    """The reflected operator (`1 + x` calls `x.__radd__(1)`): the other operand comes first."""
+    build = _node(cls, 2)
+    return lambda self, o: build(o, self)
 
 
 class Pattern:
     """Base of patterns; Python operators build bigger patterns."""
 
-    def __add__(self, o):
-        return PNode(Add, (self, _p(o)))
-
-    def __radd__(self, o):
-        return PNode(Add, (_p(o), self))
-
-    def __sub__(self, o):
-        return PNode(Sub, (self, _p(o)))
-
-    def __rsub__(self, o):
-        return PNode(Sub, (_p(o), self))
-
-    def __mul__(self, o):
-        return PNode(Mul, (self, _p(o)))
-
-    def __rmul__(self, o):
-        return PNode(Mul, (_p(o), self))
-
-    def __floordiv__(self, o):
-        return PNode(FloorDiv, (self, _p(o)))
-
-    def __mod__(self, o):
-        return PNode(FloorMod, (self, _p(o)))
-
-    def __lt__(self, o):
-        return PNode(LT, (self, _p(o)))
-
-    def __le__(self, o):
-        return PNode(LE, (self, _p(o)))
-
-    def __gt__(self, o):
-        return PNode(GT, (self, _p(o)))
-
-    def __ge__(self, o):
-        return PNode(GE, (self, _p(o)))
-
-    def __and__(self, o):
-        return PNode(And, (self, _p(o)))
-
-    def __or__(self, o):
-        return PNode(Or, (self, _p(o)))
-
-    def __invert__(self):
-        return PNode(Not, (self,))
-
+    __add__, __radd__ = _node(tx.Add, 2), _swapped(tx.Add)
+    __sub__, __rsub__ = _node(tx.Sub, 2), _swapped(tx.Sub)
+    __mul__, __rmul__ = _node(tx.Mul, 2), _swapped(tx.Mul)
+    __floordiv__ = _node(tx.FloorDiv, 2)
+    __mod__ = _node(tx.FloorMod, 2)
+    __lt__ = _node(tx.LT, 2)
+    __le__ = _node(tx.LE, 2)
+    __gt__ = _node(tx.GT, 2)
+    __ge__ = _node(tx.GE, 2)
+    __and__ = _node(tx.And, 2)
+    __or__ = _node(tx.Or, 2)
+    __invert__ = _node(tx.Not, 1)
     __hash__ = object.__hash__
 
 
@@ -142,57 +97,19 @@ def _p(x: Any) -> Pattern:
     return x if isinstance(x, Pattern) else PLit(x)
 
 
-def min_(a, b) -> Pattern:
-    return PNode(Min, (_p(a), _p(b)))
-
-
-def max_(a, b) -> Pattern:
-    return PNode(Max, (_p(a), _p(b)))
-
-
-def eq(a, b) -> Pattern:
-    return PNode(EQ, (_p(a), _p(b)))
-
-
-def ne(a, b) -> Pattern:
-    return PNode(NE, (_p(a), _p(b)))
-
-
-def truncdiv(a, b) -> Pattern:
-    return PNode(Div, (_p(a), _p(b)))
-
-
-def truncmod(a, b) -> Pattern:
-    return PNode(Mod, (_p(a), _p(b)))
-
-
-def and_(a, b) -> Pattern:
-    return PNode(And, (_p(a), _p(b)))
-
-
-def or_(a, b) -> Pattern:
-    return PNode(Or, (_p(a), _p(b)))
-
-
-def not_(a) -> Pattern:
-    return PNode(Not, (_p(a),))
-
-
-def select(c, t, f) -> Pattern:
-    return PNode(Select, (_p(c), _p(t), _p(f)))
-
-
-def ramp(base, stride) -> Pattern:
-    return PNode(Ramp, (_p(base), _p(stride)))
-
-
-def broadcast(value) -> Pattern:
-    return PNode(Broadcast, (_p(value),))
-
-
-def cast(value) -> Pattern:
-    """A Cast to any dtype (side conditions inspect `m.node.dtype`)."""
-    return PNode(Cast, (_p(value),))
+min_ = _node(tx.Min, 2)
+max_ = _node(tx.Max, 2)
+eq = _node(tx.EQ, 2)
+ne = _node(tx.NE, 2)
+truncdiv = _node(tx.Div, 2)
+truncmod = _node(tx.Mod, 2)
+and_ = _node(tx.And, 2)
+or_ = _node(tx.Or, 2)
+not_ = _node(tx.Not, 1)
+select = _node(tx.Select, 3)
+ramp = _node(tx.Ramp, 2)
+broadcast = _node(tx.Broadcast, 1)
+cast = _node(tx.Cast, 1)  # a Cast to any dtype (side conditions inspect `m.node.dtype`)
 
 
 def call(op_name: str, *args) -> Pattern:
@@ -201,11 +118,11 @@ def call(op_name: str, *args) -> Pattern:
 
 # the operand fields of each matchable node class, in pattern order
 _OPERANDS: dict[type, tuple[str, ...]] = {
-    Select: ("condition", "true_value", "false_value"),
-    Not: ("a",),
-    Ramp: ("base", "stride"),
-    Broadcast: ("value",),
-    Cast: ("value",),
+    tx.Select: ("condition", "true_value", "false_value"),
+    tx.Not: ("a",),
+    tx.Ramp: ("base", "stride"),
+    tx.Broadcast: ("value",),
+    tx.Cast: ("value",),
 }
 
 
@@ -229,7 +146,7 @@ class Match:
 
 
 def _is_scalar_const(e: Any) -> bool:
-    return isinstance(e, IntImm | FloatImm) and e.dtype.lanes == 1
+    return isinstance(e, tx.IntImm | tx.FloatImm) and e.dtype.lanes == 1
 
 
 def _matches(p: Pattern, e: PrimExpr, binds: dict[str, PrimExpr]) -> Iterator[dict]:
@@ -252,7 +169,7 @@ def _matches(p: Pattern, e: PrimExpr, binds: dict[str, PrimExpr]) -> Iterator[di
             yield binds
         return
     if isinstance(p, PCall):
-        same_op = type(e) is Call and isinstance(e.op, Op) and e.op.name == p.op_name
+        same_op = type(e) is tx.Call and isinstance(e.op, tx.Op) and e.op.name == p.op_name
         if same_op and len(e.args) == len(p.args):
             yield from _matches_seq(p.args, e.args, binds)
         return
@@ -281,13 +198,13 @@ def instantiate(p: Any, m: Match, top: bool = True) -> Any:
     if isinstance(p, PCall):
         args = tuple(instantiate(a, m, top=False) for a in p.args)
         assert top, "a call inside a rewrite template has no dtype to take"
-        return Call(m.node.dtype, p.op_name, args)
+        return tx.Call(m.node.dtype, p.op_name, args)
     args = [instantiate(a, m, top=False) for a in p.args]
-    if p.cls in (Select, Not, Ramp, Broadcast):
-        if p.cls is Ramp:
-            return Ramp(args[0], args[1], m.node.dtype.lanes)
-        if p.cls is Broadcast:
-            return Broadcast(args[0], m.node.dtype.lanes)
+    if p.cls in (tx.Select, tx.Not, tx.Ramp, tx.Broadcast):
+        if p.cls is tx.Ramp:
+            return tx.Ramp(args[0], args[1], m.node.dtype.lanes)
+        if p.cls is tx.Broadcast:
+            return tx.Broadcast(args[0], m.node.dtype.lanes)
         return p.cls(*args)
     return binary(p.cls, *args)
 
@@ -305,7 +222,7 @@ class Rule:
     def __post_init__(self):
         if isinstance(self.rewrite, int | float | bool):
             self.rewrite = PLit(self.rewrite)
-        self.root = Call if isinstance(self.pattern, PCall) else self.pattern.cls
+        self.root = tx.Call if isinstance(self.pattern, PCall) else self.pattern.cls
 
     def apply(self, e: PrimExpr, ana: Any) -> PrimExpr | None:
         for binds in _matches(self.pattern, e, {}):
@@ -337,7 +254,7 @@ class RuleTable:
         """The rules that may match at the root of `e`, in table order."""
         cls = type(e)
         rules = self.by_root.get(cls, ())
-        if not rules or cls is Call:
+        if not rules or cls is tx.Call:
             return rules
         heads = tuple((type(a), a.dtype.lanes) for a in operands(e))
         key = (cls, heads)
@@ -354,8 +271,8 @@ def _head_may_match(p: Pattern, cls: type, lanes: int) -> bool:
     if isinstance(p, PVar):
         return True
     if isinstance(p, PConst | PLit):
-        return cls in (IntImm, FloatImm) and lanes == 1
-    return cls is (Call if isinstance(p, PCall) else p.cls)
+        return cls in (tx.IntImm, tx.FloatImm) and lanes == 1
+    return cls is (tx.Call if isinstance(p, PCall) else p.cls)
 
 
 def _heads_may_match(p: PNode, cls: type, heads: tuple) -> bool:

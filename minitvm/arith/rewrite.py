@@ -4,27 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..tir.expr import (
-    EQ,
-    LE,
-    LT,
-    NE,
-    Add,
-    And,
-    Broadcast,
-    FloorDiv,
-    FloorMod,
-    IntImm,
-    Max,
-    Min,
-    Mul,
-    Not,
-    PrimExpr,
-    Ramp,
-    Sub,
-    binary,
-    make_const,
-)
+from ..tir import expr as tx
+from ..tir.expr import PrimExpr, binary, make_const
 from ..tir.names import IF_THEN_ELSE, LIKELY
 from .canonical import is_index_dtype
 from .const_fold import fold
@@ -83,17 +64,17 @@ def _min_by_diff(m: Match) -> PrimExpr | None:
     """min(x, y) → x when x <= y is provable, → y when y <= x is."""
     if not is_index_dtype(m.node.dtype):
         return None
-    le = m.ana._decide_le0(Sub(m.x, m.y))
+    le = m.ana._decide_le0(tx.Sub(m.x, m.y))
     if le is None:
         return None
     smaller, larger = (m.x, m.y) if le else (m.y, m.x)
-    return smaller if type(m.node) is Min else larger
+    return smaller if type(m.node) is tx.Min else larger
 
 
 def _le0_of(m: Match) -> PrimExpr:
     """The expression d with `node` true iff d <= 0 (for LT: a - b + 1)."""
-    d = Sub(m.x, m.y)
-    return Add(d, make_const(d.dtype, 1)) if type(m.node) is LT else d
+    d = tx.Sub(m.x, m.y)
+    return tx.Add(d, make_const(d.dtype, 1)) if type(m.node) is tx.LT else d
 
 
 def _compare(m: Match) -> PrimExpr | None:
@@ -102,15 +83,15 @@ def _compare(m: Match) -> PrimExpr | None:
         return None
     ana, cls, t = m.ana, type(m.node), make_const(m.node.dtype, 1)
     f = make_const(m.node.dtype, 0)
-    if cls in (LT, LE):
+    if cls in (tx.LT, tx.LE):
         answer = ana._decide_le0(_le0_of(m))
     else:
-        d = Sub(m.x, m.y)
-        le, ge = ana._decide_le0(d), ana._decide_le0(Sub(make_const(d.dtype, 0), d))
+        d = tx.Sub(m.x, m.y)
+        le, ge = ana._decide_le0(d), ana._decide_le0(tx.Sub(make_const(d.dtype, 0), d))
         answer = None if le is None or ge is None else le and ge
         if le is False or ge is False:
             answer = False
-        if answer is not None and cls is NE:
+        if answer is not None and cls is tx.NE:
             answer = not answer
     if answer is not None:
         return t if answer else f
@@ -128,25 +109,27 @@ def _eq_of_nonneg_terms(m: Match) -> PrimExpr | None:
         return None
     from .canonical import Canonical
 
-    p = Canonical(m.ana).poly(Sub(m.x, m.y))
+    p = Canonical(m.ana).poly(tx.Sub(m.x, m.y))
     if p.const != 0 or len(p.terms) < 2 or len({c > 0 for c, _ in p.terms.values()}) != 1:
         return None
     atoms = [atoms[0] for _, atoms in p.terms.values() if len(atoms) == 1]
     if len(atoms) != len(p.terms) or any(m.ana.const_int_bound(a).min_value < 0 for a in atoms):
         return None
     zero = make_const(m.x.dtype, 0)
-    out = EQ(atoms[0], zero)
+    out = tx.EQ(atoms[0], zero)
     for a in atoms[1:]:
-        out = And(out, EQ(a, zero))
+        out = tx.And(out, tx.EQ(a, zero))
     return out
 
 
 def _floordiv_nested(m: Match) -> PrimExpr:
-    return binary(FloorDiv, m.x, m.c1.value * m.c2.value)
+    return binary(tx.FloorDiv, m.x, m.c1.value * m.c2.value)
 
 
 def _floordiv_nested_offset(m: Match) -> PrimExpr:
-    return binary(FloorDiv, binary(Add, m.x, m.c3.value * m.c1.value), m.c1.value * m.c2.value)
+    return binary(
+        tx.FloorDiv, binary(tx.Add, m.x, m.c3.value * m.c1.value), m.c1.value * m.c2.value
+    )
 
 
 def _swapped(cls: type):
@@ -169,37 +152,37 @@ def _divisible(m: Match) -> bool:
 
 def _bcast(cls: type):
     """broadcast(x) op broadcast(y) → broadcast(x op y)."""
-    return lambda m: Broadcast(binary(cls, m.x, m.y), m.node.dtype.lanes)
+    return lambda m: tx.Broadcast(binary(cls, m.x, m.y), m.node.dtype.lanes)
 
 
 def _ramp_shift(cls: type):
     """ramp(x, s) ± broadcast(z) → ramp(x ± z, s)."""
-    return lambda m: Ramp(binary(cls, m.x, m.z), m.y, m.node.dtype.lanes)
+    return lambda m: tx.Ramp(binary(cls, m.x, m.z), m.y, m.node.dtype.lanes)
 
 
 def _ramp_add(m: Match) -> PrimExpr:
-    return Ramp(binary(Add, m.x, m.z), binary(Add, m.y, m.w), m.node.dtype.lanes)
+    return tx.Ramp(binary(tx.Add, m.x, m.z), binary(tx.Add, m.y, m.w), m.node.dtype.lanes)
 
 
 def _ramp_scale(m: Match) -> PrimExpr:
-    return Ramp(binary(Mul, m.x, m.z), binary(Mul, m.y, m.z), m.node.dtype.lanes)
+    return tx.Ramp(binary(tx.Mul, m.x, m.z), binary(tx.Mul, m.y, m.z), m.node.dtype.lanes)
 
 
 def _ramp_divmod(m: Match) -> PrimExpr | None:
     """ramp(b, s, L) // c and % c when c | s, or when the whole ramp stays in one bucket of c."""
-    if not (isinstance(m.y, IntImm) and isinstance(m.z, IntImm) and m.z.value > 0):
+    if not (isinstance(m.y, tx.IntImm) and isinstance(m.z, tx.IntImm) and m.z.value > 0):
         return None
     b, s, c, lanes = m.x, m.y.value, m.z.value, m.node.dtype.lanes
-    is_div = type(m.node) is FloorDiv
+    is_div = type(m.node) is tx.FloorDiv
     if s % c == 0:  # floor((b + s*i) / c) == b//c + (s/c)*i
         if is_div:
-            return Ramp(binary(FloorDiv, b, c), s // c, lanes)
-        return Broadcast(binary(FloorMod, b, c), lanes)
-    last = binary(Add, b, s * (lanes - 1))
-    if s > 0 and m.ana.can_prove_equal(binary(FloorDiv, last, c), binary(FloorDiv, b, c)):
+            return tx.Ramp(binary(tx.FloorDiv, b, c), s // c, lanes)
+        return tx.Broadcast(binary(tx.FloorMod, b, c), lanes)
+    last = binary(tx.Add, b, s * (lanes - 1))
+    if s > 0 and m.ana.can_prove_equal(binary(tx.FloorDiv, last, c), binary(tx.FloorDiv, b, c)):
         if is_div:
-            return Broadcast(binary(FloorDiv, b, c), lanes)
-        return Ramp(binary(FloorMod, b, c), s, lanes)
+            return tx.Broadcast(binary(tx.FloorDiv, b, c), lanes)
+        return tx.Ramp(binary(tx.FloorMod, b, c), s, lanes)
     return None
 
 
@@ -212,7 +195,7 @@ def _cast_round_trip(m: Match) -> PrimExpr | None:
 
 
 def _is_linear_cmp(e: PrimExpr) -> bool:
-    return isinstance(e, LT | LE | EQ | NE) and is_index_dtype(e.a.dtype)
+    return isinstance(e, tx.LT | tx.LE | tx.EQ | tx.NE) and is_index_dtype(e.a.dtype)
 
 
 def _and_implied(m: Match) -> PrimExpr | None:
@@ -222,7 +205,7 @@ def _and_implied(m: Match) -> PrimExpr | None:
     with m.ana.constraint_scope(m.x):
         if m.ana.can_prove(m.y):
             return m.x
-        if m.ana.can_prove(Not(m.y)):
+        if m.ana.can_prove(tx.Not(m.y)):
             return make_const(m.node.dtype, 0)
     return None
 
@@ -234,26 +217,26 @@ def _or_implied(m: Match) -> PrimExpr | None:
     with m.ana.constraint_scope(m.x):
         if m.ana.can_prove(m.y):
             return m.y
-    with m.ana.constraint_scope(Not(m.x)):
+    with m.ana.constraint_scope(tx.Not(m.x)):
         if m.ana.can_prove(m.y):
             return make_const(m.node.dtype, 1)
     return None
 
 
 def _min_const(m: Match) -> PrimExpr:
-    return binary(Min, m.x, min(m.c1.value, m.c2.value))
+    return binary(tx.Min, m.x, min(m.c1.value, m.c2.value))
 
 
 def _max_const(m: Match) -> PrimExpr:
-    return binary(Max, m.x, max(m.c1.value, m.c2.value))
+    return binary(tx.Max, m.x, max(m.c1.value, m.c2.value))
 
 
 def _div_lt(m: Match) -> PrimExpr:
-    return binary(LT, m.x, m.c1.value * m.c2.value)
+    return binary(tx.LT, m.x, m.c1.value * m.c2.value)
 
 
 def _lt_div(m: Match) -> PrimExpr:
-    return binary(LE, (m.c2.value + 1) * m.c1.value, m.x)
+    return binary(tx.LE, (m.c2.value + 1) * m.c1.value, m.x)
 
 
 def _to_floor(cls: type):
@@ -270,11 +253,11 @@ RULES = [
     Rule(x * 1, x),  # x*1 -> x
     Rule(x * 0, 0, _is_int),  # x*0 -> 0 (not for floats: nan*0)
     # vectors
-    Rule(broadcast(x) + broadcast(y), _bcast(Add)),  # bx+by -> b(x+y)
-    Rule(broadcast(x) - broadcast(y), _bcast(Sub)),  # bx-by -> b(x-y)
-    Rule(broadcast(x) * broadcast(y), _bcast(Mul)),  # bx*by -> b(x*y)
-    Rule(ramp(x, y) + broadcast(z), _ramp_shift(Add)),  # ramp(x,s)+bz -> ramp(x+z,s)
-    Rule(ramp(x, y) - broadcast(z), _ramp_shift(Sub)),  # ramp(x,s)-bz -> ramp(x-z,s)
+    Rule(broadcast(x) + broadcast(y), _bcast(tx.Add)),  # bx+by -> b(x+y)
+    Rule(broadcast(x) - broadcast(y), _bcast(tx.Sub)),  # bx-by -> b(x-y)
+    Rule(broadcast(x) * broadcast(y), _bcast(tx.Mul)),  # bx*by -> b(x*y)
+    Rule(ramp(x, y) + broadcast(z), _ramp_shift(tx.Add)),  # ramp(x,s)+bz -> ramp(x+z,s)
+    Rule(ramp(x, y) - broadcast(z), _ramp_shift(tx.Sub)),  # ramp(x,s)-bz -> ramp(x-z,s)
     Rule(ramp(x, y) + ramp(z, w), _ramp_add),  # ramp(x,s)+ramp(z,t) -> ramp(x+z,s+t)
     Rule(ramp(x, y) * broadcast(z), _ramp_scale, _is_int),  # ramp(x,s)*bz -> ramp(x*z,s*z)
     Rule(ramp(x, y) // broadcast(z), _ramp_divmod),  # ramp(b,s)//c -> broadcast/ramp when exact
@@ -283,8 +266,8 @@ RULES = [
     # truncating division / remainder
     Rule(truncdiv(x, 1), x, _is_int),  # x/1 -> x
     Rule(truncmod(x, 1), 0, _is_int),  # x%1 -> 0
-    Rule(truncdiv(x, y), _to_floor(FloorDiv), _nonneg_and_pos),  # x/y -> x//y if x>=0, y>0
-    Rule(truncmod(x, y), _to_floor(FloorMod), _nonneg_and_pos),  # x%y -> floormod if x>=0, y>0
+    Rule(truncdiv(x, y), _to_floor(tx.FloorDiv), _nonneg_and_pos),  # x/y -> x//y if x>=0, y>0
+    Rule(truncmod(x, y), _to_floor(tx.FloorMod), _nonneg_and_pos),  # x%y -> floormod if x>=0, y>0
     # floor division / modulo
     Rule(x // 1, x, _is_int),  # x//1 -> x
     Rule(x % 1, 0, _is_int),  # floormod(x,1) -> 0
@@ -333,10 +316,10 @@ RULES = [
     Rule(and_(x, y), _and_implied),  # x && y -> x when x implies y
     Rule(or_(x, y), _or_implied),  # x || y -> y when x implies y
     Rule(not_(not_(x)), x),  # !!x -> x
-    Rule(not_(x < y), _swapped(LE)),  # !(x<y) -> y<=x
-    Rule(not_(x <= y), _swapped(LT)),  # !(x<=y) -> y<x
-    Rule(not_(eq(x, y)), _same(NE)),  # !(x==y) -> x!=y
-    Rule(not_(ne(x, y)), _same(EQ)),  # !(x!=y) -> x==y
+    Rule(not_(x < y), _swapped(tx.LE)),  # !(x<y) -> y<=x
+    Rule(not_(x <= y), _swapped(tx.LT)),  # !(x<=y) -> y<x
+    Rule(not_(eq(x, y)), _same(tx.NE)),  # !(x==y) -> x!=y
+    Rule(not_(ne(x, y)), _same(tx.EQ)),  # !(x!=y) -> x==y
 ]
 
 TABLE = RuleTable(RULES)

@@ -12,44 +12,17 @@ from __future__ import annotations
 
 import re
 
+from .. import tir
 from ..error import BuildError
 from ..ir.module import IRModule
 from ..runtime.device_module import DeviceModule
 from ..target import Target
 from ..target.kinds import gpu_kinds, kind_spec
-from ..tir.expr import (
-    EQ,
-    GE,
-    GT,
-    LE,
-    LT,
-    NE,
-    And,
-    Call,
-    Cast,
-    IntImm,
-    PrimExpr,
-    StringImm,
-    Var,
-)  # fmt: skip
 from ..tir.function import PrimFunc
 from ..tir.functor import post_order_visit
 from ..tir.names import ATTR_IS_GLOBAL_FUNC, ATTR_KERNEL_LAUNCH_PARAMS, TVM_CALL_PACKED, is_call
-from ..tir.stmt import (
-    Allocate,
-    AssertStmt,
-    AttrStmt,
-    BufferStore,
-    DeclBuffer,
-    Evaluate,
-    LetStmt,
-    SeqStmt,
-    Stmt,
-)  # fmt: skip
 from .llvm_funcinfo import SHAPE_SYNTAX, signature_info
-from .opencl import THREAD_QUERIES, build_opencl
-
-_COMPARISONS = {LT: "<", LE: "<=", GT: ">", GE: ">=", EQ: "==", NE: "!="}
+from .opencl import C_COMPARISONS, THREAD_QUERIES, build_opencl
 
 
 def is_device_kernel(func: PrimFunc) -> bool:
@@ -118,7 +91,10 @@ def _data_params(hosts: list[PrimFunc], symbols: dict[str, str]) -> dict[str, se
         def visit(n, data=data) -> None:
             if not is_call(n, TVM_CALL_PACKED):
                 return
-            if not (n.args and isinstance(n.args[0], StringImm)) or n.args[0].value not in symbols:
+            if (
+                not (n.args and isinstance(n.args[0], tir.StringImm))
+                or n.args[0].value not in symbols
+            ):
                 return
             for k, a in enumerate(n.args[1:]):
                 if _var_ids(a) & data:
@@ -128,9 +104,9 @@ def _data_params(hosts: list[PrimFunc], symbols: dict[str, str]) -> dict[str, se
     return found
 
 
-def _var_ids(e: PrimExpr) -> set[int]:
+def _var_ids(e: tir.PrimExpr) -> set[int]:
     ids: set[int] = set()
-    post_order_visit(e, lambda x: ids.add(id(x)) if isinstance(x, Var) else None)
+    post_order_visit(e, lambda x: ids.add(id(x)) if isinstance(x, tir.Var) else None)
     return ids
 
 
@@ -139,10 +115,10 @@ def _stored_vars(kernel: PrimFunc) -> set[int]:
     stored: set[int] = set()
 
     def visit(n) -> None:
-        if isinstance(n, BufferStore):
+        if isinstance(n, tir.BufferStore):
             stored.add(id(n.buffer.data))
-        elif isinstance(n, Call):
-            stored.update(id(a) for a in n.args if isinstance(a, Var) and a.dtype.is_handle)
+        elif isinstance(n, tir.Call):
+            stored.update(id(a) for a in n.args if isinstance(a, tir.Var) and a.dtype.is_handle)
 
     post_order_visit(kernel.body, visit)
     return stored
@@ -182,39 +158,39 @@ class _HostLowering:
     def fail(self, what: str) -> BuildError:
         return BuildError(f"building '{self.name}' for the GPU: {what}")
 
-    def stmt(self, s: Stmt) -> None:
+    def stmt(self, s: tir.Stmt) -> None:
         while True:
-            if isinstance(s, SeqStmt):
+            if isinstance(s, tir.SeqStmt):
                 for x in s.seq:
                     self.stmt(x)
                 return
-            if isinstance(s, AssertStmt):
+            if isinstance(s, tir.AssertStmt):
                 self.steps.append(["assert", self.condition(s.condition), s.message])
-            elif isinstance(s, LetStmt):
+            elif isinstance(s, tir.LetStmt):
                 local = f"l{len(self.names)}"
                 self.steps.append(["let", local, self.expr(s.value)])
                 self.names[id(s.var)] = local
-            elif isinstance(s, Evaluate):
+            elif isinstance(s, tir.Evaluate):
                 self.evaluate(s.value)
                 return
-            elif isinstance(s, Allocate):
+            elif isinstance(s, tir.Allocate):
                 # the device memory of a stage between kernels, allocated for each call
                 size = " * ".join([self.expr(e) for e in s.extents] + [str(s.dtype.bytes)])
                 self.steps.append(["alloc", len(self.workspaces), f"({size})"])
                 self.workspaces[id(s.buffer_var)] = len(self.workspaces)
-            elif not isinstance(s, (AttrStmt, DeclBuffer)):
+            elif not isinstance(s, (tir.AttrStmt, tir.DeclBuffer)):
                 raise self.fail(
                     f"the host function holds a {type(s).__name__}; after SplitHostDevice it may "
                     "hold only kernel launches, asserts, lets and buffers between kernels"
                 )
             s = s.body
 
-    def evaluate(self, v: PrimExpr) -> None:
-        if isinstance(v, IntImm):
+    def evaluate(self, v: tir.PrimExpr) -> None:
+        if isinstance(v, tir.IntImm):
             return
         if not is_call(v, TVM_CALL_PACKED):
             raise self.fail(f"the host statement `{v}` is not a kernel launch (tvm_call_packed)")
-        if not v.args or not isinstance(v.args[0], StringImm):
+        if not v.args or not isinstance(v.args[0], tir.StringImm):
             raise self.fail(f"the launch `{v}` does not name its kernel")
         symbol = v.args[0].value
         kernel = self.kernels.get(symbol)
@@ -236,34 +212,34 @@ class _HostLowering:
         if unknown:
             raise self.fail(f"kernel '{symbol}' has launch parameters {unknown}; "
                             f"known: {', '.join(THREAD_QUERIES)}")  # fmt: skip
-        grid = [self.expr(extents.get(f"blockIdx.{a}", IntImm("int32", 1))) for a in "xyz"]
-        block = [self.expr(extents.get(f"threadIdx.{a}", IntImm("int32", 1))) for a in "xyz"]
+        grid = [self.expr(extents.get(f"blockIdx.{a}", tir.IntImm("int32", 1))) for a in "xyz"]
+        block = [self.expr(extents.get(f"threadIdx.{a}", tir.IntImm("int32", 1))) for a in "xyz"]
         self.steps.append(["launch", self.symbols[symbol], args, grid, block])
 
-    def kernel_arg(self, a: PrimExpr, param: Var) -> list:
+    def kernel_arg(self, a: tir.PrimExpr, param: tir.Var) -> list:
         if param.dtype.is_handle:
-            if isinstance(a, Var) and id(a) in self.workspaces:
+            if isinstance(a, tir.Var) and id(a) in self.workspaces:
                 return ["workspace", self.workspaces[id(a)]]
-            if not (isinstance(a, Var) and id(a) in self.positions):
+            if not (isinstance(a, tir.Var) and id(a) in self.positions):
                 raise self.fail(f"kernel argument `{a}` for buffer '{param.name}' is not a "
                                 "buffer parameter of the host function")  # fmt: skip
             return ["buffer", self.positions[id(a)]]
-        if isinstance(a, Var) and id(a) in self.scalars:
+        if isinstance(a, tir.Var) and id(a) in self.scalars:
             return ["scalar", self.scalars[id(a)], str(param.dtype)]
         if not (param.dtype.is_int or param.dtype.is_uint):
             raise self.fail(f"kernel argument `{a}` for float parameter '{param.name}' must be "
                             "a scalar parameter of the host function")  # fmt: skip
         return ["expr", self.expr(a), str(param.dtype)]
 
-    def expr(self, e: PrimExpr) -> str:
-        if isinstance(e, IntImm):
+    def expr(self, e: tir.PrimExpr) -> str:
+        if isinstance(e, tir.IntImm):
             return str(e.value) if e.value >= 0 else f"(-{-e.value})"
-        if isinstance(e, Var):
+        if isinstance(e, tir.Var):
             if id(e) not in self.names:
                 raise self.fail(f"the launch uses '{e.name}', which is neither a symbolic dim, "
                                 "an int scalar parameter nor a let of the host function")  # fmt: skip
             return self.names[id(e)]
-        if isinstance(e, Cast) and (e.dtype.is_int or e.dtype.is_uint):
+        if isinstance(e, tir.Cast) and (e.dtype.is_int or e.dtype.is_uint):
             return self.expr(e.value)
         rule = SHAPE_SYNTAX.get(type(e))
         if rule is None:
@@ -272,10 +248,10 @@ class _HostLowering:
         text = rule(self.expr(e.a), self.expr(e.b))
         return text if text.startswith(("min(", "max(")) else f"({text})"
 
-    def condition(self, c: PrimExpr) -> list:
-        if isinstance(c, And):
+    def condition(self, c: tir.PrimExpr) -> list:
+        if isinstance(c, tir.And):
             return self.condition(c.a) + self.condition(c.b)
-        op = _COMPARISONS.get(type(c))
+        op = C_COMPARISONS.get(type(c))
         if op is None:
             raise self.fail(f"the host assert `{c}` is not a conjunction of comparisons")
         return [[self.expr(c.a), op, self.expr(c.b)]]

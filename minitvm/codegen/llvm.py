@@ -31,6 +31,7 @@ import llvmlite.binding as llvm
 from llvmlite import ir
 from llvmlite.ir.values import FunctionAttributes
 
+from .. import tir
 from ..error import BuildError, MiniTVMError
 from ..ir.dtype import DataType
 from ..ir.module import IRModule
@@ -39,46 +40,9 @@ from ..runtime.elf import SIGNATURE_SYMBOL
 from ..runtime.meta import signature_bytes
 from ..runtime.module import CodegenResult
 from ..target import Target
-from ..tir.expr import (
-    Add,
-    Broadcast,
-    BufferLoad,
-    Call,
-    Cast,
-    FloatImm,
-    IntImm,
-    Let,
-    Max,
-    Min,
-    Mul,
-    Not,
-    Op,
-    PrimExpr,
-    Ramp,
-    Select,
-    StringImm,
-    Sub,
-    Var,
-)
 from ..tir.function import PrimFunc
 from ..tir.functor import deep_recursion
 from ..tir.names import ATTR_NOALIAS
-from ..tir.stmt import (
-    Allocate,
-    AssertStmt,
-    AttrStmt,
-    Block,
-    BlockRealize,
-    BufferStore,
-    DeclBuffer,
-    Evaluate,
-    For,
-    IfThenElse,
-    LetStmt,
-    SeqStmt,
-    Stmt,
-    While,
-)
 from . import llvm_memory, llvm_packed
 from .llvm_binary import BINARY, INT_RANGES, NO_SIGNED_WRAP_FLAGGED
 from .llvm_checks import INTEGER_DIVISIONS, safe_divisor
@@ -131,11 +95,11 @@ def _dim_vars(buffers: list) -> set:
     found: set = set()
     for buf in buffers:
         for d in buf.shape:
-            while isinstance(d, Mul):
-                d, c = (d.a, d.b) if isinstance(d.b, IntImm) else (d.b, d.a)
-                if not (isinstance(c, IntImm) and c.value > 0):
+            while isinstance(d, tir.Mul):
+                d, c = (d.a, d.b) if isinstance(d.b, tir.IntImm) else (d.b, d.a)
+                if not (isinstance(c, tir.IntImm) and c.value > 0):
                     d = None  # s * -4, s * n: the dim does not bound s
-            if isinstance(d, Var):
+            if isinstance(d, tir.Var):
                 found.add(d)
     return found
 
@@ -172,16 +136,16 @@ class CodeGenLLVM(_StmtEmitter):
     def new_block(self, label: str) -> ir.Block:
         return self._state.function.append_basic_block(label)
 
-    def bind(self, var: Var, value: ir.Value) -> None:
+    def bind(self, var: tir.Var, value: ir.Value) -> None:
         self._state.vars[var] = value
 
-    def unbind(self, var: Var) -> None:
+    def unbind(self, var: tir.Var) -> None:
         del self._state.vars[var]
 
-    def is_bound(self, var: Var) -> bool:
+    def is_bound(self, var: tir.Var) -> bool:
         return var in self._state.vars
 
-    def lookup(self, var: Var) -> ir.Value:
+    def lookup(self, var: tir.Var) -> ir.Value:
         try:
             return self._state.vars[var]
         except KeyError:
@@ -263,7 +227,7 @@ class CodeGenLLVM(_StmtEmitter):
         info["errors"] = list(self._errors)
         return info
 
-    def _emit_body(self, body: Stmt, handles: dict) -> None:
+    def _emit_body(self, body: tir.Stmt, handles: dict) -> None:
         for param, data in handles.items():  # the handle param names the same pointer
             self.bind(param, self._state.vars[data])
         self.stmt(body)
@@ -271,7 +235,7 @@ class CodeGenLLVM(_StmtEmitter):
     def emit_kernel_function(
         self,
         name: str,
-        params: list[tuple[Var | str, ir.Type]],
+        params: list[tuple[tir.Var | str, ir.Type]],
         emit_body: Callable[[list[ir.Value]], None],
         attributes: tuple[str, ...] = (),
     ) -> ir.Function:
@@ -285,7 +249,7 @@ class CodeGenLLVM(_StmtEmitter):
         self.set_function_attributes(fn, *attributes)
         for arg, (var, ty) in zip(fn.args, params):
             arg.name = var if isinstance(var, str) else var.name
-            if isinstance(var, Var) and var.dtype.is_handle and isinstance(ty, ir.PointerType):
+            if isinstance(var, tir.Var) and var.dtype.is_handle and isinstance(ty, ir.PointerType):
                 if self._noalias:
                     arg.add_attribute("noalias")
                 arg.add_attribute("captures(none)")
@@ -298,7 +262,7 @@ class CodeGenLLVM(_StmtEmitter):
         self._state.in_parallel = outer.in_parallel if outer is not None else False
         self._state.loop_depth = outer.loop_depth if outer is not None else 0
         for arg, (var, _) in zip(fn.args, params):
-            if isinstance(var, Var):
+            if isinstance(var, tir.Var):
                 self.bind(var, arg)
         emit_body(list(fn.args))
         self.builder.ret(ir.Constant(I32, 0))
@@ -328,7 +292,7 @@ class CodeGenLLVM(_StmtEmitter):
         b.ret(b.call(compute, values, name="code"))
 
     # ------------------------------------------------------------------ expressions
-    def expr(self, e: PrimExpr) -> ir.Value:
+    def expr(self, e: tir.PrimExpr) -> ir.Value:
         rule = _EXPR.get(type(e))
         if rule is None:
             rule = next((_EXPR[k] for k in type(e).__mro__ if k in _EXPR), None)
@@ -339,19 +303,19 @@ class CodeGenLLVM(_StmtEmitter):
                 )
         return rule(self, e)
 
-    def _imm(self, e: IntImm | FloatImm) -> ir.Value:
+    def _imm(self, e: tir.IntImm | tir.FloatImm) -> ir.Value:
         return constant(e.dtype, e.value)
 
-    def _var(self, e: Var) -> ir.Value:
+    def _var(self, e: tir.Var) -> ir.Value:
         return self.lookup(e)
 
-    def _string(self, e: StringImm) -> ir.Value:
+    def _string(self, e: tir.StringImm) -> ir.Value:
         raise BuildError(
             f"building '{self.func_name}': string constant {e.value!r} cannot be a "
             "value in compiled code (strings are only allowed in AssertStmt messages)"
         )
 
-    def _cast(self, e: Cast) -> ir.Value:
+    def _cast(self, e: tir.Cast) -> ir.Value:
         if (kind(e.value.dtype), kind(e.dtype)) not in CASTS:
             raise BuildError(
                 f"building '{self.func_name}': cannot cast {e.value.dtype} to {e.dtype}: `{e}`; "
@@ -405,19 +369,19 @@ class CodeGenLLVM(_StmtEmitter):
         if isinstance(e, NO_SIGNED_WRAP_FLAGGED) and isinstance(out, ir.Instruction):
             out.flags.append("nsw")
 
-    def _mark_data(self, var: Var, value: PrimExpr) -> None:
+    def _mark_data(self, var: tir.Var, value: tir.PrimExpr) -> None:
         """`var` inherits the data dependence of its value (its uses as an index get checked)."""
         if self.depends_on_data(value):
             self.data_vars.add(var)
 
-    def _not(self, e: Not) -> ir.Value:
+    def _not(self, e: tir.Not) -> ir.Value:
         return self.builder.not_(self.expr(e.a))
 
-    def _select(self, e: Select) -> ir.Value:
+    def _select(self, e: tir.Select) -> ir.Value:
         cond, t, f = self.expr(e.condition), self.expr(e.true_value), self.expr(e.false_value)
         return self.builder.select(cond, t, f)
 
-    def _let(self, e: Let) -> ir.Value:
+    def _let(self, e: tir.Let) -> ir.Value:
         value = _named(self.expr(e.value), e.var.name)
         self._mark_data(e.var, e.value)
         self.bind(e.var, value)
@@ -426,10 +390,10 @@ class CodeGenLLVM(_StmtEmitter):
         finally:
             self.unbind(e.var)
 
-    def _broadcast(self, e: Broadcast) -> ir.Value:
+    def _broadcast(self, e: tir.Broadcast) -> ir.Value:
         return self.splat(self.expr(e.value), e.lanes)
 
-    def _ramp(self, e: Ramp) -> ir.Value:
+    def _ramp(self, e: tir.Ramp) -> ir.Value:
         base, stride = self.expr(e.base), self.expr(e.stride)
         steps = ir.Constant(llvm_type(e.dtype), [ir.Constant(base.type, k) for k in range(e.lanes)])
         if isinstance(stride, ir.Constant) and stride.constant == 1:
@@ -438,10 +402,10 @@ class CodeGenLLVM(_StmtEmitter):
             offsets = self.builder.mul(self.splat(stride, e.lanes), steps)
         return self.builder.add(self.splat(base, e.lanes), offsets)
 
-    def _call(self, e: Call) -> ir.Value:
+    def _call(self, e: tir.Call) -> ir.Value:
         if isinstance(e.op, str):
             return self._call_extern(e)
-        rule = _INTRINSICS.get(e.op.name) if isinstance(e.op, Op) else None
+        rule = _INTRINSICS.get(e.op.name) if isinstance(e.op, tir.Op) else None
         if rule is None:
             raise BuildError(
                 f"building '{self.func_name}': intrinsic {e.op!r} has no LLVM "
@@ -450,7 +414,7 @@ class CodeGenLLVM(_StmtEmitter):
         self._check_intrinsic_dtypes(e)
         return rule(self, e)
 
-    def _check_intrinsic_dtypes(self, e: Call) -> None:
+    def _check_intrinsic_dtypes(self, e: tir.Call) -> None:
         """Refuse an intrinsic on dtypes it is not defined for (LLVM would reject the IR)."""
         results, args = DTYPE_KINDS.get(e.op.name, (None, None))
         seen = [("result", e.dtype)] + [(f"argument {k}", a.dtype) for k, a in enumerate(e.args)]
@@ -463,7 +427,7 @@ class CodeGenLLVM(_StmtEmitter):
                     "operands first"
                 )
 
-    def _call_extern(self, e: Call) -> ir.Value:
+    def _call_extern(self, e: tir.Call) -> ir.Value:
         if e.op not in self.imported_symbols:
             _check_resolvable(self.func_name, e.op)
         vals = [self.expr(a) for a in e.args]
@@ -477,7 +441,7 @@ class CodeGenLLVM(_StmtEmitter):
             )
         return self.builder.call(fn, vals)
 
-    def stmt(self, s: Stmt) -> None:
+    def stmt(self, s: tir.Stmt) -> None:
         rule = _STMT.get(type(s))
         if rule is None:
             raise BuildError(
@@ -505,7 +469,7 @@ def _check_resolvable(func_name: str, symbol: str) -> None:
 # Integer operations without side effects whose result is reused within one basic block when
 # the same operation is applied to the same operand values (the operands' ir.Values are kept
 # alive by the module, so their ids are stable; constants compare by type and value).
-_NUMBERED = (Add, Sub, Mul, Min, Max)
+_NUMBERED = (tir.Add, tir.Sub, tir.Mul, tir.Min, tir.Max)
 
 
 def _operand_key(value: ir.Value) -> Any:
@@ -514,7 +478,7 @@ def _operand_key(value: ir.Value) -> Any:
     return id(value)
 
 
-def _unpack_scalar(b: ir.IRBuilder, raw: ir.Value, var: Var) -> ir.Value:
+def _unpack_scalar(b: ir.IRBuilder, raw: ir.Value, var: tir.Var) -> ir.Value:
     """An i64 slot of `scalars` → the param's type (ints truncated, floats from double bits)."""
     dtype = var.dtype
     if dtype.is_float:
@@ -525,36 +489,36 @@ def _unpack_scalar(b: ir.IRBuilder, raw: ir.Value, var: Var) -> ir.Value:
 
 _INTRINSICS = {**INTRINSICS, **llvm_packed.RULES}  # packed calls and pointers: llvm_packed.py
 
-_EXPR: dict[type, Callable[[CodeGenLLVM, PrimExpr], ir.Value]] = {
-    IntImm: CodeGenLLVM._imm,
-    FloatImm: CodeGenLLVM._imm,
-    StringImm: CodeGenLLVM._string,
-    Var: CodeGenLLVM._var,
-    Cast: CodeGenLLVM._cast,
-    Not: CodeGenLLVM._not,
-    Select: CodeGenLLVM._select,
-    Let: CodeGenLLVM._let,
-    Broadcast: CodeGenLLVM._broadcast,
-    Ramp: CodeGenLLVM._ramp,
-    Call: CodeGenLLVM._call,
-    BufferLoad: llvm_memory.load,
+_EXPR: dict[type, Callable[[CodeGenLLVM, tir.PrimExpr], ir.Value]] = {
+    tir.IntImm: CodeGenLLVM._imm,
+    tir.FloatImm: CodeGenLLVM._imm,
+    tir.StringImm: CodeGenLLVM._string,
+    tir.Var: CodeGenLLVM._var,
+    tir.Cast: CodeGenLLVM._cast,
+    tir.Not: CodeGenLLVM._not,
+    tir.Select: CodeGenLLVM._select,
+    tir.Let: CodeGenLLVM._let,
+    tir.Broadcast: CodeGenLLVM._broadcast,
+    tir.Ramp: CodeGenLLVM._ramp,
+    tir.Call: CodeGenLLVM._call,
+    tir.BufferLoad: llvm_memory.load,
     **{cls: CodeGenLLVM._binary for cls, _ in BINARY},
 }
 
-_STMT: dict[type, Callable[[CodeGenLLVM, Stmt], None]] = {
-    SeqStmt: CodeGenLLVM._seq,
-    BufferStore: llvm_memory.store,
-    Evaluate: CodeGenLLVM._evaluate,
-    LetStmt: CodeGenLLVM._let_stmt,
-    IfThenElse: CodeGenLLVM._if,
-    While: CodeGenLLVM._while,
-    AssertStmt: CodeGenLLVM._assert,
-    AttrStmt: CodeGenLLVM._attr,
-    DeclBuffer: CodeGenLLVM._attr,
-    Allocate: llvm_memory.allocate,
-    For: CodeGenLLVM._for,
-    Block: CodeGenLLVM._unlowered,
-    BlockRealize: CodeGenLLVM._unlowered,
+_STMT: dict[type, Callable[[CodeGenLLVM, tir.Stmt], None]] = {
+    tir.SeqStmt: CodeGenLLVM._seq,
+    tir.BufferStore: llvm_memory.store,
+    tir.Evaluate: CodeGenLLVM._evaluate,
+    tir.LetStmt: CodeGenLLVM._let_stmt,
+    tir.IfThenElse: CodeGenLLVM._if,
+    tir.While: CodeGenLLVM._while,
+    tir.AssertStmt: CodeGenLLVM._assert,
+    tir.AttrStmt: CodeGenLLVM._attr,
+    tir.DeclBuffer: CodeGenLLVM._attr,
+    tir.Allocate: llvm_memory.allocate,
+    tir.For: CodeGenLLVM._for,
+    tir.Block: CodeGenLLVM._unlowered,
+    tir.BlockRealize: CodeGenLLVM._unlowered,
 }
 
 

@@ -11,25 +11,7 @@ from collections.abc import Callable
 
 from llvmlite import ir
 
-from ..tir.expr import (
-    EQ,
-    GE,
-    GT,
-    LE,
-    LT,
-    NE,
-    Add,
-    And,
-    Div,
-    FloorDiv,
-    FloorMod,
-    Max,
-    Min,
-    Mod,
-    Mul,
-    Or,
-    Sub,
-)
+from .. import tir
 from .llvm_intrinsics import declare_intrinsic
 
 _FP_FLAGS = ("contract",)  # FMA fusion only: results stay within rounding of numpy's
@@ -93,43 +75,47 @@ def _cmp(compare: Callable, op: str):
 
 _B = ir.IRBuilder
 _ICMP = {"int": _B.icmp_signed, "uint": _B.icmp_unsigned, "bool": _B.icmp_unsigned}
-_CMP_OPS = {EQ: "==", NE: "!=", LT: "<", LE: "<=", GT: ">", GE: ">="}
+_CMP_OPS = {tir.EQ: "==", tir.NE: "!=", tir.LT: "<", tir.LE: "<=", tir.GT: ">", tir.GE: ">="}
 
 BinaryRule = Callable[[ir.IRBuilder, ir.Value, ir.Value, str], ir.Value]
 BINARY: dict[tuple[type, str], BinaryRule] = {
-    (Add, "float"): _fp(_B.fadd),
-    (Add, "int"): _B.add,
-    (Add, "uint"): _B.add,
-    (Sub, "float"): _fp(_B.fsub),
-    (Sub, "int"): _B.sub,
-    (Sub, "uint"): _B.sub,
-    (Mul, "float"): _fp(_B.fmul),
-    (Mul, "int"): _B.mul,
-    (Mul, "uint"): _B.mul,
-    (Div, "float"): _B.fdiv,
-    (Div, "int"): _B.sdiv,
-    (Div, "uint"): _B.udiv,  # ints: C truncation
-    (Mod, "float"): _B.frem,
-    (Mod, "int"): _B.srem,
-    (Mod, "uint"): _B.urem,
-    (FloorDiv, "float"): _floor_div_float,
-    (FloorDiv, "int"): _floor_div_int,
-    (FloorDiv, "uint"): _B.udiv,
-    (FloorMod, "float"): _floor_mod_float,
-    (FloorMod, "int"): _floor_mod_int,
-    (FloorMod, "uint"): _B.urem,
-    (Min, "float"): _fminmax("llvm.minimum"),
-    (Max, "float"): _fminmax("llvm.maximum"),
-    (Min, "int"): _select_cmp(_B.icmp_signed, "<"),
-    (Max, "int"): _select_cmp(_B.icmp_signed, ">"),
-    (Min, "uint"): _select_cmp(_B.icmp_unsigned, "<"),
-    (Max, "uint"): _select_cmp(_B.icmp_unsigned, ">"),
-    (Min, "bool"): _B.and_,
-    (Max, "bool"): _B.or_,
-    (And, "bool"): _B.and_,
-    (Or, "bool"): _B.or_,
-    **{(cls, "float"): _cmp(_B.fcmp_ordered, op) for cls, op in _CMP_OPS.items() if cls is not NE},
-    (NE, "float"): _cmp(_B.fcmp_unordered, "!="),  # NaN != x is true, as in numpy
+    (tir.Add, "float"): _fp(_B.fadd),
+    (tir.Add, "int"): _B.add,
+    (tir.Add, "uint"): _B.add,
+    (tir.Sub, "float"): _fp(_B.fsub),
+    (tir.Sub, "int"): _B.sub,
+    (tir.Sub, "uint"): _B.sub,
+    (tir.Mul, "float"): _fp(_B.fmul),
+    (tir.Mul, "int"): _B.mul,
+    (tir.Mul, "uint"): _B.mul,
+    (tir.Div, "float"): _B.fdiv,
+    (tir.Div, "int"): _B.sdiv,
+    (tir.Div, "uint"): _B.udiv,  # ints: C truncation
+    (tir.Mod, "float"): _B.frem,
+    (tir.Mod, "int"): _B.srem,
+    (tir.Mod, "uint"): _B.urem,
+    (tir.FloorDiv, "float"): _floor_div_float,
+    (tir.FloorDiv, "int"): _floor_div_int,
+    (tir.FloorDiv, "uint"): _B.udiv,
+    (tir.FloorMod, "float"): _floor_mod_float,
+    (tir.FloorMod, "int"): _floor_mod_int,
+    (tir.FloorMod, "uint"): _B.urem,
+    (tir.Min, "float"): _fminmax("llvm.minimum"),
+    (tir.Max, "float"): _fminmax("llvm.maximum"),
+    (tir.Min, "int"): _select_cmp(_B.icmp_signed, "<"),
+    (tir.Max, "int"): _select_cmp(_B.icmp_signed, ">"),
+    (tir.Min, "uint"): _select_cmp(_B.icmp_unsigned, "<"),
+    (tir.Max, "uint"): _select_cmp(_B.icmp_unsigned, ">"),
+    (tir.Min, "bool"): _B.and_,
+    (tir.Max, "bool"): _B.or_,
+    (tir.And, "bool"): _B.and_,
+    (tir.Or, "bool"): _B.or_,
+    **{
+        (cls, "float"): _cmp(_B.fcmp_ordered, op)
+        for cls, op in _CMP_OPS.items()
+        if cls is not tir.NE
+    },
+    (tir.NE, "float"): _cmp(_B.fcmp_unordered, "!="),  # NaN != x is true, as in numpy
     **{(cls, k): _cmp(_ICMP[k], op) for cls, op in _CMP_OPS.items() for k in _ICMP},
 }
 
@@ -163,12 +149,12 @@ def _floor_mod_range(a: Range, b: Range) -> Range | None:
 
 
 INT_RANGES: dict[type, Callable[[Range, Range], Range | None]] = {
-    Add: lambda a, b: (a[0] + b[0], a[1] + b[1]),
-    Sub: lambda a, b: (a[0] - b[1], a[1] - b[0]),
-    Mul: _corners,
-    Min: lambda a, b: (min(a[0], b[0]), min(a[1], b[1])),
-    Max: lambda a, b: (max(a[0], b[0]), max(a[1], b[1])),
-    FloorDiv: _floor_div_range,
-    FloorMod: _floor_mod_range,
+    tir.Add: lambda a, b: (a[0] + b[0], a[1] + b[1]),
+    tir.Sub: lambda a, b: (a[0] - b[1], a[1] - b[0]),
+    tir.Mul: _corners,
+    tir.Min: lambda a, b: (min(a[0], b[0]), min(a[1], b[1])),
+    tir.Max: lambda a, b: (max(a[0], b[0]), max(a[1], b[1])),
+    tir.FloorDiv: _floor_div_range,
+    tir.FloorMod: _floor_mod_range,
 }
-NO_SIGNED_WRAP_FLAGGED = (Add, Sub, Mul)  # the instructions that carry an nsw flag
+NO_SIGNED_WRAP_FLAGGED = (tir.Add, tir.Sub, tir.Mul)  # the instructions that carry an nsw flag

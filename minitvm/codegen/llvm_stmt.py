@@ -8,30 +8,9 @@ from contextlib import contextmanager
 
 from llvmlite import ir
 
+from .. import tir
 from ..error import BuildError
-from ..tir.expr import (
-    FloatImm,
-    FloorDiv,
-    FloorMod,
-    IntImm,
-    PrimExpr,
-    Var,
-)
 from ..tir.functor import Visitor
-from ..tir.stmt import (
-    AssertStmt,
-    AttrStmt,
-    BufferStore,
-    DeclBuffer,
-    Evaluate,
-    For,
-    ForKind,
-    IfThenElse,
-    LetStmt,
-    SeqStmt,
-    Stmt,
-    While,
-)
 from . import llvm_checks, llvm_parallel
 from .llvm_types import (
     I1,
@@ -61,17 +40,17 @@ class _StraightLine(Visitor):
         self.stores = 0
         self.has_loop = False
 
-    def visit_BufferStore(self, n: BufferStore) -> None:
+    def visit_BufferStore(self, n: tir.BufferStore) -> None:
         self.stores += 1
 
-    def visit_For(self, n: For) -> None:
+    def visit_For(self, n: tir.For) -> None:
         self.has_loop = True
 
-    def visit_While(self, n: While) -> None:
+    def visit_While(self, n: tir.While) -> None:
         self.has_loop = True
 
 
-def _divides_loop_var(loop: For) -> bool:
+def _divides_loop_var(loop: tir.For) -> bool:
     """The loop body divides an expression of its own variable (`j // 16`, `j % 16`)."""
     divisions = _Divisions(loop.loop_var)
     divisions.visit(loop.body)
@@ -81,10 +60,10 @@ def _divides_loop_var(loop: For) -> bool:
 class _Divisions(Visitor):
     """Finds a FloorDiv/FloorMod whose operands mention `var`."""
 
-    def __init__(self, var: Var) -> None:
+    def __init__(self, var: tir.Var) -> None:
         self.var, self.found = var, False
 
-    def _division(self, e: FloorDiv | FloorMod) -> None:
+    def _division(self, e: tir.FloorDiv | tir.FloorMod) -> None:
         if not self.found:
             uses = _Uses(self.var)
             uses.visit(e)
@@ -97,16 +76,16 @@ class _Divisions(Visitor):
 class _Uses(Visitor):
     """Whether an expression mentions `var`."""
 
-    def __init__(self, var: Var) -> None:
+    def __init__(self, var: tir.Var) -> None:
         self.var, self.found = var, False
 
-    def visit_Var(self, v: Var) -> None:
+    def visit_Var(self, v: tir.Var) -> None:
         self.found = self.found or v is self.var
 
 
-def _is_long_straight_line(body: Stmt) -> bool:
+def _is_long_straight_line(body: tir.Stmt) -> bool:
     """A loop-free body with more than _OUTLINE_LOOP_BODY_ABOVE stores (a huge unroll)."""
-    if not isinstance(body, SeqStmt) or len(body.seq) <= _OUTLINE_LOOP_BODY_ABOVE // 8:
+    if not isinstance(body, tir.SeqStmt) or len(body.seq) <= _OUTLINE_LOOP_BODY_ABOVE // 8:
         return False  # cheap exit for ordinary bodies
     count = _StraightLine()
     count.visit(body)
@@ -124,15 +103,15 @@ class _StmtEmitter:
     """CodeGenLLVM's statement methods (its `stmt` dispatches through _STMT to them)."""
 
     # ------------------------------------------------------------------ statements
-    def _seq(self, s: SeqStmt) -> None:
+    def _seq(self, s: tir.SeqStmt) -> None:
         if self._state.loop_depth == 0 and len(s.seq) > _OUTLINE_ABOVE:
             for k in range(0, len(s.seq), _OUTLINE_CHUNK):
-                self._outlined(SeqStmt(s.seq[k : k + _OUTLINE_CHUNK]))
+                self._outlined(tir.SeqStmt(s.seq[k : k + _OUTLINE_CHUNK]))
             return
         for child in s.seq:
             self.stmt(child)
 
-    def _outlined(self, body: Stmt) -> None:
+    def _outlined(self, body: tir.Stmt) -> None:
         """Emit `body` as a call of its own (noinline) function. LLVM's loop passes take time
         quadratic in the loops of one function (IndVarSimplify, LoopRotate) and in the memory
         accesses of one loop (LoopLoadElimination), so a long top-level sequence (5 000 loops,
@@ -147,17 +126,17 @@ class _StmtEmitter:
         )
         self.return_if_nonzero(self.builder.call(fn, values, name="code"))
 
-    def _evaluate(self, s: Evaluate) -> None:
-        if not isinstance(s.value, IntImm | FloatImm):
+    def _evaluate(self, s: tir.Evaluate) -> None:
+        if not isinstance(s.value, tir.IntImm | tir.FloatImm):
             self.expr(s.value)
 
-    def _let_stmt(self, s: LetStmt) -> None:
+    def _let_stmt(self, s: tir.LetStmt) -> None:
         self.bind(s.var, _named(self.expr(s.value), s.var.name))
         self._mark_data(s.var, s.value)
         self.stmt(s.body)
         self.unbind(s.var)
 
-    def _if(self, s: IfThenElse) -> None:
+    def _if(self, s: tir.IfThenElse) -> None:
         b = self.builder
         cond = self.expr(s.condition)
         then_bb = self.new_block("if_then")
@@ -171,7 +150,7 @@ class _StmtEmitter:
                 b.branch(end_bb)
         b.position_at_end(end_bb)
 
-    def _while(self, s: While) -> None:
+    def _while(self, s: tir.While) -> None:
         b = self.builder
         head, body, end = (
             self.new_block("while_cond"),
@@ -188,7 +167,7 @@ class _StmtEmitter:
         b.branch(head)
         b.position_at_end(end)
 
-    def _assert(self, s: AssertStmt) -> None:
+    def _assert(self, s: tir.AssertStmt) -> None:
         self.fail_unless(self.expr(s.condition), s.message)
         self.stmt(s.body)
 
@@ -203,7 +182,7 @@ class _StmtEmitter:
         b.ret(code)
         b.position_at_end(cont)
 
-    def _attr(self, s: AttrStmt | DeclBuffer) -> None:
+    def _attr(self, s: tir.AttrStmt | tir.DeclBuffer) -> None:
         key = getattr(s, "attr_key", None)
         if key in _GPU_SCOPE_ATTRS:  # running the body once on a CPU would be a wrong result
             thread = getattr(s.node, "thread_tag", None) or getattr(
@@ -215,27 +194,27 @@ class _StmtEmitter:
             )
         self.stmt(s.body)
 
-    def _unlowered(self, s: Stmt) -> None:
+    def _unlowered(self, s: tir.Stmt) -> None:
         name = getattr(getattr(s, "block", s), "name_hint", "")
         raise BuildError(
             f"building '{self.func_name}': block '{name}' reached the code generator; "
             "lower the function first (tvm.lower / the tir lowering pipeline)"
         )
 
-    def _for(self, s: For) -> None:
-        if s.kind is ForKind.THREAD_BINDING:
+    def _for(self, s: tir.For) -> None:
+        if s.kind is tir.ForKind.THREAD_BINDING:
             raise BuildError(
                 f"loop '{s.loop_var.name}' is bound to a GPU thread; building it "
                 "needs a GPU target, which this build does not have"
             )
-        if s.kind is ForKind.PARALLEL and not self._state.in_parallel:
+        if s.kind is tir.ForKind.PARALLEL and not self._state.in_parallel:
             llvm_parallel.emit_parallel_for(self, s)
             return
         begin, extent = self.loop_bounds(s)
         end = self.builder.add(begin, extent, name=s.loop_var.name + ".end")
         self.emit_serial_loop(s, begin, end)
 
-    def loop_bounds(self, s: For) -> tuple[ir.Value, ir.Value]:
+    def loop_bounds(self, s: tir.For) -> tuple[ir.Value, ir.Value]:
         """`min` and `extent` of a loop in its loop variable's type."""
         b, dtype = self.builder, s.loop_var.dtype
         with self.computing(f" in the bounds of loop '{s.loop_var.name}'"):
@@ -254,11 +233,11 @@ class _StmtEmitter:
         finally:
             self.where = outer
 
-    def depends_on_data(self, e: PrimExpr) -> bool:
+    def depends_on_data(self, e: tir.PrimExpr) -> bool:
         return llvm_checks.depends_on_data(self, e)
 
     def emit_serial_loop(
-        self, s: For, begin: ir.Value, end: ir.Value, parallel_body: bool = False
+        self, s: tir.For, begin: ir.Value, end: ir.Value, parallel_body: bool = False
     ) -> None:
         """`for (v = begin; v < end; ++v) body` in the canonical form (header phi, latch)."""
         b, name = self.builder, s.loop_var.name
@@ -271,7 +250,7 @@ class _StmtEmitter:
         var = b.phi(begin.type, name=name)
         var.add_incoming(begin, pre)
         lo, extent = s.min, s.extent
-        if isinstance(lo, IntImm) and isinstance(extent, IntImm) and extent.value > 0:
+        if isinstance(lo, tir.IntImm) and isinstance(extent, tir.IntImm) and extent.value > 0:
             self.set_range(var, lo.value, lo.value + extent.value - 1)  # inside the body
         b.cbranch(b.icmp_signed("<", var, end), body, done)
         b.position_at_end(body)
@@ -296,10 +275,10 @@ class _StmtEmitter:
         var.add_incoming(nxt, latch)
         b.position_at_end(done)
 
-    def _loop_metadata(self, s: For):
+    def _loop_metadata(self, s: tir.For):
         """`!{self, hints...}` for VECTORIZED/UNROLLED loops that reach codegen as loops."""
-        extent = s.extent.value if isinstance(s.extent, IntImm) else None
-        if s.kind is ForKind.VECTORIZED:
+        extent = s.extent.value if isinstance(s.extent, tir.IntImm) else None
+        if s.kind is tir.ForKind.VECTORIZED:
             if _divides_loop_var(s):
                 # `B[k, j % 16]` over 32 lanes: forced through LLVM 20's loop vectorizer (with
                 # or without a width) the lanes were loaded as one contiguous vector, giving
@@ -308,7 +287,7 @@ class _StmtEmitter:
             hints = [["llvm.loop.vectorize.enable", ir.Constant(I1, 1)]]
             if extent is not None and extent >= 2 and extent & (extent - 1) == 0 and extent <= 64:
                 hints.append(["llvm.loop.vectorize.width", ir.Constant(I32, extent)])
-        elif s.kind is ForKind.UNROLLED:
+        elif s.kind is tir.ForKind.UNROLLED:
             hints = [["llvm.loop.unroll.full" if extent is not None else "llvm.loop.unroll.enable"]]
         else:
             return None

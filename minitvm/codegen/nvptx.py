@@ -28,7 +28,7 @@ from ..tir.stmt import Allocate, AttrStmt, Evaluate, Stmt
 from . import llvm_intrinsics as intr
 from .llvm import CodeGenLLVM, _optimize, _verified
 from .llvm_types import I32, PTR, cast_value, constant, llvm_type, mem_type
-from .opencl import storage_scope
+from .opencl import constant_size, storage_scope
 
 TRIPLE = "nvptx64-nvidia-cuda"
 _SREG = {
@@ -214,15 +214,7 @@ class CodeGenNVPTX(CodeGenLLVM):
 
     def _allocate(self, s: Allocate) -> None:
         scope = storage_scope(s.buffer_var, s.annotations)
-        size = 1
-        for e in s.extents:
-            if not isinstance(e, IntImm):
-                raise BuildError(
-                    f"building kernel '{self.func_name}': allocation '{s.buffer_var.name}' "
-                    f"({scope}) has extent `{e}` unknown at build time; GPU kernels need "
-                    "constant-size shared/local buffers"
-                )
-            size *= e.value
+        size = constant_size(s, self.func_name, scope)
         elem = mem_type(s.dtype.element_of())
         if scope in ("shared", "shared.dyn"):  # sizes are constants here: the same memory
             gv = ir.GlobalVariable(self.module, ir.ArrayType(elem, max(size, 1)),

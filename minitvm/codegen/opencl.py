@@ -13,58 +13,12 @@ import math
 import re
 from collections.abc import Callable
 
+from .. import tir
 from ..error import BuildError
 from ..ir.dtype import DataType
-from ..tir.expr import (
-    EQ,
-    GE,
-    GT,
-    LE,
-    LT,
-    NE,
-    Add,
-    And,
-    Broadcast,
-    BufferLoad,
-    Call,
-    Cast,
-    Div,
-    FloatImm,
-    FloorDiv,
-    FloorMod,
-    IntImm,
-    IterVar,
-    Let,
-    Max,
-    Min,
-    Mod,
-    Mul,
-    Not,
-    Or,
-    PrimExpr,
-    Ramp,
-    Select,
-    StringImm,
-    Sub,
-    Var,
-)  # fmt: skip
 from ..tir.function import PrimFunc
 from ..tir.functor import Visitor
 from ..tir.names import ATTR_KERNEL_LAUNCH_PARAMS, ATTR_NOALIAS, TVM_STORAGE_SYNC, is_call
-from ..tir.stmt import (
-    Allocate,
-    AssertStmt,
-    AttrStmt,
-    BufferStore,
-    DeclBuffer,
-    Evaluate,
-    For,
-    IfThenElse,
-    LetStmt,
-    SeqStmt,
-    Stmt,
-    While,
-)  # fmt: skip
 from .opencl_checks import KernelChecks
 
 # thread tag -> (OpenCL query, dimension)
@@ -90,8 +44,10 @@ _KEYWORD_TEXT = """
     true false min max exp log sqrt select barrier
 """
 _KEYWORDS = frozenset(_KEYWORD_TEXT.split())
-_BINARY_SYMBOL = {Add: "+", Sub: "-", Mul: "*", EQ: "==", NE: "!=", LT: "<", LE: "<=",
-                  GT: ">", GE: ">=", And: "&&", Or: "||"}  # fmt: skip
+# comparison node -> its C operator (the host launcher's shape checks print them too)
+C_COMPARISONS = {tir.EQ: "==", tir.NE: "!=", tir.LT: "<", tir.LE: "<=", tir.GT: ">", tir.GE: ">="}
+_BINARY_SYMBOL = {tir.Add: "+", tir.Sub: "-", tir.Mul: "*", **C_COMPARISONS,
+                  tir.And: "&&", tir.Or: "||"}  # fmt: skip
 # tir intrinsic -> OpenCL builtin of the same meaning (floats)
 _MATH = {
     "exp": "exp", "exp2": "exp2", "exp10": "exp10", "log": "log", "log2": "log2",
@@ -139,13 +95,28 @@ def _storage_type(dtype: DataType) -> str:
     return "uchar" if dtype.is_bool else cl_type(dtype)
 
 
-def storage_scope(var: Var, annotations=None) -> str:
+def storage_scope(var: tir.Var, annotations=None) -> str:
     """A buffer var's scope: its pointer annotation's, else the Allocate's "storage_scope"."""
     annotation = getattr(var, "type_annotation", None)
     scope = getattr(annotation, "storage_scope", None)
     if not scope and annotations is not None:
         scope = annotations.get("storage_scope")
     return scope or "global"
+
+
+def constant_size(s: tir.Allocate, func_name: str, scope: str) -> int:
+    """The element count of a kernel's allocation: GPU shared/local memory is sized at build
+    time, so every extent must be a constant."""
+    size = 1
+    for e in s.extents:
+        if not isinstance(e, tir.IntImm):
+            raise BuildError(
+                f"building kernel '{func_name}': allocation '{s.buffer_var.name}' "
+                f"({scope}) has extent `{e}` unknown at build time; GPU kernels need "
+                "constant-size shared/local buffers"
+            )
+        size *= e.value
+    return size
 
 
 class _Names:
@@ -155,7 +126,7 @@ class _Names:
         self.by_var: dict[int, str] = {}
         self.taken: set[str] = set()
 
-    def __call__(self, var: Var | str) -> str:
+    def __call__(self, var: tir.Var | str) -> str:
         key = id(var)
         if key not in self.by_var:
             raw = var if isinstance(var, str) else var.name
@@ -177,16 +148,16 @@ class _Uses(Visitor):
     def __init__(self) -> None:
         self.dtypes: dict[int, DataType] = {}
 
-    def visit_BufferLoad(self, n: BufferLoad) -> None:
+    def visit_BufferLoad(self, n: tir.BufferLoad) -> None:
         self.dtypes.setdefault(id(n.buffer.data), n.buffer.dtype)
         self.generic_visit(n)
 
-    def visit_BufferStore(self, n: BufferStore) -> None:
+    def visit_BufferStore(self, n: tir.BufferStore) -> None:
         self.dtypes.setdefault(id(n.buffer.data), n.buffer.dtype)
         self.generic_visit(n)
 
 
-def param_dtype(p: Var, uses: dict) -> DataType:
+def param_dtype(p: tir.Var, uses: dict) -> DataType:
     """Element dtype of a handle param: its pointer annotation, else how the body reads it."""
     annotation = getattr(p, "type_annotation", None)
     element = getattr(annotation, "element_type", None)
@@ -262,13 +233,13 @@ class CodeGenOpenCL:
     def emit(self, line: str) -> None:
         self.lines.append("  " * self.indent + line)
 
-    def block(self, s: Stmt) -> None:
+    def block(self, s: tir.Stmt) -> None:
         self.indent += 1
         self.stmt(s)
         self.indent -= 1
 
     # ------------------------------------------------------------------ statements
-    def stmt(self, s: Stmt) -> None:
+    def stmt(self, s: tir.Stmt) -> None:
         rule = _STMT.get(type(s))
         if rule is None:
             raise BuildError(
@@ -277,18 +248,18 @@ class CodeGenOpenCL:
             )
         rule(self, s)
 
-    def _seq(self, s: SeqStmt) -> None:
+    def _seq(self, s: tir.SeqStmt) -> None:
         for x in s.seq:
             self.stmt(x)
 
-    def _store(self, s: BufferStore) -> None:
+    def _store(self, s: tir.BufferStore) -> None:
         (index,) = _flat(self, s.buffer, s.indices)
         target = self.names(s.buffer.data)
         value = self.expr(s.value)
         if s.buffer.dtype.is_bool:  # memory holds 0/1; a mask's true lanes are -1
             lanes = s.value.dtype.lanes
             value = f"convert_uchar{lanes}(-{value})" if lanes > 1 else f"(uchar)({value})"
-        if isinstance(index, Ramp):
+        if isinstance(index, tir.Ramp):
             first, count = self._contiguous(index), index.lanes
             line = f"vstore{count}({value}, 0, {target} + {first});"
         else:
@@ -297,7 +268,7 @@ class CodeGenOpenCL:
         ok = self.checks.guard(s.buffer, index, first, count, "writing")
         self.emit(line if ok is None else f"if ({ok}) {line}")
 
-    def _for(self, s: For) -> None:
+    def _for(self, s: tir.For) -> None:
         i = self.names(s.loop_var)
         t = cl_type(s.loop_var.dtype)
         lo, ext = self.expr(s.min), self.expr(s.extent)
@@ -309,12 +280,12 @@ class CodeGenOpenCL:
         self.block(s.body)
         self.emit("}")
 
-    def _while(self, s: While) -> None:
+    def _while(self, s: tir.While) -> None:
         self.emit(f"while ({_unwrap(self.expr(s.condition))}) {{")
         self.block(s.body)
         self.emit("}")
 
-    def _if(self, s: IfThenElse) -> None:
+    def _if(self, s: tir.IfThenElse) -> None:
         self.emit(f"if ({_unwrap(self.expr(s.condition))}) {{")
         self.block(s.then_case)
         if s.else_case is not None:
@@ -322,7 +293,7 @@ class CodeGenOpenCL:
             self.block(s.else_case)
         self.emit("}")
 
-    def _let_stmt(self, s: LetStmt) -> None:
+    def _let_stmt(self, s: tir.LetStmt) -> None:
         if s.var.dtype.is_handle:
             raise BuildError(f"building kernel '{self.func_name}': a handle LetStmt "
                              f"'{s.var.name}' cannot be emitted in OpenCL")  # fmt: skip
@@ -330,10 +301,10 @@ class CodeGenOpenCL:
         self.checks.mark(s.var, s.value)
         self.stmt(s.body)
 
-    def _attr(self, s: AttrStmt) -> None:
+    def _attr(self, s: tir.AttrStmt) -> None:
         if s.attr_key == "thread_extent":
             iv = s.node
-            tag = iv.thread_tag if isinstance(iv, IterVar) else ""
+            tag = iv.thread_tag if isinstance(iv, tir.IterVar) else ""
             if tag not in THREAD_QUERIES:
                 raise BuildError(
                     f"building kernel '{self.func_name}': thread scope '{tag}' is not one of "
@@ -350,17 +321,9 @@ class CodeGenOpenCL:
             )
         self.stmt(s.body)
 
-    def _allocate(self, s: Allocate) -> None:
+    def _allocate(self, s: tir.Allocate) -> None:
         scope = storage_scope(s.buffer_var, s.annotations)
-        size = 1
-        for e in s.extents:
-            if not isinstance(e, IntImm):
-                raise BuildError(
-                    f"building kernel '{self.func_name}': allocation '{s.buffer_var.name}' "
-                    f"({scope}) has extent `{e}` unknown at build time; GPU kernels need "
-                    "constant-size shared/local buffers"
-                )
-            size *= e.value
+        size = constant_size(s, self.func_name, scope)
         self._note_dtype(s.dtype)
         decl = f"{_storage_type(s.dtype)} {self.names(s.buffer_var)}[{max(size, 1)}];"
         self.checks.constant_extents[id(s.buffer_var)] = max(size, 1)
@@ -376,32 +339,32 @@ class CodeGenOpenCL:
             )
         self.stmt(s.body)
 
-    def _decl_buffer(self, s: DeclBuffer) -> None:
+    def _decl_buffer(self, s: tir.DeclBuffer) -> None:
         self.stmt(s.body)
 
-    def _assert(self, s: AssertStmt) -> None:
+    def _assert(self, s: tir.AssertStmt) -> None:
         raise BuildError(
             f"building kernel '{self.func_name}': an assertion ({s.message!r}) is inside the "
             "kernel, where a failure cannot be reported; the host function must check it"
         )
 
-    def _evaluate(self, s: Evaluate) -> None:
+    def _evaluate(self, s: tir.Evaluate) -> None:
         v = s.value
         if is_call(v, TVM_STORAGE_SYNC):
-            scope = v.args[0].value if v.args and isinstance(v.args[0], StringImm) else "?"
+            scope = v.args[0].value if v.args and isinstance(v.args[0], tir.StringImm) else "?"
             if scope not in _FENCES:
                 raise BuildError(
                     f"building kernel '{self.func_name}': tvm_storage_sync('{scope}') has no "
                     f"OpenCL barrier; scopes: {', '.join(_FENCES)}"
                 )
             self.emit(f"barrier({_FENCES[scope]});")
-        elif isinstance(v, (IntImm, FloatImm)):
+        elif isinstance(v, (tir.IntImm, tir.FloatImm)):
             pass  # a no-op statement
         else:
             self.emit(f"{self.expr(v)};")
 
     # ------------------------------------------------------------------ expressions
-    def expr(self, e: PrimExpr) -> str:
+    def expr(self, e: tir.PrimExpr) -> str:
         rule = _EXPR.get(type(e))
         if rule is None:
             rule = next((_EXPR[k] for k in type(e).__mro__ if k in _EXPR), None)
@@ -418,7 +381,7 @@ class CodeGenOpenCL:
             return f"(({cl_type(e.dtype)})({text}))"
         return text
 
-    def _int(self, e: IntImm) -> str:
+    def _int(self, e: tir.IntImm) -> str:
         d = e.dtype
         if d.is_bool:
             return "true" if e.value else "false"
@@ -429,7 +392,7 @@ class CodeGenOpenCL:
             return f"(({cl_type(d)}){text})"
         return f"({text})" if e.value < 0 else text
 
-    def _float(self, e: FloatImm) -> str:
+    def _float(self, e: tir.FloatImm) -> str:
         v, t = e.value, cl_type(e.dtype)
         if math.isnan(v):
             return "NAN"
@@ -444,16 +407,16 @@ class CodeGenOpenCL:
         literal = f"({literal})" if v < 0 else literal
         return literal if t == "float" else f"(({t}){literal})"
 
-    def _var(self, e: Var) -> str:
+    def _var(self, e: tir.Var) -> str:
         return self.names(e)
 
-    def _string(self, e: StringImm) -> str:
+    def _string(self, e: tir.StringImm) -> str:
         raise BuildError(
             f"building kernel '{self.func_name}': a string {e.value!r} reached the kernel; "
             "strings exist only in host code"
         )
 
-    def _cast(self, e: Cast) -> str:
+    def _cast(self, e: tir.Cast) -> str:
         value = self.expr(e.value)
         if e.dtype.is_bool:
             return self._as_mask(f"({value} != 0)", e.value.dtype)
@@ -481,54 +444,53 @@ class CodeGenOpenCL:
         """An integer division's text through a divisor-checking helper, when it needs one."""
         return None if e.dtype.is_float else self.checks.division(e, a, b)
 
-    def _div(self, e: Div) -> str:
+    def _div(self, e: tir.Div) -> str:
         a, b = self.expr(e.a), self.expr(e.b)
         return self._checked(e, a, b) or f"({a} / {b})"
 
-    def _mod(self, e: Mod) -> str:
+    def _mod(self, e: tir.Mod) -> str:
         a, b = self.expr(e.a), self.expr(e.b)
         if e.dtype.is_float:
             return f"fmod({a}, {b})"
         return self._checked(e, a, b) or f"({a} % {b})"
 
-    def _nonneg(self, e: PrimExpr) -> bool:
+    def _nonneg(self, e: tir.PrimExpr) -> bool:
         """Whether `e` is provably >= 0 (structurally: constants, known vars, + * // % of them)."""
-        if isinstance(e, IntImm):
+        if isinstance(e, tir.IntImm):
             return e.value >= 0
-        if isinstance(e, Var):
+        if isinstance(e, tir.Var):
             return id(e) in self.nonneg
-        if isinstance(e, Cast):
+        if isinstance(e, tir.Cast):
             return e.dtype.is_int and self._nonneg(e.value)
-        if isinstance(e, (Add, Mul, FloorDiv, FloorMod, Min, Max)):
+        if isinstance(e, (tir.Add, tir.Mul, tir.FloorDiv, tir.FloorMod, tir.Min, tir.Max)):
             return self._nonneg(e.a) and self._nonneg(e.b)
         return False
 
     def _truncates_like_floor(self, e) -> bool:
         """C's / and % round like floordiv/floormod: a >= 0 and a positive constant divisor."""
-        return isinstance(e.b, IntImm) and e.b.value > 0 and self._nonneg(e.a)
+        return isinstance(e.b, tir.IntImm) and e.b.value > 0 and self._nonneg(e.a)
 
-    def _floordiv(self, e: FloorDiv) -> str:
+    def _floordiv(self, e: tir.FloorDiv) -> str:
         a, b = self.expr(e.a), self.expr(e.b)
         if e.dtype.is_float:
             return f"floor({a} / {b})"
-        checked = self._checked(e, a, b)
-        if checked:
-            return checked
-        if e.dtype.is_uint or e.dtype.is_bool or self._truncates_like_floor(e):
-            return f"({a} / {b})"
-        return f"{self._helper('floordiv', e.dtype)}({a}, {b})"
+        return self._int_floor(e, a, b, "floordiv", "/")
 
-    def _floormod(self, e: FloorMod) -> str:
+    def _floormod(self, e: tir.FloorMod) -> str:
         a, b = self.expr(e.a), self.expr(e.b)
         if e.dtype.is_float:  # numpy's remainder, as the CPU build: fmod moved into b's sign
             r = f"fmod({a}, {b})"  # (a - floor(a / b) * b would be 0 * inf = NaN for b = inf)
             return f"(({r} != 0 && (({r} < 0) != ({b} < 0))) ? {r} + {b} : {r})"
+        return self._int_floor(e, a, b, "floormod", "%")
+
+    def _int_floor(self, e: tir.PrimExpr, a: str, b: str, kind: str, c_op: str) -> str:
+        """Integer floordiv/floormod: C's `c_op` where it rounds the same, else a helper."""
         checked = self._checked(e, a, b)
         if checked:
             return checked
         if e.dtype.is_uint or e.dtype.is_bool or self._truncates_like_floor(e):
-            return f"({a} % {b})"
-        return f"{self._helper('floormod', e.dtype)}({a}, {b})"
+            return f"({a} {c_op} {b})"
+        return f"{self._helper(kind, e.dtype)}({a}, {b})"
 
     def _helper(self, kind: str, dtype: DataType) -> str:
         """The name of an integer floordiv/floormod helper (rounding toward -inf), defined once."""
@@ -545,19 +507,19 @@ class CodeGenOpenCL:
         return name
 
     def _minmax(self, e) -> str:
-        fn = "min" if isinstance(e, Min) else "max"
+        fn = "min" if isinstance(e, tir.Min) else "max"
         if e.dtype.is_float:
             fn = "f" + fn
         # narrow operands arrive cast back to their type (expr), so the overload is not ambiguous
         return f"{fn}({self.expr(e.a)}, {self.expr(e.b)})"
 
-    def _not(self, e: Not) -> str:
+    def _not(self, e: tir.Not) -> str:
         return f"(!{self.expr(e.a)})"
 
-    def _select(self, e: Select) -> str:
+    def _select(self, e: tir.Select) -> str:
         return self._choose(e.condition, e.true_value, e.false_value)
 
-    def _choose(self, cond: PrimExpr, true: PrimExpr, false: PrimExpr) -> str:
+    def _choose(self, cond: tir.PrimExpr, true: tir.PrimExpr, false: tir.PrimExpr) -> str:
         c, t, f = self.expr(cond), self.expr(true), self.expr(false)
         if cond.dtype.lanes == 1:
             return f"({c} ? {t} : {f})"
@@ -567,11 +529,11 @@ class CodeGenOpenCL:
             c = f"convert_{_MASK_OF_WIDTH[bits]}{cond.dtype.lanes}({c})"
         return f"select({f}, {t}, {c})"
 
-    def _load(self, e: BufferLoad) -> str:
+    def _load(self, e: tir.BufferLoad) -> str:
         (index,) = _flat(self, e.buffer, e.indices)
         source = self.names(e.buffer.data)
         stored = _storage_type(e.buffer.dtype)
-        if isinstance(index, Ramp):
+        if isinstance(index, tir.Ramp):
             first = self._contiguous(index)
             text = self._guarded(e, index, f"vload{index.lanes}(0, {source} + {first})", first,
                                  f"{stored}{index.lanes}")  # fmt: skip
@@ -584,14 +546,14 @@ class CodeGenOpenCL:
         text = self._guarded(e, index, f"{source}[{first}]", first, stored)
         return f"({text} != 0)" if e.buffer.dtype.is_bool else text
 
-    def _guarded(self, e: BufferLoad, index, text: str, first: str, type_: str) -> str:
+    def _guarded(self, e: tir.BufferLoad, index, text: str, first: str, type_: str) -> str:
         """A load that gives 0 (and flags) where its data-dependent index is out of bounds."""
-        lanes = index.lanes if isinstance(index, Ramp) else 1
+        lanes = index.lanes if isinstance(index, tir.Ramp) else 1
         ok = self.checks.guard(e.buffer, index, first, lanes, "reading")
         return text if ok is None else f"({ok} ? {text} : ({type_})(0))"
 
-    def _contiguous(self, r: Ramp) -> str:
-        if not (isinstance(r.stride, IntImm) and r.stride.value == 1):
+    def _contiguous(self, r: tir.Ramp) -> str:
+        if not (isinstance(r.stride, tir.IntImm) and r.stride.value == 1):
             raise BuildError(
                 f"building kernel '{self.func_name}': a strided vector access (stride "
                 f"`{r.stride}`) is not supported by the OpenCL code generator; vectorize a "
@@ -599,24 +561,24 @@ class CodeGenOpenCL:
             )
         return self.expr(r.base)
 
-    def _ramp(self, e: Ramp) -> str:
+    def _ramp(self, e: tir.Ramp) -> str:
         base, stride = self.expr(e.base), self.expr(e.stride)
         lanes = ", ".join(f"{base} + {k} * {stride}" for k in range(e.lanes))
         return f"(({cl_type(e.dtype)})({lanes}))"
 
-    def _broadcast(self, e: Broadcast) -> str:
+    def _broadcast(self, e: tir.Broadcast) -> str:
         value = self.expr(e.value)
         if e.dtype.is_bool:  # true is -1 in a mask
             value = f"-((int)({value}))"
         return f"(({cl_type(e.dtype)})({value}))"
 
-    def _let(self, e: Let) -> str:
+    def _let(self, e: tir.Let) -> str:
         raise BuildError(
             f"building kernel '{self.func_name}': a Let expression ('{e.var.name}') is not "
             "supported by the OpenCL code generator; use a LetStmt"
         )
 
-    def _call(self, e: Call) -> str:
+    def _call(self, e: tir.Call) -> str:
         name = getattr(e.op, "name", str(e.op)).removeprefix("tir.")
         args = [self.expr(a) for a in e.args]
         if name in ("likely", "tvm_thread_invariant"):
@@ -624,7 +586,7 @@ class CodeGenOpenCL:
         if name == "if_then_else":
             return self._choose(*e.args)
         if name == "sigmoid":
-            one = self._float(FloatImm(e.dtype.element_of(), 1.0))
+            one = self._float(tir.FloatImm(e.dtype.element_of(), 1.0))
             return f"({one} / ({one} + exp(-({args[0]}))))"
         if name == "bitwise_not":
             return f"(~{args[0]})"
@@ -653,8 +615,8 @@ def _unwrap(text: str) -> str:
     return text[1:-1]
 
 
-def _is_zero(e: PrimExpr) -> bool:
-    return isinstance(e, IntImm) and e.value == 0
+def _is_zero(e: tir.PrimExpr) -> bool:
+    return isinstance(e, tir.IntImm) and e.value == 0
 
 
 def _flat(cg: CodeGenOpenCL, buf, indices: tuple) -> tuple:
@@ -667,44 +629,46 @@ def _flat(cg: CodeGenOpenCL, buf, indices: tuple) -> tuple:
 
 
 _STMT: dict[type, Callable] = {
-    SeqStmt: CodeGenOpenCL._seq,
-    BufferStore: CodeGenOpenCL._store,
-    For: CodeGenOpenCL._for,
-    While: CodeGenOpenCL._while,
-    IfThenElse: CodeGenOpenCL._if,
-    LetStmt: CodeGenOpenCL._let_stmt,
-    AttrStmt: CodeGenOpenCL._attr,
-    Allocate: CodeGenOpenCL._allocate,
-    DeclBuffer: CodeGenOpenCL._decl_buffer,
-    AssertStmt: CodeGenOpenCL._assert,
-    Evaluate: CodeGenOpenCL._evaluate,
+    tir.SeqStmt: CodeGenOpenCL._seq,
+    tir.BufferStore: CodeGenOpenCL._store,
+    tir.For: CodeGenOpenCL._for,
+    tir.While: CodeGenOpenCL._while,
+    tir.IfThenElse: CodeGenOpenCL._if,
+    tir.LetStmt: CodeGenOpenCL._let_stmt,
+    tir.AttrStmt: CodeGenOpenCL._attr,
+    tir.Allocate: CodeGenOpenCL._allocate,
+    tir.DeclBuffer: CodeGenOpenCL._decl_buffer,
+    tir.AssertStmt: CodeGenOpenCL._assert,
+    tir.Evaluate: CodeGenOpenCL._evaluate,
 }
 _EXPR: dict[type, Callable] = {
-    IntImm: CodeGenOpenCL._int,
-    FloatImm: CodeGenOpenCL._float,
-    Var: CodeGenOpenCL._var,
-    StringImm: CodeGenOpenCL._string,
-    Cast: CodeGenOpenCL._cast,
+    tir.IntImm: CodeGenOpenCL._int,
+    tir.FloatImm: CodeGenOpenCL._float,
+    tir.Var: CodeGenOpenCL._var,
+    tir.StringImm: CodeGenOpenCL._string,
+    tir.Cast: CodeGenOpenCL._cast,
     **{cls: CodeGenOpenCL._binary for cls in _BINARY_SYMBOL},
-    **{cls: CodeGenOpenCL._compare for cls in (EQ, NE, LT, LE, GT, GE)},
-    Div: CodeGenOpenCL._div,
-    Mod: CodeGenOpenCL._mod,
-    FloorDiv: CodeGenOpenCL._floordiv,
-    FloorMod: CodeGenOpenCL._floormod,
-    Min: CodeGenOpenCL._minmax,
-    Max: CodeGenOpenCL._minmax,
-    Not: CodeGenOpenCL._not,
-    Select: CodeGenOpenCL._select,
-    BufferLoad: CodeGenOpenCL._load,
-    Ramp: CodeGenOpenCL._ramp,
-    Broadcast: CodeGenOpenCL._broadcast,
-    Let: CodeGenOpenCL._let,
-    Call: CodeGenOpenCL._call,
+    **{cls: CodeGenOpenCL._compare for cls in (tir.EQ, tir.NE, tir.LT, tir.LE, tir.GT, tir.GE)},
+    tir.Div: CodeGenOpenCL._div,
+    tir.Mod: CodeGenOpenCL._mod,
+    tir.FloorDiv: CodeGenOpenCL._floordiv,
+    tir.FloorMod: CodeGenOpenCL._floormod,
+    tir.Min: CodeGenOpenCL._minmax,
+    tir.Max: CodeGenOpenCL._minmax,
+    tir.Not: CodeGenOpenCL._not,
+    tir.Select: CodeGenOpenCL._select,
+    tir.BufferLoad: CodeGenOpenCL._load,
+    tir.Ramp: CodeGenOpenCL._ramp,
+    tir.Broadcast: CodeGenOpenCL._broadcast,
+    tir.Let: CodeGenOpenCL._let,
+    tir.Call: CodeGenOpenCL._call,
 }
 
 
 # expressions whose C result is int when their operands are char/short (integer promotion)
-_PROMOTED = frozenset({Add, Sub, Mul, Div, Mod, FloorDiv, FloorMod, Select, Call})
+_PROMOTED = frozenset(
+    {tir.Add, tir.Sub, tir.Mul, tir.Div, tir.Mod, tir.FloorDiv, tir.FloorMod, tir.Select, tir.Call}
+)
 
 
 def _narrow_int(dtype: DataType | None) -> bool:

@@ -13,25 +13,11 @@ from typing import Any
 import numpy as np
 
 from ..error import ParseError
+from .tir_types import NUMERIC_DTYPES
 
 META_NAME = "metadata"
 META_KEY = "relax.expr.Constant"
-_DTYPES = frozenset(
-    [
-        "bool",
-        "int8",
-        "int16",
-        "int32",
-        "int64",
-        "uint8",
-        "uint16",
-        "uint32",
-        "uint64",
-        "float16",
-        "float32",
-        "float64",
-    ]
-)
+_DTYPES = frozenset([*NUMERIC_DTYPES, "bool"])
 
 
 def find_metadata(tree: ast.Module, filename: str) -> dict[str, Any] | None:

@@ -8,17 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..tir.expr import (
-    Add,
-    Div,
-    FloorDiv,
-    FloorMod,
-    Mul,
-    PrimExpr,
-    Sub,
-    logical_and,
-    logical_or,
-)
+from .. import tir
+from ..tir.expr import PrimExpr, logical_and, logical_or
 from ..tir.op import power
 from ..tir.stmt import (
     Stmt,
@@ -34,12 +25,12 @@ class _Wrap:
 
 # ast operator -> how to build TIR when an operand is an expression
 _TIR_BINOPS: dict[type, Callable[[Any, Any], PrimExpr]] = {
-    ast.Add: Add,
-    ast.Sub: Sub,
-    ast.Mult: Mul,
-    ast.Div: Div,
-    ast.FloorDiv: FloorDiv,
-    ast.Mod: FloorMod,
+    ast.Add: tir.Add,
+    ast.Sub: tir.Sub,
+    ast.Mult: tir.Mul,
+    ast.Div: tir.Div,
+    ast.FloorDiv: tir.FloorDiv,
+    ast.Mod: tir.FloorMod,
     ast.Pow: power,
     ast.BitAnd: logical_and,
     ast.BitOr: logical_or,

@@ -8,26 +8,11 @@ import functools
 import inspect
 import operator
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
+from .. import tir
 from ..error import ParseError
 from ..tir.buffer import Buffer
-from ..tir.expr import (
-    EQ,
-    GE,
-    GT,
-    LE,
-    LT,
-    NE,
-    And,
-    BufferLoad,
-    FloatImm,
-    IntImm,
-    Not,
-    Or,
-    Range,
-    Select,
-)
 from ..tir.op import buffer_access_ptr
 from ..tir.stmt import (
     BufferRegion,
@@ -47,12 +32,12 @@ _PYTHON_CMP: dict[type, Callable[[Any, Any], Any]] = {
 
 
 _TIR_CMP: dict[type, type] = {
-    ast.Eq: EQ,
-    ast.NotEq: NE,
-    ast.Lt: LT,
-    ast.LtE: LE,
-    ast.Gt: GT,
-    ast.GtE: GE,
+    ast.Eq: tir.EQ,
+    ast.NotEq: tir.NE,
+    ast.Lt: tir.LT,
+    ast.LtE: tir.LE,
+    ast.Gt: tir.GT,
+    ast.GtE: tir.GE,
 }
 
 
@@ -76,18 +61,22 @@ def _region(buf: Buffer, idx: tuple) -> BufferRegion:
         if isinstance(i, slice):
             if i.step not in (None, 1):
                 raise ParseError("buffer regions take no step: write A[lo:hi]")
-            ranges.append(Range(*T.min_extent(i.start, dim if i.stop is None else i.stop)))
+            ranges.append(tir.Range(*T.min_extent(i.start, dim if i.stop is None else i.stop)))
         else:
-            ranges.append(Range(i, 1))
+            ranges.append(tir.Range(i, 1))
     return BufferRegion(buf, tuple(ranges))
 
 
 class _ExprEvaluator:
-    """Schedule methods: evaluating TVMScript expressions: names, attributes, calls, subscripts (buffer loads), literals"""
+    """Evaluates TVMScript expressions: names, attributes, calls, subscripts, literals, operators."""
+
+    # ast node class -> handler; set below the class (the handlers are its methods) and replaced
+    # by a parser that handles some nodes its own way (the relax parser)
+    _expr_handlers: ClassVar[dict[type, Callable[[Any, Any], Any]]]
 
     # -- expressions
     def eval(self, node: ast.AST) -> Any:
-        handler = _EXPR_HANDLERS.get(type(node))
+        handler = self._expr_handlers.get(type(node))
         if handler is None:
             raise self.error(node, _unsupported(node))
         return handler(self, node)
@@ -147,7 +136,7 @@ class _ExprEvaluator:
             idx = self.indices(node, base)
             if any(isinstance(i, slice) for i in idx):
                 return self.guard(node, lambda: _region(base, idx))
-            return self.guard(node, lambda: BufferLoad(base, idx))
+            return self.guard(node, lambda: tir.BufferLoad(base, idx))
         key = self.eval(node.slice)
         return self.guard(node, lambda: base[key])
 
@@ -194,11 +183,11 @@ class _ExprEvaluator:
         if isinstance(node.op, ast.UAdd):
             return x
         if isinstance(node.op, ast.USub):
-            if isinstance(x, IntImm | FloatImm):
+            if isinstance(x, tir.IntImm | tir.FloatImm):
                 return type(x)(x.dtype, -x.value)
             return self.guard(node, lambda: -x)
         if isinstance(node.op, ast.Not):
-            return self.guard(node, lambda: Not(x) if _is_expr(x) else not x)
+            return self.guard(node, lambda: tir.Not(x) if _is_expr(x) else not x)
         return self.guard(node, lambda: ~x)
 
     def expr_boolop(self, node: ast.BoolOp) -> Any:
@@ -206,7 +195,7 @@ class _ExprEvaluator:
         if not any(_is_expr(v) for v in values):
             fn = all if isinstance(node.op, ast.And) else any
             return fn(values)
-        cls = And if isinstance(node.op, ast.And) else Or
+        cls = tir.And if isinstance(node.op, ast.And) else tir.Or
         out = values[0]
         for v in values[1:]:
             out = self.guard(node, lambda o=out, v=v: cls(o, v))
@@ -230,7 +219,7 @@ class _ExprEvaluator:
         out = terms[0]
         for t in terms[1:]:
             out = self.guard(
-                node, lambda o=out, t=t: And(o, t) if _is_expr(o) or _is_expr(t) else o and t
+                node, lambda o=out, t=t: tir.And(o, t) if _is_expr(o) or _is_expr(t) else o and t
             )
         return out
 
@@ -239,7 +228,7 @@ class _ExprEvaluator:
         if not _is_expr(cond):
             return self.eval(node.body if cond else node.orelse)
         a, b = self.eval(node.body), self.eval(node.orelse)
-        return self.guard(node, lambda: Select(cond, a, b))
+        return self.guard(node, lambda: tir.Select(cond, a, b))
 
 
 _EXPR_HANDLERS: dict[type, Callable[[Any, Any], Any]] = {
@@ -258,3 +247,4 @@ _EXPR_HANDLERS: dict[type, Callable[[Any, Any], Any]] = {
     ast.Compare: _ExprEvaluator.expr_compare,
     ast.IfExp: _ExprEvaluator.expr_ifexp,
 }
+_ExprEvaluator._expr_handlers = _EXPR_HANDLERS

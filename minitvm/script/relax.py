@@ -23,30 +23,11 @@ from typing import Any
 
 import numpy as np
 
+from .. import relax as _relax
 from ..error import MiniTVMError, ParseError
 from ..ir.dtype import DataType
 from ..ir.module import GlobalVar
 from ..relax import op as _op
-from ..relax.expr import (
-    Call,
-    Constant,
-    Expr,
-    PrimValue,
-    ShapeExpr,
-    StringImm,
-)
-from ..relax.expr import (
-    const as _const,
-)
-from ..relax.struct_info import (
-    FuncStructInfo,
-    ObjectStructInfo,
-    PrimStructInfo,
-    ShapeStructInfo,
-    StructInfo,
-    TensorStructInfo,
-    TupleStructInfo,
-)
 from ..tir.expr import PrimExpr
 from ..tir.expr import Var as TirVar
 from .tir import VarDecl
@@ -124,63 +105,63 @@ def _dtype(dtype: Any) -> str | None:
 # ----------------------------------------------------------------------------- struct info
 
 
-def Tensor(shape: Any = None, dtype: Any = None, ndim: int = -1) -> TensorStructInfo:
+def Tensor(shape: Any = None, dtype: Any = None, ndim: int = -1) -> _relax.TensorStructInfo:
     """Tensor struct info: `R.Tensor((1, "m"), "float32")`, `R.Tensor(ndim=2)`, `R.Tensor`."""
     if isinstance(shape, builtins.str | DataType) and dtype is None:  # R.Tensor("float32", ndim=2)
         shape, dtype = None, shape
-    if isinstance(shape, Expr):
-        shape = shape.struct_info.values if isinstance(shape, ShapeExpr) else None
+    if isinstance(shape, _relax.Expr):
+        shape = shape.struct_info.values if isinstance(shape, _relax.ShapeExpr) else None
     if shape is not None:
         shape = _dims(shape if isinstance(shape, tuple | list) else (shape,))
-        return TensorStructInfo(shape, _dtype(dtype))
-    return TensorStructInfo(None, _dtype(dtype), ndim)
+        return _relax.TensorStructInfo(shape, _dtype(dtype))
+    return _relax.TensorStructInfo(None, _dtype(dtype), ndim)
 
 
-def Tuple(*fields: Any) -> TupleStructInfo:
+def Tuple(*fields: Any) -> _relax.TupleStructInfo:
     """Tuple struct info: `R.Tuple(R.Tensor((2,), "float32"), R.Object)`."""
     if len(fields) == 1 and isinstance(fields[0], list | tuple):
         fields = tuple(fields[0])
-    return TupleStructInfo(tuple(as_struct_info(f) for f in fields))
+    return _relax.TupleStructInfo(tuple(as_struct_info(f) for f in fields))
 
 
-def Shape(values: Any = None, ndim: int = -1) -> ShapeStructInfo:
+def Shape(values: Any = None, ndim: int = -1) -> _relax.ShapeStructInfo:
     """Shape struct info: `R.Shape([1, "n"])` or `R.Shape(ndim=2)`."""
     if values is None:
-        return ShapeStructInfo(None, ndim)
-    return ShapeStructInfo(_dims(values))
+        return _relax.ShapeStructInfo(None, ndim)
+    return _relax.ShapeStructInfo(_dims(values))
 
 
-def Prim(dtype: Any = None, value: Any = None) -> PrimStructInfo:
+def Prim(dtype: Any = None, value: Any = None) -> _relax.PrimStructInfo:
     """Scalar struct info: `R.Prim("int64")`, `R.Prim(value=n)` (dtype that of `n`), or
     `R.Prim("int64", value="n")` (a symbolic value named `n`)."""
     from ..tir.expr import PrimExpr
 
     if isinstance(value, PrimExpr):
-        return PrimStructInfo(value.dtype if dtype is None else dtype, value)
+        return _relax.PrimStructInfo(value.dtype if dtype is None else dtype, value)
     if value is not None:
         value = _dims((value,))[0]
-    return PrimStructInfo("int64" if dtype is None else dtype, value)
+    return _relax.PrimStructInfo("int64" if dtype is None else dtype, value)
 
 
-def Callable(params: Any = None, ret: Any = None, purity: bool = True) -> FuncStructInfo:
+def Callable(params: Any = None, ret: Any = None, purity: bool = True) -> _relax.FuncStructInfo:
     """Function struct info: `R.Callable([R.Tensor((2,), "float32")], R.Tensor((2,), "float32"))`."""
     ps = None if params is None else tuple(as_struct_info(p) for p in params)
-    return FuncStructInfo(ps, as_struct_info(ret) if ret is not None else Object, purity)
+    return _relax.FuncStructInfo(ps, as_struct_info(ret) if ret is not None else Object, purity)
 
 
-Object = ObjectStructInfo()
+Object = _relax.ObjectStructInfo()
 
 # bare names used as annotations (`x: R.Tensor`) mean "nothing more is known"
 _BARE_SINFO: dict[Any, Any] = {
-    Tensor: lambda: TensorStructInfo(None, None),
-    Shape: lambda: ShapeStructInfo(),
-    Tuple: lambda: ObjectStructInfo(),
+    Tensor: lambda: _relax.TensorStructInfo(None, None),
+    Shape: lambda: _relax.ShapeStructInfo(),
+    Tuple: lambda: _relax.ObjectStructInfo(),
 }
 
 
-def as_struct_info(value: Any) -> StructInfo:
+def as_struct_info(value: Any) -> _relax.StructInfo:
     """A struct info from an annotation value (also the bare `R.Tensor`, `R.Shape`)."""
-    if isinstance(value, StructInfo):
+    if isinstance(value, _relax.StructInfo):
         return value
     for key, make in _BARE_SINFO.items():
         if value is key:
@@ -247,8 +228,8 @@ class FuncAttrSpec:
 
 @dataclass(frozen=True)
 class MatchCastSpec:
-    value: Expr
-    struct_info: StructInfo
+    value: _relax.Expr
+    struct_info: _relax.StructInfo
 
 
 def dataflow() -> DataflowSpec:
@@ -266,9 +247,9 @@ def func_attr(attrs: Mapping) -> FuncAttrSpec:
     return FuncAttrSpec(dict(attrs))
 
 
-def match_cast(value: Expr, struct_info: Any) -> MatchCastSpec:
+def match_cast(value: _relax.Expr, struct_info: Any) -> MatchCastSpec:
     """`lv = R.match_cast(x, R.Tensor(("n", 4), "float32"))` binds x under a new struct info."""
-    if not isinstance(value, Expr):
+    if not isinstance(value, _relax.Expr):
         raise MiniTVMError(f"R.match_cast: the value must be a relax expression, got {value!r}")
     return MatchCastSpec(value, as_struct_info(struct_info))
 
@@ -276,26 +257,26 @@ def match_cast(value: Expr, struct_info: Any) -> MatchCastSpec:
 # ----------------------------------------------------------------------------- values
 
 
-def const(value: Any, dtype: Any = None) -> Constant:
+def const(value: Any, dtype: Any = None) -> _relax.Constant:
     """A constant: `R.const(1.0, "float32")`, `R.const([[1, 2]], "int32")`, `R.const(np_array)`."""
     if isinstance(value, list | tuple):
         value = np.array(value, dtype=None if dtype is None else DataType(dtype).numpy_dtype())
-    return _const(value, None if dtype is None else builtins.str(DataType(dtype)))
+    return _relax.const(value, None if dtype is None else builtins.str(DataType(dtype)))
 
 
-def shape(values: Any) -> ShapeExpr:
+def shape(values: Any) -> _relax.ShapeExpr:
     """A shape value: `R.shape([1, "n"])`."""
-    return ShapeExpr(_dims(values))
+    return _relax.ShapeExpr(_dims(values))
 
 
-def prim_value(value: Any) -> PrimValue:
+def prim_value(value: Any) -> _relax.PrimValue:
     """A scalar value: `R.prim_value(1)` or `R.prim_value("n")`."""
-    return PrimValue(_dims((value,))[0])
+    return _relax.PrimValue(_dims((value,))[0])
 
 
-def str(value: Any) -> StringImm:
+def str(value: Any) -> _relax.StringImm:
     """A string value: `R.str("hello")`."""
-    return StringImm(f"{value}")
+    return _relax.StringImm(f"{value}")
 
 
 def ExternFunc(name: Any) -> Any:
@@ -310,7 +291,7 @@ def _out_sinfo(out_sinfo: Any, shape: Any, dtype: Any, what: str) -> Any:
         if (
             isinstance(out_sinfo, list | tuple)
             and out_sinfo
-            and not all(isinstance(s, StructInfo) for s in out_sinfo)
+            and not all(isinstance(s, _relax.StructInfo) for s in out_sinfo)
         ):
             return Tensor(out_sinfo, dtype)  # the older positional `(1, 128), dtype=...` form
         return out_sinfo
@@ -329,19 +310,19 @@ def call_tir(
     dtype: Any = None,
     tir_vars: Any = None,
     shape: Any = None,
-) -> Call:
+) -> _relax.Call:
     """`R.call_tir(cls.linear0, (x, w, b), out_sinfo=R.Tensor((1, 128), "float32"))`."""
     if not isinstance(func, GlobalVar):
         raise MiniTVMError(
             f"R.call_tir: the callee must be a PrimFunc of the module (cls.name), got {func!r}"
         )
     sinfo = _out_sinfo(out_sinfo, shape, dtype, "R.call_tir")
-    if tir_vars is not None and not isinstance(tir_vars, ShapeExpr):
-        tir_vars = ShapeExpr(_dims(tir_vars))
+    if tir_vars is not None and not isinstance(tir_vars, _relax.ShapeExpr):
+        tir_vars = _relax.ShapeExpr(_dims(tir_vars))
     return _op.call_tir(func, _args(args), sinfo, tir_vars)
 
 
-def call_dps_packed(func: Any, args: Any, out_sinfo: Any = None, dtype: Any = None) -> Call:
+def call_dps_packed(func: Any, args: Any, out_sinfo: Any = None, dtype: Any = None) -> _relax.Call:
     """`R.call_dps_packed("env.linear", (x, w, b), out_sinfo=R.Tensor((1, 128), "float32"))`."""
     sinfo = _out_sinfo(out_sinfo, None, dtype, "R.call_dps_packed")
     return _op.call_dps_packed(func, _args(args), sinfo)
@@ -403,7 +384,7 @@ def _generic_op(qualified: str) -> Any:
 
     op = Op.get(qualified)
 
-    def build(*args: Any, **attrs: Any) -> Call:
+    def build(*args: Any, **attrs: Any) -> _relax.Call:
         return make_call(op, tuple(_as_arg(a) for a in args), attrs)
 
     build.__name__ = qualified.rsplit(".", 1)[-1]
@@ -414,7 +395,7 @@ def _generic_op(qualified: str) -> Any:
 
 
 def _as_arg(value: Any) -> Any:
-    if isinstance(value, list | tuple) and all(isinstance(v, Expr) for v in value):
+    if isinstance(value, list | tuple) and all(isinstance(v, _relax.Expr) for v in value):
         from ..relax.expr import Tuple as _TupleExpr
 
         return _TupleExpr(tuple(value))

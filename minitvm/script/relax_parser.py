@@ -137,12 +137,6 @@ class RelaxParser(TIRParser):
             return var
         return value
 
-    def eval(self, node: ast.AST) -> Any:
-        handler = _EXPRS.get(type(node))
-        if handler is None:
-            raise self.error(node, _unsupported(node))
-        return handler(self, node)
-
     def expr_attribute(self, node: ast.Attribute) -> Any:
         base = self.eval(node.value)
         if (base is R or base is R.nn) and node.attr not in base.__all__:
@@ -394,7 +388,7 @@ class RelaxParser(TIRParser):
 
     def fresh_name(self, hint: str) -> str:
         """`hint`, `hint1`, ...: the first name no scope or the environment holds."""
-        taken = lambda n: n in self.env or any(n in scope for scope in self.scopes)  # noqa: E731
+        taken = lambda n: n in self.env or any(n in scope for scope in self.scopes)
         count = 0
         while taken(f"{hint}{count or ''}"):
             count += 1
@@ -572,6 +566,7 @@ _EXPRS: dict[type, Callable[[RelaxParser, Any], Any]] = {
     ast.Subscript: RelaxParser.expr_subscript,
     ast.Call: RelaxParser.expr_call,
 }
+RelaxParser._expr_handlers = _EXPRS
 _STMTS: dict[type, Callable[[RelaxParser, Any], None]] = {
     ast.Assign: RelaxParser.stmt_assign,
     ast.AnnAssign: RelaxParser.stmt_ann_assign,

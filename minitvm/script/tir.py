@@ -14,6 +14,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
+from .. import tir as _tir
 from ..error import ParseError
 from ..ir.dtype import DataType
 from ..ir.structural import structural_equal
@@ -21,15 +22,9 @@ from ..tir import op as _op
 from ..tir.expr import (
     Add,
     Call,
-    Div,
     FloatImm,
-    FloorDiv,
-    FloorMod,
     IntImm,
     IterType,
-    Max,
-    Min,
-    Mod,
     Op,
     PrimExpr,
     StringImm,
@@ -37,24 +32,6 @@ from ..tir.expr import (
     _match_operands,
     as_expr,
     binary,
-)
-from ..tir.expr import (
-    Broadcast as _BroadcastNode,
-)
-from ..tir.expr import (
-    BufferLoad as _BufferLoadNode,
-)
-from ..tir.expr import (
-    Cast as _CastNode,
-)
-from ..tir.expr import (
-    Ramp as _RampNode,
-)
-from ..tir.expr import (
-    Range as _RangeNode,
-)
-from ..tir.expr import (
-    Select as _SelectNode,
 )
 from ..tir.names import FABS, IF_THEN_ELSE
 from ..tir.stmt import BufferRegion, Evaluate, ForKind
@@ -76,7 +53,7 @@ from .tir_specs import (  # noqa: F401 - re-exported
     _buffer_spec,
     _shape,
 )
-from .tir_types import _DTYPE_NAMES, Buffer, Let, boolean, var  # noqa: F401 - re-exported
+from .tir_types import _DTYPE_NAMES, Buffer, Let, boolean, var  # re-exported
 
 _mod = sys.modules[__name__]
 # T.float32, T.int8x4, ...: the dtype constructors tir_types.py makes, under T as well
@@ -166,7 +143,7 @@ def min_extent(begin: Any, end: Any) -> tuple[Any, Any]:
         return begin, end.b
     lo, hi = _match_operands(begin, end)
     extent = binary(Sub, hi, lo)
-    from ..arith import Analyzer  # noqa: PLC0415 - the parser stage needs it only here
+    from ..arith import Analyzer  # the parser stage needs it only here
 
     folded = Analyzer().simplify(extent)
     return lo, folded if isinstance(folded, IntImm) else extent
@@ -215,27 +192,23 @@ def init() -> InitSpec:
     return InitSpec()
 
 
+def _axis(iter_type: IterType) -> staticmethod:
+    def axis(dom: Any, binding: Any, dtype: str = "int32") -> AxisSpec:
+        return AxisSpec(iter_type, dom, binding, dtype)
+
+    return staticmethod(axis)
+
+
 class _Axis:
     """`T.axis.spatial/reduce/scan/opaque/remap`."""
 
     __tvmscript__ = True
     __all__: ClassVar[tuple[str, ...]] = ("spatial", "reduce", "scan", "opaque", "remap", "S", "R")
 
-    @staticmethod
-    def spatial(dom: Any, binding: Any, dtype: str = "int32") -> AxisSpec:
-        return AxisSpec(IterType.DataPar, dom, binding, dtype)
-
-    @staticmethod
-    def reduce(dom: Any, binding: Any, dtype: str = "int32") -> AxisSpec:
-        return AxisSpec(IterType.CommReduce, dom, binding, dtype)
-
-    @staticmethod
-    def scan(dom: Any, binding: Any, dtype: str = "int32") -> AxisSpec:
-        return AxisSpec(IterType.Ordered, dom, binding, dtype)
-
-    @staticmethod
-    def opaque(dom: Any, binding: Any, dtype: str = "int32") -> AxisSpec:
-        return AxisSpec(IterType.Opaque, dom, binding, dtype)
+    spatial = _axis(IterType.DataPar)
+    reduce = _axis(IterType.CommReduce)
+    scan = _axis(IterType.Ordered)
+    opaque = _axis(IterType.Opaque)
 
     @staticmethod
     def remap(kinds: str, bindings: Sequence, dtype: str = "int32") -> RemapSpec:
@@ -271,7 +244,7 @@ def _regions(items: Sequence) -> tuple:
         if isinstance(r, BufferRegion):
             out.append(r)
         elif isinstance(r, BufferLoad):
-            out.append(BufferRegion(r.buffer, tuple(_RangeNode(i, 1) for i in r.indices)))
+            out.append(BufferRegion(r.buffer, tuple(_tir.Range(i, 1) for i in r.indices)))
         elif isinstance(r, _Buf):
             out.append(BufferRegion.full_region(r))
         else:
@@ -293,7 +266,7 @@ def match_buffer(
 
     A region's shape and dtype default to its extents and its buffer's dtype.
     """
-    if shape is None and not isinstance(param, BufferRegion | _BufferLoadNode):
+    if shape is None and not isinstance(param, BufferRegion | _tir.BufferLoad):
         raise ParseError("T.match_buffer of a handle parameter needs its shape")
     return _buffer_spec("match", param, shape, dtype, *args, **kwargs)
 
@@ -345,37 +318,32 @@ def evaluate(value: Any) -> Evaluate:
 # These build nodes directly (no constant folding), so printed IR parses back unchanged.
 
 
-def max(a: Any, b: Any) -> PrimExpr:
-    return Max(a, b)
+def _as_written(name: str, cls: type) -> Callable[[Any, Any], PrimExpr]:
+    """The `T.<name>(a, b)` that builds a `cls` node without folding it."""
+
+    def build(a: Any, b: Any) -> PrimExpr:
+        return cls(a, b)
+
+    build.__name__ = name
+    build.__doc__ = f"`T.{name}(a, b)`: the {cls.__name__} node of a and b, as written."
+    return build
 
 
-def min(a: Any, b: Any) -> PrimExpr:
-    return Min(a, b)
-
-
-def truncdiv(a: Any, b: Any) -> PrimExpr:
-    return Div(a, b)
-
-
-def truncmod(a: Any, b: Any) -> PrimExpr:
-    return Mod(a, b)
-
-
-def floordiv(a: Any, b: Any) -> PrimExpr:
-    return FloorDiv(a, b)
-
-
-def floormod(a: Any, b: Any) -> PrimExpr:
-    return FloorMod(a, b)
+max = _as_written("max", _tir.Max)
+min = _as_written("min", _tir.Min)
+truncdiv = _as_written("truncdiv", _tir.Div)
+truncmod = _as_written("truncmod", _tir.Mod)
+floordiv = _as_written("floordiv", _tir.FloorDiv)
+floormod = _as_written("floormod", _tir.FloorMod)
 
 
 def Cast(dtype: str, value: Any) -> PrimExpr:
-    return _CastNode(DataType(dtype), value)
+    return _tir.Cast(DataType(dtype), value)
 
 
 def cast(value: Any, dtype: str) -> PrimExpr:
     """TVM's `T.cast(value, dtype)`: the same node as `T.Cast(dtype, value)`."""
-    return _CastNode(DataType(dtype), value)
+    return Cast(dtype, value)
 
 
 def ceildiv(a: Any, b: Any) -> PrimExpr:
@@ -383,7 +351,7 @@ def ceildiv(a: Any, b: Any) -> PrimExpr:
     a, b = _match_operands(a, b)
     if not a.dtype.is_int and not a.dtype.is_uint:
         raise ParseError(f"T.ceildiv takes integers, got {a.dtype}; for floats write T.ceil(a / b)")
-    return FloorDiv(binary(Add, a, binary(Sub, b, IntImm(b.dtype, 1))), b)
+    return _tir.FloorDiv(binary(Add, a, binary(Sub, b, IntImm(b.dtype, 1))), b)
 
 
 def meta_var(value: Any) -> Any:
@@ -392,7 +360,7 @@ def meta_var(value: Any) -> Any:
 
 
 def Select(cond: Any, true_value: Any, false_value: Any) -> PrimExpr:
-    return _SelectNode(as_expr(cond), true_value, false_value)
+    return _tir.Select(as_expr(cond), true_value, false_value)
 
 
 def if_then_else(
@@ -445,19 +413,19 @@ max_value = _limit("max_value", lambda info: info.max)
 
 
 def Ramp(base: Any, stride: Any, lanes: int) -> PrimExpr:
-    return _RampNode(base, stride, lanes)
+    return _tir.Ramp(base, stride, lanes)
 
 
 def Broadcast(value: Any, lanes: int) -> PrimExpr:
-    return _BroadcastNode(value, lanes)
+    return _tir.Broadcast(value, lanes)
 
 
 ramp = Ramp
 broadcast = Broadcast
 
 
-def Range(begin: Any, end: Any) -> _RangeNode:
-    return _RangeNode(*min_extent(begin, end))
+def Range(begin: Any, end: Any) -> _tir.Range:
+    return _tir.Range(*min_extent(begin, end))
 
 
 def call_extern(*args: Any, dtype: str | None = None) -> PrimExpr:
@@ -532,9 +500,7 @@ for _n in _BUILTIN_NAMES:
 _INTRINSIC_NAMES = [
     n[4:]
     for n in Op._registry
-    if n.startswith("tir.")
-    and n not in (IF_THEN_ELSE, FABS)
-    and n[4:] not in _op.BUILTINS
+    if n.startswith("tir.") and n not in (IF_THEN_ELSE, FABS) and n[4:] not in _op.BUILTINS
 ]
 for _n in _INTRINSIC_NAMES:
     setattr(_mod, _n, _with_dtype_keyword(_intrinsic(_n)))

@@ -4,8 +4,10 @@ and the other dtype constructors, T.let, T.Tensor."""
 from __future__ import annotations
 
 import builtins
+import functools
+import inspect
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..error import ParseError
@@ -26,36 +28,18 @@ from .tir_specs import BufferSpec, VarDecl, _buffer_spec
 # ----------------------------------------------------------------------------- types / dtypes
 
 
+_param_buffer = functools.partial(_buffer_spec, "param", None)
+
+
 class _BufferType:
     """`T.Buffer`: a buffer annotation `T.Buffer((128, 128), "float32")` or `T.Buffer[...]`."""
 
-    def __call__(
-        self,
-        shape: Any,
-        dtype: str | None = None,
-        data: Any = None,
-        strides: Sequence = (),
-        elem_offset: Any = None,
-        scope: str = "global",
-        align: int = 64,
-        offset_factor: int | None = None,
-        axis_separators: Sequence = (),
-        name: str | None = None,
-    ) -> BufferSpec:
-        return _buffer_spec(
-            "param",
-            None,
-            shape,
-            dtype,
-            data,
-            strides,
-            elem_offset,
-            scope,
-            align,
-            offset_factor,
-            axis_separators,
-            name,
-        )
+    # TVM's T.Buffer signature (shape, dtype, data, strides, ...): the parser checks calls
+    # against it, and T.alloc_buffer / T.decl_buffer take the same one
+    __signature__ = inspect.signature(_param_buffer)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> BufferSpec:
+        return _param_buffer(*args, **kwargs)
 
     def __getitem__(self, item: Any) -> BufferSpec:
         if not isinstance(item, tuple):
@@ -100,27 +84,14 @@ def _dtype_ctor(name: str) -> Callable[..., Any]:
     return ctor
 
 
-_DTYPE_NAMES = [
-    "int8",
-    "int16",
-    "int32",
-    "int64",
-    "uint8",
-    "uint16",
-    "uint32",
-    "uint64",
-    "float16",
-    "float32",
-    "float64",
-    "bool",
-    "handle",
-]
-_DTYPE_NAMES += [
-    f"{base}x{lanes}"
-    for base in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-                 "float16", "float32", "float64")
-    for lanes in (4, 8, 16, 32, 64)
-]  # fmt: skip
+# the scalar numeric dtypes: T.<name> makes a constant or declares a variable of one
+NUMERIC_DTYPES = (
+    *(f"int{bits}" for bits in (8, 16, 32, 64)),
+    *(f"uint{bits}" for bits in (8, 16, 32, 64)),
+    *(f"float{bits}" for bits in (16, 32, 64)),
+)
+_DTYPE_NAMES = [*NUMERIC_DTYPES, "bool", "handle"]
+_DTYPE_NAMES += [f"{base}x{lanes}" for base in NUMERIC_DTYPES for lanes in (4, 8, 16, 32, 64)]
 _mod = sys.modules[__name__]
 for _n in _DTYPE_NAMES:
     setattr(_mod, _n, _dtype_ctor(_n))
@@ -139,12 +110,12 @@ def handle(dtype: Any = None, storage_scope: str = "global", *, is_size_var: boo
             DataType(str(getattr(dtype, "_tvmscript_dtype", dtype)))
         except (ValueError, TypeError) as err:  # DTypeError is a TypeError
             raise ParseError(
-                f"T.handle(dtype={dtype!r}): not a dtype; use e.g. T.handle(\"float32\")"
+                f'T.handle(dtype={dtype!r}): not a dtype; use e.g. T.handle("float32")'
             ) from err
     if not isinstance(storage_scope, str):
         raise ParseError(
             f"T.handle(storage_scope={storage_scope!r}): the scope is a string like "
-            "\"global\" or \"shared\""
+            '"global" or "shared"'
         )
     return VarDecl(DataType("handle"), is_size_var)
 
