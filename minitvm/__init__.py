@@ -20,7 +20,7 @@ from ._version import __version__  # noqa: F401
 _SUBPACKAGES = (
     "ir", "arith", "tir", "te", "target", "runtime", "codegen", "script", "driver", "testing",
     "relax", "topi", "autodiff", "contrib", "instrument", "_ffi", "container", "relay",
-    "meta_schedule", "autotvm", "auto_scheduler", "env", "train", "training", "cli", "dlight",
+    "meta_schedule", "autotvm", "auto_scheduler", "env", "train", "training", "cli", "dlight", "rpc",
     "tirx", "s_tir", "ffi",  # TVM 0.22-0.24 names (aliases of the packages above)
 )  # fmt: skip
 _NAMES = {
