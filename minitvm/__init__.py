@@ -11,9 +11,8 @@ import importlib.util
 import sys
 
 from . import _lazy, error  # noqa: F401 (tvm.error)
-from .error import MiniTVMError, TVMError  # noqa: F401 (tvm.TVMError)
-
 from ._version import __version__  # noqa: F401
+from .error import MiniTVMError, TVMError  # noqa: F401 (tvm.TVMError)
 
 # Everything else loads on first use (`tvm.relay`, `tvm.build`, ...), so `import minitvm` costs
 # little; a name resolves once and is then an ordinary attribute of this package.
