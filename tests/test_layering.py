@@ -27,7 +27,7 @@ FLOORS: list[set[str]] = [
     {"ir"},
     {"target"},
     {"runtime"},
-    {"_ffi"},
+    {"_ffi", "rpc"},  # rpc: sessions over runtime modules and arrays
     # the IR's nodes: expressions, statements, buffers, functions and their walkers
     {"tir"},
     {"arith"},  # simplifies and bounds tir expressions
@@ -46,9 +46,10 @@ FLOORS: list[set[str]] = [
     {"meta_schedule", "autodiff"},
     {"contrib", "autotvm"},
     {"relay"},
-    {"testing", "auto_scheduler"},  # auto_scheduler: TVM's API over meta_schedule (+ relay)
+    # auto_scheduler: TVM's API over meta_schedule (+ relay); contrib.relay_viz draws relay's IR
+    {"testing", "auto_scheduler", "contrib.relay_viz"},
     {"training"},
-    {"cli"},
+    {"cli", "exec"},  # exec: TVM's python -m tvm.exec.* entry points
     {"tirx", "s_tir", "ffi", "driver.tvmc"},  # TVM 0.22-0.24 names; driver.tvmc: over cli
     {"train", "<facade>", "__main__"},
 ]
@@ -85,6 +86,8 @@ def _unit(parts: list[str]) -> str:
         return "tir.<facade>"
     if parts[:2] == ["driver", "tvmc"]:  # TVM's spelling of a front end onto the cli
         return "driver.tvmc"
+    if parts[:2] == ["contrib", "relay_viz"]:  # TVM's spelling of a picture of relay's IR
+        return "contrib.relay_viz"
     return parts[0]
 
 
