@@ -19,6 +19,18 @@ from ..relax.expr import _ArrayData, _to_numpy
 from .ty import TensorType, Type
 
 
+def _operator_methods(name: str) -> tuple:
+    """`a + b` and `b + a` (for op `name`) as a method pair; a number operand becomes a const."""
+
+    def forward(self: Expr, other: Any) -> Expr:
+        return _binary(name, self, other)
+
+    def reflected(self: Expr, other: Any) -> Expr:
+        return _binary(name, other, self)
+
+    return forward, reflected
+
+
 class Expr(Node):
     """Base of Relay expressions. Arithmetic operators build `add`/`subtract`/... calls."""
 
@@ -57,29 +69,10 @@ class Expr(Node):
 
         return negative(self)
 
-    def __add__(self, other: Any) -> Expr:
-        return _binary("add", self, other)
-
-    def __radd__(self, other: Any) -> Expr:
-        return _binary("add", other, self)
-
-    def __sub__(self, other: Any) -> Expr:
-        return _binary("subtract", self, other)
-
-    def __rsub__(self, other: Any) -> Expr:
-        return _binary("subtract", other, self)
-
-    def __mul__(self, other: Any) -> Expr:
-        return _binary("multiply", self, other)
-
-    def __rmul__(self, other: Any) -> Expr:
-        return _binary("multiply", other, self)
-
-    def __truediv__(self, other: Any) -> Expr:
-        return _binary("divide", self, other)
-
-    def __rtruediv__(self, other: Any) -> Expr:
-        return _binary("divide", other, self)
+    __add__, __radd__ = _operator_methods("add")
+    __sub__, __rsub__ = _operator_methods("subtract")
+    __mul__, __rmul__ = _operator_methods("multiply")
+    __truediv__, __rtruediv__ = _operator_methods("divide")
 
 
 def _binary(name: str, lhs: Any, rhs: Any) -> Expr:

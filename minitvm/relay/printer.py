@@ -23,6 +23,14 @@ from .ty import FuncType, TensorType, TupleType, Type
 
 INDENT = "  "
 
+_POOL2D_DEFAULTS = {
+    "strides": (1, 1),
+    "padding": (0, 0),
+    "dilation": (1, 1),
+    "layout": "NCHW",
+    "ceil_mode": False,
+}
+
 # Attribute values each op prints only when they differ from these (TVM's attrs defaults).
 _ATTR_DEFAULTS: dict[str, dict[str, Any]] = {
     "nn.conv2d": {
@@ -33,21 +41,8 @@ _ATTR_DEFAULTS: dict[str, dict[str, Any]] = {
         "data_layout": "NCHW",
         "kernel_layout": "OIHW",
     },
-    "nn.max_pool2d": {
-        "strides": (1, 1),
-        "padding": (0, 0),
-        "dilation": (1, 1),
-        "layout": "NCHW",
-        "ceil_mode": False,
-    },
-    "nn.avg_pool2d": {
-        "strides": (1, 1),
-        "padding": (0, 0),
-        "dilation": (1, 1),
-        "layout": "NCHW",
-        "ceil_mode": False,
-        "count_include_pad": False,
-    },
+    "nn.max_pool2d": _POOL2D_DEFAULTS,
+    "nn.avg_pool2d": {**_POOL2D_DEFAULTS, "count_include_pad": False},
     "nn.global_avg_pool2d": {"layout": "NCHW"},
     "nn.global_max_pool2d": {"layout": "NCHW"},
     "nn.adaptive_avg_pool2d": {"layout": "NCHW"},

@@ -51,14 +51,23 @@ def dense(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None) -> np.ndarr
     return (out if b is None else out + b).astype(x.dtype)
 
 
-def conv2d_nchw(
+def conv2d(
     data: np.ndarray,
     kernel: np.ndarray,
     strides: Any = 1,
     padding: Any = 0,
     dilation: Any = 1,
     groups: int = 1,
+    data_layout: str = "NCHW",
+    kernel_layout: str = "OIHW",
+    out_layout: str | None = None,
 ) -> np.ndarray:
+    """conv2d in any layouts: through NCHW/OIHW and back to `out_layout` (default data_layout)."""
+    if (data_layout, kernel_layout, out_layout or data_layout) != ("NCHW", "OIHW", "NCHW"):
+        x = layout_transform(data, data_layout, "NCHW")
+        w = layout_transform(kernel, kernel_layout, "OIHW")
+        out = conv2d(x, w, strides, padding, dilation, groups)
+        return layout_transform(out, "NCHW", out_layout or data_layout)
     sh, sw = _pair(strides)
     dh, dw = _pair(dilation)
     pt, pl, pb, pr = _pad4(padding)
@@ -82,6 +91,9 @@ def conv2d_nchw(
                 ]
                 out[:, g * og : (g + 1) * og] += np.einsum("nchw,oc->nohw", patch, ks[:, :, i, j])
     return out.astype(data.dtype)
+
+
+conv2d_nchw = conv2d  # TVM's name of the NCHW / OIHW case (conv2d's default layouts)
 
 
 def pool2d(
@@ -276,24 +288,6 @@ def index_map_transform(
         filled = index_map.map_ndarray(np.ones(x.shape, dtype=bool))
         out = np.where(filled, out, np.asarray(pad_value, dtype=x.dtype))
     return out
-
-
-def conv2d(
-    data: np.ndarray,
-    kernel: np.ndarray,
-    strides: Any = 1,
-    padding: Any = 0,
-    dilation: Any = 1,
-    groups: int = 1,
-    data_layout: str = "NCHW",
-    kernel_layout: str = "OIHW",
-    out_layout: str | None = None,
-) -> np.ndarray:
-    """conv2d in any layouts: through NCHW/OIHW and back to `out_layout` (default data_layout)."""
-    x = layout_transform(data, data_layout, "NCHW")
-    w = layout_transform(kernel, kernel_layout, "OIHW")
-    out = conv2d_nchw(x, w, strides, padding, dilation, groups)
-    return layout_transform(out, "NCHW", out_layout or data_layout)
 
 
 def silu(x: np.ndarray) -> np.ndarray:

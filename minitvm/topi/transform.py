@@ -343,13 +343,20 @@ def flip(data: te.Tensor, axis: int = 0) -> te.Tensor:
     return te.compute(data.shape, body, name="T_flip", tag="injective")
 
 
-def cumsum(
-    data: te.Tensor, axis: int | None = None, dtype: str | None = None, exclusive: bool = False
+def running_reduce(
+    data: te.Tensor,
+    axis: int | None,
+    dtype: str | None,
+    exclusive: bool,
+    reducer: Any,
+    identity: int,
+    name: str,
 ) -> te.Tensor:
-    """Running sum along `axis` (flattened when None); `exclusive` leaves out each element."""
+    """Reduce each prefix along `axis` with `reducer`, whose identity is `identity` (flattened
+    when axis is None); `exclusive` leaves out each element. topi.cumsum and topi.cumprod."""
     if axis is None:
         data, axis = flatten(data), 0
-    axis = normalize_axis(axis, len(data.shape), "topi.cumsum")
+    axis = normalize_axis(axis, len(data.shape), f"topi.{name}")
     dtype = dtype or data.dtype
     k = te.reduce_axis((0, data.shape[axis]), "k")
 
@@ -358,8 +365,15 @@ def cumsum(
         src[axis] = k
         taken = k < idx[axis] if exclusive else k <= idx[axis]
         value = tir_cast(dtype, data[tuple(src)])
-        # a masked sum over the whole axis: quadratic in its length, fine for the short
+        # a masked reduction over the whole axis: quadratic in its length, fine for the short
         # sequences importers meet (position ids, masks)
-        return te.sum(tir_op.if_then_else(taken, value, tir_op.const(0, dtype)), axis=k)
+        return reducer(tir_op.if_then_else(taken, value, tir_op.const(identity, dtype)), axis=k)
 
-    return te.compute(data.shape, body, name="T_cumsum", tag="reduce")
+    return te.compute(data.shape, body, name=f"T_{name}", tag="reduce")
+
+
+def cumsum(
+    data: te.Tensor, axis: int | None = None, dtype: str | None = None, exclusive: bool = False
+) -> te.Tensor:
+    """Running sum along `axis` (flattened when None); `exclusive` leaves out each element."""
+    return running_reduce(data, axis, dtype, exclusive, te.sum, 0, "cumsum")

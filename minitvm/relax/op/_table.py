@@ -14,7 +14,7 @@ from typing import Any
 
 from ...ir.dtype import DataType
 from ...ir.node import FrozenDict
-from ...tir.analysis.op_pattern import OpPattern  # noqa: F401 - re-exported: the op table's column
+from ...tir.analysis.op_pattern import OpPattern
 from ..expr import Call, Expr, Op
 from ..struct_info import StructInfo
 

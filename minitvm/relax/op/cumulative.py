@@ -27,7 +27,7 @@ def _np_cumprod(data, axis, dtype, exclusive):
 _cumprod = register_op(
     "relax.cumprod",
     _infer_cumsum,
-    lambda data, axis, dtype, exclusive: topi_cumprod(data, axis, dtype, exclusive),
+    topi_cumprod,
     _np_cumprod,
     OpPattern.OPAQUE,
 )

@@ -57,43 +57,19 @@ def _np_floor_mod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.mod(a, b).astype(np.result_type(a, b))
 
 
-_BINARY: dict[str, tuple[Callable, Callable, OpPattern]] = {
-    "add": (topi.add, np.add, OpPattern.BROADCAST),
-    "subtract": (topi.subtract, np.subtract, OpPattern.BROADCAST),
-    "multiply": (topi.multiply, np.multiply, OpPattern.BROADCAST),
-    "divide": (topi.divide, _np_divide, OpPattern.BROADCAST),
-    "power": (topi.power, np.power, OpPattern.BROADCAST),
-    "maximum": (topi.maximum, np.maximum, OpPattern.BROADCAST),
-    "minimum": (topi.minimum, np.minimum, OpPattern.BROADCAST),
-    "floor_divide": (topi.floor_divide, _np_floor_divide, OpPattern.BROADCAST),
-    "floor_mod": (topi.floor_mod, _np_floor_mod, OpPattern.BROADCAST),
-    "mod": (topi.mod, np.fmod, OpPattern.BROADCAST),
+# name -> (te, numpy): arithmetic, the result has the operands' dtype
+_BINARY: dict[str, tuple[Callable, Callable]] = {
+    "add": (topi.add, np.add),
+    "subtract": (topi.subtract, np.subtract),
+    "multiply": (topi.multiply, np.multiply),
+    "divide": (topi.divide, _np_divide),
+    "power": (topi.power, np.power),
+    "maximum": (topi.maximum, np.maximum),
+    "minimum": (topi.minimum, np.minimum),
+    "floor_divide": (topi.floor_divide, _np_floor_divide),
+    "floor_mod": (topi.floor_mod, _np_floor_mod),
+    "mod": (topi.mod, np.fmod),  # truncated remainder (C fmod): the sign of x1
 }
-
-
-def _make_binary(name: str) -> Callable[[Any, Any], Call]:
-    op = register_op(f"relax.{name}", _infer_binary, *_BINARY[name])
-
-    def build(x1: Any, x2: Any) -> Call:
-        x1 = _as_operand(x1, x2 if isinstance(x2, Expr) else None)
-        x2 = _as_operand(x2, x1)
-        return make_call(op, (x1, x2))
-
-    build.__name__ = name
-    build.__doc__ = f"Elementwise {name} with numpy broadcasting: `relax.op.{name}(x1, x2)`."
-    return build
-
-
-add = _make_binary("add")
-subtract = _make_binary("subtract")
-multiply = _make_binary("multiply")
-divide = _make_binary("divide")
-power = _make_binary("power")
-maximum = _make_binary("maximum")
-minimum = _make_binary("minimum")
-floor_divide = _make_binary("floor_divide")
-floor_mod = _make_binary("floor_mod")
-mod = _make_binary("mod")  # truncated remainder (C fmod): the sign of x1
 
 
 def _infer_compare(call: Call) -> StructInfo:
@@ -130,8 +106,13 @@ _BOOL_BINARY: dict[str, tuple[Callable, Callable, Callable]] = {
 }
 
 
-def _make_bool_binary(name: str) -> Callable[[Any, Any], Call]:
-    te_fn, np_fn, infer = _BOOL_BINARY[name]
+def make_binary(
+    name: str, infer: Callable[[Call], StructInfo], te_fn: Callable, np_fn: Callable, doc: str
+) -> Callable[[Any, Any], Call]:
+    """Register the broadcasting op `relax.<name>` and build `relax.op.<name>(x1, x2)`.
+
+    A Python scalar on either side becomes a constant of the other operand's dtype.
+    """
     op = register_op(f"relax.{name}", infer, te_fn, np_fn, OpPattern.BROADCAST)
 
     def build(x1: Any, x2: Any) -> Call:
@@ -140,19 +121,39 @@ def _make_bool_binary(name: str) -> Callable[[Any, Any], Call]:
         return make_call(op, (x1, x2))
 
     build.__name__ = name
-    build.__doc__ = f"Elementwise {name} with numpy broadcasting; a bool tensor."
+    build.__doc__ = doc
     return build
 
 
-equal = _make_bool_binary("equal")
-not_equal = _make_bool_binary("not_equal")
-less = _make_bool_binary("less")
-less_equal = _make_bool_binary("less_equal")
-greater = _make_bool_binary("greater")
-greater_equal = _make_bool_binary("greater_equal")
-logical_and = _make_bool_binary("logical_and")
-logical_or = _make_bool_binary("logical_or")
-logical_xor = _make_bool_binary("logical_xor")
+def _make_binary(name: str) -> Callable[[Any, Any], Call]:
+    """The builder of row `name` of _BINARY or _BOOL_BINARY."""
+    if name in _BINARY:
+        doc = f"Elementwise {name} with numpy broadcasting: `relax.op.{name}(x1, x2)`."
+        return make_binary(name, _infer_binary, *_BINARY[name], doc)
+    te_fn, np_fn, infer = _BOOL_BINARY[name]
+    doc = f"Elementwise {name} with numpy broadcasting; a bool tensor."
+    return make_binary(name, infer, te_fn, np_fn, doc)
+
+
+add = _make_binary("add")
+subtract = _make_binary("subtract")
+multiply = _make_binary("multiply")
+divide = _make_binary("divide")
+power = _make_binary("power")
+maximum = _make_binary("maximum")
+minimum = _make_binary("minimum")
+floor_divide = _make_binary("floor_divide")
+floor_mod = _make_binary("floor_mod")
+mod = _make_binary("mod")
+equal = _make_binary("equal")
+not_equal = _make_binary("not_equal")
+less = _make_binary("less")
+less_equal = _make_binary("less_equal")
+greater = _make_binary("greater")
+greater_equal = _make_binary("greater_equal")
+logical_and = _make_binary("logical_and")
+logical_or = _make_binary("logical_or")
+logical_xor = _make_binary("logical_xor")
 
 
 def _infer_ewise_fma(call: Call) -> StructInfo:
@@ -335,3 +336,8 @@ def _scalar(value: Any, what: str, op_name: str = "relax.clip") -> float:
             f"{op_name}: {what} must be a constant number, got {type(value).__name__} {value!r}"
         )
     return float(number)
+
+
+# relax.op re-exports these (`from .elementwise import *`); the tables name each row once
+__all__ = list(_BINARY) + list(_BOOL_BINARY) + list(_UNARY)
+__all__ += ["clip", "ewise_fma", "logical_not", "where"]

@@ -16,7 +16,7 @@ from ..expr import Call, Expr
 from ..struct_info import StructInfo, TensorStructInfo
 from . import _infer as I
 from ._table import OpPattern, make_call, register_op
-from .elementwise import _as_operand, _infer_binary, _np_float, make_unary
+from .elementwise import _infer_binary, _np_float, make_binary, make_unary
 
 
 def _infer_float_class(call: Call) -> StructInfo:
@@ -55,15 +55,8 @@ def _float_class(name: str, te_fn: Callable, np_fn: Callable, doc: str) -> Calla
 
 
 def _bitwise(name: str, te_fn: Callable, np_fn: Callable) -> Callable:
-    op = register_op(f"relax.{name}", _infer_bitwise, te_fn, np_fn, OpPattern.BROADCAST)
-
-    def build(x1, x2) -> Call:
-        x1 = _as_operand(x1, x2 if isinstance(x2, Expr) else None)
-        return make_call(op, (x1, _as_operand(x2, x1)))
-
-    build.__name__ = name
-    build.__doc__ = f"Elementwise {name} of integer tensors (numpy broadcasting)."
-    return build
+    doc = f"Elementwise {name} of integer tensors (numpy broadcasting)."
+    return make_binary(name, _infer_bitwise, te_fn, np_fn, doc)
 
 
 def _np_shift(fn: Callable) -> Callable:
@@ -97,25 +90,6 @@ bitwise_or = _bitwise("bitwise_or", tmath.bitwise_or, np.bitwise_or)
 bitwise_xor = _bitwise("bitwise_xor", tmath.bitwise_xor, np.bitwise_xor)
 left_shift = _bitwise("left_shift", tmath.left_shift, _np_shift(np.left_shift))
 right_shift = _bitwise("right_shift", tmath.right_shift, _np_shift(np.right_shift))
-
-__all__ = [
-    "acos",
-    "asin",
-    "atan",
-    "bitwise_and",
-    "bitwise_not",
-    "bitwise_or",
-    "bitwise_xor",
-    "cosh",
-    "isfinite",
-    "isinf",
-    "isnan",
-    "left_shift",
-    "right_shift",
-    "sinh",
-    "tan",
-    "trunc",
-]
 
 
 def _infer_reinterpret(call: Call) -> StructInfo:
@@ -153,4 +127,5 @@ def reinterpret(x: Expr, dtype: str) -> Call:
     return make_call(_reinterpret, (x,), {"dtype": str(DataType(dtype))})
 
 
-__all__ += ["reinterpret"]
+# one relax op over each compute of topi.math, under the same name
+__all__ = list(tmath.__all__)

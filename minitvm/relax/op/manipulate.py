@@ -89,8 +89,8 @@ def _infer_permute(call: Call) -> StructInfo:
 _permute = register_op(
     "relax.permute_dims",
     _infer_permute,
-    lambda x, axes: topi.transpose(x, axes),
-    lambda x, axes: np.transpose(x, axes),
+    topi.transpose,
+    np.transpose,
     OpPattern.INJECTIVE,
 )
 
@@ -156,8 +156,8 @@ def _infer_concat(call: Call) -> StructInfo:
 _concat = register_op(
     "relax.concat",
     _infer_concat,
-    lambda tensors, axis: topi.concatenate(tensors, axis),
-    lambda tensors, axis: np.concatenate(tensors, axis=axis),
+    topi.concatenate,
+    np.concatenate,
     OpPattern.INJECTIVE,
 )
 
@@ -192,8 +192,8 @@ def _infer_split(call: Call) -> StructInfo:
 _split = register_op(
     "relax.split",
     _infer_split,
-    lambda x, indices_or_sections, axis: topi.split(x, indices_or_sections, axis),
-    lambda x, indices_or_sections, axis: ref.split(x, indices_or_sections, axis),
+    topi.split,
+    ref.split,
     OpPattern.INJECTIVE,
 )
 
@@ -270,7 +270,7 @@ def _infer_take(call: Call) -> StructInfo:
 _take = register_op(
     "relax.take",
     _infer_take,
-    lambda x, indices, axis, mode: topi.take(x, indices, axis, mode),
+    topi.take,
     ref.take,
     OpPattern.INJECTIVE,
 )
@@ -297,7 +297,7 @@ def _infer_astype(call: Call) -> StructInfo:
 _astype = register_op(
     "relax.astype",
     _infer_astype,
-    lambda x, dtype: topi.cast(x, dtype),
+    topi.cast,
     lambda x, dtype: x.astype(dtype),
     OpPattern.ELEMWISE,
 )
@@ -319,8 +319,8 @@ def _infer_expand_dims(call: Call) -> StructInfo:
 _expand_dims = register_op(
     "relax.expand_dims",
     _infer_expand_dims,
-    lambda x, axis: topi.expand_dims(x, axis),
-    lambda x, axis: np.expand_dims(x, axis),
+    topi.expand_dims,
+    np.expand_dims,
     OpPattern.INJECTIVE,
 )
 
@@ -505,8 +505,8 @@ def _infer_squeeze(call: Call) -> StructInfo:
 _squeeze = register_op(
     "relax.squeeze",
     _infer_squeeze,
-    lambda x, axis: topi.squeeze(x, axis),
-    lambda x, axis: np.squeeze(x, axis) if axis is not None else np.squeeze(x),
+    topi.squeeze,
+    np.squeeze,
     OpPattern.INJECTIVE,
 )
 
@@ -654,7 +654,7 @@ def _infer_flip(call: Call) -> StructInfo:
 _flip = register_op(
     "relax.flip",
     _infer_flip,
-    lambda data, axis: topi.flip(data, axis),
+    topi.flip,
     lambda data, axis: np.flip(data, axis).copy(),
     OpPattern.INJECTIVE,
 )

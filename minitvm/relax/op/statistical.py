@@ -90,7 +90,7 @@ def _np_cumsum(data, axis, dtype, exclusive):
 _cumsum = register_op(
     "relax.cumsum",
     _infer_cumsum,
-    lambda data, axis, dtype, exclusive: topi.cumsum(data, axis, dtype, exclusive),
+    topi.cumsum,
     _np_cumsum,
     OpPattern.OPAQUE,
 )

@@ -61,48 +61,54 @@ register(
 register("image.resize1d", _resize1d)
 
 
-def resize2d(
-    data: Expr,
-    size: Any,
-    roi: Any = None,
-    layout: str = "NCHW",
-    method: str = "linear",
-    coordinate_transformation_mode: str = "half_pixel",
-    rounding_method: str = "",
-    cubic_alpha: float = -0.5,
-    cubic_exclude: int = 0,
-    extrapolation_value: float = 0.0,
-    out_dtype: Any = None,
-) -> Expr:
-    """Resize H, W of NCHW/NHWC data to `size` = (h, w) (methods nearest_neighbor, linear)."""
-    attrs = _resize_attrs(size, roi, layout, method, coordinate_transformation_mode,
-                          rounding_method, cubic_alpha, cubic_exclude, extrapolation_value,
-                          out_dtype, "resize2d")  # fmt: skip
-    return call("image.resize2d", (data,), attrs)
-
-
-def resize1d(
-    data: Expr,
-    size: Any,
-    roi: Any = None,
-    layout: str = "NCW",
-    method: str = "linear",
-    coordinate_transformation_mode: str = "half_pixel",
-    rounding_method: str = "",
-    cubic_alpha: float = -0.5,
-    cubic_exclude: int = 0,
-    extrapolation_value: float = 0.0,
-    out_dtype: Any = None,
-) -> Expr:
-    """Resize W of NCW/NWC data to `size` = (w,) (methods nearest_neighbor, linear)."""
+def _check_resize1d(layout: str, size: tuple) -> None:
     if layout not in ("NCW", "NWC"):
         raise OpNotImplemented(f"relay.image.resize1d: layout {layout!r}; use 'NCW' or 'NWC'")
-    attrs = _resize_attrs(size, roi, layout, method, coordinate_transformation_mode,
-                          rounding_method, cubic_alpha, cubic_exclude, extrapolation_value,
-                          out_dtype, "resize1d")  # fmt: skip
-    if len(attrs["size"]) != 1:
-        raise OpNotImplemented(f"relay.image.resize1d: size {size} must be one dim (w,)")
-    return call("image.resize1d", (data,), attrs)
+    if len(size) != 1:
+        raise OpNotImplemented(f"relay.image.resize1d: size {list(size)} must be one dim (w,)")
+
+
+def _resize_op(ndim: int, default_layout: str, check: Any, doc: str) -> Any:
+    """`relay.image.resize{ndim}d` (TVM's signature, the same for 1 and 2 spatial dims)."""
+    name = f"resize{ndim}d"
+
+    def resize(
+        data: Expr,
+        size: Any,
+        roi: Any = None,
+        layout: str = default_layout,
+        method: str = "linear",
+        coordinate_transformation_mode: str = "half_pixel",
+        rounding_method: str = "",
+        cubic_alpha: float = -0.5,
+        cubic_exclude: int = 0,
+        extrapolation_value: float = 0.0,
+        out_dtype: Any = None,
+    ) -> Expr:
+        attrs = _resize_attrs(size, roi, layout, method, coordinate_transformation_mode,
+                              rounding_method, cubic_alpha, cubic_exclude, extrapolation_value,
+                              out_dtype, name)  # fmt: skip
+        if check is not None:
+            check(layout, attrs["size"])
+        return call(f"image.{name}", (data,), attrs)
+
+    resize.__name__ = resize.__qualname__ = name
+    resize.__doc__ = doc
+    return resize
+
+
+resize2d = _resize_op(
+    2,
+    "NCHW",
+    None,
+    "Resize H, W of NCHW/NHWC data to `size` = (h, w) (methods nearest_neighbor, linear).",
+)
+resize1d = _resize_op(
+    1,
+    "NCW",
+    _check_resize1d,
+    "Resize W of NCW/NWC data to `size` = (w,) (methods nearest_neighbor, linear).",
+)
 
 
 __all__ = ["resize1d", "resize2d"]

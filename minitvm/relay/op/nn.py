@@ -10,30 +10,19 @@ from ...error import ShapeError
 from ...relax import op as rop
 from ...relax.expr import Tuple as RTuple
 from ...relax.expr import const as rconst
+from ...topi.nn.conv import padding4, pair
 from ..expr import Expr, const
 from ._registry import call, register
 from .tensor import static_shape
 
 
 def _pair(value: Any) -> tuple[int, int]:
-    if isinstance(value, int):
-        return (value, value)
-    value = tuple(int(v) for v in value)
-    return value if len(value) == 2 else (value[0], value[0])
+    return tuple(int(v) for v in pair(value, "relay.nn"))
 
 
 def _pad4(padding: Any) -> tuple[int, int, int, int]:
     """Relay's padding forms: p, (h, w) or (top, left, bottom, right)."""
-    if isinstance(padding, int):
-        return (padding,) * 4
-    p = tuple(int(v) for v in padding)
-    if len(p) == 1:
-        return p * 4
-    if len(p) == 2:
-        return (p[0], p[1], p[0], p[1])
-    if len(p) == 4:
-        return p
-    raise ShapeError(f"padding must be an int, (h, w) or (top, left, bottom, right); got {padding}")
+    return tuple(int(v) for v in padding4(padding, "relay.nn"))
 
 
 def _opt(value: Any) -> Any:

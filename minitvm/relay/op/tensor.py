@@ -25,54 +25,42 @@ def static_shape(x: Any, op: str, what: str = "data") -> tuple[int, ...]:
 
 # ----------------------------------------------------------------------------- elementwise
 
-_UNARY = {  # relay name -> relax builder
-    "exp": rop.exp,
-    "log": rop.log,
-    "sqrt": rop.sqrt,
-    "tanh": rop.tanh,
-    "sigmoid": rop.sigmoid,
-    "negative": rop.negative,
-    "abs": rop.abs,
-}
 
-
-def _binary_row(name: str) -> Any:
+def _ewise_row(name: str, arity: int) -> Any:
+    """Relay's elementwise op `name` of 1 or 2 operands: the relax op of the same name."""
     fn = getattr(rop, name)
     register(name, lambda emit, args, attrs: fn(*args))
 
-    def build(lhs: Expr, rhs: Expr) -> Expr:
-        return call(name, (lhs, rhs))
-
-    build.__name__ = build.__qualname__ = name
-    build.__doc__ = f"Elementwise {name} with numpy broadcasting: `relay.{name}(a, b)`."
-    return build
-
-
-def _unary_row(name: str, fn: Any) -> Any:
-    register(name, lambda emit, args, attrs: fn(args[0]))
-
-    def build(data: Expr) -> Expr:
+    def unary(data: Expr) -> Expr:
         return call(name, (data,))
 
+    def binary(lhs: Expr, rhs: Expr) -> Expr:
+        return call(name, (lhs, rhs))
+
+    build = binary if arity == 2 else unary
     build.__name__ = build.__qualname__ = name
-    build.__doc__ = f"Elementwise {name}: `relay.{name}(x)`."
+    build.__doc__ = (
+        f"Elementwise {name} with numpy broadcasting: `relay.{name}(a, b)`."
+        if arity == 2
+        else f"Elementwise {name}: `relay.{name}(x)`."
+    )
     return build
 
 
-add = _binary_row("add")
-subtract = _binary_row("subtract")
-multiply = _binary_row("multiply")
-divide = _binary_row("divide")
-power = _binary_row("power")
-maximum = _binary_row("maximum")
-minimum = _binary_row("minimum")
-exp = _unary_row("exp", _UNARY["exp"])
-log = _unary_row("log", _UNARY["log"])
-sqrt = _unary_row("sqrt", _UNARY["sqrt"])
-tanh = _unary_row("tanh", _UNARY["tanh"])
-sigmoid = _unary_row("sigmoid", _UNARY["sigmoid"])
-negative = _unary_row("negative", _UNARY["negative"])
-abs = _unary_row("abs", _UNARY["abs"])
+add = _ewise_row("add", 2)
+subtract = _ewise_row("subtract", 2)
+multiply = _ewise_row("multiply", 2)
+divide = _ewise_row("divide", 2)
+power = _ewise_row("power", 2)
+maximum = _ewise_row("maximum", 2)
+minimum = _ewise_row("minimum", 2)
+exp = _ewise_row("exp", 1)
+log = _ewise_row("log", 1)
+sqrt = _ewise_row("sqrt", 1)
+tanh = _ewise_row("tanh", 1)
+sigmoid = _ewise_row("sigmoid", 1)
+negative = _ewise_row("negative", 1)
+abs = _ewise_row("abs", 1)
 
 register("rsqrt", lambda emit, args, attrs: rop.divide(1.0, emit(rop.sqrt(args[0]))))
 register("clip", lambda emit, args, attrs: rop.clip(args[0], attrs.a_min, attrs.a_max))

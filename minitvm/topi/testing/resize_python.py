@@ -153,56 +153,43 @@ def _resize_nd(
     return out.transpose(from_cf).astype(data.dtype)
 
 
-def resize1d_python(
-    data: np.ndarray,
-    scale: Any,
-    layout: str = "NCW",
-    method: str = "nearest_neighbor",
-    coordinate_transformation_mode: str = "align_corners",
-    rounding_method: str | None = None,
-    cubic_alpha: float = -0.5,
-    cubic_exclude: int = 0,
-) -> np.ndarray:
+def _resize_python(ndim: int, default_layout: str, doc: str) -> Callable[..., np.ndarray]:
+    """TVM's `resize{ndim}d_python`: the same signature for 1, 2 and 3 spatial dims."""
+
+    def resize(
+        data: np.ndarray,
+        scale: Any,
+        layout: str = default_layout,
+        method: str = "nearest_neighbor",
+        coordinate_transformation_mode: str = "align_corners",
+        rounding_method: str | None = None,
+        cubic_alpha: float = -0.5,
+        cubic_exclude: int = 0,
+    ) -> np.ndarray:
+        return _resize_nd(
+            data, scale, layout, method, coordinate_transformation_mode, rounding_method,
+            cubic_alpha, cubic_exclude, ndim,
+        )  # fmt: skip
+
+    resize.__name__ = resize.__qualname__ = f"resize{ndim}d_python"
+    resize.__doc__ = doc
+    return resize
+
+
+resize1d_python = _resize_python(
+    1,
+    "NCW",
     """Resize the W dim of NCW/NWC `data` by `scale` (a 1-tuple); out size round(w * scale).
-    rounding_method None rounds half up for align_corners and floors otherwise (as TVM)."""
-    return _resize_nd(
-        data, scale, layout, method, coordinate_transformation_mode, rounding_method,
-        cubic_alpha, cubic_exclude, 1,
-    )  # fmt: skip
-
-
-def resize2d_python(
-    data: np.ndarray,
-    scale: Any,
-    layout: str = "NCHW",
-    method: str = "nearest_neighbor",
-    coordinate_transformation_mode: str = "align_corners",
-    rounding_method: str | None = None,
-    cubic_alpha: float = -0.5,
-    cubic_exclude: int = 0,
-) -> np.ndarray:
-    """Resize H, W of NCHW/NHWC `data` by `scale` = (sh, sw): out size round(size * scale)."""
-    return _resize_nd(
-        data, scale, layout, method, coordinate_transformation_mode, rounding_method,
-        cubic_alpha, cubic_exclude, 2,
-    )  # fmt: skip
-
-
-def resize3d_python(
-    data: np.ndarray,
-    scale: Any,
-    layout: str = "NCDHW",
-    method: str = "nearest_neighbor",
-    coordinate_transformation_mode: str = "align_corners",
-    rounding_method: str | None = None,
-    cubic_alpha: float = -0.5,
-    cubic_exclude: int = 0,
-) -> np.ndarray:
-    """Resize D, H, W of NCDHW/NDHWC `data` by `scale` = (sd, sh, sw)."""
-    return _resize_nd(
-        data, scale, layout, method, coordinate_transformation_mode, rounding_method,
-        cubic_alpha, cubic_exclude, 3,
-    )  # fmt: skip
+    rounding_method None rounds half up for align_corners and floors otherwise (as TVM).""",
+)
+resize2d_python = _resize_python(
+    2,
+    "NCHW",
+    "Resize H, W of NCHW/NHWC `data` by `scale` = (sh, sw): out size round(size * scale).",
+)
+resize3d_python = _resize_python(
+    3, "NCDHW", "Resize D, H, W of NCDHW/NDHWC `data` by `scale` = (sd, sh, sw)."
+)
 
 
 __all__ = ["resize1d_python", "resize2d_python", "resize3d_python"]

@@ -1,5 +1,6 @@
 """`relax.op.nn`: neural-network ops."""
 
+from ..loss import cross_entropy_with_logits, nll_loss
 from .attention import attention
 from .conv import conv1d, conv2d_transpose
 from .nn import (
@@ -23,7 +24,6 @@ from .nn import (
     softmax,
     softplus,
 )
-from ..loss import cross_entropy_with_logits, nll_loss
 from .pad import pad
 from .pool1d import adaptive_avg_pool1d, avg_pool1d, max_pool1d
 

@@ -43,19 +43,27 @@ def _positive_out(call: Call, dims: dict) -> None:
             )
 
 
+def _operands(call: Call, data_layout: str, kernel_layout: str) -> tuple:
+    """data and weight of a conv call (ranks of their fixed layouts, channels that agree when
+    both shapes are known) and the output dtype."""
+    x = I.tensor_arg(call, 0, "data")
+    w = I.tensor_arg(call, 1, "weight")
+    I.require_ndim(call, x, "data", (len(data_layout),), f" (layout {data_layout})")
+    I.require_ndim(call, w, "weight", (len(kernel_layout),), f" (layout {kernel_layout})")
+    dtype = call.attrs["out_dtype"] or I.same_dtype(call, [("data", x), ("weight", w)])
+    if x.shape is not None and w.shape is not None:
+        _check_channels(call, x, w, kernel_layout.index("I"))
+    return x, w, dtype
+
+
 # ----------------------------------------------------------------------------- conv1d
 
 
 def _infer_conv1d(call: Call) -> StructInfo:
-    x = I.tensor_arg(call, 0, "data")
-    w = I.tensor_arg(call, 1, "weight")
-    I.require_ndim(call, x, "data", (3,), " (layout NCW)")
-    I.require_ndim(call, w, "weight", (3,), " (layout OIW)")
-    a = call.attrs
-    dtype = a["out_dtype"] or I.same_dtype(call, [("data", x), ("weight", w)])
+    x, w, dtype = _operands(call, "NCW", "OIW")
     if x.shape is None or w.shape is None:
         return TensorStructInfo(None, dtype, 3)
-    _check_channels(call, x, w, 1)
+    a = call.attrs
     groups = a["groups"]
     if const_int(w.shape[0]) is not None and const_int(w.shape[0]) % groups:
         raise ShapeError(
@@ -68,13 +76,14 @@ def _infer_conv1d(call: Call) -> StructInfo:
     return TensorStructInfo((x.shape[0], w.shape[0], ow), dtype)
 
 
-def _te_conv1d(data, weight, strides, padding, dilation, groups, data_layout, kernel_layout,
-               out_layout, out_dtype):  # fmt: skip
+# the layouts of conv1d and conv2d_transpose are fixed: the kernels take the other attrs
+
+
+def _te_conv1d(data, weight, strides, padding, dilation, groups, out_dtype, **layouts):
     return conv_ext.conv1d_ncw(data, weight, strides[0], padding, dilation[0], groups, out_dtype)
 
 
-def _np_conv1d(data, weight, strides, padding, dilation, groups, data_layout, kernel_layout,
-               out_layout, out_dtype):  # fmt: skip
+def _np_conv1d(data, weight, strides, padding, dilation, groups, out_dtype, **layouts):
     out = ref.conv1d_ncw(data, weight, strides[0], padding, dilation[0], groups)
     return out.astype(out_dtype or data.dtype)
 
@@ -141,15 +150,10 @@ def conv1d(
 
 
 def _infer_conv2d_transpose(call: Call) -> StructInfo:
-    x = I.tensor_arg(call, 0, "data")
-    w = I.tensor_arg(call, 1, "weight")
-    I.require_ndim(call, x, "data", (4,), " (layout NCHW)")
-    I.require_ndim(call, w, "weight", (4,), " (layout IOHW)")
-    a = call.attrs
-    dtype = a["out_dtype"] or I.same_dtype(call, [("data", x), ("weight", w)])
+    x, w, dtype = _operands(call, "NCHW", "IOHW")
     if x.shape is None or w.shape is None:
         return TensorStructInfo(None, dtype, 4)
-    _check_channels(call, x, w, 0)
+    a = call.attrs
     if const_int(x.shape[1]) is None:
         raise ShapeError(
             f"relax.nn.conv2d_transpose: in_channels of data {fmt_shape(x.shape)} must be static"
@@ -163,19 +167,12 @@ def _infer_conv2d_transpose(call: Call) -> StructInfo:
     return TensorStructInfo((x.shape[0], o, oh, ow), dtype)
 
 
-def _te_conv2d_transpose(data, weight, strides, padding, output_padding, dilation, groups,
-                         data_layout, kernel_layout, out_layout, out_dtype):  # fmt: skip
-    return conv_ext.conv2d_transpose_nchw(
-        data, weight, strides, padding, output_padding, dilation, groups, out_dtype
-    )
+def _te_conv2d_transpose(data, weight, data_layout, kernel_layout, out_layout, **attrs):
+    return conv_ext.conv2d_transpose_nchw(data, weight, **attrs)
 
 
-def _np_conv2d_transpose(data, weight, strides, padding, output_padding, dilation, groups,
-                         data_layout, kernel_layout, out_layout, out_dtype):  # fmt: skip
-    out = ref.conv2d_transpose_nchw(
-        data, weight, strides, padding, output_padding, dilation, groups
-    )
-    return out.astype(out_dtype or data.dtype)
+def _np_conv2d_transpose(data, weight, data_layout, kernel_layout, out_layout, out_dtype, **attrs):
+    return ref.conv2d_transpose_nchw(data, weight, **attrs).astype(out_dtype or data.dtype)
 
 
 _conv2d_transpose = register_op(

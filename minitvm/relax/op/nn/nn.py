@@ -203,56 +203,15 @@ def _infer_conv2d(call: Call) -> StructInfo:
     return TensorStructInfo(tuple(I.dim(d) for d in out), dtype)
 
 
-def _te_conv2d(
-    data,
-    weight,
-    strides,
-    padding,
-    dilation,
-    groups,
-    data_layout,
-    kernel_layout,
-    out_layout,
-    out_dtype=None,
-):
+def _te_conv2d(data, weight, out_layout, **attrs):
+    # the call's None means data_layout; topi's None would mean the compute's native layout
     return topi_conv.conv2d_layout(
-        data,
-        weight,
-        strides,
-        padding,
-        dilation,
-        groups,
-        data_layout,
-        kernel_layout,
-        out_layout or data_layout,
-        out_dtype,
+        data, weight, out_layout=out_layout or attrs["data_layout"], **attrs
     )
 
 
-def _np_conv2d(
-    data,
-    weight,
-    strides,
-    padding,
-    dilation,
-    groups,
-    data_layout,
-    kernel_layout,
-    out_layout,
-    out_dtype=None,
-):
-    out = ref.conv2d(
-        data,
-        weight,
-        strides,
-        padding,
-        dilation,
-        groups,
-        data_layout,
-        kernel_layout,
-        out_layout or data_layout,
-    )
-    return out.astype(out_dtype or data.dtype)
+def _np_conv2d(data, weight, out_dtype=None, **attrs):
+    return ref.conv2d(data, weight, **attrs).astype(out_dtype or data.dtype)
 
 
 _conv2d = register_op(
@@ -335,26 +294,12 @@ def _replace_hw(shape: Any, ha: int, wa: int, oh: Any, ow: Any) -> tuple:
     return tuple(out)
 
 
-def _pool_te(pool_type: str):
+def _pool2d_rule(impl: Any, pool_type: str) -> Any:
+    """The call's attrs (keywords) onto `impl(data, kernel, stride, dilation, padding, ...)`,
+    the positional order that topi.nn.pool2d and its numpy reference share."""
+
     def fn(data, pool_size, strides, padding, dilation, ceil_mode, count_include_pad, layout):
-        return topi_nn.pool2d(
-            data,
-            pool_size,
-            strides,
-            dilation,
-            padding,
-            pool_type,
-            ceil_mode,
-            count_include_pad,
-            layout,
-        )
-
-    return fn
-
-
-def _pool_np(pool_type: str):
-    def fn(data, pool_size, strides, padding, dilation, ceil_mode, count_include_pad, layout):
-        return ref.pool2d(
+        return impl(
             data,
             pool_size,
             strides,
@@ -372,15 +317,15 @@ def _pool_np(pool_type: str):
 _max_pool2d = register_op(
     "relax.nn.max_pool2d",
     _infer_pool2d,
-    _pool_te("max"),
-    _pool_np("max"),
+    _pool2d_rule(topi_nn.pool2d, "max"),
+    _pool2d_rule(ref.pool2d, "max"),
     OpPattern.OUT_EWISE_FUSABLE,
 )
 _avg_pool2d = register_op(
     "relax.nn.avg_pool2d",
     _infer_pool2d,
-    _pool_te("avg"),
-    _pool_np("avg"),
+    _pool2d_rule(topi_nn.pool2d, "avg"),
+    _pool2d_rule(ref.pool2d, "avg"),
     OpPattern.OUT_EWISE_FUSABLE,
 )
 
@@ -510,19 +455,11 @@ def _infer_batch_norm(call: Call) -> StructInfo:
     return TupleStructInfo((x, params[2], params[3]))
 
 
-def _te_batch_norm(data, gamma, beta, mean, var, axis, epsilon, center, scale):
-    return topi_nn.batch_norm(data, gamma, beta, mean, var, axis, epsilon, center, scale)
-
-
-def _np_batch_norm(data, gamma, beta, mean, var, axis, epsilon, center, scale):
-    return ref.batch_norm(data, gamma, beta, mean, var, axis, epsilon, center, scale)
-
-
 _batch_norm = register_op(
     "relax.nn.batch_norm",
     _infer_batch_norm,
-    _te_batch_norm,
-    _np_batch_norm,
+    topi_nn.batch_norm,
+    ref.batch_norm,
     OpPattern.OUT_EWISE_FUSABLE,
 )
 
@@ -560,18 +497,14 @@ def _infer_layer_norm(call: Call) -> StructInfo:
 
 
 def _te_layer_norm(data, gamma, beta, axes, epsilon, center, scale):
-    return topi_nn.layer_norm(data, gamma, beta, axes, epsilon, center, scale)
-
-
-def _np_layer_norm(data, gamma, beta, axes, epsilon, center, scale):
-    return ref.layer_norm(data, gamma, beta, axes, epsilon, center, scale)
+    return topi_nn.layer_norm(data, gamma, beta, axes, epsilon, center, scale)  # topi: `axis`
 
 
 _layer_norm = register_op(
     "relax.nn.layer_norm",
     _infer_layer_norm,
     _te_layer_norm,
-    _np_layer_norm,
+    ref.layer_norm,
     OpPattern.OUT_EWISE_FUSABLE,
 )
 
@@ -612,8 +545,8 @@ def _infer_float_unary(call: Call) -> StructInfo:
 _leakyrelu = register_op(
     "relax.nn.leakyrelu",
     _infer_float_unary,
-    lambda data, alpha: topi_nn.leaky_relu(data, alpha),
-    lambda data, alpha: ref.leaky_relu(data, alpha),
+    topi_nn.leaky_relu,
+    ref.leaky_relu,
     OpPattern.ELEMWISE,
 )
 _softplus = register_op(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ....error import ShapeError
@@ -48,14 +49,6 @@ def _pool1d_fns(pool_type: str) -> tuple:
     return te_fn, np_fn
 
 
-_max_pool1d = register_op(
-    "relax.nn.max_pool1d", _infer_pool1d, *_pool1d_fns("max"), OpPattern.OUT_EWISE_FUSABLE
-)
-_avg_pool1d = register_op(
-    "relax.nn.avg_pool1d", _infer_pool1d, *_pool1d_fns("avg"), OpPattern.OUT_EWISE_FUSABLE
-)
-
-
 def _ints(v: Any, n: int, what: str) -> tuple:
     vals = (v,) * n if isinstance(v, int) else tuple(v)
     vals = vals * n if len(vals) == 1 else vals
@@ -81,38 +74,37 @@ def _attrs(pool_size, strides, padding, dilation, ceil_mode, count_include_pad, 
     }
 
 
-def max_pool1d(
-    data: Expr,
-    pool_size: Any = (1,),
-    strides: Any = (1,),
-    padding: Any = (0, 0),
-    dilation: Any = (1,),
-    ceil_mode: bool = False,
-    count_include_pad: bool = False,
-    layout: str = "NCW",
-    out_layout: str | None = None,
-) -> Call:
-    """Max over pool_size windows along W of NCW data."""
-    attrs = _attrs(pool_size, strides, padding, dilation, ceil_mode, count_include_pad, layout,
-                   out_layout)  # fmt: skip
-    return make_call(_max_pool1d, (data,), attrs)
+def _pool1d(pool_type: str, doc: str) -> Callable[..., Call]:
+    """Register `relax.nn.{pool_type}_pool1d` and build its Python function (TVM's signature)."""
+    name = f"{pool_type}_pool1d"
+    op = register_op(
+        f"relax.nn.{name}", _infer_pool1d, *_pool1d_fns(pool_type), OpPattern.OUT_EWISE_FUSABLE
+    )
+
+    def build(
+        data: Expr,
+        pool_size: Any = (1,),
+        strides: Any = (1,),
+        padding: Any = (0, 0),
+        dilation: Any = (1,),
+        ceil_mode: bool = False,
+        count_include_pad: bool = False,
+        layout: str = "NCW",
+        out_layout: str | None = None,
+    ) -> Call:
+        attrs = _attrs(pool_size, strides, padding, dilation, ceil_mode, count_include_pad, layout,
+                       out_layout)  # fmt: skip
+        return make_call(op, (data,), attrs)
+
+    build.__name__ = build.__qualname__ = name
+    build.__doc__ = doc
+    return build
 
 
-def avg_pool1d(
-    data: Expr,
-    pool_size: Any = (1,),
-    strides: Any = (1,),
-    padding: Any = (0, 0),
-    dilation: Any = (1,),
-    ceil_mode: bool = False,
-    count_include_pad: bool = False,
-    layout: str = "NCW",
-    out_layout: str | None = None,
-) -> Call:
-    """Mean over pool_size windows along W of NCW data (padding counted only if asked)."""
-    attrs = _attrs(pool_size, strides, padding, dilation, ceil_mode, count_include_pad, layout,
-                   out_layout)  # fmt: skip
-    return make_call(_avg_pool1d, (data,), attrs)
+max_pool1d = _pool1d("max", "Max over pool_size windows along W of NCW data.")
+avg_pool1d = _pool1d(
+    "avg", "Mean over pool_size windows along W of NCW data (padding counted only if asked)."
+)
 
 
 def _infer_adaptive1d(call: Call) -> StructInfo:
