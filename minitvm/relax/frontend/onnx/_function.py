@@ -16,6 +16,7 @@ import numpy as np
 from ....error import FrontendError, MiniTVMError, OpNotImplemented
 from ...expr import Expr
 from ...struct_info import TensorStructInfo
+from ._control import walk_nodes
 from ._shape import SymTensor
 
 _DEFAULT_DOMAINS = ("", "ai.onnx")
@@ -104,32 +105,46 @@ def _renamed_nodes(onnx: Any, node: Any, func: Any, schema: Any, prefix: str) ->
             return ""
         return names[name] if name in names else prefix + name
 
-    out = []
-    for inner in func.node:
-        copy = onnx.NodeProto()
-        copy.CopyFrom(inner)
-        del copy.input[:]
-        copy.input.extend(rename(n) for n in inner.input)
-        del copy.output[:]
-        copy.output.extend(rename(n) for n in inner.output)
-        del copy.attribute[:]
-        for a in inner.attribute:
-            if a.g.node or a.graphs:
-                raise OpNotImplemented(
-                    f"the function body of {node.op_type} holds a subgraph ({inner.op_type}); "
-                    "control flow inside function ops is not supported"
-                )
-            if a.ref_attr_name:
-                if a.ref_attr_name not in attrs:
-                    continue  # unset and without default: the inner op's own default applies
-                ref = onnx.AttributeProto()
-                ref.CopyFrom(attrs[a.ref_attr_name])
-                ref.name = a.name
-                copy.attribute.append(ref)
-            else:
-                copy.attribute.append(a)
-        out.append(copy)
-    return out
+    return [_renamed_node(onnx, inner, rename, attrs) for inner in func.node]
+
+
+def _renamed_node(onnx: Any, inner: Any, rename: Any, attrs: dict) -> Any:
+    """A copy of a body node with its names renamed and attribute references resolved; the
+    same, recursively, inside its subgraphs (If, Loop and Scan read the body's values by name)."""
+    copy = onnx.NodeProto()
+    copy.CopyFrom(inner)
+    del copy.input[:]
+    copy.input.extend(rename(n) for n in inner.input)
+    del copy.output[:]
+    copy.output.extend(rename(n) for n in inner.output)
+    del copy.attribute[:]
+    for a in inner.attribute:
+        if a.ref_attr_name:
+            if a.ref_attr_name not in attrs:
+                continue  # unset and without default: the inner op's own default applies
+            ref = onnx.AttributeProto()
+            ref.CopyFrom(attrs[a.ref_attr_name])
+            ref.name = a.name
+            copy.attribute.append(ref)
+            continue
+        attr = copy.attribute.add()
+        attr.CopyFrom(a)
+        if a.HasField("g"):
+            _rename_graph(onnx, attr.g, rename, attrs)
+        for g in attr.graphs:
+            _rename_graph(onnx, g, rename, attrs)
+    return copy
+
+
+def _rename_graph(onnx: Any, graph: Any, rename: Any, attrs: dict) -> None:
+    """Rename every value of a subgraph of a function body in place (schema bodies are ONNX's
+    own and nest a level or two, so recursion is bounded)."""
+    for infos in (graph.input, graph.output, graph.value_info, graph.initializer):
+        for info in infos:
+            info.name = rename(info.name)
+    nodes = [_renamed_node(onnx, n, rename, attrs) for n in graph.node]
+    del graph.node[:]
+    graph.node.extend(nodes)
 
 
 def expand(ctx: Any, node: Any, inputs: list, convert_node: Any, supported: Any) -> list:
@@ -145,10 +160,12 @@ def expand(ctx: Any, node: Any, inputs: list, convert_node: Any, supported: Any)
     ctx.function_count = getattr(ctx, "function_count", 0) + 1
     prefix = f"_{node.op_type}_{ctx.function_count}__"
     body = _renamed_nodes(onnx, node, func, schema, prefix)
+    graph = onnx.GraphProto()
+    graph.node.extend(body)
     missing = sorted(
         {
             f"{n.domain or 'ai.onnx'}::{n.op_type}"
-            for n in body
+            for n, _ in walk_nodes(graph)
             if not supported(n) and not has_body(onnx, n, body_opset)
         }
     )

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ... import op as R
+from ._control import convert_if
 from ._elementwise import (
     _binary,
     _bit_cast,
@@ -107,6 +108,7 @@ from ._quantize import (
     _quantize_linear,
 )
 from ._recurrent import _recurrent
+from ._unroll import convert_loop, convert_scan
 
 # ----------------------------------------------------------------------------- the table
 
@@ -263,10 +265,16 @@ CONVERTERS: dict[str, Callable] = {
     "CumProd": _cumulative(R.cumprod),
     "Einsum": _einsum,
     "Resize": _resize,
+    "If": convert_if,
+    "Loop": convert_loop,
+    "Scan": convert_scan,
 }
 
-# ops whose value at import time is not a function of their inputs' values alone
-NEVER_FOLD = frozenset({"Shape", "Size", "Constant", "Dropout", "RandomNormal", "RandomUniform"})
+# ops whose value at import time is not a function of their inputs' values alone (control flow
+# also reads the enclosing graph's values; its converters fold what is known themselves)
+NEVER_FOLD = frozenset(
+    {"Shape", "Size", "Constant", "Dropout", "RandomNormal", "RandomUniform", "If", "Loop", "Scan"}
+)
 
 # ops that sum many terms: float16 inputs are computed in float32 and the result rounded once,
 # as ONNX Runtime and numpy do (a float16 running sum loses digits after a few hundred terms)

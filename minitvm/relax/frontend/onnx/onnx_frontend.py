@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 import operator
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from typing import Any
 
 import numpy as np
@@ -28,7 +28,7 @@ from ...expr import Expr, Tuple, Var, const
 from ...functor import used_vars
 from ...struct_info import TensorStructInfo
 from ..common import raise_unsupported
-from . import _checks, _function, _ops, _shape
+from . import _checks, _control, _dataflow, _function, _ops, _shape
 from ._shape import SymTensor
 
 SUPPORTED_OPSETS = range(13, 22)  # tested; 11 and 12 work where converters note the difference
@@ -40,6 +40,8 @@ _CONVERTED_FROM_OPSET = 11
 # the newest opset defined by onnx 1.23; converters implement each op's newest meaning up to it
 _MAX_OPSET = 28
 _DEFAULT_DOMAINS = ("", "ai.onnx")
+# ops whose converter also implements versions older than opset 11's: op -> the oldest one
+_OLDER_VERSIONS_CONVERTED = {"If": 1, "Loop": 1, "Scan": 8}
 
 
 def _require_onnx() -> Any:
@@ -69,11 +71,15 @@ def onnx_dtype(elem_type: int) -> str:
 class Context:
     """State of one import: the BlockBuilder, value table, symbolic dims and kept params."""
 
-    def __init__(self, opset: int, keep_params: bool):
+    def __init__(self, opset: int, keep_params: bool, dataflow: bool = True):
         self.bb = BlockBuilder()
         self.opset = opset
         self.keep_params = keep_params
-        self.values: dict[str, Any] = {}
+        self.dataflow = dataflow  # emitting into a dataflow block (no If can be emitted)
+        self.values: MutableMapping[str, Any] = {}  # a ChainMap of scopes inside subgraphs
+        self.graph_depth = 0  # subgraphs entered
+        self.subgraph_nodes = 0  # subgraph nodes converted, every loop iteration counted
+        self.if_dims = 0  # If outputs given fresh symbolic dims (they are numbered)
         self.sym_vars: dict[str, TirVar] = {}
         self.plain_dims: set[str] = set()  # dim_params that are bare identifiers
         self.param_values: dict[Var, np.ndarray] = {}
@@ -216,10 +222,22 @@ def from_onnx(
 
 
 def _import(onnx, model, shape_dict, dtype_dict, opset, keep_params, sanitize, where) -> Any:
+    """The import into one dataflow block; a model with an If that runs at run time is
+    imported again without dataflow blocks, which are then regrouped around its Ifs."""
+    args = (onnx, model, shape_dict, dtype_dict, opset, keep_params, sanitize, where)
+    try:
+        return _import_as(*args, dataflow=True)
+    except _control.ControlFlowFound:
+        mod = _import_as(*args, dataflow=False)
+        mod["main"] = _dataflow.with_dataflow_blocks(mod["main"])
+        return mod
+
+
+def _import_as(onnx, model, shape_dict, dtype_dict, opset, keep_params, sanitize, where, dataflow):
     graph = model.graph
     if opset is None and not any(o.domain in _DEFAULT_DOMAINS for o in model.opset_import):
         _check_ops(graph, onnx, _MAX_OPSET)  # only other domains: their ops are named first
-    ctx = Context(_model_opset(model, opset), keep_params)
+    ctx = Context(_model_opset(model, opset), keep_params, dataflow)
     _check_ops(graph, onnx, ctx.opset)
     _checks.check_ssa(graph)
     init_names = {t.name for t in graph.initializer}
@@ -241,17 +259,11 @@ def _import(onnx, model, shape_dict, dtype_dict, opset, keep_params, sanitize, w
         where[0] = f"from_onnx: initializer {tensor.name!r}"
         ctx.values[tensor.name] = ctx.initializer(tensor.name, _checks.tensor_array(onnx, tensor))
     with ctx.bb.function("main", params=inputs):
-        with ctx.bb.dataflow():
-            for info, var in zip(graph_inputs, inputs):
-                ctx.values[info.name] = var
-            for node in graph.node:
-                where[0] = f"from_onnx: {node_label(node)}"
-                _convert_node(ctx, node)
-            where[0] = "from_onnx: the graph outputs"
-            outs = [_output(ctx, o.name) for o in graph.output]
-            if not outs:
-                raise FrontendError("from_onnx: the graph has no outputs")
-            out = ctx.bb.emit_output(outs[0] if len(outs) == 1 else Tuple(tuple(outs)))
+        if dataflow:
+            with ctx.bb.dataflow():
+                out = ctx.bb.emit_output(_graph_body(ctx, graph, graph_inputs, inputs, where))
+        else:
+            out = _graph_body(ctx, graph, graph_inputs, inputs, where)
         ctx.bb.emit_func_output(out)
     mod = ctx.bb.get()
     if keep_params:
@@ -263,6 +275,20 @@ def _import(onnx, model, shape_dict, dtype_dict, opset, keep_params, sanitize, w
             func = func.with_attr("params", [nd.array(ctx.param_values[v]) for v in used])
         mod["main"] = func
     return mod
+
+
+def _graph_body(ctx: Context, graph: Any, graph_inputs: list, inputs: list, where: list) -> Expr:
+    """Convert the graph's nodes; its output (a tuple of several)."""
+    for info, var in zip(graph_inputs, inputs):
+        ctx.values[info.name] = var
+    for node in graph.node:
+        where[0] = f"from_onnx: {node_label(node)}"
+        _convert_node(ctx, node)
+    where[0] = "from_onnx: the graph outputs"
+    outs = [_output(ctx, o.name) for o in graph.output]
+    if not outs:
+        raise FrontendError("from_onnx: the graph has no outputs")
+    return outs[0] if len(outs) == 1 else Tuple(tuple(outs))
 
 
 def _model_opset(model: Any, opset: int | None) -> int:
@@ -292,16 +318,18 @@ def _model_opset(model: Any, opset: int | None) -> int:
 
 
 def _check_ops(graph: Any, onnx: Any, opset: int) -> None:
-    """Report every node whose op has no converter, all in one OpNotImplemented."""
+    """Report every node (subgraphs' included) whose op has no converter, all in one
+    OpNotImplemented."""
+    nodes = list(_control.walk_nodes(graph))
     missing = [
-        (f"{n.domain or 'ai.onnx'}::{n.op_type}", f"node {n.name!r} (op_type {n.op_type!r})")
-        for n in graph.node
+        (f"{n.domain or 'ai.onnx'}::{n.op_type}", f"node {n.name!r} (op_type {n.op_type!r}){w}")
+        for n, w in nodes
         if not _has_converter(n) and not _function.has_body(onnx, n, opset)
     ]
     if opset < _CONVERTED_FROM_OPSET:
         missing += [
-            (_old_version(onnx, n, opset), f"node {n.name!r} (op_type {n.op_type!r})")
-            for n in graph.node
+            (_old_version(onnx, n, opset), f"node {n.name!r} (op_type {n.op_type!r}){w}")
+            for n, w in nodes
             if _old_version(onnx, n, opset)
         ]
     raise_unsupported("from_onnx", missing)
@@ -319,7 +347,7 @@ def _old_version(onnx: Any, node: Any, opset: int) -> str:
         known = onnx.defs.get_schema(node.op_type, _CONVERTED_FROM_OPSET, node.domain)
     except onnx.defs.SchemaError:
         return ""
-    if then == known.since_version:
+    if then == known.since_version or then >= _OLDER_VERSIONS_CONVERTED.get(node.op_type, then + 1):
         return ""
     return (
         f"ai.onnx::{node.op_type}-{then} (opset {opset}, older than the versions minitvm "
