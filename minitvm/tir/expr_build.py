@@ -4,10 +4,13 @@ PrimExpr operators (expr.py) call these, which expr.py re-exports."""
 
 from __future__ import annotations
 
+import operator
+from collections.abc import Callable
 from typing import Any
 
 from ..error import DTypeError
 from ..ir.dtype import DataType
+from . import expr as tx
 from .expr import (
     And,
     Broadcast,
@@ -81,14 +84,31 @@ def _promoted_type(x: DataType, y: DataType) -> DataType:
     return x if x.is_int else y
 
 
+# node class -> the Python operator with its meaning on integers (Python's // and % are floor
+# division and modulo). Evaluators of index expressions start from this table and replace the
+# entries their values need otherwise (numpy arrays, a division by zero).
+INT_OPERATORS: dict[type, Callable[[Any, Any], Any]] = {
+    tx.Add: operator.add,
+    tx.Sub: operator.sub,
+    tx.Mul: operator.mul,
+    tx.FloorDiv: operator.floordiv,
+    tx.FloorMod: operator.mod,
+    tx.Min: min,
+    tx.Max: max,
+    tx.EQ: operator.eq,
+    tx.NE: operator.ne,
+    tx.LT: operator.lt,
+    tx.LE: operator.le,
+    tx.GT: operator.gt,
+    tx.GE: operator.ge,
+    tx.And: operator.and_,
+    tx.Or: operator.or_,
+}
+
+# the arithmetic `binary` folds on integer constants (a comparison's result is a bool)
 _FOLD = {
-    "Add": lambda x, y: x + y,
-    "Sub": lambda x, y: x - y,
-    "Mul": lambda x, y: x * y,
-    "Min": min,
-    "Max": max,
-    "FloorDiv": lambda x, y: x // y,  # Python's // and % are floor division and modulo
-    "FloorMod": lambda x, y: x % y,
+    cls: INT_OPERATORS[cls]
+    for cls in (tx.Add, tx.Sub, tx.Mul, tx.Min, tx.Max, tx.FloorDiv, tx.FloorMod)
 }
 
 
@@ -96,7 +116,7 @@ def binary(cls: type, a: Any, b: Any) -> PrimExpr:
     """Build `cls(a, b)` after promotion, folding when both sides are integer constants."""
     a, b = _match_operands(a, b)
     if isinstance(a, IntImm) and isinstance(b, IntImm) and a.dtype.is_integer:
-        fold = _FOLD.get(cls.__name__)
+        fold = _FOLD.get(cls)
         if fold is not None and not (b.value == 0 and cls in (FloorDiv, FloorMod)):
             value = fold(a.value, b.value)
             try:
@@ -196,3 +216,16 @@ def const_value(x: Any) -> int | float | None:
     if isinstance(x, IntImm | FloatImm):
         return x.value
     return None
+
+
+def flatten_operands(e: Any, cls: type) -> list[Any]:
+    """The operands of a chain of `cls` nodes, left to right: `flatten_operands(a & (b & c),
+    And)` is [a, b, c], the conjuncts; anything else is its own single operand."""
+    out, stack = [], [e]
+    while stack:  # a loop, not recursion: a long chain of guards must not hit the limit
+        x = stack.pop()
+        if isinstance(x, cls):
+            stack += [x.b, x.a]
+        else:
+            out.append(x)
+    return out

@@ -11,19 +11,21 @@ from ..ir.recursion import DEEP_RECURSION_LIMIT, allows_deep_recursion, deep_rec
 # What a walker does with a value, by its type. Cached per type: isinstance against FrozenDict
 # (a Mapping, so an ABC) cost a third of every walk when asked of each field.
 _NODE, _TUPLE, _LIST, _FROZENDICT, _DICT, _LEAF = range(6)
-_KINDS: dict[type, int] = {}
 
 
-def _kind(t: type) -> int:
-    """The walker kind of values of type `t`."""
-    k = _KINDS.get(t)
-    if k is None:
+class _KindTable(dict):
+    """type -> the walker kind of its values, worked out on a type's first lookup."""
+
+    def __missing__(self, t: type) -> int:
         kinds = ((Node, _NODE), (tuple, _TUPLE), (list, _LIST), (FrozenDict, _FROZENDICT))
         k = next(
             (k for base, k in kinds if issubclass(t, base)), _DICT if issubclass(t, dict) else _LEAF
         )
-        _KINDS[t] = k
-    return k
+        self[t] = k
+        return k
+
+
+_KINDS = _KindTable()
 
 
 def _dispatch(visitor_cls: type, node_cls: type) -> Callable | None:
@@ -50,9 +52,7 @@ class Visitor:
 
     def visit(self, n: Any) -> None:
         t = type(n)
-        k = _KINDS.get(t)
-        if k is None:
-            k = _kind(t)
+        k = _KINDS[t]
         if k == _NODE:
             method = _dispatch(type(self), t)
             if method is not None:
@@ -71,10 +71,7 @@ class Visitor:
         visit = self.visit
         for name in field_names(type(n)):
             value = getattr(n, name)
-            k = _KINDS.get(type(value))
-            if k is None:
-                k = _kind(type(value))
-            if k < _DICT:  # nodes, tuples, lists and FrozenDicts hold children
+            if _KINDS[type(value)] < _DICT:  # nodes, tuples, lists and FrozenDicts hold children
                 visit(value)
 
 
@@ -90,9 +87,7 @@ class Mutator:
 
     def visit(self, n: Any) -> Any:
         t = type(n)
-        k = _KINDS.get(t)
-        if k is None:
-            k = _kind(t)
+        k = _KINDS[t]
         if k == _NODE:
             hit = self._memo.get(id(n))
             if hit is not None:
@@ -115,9 +110,7 @@ class Mutator:
         visit = self.visit
         for name in field_names(type(n)):
             value = getattr(n, name)
-            k = _KINDS.get(type(value))
-            if k is None:
-                k = _kind(type(value))
+            k = _KINDS[type(value)]
             if k == _NODE or k == _TUPLE or k == _FROZENDICT:
                 new = visit(value)
                 if new is not value:
@@ -179,6 +172,24 @@ class _FnSubstitute(Mutator):
     def visit_Var(self, v: Node) -> Any:
         out = self.fn(v)
         return v if out is None else out
+
+
+class _MapOutermost(Mutator):
+    """Replaces the outermost nodes `match` accepts by `fn(node)`; one class for every call."""
+
+    def __init__(self, match: Callable[[Node], bool], fn: Callable[[Node], Any]) -> None:
+        super().__init__()
+        self.match, self.fn = match, fn
+
+    def visit_Node(self, n: Node) -> Any:
+        return self.fn(n) if self.match(n) else self.generic_visit(n)
+
+
+@allows_deep_recursion
+def map_outermost(n: Any, match: Callable[[Node], bool], fn: Callable[[Node], Any]) -> Any:
+    """`n` with every outermost node that `match` accepts replaced by `fn(node)`; what lies
+    inside a replaced node is not visited (that is `fn`'s to rewrite)."""
+    return _MapOutermost(match, fn).visit(n)
 
 
 @allows_deep_recursion

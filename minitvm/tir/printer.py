@@ -129,25 +129,12 @@ class _FreeVars(Visitor):
     def visit_Var(self, v: Var) -> None:
         self.seen.setdefault(id(v), v)
 
-    def visit_For(self, s: For) -> None:
-        self.defined.add(id(s.loop_var))
-        self.generic_visit(s)
+    def _binding(self, n: For | IterVar | LetStmt | Allocate | AllocateConst) -> None:
+        """A loop, iterator, let or allocation defines its variable (its `_def_fields`)."""
+        self.defined.update(id(getattr(n, f)) for f in type(n)._def_fields)
+        self.generic_visit(n)
 
-    def visit_IterVar(self, iv: IterVar) -> None:
-        self.defined.add(id(iv.var))
-        self.generic_visit(iv)
-
-    def visit_LetStmt(self, s: LetStmt) -> None:
-        self.defined.add(id(s.var))
-        self.generic_visit(s)
-
-    def visit_Allocate(self, s: Allocate) -> None:
-        self.defined.add(id(s.buffer_var))
-        self.generic_visit(s)
-
-    def visit_AllocateConst(self, s: AllocateConst) -> None:
-        self.defined.add(id(s.buffer_var))
-        self.generic_visit(s)
+    visit_For = visit_IterVar = visit_LetStmt = visit_Allocate = visit_AllocateConst = _binding
 
     def visit_Buffer(self, b: Buffer) -> None:
         self.defined.add(id(b.data))

@@ -9,7 +9,7 @@ from typing import Any
 
 from ...error import InternalError
 from ..buffer import Buffer
-from ..expr import BufferLoad, Let, Var
+from ..expr import BufferLoad, Var
 from ..function import PrimFunc
 from ..functor import Visitor
 from ..stmt import Allocate, Block, BlockRealize, BufferStore, DeclBuffer, For, LetStmt
@@ -24,6 +24,7 @@ def _show(n: Any) -> str:
 
 
 _THREAD_SCOPES = frozenset({"thread_extent", "virtual_thread"})
+
 
 class _Verifier(Visitor):
     def __init__(self, allow_blocks: bool, flat: bool | None, where: str) -> None:
@@ -121,10 +122,7 @@ class _Verifier(Visitor):
         with self.define(let, let.var):
             self.visit(let.body)
 
-    def visit_Let(self, let: Let) -> None:
-        self.visit(let.value)
-        with self.define(let, let.var):
-            self.visit(let.body)
+    visit_Let = visit_LetStmt  # the expression form binds its variable the same way
 
     def visit_Allocate(self, alloc: Allocate) -> None:
         self.visit((alloc.extents, alloc.condition))

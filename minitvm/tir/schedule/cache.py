@@ -580,6 +580,28 @@ def _consumer_set(func, what, sc, consumers, r) -> set[int] | None:
     return out
 
 
+def _cached(func: PrimFunc, r: BlockRealize, index: Any, scope: str, read: bool) -> tuple:
+    """(message prefix, buffer) of cache_read (`read`) or cache_write, after checking the
+    index and the storage scope."""
+    side = "read" if read else "write"
+    what = (
+        f"cache_{side}(block '{r.block.name_hint}', {side}_buffer_index={index}, "
+        f"storage_scope={scope!r})"
+    )
+    regions = r.block.reads if read else r.block.writes
+    return what, _indexed_region(func, what, r, regions, index, side + "s", scope).buffer
+
+
+def _cache_buffer(func, sc, site, buf, scope, window, ana) -> tuple[Buffer, bool, list]:
+    """(the cache of `window` of `buf` in `scope`, whether it holds just the window,
+    the window's offset in `buf`)."""
+    compact = site.loop is None and sc.path != ()
+    cache_name = unique_name(func, f"{buf.name}_{scope}")
+    cache = _window_buffer(buf, cache_name, scope, window, compact, ana)
+    offset = [lo for lo, _ in window] if compact else [IntImm("int32", 0)] * len(window)
+    return cache, compact, offset
+
+
 def cache_read(
     func: PrimFunc,
     r: BlockRealize,
@@ -590,10 +612,7 @@ def cache_read(
     loop_names: list[str] | None = None,
 ) -> tuple[PrimFunc, str]:
     """Copy the `index`-th buffer `r` reads into a new buffer in `scope` and read that instead."""
-    name = r.block.name_hint
-    what = f"cache_read(block '{name}', read_buffer_index={index}, storage_scope={scope!r})"
-    reads = r.block.reads
-    buf = _indexed_region(func, what, r, reads, index, "reads", scope).buffer
+    what, buf = _cached(func, r, index, scope, read=True)
     sc = _Scope(func, r_path)
     writers = [b for b, _ in sc.blocks if any(w.buffer is buf for w in b.block.writes)]
     if len(writers) > 1:
@@ -651,16 +670,13 @@ def cache_read(
             r,
         )
     _check_inside(func, what, sc, site, window, w_path, readers, buf, r)
-    compact = site.loop is None and sc.path != ()
-    cache_name = unique_name(func, f"{buf.name}_{scope}")
-    cache = _window_buffer(buf, cache_name, scope, window, compact, ana)
-    offset = [lo for lo, _ in window] if compact else [IntImm("int32", 0)] * len(window)
+    cache, compact, offset = _cache_buffer(func, sc, site, buf, scope, window, ana)
     rename = _Shift(buf, cache, offset, stores=False)
     table = {id(b): b.replace(block=rename.visit(b.block)) for b in readers}
     _check_opaque(func, what, cache, [rename], buf, r)
-    nest = _stage(buf, cache, cache_name, window, compact, True, loop_names, ana)
+    nest = _stage(buf, cache, cache.name, window, compact, True, loop_names, ana)
     keep = list(readers)  # noqa: F841  (ids in `table` stay unique while we rebuild)
-    return _apply(func, sc, site, nest, cache, table), cache_name
+    return _apply(func, sc, site, nest, cache, table), cache.name
 
 
 def cache_write(
@@ -674,9 +690,7 @@ def cache_write(
 ) -> tuple[PrimFunc, str]:
     """Make `r` write its `index`-th output into a new buffer in `scope`, copied back after."""
     name = r.block.name_hint
-    what = f"cache_write(block '{name}', write_buffer_index={index}, storage_scope={scope!r})"
-    writes = r.block.writes
-    buf = _indexed_region(func, what, r, writes, index, "writes", scope).buffer
+    what, buf = _cached(func, r, index, scope, read=False)
     if r.block.init is None and _loads(r.block.body, buf) and not _reads_own_writes(r, r_path, buf):
         raise schedule_error(
             func,
@@ -715,7 +729,7 @@ def cache_write(
     site = _placed(func, what, _site(sc, r, first, at_end=True), r)
     r_path = sc.path_of(r)
     ana = sc.analyzer(r_path)
-    (region,) = [rg for rg in writes if rg.buffer is buf][:1]
+    (region,) = [rg for rg in r.block.writes if rg.buffer is buf][:1]
     window = _relaxed(sc, region, r, _below(sc, r_path, site), ana)
     if window is None:
         raise schedule_error(
@@ -735,42 +749,15 @@ def cache_write(
             "in its loops",
             r,
         )
-    compact = site.loop is None and sc.path != ()
-    cache_name = unique_name(func, f"{buf.name}_{scope}")
-    cache = _window_buffer(buf, cache_name, scope, window, compact, ana)
-    offset = [lo for lo, _ in window] if compact else [IntImm("int32", 0)] * len(window)
+    cache, compact, offset = _cache_buffer(func, sc, site, buf, scope, window, ana)
     rewrite = _Shift(buf, cache, offset)
     table = {id(r): r.replace(block=rewrite.visit(r.block))}
     reread = _Shift(buf, cache, offset, stores=False)
     table.update({id(b): b.replace(block=reread.visit(b.block)) for b in direct})
     _check_opaque(func, what, cache, [rewrite, reread], buf, r)
-    nest = _stage(cache, buf, cache_name, window, compact, False, loop_names, ana)
+    nest = _stage(cache, buf, cache.name, window, compact, False, loop_names, ana)
     keep = [r, *direct]  # noqa: F841  (ids in `table` stay unique while we rebuild)
-    return _apply(func, sc, site, nest, cache, table), cache_name
-
-
-def set_scope(func: PrimFunc, r: BlockRealize, index: int, scope: str) -> PrimFunc:
-    """Move the `index`-th buffer that `r` writes (an intermediate) to storage `scope`."""
-    name = r.block.name_hint
-    what = f"set_scope(block '{name}', buffer_index={index}, storage_scope={scope!r})"
-    writes = r.block.writes
-    if not isinstance(index, int) or not -len(writes) <= index < len(writes):
-        raise schedule_error(
-            func,
-            f"{what}: block '{name}' writes {len(writes)} buffers; use an index in "
-            f"0..{len(writes) - 1}",
-            r,
-        )
-    buf = writes[index].buffer
-    if any(b is buf for b in func.buffer_map.values()):
-        raise schedule_error(
-            func,
-            f"{what}: {buf.name} is a parameter of the function; its memory belongs to the "
-            "caller. Use cache_write to stage it in another scope",
-            r,
-        )
-    new = buf.replace(storage_scope=scope)
-    return func.replace(body=_Rename(buf, new).visit(func.body))
+    return _apply(func, sc, site, nest, cache, table), cache.name
 
 
 from .cache_inplace import cache_inplace  # noqa: F401 - cache_inplace.py, re-exported

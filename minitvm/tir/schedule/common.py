@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ...error import ScheduleError
 from ..expr import (
     Add,
+    BufferLoad,
     FloorDiv,
     FloorMod,
     IntImm,
@@ -19,7 +21,8 @@ from ..expr import (
     const_value,
 )
 from ..function import PrimFunc
-from ..stmt import Block, BlockRealize, For
+from ..functor import Mutator
+from ..stmt import Block, BlockRealize, BufferStore, For, MatchBufferRegion
 from .tree import block_realizes, walk
 
 
@@ -50,6 +53,11 @@ def const_int(e: Any) -> int | None:
     """The Python int of an integer constant expression, else None."""
     value = const_value(e)
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def shown_factors(factors: list) -> list:
+    """Loop factors as an error message shows them: constants as ints, the rest as they are."""
+    return [const_int(f) if const_int(f) is not None else f for f in factors]
 
 
 def is_one(e: Any) -> bool:
@@ -145,3 +153,48 @@ def insert_in_scope(func: PrimFunc, new: Any, index_of: Any) -> PrimFunc:
     if root is None:
         return func.replace(body=new_body)
     return func.replace(body=root.replace(block=root.block.replace(body=new_body)))
+
+
+class SimplifyIndices(Mutator):
+    """Simplify buffer indices and region bounds under the analyzer's variable ranges."""
+
+    def __init__(self, ana: Any) -> None:
+        super().__init__()
+        self.ana = ana
+
+    def visit_BufferLoad(self, e: BufferLoad) -> Any:
+        return e.replace(indices=tuple(self.ana.simplify(self.visit(i)) for i in e.indices))
+
+    def visit_BufferStore(self, s: BufferStore) -> Any:
+        indices = tuple(self.ana.simplify(self.visit(i)) for i in s.indices)
+        return s.replace(value=self.visit(s.value), indices=indices)
+
+    def visit_Range(self, rg: Range) -> Any:
+        return Range(self.ana.simplify(rg.min), self.ana.simplify(rg.extent))
+
+
+class ReplaceBuffers(Mutator):
+    """Buffers in `table` (by id) are replaced; a match_buffer view of a replaced buffer
+    becomes `derive(view)` (stays itself without `derive`), and the view's uses follow."""
+
+    def __init__(self, table: dict, derive: Callable[[Any], Any] | None = None) -> None:
+        super().__init__()
+        self.table, self.derive, self.keep = table, derive, []
+
+    def visit_Buffer(self, b: Any) -> Any:
+        return self.table.get(id(b), b)
+
+    def visit_MatchBufferRegion(self, m: MatchBufferRegion) -> Any:
+        source = self.visit(m.source)
+        if source is m.source:
+            return m
+        if self.derive is None:
+            return m.replace(source=source)
+        view = self.derive(m.buffer)
+        self.table[id(m.buffer)] = view
+        self.keep.append(m.buffer)  # its id stays a key of `table` while we rebuild
+        return MatchBufferRegion(view, source)
+
+    def visit_Block(self, b: Block) -> Any:
+        matches = self.visit(b.match_buffers)  # first: the body uses the views
+        return self.generic_visit(b.replace(match_buffers=matches))

@@ -394,6 +394,38 @@ def _check_same_scope(func, what, r_path, loop, loop_path, r):
         )
 
 
+def _start(
+    primitive: str, func: PrimFunc, r: BlockRealize, r_path: Path, loop: For, loop_path: Path
+) -> tuple[str, str, list[tuple[BlockRealize, Path]]]:
+    """The checks compute_at and reverse_compute_at (`primitive`) share: (r's name, the
+    message prefix, the blocks of r's scope)."""
+    name = r.block.name_hint
+    what = f"{primitive}(block '{name}', loop '{loop.loop_var.name}')"
+    _check_same_scope(func, what, r_path, loop, loop_path, r)
+    _check_idempotent(func, what, r)
+    scope, scope_path = _scope_of(r_path)
+    return name, what, scope_blocks(scope, scope_path)
+
+
+def _finish(
+    func: PrimFunc,
+    what: str,
+    r: BlockRealize,
+    intervals: list,
+    outer: list[For],
+    loop: For,
+    producers: list,
+    consumers: list,
+    index: int,
+    preserve_unit_loops: bool,
+) -> PrimFunc:
+    """`func` with block r, its iterators over `intervals`, moved under `loop` (after the
+    blocks that hold `producers`, before those that hold `consumers`)."""
+    new = _rebind(func, r, intervals, outer, preserve_unit_loops)
+    new_loop = _insert_at(func, what, loop, new, producers, consumers, index, True)
+    return replace_stmts(func, {id(r): None, id(loop): new_loop}, [r, loop])
+
+
 def compute_at(
     func: PrimFunc,
     r: BlockRealize,
@@ -404,12 +436,7 @@ def compute_at(
     index: int = -1,
 ) -> PrimFunc:
     """Move producer block r under `loop`, computing only what consumers there read."""
-    name = r.block.name_hint
-    what = f"compute_at(block '{name}', loop '{loop.loop_var.name}')"
-    _check_same_scope(func, what, r_path, loop, loop_path, r)
-    _check_idempotent(func, what, r)
-    scope, scope_path = _scope_of(r_path)
-    blocks = scope_blocks(scope, scope_path)
+    name, what, blocks = _start("compute_at", func, r, r_path, loop, loop_path)
     outs = _writes(r)
     consumers = [(b, p) for b, p in blocks if b is not r and _reads(b) & outs]
     inside = [(b, p) for b, p in consumers if _under(p, loop)]
@@ -483,10 +510,11 @@ def compute_at(
     intervals: list = [None] * len(r.block.iter_vars)
     for k, span in _iter_spans(r, write, need, ana).items():
         intervals[k] = span
-    new = _rebind(func, r, intervals, outer, preserve_unit_loops)
     producers = [b for b, _ in blocks if b is not r and _writes(b) & _reads(r)]
-    new_loop = _insert_at(func, what, loop, new, producers, [b for b, _ in inside], index, True)
-    return replace_stmts(func, {id(r): None, id(loop): new_loop}, [r, loop])
+    inside_blocks = [b for b, _ in inside]
+    return _finish(
+        func, what, r, intervals, outer, loop, producers, inside_blocks, index, preserve_unit_loops
+    )
 
 
 def reverse_compute_at(
@@ -499,12 +527,7 @@ def reverse_compute_at(
     index: int = -1,
 ) -> PrimFunc:
     """Move consumer block r under `loop`, consuming what the producers there just wrote."""
-    name = r.block.name_hint
-    what = f"reverse_compute_at(block '{name}', loop '{loop.loop_var.name}')"
-    _check_same_scope(func, what, r_path, loop, loop_path, r)
-    _check_idempotent(func, what, r)
-    scope, scope_path = _scope_of(r_path)
-    blocks = scope_blocks(scope, scope_path)
+    name, what, blocks = _start("reverse_compute_at", func, r, r_path, loop, loop_path)
     ins = _reads(r)
     producers = [(b, p) for b, p in blocks if b is not r and _writes(b) & ins]
     inside = [(b, p) for b, p in producers if _under(p, loop)]
@@ -587,10 +610,11 @@ def reverse_compute_at(
                     )
                 intervals[k] = span
     _check_cover(func, what, r, intervals, produced, ana, loop)
-    new = _rebind(func, r, intervals, outer, preserve_unit_loops)
     consumers = [b for b, _ in blocks if b is not r and _reads(b) & _writes(r)]
-    new_loop = _insert_at(func, what, loop, new, [b for b, _ in inside], consumers, index, True)
-    return replace_stmts(func, {id(r): None, id(loop): new_loop}, [r, loop])
+    inside_blocks = [b for b, _ in inside]
+    return _finish(
+        func, what, r, intervals, outer, loop, inside_blocks, consumers, index, preserve_unit_loops
+    )
 
 
 def _covers_domain(span: Interval, iv: Any, ana: Any) -> bool:

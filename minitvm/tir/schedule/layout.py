@@ -34,7 +34,7 @@ from ..stmt import (
     MatchBufferRegion,
     Stmt,
 )
-from .common import analyzer, schedule_error
+from .common import ReplaceBuffers, SimplifyIndices, analyzer, schedule_error
 from .instruction import register_python_renderer, render
 from .trace import register_json_codec
 from .tree import Path, replace_stmt, walk
@@ -347,12 +347,12 @@ def transform_layout(
     inverse, pred = imap.non_surjective_inverse(list(buf.shape))
     producer = _row_major_producer(func, buf)
     if producer is not None:
-        func, block_name = _pad_in_producer(func, producer, buf, imap, layout, inverse, pred, pad)
+        func, block_name = _pad_in_producer(func, producer, layout, inverse, pred, pad)
         func = _rewrite_buffer(func, buf, new, fn)
         return _simplify_block(func, block_name)
     nest = _row_major_loops(func, buf)
     if nest is not None:
-        func, outer = _pad_in_loops(func, nest, buf, layout, inverse, pred, pad)
+        func, outer = _pad_in_loops(func, nest, layout, inverse, pred, pad)
         func = _rewrite_buffer(func, buf, new, fn)
         return _simplify_loops(func, outer)
     func = _rewrite_buffer(func, buf, new, fn)
@@ -384,34 +384,9 @@ def set_axis_separator(func: PrimFunc, r: BlockRealize, spec: Any, separators: A
     return _with_buffer(func, buf, new, matched)
 
 
-class _Rebuffer(Mutator):
-    """Buffers in `table` (by id) are replaced; a match_buffer view of a replaced buffer is
-    replaced by `derive(view)`, and its uses follow."""
-
-    def __init__(self, table: dict, derive: Callable) -> None:
-        super().__init__()
-        self.table, self.derive, self.keep = table, derive, []
-
-    def visit_Buffer(self, b: Buffer) -> Buffer:
-        return self.table.get(id(b), b)
-
-    def visit_MatchBufferRegion(self, m: MatchBufferRegion) -> Any:
-        source = self.visit(m.source)
-        if source is m.source:
-            return m
-        view = self.derive(m.buffer)
-        self.table[id(m.buffer)] = view
-        self.keep.append(m.buffer)
-        return MatchBufferRegion(view, source)
-
-    def visit_Block(self, b: Block) -> Any:
-        matches = self.visit(b.match_buffers)  # first: the body uses the views
-        return self.generic_visit(b.replace(match_buffers=matches))
-
-
 def _with_buffer(func: PrimFunc, old: Buffer, new: Buffer, derive: Callable) -> PrimFunc:
     """`func` with buffer `old` replaced by `new` everywhere (views derived by `derive`)."""
-    mut = _Rebuffer({id(old): new}, derive)
+    mut = ReplaceBuffers({id(old): new}, derive)
     body = mut.visit(func.body)
     buffer_map = {p: (new if b is old else b) for p, b in func.buffer_map.items()}
     return func.replace(body=body, buffer_map=type(func.buffer_map)(buffer_map))
@@ -506,7 +481,7 @@ def transform_block_layout(func: PrimFunc, r: BlockRealize, path: Path, index_ma
             ana.bind(iv.var, iv.dom)
     olds = inverse.map_indices([iv.var for iv in new_ivs])
     vmap = {iv.var: ana.simplify(e) for iv, e in zip(block.iter_vars, olds)}
-    simp = _SimplifyIndices(ana)
+    simp = SimplifyIndices(ana)
     new_block = block.replace(
         iter_vars=tuple(new_ivs),
         body=simp.visit(substitute(block.body, vmap)),
@@ -518,24 +493,6 @@ def transform_block_layout(func: PrimFunc, r: BlockRealize, path: Path, index_ma
     for v, iv in reversed(list(zip(new_loops, new_ivs))):
         stmt = For(v, IntImm(idt, 0), iv.dom.extent, ForKind.SERIAL, stmt)
     return replace_stmt(func, loops[0] if loops else r, stmt)
-
-
-class _SimplifyIndices(Mutator):
-    """Simplify buffer indices and region bounds under the analyzer's variable ranges."""
-
-    def __init__(self, ana: Any) -> None:
-        super().__init__()
-        self.ana = ana
-
-    def visit_BufferLoad(self, e: BufferLoad) -> Any:
-        return e.replace(indices=tuple(self.ana.simplify(self.visit(i)) for i in e.indices))
-
-    def visit_BufferStore(self, s: BufferStore) -> Any:
-        indices = tuple(self.ana.simplify(self.visit(i)) for i in s.indices)
-        return s.replace(value=self.visit(s.value), indices=indices)
-
-    def visit_Range(self, rg: Range) -> Any:
-        return Range(self.ana.simplify(rg.min), self.ana.simplify(rg.extent))
 
 
 def _perfect_loops(func: PrimFunc, r: BlockRealize, path: Path, what: str) -> list[For]:
@@ -671,27 +628,9 @@ def _written(func: PrimFunc, r: BlockRealize, index: Any, what: str) -> Buffer:
 
 
 # ---------------------------------------------------------------------- unsafe_set_dtype
-class _Retyped(Mutator):
-    """Buffers in `table` (old -> new) get their new dtype; stores cast to it, loads back."""
-
-    def __init__(self, table: dict) -> None:
-        super().__init__()
-        self.table = table
-
-    def visit_Buffer(self, b: Buffer) -> Buffer:
-        return self.table.get(id(b), b)
-
-    def visit_MatchBufferRegion(self, m: MatchBufferRegion) -> Any:
-        source = self.visit(m.source)
-        if m.buffer.dtype != source.buffer.dtype:
-            new = m.buffer.replace(dtype=source.buffer.dtype)
-            self.table[id(m.buffer)] = new
-            return MatchBufferRegion(new, source)
-        return m.replace(source=source)
-
-    def visit_Block(self, b: Block) -> Any:
-        matches = self.visit(b.match_buffers)  # first: they may add buffers to the table
-        return self.generic_visit(b.replace(match_buffers=matches))
+class _Retyped(ReplaceBuffers):
+    """Buffers in `table` (old -> new) get their new dtype (views too); stores cast to it,
+    loads cast back."""
 
     def visit_BufferLoad(self, e: BufferLoad) -> Any:
         new = self.table.get(id(e.buffer))
@@ -725,6 +664,7 @@ def unsafe_set_dtype(func: PrimFunc, r: BlockRealize, index: int, dtype: str) ->
         return func
     new = buf.replace(dtype=new_dtype)
     keep = [buf]
-    out = func.replace(body=_Retyped({id(buf): new}).visit(func.body))
+    retyped = _Retyped({id(buf): new}, lambda view: view.replace(dtype=new_dtype))
+    out = func.replace(body=retyped.visit(func.body))
     del keep
     return out

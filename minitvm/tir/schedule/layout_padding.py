@@ -35,8 +35,8 @@ from ..stmt import (
     SeqStmt,
     Stmt,
 )
-from .common import analyzer, insert_in_scope, schedule_error, unique_name
-from .layout import _perfect_loops, _same_extent, _SimplifyIndices, _writers
+from .common import SimplifyIndices, analyzer, insert_in_scope, schedule_error, unique_name
+from .layout import _perfect_loops, _same_extent, _writers
 from .tree import replace_stmt, root_realize, scope_body, walk
 
 
@@ -75,41 +75,50 @@ def _row_major_loops(func: PrimFunc, buf: Buffer) -> list[For] | None:
     return chain
 
 
-def _pad_in_loops(
-    func: PrimFunc,
-    chain: list[For],
-    buf: Buffer,
-    layout: Any,
-    inverse: IndexMap,
-    pred: PrimExpr,
-    pmap: IndexMap,
-) -> tuple[PrimFunc, Var]:
-    """The loops over `buf` become loops over the transformed shape; each store writes
-    `if_then_else(padding, pad_value, value)` (old loop variables through the inverse)."""
-    from ..op import if_then_else
+class _PadStores(Mutator):
+    """Rewrites a producer of the old layout over the new indices `ys`: the old variables
+    `old_vars` become the inverse map of `ys`, and every store writes
+    `if_then_else(padding, pad_value, value)`."""
 
+    def __init__(
+        self,
+        old_vars: list[Var],
+        ys: list[Var],
+        inverse: IndexMap,
+        pred: PrimExpr,
+        pmap: IndexMap,
+        dtype: Any,
+    ) -> None:
+        super().__init__()
+        inv_vars = retype_vars(inverse.initial_indices, dtype)
+        olds = retype(inverse.final_indices, inverse.initial_indices, dtype)
+        to_ys = dict(zip(inv_vars, ys))
+        self.vmap = {v: substitute(e, to_ys) for v, e in zip(old_vars, olds)}
+        self.cond = substitute(retype([pred], inverse.initial_indices, dtype)[0], to_ys)
+        self.pad = pmap.map_indices(list(ys))[0]
+
+    def visit_BufferStore(self, st: BufferStore) -> Any:
+        from ..op import if_then_else
+
+        value = if_then_else(self.cond, self.pad, substitute(st.value, self.vmap))
+        return st.replace(value=value, indices=substitute(st.indices, self.vmap))
+
+    def visit_PrimExpr(self, e: Any) -> Any:
+        return substitute(e, self.vmap)
+
+
+def _pad_in_loops(
+    func: PrimFunc, chain: list[For], layout: Any, inverse: IndexMap, pred: PrimExpr, pmap: IndexMap
+) -> tuple[PrimFunc, Var]:
+    """The loops `chain` over the buffer become loops over the transformed shape; each store
+    writes `if_then_else(padding, pad_value, value)` (old loop variables through the inverse)."""
     dtype = chain[0].loop_var.dtype
     ys = [
         Var(chain[j].loop_var.name if j < len(chain) else f"ax{j}", dtype)
         for j in range(len(layout.extents))
     ]
-    inv_vars = retype_vars(inverse.initial_indices, dtype)
-    olds = retype(inverse.final_indices, inverse.initial_indices, dtype)
-    vmap = {f.loop_var: substitute(e, dict(zip(inv_vars, ys))) for f, e in zip(chain, olds)}
-    cond = substitute(retype([pred], inverse.initial_indices, dtype)[0], dict(zip(inv_vars, ys)))
-    pad = pmap.map_indices(list(ys))[0]
-
-    class _Guard(Mutator):
-        def visit_BufferStore(self, st: BufferStore) -> Any:
-            value = substitute(st.value, vmap)
-            return st.replace(
-                value=if_then_else(cond, pad, value), indices=substitute(st.indices, vmap)
-            )
-
-        def visit_PrimExpr(self, e: Any) -> Any:
-            return substitute(e, vmap)
-
-    body = _Guard().visit(chain[-1].body)
+    guard = _PadStores([f.loop_var for f in chain], ys, inverse, pred, pmap, dtype)
+    body = guard.visit(chain[-1].body)
     for y, ext in reversed(list(zip(ys, layout.extents))):
         body = For(y, IntImm(dtype, 0), as_expr(ext, like=dtype), ForKind.SERIAL, body)
     return replace_stmt(func, chain[0], body), ys[0]
@@ -122,7 +131,7 @@ def _simplify_loops(func: PrimFunc, outer: Var) -> PrimFunc:
     node, _ = find_loop(func, outer)
     loops = [x for x, _ in walk(node) if isinstance(x, For)]
     ana = analyzer(f for f in loops if const_value(f.extent) != 1)
-    return replace_stmt(func, node, _SimplifyIndices(ana).visit(node))
+    return replace_stmt(func, node, SimplifyIndices(ana).visit(node))
 
 
 def _root_allocs(func: PrimFunc) -> tuple:
@@ -243,14 +252,7 @@ def _row_major_producer(func: PrimFunc, buf: Buffer) -> tuple | None:
 
 
 def _pad_in_producer(
-    func: PrimFunc,
-    producer: tuple,
-    buf: Buffer,
-    imap: IndexMap,
-    layout: Any,
-    inverse: IndexMap,
-    pred: PrimExpr,
-    pmap: IndexMap,
+    func: PrimFunc, producer: tuple, layout: Any, inverse: IndexMap, pred: PrimExpr, pmap: IndexMap
 ) -> tuple[PrimFunc, str]:
     """The producer iterates over the transformed shape and stores
     `if_then_else(padding, pad_value, value)` (the old iterators through the inverse)."""
@@ -269,28 +271,13 @@ def _pad_in_producer(
         IterVar(Range(0, as_expr(e, like=dtype)), y, IterType.DataPar)
         for y, e in zip(ys, layout.extents)
     ]
-    inv_vars = retype_vars(inverse.initial_indices, dtype)
-    olds = retype(inverse.final_indices, inverse.initial_indices, dtype)
-    vmap = {iv.var: substitute(e, dict(zip(inv_vars, ys))) for iv, e in zip(stored, olds)}
-    cond = substitute(retype([pred], inverse.initial_indices, dtype)[0], dict(zip(inv_vars, ys)))
-    pad = pmap.map_indices(list(ys))[0]
-
-    class _Guard(Mutator):
-        def visit_BufferStore(self, st: BufferStore) -> Any:
-            from ..op import if_then_else
-
-            value = substitute(st.value, vmap)
-            return st.replace(
-                value=if_then_else(cond, pad, value), indices=substitute(st.indices, vmap)
-            )
-
-    guard = _Guard()
+    guard = _PadStores([iv.var for iv in stored], ys, inverse, pred, pmap, dtype)
     new_block = block.replace(
         iter_vars=tuple(ys_ivs) + tuple(iv for iv, _ in others),
         body=guard.visit(block.body),
         init=guard.visit(block.init) if block.init is not None else None,
-        reads=substitute(block.reads, vmap),
-        writes=substitute(block.writes, vmap),
+        reads=substitute(block.reads, guard.vmap),
+        writes=substitute(block.writes, guard.vmap),
     )
     values = tuple(new_loops) + tuple(v for _, v in others)
     stmt: Stmt = BlockRealize(values, r.predicate, new_block)
@@ -312,7 +299,7 @@ def _simplify_block(func: PrimFunc, name: str) -> PrimFunc:
     for iv in r.block.iter_vars:
         if const_value(iv.dom.extent) != 1:
             ana.bind(iv.var, iv.dom)
-    simp = _SimplifyIndices(ana)
+    simp = SimplifyIndices(ana)
     block = r.block
     new = block.replace(
         body=simp.visit(block.body),

@@ -18,7 +18,14 @@ from ..function import PrimFunc
 from ..functor import Mutator, post_order_visit, substitute
 from ..stmt import Block, BlockRealize, BufferRegion, BufferStore, For, ForKind, SeqStmt, Stmt
 from ..transform._rename import substitute_fresh
-from .common import analyzer, const_int, describe_loop, first_block_name, schedule_error
+from .common import (
+    analyzer,
+    const_int,
+    describe_loop,
+    first_block_name,
+    schedule_error,
+    shown_factors,
+)
 from .loop_transform import _check_factors, _enclosing_bindings
 from .tree import Path, loops_above, replace_stmt, uses_var, walk
 
@@ -57,10 +64,9 @@ def _bounds(func: PrimFunc, where: str, loop: For, path: Path, factors: list) ->
             known = known + f
     known = ana.simplify(known)
     if not ana.can_prove(known < ext):
-        shown = [const_int(f) if const_int(f) is not None else f for f in factors]
         raise schedule_error(
             func,
-            f"{where}: factors {shown} add up to {known}, which is not smaller than the loop "
+            f"{where}: factors {shown_factors(factors)} add up to {known}, which is not smaller than the loop "
             f"extent {ext}; every part, including the inferred or remaining one, must be "
             "non-empty",
             loop,

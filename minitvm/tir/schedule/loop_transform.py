@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any
 
@@ -9,6 +10,7 @@ from ...ir.dtype import DataType
 from ..expr import (
     LT,
     Add,
+    And,
     FloorDiv,
     FloorMod,
     IntImm,
@@ -23,8 +25,10 @@ from ..expr import (
     cast,
     logical_and,
 )
+from ..expr_build import flatten_operands
 from ..function import PrimFunc
-from ..functor import substitute
+from ..functor import map_outermost, substitute
+from ..names import is_call
 from ..op import likely
 from ..stmt import Block, BlockRealize, For, ForKind, IfThenElse, Stmt
 from .common import (
@@ -35,6 +39,7 @@ from .common import (
     is_reduction_block,
     is_zero,
     schedule_error,
+    shown_factors,
 )
 from .tree import Path, loops_above, map_realizes, replace_stmt, uses_var, walk
 
@@ -50,9 +55,7 @@ def _check_factors(func: PrimFunc, loop: For, factors: list, what: str = "split"
     """Validate split (or loop_partition) factors; return them as PrimExprs (None kept for the
     one inferred)."""
     where = f"{what}({describe_loop(loop)})"
-    shown = [
-        None if f is None else (const_int(f) if const_int(f) is not None else f) for f in factors
-    ]
+    shown = shown_factors(factors)
     if len(factors) < 1:
         raise schedule_error(func, f"{where}: factors must not be empty", loop)
     if sum(f is None for f in factors) > 1:
@@ -117,17 +120,11 @@ def prove_scalable(ana: Any, cond: PrimExpr) -> bool:
     if not _has_vscale(cond) or not _targets_sve():
         return False
 
-    from ..functor import Mutator
+    def at(k: int) -> PrimExpr:
+        """`cond` with vscale fixed to `k`."""
+        return map_outermost(cond, lambda n: is_call(n, "tir.vscale"), lambda n: IntImm(n.dtype, k))
 
-    class _Fix(Mutator):
-        def __init__(self, k: int) -> None:
-            super().__init__()
-            self.k = k
-
-        def visit_Call(self, n: Any) -> Any:
-            return IntImm(n.dtype, self.k) if n.op.name == "tir.vscale" else self.generic_visit(n)
-
-    return all(ana.can_prove(_Fix(k).visit(cond)) for k in _SVE_VSCALES)
+    return all(ana.can_prove(at(k)) for k in _SVE_VSCALES)
 
 
 def add_predicate(stmt: Stmt, cond: PrimExpr) -> Stmt:
@@ -221,10 +218,9 @@ def split(
         prod = ana.simplify(prod)
         covers = prove_scalable(ana, prod >= ext)
         if not covers:
-            shown = [const_int(f) if const_int(f) is not None else f for f in factors]
             raise schedule_error(
                 func,
-                f"split({describe_loop(loop)}): factors {shown} multiply to {prod}, which "
+                f"split({describe_loop(loop)}): factors {shown_factors(factors)} multiply to {prod}, which "
                 f"does not cover the loop extent {ext}; make the product at least the extent, or "
                 "pass None for one factor to infer it",
                 loop,
@@ -270,7 +266,7 @@ def split(
 
 def fuse(func: PrimFunc, loops: list[For], path: Path) -> tuple[PrimFunc, Var]:
     """Fuse directly nested loops (outermost first) into one; returns the fused loop var."""
-    for outer, inner in zip(loops, loops[1:]):
+    for outer, inner in itertools.pairwise(loops):
         if outer.body is not inner:
             names = ", ".join(f"'{f.loop_var.name}'" for f in loops)
             raise schedule_error(
@@ -405,16 +401,6 @@ def _guards_a_binding(cond: PrimExpr, values: list[PrimExpr], ids: set[int]) -> 
     return any(structural_equal(sides[0], p) for p in parts if isinstance(p, PrimExpr))
 
 
-def _conjuncts(cond: PrimExpr) -> list[PrimExpr]:
-    from ..expr import And
-
-    out, todo = [], [cond]
-    while todo:
-        c = todo.pop()
-        todo.extend((c.a, c.b)) if isinstance(c, And) else out.append(c)
-    return out
-
-
 def _check_affine_under(func: PrimFunc, names: str, chain: list[For], bottom: For) -> None:
     """TVM's rule: the blocks under the reordered loops bind their iterators affinely over the
     loops from the top of the range down (outer loops count as constants), and any predicate
@@ -441,7 +427,7 @@ def _check_affine_under(func: PrimFunc, names: str, chain: list[For], bottom: Fo
         if unit:
             ana = analyzer([])
             values = [ana.simplify(substitute(v, unit)) for v in values]
-        for c in _conjuncts(s.predicate):
+        for c in flatten_operands(s.predicate, And):
             if unit:
                 c = ana.simplify(substitute(c, unit))
             if not _guards_a_binding(c, values, ids):

@@ -22,25 +22,15 @@ from ..expr import (
     Var,
     const_value,
 )
+from ..expr_build import flatten_operands
 from ..function import PrimFunc
-from ..functor import Mutator, post_order_visit, substitute
+from ..functor import post_order_visit, substitute
 from ..names import IF_THEN_ELSE, is_call
 from ..stmt import Block, BlockRealize, BufferRegion, BufferStore, For, ForKind, SeqStmt, Stmt, seq
-from .common import analyzer, schedule_error, unique_name
+from .common import ReplaceBuffers, SimplifyIndices, analyzer, schedule_error, unique_name
 from .tree import Path, find_loop, loops_above, replace_stmt
 
 _COMPARE = (GE, GT, LE, LT)
-
-
-def _conjuncts(e: PrimExpr) -> list[PrimExpr]:
-    out, stack = [], [e]
-    while stack:
-        x = stack.pop()
-        if isinstance(x, And):
-            stack += [x.b, x.a]
-        else:
-            out.append(x)
-    return out
 
 
 def _bound_of(cmp: PrimExpr, pos: dict) -> tuple[int, str, int] | None:
@@ -86,7 +76,7 @@ def _pattern(func: PrimFunc, r: BlockRealize, what: str) -> tuple[BufferStore, d
         raise schedule_error(func, f"{what}: the pad value {pad} reads a buffer", r)
     pos = {id(iv.var): k for k, iv in enumerate(block.iter_vars)}
     bounds: dict[int, list] = {}
-    for c in _conjuncts(cond):
+    for c in flatten_operands(cond, And):
         found = _bound_of(c, pos)
         if found is None:
             raise schedule_error(
@@ -211,7 +201,7 @@ def _trim(
     for iv in new_ivs:
         if const_value(iv.dom.extent) != 1:  # a unit iterator stays a variable, as in TVM
             body_ana.bind(iv.var, iv.dom)
-    simp = _Simplify(body_ana)
+    simp = SimplifyIndices(body_ana)
     store = block.body
     new_store = BufferStore(
         store.buffer,
@@ -228,7 +218,7 @@ def _trim(
     for c in conds:
         pred = c if pred is None else And(pred, c)
     if const_value(r.predicate) not in (1, True):
-        for c in _conjuncts(r.predicate):  # flat, as TVM chains them
+        for c in flatten_operands(r.predicate, And):  # flat, as TVM chains them
             pred = c if pred is None else And(pred, c)
     new_r = r.replace(
         iter_values=tuple(new_values),
@@ -241,20 +231,6 @@ def _trim(
             node, _ = find_loop(func, f.loop_var)
             func = replace_stmt(func, node, node.replace(extent=shrink[id(f.loop_var)]))
     return func
-
-
-class _Simplify(Mutator):
-    """Simplify buffer indices and region bounds."""
-
-    def __init__(self, ana: Any) -> None:
-        super().__init__()
-        self.ana = ana
-
-    def visit_BufferLoad(self, e: BufferLoad) -> Any:
-        return e.replace(indices=tuple(self.ana.simplify(i) for i in e.indices))
-
-    def visit_Range(self, rg: Range) -> Any:
-        return Range(self.ana.simplify(rg.min), self.ana.simplify(rg.extent))
 
 
 # ---------------------------------------------------------------------- pad_einsum
@@ -295,14 +271,7 @@ def _sum_of_products_kills(block: Block, k: int, padded: set) -> bool:
     for acc, term in ((store.value.a, store.value.b), (store.value.b, store.value.a)):
         if not (isinstance(acc, BufferLoad) and acc.buffer is store.buffer):
             continue
-        factors, stack = [], [term]
-        while stack:
-            x = stack.pop()
-            if isinstance(x, Mul):
-                stack += [x.a, x.b]
-            else:
-                factors.append(x)
-        for f in factors:
+        for f in flatten_operands(term, Mul):
             padded_factor = isinstance(f, BufferLoad) and id(f.buffer) in padded
             if padded_factor and any(i is var for i in f.indices):
                 return True
@@ -392,7 +361,7 @@ def pad_einsum(func: PrimFunc, r: BlockRealize, path: Path, padding: list) -> Pr
         if b is not out:
             fills.append(_pad_copy(b, table[id(b)], dims, if_then_else))
     # the block over the padded space, on the padded buffers
-    swap = _SwapBuffers(table)
+    swap = ReplaceBuffers(table)
     new_ivs = tuple(
         iv.replace(dom=Range(iv.dom.min, e)) if k in grown else iv
         for k, (iv, e) in enumerate(zip(block.iter_vars, new_ext))
@@ -421,15 +390,6 @@ def find_block_realize(func: PrimFunc, name: str) -> BlockRealize:
     from .tree import find_block
 
     return find_block(func, name)[0]
-
-
-class _SwapBuffers(Mutator):
-    def __init__(self, table: dict) -> None:
-        super().__init__()
-        self.table = table
-
-    def visit_Buffer(self, b: Any) -> Any:
-        return self.table.get(id(b), b)
 
 
 def _grid(name: str, shape: tuple, make_body: Any) -> Stmt:

@@ -9,32 +9,9 @@ from the bindings (the loop must at least drive one of the block's spatial itera
 from __future__ import annotations
 
 import itertools
-import operator
 
-from ..expr import (
-    EQ,
-    GE,
-    GT,
-    LE,
-    LT,
-    NE,
-    Add,
-    And,
-    Cast,
-    FloorDiv,
-    FloorMod,
-    IntImm,
-    IterType,
-    Max,
-    Min,
-    Mul,
-    Not,
-    Or,
-    PrimExpr,
-    Select,
-    Sub,
-    Var,
-)
+from ..expr import Cast, FloorDiv, FloorMod, IntImm, IterType, Not, PrimExpr, Select, Var
+from ..expr_build import INT_OPERATORS
 from ..stmt import BlockRealize, For
 from .common import const_int
 from .tree import uses_var
@@ -58,24 +35,8 @@ def _floormod(a: int, b: int) -> int:
     return a % b
 
 
-# node class -> how to combine the operand values (one line per operator)
-_BINARY = {
-    Add: operator.add,
-    Sub: operator.sub,
-    Mul: operator.mul,
-    FloorDiv: _floordiv,
-    FloorMod: _floormod,
-    Min: min,
-    Max: max,
-    LT: operator.lt,
-    LE: operator.le,
-    GT: operator.gt,
-    GE: operator.ge,
-    EQ: operator.eq,
-    NE: operator.ne,
-    And: lambda a, b: a and b,
-    Or: lambda a, b: a or b,
-}
+# node class -> how to combine the operand values; a division by zero is not modelled
+_BINARY = {**INT_OPERATORS, FloorDiv: _floordiv, FloorMod: _floormod}
 
 
 def eval_int(e: PrimExpr, env: dict[int, int]) -> int:

@@ -17,12 +17,10 @@ from ..stmt import (
     For,
     ForKind,
     IfThenElse,
-    SeqStmt,
     Stmt,
-    seq,
 )
 from .common import add_root_alloc, analyzer, schedule_error, unique_name
-from .tree import Path, find_loop, loops_above, replace_stmt, uses_var
+from .tree import Path, find_loop, insert_next_to, loops_above, replace_stmt, uses_var
 
 # how far out a storage scope reaches: a loop bound to a thread of at least this rank is
 # shared by the cache, so the copied region spans all of its iterations
@@ -105,7 +103,7 @@ def _stage(
     new_r = r.replace(block=new_block)
     func = replace_stmt(func, r, new_r)
     node, _ = find_loop(func, loop.loop_var)
-    func = replace_stmt(func, node, node.replace(body=_insert(node.body, new_r, copy, read)))
+    func = replace_stmt(func, node, node.replace(body=insert_next_to(node.body, new_r, copy, read)))
     return add_root_alloc(func, cache), name
 
 
@@ -123,16 +121,6 @@ def _check_alone(func: PrimFunc, loop: For, r: BlockRealize, buf: Buffer, what: 
                 f"{what}: block '{x.block.name_hint}' under the same loop also uses '{buf.name}'",
                 r,
             )
-
-
-def _insert(body: Stmt, r: BlockRealize, copy: Stmt, before: bool) -> Stmt:
-    """`copy` placed just before (after) the statement of `body` that holds block `r`."""
-    from .tree import walk
-
-    items = list(body.seq) if isinstance(body, SeqStmt) else [body]
-    k = next(i for i, s in enumerate(items) if any(x is r for x, _ in walk(s)))
-    items.insert(k if before else k + 1, copy)
-    return seq(*items)
 
 
 def _copy_block(

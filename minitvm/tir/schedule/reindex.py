@@ -11,12 +11,13 @@ from ..expr import BufferLoad, IterType, IterVar, Range, Var, as_expr, const_val
 from ..function import PrimFunc
 from ..functor import Mutator, post_order_visit, substitute
 from ..index_map import IndexMap, analyse
-from ..stmt import Block, BlockRealize, BufferRegion, BufferStore, For, SeqStmt, Stmt, seq
+from ..stmt import Block, BlockRealize, BufferRegion, BufferStore, For, SeqStmt, Stmt
 from .common import add_root_alloc, analyzer, insert_in_scope, schedule_error, unique_name
 from .layout import as_index_map, block_index_dtype, resolve_buffer
 from .tree import (
     Path,
     find_loop,
+    insert_next_to,
     loops_above,
     replace_stmt,
     root_realize,
@@ -191,7 +192,7 @@ def reindex(
     func = replace_stmt(func, r, new_r)
     if lca:
         node, _ = find_loop(func, lca[-1].loop_var)
-        body = _insert_next_to(node.body, new_r, nest, kind == "read")
+        body = insert_next_to(node.body, new_r, nest, kind == "read")
         func = replace_stmt(func, node, node.replace(body=body))
     else:
         _, pos = _top_position(func, new_r)
@@ -202,13 +203,6 @@ def reindex(
 def _used_values(r: BlockRealize, used: list) -> list:
     ids = {id(iv.var) for iv in used}
     return [v for iv, v in zip(r.block.iter_vars, r.iter_values) if id(iv.var) in ids]
-
-
-def _insert_next_to(body: Stmt, r: BlockRealize, nest: Stmt, before: bool) -> Stmt:
-    items = list(body.seq) if isinstance(body, SeqStmt) else [body]
-    k = next(i for i, s in enumerate(items) if any(x is r for x, _ in walk(s)))
-    items.insert(k if before else k + 1, nest)
-    return seq(*items)
 
 
 def _placement(

@@ -22,7 +22,7 @@ from . import loop_transform as _lt
 from . import reduction as _red
 from .block_scope import DepKind
 from .common import schedule_error
-from .instruction import BlockRV, Instruction, LoopRV, kind_of_method
+from .instruction import BlockRV, Instruction, LoopRV, kind_by_method, kind_of_method
 from .schedule_block_layout import _as_factor, _BlockLayoutPrimitives
 from .schedule_sampling import _SamplingMethods
 from .state import ScheduleState, StmtSRef, UnknownRVError
@@ -153,6 +153,31 @@ class Schedule(_SamplingMethods, _BlockLayoutPrimitives):
         if kind != "get_block":  # the names a primitive looked up serve that primitive only
             self._sugar.clear()
 
+    def _record_call(
+        self,
+        method: str,
+        *values: Any,
+        outputs: tuple = (),
+        unpack: bool = False,
+        decision: Any = None,
+    ) -> None:
+        """Record `sch.<method>(*values)`: the values are the parameters of the method's
+        instruction kind, in its order; trailing ones left out take their defaults."""
+        params = kind_by_method(method).params
+        assert len(values) <= len(params), f"{method}: more values than parameters"
+        kwargs = tuple((p.name, v) for p, v in zip(params, values))
+        self._record(method, (), kwargs, outputs, unpack, decision)
+
+    def _with_new_block(
+        self, method: str, fname: str, func: PrimFunc, name: str, *values: Any
+    ) -> BlockRV:
+        """Install `func` as function `fname`, trace `sch.<method>(*values)` and return the
+        BlockRV of the block `name` the primitive created."""
+        self._update(fname, func)
+        out = self._new_block(fname, name)
+        self._record_call(method, *values, outputs=(out,))
+        return out
+
     # ------------------------------------------------------------------ random variables
     def _new_block(self, func_name: str, name: str) -> BlockRV:
         rv = BlockRV()
@@ -271,13 +296,13 @@ class Schedule(_SamplingMethods, _BlockLayoutPrimitives):
                 "names must be unique to be scheduled",
             )
         rv = self._new_block(fname, name)
-        self._record("get_block", (), (("name", name), ("func_name", fname)), (rv,))
+        self._record_call("get_block", name, fname, outputs=(rv,))
         return rv
 
     def get_loops(self, block: BlockRV) -> list[LoopRV]:
         fname, _, _, path = self._block(block)
         out = [self._new_loop(fname, f.loop_var) for f in loops_above(path)]
-        self._record("get_loops", (), (("block", block),), tuple(out), unpack=True)
+        self._record_call("get_loops", block, outputs=tuple(out), unpack=True)
         return out
 
     def get_child_blocks(self, block_or_loop: Any) -> list[BlockRV]:
@@ -293,9 +318,7 @@ class Schedule(_SamplingMethods, _BlockLayoutPrimitives):
             if isinstance(r, BlockRealize) and not any(isinstance(a, Block) for a in p)
         ]
         out = [self._new_block(fname, n) for n in names]
-        self._record(
-            "get_child_blocks", (), (("block_or_loop", block_or_loop),), tuple(out), unpack=True
-        )
+        self._record_call("get_child_blocks", block_or_loop, outputs=tuple(out), unpack=True)
         return out
 
     def _neighbours(self, block: BlockRV, producers: bool) -> list[BlockRV]:
@@ -306,12 +329,12 @@ class Schedule(_SamplingMethods, _BlockLayoutPrimitives):
 
     def get_producers(self, block: BlockRV) -> list[BlockRV]:
         out = self._neighbours(block, producers=True)
-        self._record("get_producers", (), (("block", block),), tuple(out), unpack=True)
+        self._record_call("get_producers", block, outputs=tuple(out), unpack=True)
         return out
 
     def get_consumers(self, block: BlockRV) -> list[BlockRV]:
         out = self._neighbours(block, producers=False)
-        self._record("get_consumers", (), (("block", block),), tuple(out), unpack=True)
+        self._record_call("get_consumers", block, outputs=tuple(out), unpack=True)
         return out
 
     # ------------------------------------------------------------------ loop primitives
@@ -329,26 +352,28 @@ class Schedule(_SamplingMethods, _BlockLayoutPrimitives):
         )
         self._update(fname, func)
         out = [self._new_loop(fname, v) for v in new_vars]
-        self._record(
+        self._record_call(
             "split",
-            (),
-            (
-                ("loop", loop),
-                ("factors", traced),
-                ("preserve_unit_iters", preserve_unit_iters),
-            )
-            + ((("disable_predication", True),) if disable_predication else ()),
-            tuple(out),
-            True,
+            loop,
+            traced,
+            preserve_unit_iters,
+            disable_predication,
+            outputs=tuple(out),
+            unpack=True,
         )
         return out
 
-    def fuse(self, *loops: LoopRV, preserve_unit_iters: bool = True) -> LoopRV:
+    def _loop_args(self, loops: tuple) -> tuple[tuple, list[tuple[str, PrimFunc, For, Path]]]:
+        """The loops a primitive of several loops got (`f(a, b)` or `f([a, b])`), and each
+        resolved as `_loop` does."""
         if len(loops) == 1 and isinstance(loops[0], list | tuple):
             loops = tuple(loops[0])
+        return loops, [self._loop(rv) for rv in loops]
+
+    def fuse(self, *loops: LoopRV, preserve_unit_iters: bool = True) -> LoopRV:
+        loops, resolved = self._loop_args(loops)
         if not loops:
             raise ScheduleError("fuse: pass at least one loop")
-        resolved = [self._loop(rv) for rv in loops]
         fname, func = resolved[0][0], resolved[0][1]
         if len(loops) == 1:
             return loops[0]
@@ -359,9 +384,7 @@ class Schedule(_SamplingMethods, _BlockLayoutPrimitives):
         return out
 
     def reorder(self, *ordered_loops: LoopRV) -> None:
-        if len(ordered_loops) == 1 and isinstance(ordered_loops[0], list | tuple):
-            ordered_loops = tuple(ordered_loops[0])
-        resolved = [self._loop(rv) for rv in ordered_loops]
+        ordered_loops, resolved = self._loop_args(ordered_loops)
         if not resolved:
             return
         fname, func = resolved[0][0], resolved[0][1]
@@ -371,8 +394,7 @@ class Schedule(_SamplingMethods, _BlockLayoutPrimitives):
     def _set_kind(self, name: str, loop: LoopRV, kind: ForKind, thread: str | None = None) -> None:
         fname, func, node, path = self._loop(loop)
         self._update(fname, _lt.set_loop_kind(func, node, kind, thread, path))
-        kwargs = (("loop", loop),) + ((("thread_axis", thread),) if thread is not None else ())
-        self._record(name, (), kwargs)
+        self._record_call(name, *((loop,) if thread is None else (loop, thread)))
 
     def parallel(self, loop: LoopRV) -> None:
         self._set_kind("parallel", loop, ForKind.PARALLEL)
@@ -393,16 +415,12 @@ class Schedule(_SamplingMethods, _BlockLayoutPrimitives):
         # a sampled ExprRV goes into the IR as its value; the trace keeps the variable
         value = self._expr_value(ann_val) if isinstance(ann_val, PrimExpr) else ann_val
         self._update(fname, _lt.annotate(func, node, ann_key, value))
-        self._record(
-            "annotate",
-            (),
-            (("block_or_loop", block_or_loop), ("ann_key", ann_key), ("ann_val", ann_val)),
-        )
+        self._record_call("annotate", block_or_loop, ann_key, ann_val)
 
     def unannotate(self, block_or_loop: Any, ann_key: str) -> None:
         fname, func, node = self._target(block_or_loop)
         self._update(fname, _lt.unannotate(func, node, ann_key))
-        self._record("unannotate", (), (("block_or_loop", block_or_loop), ("ann_key", ann_key)))
+        self._record_call("unannotate", block_or_loop, ann_key)
 
     def _target(self, rv: Any) -> tuple[str, PrimFunc, Any]:
         if isinstance(rv, LoopRV):
@@ -415,45 +433,33 @@ class Schedule(_SamplingMethods, _BlockLayoutPrimitives):
     def compute_at(
         self, block: BlockRV, loop: LoopRV, preserve_unit_loops: bool = False, index: int = -1
     ) -> None:
-        fname, func, r, rpath = self._block(block)
-        if self._apply_location_mark(loop, fname, func, r, rpath):
-            kwargs = (
-                ("block", block),
-                ("loop", loop),
-                ("preserve_unit_loops", preserve_unit_loops),
-            )
-            self._record("compute_at", (), kwargs)
+        located = self._block(block)
+        if self._apply_location_mark(loop, *located):
+            self._record_call("compute_at", block, loop, preserve_unit_loops)
             return
-        _, _, node, lpath = self._loop(loop)
-        self._update(
-            fname, _loc.compute_at(func, r, rpath, node, lpath, preserve_unit_loops, index)
-        )
-        self._record(
-            "compute_at",
-            (),
-            (("block", block), ("loop", loop), ("preserve_unit_loops", preserve_unit_loops))
-            + ((("index", index),) if index != -1 else ()),
-        )
+        self._move_block("compute_at", located, block, loop, preserve_unit_loops, index)
 
     def reverse_compute_at(
         self, block: BlockRV, loop: LoopRV, preserve_unit_loops: bool = False, index: int = -1
     ) -> None:
-        fname, func, r, rpath = self._block(block)
+        located = self._block(block)
+        self._move_block("reverse_compute_at", located, block, loop, preserve_unit_loops, index)
+
+    def _move_block(
+        self, method: str, located: tuple, block: Any, loop: LoopRV, preserve: bool, index: int
+    ) -> None:
+        """compute_at or reverse_compute_at (`method`, named as in compute_location.py) of the
+        block `located` (what `_block(block)` returned)."""
+        fname, func, r, rpath = located
         _, _, node, lpath = self._loop(loop)
-        self._update(
-            fname, _loc.reverse_compute_at(func, r, rpath, node, lpath, preserve_unit_loops, index)
-        )
-        self._record(
-            "reverse_compute_at",
-            (),
-            (("block", block), ("loop", loop), ("preserve_unit_loops", preserve_unit_loops))
-            + ((("index", index),) if index != -1 else ()),
-        )
+        move = getattr(_loc, method)
+        self._update(fname, move(func, r, rpath, node, lpath, preserve, index))
+        self._record_call(method, block, loop, preserve, index)
 
     def compute_inline(self, block: BlockRV) -> None:
         fname, func, r, path = self._block(block)
         self._update(fname, _inline.compute_inline(func, r, path))
-        self._record("compute_inline", (), (("block", block),))
+        self._record_call("compute_inline", block)
 
     def _compute_inline_names(self, names: list[str], func_name: str | None = None) -> None:
         """`compute_inline(get_block(name))` for each of `names`, in one walk of the function
@@ -476,13 +482,13 @@ class Schedule(_SamplingMethods, _BlockLayoutPrimitives):
         self._update(fname, _inline.compute_inline_many(func, realizes))
         for name in names:
             rv = self._new_block(fname, name)
-            self._record("get_block", (), (("name", name), ("func_name", fname)), (rv,))
-            self._record("compute_inline", (), (("block", rv),))
+            self._record_call("get_block", name, fname, outputs=(rv,))
+            self._record_call("compute_inline", rv)
 
     def reverse_compute_inline(self, block: BlockRV) -> None:
         fname, func, r, path = self._block(block)
         self._update(fname, _inline.reverse_compute_inline(func, r, path))
-        self._record("reverse_compute_inline", (), (("block", block),))
+        self._record_call("reverse_compute_inline", block)
 
     # ------------------------------------------------------------------ caching
     def cache_read(
@@ -492,22 +498,7 @@ class Schedule(_SamplingMethods, _BlockLayoutPrimitives):
         storage_scope: str,
         consumer_blocks: list | None = None,
     ) -> BlockRV:
-        fname, func, r, path = self._block(block)
-        consumers = None
-        if consumer_blocks is not None:
-            consumers = [self._block(b)[2] for b in consumer_blocks]
-        func, name = _cache.cache_read(func, r, path, read_buffer_index, storage_scope, consumers)
-        self._update(fname, func)
-        out = self._new_block(fname, name)
-        kwargs = (
-            ("block", block),
-            ("read_buffer_index", read_buffer_index),
-            ("storage_scope", storage_scope),
-        )
-        if consumer_blocks is not None:
-            kwargs += (("consumer_blocks", list(consumer_blocks)),)
-        self._record("cache_read", (), kwargs, (out,))
-        return out
+        return self._cache("cache_read", block, read_buffer_index, storage_scope, consumer_blocks)
 
     def cache_write(
         self,
@@ -516,24 +507,19 @@ class Schedule(_SamplingMethods, _BlockLayoutPrimitives):
         storage_scope: str,
         consumer_blocks: list | None = None,
     ) -> BlockRV:
+        return self._cache("cache_write", block, write_buffer_index, storage_scope, consumer_blocks)
+
+    def _cache(
+        self, method: str, block: BlockRV, index: int, scope: str, consumer_blocks: list | None
+    ) -> BlockRV:
+        """cache_read or cache_write (`method`, named as in cache.py); returns the new block."""
         fname, func, r, path = self._block(block)
         consumers = None
         if consumer_blocks is not None:
+            consumer_blocks = list(consumer_blocks)
             consumers = [self._block(b)[2] for b in consumer_blocks]
-        func, name = _cache.cache_write(
-            func, r, path, write_buffer_index, storage_scope, consumers=consumers
-        )
-        self._update(fname, func)
-        out = self._new_block(fname, name)
-        kwargs = (
-            ("block", block),
-            ("write_buffer_index", write_buffer_index),
-            ("storage_scope", storage_scope),
-        )
-        if consumer_blocks is not None:
-            kwargs += (("consumer_blocks", list(consumer_blocks)),)
-        self._record("cache_write", (), kwargs, (out,))
-        return out
+        func, name = getattr(_cache, method)(func, r, path, index, scope, consumers=consumers)
+        return self._with_new_block(method, fname, func, name, block, index, scope, consumer_blocks)
 
     def set_scope(self, block: BlockRV, buffer_index: Any, storage_scope: str) -> None:
         from . import layout as _layout
@@ -542,30 +528,20 @@ class Schedule(_SamplingMethods, _BlockLayoutPrimitives):
         if not isinstance(buffer_index, int):  # a name or Buffer: traced as its write index
             buffer_index = _layout.resolve_buffer(func, r, buffer_index, "set_scope")[1]
         self._update(fname, _layout.set_scope(func, r, buffer_index, storage_scope))
-        self._record(
-            "set_scope",
-            (),
-            (("block", block), ("buffer_index", buffer_index), ("storage_scope", storage_scope)),
-        )
+        self._record_call("set_scope", block, buffer_index, storage_scope)
 
     # ------------------------------------------------------------------ reductions
     def decompose_reduction(self, block: BlockRV, loop: LoopRV) -> BlockRV:
         fname, func, r, path = self._block(block)
         _, _, node, _ = self._loop(loop)
         func, name, update_name = _red.decompose_reduction(func, r, path, node)
-        self._update(fname, func)
         self._rename_block(fname, r.block.name_hint, update_name)
-        out = self._new_block(fname, name)
-        self._record("decompose_reduction", (), (("block", block), ("loop", loop)), (out,))
-        return out
+        return self._with_new_block("decompose_reduction", fname, func, name, block, loop)
 
     def rfactor(self, loop: LoopRV, factor_axis: int) -> BlockRV:
         fname, func, node, path = self._loop(loop)
         func, name = _red.rfactor(func, node, path, factor_axis)
-        self._update(fname, func)
-        out = self._new_block(fname, name)
-        self._record("rfactor", (), (("loop", loop), ("factor_axis", factor_axis)), (out,))
-        return out
+        return self._with_new_block("rfactor", fname, func, name, loop, factor_axis)
 
 
 __all__ = ["BlockRV", "LoopRV", "Schedule", "ScheduleError", "Trace"]

@@ -43,16 +43,10 @@ class _BlockLayoutPrimitives:
             fname, func, node, path = self._loop(target)
             func, realize = _blockize.blockize_loop(func, node, path, preserve_unit_iters)
             name = realize.block.name_hint
-        self._update(fname, func)
-        out = self._new_block(fname, name)
-        kwargs = (("target", target), ("preserve_unit_iters", preserve_unit_iters))
-        self._record("blockize", (), kwargs, (out,))
-        return out
+        return self._with_new_block("blockize", fname, func, name, target, preserve_unit_iters)
 
     def merge(self, *loops: LoopRV) -> LoopRV:
-        if len(loops) == 1 and isinstance(loops[0], list | tuple):
-            loops = tuple(loops[0])
-        resolved = [self._loop(rv) for rv in loops]
+        loops, resolved = self._loop_args(loops)
         if not resolved:
             raise ScheduleError("merge: pass at least two loops")
         fname, func = resolved[0][0], resolved[0][1]
@@ -66,7 +60,7 @@ class _BlockLayoutPrimitives:
         fname, func, r, _ = self._block(block)
         new_order = [int(i) for i in new_order]
         self._update(fname, _edit.reorder_block_iter_var(func, r, new_order))
-        self._record("reorder_block_iter_var", (), (("block", block), ("new_order", new_order)))
+        self._record_call("reorder_block_iter_var", block, new_order)
 
     def annotate_buffer_access(
         self, block: BlockRV, buffer_index: int, buf_type: str, gen_new_ranges: Any
@@ -74,16 +68,7 @@ class _BlockLayoutPrimitives:
         fname, func, r, _ = self._block(block)
         ranges = _edit.ranges_index_map(gen_new_ranges, r.block)
         self._update(fname, _edit.annotate_buffer_access(func, r, buffer_index, buf_type, ranges))
-        self._record(
-            "annotate_buffer_access",
-            (),
-            (
-                ("block", block),
-                ("buffer_index", buffer_index),
-                ("buf_type", buf_type),
-                ("gen_new_ranges", gen_new_ranges),
-            ),
-        )
+        self._record_call("annotate_buffer_access", block, buffer_index, buf_type, gen_new_ranges)
 
     def tensorize(
         self, block_or_loop: Any, tensor_intrin: Any, preserve_unit_iters: bool = True
@@ -103,15 +88,7 @@ class _BlockLayoutPrimitives:
             new = _tensorize.tensorize_block(func, r, intrin.desc, intrin.impl)
             func = replace_stmt(func, r, new)
         self._update(fname, func)
-        self._record(
-            "tensorize",
-            (),
-            (
-                ("block_or_loop", block_or_loop),
-                ("tensor_intrin", tensor_intrin),
-                ("preserve_unit_iters", preserve_unit_iters),
-            ),
-        )
+        self._record_call("tensorize", block_or_loop, tensor_intrin, preserve_unit_iters)
 
     # --- layout, padding, reindex, rolling buffer, read/write at ---
     from . import layout as _layout_module  # registers how traces print and store IndexMaps
@@ -136,16 +113,9 @@ class _BlockLayoutPrimitives:
             func, r, buffer, imap, pad_value, assume_injective_transform
         )
         self._update(fname, func)
-        self._record(
-            "transform_layout",
-            (),
-            (
-                ("block", block),
-                ("buffer", [kind, index]),  # a Buffer object or name has no trace form
-                ("index_map", imap),
-                ("pad_value", pad_value),
-                ("assume_injective_transform", assume_injective_transform),
-            ),
+        # a Buffer object or name has no trace form: the buffer is traced as [kind, index]
+        self._record_call(
+            "transform_layout", block, [kind, index], imap, pad_value, assume_injective_transform
         )
         if separators:  # TVM applies (and traces) the separators as a second primitive
             self.set_axis_separator(block, (kind, index), separators)
@@ -157,7 +127,7 @@ class _BlockLayoutPrimitives:
         imap = _layout.block_index_map(r, index_map)
         imap = _layout.with_values(imap, getattr(self, "_exprs", {}))
         self._update(fname, _layout.transform_block_layout(func, r, path, imap))
-        self._record("transform_block_layout", (), (("block", block), ("index_map", imap)))
+        self._record_call("transform_block_layout", block, imap)
 
     def set_axis_separator(self, block: Any, buffer: Any, axis_separators: Any) -> None:
         from . import layout as _layout
@@ -165,15 +135,7 @@ class _BlockLayoutPrimitives:
         fname, func, r, _ = self._block(block)
         kind, index, _ = _layout.resolve_buffer(func, r, buffer, "set_axis_separator")
         self._update(fname, _layout.set_axis_separator(func, r, buffer, axis_separators))
-        self._record(
-            "set_axis_separator",
-            (),
-            (
-                ("block", block),
-                ("buffer", [kind, index]),
-                ("axis_separators", list(axis_separators)),
-            ),
-        )
+        self._record_call("set_axis_separator", block, [kind, index], list(axis_separators))
 
     def storage_align(
         self, block: Any, buffer_index: int, axis: int, factor: int, offset: int
@@ -182,28 +144,14 @@ class _BlockLayoutPrimitives:
 
         fname, func, r, _ = self._block(block)
         self._update(fname, _layout.storage_align(func, r, buffer_index, axis, factor, offset))
-        self._record(
-            "storage_align",
-            (),
-            (
-                ("block", block),
-                ("buffer_index", buffer_index),
-                ("axis", axis),
-                ("factor", factor),
-                ("offset", offset),
-            ),
-        )
+        self._record_call("storage_align", block, buffer_index, axis, factor, offset)
 
     def unsafe_set_dtype(self, block: Any, buffer_index: int, dtype: str) -> None:
         from . import layout as _layout
 
         fname, func, r, _ = self._block(block)
         self._update(fname, _layout.unsafe_set_dtype(func, r, buffer_index, dtype))
-        self._record(
-            "unsafe_set_dtype",
-            (),
-            (("block", block), ("buffer_index", buffer_index), ("dtype", dtype)),
-        )
+        self._record_call("unsafe_set_dtype", block, buffer_index, dtype)
 
     def decompose_padding(self, block: Any, loop: LoopRV) -> BlockRV:
         from . import padding as _padding
@@ -211,10 +159,7 @@ class _BlockLayoutPrimitives:
         fname, func, r, path = self._block(block)
         _, _, node, _ = self._loop(loop)
         func, name = _padding.decompose_padding(func, r, path, node)
-        self._update(fname, func)
-        out = self._new_block(fname, name)
-        self._record("decompose_padding", (), (("block", block), ("loop", loop)), (out,))
-        return out
+        return self._with_new_block("decompose_padding", fname, func, name, block, loop)
 
     def can_decompose_padding(self, block: Any, loop: LoopRV) -> bool:
         from . import padding as _padding
@@ -233,16 +178,7 @@ class _BlockLayoutPrimitives:
         fname, func, r, path = self._block(block)
         _, _, node, _ = self._loop(loop)
         func, new = getattr(_rw, name)(func, node, r, path, index, scope)
-        self._update(fname, func)
-        out = self._new_block(fname, new)
-        kwargs = (
-            ("loop", loop),
-            ("block", block),
-            (f"{name[:-3]}_buffer_index", index),
-            ("storage_scope", scope),
-        )
-        self._record(name, (), kwargs, (out,))
-        return out
+        return self._with_new_block(name, fname, func, new, loop, block, index, scope)
 
     def read_at(
         self, loop: LoopRV, block: Any, read_buffer_index: int, storage_scope: str
@@ -260,59 +196,44 @@ class _BlockLayoutPrimitives:
         fname, func, r, path = self._block(block)
         padding = [int(p) if hasattr(p, "__index__") else p for p in padding]
         self._update(fname, _padding.pad_einsum(func, r, path, padding))
-        self._record("pad_einsum", (), (("block", block), ("padding", list(padding))))
+        self._record_call("pad_einsum", block, list(padding))
 
     def rolling_buffer(self, block: Any, write_buffer_index: int) -> None:
         from . import rolling_buffer as _rolling
 
         fname, func, r, path = self._block(block)
         self._update(fname, _rolling.rolling_buffer(func, r, path, write_buffer_index))
-        self._record(
-            "rolling_buffer", (), (("block", block), ("write_buffer_index", write_buffer_index))
-        )
+        self._record_call("rolling_buffer", block, write_buffer_index)
 
-    def _reindex(self, name: str, block: Any, spec: Any, scope: Any, index_map: Any, kwargs):
+    def _reindex(self, name: str, block: Any, spec: Any, scope: Any, index_map: Any) -> BlockRV:
+        """reindex, or reindex_cache_read/write (`name`) of buffer `spec` ((kind, index))."""
         from . import reindex as _reindex
 
         fname, func, r, path = self._block(block)
         if index_map is not None:
             index_map = self._layout_module.block_index_map(r, index_map)
-            kwargs = tuple((k, index_map if k == "index_map" else v) for k, v in kwargs)
+        if name == "reindex":  # traced as [kind, index]: a Buffer object or name has no trace form
+            kind, index, _ = self._layout_module.resolve_buffer(func, r, spec, "reindex")
+            traced = (block, [kind, index])
+        else:
+            traced = (block, spec[1], scope, index_map)
         func, new = _reindex.reindex(func, r, path, spec, scope, index_map, name)
-        self._update(fname, func)
-        out = self._new_block(fname, new)
-        self._record(name, (), kwargs, (out,))
-        return out
+        return self._with_new_block(name, fname, func, new, *traced)
 
     def reindex(self, block: Any, buffer: Any) -> BlockRV:
-        _, func, r, _ = self._block(block)
-        kind, index, _ = self._layout_module.resolve_buffer(func, r, buffer, "reindex")
-        kwargs = (("block", block), ("buffer", [kind, index]))
-        return self._reindex("reindex", block, buffer, None, None, kwargs)
+        return self._reindex("reindex", block, buffer, None, None)
 
     def reindex_cache_read(
         self, block: Any, read_buffer_index: int, storage_scope: str, index_map: Any
     ) -> BlockRV:
-        kwargs = (
-            ("block", block),
-            ("read_buffer_index", read_buffer_index),
-            ("storage_scope", storage_scope),
-            ("index_map", index_map),
-        )
         spec = ("read", read_buffer_index)
-        return self._reindex("reindex_cache_read", block, spec, storage_scope, index_map, kwargs)
+        return self._reindex("reindex_cache_read", block, spec, storage_scope, index_map)
 
     def reindex_cache_write(
         self, block: Any, write_buffer_index: int, storage_scope: str, index_map: Any
     ) -> BlockRV:
-        kwargs = (
-            ("block", block),
-            ("write_buffer_index", write_buffer_index),
-            ("storage_scope", storage_scope),
-            ("index_map", index_map),
-        )
         spec = ("write", write_buffer_index)
-        return self._reindex("reindex_cache_write", block, spec, storage_scope, index_map, kwargs)
+        return self._reindex("reindex_cache_write", block, spec, storage_scope, index_map)
 
     # --- loop helpers ---
     def add_unit_loop(self, block_or_loop: Any) -> LoopRV:
@@ -327,7 +248,7 @@ class _BlockLayoutPrimitives:
         func, var = _lt.add_unit_loop(func, node)
         self._update(fname, func)
         out = self._new_loop(fname, var)
-        self._record("add_unit_loop", (), (("block_or_loop", block_or_loop),), (out,))
+        self._record_call("add_unit_loop", block_or_loop, outputs=(out,))
         return out
 
     # --- loop partition ---
@@ -346,8 +267,9 @@ class _BlockLayoutPrimitives:
         func, new_vars = _lp.loop_partition(func, node, path, factors)
         self._update(fname, func)
         out = [self._new_loop(fname, v) for v in new_vars]
-        kwargs = (("loop", loop), ("factors", traced), ("preserve_unit_iters", preserve_unit_iters))
-        self._record("loop_partition", (), kwargs, tuple(out), True)
+        self._record_call(
+            "loop_partition", loop, traced, preserve_unit_iters, outputs=tuple(out), unpack=True
+        )
         return out
 
     # --- cache in place ---
@@ -363,10 +285,12 @@ class _BlockLayoutPrimitives:
         func, rname, wname = _cache.cache_inplace(func, r, path, read_buffer_index, storage_scope)
         self._update(fname, func)
         out = [self._new_block(fname, rname), self._new_block(fname, wname)]
-        kwargs = (
-            ("block", block),
-            ("read_buffer_index", read_buffer_index),
-            ("storage_scope", storage_scope),
+        self._record_call(
+            "cache_inplace",
+            block,
+            read_buffer_index,
+            storage_scope,
+            outputs=tuple(out),
+            unpack=True,
         )
-        self._record("cache_inplace", (), kwargs, tuple(out), True)
         return out

@@ -123,20 +123,14 @@ class _SamplingMethods:
 
     def enter_postproc(self) -> None:
         """Mark the start of postprocessing in the trace (Trace.simplified can cut it)."""
-        self._record("enter_postproc", (), ())
+        self._record_call("enter_postproc")
 
     def sample_categorical(self, candidates: list, probs: list, decision: int | None = None) -> Var:
         """Draw one of `candidates` with probabilities `probs`; the index is the decision."""
         value, index = _sampling.sample_categorical(self._rng, candidates, probs, decision)
         out = self._new_expr(value)
-        cands = [int(c) for c in candidates]
-        self._record(
-            "sample_categorical",
-            (),
-            (("candidates", cands), ("probs", [float(p) for p in probs])),
-            (out,),
-            decision=index,
-        )
+        cands, probs = [int(c) for c in candidates], [float(p) for p in probs]
+        self._record_call("sample_categorical", cands, probs, outputs=(out,), decision=index)
         return out
 
     def _loop_extent(self, loop: LoopRV) -> int | None:
@@ -144,8 +138,9 @@ class _SamplingMethods:
 
     def _tile_outputs(self, kind: str, loop: LoopRV, attrs: tuple, factors: list) -> list:
         outs = [None if f == -1 else self._new_expr(f) for f in factors]
-        self._record(
-            kind, (), (("loop", loop),) + attrs, tuple(outs), unpack=True, decision=list(factors)
+        attrs = tuple(int(a) for a in attrs)
+        self._record_call(
+            kind, loop, *attrs, outputs=tuple(outs), unpack=True, decision=list(factors)
         )
         return outs
 
@@ -156,7 +151,7 @@ class _SamplingMethods:
         factors = _sampling.sample_perfect_tile(
             self._rng, self._loop_extent(loop), int(n), int(max_innermost_factor), decision
         )
-        attrs = (("n", int(n)), ("max_innermost_factor", int(max_innermost_factor)))
+        attrs = (n, max_innermost_factor)
         return self._tile_outputs("sample_perfect_tile", loop, attrs, factors)
 
     def sample_partitioned_tile(
@@ -177,11 +172,7 @@ class _SamplingMethods:
             int(innerpart_factor),
             decision,
         )
-        attrs = (
-            ("n", int(n)),
-            ("partition_pos", int(partition_pos)),
-            ("innerpart_factor", int(innerpart_factor)),
-        )
+        attrs = (n, partition_pos, innerpart_factor)
         return self._tile_outputs("sample_partitioned_tile", loop, attrs, factors)
 
     def sample_compute_location(self, block: Any, decision: int | None = None) -> LoopRV:
@@ -196,7 +187,7 @@ class _SamplingMethods:
         index = _sampling.pick_location(self._rng, sorted(places), decision)
         loop = places[index]
         out = self._new_loop(fname, loop.loop_var if loop is not None else _MARKS[index])
-        self._record("sample_compute_location", (), (("block", block),), (out,), decision=index)
+        self._record_call("sample_compute_location", block, outputs=(out,), decision=index)
         return out
 
     def _apply_location_mark(
@@ -219,7 +210,5 @@ class _SamplingMethods:
             if isinstance(s, BlockRealize) and any(id(w.buffer) in params for w in s.block.writes)
         ]
         out = [self._new_block(fname, n) for n in names]
-        self._record(
-            "get_output_blocks", (), (("scope_block", scope_block),), tuple(out), unpack=True
-        )
+        self._record_call("get_output_blocks", scope_block, outputs=tuple(out), unpack=True)
         return out

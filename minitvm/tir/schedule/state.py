@@ -17,6 +17,7 @@ from ...error import ScheduleError
 from ...ir.module import IRModule
 from ..analysis.region import loop_domain, region_interval
 from ..expr import GE, GT, LE, LT, And, IntImm, Max, Min, Sub, binary
+from ..expr_build import flatten_operands
 from ..function import PrimFunc
 from ..functor import substitute
 from ..stmt import Block, BlockRealize, For, ForKind
@@ -436,7 +437,7 @@ def _cut_by_predicate(intervals: list, mins: list, predicate: Any, loop_vars: li
     """Intersect per-dimension intervals with the bounds each conjunct of `predicate` puts on
     one index (`c <= idx + k`, `idx + k < c`, ...); None if a conjunct bounds no index."""
     out = list(intervals)
-    for conj in _conjuncts(predicate):
+    for conj in flatten_operands(predicate, And):
         forms = _BOUND_FORMS.get(type(conj))
         if forms is None:
             return None
@@ -467,12 +468,6 @@ def _cut_by_predicate(intervals: list, mins: list, predicate: Any, loop_vars: li
 
 def _ids(vars_: list) -> set[int]:
     return {id(v) for v in vars_}
-
-
-def _conjuncts(e: Any) -> list:
-    if isinstance(e, And):
-        return _conjuncts(e.a) + _conjuncts(e.b)
-    return [e]
 
 
 def _writes(sref: StmtSRef, buffer: Any) -> bool:

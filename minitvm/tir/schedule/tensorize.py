@@ -128,6 +128,9 @@ def _index_like(e: Any) -> bool:
 
 
 class _Rebind(Mutator):
+    """Replaces the variables in `vmap` (id -> new); one instance keeps the buffers it rebuilt
+    the same objects everywhere they occur."""
+
     def __init__(self, vmap: dict[int, Any]) -> None:
         super().__init__()
         self.vmap = vmap
@@ -203,17 +206,6 @@ def _match(func: PrimFunc, outer: Block, desc: PrimFunc) -> _Matcher:
     return m
 
 
-class _Fresh(Mutator):
-    """Copies of the implementation's buffers and variables (one intrinsic can be used twice)."""
-
-    def __init__(self, fresh: dict[int, Var]) -> None:
-        super().__init__()
-        self.fresh = fresh
-
-    def visit_Var(self, v: Var) -> Any:
-        return self.fresh.get(id(v), v)
-
-
 def _impl_copy(impl: PrimFunc) -> tuple[list[Buffer], Block]:
     params = [impl.buffer_map[p] for p in impl.params]
     fresh: dict[int, Var] = {}
@@ -221,7 +213,7 @@ def _impl_copy(impl: PrimFunc) -> tuple[list[Buffer], Block]:
         fresh[id(buf.data)] = Var(buf.data.name, buf.data.dtype)
         if isinstance(buf.elem_offset, Var):
             fresh[id(buf.elem_offset)] = Var(buf.elem_offset.name, buf.elem_offset.dtype)
-    mut = _Fresh(fresh)
+    mut = _Rebind(fresh)  # copies: one intrinsic can be used twice
     new_params = [mut.visit(b) for b in params]
     block = mut.visit(impl.body.block)
     return new_params, block

@@ -12,22 +12,7 @@ from typing import Any
 from ..expr import IntImm, Var
 from ..function import PrimFunc
 from ..functor import Mutator, Visitor
-from ..stmt import (
-    Allocate,
-    AllocateConst,
-    AssertStmt,
-    AttrStmt,
-    Block,
-    BlockRealize,
-    DeclBuffer,
-    For,
-    IfThenElse,
-    LetStmt,
-    SeqStmt,
-    Stmt,
-    While,
-    seq,
-)
+from ..stmt import Block, BlockRealize, For, IfThenElse, SeqStmt, Stmt, seq
 
 Path = tuple  # ancestors of a statement, outermost first (func.body first)
 
@@ -36,17 +21,7 @@ def _children(s: Stmt) -> tuple:
     """Direct child statements of `s` (a Block's init comes before its body)."""
     if isinstance(s, SeqStmt):
         return s.seq
-    if isinstance(s, BlockRealize):
-        return (s.block,)
-    if isinstance(s, Block):
-        return (s.init, s.body) if s.init is not None else (s.body,)
-    if isinstance(s, IfThenElse):
-        return (s.then_case, s.else_case) if s.else_case is not None else (s.then_case,)
-    if isinstance(
-        s, For | While | LetStmt | AttrStmt | Allocate | AllocateConst | DeclBuffer | AssertStmt
-    ):
-        return (s.body,)
-    return ()
+    return tuple(getattr(s, f) for f in _child_fields(s))
 
 
 def walk(root: Stmt, path: Path = ()) -> Iterator[tuple[Stmt, Path]]:
@@ -113,12 +88,15 @@ def enclosing_block(path: Path) -> Block | None:
 
 
 def _child_fields(s: Stmt) -> tuple[str, ...]:
-    """The fields `_children(s)` reads, in its order (not for SeqStmt)."""
+    """The fields of `s` that hold its child statements, in order (not for SeqStmt)."""
     if isinstance(s, Block):
         return ("init", "body") if s.init is not None else ("body",)
     if isinstance(s, IfThenElse):
         return ("then_case", "else_case") if s.else_case is not None else ("then_case",)
-    return ("block",) if isinstance(s, BlockRealize) else ("body",)
+    if isinstance(s, BlockRealize):
+        return ("block",)
+    # a loop, let, attribute, allocation or assert wraps one body; a store or call is a leaf
+    return ("body",) if hasattr(s, "body") else ()
 
 
 def _with_children(s: Stmt, kids: list) -> Stmt | None:
@@ -163,6 +141,14 @@ def replace_stmts(func: PrimFunc, table: dict[int, Any], keep: list) -> PrimFunc
 
 def replace_stmt(func: PrimFunc, old: Stmt, new: Stmt | None) -> PrimFunc:
     return replace_stmts(func, {id(old): new}, [old])
+
+
+def insert_next_to(body: Stmt, r: BlockRealize, new: Stmt, before: bool) -> Stmt:
+    """`body` with `new` placed just before (after) its statement that holds block `r`."""
+    items = list(body.seq) if isinstance(body, SeqStmt) else [body]
+    k = next(i for i, s in enumerate(items) if any(x is r for x, _ in walk(s)))
+    items.insert(k if before else k + 1, new)
+    return seq(*items)
 
 
 class _MapRealizes(Mutator):

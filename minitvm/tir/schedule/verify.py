@@ -24,6 +24,7 @@ from ..expr import (
     cast,
     logical_and,
 )
+from ..expr_build import flatten_operands
 from ..function import PrimFunc
 from ..stmt import Allocate, Block, BlockRealize, BufferStore, DeclBuffer, For, ForKind, LetStmt
 from .binding import block_points
@@ -169,7 +170,9 @@ def _prove_below(ana: Any, e: Any, hi: Any, facts: tuple = (), loops: Any = None
     if _is_int_cast(e):  # narrowing is value-preserving when the wide value is in range
         return _prove_below(ana, e.value, cast(e.value.dtype, hi), facts, loops)
     loop = (loops or {}).get(id(e)) if isinstance(e, Var) else None
-    if loop is not None and ana.can_prove(loop.min + loop.extent - cast(loop.extent.dtype, hi) <= 0):
+    if loop is not None and ana.can_prove(
+        loop.min + loop.extent - cast(loop.extent.dtype, hi) <= 0
+    ):
         return True
     if isinstance(e, FloorMod) and _divisor_positive(ana, e.b):  # x % d < d <= hi
         return ana.can_prove(e.b - cast(e.b.dtype, hi) <= 0)
@@ -190,10 +193,6 @@ def _positive_parts(extent: Any) -> list:
             if (const_int(c) or 0) > 0:
                 out.append(x)
     return out
-
-
-def _conjuncts(e: Any) -> list:
-    return _conjuncts(e.a) + _conjuncts(e.b) if isinstance(e, And) else [e]
 
 
 def _prove_at_least(ana: Any, e: Any, lo: Any) -> bool:
@@ -257,7 +256,7 @@ def _binding_out_of_domain(r: BlockRealize, path: tuple, dims: Any = None) -> tu
         if isinstance(p, For) and const_int(p.extent) is None:
             for positive in _positive_parts(p.extent):
                 facts = logical_and(positive > 0, facts)
-    guards = tuple(c for c in _conjuncts(r.predicate) if isinstance(c, LT))
+    guards = tuple(c for c in flatten_operands(r.predicate, And) if isinstance(c, LT))
     loops_by_var = {id(p.loop_var): p for p in path if isinstance(p, For)}
 
     def proven(iv: Any, value: Any) -> bool:

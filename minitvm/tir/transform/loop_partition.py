@@ -31,6 +31,7 @@ from ..expr import (
     Var,
     binary,
 )
+from ..expr_build import flatten_operands
 from ..function import PrimFunc
 from ..functor import Mutator, Visitor
 from ..names import LIKELY, is_call
@@ -43,12 +44,6 @@ _FIXED_KINDS = (ForKind.VECTORIZED, ForKind.UNROLLED, ForKind.THREAD_BINDING)
 
 def _is_likely(cond: PrimExpr) -> bool:
     return is_call(cond, LIKELY)
-
-
-def _conjuncts(cond: PrimExpr) -> list[PrimExpr]:
-    if isinstance(cond, And):
-        return _conjuncts(cond.a) + _conjuncts(cond.b)
-    return [cond]
 
 
 def _as_negative_form(cond: PrimExpr) -> PrimExpr | None:
@@ -80,7 +75,7 @@ class _GuardCollector(Visitor):
 
     def visit_IfThenElse(self, s: IfThenElse) -> None:
         if _is_likely(s.condition):
-            for c in _conjuncts(s.condition.args[0]):
+            for c in flatten_operands(s.condition.args[0], And):
                 self.found.append((c, dict(self.inner)))
         self.generic_visit(s)
 
@@ -96,15 +91,15 @@ class _DropGuards(Mutator):
         s = self.generic_visit(s)
         if not _is_likely(s.condition):
             return s
-        rest = [c for c in _conjuncts(s.condition.args[0]) if id(c) not in self.proven]
-        if len(rest) == len(_conjuncts(s.condition.args[0])):
+        rest = [c for c in flatten_operands(s.condition.args[0], And) if id(c) not in self.proven]
+        if len(rest) == len(flatten_operands(s.condition.args[0], And)):
             return s
         if not rest:
             return s.then_case
         cond = rest[0]
         for c in rest[1:]:
             cond = And(cond, c)
-        from ..op import likely  # noqa: PLC0415 - small helper, imported where used
+        from ..op import likely
 
         return s.replace(condition=likely(cond))
 
@@ -112,7 +107,7 @@ class _DropGuards(Mutator):
 class _Partition(Mutator):
     def __init__(self) -> None:
         super().__init__()
-        from ...arith import Analyzer  # noqa: PLC0415 - arith sits below tir.transform
+        from ...arith import Analyzer
 
         self.ana = Analyzer()
 
@@ -124,7 +119,7 @@ class _Partition(Mutator):
         return self.partition(loop)
 
     def split_point(self, loop: For, cond: PrimExpr, inner: dict[Var, Range]) -> PrimExpr | None:
-        from ...arith import affine_coeffs  # noqa: PLC0415
+        from ...arith import affine_coeffs
 
         neg = _as_negative_form(cond)
         if neg is None:
@@ -142,7 +137,9 @@ class _Partition(Mutator):
         # a*L + M < 0 for the largest M  <=>  L <= floor((-M - 1) / a)
         m = bound.max_value
         one = IntImm(m.dtype, 1)
-        last = binary(FloorDiv, binary(Sub, binary(Sub, IntImm(m.dtype, 0), m), one), IntImm(m.dtype, a))
+        last = binary(
+            FloorDiv, binary(Sub, binary(Sub, IntImm(m.dtype, 0), m), one), IntImm(m.dtype, a)
+        )
         return binary(Add, last, one)
 
     def partition(self, loop: For) -> Stmt:

@@ -8,10 +8,12 @@ refused (a kernel cannot allocate device memory).
 
 from __future__ import annotations
 
+from typing import Any
+
 from ...error import BuildError
 from ..expr import IntImm
 from ..function import PrimFunc
-from ..functor import Mutator
+from ..functor import Mutator, map_outermost
 from ..stmt import Allocate, AttrStmt, DeclBuffer, Stmt
 from ._pass import prim_func_pass
 from .thread_sync import allocated_scope
@@ -68,21 +70,16 @@ def _lower_kernel(stmt: AttrStmt, func_name: str) -> Stmt:
     return body
 
 
-class _Kernels(Mutator):
-    def __init__(self, func_name: str) -> None:
-        super().__init__()
-        self.func_name = func_name
-
-    def visit_AttrStmt(self, attr: AttrStmt) -> Stmt:
-        if attr.attr_key == "thread_extent":
-            return _lower_kernel(attr, self.func_name)
-        return self.generic_visit(attr)
+def _is_kernel(s: Any) -> bool:
+    return isinstance(s, AttrStmt) and s.attr_key == "thread_extent"
 
 
 def lower_device_storage(func: PrimFunc) -> PrimFunc:
     """Hoist every kernel's shared Allocates to the kernel's top (module doc)."""
     name = f"function '{func.attrs.get('global_symbol', 'main')}'"
-    return func.replace(body=_Kernels(name).visit(func.body))
+    return func.replace(
+        body=map_outermost(func.body, _is_kernel, lambda attr: _lower_kernel(attr, name))
+    )
 
 
 LowerDeviceStorageAccessInfo = prim_func_pass(lower_device_storage, "LowerDeviceStorageAccessInfo")

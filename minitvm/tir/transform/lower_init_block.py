@@ -18,6 +18,7 @@ from typing import Any
 
 from ...error import BuildError
 from ..expr import EQ, And, IntImm, IterType, IterVar, PrimExpr, Var, binary
+from ..expr_build import flatten_operands
 from ..function import PrimFunc
 from ..functor import Mutator, post_order_visit, substitute
 from ..op import all as all_of
@@ -32,9 +33,7 @@ def _var_ids(n: Any) -> set[int]:
 
 
 def _conjuncts(cond: PrimExpr) -> list[PrimExpr]:
-    if isinstance(cond, And):
-        return _conjuncts(cond.a) + _conjuncts(cond.b)
-    return [] if _is_true(cond) else [cond]
+    return [c for c in flatten_operands(cond, And) if not _is_true(c)]
 
 
 def _is_true(cond: PrimExpr) -> bool:

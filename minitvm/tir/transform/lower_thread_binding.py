@@ -13,10 +13,12 @@ computes the same values (barriers under it are reached by every thread alike).
 
 from __future__ import annotations
 
+from typing import Any
+
 from ...error import BuildError
 from ..expr import LT, IntImm, IterType, IterVar, PrimExpr, Range, Var
 from ..function import PrimFunc
-from ..functor import Mutator, Visitor, post_order_visit, substitute
+from ..functor import Mutator, Visitor, map_outermost, post_order_visit, substitute
 from ..stmt import AttrStmt, For, ForKind, IfThenElse, Stmt
 from ._pass import prim_func_pass
 
@@ -182,24 +184,13 @@ def _kernel(stmt: Stmt, func_name: str) -> Stmt:
     return body
 
 
-class _Kernels(Mutator):
-    """Finds the outermost thread-bound loops (the kernels) and converts each."""
-
-    def __init__(self, func_name: str) -> None:
-        super().__init__()
-        self.func_name = func_name
-
-    def visit_For(self, loop: For) -> Stmt:
-        tag = thread_tag(loop)
-        # a vthread loop above the real thread loops is a loop of every thread of the kernel
-        if tag is not None and (not is_virtual(tag) or _binds_real_threads(loop.body)):
-            return _kernel(loop, self.func_name)
-        return self.generic_visit(loop)
-
-    def visit_AttrStmt(self, attr: AttrStmt) -> Stmt:
-        if attr.attr_key == "thread_extent":
-            return attr  # already a kernel
-        return self.generic_visit(attr)
+def _is_kernel(s: Any) -> bool:
+    """The outermost thread-bound loop of a kernel, or a kernel lowered already."""
+    if isinstance(s, AttrStmt):
+        return s.attr_key == "thread_extent"
+    tag = thread_tag(s) if isinstance(s, For) else None
+    # a vthread loop above the real thread loops is a loop of every thread of the kernel
+    return tag is not None and (not is_virtual(tag) or _binds_real_threads(s.body))
 
 
 def _binds_real_threads(stmt: Stmt) -> bool:
@@ -232,8 +223,12 @@ def has_thread_bindings(func: PrimFunc) -> bool:
 
 def lower_thread_binding(func: PrimFunc) -> PrimFunc:
     """Each kernel's bound loops → thread_extent scopes; vthread loops → serial (module doc)."""
-    name = func.attrs.get("global_symbol", "main")
-    return func.replace(body=_Kernels(f"function '{name}'").visit(func.body))
+    name = f"function '{func.attrs.get('global_symbol', 'main')}'"
+
+    def lower(s: Stmt) -> Stmt:
+        return s if isinstance(s, AttrStmt) else _kernel(s, name)
+
+    return func.replace(body=map_outermost(func.body, _is_kernel, lower))
 
 
 LowerThreadBinding = prim_func_pass(lower_thread_binding, "LowerThreadBinding")

@@ -16,7 +16,7 @@ from typing import Any
 
 from ...error import BuildError
 from ...ir.module import IRModule
-from ..expr import BufferLoad, Call, IterVar, StringImm, Var
+from ..expr import BufferLoad, Call, IterVar, Let, StringImm, Var
 from ..function import PrimFunc
 from ..functor import Visitor, post_order_visit
 from ..names import ATTR_IS_GLOBAL_FUNC, ATTR_KERNEL_LAUNCH_PARAMS, ATTR_NOALIAS, TVM_CALL_PACKED
@@ -49,21 +49,13 @@ class _Free(Visitor):
     def _define(self, v: Var) -> None:
         self.defined.add(id(v))
 
-    def visit_For(self, loop: For) -> None:
-        self._define(loop.loop_var)
-        self.generic_visit(loop)
+    def _binding(self, n: For | LetStmt | Let | Allocate) -> None:
+        """A loop, let or allocation defines its variable (its `_def_fields`)."""
+        for field in type(n)._def_fields:
+            self._define(getattr(n, field))
+        self.generic_visit(n)
 
-    def visit_LetStmt(self, let: LetStmt) -> None:
-        self._define(let.var)
-        self.generic_visit(let)
-
-    def visit_Let(self, let: Any) -> None:
-        self._define(let.var)
-        self.generic_visit(let)
-
-    def visit_Allocate(self, alloc: Allocate) -> None:
-        self._define(alloc.buffer_var)
-        self.generic_visit(alloc)
+    visit_For = visit_LetStmt = visit_Let = visit_Allocate = _binding
 
     def visit_AttrStmt(self, attr: AttrStmt) -> None:
         if attr.attr_key == "thread_extent" and isinstance(attr.node, IterVar):

@@ -15,47 +15,18 @@ bound inference rather than a user's choice, so kernels it cannot enumerate pass
 
 from __future__ import annotations
 
-import operator
-
 import numpy as np
 
 from ...error import BuildError
-from ..expr import (
-    EQ,
-    GE,
-    GT,
-    LE,
-    LT,
-    NE,
-    Add,
-    And,
-    BufferLoad,
-    Cast,
-    FloorDiv,
-    FloorMod,
-    IntImm,
-    IterVar,
-    Max,
-    Min,
-    Mul,
-    Not,
-    Or,
-    PrimExpr,
-    Sub,
-    Var,
-)  # fmt: skip
+from ..expr import EQ, LT, And, BufferLoad, Cast, IntImm, IterVar, Max, Min, Not, PrimExpr, Var
+from ..expr_build import INT_OPERATORS
 from ..functor import Visitor, post_order_visit
 from ..names import LIKELY, is_call
 from ..stmt import Allocate, AttrStmt, BufferStore, For, IfThenElse, Stmt
 from .thread_sync import allocated_scope
 
 _BUDGET = 1 << 22  # points enumerated per access; beyond it legality is not proven
-_BINARY = {
-    Add: operator.add, Sub: operator.sub, Mul: operator.mul,
-    FloorDiv: operator.floordiv, FloorMod: operator.mod, Min: np.minimum, Max: np.maximum,
-    LT: operator.lt, LE: operator.le, GT: operator.gt, GE: operator.ge, EQ: operator.eq,
-    NE: operator.ne, And: operator.and_, Or: operator.or_,
-}  # fmt: skip
+_BINARY = {**INT_OPERATORS, Min: np.minimum, Max: np.maximum}  # elementwise on arrays
 
 
 class _Unprovable(Exception):
@@ -208,17 +179,26 @@ def verify_private_memory(kernel_body: Stmt, where: str) -> None:
                 f"reads only the elements it wrote itself: {err}. Bind only shared-memory "
                 "stages to threads, or compute_at the local stage inside the thread loop"
             ) from None
-        key = stored[:, 0] * (1 << 32) + stored[:, 1]
-        for access, pairs in zip(loads, loaded):
-            missing = ~np.isin(pairs[:, 0] * (1 << 32) + pairs[:, 1], key)
-            if missing.any():
-                raise BuildError(
-                    f"{where}: a thread reads local buffer '{name}' at `{access.index}` "
-                    f"(element {int(pairs[missing][0, 1])}), which that thread never writes "
-                    "(local memory is private to each thread, so it reads garbage); cache into "
-                    "'shared' for data exchanged between threads (with the barrier that "
-                    "brings), or bind the local stage's loop like its reader's"
-                )
+        unwritten = _first_unwritten(stored, loads, loaded)
+        if unwritten is not None:
+            access, element = unwritten
+            raise BuildError(
+                f"{where}: a thread reads local buffer '{name}' at `{access.index}` "
+                f"(element {element}), which that thread never writes "
+                "(local memory is private to each thread, so it reads garbage); cache into "
+                "'shared' for data exchanged between threads (with the barrier that "
+                "brings), or bind the local stage's loop like its reader's"
+            )
+
+
+def _first_unwritten(stored: np.ndarray, loads: list, loaded: list) -> tuple | None:
+    """(access, element) of the first load of an (owner, element) pair no store wrote."""
+    key = stored[:, 0] * (1 << 32) + stored[:, 1]
+    for access, pairs in zip(loads, loaded):
+        missing = ~np.isin(pairs[:, 0] * (1 << 32) + pairs[:, 1], key)
+        if missing.any():
+            return access, int(pairs[missing][0, 1])
+    return None
 
 
 def _vars(access: _Access) -> list[Var]:
@@ -242,16 +222,15 @@ def _check_shared(c: _Collect, name: str, stores: list, loads: list, where: str)
         loaded = [_owned(a, axes, True, owners) for a in loads]
     except _Unprovable:
         return
-    key = stored[:, 0] * (1 << 32) + stored[:, 1]
-    for access, pairs in zip(loads, loaded):
-        missing = ~np.isin(pairs[:, 0] * (1 << 32) + pairs[:, 1], key)
-        if missing.any():
-            raise BuildError(
-                f"{where}: shared buffer '{name}' is read at `{access.index}` (element "
-                f"{int(pairs[missing][0, 1])}), which no thread of the block writes; the "
-                "cooperative fetch into it does not cover what the block reads (a bound "
-                "inference error: please report it with the schedule)"
-            )
+    unwritten = _first_unwritten(stored, loads, loaded)
+    if unwritten is not None:
+        access, element = unwritten
+        raise BuildError(
+            f"{where}: shared buffer '{name}' is read at `{access.index}` (element "
+            f"{element}), which no thread of the block writes; the "
+            "cooperative fetch into it does not cover what the block reads (a bound "
+            "inference error: please report it with the schedule)"
+        )
 
 
 class _Stores(Visitor):
