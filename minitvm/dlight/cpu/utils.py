@@ -9,6 +9,7 @@ from ...tir.functor import post_order_visit
 from ...tir.schedule import BlockRV, LoopRV, Schedule
 from ...tir.schedule.common import const_int
 from ...tir.stmt import Block, BlockRealize, BufferStore
+from ..base.loops import fusable_prefix
 from .analysis import BlockKind, _kind, _loads
 
 VECTOR_LANES = 16  # float32 lanes of one AVX-512 register; a split factor, not a limit
@@ -60,9 +61,12 @@ def _vectorize_inner(sch: Schedule, loop: LoopRV) -> LoopRV | None:
 
 
 def _parallel(sch: Schedule, loops: list[LoopRV], work: float) -> None:
-    """Fuse the (spatial, adjacent) `loops` and run them in parallel when worth it."""
+    """Fuse the (spatial, adjacent) `loops` and run them in parallel when worth it; only the
+    outer ones when fusing all would widen a loop's index dtype (`fusable_prefix`: an int32
+    symbolic dim fused with another loop)."""
     if loops and work >= PARALLEL_MIN_WORK:
-        sch.parallel(sch.fuse(*loops) if len(loops) > 1 else loops[0])
+        n = fusable_prefix(sch, loops)
+        sch.parallel(sch.fuse(*loops[:n]) if n > 1 else loops[0])
 
 
 def _parallel_widest(sch: Schedule, loops: list[LoopRV], work: float) -> list[LoopRV]:

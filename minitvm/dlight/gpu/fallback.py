@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...error import ScheduleError
 from ...ir.module import IRModule
 from ...tir.expr import IterType
 from ...tir.function import PrimFunc
@@ -39,6 +40,11 @@ def _bind_threads(func: PrimFunc, max_threads: int, accumulate_locally: bool = F
         owners = {owner[sch.get(c).name_hint] for c in sch.get_consumers(block)}
         loop = thread_loop.get(next(iter(owners))) if len(owners) == 1 else None
         if id(sch.get(block)) in outputs or loop is None:
+            if accumulate_locally and _writes_local(sch, block):
+                raise ScheduleError(
+                    f"block '{name}': its readers bind no thread loop (every output loop is "
+                    "symbolic), so it has no thread to accumulate in registers for"
+                )
             owner[name] = name
             thread_loop[name] = _bind_block(sch, block, max_threads)
             continue
@@ -48,6 +54,10 @@ def _bind_threads(func: PrimFunc, max_threads: int, accumulate_locally: bool = F
         sch.set_scope(block, 0, "local")
         owner[name] = next(iter(owners))
     return sch.mod["main"]
+
+
+def _writes_local(sch: Any, block: Any) -> bool:
+    return any(w.buffer.scope() == "local" for w in sch.get(block).writes)
 
 
 class Fallback(GPUScheduleRule):

@@ -90,8 +90,9 @@ def _bind_block(sch: Any, block: Any, threads: int) -> Any:
     binding needs a proof about a symbolic tail.
     """
     loops = _spatial_prefix(sch, block)
-    if not loops:
-        loops = [sch.add_unit_loop(block)]
+    if not loops:  # (a reduction loop outermost) one thread runs the whole nest
+        nest = sch.get_loops(block)
+        loops = [sch.add_unit_loop(nest[0] if nest else block)]
     n_const = 0
     for loop in reversed(loops):
         if not isinstance(sch.get(loop).extent, IntImm):
