@@ -179,9 +179,19 @@ def _select(calc: IntSetCalc, e: tx.Select) -> IntervalSet:
 
 
 def _cast(calc: IntSetCalc, e: tx.Cast) -> IntervalSet:
+    """A widening integer cast keeps the operand's bounds; so does a narrowing one whose
+    operand provably fits the narrower type (`int32(f // 48)` with `f < int64(m) * 48` is
+    [0, m - 1], not the whole int32 range, which sized a buffer at 2**31 rows)."""
     src, dst = e.value.dtype, e.dtype
-    if src.is_int and dst.is_int and dst.bits >= src.bits:
+    if src.is_int and dst.is_int:
         s = calc.eval(e.value)
+        if dst.bits < src.bits and not (
+            s.lo is not None
+            and s.hi is not None
+            and calc.ana.can_prove(tx.GE(s.lo, make_const(src, min_value(dst).value)))
+            and calc.ana.can_prove(tx.LE(s.hi, make_const(src, max_value(dst).value)))
+        ):
+            return calc._fallback(e)
         return IntervalSet(
             _opt(lambda x: tx.Cast(dst, x), s.lo), _opt(lambda x: tx.Cast(dst, x), s.hi), dst
         )

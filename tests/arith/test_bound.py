@@ -126,3 +126,22 @@ def test_update_records_constant_bounds():
     assert ana.const_int_bound(v).max_value == 100
     with pytest.raises(MiniTVMError, match=r"expects \(tir.Var, arith.ConstIntBound\)"):
         ana.update(v, (0, 4))
+
+
+def test_int_set_of_a_narrowing_cast_keeps_bounds_that_fit():
+    """int32(f // 48) over f in [0, int64(m) * 48 - 1] is [0, m - 1] (it sized a compacted
+    buffer at the whole int32 range); an operand that may not fit keeps the type's range."""
+    m = tir.Var("m", "int32")
+    f = tir.Var("f", "int64")
+    ana = arith.Analyzer()
+    e = tir.Cast("int32", tir.floordiv(f, tir.IntImm("int64", 48)))
+    dom = {f: arith.IntervalSet(tir.IntImm("int64", 0), tir.Cast("int64", m) * 48 - 1)}
+    s = ana.int_set(e, dom)
+    assert ana.can_prove_equal(s.min_value, 0)
+    for size in (1, 100, 2**31 - 1):
+        at = tir.stmt_functor.substitute(s.max_value, {m: tir.IntImm("int32", size)})
+        assert int(ana.simplify(at)) == size - 1
+    g = tir.Var("g", "int64")
+    wide = arith.IntervalSet(tir.IntImm("int64", 0), tir.IntImm("int64", 1 << 40))
+    s = ana.int_set(tir.Cast("int32", g), {g: wide})
+    assert (int(s.min_value), int(s.max_value)) == (-(2**31), 2**31 - 1)
