@@ -22,6 +22,7 @@ from ..expr import (
     Range,
     Var,
     cast,
+    make_const,
     logical_and,
 )
 from ..expr_build import flatten_operands
@@ -233,6 +234,13 @@ def _nonnegative(ana: Any, e: Any) -> bool:
         return _divisor_positive(ana, e.b)
     if isinstance(e, FloorDiv):
         return _divisor_positive(ana, e.b) and _nonnegative(ana, e.a)
+    if isinstance(e, Cast) and e.dtype.is_int and e.value.dtype.is_int:
+        # widening keeps the sign; narrowing keeps it too when the value fits below the top bit
+        if not _nonnegative(ana, e.value):
+            return False
+        return e.dtype.bits >= e.value.dtype.bits or ana.can_prove(
+            e.value < make_const(e.value.dtype, 2 ** (e.dtype.bits - 1))
+        )
     return False
 
 
