@@ -2,7 +2,13 @@
 
 from .. import _lazy
 from ..ir.dtype import DataType  # tvm.runtime.DataType
-from . import cache_flush, device_module, ndarray, threadpool  # noqa: F401 - device_module registers its loader
+from . import (  # noqa: F401 - device_module registers its loader, vm_builtin the VM's builtins
+    cache_flush,
+    device_module,
+    ndarray,
+    threadpool,
+    vm_builtin,
+)
 from . import ndarray as nd
 from .device import Device, cl, context, cpu, cuda, device, gpu, metal, opencl, rocm, vulkan
 from .module import CodegenResult, Module, ProfileResult, load_module

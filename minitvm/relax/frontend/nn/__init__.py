@@ -34,6 +34,8 @@ from .modules import (
     Embedding,
     GroupNorm,
     Identity,
+    IOEffect,
+    KVCache,
     LayerNorm,
     Linear,
     ReLU,
@@ -45,8 +47,9 @@ from .op import __all__ as _op_names
 from .subroutine import SubroutineMixin
 
 __all__ = [  # noqa: PLE0604 (the nn.op names are listed in op.py)
-    "GELU", "Conv1D", "Conv2D", "Dropout", "Effect", "Embedding", "GroupNorm", "Identity",
-    "LayerNorm", "Linear", "Module", "ModuleDict", "ModuleList", "Object", "Parameter", "RMSNorm",
-    "ReLU", "Sequential", "SiLU", "SubroutineMixin", "Tensor", "TorchModule", "get_default_dtype",
-    "op", "set_default_dtype", "spec", "wrap_nested", *_op_names,
+    "GELU", "Conv1D", "Conv2D", "Dropout", "Effect", "Embedding", "GroupNorm", "IOEffect",
+    "Identity", "KVCache", "LayerNorm", "Linear", "Module", "ModuleDict", "ModuleList", "Object",
+    "Parameter", "RMSNorm", "ReLU", "Sequential", "SiLU", "SubroutineMixin", "Tensor",
+    "TorchModule", "get_default_dtype", "op", "set_default_dtype", "spec", "wrap_nested",
+    *_op_names,
 ]  # fmt: skip

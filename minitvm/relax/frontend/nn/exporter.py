@@ -1,9 +1,12 @@
 """Export an nn.Module to an IRModule: each method of the spec becomes one relax function.
 
-The function's inputs are the spec's arguments, then the module's parameters (one input each, or
-one tuple with `"$": {"param_mode": "packed"}`); its attribute `num_input` counts the former, as
-in TVM. The method runs once on symbolic Tensors inside a dataflow block, and every nn op it calls
-emits a binding.
+The function's inputs are the spec's arguments, then the module's effects (nn.KVCache, and the
+IO effect of `debug=True`), then its parameters (one input each, or one tuple with
+`"$": {"param_mode": "packed"}` / `"effect_mode": "packed"`); its attribute `num_input` counts
+the arguments and effects, as in TVM. A module with effects also gets `_initialize_effect()`,
+which creates them, and its methods return `(outputs, (new effects...))` (see effects.py). The
+method runs once on symbolic Tensors inside a dataflow block, and every nn op it calls emits a
+binding.
 """
 
 from __future__ import annotations
@@ -12,39 +15,62 @@ from typing import Any
 
 from ....error import ArgumentError, MiniTVMError
 from ....tir.expr import Var as TirVar
+from ...analysis import well_formed_errors
 from ...block_builder import BlockBuilder
 from ...expr import Tuple, TupleGetItem, Var
 from ...struct_info import ObjectStructInfo, ShapeStructInfo, TupleStructInfo
 from . import core
 from . import spec as _spec
+from .effects import IOEffect
 
 
 class Exporter:
     """Builds the IRModule of a ModuleSpec (`Module.export_tvm` uses it)."""
 
     def __init__(self, debug: bool = False) -> None:
-        self.debug = debug  # accepted for TVM's signature; minitvm exports no IO effect
+        self.debug = debug  # adds the IO effect `_io` to every method, as in TVM
         self.builder = BlockBuilder()
         self.extern_mods: list[Any] = []
 
     def build(self, spec: _spec.ModuleSpec) -> tuple[Any, list[tuple[str, core.Parameter]], list]:
         """(IRModule, [(name, Parameter)], extern modules)."""
-        effects = list(
-            core._attribute_finder(spec.module, "", lambda x: isinstance(x, core.Effect))
-        )
+        effects: list[tuple[str, core.Effect]] = [("", IOEffect())] if self.debug else []
+        effects += core._attribute_finder(spec.module, "", lambda x: isinstance(x, core.Effect))
+        for name, effect in effects:
+            _check_effect(name, effect)
         if effects:
-            names = ", ".join(name for name, _ in effects)
-            raise MiniTVMError(
-                f"export_tvm: the module holds effects ({names}); minitvm's nn exporter does not "
-                "support effects such as nn.KVCache. Keep state as explicit inputs and outputs"
-            )
+            _emit_effect_init(self.builder, effects)
         params: list[tuple[str, core.Parameter]] = []
         for method_name, method_spec in zip(spec.method_names, spec.method_specs):
             params = list(
                 core._attribute_finder(spec.module, "", lambda x: isinstance(x, core.Parameter))
             )
-            _emit_method(self.builder, method_name, method_spec, params)
+            _emit_method(self.builder, method_name, method_spec, params, effects)
         return self.builder.get(), params, self.extern_mods
+
+
+_EFFECT_METHODS = ("emit_init", "create", "set_state", "finalize")
+
+
+def _check_effect(name: str, effect: core.Effect) -> None:
+    missing = [m for m in _EFFECT_METHODS if getattr(type(effect), m) is getattr(core.Effect, m)]
+    if missing:
+        raise MiniTVMError(
+            f"export_tvm: the module holds effects, and effect {name!r} "
+            f"({type(effect).__name__}) does not define {', '.join(missing)}; subclass "
+            "nn.Effect with all of " + ", ".join(_EFFECT_METHODS) + " (or use nn.KVCache)"
+        )
+
+
+def _emit_effect_init(bb: BlockBuilder, effects: list[tuple[str, core.Effect]]) -> None:
+    """`_initialize_effect()`: creates every effect; returns them in one tuple, in order."""
+    with bb.function("_initialize_effect", params=[]):
+        with bb.dataflow():
+            created = []
+            for name, effect in effects:
+                created += effect.emit_init(name, bb)
+            out = bb.emit_output(Tuple(tuple(created)))
+        bb.emit_func_output(out)
 
 
 class _DimNames:
@@ -113,7 +139,9 @@ def _emit_method(
     name: str,
     spec: _spec.MethodSpec,
     params: list[tuple[str, core.Parameter]],
+    effects: list[tuple[str, core.Effect]],
 ) -> None:
+    """One function: inputs are the spec's arguments, the effects, then the parameters."""
     names = _DimNames()
     pairs = [_input(n, s, names) for n, s in zip(spec.arg_names, spec.arg_specs)]
     inputs = [var for var, _ in pairs]
@@ -121,6 +149,15 @@ def _emit_method(
     for pname, param in params:  # fresh vars per method, so methods share no variables
         param._expr = core.Tensor.placeholder(names.rename(param.shape), param.dtype, pname)._expr
         param_vars.append(param._expr)
+    created = [(effect, effect.create(ename)) for ename, effect in effects]
+    effect_vars = [v for _, vs in created for v in vs]
+    packed_effects = None
+    if spec.effect_mode == "plain":
+        inputs += effect_vars
+    elif spec.effect_mode == "packed" and effect_vars:
+        fields = tuple(v.struct_info for v in effect_vars)
+        packed_effects = Var("packed_effects", TupleStructInfo(fields))
+        inputs.append(packed_effects)
     with bb.function(name, attrs={"num_input": len(inputs)}):
         if spec.param_mode == "plain":
             inputs += param_vars
@@ -128,9 +165,33 @@ def _emit_method(
             packed = Var("packed_params", TupleStructInfo(tuple(v.struct_info for v in param_vars)))
             inputs.append(packed)
         with bb.dataflow():
+            _set_effect_states(bb, created, packed_effects)
             if spec.param_mode == "packed":
                 for i, (pname, param) in enumerate(params):
                     param._expr = bb.emit(TupleGetItem(packed, i), pname)
             args = [_detuple(bb, value, var) for var, value in pairs]
-            out = bb.emit_output(_unwrap(spec.method(*args), name))
-        bb.emit_func_output(out, params=inputs)
+            out = _unwrap(spec.method(*args), name)
+            new_effects = [v for _, effect in effects for v in effect.finalize()]
+            if new_effects and spec.effect_mode != "none":
+                out = Tuple((out, Tuple(tuple(new_effects))))
+            out = bb.emit_output(out)
+        gv = bb.emit_func_output(out, params=inputs)
+    if spec.effect_mode == "none" and effects:
+        errors = well_formed_errors(bb.get()[gv])
+        if errors:
+            raise MiniTVMError(
+                f"export_tvm: method {name!r} has effect_mode 'none', so its effects are not "
+                f"inputs, but it uses them ({errors[0]}); use effect_mode 'plain' or 'packed'"
+            )
+
+
+def _set_effect_states(
+    bb: BlockBuilder, created: list[tuple[core.Effect, list[Var]]], packed: Var | None
+) -> None:
+    """Give each effect its input vars (fields of the packed tuple when effects are packed)."""
+    i = 0
+    for effect, state in created:
+        if packed is not None:
+            state = [bb.emit(TupleGetItem(packed, i + j), v.name_hint) for j, v in enumerate(state)]
+            i += len(state)
+        effect.set_state(state)

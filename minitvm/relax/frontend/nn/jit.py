@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ....error import ArgumentError
+from ....error import ArgumentError, MiniTVMError
 from . import core
 from . import spec as _spec
 
@@ -35,12 +35,21 @@ def jit_module(
     return TorchModule(module_spec, vm, weights)
 
 
+_INIT_EFFECTS = "_initialize_effect"
+
+
 class TorchModule:
     """A compiled nn.Module: `tm["forward"](x)` (or `tm.forward(x)`) takes torch tensors (ints
-    for spec.Int inputs) and returns torch tensors."""
+    for spec.Int inputs) and returns torch tensors. A module with effects (nn.KVCache) keeps
+    them here, made once by `_initialize_effect` and replaced by what each call returns."""
 
     def __init__(self, spec: _spec.ModuleSpec, vm: Any, params: list) -> None:
         self.spec, self.vm, self.params = spec, vm, params
+        try:
+            init = vm[_INIT_EFFECTS]  # only the lookup may fail: a module without effects
+        except MiniTVMError:
+            init = None
+        self.effects = None if init is None else list(init())
 
     def __getitem__(self, method_name: str) -> Any:
         if method_name not in self.spec.method_names:
@@ -61,13 +70,19 @@ class TorchModule:
                 _to_tvm(n, s, a)
                 for n, s, a in zip(method_spec.arg_names, method_spec.arg_specs, args)
             ]
-            return _to_torch(func(*converted, *self.params))
+            mode = method_spec.effect_mode
+            if self.effects is None or mode == "none":
+                return _to_torch(func(*converted, *self.params))
+            effects = [tuple(self.effects)] if mode == "packed" else self.effects
+            outputs, new_effects = func(*converted, *effects, *self.params)
+            self.effects = list(new_effects)
+            return _to_torch(outputs)
 
         call.__name__ = method_name
         return call
 
     def __getattr__(self, name: str) -> Any:
-        if name in ("spec", "vm", "params") or name.startswith("__"):
+        if name in ("spec", "vm", "params", "effects") or name.startswith("__"):
             raise AttributeError(name)
         if name in self.spec.method_names:
             return self[name]

@@ -7,6 +7,7 @@ from typing import Any
 
 from . import op
 from .core import Effect, Module, Parameter, Tensor
+from .effects import IOEffect, KVCache  # TVM defines its effects in nn.modules
 
 
 class ReLU(Module):
@@ -218,6 +219,6 @@ class GroupNorm(Module):
 
 
 __all__ = [
-    "GELU", "Conv1D", "Conv2D", "Dropout", "Effect", "Embedding", "GroupNorm", "Identity",
-    "LayerNorm", "Linear", "RMSNorm", "ReLU", "SiLU",
+    "GELU", "Conv1D", "Conv2D", "Dropout", "Effect", "Embedding", "GroupNorm", "IOEffect",
+    "Identity", "KVCache", "LayerNorm", "Linear", "RMSNorm", "ReLU", "SiLU",
 ]  # fmt: skip
