@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..error import MiniTVMError
+from ..ir.recursion import post_order
 from ..relax import op as R
 from ..relax.expr import Expr
 from ..relax.op import grad as G
@@ -302,21 +303,7 @@ def gradients(output_node: Node, node_list: Sequence[Node]) -> list[Node]:
 
 def find_topo_sort(node_list: Sequence[Node]) -> list[Node]:
     """Post-order DFS: every node after its inputs (iterative, so deep graphs are fine)."""
-    visited: set[int] = set()
-    order: list[Node] = []
-    for root in node_list:
-        stack = [(root, False)]
-        while stack:
-            node, done = stack.pop()
-            if done:
-                order.append(node)
-                continue
-            if node.id in visited:
-                continue
-            visited.add(node.id)
-            stack.append((node, True))
-            stack.extend((i, False) for i in reversed(node.inputs) if i.id not in visited)
-    return order
+    return post_order(node_list, lambda node: node.inputs, key=lambda node: node.id)
 
 
 __all__ = [

@@ -1,7 +1,8 @@
 """The `minitvm` command line (`python -m minitvm VERB ...`): one module per verb.
 
-Each verb module has `add_parser(subparsers)`, which adds its parser and sets `run=fn(args) ->
-int`. Only the verb asked for is imported, so a verb whose module is missing or broken
+A verb is a row of VERBS (its module and one-line help) and a module with DESCRIPTION and EPILOG
+(its --help text), `add_arguments(parser)` (left out by verbs without options) and
+`run(args) -> int`. Only the verb asked for is imported, so a verb whose module is missing or broken
 (e.g. `tune` without its optional packages) leaves the others working.
 
 Exit codes: 0 ok; 1 the model or the run failed (a MiniTVMError); 2 the command line is wrong
@@ -17,12 +18,15 @@ import os
 import sys
 
 from ..error import MiniTVMError
-from ._common import UsageError
+from ._common import UsageError, example_parser
 
 # verb -> (module under minitvm.cli, one-line help shown when the module cannot be imported)
 VERBS = {
     "demo": ("demo", "train the MLP on the bundled digits, then build and time two kernels"),
-    "train": ("train", "train a classifier with compiled graph programs"),
+    "train": (
+        "train",
+        "train a classifier with compiled graph programs (forward + backward + update)",
+    ),
     "compile": ("compile", "compile an ONNX model into a deployable artifact"),
     "run": ("run", "run a compiled artifact on .npy/.npz inputs"),
     "bench": ("bench", "time a compiled artifact (and ONNX Runtime with --compare ort)"),
@@ -48,7 +52,10 @@ def _add_verb(sub: argparse._SubParsersAction, verb: str, broken: dict[str, str]
     module_name, summary = VERBS[verb]
     try:
         module = importlib.import_module(f"{__name__}.{module_name}")
-        module.add_parser(sub)
+        p = example_parser(sub, verb, summary, module.DESCRIPTION, module.EPILOG)
+        if hasattr(module, "add_arguments"):
+            module.add_arguments(p)
+        p.set_defaults(run=module.run)
     except Exception as err:  # noqa: BLE001 - any failure of one verb must not break the rest
         broken[verb] = f"{type(err).__name__}: {err}"
         sub.add_parser(verb, help=f"{summary} (unavailable: `minitvm {verb}` says why)")

@@ -66,6 +66,14 @@ _SHAPE_ITEM = re.compile(r"^(?P<name>.+):\[?(?P<dims>[0-9, ]*)\]?$")
 SHAPES_SYNTAX = "use NAME:D1,D2,... (e.g. data:1,3,224,224), one per input"
 
 
+def add_model_arguments(p: argparse.ArgumentParser) -> None:
+    """MODEL.onnx and --input-shapes (read by parse_input_shapes), for verbs that import a model."""
+    p.add_argument("model", metavar="MODEL.onnx", help="the ONNX model file")
+    p.add_argument(
+        "--input-shapes", action="append", metavar="NAME:SHAPE", help="e.g. data:1,3,224,224"
+    )
+
+
 def parse_input_shapes(items: list[str] | None) -> dict[str, tuple[int, ...]]:
     """`["data:1,3,224,224", "mask:[1,128]"]` (or several in one item, space separated) ->
     {name: shape}; the last ':' splits, so names such as 'input:0' work."""

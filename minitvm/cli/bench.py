@@ -11,7 +11,7 @@ import numpy as np
 
 from ..error import MiniTVMError
 from . import _stats
-from ._common import UsageError, example_parser, existing_file, sha256_file
+from ._common import UsageError, existing_file, sha256_file
 from .run import Session, add_input_options, load_with_inputs, outputs_of
 
 _MAX_SOURCE_BYTES = 2**31  # protobuf's limit on one ONNX file
@@ -29,14 +29,10 @@ both latencies, the ratio and the largest output difference.
 """
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = example_parser(
-        sub,
-        "bench",
-        "time a compiled artifact (and ONNX Runtime with --compare ort)",
-        "Time the artifact's entry function; random inputs unless --input gives them.",
-        EPILOG,
-    )
+DESCRIPTION = "Time the artifact's entry function; random inputs unless --input gives them."
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("artifact", metavar="MODEL.tar", help="a file written by `minitvm compile`")
     add_input_options(p)
     p.add_argument("--repeat", type=int, default=20, help="timed runs (default 20)")
@@ -44,10 +40,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--profile", action="store_true", help="per-op table from the VM's profiler")
     p.add_argument("--compare", choices=["ort"], help="also time ONNX Runtime on the source model")
     p.add_argument(
-        "--source", metavar="MODEL.onnx", help="the model the artifact was compiled from (--compare)"
+        "--source",
+        metavar="MODEL.onnx",
+        help="the model the artifact was compiled from (--compare)",
     )
     _stats.add_format_option(p)
-    p.set_defaults(run=run, random=True)
+    p.set_defaults(random=True)
 
 
 def run(args: argparse.Namespace) -> int:

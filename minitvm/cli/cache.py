@@ -6,8 +6,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ._common import example_parser
-
 EPILOG = """\
 examples:
   minitvm cache info                          # directory, entries, bytes used of the limit
@@ -16,18 +14,15 @@ examples:
 """
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = example_parser(
-        sub,
-        "cache",
-        "show or clear the persistent compile cache",
-        "The compile cache keeps built kernels' object code between processes, so building "
-        "the same model again skips lowering and LLVM. MINITVM_CACHE_DIR moves it (empty: off), "
-        "MINITVM_CACHE_SIZE bounds it (default 1G).",
-        EPILOG,
-    )
+DESCRIPTION = (
+    "The compile cache keeps built kernels' object code between processes, so building "
+    "the same model again skips lowering and LLVM. MINITVM_CACHE_DIR moves it (empty: off), "
+    "MINITVM_CACHE_SIZE bounds it (default 1G)."
+)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("action", choices=("info", "clear"), help="info: show it; clear: empty it")
-    p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -14,7 +14,7 @@ from ..instrument import PassInstrument
 from . import _records, artifact
 from ._common import (
     SHAPES_SYNTAX,
-    example_parser,
+    add_model_arguments,
     parse_input_shapes,
     sha256_file,
     shape_text,
@@ -38,19 +38,14 @@ torch.export .pt2 files are not read: loading them unpickles, which can run code
 """
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = example_parser(
-        sub,
-        "compile",
-        "compile an ONNX model into a deployable artifact",
-        "Import MODEL.onnx, run the graph and lowering pipeline (one progress line per pass), "
-        "and write the compiled artifact.",
-        EPILOG,
-    )
-    p.add_argument("model", metavar="MODEL.onnx", help="the ONNX model file")
-    p.add_argument(
-        "--input-shapes", action="append", metavar="NAME:SHAPE", help="e.g. data:1,3,224,224"
-    )
+DESCRIPTION = (
+    "Import MODEL.onnx, run the graph and lowering pipeline (one progress line per pass), "
+    "and write the compiled artifact."
+)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    add_model_arguments(p)
     p.add_argument(
         "--target",
         default="llvm",
@@ -75,7 +70,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="print seconds per build stage (graph passes, schedule, lowering, LLVM, compile "
         "cache) and of the slowest kernels",
     )  # fmt: skip
-    p.set_defaults(run=run)
 
 
 class PassProgress(PassInstrument):

@@ -9,18 +9,13 @@ import time
 import numpy as np
 
 from .. import driver, runtime, te, tir
-from ._common import example_parser
+
+DESCRIPTION = __doc__
+EPILOG = "example:\n  python -m minitvm demo"
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = example_parser(
-        sub,
-        "demo",
-        "train the MLP on the bundled digits, then build and time two kernels",
-        __doc__,
-        "example:\n  python -m minitvm demo",
-    )
-    p.set_defaults(run=lambda args: run_demo())
+def run(args: argparse.Namespace) -> int:
+    return run_demo()
 
 
 def _median_seconds(fn, repeat: int = 7, number: int = 3) -> float:

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from . import _stats
-from ._common import UsageError, example_parser, model_inputs, parse_inputs, writable_path
+from ._common import UsageError, model_inputs, parse_inputs, writable_path
 from ._device import DEVICES
 
 EPILOG = """\
@@ -26,14 +26,10 @@ has its name in the ONNX model (output_0, output_1, ... when the model names non
 """
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = example_parser(
-        sub,
-        "run",
-        "run a compiled artifact on .npy/.npz inputs",
-        "Run the artifact's entry function once and save or summarise its outputs.",
-        EPILOG,
-    )
+DESCRIPTION = "Run the artifact's entry function once and save or summarise its outputs."
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("artifact", metavar="MODEL.tar", help="a file written by `minitvm compile`")
     add_input_options(p)
     p.add_argument("-o", "--output", metavar="FILE", help="write the outputs (.npy or .npz)")
@@ -42,7 +38,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--print-time", action="store_true", help="print latency statistics")
     _stats.add_format_option(p)
-    p.set_defaults(run=run)
 
 
 def add_input_options(p: argparse.ArgumentParser) -> None:

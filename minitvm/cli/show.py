@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from ._common import example_parser, parse_input_shapes, shape_text
+from ._common import parse_input_shapes, shape_text
 
 EPILOG = """\
 examples:
@@ -17,19 +17,16 @@ examples:
 """
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = example_parser(
-        sub,
-        "show",
-        "print an ONNX model's imported relax program or an artifact's summary",
-        "MODEL.onnx: import it and print the relax program (TVMScript). "
-        "MODEL.tar (from `minitvm compile`): print its metadata and the executable's summary.",
-        EPILOG,
-    )
+DESCRIPTION = (
+    "MODEL.onnx: import it and print the relax program (TVMScript). "
+    "MODEL.tar (from `minitvm compile`): print its metadata and the executable's summary."
+)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", metavar="MODEL", help="an .onnx model or a compiled artifact")
     p.add_argument("--input-shapes", action="append", metavar="NAME:SHAPE", help="for .onnx")
     p.add_argument("--vm", action="store_true", help="for an artifact: print the VM program too")
-    p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:

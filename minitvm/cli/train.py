@@ -7,7 +7,7 @@ import dataclasses
 import sys
 
 from ..error import MiniTVMError
-from ._common import UsageError, example_parser
+from ._common import UsageError
 
 EPILOG = """\
 examples:
@@ -21,16 +21,12 @@ mnist:PATH is a folder holding train-images-idx3-ubyte(.gz) and the other three 
 """
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+DESCRIPTION = "Train logreg / mlp / cnn; one compiled relax function per training step."
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     from ..training import MODELS, OPTIMIZERS
 
-    p = example_parser(
-        sub,
-        "train",
-        "train a classifier with compiled graph programs (forward + backward + update)",
-        "Train logreg / mlp / cnn; one compiled relax function per training step.",
-        EPILOG,
-    )
     p.add_argument("--model", choices=list(MODELS), default="mlp")
     p.add_argument("--data", default="digits", help="digits | mnist:PATH | synthetic[:N]")
     p.add_argument("--epochs", type=int, help="default depends on model and data")
@@ -51,7 +47,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         metavar="PATH",
         help="continue from a checkpoint (default: the --save PATH) with the same options",
     )
-    p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:

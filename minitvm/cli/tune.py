@@ -6,11 +6,18 @@ import argparse
 import os
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 from ..meta_schedule._progress import NO_TRIAL_LIMIT
 from . import _records
-from ._common import SHAPES_SYNTAX, UsageError, example_parser, parse_input_shapes, writable_path
+from ._common import (
+    SHAPES_SYNTAX,
+    UsageError,
+    add_model_arguments,
+    parse_input_shapes,
+    writable_path,
+)
 from ._device import parse_target
 from ._tune_report import (
     TrialCounter,
@@ -38,20 +45,15 @@ with the tuned kernels into an artifact for `minitvm run` / `minitvm bench`; `mi
 """
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = example_parser(
-        sub,
-        "tune",
-        "tune a model's kernels with meta_schedule",
-        "Import MODEL.onnx, extract its distinct kernels, tune them within --trials measurements "
-        "or --minutes (more trials to the kernels with the most time to win: calls x their "
-        "time above the measured FMA peak's), and keep the records in the work dir.",
-        EPILOG,
-    )
-    p.add_argument("model", metavar="MODEL.onnx", help="the ONNX model file")
-    p.add_argument(
-        "--input-shapes", action="append", metavar="NAME:SHAPE", help="e.g. data:1,3,224,224"
-    )
+DESCRIPTION = (
+    "Import MODEL.onnx, extract its distinct kernels, tune them within --trials measurements "
+    "or --minutes (more trials to the kernels with the most time to win: calls x their "
+    "time above the measured FMA peak's), and keep the records in the work dir."
+)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    add_model_arguments(p)
     p.add_argument("--target", default="llvm", help="target (default: llvm)")
     p.add_argument(
         "--trials",
@@ -77,37 +79,28 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=None, help="seed of the search (default: random)")
     p.add_argument("-o", "--output", default=None, help="also write the tuned artifact here")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
-    p.set_defaults(run=run)
 
 
-def _non_negative(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected 0 or a positive integer, got {text!r}")
-    return value
+def _checked_number(
+    convert: Callable[[str], float], ok: Callable[[float], bool], expected: str
+) -> Callable[[str], float]:
+    """An argparse type: `convert(text)`, refused with "expected <expected>" unless `ok`."""
+
+    def parse(text: str) -> float:
+        try:
+            value = convert(text)
+        except ValueError:
+            value = None
+        if value is None or not ok(value):
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
+        return value
+
+    return parse
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
-    return value
+_non_negative = _checked_number(int, lambda v: v >= 0, "0 or a positive integer")
+_positive = _checked_number(int, lambda v: v >= 1, "a positive integer")
+_positive_float = _checked_number(float, lambda v: v > 0, "a positive number")
 
 
 def run(args: argparse.Namespace) -> int:

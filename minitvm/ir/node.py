@@ -6,6 +6,8 @@ import dataclasses
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
+from ..error import MiniTVMError
+
 T = TypeVar("T")
 
 
@@ -63,6 +65,16 @@ def field_names(cls: type) -> tuple[str, ...]:
 def setfield(obj: Node, name: str, value: Any) -> None:
     """Set a field during `__post_init__` normalisation (the only place nodes are written)."""
     object.__setattr__(obj, name, value)
+
+
+def set_tuple_field(obj: Node, name: str, kind: type, what: str) -> None:
+    """Normalise field `name` to a tuple whose items are all `kind`s; `what` names them in
+    the error otherwise (`Tuple fields must be relax expressions, got 1`)."""
+    items = tuple(getattr(obj, name))
+    for item in items:
+        if not isinstance(item, kind):
+            raise MiniTVMError(f"{type(obj).__name__} {name} must be {what}, got {item!r}")
+    setfield(obj, name, items)
 
 
 class FrozenDict(Mapping):

@@ -1,13 +1,14 @@
-"""Deep IR walks: raise Python's recursion limit, within what the C stack can take."""
+"""Deep IR walks: raise Python's recursion limit, within what the C stack can take; or walk a
+graph with an explicit stack (`post_order`) and need no deep recursion at all."""
 
 from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from contextlib import contextmanager
 from functools import wraps
-from typing import Any
+from typing import Any, TypeVar
 
 from ..error import ExpressionTooDeep
 
@@ -58,3 +59,31 @@ def allows_deep_recursion(fn: Callable) -> Callable:
             return fn(*args, **kwargs)
 
     return wrapper
+
+
+_N = TypeVar("_N")
+
+
+def post_order(
+    roots: Iterable[_N],
+    children: Callable[[_N], Iterable[_N]],
+    key: Callable[[_N], Hashable] = id,
+) -> list[_N]:
+    """The nodes reachable from `roots`, each after all of its children (producers before
+    consumers), the first child explored first; a node `key` has seen is listed once. Iterative,
+    so a chain of thousands of operations needs no deep recursion."""
+    order: list[_N] = []
+    seen: set[Hashable] = set()
+    for root in roots:
+        stack = [(root, False)]
+        while stack:
+            node, expanded = stack.pop()
+            if expanded:
+                order.append(node)
+                continue
+            if key(node) in seen:
+                continue
+            seen.add(key(node))
+            stack.append((node, True))
+            stack.extend((c, False) for c in reversed(list(children(node))))
+    return order

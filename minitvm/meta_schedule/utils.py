@@ -32,6 +32,25 @@ def parse_target(target: Any) -> Target:
     return Target(" ".join(words))
 
 
+class TuneContextPart:
+    """Base of what a TuneContext initializes with its task (schedule rules, postprocessors,
+    mutators): `target` is the task's; `clone` copies the settings; repr is TVM's name."""
+
+    target: Any = None
+
+    def _initialize_with_tune_context(self, context: Any) -> None:
+        target = getattr(context, "target", None)
+        self.target = None if target is None else parse_target(target)
+
+    def clone(self) -> Any:
+        out = object.__new__(type(self))
+        out.__dict__.update(self.__dict__)
+        return out
+
+    def __repr__(self) -> str:
+        return f"meta_schedule.{type(self).__name__}"
+
+
 def normalize_mod(mod: Any) -> IRModule:
     """An IRModule whose PrimFunc is "main" (a bare PrimFunc is wrapped, as TVM does)."""
     if isinstance(mod, PrimFunc):

@@ -12,40 +12,17 @@ from ..ir.op import Op
 from ..tir.expr import PrimExpr
 from ..tir.expr import Var as TirVar
 from ..tir.functor import post_order_visit
-from .expr import (
-    Call,
-    DataflowBlock,
-    DataflowVar,
-    ExternFunc,
-    Function,
-    If,
-    MatchCast,
-    PrimValue,
-    SeqExpr,
-    ShapeExpr,
-    Tuple,
-    TupleGetItem,
-    Var,
-    VarBinding,
-)
-from .struct_info import (
-    FuncStructInfo,
-    ObjectStructInfo,
-    PrimStructInfo,
-    ShapeStructInfo,
-    StructInfo,
-    TensorStructInfo,
-    TupleStructInfo,
-)
+from . import expr as rx
+from . import struct_info as si
 from .transform.dead_code_elimination import dead_code_elimination, remove_unused_bindings
 
 _LOG = logging.getLogger("minitvm.relax.analysis")
 
 
-def remove_all_unused(func: Function | IRModule) -> Function | IRModule:
+def remove_all_unused(func: rx.Function | IRModule) -> rx.Function | IRModule:
     """Drop bindings whose variable is never used (a Function), or also unreachable functions
     (an IRModule). Calls in impure functions are kept: they may have side effects."""
-    if isinstance(func, Function):
+    if isinstance(func, rx.Function):
         return remove_unused_bindings(func)
     if isinstance(func, IRModule):
         return dead_code_elimination(func)
@@ -56,6 +33,7 @@ def remove_all_unused(func: Function | IRModule) -> Function | IRModule:
 
 
 # ----------------------------------------------------------------------------- well_formed
+
 
 def _tir_vars(node: Any) -> Iterator[TirVar]:
     found: list[TirVar] = []
@@ -93,11 +71,11 @@ class _WellFormed:
         return any(id(v) in scope for scope in scopes)
 
     # -- definitions
-    def define_var(self, v: Var) -> None:
+    def define_var(self, v: rx.Var) -> None:
         if id(v) in self.defined:
             self.fail(f"variable '{v.name_hint}' is defined more than once")
         self.defined.add(id(v))
-        if isinstance(v, DataflowVar):
+        if isinstance(v, rx.DataflowVar):
             if self.dataflow is None:
                 self.fail(f"DataflowVar '{v.name_hint}' is defined outside a dataflow block")
             else:
@@ -117,7 +95,7 @@ class _WellFormed:
                 self.tir_scopes[-1].add(id(tv))  # report each once
 
     # -- functions
-    def function(self, func: Function, name: str | None) -> None:
+    def function(self, func: rx.Function, name: str | None) -> None:
         symbol = func.attrs.get("global_symbol")
         if name is not None and symbol is not None and symbol != name:
             self.fail(f"global_symbol {symbol!r} differs from the GlobalVar name {name!r}")
@@ -128,7 +106,7 @@ class _WellFormed:
                 self.define_tir(p.struct_info)
             for p in func.params:
                 self.define_var(p)
-            if not isinstance(func.body, SeqExpr):
+            if not isinstance(func.body, rx.SeqExpr):
                 self.fail("the function body is not a SeqExpr (normalize the function)")
             self.expr(func.body)
         finally:
@@ -141,46 +119,46 @@ class _WellFormed:
         self.expr(e)
 
     def expr(self, e: Any) -> None:
-        if isinstance(e, DataflowVar):
+        if isinstance(e, rx.DataflowVar):
             if self.dataflow is None or id(e) not in self.dataflow:
                 self.fail(f"DataflowVar '{e.name_hint}' is used outside its dataflow block")
-        elif isinstance(e, Var):
+        elif isinstance(e, rx.Var):
             if not self.visible(e, self.scopes):
                 self.fail(f"variable '{e.name_hint}' is used before its definition")
         elif isinstance(e, GlobalVar):
             if self.mod is not None and e.name_hint not in self.mod:
                 self.fail(f"GlobalVar '{e.name_hint}' names no function of the module")
-        elif isinstance(e, Tuple):
+        elif isinstance(e, rx.Tuple):
             for f in e.fields:
                 self.use(f)
-        elif isinstance(e, TupleGetItem):
+        elif isinstance(e, rx.TupleGetItem):
             self.use(e.tuple_value)
-        elif isinstance(e, Call):
-            if not isinstance(e.op, Op | ExternFunc):
+        elif isinstance(e, rx.Call):
+            if not isinstance(e.op, Op | rx.ExternFunc):
                 self.use(e.op)
             for a in e.args:
                 self.use(a)
             for sinfo in e.sinfo_args:
                 self.check_tir_use(sinfo, "the struct info arguments of a call")
-        elif isinstance(e, ShapeExpr | PrimValue):
+        elif isinstance(e, rx.ShapeExpr | rx.PrimValue):
             self.check_tir_use(e, type(e).__name__)
-        elif isinstance(e, If):
+        elif isinstance(e, rx.If):
             self.if_expr(e)
-        elif isinstance(e, SeqExpr):
+        elif isinstance(e, rx.SeqExpr):
             self.seq(e)
-        elif isinstance(e, Function):
+        elif isinstance(e, rx.Function):
             self.scopes.append(set())  # a nested function sees the enclosing scopes
             try:
                 self.function(e, None)
             finally:
                 self.scopes.pop()
 
-    def if_expr(self, e: If) -> None:
+    def if_expr(self, e: rx.If) -> None:
         if self.dataflow is not None:
             self.fail("an If appears inside a dataflow block; dataflow blocks hold no control flow")
         self.use(e.cond)
         for branch in (e.true_branch, e.false_branch):
-            if not isinstance(branch, SeqExpr):
+            if not isinstance(branch, rx.SeqExpr):
                 self.fail("an If branch is not a SeqExpr (normalize the function)")
             self.scopes.append(set())
             try:
@@ -188,12 +166,12 @@ class _WellFormed:
             finally:
                 self.scopes.pop()
 
-    def seq(self, e: SeqExpr) -> None:
+    def seq(self, e: rx.SeqExpr) -> None:
         self.scopes.append(set())
         try:
             for block in e.blocks:
                 outer = self.dataflow
-                self.dataflow = set() if isinstance(block, DataflowBlock) else None
+                self.dataflow = set() if isinstance(block, rx.DataflowBlock) else None
                 try:
                     for b in block.bindings:
                         self.binding(b)
@@ -205,14 +183,14 @@ class _WellFormed:
 
     def binding(self, b: Any) -> None:
         self.expr(b.value)
-        if isinstance(b, MatchCast):
+        if isinstance(b, rx.MatchCast):
             self.define_tir(b.struct_info)
-        elif not isinstance(b, VarBinding):
+        elif not isinstance(b, rx.VarBinding):
             self.fail(f"unknown binding kind {type(b).__name__}")
         self.define_var(b.var)
 
 
-def well_formed(obj: IRModule | Function, check_struct_info: bool = True) -> bool:
+def well_formed(obj: IRModule | rx.Function, check_struct_info: bool = True) -> bool:
     """Whether a relax IRModule or Function is well formed (the rules: `_WellFormed`).
 
     Each violation is logged as a warning on the `minitvm.relax.analysis` logger. In minitvm
@@ -225,9 +203,9 @@ def well_formed(obj: IRModule | Function, check_struct_info: bool = True) -> boo
     return not errors
 
 
-def well_formed_errors(obj: IRModule | Function) -> list[str]:
+def well_formed_errors(obj: IRModule | rx.Function) -> list[str]:
     """The reasons `well_formed(obj)` is False, one line each (an empty list when it is True)."""
-    if isinstance(obj, Function):
+    if isinstance(obj, rx.Function):
         checker = _WellFormed(None)
         checker.where = str(obj.attrs.get("global_symbol", "<function>"))
         checker.function(obj, None)
@@ -239,7 +217,7 @@ def well_formed_errors(obj: IRModule | Function) -> list[str]:
         )
     checker = _WellFormed(obj)
     for gv, func in obj.functions_items():
-        if isinstance(func, Function):
+        if isinstance(func, rx.Function):
             checker.where = gv.name_hint
             checker.function(func, gv.name_hint)
     return checker.errors
@@ -254,67 +232,73 @@ def _same(a: Any, b: Any) -> bool:
     return structural_equal(a, b, map_free_vars=False)
 
 
-def struct_info_lca(lhs: StructInfo, rhs: StructInfo) -> StructInfo:
+def struct_info_lca(lhs: si.StructInfo, rhs: si.StructInfo) -> si.StructInfo:
     """The most specific struct info that both `lhs` and `rhs` are instances of.
 
     Example: the LCA of `R.Tensor((2, 3), "float32")` and `R.Tensor((4, 3), "float32")` is
     `R.Tensor(ndim=2, dtype="float32")`; of a tensor and a tuple, `R.Object`.
     """
     for name, value in (("lhs", lhs), ("rhs", rhs)):
-        if not isinstance(value, StructInfo):
+        if not isinstance(value, si.StructInfo):
             raise MiniTVMError(
                 f"relax.analysis.struct_info_lca: {name} must be a StructInfo, got "
                 f"{type(value).__name__}"
             )
-    if type(lhs) is not type(rhs) or isinstance(lhs, ObjectStructInfo):
-        return ObjectStructInfo()
-    if isinstance(lhs, PrimStructInfo):
+    if type(lhs) is not type(rhs) or isinstance(lhs, si.ObjectStructInfo):
+        return si.ObjectStructInfo()
+    if isinstance(lhs, si.PrimStructInfo):
         if lhs.dtype != rhs.dtype:
-            return ObjectStructInfo()
-        return lhs if _same(lhs.value, rhs.value) else PrimStructInfo(lhs.dtype)
-    if isinstance(lhs, ShapeStructInfo):
+            return si.ObjectStructInfo()
+        return lhs if _same(lhs.value, rhs.value) else si.PrimStructInfo(lhs.dtype)
+    if isinstance(lhs, si.ShapeStructInfo):
         if lhs.values is not None and _same(lhs.values, rhs.values):
             return lhs
-        return ShapeStructInfo(ndim=lhs.ndim if lhs.ndim == rhs.ndim else -1)
-    if isinstance(lhs, TensorStructInfo):
+        return si.ShapeStructInfo(ndim=lhs.ndim if lhs.ndim == rhs.ndim else -1)
+    if isinstance(lhs, si.TensorStructInfo):
         dtype = lhs.dtype if lhs.dtype == rhs.dtype else None
         ndim = lhs.ndim if lhs.ndim == rhs.ndim else -1
         shape = lhs.shape if lhs.shape is not None and _same(lhs.shape, rhs.shape) else None
-        return TensorStructInfo(shape, dtype, ndim)
-    if isinstance(lhs, TupleStructInfo):
+        return si.TensorStructInfo(shape, dtype, ndim)
+    if isinstance(lhs, si.TupleStructInfo):
         if len(lhs.fields) != len(rhs.fields):
-            return ObjectStructInfo()
-        return TupleStructInfo([struct_info_lca(a, b) for a, b in zip(lhs.fields, rhs.fields)])
-    if isinstance(lhs, FuncStructInfo):
+            return si.ObjectStructInfo()
+        return si.TupleStructInfo([struct_info_lca(a, b) for a, b in zip(lhs.fields, rhs.fields)])
+    if isinstance(lhs, si.FuncStructInfo):
         ret = struct_info_lca(lhs.ret, rhs.ret)
         purity = lhs.purity and rhs.purity
         if lhs.params is None or rhs.params is None or not _same(lhs.params, rhs.params):
-            return FuncStructInfo(None, ret, purity)
-        return FuncStructInfo(lhs.params, ret, purity)
-    return ObjectStructInfo()
+            return si.FuncStructInfo(None, ret, purity)
+        return si.FuncStructInfo(lhs.params, ret, purity)
+    return si.ObjectStructInfo()
 
 
 # ----------------------------------------------------------------------------- symbolic vars
 
 
-def _struct_info_exprs(sinfo: StructInfo, definable_only: bool) -> Iterator[Any]:
+def _struct_info_exprs(sinfo: si.StructInfo, definable_only: bool) -> Iterator[Any]:
     """The tir expressions a struct info mentions, in order (a function: params, then return).
     `definable_only` keeps bare vars only: `n` in `(1, n)` can be bound by matching a value,
     `n` in `(2 * n,)` cannot."""
-    if not isinstance(sinfo, StructInfo):
+    if not isinstance(sinfo, si.StructInfo):
         raise MiniTVMError(f"expected a relax StructInfo, got {type(sinfo).__name__}: {sinfo!r}")
     stack = [sinfo]
     while stack:
         s = stack.pop()
-        if isinstance(s, TupleStructInfo):
+        if isinstance(s, si.TupleStructInfo):
             stack.extend(reversed(s.fields))
-        elif isinstance(s, FuncStructInfo):
+        elif isinstance(s, si.FuncStructInfo):
             stack.extend(reversed([*(s.params or ()), s.ret]))
         else:
-            dims = {TensorStructInfo: "shape", ShapeStructInfo: "values", PrimStructInfo: "value"}
+            dims = {
+                si.TensorStructInfo: "shape",
+                si.ShapeStructInfo: "values",
+                si.PrimStructInfo: "value",
+            }
             field = next((f for cls, f in dims.items() if isinstance(s, cls)), None)
             value = getattr(s, field) if field else None
-            for e in value if isinstance(value, tuple | list) else ([value] if value is not None else []):
+            for e in (
+                value if isinstance(value, tuple | list) else ([value] if value is not None else [])
+            ):
                 if isinstance(e, PrimExpr) and (not definable_only or isinstance(e, TirVar)):
                     yield e
 
@@ -327,12 +311,12 @@ def _unique_tir_vars(exprs: Iterator[Any]) -> list[TirVar]:
     return list(seen.values())
 
 
-def tir_vars_in_struct_info(sinfo: StructInfo) -> list[TirVar]:
+def tir_vars_in_struct_info(sinfo: si.StructInfo) -> list[TirVar]:
     """The tir variables used anywhere in `sinfo`, each once, in order of first use."""
     return _unique_tir_vars(_struct_info_exprs(sinfo, definable_only=False))
 
 
-def definable_tir_vars_in_struct_info(sinfo: StructInfo) -> list[TirVar]:
+def definable_tir_vars_in_struct_info(sinfo: si.StructInfo) -> list[TirVar]:
     """The tir variables `sinfo` can define: those that appear on their own as a dimension or a
     PrimStructInfo value (matching a value against `(1, n)` binds `n`; `(2 * n,)` does not)."""
     return _unique_tir_vars(_struct_info_exprs(sinfo, definable_only=True))

@@ -22,33 +22,16 @@ from ..ir.structural import structural_equal, structural_hash
 from ..tir.expr import IntImm
 from ..tir.expr import Var as TirVar
 from ..tir.function import PrimFunc
-from .expr import (
-    BindingBlock,
-    Call,
-    Constant,
-    DataflowBlock,
-    DataflowVar,
-    Expr,
-    Function,
-    MatchCast,
-    PrimValue,
-    SeqExpr,
-    ShapeExpr,
-    Tuple,
-    TupleGetItem,
-    Var,
-    VarBinding,
-    is_leaf,
-)
+from . import expr as rx
 from .op.base import call_tir
 from .struct_info import StructInfo, TensorStructInfo, TupleStructInfo, shape_vars
 
 
 class _FunctionFrame:
-    def __init__(self, name: str, params: list[Var] | None, attrs: dict, pure: bool):
+    def __init__(self, name: str, params: list[rx.Var] | None, attrs: dict, pure: bool):
         self.name, self.params, self.attrs, self.pure = name, params, attrs, pure
-        self.blocks: list[BindingBlock] = []
-        self.output: Expr | None = None
+        self.blocks: list[rx.BindingBlock] = []
+        self.output: rx.Expr | None = None
 
 
 class _Scope:
@@ -91,7 +74,7 @@ class BlockBuilder:
     def function(
         self,
         name: str,
-        params: Sequence[Var] | Var | None = None,
+        params: Sequence[rx.Var] | rx.Var | None = None,
         attrs: dict | None = None,
         pure: bool = True,
         private: bool = False,
@@ -101,7 +84,7 @@ class BlockBuilder:
             raise MiniTVMError(
                 f"bb.function({name!r}): already inside function {self._func.name!r}"
             )
-        if isinstance(params, Var):
+        if isinstance(params, rx.Var):
             params = [params]
         attrs = dict(attrs or {})
         if not private:  # as in TVM: a public function carries its symbol name
@@ -148,7 +131,7 @@ class BlockBuilder:
 
     def _end_block(self) -> None:
         if self._bindings:
-            block_cls = DataflowBlock if self._dataflow else BindingBlock
+            block_cls = rx.DataflowBlock if self._dataflow else rx.BindingBlock
             self._func.blocks.append(block_cls(tuple(self._bindings)))
         self._bindings, self._dataflow = [], False
 
@@ -181,19 +164,19 @@ class BlockBuilder:
         return hint if count == 0 else f"{hint}{count}"
 
     # ------------------------------------------------------------------ emit
-    def emit(self, expr: Expr, name_hint: str = "") -> Var:
+    def emit(self, expr: rx.Expr, name_hint: str = "") -> rx.Var:
         """Bind `expr` (normalised: nested calls are bound first) to a fresh variable."""
         self._require_function("bb.emit")
         value = self.normalize(expr)
         return self._bind(value, self.infer_struct_info(value), name_hint)
 
-    def _bind(self, value: Expr, sinfo: StructInfo, name_hint: str) -> Var:
-        cls = DataflowVar if self._dataflow else Var
+    def _bind(self, value: rx.Expr, sinfo: StructInfo, name_hint: str) -> rx.Var:
+        cls = rx.DataflowVar if self._dataflow else rx.Var
         var = cls(self._fresh_name(name_hint or ("lv" if self._dataflow else "gv")), sinfo)
-        self._bindings.append(VarBinding(var, value))
+        self._bindings.append(rx.VarBinding(var, value))
         return var
 
-    def emit_output(self, output: Expr | Sequence[Expr], name_hint: str = "") -> Var:
+    def emit_output(self, output: rx.Expr | Sequence[rx.Expr], name_hint: str = "") -> rx.Var:
         """Inside a dataflow block: bind `output` to a Var that is visible after the block."""
         self._require_function("bb.emit_output")
         if not self._dataflow:
@@ -201,23 +184,23 @@ class BlockBuilder:
                 "bb.emit_output is only for dataflow blocks; use bb.emit outside them"
             )
         if isinstance(output, list | tuple):
-            output = Tuple(tuple(output))
+            output = rx.Tuple(tuple(output))
         value = self.normalize(output)
-        var = Var(self._fresh_name(name_hint or "gv"), self.infer_struct_info(value))
-        self._bindings.append(VarBinding(var, value))
+        var = rx.Var(self._fresh_name(name_hint or "gv"), self.infer_struct_info(value))
+        self._bindings.append(rx.VarBinding(var, value))
         return var
 
-    def match_cast(self, value: Expr, struct_info: StructInfo, name_hint: str = "") -> Var:
+    def match_cast(self, value: rx.Expr, struct_info: StructInfo, name_hint: str = "") -> rx.Var:
         """Bind `value` to a var of `struct_info`, checked at run time (defines new symbolic dims)."""
         self._require_function("bb.match_cast")
         value = self.normalize(value)
-        cls = DataflowVar if self._dataflow else Var
+        cls = rx.DataflowVar if self._dataflow else rx.Var
         var = cls(self._fresh_name(name_hint or ("lv" if self._dataflow else "gv")), struct_info)
-        self._bindings.append(MatchCast(var, value, struct_info))
+        self._bindings.append(rx.MatchCast(var, value, struct_info))
         return var
 
     def emit_func_output(
-        self, output: Expr | Sequence[Expr], params: Sequence[Var] | Var | None = None
+        self, output: rx.Expr | Sequence[rx.Expr], params: Sequence[rx.Var] | rx.Var | None = None
     ) -> GlobalVar:
         """Finish the current function with `output` and add it to the module."""
         self._require_function("bb.emit_func_output")
@@ -233,97 +216,94 @@ class BlockBuilder:
                 raise MiniTVMError(
                     f"function {frame.name!r}: params were already given to bb.function"
                 )
-            frame.params = [params] if isinstance(params, Var) else list(params)
+            frame.params = [params] if isinstance(params, rx.Var) else list(params)
         if frame.params is None:
             raise MiniTVMError(
                 f"function {frame.name!r} has no params; pass them to bb.function or here"
             )
         if isinstance(output, list | tuple):
-            output = Tuple(tuple(output))
+            output = rx.Tuple(tuple(output))
         output = self.normalize(output)
-        if not (is_leaf(output) or isinstance(output, Tuple)):
+        if not (rx.is_leaf(output) or isinstance(output, rx.Tuple)):
             output = self._bind(output, self.infer_struct_info(output), "gv")
         self._end_block()
         output = self._expose_dataflow_outputs(output)
         _check_no_dataflow_var(output, frame.name)
         frame.output = output
         attrs = FrozenDict(frame.attrs) if frame.attrs else FrozenDict()
-        body = SeqExpr(tuple(frame.blocks), output)
-        func = Function(
+        body = rx.SeqExpr(tuple(frame.blocks), output)
+        func = rx.Function(
             tuple(frame.params), body, self.infer_struct_info(output), attrs, frame.pure
         )
         return self.add_func(func, frame.name, dedupe=False)
 
-    def _expose_dataflow_outputs(self, output: Expr) -> Expr:
+    def _expose_dataflow_outputs(self, output: rx.Expr) -> rx.Expr:
         """A returned DataflowVar that was passed to `emit_output` stands for the var emit_output
         bound to it (TVM accepts this; the MLC course's `from_fx` ends so). Any other DataflowVar
         is left for _check_no_dataflow_var to report."""
-        items = output.fields if isinstance(output, Tuple) else (output,)
-        if not [e for e in items if isinstance(e, DataflowVar)]:
+        items = output.fields if isinstance(output, rx.Tuple) else (output,)
+        if not [e for e in items if isinstance(e, rx.DataflowVar)]:
             return output
         exposed = {
             b.value: b.var
             for block in self._func.blocks
-            if isinstance(block, DataflowBlock)
+            if isinstance(block, rx.DataflowBlock)
             for b in block.bindings
-            if isinstance(b, VarBinding)
-            and isinstance(b.value, DataflowVar)
-            and not isinstance(b.var, DataflowVar)
+            if isinstance(b, rx.VarBinding)
+            and isinstance(b.value, rx.DataflowVar)
+            and not isinstance(b.var, rx.DataflowVar)
         }
         new_items = tuple(exposed.get(e, e) for e in items)
-        return Tuple(new_items) if isinstance(output, Tuple) else new_items[0]
+        return rx.Tuple(new_items) if isinstance(output, rx.Tuple) else new_items[0]
 
     # ------------------------------------------------------------------ normalisation
-    def normalize(self, expr: Any) -> Expr:
+    def normalize(self, expr: Any) -> rx.Expr:
         """A-normal form: call arguments and tuple fields become leaves (nested calls are bound)."""
-        if isinstance(expr, Call):
-            args = tuple(self._as_leaf(a) for a in expr.args)
-            return (
-                expr.replace(args=args)
-                if any(a is not b for a, b in zip(args, expr.args))
-                else expr
-            )
-        if isinstance(expr, Tuple):
-            fields = tuple(self._as_leaf(f) for f in expr.fields)
-            return (
-                expr.replace(fields=fields)
-                if any(a is not b for a, b in zip(fields, expr.fields))
-                else expr
-            )
-        if isinstance(expr, TupleGetItem):
+        if isinstance(expr, rx.Call):
+            return self._with_leaves(expr, "args")
+        if isinstance(expr, rx.Tuple):
+            return self._with_leaves(expr, "fields")
+        if isinstance(expr, rx.TupleGetItem):
             return expr.replace(tuple_value=self._as_leaf(expr.tuple_value))
-        if isinstance(expr, Expr | GlobalVar):
+        if isinstance(expr, rx.Expr | GlobalVar):
             return expr
         raise MiniTVMError(
             f"cannot emit {expr!r} (a {type(expr).__name__}); expected a relax expression"
         )
 
+    def _with_leaves(self, expr: rx.Expr, field: str) -> rx.Expr:
+        """`expr` with every item of its tuple field `field` made a leaf; `expr` itself when
+        they all are already."""
+        old = getattr(expr, field)
+        new = tuple(self._as_leaf(a) for a in old)
+        return expr.replace(**{field: new}) if any(a is not b for a, b in zip(new, old)) else expr
+
     def _as_leaf(self, e: Any) -> Any:
-        if is_leaf(e):
+        if rx.is_leaf(e):
             return e
-        if isinstance(e, Tuple):
+        if isinstance(e, rx.Tuple):
             return self.normalize(e)
         if self._bindings is None:
             raise MiniTVMError("nested calls can only be normalised inside a function scope")
         value = self.normalize(e)
         return self._bind(value, self.infer_struct_info(value), "")
 
-    def infer_struct_info(self, expr: Expr) -> StructInfo:
+    def infer_struct_info(self, expr: rx.Expr) -> StructInfo:
         """The struct info of `expr`, looking up callees in this module."""
-        if isinstance(expr, Call) and isinstance(expr.op, GlobalVar) and not expr.sinfo_args:
+        if isinstance(expr, rx.Call) and isinstance(expr.op, GlobalVar) and not expr.sinfo_args:
             callee = self._mod[expr.op]
-            if isinstance(callee, Function):
+            if isinstance(callee, rx.Function):
                 return callee.ret_struct_info
             raise MiniTVMError(
                 f"calling {expr.op.name_hint!r} directly: it is a {type(callee).__name__}; use "
                 "relax.call_tir for PrimFuncs"
             )
-        if isinstance(expr, Tuple):
+        if isinstance(expr, rx.Tuple):
             return TupleStructInfo(tuple(self.infer_struct_info(f) for f in expr.fields))
         return expr.struct_info
 
     # ------------------------------------------------------------------ TE
-    def call_te(self, func: Callable, *args: Any, **kwargs: Any) -> Call:
+    def call_te(self, func: Callable, *args: Any, **kwargs: Any) -> rx.Call:
         """`call_tir` of the PrimFunc made from `func(*te placeholders)` (the func is added to the module)."""
         name_hint = kwargs.pop("primfunc_name_hint", None) or getattr(func, "__name__", "te_func")
         canonical = kwargs.pop("_canonical_names", False)
@@ -365,7 +345,7 @@ class BlockBuilder:
             and (self._mod[gv] is func)
         )
 
-    def emit_te(self, func: Callable, *args: Any, **kwargs: Any) -> Var:
+    def emit_te(self, func: Callable, *args: Any, **kwargs: Any) -> rx.Var:
         """Emit `call_te(func, *args)`: the MLC course's `bb.emit_te(te_matmul, x, w)`."""
         name_hint = kwargs.pop("name_hint", "")
         return self.emit(self.call_te(func, *args, **kwargs), name_hint)
@@ -401,10 +381,10 @@ class BlockBuilder:
     finalize = get
 
 
-def _check_no_dataflow_var(output: Expr, fname: str) -> None:
-    items = output.fields if isinstance(output, Tuple) else (output,)
+def _check_no_dataflow_var(output: rx.Expr, fname: str) -> None:
+    items = output.fields if isinstance(output, rx.Tuple) else (output,)
     for e in items:
-        if isinstance(e, DataflowVar):
+        if isinstance(e, rx.DataflowVar):
             raise MiniTVMError(
                 f"function {fname!r}: output {e.name_hint!r} is a dataflow variable, invisible outside "
                 "its dataflow block; bind it with bb.emit_output(...) inside the block"
@@ -417,7 +397,7 @@ class _TEArgs:
     def __init__(self, canonical: bool):
         self.canonical = canonical
         self.placeholders: list[te.Tensor] = []
-        self.exprs: list[Expr] = []
+        self.exprs: list[rx.Expr] = []
         self._memo: dict[int, te.Tensor] = {}
 
     def convert(self, value: Any) -> Any:
@@ -427,17 +407,17 @@ class _TEArgs:
             return tuple(self.convert(v) for v in value)
         if isinstance(value, dict):
             return {k: self.convert(v) for k, v in value.items()}
-        if isinstance(value, Tuple):
+        if isinstance(value, rx.Tuple):
             return [self.convert(f) for f in value.fields]
-        if isinstance(value, ShapeExpr):
+        if isinstance(value, rx.ShapeExpr):
             return value.values
-        if isinstance(value, PrimValue):
+        if isinstance(value, rx.PrimValue):
             return value.value
-        if isinstance(value, Expr):
+        if isinstance(value, rx.Expr):
             return self._placeholder(value)
         return value
 
-    def _placeholder(self, e: Expr) -> te.Tensor:
+    def _placeholder(self, e: rx.Expr) -> te.Tensor:
         if id(e) in self._memo:
             return self._memo[id(e)]
         sinfo = e.struct_info
@@ -453,8 +433,8 @@ class _TEArgs:
         else:
             name = (
                 e.name_hint
-                if isinstance(e, Var)
-                else ("const" if isinstance(e, Constant) else f"arg{n}")
+                if isinstance(e, rx.Var)
+                else ("const" if isinstance(e, rx.Constant) else f"arg{n}")
             )
         ph = te.placeholder(sinfo.shape, str(sinfo.dtype), name=name)
         self._memo[id(e)] = ph
@@ -474,9 +454,9 @@ def _unbound_dim_vars(tensors: list[te.Tensor]) -> list[TirVar]:
     return [v for k, v in seen.items() if k not in plain]
 
 
-def _tir_vars_arg(extra: Sequence[TirVar]) -> ShapeExpr | None:
+def _tir_vars_arg(extra: Sequence[TirVar]) -> rx.ShapeExpr | None:
     """The call_tir's tir_vars: the caller's own vars, evaluated where the call runs."""
-    return ShapeExpr(tuple(extra)) if extra else None
+    return rx.ShapeExpr(tuple(extra)) if extra else None
 
 
 def _one_or_list(out_sinfo: list) -> Any:

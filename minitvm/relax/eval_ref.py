@@ -21,29 +21,8 @@ from ..tir.expr import IntImm, PrimExpr
 from ..tir.expr import Var as TirVar
 from ..tir.function import PrimFunc
 from ..tir.functor import substitute
-from .expr import (
-    Call,
-    Constant,
-    Function,
-    If,
-    MatchCast,
-    Op,
-    PrimValue,
-    SeqExpr,
-    ShapeExpr,
-    StringImm,
-    Tuple,
-    TupleGetItem,
-    Var,
-)
-from .struct_info import (
-    ObjectStructInfo,
-    PrimStructInfo,
-    ShapeStructInfo,
-    StructInfo,
-    TensorStructInfo,
-    TupleStructInfo,
-)
+from . import expr as rx
+from . import struct_info as si
 
 
 def eval_dim(d: PrimExpr, env: Mapping[TirVar, int], what: str = "dim") -> int:
@@ -67,14 +46,14 @@ class Evaluator:
 
     def run(self, name: str, *args: Any) -> Any:
         func = self.mod[name]
-        if not isinstance(func, Function):
+        if not isinstance(func, rx.Function):
             raise MiniTVMError(
                 f"evaluate: {name!r} is a {type(func).__name__}, not a relax Function"
             )
         return self.call_function(func, [_as_value(a) for a in args], name)
 
     # ------------------------------------------------------------------ functions
-    def call_function(self, func: Function, args: list[Any], name: str) -> Any:
+    def call_function(self, func: rx.Function, args: list[Any], name: str) -> Any:
         if len(args) != len(func.params):
             raise MiniTVMError(f"{name}: expected {len(func.params)} arguments, got {len(args)}")
         env: dict[Any, Any] = {}
@@ -87,39 +66,39 @@ class Evaluator:
         return out
 
     def eval(self, e: Any, env: dict, dims: dict) -> Any:
-        if isinstance(e, Var):
+        if isinstance(e, rx.Var):
             return env[e]
-        if isinstance(e, Constant):
+        if isinstance(e, rx.Constant):
             return e.data.numpy()
-        if isinstance(e, ShapeExpr):
+        if isinstance(e, rx.ShapeExpr):
             return tuple(eval_dim(d, dims) for d in e.values)
-        if isinstance(e, PrimValue):
+        if isinstance(e, rx.PrimValue):
             return eval_prim(e.value, dims)
-        if isinstance(e, StringImm):
+        if isinstance(e, rx.StringImm):
             return e.value
-        if isinstance(e, Tuple):
+        if isinstance(e, rx.Tuple):
             return tuple(self.eval(f, env, dims) for f in e.fields)
-        if isinstance(e, TupleGetItem):
+        if isinstance(e, rx.TupleGetItem):
             return self.eval(e.tuple_value, env, dims)[e.index]
-        if isinstance(e, SeqExpr):
+        if isinstance(e, rx.SeqExpr):
             for block in e.blocks:
                 for b in block.bindings:
                     value = self.eval(b.value, env, dims)
-                    if isinstance(b, MatchCast):
+                    if isinstance(b, rx.MatchCast):
                         _match(b.struct_info, value, dims, f"match_cast to '{b.var.name_hint}'")
                     env[b.var] = value
             return self.eval(e.body, env, dims)
-        if isinstance(e, If):
+        if isinstance(e, rx.If):
             cond = bool(np.asarray(self.eval(e.cond, env, dims)))
             return self.eval(e.true_branch if cond else e.false_branch, env, dims)
-        if isinstance(e, Call):
+        if isinstance(e, rx.Call):
             return self.call(e, env, dims)
         raise MiniTVMError(f"evaluate: cannot evaluate a {type(e).__name__}")
 
     # ------------------------------------------------------------------ calls
-    def call(self, call: Call, env: dict, dims: dict) -> Any:
+    def call(self, call: rx.Call, env: dict, dims: dict) -> Any:
         op = call.op
-        if isinstance(op, Op):
+        if isinstance(op, rx.Op):
             if op.name == "relax.call_tir":
                 return self._call_tir(call, env, dims)
             if op.name == "relax.call_dps_packed":
@@ -132,7 +111,7 @@ class Evaluator:
             return tuple(out) if isinstance(out, list | tuple) else np.asarray(out)
         if isinstance(op, GlobalVar):
             callee = self.mod[op]
-            if not isinstance(callee, Function):
+            if not isinstance(callee, rx.Function):
                 raise MiniTVMError(
                     f"evaluate: {op.name_hint} is not a relax Function; use call_tir"
                 )
@@ -141,16 +120,16 @@ class Evaluator:
             )
         raise MiniTVMError(f"evaluate: cannot call {op!r}")
 
-    def _outputs(self, call: Call, dims: dict) -> tuple[list[np.ndarray], bool]:
+    def _outputs(self, call: rx.Call, dims: dict) -> tuple[list[np.ndarray], bool]:
         sinfo = call.sinfo_args[0]
-        fields = list(sinfo.fields) if isinstance(sinfo, TupleStructInfo) else [sinfo]
+        fields = list(sinfo.fields) if isinstance(sinfo, si.TupleStructInfo) else [sinfo]
         outs = []
         for s in fields:
             shape = tuple(eval_dim(d, dims, "call output") for d in s.shape)
             outs.append(np.empty(shape, dtype=s.dtype.numpy_dtype()))
-        return outs, isinstance(sinfo, TupleStructInfo)
+        return outs, isinstance(sinfo, si.TupleStructInfo)
 
-    def _call_tir(self, call: Call, env: dict, dims: dict) -> Any:
+    def _call_tir(self, call: rx.Call, env: dict, dims: dict) -> Any:
         gv = call.args[0]
         kernel = self.kernel(self.mod[gv], gv.name_hint)
         inputs = [np.array(a, order="C") for a in self.eval(call.args[1], env, dims)]
@@ -160,7 +139,7 @@ class Evaluator:
         kernel(*inputs, *outs, *scalars)
         return tuple(outs) if is_tuple else outs[0]
 
-    def _call_dps_packed(self, call: Call, env: dict, dims: dict) -> Any:
+    def _call_dps_packed(self, call: rx.Call, env: dict, dims: dict) -> Any:
         from ..runtime import get_global_func, nd
 
         fn = get_global_func(call.args[0].global_symbol)
@@ -185,9 +164,9 @@ class Evaluator:
         return fn
 
 
-def evaluate(mod: IRModule | Function, *args: Any, func_name: str = "main") -> Any:
+def evaluate(mod: IRModule | rx.Function, *args: Any, func_name: str = "main") -> Any:
     """Run `mod[func_name]` (or the Function itself) on numpy arrays; returns arrays / tuples."""
-    if isinstance(mod, Function):
+    if isinstance(mod, rx.Function):
         mod = IRModule({func_name: mod})
     return Evaluator(mod).run(func_name, *args)
 
@@ -212,11 +191,11 @@ def eval_prim(e: PrimExpr, dims: Mapping[TirVar, int]) -> Any:
     return value.value
 
 
-def _match(sinfo: StructInfo, value: Any, dims: dict, what: str) -> None:
+def _match(sinfo: si.StructInfo, value: Any, dims: dict, what: str) -> None:
     """Check `value` against `sinfo`, binding symbolic dims seen for the first time."""
-    if isinstance(sinfo, ObjectStructInfo):
+    if isinstance(sinfo, si.ObjectStructInfo):
         return
-    if isinstance(sinfo, TupleStructInfo):
+    if isinstance(sinfo, si.TupleStructInfo):
         if not isinstance(value, tuple) or len(value) != len(sinfo.fields):
             raise ShapeError(
                 f"{what}: expected a tuple of {len(sinfo.fields)} values, got {type(value).__name__}"
@@ -224,15 +203,15 @@ def _match(sinfo: StructInfo, value: Any, dims: dict, what: str) -> None:
         for n, (s, v) in enumerate(zip(sinfo.fields, value)):
             _match(s, v, dims, f"{what}[{n}]")
         return
-    if isinstance(sinfo, ShapeStructInfo):
+    if isinstance(sinfo, si.ShapeStructInfo):
         if sinfo.values is not None:  # R.Shape(["n"]) binds n from the value
             _match_dims(sinfo.values, tuple(value), dims, what)
         return
-    if isinstance(sinfo, PrimStructInfo):
+    if isinstance(sinfo, si.PrimStructInfo):
         if sinfo.value is not None and str(sinfo.dtype).startswith(("int", "uint")):
             _match_dims((sinfo.value,), (int(value),), dims, what)
         return
-    if isinstance(sinfo, TensorStructInfo):
+    if isinstance(sinfo, si.TensorStructInfo):
         if not isinstance(value, np.ndarray):
             raise ShapeError(f"{what}: expected a tensor, got {type(value).__name__}")
         if sinfo.dtype is not None and np.dtype(value.dtype) != sinfo.dtype.numpy_dtype():

@@ -16,19 +16,9 @@ from ..error import MiniTVMError, ShapeError
 from ..ir.dtype import DataType
 from ..ir.module import BaseFunc, GlobalVar
 from ..ir.op import Op
-from ..ir.node import FrozenDict, Node, node, setfield
+from ..ir.node import FrozenDict, Node, node, set_tuple_field, setfield
 from ..tir.expr import PrimExpr, as_expr
-from .struct_info import (
-    DynTensorType,
-    FuncStructInfo,
-    ObjectStructInfo,
-    PrimStructInfo,
-    ShapeStructInfo,
-    StructInfo,
-    TensorStructInfo,
-    TupleStructInfo,
-    as_shape,
-)
+from . import struct_info as si
 
 
 class Expr(Node):
@@ -38,11 +28,11 @@ class Expr(Node):
     __hash__ = object.__hash__
 
     @property
-    def struct_info(self) -> StructInfo:
+    def struct_info(self) -> si.StructInfo:
         return _STRUCT_INFO_RULES[type(self)](self)
 
     @property
-    def struct_info_(self) -> StructInfo:  # TVM's spelling
+    def struct_info_(self) -> si.StructInfo:  # TVM's spelling
         return self.struct_info
 
     @property
@@ -55,14 +45,14 @@ class Expr(Node):
     def _checked_type_(self) -> Any:
         """2022 spelling: a DynTensorType of the tensor's ndim and dtype (use `struct_info`)."""
         sinfo = self.struct_info
-        if not isinstance(sinfo, TensorStructInfo):
+        if not isinstance(sinfo, si.TensorStructInfo):
             raise MiniTVMError(f"{_short(self)} is not a tensor; read .struct_info instead")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
-            return DynTensorType(sinfo.ndim, str(sinfo.dtype) if sinfo.dtype else None)
+            return si.DynTensorType(sinfo.ndim, str(sinfo.dtype) if sinfo.dtype else None)
 
     def __getitem__(self, index: int) -> TupleGetItem:
-        if not isinstance(self.struct_info, TupleStructInfo):
+        if not isinstance(self.struct_info, si.TupleStructInfo):
             raise MiniTVMError(f"cannot index {_short(self)}: it is not a tuple")
         return TupleGetItem(self, index)
 
@@ -130,19 +120,19 @@ class Var(Expr):
     """A graph-level variable with its struct info. Two `Var("x", ...)` are different vars."""
 
     name_hint: str
-    struct_info: StructInfo = ObjectStructInfo()
+    struct_info: si.StructInfo = si.ObjectStructInfo()
     _is_var = True
     _var_fields = ("struct_info",)  # compared/hashed where the var is defined
     dtype = None  # structural equality compares var dtypes; graph vars have none
 
     def __init__(
-        self, name_hint: str, struct_info: StructInfo | None = None, type_annotation: Any = None
+        self, name_hint: str, struct_info: si.StructInfo | None = None, type_annotation: Any = None
     ):
         if type_annotation is not None:  # 2022: Var(name, shape, DynTensorType(ndim, dtype))
             struct_info = _struct_info_2022(name_hint, struct_info, type_annotation)
         object.__setattr__(self, "name_hint", str(name_hint))
-        object.__setattr__(self, "struct_info", struct_info or ObjectStructInfo())
-        if not isinstance(self.struct_info, StructInfo):
+        object.__setattr__(self, "struct_info", struct_info or si.ObjectStructInfo())
+        if not isinstance(self.struct_info, si.StructInfo):
             raise MiniTVMError(
                 f"Var {name_hint!r}: struct_info must be a StructInfo (e.g. "
                 f"relax.TensorStructInfo((n, 4), 'float32')), got {struct_info!r}"
@@ -158,14 +148,14 @@ class DataflowVar(Var):
     """A variable local to a dataflow block (not visible after it)."""
 
     def __init__(
-        self, name_hint: str, struct_info: StructInfo | None = None, type_annotation: Any = None
+        self, name_hint: str, struct_info: si.StructInfo | None = None, type_annotation: Any = None
     ):
         Var.__init__(self, name_hint, struct_info, type_annotation)
 
 
-def _struct_info_2022(name: str, shape: Any, type_annotation: Any) -> StructInfo:
+def _struct_info_2022(name: str, shape: Any, type_annotation: Any) -> si.StructInfo:
     """The struct info of the 2022 `Var(name, shape_annotation, type_annotation)` form."""
-    if not isinstance(type_annotation, DynTensorType):
+    if not isinstance(type_annotation, si.DynTensorType):
         raise MiniTVMError(
             f"Var {name!r}: the third argument must be a relax.DynTensorType, got "
             f"{type(type_annotation).__name__}; write relax.Var(name, relax.TensorStructInfo(shape, dtype))"
@@ -261,7 +251,7 @@ class ShapeExpr(Expr):
     values: tuple
 
     def __post_init__(self):
-        setfield(self, "values", as_shape(self.values))
+        setfield(self, "values", si.as_shape(self.values))
 
 
 @node
@@ -269,10 +259,7 @@ class Tuple(Expr):
     fields: tuple
 
     def __post_init__(self):
-        setfield(self, "fields", tuple(self.fields))
-        for f in self.fields:
-            if not isinstance(f, Expr):
-                raise MiniTVMError(f"Tuple fields must be relax expressions, got {f!r}")
+        set_tuple_field(self, "fields", Expr, "relax expressions")
 
 
 @node
@@ -337,7 +324,7 @@ class MatchCast(Binding):
 
     var: Var
     value: Expr
-    struct_info: StructInfo
+    struct_info: si.StructInfo
     _def_fields = ("var", "struct_info")
 
 
@@ -400,7 +387,7 @@ class Function(Expr, BaseFunc):
 # ----------------------------------------------------------------------------- struct info rules
 
 
-def _call_sinfo(call: Call) -> StructInfo:
+def _call_sinfo(call: Call) -> si.StructInfo:
     op = call.op
     if isinstance(op, Op):
         if op.op_def is None:
@@ -410,7 +397,7 @@ def _call_sinfo(call: Call) -> StructInfo:
         return call.sinfo_args[0]
     if isinstance(op, Expr):
         fsinfo = op.struct_info
-        if isinstance(fsinfo, FuncStructInfo):
+        if isinstance(fsinfo, si.FuncStructInfo):
             return fsinfo.ret
     raise MiniTVMError(
         f"cannot infer the result of calling {_short(op)}: give sinfo_args, or emit the call "
@@ -418,9 +405,9 @@ def _call_sinfo(call: Call) -> StructInfo:
     )
 
 
-def _tuple_get_item_sinfo(e: TupleGetItem) -> StructInfo:
+def _tuple_get_item_sinfo(e: TupleGetItem) -> si.StructInfo:
     sinfo = e.tuple_value.struct_info
-    if not isinstance(sinfo, TupleStructInfo):
+    if not isinstance(sinfo, si.TupleStructInfo):
         raise MiniTVMError(f"TupleGetItem on {_short(e.tuple_value)}, which is not a tuple")
     if not 0 <= e.index < len(sinfo.fields):
         raise ShapeError(
@@ -429,34 +416,36 @@ def _tuple_get_item_sinfo(e: TupleGetItem) -> StructInfo:
     return sinfo.fields[e.index]
 
 
-def _if_sinfo(e: If) -> StructInfo:
+def _if_sinfo(e: If) -> si.StructInfo:
     from ..ir.structural import structural_equal
 
     a, b = e.true_branch.struct_info, e.false_branch.struct_info
     if structural_equal(a, b):
         return a
-    if isinstance(a, TensorStructInfo) and isinstance(b, TensorStructInfo):
+    if isinstance(a, si.TensorStructInfo) and isinstance(b, si.TensorStructInfo):
         dtype = a.dtype if a.dtype == b.dtype else None
-        return TensorStructInfo(None, dtype, a.ndim if a.ndim == b.ndim else -1)
-    return ObjectStructInfo()
+        return si.TensorStructInfo(None, dtype, a.ndim if a.ndim == b.ndim else -1)
+    return si.ObjectStructInfo()
 
 
-def _constant_sinfo(c: Constant) -> StructInfo:
-    return TensorStructInfo(c.data.shape, c.data.dtype)
+def _constant_sinfo(c: Constant) -> si.StructInfo:
+    return si.TensorStructInfo(c.data.shape, c.data.dtype)
 
 
-_STRUCT_INFO_RULES: dict[type, Callable[[Any], StructInfo]] = {
+_STRUCT_INFO_RULES: dict[type, Callable[[Any], si.StructInfo]] = {
     Constant: _constant_sinfo,
-    PrimValue: lambda p: PrimStructInfo(p.value.dtype, p.value),
-    StringImm: lambda s: ObjectStructInfo(),
-    ShapeExpr: lambda s: ShapeStructInfo(s.values),
-    Tuple: lambda t: TupleStructInfo(tuple(f.struct_info for f in t.fields)),
+    PrimValue: lambda p: si.PrimStructInfo(p.value.dtype, p.value),
+    StringImm: lambda s: si.ObjectStructInfo(),
+    ShapeExpr: lambda s: si.ShapeStructInfo(s.values),
+    Tuple: lambda t: si.TupleStructInfo(tuple(f.struct_info for f in t.fields)),
     TupleGetItem: _tuple_get_item_sinfo,
-    ExternFunc: lambda f: FuncStructInfo.opaque_func(),
+    ExternFunc: lambda f: si.FuncStructInfo.opaque_func(),
     Call: _call_sinfo,
     SeqExpr: lambda s: s.body.struct_info,
     If: _if_sinfo,
-    Function: lambda f: FuncStructInfo(tuple(p.struct_info for p in f.params), f.ret_struct_info),
+    Function: lambda f: si.FuncStructInfo(
+        tuple(p.struct_info for p in f.params), f.ret_struct_info
+    ),
 }
 
 
@@ -466,7 +455,9 @@ _STRUCT_INFO_RULES: dict[type, Callable[[Any], StructInfo]] = {
 def const(value: Any, dtype: str | None = None) -> Constant:
     """A constant tensor: `relax.const(np.ones((2, 3), "float32"))`, `relax.const(1.0, "float32")`."""
     array = _to_numpy(value)
-    if isinstance(dtype, DynTensorType):  # 2022: relax.const(arr, relax.DynTensorType(2, "float32"))
+    if isinstance(
+        dtype, si.DynTensorType
+    ):  # 2022: relax.const(arr, relax.DynTensorType(2, "float32"))
         dtype = dtype.dtype
     if dtype is not None:
         array = array.astype(DataType(dtype).numpy_dtype())
@@ -479,7 +470,7 @@ def const(value: Any, dtype: str | None = None) -> Constant:
 
 def get_shape_of(e: Expr) -> tuple:
     sinfo = e.struct_info
-    if not isinstance(sinfo, TensorStructInfo) or sinfo.shape is None:
+    if not isinstance(sinfo, si.TensorStructInfo) or sinfo.shape is None:
         raise ShapeError(f"{_short(e)} has no known shape (struct info {sinfo})")
     return sinfo.shape
 

@@ -31,37 +31,8 @@ from ..ir.node import register_printer
 from ..tir.expr import IntImm, PrimExpr
 from ..tir.printer import print_expr, register_function_printer
 from ..tir.printer import print_ir_module as _print_tir_module
-from .expr import (
-    BindingBlock,
-    Call,
-    Constant,
-    DataflowBlock,
-    DataflowVar,
-    Expr,
-    ExternFunc,
-    Function,
-    If,
-    MatchCast,
-    Op,
-    PrimValue,
-    SeqExpr,
-    ShapeExpr,
-    StringImm,
-    Tuple,
-    TupleGetItem,
-    Var,
-    VarBinding,
-)
-from .struct_info import (
-    FuncStructInfo,
-    ObjectStructInfo,
-    PrimStructInfo,
-    ShapeStructInfo,
-    StructInfo,
-    TensorStructInfo,
-    TupleStructInfo,
-    shape_vars,
-)
+from . import expr as rx
+from . import struct_info as si
 
 INDENT = "    "
 HEADER_R = "# from minitvm.script import relax as R"
@@ -77,7 +48,16 @@ _META: contextvars.ContextVar[list | None] = contextvars.ContextVar(
 )
 META_KEY = "relax.expr.Constant"
 _RESERVED = set(keyword.kwlist) | {
-    "R", "T", "I", "cls", "Module", "range", "int", "float", "bool", "metadata"
+    "R",
+    "T",
+    "I",
+    "cls",
+    "Module",
+    "range",
+    "int",
+    "float",
+    "bool",
+    "metadata",
 }
 _DPS_CALLS = ("relax.call_tir", "relax.call_dps_packed")
 
@@ -129,8 +109,8 @@ class RelaxPrinter:
             inner += ","
         return brackets[0] + inner + brackets[1]
 
-    def sinfo(self, s: StructInfo) -> str:
-        if isinstance(s, TensorStructInfo):
+    def sinfo(self, s: si.StructInfo) -> str:
+        if isinstance(s, si.TensorStructInfo):
             parts = []
             if s.shape is not None:
                 parts.append(self.dims(s.shape))
@@ -139,16 +119,16 @@ class RelaxPrinter:
             if s.dtype is not None:
                 parts.append(f'dtype="{s.dtype}"')
             return f"R.Tensor({', '.join(parts)})"
-        if isinstance(s, TupleStructInfo):
+        if isinstance(s, si.TupleStructInfo):
             return "R.Tuple(" + ", ".join(self.sinfo(f) for f in s.fields) + ")"
-        if isinstance(s, ShapeStructInfo):
+        if isinstance(s, si.ShapeStructInfo):
             if s.values is None:
                 return f"R.Shape(ndim={s.ndim})"
             return f"R.Shape({self.dims(s.values, '[]')})"
-        if isinstance(s, PrimStructInfo):
+        if isinstance(s, si.PrimStructInfo):
             value = "" if s.value is None else f", value={self.dim(s.value)}"
             return f'R.Prim("{s.dtype}"{value})'
-        if isinstance(s, FuncStructInfo):
+        if isinstance(s, si.FuncStructInfo):
             params = (
                 "None"
                 if s.params is None
@@ -156,39 +136,39 @@ class RelaxPrinter:
             )
             purity = "" if s.purity else ", purity=False"
             return f"R.Callable({params}, {self.sinfo(s.ret)}{purity})"
-        if isinstance(s, ObjectStructInfo):
+        if isinstance(s, si.ObjectStructInfo):
             return "R.Object"
         return f"<{type(s).__name__}>"
 
     # ------------------------------------------------------------------ expressions
     def expr(self, e: Any) -> str:
-        if isinstance(e, Var):
+        if isinstance(e, rx.Var):
             return self.names.get(e, e.name_hint)
         if isinstance(e, GlobalVar):
             return f"cls.{e.name_hint}"
-        if isinstance(e, Constant):
+        if isinstance(e, rx.Constant):
             return _const_text(e)
-        if isinstance(e, PrimValue):
+        if isinstance(e, rx.PrimValue):
             return f"R.prim_value({self.dim(e.value)})"
-        if isinstance(e, StringImm):
+        if isinstance(e, rx.StringImm):
             return f"R.str({_str(e.value)})"
-        if isinstance(e, ShapeExpr):
+        if isinstance(e, rx.ShapeExpr):
             return f"R.shape({self.dims(e.values, '[]')})"
-        if isinstance(e, Tuple):
+        if isinstance(e, rx.Tuple):
             inner = ", ".join(self.expr(f) for f in e.fields)
             return f"({inner},)" if len(e.fields) == 1 else f"({inner})"
-        if isinstance(e, TupleGetItem):
+        if isinstance(e, rx.TupleGetItem):
             return f"{self.expr(e.tuple_value)}[{e.index}]"
-        if isinstance(e, ExternFunc):
+        if isinstance(e, rx.ExternFunc):
             return f"R.ExternFunc({_str(e.global_symbol)})"
-        if isinstance(e, Call):
+        if isinstance(e, rx.Call):
             return self.call(e)
         return f"<{type(e).__name__}>"
 
-    def call(self, c: Call) -> str:
-        if isinstance(c.op, Op) and c.op.name in _DPS_CALLS:
+    def call(self, c: rx.Call) -> str:
+        if isinstance(c.op, rx.Op) and c.op.name in _DPS_CALLS:
             return self.dps_call(c)
-        if not isinstance(c.op, Op):
+        if not isinstance(c.op, rx.Op):
             return f"{self.expr(c.op)}({', '.join(self.expr(a) for a in c.args)})"
         args = [self.expr(a) for a in c.args]
         defaults = _op_defaults(c.op.name)
@@ -197,11 +177,13 @@ class RelaxPrinter:
                 args.append(f"{key}={_attr_text(value)}")
         return f"R.{c.op.name.split('.', 1)[1]}({', '.join(args)})"
 
-    def dps_call(self, c: Call) -> str:
+    def dps_call(self, c: rx.Call) -> str:
         callee, inputs = c.args[0], c.args[1]
-        target = _str(callee.global_symbol) if isinstance(callee, ExternFunc) else self.expr(callee)
+        target = (
+            _str(callee.global_symbol) if isinstance(callee, rx.ExternFunc) else self.expr(callee)
+        )
         out = c.sinfo_args[0]
-        if isinstance(out, TupleStructInfo):
+        if isinstance(out, si.TupleStructInfo):
             out_text = "[" + ", ".join(self.sinfo(f) for f in out.fields) + "]"
         else:
             out_text = self.sinfo(out)
@@ -211,7 +193,7 @@ class RelaxPrinter:
         return f"R.{c.op.name.split('.', 1)[1]}({', '.join(args)})"
 
     # ------------------------------------------------------------------ functions
-    def function(self, f: Function, name: str) -> list[str]:
+    def function(self, f: rx.Function, name: str) -> list[str]:
         symbol = f.attrs.get("global_symbol")
         flags = [] if symbol is not None else ["private=True"]
         if not f.is_pure:
@@ -226,7 +208,7 @@ class RelaxPrinter:
         param_names = {self.expr(p) for p in f.params}
         declared: set[str] = set()
         for p in f.params:
-            for v in shape_vars(p.struct_info):
+            for v in si.shape_vars(p.struct_info):
                 if v.name.isidentifier() and v.name not in param_names | declared | _RESERVED:
                     declared.add(v.name)
                     self.lines.append(INDENT + f"{v.name} = T.{v.dtype}()")
@@ -236,14 +218,14 @@ class RelaxPrinter:
         self.tail(f.body, 1)
         return self.lines
 
-    def tail(self, body: Expr, depth: int) -> None:
+    def tail(self, body: rx.Expr, depth: int) -> None:
         """A function body (or both-branches-return `if`): blocks, then `return`."""
         pad = INDENT * depth
-        if isinstance(body, SeqExpr):
+        if isinstance(body, rx.SeqExpr):
             for block in body.blocks:
                 self.block(block, depth)
             body = body.body
-        if isinstance(body, If):
+        if isinstance(body, rx.If):
             self.lines.append(pad + f"if {self.expr(body.cond)}:")
             self.tail(body.true_branch, depth + 1)
             self.lines.append(pad + "else:")
@@ -251,9 +233,9 @@ class RelaxPrinter:
             return
         self.lines.append(pad + f"return {self.expr(body)}")
 
-    def block(self, block: BindingBlock, depth: int) -> None:
+    def block(self, block: rx.BindingBlock, depth: int) -> None:
         pad = INDENT * depth
-        if not isinstance(block, DataflowBlock):
+        if not isinstance(block, rx.DataflowBlock):
             for b in block.bindings:
                 self.binding(b, depth)
             return
@@ -261,17 +243,17 @@ class RelaxPrinter:
         outputs = []
         for b in block.bindings:
             self.binding(b, depth + 1)
-            if not isinstance(b.var, DataflowVar):
+            if not isinstance(b.var, rx.DataflowVar):
                 outputs.append(self.expr(b.var))
         self.lines.append(pad + INDENT + f"R.output({', '.join(outputs)})")
 
     def binding(self, b: Any, depth: int) -> None:
         pad = INDENT * depth
-        if isinstance(b, MatchCast):
+        if isinstance(b, rx.MatchCast):
             value = f"R.match_cast({self.expr(b.value)}, {self.sinfo(b.struct_info)})"
             self.lines.append(pad + f"{self.expr(b.var)} = {value}")
             return
-        if isinstance(b.value, If):
+        if isinstance(b.value, rx.If):
             v = b.value
             self.lines.append(pad + f"if {self.expr(v.cond)}:")
             self.branch(v.true_branch, b.var, depth + 1)
@@ -281,8 +263,8 @@ class RelaxPrinter:
         value = self.expr(b.value)
         self.lines.append(pad + f"{self.expr(b.var)}: {self.sinfo(b.var.struct_info)} = {value}")
 
-    def branch(self, e: Expr, var: Var, depth: int) -> None:
-        if isinstance(e, SeqExpr):
+    def branch(self, e: rx.Expr, var: rx.Var, depth: int) -> None:
+        if isinstance(e, rx.SeqExpr):
             for block in e.blocks:
                 self.block(block, depth)
             e = e.body
@@ -372,7 +354,7 @@ def _literal(x: Any) -> str:
     return repr(x)
 
 
-def _const_text(c: Constant) -> str:
+def _const_text(c: rx.Constant) -> str:
     table = _META.get()
     if math.prod(c.data.shape) <= INLINE_CONST_LIMIT or _SHOW_META.get() or table is None:
         a = c.data.numpy()  # a large constant is neither copied nor scanned to be referenced
@@ -394,13 +376,17 @@ def _inlinable(a: Any) -> bool:
     return a.size <= INLINE_CONST_LIMIT or _SHOW_META.get()
 
 
-def encode_metadata(constants: list[Constant]) -> str:
+def encode_metadata(constants: list[rx.Constant]) -> str:
     """The `metadata = \"\"\"...\"\"\"` section: one JSON object per constant, bytes in base64."""
     rows = []
     for c in constants:
         a = c.data.numpy()
         raw = np.ascontiguousarray(a, dtype=a.dtype.newbyteorder("<")).tobytes()
-        row = {"dtype": str(a.dtype), "shape": list(a.shape), "data": base64.b64encode(raw).decode()}
+        row = {
+            "dtype": str(a.dtype),
+            "shape": list(a.shape),
+            "data": base64.b64encode(raw).decode(),
+        }
         rows.append("  " + json.dumps(row))
     return f'metadata = """\n{{"{META_KEY}": [\n' + ",\n".join(rows) + '\n]}\n"""'
 
@@ -419,11 +405,11 @@ def _with_metadata(print_body: Callable[[], str]) -> str:
 # ----------------------------------------------------------------------------- entry points
 
 
-def _function_lines(f: Function, name: str, highlight: Any) -> list[str]:
+def _function_lines(f: rx.Function, name: str, highlight: Any) -> list[str]:
     return RelaxPrinter().function(f, name)
 
 
-def print_function(f: Function, **kwargs: Any) -> str:
+def print_function(f: rx.Function, **kwargs: Any) -> str:
     name = kwargs.get("name") or f.attrs.get("global_symbol") or "main"
     token = _SHOW_META.set(bool(kwargs.get("show_meta", False)))
     try:
@@ -434,19 +420,19 @@ def print_function(f: Function, **kwargs: Any) -> str:
 
 def print_relax_expr(e: Any, **kwargs: Any) -> str:
     p = RelaxPrinter()
-    if isinstance(e, SeqExpr):
+    if isinstance(e, rx.SeqExpr):
         p.tail(e, 0)
         return "\n".join(p.lines)
     return p.expr(e)
 
 
-def print_struct_info(s: StructInfo, **kwargs: Any) -> str:
+def print_struct_info(s: si.StructInfo, **kwargs: Any) -> str:
     return RelaxPrinter().sinfo(s)
 
 
 def print_binding(b: Any, **kwargs: Any) -> str:
     p = RelaxPrinter()
-    if isinstance(b, BindingBlock):
+    if isinstance(b, rx.BindingBlock):
         p.block(b, 0)
     else:
         p.binding(b, 0)
@@ -460,14 +446,14 @@ def print_ir_module(mod: IRModule, **kwargs: Any) -> str:
         text = _with_metadata(lambda: _print_tir_module(mod, **kwargs))
     finally:
         _SHOW_META.reset(token)
-    if not any(isinstance(f, Function) for f in mod.functions.values()):
+    if not any(isinstance(f, rx.Function) for f in mod.functions.values()):
         return text
     lines = text.split("\n")
     assert lines[0].startswith("# from") and lines[1].startswith("# from")
     return "\n".join([HEADER_MODULE] + lines[2:])
 
 
-def script_and_constants(mod: IRModule) -> tuple[str, list[Constant]]:
+def script_and_constants(mod: IRModule) -> tuple[str, list[rx.Constant]]:
     """`mod.script()` without its metadata section, and the constants that section would hold
     (in the order of their `metadata[...][i]` references): a module's text whose large constants
     a caller describes its own way (the compile cache hashes them)."""
@@ -480,11 +466,11 @@ def script_and_constants(mod: IRModule) -> tuple[str, list[Constant]]:
         _SHOW_META.reset(show)
 
 
-register_printer(Expr, print_relax_expr)
-register_printer(Function, print_function)
-register_printer(StructInfo, print_struct_info)
-register_printer(VarBinding, print_binding)
-register_printer(MatchCast, print_binding)
-register_printer(BindingBlock, print_binding)
+register_printer(rx.Expr, print_relax_expr)
+register_printer(rx.Function, print_function)
+register_printer(si.StructInfo, print_struct_info)
+register_printer(rx.VarBinding, print_binding)
+register_printer(rx.MatchCast, print_binding)
+register_printer(rx.BindingBlock, print_binding)
 register_printer(IRModule, print_ir_module)
-register_function_printer(Function, _function_lines)
+register_function_printer(rx.Function, _function_lines)

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..error import MiniTVMError
 from ..ir.dtype import DataType
-from ..ir.node import Node, node, setfield
+from ..ir.node import Node, node, set_tuple_field, setfield
 from ..tir.expr import IntImm, PrimExpr, Var, as_expr, cast
 
 INDEX_DTYPE = DataType("int64")
@@ -143,10 +143,7 @@ class TupleStructInfo(StructInfo):
     fields: tuple
 
     def __post_init__(self):
-        setfield(self, "fields", tuple(self.fields))
-        for f in self.fields:
-            if not isinstance(f, StructInfo):
-                raise MiniTVMError(f"TupleStructInfo fields must be StructInfo, got {f!r}")
+        set_tuple_field(self, "fields", StructInfo, "StructInfo")
 
 
 @node

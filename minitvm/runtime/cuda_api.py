@@ -7,16 +7,15 @@ failure is a DeviceError naming the driver call and its error string.
 from __future__ import annotations
 
 import ctypes
-import threading
 from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 
 from ..error import DeviceError
+from .device import device_state, missing_device
 
 _LIBS = ("libcuda.so.1", "libcuda.so")
-_lock = threading.Lock()
 
 # CUdevice_attribute codes
 _ATTRIBUTES = {
@@ -71,13 +70,7 @@ def device_count() -> int:
 
 def unavailable_reason(device_id: int) -> str | None:
     """Why cuda(device_id) cannot be used here; None when it can."""
-    try:
-        n = device_count()
-    except DeviceError as err:
-        return str(err)
-    if not 0 <= device_id < n:
-        return f"cuda({device_id}) does not exist: this machine has {n} CUDA device(s)"
-    return None
+    return missing_device("cuda", "CUDA", device_id, device_count)
 
 
 @dataclass
@@ -91,19 +84,17 @@ _contexts: dict[int, _Context] = {}
 
 def context(device_id: int) -> _Context:
     """The primary context of cuda(device_id), made current in this thread."""
-    reason = unavailable_reason(device_id)
-    if reason is not None:
-        raise DeviceError(reason)
-    with _lock:
-        ctx = _contexts.get(device_id)
-        if ctx is None:
-            dev = ctypes.c_int()
-            _call("cuDeviceGet", ctypes.byref(dev), device_id)
-            handle = ctypes.c_void_p()
-            _call("cuDevicePrimaryCtxRetain", ctypes.byref(handle), dev)
-            ctx = _contexts[device_id] = _Context(dev.value, handle)
+    ctx = device_state(_contexts, device_id, unavailable_reason, _retain_context)
     _call("cuCtxSetCurrent", ctx.context)
     return ctx
+
+
+def _retain_context(device_id: int) -> _Context:
+    dev = ctypes.c_int()
+    _call("cuDeviceGet", ctypes.byref(dev), device_id)
+    handle = ctypes.c_void_p()
+    _call("cuDevicePrimaryCtxRetain", ctypes.byref(handle), dev)
+    return _Context(dev.value, handle)
 
 
 @lru_cache(maxsize=128)  # device properties do not change while the process runs

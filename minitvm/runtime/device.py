@@ -4,6 +4,9 @@ kernels through their device APIs (runtime/opencl_api.py, cuda_api.py), loaded o
 from __future__ import annotations
 
 import importlib
+import threading
+from collections.abc import Callable
+from typing import Any
 
 from ..error import DeviceError, RuntimeError_
 
@@ -27,6 +30,36 @@ _GPU_APIS = {"opencl": "opencl_api", "cuda": "cuda_api"}
 def device_api(name: str):
     """The runtime module implementing device kind `name` (runtime/opencl_api.py, cuda_api.py)."""
     return importlib.import_module(f".{_GPU_APIS[name]}", __package__)
+
+
+# --- shared by the device API modules -----------------------------------------------------
+_state_lock = threading.Lock()
+
+
+def missing_device(name: str, label: str, device_id: int, count: Callable[[], int]) -> str | None:
+    """Why `name(device_id)` cannot be used: the API's error, or no such device (`count()`
+    devices of kind `label` here); None when it can."""
+    try:
+        n = count()
+    except DeviceError as err:
+        return str(err)
+    if not 0 <= device_id < n:
+        return f"{name}({device_id}) does not exist: this machine has {n} {label} device(s)"
+    return None
+
+
+def device_state(
+    states: dict, device_id: int, reason: Callable[[int], str | None], make: Callable[[int], Any]
+) -> Any:
+    """`states[device_id]`, made by `make(device_id)` once per process (thread-safe), after
+    `reason(device_id)` has said the device can be used (a DeviceError with it otherwise)."""
+    why = reason(device_id)
+    if why is not None:
+        raise DeviceError(why)
+    with _state_lock:
+        if device_id not in states:
+            states[device_id] = make(device_id)
+        return states[device_id]
 
 
 class Device:
@@ -142,31 +175,27 @@ def device(dev_type: str | int | Device, dev_id: int = 0) -> Device:
     return Device(_DEVICE_TYPES[kind], dev_id)
 
 
-def cpu(dev_id: int = 0) -> Device:
-    """The host CPU: `tvm.cpu(0)`."""
-    return Device(_DEVICE_TYPES["cpu"], dev_id)
+def _device_of_kind(kind: str, doc: str) -> Callable[[int], Device]:
+    """TVM's per-kind constructor `tvm.<kind>(dev_id=0)`."""
+
+    def make(dev_id: int = 0) -> Device:
+        return Device(_DEVICE_TYPES[kind], dev_id)
+
+    make.__name__ = make.__qualname__ = kind
+    make.__doc__ = doc
+    return make
 
 
-def cuda(dev_id: int = 0) -> Device:
-    """The k-th CUDA device (driver API through libcuda); `.exist` says whether it is here."""
-    return Device(_DEVICE_TYPES["cuda"], dev_id)
-
-
-def opencl(dev_id: int = 0) -> Device:
-    """The k-th OpenCL device of all platforms (PoCL's CPU device on CPU machines)."""
-    return Device(_DEVICE_TYPES["opencl"], dev_id)
-
-
-def vulkan(dev_id: int = 0) -> Device:
-    return Device(_DEVICE_TYPES["vulkan"], dev_id)
-
-
-def metal(dev_id: int = 0) -> Device:
-    return Device(_DEVICE_TYPES["metal"], dev_id)
-
-
-def rocm(dev_id: int = 0) -> Device:
-    return Device(_DEVICE_TYPES["rocm"], dev_id)
+cpu = _device_of_kind("cpu", "The host CPU: `tvm.cpu(0)`.")
+cuda = _device_of_kind(
+    "cuda", "The k-th CUDA device (driver API through libcuda); `.exist` says whether it is here."
+)
+opencl = _device_of_kind(
+    "opencl", "The k-th OpenCL device of all platforms (PoCL's CPU device on CPU machines)."
+)
+vulkan = _device_of_kind("vulkan", "A Vulkan device (no device API here: `.exist` is False).")
+metal = _device_of_kind("metal", "A Metal device (no device API here: `.exist` is False).")
+rocm = _device_of_kind("rocm", "A ROCm device (no device API here: `.exist` is False).")
 
 
 gpu = cuda  # 2018 name

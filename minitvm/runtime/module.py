@@ -125,6 +125,22 @@ def time_calls(run, number: int, repeat: int, min_repeat_ms: float, preproc=None
     return ProfileResult(tuple(results))
 
 
+def timing_preproc(
+    dev: Device | None, number: int, repeat: int, f_preproc: str | Callable, cache_flush_bytes: int
+) -> Callable | None:
+    """time_evaluator's argument checks (the device is available, `number` and `repeat` are
+    positive); returns the callable to run before each timed call on its arguments, or None."""
+    from .cache_flush import preproc_for
+
+    if dev is not None:
+        dev.check_available()
+    if number < 1 or repeat < 1:
+        raise MiniTVMError(
+            f"time_evaluator: number and repeat must be >= 1, got {number}, {repeat}"
+        )
+    return preproc_for(f_preproc, cache_flush_bytes)
+
+
 # A round with a preproc ends once it has run `number` calls and either their own time reaches
 # min_repeat_ms or the round's wall time (the preproc included) reaches this many times it:
 # a 0.5 us kernel behind a 10 us flush would otherwise run 40 000 flushes a round (0.7 s per
@@ -133,7 +149,9 @@ def time_calls(run, number: int, repeat: int, min_repeat_ms: float, preproc=None
 _PREPROC_WALL_FACTOR = 3.0
 
 
-def _time_calls_after(run, preproc, number: int, repeat: int, min_repeat_ms: float) -> ProfileResult:
+def _time_calls_after(
+    run, preproc, number: int, repeat: int, min_repeat_ms: float
+) -> ProfileResult:
     """time_calls with `preproc` before every call, untimed; one round keeps calling until it
     has `number` calls and enough time (see _PREPROC_WALL_FACTOR)."""
     results = []
@@ -308,16 +326,8 @@ class Module:
         flushes every argument but the first from the CPU caches, as a layer inside a model
         finds its weights. `cache_flush_bytes` > 0 also streams that many bytes through the
         caches before each call. The cooldown options are accepted and ignored."""
-        from .cache_flush import preproc_for
-
         func = self.get_function(func_name)
-        if dev is not None:
-            dev.check_available()
-        if number < 1 or repeat < 1:
-            raise MiniTVMError(
-                f"time_evaluator: number and repeat must be >= 1, got {number}, {repeat}"
-            )
-        before = preproc_for(f_preproc, cache_flush_bytes)
+        before = timing_preproc(dev, number, repeat, f_preproc, cache_flush_bytes)
 
         def evaluator(*args) -> ProfileResult:
             preproc = None if before is None else (lambda: before(*args))

@@ -8,7 +8,6 @@ install or change; nothing falls back to the CPU.
 from __future__ import annotations
 
 import math
-import threading
 import warnings
 from dataclasses import dataclass
 from functools import lru_cache
@@ -16,12 +15,12 @@ from functools import lru_cache
 import numpy as np
 
 from ..error import DeviceError
+from .device import device_state, missing_device
 
 _INSTALL = (
     "install the Python package pyopencl and an OpenCL driver (on CPU machines: "
     "`pip install pyopencl` and `apt-get install -y pocl-opencl-icd`)"
 )
-_lock = threading.Lock()
 
 
 def _cl():
@@ -51,13 +50,7 @@ def _devices() -> tuple:
 
 def unavailable_reason(device_id: int) -> str | None:
     """Why opencl(device_id) cannot be used here; None when it can."""
-    try:
-        n = len(_devices())
-    except DeviceError as err:
-        return str(err)
-    if not 0 <= device_id < n:
-        return f"opencl({device_id}) does not exist: this machine has {n} OpenCL device(s)"
-    return None
+    return missing_device("opencl", "OpenCL", device_id, lambda: len(_devices()))
 
 
 @dataclass
@@ -72,17 +65,14 @@ _contexts: dict[int, _Context] = {}
 
 def context(device_id: int) -> _Context:
     """The context and in-order queue of opencl(device_id), made once per process."""
-    reason = unavailable_reason(device_id)
-    if reason is not None:
-        raise DeviceError(reason)
-    with _lock:
-        ctx = _contexts.get(device_id)
-        if ctx is None:
-            cl = _cl()
-            dev = _devices()[device_id]
-            c = cl.Context([dev])
-            ctx = _contexts[device_id] = _Context(dev, c, cl.CommandQueue(c, dev))
-    return ctx
+    return device_state(_contexts, device_id, unavailable_reason, _new_context)
+
+
+def _new_context(device_id: int) -> _Context:
+    cl = _cl()
+    dev = _devices()[device_id]
+    c = cl.Context([dev])
+    return _Context(dev, c, cl.CommandQueue(c, dev))
 
 
 @lru_cache(maxsize=128)  # device properties do not change while the process runs

@@ -336,17 +336,27 @@ def _check_buffer(where: str, b: _Buffer, x) -> np.ndarray:
         raise ArgumentError(
             f"{where}: {_arg(b)} must be a tvm.nd.NDArray or numpy.ndarray, got {type(x).__name__}"
         )
-    if data.dtype != b.dtype:
-        raise DTypeError(
-            f"{where}: {_arg(b)} has dtype {data.dtype}, expected {b.dtype}; "
-            f"convert with .astype('{b.dtype}')"
-        )
-    if data.ndim != len(b.dims):
-        raise ShapeError(
-            f"{where}: {_arg(b)} has shape {data.shape}, expected {b.shape_text}: "
-            f"expected {len(b.dims)} dimensions, got {data.ndim}."
-        )
+    _check_dtype_and_rank(where, b, data.dtype, data.shape, "convert with .astype('{dtype}')")
     return data
+
+
+def _check_dtype_and_rank(
+    where: str, b: _Buffer, npdtype: np.dtype, shape: tuple, fix: str, shown: str | None = None
+) -> None:
+    """What every buffer argument is checked for, on the host or a device: its dtype (`shown`
+    as the user sees it; `fix`, formatted with the expected dtype, says how to convert) and
+    its number of dimensions."""
+    if npdtype != b.dtype:
+        want = DataType(b.dtype)
+        raise DTypeError(
+            f"{where}: {_arg(b)} has dtype {shown or npdtype}, expected {want}; "
+            + fix.format(dtype=want)
+        )
+    if len(shape) != len(b.dims):
+        raise ShapeError(
+            f"{where}: {_arg(b)} has shape {shape}, expected {b.shape_text}: "
+            f"expected {len(b.dims)} dimensions, got {len(shape)}."
+        )
 
 
 def _check_dim(where, b: _Buffer, shape, k, d: _Dim, values, origin) -> None:
@@ -561,16 +571,8 @@ def _check_device_buffer(kind: str, where: str, b: _Buffer, x):
     """A buffer argument of a function running on `kind` ("opencl", "cuda") devices."""
     device = getattr(x, "device", None)
     if isinstance(x, NDArray) and device.name == kind:
-        if x._npdtype != b.dtype:
-            raise DTypeError(
-                f"{where}: {_arg(b)} has dtype {x.dtype}, expected {DataType(b.dtype)}; "
-                f"convert it on the host and copy it again"
-            )
-        if x.ndim != len(b.dims):
-            raise ShapeError(
-                f"{where}: {_arg(b)} has shape {x.shape}, expected {b.shape_text}: "
-                f"expected {len(b.dims)} dimensions, got {x.ndim}."
-            )
+        fix = "convert it on the host and copy it again"
+        _check_dtype_and_rank(where, b, x._npdtype, x.shape, fix, shown=x.dtype)
         return x
     if isinstance(x, NDArray | np.ndarray) or hasattr(x, "__dlpack__"):
         seen = device if isinstance(x, NDArray) else "host memory"
@@ -617,9 +619,7 @@ class DevicePackedFunc:
         values = _explain(self._plan, args, self._check, _check_device_overlap)
         devices = {args[b.position].device for b in self._buffers}
         if len(devices) > 1:
-            listed = ", ".join(
-                f"'{b.name}' on {args[b.position].device}" for b in self._buffers
-            )
+            listed = ", ".join(f"'{b.name}' on {args[b.position].device}" for b in self._buffers)
             raise ArgumentError(
                 f"calling '{self.name}': the arguments are on different devices ({listed}); "
                 "copy them to one device"

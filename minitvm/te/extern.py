@@ -12,18 +12,17 @@ from collections.abc import Callable
 from typing import Any
 
 from ..error import TEError
-from ..ir.dtype import DataType
-from ..ir.node import FrozenDict, node, setfield
+from ..ir.node import FrozenDict, node
 from ..tir.buffer import Buffer, decl_buffer
 from ..tir.expr import IntImm, PrimExpr, Var
 from ..tir.functor import Mutator
 from ..tir.stmt import Block, BlockRealize, BufferRegion, Evaluate, Stmt
-from .operation import Operation, _shape
+from .operation import _shape, _TemplatedOp
 from .tensor import Tensor
 
 
 @node
-class ExternOp(Operation):
+class ExternOp(_TemplatedOp):
     """Outputs written by `body`, a statement over `input_placeholders`/`output_placeholders`."""
 
     name: str
@@ -34,26 +33,9 @@ class ExternOp(Operation):
     output_placeholders: tuple
     body: Any
 
-    def __post_init__(self):
-        setfield(self, "attrs", FrozenDict(self.attrs or {}))
-
     @property
-    def num_outputs(self) -> int:
-        return len(self.output_placeholders)
-
-    def output_shape(self, index: int) -> tuple:
-        return self.output_placeholders[index].shape
-
-    def output_dtype(self, index: int) -> DataType:
-        return self.output_placeholders[index].dtype
-
-    @property
-    def axis(self) -> tuple:
-        return ()
-
-    @property
-    def reduce_axis(self) -> tuple:
-        return ()
+    def _templates(self) -> tuple:
+        return self.output_placeholders
 
     @property
     def input_tensors(self) -> list[Tensor]:
@@ -75,11 +57,6 @@ class ExternOp(Operation):
         ctx.block_of[id(self)] = ctx.block_names.get(self.name)
         block = Block((), reads, writes, ctx.block_of[id(self)], body, None, annotations=self.attrs)
         return BlockRealize((), True, block)
-
-    def __repr__(self) -> str:
-        return f"ExternOp({self.name})"
-
-    __str__ = __repr__
 
 
 def _check_layout(op_name: str, buf: Buffer) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..ir.recursion import post_order
 from .tensor import Tensor
 
 
@@ -28,21 +29,7 @@ def CreateReadGraph(roots: Any) -> dict:
 
 def PostDFSOrder(roots: Any, read_graph: dict) -> list:
     """The operations of `read_graph` reachable from `roots`, producers before consumers."""
-    order: list = []
-    seen: set[int] = set()
-    for root in _ops(roots):
-        stack = [(root, False)]
-        while stack:
-            op, done = stack.pop()
-            if done:
-                order.append(op)
-                continue
-            if id(op) in seen:
-                continue
-            seen.add(id(op))
-            stack.append((op, True))
-            stack.extend((t.op, False) for t in reversed(read_graph.get(op, [])))
-    return order
+    return post_order(_ops(roots), lambda op: [t.op for t in read_graph.get(op, [])])
 
 
 def ScanGetBody(scan_op: Any) -> list:

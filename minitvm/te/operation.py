@@ -7,21 +7,11 @@ import numbers
 from collections.abc import Callable
 from typing import Any
 
+from .. import tir
 from ..error import DTypeError, TEError
 from ..ir.dtype import DataType
-from ..ir.node import FrozenDict, Node, node, setfield
-from ..tir.expr import (
-    EqualOp,
-    IntImm,
-    IterType,
-    IterVar,
-    PrimExpr,
-    Range,
-    SizeVar,
-    Var,
-    as_expr,
-    cast,
-)
+from ..ir.node import FrozenDict, Node, field_names, node, setfield
+from ..tir.expr import EqualOp
 from ..tir.functor import Visitor, allows_deep_recursion
 from .reduction import Reduce
 from .tag import current_tag
@@ -33,6 +23,10 @@ class Operation(Node):
 
     __slots__ = ()
     __hash__ = object.__hash__
+
+    def __post_init__(self) -> None:
+        if "attrs" in field_names(type(self)):  # compute, extern, scan: any mapping or None
+            setfield(self, "attrs", FrozenDict(self.attrs or {}))
 
     @property
     def num_outputs(self) -> int:
@@ -53,9 +47,50 @@ class Operation(Node):
     def input_tensors(self) -> list[Tensor]:
         return []
 
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name})"
+
+    __str__ = __repr__
+
+
+class _LooplessOp(Operation):
+    """An operation without loop axes of its own (a placeholder, an extern, a scan): TVM gives
+    it empty `axis` and `reduce_axis`."""
+
+    __slots__ = ()
+
+    @property
+    def axis(self) -> tuple:
+        return ()
+
+    @property
+    def reduce_axis(self) -> tuple:
+        return ()
+
+
+class _TemplatedOp(_LooplessOp):
+    """A loopless operation whose output k has the shape and dtype of `_templates[k]` (an
+    extern's output placeholders, a scan's update tensors)."""
+
+    __slots__ = ()
+
+    @property
+    def _templates(self) -> tuple:
+        raise NotImplementedError
+
+    @property
+    def num_outputs(self) -> int:
+        return len(self._templates)
+
+    def output_shape(self, index: int) -> tuple:
+        return self._templates[index].shape
+
+    def output_dtype(self, index: int) -> DataType:
+        return DataType(self._templates[index].dtype)
+
 
 @node
-class PlaceholderOp(Operation):
+class PlaceholderOp(_LooplessOp):
     """An input tensor, bound to a buffer argument of the compiled function."""
 
     name: str
@@ -69,19 +104,6 @@ class PlaceholderOp(Operation):
     def output_dtype(self, index: int) -> DataType:
         return self.dtype
 
-    @property
-    def axis(self) -> tuple:
-        return ()
-
-    @property
-    def reduce_axis(self) -> tuple:
-        return ()
-
-    def __repr__(self) -> str:
-        return f"PlaceholderOp({self.name})"
-
-    __str__ = __repr__
-
 
 @node
 class ComputeOp(Operation):
@@ -92,9 +114,6 @@ class ComputeOp(Operation):
     attrs: FrozenDict
     axis: tuple
     body: tuple
-
-    def __post_init__(self):
-        setfield(self, "attrs", FrozenDict(self.attrs or {}))
 
     @property
     def num_outputs(self) -> int:
@@ -121,11 +140,6 @@ class ComputeOp(Operation):
         found = _Loads()
         found.visit(self.body)
         return list(dict.fromkeys(found.tensors))
-
-    def __repr__(self) -> str:
-        return f"ComputeOp({self.name})"
-
-    __str__ = __repr__
 
 
 class _Loads(Visitor):
@@ -154,8 +168,8 @@ def _whole_number(dim: Any, n: int, what: str) -> Any:
     return int(dim)
 
 
-def _shape(shape: Any, what: str) -> tuple[PrimExpr, ...]:
-    if isinstance(shape, numbers.Real | PrimExpr | IterVar) and not isinstance(shape, bool):
+def _shape(shape: Any, what: str) -> tuple[tir.PrimExpr, ...]:
+    if isinstance(shape, numbers.Real | tir.PrimExpr | tir.IterVar) and not isinstance(shape, bool):
         shape = (shape,)
     if not isinstance(shape, tuple | list):
         raise TEError(
@@ -163,24 +177,24 @@ def _shape(shape: Any, what: str) -> tuple[PrimExpr, ...]:
         )
     out = []
     for n, dim in enumerate(shape):
-        if isinstance(dim, IterVar):
+        if isinstance(dim, tir.IterVar):
             dim = dim.var
         dim = _whole_number(dim, n, what)
         ok = isinstance(dim, int) and not isinstance(dim, bool)
-        ok = ok or (isinstance(dim, PrimExpr) and dim.dtype.is_integer and dim.dtype.is_scalar)
+        ok = ok or (isinstance(dim, tir.PrimExpr) and dim.dtype.is_integer and dim.dtype.is_scalar)
         if not ok:
             kind = getattr(dim, "dtype", type(dim).__name__)
             raise TEError(
                 f"{what}: shape entry {n} is {dim!r} ({kind}); shape entries must be ints or "
                 "integer expressions such as te.var('n')"
             )
-        expr = as_expr(dim, like=DataType("int32"))
-        if isinstance(expr, IntImm) and expr.value < 0:
+        expr = tir.as_expr(dim, like=DataType("int32"))
+        if isinstance(expr, tir.IntImm) and expr.value < 0:
             raise TEError(f"{what}: shape entry {n} is negative ({expr.value})")
         out.append(expr)
     # One index dtype per shape (the widest), so (n_int64, 1, 4) does not mix int32 dims in.
     widest = max((e.dtype for e in out), key=lambda t: t.bits, default=None)
-    return tuple(e if e.dtype == widest else cast(widest, e) for e in out)
+    return tuple(e if e.dtype == widest else tir.cast(widest, e) for e in out)
 
 
 def placeholder(shape: Any, dtype: str | DataType = "float32", name: str = "placeholder") -> Tensor:
@@ -244,7 +258,8 @@ def compute(
             raise
         return out
     axis = tuple(
-        IterVar(Range(0, d), Var(n, d.dtype), IterType.DataPar) for n, d in zip(names, dims)
+        tir.IterVar(tir.Range(0, d), tir.Var(n, d.dtype), tir.IterType.DataPar)
+        for n, d in zip(names, dims)
     )
     result = fcompute(*(iv.var for iv in axis))
     multi = isinstance(result, tuple | list)
@@ -256,7 +271,7 @@ def compute(
     return list(op.outputs) if multi else op.output(0)
 
 
-def _as_body(value: Any, name: str) -> PrimExpr:
+def _as_body(value: Any, name: str) -> tir.PrimExpr:
     if isinstance(value, Tensor):
         raise TEError(
             f"compute '{name}': fcompute returned the tensor '{value.name}' itself; "
@@ -265,7 +280,7 @@ def _as_body(value: Any, name: str) -> PrimExpr:
     if isinstance(value, EqualOp):
         return value.asobject()
     try:
-        return as_expr(value.var if isinstance(value, IterVar) else value)
+        return tir.as_expr(value.var if isinstance(value, tir.IterVar) else value)
     except DTypeError as err:
         raise TEError(
             f"compute '{name}': fcompute returned {value!r}; return an expression "
@@ -330,37 +345,37 @@ def _check_reductions(name: str, body: tuple, axis_names: list[str], dims: tuple
 # ----------------------------------------------------------------------------- axes and vars
 
 
-def reduce_axis(dom: Any, name: str = "rv", thread_tag: str = "") -> IterVar:
+def reduce_axis(dom: Any, name: str = "rv", thread_tag: str = "") -> tir.IterVar:
     """A reduction axis over `dom` = (begin, end) or a Range: `k = te.reduce_axis((0, n), "k")`."""
-    if isinstance(dom, Range):
+    if isinstance(dom, tir.Range):
         rng = dom
     elif isinstance(dom, tuple | list) and len(dom) == 2:
         lo, hi = (_shape((d,), f"reduce_axis '{name}'")[0] for d in dom)
-        zero = isinstance(lo, IntImm) and lo.value == 0
-        rng = Range(lo, hi) if zero else Range.by_begin_end(lo, hi)
+        zero = isinstance(lo, tir.IntImm) and lo.value == 0
+        rng = tir.Range(lo, hi) if zero else tir.Range.by_begin_end(lo, hi)
     else:
         raise TEError(
             f"reduce_axis '{name}': dom must be (begin, end) or a tvm.ir.Range, got {dom!r}"
         )
-    return IterVar(rng, Var(name, rng.extent.dtype), IterType.CommReduce, thread_tag)
+    return tir.IterVar(rng, tir.Var(name, rng.extent.dtype), tir.IterType.CommReduce, thread_tag)
 
 
-def thread_axis(dom: Any = None, tag: str = "", name: str = "") -> IterVar:
+def thread_axis(dom: Any = None, tag: str = "", name: str = "") -> tir.IterVar:
     """A thread index axis: `te.thread_axis("threadIdx.x")`."""
     if isinstance(dom, str):
         dom, tag = None, dom
     if not tag:
         raise TEError("thread_axis needs a tag such as 'threadIdx.x' or 'blockIdx.x'")
     if isinstance(dom, tuple | list):
-        dom = Range.by_begin_end(dom[0], dom[1])
-    return IterVar(dom, Var(name or tag, DataType("int32")), IterType.ThreadIndex, tag)
+        dom = tir.Range.by_begin_end(dom[0], dom[1])
+    return tir.IterVar(dom, tir.Var(name or tag, DataType("int32")), tir.IterType.ThreadIndex, tag)
 
 
-def var(name: str = "tindex", dtype: str | DataType = "int32") -> Var:
+def var(name: str = "tindex", dtype: str | DataType = "int32") -> tir.Var:
     """A symbolic scalar (a dimension like `n`, or a scalar argument)."""
-    return Var(name, DataType(dtype))
+    return tir.Var(name, DataType(dtype))
 
 
-def size_var(name: str = "size", dtype: str | DataType = "int32") -> SizeVar:
+def size_var(name: str = "size", dtype: str | DataType = "int32") -> tir.SizeVar:
     """A symbolic non-negative size."""
-    return SizeVar(name, DataType(dtype))
+    return tir.SizeVar(name, DataType(dtype))

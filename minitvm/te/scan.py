@@ -18,18 +18,17 @@ from typing import Any
 
 from ..error import TEError
 from ..ir import structural_equal
-from ..ir.dtype import DataType
-from ..ir.node import FrozenDict, node, setfield
+from ..ir.node import FrozenDict, node
 from ..tir.analysis.region import infer_access_regions
 from ..tir.expr import IntImm, IterType, IterVar, Range, Var
 from ..tir.functor import Mutator, substitute
 from ..tir.stmt import Block, For, ForKind, seq
-from .operation import ComputeOp, Operation, PlaceholderOp, compute
+from .operation import ComputeOp, Operation, PlaceholderOp, _TemplatedOp, compute
 from .tensor import Tensor
 
 
 @node
-class ScanOp(Operation):
+class ScanOp(_TemplatedOp):
     """Output k: `init[k]`'s rows, then `update[k]` at every later step of `scan_axis`."""
 
     name: str
@@ -42,26 +41,9 @@ class ScanOp(Operation):
     inputs: tuple
     spatial_axis_: tuple = ()  # the non-scan axes of every output, output after output
 
-    def __post_init__(self):
-        setfield(self, "attrs", FrozenDict(self.attrs or {}))
-
     @property
-    def num_outputs(self) -> int:
-        return len(self.update)
-
-    def output_shape(self, index: int) -> tuple:
-        return self.update[index].shape
-
-    def output_dtype(self, index: int) -> DataType:
-        return DataType(self.update[index].dtype)
-
-    @property
-    def axis(self) -> tuple:
-        return ()
-
-    @property
-    def reduce_axis(self) -> tuple:
-        return ()
+    def _templates(self) -> tuple:
+        return self.update
 
     @property
     def input_tensors(self) -> list[Tensor]:
@@ -132,11 +114,6 @@ class ScanOp(Operation):
         body = [_one_step(_lower_compute(ctx, op), step, op.name) for op in self.body_ops()]
         stmts.append(For(step, lo, extent, ForKind.SERIAL, seq(*body)))
         return seq(*stmts)
-
-    def __repr__(self) -> str:
-        return f"ScanOp({self.name})"
-
-    __str__ = __repr__
 
 
 def _reaches(op: Operation, targets: set[int]) -> bool:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..error import ScheduleError
-from ..ir.recursion import deep_recursion
+from ..ir.recursion import deep_recursion, post_order
 from ..tir.buffer import Buffer  # noqa: F401 (tvm.te.schedule.Buffer, as TVM's module has it)
 from ..tir.expr import IterType, IterVar, Range, Var, as_expr
 from ..tir.function import PrimFunc
@@ -417,20 +417,7 @@ class Schedule:
         self._alias: dict[int, tuple[Any, Stage]] = {}
         self._replaced: dict[Tensor, Tensor] = {}
         self._input_stages: dict[int, tuple[Any, Stage]] = {}  # placeholders' stages
-        order: list[Any] = []
-        seen: set[int] = set()
-        for root in self.outputs:
-            stack = [(root, False)]
-            while stack:
-                op, done = stack.pop()
-                if done:
-                    order.append(op)
-                    continue
-                if id(op) in seen:
-                    continue
-                seen.add(id(op))
-                stack.append((op, True))
-                stack.extend((t.op, False) for t in reversed(op.input_tensors))
+        order = post_order(self.outputs, lambda op: [t.op for t in op.input_tensors])
         for op in order:
             if isinstance(op, ComputeOp):
                 stage = Stage(op, self)
@@ -702,20 +689,7 @@ class Schedule:
         self.outputs = [new_op if o is old else o for o in self.outputs]
 
     def _consumers_first(self) -> list[Stage]:
-        order: list[Stage] = []
-        seen: set[int] = set()
-        for stage in self.stage_map.values():
-            stack = [(stage, False)]
-            while stack:
-                st, done = stack.pop()
-                if done:
-                    order.append(st)
-                    continue
-                if id(st) in seen:
-                    continue
-                seen.add(id(st))
-                stack.append((st, True))
-                stack.extend((d, False) for d in self._deps.get(id(st), []))
+        order = post_order(self.stage_map.values(), lambda st: self._deps.get(id(st), []))
         return list(reversed(order))
 
 

@@ -17,26 +17,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from .. import tir
 from ..arith import Analyzer
 from ..error import ScheduleError
 from ..ir.structural import structural_equal
 from ..tir.buffer import Buffer, decl_buffer
-from ..tir.expr import BufferLoad, IntImm, IterType, PrimExpr, Range, Var, as_expr
 from ..tir.functor import Mutator, post_order_visit, substitute
 from ..tir.op import all as all_of
-from ..tir.stmt import (
-    Block,
-    BlockRealize,
-    BufferRegion,
-    BufferStore,
-    DeclBuffer,
-    Evaluate,
-    For,
-    ForKind,
-    IfThenElse,
-    Stmt,
-    seq,
-)
 from .operation import ComputeOp
 from .tensor import Tensor
 
@@ -59,7 +46,7 @@ class TensorIntrin:
         n = len(self.op.input_tensors)
         made = self.fcompute(self.buffers[:n], self.buffers[n:])
         parts = list(made) if isinstance(made, tuple | list) else [made, None, None]
-        return [Evaluate(p) if isinstance(p, PrimExpr) else p for p in parts]
+        return [tir.Evaluate(p) if isinstance(p, tir.PrimExpr) else p for p in parts]
 
     @property
     def body(self) -> Any:
@@ -132,15 +119,17 @@ def _fail(stage: str, intrin: TensorIntrin, why: str) -> ScheduleError:
     return ScheduleError(f"tensorize of stage '{stage}' with intrinsic '{intrin.name}': {why}")
 
 
-def _nest(loop: For, stage: str, intrin: TensorIntrin) -> tuple[list[For], BlockRealize]:
+def _nest(
+    loop: tir.For, stage: str, intrin: TensorIntrin
+) -> tuple[list[tir.For], tir.BlockRealize]:
     """The loops from `loop` inward and the one block they hold."""
     loops, s = [], loop
-    while isinstance(s, For):
+    while isinstance(s, tir.For):
         loops.append(s)
         s = s.body
-    if not isinstance(s, BlockRealize):
+    if not isinstance(s, tir.BlockRealize):
         raise _fail(stage, intrin, "the loops under the tensorize point hold more than the stage")
-    if not (isinstance(s.predicate, IntImm) and s.predicate.value == 1):
+    if not (isinstance(s.predicate, tir.IntImm) and s.predicate.value == 1):
         raise _fail(
             stage,
             intrin,
@@ -151,7 +140,7 @@ def _nest(loop: For, stage: str, intrin: TensorIntrin) -> tuple[list[For], Block
     return loops, s
 
 
-def _intrin_block(intrin: TensorIntrin) -> tuple[Block, BlockRealize, list[Buffer]]:
+def _intrin_block(intrin: TensorIntrin) -> tuple[tir.Block, tir.BlockRealize, list[Buffer]]:
     from .to_tir import create_prim_func
 
     func = create_prim_func([*intrin.op.input_tensors, *intrin.op.outputs])
@@ -159,43 +148,45 @@ def _intrin_block(intrin: TensorIntrin) -> tuple[Block, BlockRealize, list[Buffe
     post_order_visit(
         func.body,
         lambda n: (
-            found.append(n) if isinstance(n, BlockRealize) and n.block.name_hint != "root" else None
+            found.append(n)
+            if isinstance(n, tir.BlockRealize) and n.block.name_hint != "root"
+            else None
         ),
     )
     return found[0].block, found[0], [func.buffer_map[p] for p in func.params]
 
 
-def _kinds(realize: BlockRealize) -> dict[int, IterType]:
+def _kinds(realize: tir.BlockRealize) -> dict[int, tir.IterType]:
     """Loop var id -> the kind of block var (spatial/reduce) its binding feeds."""
-    out: dict[int, IterType] = {}
+    out: dict[int, tir.IterType] = {}
     for iv, value in zip(realize.block.iter_vars, realize.iter_values):
 
-        def note(n: Any, kind: IterType = iv.iter_type) -> None:
-            if isinstance(n, Var):
+        def note(n: Any, kind: tir.IterType = iv.iter_type) -> None:
+            if isinstance(n, tir.Var):
                 out[id(n)] = (
-                    IterType.CommReduce
-                    if kind == IterType.CommReduce
-                    else out.get(id(n), IterType.DataPar)
+                    tir.IterType.CommReduce
+                    if kind == tir.IterType.CommReduce
+                    else out.get(id(n), tir.IterType.DataPar)
                 )
 
         post_order_visit(value, note)
     return out
 
 
-def _loads(e: Any) -> list[BufferLoad]:
-    found: list[BufferLoad] = []
-    post_order_visit(e, lambda n: found.append(n) if isinstance(n, BufferLoad) else None)
+def _loads(e: Any) -> list[tir.BufferLoad]:
+    found: list[tir.BufferLoad] = []
+    post_order_visit(e, lambda n: found.append(n) if isinstance(n, tir.BufferLoad) else None)
     return found
 
 
 class _Holes(Mutator):
     """Each BufferLoad -> the k-th placeholder var (in visiting order), to compare shapes."""
 
-    def __init__(self, holes: list[Var]) -> None:
+    def __init__(self, holes: list[tir.Var]) -> None:
         super().__init__()
         self.holes, self.k = holes, 0
 
-    def visit_BufferLoad(self, n: BufferLoad) -> PrimExpr:
+    def visit_BufferLoad(self, n: tir.BufferLoad) -> tir.PrimExpr:
         hole = self.holes[self.k]
         self.k += 1
         return hole
@@ -205,21 +196,23 @@ class _Holes(Mutator):
         return super().visit(n)
 
 
-def _same_shape(a: PrimExpr, b: PrimExpr, count: int) -> bool:
-    holes = [Var(f"hole{k}", "int32") for k in range(count)]
+def _same_shape(a: tir.PrimExpr, b: tir.PrimExpr, count: int) -> bool:
+    holes = [tir.Var(f"hole{k}", "int32") for k in range(count)]
     return structural_equal(_Holes(holes).visit(a), _Holes(holes).visit(b))
 
 
 class _Tensorize:
     """Matches one stage's block against an intrinsic and builds the replacing statement."""
 
-    def __init__(self, stage: str, intrin: TensorIntrin, outer: list[For], loop: For) -> None:
+    def __init__(
+        self, stage: str, intrin: TensorIntrin, outer: list[tir.For], loop: tir.For
+    ) -> None:
         self.stage, self.intrin, self.outer = stage, intrin, outer
         self.loops, self.realize = _nest(loop, stage, intrin)
         self.block = self.realize.block
         self.ana = Analyzer()
         for lp in [*outer, *self.loops]:
-            self.ana.bind(lp.loop_var, Range(lp.min, lp.extent))
+            self.ana.bind(lp.loop_var, tir.Range(lp.min, lp.extent))
         self.pairs: dict[
             int, tuple[Buffer, Buffer, list]
         ] = {}  # id(intrin buf) -> (real, ., start)
@@ -227,7 +220,7 @@ class _Tensorize:
     def fail(self, why: str) -> ScheduleError:
         return _fail(self.stage, self.intrin, why)
 
-    def run(self) -> Stmt:
+    def run(self) -> tir.Stmt:
         iblock, irealize, ibuffers = _intrin_block(self.intrin)
         self.ibuffers = ibuffers  # in the order of the declared buffers
         ivars = self._map_loops(iblock, irealize)
@@ -235,24 +228,24 @@ class _Tensorize:
         mine = substitute(self.block.body, {**bind})
         mine = substitute(mine, ivars)
         theirs = iblock.body
-        if not (isinstance(mine, BufferStore) and isinstance(theirs, BufferStore)):
+        if not (isinstance(mine, tir.BufferStore) and isinstance(theirs, tir.BufferStore)):
             raise self.fail("the stage's body is not a single store")
         self._match(mine, theirs)
         ins = [self._view(b) for b in ibuffers[: len(self.intrin.op.input_tensors)]]
         outs = [self._view(b) for b in ibuffers[len(self.intrin.op.input_tensors) :]]
         return self._compose(self.intrin.fcompute(ins, outs), bind, ins + outs)
 
-    def _map_loops(self, iblock: Block, irealize: BlockRealize) -> dict:
+    def _map_loops(self, iblock: tir.Block, irealize: tir.BlockRealize) -> dict:
         """Inner loop var -> the intrinsic's block var of the same kind and position."""
         kinds = _kinds(self.realize)
-        mine = {k: [lp for lp in self.loops if kinds.get(id(lp.loop_var), IterType.DataPar) == k]
-                for k in (IterType.DataPar, IterType.CommReduce)}  # fmt: skip
-        theirs = {k: [iv for iv in iblock.iter_vars if (iv.iter_type == IterType.CommReduce)
-                      == (k == IterType.CommReduce)] for k in mine}  # fmt: skip
+        mine = {k: [lp for lp in self.loops if kinds.get(id(lp.loop_var), tir.IterType.DataPar) == k]
+                for k in (tir.IterType.DataPar, tir.IterType.CommReduce)}  # fmt: skip
+        theirs = {k: [iv for iv in iblock.iter_vars if (iv.iter_type == tir.IterType.CommReduce)
+                      == (k == tir.IterType.CommReduce)] for k in mine}  # fmt: skip
         out = {}
         for k, loops in mine.items():
             if len(loops) != len(theirs[k]):
-                what = "reduction" if k == IterType.CommReduce else "spatial"
+                what = "reduction" if k == tir.IterType.CommReduce else "spatial"
                 raise self.fail(
                     f"the loops under the tensorize point have {len(loops)} {what} loop(s) "
                     f"({[lp.loop_var.name for lp in loops]}) but the intrinsic has "
@@ -260,7 +253,7 @@ class _Tensorize:
                 )
             for lp, iv in zip(loops, theirs[k]):
                 if not self.ana.can_prove_equal(lp.extent, iv.dom.extent) or not (
-                    isinstance(lp.min, IntImm) and lp.min.value == 0
+                    isinstance(lp.min, tir.IntImm) and lp.min.value == 0
                 ):
                     raise self.fail(
                         f"loop '{lp.loop_var.name}' runs {lp.extent} iterations but the "
@@ -268,11 +261,11 @@ class _Tensorize:
                         "the loop by the intrinsic's size first"
                     )
                 out[lp.loop_var] = iv.var
-                self.ana.bind(iv.var, Range(0, iv.dom.extent))
+                self.ana.bind(iv.var, tir.Range(0, iv.dom.extent))
         self.ivars = out
         return out
 
-    def _match(self, mine: BufferStore, theirs: BufferStore) -> None:
+    def _match(self, mine: tir.BufferStore, theirs: tir.BufferStore) -> None:
         a, b = _loads(mine.value), _loads(theirs.value)
         if len(a) != len(b) or not _same_shape(mine.value, theirs.value, len(a)):
             raise self.fail(
@@ -283,7 +276,7 @@ class _Tensorize:
             self._pair(x.buffer, x.indices, y.buffer, y.indices)
 
     def _pair(self, real: Buffer, idx: tuple, fake: Buffer, fidx: tuple) -> None:
-        zero = {v: as_expr(0, like=v.dtype) for v in self.ivars.values()}
+        zero = {v: tir.as_expr(0, like=v.dtype) for v in self.ivars.values()}
         start = [self.ana.simplify(substitute(i, zero)) for i in idx]
         extra = len(idx) - len(fidx)
         if extra < 0:
@@ -307,7 +300,7 @@ class _Tensorize:
     def _view(self, fake: Buffer) -> Buffer:
         """A buffer over the paired region: the real memory, its strides, the start offset."""
         real, _, start = self.pairs[id(fake)]
-        strides, acc = [], as_expr(1, like=real.shape[-1].dtype) if real.shape else None
+        strides, acc = [], tir.as_expr(1, like=real.shape[-1].dtype) if real.shape else None
         for extent in reversed(real.shape):
             strides.insert(0, acc)
             acc = acc * extent
@@ -318,7 +311,7 @@ class _Tensorize:
         kept = [self.ana.simplify(s) for s in kept]
         declared = self.intrin.buffers[self._position(fake)]
         for d, want in enumerate(declared.strides or _compact_strides(fake.shape)):
-            if not isinstance(want, Var) and not self.ana.can_prove_equal(want, kept[d]):
+            if not isinstance(want, tir.Var) and not self.ana.can_prove_equal(want, kept[d]):
                 raise self.fail(
                     f"buffer '{declared.name}' is declared with stride {want} in dimension "
                     f"{d}, but '{real.name}' has stride {kept[d]} there; bind the intrinsic's "
@@ -337,14 +330,14 @@ class _Tensorize:
     def _position(self, fake: Buffer) -> int:
         return next(k for k, b in enumerate(self.ibuffers) if b is fake)
 
-    def _compose(self, made: Any, bind: dict, views: list) -> Stmt:
+    def _compose(self, made: Any, bind: dict, views: list) -> tir.Stmt:
         parts = list(made) if isinstance(made, tuple | list) else [made, None, None]
         if len(parts) != 3:
             raise self.fail("fcompute must return a statement or (body, reset, update)")
-        body, reset, update = (Evaluate(p) if isinstance(p, PrimExpr) else p for p in parts)
+        body, reset, update = (tir.Evaluate(p) if isinstance(p, tir.PrimExpr) else p for p in parts)
         kinds = _kinds(self.realize)
         outer_reduce = [
-            lp for lp in self.outer if kinds.get(id(lp.loop_var)) == IterType.CommReduce
+            lp for lp in self.outer if kinds.get(id(lp.loop_var)) == tir.IterType.CommReduce
         ]
         if self.block.init is None or not outer_reduce:
             if body is None:
@@ -360,12 +353,12 @@ class _Tensorize:
             if reset is None:
                 reset = self._init_nest(bind)
             first = all_of(*[lp.loop_var == lp.min for lp in outer_reduce])
-            stmt = seq(IfThenElse(first, reset), update)
+            stmt = tir.seq(tir.IfThenElse(first, reset), update)
         stmt = _declare_used_views(stmt, views)
         reads = tuple(self._region(p) for p in self.pairs.values())
         writes = (self._region(self.pairs[id(self._out_fake())]),)
-        block = Block((), reads, writes, self.block.name_hint, stmt)
-        return BlockRealize((), True, block)
+        block = tir.Block((), reads, writes, self.block.name_hint, stmt)
+        return tir.BlockRealize((), True, block)
 
     def _out(self) -> Buffer:
         return self.block.body.buffer
@@ -373,42 +366,42 @@ class _Tensorize:
     def _out_fake(self) -> Buffer:
         return next(fake for real, fake, _ in self.pairs.values() if real is self._out())
 
-    def _region(self, pair: tuple) -> BufferRegion:
+    def _region(self, pair: tuple) -> tir.BufferRegion:
         real, fake, start = pair
         extra = len(real.shape) - len(fake.shape)
-        dims = [Range(s, 1) for s in start[:extra]]
-        dims += [Range(s, e) for s, e in zip(start[extra:], fake.shape)]
-        return BufferRegion(real, tuple(dims))
+        dims = [tir.Range(s, 1) for s in start[:extra]]
+        dims += [tir.Range(s, e) for s, e in zip(start[extra:], fake.shape)]
+        return tir.BufferRegion(real, tuple(dims))
 
-    def _init_nest(self, bind: dict) -> Stmt:
+    def _init_nest(self, bind: dict) -> tir.Stmt:
         """The stage's own init over the tensorized spatial loops (the intrinsic has no reset)."""
         init = substitute(self.block.init, bind)
         kinds = _kinds(self.realize)
         for lp in reversed(self.loops):
-            if kinds.get(id(lp.loop_var), IterType.DataPar) != IterType.CommReduce:
-                init = For(lp.loop_var, lp.min, lp.extent, ForKind.SERIAL, init)
+            if kinds.get(id(lp.loop_var), tir.IterType.DataPar) != tir.IterType.CommReduce:
+                init = tir.For(lp.loop_var, lp.min, lp.extent, tir.ForKind.SERIAL, init)
         return init
 
 
-def _declare_used_views(stmt: Stmt, views: list) -> Stmt:
+def _declare_used_views(stmt: tir.Stmt, views: list) -> tir.Stmt:
     """A kernel that loads or stores through a region's view (not only its access_ptr)
     declares that view around itself, so the function stays well-formed TVMScript."""
     used: set[int] = set()
 
     def visit(n: Any) -> None:
-        if isinstance(n, BufferLoad | BufferStore):
+        if isinstance(n, tir.BufferLoad | tir.BufferStore):
             used.add(id(n.buffer))
 
     post_order_visit(stmt, visit)
     for view in reversed(views):
         if id(view) in used:
-            stmt = DeclBuffer(view, stmt)
+            stmt = tir.DeclBuffer(view, stmt)
     return stmt
 
 
 def _compact_strides(shape: tuple) -> list:
     """Row-major strides of `shape` (what a buffer declared without strides assumes)."""
-    strides, acc = [], as_expr(1)
+    strides, acc = [], tir.as_expr(1)
     for extent in reversed(shape):
         strides.insert(0, acc)
         acc = acc * extent
@@ -416,18 +409,18 @@ def _compact_strides(shape: tuple) -> list:
 
 
 class _Replace(Mutator):
-    def __init__(self, table: dict[int, Stmt]) -> None:
+    def __init__(self, table: dict[int, tir.Stmt]) -> None:
         super().__init__()
         self.table = table
 
-    def visit_For(self, s: For) -> Stmt:
+    def visit_For(self, s: tir.For) -> tir.Stmt:
         new = self.table.get(id(s))
         return new if new is not None else self.generic_visit(s)
 
 
 def apply_tensorize(sch: Any, items: list) -> Any:
     """The schedule's function with each (stage name, block rv, loop rv, intrin) tensorized."""
-    table: dict[int, Stmt] = {}
+    table: dict[int, tir.Stmt] = {}
     for stage, block_rv, loop_rv, intrin in items:
         loop = sch.get(loop_rv)
         loops = [sch.get(lp) for lp in sch.get_loops(block_rv)]

@@ -4,40 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import tir
 from ..error import TEError
 from ..ir.dtype import DataType
 from ..ir.node import FrozenDict
+from ..ir.recursion import post_order
 from ..tir.analysis.region import infer_access_regions
 from ..tir.buffer import Buffer, decl_buffer
-from ..tir.expr import (
-    BinaryOpExpr,
-    BufferLoad,
-    Call,
-    IntImm,
-    IterType,
-    IterVar,
-    PrimExpr,
-    Range,
-    Select,
-    SizeVar,
-    Var,
-    binary,
-    cast,
-)
+from ..tir.expr import binary
 from ..tir.function import PrimFunc
 from ..tir.functor import Mutator, Visitor, allows_deep_recursion, post_order_visit
 from ..tir.names import ATTR_NOALIAS
-from ..tir.stmt import (
-    Block,
-    BlockRealize,
-    BufferRegion,
-    BufferStore,
-    For,
-    ForKind,
-    IfThenElse,
-    LetStmt,
-    seq,
-)
 from .operation import ComputeOp, Operation, PlaceholderOp
 from .reduction import Reduce
 from .tensor import ProducerLoad, Tensor
@@ -63,42 +40,30 @@ class _Names:
 
 
 def _topo_order(roots: list[Tensor]) -> tuple[list[Operation], dict[int, str]]:
-    """Operations reachable from `roots`, producers first; and who first read each op."""
-    order: list[Operation] = []
-    seen: set[int] = set()
+    """Operations reachable from `roots`, producers first; and, for error messages, the reader
+    of each op nearest the roots."""
+    order = post_order([t.op for t in roots], lambda op: [t.op for t in op.input_tensors])
     reader: dict[int, str] = {}
-    for root in roots:
-        stack: list[tuple[Operation, bool]] = [(root.op, False)]
-        while stack:
-            op, expanded = stack.pop()
-            if expanded:
-                order.append(op)
-                continue
-            if id(op) in seen:
-                continue
-            seen.add(id(op))
-            stack.append((op, True))
-            for t in reversed(op.input_tensors):
-                reader.setdefault(id(t.op), op.name)
-                if id(t.op) not in seen:
-                    stack.append((t.op, False))
+    for op in reversed(order):
+        for t in op.input_tensors:
+            reader.setdefault(id(t.op), op.name)
     return order, reader
 
 
 class _Retype(Mutator):
     """A Mutator that recomputes result dtypes when operands change (a var retyped to int64)."""
 
-    def visit_BinaryOpExpr(self, n: BinaryOpExpr) -> PrimExpr:
+    def visit_BinaryOpExpr(self, n: tir.BinaryOpExpr) -> tir.PrimExpr:
         a, b = self.visit(n.a), self.visit(n.b)
         if a is n.a and b is n.b:
             return n
         return binary(type(n), a, b)
 
-    def visit_Select(self, n: Select) -> PrimExpr:
+    def visit_Select(self, n: tir.Select) -> tir.PrimExpr:
         c, t, f = self.visit(n.condition), self.visit(n.true_value), self.visit(n.false_value)
         if c is n.condition and t is n.true_value and f is n.false_value:
             return n
-        return Select(c, t, f)
+        return tir.Select(c, t, f)
 
 
 class _Twins(_Retype):
@@ -106,7 +71,7 @@ class _Twins(_Retype):
         super().__init__()
         self.ctx = ctx
 
-    def visit_Var(self, v: Var) -> PrimExpr:
+    def visit_Var(self, v: tir.Var) -> tir.PrimExpr:
         twin = self.ctx._twin(v)
         return v if twin is None else twin
 
@@ -114,21 +79,21 @@ class _Twins(_Retype):
 class _ToBuffers(_Retype):
     """TE expression → TIR: ProducerLoad → BufferLoad, TE axis vars → block vars."""
 
-    def __init__(self, ctx: _Context, vmap: dict[int, PrimExpr], op_name: str):
+    def __init__(self, ctx: _Context, vmap: dict[int, tir.PrimExpr], op_name: str):
         super().__init__()
         self.ctx, self.buffers, self.vmap, self.op_name = ctx, ctx.buffers, vmap, op_name
 
-    def visit_Var(self, v: Var) -> PrimExpr:
+    def visit_Var(self, v: tir.Var) -> tir.PrimExpr:
         out = self.vmap.get(id(v))
         if out is None and self.ctx.index_dtype is not None:
             out = self.ctx._twin(v)  # a shape var, in the index dtype
         return v if out is None else out
 
-    def visit_ProducerLoad(self, n: ProducerLoad) -> PrimExpr:
+    def visit_ProducerLoad(self, n: ProducerLoad) -> tir.PrimExpr:
         buf = self.ctx.read_buffers.get(n.producer) or self.buffers[n.producer]
-        return BufferLoad(buf, self.visit(n.indices))
+        return tir.BufferLoad(buf, self.visit(n.indices))
 
-    def visit_Reduce(self, n: Reduce) -> PrimExpr:
+    def visit_Reduce(self, n: Reduce) -> tir.PrimExpr:
         raise TEError(f"compute '{self.op_name}': a reduction can only be the whole body")
 
 
@@ -138,7 +103,7 @@ class _Context:
     def __init__(self, index_dtype: DataType | None):
         self.index_dtype = index_dtype
         self.buffers: dict[Tensor, Buffer] = {}
-        self.shape_vars: dict[int, Var] = {}  # int32 shape var → its index_dtype twin
+        self.shape_vars: dict[int, tir.Var] = {}  # int32 shape var → its index_dtype twin
         self.block_names = _Names()
         self.buffer_names = _Names()
         self.defined: set[int] = set()  # ids of vars bound by params and their shapes
@@ -148,22 +113,22 @@ class _Context:
         # An inlined argument's consumers read an internal copy of it (see inline_copies).
         self.read_buffers: dict[Tensor, Buffer] = {}
 
-    def index(self, e: PrimExpr) -> PrimExpr:
+    def index(self, e: tir.PrimExpr) -> tir.PrimExpr:
         """An index or extent in the function's index dtype."""
         if self.index_dtype is None:
             return e
         e = _Twins(self).visit(e)
-        return cast(self.index_dtype, e) if e.dtype != self.index_dtype else e
+        return tir.cast(self.index_dtype, e) if e.dtype != self.index_dtype else e
 
-    def _twin(self, v: Var) -> Var | None:
+    def _twin(self, v: tir.Var) -> tir.Var | None:
         if v.dtype == self.index_dtype or not v.dtype.is_integer:
             return None
         if id(v) not in self.shape_vars:
-            kind = SizeVar if isinstance(v, SizeVar) else Var
+            kind = tir.SizeVar if isinstance(v, tir.SizeVar) else tir.Var
             self.shape_vars[id(v)] = kind(v.name, self.index_dtype)
         return self.shape_vars[id(v)]
 
-    def loop_dtype(self, extent: PrimExpr) -> DataType:
+    def loop_dtype(self, extent: tir.PrimExpr) -> DataType:
         return self.index_dtype or extent.dtype
 
     def declare(self, tensor: Tensor, register: bool = True) -> Buffer:
@@ -179,17 +144,21 @@ class _Context:
         return buf
 
 
-def _axis_loops(ctx: _Context, axes: tuple, iter_type: IterType, names: _Names, vmap: dict):
+def _axis_loops(ctx: _Context, axes: tuple, iter_type: tir.IterType, names: _Names, vmap: dict):
     """(loop var, min, extent), block IterVar and binding for each TE axis."""
     out = []
     for iv in axes:
         lo, extent = ctx.index(iv.dom.min), ctx.index(iv.dom.extent)
         name = names.get(iv.var.name)
         dtype = ctx.loop_dtype(extent)
-        loop_var, block_var = Var(name, dtype), Var(f"v_{name}", dtype)
+        loop_var, block_var = tir.Var(name, dtype), tir.Var(f"v_{name}", dtype)
         vmap[id(iv.var)] = block_var
         out.append(
-            ((loop_var, lo, extent), IterVar(Range(lo, extent), block_var, iter_type), loop_var)
+            (
+                (loop_var, lo, extent),
+                tir.IterVar(tir.Range(lo, extent), block_var, iter_type),
+                loop_var,
+            )
         )
     return out
 
@@ -197,21 +166,21 @@ def _axis_loops(ctx: _Context, axes: tuple, iter_type: IterType, names: _Names, 
 def _reduce_update(red: Reduce, outs: list[Buffer], idx: tuple, conv: _ToBuffers):
     """(init, update) statements of a reduction into `outs` at `idx`."""
     source = tuple(conv.visit(s) for s in red.source)
-    current = tuple(BufferLoad(b, idx) for b in outs)
+    current = tuple(tir.BufferLoad(b, idx) for b in outs)
     # a reducer may use the compute's indices (its combiner or identity mentions them)
     combined = tuple(conv.visit(c) for c in red.combiner.combine(current, source))
     if len(outs) == 1:
-        update = BufferStore(outs[0], combined[0], idx)
+        update = tir.BufferStore(outs[0], combined[0], idx)
     else:  # all new values are computed from the old ones before any store
-        temps = [Var(f"{b.name}_next", b.dtype) for b in outs]
-        update = seq(*(BufferStore(b, t, idx) for b, t in zip(outs, temps)))
+        temps = [tir.Var(f"{b.name}_next", b.dtype) for b in outs]
+        update = tir.seq(*(tir.BufferStore(b, t, idx) for b, t in zip(outs, temps)))
         for t, value in reversed(list(zip(temps, combined))):
-            update = LetStmt(t, value, update)
+            update = tir.LetStmt(t, value, update)
     cond = conv.visit(red.condition)
-    if not (isinstance(cond, IntImm) and cond.value == 1):
-        update = IfThenElse(cond, update)  # where=: skip the element, keep the init
+    if not (isinstance(cond, tir.IntImm) and cond.value == 1):
+        update = tir.IfThenElse(cond, update)  # where=: skip the element, keep the init
     start = tuple(conv.visit(v) for v in (red.init or red.combiner.identity_element))
-    init = seq(*(BufferStore(b, v, idx) for b, v in zip(outs, start)))
+    init = tir.seq(*(tir.BufferStore(b, v, idx) for b, v in zip(outs, start)))
     return init, update
 
 
@@ -224,7 +193,7 @@ def _bounded_reduce(op: ComputeOp, red: Reduce) -> Reduce:
 
     mine = {id(iv.var) for iv in op.axis}
 
-    def depends(e: PrimExpr) -> bool:
+    def depends(e: tir.PrimExpr) -> bool:
         found: list = []
         post_order_visit(e, lambda n: found.append(n) if id(n) in mine else None)
         return bool(found)
@@ -247,8 +216,8 @@ def _bounded_reduce(op: ComputeOp, red: Reduce) -> Reduce:
                 "which depends on the compute's indices and has no constant bound; give the "
                 "compute's axes constant extents or the reduction a constant range with where="
             )
-        rng = Range(IntImm(lo.dtype, low), IntImm(lo.dtype, max(high - low, 0)))
-        axes.append(IterVar(rng, iv.var, IterType.CommReduce))
+        rng = tir.Range(tir.IntImm(lo.dtype, low), tir.IntImm(lo.dtype, max(high - low, 0)))
+        axes.append(tir.IterVar(rng, iv.var, tir.IterType.CommReduce))
         cond = logical_and(cond, logical_and(iv.var >= lo, iv.var < end))
     return red.replace(axis=tuple(axes), condition=cond)
 
@@ -259,67 +228,69 @@ def _lower_compute(ctx: _Context, op: ComputeOp, outs: list[Buffer] | None = Non
     red = op.body[0] if isinstance(op.body[0], Reduce) else None
     if red is not None:
         red = _bounded_reduce(op, red)
-    axes = _axis_loops(ctx, op.axis, IterType.DataPar, names, vmap)
+    axes = _axis_loops(ctx, op.axis, tir.IterType.DataPar, names, vmap)
     if red is not None:
-        axes += _axis_loops(ctx, red.axis, IterType.CommReduce, names, vmap)
+        axes += _axis_loops(ctx, red.axis, tir.IterType.CommReduce, names, vmap)
     conv = _ToBuffers(ctx, vmap, op.name)
     idx = tuple(vmap[id(iv.var)] for iv in op.axis)
     if red is None:
         init = None
-        body = seq(*(BufferStore(b, conv.visit(e), idx) for b, e in zip(outs, op.body)))
+        body = tir.seq(*(tir.BufferStore(b, conv.visit(e), idx) for b, e in zip(outs, op.body)))
     else:
         init, body = _reduce_update(red, outs, idx, conv)
     ctx.block_of[id(op)] = ctx.block_names.get(op.name)
-    block = Block(
+    block = tir.Block(
         tuple(a[1] for a in axes), (), (), ctx.block_of[id(op)], body, init, annotations=op.attrs
     )
     reads, writes = infer_access_regions(block)
     reads = tuple(_widen_data_dependent(r) for r in reads if not any(r.buffer is b for b in outs))
     block = block.replace(reads=reads, writes=writes)
     _check_defined(ctx, op, block, {id(a[1].var) for a in axes})
-    stmt: Any = BlockRealize(tuple(a[2] for a in axes), True, block)
+    stmt: Any = tir.BlockRealize(tuple(a[2] for a in axes), True, block)
     for (loop_var, lo, extent), _, _ in reversed(axes):
-        stmt = For(loop_var, lo, extent, ForKind.SERIAL, stmt)
+        stmt = tir.For(loop_var, lo, extent, tir.ForKind.SERIAL, stmt)
     return stmt
 
 
-def _loads_data(e: PrimExpr) -> bool:
+def _loads_data(e: tir.PrimExpr) -> bool:
     found = []
-    post_order_visit(e, lambda n: found.append(n) if isinstance(n, BufferLoad | Call) else None)
+    post_order_visit(
+        e, lambda n: found.append(n) if isinstance(n, tir.BufferLoad | tir.Call) else None
+    )
     return bool(found)
 
 
-def _widen_data_dependent(region: BufferRegion) -> BufferRegion:
+def _widen_data_dependent(region: tir.BufferRegion) -> tir.BufferRegion:
     """An index that depends on loaded data (`A[idx[i]]`) reads the whole dimension."""
     dims = tuple(
-        Range(0, extent) if _loads_data(r.min) or _loads_data(r.extent) else r
+        tir.Range(0, extent) if _loads_data(r.min) or _loads_data(r.extent) else r
         for r, extent in zip(region.region, region.buffer.shape)
     )
     if all(a is b for a, b in zip(dims, region.region)):
         return region
-    return BufferRegion(region.buffer, dims)
+    return tir.BufferRegion(region.buffer, dims)
 
 
 class _FreeVars(Visitor):
     """Variables an expression or statement uses (buffers' own fields are not uses)."""
 
     def __init__(self) -> None:
-        self.found: list[Var] = []
+        self.found: list[tir.Var] = []
 
-    def visit_Var(self, v: Var) -> None:
+    def visit_Var(self, v: tir.Var) -> None:
         self.found.append(v)
 
     def visit_Buffer(self, b: Buffer) -> None:
         pass
 
-    def visit_LetStmt(self, s: LetStmt) -> None:
+    def visit_LetStmt(self, s: tir.LetStmt) -> None:
         self.visit(s.value)
         before = len(self.found)
         self.visit(s.body)
         self.found[before:] = [v for v in self.found[before:] if v is not s.var]
 
 
-def _check_defined(ctx: _Context, op: ComputeOp, block: Block, block_vars: set[int]) -> None:
+def _check_defined(ctx: _Context, op: ComputeOp, block: tir.Block, block_vars: set[int]) -> None:
     finder = _FreeVars()
     finder.visit((block.body, block.init))
     for buf in (ctx.buffers[op.output(n)] for n in range(op.num_outputs)):
@@ -341,7 +312,7 @@ def _check_defined(ctx: _Context, op: ComputeOp, block: Block, block_vars: set[i
         )
 
 
-def _collect_defined(ctx: _Context, params: list[Var], buffer_map: dict) -> None:
+def _collect_defined(ctx: _Context, params: list[tir.Var], buffer_map: dict) -> None:
     finder = _FreeVars()
     for buf in buffer_map.values():
         finder.visit(buf.shape)
@@ -350,7 +321,7 @@ def _collect_defined(ctx: _Context, params: list[Var], buffer_map: dict) -> None
 
 @allows_deep_recursion
 def create_prim_func(
-    ops: list[Tensor | Var], index_dtype_override: str | DataType | None = None
+    ops: list[Tensor | tir.Var], index_dtype_override: str | DataType | None = None
 ) -> PrimFunc:
     """A PrimFunc computing the TE graph behind `ops` (its params, in order).
 
@@ -361,7 +332,7 @@ def create_prim_func(
 
 
 def create_prim_func_with_blocks(
-    ops: list[Tensor | Var],
+    ops: list[Tensor | tir.Var],
     index_dtype_override: str | DataType | None = None,
     also_compute: tuple[Tensor, ...] = (),
     inline_copies: tuple[Tensor, ...] = (),
@@ -381,12 +352,12 @@ def create_prim_func_with_blocks(
     ctx = _Context(DataType(index_dtype_override) if index_dtype_override else None)
     tensors = _check_args(args)
     order, reader = _topo_order(tensors + [t for t in also_compute if t not in tensors])
-    params: list[Var] = []
-    buffer_map: dict[Var, Buffer] = {}
+    params: list[tir.Var] = []
+    buffer_map: dict[tir.Var, Buffer] = {}
     for a in args:
         if isinstance(a, Tensor):
             buf = ctx.declare(a)
-            param = Var(buf.name, DataType("handle"))
+            param = tir.Var(buf.name, DataType("handle"))
             params.append(param)
             buffer_map[param] = buf
         else:
@@ -428,9 +399,9 @@ def create_prim_func_with_blocks(
             stmts += _lower_split(ctx, op, split_outputs[id(op)])
         else:
             stmts.append(_lower_compute(ctx, op))
-    root = Block((), (), (), "root", seq(*stmts), None, tuple(allocs))
+    root = tir.Block((), (), (), "root", tir.seq(*stmts), None, tuple(allocs))
     attrs = FrozenDict({"global_symbol": "main", ATTR_NOALIAS: True})
-    func = PrimFunc(tuple(params), BlockRealize((), True, root), None, buffer_map, attrs)
+    func = PrimFunc(tuple(params), tir.BlockRealize((), True, root), None, buffer_map, attrs)
     names: dict[Any, str] = {op: ctx.block_of[id(op)] for op in order if id(op) in ctx.block_of}
     for key, name in ctx.split_blocks.items():  # (op, k): the block of its k-th live output
         names[key] = name
@@ -463,7 +434,7 @@ def _check_args(args: list) -> list[Tensor]:
                     f"(positions {position[a]} and {n}); pass each tensor once"
                 )
             position[a] = n
-        elif not isinstance(a, Var):
+        elif not isinstance(a, tir.Var):
             raise TEError(
                 f"create_prim_func: argument {n} is {a!r}; arguments must be te tensors "
                 "(placeholders and computes) or scalar te.var's"

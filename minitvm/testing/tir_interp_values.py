@@ -5,6 +5,7 @@ exactly as the compiler computes it."""
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -56,63 +57,74 @@ def _float_floor_mod(a: Any, b: Any) -> Any:
     return np.where((r != 0) & ((r < 0) != (b < 0)), r + b, r)[()]
 
 
+def _logical_and(a: bool, b: bool) -> bool:
+    return a and b
+
+
+def _logical_or(a: bool, b: bool) -> bool:
+    return a or b
+
+
+def _for_kinds(ops: dict[type, Callable], *kinds: str) -> dict[tuple[type, str], Callable]:
+    """Table entries giving each node class of `ops` the same function for every kind."""
+    return {(cls, kind): fn for kind in kinds for cls, fn in ops.items()}
+
+
+# float remainders compute the same on scalars and vectors
+_FLOAT_REMAINDERS: dict[type, Callable[[Any, Any], Any]] = {
+    E.Mod: np.fmod,  # C's fmod (LLVM frem)
+    E.FloorDiv: lambda a, b: np.floor(a / b),
+    E.FloorMod: _float_floor_mod,
+}
+
 # (node class, kind) -> scalar function; kind is "int" (also uint), "float" or "bool".
 # Integer results are wrapped afterwards; comparisons return bool.
 _SCALAR_BINARY: dict[tuple[type, str], Callable[[Any, Any], Any]] = {
-    (E.Add, "int"): lambda a, b: a + b,
-    (E.Sub, "int"): lambda a, b: a - b,
-    (E.Mul, "int"): lambda a, b: a * b,
+    **_for_kinds({E.Add: operator.add, E.Sub: operator.sub, E.Mul: operator.mul}, "int", "float"),
     (E.Div, "int"): _trunc_div,
     (E.Mod, "int"): lambda a, b: a - _trunc_div(a, b) * b,
-    (E.FloorDiv, "int"): lambda a, b: a // b,
-    (E.FloorMod, "int"): lambda a, b: a % b,
+    (E.FloorDiv, "int"): operator.floordiv,
+    (E.FloorMod, "int"): operator.mod,
     (E.Min, "int"): min,
     (E.Max, "int"): max,
-    (E.Add, "float"): lambda a, b: a + b,
-    (E.Sub, "float"): lambda a, b: a - b,
-    (E.Mul, "float"): lambda a, b: a * b,
-    (E.Div, "float"): lambda a, b: a / b,
-    (E.Mod, "float"): np.fmod,  # C's fmod (LLVM frem)
-    (E.FloorDiv, "float"): lambda a, b: np.floor(a / b),
-    (E.FloorMod, "float"): _float_floor_mod,
+    (E.Div, "float"): operator.truediv,
+    **_for_kinds(_FLOAT_REMAINDERS, "float"),
     (E.Min, "float"): np.minimum,  # NaN propagates, as llvm.minimum
     (E.Max, "float"): np.maximum,
-    (E.Min, "bool"): lambda a, b: a and b,
-    (E.Max, "bool"): lambda a, b: a or b,
-    (E.And, "bool"): lambda a, b: a and b,
-    (E.Or, "bool"): lambda a, b: a or b,
+    **_for_kinds(
+        {E.Min: _logical_and, E.Max: _logical_or, E.And: _logical_and, E.Or: _logical_or}, "bool"
+    ),
 }
 _COMPARE = {
-    E.EQ: lambda a, b: a == b,
-    E.NE: lambda a, b: a != b,  # NaN != x is true, as in the code generator
-    E.LT: lambda a, b: a < b,
-    E.LE: lambda a, b: a <= b,
-    E.GT: lambda a, b: a > b,
-    E.GE: lambda a, b: a >= b,
+    E.EQ: operator.eq,
+    E.NE: operator.ne,  # NaN != x is true, as in the code generator
+    E.LT: operator.lt,
+    E.LE: operator.le,
+    E.GT: operator.gt,
+    E.GE: operator.ge,
 }
 _VECTOR_BINARY: dict[tuple[type, str], Callable[[Any, Any], Any]] = {
-    (E.Add, "int"): np.add,
-    (E.Sub, "int"): np.subtract,
-    (E.Mul, "int"): np.multiply,
+    **_for_kinds(
+        {
+            E.Add: np.add,
+            E.Sub: np.subtract,
+            E.Mul: np.multiply,
+            E.Min: np.minimum,
+            E.Max: np.maximum,
+        },
+        "int",
+        "float",
+    ),
     (E.Div, "int"): _vec_trunc_div,
     (E.Mod, "int"): lambda a, b: a - _vec_trunc_div(a, b) * b,
     (E.FloorDiv, "int"): np.floor_divide,
     (E.FloorMod, "int"): np.mod,
-    (E.Min, "int"): np.minimum,
-    (E.Max, "int"): np.maximum,
-    (E.Add, "float"): np.add,
-    (E.Sub, "float"): np.subtract,
-    (E.Mul, "float"): np.multiply,
     (E.Div, "float"): np.divide,
-    (E.Mod, "float"): np.fmod,
-    (E.FloorDiv, "float"): lambda a, b: np.floor(a / b),
-    (E.FloorMod, "float"): _float_floor_mod,
-    (E.Min, "float"): np.minimum,
-    (E.Max, "float"): np.maximum,
-    (E.Min, "bool"): np.logical_and,
-    (E.Max, "bool"): np.logical_or,
-    (E.And, "bool"): np.logical_and,
-    (E.Or, "bool"): np.logical_or,
+    **_for_kinds(_FLOAT_REMAINDERS, "float"),
+    **_for_kinds(
+        {E.Min: np.logical_and, E.Max: np.logical_or, E.And: np.logical_and, E.Or: np.logical_or},
+        "bool",
+    ),
 }
 _INT_DIVISIONS = (E.Div, E.Mod, E.FloorDiv, E.FloorMod)
 

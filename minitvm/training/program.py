@@ -11,6 +11,7 @@ import numpy as np
 
 from .. import relax
 from ..relax import op as R
+from ..relax.functor import substitute_vars
 from ..relax.training import SGD, Adam, MomentumSGD, Optimizer
 from ..relax.transform.gradient import Emitter, backprop
 from ..runtime import cpu
@@ -28,25 +29,13 @@ def _c(v: float) -> relax.Constant:
     return relax.const(np.float32(v))
 
 
-def _subst(e: Any, vmap: dict) -> Any:
-    if isinstance(e, relax.Var):
-        return vmap.get(e, e)
-    if isinstance(e, relax.Call):
-        return relax.Call(e.op, tuple(_subst(a, vmap) for a in e.args), e.attrs, e.sinfo_args)
-    if isinstance(e, relax.Tuple):
-        return relax.Tuple(tuple(_subst(f, vmap) for f in e.fields))
-    if isinstance(e, relax.TupleGetItem):
-        return relax.TupleGetItem(_subst(e.tuple_value, vmap), e.index)
-    return e
-
-
 def _inline(em: Emitter, func: relax.Function, args: Sequence[Any]) -> list[Any]:
     """Emit the bindings of `func` (a function returning a tuple) with its params bound to args."""
     vmap: dict = dict(zip(func.params, args))
     for block in func.body.blocks:
         for binding in block.bindings:
-            vmap[binding.var] = em.emit(_subst(binding.value, vmap), binding.var.name_hint)
-    out = _subst(func.body.body, vmap)
+            vmap[binding.var] = em.emit(substitute_vars(binding.value, vmap), binding.var.name_hint)
+    out = substitute_vars(func.body.body, vmap)
     if isinstance(out, relax.Tuple):
         return list(out.fields)
     n = len(out.struct_info.fields)

@@ -10,8 +10,9 @@ from minitvm import relax
 from minitvm.error import MiniTVMError, ShapeError
 from minitvm.ir.module import IRModule
 from minitvm.relax import op as R
+from minitvm.relax.functor import substitute_vars
 from minitvm.relax.op.grad import GRAD_RULES
-from minitvm.relax.transform.gradient import Emitter, _subst
+from minitvm.relax.transform.gradient import Emitter
 from minitvm.testing import check_grad
 from minitvm.tir.expr import Var as TirVar
 
@@ -470,8 +471,8 @@ def _second_order_module(adj_mod, name):
             vmap = {}
             for block in func.body.blocks:
                 for b in block.bindings:
-                    vmap[b.var] = em.emit(_subst(b.value, vmap))
-            out = _subst(func.body.body, vmap)
+                    vmap[b.var] = em.emit(substitute_vars(b.value, vmap))
+            out = substitute_vars(func.body.body, vmap)
             grad = em.emit(relax.TupleGetItem(em.emit(relax.TupleGetItem(out, 1)), 0))
             total = bb.emit_output(em.emit(R.sum(grad)))
         bb.emit_func_output(total)

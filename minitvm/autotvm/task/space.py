@@ -102,7 +102,25 @@ def get_pow2s(n: int) -> list[int]:
     return [1 << i for i in range(max(n, 1).bit_length())]
 
 
-class SplitEntity:
+class _Entity:
+    """A knob's value: equal to an entity of its class holding an equal `_value`, printed as
+    that value."""
+
+    @property
+    def _value(self) -> Any:
+        raise NotImplementedError
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, type(self)) and other._value == self._value
+
+    def __hash__(self) -> int:
+        return hash(repr(self._value))
+
+    def __repr__(self) -> str:
+        return str(self._value)
+
+
+class SplitEntity(_Entity):
     """The sizes of the axes one axis is split into; `size[0]` may be -1 (the rest)."""
 
     def __init__(self, size: Any) -> None:
@@ -116,14 +134,9 @@ class SplitEntity:
             out.append(outer)
         return [*out, axis]
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, SplitEntity) and other.size == self.size
-
-    def __hash__(self) -> int:
-        return hash(tuple(self.size))
-
-    def __repr__(self) -> str:
-        return str(self.size)
+    @property
+    def _value(self) -> list[int]:
+        return self.size
 
 
 def _split_factors(length: int, policy: str, max_factor: int) -> list[int]:
@@ -190,7 +203,7 @@ class SplitSpace(TransformSpace):
         )
 
 
-class ReorderEntity:
+class ReorderEntity(_Entity):
     """A permutation of a knob's axes."""
 
     def __init__(self, perm: Any) -> None:
@@ -207,14 +220,9 @@ class ReorderEntity:
         sch[op].reorder(*ordered)
         return ordered
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, ReorderEntity) and other.perm == self.perm
-
-    def __hash__(self) -> int:
-        return hash(tuple(self.perm))
-
-    def __repr__(self) -> str:
-        return str(self.perm)
+    @property
+    def _value(self) -> list[int]:
+        return self.perm
 
 
 class ReorderSpace(TransformSpace):
@@ -253,20 +261,15 @@ def _position(axes: list, axis: Any) -> int:
     raise TuningError(f"define_reorder: candidate axis {axis!r} is not one of the knob's axes")
 
 
-class OtherOptionEntity:
+class OtherOptionEntity(_Entity):
     """One value of a `define_knob` knob (`.val`)."""
 
     def __init__(self, val: Any) -> None:
         self.val = val
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, OtherOptionEntity) and other.val == self.val
-
-    def __hash__(self) -> int:
-        return hash(repr(self.val))
-
-    def __repr__(self) -> str:
-        return str(self.val)
+    @property
+    def _value(self) -> Any:
+        return self.val
 
 
 class OtherOptionSpace(TransformSpace):

@@ -15,25 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from ...tir.expr import (
-    Add,
-    BufferLoad,
-    Call,
-    Div,
-    FloorDiv,
-    FloorMod,
-    IntImm,
-    Max,
-    Min,
-    Mod,
-    Mul,
-    Sub,
-    Var,
-)
+from ... import tir
 from ...tir.function import PrimFunc
 from ...tir.functor import post_order_visit
 from ...tir.schedule.common import const_int
-from ...tir.stmt import BufferStore, For, ForKind
 from ...tir.transform.convert_blocks_to_loops import convert_blocks_to_loops
 from ...tir.transform.lower_init_block import lower_init_block
 
@@ -81,16 +66,16 @@ PROGRAM_FEATURES = (
 )
 N_FEATURES = len(STORE_FEATURES)
 
-_FLOAT_OPS = (Add, Sub, Mul, Div, Max, Min)
-_INT_OPS = (Add, Sub, Mul, FloorDiv, FloorMod, Mod, Div, Max, Min)
-_KINDS = (ForKind.SERIAL, ForKind.PARALLEL, ForKind.VECTORIZED, ForKind.UNROLLED)
+_FLOAT_OPS = (tir.Add, tir.Sub, tir.Mul, tir.Div, tir.Max, tir.Min)
+_INT_OPS = (*_FLOAT_OPS, tir.FloorDiv, tir.FloorMod, tir.Mod)
+_KINDS = (tir.ForKind.SERIAL, tir.ForKind.PARALLEL, tir.ForKind.VECTORIZED, tir.ForKind.UNROLLED)
 
 
 def _log(x: float) -> float:
     return math.log2(1.0 + max(x, 0.0))
 
 
-def _ext(loop: For) -> int:
+def _ext(loop: tir.For) -> int:
     e = const_int(loop.extent)
     return 1 if e is None else max(e, 1)  # a symbolic extent counts once
 
@@ -98,18 +83,18 @@ def _ext(loop: For) -> int:
 def _affine(e: Any) -> tuple[dict[int, int], set[int]]:
     """Every variable's constant coefficient in `e` (by id), and the variables `e` does
     not use affinely (their coefficient is None): one walk for all loop variables."""
-    if isinstance(e, Var):
+    if isinstance(e, tir.Var):
         return {id(e): 1}, set()
-    if isinstance(e, IntImm):
+    if isinstance(e, tir.IntImm):
         return {}, set()
-    if isinstance(e, Add | Sub):
+    if isinstance(e, tir.Add | tir.Sub):
         (ca, ba), (cb, bb) = _affine(e.a), _affine(e.b)
-        sign = 1 if isinstance(e, Add) else -1
+        sign = 1 if isinstance(e, tir.Add) else -1
         out = dict(ca)
         for k, v in cb.items():
             out[k] = out.get(k, 0) + sign * v
         return out, ba | bb
-    if isinstance(e, Mul):
+    if isinstance(e, tir.Mul):
         for x, y in ((e.a, e.b), (e.b, e.a)):
             c = const_int(y)
             if c is not None:
@@ -120,11 +105,11 @@ def _affine(e: Any) -> tuple[dict[int, int], set[int]]:
 
 def _vars_in(e: Any) -> set[int]:
     found: set[int] = set()
-    post_order_visit(e, lambda n: found.add(id(n)) if isinstance(n, Var) else None)
+    post_order_visit(e, lambda n: found.add(id(n)) if isinstance(n, tir.Var) else None)
     return found
 
 
-def _coeff_rows(indices: Any, loops: list[For]) -> list[list[int | None]]:
+def _coeff_rows(indices: Any, loops: list[tir.For]) -> list[list[int | None]]:
     """Per index, the coefficient of each loop's variable (None: not affine in it)."""
     rows = []
     for idx in indices:
@@ -180,26 +165,26 @@ def _ops(value: Any) -> tuple[int, int, list]:
 
     def visit(n: Any) -> None:
         nonlocal floats, ints
-        if isinstance(n, BufferLoad):
+        if isinstance(n, tir.BufferLoad):
             loads.append(n)
         elif isinstance(n, _FLOAT_OPS) and n.dtype.is_float:
             floats += 1
         elif isinstance(n, _INT_OPS):
             ints += 1
-        elif isinstance(n, Call) and n.dtype.is_float:
+        elif isinstance(n, tir.Call) and n.dtype.is_float:
             floats += 1
 
     post_order_visit(value, visit)
     return floats, ints, loads
 
 
-def _store_row(store: BufferStore, loops: list[For], lanes: int) -> np.ndarray:
+def _store_row(store: tir.BufferStore, loops: list[tir.For], lanes: int) -> np.ndarray:
     floats, ints, loads = _ops(store.value)
     iters = 1.0
     for lp in loops:
         iters *= _ext(lp)
 
-    def product(kind: ForKind) -> float:
+    def product(kind: tir.ForKind) -> float:
         out = 1.0
         for lp in loops:
             out *= _ext(lp) if lp.kind is kind else 1
@@ -233,9 +218,9 @@ def _store_row(store: BufferStore, loops: list[For], lanes: int) -> np.ndarray:
         ints,
         len(loads),
         _log(flops),
-        math.log2(product(ForKind.PARALLEL)),
-        math.log2(product(ForKind.VECTORIZED)),
-        math.log2(product(ForKind.UNROLLED)),
+        math.log2(product(tir.ForKind.PARALLEL)),
+        math.log2(product(tir.ForKind.VECTORIZED)),
+        math.log2(product(tir.ForKind.UNROLLED)),
         len(loops),
         float(reduction),
         _log(inner_ext),
@@ -265,16 +250,16 @@ def _bytes_moved(accesses: list, exts: list[int], cache: float, itemsize: int) -
     return float(len(accesses) * itemsize) * math.prod(exts)
 
 
-def _walk_stores(func: PrimFunc) -> list[tuple[BufferStore, list[For]]]:
+def _walk_stores(func: PrimFunc) -> list[tuple[tir.BufferStore, list[tir.For]]]:
     """Every BufferStore with the loops around it, outermost first (iterative walk)."""
     out = []
     stack: list[tuple[Any, tuple]] = [(func.body, ())]
     while stack:
         s, loops = stack.pop()
-        if isinstance(s, BufferStore):
+        if isinstance(s, tir.BufferStore):
             out.append((s, list(loops)))
             continue
-        if isinstance(s, For):
+        if isinstance(s, tir.For):
             stack.append((s.body, loops + (s,)))
             continue
         for name in ("seq",):
@@ -289,11 +274,11 @@ def _walk_stores(func: PrimFunc) -> list[tuple[BufferStore, list[For]]]:
 
 
 def _program_row(func: PrimFunc, rows: list[np.ndarray]) -> np.ndarray:
-    loops: list[For] = []
+    loops: list[tir.For] = []
     allocs = [0.0]
 
     def visit(n: Any) -> None:
-        if isinstance(n, For):
+        if isinstance(n, tir.For):
             loops.append(n)
         buf = getattr(n, "buffer", None)
         if type(n).__name__ in ("Allocate", "DeclBuffer") and buf is not None:
@@ -302,13 +287,13 @@ def _program_row(func: PrimFunc, rows: list[np.ndarray]) -> np.ndarray:
 
     post_order_visit(func.body, visit)
     flops = sum(2 ** r[4] - 1 for r in rows)
-    par = [_ext(lp) for lp in loops if lp.kind is ForKind.PARALLEL]
+    par = [_ext(lp) for lp in loops if lp.kind is tir.ForKind.PARALLEL]
     prog = [
         _log(flops),
         len(rows),
         len(par),
-        sum(lp.kind is ForKind.VECTORIZED for lp in loops),
-        sum(lp.kind is ForKind.UNROLLED for lp in loops),
+        sum(lp.kind is tir.ForKind.VECTORIZED for lp in loops),
+        sum(lp.kind is tir.ForKind.UNROLLED for lp in loops),
         _log(allocs[0]),
         _log(max(par, default=1)),
         _log(sum(2 ** r[20] - 1 for r in rows)),

@@ -10,8 +10,9 @@ from ...tir.schedule import Schedule
 from ...tir.schedule import sampling as _sampling
 from ...tir.schedule.instruction import Instruction
 from ...tir.schedule.trace import Trace
-from ..schedule_rule._block import num_cores, target_of
+from ..schedule_rule._block import num_cores
 from ..schedule_rule.parallel_vectorize_unroll import PARALLEL, UNROLL_EXPLICIT, UNROLL_IMPLICIT
+from ..utils import TuneContextPart
 
 _TRIES = 16  # random edits tried before a mutator gives up on a trace
 
@@ -29,26 +30,17 @@ def as_engine(rng: Any) -> Any:
     )
 
 
-class Mutator:
+class Mutator(TuneContextPart):
     """Base class: `apply(trace, rng) -> Trace | None`."""
 
-    target: Any = None
     mod: Any = None
 
     def _initialize_with_tune_context(self, context: Any) -> None:
-        self.target = target_of(context)
+        super()._initialize_with_tune_context(context)
         self.mod = getattr(context, "mod", None)
 
     def apply(self, trace: Trace, rng: Any = None) -> Trace | None:
         raise NotImplementedError(f"{type(self).__name__}.apply")
-
-    def clone(self) -> Mutator:
-        out = object.__new__(type(self))
-        out.__dict__.update(self.__dict__)
-        return out
-
-    def __repr__(self) -> str:
-        return f"meta_schedule.{type(self).__name__}"
 
 
 PyMutator = Mutator

@@ -37,14 +37,21 @@ def detach_params(mod: IRModule) -> tuple[IRModule, dict[str, list[NDArray]]]:
     return detached, params
 
 
-def raise_unsupported(frontend: str, entries: Sequence[tuple[str, str]]) -> None:
-    """Raise OpNotImplemented listing every (op, where) pair; does nothing when there are none."""
+_UNSUPPORTED_HINT = (
+    "Replace them in the model with supported operations, or report the missing converters."
+)
+
+
+def raise_unsupported(
+    frontend: str, entries: Sequence[tuple[str, str]], hint: str = _UNSUPPORTED_HINT
+) -> None:
+    """Raise OpNotImplemented listing every (op, where) pair, then `hint`; does nothing when
+    there are none."""
     if not entries:
         return
     ops = sorted({op for op, _ in entries})
     lines = "\n".join(f"  {op}  at {where}" for op, where in entries)
     raise OpNotImplemented(
         f"{frontend}: {len(ops)} operator(s) are not supported: {', '.join(ops)}.\n"
-        f"Occurrences ({len(entries)}):\n{lines}\n"
-        "Replace them in the model with supported operations, or report the missing converters."
+        f"Occurrences ({len(entries)}):\n{lines}\n{hint}"
     )

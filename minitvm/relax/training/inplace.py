@@ -10,6 +10,7 @@ from ...ir.module import IRModule
 from ...runtime import NDArray, nd
 from ...tir.function import PrimFunc
 from ..expr import Call, Constant, Function, Op, Tuple, TupleGetItem, Var
+from ..functor import argument_vars
 from ..struct_info import TupleStructInfo
 
 if TYPE_CHECKING:
@@ -82,9 +83,9 @@ class InPlaceUpdate:
         seen: set = set()
         for b in reversed(bindings):
             later_reads.append(set(seen))
-            seen |= set(_vars(b.value))
+            seen |= set(argument_vars(b.value))
         later_reads.reverse()
-        later_reads_out = set(_vars(out))
+        later_reads_out = set(argument_vars(out))
         steps = []
         self.inplace: list[tuple] = []
         self.copies: list[tuple] = []
@@ -158,18 +159,6 @@ class InPlaceUpdate:
             inputs[kind][i].copyfrom(arr)
 
     step = __call__
-
-
-def _vars(e: Any) -> list:
-    if isinstance(e, Var):
-        return [e]
-    if isinstance(e, Call):
-        return [v for a in e.args for v in _vars(a)]
-    if isinstance(e, Tuple):
-        return [v for f in e.fields for v in _vars(f)]
-    if isinstance(e, TupleGetItem):
-        return _vars(e.tuple_value)
-    return []
 
 
 def _eval(e: Any, env: dict) -> Any:

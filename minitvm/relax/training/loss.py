@@ -76,36 +76,40 @@ class Loss:
         return bb.get()[self._loss_name]
 
 
-class L1Loss(Loss):
-    """|predictions - targets|, reduced."""
-
-    def __init__(self, reduction: str = "mean") -> None:
-        super().__init__("l1_loss", 1, reduction)
-
-    def __call__(self, predictions: Any, targets: Any) -> Function:
-        p, t = _param(predictions, "predictions"), _param(targets, "targets")
-
-        def body(bb: BlockBuilder) -> Any:
-            diff = bb.emit(R.abs(bb.emit(R.subtract(p, t))))
-            return self._with_reduction(bb, diff)
-
-        return self._function([p, t], body)
-
-
-class MSELoss(Loss):
-    """(predictions - targets)^2, reduced."""
-
-    def __init__(self, reduction: str = "mean") -> None:
-        super().__init__("mse_loss", 1, reduction)
+class _DifferenceLoss(Loss):
+    """A loss computed elementwise from `predictions - targets` (`_of_difference`), reduced."""
 
     def __call__(self, predictions: Any, targets: Any) -> Function:
         p, t = _param(predictions, "predictions"), _param(targets, "targets")
 
         def body(bb: BlockBuilder) -> Any:
             diff = bb.emit(R.subtract(p, t))
-            return self._with_reduction(bb, bb.emit(R.multiply(diff, diff)))
+            return self._with_reduction(bb, bb.emit(self._of_difference(diff)))
 
         return self._function([p, t], body)
+
+    def _of_difference(self, diff: Var) -> Any:
+        raise NotImplementedError
+
+
+class L1Loss(_DifferenceLoss):
+    """|predictions - targets|, reduced."""
+
+    def __init__(self, reduction: str = "mean") -> None:
+        super().__init__("l1_loss", 1, reduction)
+
+    def _of_difference(self, diff: Var) -> Any:
+        return R.abs(diff)
+
+
+class MSELoss(_DifferenceLoss):
+    """(predictions - targets)^2, reduced."""
+
+    def __init__(self, reduction: str = "mean") -> None:
+        super().__init__("mse_loss", 1, reduction)
+
+    def _of_difference(self, diff: Var) -> Any:
+        return R.multiply(diff, diff)
 
 
 class CrossEntropyLoss(Loss):

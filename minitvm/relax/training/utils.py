@@ -11,31 +11,18 @@ The first `num_backbone_outputs` results of the backbone feed the loss's first p
 
 from __future__ import annotations
 
-from typing import Any
-
 from ...error import TVMError
 from ...ir.module import IRModule
 from ...ir.structural import structural_equal
 from ...ir.transform import Pass
 from ..block_builder import BlockBuilder
-from ..expr import Call, DataflowBlock, Function, MatchCast, SeqExpr, Tuple, TupleGetItem, Var
+from ..expr import DataflowBlock, Function, MatchCast, SeqExpr, Tuple, Var
+from ..functor import substitute_vars
 from ..struct_info import TensorStructInfo
 
 
 class TrainingSetupError(TVMError, ValueError):
     """A backbone or loss function that AppendLoss / SetupTrainer cannot combine."""
-
-
-def _subst(e: Any, vmap: dict) -> Any:
-    if isinstance(e, Var):
-        return vmap.get(e, e)
-    if isinstance(e, Call):
-        return Call(e.op, tuple(_subst(a, vmap) for a in e.args), e.attrs, e.sinfo_args)
-    if isinstance(e, Tuple):
-        return Tuple(tuple(_subst(f, vmap) for f in e.fields))
-    if isinstance(e, TupleGetItem):
-        return TupleGetItem(_subst(e.tuple_value, vmap), e.index)
-    return e
 
 
 def _one_block(func: Function, what: str) -> DataflowBlock:
@@ -111,12 +98,12 @@ def append_loss(
             vmap: dict = {}
             for b in block.bindings:
                 emit = bb.emit_output if any(b.var is r for r in rest) else bb.emit
-                vmap[b.var] = emit(_subst(b.value, vmap), b.var.name_hint)
+                vmap[b.var] = emit(substitute_vars(b.value, vmap), b.var.name_hint)
             lmap: dict = {p: vmap.get(o, o) for p, o in zip(loss_function.params, outs[:k])}
             lmap.update(zip(loss_function.params[k:], extra))
             for b in loss_block.bindings:
                 emit = bb.emit_output if b.var is loss_out else bb.emit
-                lmap[b.var] = emit(_subst(b.value, lmap), b.var.name_hint)
+                lmap[b.var] = emit(substitute_vars(b.value, lmap), b.var.name_hint)
         result = [lmap[loss_out]] + [vmap.get(r, r) for r in rest]
         bb.emit_func_output(Tuple(tuple(result)) if rest else result[0])
     return bb.get()

@@ -36,19 +36,7 @@ from ...ir.module import IRModule
 from ...tir.expr import Range
 from ...topi.layout import Layout, layout_index_map, transformed_shape
 from ...topi.utils import const_int, prove_equal
-from ..expr import (
-    Binding,
-    Call,
-    Constant,
-    DataflowBlock,
-    DataflowVar,
-    Expr,
-    Function,
-    Op,
-    SeqExpr,
-    Var,
-    VarBinding,
-)
+from .. import expr as rx
 from ..functor import ExprMutator, used_vars
 from ..op import add, layout_transform, matmul, reshape
 from ..op import nn as nn_op
@@ -66,7 +54,7 @@ _NO_LAYOUT = ""  # base == layout: a result in the original program's form
 _DEFAULT_KERNEL = {"NCHW": "OIHW", "NHWC": "HWIO"}
 
 # A policy maps a conv2d call to its new (data, kernel, out) layouts, or None to leave it.
-Policy = Callable[[Call], "tuple[str, str, str] | None"]
+Policy = Callable[[rx.Call], "tuple[str, str, str] | None"]
 
 
 @dataclass
@@ -75,7 +63,7 @@ class _Forms:
 
     base: str  # the layout of the value in the original program
     current: str  # the layout its (rewritten) producer writes
-    exprs: dict[str, Expr] = field(default_factory=dict)
+    exprs: dict[str, rx.Expr] = field(default_factory=dict)
 
 
 class _Rewriter:
@@ -84,21 +72,21 @@ class _Rewriter:
     def __init__(self, policy: Policy, rules: Mapping[str, Callable]):
         self.policy, self.rules = policy, rules
         self.forms: dict[Any, _Forms] = {}  # keyed by Var, or by id() of a Constant
-        self.values: dict[Var, Expr] = {}  # the original value of every var bound so far
+        self.values: dict[rx.Var, rx.Expr] = {}  # the original value of every var bound so far
         self.em = Emitter(dataflow=True)
 
     # ------------------------------------------------------------------ forms
-    def _key(self, e: Expr) -> Any:
-        return id(e) if isinstance(e, Constant) else e
+    def _key(self, e: rx.Expr) -> Any:
+        return id(e) if isinstance(e, rx.Constant) else e
 
-    def get(self, e: Expr, src: str, dst: str) -> Expr:
+    def get(self, e: rx.Expr, src: str, dst: str) -> rx.Expr:
         """`e` (in layout `src` in the original program) in layout `dst`."""
         forms = self.forms.get(self._key(e))
         if forms is None:
             if src == dst:
                 return e
             forms = _Forms(src, src, {src: e})
-            if isinstance(e, Var | Constant):
+            if isinstance(e, rx.Var | rx.Constant):
                 self.forms[self._key(e)] = forms
         if forms.base != src:  # the consumer names the same tensor another way
             return self._transform(self.original(e), src, dst)
@@ -107,37 +95,39 @@ class _Rewriter:
             forms.exprs[dst] = made
         return forms.exprs[dst]
 
-    def original(self, e: Expr) -> Expr:
+    def original(self, e: rx.Expr) -> rx.Expr:
         """`e` in its base layout (the form the original program computes)."""
-        forms = self.forms.get(self._key(e)) if isinstance(e, Var) else None
+        forms = self.forms.get(self._key(e)) if isinstance(e, rx.Var) else None
         return e if forms is None else self.get(e, forms.base, forms.base)
 
-    def blocked(self, e: Expr) -> _Forms | None:
+    def blocked(self, e: rx.Expr) -> _Forms | None:
         """The forms of `e` when its producer writes a layout other than its base."""
-        forms = self.forms.get(self._key(e)) if isinstance(e, Var) else None
+        forms = self.forms.get(self._key(e)) if isinstance(e, rx.Var) else None
         return forms if forms is not None and forms.current != forms.base else None
 
-    def _transform(self, e: Expr, src: str, dst: str) -> Expr:
-        if isinstance(e, Constant):
+    def _transform(self, e: rx.Expr, src: str, dst: str) -> rx.Expr:
+        if isinstance(e, rx.Constant):
             packed = pack_array(e.data.numpy(), src, dst)
             if packed is not None:
-                return Constant(packed)
+                return rx.Constant(packed)
         hint = f"{getattr(e, 'name_hint', 'const')}_{dst}"
         return self.em.emit(layout_transform(e, layout_index_map(src, dst)), hint)
 
     # ------------------------------------------------------------------ blocks
-    def rewrite_function(self, func: Function) -> Function:
-        if not isinstance(func.body, SeqExpr):
+    def rewrite_function(self, func: rx.Function) -> rx.Function:
+        if not isinstance(func.body, rx.SeqExpr):
             return func
         blocks = []
         for block in func.body.blocks:
-            blocks.append(self.rewrite_block(block) if isinstance(block, DataflowBlock) else block)
+            blocks.append(
+                self.rewrite_block(block) if isinstance(block, rx.DataflowBlock) else block
+            )
         if all(a is b for a, b in zip(blocks, func.body.blocks, strict=True)):
             return func
         # transforms that a cancelled pair or a packed constant left unused go
-        return remove_unused_bindings(func.replace(body=SeqExpr(tuple(blocks), func.body.body)))
+        return remove_unused_bindings(func.replace(body=rx.SeqExpr(tuple(blocks), func.body.body)))
 
-    def rewrite_block(self, block: DataflowBlock) -> DataflowBlock:
+    def rewrite_block(self, block: rx.DataflowBlock) -> rx.DataflowBlock:
         self.em = Emitter(dataflow=True)
         changed = False
         for b in block.bindings:
@@ -150,17 +140,19 @@ class _Rewriter:
                 self._bind(b, *result)
                 changed = True
         # dataflow vars die with their block; only the base forms of outputs stay valid
-        for key in [k for k, f in self.forms.items() if isinstance(k, DataflowVar)]:
+        for key in [k for k, f in self.forms.items() if isinstance(k, rx.DataflowVar)]:
             del self.forms[key]
         for forms in self.forms.values():
-            forms.exprs = {k: e for k, e in forms.exprs.items() if not isinstance(e, DataflowVar)}
+            forms.exprs = {
+                k: e for k, e in forms.exprs.items() if not isinstance(e, rx.DataflowVar)
+            }
             if forms.current not in forms.exprs:  # a later block starts from the base form
                 forms.current = forms.base
         if not changed:
             return block
-        return DataflowBlock(tuple(self.em.bindings))
+        return rx.DataflowBlock(tuple(self.em.bindings))
 
-    def _with_originals(self, b: Binding) -> Binding:
+    def _with_originals(self, b: rx.Binding) -> rx.Binding:
         """`b` reading every operand in its base layout (transforms emitted first)."""
         table = {v: self.original(v) for v in used_vars(b.value) if v in self.forms}
         table = {v: e for v, e in table.items() if e is not v}
@@ -170,7 +162,7 @@ class _Rewriter:
         mutator.var_map.update(table)
         return b.replace(value=mutator.visit_expr(b.value))
 
-    def _bind(self, b: Binding, call: Expr, base: str, layout: str) -> None:
+    def _bind(self, b: rx.Binding, call: rx.Expr, base: str, layout: str) -> None:
         """Bind the rewritten `call` (or the var it reduced to), whose result is in `layout`
         (base layout `base`)."""
         if layout == base:
@@ -179,7 +171,7 @@ class _Rewriter:
         var = self.em.emit(call, f"{b.var.name_hint}_{layout}")
         forms = _Forms(base, layout, {layout: var})
         self.forms[b.var] = forms
-        if not isinstance(b.var, DataflowVar):  # leaves the block: its own var holds the base
+        if not isinstance(b.var, rx.DataflowVar):  # leaves the block: its own var holds the base
             back = layout_transform(var, layout_index_map(layout, base))
             forms.exprs[base] = self.em.emit(back, b.var.name_hint, b.var)
 
@@ -205,9 +197,11 @@ def pack_array(a: np.ndarray, src: str, dst: str) -> np.ndarray | None:
     )
 
 
-def _rule_of(b: Binding, rules: Mapping[str, Callable]) -> Callable | None:
+def _rule_of(b: rx.Binding, rules: Mapping[str, Callable]) -> Callable | None:
     value = b.value
-    if not (isinstance(b, VarBinding) and isinstance(value, Call) and isinstance(value.op, Op)):
+    if not (
+        isinstance(b, rx.VarBinding) and isinstance(value, rx.Call) and isinstance(value.op, rx.Op)
+    ):
         return None
     return rules.get(value.op.name)
 
@@ -217,7 +211,7 @@ def _rule_of(b: Binding, rules: Mapping[str, Callable]) -> Callable | None:
 # result), or None when the op runs as before on its operands' base forms.
 
 
-def _conv2d(rw: _Rewriter, call: Call) -> tuple[Call, str, str] | None:
+def _conv2d(rw: _Rewriter, call: rx.Call) -> tuple[rx.Call, str, str] | None:
     a = call.attrs
     old_data, old_kernel = a["data_layout"], a["kernel_layout"]
     old_out = a.get("out_layout") or old_data
@@ -236,7 +230,9 @@ def _conv2d(rw: _Rewriter, call: Call) -> tuple[Call, str, str] | None:
     return _conv_call(call, data, weight, picked), old_out, out_layout
 
 
-def _conv_call(call: Call, data: Expr, weight: Expr, layouts: tuple[str, str, str]) -> Call:
+def _conv_call(
+    call: rx.Call, data: rx.Expr, weight: rx.Expr, layouts: tuple[str, str, str]
+) -> rx.Call:
     a = call.attrs
     return nn_op.conv2d(
         data,
@@ -252,7 +248,7 @@ def _conv_call(call: Call, data: Expr, weight: Expr, layouts: tuple[str, str, st
     )
 
 
-def _new_shape(e: Expr, src: str, dst: str) -> tuple | None:
+def _new_shape(e: rx.Expr, src: str, dst: str) -> tuple | None:
     """The shape of `e` in layout `dst`, None when the layouts do not fit it."""
     sinfo = e.struct_info
     if not isinstance(sinfo, TensorStructInfo) or sinfo.shape is None:
@@ -263,7 +259,7 @@ def _new_shape(e: Expr, src: str, dst: str) -> tuple | None:
         return None
 
 
-def _accepts(probe: Call, call: Call, base: str, layout: str) -> bool:
+def _accepts(probe: rx.Call, call: rx.Call, base: str, layout: str) -> bool:
     """Whether the op takes the layout of `probe`: its checks pass and its result is `call`'s
     result in `layout` (an op that ignored the layout would give another shape)."""
     try:
@@ -280,13 +276,13 @@ def _accepts(probe: Call, call: Call, base: str, layout: str) -> bool:
     )
 
 
-def _probe(e: Expr, src: str, dst: str) -> Var | None:
+def _probe(e: rx.Expr, src: str, dst: str) -> rx.Var | None:
     """A stand-in var for `e` in layout `dst` (None when `e` does not fit it)."""
     shape = _new_shape(e, src, dst)
-    return None if shape is None else Var("probe", TensorStructInfo(shape, e.struct_info.dtype))
+    return None if shape is None else rx.Var("probe", TensorStructInfo(shape, e.struct_info.dtype))
 
 
-def _unary(rw: _Rewriter, call: Call) -> tuple[Call, str, str] | None:
+def _unary(rw: _Rewriter, call: rx.Call) -> tuple[rx.Call, str, str] | None:
     forms = rw.blocked(call.args[0])
     if forms is None:
         return None
@@ -294,7 +290,7 @@ def _unary(rw: _Rewriter, call: Call) -> tuple[Call, str, str] | None:
     return call.replace(args=(x, *call.args[1:])), forms.base, forms.current
 
 
-def _binary(rw: _Rewriter, call: Call) -> tuple[Call, str, str] | None:
+def _binary(rw: _Rewriter, call: rx.Call) -> tuple[rx.Call, str, str] | None:
     blocked = [rw.blocked(a) for a in call.args]
     forms = next((f for f in blocked if f is not None), None)
     if forms is None:
@@ -314,8 +310,8 @@ def _binary(rw: _Rewriter, call: Call) -> tuple[Call, str, str] | None:
 
 
 def _operand_plan(
-    a: Expr, base: Layout, layout: Layout, out_shape: Sequence[Any]
-) -> Callable[[_Rewriter], Expr] | None:
+    a: rx.Expr, base: Layout, layout: Layout, out_shape: Sequence[Any]
+) -> Callable[[_Rewriter], rx.Expr] | None:
     """How to read operand `a` of a broadcasting op computed in `layout`, or None if it can't be."""
     sinfo = a.struct_info
     if not isinstance(sinfo, TensorStructInfo) or sinfo.shape is None or sinfo.ndim > base.ndim:
@@ -331,9 +327,9 @@ def _operand_plan(
     if sinfo.ndim == base.ndim:
         return lambda rw: rw.get(a, base.name, layout.name)
 
-    def widened(rw: _Rewriter) -> Expr:
-        if isinstance(a, Constant):  # e.g. a (C, 1, 1) bias: packed here like the weights
-            full_rank = Constant(a.data.numpy().reshape([int(d) for d in shape]))
+    def widened(rw: _Rewriter) -> rx.Expr:
+        if isinstance(a, rx.Constant):  # e.g. a (C, 1, 1) bias: packed here like the weights
+            full_rank = rx.Constant(a.data.numpy().reshape([int(d) for d in shape]))
         else:
             full_rank = rw.em.emit(reshape(a, shape), f"{a.name_hint}_{base.name}")
         return rw.get(full_rank, base.name, layout.name)
@@ -341,7 +337,7 @@ def _operand_plan(
     return widened
 
 
-def _pool(rw: _Rewriter, call: Call) -> tuple[Call, str, str] | None:
+def _pool(rw: _Rewriter, call: rx.Call) -> tuple[rx.Call, str, str] | None:
     forms = rw.blocked(call.args[0])
     if forms is None or call.attrs.get("layout") != forms.base:
         return None
@@ -356,11 +352,11 @@ def _pool(rw: _Rewriter, call: Call) -> tuple[Call, str, str] | None:
     return call.replace(args=(x,), attrs=attrs), forms.base, forms.current
 
 
-def _cancel_inverse(rw: _Rewriter, call: Call) -> tuple[Expr, str, str] | None:
+def _cancel_inverse(rw: _Rewriter, call: rx.Call) -> tuple[rx.Expr, str, str] | None:
     """`layout_transform(layout_transform(y, m1), m2)` with m2 undoing m1 is `y` itself."""
     x = call.args[0]
-    inner = rw.values.get(x) if isinstance(x, Var) else None
-    if not (isinstance(inner, Call) and getattr(inner.op, "name", None) == LAYOUT_TRANSFORM):
+    inner = rw.values.get(x) if isinstance(x, rx.Var) else None
+    if not (isinstance(inner, rx.Call) and getattr(inner.op, "name", None) == LAYOUT_TRANSFORM):
         return None
     if call.attrs["pad_value"] is not None or inner.attrs["pad_value"] is not None:
         return None
@@ -392,7 +388,7 @@ def _same_shape(a: Any, b: Any) -> bool:
     )
 
 
-def _static_rows(x: Expr) -> float:
+def _static_rows(x: rx.Expr) -> float:
     """The rows of `x` as a matrix (the product of all but its last dim); inf when unknown."""
     sinfo = x.struct_info
     shape = getattr(sinfo, "shape", None)
@@ -402,11 +398,11 @@ def _static_rows(x: Expr) -> float:
     return math.inf if any(d is None for d in dims) else math.prod(dims)
 
 
-def _pretransposed_linear(rw: _Rewriter, call: Call) -> tuple[Expr, str, str] | None:
+def _pretransposed_linear(rw: _Rewriter, call: rx.Call) -> tuple[rx.Expr, str, str] | None:
     """`linear(x, W) [+ b]` with a constant W is `matmul(x, W.T) [+ b]`, W.T stored: the
     matmul kernel then reads its weight rows contiguously along the output axis."""
     w = call.args[1]
-    if not isinstance(w, Constant) or len(w.data.shape) != 2:
+    if not isinstance(w, rx.Constant) or len(w.data.shape) != 2:
         return None
     x = rw.original(call.args[0])
     if _static_rows(x) < MATMUL_PACK_MIN_ROWS_TRANSPOSED:
@@ -414,7 +410,9 @@ def _pretransposed_linear(rw: _Rewriter, call: Call) -> tuple[Expr, str, str] | 
         # its contiguous rows; W.T would be read 64 columns at a time with a stride per k
         # (VGG-16's 25088 x 4096 layer: 47 ms transposed vs 22 ms as given)
         return None
-    product = matmul(x, Constant(np.ascontiguousarray(w.data.numpy().T)), call.attrs["out_dtype"])
+    product = matmul(
+        x, rx.Constant(np.ascontiguousarray(w.data.numpy().T)), call.attrs["out_dtype"]
+    )
     if len(call.args) == 2:
         return product, _NO_LAYOUT, _NO_LAYOUT
     bias = rw.original(call.args[2])
@@ -464,7 +462,7 @@ _TARGET_RULES: dict[str, Callable] = {
 # ----------------------------------------------------------------------------- policies
 
 
-def _conv_shapes(call: Call) -> tuple[int, int, int, int] | None:
+def _conv_shapes(call: rx.Call) -> tuple[int, int, int, int] | None:
     """(C, O, groups, weight's in-channels) of an NCHW/OIHW conv2d with static channels."""
     a = call.attrs
     if a["data_layout"] != "NCHW" or a["kernel_layout"] != "OIHW":
@@ -496,7 +494,7 @@ def channel_block(channels: int, lanes: int) -> int | None:
 def blocked_policy(lanes: int) -> Policy:
     """NCHW{c}c convs with c from `lanes` (AlterOpLayout's choice); depthwise OIHW1i{c}o."""
 
-    def policy(call: Call) -> tuple[str, str, str] | None:
+    def policy(call: rx.Call) -> tuple[str, str, str] | None:
         dims = _conv_shapes(call)
         if dims is None:
             return None
@@ -514,7 +512,7 @@ def blocked_policy(lanes: int) -> Policy:
     return policy
 
 
-def _default_kernel(data_layout: str, call: Call) -> str:
+def _default_kernel(data_layout: str, call: rx.Call) -> str:
     """The kernel layout "default" means next to `data_layout`."""
     if data_layout in _DEFAULT_KERNEL:
         return _DEFAULT_KERNEL[data_layout]
@@ -546,7 +544,7 @@ def table_policy(desired: Mapping[str, Sequence[str]]) -> Policy:
         if text != "default":
             Layout.parse(text)  # a malformed string is the user's error, reported now
 
-    def policy(call: Call) -> tuple[str, str, str] | None:
+    def policy(call: rx.Call) -> tuple[str, str, str] | None:
         if call.args[0].struct_info.shape is None:
             return None
         kernel = wanted[1] if len(wanted) > 1 and wanted[1] != "default" else None

@@ -14,19 +14,7 @@ from typing import Any
 import numpy as np
 
 from ...ir.module import IRModule
-from ..expr import (
-    Binding,
-    Call,
-    Constant,
-    DataflowBlock,
-    DataflowVar,
-    Expr,
-    Function,
-    SeqExpr,
-    TupleGetItem,
-    Var,
-    VarBinding,
-)
+from .. import expr as rx
 from ..functor import ExprMutator, used_vars
 from ..op import add, divide, multiply, reshape, sqrt, subtract
 from ..struct_info import TensorStructInfo
@@ -38,17 +26,17 @@ class Emitter:
 
     def __init__(self, dataflow: bool):
         self.dataflow = dataflow
-        self.bindings: list[Binding] = []
+        self.bindings: list[rx.Binding] = []
 
-    def emit(self, value: Expr, hint: str, var: Var | None = None) -> Var:
+    def emit(self, value: rx.Expr, hint: str, var: rx.Var | None = None) -> rx.Var:
         """Bind `value` to `var` (default: a fresh var of the block's kind named `hint`)."""
         if var is None:
-            var = (DataflowVar if self.dataflow else Var)(hint, value.struct_info)
-        self.bindings.append(VarBinding(var, value))
+            var = (rx.DataflowVar if self.dataflow else rx.Var)(hint, value.struct_info)
+        self.bindings.append(rx.VarBinding(var, value))
         return var
 
 
-def _batch_norm_items(bn: Call, item: int, em: Emitter, out: Var) -> Expr | None:
+def _batch_norm_items(bn: rx.Call, item: int, em: Emitter, out: rx.Var) -> rx.Expr | None:
     """Emit item `item` of `bn` into `em` bound to `out` (None: item 0 cannot be decomposed)."""
     if item > 0:
         return bn.args[2 + item]  # the moving mean / variance pass through
@@ -58,25 +46,25 @@ def _batch_norm_items(bn: Call, item: int, em: Emitter, out: Var) -> Expr | None
         return None
     axis = bn.attrs["axis"] % x_info.ndim
     eps, use_scale, use_center = bn.attrs["epsilon"], bn.attrs["scale"], bn.attrs["center"]
-    if all(isinstance(a, Constant) for a in bn.args[1:]):
+    if all(isinstance(a, rx.Constant) for a in bn.args[1:]):
         g, b, m, v = (a.data.numpy().astype("float64") for a in bn.args[1:])
         s = (g if use_scale else 1.0) / np.sqrt(v + eps)
         t = (b if use_center else 0.0) - m * s
         shape = [1] * x_info.ndim
         shape[axis] = -1
         dtype = str(x_info.dtype)
-        y = em.emit(multiply(x, Constant(s.reshape(shape).astype(dtype))), "bn_scale")
-        return em.emit(add(y, Constant(t.reshape(shape).astype(dtype))), "bn_shift", out)
+        y = em.emit(multiply(x, rx.Constant(s.reshape(shape).astype(dtype))), "bn_scale")
+        return em.emit(add(y, rx.Constant(t.reshape(shape).astype(dtype))), "bn_shift", out)
     shape_info = gamma.struct_info
     if not isinstance(shape_info, TensorStructInfo) or shape_info.shape is None:
         return None
     shape = [1] * x_info.ndim
     shape[axis] = shape_info.shape[0]
 
-    def along_axis(t: Expr, hint: str) -> Var:
+    def along_axis(t: rx.Expr, hint: str) -> rx.Var:
         return em.emit(reshape(t, shape), hint)
 
-    eps_const = Constant(np.array(eps, dtype=str(x_info.dtype)))
+    eps_const = rx.Constant(np.array(eps, dtype=str(x_info.dtype)))
     std = em.emit(sqrt(em.emit(add(var, eps_const), "bn_var_eps")), "bn_std")
     y = em.emit(subtract(x, along_axis(mean, "bn_mean")), "bn_centered")
     if use_scale:
@@ -95,41 +83,41 @@ _DECOMPOSE = {"relax.nn.batch_norm": _batch_norm_items}
 
 
 class _Decomposer(ExprMutator):
-    def __init__(self, func: Function):
+    def __init__(self, func: rx.Function):
         super().__init__()
         self.item_only = _item_only_vars(func)
-        self.pending: dict[Var, Call] = {}
+        self.pending: dict[rx.Var, rx.Call] = {}
 
-    def visit_binding(self, b: Binding, block: Any) -> list[Binding]:
+    def visit_binding(self, b: rx.Binding, block: Any) -> list[rx.Binding]:
         value = self.visit_expr(b.value)
-        name = getattr(value.op, "name", None) if isinstance(value, Call) else None
+        name = getattr(value.op, "name", None) if isinstance(value, rx.Call) else None
         if name in _DECOMPOSE and b.var in self.item_only:
             self.pending[b.var] = value  # emitted where its items are read
             return []
-        if isinstance(value, TupleGetItem) and value.tuple_value in self.pending:
-            return self._emit_item(b, value, isinstance(block, DataflowBlock))
+        if isinstance(value, rx.TupleGetItem) and value.tuple_value in self.pending:
+            return self._emit_item(b, value, isinstance(block, rx.DataflowBlock))
         return [b.replace(value=value)]
 
-    def _emit_item(self, b: Binding, item: TupleGetItem, dataflow: bool) -> list[Binding]:
+    def _emit_item(self, b: rx.Binding, item: rx.TupleGetItem, dataflow: bool) -> list[rx.Binding]:
         call = self.pending[item.tuple_value]
         em = Emitter(dataflow)
         result = _DECOMPOSE[call.op.name](call, item.index, em, b.var)
         if result is None:  # cannot decompose: put the op back right here, once
             del self.pending[item.tuple_value]
-            return [VarBinding(item.tuple_value, call), b.replace(value=item)]
+            return [rx.VarBinding(item.tuple_value, call), b.replace(value=item)]
         if result is not b.var:
             em.emit(result, b.var.name_hint, b.var)
         return em.bindings
 
 
-def _item_only_vars(func: Function) -> set[Var]:
+def _item_only_vars(func: rx.Function) -> set[rx.Var]:
     """The vars used only as `var[k]` bindings."""
-    item_only: set[Var] = set()
-    other: set[Var] = set()
+    item_only: set[rx.Var] = set()
+    other: set[rx.Var] = set()
     body = func.body
     for block in body.blocks:
         for b in block.bindings:
-            if isinstance(b.value, TupleGetItem) and isinstance(b.value.tuple_value, Var):
+            if isinstance(b.value, rx.TupleGetItem) and isinstance(b.value.tuple_value, rx.Var):
                 item_only.add(b.value.tuple_value)
             else:
                 other |= used_vars(b.value)
@@ -137,9 +125,9 @@ def _item_only_vars(func: Function) -> set[Var]:
     return item_only - other
 
 
-def decompose_function(func: Function) -> Function:
+def decompose_function(func: rx.Function) -> rx.Function:
     """DecomposeOpsForInference on one function."""
-    if not isinstance(func.body, SeqExpr):
+    if not isinstance(func.body, rx.SeqExpr):
         return func
     return _Decomposer(func).visit_function(func)
 

@@ -24,20 +24,7 @@ from ...ir.transform import PassContext
 from ...tir.expr import Var as TirVar
 from ...tir.function import PrimFunc
 from ...tir.functor import post_order_visit
-from ..expr import (
-    Call,
-    Constant,
-    DataflowBlock,
-    DataflowVar,
-    Expr,
-    Function,
-    SeqExpr,
-    ShapeExpr,
-    Tuple,
-    Var,
-    VarBinding,
-    is_leaf,
-)
+from .. import expr as rx
 from ..functor import ExprMutator, used_vars
 from ..op._table import OpPattern
 from ..struct_info import ShapeStructInfo, TensorStructInfo
@@ -49,15 +36,15 @@ _SINK = -1  # the virtual consumer of every value used outside its dataflow bloc
 _ANCHORS = (OpPattern.OUT_EWISE_FUSABLE, OpPattern.COMM_REDUCE)
 
 
-def _callee(mod: IRModule, value: Expr) -> tuple[GlobalVar, PrimFunc] | None:
+def _callee(mod: IRModule, value: rx.Expr) -> tuple[GlobalVar, PrimFunc] | None:
     """The PrimFunc of a fusable `call_tir` (one tensor output, leaf arguments, dims provably
     consistent)."""
-    if not (isinstance(value, Call) and getattr(value.op, "name", None) == "relax.call_tir"):
+    if not (isinstance(value, rx.Call) and getattr(value.op, "name", None) == "relax.call_tir"):
         return None
     gv, args = value.args[:2]
     if not isinstance(value.sinfo_args[0], TensorStructInfo):
         return None
-    if not (isinstance(args, Tuple) and all(is_leaf(a) for a in args.fields)):
+    if not (isinstance(args, rx.Tuple) and all(rx.is_leaf(a) for a in args.fields)):
         return None  # a nested call (the parser keeps `R.add(R.exp(y), x)`) is no graph node
     func = mod[gv] if isinstance(gv, GlobalVar) and gv in mod else None
     if not isinstance(func, PrimFunc) or not _dims_agree(func, value):
@@ -65,7 +52,7 @@ def _callee(mod: IRModule, value: Expr) -> tuple[GlobalVar, PrimFunc] | None:
     return gv, func
 
 
-def _dims_agree(func: PrimFunc, call: Call) -> bool:
+def _dims_agree(func: PrimFunc, call: rx.Call) -> bool:
     """Whether the callee's buffer dims provably equal the call's tensors' (given its
     tir_vars); a call that fails stays alone, where the VM checks its shapes at run time."""
     sinfos = [a.struct_info for a in call.args[1].fields] + [call.sinfo_args[0]]
@@ -83,20 +70,20 @@ def _dims_agree(func: PrimFunc, call: Call) -> bool:
 class _Graph:
     """The dataflow graph of one block: nodes are bindings, edges producer → consumer."""
 
-    def __init__(self, mod: IRModule, block: DataflowBlock):
+    def __init__(self, mod: IRModule, block: rx.DataflowBlock):
         self.bindings = list(block.bindings)
         index = {b.var: i for i, b in enumerate(self.bindings)}
         n = len(self.bindings)
         self.pattern: list[OpPattern] = []
         self.consumers: list[list[int]] = [[] for _ in range(n)]
         for i, b in enumerate(self.bindings):
-            found = _callee(mod, b.value) if isinstance(b, VarBinding) else None
+            found = _callee(mod, b.value) if isinstance(b, rx.VarBinding) else None
             attr = found[1].attrs.get(OP_PATTERN_ATTR) if found else None
             self.pattern.append(OpPattern(attr) if attr is not None else OpPattern.OPAQUE)
             for j in sorted({index[v] for v in used_vars(b.value) if v in index}):
                 self.consumers[j].append(i)
         # a non-dataflow var is visible after the block: its value escapes
-        self.escapes = [not isinstance(b.var, DataflowVar) for b in self.bindings]
+        self.escapes = [not isinstance(b.var, rx.DataflowVar) for b in self.bindings]
         self._post_dominators()
 
     def _post_dominators(self) -> None:
@@ -183,7 +170,7 @@ def _try_fuse(graph: _Graph, groups: _Groups, i: int, phase: int) -> None:
         groups.merge_all([i, *path])
 
 
-def partition(mod: IRModule, block: DataflowBlock) -> list[list[int]]:
+def partition(mod: IRModule, block: rx.DataflowBlock) -> list[list[int]]:
     """The groups (binding indices, in order) of a dataflow block with two or more members."""
     graph = _Graph(mod, block)
     groups = _Groups(graph)
@@ -200,7 +187,7 @@ def partition(mod: IRModule, block: DataflowBlock) -> list[list[int]]:
 class _Remap(ExprMutator):
     """Replace vars and constants (by identity) inside a call's arguments."""
 
-    def __init__(self, table: dict[int, Expr]):
+    def __init__(self, table: dict[int, rx.Expr]):
         super().__init__()
         self.table = table
 
@@ -209,14 +196,14 @@ class _Remap(ExprMutator):
         return hit if hit is not None else super().visit_expr(e)
 
 
-def _group_inputs(bindings: list[VarBinding]) -> list[Expr]:
+def _group_inputs(bindings: list[rx.VarBinding]) -> list[rx.Expr]:
     """Vars defined outside the group and constants, in order of first use."""
     defined = {b.var for b in bindings}
-    out: list[Expr] = []
+    out: list[rx.Expr] = []
     seen: set[int] = set()
     for b in bindings:
         for arg in b.value.args[1].fields:
-            if isinstance(arg, Constant | Var) and arg not in defined and id(arg) not in seen:
+            if isinstance(arg, rx.Constant | rx.Var) and arg not in defined and id(arg) not in seen:
                 seen.add(id(arg))
                 out.append(arg)
     return out
@@ -230,38 +217,38 @@ def _fresh_name(mod: IRModule, taken: set[str], base: str) -> str:
     return name
 
 
-def _make_group_function(bindings: list[VarBinding]) -> tuple[Function, list[Expr]]:
+def _make_group_function(bindings: list[rx.VarBinding]) -> tuple[rx.Function, list[rx.Expr]]:
     """The primitive Function computing `bindings` and the arguments to call it with."""
     inputs = _group_inputs(bindings)
-    table: dict[int, Expr] = {}
+    table: dict[int, rx.Expr] = {}
     params = []
     for k, e in enumerate(inputs):
-        name = e.name_hint if isinstance(e, Var) else f"const{k}"
-        params.append(Var(name, e.struct_info))
+        name = e.name_hint if isinstance(e, rx.Var) else f"const{k}"
+        params.append(rx.Var(name, e.struct_info))
         table[id(e)] = params[-1]
     body = []
     for n, b in enumerate(bindings):
         last = n == len(bindings) - 1
-        var = (Var if last else DataflowVar)(b.var.name_hint, b.var.struct_info)
-        body.append(VarBinding(var, _Remap(table).visit_expr(b.value)))
+        var = (rx.Var if last else rx.DataflowVar)(b.var.name_hint, b.var.struct_info)
+        body.append(rx.VarBinding(var, _Remap(table).visit_expr(b.value)))
         table[id(b.var)] = var
     out = body[-1].var
     # symbolic ints the members' tir_vars use that no tensor param has as a plain dim come in
     # through one shape param, so the primitive function defines every var it uses
     extra = _unbound_tir_vars(params, bindings)
     if extra:
-        params.append(Var("tir_vars", ShapeStructInfo(tuple(extra))))
-        inputs = [*inputs, ShapeExpr(tuple(extra))]
-    func = Function(
+        params.append(rx.Var("tir_vars", ShapeStructInfo(tuple(extra))))
+        inputs = [*inputs, rx.ShapeExpr(tuple(extra))]
+    func = rx.Function(
         tuple(params),
-        SeqExpr((DataflowBlock(tuple(body)),), out),
+        rx.SeqExpr((rx.DataflowBlock(tuple(body)),), out),
         out.struct_info,
         {"Primitive": 1},
     )
     return func, inputs
 
 
-def _unbound_tir_vars(params: list[Var], bindings: list[VarBinding]) -> list[TirVar]:
+def _unbound_tir_vars(params: list[rx.Var], bindings: list[rx.VarBinding]) -> list[TirVar]:
     """Vars of the members' tir_vars and shapes that no param's shape holds as a plain dim."""
     plain = {
         id(d)
@@ -289,7 +276,7 @@ def _tir_vars_in(node: Any) -> list[TirVar]:
     return seen
 
 
-def _users(block: DataflowBlock) -> dict[int, set[int]]:
+def _users(block: rx.DataflowBlock) -> dict[int, set[int]]:
     """id(var) -> the positions of the bindings of `block` that use it (one walk per binding;
     checking each group against every binding made FuseOps quadratic in the block's size)."""
     users: dict[int, set[int]] = {}
@@ -299,13 +286,15 @@ def _users(block: DataflowBlock) -> dict[int, set[int]]:
     return users
 
 
-def _check_single_output(block: DataflowBlock, group: list[int], users: dict) -> None:
+def _check_single_output(block: rx.DataflowBlock, group: list[int], users: dict) -> None:
     """Only the group's last binding (its post-dominator) may be used outside the group."""
     inside = set(group)
     sink = block.bindings[group[-1]].var
     for i in group[:-1]:
         var = block.bindings[i].var
-        used_outside = not isinstance(var, DataflowVar) or bool(users.get(id(var), set()) - inside)
+        used_outside = not isinstance(var, rx.DataflowVar) or bool(
+            users.get(id(var), set()) - inside
+        )
         assert not used_outside, (
             f"FuseOps internal error: '{var.name_hint}' is used outside the group ending in "
             f"'{sink.name_hint}'"
@@ -318,12 +307,12 @@ class _Fuser(ExprMutator):
         self.mod, self.out, self.taken = mod, out, taken
 
     def visit_block(self, block):
-        if not isinstance(block, DataflowBlock):
+        if not isinstance(block, rx.DataflowBlock):
             return block
         groups = partition(self.mod, block)
         if not groups:
             return block
-        replace: dict[int, VarBinding] = {}
+        replace: dict[int, rx.VarBinding] = {}
         dropped: set[int] = set()
         users = _users(block)
         for group in groups:
@@ -334,10 +323,10 @@ class _Fuser(ExprMutator):
             gv = GlobalVar(_fresh_name(self.out, self.taken, f"fused_{names}"))
             self.out[gv] = func
             sink = bindings[-1]
-            replace[group[-1]] = VarBinding(sink.var, Call(gv, tuple(args)))
+            replace[group[-1]] = rx.VarBinding(sink.var, rx.Call(gv, tuple(args)))
             dropped.update(group[:-1])
         new = [replace.get(i, b) for i, b in enumerate(block.bindings) if i not in dropped]
-        return DataflowBlock(tuple(new))
+        return rx.DataflowBlock(tuple(new))
 
 
 def fuse_ops(mod: IRModule, fuse_opt_level: int = -1) -> IRModule:
@@ -349,7 +338,7 @@ def fuse_ops(mod: IRModule, fuse_opt_level: int = -1) -> IRModule:
     out = mod.copy()
     taken: set[str] = set()
     for gv, func in mod.functions_items():
-        if isinstance(func, Function) and not func.attrs.get("Primitive"):
+        if isinstance(func, rx.Function) and not func.attrs.get("Primitive"):
             new = _Fuser(mod, out, taken).visit_function(func)
             if new is not func:
                 out[gv] = new

@@ -33,6 +33,7 @@ from ..expr import (
     VarBinding,
     is_leaf,
 )
+from ..functor import argument_vars, substitute_vars
 from ..op import elementwise
 from ..op.grad import ones_like, zeros_like
 from ..struct_info import TensorStructInfo, TupleStructInfo
@@ -77,18 +78,6 @@ def _is_float(sinfo: Any) -> bool:
     if isinstance(sinfo, TupleStructInfo):
         return any(_is_float(f) for f in sinfo.fields)
     return False
-
-
-def _vars_in(e: Any) -> list[Var]:
-    if isinstance(e, Var):
-        return [e]
-    if isinstance(e, Call):
-        return [v for a in e.args for v in _vars_in(a)]
-    if isinstance(e, Tuple):
-        return [v for f in e.fields for v in _vars_in(f)]
-    if isinstance(e, TupleGetItem):
-        return _vars_in(e.tuple_value)
-    return []
 
 
 class _Adjoints:
@@ -160,7 +149,7 @@ def backprop(
     prefix = bindings[: pos + 1] if pos is not None else []
     needs: set[Var] = {w for w in wrt if _is_float(w.struct_info)}
     for var, value in prefix:
-        if _is_float(var.struct_info) and any(v in needs for v in _vars_in(value)):
+        if _is_float(var.struct_info) and any(v in needs for v in argument_vars(value)):
             needs.add(var)
     adj = _Adjoints(em)
     adj.add(target, seed if seed is not None else ones_like(target))
@@ -241,18 +230,6 @@ def _propagate(var: Var, value: Expr, g: Any, needs: set, adj: _Adjoints, em: Em
 # ----------------------------------------------------------------------------- the pass
 
 
-def _subst(e: Any, vmap: dict) -> Any:
-    if isinstance(e, Var):
-        return vmap.get(e, e)
-    if isinstance(e, Call):
-        return Call(e.op, tuple(_subst(a, vmap) for a in e.args), e.attrs, e.sinfo_args)
-    if isinstance(e, Tuple):
-        return Tuple(tuple(_subst(f, vmap) for f in e.fields))
-    if isinstance(e, TupleGetItem):
-        return TupleGetItem(_subst(e.tuple_value, vmap), e.index)
-    return e
-
-
 def _zeros_of(p: Var) -> Expr:
     """Zeros shaped like parameter `p` (a Tuple of zeros for a tuple parameter)."""
     if isinstance(p.struct_info, TupleStructInfo):
@@ -302,8 +279,8 @@ def gradient(
                             "differentiate a function with static or parameter-defined shapes"
                         )
                     assert isinstance(b, VarBinding)
-                    vmap[b.var] = em.emit(_subst(b.value, vmap), b.var.name_hint)
-            out = _subst(func.body.body, vmap)
+                    vmap[b.var] = em.emit(substitute_vars(b.value, vmap), b.var.name_hint)
+            out = substitute_vars(func.body.body, vmap)
             target = out
             if isinstance(out.struct_info, TupleStructInfo):
                 target = (

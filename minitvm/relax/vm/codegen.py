@@ -31,21 +31,7 @@ from ...error import BuildError
 from ...ir.module import GlobalVar, IRModule
 from ...tir.expr import IntImm
 from ...tir.expr import Var as TirVar
-from ..expr import (
-    Call,
-    Constant,
-    ExternFunc,
-    Function,
-    If,
-    MatchCast,
-    Op,
-    PrimValue,
-    SeqExpr,
-    ShapeExpr,
-    Tuple,
-    TupleGetItem,
-    Var,
-)
+from .. import expr as rx
 from ..struct_info import PrimStructInfo, ShapeStructInfo, TensorStructInfo
 from ..transform.static_plan_block_memory import (
     PLAN_ATTR,
@@ -65,7 +51,7 @@ class _Constants:
         self.arrays: list[np.ndarray] = []
         self._index: dict[int, int] = {}
 
-    def add(self, c: Constant) -> int:
+    def add(self, c: rx.Constant) -> int:
         key = id(c.data)
         if key not in self._index:
             self._index[key] = len(self.arrays)
@@ -76,10 +62,10 @@ class _Constants:
 class FunctionCodegen:
     """Compiles one relax Function into its VM program dict."""
 
-    def __init__(self, name: str, func: Function, prim_names: dict, consts: _Constants):
+    def __init__(self, name: str, func: rx.Function, prim_names: dict, consts: _Constants):
         self.name, self.func, self.prim_names, self.consts = name, func, prim_names, consts
         self.code: list[list] = []
-        self.regs: dict[Var, int] = {}
+        self.regs: dict[rx.Var, int] = {}
         self.num_regs = 0
         self.slots: dict[TirVar, int] = {}
         self.param_dims: set[int] = set()
@@ -181,13 +167,13 @@ class FunctionCodegen:
     # ------------------------------------------------------------------ expressions
     def expr(self, e: Any) -> int:
         """Compile `e`; the register holding its value."""
-        if isinstance(e, Var):
+        if isinstance(e, rx.Var):
             if e not in self.regs:
                 raise BuildError(
                     f"relax function '{self.name}': variable '{e.name_hint}' is used before it is bound"
                 )
             return self.regs[e]
-        if isinstance(e, SeqExpr):
+        if isinstance(e, rx.SeqExpr):
             for block in e.blocks:
                 for b in block.bindings:
                     self.binding(b)
@@ -201,12 +187,12 @@ class FunctionCodegen:
 
     def binding(self, b: Any) -> None:
         value = b.value
-        if isinstance(b, MatchCast):
+        if isinstance(b, rx.MatchCast):
             reg = self.expr(value)
             self.match(reg, b.var.name_hint, b.struct_info, "body")
             self.regs[b.var] = reg
             return
-        if isinstance(value, Var):  # an alias: same register
+        if isinstance(value, rx.Var):  # an alias: same register
             self.regs[b.var] = self.expr(value)
             return
         handler = _EXPR_RULES.get(type(value))
@@ -215,34 +201,34 @@ class FunctionCodegen:
             return
         self.regs[b.var] = handler(self, value, b)
 
-    def const(self, c: Constant, _b: Any) -> int:
+    def const(self, c: rx.Constant, _b: Any) -> int:
         dst = self.new_reg()
         self.emit("LoadConst", dst, self.consts.add(c))
         return dst
 
-    def shape(self, s: ShapeExpr, _b: Any) -> int:
+    def shape(self, s: rx.ShapeExpr, _b: Any) -> int:
         dst = self.new_reg()
         self.emit("MakeShape", dst, [self.src(d) for d in s.values])
         return dst
 
-    def prim_value(self, p: PrimValue, _b: Any) -> int:
+    def prim_value(self, p: rx.PrimValue, _b: Any) -> int:
         dst = self.new_reg()
         self.emit("MakeScalar", dst, self.src(p.value))
         return dst
 
-    def tuple_(self, t: Tuple, _b: Any) -> int:
+    def tuple_(self, t: rx.Tuple, _b: Any) -> int:
         regs = [self.expr(f) for f in t.fields]
         dst = self.new_reg()
         self.emit("MakeTuple", dst, regs)
         return dst
 
-    def get_item(self, g: TupleGetItem, _b: Any) -> int:
+    def get_item(self, g: rx.TupleGetItem, _b: Any) -> int:
         src = self.expr(g.tuple_value)
         dst = self.new_reg()
         self.emit("GetItem", dst, src, g.index)
         return dst
 
-    def if_(self, e: If, _b: Any) -> int:
+    def if_(self, e: rx.If, _b: Any) -> int:
         cond = self.expr(e.cond)
         dst = self.new_reg()
         branch = self.emit("If", cond, -1)
@@ -253,7 +239,7 @@ class FunctionCodegen:
         self.code[goto][1] = len(self.code)
         return dst
 
-    def call(self, call: Call, b: Any) -> int:
+    def call(self, call: rx.Call, b: Any) -> int:
         if is_dps_call(call):
             return self.dps_call(call, b)
         if isinstance(call.op, GlobalVar):
@@ -261,13 +247,13 @@ class FunctionCodegen:
             dst = self.new_reg()
             self.emit("Call", dst, call.op.name_hint, args)
             return dst
-        what = call.op.name if isinstance(call.op, Op) else type(call.op).__name__
+        what = call.op.name if isinstance(call.op, rx.Op) else type(call.op).__name__
         raise BuildError(
             f"relax function '{self.name}': the VM cannot run {what} directly; lower high-level "
             "ops with relax.transform.LegalizeOps() (relax.build does) or use call_tir"
         )
 
-    def dps_call(self, call: Call, b: Any) -> int:
+    def dps_call(self, call: rx.Call, b: Any) -> int:
         callee = call.args[0]
         args = [self.expr(a) for a in _fields(call.args[1])]
         index = self.binding_index.get(id(b)) if b is not None else None
@@ -285,7 +271,7 @@ class FunctionCodegen:
         if isinstance(callee, GlobalVar):
             scalars = [self.src(v) for v in call.args[2].values] if len(call.args) > 2 else []
             self.emit("CallTIR", self.prim_names[callee.name_hint], args + outs, scalars)
-        elif isinstance(callee, ExternFunc):
+        elif isinstance(callee, rx.ExternFunc):
             name = callee.global_symbol
             if name in self.prim_names:  # a PrimFunc of this module, called by name
                 self.emit("CallTIR", self.prim_names[name], args + outs, [])
@@ -301,7 +287,7 @@ class FunctionCodegen:
 
 
 def _fields(args: Any) -> tuple:
-    return args.fields if isinstance(args, Tuple) else (args,)
+    return args.fields if isinstance(args, rx.Tuple) else (args,)
 
 
 def _callee_name(callee: Any) -> str:
@@ -309,13 +295,13 @@ def _callee_name(callee: Any) -> str:
 
 
 _EXPR_RULES = {
-    Constant: FunctionCodegen.const,
-    ShapeExpr: FunctionCodegen.shape,
-    PrimValue: FunctionCodegen.prim_value,
-    Tuple: FunctionCodegen.tuple_,
-    TupleGetItem: FunctionCodegen.get_item,
-    If: FunctionCodegen.if_,
-    Call: FunctionCodegen.call,
+    rx.Constant: FunctionCodegen.const,
+    rx.ShapeExpr: FunctionCodegen.shape,
+    rx.PrimValue: FunctionCodegen.prim_value,
+    rx.Tuple: FunctionCodegen.tuple_,
+    rx.TupleGetItem: FunctionCodegen.get_item,
+    rx.If: FunctionCodegen.if_,
+    rx.Call: FunctionCodegen.call,
 }
 
 
@@ -326,7 +312,7 @@ def vm_codegen(mod: IRModule, prim_names: dict) -> tuple[dict, list[np.ndarray]]
     consts = _Constants()
     functions = {}
     for gv, func in mod.functions_items():
-        if isinstance(func, Function):
+        if isinstance(func, rx.Function):
             functions[gv.name_hint] = FunctionCodegen(gv.name_hint, func, prim_names, consts).run()
     if not functions:
         raise BuildError("relax.build: the module has no relax function to run")

@@ -34,7 +34,7 @@ import numpy as np
 from ...error import ArgumentError, DTypeError, MiniTVMError, RuntimeError_, ShapeError
 from ...runtime import Device, NDArray, ProfileResult, cpu
 from ...runtime import ndarray as _nd
-from ...runtime.module import time_calls
+from ...runtime.module import time_calls, timing_preproc
 from ...runtime.packed_func import import_dlpack
 from ...runtime.registry import get_global_func
 from ...target.kinds import gpu_kinds
@@ -658,20 +658,12 @@ class VirtualMachine(StatefulCalls):
     ) -> Callable[..., ProfileResult]:
         """A callable that times `func_name` on given args (the runtime Module's protocol,
         `f_preproc` and `cache_flush_bytes` included, on the CPU)."""
-        from ...runtime.cache_flush import preproc_for
-
         saved = self._saved(func_name) if func_name not in self._functions else None
         if saved is not None:  # a save_function binding times its stored call
             sync = self.device.sync if self.device.is_gpu else (lambda: None)
             return lambda: time_calls(lambda: (saved(), sync()), number, repeat, min_repeat_ms)
         fn = self._get(func_name)
-        if dev is not None:
-            dev.check_available()
-        if number < 1 or repeat < 1:
-            raise MiniTVMError(
-                f"time_evaluator: number and repeat must be >= 1, got {number}, {repeat}"
-            )
-        before = preproc_for(f_preproc, cache_flush_bytes)
+        before = timing_preproc(dev, number, repeat, f_preproc, cache_flush_bytes)
         if before is not None and self.device.is_gpu:
             raise MiniTVMError(
                 "time_evaluator: f_preproc / cache_flush_bytes flush CPU caches; this VM runs "
