@@ -19,6 +19,7 @@ from ....tir.expr import Var as TirVar
 from ... import op as R
 from ...block_builder import BlockBuilder
 from ...expr import Expr, ShapeExpr, Tuple, const
+from ..common import raise_unsupported
 from ._base import NotComputed
 from ._inplace import first_operand, is_inplace_name, is_tensor_value, read_after, shared_memory
 
@@ -152,7 +153,7 @@ class Importer:
             else:
                 op, where = describe(node)
                 refused.append((op, f"{where} (writes an operand other than its first)"))
-        report_unsupported(self.frontend, missing + refused, hint)
+        raise_unsupported(self.frontend, missing + refused, hint)
         order = {n: i for i, n in enumerate(nodes)}
         for node, convert in found.items():
             args, kwargs = self.retrieve(tuple(node.args)), self.retrieve(dict(node.kwargs))
@@ -338,18 +339,6 @@ def _aten_packet(name: str) -> Any:
     except (AttributeError, RuntimeError):
         return None
     return packet if isinstance(packet, torch._ops.OpOverloadPacket) else None
-
-
-def report_unsupported(frontend: str, entries: list[tuple[str, str]], hint: str) -> None:
-    """Raise OpNotImplemented listing every (op, where) pair and `hint`; nothing if none."""
-    if not entries:
-        return
-    ops = sorted({op for op, _ in entries})
-    lines = "\n".join(f"  {op}  at {where}" for op, where in entries)
-    raise OpNotImplemented(
-        f"{frontend}: {len(ops)} operator(s) are not supported: {', '.join(ops)}.\n"
-        f"Occurrences ({len(entries)}):\n{lines}\n{hint}"
-    )
 
 
 def to_numpy(tensor: Any) -> np.ndarray:
