@@ -67,7 +67,14 @@ def _int(value: Any, what: str) -> int:
     raise ArgumentError(f"{what}: expected an int, got {value!r}")
 
 
-class AttentionKVCache:
+class VMObject:
+    """Base of the state objects builtins make and the relax VM carries in its registers (an
+    R.Object value): a VM function may take one back as an argument."""
+
+    __slots__ = ()
+
+
+class AttentionKVCache(VMObject):
     """TVM's legacy attention KV cache (`relax.vm.AttentionKVCacheLegacy`): stored elements of
     `unit_shape` in one host buffer that grows by doubling. Built by
     `vm.builtin.attention_kv_cache_create`; `fill_count` is the number of stored elements."""

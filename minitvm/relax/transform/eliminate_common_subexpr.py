@@ -5,7 +5,17 @@ from __future__ import annotations
 
 from ...ir.module import IRModule
 from ...ir.structural import structural_equal, structural_hash
-from ..expr import Binding, BindingBlock, Call, DataflowBlock, DataflowVar, Function, Op, VarBinding
+from ..expr import (
+    Binding,
+    BindingBlock,
+    Call,
+    DataflowBlock,
+    DataflowVar,
+    ExternFunc,
+    Function,
+    Op,
+    VarBinding,
+)
 from ..functor import ExprMutator
 from ._util import map_functions
 
@@ -41,7 +51,9 @@ class _CSE(ExprMutator):
 
 
 def _mergeable(value) -> bool:
-    if not isinstance(value, Call):
+    """Calls of pure ops only: a registered function (ExternFunc) may make state, so two equal
+    calls (two KV caches created alike) are two objects."""
+    if not isinstance(value, Call) or isinstance(value.op, ExternFunc):
         return False
     return not (isinstance(value.op, Op) and value.op.name in _IMPURE)
 

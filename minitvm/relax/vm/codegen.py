@@ -15,6 +15,8 @@ Instructions (a list: name first):
   LoadConst    dst, index
   CallTIR      func, arg_regs, scalar_srcs         destination-passing: outputs are arg regs
   CallPacked   func, arg_regs                      a registered function (tvm.get_global_func)
+  CallBuiltin  dst, func, arg_regs                 a registered function that returns its
+                                                   result (vm.builtin.*: objects, views)
   Call         dst, func, arg_regs                 another relax function
   MakeTuple    dst, regs          GetItem dst, src, index          Move dst, src
   MakeShape    dst, srcs          MakeScalar dst, src
@@ -246,6 +248,11 @@ class FunctionCodegen:
             args = [self.expr(a) for a in call.args]
             dst = self.new_reg()
             self.emit("Call", dst, call.op.name_hint, args)
+            return dst
+        if isinstance(call.op, rx.ExternFunc):  # a registered function returning its result
+            args = [self.expr(a) for a in call.args]
+            dst = self.new_reg()
+            self.emit("CallBuiltin", dst, call.op.global_symbol, args)
             return dst
         what = call.op.name if isinstance(call.op, rx.Op) else type(call.op).__name__
         raise BuildError(

@@ -57,6 +57,7 @@ OPERANDS: dict[str, tuple[str, ...]] = {
     "LoadConst": ("write", "const"),
     "CallTIR": ("str", "regs", "strs"),
     "CallPacked": ("str", "regs"),
+    "CallBuiltin": ("write", "str", "regs"),
     "Call": ("write", "str", "regs"),
     "MakeTuple": ("write", "regs"),
     "GetItem": ("write", "read", "offset"),
@@ -363,6 +364,8 @@ class _Flow:
         if op == "MakeTuple":
             self.tuples[ins[1]] = ins[2]
             return set().union(*[self.origins[r] for r in ins[2]])
+        if op == "CallBuiltin":  # its result may be (a view of) any argument
+            return set().union({_FRESH}, *[self.origins[r] for r in ins[3]])
         if op == "Call":
             through = self.passthrough.get(ins[2], set())
             args = [self.origins[ins[3][i]] for i in through if i < len(ins[3])]

@@ -37,6 +37,7 @@ from ...runtime import ndarray as _nd
 from ...runtime.module import time_calls, timing_preproc
 from ...runtime.packed_func import import_dlpack
 from ...runtime.registry import get_global_func
+from ...runtime.vm_builtin import VMObject
 from ...target.kinds import gpu_kinds
 from ._fast_call import _unchecked_call
 from ._shape_code import compile_shape_fn
@@ -96,8 +97,8 @@ def _wrap(a: Any, where: str, name: str, position: int) -> Any:
     if hasattr(a, "__dlpack__"):
         data = import_dlpack(a, f"{where}: argument '{name}' (position {position})")
         return _wrap(data, where, name, position)
-    if isinstance(a, int | float | tuple | list):
-        return a
+    if a is None or isinstance(a, int | float | tuple | list | VMObject):
+        return a  # VMObject: state a builtin made (a KV cache), passed back in
     raise ArgumentError(
         f"{where}: argument '{name}' (position {position}) is a {type(a).__name__}; pass a "
         "tvm.nd.NDArray, a numpy array or a DLPack tensor"
@@ -390,6 +391,24 @@ class _Function:
 
         return run
 
+    def call_builtin(self, pc, dst, func, arg_regs):
+        resolved: list = []  # looked up at the first call
+        where = self.where
+
+        def run(regs, frame):
+            if not resolved:
+                fn = get_global_func(func, allow_missing=True)
+                if fn is None:
+                    raise MiniTVMError(
+                        f"{where}: no global function named '{func}'; register it with "
+                        f"@tvm.register_func('{func}')"
+                    )
+                _check_packed_arity(where, func, fn, len(arg_regs))
+                resolved.append(fn)
+            regs[dst] = resolved[0](*[regs[r] for r in arg_regs])
+
+        return run
+
     def call(self, pc, dst, func, arg_regs):
         functions = self.vm._functions  # the callee may be made after this function
         callee: list = []
@@ -548,6 +567,8 @@ def _dim_origin(d: Any, names: list) -> str:
 def _display(ins: list) -> str:
     if ins[0] in ("CallTIR", "CallPacked"):
         return ins[1]
+    if ins[0] == "CallBuiltin":
+        return ins[2]
     if ins[0] == "Call":
         return f"call {ins[2]}"
     return ins[0]
@@ -562,6 +583,7 @@ _RULES: dict[str, Callable] = {
     "LoadConst": _Function.load_const,
     "CallTIR": _Function.call_tir,
     "CallPacked": _Function.call_packed,
+    "CallBuiltin": _Function.call_builtin,
     "Call": _Function.call,
     "MakeTuple": _Function.make_tuple,
     "GetItem": _Function.get_item,
