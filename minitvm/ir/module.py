@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from ..error import MiniTVMError
@@ -107,6 +107,17 @@ class IRModule:
     def copy(self) -> "IRModule":
         out = IRModule(attrs=self.attrs)
         out._funcs = dict(self._funcs)
+        return out
+
+    def map_functions(self, kind: type, fn: Callable[[Any], Any]) -> IRModule:
+        """A new module with `fn` applied to every function that is a `kind` (e.g. every
+        PrimFunc); the others, and functions `fn` returns unchanged, are kept as they are."""
+        out = self.copy()
+        for gv, func in self.functions_items():
+            if isinstance(func, kind):
+                new = fn(func)
+                if new is not func:
+                    out[gv] = new
         return out
 
     def with_attr(self, key: str, value: Any) -> "IRModule":

@@ -47,13 +47,7 @@ def _schedule_block(sch: Schedule, name: str) -> Schedule:
 
 def default_schedule(mod: IRModule) -> IRModule:
     """Apply `default_schedule_func` to every PrimFunc of the module."""
-    out = mod.copy()
-    for gv, func in mod.functions_items():
-        if isinstance(func, PrimFunc):
-            new = default_schedule_func(func)
-            if new is not func:
-                out[gv] = new
-    return out
+    return mod.map_functions(PrimFunc, default_schedule_func)
 
 
 __all__ = [

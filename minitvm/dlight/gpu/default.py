@@ -39,10 +39,4 @@ def default_gpu_schedule(mod: IRModule, target: Any = None) -> IRModule:
     from its `max_num_threads`, 256 when absent; shared memory per block from its
     `max_shared_memory_per_block`, 32768 bytes when absent)."""
     threads, shared = limits(target)
-    out = mod.copy()
-    for gv, func in mod.functions_items():
-        if isinstance(func, PrimFunc):
-            new = default_gpu_schedule_func(func, threads, shared)
-            if new is not func:
-                out[gv] = new
-    return out
+    return mod.map_functions(PrimFunc, lambda f: default_gpu_schedule_func(f, threads, shared))

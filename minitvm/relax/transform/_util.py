@@ -10,10 +10,4 @@ from ..expr import Function
 
 def map_functions(mod: IRModule, fn: Callable[[Function], Function]) -> IRModule:
     """A new module with `fn` applied to every relax Function (PrimFuncs kept as they are)."""
-    out = mod.copy()
-    for gv, func in mod.functions_items():
-        if isinstance(func, Function):
-            new = fn(func)
-            if new is not func:
-                out[gv] = new
-    return out
+    return mod.map_functions(Function, fn)

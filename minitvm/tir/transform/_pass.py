@@ -15,13 +15,7 @@ def prim_func_pass(fn: Callable[[PrimFunc], PrimFunc], name: str) -> Callable[[]
     def run(mod: IRModule | PrimFunc) -> IRModule | PrimFunc:
         if isinstance(mod, PrimFunc):
             return fn(mod)
-        out = mod.copy()
-        for gv, func in mod.functions_items():
-            if isinstance(func, PrimFunc):
-                new = fn(func)
-                if new is not func:
-                    out[gv] = new
-        return out
+        return mod.map_functions(PrimFunc, fn)
 
     def factory() -> Pass:
         return Pass(run, name)
