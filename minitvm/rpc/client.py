@@ -61,6 +61,16 @@ def _upload_blob(data, target: str | None) -> tuple[bytes, str]:
     return blob, target or os.path.basename(path)
 
 
+def _device_method(kind: str):
+    """`session.<kind>(dev_id=0)`: the session's device of that kind."""
+
+    def method(self, dev_id: int = 0) -> Device:
+        return self.device(kind, dev_id)
+
+    method.__name__ = "cl" if kind == "opencl" else kind
+    return method
+
+
 class RPCSession:
     """A session with an RPC server, from `rpc.connect(host, port)`.
 
@@ -255,25 +265,12 @@ class RPCSession:
         header = {"op": "device", "dev": [dev.device_type, dev.device_id], "attr": attr}
         return field(self._request(f"{dev!r}.{attr}", header)[0], "value", int, str)
 
-    def cpu(self, dev_id: int = 0) -> Device:
-        return self.device("cpu", dev_id)
-
-    def cuda(self, dev_id: int = 0) -> Device:
-        return self.device("cuda", dev_id)
-
-    def cl(self, dev_id: int = 0) -> Device:
-        return self.device("opencl", dev_id)
-
-    opencl = cl
-
-    def vulkan(self, dev_id: int = 0) -> Device:
-        return self.device("vulkan", dev_id)
-
-    def metal(self, dev_id: int = 0) -> Device:
-        return self.device("metal", dev_id)
-
-    def rocm(self, dev_id: int = 0) -> Device:
-        return self.device("rocm", dev_id)
+    cpu = _device_method("cpu")
+    cuda = _device_method("cuda")
+    cl = opencl = _device_method("opencl")
+    vulkan = _device_method("vulkan")
+    metal = _device_method("metal")
+    rocm = _device_method("rocm")
 
 
 def _names(reply: dict) -> list[str]:
