@@ -64,6 +64,14 @@ def _bn_torch(x, g, b, m, v, axis=1, eps=1e-5):
     return ((x - r(m)) / T.sqrt(r(v) + eps) * r(g) + r(b), m, v)
 
 
+def _bn_torch_training(x, g, b, m, v, momentum=0.3, eps=1e-5):
+    """torch's training batch norm, and TVM's moving-stat update (biased batch variance)."""
+    out = F.batch_norm(x, None, None, g, b, training=True, eps=eps)
+    axes = [0, 2]
+    mean, var = x.mean(axes), x.var(axes, unbiased=False)
+    return (out, (1 - momentum) * m + momentum * mean, (1 - momentum) * v + momentum * var)
+
+
 # op -> (relax builder, torch function, input generators, positions to differentiate)
 CASES: dict[str, tuple] = {
     "relax.add": (R.add, T.add, [normal(3, 1, 5), normal(4, 1)]),
@@ -214,8 +222,13 @@ CASES: dict[str, tuple] = {
         [normal(2, 3, 5), normal(5), normal(5)],
     ),
     "relax.nn.batch_norm": (
-        lambda x, g, b, m, v: R.nn.batch_norm(x, g, b, m, v, axis=1),
+        lambda x, g, b, m, v: R.nn.batch_norm(x, g, b, m, v, axis=1, training=False),
         _bn_torch,
+        [normal(2, 3, 5), normal(3), normal(3), normal(3), positive(3)],
+    ),
+    "relax.nn.batch_norm (training)": (
+        lambda x, g, b, m, v: R.nn.batch_norm(x, g, b, m, v, axis=1, momentum=0.3),
+        _bn_torch_training,
         [normal(2, 3, 5), normal(3), normal(3), normal(3), positive(3)],
     ),
     "relax.nn.nll_loss": (

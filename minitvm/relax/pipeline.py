@@ -39,7 +39,7 @@ class Step:
 GRAPH_PIPELINE: tuple[Step, ...] = (
     Step(("FoldConstant",), 1),  # statistics or biases computed from constants become constants
     Step(("FoldBatchnormToConv2D",), 1),
-    Step(("DecomposeOpsForInference",), 1),
+    Step(("DecomposeInferenceModeOps",), 1),
     Step(("AlterOpLayout",), 1),
     Step(("FoldConstant",), 1),
     Step(("DeadCodeElimination",), 1),

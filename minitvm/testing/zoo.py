@@ -117,7 +117,9 @@ class _RelaxGraph:
         return self._emit(self.op.nn.conv2d(x, w, stride, padding, groups=groups))
 
     def batch_norm(self, x, gamma, beta, mean, var):
-        bn = self._emit(self.op.nn.batch_norm(x, gamma, beta, mean, var, axis=1, epsilon=1e-5))
+        bn = self._emit(
+            self.op.nn.batch_norm(x, gamma, beta, mean, var, axis=1, epsilon=1e-5, training=False)
+        )
         return self._emit(self.relax.TupleGetItem(bn, 0))
 
     def relu(self, x):

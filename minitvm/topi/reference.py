@@ -172,15 +172,26 @@ def batch_norm(
     epsilon: float = 1e-5,
     center: bool = True,
     scale: bool = True,
+    training: bool = False,
+    momentum: float = 0.1,
 ) -> tuple:
+    axis = axis % x.ndim
     shape = [1] * x.ndim
     shape[axis] = -1
-    out = (x - mean.reshape(shape)) / np.sqrt(var.reshape(shape) + epsilon)
+    if training:
+        others = tuple(n for n in range(x.ndim) if n != axis)
+        use_mean = x.mean(axis=others)
+        use_var = ((x - use_mean.reshape(shape)) ** 2).mean(axis=others)
+        new_mean = ((1 - momentum) * mean + momentum * use_mean).astype(mean.dtype)
+        new_var = ((1 - momentum) * var + momentum * use_var).astype(var.dtype)
+    else:
+        use_mean, use_var, new_mean, new_var = mean, var, mean, var
+    out = (x - use_mean.reshape(shape)) / np.sqrt(use_var.reshape(shape) + epsilon)
     if scale:
         out = out * gamma.reshape(shape)
     if center:
         out = out + beta.reshape(shape)
-    return out.astype(x.dtype), mean, var
+    return out.astype(x.dtype), new_mean, new_var
 
 
 def layer_norm(

@@ -93,7 +93,7 @@ def _conv_bn(x, w, bn, bias=None, groups=1, padding=1, strides=1):
         y = bb.emit(op.nn.conv2d(x, relax.const(w), strides, padding, groups=groups))
         if bias is not None:
             y = bb.emit(op.add(y, relax.const(bias)))
-        t = bb.emit(op.nn.batch_norm(y, *bn.consts()))
+        t = bb.emit(op.nn.batch_norm(y, *bn.consts(), training=False))
         return bb.emit(op.nn.relu(bb.emit(t[0])))
 
     return _module([x], body)
@@ -150,7 +150,7 @@ def test_fold_batchnorm_leaves_non_constant_or_shared_values():
     w = relax.Var("w", T((4, 3, 3, 3), "float32"))
 
     def param_weight(bb, x, w):
-        t = bb.emit(op.nn.batch_norm(bb.emit(op.nn.conv2d(x, w)), *bn.consts()))
+        t = bb.emit(op.nn.batch_norm(bb.emit(op.nn.conv2d(x, w)), *bn.consts(), training=False))
         return bb.emit(t[0])
 
     mod = _module([x, w], param_weight)
@@ -160,7 +160,7 @@ def test_fold_batchnorm_leaves_non_constant_or_shared_values():
 
     def conv_used_twice(bb, x):
         y = bb.emit(op.nn.conv2d(x, wc))
-        t = bb.emit(op.nn.batch_norm(y, *bn.consts()))
+        t = bb.emit(op.nn.batch_norm(y, *bn.consts(), training=False))
         return bb.emit(op.add(bb.emit(t[0]), y))
 
     x2 = relax.Var("x", T((1, 3, 6, 6), "float32"))
@@ -188,7 +188,9 @@ def test_decompose_batchnorm_with_constants_is_multiply_add():
     c = 5
     bn = _BN(rng, c)
     x = relax.Var("x", T((2, c, 4, 4), "float32"))
-    before = _module([x], lambda bb, x: bb.emit(bb.emit(op.nn.batch_norm(x, *bn.consts()))[0]))
+    before = _module(
+        [x], lambda bb, x: bb.emit(bb.emit(op.nn.batch_norm(x, *bn.consts(), training=False))[0])
+    )
     after = relax.transform.DecomposeOpsForInference()(before)
     s, t = bn.scale_shift()
     x2 = relax.Var("x", T((2, c, 4, 4), "float32"))
@@ -214,7 +216,9 @@ def test_decompose_batchnorm_with_parameters_and_symbolic_batch(scale, center):
     ps = [relax.Var(k, T((c,), "float32")) for k in ("gamma", "beta", "mean", "var")]
 
     def body(bb, x, g, b, m, v):
-        t = bb.emit(op.nn.batch_norm(x, g, b, m, v, axis=-1, scale=scale, center=center))
+        t = bb.emit(
+            op.nn.batch_norm(x, g, b, m, v, axis=-1, scale=scale, center=center, training=False)
+        )
         return bb.emit(op.add(bb.emit(t[0]), bb.emit(t[1])))
 
     before = _module([x, *ps], body)
@@ -228,7 +232,7 @@ def test_decompose_keeps_batchnorm_whose_tuple_escapes():
     rng = _rng(5)
     bn = _BN(rng, 2)
     x = relax.Var("x", T((1, 2, 3, 3), "float32"))
-    mod = _module([x], lambda bb, x: bb.emit(op.nn.batch_norm(x, *bn.consts())))
+    mod = _module([x], lambda bb, x: bb.emit(op.nn.batch_norm(x, *bn.consts(), training=False)))
     assert_structural_equal(relax.transform.DecomposeOpsForInference()(mod), mod)
 
 
@@ -511,7 +515,7 @@ def _pipeline_names(**ctx):
 
 def test_pipeline_runs_graph_passes_before_legalize_and_can_disable_them():
     names = _pipeline_names()
-    graph = ["FoldBatchnormToConv2D", "DecomposeOpsForInference", "AlterOpLayout", "FoldConstant"]
+    graph = ["FoldBatchnormToConv2D", "DecomposeInferenceModeOps", "AlterOpLayout", "FoldConstant"]
     order = ["FoldConstant", *graph]
     assert [n for n in names if n in graph] == order
     assert names.index("AlterOpLayout") < names.index("LegalizeOps")
@@ -527,7 +531,7 @@ def test_pipeline_folds_batchnorm_behind_a_bias_computed_from_constants():
     def body(bb, x):
         y = bb.emit(op.nn.conv2d(x, relax.const(_f32(rng, 8, 4, 3, 3))))
         bias = bb.emit(op.reshape(relax.const(_f32(rng, 8)), (1, 8, 1, 1)))
-        t = bb.emit(op.nn.batch_norm(bb.emit(op.add(y, bias)), *bn.consts()))
+        t = bb.emit(op.nn.batch_norm(bb.emit(op.add(y, bias)), *bn.consts(), training=False))
         return bb.emit(t[0])
 
     from minitvm.relax import pipeline
@@ -766,7 +770,9 @@ def test_convert_layout_depthwise_and_grouped_convs(desired, want):
 
     before = _module([x], body)
     after = relax.transform.ConvertLayout({"relax.nn.conv2d": desired})(before)
-    got = [(c.attrs["data_layout"], c.attrs["kernel_layout"]) for c in _calls(after, "relax.nn.conv2d")]
+    got = [
+        (c.attrs["data_layout"], c.attrs["kernel_layout"]) for c in _calls(after, "relax.nn.conv2d")
+    ]
     assert got == want
     _same_numbers(before, after, _f32(rng, 1, 24, 7, 7))
 
@@ -780,7 +786,7 @@ def test_fold_batchnorm_leaves_an_integer_weight_with_float_output():
 
     def body(bb, x):
         y = bb.emit(op.nn.conv2d(x, relax.const(w), out_dtype="float32"))
-        return bb.emit(bb.emit(op.nn.batch_norm(y, *bn.consts()))[0])
+        return bb.emit(bb.emit(op.nn.batch_norm(y, *bn.consts(), training=False))[0])
 
     mod = _module([x], body)
     assert_structural_equal(relax.transform.FoldBatchnormToConv2D()(mod), mod)

@@ -41,7 +41,7 @@ def relu(x):
 
 
 # last: grad attaches a gradient rule to every op registered above
-from . import grad
+from . import grad, grad_norm  # noqa: F401 - grad_norm: batch_norm's rule in both modes
 from .grad import erf
 
 __all__ = [

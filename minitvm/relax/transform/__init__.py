@@ -120,7 +120,16 @@ def DecomposeOpsForInference(func_name: str | None = None) -> Pass:
     return Pass(lambda mod: decompose_ops_for_inference(mod, func_name), "DecomposeOpsForInference")
 
 
+def DecomposeInferenceModeOps() -> Pass:
+    """The build pipeline's DecomposeOpsForInference: leaves training-mode batch norms."""
+    return Pass(
+        lambda mod: decompose_ops_for_inference(mod, None, training_too=False),
+        "DecomposeInferenceModeOps",
+    )
+
+
 __all__ += [
+    "DecomposeInferenceModeOps",
     "DecomposeOpsForInference",
     "FoldBatchnormToConv2D",
     "decompose_ops_for_inference",

@@ -83,15 +83,17 @@ _DECOMPOSE = {"relax.nn.batch_norm": _batch_norm_items}
 
 
 class _Decomposer(ExprMutator):
-    def __init__(self, func: rx.Function):
+    def __init__(self, func: rx.Function, training_too: bool = True):
         super().__init__()
+        self.training_too = training_too
         self.item_only = _item_only_vars(func)
         self.pending: dict[rx.Var, rx.Call] = {}
 
     def visit_binding(self, b: rx.Binding, block: Any) -> list[rx.Binding]:
         value = self.visit_expr(b.value)
         name = getattr(value.op, "name", None) if isinstance(value, rx.Call) else None
-        if name in _DECOMPOSE and b.var in self.item_only:
+        keep = not self.training_too and value.attrs.get("training", False) if name else False
+        if name in _DECOMPOSE and b.var in self.item_only and not keep:
             self.pending[b.var] = value  # emitted where its items are read
             return []
         if isinstance(value, rx.TupleGetItem) and value.tuple_value in self.pending:
@@ -125,19 +127,21 @@ def _item_only_vars(func: rx.Function) -> set[rx.Var]:
     return item_only - other
 
 
-def decompose_function(func: rx.Function) -> rx.Function:
+def decompose_function(func: rx.Function, training_too: bool = True) -> rx.Function:
     """DecomposeOpsForInference on one function."""
     if not isinstance(func.body, rx.SeqExpr):
         return func
-    return _Decomposer(func).visit_function(func)
+    return _Decomposer(func, training_too).visit_function(func)
 
 
-def decompose_ops_for_inference(mod: IRModule, func_name: str | None = None) -> IRModule:
+def decompose_ops_for_inference(
+    mod: IRModule, func_name: str | None = None, training_too: bool = True
+) -> IRModule:
     """Rewrite the inference-only ops of every relax function (or only `func_name`)."""
     if func_name is None:
-        return map_functions(mod, decompose_function)
+        return map_functions(mod, lambda f: decompose_function(f, training_too))
     out = mod.copy()
-    out[func_name] = decompose_function(mod[func_name])
+    out[func_name] = decompose_function(mod[func_name], training_too)
     return out
 
 

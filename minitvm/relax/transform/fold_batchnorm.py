@@ -107,6 +107,8 @@ def _find(func: Function) -> tuple[dict[Var, Any], set[Var]]:
         bn = values.get(bn_var)
         if _op_name(bn) != "relax.nn.batch_norm" or counts.get(bn_var) != 1:
             continue
+        if bn.attrs.get("training", False):  # normalised by batch statistics: nothing to fold
+            continue
         match = _match_conv(bn, values, counts)
         if match is None or match.conv_var in replace:
             continue

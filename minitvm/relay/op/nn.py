@@ -301,7 +301,9 @@ def _batch_flatten(emit, args, attrs):
 
 
 def _batch_norm(emit, args, attrs):
-    return rop.nn.batch_norm(*args, attrs.axis, attrs.epsilon, attrs.center, attrs.scale)
+    return rop.nn.batch_norm(
+        *args, attrs.axis, attrs.epsilon, attrs.center, attrs.scale, training=False
+    )
 
 
 def _dropout(emit, args, attrs):

@@ -1,4 +1,4 @@
-"""Normalisation: batch norm (inference), layer norm and group norm."""
+"""Normalisation: batch norm (training and inference), layer norm and group norm."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ... import te
+from ...error import TEError
 from ...tir import op as tir_op
 from ...tir.expr import cast as tir_cast
 from ...tir.expr import make_const
@@ -23,14 +24,33 @@ def batch_norm(
     epsilon: float = 1e-5,
     center: bool = True,
     scale: bool = True,
+    training: bool = False,
+    momentum: float = 0.1,
 ) -> list[te.Tensor]:
-    """Inference batch norm along `axis`: returns [out, moving_mean, moving_var] (as TVM)."""
-    axis = normalize_axis(axis, len(data.shape), "topi.nn.batch_norm")
+    """Batch norm along `axis`: returns [out, new_moving_mean, new_moving_var] (as TVM).
+
+    training=False normalises with the moving statistics and returns them unchanged.
+    training=True normalises with the batch's mean and biased variance over every axis but
+    `axis`, and returns the moving statistics blended with them:
+    `(1 - momentum) * moving + momentum * batch` (TVM's rule; torch's running_var uses the
+    unbiased variance instead, which its importer corrects for).
+    """
+    nd = len(data.shape)
+    axis = normalize_axis(axis, nd, "topi.nn.batch_norm")
+    if not 0.0 <= float(momentum) <= 1.0:
+        raise TEError(
+            f"topi.nn.batch_norm: momentum {momentum} is outside [0, 1]; it is the weight of "
+            "the batch statistics in the moving average"
+        )
     eps = make_const(data.dtype, epsilon)
+    if training:
+        mean, var = _channel_stats(data, axis)
+    else:
+        mean, var = moving_mean, moving_var
 
     def body(*i: Any):
         c = i[axis]
-        v = (data[i] - moving_mean[c]) / tir_op.sqrt(moving_var[c] + eps)
+        v = (data[i] - mean[c]) / tir_op.sqrt(var[c] + eps)
         if scale:
             v = v * gamma[c]
         if center:
@@ -38,11 +58,57 @@ def batch_norm(
         return v
 
     out = te.compute(data.shape, body, name="T_batch_norm", tag="elemwise")
-    mean = te.compute(
-        moving_mean.shape, lambda c: moving_mean[c], name="T_bn_mean", tag="injective"
+    if not training:  # copies, so the outputs are never the inputs' buffers
+        new_mean = te.compute(
+            moving_mean.shape, lambda c: moving_mean[c], name="T_bn_mean", tag="injective"
+        )
+        new_var = te.compute(
+            moving_var.shape, lambda c: moving_var[c], name="T_bn_var", tag="injective"
+        )
+        return [out, new_mean, new_var]
+    keep = make_const(moving_mean.dtype, 1.0 - float(momentum))
+    take = make_const(moving_mean.dtype, float(momentum))
+
+    def blend(moving: te.Tensor, batch: te.Tensor, name: str) -> te.Tensor:
+        return te.compute(
+            moving.shape,
+            lambda c: keep * moving[c] + take * tir_cast(moving.dtype, batch[c]),
+            name=name,
+            tag="elemwise",
+        )
+
+    return [out, blend(moving_mean, mean, "T_bn_mean"), blend(moving_var, var, "T_bn_var")]
+
+
+def _channel_stats(data: te.Tensor, axis: int) -> tuple[te.Tensor, te.Tensor]:
+    """Per-channel mean and biased variance of `data` over every axis but `axis`."""
+    nd = len(data.shape)
+    others = [n for n in range(nd) if n != axis]
+    count = tir_cast(data.dtype, dims_prod([data.shape[n] for n in others]))
+
+    def full_index(c: Any, raxes: list) -> tuple:
+        it = iter(raxes)
+        return tuple(c if n == axis else next(it) for n in range(nd))
+
+    r1 = [te.reduce_axis((0, data.shape[n]), f"k{n}") for n in others]
+    total = te.compute(
+        (data.shape[axis],),
+        lambda c: te.sum(data[full_index(c, r1)], axis=r1),
+        name="T_bn_sum",
+        tag="reduce",
     )
-    var = te.compute(moving_var.shape, lambda c: moving_var[c], name="T_bn_var", tag="injective")
-    return [out, mean, var]
+    mean = te.compute(
+        total.shape, lambda c: total[c] / count, name="T_bn_batch_mean", tag="elemwise"
+    )
+    r2 = [te.reduce_axis((0, data.shape[n]), f"v{n}") for n in others]
+
+    def sq(c: Any):
+        d = data[full_index(c, r2)] - mean[c]
+        return te.sum(d * d, axis=r2)
+
+    sqsum = te.compute(total.shape, sq, name="T_bn_sqsum", tag="reduce")
+    var = te.compute(total.shape, lambda c: sqsum[c] / count, name="T_bn_batch_var", tag="elemwise")
+    return mean, var
 
 
 def layer_norm(

@@ -229,7 +229,14 @@ def _batch_norm(ctx, inputs, attrs):
     gamma, beta, mean, var = (_tensor(ctx, v, x) for v in inputs[1:5])
     out = ctx.emit(
         R.nn.batch_norm(
-            x, gamma, beta, mean, var, axis=1, epsilon=float(attrs.get("epsilon", 1e-5))
+            x,
+            gamma,
+            beta,
+            mean,
+            var,
+            axis=1,
+            epsilon=float(attrs.get("epsilon", 1e-5)),
+            training=False,
         )
     )
     return ctx.emit(TupleGetItem(out, 0))

@@ -127,18 +127,30 @@ def _einsum(t, equation, *operands, path=None):
     return t.emit(_need("einsum")(_dims(operands), equation))
 
 
-def _batch_norm(t, x, weight, bias, mean, var, eps):
+def _bn_params(t, x, weight, bias) -> tuple:
+    """gamma and beta, with torch's defaults (ones, zeros) for an affine=False norm."""
     c = shape_of(x)[1]
     weight = weight if weight is not None else t.const(np.ones(c, _dtype(x)))
     bias = bias if bias is not None else t.const(np.zeros(c, _dtype(x)))
-    out = t.emit(R.nn.batch_norm(x, weight, bias, mean, var, axis=1, epsilon=float(eps)))
+    return weight, bias
+
+
+def _batch_norm(t, x, weight, bias, mean, var, eps):
+    """Inference batch norm: normalised by the running statistics."""
+    weight, bias = _bn_params(t, x, weight, bias)
+    out = t.emit(
+        R.nn.batch_norm(x, weight, bias, mean, var, axis=1, epsilon=float(eps), training=False)
+    )
     return t.emit(TupleGetItem(out, 0))
 
 
 def _check_eval(training: bool) -> None:
     if training:
         raise OpAttributeUnImplemented(
-            "batch_norm in training mode is not supported; call model.eval() before importing"
+            "batch_norm in training mode is not supported; call model.eval() before importing "
+            "(this graph updates the running statistics in place, out of sight), or import a "
+            "torch.export program with run_ep_decomposition=True (the default), which returns "
+            "the updated statistics as outputs of main"
         )
 
 
@@ -171,13 +183,76 @@ def _batch_norm_aten(
 
 def _native_batch_norm(t, input, weight, bias, running_mean, running_var, training, momentum, eps):
     _check_eval(training)
-    return (_batch_norm(t, input, weight, bias, running_mean, running_var, eps), *_stats("batch_norm"))
+    return (
+        _batch_norm(t, input, weight, bias, running_mean, running_var, eps),
+        *_stats("batch_norm"),
+    )
 
 
 def _native_batch_norm_no_training(
     t, input, weight, bias, running_mean, running_var, momentum, eps
 ):
-    return (_batch_norm(t, input, weight, bias, running_mean, running_var, eps), *_stats("batch_norm"))
+    return (
+        _batch_norm(t, input, weight, bias, running_mean, running_var, eps),
+        *_stats("batch_norm"),
+    )
+
+
+def _batch_count(x, op: str) -> int:
+    """The number of values per channel a training batch norm averages (static dims only)."""
+    dims = [d for i, d in enumerate(shape_of(x)) if i != 1]
+    if not all(isinstance(d, int) for d in dims):
+        raise OpAttributeUnImplemented(
+            f"{op} in training mode: input shape {shape_of(x)} has symbolic dims; torch's "
+            "running_var update needs the per-channel count, so export with static shapes"
+        )
+    n = math.prod(dims)
+    if n < 2:
+        raise OpAttributeInvalid(
+            f"{op} in training mode: input shape {shape_of(x)} has {n} value per channel; "
+            "torch needs more than one to update running_var (use a larger batch or eval mode)"
+        )
+    return n
+
+
+def _native_batch_norm_functional(
+    t, input, weight, bias, running_mean, running_var, training, momentum, eps
+):
+    """aten._native_batch_norm_legit_functional: (out, save_mean, save_invstd, new_running_mean,
+    new_running_var); torch.export emits it for a train-mode BatchNorm, with outputs 3 and 4
+    as the running statistics' buffer mutations."""
+    op = "_native_batch_norm_legit_functional"
+    if not training:
+        out = _batch_norm(t, input, weight, bias, running_mean, running_var, eps)
+        return (out, *_stats("batch_norm"), running_mean, running_var)
+    if not isinstance(momentum, int | float):
+        raise OpAttributeUnImplemented(
+            f"{op}: momentum is {momentum!r}, not a number; a BatchNorm with momentum=None "
+            "(cumulative average) is not supported, give it a float momentum"
+        )
+    n = _batch_count(input, op)
+    weight, bias = _bn_params(t, input, weight, bias)
+    # relax (as TVM) blends the biased batch variance into moving_var; torch blends the
+    # unbiased one. Scaling moving_var by (n - 1) / n going in and the result by n / (n - 1)
+    # coming out gives torch's (1 - m) * var + m * batch_var * n / (n - 1), up to rounding.
+    dtype = _dtype(running_var)
+    var_in = t.emit(R.multiply(running_var, t.const((n - 1) / n, dtype)))
+    bn = t.emit(
+        R.nn.batch_norm(
+            input,
+            weight,
+            bias,
+            running_mean,
+            var_in,
+            1,
+            float(eps),
+            momentum=float(momentum),
+            training=True,
+        )
+    )
+    out, new_mean, new_var = (t.emit(TupleGetItem(bn, i)) for i in range(3))
+    new_var = t.emit(R.multiply(new_var, t.const(n / (n - 1), dtype)))
+    return (out, *_stats("batch_norm"), new_mean, new_var)
 
 
 def _layer_norm(t, input, normalized_shape, weight=None, bias=None, eps=1e-5, cudnn_enable=True):

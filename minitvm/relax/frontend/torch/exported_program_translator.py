@@ -46,7 +46,10 @@ def from_exported_program(
     """Import a torch.export program; a torch.export.Dim becomes a symbolic dim of the inputs.
 
     "main" returns a tuple of the program's outputs (unwrap_unit_return_tuple=True returns a
-    single output bare). Parameters become constants, or with keep_params_as_input=True extra
+    single output bare). A program exported in train mode also updates buffers (BatchNorm's
+    running_mean, running_var, num_batches_tracked): their new values follow the user's
+    outputs, and main's attr "buffer_mutations" names those buffers (state_dict keys) in
+    order. Parameters become constants, or with keep_params_as_input=True extra
     inputs after the user's whose values are in the attr "params".
 
     run_ep_decomposition=True first runs torch's `run_decompositions()`, which functionalizes
@@ -100,10 +103,17 @@ def from_exported_program(
                 f"from_exported_program: input {spec.arg.name!r} is of kind {spec.kind.name}; "
                 "only tensors (user inputs, parameters, buffers, constants) are supported"
             )
-    user_outputs = [s.kind == OutputKind.USER_OUTPUT for s in ep.graph_signature.output_specs]
-    attrs = {"num_input": len(inputs)} if keep_params_as_input else None
+    specs = ep.graph_signature.output_specs
+    user_outputs = [s.kind == OutputKind.USER_OUTPUT for s in specs]
+    # a train-mode program also returns new values of buffers (BatchNorm's running stats):
+    # they follow the user's outputs, named in order by the attr "buffer_mutations"
+    mutations = [s.kind == OutputKind.BUFFER_MUTATION for s in specs]
+    mutated = tuple(s.target for s, keep in zip(specs, mutations) if keep)
+    attrs = {"num_input": len(inputs)} if keep_params_as_input else {}
+    if mutated:
+        attrs["buffer_mutations"] = mutated
 
-    with t.bb.function("main", params=inputs + params, attrs=attrs):
+    with t.bb.function("main", params=inputs + params, attrs=attrs or None):
         with t.bb.dataflow():
             t.convert_nodes(
                 graph.nodes,
@@ -114,7 +124,9 @@ def from_exported_program(
                 hint=_hint(graph, custom, run_ep_decomposition),
             )
             output = next(n for n in graph.nodes if n.op == "output")
-            result = [v for v, keep in zip(t.retrieve(output.args[0]), user_outputs) if keep]
+            values_out = t.retrieve(output.args[0])
+            result = [v for v, keep in zip(values_out, user_outputs) if keep]
+            result += [v for v, keep in zip(values_out, mutations) if keep]
             out = bind_output(
                 t.bb,
                 result,

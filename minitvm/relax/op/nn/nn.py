@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from .... import te
-from ....error import ShapeError
+from ....error import ArgumentError, ShapeError
 from ....topi import nn as topi_nn
 from ....topi import reference as ref
 from ....topi.broadcast import full as topi_full
@@ -474,13 +474,31 @@ def batch_norm(
     epsilon: float = 1e-5,
     center: bool = True,
     scale: bool = True,
+    momentum: float = 0.1,
+    training: bool = True,
 ) -> Call:
-    """Inference batch norm; returns the tuple (out, moving_mean, moving_var) as in TVM."""
+    """Batch norm; returns the tuple (out, new_moving_mean, new_moving_var) as in TVM.
+
+    training=True (TVM's default) normalises with the batch's mean and biased variance over
+    every axis but `axis` and blends them into the moving statistics:
+    `(1 - momentum) * moving + momentum * batch`. training=False normalises with the moving
+    statistics and returns them unchanged (what an inference model wants;
+    `DecomposeOpsForInference` also turns either form into it).
+
+    >>> out = R.nn.batch_norm(x, gamma, beta, mean, var, axis=1, training=False)[0]
+    """
+    if not 0.0 <= float(momentum) <= 1.0:
+        raise ArgumentError(
+            f"relax.nn.batch_norm: momentum={momentum} is outside [0, 1]; it is the weight of "
+            "the batch statistics in the moving average (torch's default is 0.1)"
+        )
     attrs = {
         "axis": int(axis),
         "epsilon": float(epsilon),
         "center": bool(center),
         "scale": bool(scale),
+        "momentum": float(momentum),
+        "training": bool(training),
     }
     return make_call(_batch_norm, (data, gamma, beta, moving_mean, moving_var), attrs)
 
