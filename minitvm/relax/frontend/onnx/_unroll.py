@@ -194,13 +194,7 @@ def convert_scan(ctx: Any, inputs: list, attrs: dict) -> list:
     m = int(_required(attrs, "num_scan_inputs"))
     if ctx.opset < 9:
         return _scan8(ctx, body, inputs, attrs, m)
-    n = len(inputs) - m
-    k = len(body.outputs) - n
-    if m < 1 or n < 0 or k < 0:
-        raise OpAttributeInvalid(
-            f"num_scan_inputs={m} with {len(inputs)} inputs and a body of "
-            f"{len(body.outputs)} outputs: the state count does not add up"
-        )
+    n, k = _state_counts(m, len(inputs), len(body.outputs), "inputs")
     in_axes = _int_list(attrs, "scan_input_axes", m)
     out_axes = _int_list(attrs, "scan_output_axes", k)
     in_dirs = _directions(attrs, "scan_input_directions", m)
@@ -259,17 +253,24 @@ def _scan(ctx: Any, body: Body, states: list, scans: list, layout: tuple) -> lis
     return states + stacked
 
 
+def _state_counts(m: int, num_inputs: int, num_outputs: int, what: str) -> tuple[int, int]:
+    """(states, scan outputs) of a Scan with `m` scan inputs among `num_inputs` and a body of
+    `num_outputs` outputs (the states come first in both)."""
+    n = num_inputs - m
+    k = num_outputs - n
+    if m < 1 or n < 0 or k < 0:
+        raise OpAttributeInvalid(
+            f"num_scan_inputs={m} with {num_inputs} {what} and a body of {num_outputs} "
+            "outputs: the state count does not add up"
+        )
+    return n, k
+
+
 def _scan8(ctx: Any, body: Body, inputs: list, attrs: dict, m: int) -> list:
     """Scan-8: every state and scan input has a leading batch axis (the scan axis is 1); each
     batch row is scanned on its own and the rows stacked again."""
     seq_lens, rest = (inputs[0] if inputs else None), list(inputs[1:])
-    n = len(rest) - m
-    k = len(body.outputs) - n
-    if m < 1 or n < 0 or k < 0:
-        raise OpAttributeInvalid(
-            f"num_scan_inputs={m} with {len(rest)} state and scan inputs and a body of "
-            f"{len(body.outputs)} outputs: the state count does not add up"
-        )
+    n, k = _state_counts(m, len(rest), len(body.outputs), "state and scan inputs")
     dirs = _directions(attrs, "directions", m)
     if any(v is None for v in rest):
         raise OpAttributeInvalid("a state or scan input is missing")
