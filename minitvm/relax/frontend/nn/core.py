@@ -289,23 +289,30 @@ class Module(SubroutineMixin):
         return jit_module(self, spec, device, pipeline, out_format, debug)
 
 
-class ModuleList(Module):
+class _Container(Module):
+    """What ModuleList and ModuleDict share: indexing, iteration and length of `self.modules`
+    (a list iterates its modules, a dict its keys, as in PyTorch)."""
+
+    modules: Any
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.modules)
+
+    def __getitem__(self, key: Any) -> Module:
+        return self.modules[key]
+
+    def __setitem__(self, key: Any, module: Module) -> None:
+        self.modules[key] = module
+
+    def __len__(self) -> int:
+        return len(self.modules)
+
+
+class ModuleList(_Container):
     """A list of submodules; parameters are named by index (`layers.0.weight`)."""
 
     def __init__(self, modules: Sequence[Module]):
         self.modules = list(modules)
-
-    def __iter__(self) -> Iterator[Module]:
-        return iter(self.modules)
-
-    def __getitem__(self, idx: int) -> Module:
-        return self.modules[idx]
-
-    def __setitem__(self, idx: int, module: Module) -> None:
-        self.modules[idx] = module
-
-    def __len__(self) -> int:
-        return len(self.modules)
 
     def append(self, module: Module) -> None:
         self.modules.append(module)
@@ -328,23 +335,11 @@ class Sequential(ModuleList):
         super().__init__(modules)
 
 
-class ModuleDict(Module):
+class ModuleDict(_Container):
     """A dict of submodules; parameters are named by key (`blocks.attn.weight`)."""
 
     def __init__(self, modules: dict[str, Module] | None = None):
         self.modules = OrderedDict(modules or {})
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.modules)
-
-    def __getitem__(self, key: str) -> Module:
-        return self.modules[key]
-
-    def __setitem__(self, key: str, module: Module) -> None:
-        self.modules[key] = module
-
-    def __len__(self) -> int:
-        return len(self.modules)
 
     def __contains__(self, key: str) -> bool:
         return key in self.modules
