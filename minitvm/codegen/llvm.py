@@ -35,6 +35,7 @@ from .. import tir
 from ..error import BuildError, MiniTVMError
 from ..ir.dtype import DataType
 from ..ir.module import IRModule
+from ..ir.node import by_class
 from ..runtime import compiler_rt
 from ..runtime.elf import SIGNATURE_SYMBOL
 from ..runtime.meta import signature_bytes
@@ -293,14 +294,12 @@ class CodeGenLLVM(_StmtEmitter):
 
     # ------------------------------------------------------------------ expressions
     def expr(self, e: tir.PrimExpr) -> ir.Value:
-        rule = _EXPR.get(type(e))
+        rule = by_class(_EXPR, type(e))
         if rule is None:
-            rule = next((_EXPR[k] for k in type(e).__mro__ if k in _EXPR), None)
-            if rule is None:
-                raise BuildError(
-                    f"building '{self.func_name}': the LLVM code generator cannot "
-                    f"emit the expression {type(e).__name__} `{e}`"
-                )
+            raise BuildError(
+                f"building '{self.func_name}': the LLVM code generator cannot "
+                f"emit the expression {type(e).__name__} `{e}`"
+            )
         return rule(self, e)
 
     def _imm(self, e: tir.IntImm | tir.FloatImm) -> ir.Value:

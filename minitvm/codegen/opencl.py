@@ -16,6 +16,7 @@ from collections.abc import Callable
 from .. import tir
 from ..error import BuildError
 from ..ir.dtype import DataType
+from ..ir.node import by_class
 from ..tir.function import PrimFunc
 from ..tir.functor import Visitor
 from ..tir.names import ATTR_KERNEL_LAUNCH_PARAMS, ATTR_NOALIAS, TVM_STORAGE_SYNC, is_call
@@ -365,14 +366,12 @@ class CodeGenOpenCL:
 
     # ------------------------------------------------------------------ expressions
     def expr(self, e: tir.PrimExpr) -> str:
-        rule = _EXPR.get(type(e))
+        rule = by_class(_EXPR, type(e))
         if rule is None:
-            rule = next((_EXPR[k] for k in type(e).__mro__ if k in _EXPR), None)
-            if rule is None:
-                raise BuildError(
-                    f"building kernel '{self.func_name}': the OpenCL code generator cannot "
-                    f"emit the expression {type(e).__name__} `{e}`"
-                )
+            raise BuildError(
+                f"building kernel '{self.func_name}': the OpenCL code generator cannot "
+                f"emit the expression {type(e).__name__} `{e}`"
+            )
         if e.dtype is not None and not e.dtype.is_handle:
             self._note_dtype(e.dtype)
         text = rule(self, e)

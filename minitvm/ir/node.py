@@ -126,12 +126,17 @@ def register_printer(base: type, fn: Callable[..., str]) -> None:
     _PRINTERS[base] = fn
 
 
+def by_class(table: Mapping[type, Any], cls: type) -> Any:
+    """`table`'s entry for `cls` or, failing that, for its nearest base class listed; None
+    when no class of its MRO is listed (the rule tables of printers and code generators)."""
+    rule = table.get(cls)
+    if rule is None:
+        rule = next((table[k] for k in cls.__mro__ if k in table), None)
+    return rule
+
+
 def _printer_for(cls: type) -> Callable[..., str]:
-    for klass in cls.__mro__:
-        fn = _PRINTERS.get(klass)
-        if fn is not None:
-            return fn
-    return _fallback_print
+    return by_class(_PRINTERS, cls) or _fallback_print
 
 
 def _fallback_print(n: Node, **_: Any) -> str:

@@ -351,6 +351,15 @@ def to_numpy(tensor: Any) -> np.ndarray:
     return tensor.contiguous().numpy().copy()  # ascontiguousarray would make a 0-d array 1-d
 
 
+def finished_module(bb: BlockBuilder, params: list | None) -> Any:
+    """The built module; with `params` (keep_params_as_input) main carries them as its
+    "params" attribute, as TVM's importers do."""
+    mod = bb.get()
+    if params is not None:
+        mod["main"] = mod["main"].with_attr("params", params)
+    return mod
+
+
 def bind_output(
     bb: BlockBuilder,
     out: Any,

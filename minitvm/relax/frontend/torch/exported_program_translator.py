@@ -18,6 +18,7 @@ from ._importer import (
     aten_converter,
     aten_op_converter,
     bind_output,
+    finished_module,
     to_numpy,
 )
 from ._inplace import aten_is_view, aten_writes
@@ -135,10 +136,7 @@ def from_exported_program(
                 no_bind_return_tuple=no_bind_return_tuple,
             )
         t.bb.emit_func_output(out)
-    mod = t.bb.get()
-    if keep_params_as_input:
-        mod["main"] = mod["main"].with_attr("params", values)
-    return mod
+    return finished_module(t.bb, values if keep_params_as_input else None)
 
 
 def _user_input(t: Importer, node: Any) -> Var:

@@ -13,7 +13,7 @@ from ....runtime import ndarray as nd
 from ...expr import Var
 from ...struct_info import TensorStructInfo
 from . import _modules, _ops
-from ._importer import Converter, Importer, aten_converter, bind_output, to_numpy
+from ._importer import Converter, Importer, aten_converter, bind_output, finished_module, to_numpy
 from ._inplace import (
     FX_INPLACE_OPERATORS,
     FX_VIEWS,
@@ -166,10 +166,7 @@ def from_fx(
                 no_bind_return_tuple=no_bind_return_tuple,
             )
         t.bb.emit_func_output(out)
-    mod = t.bb.get()
-    if keep_params_as_input:
-        mod["main"] = mod["main"].with_attr("params", values)
-    return mod
+    return finished_module(t.bb, values if keep_params_as_input else None)
 
 
 def _inplace(name: str | None) -> Converter | None:
