@@ -63,7 +63,9 @@ def _small_net():
     with bb.function("main", [x, w, *bn, fw, fb]):
         with bb.dataflow():
             y = bb.emit(op.nn.conv2d(x, w, 1, 1))
-            y = bb.emit(relax.TupleGetItem(bb.emit(op.nn.batch_norm(y, *bn, axis=1)), 0))
+            y = bb.emit(
+                relax.TupleGetItem(bb.emit(op.nn.batch_norm(y, *bn, axis=1, training=False)), 0)
+            )
             y = bb.emit(op.nn.max_pool2d(bb.emit(op.nn.relu(y)), 2, 2, 0))
             y = bb.emit(op.reshape(y, (2, 8 * 6 * 6)))
             out = bb.emit_output(op.linear(y, fw, fb))
