@@ -16,11 +16,12 @@ def fusable_prefix(sch: Schedule, loops: list[LoopRV]) -> int:
 
     fuse gives the fused loop the widest index dtype, int64 when a product of int32 symbolic
     extents may pass 2**31, and each narrower loop it replaces then reads
-    `T.Cast("int32", f % d)`. Lowering sees through such a cast only at the top of an
-    expression: inside a split's binding (`... * 16 + j_1`) the binding check cannot prove
-    it non-negative and refuses the function, and buffer compaction bounds an intermediate
-    indexed by it by the int32 range (a (2**31 - 1) x 48 allocation: out of memory). A loop
-    var that keeps its dtype has no cast."""
+    `T.Cast("int32", f % d)`. This rule was first written because lowering refused such
+    casts (the binding check) or bounded buffers by the whole int32 range; both now see
+    through a narrowing cast that provably fits (tir/schedule/verify.py, arith/int_set.py).
+    It stays for speed: the fused int64 loop divides and takes the modulus in int64 for
+    every vector, 7.1 ms against 0.76 ms unfused for a (1, 4M) int32 add (2 loaded cores).
+    A loop var that keeps its dtype has no cast."""
     n = len(loops)
     while n > 1 and not fuse_keeps_dtype(sch, loops[:n]):
         n -= 1

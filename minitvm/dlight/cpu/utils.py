@@ -63,7 +63,7 @@ def _vectorize_inner(sch: Schedule, loop: LoopRV) -> LoopRV | None:
 def _parallel(sch: Schedule, loops: list[LoopRV], work: float) -> None:
     """Fuse the (spatial, adjacent) `loops` and run them in parallel when worth it; only the
     outer ones when fusing all would widen a loop's index dtype (`fusable_prefix`: an int32
-    symbolic dim fused with another loop)."""
+    symbolic dim fused with another loop would pay int64 div/mod per vector)."""
     if loops and work >= PARALLEL_MIN_WORK:
         n = fusable_prefix(sch, loops)
         sch.parallel(sch.fuse(*loops[:n]) if n > 1 else loops[0])
