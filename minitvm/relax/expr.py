@@ -417,15 +417,12 @@ def _tuple_get_item_sinfo(e: TupleGetItem) -> si.StructInfo:
 
 
 def _if_sinfo(e: If) -> si.StructInfo:
-    from ..ir.structural import structural_equal
+    # The least common ancestor of the branches, as TVM does. Not `structural_equal` on the
+    # struct infos: their symbolic dims are definition sites, so it would map (n,) onto (m,)
+    # and claim the result always has the true branch's shape.
+    from .analysis import struct_info_lca
 
-    a, b = e.true_branch.struct_info, e.false_branch.struct_info
-    if structural_equal(a, b):
-        return a
-    if isinstance(a, si.TensorStructInfo) and isinstance(b, si.TensorStructInfo):
-        dtype = a.dtype if a.dtype == b.dtype else None
-        return si.TensorStructInfo(None, dtype, a.ndim if a.ndim == b.ndim else -1)
-    return si.ObjectStructInfo()
+    return struct_info_lca(e.true_branch.struct_info, e.false_branch.struct_info)
 
 
 def _constant_sinfo(c: Constant) -> si.StructInfo:

@@ -152,5 +152,29 @@ def test_if_node_struct_info_evaluation_and_printing():
     np.testing.assert_allclose(evaluate(f, np.array(False), xs), xs)
     text = f.script()
     assert "if c:" in text and "else:" in text
-    mixed = relax.If(c, relax.SeqExpr([], x), relax.SeqExpr([], relax.const(np.zeros(3, "float32"))))
+    mixed = relax.If(
+        c, relax.SeqExpr([], x), relax.SeqExpr([], relax.const(np.zeros(3, "float32")))
+    )
     assert mixed.struct_info.shape is None and mixed.struct_info.ndim == 1
+
+
+def test_if_struct_info_keeps_symbolic_dims_apart():
+    # TVM gives an If the least common ancestor of its branches. (n,) and (m,) are different
+    # sizes: claiming the true branch's (n,) would let later ops trust a wrong shape.
+    from minitvm.relax.eval_ref import evaluate
+
+    n, m = tir.Var("n", "int64"), tir.Var("m", "int64")
+    c = relax.Var("c", TensorStructInfo((), "bool"))
+    x = relax.Var("x", TensorStructInfo((n,), "float32"))
+    y = relax.Var("y", TensorStructInfo((m,), "float32"))
+    cond = relax.If(c, relax.SeqExpr([], x), relax.SeqExpr([], y))
+    assert cond.struct_info.shape is None and cond.struct_info.ndim == 1
+    same = relax.If(c, relax.SeqExpr([], x), relax.SeqExpr([], op.exp(x)))
+    assert structural_equal(same.struct_info.shape, (n,))
+    out = relax.Var("out", cond.struct_info)
+    f = relax.Function(
+        [c, x, y], relax.SeqExpr([relax.BindingBlock([relax.VarBinding(out, cond)])], out)
+    )
+    assert f.ret_struct_info.shape is None
+    ys = np.arange(5, dtype="float32")
+    assert evaluate(f, np.array(False), np.ones(3, "float32"), ys).shape == (5,)
