@@ -264,3 +264,7 @@ BUILTINS: dict[str, Callable] = {
 
 for _name, _fn in BUILTINS.items():
     register_func(_name, _fn, override=True)
+
+# the paged KV cache's builtins (vm.builtin.kv_state_*, paged_attention_kv_cache_*) register
+# themselves on import; it builds on the helpers above, so it is imported last
+from . import vm_builtin_kv  # noqa: F401

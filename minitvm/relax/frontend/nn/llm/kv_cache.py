@@ -21,6 +21,15 @@ from .. import spec as _spec
 from ..core import Tensor, current_builder
 from ..op import concat
 
+# TVM keeps its paged cache in nn.llm.kv_cache; it lives in paged_kv_cache.py here
+from .paged_kv_cache import (  # noqa: F401 (re-exported under TVM's module path)
+    AttnKind,
+    FlashInferPagedKVCache,
+    PagedKVCache,
+    RopeMode,
+    TIRPagedKVCache,
+)
+
 
 def kv_cache_spec(
     num_layers: int,
