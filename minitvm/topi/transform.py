@@ -25,6 +25,26 @@ from .utils import (
 )
 
 
+def _cancel_common_dims(num: list, den: list) -> tuple[list, list]:
+    """Drop the dims `num` and `den` share (the same symbolic var, or equal constants), so that
+    (1, n, 64) into (1, n, 4, -1) gives 64 // 4 = 16 for the -1, not (n * 64) // (n * 4), which
+    the simplifier cannot cancel."""
+    from ..ir.structural import structural_equal
+
+    num, rest = list(num), []
+    for d in den:
+        for i, m in enumerate(num):
+            cd, cm = const_int(d), const_int(m)
+            if (cd is not None and cd == cm) or (
+                cd is None and cm is None and structural_equal(d, m)
+            ):
+                del num[i]
+                break
+        else:
+            rest.append(d)
+    return num, rest
+
+
 def infer_reshape(shape: Sequence[Any], newshape: Sequence[Any], what: str) -> tuple:
     """Resolve one -1 in `newshape` and check the element counts agree (when provable)."""
     newshape = [
@@ -49,7 +69,10 @@ def infer_reshape(shape: Sequence[Any], newshape: Sequence[Any], what: str) -> t
                 f"{what}: cannot reshape {fmt_shape(shape)} ({const_int(total)} elements) into "
                 f"{fmt_shape(newshape)}: {const_int(total)} is not divisible by {const_int(known)}"
             )
-        newshape[holes[0]] = simplify(total // known)
+        num, den = _cancel_common_dims(
+            list(shape), [d for n, d in enumerate(newshape) if n != holes[0]]
+        )
+        newshape[holes[0]] = simplify(dims_prod(num) // dims_prod(den)) if den else dims_prod(num)
     out = tuple(simplify(d) for d in newshape)
     new_total = dims_prod(out)
     ct, cn = const_int(total), const_int(new_total)

@@ -67,6 +67,26 @@ def test_symbolic_arithmetic_dims_are_simplified():
     assert structural_equal(s.shape[0], n * 6)
 
 
+def test_reshape_minus_one_beside_a_symbolic_dim():
+    # (1, n, 64) -> (1, n, 4, -1): the -1 is 16, which needs n cancelled from (n * 64) / (n * 4)
+    s = op.reshape(T((1, n, 64)), (1, n, 4, -1)).struct_info
+    assert structural_equal(s.shape[1], n) and s.shape[3].value == 16
+    s = op.reshape(T((n, m, 6)), (m, -1, 3)).struct_info
+    assert structural_equal(s.shape[1], n * 2)
+    with pytest.raises(ShapeError, match="element counts differ"):
+        op.reshape(T((n, 6)), (n, 4, -1)).struct_info
+    x = relax.Var("x", relax.TensorStructInfo((1, n, 64), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        bb.emit_func_output(bb.emit(op.reshape(x, (1, n, 4, -1))))
+    ex = relax.build(bb.get(), "llvm")
+    data = np.random.default_rng(0).standard_normal((1, 5, 64)).astype("float32")
+    import minitvm as tvm
+
+    got = relax.VirtualMachine(ex, tvm.cpu())["main"](tvm.nd.array(data)).numpy()
+    np.testing.assert_array_equal(got, data.reshape(1, 5, 4, 16))
+
+
 def test_conv2d_symbolic_spatial_dims():
     h = tir.Var("h", "int64")
     s = op.nn.conv2d(T((n, 3, h, 16)), T((8, 3, 3, 3)), padding=1).struct_info
