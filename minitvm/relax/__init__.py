@@ -38,6 +38,7 @@ from .expr_functor import PyExprMutator, PyExprVisitor
 from .op import call_dps_packed, call_tir
 from .vm import Executable, VirtualMachine, build, load_executable  # relax.build, ...
 from .pipeline import get_pipeline, register_pipeline  # TVM 0.20+ named pipelines
+from .base_py_module import BasePyModule  # TVM 0.24: Python methods beside compiled ones
 from .struct_info import (
     DynTensorType,
     FuncStructInfo,
@@ -50,6 +51,7 @@ from .struct_info import (
 )
 
 __all__ = [
+    "BasePyModule",
     "Binding",
     "BindingBlock",
     "BlockBuilder",

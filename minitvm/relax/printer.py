@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from ..ir.module import GlobalVar, IRModule
-from ..ir.node import register_printer
+from ..ir.node import FrozenDict, register_printer
 from ..tir.expr import IntImm, PrimExpr
 from ..tir.printer import print_expr, register_function_printer
 from ..tir.printer import print_ir_module as _print_tir_module
@@ -59,7 +59,8 @@ _RESERVED = set(keyword.kwlist) | {
     "bool",
     "metadata",
 }
-_DPS_CALLS = ("relax.call_tir", "relax.call_dps_packed")
+_DPS_CALLS = ("relax.call_tir", "relax.call_dps_packed", "relax.call_py_func")
+_PACKED_CALLS = ("relax.call_pure_packed", "relax.call_inplace_packed")
 
 
 class _Names:
@@ -149,7 +150,10 @@ class RelaxPrinter:
         if isinstance(e, rx.Constant):
             return _const_text(e)
         if isinstance(e, rx.PrimValue):
-            return f"R.prim_value({self.dim(e.value)})"
+            v = e.value
+            if isinstance(v, IntImm) and str(v.dtype) != "int32":  # R.prim_value(0) is int32
+                return f"R.prim_value(T.{v.dtype}({v.value}))"
+            return f"R.prim_value({self.dim(v)})"
         if isinstance(e, rx.StringImm):
             return f"R.str({_str(e.value)})"
         if isinstance(e, rx.ShapeExpr):
@@ -168,6 +172,10 @@ class RelaxPrinter:
     def call(self, c: rx.Call) -> str:
         if isinstance(c.op, rx.Op) and c.op.name in _DPS_CALLS:
             return self.dps_call(c)
+        if isinstance(c.op, rx.ExternFunc) or (
+            isinstance(c.op, rx.Op) and c.op.name in _PACKED_CALLS
+        ):
+            return self.packed_call(c)
         if not isinstance(c.op, rx.Op):
             return f"{self.expr(c.op)}({', '.join(self.expr(a) for a in c.args)})"
         args = [self.expr(a) for a in c.args]
@@ -177,11 +185,41 @@ class RelaxPrinter:
                 args.append(f"{key}={_attr_text(value)}")
         return f"R.{c.op.name.split('.', 1)[1]}({', '.join(args)})"
 
+    def packed_call(self, c: rx.Call) -> str:
+        """As TVM prints them: `R.call_packed("name", x, sinfo_args=(R.Tensor(...),))` for a
+        call of an ExternFunc, `R.call_pure_packed("name", ...)` / `R.call_inplace_packed(...)`
+        for the ops that vouch for its purity."""
+        if isinstance(c.op, rx.ExternFunc):
+            head, args = "call_packed", [_str(c.op.global_symbol)]
+            args += [self.expr(a) for a in c.args]
+        else:
+            head, callee = c.op.name.split(".", 1)[1], c.args[0]
+            args = [
+                _str(callee.global_symbol)
+                if isinstance(callee, rx.ExternFunc)
+                else self.expr(callee)
+            ]
+            args += [self.expr(a) for a in c.args[1:]]
+        for key, value in sorted(c.attrs.items()):  # a list prints as TVM prints it: [0]
+            if isinstance(value, tuple) and all(isinstance(v, int) for v in value):
+                args.append(f"{key}=[{', '.join(str(v) for v in value)}]")
+            else:
+                args.append(f"{key}={_attr_text(value)}")
+        if c.sinfo_args:
+            inner = ", ".join(self.sinfo(s) for s in c.sinfo_args)
+            args.append(
+                f"sinfo_args=({inner},)" if len(c.sinfo_args) == 1 else f"sinfo_args=({inner})"
+            )
+        return f"R.{head}({', '.join(args)})"
+
     def dps_call(self, c: rx.Call) -> str:
         callee, inputs = c.args[0], c.args[1]
-        target = (
-            _str(callee.global_symbol) if isinstance(callee, rx.ExternFunc) else self.expr(callee)
-        )
+        if isinstance(callee, rx.ExternFunc):
+            target = _str(callee.global_symbol)
+        elif isinstance(callee, rx.StringImm):  # call_py_func names the method
+            target = _str(callee.value)
+        else:
+            target = self.expr(callee)
         out = c.sinfo_args[0]
         if isinstance(out, si.TupleStructInfo):
             out_text = "[" + ", ".join(self.sinfo(f) for f in out.fields) + "]"
@@ -404,6 +442,31 @@ def _with_metadata(print_body: Callable[[], str]) -> str:
 
 # ----------------------------------------------------------------------------- entry points
 
+# attributes of the ExternFunc standing for an `@I.pyfunc` method in a module (script/pyfunc.py)
+PYFUNC_ATTR = "is_pyfunc"
+SOURCE_ATTR = "python_source"
+
+
+def is_pyfunc(func: Any) -> bool:
+    """Whether a module member is the ExternFunc of an `@I.pyfunc` method."""
+    return isinstance(func, rx.ExternFunc) and bool(func.attrs.get(PYFUNC_ATTR, False))
+
+
+def pyfunc_extern(name: str, source_text: str) -> rx.ExternFunc:
+    """The ExternFunc standing for the Python method `name` in an IRModule (its source text is
+    what `mod.script()` prints; an empty text prints as `name = R.ExternFunc(...)`)."""
+    attrs = {PYFUNC_ATTR: True, "function_type": "python", "python_function_name": name}
+    return rx.ExternFunc(name, FrozenDict({**attrs, SOURCE_ATTR: source_text}))
+
+
+def _extern_lines(func: rx.ExternFunc, name: str, highlight: Any) -> list[str]:
+    """A module member that is an ExternFunc: an `@I.pyfunc` method prints as its source text,
+    any other as `name = R.ExternFunc("symbol")`."""
+    text = func.attrs.get(SOURCE_ATTR) if is_pyfunc(func) else None
+    if text:
+        return ["@I.pyfunc", *text.split("\n")]
+    return [f"{name} = R.ExternFunc({_str(func.global_symbol)})"]
+
 
 def _function_lines(f: rx.Function, name: str, highlight: Any) -> list[str]:
     return RelaxPrinter().function(f, name)
@@ -474,3 +537,4 @@ register_printer(rx.MatchCast, print_binding)
 register_printer(rx.BindingBlock, print_binding)
 register_printer(IRModule, print_ir_module)
 register_function_printer(rx.Function, _function_lines)
+register_function_printer(rx.ExternFunc, _extern_lines)

@@ -8,11 +8,13 @@ and parse printed IR back.
 from . import ir, relax, tir
 from .entry import from_source, register_function_parser, register_namespace
 from .ir import ir_module
+from .pyfunc import parse_pyfunc, pyfunc
 from .relax_parser import parse_relax_function
 from .source import TVMScriptError
 
 register_namespace("R", relax)
 register_function_parser(relax.function, parse_relax_function)
+register_function_parser(pyfunc, parse_pyfunc)
 
 __all__ = [
     "TVMScriptError",

@@ -82,7 +82,8 @@ def verify_parsed(parsed: Any, where: str) -> Any:
                 verify_well_formed(func)
             except InternalError as err:
                 problems.append(f"{name}: {err}")
-        elif type(func).__module__.startswith("minitvm.relax"):
+        elif type(func).__module__.startswith("minitvm.relax") and hasattr(func, "body"):
+            # relax Functions; an ExternFunc (a pyfunc) has no body to check
             from ..relax.analysis import _WellFormed
 
             checker = _WellFormed(parsed if isinstance(parsed, IRModule) else None)
@@ -91,7 +92,8 @@ def verify_parsed(parsed: Any, where: str) -> Any:
             problems += checker.errors
     if problems:
         raise ParseError(
-            f"{where}: the parsed IR is not well formed:\n  " + "\n  ".join(problems)
+            f"{where}: the parsed IR is not well formed:\n  "
+            + "\n  ".join(problems)
             + "\nfix the script, or pass check_well_formed=False to parse it anyway"
         )
     return parsed
@@ -151,9 +153,16 @@ class ModuleScope:
 
 def _parse_class(source: Source, cdef: ast.ClassDef, env: Mapping) -> IRModule:
     mod = IRModule()
-    gvars = {
-        item.name: GlobalVar(item.name) for item in cdef.body if isinstance(item, ast.FunctionDef)
-    }
+    gvars: dict[str, GlobalVar] = {}
+    for item in cdef.body:
+        if isinstance(item, ast.FunctionDef):
+            if item.name in gvars:  # Python keeps the last; the IR would silently lose one
+                raise source.error(
+                    item,
+                    f"the IRModule class defines '{item.name}' twice; give each function "
+                    "(prim_func, relax function or pyfunc) its own name",
+                )
+            gvars[item.name] = GlobalVar(item.name)
     env = ChainMap({MODULE_SCOPE_KEY: ModuleScope(cdef.name, gvars)}, env)
     probe = TIRParser(source, env)
     for item in cdef.body:
@@ -182,11 +191,33 @@ def _parse_class(source: Source, cdef: ast.ClassDef, env: Mapping) -> IRModule:
                 raise source.error(
                     item, "only I.module_attrs({...}) and methods may appear in an IRModule class"
                 )
+        elif isinstance(item, ast.Assign) and (extern := _extern_member(probe, item)):
+            name = item.targets[0].id
+            if name in gvars:
+                raise source.error(item, f"the IRModule class defines '{name}' twice")
+            gvars[name] = GlobalVar(name)
+            mod[gvars[name]] = extern
         elif isinstance(item, ast.Pass | ast.Assign):
             continue
         else:
             raise source.error(item, _unsupported(item))
     return mod
+
+
+def _extern_member(probe: TIRParser, item: ast.Assign) -> Any:
+    """The ExternFunc of `name = R.ExternFunc("symbol")` in a class body (how a module member
+    that is an ExternFunc prints); None for other assignments (`cls = Module`)."""
+    from ..ir.module import BaseFunc
+
+    value = item.value
+    if len(item.targets) != 1 or not isinstance(item.targets[0], ast.Name):
+        return None
+    if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)):
+        return None
+    if value.func.attr != "ExternFunc":
+        return None
+    func = probe.eval(value)
+    return func if isinstance(func, BaseFunc) else None
 
 
 def from_source(

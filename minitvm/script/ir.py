@@ -6,7 +6,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from ..ir.module import IRModule
+from .pyfunc import pyfunc  # `@I.pyfunc`
 
 __tvmscript__ = True
 
@@ -31,8 +31,14 @@ def ir_module(cls: type | None = None, *, check_well_formed: bool = True) -> Any
 
     env = capture_env(sys._getframe(1))
 
-    def decorate(klass: type) -> IRModule:
-        return parse_ir_module_class(klass, env, check_well_formed)
+    def decorate(klass: type) -> Any:
+        mod = parse_ir_module_class(klass, env, check_well_formed)
+        if not any(base.__name__ == "BasePyModule" for base in klass.__mro__[1:]):
+            return mod
+        # as in TVM: a class deriving from BasePyModule gives a factory of module instances
+        from ..relax.base_py_module import module_factory
+
+        return module_factory(mod, klass)
 
     return decorate if cls is None else decorate(cls)
 
@@ -43,4 +49,4 @@ def module_attrs(attrs: Mapping) -> Any:
     return ModuleAttrs(attrs)
 
 
-__all__ = ["ir_module", "module_attrs"]
+__all__ = ["ir_module", "module_attrs", "pyfunc"]

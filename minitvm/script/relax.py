@@ -328,7 +328,49 @@ def call_dps_packed(func: Any, args: Any, out_sinfo: Any = None, dtype: Any = No
     return _op.call_dps_packed(func, _args(args), sinfo)
 
 
-call_packed = call_dps_packed  # the MLC course's older spelling
+def call_packed(func: Any, *args: Any, sinfo_args: Any = None, **kwargs: Any) -> _relax.Call:
+    """`R.call_packed("vm.builtin.copy", x, sinfo_args=R.Tensor((4,), "float32"))`: a call of a
+    registered function that may have side effects (passes keep it as it is). Keyword
+    arguments other than sinfo_args become the call's attributes, as in TVM.
+
+    The older spelling `R.call_packed("f", (x, w), out_sinfo=...)` is call_dps_packed."""
+    if "out_sinfo" in kwargs or "dtype" in kwargs:
+        return call_dps_packed(func, *args, **kwargs)
+    from ..relax.op._table import make_call
+    from ..relax.op.base import _packed_args, _packed_callee
+
+    callee = _packed_callee(func, "R.call_packed")
+    items = [] if sinfo_args is None else sinfo_args
+    items = list(items) if isinstance(items, list | tuple) else [items]
+    items = [s() if callable(s) and not isinstance(s, _relax.StructInfo) else s for s in items]
+    for s in items:
+        if not isinstance(s, _relax.StructInfo):
+            raise MiniTVMError(
+                f"R.call_packed('{callee.global_symbol}'): sinfo_args entries must be struct "
+                f'infos such as R.Tensor((4,), "float32"), got {s!r}'
+            )
+    args_ = _packed_args(args, f"R.call_packed('{callee.global_symbol}')")
+    return make_call(callee, args_, kwargs, tuple(items))  # attributes frozen as for ops
+
+
+def call_pure_packed(func: Any, *args: Any, sinfo_args: Any = None) -> _relax.Call:
+    """`R.call_pure_packed("vm.builtin.copy", x, sinfo_args=R.Tensor((4,), "float32"))`."""
+    return _op.call_pure_packed(func, *args, sinfo_args=sinfo_args)
+
+
+def call_inplace_packed(
+    func: Any, *args: Any, inplace_indices: Any = None, sinfo_args: Any = None
+) -> _relax.Call:
+    """`R.call_inplace_packed("f", x, y, inplace_indices=[0], sinfo_args=R.Tensor(...))`."""
+    return _op.call_inplace_packed(
+        func, *args, inplace_indices=inplace_indices, sinfo_args=sinfo_args
+    )
+
+
+def call_py_func(func_name: Any, args: Any, out_sinfo: Any = None) -> _relax.Call:
+    """`R.call_py_func("silu", (x,), out_sinfo=R.Tensor((4, 8), "float32"))`: a call of the
+    module's `@I.pyfunc` method `silu` (run by BasePyModule's VM)."""
+    return _op.call_py_func(func_name, _args(args), out_sinfo)
 
 
 def _args(args: Any) -> Any:
@@ -349,7 +391,13 @@ def _op_function(qualified: str) -> Any:
     return obj if callable(obj) else None
 
 
-_SPECIAL = {"relax.call_tir", "relax.call_dps_packed"}
+_SPECIAL = {
+    "relax.call_tir",
+    "relax.call_dps_packed",
+    "relax.call_pure_packed",
+    "relax.call_inplace_packed",
+    "relax.call_py_func",
+}
 
 
 _OPS_CACHE: dict[tuple[str, int], dict[str, Any]] = {}
@@ -453,7 +501,10 @@ _FIXED = (
     "Tensor",
     "Tuple",
     "call_dps_packed",
+    "call_inplace_packed",
     "call_packed",
+    "call_pure_packed",
+    "call_py_func",
     "call_tir",
     "const",
     "dataflow",

@@ -3,6 +3,7 @@
 from . import elementwise, elementwise_math, image, nn
 from ._table import OP_TABLE, OpDef, OpPattern, register_op
 from .base import call_dps_packed, call_tir
+from .base import call_inplace_packed, call_pure_packed, call_py_func
 from .create import full, ones, zeros
 from .cumulative import cumprod
 from .elementwise import *  # arithmetic, comparisons, unary math, where, clip
@@ -54,6 +55,9 @@ __all__ = [
     "astype",
     "broadcast_to",
     "call_dps_packed",
+    "call_inplace_packed",
+    "call_pure_packed",
+    "call_py_func",
     "call_tir",
     "concat",
     "cumprod",

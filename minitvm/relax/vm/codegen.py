@@ -254,7 +254,19 @@ class FunctionCodegen:
             dst = self.new_reg()
             self.emit("CallBuiltin", dst, call.op.global_symbol, args)
             return dst
+        if isinstance(call.op, rx.Op) and call.op.name in _PACKED_OPS:
+            # the purity the op vouches for matters to passes only; the VM calls the function
+            args = [self.expr(a) for a in call.args[1:]]
+            dst = self.new_reg()
+            self.emit("CallBuiltin", dst, call.args[0].global_symbol, args)
+            return dst
         what = call.op.name if isinstance(call.op, rx.Op) else type(call.op).__name__
+        if what == "relax.call_py_func":
+            raise BuildError(
+                f"relax function '{self.name}': R.call_py_func calls a Python method of the "
+                "module; build and run it through relax.BasePyModule (an @I.ir_module class "
+                "deriving from BasePyModule), not relax.build"
+            )
         raise BuildError(
             f"relax function '{self.name}': the VM cannot run {what} directly; lower high-level "
             "ops with relax.transform.LegalizeOps() (relax.build does) or use call_tir"
@@ -291,6 +303,9 @@ class FunctionCodegen:
         dst = self.new_reg()
         self.emit("MakeTuple", dst, outs)
         return dst
+
+
+_PACKED_OPS = ("relax.call_pure_packed", "relax.call_inplace_packed")
 
 
 def _fields(args: Any) -> tuple:
