@@ -33,7 +33,9 @@ class StructInfo(Node):
 def as_dim(value: Any) -> PrimExpr:
     """A shape dimension as an int64 PrimExpr (ints become IntImm; int32 expressions are widened)."""
     if isinstance(value, bool) or not isinstance(value, int | PrimExpr):
-        if hasattr(value, "__index__"):
+        if hasattr(value, "as_tir_var"):  # `n = T.int64()` written outside a parsed function
+            value = value.as_tir_var()
+        elif hasattr(value, "__index__"):
             value = int(value)
         else:
             raise MiniTVMError(

@@ -40,6 +40,19 @@ class VarDecl:
 
     dtype: DataType
     is_size_var: bool = False
+    name: str = field(default="", compare=False)  # the assigned name, when one was seen
+
+    def as_tir_var(self) -> Any:
+        """The variable this declaration stands for outside a parsed function: `n = T.int64()`
+        in plain Python, then `R.Tensor((n, 784))` or `relax.TensorStructInfo((n,), ...)`, as
+        TVM 0.20+ tutorials write it. One declaration is one variable, however often used."""
+        var = self.__dict__.get("_var")
+        if var is None:
+            from ..tir.expr import SizeVar, Var
+
+            var = (SizeVar if self.is_size_var else Var)(self.name or "v", self.dtype)
+            object.__setattr__(self, "_var", var)
+        return var
 
 
 def annotation_dtype(ann: Any) -> DataType | None:

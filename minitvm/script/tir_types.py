@@ -53,13 +53,24 @@ class _BufferType:
 Buffer = _BufferType()
 
 
+def _assigned_name(frame: Any) -> str:
+    """`n` when the calling line reads `n = T.int64()` (plain Python, outside the parser, which
+    names declarations itself); "" otherwise."""
+    import linecache
+    import re
+
+    line = linecache.getline(frame.f_code.co_filename, frame.f_lineno)
+    match = re.match(r"\s*([A-Za-z_]\w*)\s*(?::[^=]*)?=\s*T\.\w+\(", line)
+    return match.group(1) if match else ""
+
+
 def _dtype_ctor(name: str) -> Callable[..., Any]:
     dtype = DataType(name)
     missing = object()
 
     def ctor(value: Any = missing, is_size_var: bool = False) -> Any:
         if value is missing:
-            return VarDecl(dtype, is_size_var)
+            return VarDecl(dtype, is_size_var, _assigned_name(sys._getframe(1)))
         if isinstance(value, PrimExpr):
             return value if value.dtype == dtype else _CastNode(dtype, value)
         if isinstance(value, str):  # T.float32("inf")
