@@ -13,6 +13,7 @@ from typing import Any
 from ...ir.transform import Pass
 from .annotate_op_pattern import annotate_op_pattern
 from .bind_params import bind_params, bind_params_function
+from .canonicalize_bindings import canonicalize_bindings
 from .convert_layout import alter_op_layout, convert_layout, convert_layout_with, table_policy
 from .dead_code_elimination import dead_code_elimination, remove_unused_bindings
 from .decompose import decompose_ops_for_inference
@@ -39,6 +40,12 @@ def FoldConstant() -> Pass:
 
 def DeadCodeElimination(entry_functions: Sequence[str] | None = None) -> Pass:
     return Pass(lambda mod: dead_code_elimination(mod, entry_functions), "DeadCodeElimination")
+
+
+def CanonicalizeBindings() -> Pass:
+    """Remove bindings that only rename a value (`y = x`, a cast that changes nothing, an item of
+    a tuple literal); relax/transform/canonicalize_bindings.py."""
+    return Pass(canonicalize_bindings, "CanonicalizeBindings")
 
 
 def EliminateCommonSubexpr() -> Pass:
@@ -68,6 +75,7 @@ __all__ = [
     "AnnotateTIROpPattern",
     "ApplyDefaultSchedule",
     "BindParams",
+    "CanonicalizeBindings",
     "DeadCodeElimination",
     "DefaultSchedule",
     "EliminateCommonSubexpr",
@@ -78,6 +86,7 @@ __all__ = [
     "annotate_op_pattern",
     "bind_params",
     "bind_params_function",
+    "canonicalize_bindings",
     "dead_code_elimination",
     "default_schedule",
     "eliminate_common_subexpr",
