@@ -247,6 +247,34 @@ CASES: dict[str, tuple] = {
         lambda x: (x, T.ones_like(x)),
         [normal(3, 5)],
     ),
+    "relax.sort": (
+        lambda x: R.sort(x, 1, True),
+        lambda x: T.sort(x, dim=1, descending=True, stable=True)[0],
+        [distinct(3, 5)],
+    ),
+    "relax.topk": (
+        lambda x: R.topk(x, 2, 0, "values", False),
+        lambda x: T.topk(x, 2, 0, largest=False)[0],
+        [distinct(4, 3)],
+    ),
+    "relax.scatter_elements": (
+        lambda d, i, u: R.scatter_elements(d, i, u, 1),
+        lambda d, i, u: d.scatter(1, i, u),
+        [normal(3, 5), ints(5, 3, 2), normal(3, 2)],
+        [0, 2],
+    ),
+    "relax.scatter_nd": (
+        lambda d, i, u: R.scatter_nd(d, i, u, "add"),
+        lambda d, i, u: d.index_put((i[:, 0],), u, accumulate=True),
+        [normal(4, 3), ints(4, 5, 1), normal(5, 3)],
+        [0, 2],
+    ),
+    "relax.gather_nd": (
+        lambda d, i: R.gather_nd(d, i),
+        lambda d, i: d[i[..., 0], i[..., 1]],
+        [normal(4, 3), ints(3, 6, 2)],
+        [0],
+    ),
 }
 
 

@@ -68,7 +68,7 @@ def status(op) -> str:
 
 
 # ops torch decomposes into ops the importer refuses (checked by the sweep): op -> those ops
-DECOMPOSES_TO_REFUSED = {"embedding_dense_backward": "index_put", "col2im": "index_put"}
+DECOMPOSES_TO_REFUSED = {"col2im": "index_put"}
 
 
 # ----------------------------------------------------------------------------- samples
@@ -283,6 +283,29 @@ _SAMPLES: dict[str, Callable[[], list[Case]]] = {
     "view": lambda: [((_x(3, 5, 2), [5, 6]), {}), ((_x(3, 5), [-1]), {})],
     "adaptive_avg_pool1d": lambda: [((_x(2, 3, 10), [4]), {}), ((_x(1, 2, 7), [1]), {})],
     "avg_pool1d": lambda: [((_x(2, 3, 11), [3], [2]), {}), ((_x(1, 2, 9), [2], [1], [1]), {})],
+    "topk": lambda: [((_x(3, 5), 2), {}), ((_x(4, 6), 3, 0, False), {})],
+    "scatter.src": lambda: [((_x(3, 5), 1, _x(3, 2, dtype="int64", low=0, high=5), _x(3, 4)), {})],
+    "scatter.value": lambda: [((_x(3, 5), 0, _x(2, 5, dtype="int64", low=0, high=3), 1.5), {})],
+    "scatter_add": lambda: [((_x(3, 5), 0, _x(4, 5, dtype="int64", low=0, high=3), _x(4, 5)), {})],
+    "scatter_reduce.two": lambda: [
+        ((_x(3, 5), 0, _x(4, 5, dtype="int64", low=0, high=3), _x(4, 5), "sum"), {}),
+        (
+            (_x(3, 5), 1, _x(3, 4, dtype="int64", low=0, high=5), _x(3, 4), "amax"),
+            {"include_self": False},
+        ),
+    ],
+    "index_put": lambda: [
+        ((_x(4, 5), [_x(3, dtype="int64", low=-4, high=4)], _x(3, 5), True), {}),
+        (
+            (
+                _x(4, 5, 2),
+                [_x(6, dtype="int64", low=0, high=4), _x(6, dtype="int64", low=0, high=5)],
+                _x(6, 2),
+                True,
+            ),
+            {},
+        ),
+    ],
     "gather": lambda: [
         ((_x(3, 5), 1, _x(3, 4, dtype="int64", low=0, high=5)), {}),
         ((_x(4, 2, 3), 0, _x(2, 2, 3, dtype="int64", low=0, high=4)), {}),

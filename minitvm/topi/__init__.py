@@ -10,6 +10,8 @@ from .broadcast import *  # elementwise, broadcasting, cast, full, where
 from .layout import layout_transform
 from .linalg import batch_matmul, einsum, matmul
 from .reduction import argmax, argmin, max, mean, min, prod, std, sum, variance
+from .scatter import gather_nd, one_hot, scatter_elements, scatter_nd
+from .sorting import argsort, sort, topk
 from .transform import (
     concatenate,
     cumsum,
@@ -29,6 +31,7 @@ from .transform import (
 __all__ = [
     "argmax",
     "argmin",
+    "argsort",
     "batch_matmul",
     "concatenate",
     "cuda",
@@ -37,6 +40,7 @@ __all__ = [
     "expand_dims",
     "flatten",
     "flip",
+    "gather_nd",
     "image",
     "layout",
     "layout_transform",
@@ -47,10 +51,14 @@ __all__ = [
     "nn",
     "prod",
     "reference",
+    "one_hot",
     "repeat",
     "reshape",
     "split",
     "squeeze",
+    "scatter_elements",
+    "scatter_nd",
+    "sort",
     "std",
     "strided_slice",
     "sum",
@@ -59,6 +67,7 @@ __all__ = [
     "tile",
     "transpose",
     "utils",
+    "topk",
     "variance",
 ]
 __all__ += broadcast.__all__

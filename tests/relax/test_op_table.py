@@ -154,6 +154,18 @@ CASES: dict[str, Case] = {
     "strided_slice_neg": Case(lambda x: op.strided_slice(x, [1], [-1], [0], [-2]), [("n", 7)]),
     "take": Case(lambda x, i: op.take(x, i, axis=0), [(5, "n"), ("int32", (4,))]),
     # indices wrapped into the axis (out-of-range ones are a run-time error, tested elsewhere)
+    "sort": Case(lambda x: op.sort(x, 1, True), [("n", 6)]),
+    "argsort": Case(lambda x: op.argsort(x, 0), [("n", 5)]),
+    "topk": Case(lambda x: op.topk(x, 2, 1), [("n", 6)]),
+    "scatter_elements": Case(
+        lambda d, i, u: op.scatter_elements(d, i, u, 1, "add"),
+        [("n", 8), ("int32", ("n", 3)), ("n", 3)],
+    ),
+    "scatter_nd": Case(
+        lambda d, i, u: op.scatter_nd(d, i, u, "max"), [(8, 4), ("int32", ("n", 1)), ("n", 4)]
+    ),
+    "gather_nd": Case(lambda d, i: op.gather_nd(d, i), [(8, 7), ("int32", ("n", 2))]),
+    "one_hot": Case(lambda i: op.one_hot(i, 2.0, 0.5, 5), [("int32", ("n", 3))]),
     "gather_elements": Case(
         lambda x, i: op.gather_elements(x, op.floor_mod(i, relax.const(5, "int32")), axis=0),
         [(5, "n"), ("int32", (3, "n"))],

@@ -29,6 +29,8 @@ from .manipulate import (
 )
 from .nn import dense, linear
 from .statistical import argmax, argmin, cumsum, max, mean, min, prod, std, sum, variance
+from .scatter import gather_nd, one_hot, scatter_elements, scatter_nd
+from .sorting import argsort, sort, topk
 
 
 def relu(x):
@@ -44,6 +46,7 @@ def relu(x):
 # last: grad attaches a gradient rule to every op registered above
 from . import grad, grad_norm  # noqa: F401 - grad_norm: batch_norm's rule in both modes
 from .grad import erf
+from . import grad_indexing  # noqa: F401 - sort/scatter ops join the gradient tables
 
 __all__ = [
     "OP_TABLE",
@@ -53,6 +56,7 @@ __all__ = [
     "argmax",
     "argmin",
     "astype",
+    "argsort",
     "broadcast_to",
     "call_dps_packed",
     "call_inplace_packed",
@@ -71,6 +75,7 @@ __all__ = [
     "full",
     "gather_elements",
     "grad",
+    "gather_nd",
     "image",
     "layout_transform",
     "linear",
@@ -80,6 +85,7 @@ __all__ = [
     "min",
     "nn",
     "ones",
+    "one_hot",
     "permute_dims",
     "prod",
     "register_op",
@@ -87,6 +93,9 @@ __all__ = [
     "repeat",
     "reshape",
     "sparse_reshape",
+    "scatter_elements",
+    "scatter_nd",
+    "sort",
     "split",
     "squeeze",
     "std",
@@ -95,6 +104,7 @@ __all__ = [
     "take",
     "tile",
     "variance",
+    "topk",
     "zeros",
 ]
 __all__ += elementwise.__all__ + elementwise_math.__all__

@@ -723,6 +723,8 @@ NOT_DIFFERENTIABLE: dict[str, str] = _reasons(
         "reinterpret": "bit cast",
         "sparse_reshape": "shape computation on integer indices",
         "call_tir call_dps_packed": "opaque kernel call: differentiate the graph before legalizing",
+        "call_pure_packed call_inplace_packed call_py_func": "opaque call of a packed or Python "
+        "function",
     }
 )
 

@@ -55,6 +55,7 @@ from ._elementwise import (
     _where,
 )
 from ._grid_sample import _grid_sample
+from ._indexing import INDEXING_CONVERTERS
 from ._manipulate import (
     _arg_reduce,
     _concat,
@@ -268,6 +269,7 @@ CONVERTERS: dict[str, Callable] = {
     "If": convert_if,
     "Loop": convert_loop,
     "Scan": convert_scan,
+    **INDEXING_CONVERTERS,
 }
 
 # ops whose value at import time is not a function of their inputs' values alone (control flow

@@ -41,7 +41,7 @@ _CONVERTED_FROM_OPSET = 11
 _MAX_OPSET = 28
 _DEFAULT_DOMAINS = ("", "ai.onnx")
 # ops whose converter also implements versions older than opset 11's: op -> the oldest one
-_OLDER_VERSIONS_CONVERTED = {"If": 1, "Loop": 1, "Scan": 8}
+_OLDER_VERSIONS_CONVERTED = {"If": 1, "Loop": 1, "Scan": 8, "Scatter": 9, "TopK": 1}
 
 
 def _require_onnx() -> Any:

@@ -58,6 +58,7 @@ from ._elementwise import (
     _unary,
     _where,
 )
+from ._indexing import INDEXING
 from ._nn import (
     _adaptive_avg_pool,
     _addmm,
@@ -353,6 +354,7 @@ FUNCTIONS: dict[str, Callable] = {
     "elu": _elu,
     "triu": _triangle(np.triu),
     "gather": gather,
+    **INDEXING,
 }
 
 # Names whose torch.nn.functional argument order differs from aten's.
