@@ -166,6 +166,14 @@ CASES: dict[str, Case] = {
     ),
     "gather_nd": Case(lambda d, i: op.gather_nd(d, i), [(8, 7), ("int32", ("n", 2))]),
     "one_hot": Case(lambda i: op.one_hot(i, 2.0, 0.5, 5), [("int32", ("n", 3))]),
+    "nn.max_pool3d": Case(
+        lambda x: op.nn.max_pool3d(x, (2, 3, 2), (2, 1, 2), (1, 0, 1, 0, 1, 1), ceil_mode=True),
+        [("n", 2, 5, 6, 7)],
+    ),
+    "nn.avg_pool3d": Case(
+        lambda x: op.nn.avg_pool3d(x, 3, 2, 1, (1, 2, 1), count_include_pad=True),
+        [("n", 2, 7, 6, 9)],
+    ),
     "gather_elements": Case(
         lambda x, i: op.gather_elements(x, op.floor_mod(i, relax.const(5, "int32")), axis=0),
         [(5, "n"), ("int32", (3, "n"))],

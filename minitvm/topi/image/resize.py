@@ -1,4 +1,5 @@
-"""resize2d: nearest-neighbour and bilinear resampling of the H and W dims (NCHW or NHWC)."""
+"""resize2d: nearest-neighbour, bilinear and bicubic resampling of the H and W dims (NCHW or
+NHWC)."""
 
 from __future__ import annotations
 
@@ -38,11 +39,23 @@ ROUNDING_METHODS: dict[str, Callable[[Any], Any]] = {
     "ceil": tir_op.ceil,
 }
 
-METHODS = ("nearest_neighbor", "linear")
+METHODS = ("nearest_neighbor", "linear", "cubic")
 
 
 def _clamp(i: PrimExpr, size: PrimExpr) -> PrimExpr:
     return tir_op.max(tir_op.min(i, size - 1), make_const(i.dtype, 0))
+
+
+def _keys_cubic(d: PrimExpr, a: float, dtype: str) -> PrimExpr:
+    """Keys' cubic convolution kernel at signed distance d (0 beyond 2)."""
+    t = tir_op.abs(d)
+
+    def c(v: float) -> PrimExpr:
+        return make_const(dtype, v)
+
+    near = ((c(a + 2) * t - c(a + 3)) * t * t) + c(1)
+    far = ((c(a) * t - c(5 * a)) * t + c(8 * a)) * t - c(4 * a)
+    return tir_op.Select_(t <= c(1), near, tir_op.Select_(t < c(2), far, c(0)))
 
 
 def resize2d(
@@ -53,9 +66,13 @@ def resize2d(
     coordinate_transformation_mode: str = "half_pixel",
     rounding_method: str = "round",
     out_dtype: str | None = None,
+    cubic_alpha: float = -0.5,
+    cubic_exclude: int = 0,
 ) -> te.Tensor:
     """`data` resampled to H, W = `size`; coordinates in the data's float type (float32 for
-    float32 data, as torch and ONNX Runtime compute them), indices clamped to the input."""
+    float32 data, as torch and ONNX Runtime compute them), indices clamped to the input.
+    "cubic" weighs 4 x 4 taps by Keys' kernel with `cubic_alpha`; `cubic_exclude` gives taps
+    outside the input weight 0 and renormalises the rest."""
     if layout not in ("NCHW", "NHWC"):
         raise TEError(f"topi.image.resize2d: layout {layout!r} is not one of 'NCHW', 'NHWC'")
     if method not in METHODS or coordinate_transformation_mode not in COORDINATE_MODES:
@@ -108,5 +125,33 @@ def resize2d(
 
         return tir_cast(out_dtype, row(ys[0]) * (one - wy) + row(ys[1]) * wy)
 
-    body = nearest if method == "nearest_neighbor" else bilinear
+    def cubic_weights(t: PrimExpr, pos: PrimExpr, n: Any) -> list:
+        """Weights of taps pos-1 .. pos+2 at fraction t, zeroed outside [0, n) if excluded."""
+        ws = [_keys_cubic(t + make_const(fdtype, 1 - k), cubic_alpha, fdtype) for k in range(4)]
+        if not cubic_exclude:
+            return ws
+        zero = make_const(fdtype, 0)
+        ws = [
+            tir_op.Select_(tir_op.all(pos + (k - 1) >= 0, pos + (k - 1) < n), w, zero)
+            for k, w in enumerate(ws)
+        ]
+        total = ws[0] + ws[1] + ws[2] + ws[3]
+        return [w / total for w in ws]
+
+    def bicubic(*idx: Any) -> PrimExpr:
+        sy, sx = source(idx[ha], in_h, size[0]), source(idx[wa], in_w, size[1])
+        fy, fx = tir_op.floor(sy), tir_op.floor(sx)
+        y0, x0 = tir_cast("int64", fy), tir_cast("int64", fx)
+        wys, wxs = cubic_weights(sy - fy, y0, in_h), cubic_weights(sx - fx, x0, in_w)
+        total = None
+        for ky, wy in enumerate(wys):
+            yk = _clamp(y0 + (ky - 1), in_h)
+            row = None
+            for kx, wx in enumerate(wxs):
+                term = fl(read(idx, yk, _clamp(x0 + (kx - 1), in_w))) * wx
+                row = term if row is None else row + term
+            total = row * wy if total is None else total + row * wy
+        return tir_cast(out_dtype, total)
+
+    body = {"nearest_neighbor": nearest, "linear": bilinear, "cubic": bicubic}[method]
     return te.compute(tuple(out_shape), body, name="T_resize2d", tag="injective")

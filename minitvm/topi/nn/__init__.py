@@ -14,6 +14,7 @@ from .dense import dense, flatten, matmul
 from .elemwise import gelu, gelu_tanh, leaky_relu, relu, silu, softplus
 from .norm import batch_norm, group_norm, layer_norm
 from .pad import mirror_pad, pad
+from .pool3d import pool3d
 from .pooling import adaptive_pool, adaptive_pool1d, adaptive_pool2d, global_pool, pool1d, pool2d
 from .softmax import log_softmax, softmax
 
@@ -45,6 +46,7 @@ __all__ = [
     "pad",
     "pool1d",
     "pool2d",
+    "pool3d",
     "relu",
     "silu",
     "softmax",

@@ -232,23 +232,23 @@ X = {"x": ((1, 2, 4, 4), "float32")}
         ),
         (
             _single(
-                helper.make_node("Resize", ["x", "", "s"], ["y"], name="up", mode="cubic"),
+                helper.make_node("Resize", ["x", "", "s"], ["y"], name="up", mode="bicubic"),
                 X,
                 13,
                 {"s": np.array([1, 1, 2, 2], "float32")},
             ),
             OpAttributeUnImplemented,
-            r"node 'up' \(Resize\): attribute mode='cubic' is not supported; supported: \['linear', 'nearest'\]",
+            r"node 'up' \(Resize\): attribute mode='bicubic' is not supported; supported: \['nearest', 'linear', 'cubic'\]",
         ),
         (
             _single(
                 helper.make_node("Resize", ["x", "", "s"], ["y"], name="up", mode="linear"),
                 {"x": ((1, 2, 3, 3), "float32")},
                 13,
-                {"s": np.array([1, 1, 1.5, 1.5], "float32")},
+                {"s": np.array([2, 2], "float32")},
             ),
-            OpAttributeUnImplemented,
-            r"Resize scale 1.5 on a dim of size 3 gives no whole output size; use sizes",
+            OpAttributeInvalid,
+            r"Resize scales \[2.0, 2.0\] must hold one value per resized axis \(4\)",
         ),
         (
             _single(helper.make_node("Reshape", ["x", "x"], ["y"], name="rs"), X),

@@ -83,6 +83,8 @@ def _pow(ctx, inputs, attrs):
     exponent = inputs[1]
     if isinstance(exponent, np.ndarray) and exponent.size == 1 and float(exponent) == 2.0:
         return ctx.emit(R.multiply(base, base))
+    if not _dtype(base).startswith(("float", "bfloat")):
+        return _int_pow(ctx, base, ctx.expr(exponent))
     return ctx.emit(
         R.power(
             base,
@@ -91,6 +93,18 @@ def _pow(ctx, inputs, attrs):
             else ctx.emit(R.astype(exponent, _dtype(base))),
         )
     )
+
+
+def _int_pow(ctx, base: Expr, exponent: Expr) -> Expr:
+    """Pow of integer data: in float64, then back to the base's type, as ONNX's reference; an
+    integer exponent's result is rounded first (libm's pow may miss an exact integer by an ulp),
+    a float exponent's truncated, as numpy's cast does."""
+    wide = ctx.emit(
+        R.power(ctx.emit(R.astype(base, "float64")), ctx.emit(R.astype(exponent, "float64")))
+    )
+    if not _dtype(exponent).startswith(("float", "bfloat")):
+        wide = ctx.emit(R.round(wide))
+    return ctx.emit(R.astype(wide, _dtype(base)))
 
 
 def _mod(ctx, inputs, attrs):

@@ -1,4 +1,4 @@
-"""Neural-network ONNX converters: convolutions, Gemm/MatMul, normalizations, pooling, Resize."""
+"""Neural-network ONNX converters: convolutions, Gemm/MatMul, normalizations, pooling."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ....error import OpAttributeInvalid, OpAttributeRequired, OpAttributeUnImplemented
+from ....error import OpAttributeInvalid, OpAttributeUnImplemented
 from ....tir.expr import PrimExpr
 from ... import op as R
 from ...expr import Expr, TupleGetItem
@@ -221,12 +221,10 @@ def _match_inner_dims(ctx, a: Expr, b: Expr) -> tuple[Expr, Expr]:
 
 
 def _batch_norm(ctx, inputs, attrs):
-    if attrs.get("training_mode", 0):
-        raise OpAttributeUnImplemented(
-            "BatchNormalization with training_mode=1; export in eval mode"
-        )
     x = ctx.expr(inputs[0])
     gamma, beta, mean, var = (_tensor(ctx, v, x) for v in inputs[1:5])
+    if attrs.get("training_mode", 0):
+        return _batch_norm_training(ctx, x, gamma, beta, mean, var, attrs)
     out = ctx.emit(
         R.nn.batch_norm(
             x,
@@ -240,6 +238,38 @@ def _batch_norm(ctx, inputs, attrs):
         )
     )
     return ctx.emit(TupleGetItem(out, 0))
+
+
+def _batch_norm_training(ctx, x, gamma, beta, mean, var, attrs) -> list:
+    """training_mode=1 (opset 14+): normalised by the batch's statistics (biased variance);
+    the running statistics come out as `running * momentum + batch * (1 - momentum)`."""
+    if ctx.opset < 14:
+        raise OpAttributeUnImplemented(
+            f"BatchNormalization training_mode=1 at opset {ctx.opset} (before 14 its outputs "
+            "differ); export at opset 14 or later"
+        )
+    axes = [a for a in range(_ndim(x)) if a != 1]
+    eps, momentum = float(attrs.get("epsilon", 1e-5)), float(attrs.get("momentum", 0.9))
+    batch_mean = ctx.emit(R.mean(x, axes))
+    batch_var = ctx.emit(R.variance(x, axes))
+    per_channel = (-1,) + (1,) * (_ndim(x) - 2)
+
+    def channel(v: Expr) -> Expr:
+        return ctx.emit(R.reshape(v, per_channel))
+
+    inv = ctx.emit(R.rsqrt(ctx.emit(R.add(batch_var, _const_like(ctx, x, eps)))))
+    scale = ctx.emit(R.multiply(channel(gamma), channel(inv)))
+    y = ctx.emit(R.multiply(ctx.emit(R.subtract(x, channel(batch_mean))), scale))
+    y = ctx.emit(R.add(y, channel(beta)))
+
+    def running(old: Expr, batch: Expr) -> Expr:
+        kept = ctx.emit(R.multiply(old, _const_like(ctx, old, momentum)))
+        new = ctx.emit(R.multiply(batch, _const_like(ctx, batch, 1.0 - momentum)))
+        return ctx.emit(R.add(kept, new))
+
+    if len(ctx.node.output) < 2:
+        return y
+    return [y, running(mean, batch_mean), running(var, batch_var)][: len(ctx.node.output)]
 
 
 def _instance_norm(ctx, inputs, attrs):
@@ -279,8 +309,10 @@ def _pool(kind: str) -> Callable:
     def convert(ctx, inputs, attrs):
         x = ctx.expr(inputs[0])
         nd = _ndim(x) - 2
-        if nd not in (1, 2):
-            raise OpAttributeUnImplemented(f"{nd}-d pooling is not supported (only 1-d and 2-d)")
+        if nd not in (1, 2, 3):
+            raise OpAttributeUnImplemented(
+                f"{nd}-d pooling is not supported (only 1-d, 2-d and 3-d)"
+            )
         _required(attrs, "kernel_shape")
         kernel = _positive_ints(attrs, "kernel_shape", [], nd)
         strides = _positive_ints(attrs, "strides", [1] * nd, nd)
@@ -296,18 +328,34 @@ def _pool(kind: str) -> Callable:
         if kind == "max":
             if int(attrs.get("storage_order", 0)):
                 _unsupported("storage_order", attrs["storage_order"], [0])
-            pool = R.nn.max_pool1d if nd == 1 else R.nn.max_pool2d
+            pool = (R.nn.max_pool1d, R.nn.max_pool2d, R.nn.max_pool3d)[nd - 1]
             return ctx.emit(pool(x, kernel, strides, pads, dilations, ceil))
         include = bool(attrs.get("count_include_pad", 0))
         if kind == "lp":  # (sum of |x|^p over the window)^(1/p): a mean counting the padding
             return _lp_pool(
                 ctx, x, int(attrs.get("p", 2)), (kernel, strides, pads, dilations, ceil)
             )
-        if nd == 1:
-            return ctx.emit(R.nn.avg_pool1d(x, kernel, strides, pads, dilations, ceil, include))
-        return ctx.emit(R.nn.avg_pool2d(x, kernel, strides, pads, dilations, ceil, include))
+        if include and nd < 3 and any(d > 1 for d in dilations):
+            # pool1d/pool2d count a dilated window's extent with count_include_pad; ONNX
+            # counts its taps inside the padded input, as pool3d does: pool a depth-1 volume
+            return _as_volume(ctx, x, nd, kernel, strides, pads, dilations, ceil)
+        pool = (R.nn.avg_pool1d, R.nn.avg_pool2d, R.nn.avg_pool3d)[nd - 1]
+        return ctx.emit(pool(x, kernel, strides, pads, dilations, ceil, include))
 
     return convert
+
+
+def _as_volume(ctx, x: Expr, nd: int, kernel, strides, pads, dilations, ceil) -> Expr:
+    """avg_pool3d (count_include_pad) of x with unit axes added in front of its spatial axes."""
+    lead = 3 - nd
+    axes = list(range(2, 2 + lead))
+    ones, zeros = [1] * lead, [0] * lead
+    vol = ctx.emit(R.reshape(x, (*shape_of(x)[:2], *ones, *shape_of(x)[2:])))
+    pads3 = zeros + pads[:nd] + zeros + pads[nd:]
+    y = ctx.emit(
+        R.nn.avg_pool3d(vol, ones + kernel, ones + strides, pads3, ones + dilations, ceil, True)
+    )
+    return ctx.emit(R.squeeze(y, axes))
 
 
 def _lp_pool(ctx, x: Expr, p: int, window: tuple) -> Expr:
@@ -317,7 +365,7 @@ def _lp_pool(ctx, x: Expr, p: int, window: tuple) -> Expr:
         # ONNX's own reference scales dilated windows by the dilated extent, not the taps
         # (onnx 1.23); rather than pick one of the two answers, the case is declined
         _unsupported("dilations", window[3], "all 1 for LpPool")
-    pool = R.nn.avg_pool1d if _ndim(x) == 3 else R.nn.avg_pool2d
+    pool = (R.nn.avg_pool1d, R.nn.avg_pool2d, R.nn.avg_pool3d)[_ndim(x) - 3]
     powered = (
         ctx.emit(R.abs(x))
         if p == 1
@@ -351,74 +399,3 @@ def _softmax(relax_op: Callable) -> Callable:
         return ctx.emit(R.reshape(ctx.emit(relax_op(flat, 1)), shape))
 
     return convert
-
-
-# ----------------------------------------------------------------------------- resize
-
-_RESIZE_MODES = {"nearest": "nearest_neighbor", "linear": "linear"}
-_NEAREST_ROUNDING = {
-    "round_prefer_floor": "round_prefer_floor",
-    "round_prefer_ceil": "round_prefer_ceil",
-    "floor": "floor",
-    "ceil": "ceil",
-}
-_COORD_MODES = (
-    "half_pixel",
-    "align_corners",
-    "asymmetric",
-    "pytorch_half_pixel",
-    "tf_half_pixel_for_nn",
-)
-
-
-def _resize(ctx, inputs, attrs):
-    x = ctx.expr(inputs[0])
-    if _ndim(x) != 4:
-        raise OpAttributeUnImplemented(f"Resize of a rank-{_ndim(x)} tensor (only NCHW, rank 4)")
-    mode = attrs.get("mode", "nearest")
-    coord = attrs.get("coordinate_transformation_mode", "half_pixel")
-    rounding = attrs.get("nearest_mode", "round_prefer_floor")
-    if mode not in _RESIZE_MODES:
-        _unsupported("mode", mode, sorted(_RESIZE_MODES))
-    if coord not in _COORD_MODES:
-        _unsupported("coordinate_transformation_mode", coord, list(_COORD_MODES))
-    if rounding not in _NEAREST_ROUNDING:
-        _unsupported("nearest_mode", rounding, sorted(_NEAREST_ROUNDING))
-    for name in ("antialias", "exclude_outside"):
-        if attrs.get(name, 0):
-            _unsupported(name, attrs[name], [0])
-    if "axes" in attrs or attrs.get("keep_aspect_ratio_policy", "stretch") != "stretch":
-        raise OpAttributeUnImplemented("Resize with axes or keep_aspect_ratio_policy (opset 18)")
-    in_hw = shape_of(x)[2:]
-    scales = inputs[2] if len(inputs) > 2 else None
-    sizes = inputs[3] if len(inputs) > 3 else None
-    if sizes is not None and np.asarray(ctx.known(sizes, "sizes")).size:
-        out_hw = ctx.ints(sizes, "sizes")[2:]
-    elif scales is not None:
-        scale = np.asarray(ctx.known(scales, "scales"), "float64")
-        if scale.size != 4 or scale[0] != 1 or scale[1] != 1:
-            raise OpAttributeUnImplemented(
-                f"Resize scales {scale.tolist()}: only H and W may scale"
-            )
-        out_hw = []
-        for dim, s in zip(in_hw, scale[2:]):
-            if isinstance(dim, PrimExpr) or dim * s != int(dim * s):
-                # ORT maps coordinates with the scale, the kernel with out/in; only equal when exact
-                raise OpAttributeUnImplemented(
-                    f"Resize scale {s} on a dim of size {dim} gives no whole output size; use sizes"
-                )
-            out_hw.append(int(dim * s))
-    else:
-        raise OpAttributeRequired("Resize needs scales or sizes")
-    rounding = _NEAREST_ROUNDING[rounding] if mode == "nearest" else "round"
-    return ctx.emit(
-        R.image.resize2d(
-            x,
-            tuple(out_hw),
-            layout="NCHW",
-            method=_RESIZE_MODES[mode],
-            coordinate_transformation_mode=coord,
-            rounding_method=rounding,
-            extrapolation_value=float(attrs.get("extrapolation_value", 0.0)),
-        )
-    )

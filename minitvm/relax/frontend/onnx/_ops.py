@@ -97,7 +97,6 @@ from ._nn import (
     _layer_norm,
     _matmul,
     _pool,
-    _resize,
     _softmax,
 )
 from ._quantize import (
@@ -109,6 +108,7 @@ from ._quantize import (
     _quantize_linear,
 )
 from ._recurrent import _recurrent
+from ._resize import _resize
 from ._unroll import convert_loop, convert_scan
 
 # ----------------------------------------------------------------------------- the table

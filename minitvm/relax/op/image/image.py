@@ -1,8 +1,10 @@
-"""`relax.op.image.resize2d`: nearest-neighbour and bilinear resize of H and W."""
+"""`relax.op.image.resize2d`: nearest-neighbour, bilinear and bicubic resize of H and W."""
 
 from __future__ import annotations
 
 from typing import Any
+
+import numpy as np
 
 from ....error import DTypeError, ShapeError
 from ....ir.dtype import DataType
@@ -20,7 +22,7 @@ def _infer_resize2d(call: Call) -> StructInfo:
     a = call.attrs
     I.require_ndim(call, x, "data", (4,), f" (layout {a['layout']})")
     dtype = a["out_dtype"] or x.dtype
-    if a["method"] == "linear":
+    if a["method"] in ("linear", "cubic"):
         I.require_float(call, x, "data")
     size = I.shape_arg(call, 1, "size")
     if x.shape is None or size is None:
@@ -33,15 +35,61 @@ def _infer_resize2d(call: Call) -> StructInfo:
 def _te_resize2d(data, size, roi, layout, method, coordinate_transformation_mode,
                  rounding_method, cubic_alpha, cubic_exclude, extrapolation_value, out_dtype):  # fmt: skip
     return topi_resize.resize2d(
-        data, size, layout, method, coordinate_transformation_mode, rounding_method, out_dtype
-    )
+        data, size, layout, method, coordinate_transformation_mode, rounding_method, out_dtype,
+        cubic_alpha, cubic_exclude,
+    )  # fmt: skip
 
 
 def _np_resize2d(data, size, roi, layout, method, coordinate_transformation_mode,
                  rounding_method, cubic_alpha, cubic_exclude, extrapolation_value, out_dtype):  # fmt: skip
+    if method == "cubic":
+        return _np_bicubic(
+            data,
+            size,
+            layout,
+            coordinate_transformation_mode,
+            cubic_alpha,
+            cubic_exclude,
+            out_dtype,
+        )
     return ref.resize2d(
         data, size, layout, method, coordinate_transformation_mode, rounding_method, out_dtype
     )
+
+
+def _np_keys(t: np.ndarray, a: float) -> np.ndarray:
+    t = np.abs(t)
+    near = ((a + 2) * t - (a + 3)) * t * t + 1
+    far = ((a * t - 5 * a) * t + 8 * a) * t - 4 * a
+    return np.where(t <= 1, near, np.where(t < 2, far, 0.0))
+
+
+def _np_bicubic(data, size, layout, mode, alpha, exclude, out_dtype):
+    """Bicubic resize in float64: per axis a [out, in] matrix of Keys weights (taps clamped
+    into the input, or dropped and renormalised with `exclude`)."""
+    x = data if layout == "NCHW" else data.transpose(0, 3, 1, 2)
+    fdt = x.dtype if x.dtype.kind == "f" else np.dtype("float32")
+
+    def matrix(n_in: int, n_out: int) -> np.ndarray:
+        pos = np.arange(n_out).astype(fdt)
+        src = np.asarray(
+            ref._COORDINATE_MODES[mode](pos, fdt.type(n_in), fdt.type(n_out)), np.float64
+        )
+        base = np.floor(src)
+        m = np.zeros((n_out, n_in))
+        for k in range(-1, 3):
+            tap = base + k
+            w = _np_keys(src - tap, alpha)
+            if exclude:
+                w = np.where((tap < 0) | (tap >= n_in), 0.0, w)
+            np.add.at(m, (np.arange(n_out), np.clip(tap, 0, n_in - 1).astype(int)), w)
+        return m / m.sum(axis=1, keepdims=True) if exclude else m
+
+    _, _, h, w = x.shape
+    oh, ow = (int(v) for v in size)
+    out = np.einsum("oh,nchw,pw->ncop", matrix(h, oh), x.astype(np.float64), matrix(w, ow))
+    out = out if layout == "NCHW" else out.transpose(0, 2, 3, 1)
+    return np.ascontiguousarray(out).astype(out_dtype or data.dtype)
 
 
 _resize2d = register_op(

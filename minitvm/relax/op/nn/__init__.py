@@ -26,6 +26,7 @@ from .nn import (
 )
 from .pad import pad
 from .pool1d import adaptive_avg_pool1d, avg_pool1d, max_pool1d
+from .pool3d import avg_pool3d, max_pool3d
 
 __all__ = [
     "adaptive_avg_pool1d",
@@ -33,6 +34,7 @@ __all__ = [
     "attention",
     "avg_pool1d",
     "avg_pool2d",
+    "avg_pool3d",
     "batch_norm",
     "conv1d",
     "conv2d",
@@ -49,6 +51,7 @@ __all__ = [
     "log_softmax",
     "max_pool1d",
     "max_pool2d",
+    "max_pool3d",
     "nll_loss",
     "pad",
     "relu",
