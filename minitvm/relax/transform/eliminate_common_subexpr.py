@@ -19,7 +19,10 @@ from ..expr import (
 from ..functor import ExprMutator
 from ._util import map_functions
 
-_IMPURE = ("relax.call_dps_packed", "relax.call_inplace_packed")  # may have side effects: never merged
+_IMPURE = (
+    "relax.call_dps_packed",
+    "relax.call_inplace_packed",
+)  # may have side effects: never merged
 
 
 class _CSE(ExprMutator):
