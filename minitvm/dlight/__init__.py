@@ -8,7 +8,15 @@ with tvm.target.Target("opencl"):
     mod = dl.ApplyDefaultSchedule(dl.gpu.Matmul(), dl.gpu.Fallback())(mod)
 """
 
-from . import cpu, gpu
+from . import analysis, cpu, gpu
 from .base import IS_SCHEDULED, ApplyDefaultSchedule, ScheduleRule, is_scheduled
 
-__all__ = ["IS_SCHEDULED", "ApplyDefaultSchedule", "ScheduleRule", "cpu", "gpu", "is_scheduled"]
+__all__ = [
+    "IS_SCHEDULED",
+    "ApplyDefaultSchedule",
+    "ScheduleRule",
+    "analysis",
+    "cpu",
+    "gpu",
+    "is_scheduled",
+]

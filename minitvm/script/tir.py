@@ -576,3 +576,10 @@ __all__ = [
 ]
 __all__ += ["target"]
 __all__ += _DTYPE_NAMES + _INTRINSIC_NAMES + _BUILTIN_NAMES  # noqa: PLE0605
+
+# TVM 0.24 renamed the block-level builders to `sblock_*` ("schedulable block"). minitvm's
+# `T.alloc_buffer` already allocates in the enclosing block (or the function root), which is what
+# 0.24's `T.sblock_alloc_buffer` does, so each new name is the same object as the old one.
+sblock_alloc_buffer = alloc_buffer
+sblock_attr = block_attr
+__all__ += ["sblock_alloc_buffer", "sblock_attr"]

@@ -12,8 +12,11 @@ from .default import DEFAULT_RULES, default_gpu_schedule, default_gpu_schedule_f
 from .fallback import Fallback
 from .gemv import GEMV
 from .general_reduction import GeneralReduction
+from .low_batch_gemv import LowBatchGEMV
 from .matmul import Matmul
 from .reduction import Reduction
+from .rmsnorm import RMSNorm
+from .transpose import Transpose
 
 __all__ = [
     "DEFAULT_RULES",
@@ -21,8 +24,11 @@ __all__ = [
     "Fallback",
     "GPUScheduleRule",
     "GeneralReduction",
+    "LowBatchGEMV",
     "Matmul",
+    "RMSNorm",
     "Reduction",
+    "Transpose",
     "default_gpu_schedule",
     "default_gpu_schedule_func",
 ]

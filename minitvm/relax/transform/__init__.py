@@ -167,6 +167,10 @@ __all__ += [
     "ApplyCurrentDatabase", "DefaultGPUSchedule", "MetaScheduleApplyDatabase", "default_gpu_schedule"
 ]  # fmt: skip
 
+from .meta_schedule import MetaScheduleTuneTIR
+
+__all__ += ["MetaScheduleTuneTIR"]
+
 from ...ir._public_names import keep_public_functions
 
 # relax.transform.legalize_ops etc. stay functions when their submodule is imported again under

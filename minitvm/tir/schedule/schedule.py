@@ -299,6 +299,8 @@ class Schedule(_SamplingMethods, _BlockLayoutPrimitives):
         self._record_call("get_block", name, fname, outputs=(rv,))
         return rv
 
+    get_sblock = get_block  # TVM 0.24's name (blocks became "schedulable blocks", SBlock)
+
     def get_loops(self, block: BlockRV) -> list[LoopRV]:
         fname, _, _, path = self._block(block)
         out = [self._new_loop(fname, f.loop_var) for f in loops_above(path)]
@@ -544,4 +546,6 @@ class Schedule(_SamplingMethods, _BlockLayoutPrimitives):
         return self._with_new_block("rfactor", fname, func, name, loop, factor_axis)
 
 
-__all__ = ["BlockRV", "LoopRV", "Schedule", "ScheduleError", "Trace"]
+SBlockRV = BlockRV  # TVM 0.24's name of the block handle: the same class
+
+__all__ = ["BlockRV", "LoopRV", "SBlockRV", "Schedule", "ScheduleError", "Trace"]
