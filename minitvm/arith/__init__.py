@@ -20,3 +20,28 @@ __all__ = [
     "narrow_predicate_expression",
     "simplify",
 ]
+
+# TVM's iterator-map analysis (tvm.arith.detect_iter_map and its node classes)
+from .iter_map import (
+    IterMapExpr,
+    IterMapLevel,
+    IterMapResult,
+    IterMark,
+    IterSplitExpr,
+    IterSumExpr,
+    detect_iter_map,
+    iter_map_simplify,
+    normalize_iter_map_to_expr,
+)
+
+__all__ += [
+    "IterMapExpr",
+    "IterMapLevel",
+    "IterMapResult",
+    "IterMark",
+    "IterSplitExpr",
+    "IterSumExpr",
+    "detect_iter_map",
+    "iter_map_simplify",
+    "normalize_iter_map_to_expr",
+]

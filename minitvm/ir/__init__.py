@@ -2,6 +2,7 @@
 
 from .. import _lazy
 from . import (
+    diagnostics,  # tvm.ir.diagnostics (override_renderer: parse errors as Diagnostics)
     instrument,  # tvm.ir.instrument (TVM 0.9+ spelling of tvm.instrument)
     transform,
 )
@@ -11,6 +12,7 @@ from .module import BaseFunc, GlobalVar, IRModule
 from .node import FrozenDict, Node, node
 from .op import Op
 from .structural import assert_structural_equal, structural_equal, structural_hash
+from .vdevice import VDevice
 
 __all__ = [
     "BaseFunc",
@@ -20,7 +22,9 @@ __all__ = [
     "IRModule",
     "Node",
     "Op",
+    "VDevice",
     "assert_structural_equal",
+    "diagnostics",
     "instrument",
     "load_json",
     "node",

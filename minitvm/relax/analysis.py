@@ -330,3 +330,35 @@ __all__ = [
     "well_formed",
     "well_formed_errors",
 ]
+
+from .compile_time import computable_at_compile_time
+
+__all__ += ["computable_at_compile_time"]
+
+from .analysis_vars import (
+    all_global_vars,
+    all_vars,
+    bound_vars,
+    defined_symbolic_vars,
+    detect_recursion,
+    free_symbolic_vars,
+    free_vars,
+    name_to_binding,
+    udchain,
+)
+
+__all__ += [
+    "all_global_vars",
+    "all_vars",
+    "bound_vars",
+    "defined_symbolic_vars",
+    "detect_recursion",
+    "free_symbolic_vars",
+    "free_vars",
+    "name_to_binding",
+    "udchain",
+]
+
+from .reshape_pattern import has_reshape_pattern
+
+__all__ += ["has_reshape_pattern"]

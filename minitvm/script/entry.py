@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..error import ParseError
+from ..ir.diagnostics import report_error
 from ..ir.module import GlobalVar, IRModule
 from ..tir.function import PrimFunc
 from ..tir.functor import allows_deep_recursion
@@ -228,7 +229,11 @@ def from_source(
     `from_source(func.script())` is structurally equal to `func`. With `check_well_formed`
     (the default, as in TVM) the result must pass the well-formedness checks of its IR.
     """
-    parsed = _from_source(text, filename)
+    try:
+        parsed = _from_source(text, filename)
+    except TVMScriptError as err:  # tvm.ir.diagnostics.override_renderer sees it first
+        report_error(err.msg, err.filename, err.lineno, err.col + 1)
+        raise
     return verify_parsed(parsed, filename) if check_well_formed else parsed
 
 

@@ -344,6 +344,16 @@ class TIRParser(_Binder, _ExprEvaluator):
         return _Wrap(lambda rest: AssertStmt(as_expr(cond), str(msg), rest))
 
     def stmt_expr(self, node: ast.Expr) -> Stmt | _Wrap | None:
+        # a T.macro call pastes the macro's body here (only a name or attribute is looked up
+        # twice: evaluating it has no effect)
+        if isinstance(node.value, ast.Call) and isinstance(
+            node.value.func, ast.Name | ast.Attribute
+        ):
+            from .tir_macro import TIRMacro, expand_macro
+
+            callee = self.eval(node.value.func)
+            if isinstance(callee, TIRMacro):
+                return expand_macro(self, node.value, callee)
         value = self.eval(node.value)
         if isinstance(value, BlockHeader):
             self.header(node, value)
@@ -414,6 +424,14 @@ class TIRParser(_Binder, _ExprEvaluator):
         value = self.eval(node.value)
         if isinstance(target, ast.Subscript):
             return self.store(target, value, node)
+        if _is_meta_var_call(self, node.value):  # `N, M = T.meta_var(...)`: Python names, no let
+            names = target.elts if isinstance(target, ast.Tuple | ast.List) else [target]
+            values = value if isinstance(target, ast.Tuple | ast.List) else [value]
+            if not all(isinstance(t, ast.Name) for t in names) or len(values) != len(names):
+                raise self.error(node, f"cannot unpack T.meta_var(...) into {len(names)} names")
+            for t, v in zip(names, values):
+                self.define(t.id, v)
+            return None
         if isinstance(target, ast.Tuple | ast.List):
             names = target.elts
             if isinstance(value, RemapSpec):
@@ -425,6 +443,14 @@ class TIRParser(_Binder, _ExprEvaluator):
                 raise self.error(node, "let bindings and allocations need one name per statement")
             return None
         return self.bind(target, value, node)
+
+
+def _is_meta_var_call(parser: TIRParser, node: ast.expr) -> bool:
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name | ast.Attribute)
+        and parser.eval(node.func) is T.meta_var
+    )
 
 
 def _loop_range(spec: LoopSpec) -> tuple[PrimExpr, PrimExpr]:

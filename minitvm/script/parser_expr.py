@@ -156,10 +156,20 @@ class _ExprEvaluator:
         return slice(*parts)
 
     def expr_tuple(self, node: ast.Tuple) -> tuple:
-        return tuple(self.eval(e) for e in node.elts)
+        return tuple(self.elements(node.elts))
 
     def expr_list(self, node: ast.List) -> list:
-        return [self.eval(e) for e in node.elts]
+        return self.elements(node.elts)
+
+    def elements(self, elts: list[ast.expr]) -> list:
+        """Items of a tuple or list display; `*xs` spreads a Python sequence, as in Python."""
+        out: list = []
+        for e in elts:
+            if isinstance(e, ast.Starred):
+                out.extend(self.eval(e.value))
+            else:
+                out.append(self.eval(e))
+        return out
 
     def expr_dict(self, node: ast.Dict) -> dict:
         if any(k is None for k in node.keys):

@@ -577,6 +577,18 @@ __all__ = [
 __all__ += ["target"]
 __all__ += _DTYPE_NAMES + _INTRINSIC_NAMES + _BUILTIN_NAMES  # noqa: PLE0605
 
+from .tir_macro import macro  # T.macro: a TVMScript body pasted where it is called
+
+__all__ += ["macro"]
+
+
+def ptr(dtype: Any, storage_scope: str = "global", is_size_var: bool = False) -> Any:
+    """`T.ptr("float32")`: TVM's spelling of `T.handle("float32")` for a pointer parameter."""
+    return _types.handle(dtype, storage_scope, is_size_var=is_size_var)
+
+
+__all__ += ["ptr"]
+
 # TVM 0.24 renamed the block-level builders to `sblock_*` ("schedulable block"). minitvm's
 # `T.alloc_buffer` already allocates in the enclosing block (or the function root), which is what
 # 0.24's `T.sblock_alloc_buffer` does, so each new name is the same object as the old one.

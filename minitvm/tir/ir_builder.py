@@ -132,6 +132,14 @@ class IRBuilder:
             raise MiniTVMError(f"ir_builder.buffer_ptr: expected a tir.Buffer, got {buf!r}")
         return BufferVar(self, buf)
 
+    def pointer(self, content_type: str, name: str = "ptr", scope: str = "") -> BufferVar:
+        """A new pointer variable (`p.data`) indexed as a flat array of `content_type`
+        elements: `p[i]` loads, `p[i] = v` stores (TVM's `ib.pointer`)."""
+        from .buffer import decl_buffer
+
+        buf = decl_buffer((1,), content_type, name=name, scope=scope or "global")
+        return BufferVar(self, buf)
+
     def get(self) -> Stmt:
         """The statement built so far."""
         if len(self._stack) != 1:

@@ -5,7 +5,7 @@ returns te Tensors, ready for `te.create_prim_func`. `topi.reference` holds the 
 reference of every operator.
 """
 
-from . import broadcast, cuda, image, layout, nn, reference, tag, utils
+from . import broadcast, cuda, generic, image, layout, nn, reference, tag, utils
 from .broadcast import *  # elementwise, broadcasting, cast, full, where
 from .layout import layout_transform
 from .linalg import batch_matmul, einsum, matmul
@@ -41,6 +41,7 @@ __all__ = [
     "flatten",
     "flip",
     "gather_nd",
+    "generic",
     "image",
     "layout",
     "layout_transform",
@@ -49,25 +50,25 @@ __all__ = [
     "mean",
     "min",
     "nn",
+    "one_hot",
     "prod",
     "reference",
-    "one_hot",
     "repeat",
     "reshape",
-    "split",
-    "squeeze",
     "scatter_elements",
     "scatter_nd",
     "sort",
+    "split",
+    "squeeze",
     "std",
     "strided_slice",
     "sum",
     "tag",
     "take",
     "tile",
+    "topk",
     "transpose",
     "utils",
-    "topk",
     "variance",
 ]
 __all__ += broadcast.__all__

@@ -9,6 +9,7 @@ from .conv import (
     conv2d_nhwc,
     depthwise_conv2d_NCHWc,
 )
+from .conv2d_hwcn import conv2d_hwcn
 from .conv_ext import conv1d_ncw, conv2d_transpose_nchw
 from .dense import dense, flatten, matmul
 from .elemwise import gelu, gelu_tanh, leaky_relu, relu, silu, softplus
@@ -27,6 +28,7 @@ __all__ = [
     "conv1d_ncw",
     "conv2d",
     "conv2d_NCHWc",
+    "conv2d_hwcn",
     "conv2d_layout",
     "conv2d_nchw",
     "conv2d_nhwc",
