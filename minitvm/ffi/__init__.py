@@ -25,6 +25,7 @@ _TABLE = {
     "load_module": "minitvm.runtime:load_module",
     "Object": "minitvm.ir:Node",
     "Array": "minitvm.container:Array",
+    "Shape": "minitvm.runtime.shape_tuple:ShapeTuple",
     "List": "minitvm.container:Array",
     "Map": "minitvm.container:Map",
     "Dict": "minitvm.container:Map",

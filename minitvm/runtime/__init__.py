@@ -18,6 +18,7 @@ from .ndarray import array as tensor  # TVM 0.20+: tvm.runtime.tensor(np_array, 
 from .packed_func import PackedFunc
 from .registry import get_global_func, list_global_func_names, register_func, remove_global_func
 from .registry import register_func as register_global_func  # TVM 0.20+ name
+from .shape_tuple import ShapeTuple
 from .threadpool import num_threads, set_num_threads
 
 register_func("runtime.config_threadpool", threadpool._config_threadpool, override=True)
@@ -33,6 +34,7 @@ __all__ = [
     "NDArray",
     "PackedFunc",
     "ProfileResult",
+    "ShapeTuple",
     "Tensor",
     "cl",
     "context",

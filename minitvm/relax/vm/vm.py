@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from ...error import ArgumentError, DTypeError, MiniTVMError, RuntimeError_, ShapeError
+from ...ir.container import Array
 from ...runtime import Device, NDArray, ProfileResult, cpu
 from ...runtime import ndarray as _nd
 from ...runtime.module import time_calls, timing_preproc
@@ -422,7 +423,8 @@ class _Function:
 
     def make_tuple(self, pc, dst, regs_):
         def run(regs, frame):
-            regs[dst] = tuple([regs[r] for r in regs_])
+            # TVM's runtime Array (a tuple): `isinstance(out, tvm_ffi.Array)` holds as in TVM
+            regs[dst] = Array([regs[r] for r in regs_])
 
         return run
 
