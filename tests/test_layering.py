@@ -69,6 +69,8 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("_lazy", "contrib"): "load_module meets a relay.GraphExecutorFactory file: as above",
     ("tir", "tir.packed"): "Buffer.access_ptr is TVM's method; the address arithmetic it builds "
     "is simplified by arith, which sits above tir's nodes",
+    ("tir.<facade>", "driver"): "tvm.tir.build (tvm.tirx.build in TVM 0.24) is TVM's spelling "
+    "of the driver's build of a PrimFunc",
     ("relax", "meta_schedule"): "relax.transform.MetaScheduleApplyDatabase / "
     "MetaScheduleTuneIRMod are TVM's names for passes whose work is meta_schedule's",
 }

@@ -311,3 +311,24 @@ def test_transpose_declines_an_elementwise_kernel_without_a_transpose():
     A = te.placeholder((40, 24), name="A")
     B = te.compute((40, 24), lambda i, j: A[i, j] + 1.0, name="B")
     assert not _apply(dl.gpu.Transpose(), te.create_prim_func([A, B])).attrs.get(dl.IS_SCHEDULED)
+
+
+def test_tir_build_and_sblock_node_names():
+    import numpy as np
+
+    import minitvm as tvm
+    from minitvm import te
+
+    a = te.placeholder((8,), name="A")
+    b = te.compute((8,), lambda i: a[i] + 1.0, name="B")
+    lib = tvm.tirx.build(te.create_prim_func([a, b]))
+    x = tvm.nd.array(np.arange(8, dtype="float32"))
+    y = tvm.nd.empty((8,), "float32")
+    lib(x, y)
+    np.testing.assert_array_equal(y.numpy(), np.arange(8, dtype="float32") + 1)
+    assert tvm.tirx.SBlock is tvm.tir.Block and tvm.tir.SBlockRealize is tvm.tir.BlockRealize
+    assert tvm.s_tir.schedule.SBlockRV is tvm.tir.schedule.BlockRV
+    import pytest
+
+    with pytest.raises(tvm.error.ArgumentError, match="pipeline"):
+        tvm.tir.build(te.create_prim_func([a, b]), pipeline="s_tir")

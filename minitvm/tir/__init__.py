@@ -30,3 +30,21 @@ from .packed import call_packed
 from .tensor_intrin_base import TensorIntrin  # tensorize's intrinsics (tvm.tir.TensorIntrin)
 from .schedule import BlockRV, LoopRV, Schedule  # the TensorIR scheduler (tvm.tir.Schedule)
 from .schedule import ScheduleState, StmtSRef
+
+# TVM 0.24 (`tvm.tirx`) calls blocks "schedulable blocks": the same node classes
+SBlock = Block
+SBlockRealize = BlockRealize
+
+
+def build(mod, target=None, pipeline="default"):
+    """`tvm.tir.build(mod, target)` (TVM 0.20+; `tvm.tirx.build` in 0.24): compile a PrimFunc or
+    an IRModule of PrimFuncs to a runtime Module, as `tvm.build` does (target default "llvm")."""
+    from ..driver import build as _build
+    from ..error import ArgumentError
+
+    if pipeline not in ("default", None):
+        raise ArgumentError(
+            f"tir.build: pipeline {pipeline!r} is not one minitvm has; only the default TIR "
+            "lowering pipeline exists (leave pipeline='default')"
+        )
+    return _build(mod, target="llvm" if target is None else target)
