@@ -12,7 +12,6 @@ from .trace import Trace
 
 __all__ = [
     "BlockRV",
-    "SBlockRV",
     "BlockScope",
     "DepKind",
     "Dependency",
@@ -20,6 +19,7 @@ __all__ = [
     "Instruction",
     "InstructionKind",
     "LoopRV",
+    "SBlockRV",
     "Schedule",
     "ScheduleError",
     "ScheduleState",
