@@ -40,3 +40,14 @@ def test_shape_is_a_checked_tuple_of_ints():
         tvm_ffi.Shape([-1])
     with pytest.raises(ArgumentError, match="must be ints"):
         tvm_ffi.Shape([1.5])
+
+
+def test_executable_module_functions(tmp_path):
+    ex = relax.build(from_source(SOURCE), "llvm")
+    path = str(tmp_path / "lib.so")
+    ex.export_library(path)
+    loaded = tvm.runtime.load_module(path)
+    assert loaded["stats"]() == ex.stats() and "main" in loaded["stats"]()
+    assert "function main" in loaded["as_text"]()
+    with pytest.raises(tvm.error.MiniTVMError, match="no module function 'main'"):
+        loaded["main"]

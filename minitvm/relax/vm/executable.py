@@ -98,6 +98,21 @@ class Executable:
                 out.append(f"  {pc:>4}: {ins[0]} {args}")
         return "\n".join(out)
 
+    _MODULE_FUNCTIONS = ("stats", "as_text")
+
+    def __getitem__(self, name: str) -> Any:
+        """TVM's module-function access to the executable's reports: `ex["stats"]()`,
+        `ex["as_text"]()` (what a TVM runtime Module loaded from an exported library offers)."""
+        from ...error import MiniTVMError
+
+        if name not in self._MODULE_FUNCTIONS:
+            raise MiniTVMError(
+                f"the executable has no module function '{name}'; it has "
+                f"{list(self._MODULE_FUNCTIONS)} (run relax functions through "
+                "relax.VirtualMachine(ex, dev)[name])"
+            )
+        return getattr(self, name)
+
     def _function(self, name: str) -> dict:
         from ...error import MiniTVMError
 
