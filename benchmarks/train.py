@@ -5,7 +5,11 @@ scaling over torch.distributed (gloo).
    batch 32, 64-128-64-10 relu, SGD lr 0.1).
 2. One training step of a small CNN (conv3x3 8 - relu - maxpool - conv3x3 16 - relu - maxpool -
    linear, 1x28x28 inputs, batch 32, SGD).
-3. Data parallel: samples/s of an MNIST-shaped MLP (784-256-100-10, 64 samples per process per
+3. `--resnet18`: torchvision-style ResNet-18 (BatchNorm in train mode), 3x32x32, batch 32, SGD
+   momentum, through minitvm.training.TorchTrainer: seconds per step vs torch eager, and how far
+   the first `--resnet18-steps` losses are from torch's (beside torch against itself with the
+   weights scaled by 1 + 1e-6 noise: this network is chaotic under float32 rounding).
+4. Data parallel: samples/s of an MNIST-shaped MLP (784-256-100-10, 64 samples per process per
    step) with 1 process x 1 thread (plain Trainer.update) vs 2 processes x 1 thread
    (DataParallel.step: gradients, one gloo all-reduce, update).
 
@@ -153,6 +157,97 @@ def compare(name, make_model, x, y, batch, repeat, use_compile, steps=None):
     return rows
 
 
+# ------------------------------------------------------------------ ResNet-18, train mode
+def torch_resnet18(classes: int = CLASSES):
+    """torchvision's ResNet-18 layout: 7x7 stem, max pool, [2, 2, 2, 2] basic blocks of
+    64..512 channels, bias-free convolutions each followed by a BatchNorm."""
+    import torch
+    from torch import nn
+
+    class Block(nn.Module):
+        def __init__(self, cin, cout, stride):
+            super().__init__()
+            self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+            self.bn1 = nn.BatchNorm2d(cout)
+            self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+            self.bn2 = nn.BatchNorm2d(cout)
+            self.down = None
+            if stride != 1 or cin != cout:
+                self.down = nn.Sequential(
+                    nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout)
+                )
+
+        def forward(self, x):
+            skip = x if self.down is None else self.down(x)
+            out = torch.relu(self.bn1(self.conv1(x)))
+            return torch.relu(self.bn2(self.conv2(out)) + skip)
+
+    torch.manual_seed(0)
+    layers, cin = [], 64
+    for cout, stride in ((64, 1), (128, 2), (256, 2), (512, 2)):
+        layers += [Block(cin, cout, stride), Block(cout, cout, 1)]
+        cin = cout
+    return nn.Sequential(
+        nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64), nn.ReLU(),
+        nn.MaxPool2d(3, 2, 1), *layers, nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+        nn.Linear(512, classes),
+    )  # fmt: skip
+
+
+def resnet18_case(steps: int, repeat: int, batch: int = 32, lr: float = 0.01) -> None:
+    import torch
+
+    from minitvm.training import TorchTrainer
+
+    rng = np.random.default_rng(0)
+    xs = torch.from_numpy(rng.standard_normal((steps, batch, 3, 32, 32)).astype("float32"))
+    ys = torch.from_numpy(rng.integers(0, CLASSES, (steps, batch)).astype("int64"))
+    loss_fn = torch.nn.CrossEntropyLoss()
+
+    def torch_run(model):
+        opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
+        out = []
+        for x, y in zip(xs, ys):
+            opt.zero_grad(set_to_none=True)
+            loss = loss_fn(model(x), y)
+            loss.backward()
+            opt.step()
+            out.append(loss.item())
+        return out
+
+    t0 = time.perf_counter()
+    trainer = TorchTrainer(
+        torch_resnet18(), (xs[0], ys[0]), loss_fn, ("sgd", {"lr": lr, "momentum": 0.9})
+    )
+    build_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    ours = [trainer.step(x, y) for x, y in zip(xs, ys)]
+    ours_s = (time.perf_counter() - t0) / steps
+    theirs_s = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        theirs = torch_run(torch_resnet18())
+        theirs_s = min(theirs_s, (time.perf_counter() - t0) / steps)
+    noisy = torch_resnet18()
+    with torch.no_grad():
+        for p in noisy.parameters():
+            p.mul_(1 + 1e-6 * torch.randn_like(p))
+    self_diff = np.abs(np.array(torch_run(noisy)) / np.array(theirs) - 1)
+    diff = np.abs(np.array(ours) / np.array(theirs) - 1)
+    print(
+        f"\nResNet-18 train mode (BatchNorm), 3x32x32, batch {batch}, SGD momentum, {steps} steps"
+    )
+    print(f"  minitvm build {build_s:.1f} s")
+    print(f"  minitvm        {ours_s * 1e3:9.1f} ms/step")
+    print(
+        f"  torch eager    {theirs_s * 1e3:9.1f} ms/step   torch eager / minitvm = {theirs_s / ours_s:.2f}"
+    )
+    print("  loss rel. diff vs torch, per step:         " + " ".join(f"{d:.0e}" for d in diff))
+    print(
+        "  torch vs torch(weights * (1 + 1e-6 noise)): " + " ".join(f"{d:.0e}" for d in self_diff)
+    )
+
+
 # ------------------------------------------------------------------ data parallel
 DP_SIZES, DP_BATCH = (784, 256, 100, 10), 64
 
@@ -232,6 +327,8 @@ def main() -> None:
     p.add_argument("--dp-steps", type=int, default=30)
     p.add_argument("--dp-rounds", type=int, default=2, help="alternations of 1 and 2 processes")
     p.add_argument("--dp-worker", metavar="OUT", help=argparse.SUPPRESS)
+    p.add_argument("--resnet18", action="store_true", help="only the ResNet-18 train-mode case")
+    p.add_argument("--resnet18-steps", type=int, default=20)
     args = p.parse_args()
     if args.dp_worker:
         return dp_worker(args.dp_worker, args.dp_steps, args.repeat)
@@ -247,6 +344,9 @@ def main() -> None:
 
     if args.dp_only:
         dp_scaling(args.dp_steps, args.repeat, args.dp_rounds)
+        return None
+    if args.resnet18:
+        resnet18_case(args.resnet18_steps, args.repeat)
         return None
     rng = np.random.default_rng(0)
     centers = rng.standard_normal((CLASSES, 64)).astype("float32")

@@ -147,25 +147,23 @@ def test_mse_callable_loss_and_torch_optimizer():
     np.testing.assert_allclose(ours, theirs, rtol=1e-4, atol=1e-6)
 
 
-def test_train_mode_batch_norm_and_dropout_are_refused():
+def test_random_ops_other_than_dropout_are_refused():
+    """Train-mode batch norm and dropout train (tests/test_training_bn_dropout.py); other
+    random draws inside the model have no compiled form."""
     x, y = torch.randn(4, 3), torch.tensor([0, 1, 0, 1])
-    bn = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4), nn.Linear(4, 2))
-    with pytest.raises(TrainError, match=r"'1' \(BatchNorm1d\) is batch norm in training mode"):
-        TorchTrainer(bn, (x, y), nn.CrossEntropyLoss())
-    drop = nn.Sequential(nn.Linear(3, 4), nn.Dropout(0.5), nn.Linear(4, 2))
-    with pytest.raises(TrainError, match=r"'1' \(Dropout\) is dropout"):
-        TorchTrainer(drop, (x, y), nn.CrossEntropyLoss())
 
-    class FunctionalDropout(nn.Module):
+    class Noisy(nn.Module):
         def __init__(self):
             super().__init__()
             self.fc = nn.Linear(3, 2)
 
         def forward(self, x):
-            return F.dropout(self.fc(x), 0.3, training=True)
+            return self.fc(x + torch.rand_like(x))
 
-    with pytest.raises(TrainError, match="dropout in training mode"):
-        TorchTrainer(FunctionalDropout(), (x, y), nn.CrossEntropyLoss())
+    with pytest.raises(TrainError, match="the model calls rand"):
+        TorchTrainer(Noisy(), (x, y), nn.CrossEntropyLoss())
+    with pytest.raises(TrainError, match="seed must be a non-negative int"):
+        TorchTrainer(_mlp(), (torch.randn(2, 7), torch.tensor([0, 1])), F.cross_entropy, seed=-1)
 
 
 @pytest.mark.slow

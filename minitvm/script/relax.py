@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from .. import relax as _relax
-from ..error import MiniTVMError, ParseError
+from ..error import ArgumentError, MiniTVMError, ParseError
 from ..ir.dtype import DataType
 from ..ir.module import GlobalVar
 from ..relax import op as _op
@@ -105,16 +105,30 @@ def _dtype(dtype: Any) -> str | None:
 # ----------------------------------------------------------------------------- struct info
 
 
-def Tensor(shape: Any = None, dtype: Any = None, ndim: int = -1) -> _relax.TensorStructInfo:
-    """Tensor struct info: `R.Tensor((1, "m"), "float32")`, `R.Tensor(ndim=2)`, `R.Tensor`."""
+def Tensor(
+    shape: Any = None, dtype: Any = None, vdevice: Any = None, ndim: int = -1
+) -> _relax.TensorStructInfo:
+    """Tensor struct info: `R.Tensor((1, "m"), "float32")`, `R.Tensor(ndim=2)`, `R.Tensor`.
+
+    TVM's order is `(shape, dtype, vdevice, ndim)`; an int third positional argument still
+    means `ndim` (minitvm's older order). `vdevice` is a `tvm.ir.VDevice`: names such as
+    "cuda:0" would refer to a module's global infos, which minitvm does not keep.
+    """
+    if isinstance(vdevice, int) and not isinstance(vdevice, bool):
+        vdevice, ndim = None, vdevice
+    if isinstance(vdevice, builtins.str):
+        raise ArgumentError(
+            f"R.Tensor: vdevice {vdevice!r} names a device of the module's global infos, which "
+            "minitvm does not keep; pass a tvm.ir.VDevice such as VDevice('llvm', 0, 'global')"
+        )
     if isinstance(shape, builtins.str | DataType) and dtype is None:  # R.Tensor("float32", ndim=2)
         shape, dtype = None, shape
     if isinstance(shape, _relax.Expr):
-        shape = shape.struct_info.values if isinstance(shape, _relax.ShapeExpr) else None
+        return _relax.TensorStructInfo(shape, _dtype(dtype), ndim, vdevice=vdevice)
     if shape is not None:
         shape = _dims(shape if isinstance(shape, tuple | list) else (shape,))
-        return _relax.TensorStructInfo(shape, _dtype(dtype))
-    return _relax.TensorStructInfo(None, _dtype(dtype), ndim)
+        return _relax.TensorStructInfo(shape, _dtype(dtype), vdevice=vdevice)
+    return _relax.TensorStructInfo(None, _dtype(dtype), ndim, vdevice=vdevice)
 
 
 def Tuple(*fields: Any) -> _relax.TupleStructInfo:
@@ -491,6 +505,7 @@ class _OpNamespace:
 nn = _OpNamespace("relax.nn.")
 image = _OpNamespace("relax.image.")
 grad = _OpNamespace("relax.grad.")  # backward ops (R.grad.nll_loss_backward, as in TVM)
+random = _OpNamespace("relax.random.")  # R.random.dropout_mask (training dropout)
 
 _FIXED = (
     "Callable",
@@ -516,6 +531,7 @@ _FIXED = (
     "nn",
     "output",
     "prim_value",
+    "random",
     "shape",
     "str",
 )

@@ -51,6 +51,7 @@ from .loop import (
     train,
 )
 from .program import OPTIMIZERS, TrainingProgram, evaluate
+from .torch_export import torch_backbone
 from .torch_trainer import TorchTrainer, make_optimizer
 
 __all__ = [
@@ -89,5 +90,6 @@ __all__ = [
     "plot_curves",
     "save_checkpoint",
     "save_training_checkpoint",
+    "torch_backbone",
     "train",
 ]

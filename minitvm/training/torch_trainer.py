@@ -4,14 +4,15 @@
 (parameters as inputs, a symbolic batch dim when torch allows one), imports it with
 `relax.frontend.torch.from_exported_program`, differentiates it with the op table's gradient
 rules (`relax.transform.gradient.backprop`) and appends the optimizer update, so
-`train_step(x, y, *params, *states) -> (loss, *params', *states')` is one relax function
-compiled by `relax.build`; `eval_forward` builds the model alone on first use.
+`train_step(x, y, rng_key, *params, *optimizer states, *buffers) -> (loss, *params',
+*optimizer states', *buffers')` is one relax function compiled by `relax.build`;
+`eval_forward` builds the model alone on first use.
 
-Training-mode batch norm (batch statistics, running-stat updates) and dropout (a random mask)
-are refused: the importer has no training-mode form of either, and using their eval semantics
-while the module is in train mode would train a different model. Call `.eval()` on those
-submodules to train with frozen statistics and no dropout. Buffers (e.g. frozen running stats)
-are compiled in as constants.
+The model trains in the mode it is in. A train-mode BatchNorm normalises by the batch's
+statistics and updates its running statistics, which the program takes and returns so they
+carry from step to step (torch_export.py); dropout multiplies by a seeded random mask (a new
+one each step; `seed=` makes runs reproducible). `eval_forward` / `predict` run the model in
+eval mode: running statistics, no dropout.
 
 >>> t = TorchTrainer(model, (x, y), torch.nn.CrossEntropyLoss(), ("adam", {"lr": 1e-3}))
 >>> loss = t.step(x, y); model.load_state_dict(t.state_dict(as_torch=True))
@@ -25,7 +26,6 @@ from typing import Any
 import numpy as np
 
 from .. import relax
-from ..error import MiniTVMError
 from ..ir.module import IRModule
 from ..relax.op.grad import zeros_like
 from ..relax.training import SGD, Adam, MomentumSGD, Optimizer
@@ -34,6 +34,16 @@ from ..runtime import cpu
 from ..runtime import ndarray as nd
 from .layers import TrainError
 from .program import _inline
+from .torch_export import (
+    ModelOnly,
+    WithLoss,
+    _export,
+    _import,
+    buffers_kept,
+    eval_mode,
+    has_train_mode_batch_norm,
+    strip,
+)
 
 # optimizer name -> (class, accepted torch-style keyword arguments)
 _OPTIMIZER_KWARGS: dict[str, tuple[str, ...]] = {
@@ -41,8 +51,6 @@ _OPTIMIZER_KWARGS: dict[str, tuple[str, ...]] = {
     "momentum": ("lr", "momentum", "dampening", "weight_decay", "nesterov"),
     "adam": ("lr", "betas", "eps", "weight_decay"),
 }
-# aten ops whose training-mode semantics minitvm has no compiled form of (name -> what to do)
-_RANDOM_OPS = ("dropout", "native_dropout", "bernoulli", "rand", "randn", "rand_like", "randn_like")
 
 
 def make_optimizer(spec: Any) -> Optimizer:
@@ -104,142 +112,6 @@ def _from_torch_optimizer(opt: Any) -> Optimizer:
     return make_optimizer((kind, {k: group[k] for k in keys if k in group}))
 
 
-# ----------------------------------------------------------------------------- export + import
-
-
-def _refuse_train_mode_layers(model: Any) -> None:
-    from torch import nn
-
-    for name, sub in model.named_modules():
-        what = None
-        if isinstance(sub, nn.modules.batchnorm._BatchNorm) and sub.training:
-            what = "batch norm in training mode (batch statistics, running-stat updates)"
-        elif isinstance(sub, nn.modules.dropout._DropoutNd) and sub.training and sub.p > 0:
-            what = f"dropout (p={sub.p}) in training mode (a random mask)"
-        if what is not None:
-            label = name or type(model).__name__
-            raise TrainError(
-                f"TorchTrainer: submodule {label!r} ({type(sub).__name__}) is {what}, which "
-                f"minitvm cannot compile; call .eval() on it to train with "
-                f"{'frozen running statistics' if 'batch' in what else 'no dropout'}, or remove it"
-            )
-
-
-def _refuse_random_ops(ep: Any) -> None:
-    for node in ep.graph.nodes:
-        name = getattr(node.target, "__name__", "").split(".")[0]
-        if node.op == "call_function" and name in _RANDOM_OPS:
-            train = node.args[2] if name == "dropout" and len(node.args) > 2 else True
-            if train:
-                raise TrainError(
-                    f"TorchTrainer: the model calls {name} in training mode (node {node.name!r}); "
-                    "minitvm has no compiled random mask; pass training=False (or remove it)"
-                )
-
-
-def _nll_loss_converter(node: Any, importer: Any) -> Any:
-    """aten.nll_loss_forward -> relax.nn.nll_loss (it has a gradient rule; torch's own
-    decomposition goes through gather, which the importer lacks)."""
-    pred, target, weight, reduction, ignore_index = importer.retrieve_args(node)
-    names = ("none", "mean", "sum")
-    bb = importer.block_builder
-    loss = bb.emit(
-        relax.op.nn.nll_loss(pred, target, weight, names[int(reduction)], int(ignore_index))
-    )
-    # (output, total_weight): cross_entropy reads only the output; total_weight is not computed
-    # and a graph that reads it is refused
-    if any(u.args[1:2] == (1,) for u in node.users):
-        raise TrainError(
-            f"TorchTrainer: node {node.name!r} reads nll_loss_forward's total_weight, which "
-            "is not supported; use F.cross_entropy / F.nll_loss"
-        )
-    return bb.emit(relax.Tuple((loss, loss)))
-
-
-_CUSTOM = {"nll_loss_forward.default": _nll_loss_converter}
-
-
-def _export(module: Any, args: tuple, dynamic: bool) -> tuple[Any, bool]:
-    """torch.export with a symbolic dim 0 shared by every argument; static if torch refuses."""
-    import torch
-
-    if dynamic and all(a.ndim > 0 and a.shape[0] == args[0].shape[0] for a in args):
-        batch = torch.export.Dim("batch")
-        try:
-            spec = tuple({0: batch} for _ in args)
-            return torch.export.export(module, args, dynamic_shapes=spec), True
-        except Exception:  # noqa: BLE001, S110 - torch specialised the batch (a literal size)
-            pass  # export once more with static shapes: that error, if any, is the real one
-    try:
-        return torch.export.export(module, args), False
-    except Exception as err:
-        raise TrainError(
-            f"TorchTrainer: torch.export failed on {type(module).__name__} "
-            f"({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}); the model "
-            "and the loss must be traceable by torch.export"
-        ) from err
-
-
-def _import(ep: Any, what: str) -> tuple[relax.Function, list[str]]:
-    """`main(*inputs, *params)` and the parameter names (the state_dict keys, in order)."""
-    from torch.export.graph_signature import InputKind
-
-    from ..relax.frontend.torch import from_exported_program
-
-    _refuse_random_ops(ep)
-    try:
-        mod = from_exported_program(
-            ep, keep_params_as_input=True, unwrap_unit_return_tuple=True, custom_convert_map=_CUSTOM
-        )
-    except MiniTVMError as err:
-        raise TrainError(f"TorchTrainer: importing the {what} failed: {err}") from err
-    names = [s.target for s in ep.graph_signature.input_specs if s.kind == InputKind.PARAMETER]
-    return mod["main"], names
-
-
-class _WithLoss:
-    """Factory of the nn.Module `loss(model(x), y)` that torch.export traces."""
-
-    @staticmethod
-    def make(model: Any, loss: Callable) -> Any:
-        from torch import nn
-
-        class ModelWithLoss(nn.Module):
-            def __init__(self) -> None:
-                super().__init__()
-                self.model = model
-                if isinstance(loss, nn.Module):
-                    self.loss = loss
-                else:
-                    self.loss_fn = loss
-
-            def forward(self, x: Any, y: Any) -> Any:
-                fn = self.loss if isinstance(loss, nn.Module) else self.loss_fn
-                return fn(self.model(x), y)
-
-        return ModelWithLoss()
-
-
-class _ModelOnly:
-    @staticmethod
-    def make(model: Any) -> Any:
-        from torch import nn
-
-        class ModelOnly(nn.Module):
-            def __init__(self) -> None:
-                super().__init__()
-                self.model = model
-
-            def forward(self, x: Any) -> Any:
-                return self.model(x)
-
-        return ModelOnly()
-
-
-def _strip(name: str) -> str:
-    return name.removeprefix("model.")
-
-
 # ----------------------------------------------------------------------------- the trainer
 
 
@@ -247,11 +119,14 @@ class TorchTrainer:
     """Train `model` on minitvm: one compiled program per step (forward, loss, backward,
     update). `example` is an example batch `(x, y)`; `loss` an nn.Module loss, `F.cross_entropy`
     or any callable `(outputs, targets) -> scalar` torch.export can trace; `optimizer` a
-    `(name, kwargs)` pair, a torch.optim SGD/Adam, or a relax.training optimizer.
+    `(name, kwargs)` pair, a torch.optim SGD/Adam, or a relax.training optimizer; `seed` the
+    seed of the dropout masks (step k of a run uses the key (seed, k)).
 
-    Parameters with `requires_grad=False` are passed but not updated. The batch dim is symbolic
-    when torch.export allows (`symbolic_batch`); otherwise every batch must have the example's
-    size. Momentum dampening follows TVM (applied from the first step; torch skips it once)."""
+    Parameters with `requires_grad=False` are passed but not updated. Buffers are states of the
+    program: a train-mode BatchNorm's running statistics are updated at every step. The batch
+    dim is symbolic when torch.export allows and no BatchNorm is in training mode
+    (`symbolic_batch`); otherwise every batch must have the example's size. Momentum dampening
+    follows TVM (applied from the first step; torch skips it once)."""
 
     def __init__(
         self,
@@ -262,6 +137,7 @@ class TorchTrainer:
         *,
         target: str = "llvm",
         dynamic_batch: bool = True,
+        seed: int = 0,
     ) -> None:
         import torch
         from torch import nn
@@ -272,19 +148,24 @@ class TorchTrainer:
             raise TrainError(f"TorchTrainer: loss must be callable, got {type(loss).__name__}")
         if not (isinstance(example, tuple | list) and len(example) == 2):
             raise TrainError("TorchTrainer: example must be one batch (x, y)")
-        _refuse_train_mode_layers(model)
         x, y = (_as_tensor(a, n) for a, n in zip(example, ("x", "y")))
         self.model = model
-        with torch.no_grad():
+        with torch.no_grad(), buffers_kept(model):
             out = loss(model(x), y)
         if not isinstance(out, torch.Tensor) or out.numel() != 1 or not out.is_floating_point():
             raise TrainError(
                 f"TorchTrainer: loss(model(x), y) must be a float scalar, got "
                 f"{getattr(out, 'shape', type(out).__name__)}; use reduction='mean' or 'sum'"
             )
-        ep, self.symbolic_batch = _export(_WithLoss.make(model, loss), (x, y), dynamic_batch)
+        self.seed, self.steps_done = _check_seed(seed), 0
+        self.buffer_names = [k for k, _ in model.named_buffers()]
+        bufs = tuple(b.detach().clone() for _, b in model.named_buffers())
+        key = torch.zeros(2, dtype=torch.int64)
+        dynamic = dynamic_batch and not has_train_mode_batch_norm(model)
+        wrapped = WithLoss.make(model, loss, self.buffer_names)
+        ep, self.symbolic_batch = _export(wrapped, (x, y, key, *bufs), 2, dynamic)
         loss_fn, names = _import(ep, "model with its loss")
-        self.names = [_strip(n) for n in names]
+        self.names = [strip(n) for n in names]
         named = dict(model.named_parameters())
         if any(n not in named for n in self.names):
             raise TrainError(
@@ -293,7 +174,7 @@ class TorchTrainer:
             )
         self.trainable = [named[n].requires_grad for n in self.names]
         self._params = [nd.array(named[n].detach().cpu().numpy()) for n in self.names]
-        self._buffers = {k: v.detach().cpu().numpy() for k, v in model.named_buffers()}
+        self._buffers = [nd.array(b.numpy()) for b in bufs]
         shapes = [tuple(p.shape) for p, t in zip(self._params, self.trainable) if t]
         if not shapes:
             raise TrainError("TorchTrainer: the model has no parameter with requires_grad=True")
@@ -307,19 +188,27 @@ class TorchTrainer:
         self._x_dtype, self._y_dtype = (str(a.dtype).replace("torch.", "") for a in (x, y))
 
     def _build_module(self, loss_fn: relax.Function) -> Any:
-        n_in = 2
+        """`train_step(x, y, rng_key, *params, *optimizer states, *buffers) -> (loss, *params',
+        *optimizer states', *buffers')`."""
+        n_in, n_buf = 3, len(self._buffers)
         inputs = [relax.Var(p.name_hint, p.struct_info) for p in loss_fn.params[:n_in]]
-        params = [relax.Var(f"p{k}", p.struct_info) for k, p in enumerate(loss_fn.params[n_in:])]
+        bufs = [
+            relax.Var(f"b{k}", p.struct_info)
+            for k, p in enumerate(loss_fn.params[n_in : n_in + n_buf])
+        ]
+        params = [
+            relax.Var(f"p{k}", p.struct_info) for k, p in enumerate(loss_fn.params[n_in + n_buf :])
+        ]
         states = [
             relax.Var(f"state{k}", relax.TensorStructInfo(s.shape, str(s.dtype)))
             for k, s in enumerate(self._states)
         ]
         bb = relax.BlockBuilder()
-        with bb.function("train_step", [*inputs, *params, *states]):
+        with bb.function("train_step", [*inputs, *params, *states, *bufs]):
             with bb.dataflow():
                 em = Emitter(bb)
-                outs = _inline(em, _as_tuple_fn(loss_fn), [*inputs, *params])
-                loss = outs[0]
+                outs = _inline(em, _as_tuple_fn(loss_fn), [*inputs, *bufs, *params])
+                loss, new_bufs = outs[0], outs[1:]
                 if not isinstance(loss, relax.Var):
                     loss = em.emit(loss, "loss")
                 wrt = [p for p, t in zip(params, self.trainable) if t]
@@ -329,19 +218,29 @@ class TorchTrainer:
                 updated = _inline(em, update, [*wrt, *grads, *states])
                 new = iter(updated[: len(wrt)])
                 new_params = [next(new) if t else p for p, t in zip(params, self.trainable)]
-                result = relax.Tuple((loss, *new_params, *updated[len(wrt) :]))
+                result = relax.Tuple((loss, *new_params, *updated[len(wrt) :], *new_bufs))
                 out = bb.emit_output(result)
             bb.emit_func_output(out)
         return bb.get()
 
     def _build_forward(self) -> Any:
-        """`forward(x, *params)`: the model alone, exported, imported and built once."""
-        ep, _ = _export(_ModelOnly.make(self.model), (self._example_x,), self.symbolic_batch)
-        fwd, names = _import(ep, "model")
-        if [_strip(n) for n in names] != self.names:
+        """`forward(x, *buffers, *params)`: the model alone in eval mode (running statistics,
+        no dropout), exported, imported and built once."""
+        import torch
+
+        bufs = tuple(torch.from_numpy(b.numpy()) for b in self._buffers)
+        with eval_mode(self.model):
+            ep, _ = _export(
+                ModelOnly.make(self.model, self.buffer_names),
+                (self._example_x, *bufs),
+                1,
+                self.symbolic_batch,
+            )
+            fwd, names = _import(ep, "model")
+        if [strip(n) for n in names] != self.names:
             raise TrainError(
                 "TorchTrainer.eval_forward: the model alone has parameters "
-                f"{[_strip(n) for n in names]}, the model with its loss {self.names}"
+                f"{[strip(n) for n in names]}, the model with its loss {self.names}"
             )
         attrs = {k: v for k, v in (fwd.attrs or {}).items() if k != "params"}
         fwd = relax.Function(fwd.params, fwd.body, fwd.ret_struct_info, attrs)
@@ -359,25 +258,36 @@ class TorchTrainer:
             arr = arr.astype(dtype)
         return np.ascontiguousarray(arr)
 
+    def rng_key(self) -> np.ndarray:
+        """The (seed, step) key the next step's dropout masks are drawn from."""
+        return np.array([self.seed, self.steps_done], dtype="int64")
+
     def step(self, x: Any, y: Any) -> float:
         """One optimizer step on the batch (x, y); returns the loss before the update."""
         out = self.vm["train_step"](
             self._arg(x, "x", self._x_dtype),
             self._arg(y, "y", self._y_dtype),
+            self.rng_key(),
             *self._params,
             *self._states,
+            *self._buffers,
         )
-        n = len(self._params)
+        n, k = len(self._params), len(self._states)
         self._params = list(out[1 : 1 + n])
-        self._states = list(out[1 + n :])
+        self._states = list(out[1 + n : 1 + n + k])
+        self._buffers = list(out[1 + n + k :])
+        self.steps_done += 1
         return float(out[0].numpy())
 
     def eval_forward(self, x: Any) -> np.ndarray:
-        """The model's output for `x` with the current parameters."""
+        """The model's output for `x` in eval mode (running statistics, no dropout) with the
+        current parameters and buffers."""
         if self._forward is None:
             self._forward = self._build_forward()
-        out = self._forward(self._arg(x, "x", self._x_dtype), *self._params)
+        out = self._forward(self._arg(x, "x", self._x_dtype), *self._buffers, *self._params)
         return out.numpy() if hasattr(out, "numpy") else np.asarray(out[0].numpy())
+
+    predict = eval_forward
 
     # ------------------------------------------------------------------ state
     def parameters(self, as_torch: bool = False) -> list:
@@ -385,38 +295,48 @@ class TorchTrainer:
         arrays = [p.numpy() for p in self._params]
         return [_torch(a) for a in arrays] if as_torch else arrays
 
+    def buffers(self, as_torch: bool = False) -> dict[str, Any]:
+        """The current buffers (running statistics, ...) by the model's names."""
+        out = {k: b.numpy() for k, b in zip(self.buffer_names, self._buffers)}
+        return {k: _torch(v) for k, v in out.items()} if as_torch else out
+
     def state_dict(self, as_torch: bool = False) -> dict[str, Any]:
         """Parameters and buffers by the model's names: `model.load_state_dict(t.state_dict(True))`
-        copies the trained weights back into the torch model."""
+        copies the trained weights and running statistics back into the torch model."""
         out: dict[str, Any] = dict(zip(self.names, self.parameters()))
-        out.update({k: v.copy() for k, v in self._buffers.items()})
+        out.update(self.buffers())
         return {k: _torch(v) for k, v in out.items()} if as_torch else out
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        """Set the parameters (numpy arrays or torch tensors, same names, shapes and dtypes).
-        Buffers are compiled in as constants, so a buffer must equal the compiled value."""
+        """Set the parameters and (those given of) the buffers: numpy arrays or torch tensors,
+        same names, shapes and dtypes."""
         missing = [n for n in self.names if n not in state]
-        unknown = sorted(set(state) - set(self.names) - set(self._buffers))
+        unknown = sorted(set(state) - set(self.names) - set(self.buffer_names))
         if missing or unknown:
             raise TrainError(
                 f"TorchTrainer.load_state_dict: missing {missing}, unexpected {unknown}"
             )
-        new = []
-        for name, old in zip(self.names, self._params):
-            arr = _to_numpy(state[name], name)
-            if arr.shape != tuple(old.shape) or str(arr.dtype) != str(old.dtype):
-                raise TrainError(
-                    f"TorchTrainer.load_state_dict: {name!r} is {arr.dtype}{list(arr.shape)}, "
-                    f"the model has {old.dtype}{list(old.shape)}"
-                )
-            new.append(nd.array(np.ascontiguousarray(arr)))
-        for name, value in self._buffers.items():
-            if name in state and not np.array_equal(_to_numpy(state[name], name), value):
-                raise TrainError(
-                    f"TorchTrainer.load_state_dict: buffer {name!r} differs from the compiled "
-                    "one; buffers are constants of the program: build a new TorchTrainer"
-                )
-        self._params = new
+        self._params = [_checked(state[n], n, old) for n, old in zip(self.names, self._params)]
+        self._buffers = [
+            _checked(state[n], n, old) if n in state else old
+            for n, old in zip(self.buffer_names, self._buffers)
+        ]
+
+
+def _checked(value: Any, name: str, old: Any) -> Any:
+    arr = _to_numpy(value, name)
+    if arr.shape != tuple(old.shape) or str(arr.dtype) != str(old.dtype):
+        raise TrainError(
+            f"TorchTrainer.load_state_dict: {name!r} is {arr.dtype}{list(arr.shape)}, "
+            f"the model has {old.dtype}{list(old.shape)}"
+        )
+    return nd.array(np.ascontiguousarray(arr))
+
+
+def _check_seed(seed: Any) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+        raise TrainError(f"TorchTrainer: seed must be a non-negative int, got {seed!r}")
+    return int(seed)
 
 
 def _as_tuple_fn(func: relax.Function) -> relax.Function:

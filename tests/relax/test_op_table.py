@@ -174,6 +174,10 @@ CASES: dict[str, Case] = {
         lambda x: op.nn.avg_pool3d(x, 3, 2, 1, (1, 2, 1), count_include_pad=True),
         [("n", 2, 7, 6, 9)],
     ),
+    "random.dropout_mask": Case(
+        lambda x, k: op.multiply(x, op.random.dropout_mask(k, (4,), 0.5)),
+        [("n", 4), ("int64", (2,))],
+    ),
     "gather_elements": Case(
         lambda x, i: op.gather_elements(x, op.floor_mod(i, relax.const(5, "int32")), axis=0),
         [(5, "n"), ("int32", (3, "n"))],

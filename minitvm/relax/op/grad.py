@@ -721,6 +721,7 @@ NOT_DIFFERENTIABLE: dict[str, str] = _reasons(
         "floor_divide": "piecewise constant (integer-valued quotient)",
         "full zeros ones arange": "creation op: the result depends on shapes and scalars only",
         "reinterpret": "bit cast",
+        "random.dropout_mask": "random mask of an integer key (dropout multiplies by it)",
         "sparse_reshape": "shape computation on integer indices",
         "call_tir call_dps_packed": "opaque kernel call: differentiate the graph before legalizing",
         "call_pure_packed call_inplace_packed call_py_func": "opaque call of a packed or Python "

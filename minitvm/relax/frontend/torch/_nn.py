@@ -233,25 +233,23 @@ def _native_batch_norm_functional(
     n = _batch_count(input, op)
     weight, bias = _bn_params(t, input, weight, bias)
     # relax (as TVM) blends the biased batch variance into moving_var; torch blends the
-    # unbiased one. Scaling moving_var by (n - 1) / n going in and the result by n / (n - 1)
-    # coming out gives torch's (1 - m) * var + m * batch_var * n / (n - 1), up to rounding.
+    # unbiased one: torch's (1 - m) * v + m * var * n / (n - 1) is relax's new_var * n / (n - 1)
+    # less v * (1 - m) / (n - 1). The batch norm keeps the running_var itself as its moving_var,
+    # so DecomposeOpsForInference turns this graph into the eval-mode one.
     dtype = _dtype(running_var)
-    var_in = t.emit(R.multiply(running_var, t.const((n - 1) / n, dtype)))
+    m = float(momentum)
     bn = t.emit(
         R.nn.batch_norm(
-            input,
-            weight,
-            bias,
-            running_mean,
-            var_in,
-            1,
-            float(eps),
-            momentum=float(momentum),
-            training=True,
+            input, weight, bias, running_mean, running_var, 1, float(eps), momentum=m, training=True
         )
     )
     out, new_mean, new_var = (t.emit(TupleGetItem(bn, i)) for i in range(3))
-    new_var = t.emit(R.multiply(new_var, t.const(n / (n - 1), dtype)))
+    new_var = t.emit(
+        R.subtract(
+            R.multiply(new_var, t.const(n / (n - 1), dtype)),
+            R.multiply(running_var, t.const((1 - m) / (n - 1), dtype)),
+        )
+    )
     return (out, *_stats("batch_norm"), new_mean, new_var)
 
 
@@ -365,8 +363,15 @@ def _adaptive_avg_pool(nd: int) -> Callable:
     return convert
 
 
-def _dropout(t, input, p=0.5, training=False, inplace=False, *, train=None):
-    return input  # identity at inference, as in TVM's importers
+def _dropout(t, input, p=0.5, training=False, inplace=False, *, train=None, key=None, stream=0):
+    """The identity at inference (and, as in TVM's importers, whenever no random key is given);
+    in training with `key` (an int64 (seed, step) tensor, as minitvm.training passes) inverted
+    dropout: input times a seeded mask of zeros and 1 / (1 - p), site `stream` of the program."""
+    training = training if train is None else train
+    if key is None or not training or p == 0:
+        return input
+    mask = R.random.dropout_mask(key, shape_of(input), float(p), _dtype(input), int(stream))
+    return t.emit(R.multiply(input, t.emit(mask)))
 
 
 def _embedding(t, weight, indices):

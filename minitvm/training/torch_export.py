@@ -1,0 +1,272 @@
+"""A torch `nn.Module` as relax functions for training: export, import, buffers as states.
+
+torch.export compiles a module's buffers (BatchNorm's running_mean, running_var,
+num_batches_tracked) in as constants, and a train-mode module updates them in place. To
+carry them between steps, the module is exported through `torch.func.functional_call` with
+its buffers as inputs and their new values as outputs: the imported function reads them as
+parameters and returns the updated running statistics (torch's unbiased-variance update,
+the BatchNorm's momentum), which the trainer feeds into the next step.
+
+Dropout in training mode reads an extra int64 input `rng_key = (seed, step)`: each dropout
+site becomes `x * relax.op.random.dropout_mask(rng_key, shape, p, stream=site)`, a mask the
+backward pass reuses, new at every step and the same for the same seed.
+
+`torch_backbone(model, x)` gives TVM's SetupTrainer its input: a module whose `backbone(x,
+*params, *states)` returns `(prediction, *new_states)`, with `param_num` and `state_num`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+
+from .. import relax
+from ..error import MiniTVMError
+from ..ir.module import IRModule
+from ..relax.transform.gradient import Emitter
+from .layers import TrainError
+from .program import _inline
+
+KEY = "rng_key"  # the name of the (seed, step) input of a program with dropout
+# aten ops drawing random numbers that have no compiled form (dropout has one)
+_RANDOM_OPS = ("bernoulli", "rand", "randn", "rand_like", "randn_like", "randint", "normal")
+
+
+def _refuse_random_ops(ep: Any) -> None:
+    for node in ep.graph.nodes:
+        name = getattr(node.target, "__name__", "").split(".")[0]
+        if node.op == "call_function" and name in _RANDOM_OPS:
+            raise TrainError(
+                f"TorchTrainer: the model calls {name} (node {node.name!r}); minitvm compiles "
+                "random masks for dropout only; remove it or draw the values outside the model"
+            )
+
+
+def _nll_loss_converter(node: Any, importer: Any) -> Any:
+    """aten.nll_loss_forward -> relax.nn.nll_loss (it has a gradient rule; torch's own
+    decomposition goes through gather, which the importer lacks)."""
+    pred, target, weight, reduction, ignore_index = importer.retrieve_args(node)
+    names = ("none", "mean", "sum")
+    bb = importer.block_builder
+    loss = bb.emit(
+        relax.op.nn.nll_loss(pred, target, weight, names[int(reduction)], int(ignore_index))
+    )
+    # (output, total_weight): cross_entropy reads only the output; total_weight is not computed
+    # and a graph that reads it is refused
+    if any(u.args[1:2] == (1,) for u in node.users):
+        raise TrainError(
+            f"TorchTrainer: node {node.name!r} reads nll_loss_forward's total_weight, which "
+            "is not supported; use F.cross_entropy / F.nll_loss"
+        )
+    return bb.emit(relax.Tuple((loss, loss)))
+
+
+def _dropout_converters() -> dict[str, Callable]:
+    """Converters of aten.dropout / native_dropout in training mode: the mask of each site is
+    drawn from the program's rng_key with its own stream number."""
+    from ..relax.frontend.torch._nn import _dropout
+
+    sites: list[str] = []
+
+    def convert(node: Any, importer: Any) -> Any:
+        x, p, train = (importer.retrieve_args(node) + [True])[:3]
+        key_node = next((n for n in node.graph.nodes if n.name == KEY), None)
+        if train and p > 0 and key_node is None:
+            raise TrainError(
+                f"TorchTrainer: dropout node {node.name!r} runs in training mode, but the program "
+                f"has no {KEY!r} input; export the model through TorchTrainer"
+            )
+        sites.append(node.name)
+        key = importer.env[key_node] if key_node is not None else None
+        out = _dropout(importer, x, float(p), bool(train), key=key, stream=len(sites) - 1)
+        if node.target.__name__.startswith("dropout"):
+            return out
+        if any(u.args[1:2] == (1,) for u in node.users):  # native_dropout: (output, mask)
+            raise TrainError(
+                f"TorchTrainer: node {node.name!r} reads native_dropout's mask, which is not "
+                "supported; use nn.Dropout / F.dropout"
+            )
+        # the mask output is never read (refused above): a stand-in of torch's dtype, removed
+        # as dead code
+        from ..relax.frontend.torch._base import shape_of
+
+        return (out, importer.emit(relax.op.ones(shape_of(x), "bool")))
+
+    return {"dropout.default": convert, "native_dropout.default": convert}
+
+
+def _export(module: Any, args: tuple, batched: int, dynamic: bool) -> tuple[Any, bool]:
+    """torch.export with a symbolic dim 0 shared by the first `batched` arguments; static if
+    torch refuses."""
+    import torch
+
+    lead = args[:batched]
+    if dynamic and all(a.ndim > 0 and a.shape[0] == lead[0].shape[0] for a in lead):
+        batch = torch.export.Dim("batch")
+        try:
+            spec = tuple({0: batch} if k < batched else None for k in range(len(args)))
+            return torch.export.export(module, args, dynamic_shapes=spec), True
+        except Exception:  # noqa: BLE001, S110 - torch specialised the batch (a literal size)
+            pass  # export once more with static shapes: that error, if any, is the real one
+    try:
+        return torch.export.export(module, args), False
+    except Exception as err:
+        raise TrainError(
+            f"TorchTrainer: torch.export failed on {type(module).__name__} "
+            f"({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}); the model "
+            "and the loss must be traceable by torch.export"
+        ) from err
+
+
+def _import(ep: Any, what: str) -> tuple[relax.Function, list[str]]:
+    """`main(*inputs, *params)` and the parameter names (the state_dict keys, in order)."""
+    from torch.export.graph_signature import InputKind
+
+    from ..relax.frontend.torch import from_exported_program
+
+    _refuse_random_ops(ep)
+    custom = {"nll_loss_forward.default": _nll_loss_converter, **_dropout_converters()}
+    try:
+        mod = from_exported_program(
+            ep, keep_params_as_input=True, unwrap_unit_return_tuple=True, custom_convert_map=custom
+        )
+    except MiniTVMError as err:
+        raise TrainError(f"TorchTrainer: importing the {what} failed: {err}") from err
+    names = [s.target for s in ep.graph_signature.input_specs if s.kind == InputKind.PARAMETER]
+    return mod["main"], names
+
+
+def has_train_mode_batch_norm(model: Any) -> bool:
+    """A BatchNorm in training mode: its running_var update needs the static batch size."""
+    from torch import nn
+
+    return any(
+        isinstance(m, nn.modules.batchnorm._BatchNorm) and m.training for m in model.modules()
+    )
+
+
+@contextlib.contextmanager
+def eval_mode(model: Any) -> Iterator[None]:
+    """`model.eval()` inside the block; every submodule's own mode is restored after it."""
+    modes = [(m, m.training) for m in model.modules()]
+    model.eval()
+    try:
+        yield
+    finally:
+        for m, mode in modes:
+            m.train(mode)
+
+
+@contextlib.contextmanager
+def buffers_kept(model: Any) -> Iterator[None]:
+    """Run the model in the block (e.g. to check its loss) without changing its buffers or
+    torch's random state."""
+    import torch
+
+    saved = {k: v.detach().clone() for k, v in model.named_buffers()}
+    with torch.random.fork_rng(devices=[]):
+        try:
+            yield
+        finally:
+            with torch.no_grad():
+                for k, v in model.named_buffers():
+                    v.copy_(saved[k])
+
+
+def _with_buffers(model: Any, names: list[str], x: Any, buffers: tuple) -> Any:
+    import torch
+
+    return torch.func.functional_call(model, dict(zip(names, buffers)), (x,), strict=False)
+
+
+class WithLoss:
+    """`forward(x, y, rng_key, *buffers) -> (loss(model(x), y), *new buffers)` for export."""
+
+    @staticmethod
+    def make(model: Any, loss: Callable, buffer_names: list[str]) -> Any:
+        from torch import nn
+
+        class ModelWithLoss(nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.model = model
+                if isinstance(loss, nn.Module):
+                    self.loss = loss
+                else:
+                    self.loss_fn = loss
+
+            def forward(self, x: Any, y: Any, rng_key: Any, *buffers: Any) -> Any:
+                fn = self.loss if isinstance(loss, nn.Module) else self.loss_fn
+                out = fn(_with_buffers(self.model, buffer_names, x, buffers), y)
+                return (out, *buffers)  # updated in place by a train-mode BatchNorm
+
+        return ModelWithLoss()
+
+
+class ModelOnly:
+    """`forward(x, *buffers) -> model(x)` (exported in eval mode: running statistics)."""
+
+    @staticmethod
+    def make(model: Any, buffer_names: list[str]) -> Any:
+        from torch import nn
+
+        class ModelOnly(nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.model = model
+
+            def forward(self, x: Any, *buffers: Any) -> Any:
+                return _with_buffers(self.model, buffer_names, x, buffers)
+
+        return ModelOnly()
+
+
+def strip(name: str) -> str:
+    return name.removeprefix("model.")
+
+
+def torch_backbone(model: Any, example_x: Any) -> tuple[IRModule, list[np.ndarray], list]:
+    """(module, params, states) for `relax.training.SetupTrainer`: `backbone(x, *params,
+    *states) -> (model(x), *new states)` where the states are the model's buffers (a train-mode
+    BatchNorm's running statistics and batch count), with the module attributes `param_num`
+    and `state_num`; params and states are the model's current values, in order."""
+    import torch
+
+    names = [k for k, _ in model.named_buffers()]
+    buffers = tuple(b.detach().clone() for _, b in model.named_buffers())
+
+    class Backbone(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, x: Any, *bufs: Any) -> Any:
+            return (_with_buffers(self.model, names, x, bufs), *bufs)
+
+    x = torch.as_tensor(example_x)
+    ep, _ = _export(Backbone(), (x, *buffers), 1, False)
+    main, pnames = _import(ep, "model")
+    named = dict(model.named_parameters())
+    values = [named[strip(n)].detach().cpu().numpy() for n in pnames]
+    n_in, nbuf = 1, len(names)
+    ins = list(main.params[:n_in])
+    bufs = list(main.params[n_in : n_in + nbuf])
+    params = list(main.params[n_in + nbuf :])
+    new_vars = [relax.Var(v.name_hint, v.struct_info) for v in (*ins, *params, *bufs)]
+    vmap = dict(zip([*ins, *params, *bufs], new_vars))
+    bb = relax.BlockBuilder()
+    with bb.function("backbone", new_vars):
+        with bb.dataflow():
+            em = Emitter(bb)
+            outs = _inline(em, main, [vmap[p] for p in main.params])
+            outs = [o if isinstance(o, relax.Var) else em.emit(o) for o in outs]
+            out = [bb.emit_output(o) if o not in new_vars else o for o in outs]
+        bb.emit_func_output(relax.Tuple(tuple(out)))
+    mod = bb.get().with_attr("param_num", len(params)).with_attr("state_num", nbuf)
+    return mod, values, [b.numpy() for b in buffers]
+
+
+__all__ = ["KEY", "ModelOnly", "WithLoss", "eval_mode", "torch_backbone"]
