@@ -29,9 +29,10 @@ from .manipulate import (
     tile,
 )
 from .nn import dense, linear
-from .statistical import argmax, argmin, cumsum, max, mean, min, prod, std, sum, variance
 from .scatter import gather_nd, one_hot, scatter_elements, scatter_nd
+from .shape_ops import shape_of, shape_to_tensor, tensor_to_shape
 from .sorting import argsort, sort, topk
+from .statistical import argmax, argmin, cumsum, max, mean, min, prod, std, sum, variance
 
 
 def relu(x):
@@ -46,8 +47,8 @@ def relu(x):
 
 # last: grad attaches a gradient rule to every op registered above
 from . import grad, grad_norm  # noqa: F401 - grad_norm: batch_norm's rule in both modes
-from .grad import erf
 from . import grad_indexing  # noqa: F401 - sort/scatter ops join the gradient tables
+from .grad import erf
 
 __all__ = [
     "OP_TABLE",
@@ -56,8 +57,8 @@ __all__ = [
     "arange",
     "argmax",
     "argmin",
-    "astype",
     "argsort",
+    "astype",
     "broadcast_to",
     "call_dps_packed",
     "call_inplace_packed",
@@ -75,8 +76,8 @@ __all__ = [
     "flip",
     "full",
     "gather_elements",
-    "grad",
     "gather_nd",
+    "grad",
     "image",
     "layout_transform",
     "linear",
@@ -85,27 +86,30 @@ __all__ = [
     "mean",
     "min",
     "nn",
-    "ones",
     "one_hot",
+    "ones",
     "permute_dims",
     "prod",
     "register_op",
     "relu",
     "repeat",
     "reshape",
-    "sparse_reshape",
     "scatter_elements",
     "scatter_nd",
+    "shape_of",
+    "shape_to_tensor",
     "sort",
+    "sparse_reshape",
     "split",
     "squeeze",
     "std",
     "strided_slice",
     "sum",
     "take",
+    "tensor_to_shape",
     "tile",
-    "variance",
     "topk",
+    "variance",
     "zeros",
 ]
 __all__ += elementwise.__all__ + elementwise_math.__all__

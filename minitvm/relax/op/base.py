@@ -215,4 +215,8 @@ STRUCTURAL_OPS = (
     "relax.call_pure_packed",
     "relax.call_inplace_packed",
     "relax.call_py_func",
+    # shape values: VM builtins, no TE (tests/relax/test_op_tensor_to_shape.py checks them)
+    "relax.shape_of",
+    "relax.tensor_to_shape",
+    "relax.shape_to_tensor",
 )

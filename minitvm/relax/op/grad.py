@@ -723,6 +723,7 @@ NOT_DIFFERENTIABLE: dict[str, str] = _reasons(
         "reinterpret": "bit cast",
         "random.dropout_mask": "random mask of an integer key (dropout multiplies by it)",
         "sparse_reshape": "shape computation on integer indices",
+        "shape_of tensor_to_shape shape_to_tensor": "shape value (integer dims)",
         "call_tir call_dps_packed": "opaque kernel call: differentiate the graph before legalizing",
         "call_pure_packed call_inplace_packed call_py_func": "opaque call of a packed or Python "
         "function",

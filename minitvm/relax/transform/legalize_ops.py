@@ -8,6 +8,7 @@ from ...ir.module import IRModule
 from ..block_builder import BlockBuilder
 from ..expr import Binding, BindingBlock, Call, Function, Op
 from ..functor import ExprMutator
+from ..op.shape_ops import BUILTIN_LOWERING
 
 
 class _Legalizer(ExprMutator):
@@ -18,6 +19,10 @@ class _Legalizer(ExprMutator):
     def visit_call(self, call: Call):
         call = super().visit_call(call)
         op = call.op
+        lower = BUILTIN_LOWERING.get(op.name) if isinstance(op, Op) else None
+        lowered = lower(call) if lower is not None else None
+        if lowered is not None:  # a VM builtin does it (shape values, run-time checks)
+            return lowered
         if not isinstance(op, Op) or op.op_def is None or op.op_def.te is None:
             return call
         short = op.name.split(".", 1)[1].replace(".", "_")

@@ -95,9 +95,40 @@ def _reshape(ctx, inputs, attrs):
     x = ctx.expr(inputs[0])
     if ctx.opset < 5:
         shape = list(attrs["shape"])
+    elif ctx.known_or_none(inputs[1]) is None:
+        return _runtime_reshape(ctx, x, ctx.expr(inputs[1]), bool(attrs.get("allowzero", 0)))
     else:
         shape = ctx.ints(inputs[1], "shape")
     return ctx.emit(R.reshape(x, _target_shape(ctx, x, shape, bool(attrs.get("allowzero", 0)))))
+
+
+def _runtime_reshape(ctx, x: Expr, shape: Expr, allowzero: bool) -> Expr:
+    """Reshape to a shape tensor computed at run time: its 0s (unless allowzero) and one -1 are
+    resolved with int64 tensor ops, the rest checked by the VM (a negative dim, a wrong count)."""
+    rank = _ndim(x)
+    length = shape.struct_info.shape[0] if shape.struct_info.shape is not None else None
+    if not isinstance(length, IntImm):
+        raise OpAttributeUnImplemented(
+            f"input 'shape' is computed at run time with an unknown length ({shape.struct_info}); "
+            "fix it in shape_dict"
+        )
+    k = int(length.value)
+    t = ctx.emit(R.astype(shape, "int64")) if _dtype(shape) != "int64" else shape
+    dims = ctx.emit(R.shape_to_tensor(R.shape_of(x)))
+    if not allowzero:  # 0 copies the input's dim at the same position
+        if k <= rank:
+            same = ctx.emit(R.strided_slice(dims, [0], [0], [k])) if k < rank else dims
+        else:  # a 0 past the input's rank stays 0: the count check then refuses it
+            same = ctx.emit(R.concat([dims, ctx.expr(np.zeros(k - rank, "int64"))], 0))
+        t = ctx.emit(R.where(R.equal(t, ctx.expr(np.int64(0))), same, t))
+    minus = ctx.emit(R.equal(t, ctx.expr(np.int64(-1))))
+    one, bad = ctx.expr(np.int64(1)), ctx.expr(np.int64(-1))
+    known = ctx.emit(R.maximum(R.prod(R.where(minus, one, t)), one))
+    fill = ctx.emit(R.floor_divide(R.prod(dims), known))
+    several = ctx.emit(R.greater(R.sum(R.astype(minus, "int64")), one))
+    fill = ctx.emit(R.where(several, bad, fill))  # two -1s: left negative, refused by the VM
+    t = ctx.emit(R.where(minus, fill, t))
+    return ctx.emit(R.reshape(x, ctx.runtime_shape(t, "shape")))
 
 
 def _flatten(ctx, inputs, attrs):
@@ -294,6 +325,8 @@ def _is_full(dim: Any, begin: int, end: int, step: int) -> bool:
 
 def _expand(ctx, inputs, attrs):
     x = ctx.expr(inputs[0])
+    if ctx.known_or_none(inputs[1]) is None:
+        return _runtime_expand(ctx, x, ctx.expr(inputs[1]))
     target = ctx.ints(inputs[1], "shape")
     in_shape = list(shape_of(x))
     rank = max(len(in_shape), len(target))
@@ -314,8 +347,35 @@ def _expand(ctx, inputs, attrs):
     return ctx.emit(R.broadcast_to(x, tuple(out)))
 
 
+def _runtime_expand(ctx, x: Expr, shape: Expr) -> Expr:
+    """Expand to a shape tensor computed at run time: a target 1 keeps the input's dim; where
+    the input's dim is not 1 the VM checks the target equals it (broadcasting never guesses)."""
+    in_shape = list(shape_of(x))
+    length = shape.struct_info.shape[0] if shape.struct_info.shape is not None else None
+    if not isinstance(length, IntImm):
+        raise OpAttributeUnImplemented(
+            f"input 'shape' is computed at run time with an unknown length ({shape.struct_info}); "
+            "fix it in shape_dict"
+        )
+    k, rank = int(length.value), len(in_shape)
+    out_rank = max(k, rank)
+    t = ctx.emit(R.astype(shape, "int64")) if _dtype(shape) != "int64" else shape
+    if k < out_rank:
+        t = ctx.emit(R.concat([ctx.expr(np.ones(out_rank - k, "int64")), t], 0))
+    dims = ctx.emit(R.shape_to_tensor(R.shape_of(x)))
+    if rank < out_rank:
+        dims = ctx.emit(R.concat([ctx.expr(np.ones(out_rank - rank, "int64")), dims], 0))
+    t = ctx.emit(R.where(R.equal(t, ctx.expr(np.int64(1))), dims, t))
+    in_shape = [1] * (out_rank - rank) + in_shape
+    expect = [None if (isinstance(d, int) and d == 1) else d for d in in_shape]
+    return ctx.emit(R.broadcast_to(x, ctx.runtime_shape(t, "shape", expect)))
+
+
 def _constant_of_shape(ctx, inputs, attrs):
     value = np.asarray(attrs.get("value", np.zeros(1, "float32")))
+    if ctx.known_or_none(inputs[0]) is None:
+        dims = ctx.runtime_shape(ctx.expr(inputs[0]), "input")
+        return ctx.emit(R.full(dims, ctx.expr(value.reshape(())), str(value.dtype)))
     dims = ctx.ints(inputs[0], "input")
     return ctx.emit(R.full(tuple(dims), ctx.expr(value.reshape(())), str(value.dtype)))
 

@@ -80,6 +80,7 @@ class Context:
         self.graph_depth = 0  # subgraphs entered
         self.subgraph_nodes = 0  # subgraph nodes converted, every loop iteration counted
         self.if_dims = 0  # If outputs given fresh symbolic dims (they are numbered)
+        self.runtime_dims = 0  # dims of shapes computed at run time (numbered)
         self.sym_vars: dict[str, TirVar] = {}
         self.plain_dims: set[str] = set()  # dim_params that are bare identifiers
         self.param_values: dict[Var, np.ndarray] = {}
@@ -138,6 +139,33 @@ class Context:
         value = self.known(value, what)
         elems = value.values if isinstance(value, SymTensor) else np.asarray(value)
         return [e if not isinstance(e, np.integer | int) else int(e) for e in elems.reshape(-1)]
+
+    def runtime_shape(self, value: Any, what: str, expect: list | None = None) -> Var:
+        """An int 1-d input computed at run time as a Shape value whose dims are fresh symbolic
+        vars (so later ops have symbolic shapes); the VM checks each value is a dim (>= 0) and
+        equals `expect[i]` where that is not None."""
+        from ... import op as R
+        from ...struct_info import ShapeStructInfo
+
+        t = self.expr(value)
+        sinfo = t.struct_info
+        length = None
+        if isinstance(sinfo, TensorStructInfo) and sinfo.shape is not None and sinfo.ndim == 1:
+            length = getattr(sinfo.shape[0], "value", None)
+        if length is None or sinfo.dtype is None or not sinfo.dtype.is_integer:
+            raise FrontendError(
+                f"{self.where()}: input '{what}' is computed at run time as {sinfo}; minitvm needs "
+                "a 1-d integer tensor of a length known at import (fix the dims in shape_dict)"
+            )
+        dims = []
+        for i in range(length):
+            if expect is not None and expect[i] is not None:
+                dims.append(expect[i])
+                continue
+            dims.append(TirVar(f"rt{self.runtime_dims}", "int64"))
+            self.runtime_dims += 1
+        shape = self.emit(R.tensor_to_shape(t))
+        return self.bb.match_cast(shape, ShapeStructInfo(dims))
 
     def sym_var(self, name: str) -> TirVar:
         """One int64 var per dim name, shared by every input using it."""
