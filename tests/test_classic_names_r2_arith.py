@@ -153,7 +153,7 @@ NARROW_CASES = [
 
 @pytest.mark.parametrize("pred", NARROW_CASES, ids=str)
 def test_narrow_predicate_implies_original_for_every_free_value(pred):
-    narrowed = tvm.arith.narrow_predicate_expression(pred, {N: tir.Range(0, 8)})
+    narrowed = tvm.arith.narrow_predicate_expression(pred, {N: tir.Range.from_min_extent(0, 8)})
     names = set()
     tir.stmt_functor.post_order_visit(narrowed, lambda e: names.add(getattr(e, "name", None)))
     assert "n" not in names
@@ -166,11 +166,11 @@ def test_narrow_predicate_implies_original_for_every_free_value(pred):
 
 def test_narrow_predicate_documented_forms_and_ffi_name():
     ffi = tvm.arith._ffi_api
-    rng = {N: tir.Range(0, 8)}
+    rng = {N: tir.Range.from_min_extent(0, 8)}
     tvm.ir.assert_structural_equal(ffi.NarrowPredicateExpression(I > N, rng), I > 7)
     tvm.ir.assert_structural_equal(ffi.NarrowPredicateExpression(I - N < 10, rng), tir.Sub(I, 0) < 10)
     tvm.ir.assert_structural_equal(ffi.NarrowPredicateExpression(B, rng), B)
     with pytest.raises(AttributeError, match="not available in minitvm"):
         ffi.DomainTouched  # noqa: B018
     with pytest.raises(MiniTVMError, match="constant and non-empty"):
-        tvm.arith.narrow_predicate_expression(I > N, {N: tir.Range(0, I)})
+        tvm.arith.narrow_predicate_expression(I > N, {N: tir.Range.from_min_extent(0, I)})

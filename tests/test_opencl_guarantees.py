@@ -208,7 +208,7 @@ def _launch_module():
     flat = Buffer(kout, "int32", (4,), name="out")
     bx = Var("blockIdx.x", "int64")
     body = IfThenElse(bx < 4, BufferStore(flat, IntImm("int32", 7), (bx,)))
-    iv = IterVar(Range(0, kblocks), bx, IterType.ThreadIndex, "blockIdx.x")
+    iv = IterVar(Range.from_min_extent(0, kblocks), bx, IterType.ThreadIndex, "blockIdx.x")
     kernel = PrimFunc((kout, kblocks), AttrStmt(iv, "thread_extent", kblocks, body),
                       attrs={"calling_conv": 2, "tir.is_global_func": True,
                              "global_symbol": "wide_kernel",
@@ -253,7 +253,7 @@ def _local_memory_module():
                        BufferLoad(shared, (tx,)), (tx,))  # fmt: skip
     body = Allocate(tmp, "float32", (too_many,), IntImm("bool", 1), SeqStmt((store, copy)),
                     annotations={"storage_scope": "shared"})  # fmt: skip
-    iv = IterVar(Range(0, 4), tx, IterType.ThreadIndex, "threadIdx.x")
+    iv = IterVar(Range.from_min_extent(0, 4), tx, IterType.ThreadIndex, "threadIdx.x")
     kernel = PrimFunc((kout,), AttrStmt(iv, "thread_extent", 4, body),
                       attrs={"calling_conv": 2, "tir.is_global_func": True,
                              "global_symbol": "big_local_kernel",

@@ -42,7 +42,7 @@ class _StmtSimplifier(Mutator):
 
     def visit_For(self, op: For) -> Stmt:
         lo, ext = self.visit(op.min), self.visit(op.extent)
-        with self.ana._bind_scope(op.loop_var, Range(lo, ext)):
+        with self.ana._bind_scope(op.loop_var, Range.from_min_extent(lo, ext)):
             body = self.visit(op.body)
         return op.replace(min=lo, extent=ext, body=body)
 
@@ -110,7 +110,7 @@ def _value_range(ana: Analyzer, value: PrimExpr) -> Range | None:
     s = ana.int_set(value)
     if s.lo is None or s.hi is None:
         return None
-    return Range(s.lo, ana.simplify(s.hi - s.lo + 1))
+    return Range.from_min_extent(s.lo, ana.simplify(s.hi - s.lo + 1))
 
 
 def _is_noop(s: Stmt) -> bool:

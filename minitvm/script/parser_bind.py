@@ -47,7 +47,7 @@ from .tir import (
 
 def _point_region(load: BufferLoad) -> BufferRegion:
     """`A[i, j]` as a region of one element (T.match_buffer(A[i, j], ()))."""
-    return BufferRegion(load.buffer, tuple(Range(i, 1) for i in load.indices))
+    return BufferRegion(load.buffer, tuple(Range.from_min_extent(i, 1) for i in load.indices))
 
 
 def _region_defaults(spec: BufferSpec) -> BufferSpec:
@@ -110,9 +110,9 @@ class _Binder:
         value = as_expr(spec.value)
         dom = spec.dom
         if isinstance(dom, tuple | list):
-            dom = self.guard(node, lambda: Range(*T.min_extent(dom[0], dom[1])))
+            dom = self.guard(node, lambda: Range.from_min_extent(*T.min_extent(dom[0], dom[1])))
         elif not isinstance(dom, Range):
-            dom = self.guard(node, lambda: Range(0, as_expr(dom, like=value.dtype)))
+            dom = self.guard(node, lambda: Range.from_min_extent(0, as_expr(dom, like=value.dtype)))
         var = Var(name, dom.extent.dtype)
         self.blocks[-1].iter_vars.append(IterVar(dom, var, spec.iter_type))
         self.blocks[-1].iter_values.append(value)
@@ -147,7 +147,7 @@ class _Binder:
                 raise self.error(target, "iter var targets must be names")
             lo, ext = self.loops[id(value)]
             var = Var(target.id, value.dtype)
-            self.blocks[-1].iter_vars.append(IterVar(Range(lo, ext), var, kind_of[kind]))
+            self.blocks[-1].iter_vars.append(IterVar(Range.from_min_extent(lo, ext), var, kind_of[kind]))
             self.blocks[-1].iter_values.append(value)
             self.define(target.id, var)
 
@@ -228,7 +228,7 @@ class _Binder:
         self.env_threads[id(var)] = tag  # a later T.launch_thread(var, n) launches it again
         self.keep.append(var)
         extent = as_expr(spec.extent, like=var.dtype)
-        iv = self.guard(node, lambda: IterVar(Range(0, extent), var, IterType.ThreadIndex, tag))
+        iv = self.guard(node, lambda: IterVar(Range.from_min_extent(0, extent), var, IterType.ThreadIndex, tag))
         return _Wrap(lambda rest: AttrStmt(iv, "thread_extent", extent, rest))
 
     def make_buffer(self, name: str, spec: BufferSpec, node: ast.AST) -> Buffer:

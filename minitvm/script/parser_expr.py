@@ -61,9 +61,9 @@ def _region(buf: Buffer, idx: tuple) -> BufferRegion:
         if isinstance(i, slice):
             if i.step not in (None, 1):
                 raise ParseError("buffer regions take no step: write A[lo:hi]")
-            ranges.append(tir.Range(*T.min_extent(i.start, dim if i.stop is None else i.stop)))
+            ranges.append(tir.Range.from_min_extent(*T.min_extent(i.start, dim if i.stop is None else i.stop)))
         else:
-            ranges.append(tir.Range(i, 1))
+            ranges.append(tir.Range.from_min_extent(i, 1))
     return BufferRegion(buf, tuple(ranges))
 
 

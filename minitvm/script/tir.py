@@ -244,7 +244,7 @@ def _regions(items: Sequence) -> tuple:
         if isinstance(r, BufferRegion):
             out.append(r)
         elif isinstance(r, BufferLoad):
-            out.append(BufferRegion(r.buffer, tuple(_tir.Range(i, 1) for i in r.indices)))
+            out.append(BufferRegion(r.buffer, tuple(_tir.Range.from_min_extent(i, 1) for i in r.indices)))
         elif isinstance(r, _Buf):
             out.append(BufferRegion.full_region(r))
         else:
@@ -425,7 +425,7 @@ broadcast = Broadcast
 
 
 def Range(begin: Any, end: Any) -> _tir.Range:
-    return _tir.Range(*min_extent(begin, end))
+    return _tir.Range.from_min_extent(*min_extent(begin, end))
 
 
 def call_extern(*args: Any, dtype: str | None = None) -> PrimExpr:

@@ -57,13 +57,13 @@ def leaf_ranges(stage: Any, root: dict, ana: Analyzer) -> dict:
     for rel in stage.relations:
         if hasattr(rel, "factor"):
             outer, inner = split_extents(out[rel.parent], rel.factor, rel.nparts, ana)
-            out[rel.outer] = Range(0, outer)
-            out[rel.inner] = Range(0, inner)
+            out[rel.outer] = Range.from_min_extent(0, outer)
+            out[rel.inner] = Range.from_min_extent(0, inner)
         else:
             ext = as_expr(1)
             for iv in rel.fused_from:
                 ext = ana.simplify(ext * out[iv].extent)
-            out[rel.fused] = Range(0, ext)
+            out[rel.fused] = Range.from_min_extent(0, ext)
     return out
 
 
@@ -236,7 +236,7 @@ class _Inference:
         shape = list(st.op.shape) if not hasattr(st.op, "body") else []
         root = {}
         for k, iv in enumerate(st.initial):
-            root[iv] = iv.dom if iv.dom is not None else Range(0, shape[k])
+            root[iv] = iv.dom if iv.dom is not None else Range.from_min_extent(0, shape[k])
         if any(st.op is op for op in self.sch.outputs):
             return root
         for iv, span in zip(st.op.axis, self._needed(st)):
@@ -258,7 +258,7 @@ class _Inference:
         elif not exact:
             lo = lo if self.ana.can_prove(lo >= dlo) else dlo
             hi = hi if self.ana.can_prove(hi <= dhi) else dhi
-        return Range(lo, self.ana.simplify(hi - lo + 1))
+        return Range.from_min_extent(lo, self.ana.simplify(hi - lo + 1))
 
     def _needed(self, st: Any, ctx: Any = None) -> list:
         """Per output dimension of `st`, the (lo, hi) that its consumers read; `ctx` (st by
@@ -412,7 +412,7 @@ def infer_bound(sch: Any) -> dict[IterVar, Range]:
         scan_axis = getattr(op, "scan_axis", None)
         if isinstance(scan_axis, IterVar) and scan_axis not in out:
             out[scan_axis] = scan_axis.dom
-    return Map((iv, Range(r.min, r.extent) if isinstance(r, Range) else r) for iv, r in out.items())
+    return Map((iv, Range.from_min_extent(r.min, r.extent) if isinstance(r, Range) else r) for iv, r in out.items())
 
 
 __all__ = ["infer_bound", "leaf_ranges", "loads_of", "root_exprs", "root_sets", "split_extents"]

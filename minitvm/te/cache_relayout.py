@@ -115,7 +115,7 @@ def cache_write_relayout(sch: Any, tensors: list, scope: str) -> list:
     spatial = _Relations(stage, reduce=False)
     leaves = [iv for iv in stage.leaf_iter_vars if iv.iter_type is not IterType.CommReduce]
     axis = tuple(
-        IterVar(Range(0, ranges[lv].extent), Var(lv.var.name + ".c", lv.var.dtype)) for lv in leaves
+        IterVar(Range.from_min_extent(0, ranges[lv].extent), Var(lv.var.name + ".c", lv.var.dtype)) for lv in leaves
     )
     values = root_exprs(spatial, {lv: a.var for lv, a in zip(leaves, axis)}, ranges, ana)
     red_axes = tuple(

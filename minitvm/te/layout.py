@@ -31,7 +31,7 @@ def _check_no_padding(name: str, shape: tuple, imap: IndexMap) -> None:
 
     ana = Analyzer()
     for v, ext in zip(imap.initial_indices, shape):
-        ana.bind(v, Range(0, ext))
+        ana.bind(v, Range.from_min_extent(0, ext))
     bad = []
 
     def visit(n: Any) -> None:
@@ -71,7 +71,7 @@ def transform_layout(stage: Any, fn: Any) -> list | None:
     if isinstance(op, PlaceholderOp):
         return None
     new_ivs = [
-        IterVar(Range(0, ext), Var(f"{op.name}_ax{k}", ext.dtype), IterType.DataPar)
+        IterVar(Range.from_min_extent(0, ext), Var(f"{op.name}_ax{k}", ext.dtype), IterType.DataPar)
         for k, ext in enumerate(new_shape)
     ]
     reduce_axes = list(op.reduce_axis)

@@ -258,7 +258,7 @@ def compute(
             raise
         return out
     axis = tuple(
-        tir.IterVar(tir.Range(0, d), tir.Var(n, d.dtype), tir.IterType.DataPar)
+        tir.IterVar(tir.Range.from_min_extent(0, d), tir.Var(n, d.dtype), tir.IterType.DataPar)
         for n, d in zip(names, dims)
     )
     result = fcompute(*(iv.var for iv in axis))
@@ -352,7 +352,7 @@ def reduce_axis(dom: Any, name: str = "rv", thread_tag: str = "") -> tir.IterVar
     elif isinstance(dom, tuple | list) and len(dom) == 2:
         lo, hi = (_shape((d,), f"reduce_axis '{name}'")[0] for d in dom)
         zero = isinstance(lo, tir.IntImm) and lo.value == 0
-        rng = tir.Range(lo, hi) if zero else tir.Range.by_begin_end(lo, hi)
+        rng = tir.Range.from_min_extent(lo, hi) if zero else tir.Range.by_begin_end(lo, hi)
     else:
         raise TEError(
             f"reduce_axis '{name}': dom must be (begin, end) or a tvm.ir.Range, got {dom!r}"

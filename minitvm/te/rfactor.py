@@ -87,7 +87,7 @@ def rfactor(sch: Any, tensor: Tensor, axis: IterVar, factor_axis: int = 0) -> An
 
     # the factored op: B's data axes plus `axis` as a data axis, the other reduce leaves
     data = [IterVar(iv.dom, Var(iv.var.name, iv.var.dtype), IterType.DataPar) for iv in op.axis]
-    new_axis = IterVar(Range(0, ranges[axis].extent), Var(axis.var.name, axis.var.dtype))
+    new_axis = IterVar(Range.from_min_extent(0, ranges[axis].extent), Var(axis.var.name, axis.var.dtype))
     data.insert(factor_axis, new_axis)
     # as TVM: reduce axes the schedule left untouched are kept as they are (first); the
     # other leaves become reduce axes over their ranges, under the same variables
@@ -96,7 +96,7 @@ def rfactor(sch: Any, tensor: Tensor, axis: IterVar, factor_axis: int = 0) -> An
     touched = [iv for iv in others if not any(iv is r for r in op.reduce_axis)]
     kept_for = {id(iv): iv for iv in untouched}
     for iv in touched:
-        kept_for[id(iv)] = IterVar(Range(0, ranges[iv].extent), iv.var, IterType.CommReduce)
+        kept_for[id(iv)] = IterVar(Range.from_min_extent(0, ranges[iv].extent), iv.var, IterType.CommReduce)
     kept = [kept_for[id(iv)] for iv in untouched + touched]
     leaf_values = {axis: new_axis.var} | {iv: kept_for[id(iv)].var for iv in others}
     # data-parallel leaves do not matter for the reduction: pass the original axes through
@@ -114,7 +114,7 @@ def rfactor(sch: Any, tensor: Tensor, axis: IterVar, factor_axis: int = 0) -> An
 
     # the combining op keeps B's axes (so s[B].op.axis stays valid) and reduces over `axis`
     rv = IterVar(
-        Range(0, ranges[axis].extent),
+        Range.from_min_extent(0, ranges[axis].extent),
         Var(axis.var.name + ".v", axis.var.dtype),
         IterType.CommReduce,
     )

@@ -223,7 +223,7 @@ def scan(
     dom = Range.by_begin_end(rows, steps)
     axis = IterVar(dom, Var(f"{name}.idx", steps.dtype), IterType.Ordered)
     spatial = tuple(
-        IterVar(Range(0, d), Var(f"{name}.out{k}.i{n}", d.dtype), IterType.DataPar)
+        IterVar(Range.from_min_extent(0, d), Var(f"{name}.out{k}.i{n}", d.dtype), IterType.DataPar)
         for k, u in enumerate(update)
         for n, d in enumerate(u.shape)
         if n > 0

@@ -192,7 +192,7 @@ class Stage:
     def _singleton(self) -> IterVar:
         """fuse() of no loops: a unit loop, outermost among the stage's loops (as TVM)."""
         first = self.leaf_iter_vars[0] if self.leaf_iter_vars else None
-        unit = IterVar(Range(0, 1), Var("singleton", "int32"), IterType.DataPar)
+        unit = IterVar(Range.from_min_extent(0, 1), Var("singleton", "int32"), IterType.DataPar)
         self.leaf_iter_vars = [unit, *self.leaf_iter_vars]
         self.all_iter_vars = [*self.all_iter_vars, unit]
         self.actions.append(("singleton", unit, first))

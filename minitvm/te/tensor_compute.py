@@ -127,7 +127,7 @@ def try_tensor_compute(dims: tuple, fcompute: Any, name: str, tag: str, attrs: A
     names = _positional(fcompute)
     if names is None or len(names) >= len(dims):
         return None
-    outer = [IterVar(Range(0, d), Var(n, d.dtype), IterType.DataPar) for n, d in zip(names, dims)]
+    outer = [IterVar(Range.from_min_extent(0, d), Var(n, d.dtype), IterType.DataPar) for n, d in zip(names, dims)]
     try:
         call = fcompute(*(iv.var for iv in outer))
     except IntrinCallError:
@@ -149,7 +149,7 @@ def try_tensor_compute(dims: tuple, fcompute: Any, name: str, tag: str, attrs: A
     inner = []
     for iv, d in zip(iop.axis, inner_dims):
         label = iv.var.name + ("_i" if iv.var.name in taken else "")
-        inner.append(IterVar(Range(0, d), Var(label, d.dtype), IterType.DataPar))
+        inner.append(IterVar(Range.from_min_extent(0, d), Var(label, d.dtype), IterType.DataPar))
     vmap = {old.var: new.var for old, new in zip(iop.axis, inner)}
     body = iop.body[0]
     regions = dict(zip(intrin.inputs, call.regions))

@@ -212,7 +212,7 @@ class _Tensorize:
         self.block = self.realize.block
         self.ana = Analyzer()
         for lp in [*outer, *self.loops]:
-            self.ana.bind(lp.loop_var, tir.Range(lp.min, lp.extent))
+            self.ana.bind(lp.loop_var, tir.Range.from_min_extent(lp.min, lp.extent))
         self.pairs: dict[
             int, tuple[Buffer, Buffer, list]
         ] = {}  # id(intrin buf) -> (real, ., start)
@@ -261,7 +261,7 @@ class _Tensorize:
                         "the loop by the intrinsic's size first"
                     )
                 out[lp.loop_var] = iv.var
-                self.ana.bind(iv.var, tir.Range(0, iv.dom.extent))
+                self.ana.bind(iv.var, tir.Range.from_min_extent(0, iv.dom.extent))
         self.ivars = out
         return out
 
@@ -369,8 +369,8 @@ class _Tensorize:
     def _region(self, pair: tuple) -> tir.BufferRegion:
         real, fake, start = pair
         extra = len(real.shape) - len(fake.shape)
-        dims = [tir.Range(s, 1) for s in start[:extra]]
-        dims += [tir.Range(s, e) for s, e in zip(start[extra:], fake.shape)]
+        dims = [tir.Range.from_min_extent(s, 1) for s in start[:extra]]
+        dims += [tir.Range.from_min_extent(s, e) for s, e in zip(start[extra:], fake.shape)]
         return tir.BufferRegion(real, tuple(dims))
 
     def _init_nest(self, bind: dict) -> tir.Stmt:

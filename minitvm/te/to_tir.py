@@ -156,7 +156,7 @@ def _axis_loops(ctx: _Context, axes: tuple, iter_type: tir.IterType, names: _Nam
         out.append(
             (
                 (loop_var, lo, extent),
-                tir.IterVar(tir.Range(lo, extent), block_var, iter_type),
+                tir.IterVar(tir.Range.from_min_extent(lo, extent), block_var, iter_type),
                 loop_var,
             )
         )
@@ -216,7 +216,7 @@ def _bounded_reduce(op: ComputeOp, red: Reduce) -> Reduce:
                 "which depends on the compute's indices and has no constant bound; give the "
                 "compute's axes constant extents or the reduction a constant range with where="
             )
-        rng = tir.Range(tir.IntImm(lo.dtype, low), tir.IntImm(lo.dtype, max(high - low, 0)))
+        rng = tir.Range.from_min_extent(tir.IntImm(lo.dtype, low), tir.IntImm(lo.dtype, max(high - low, 0)))
         axes.append(tir.IterVar(rng, iv.var, tir.IterType.CommReduce))
         cond = logical_and(cond, logical_and(iv.var >= lo, iv.var < end))
     return red.replace(axis=tuple(axes), condition=cond)
@@ -263,7 +263,7 @@ def _loads_data(e: tir.PrimExpr) -> bool:
 def _widen_data_dependent(region: tir.BufferRegion) -> tir.BufferRegion:
     """An index that depends on loaded data (`A[idx[i]]`) reads the whole dimension."""
     dims = tuple(
-        tir.Range(0, extent) if _loads_data(r.min) or _loads_data(r.extent) else r
+        tir.Range.from_min_extent(0, extent) if _loads_data(r.min) or _loads_data(r.extent) else r
         for r, extent in zip(region.region, region.buffer.shape)
     )
     if all(a is b for a, b in zip(dims, region.region)):

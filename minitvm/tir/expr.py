@@ -630,7 +630,11 @@ class Call(PrimExpr):
 
 @node
 class Range(Node):
-    """A half-open interval [min, min + extent)."""
+    """A half-open interval [min, min + extent).
+
+    Built as TVM builds it: `Range(begin, end)` is [begin, end) and `Range(n)` is [0, n);
+    `Range.from_min_extent(min, extent)` gives the fields directly (what minitvm itself uses).
+    """
 
     min: PrimExpr
     extent: PrimExpr
@@ -644,12 +648,39 @@ class Range(Node):
 
     @staticmethod
     def from_min_extent(min_value, extent) -> Range:
-        return Range(min_value, extent)
+        return Range(min=min_value, extent=extent)
 
     @staticmethod
     def by_begin_end(begin, end) -> Range:
         begin = as_expr(begin)
-        return Range(begin, binary(Sub, end, begin))
+        return Range(min=begin, extent=binary(Sub, end, begin))
+
+
+_UNSET: Any = object()
+_range_fields_init = Range.__init__
+
+
+def _range_init(self, begin=_UNSET, end=None, span=None, *, min=_UNSET, extent=_UNSET):
+    # keywords min=/extent= are the fields (dataclasses.replace, JSON loading, from_min_extent);
+    # positional arguments are TVM's (begin, end)
+    if min is not _UNSET or extent is not _UNSET:
+        if begin is not _UNSET or min is _UNSET or extent is _UNSET:
+            raise MiniTVMError(
+                "Range: give either (begin, end) as TVM does, or both min= and extent="
+            )
+        _range_fields_init(self, min, extent)
+        return
+    if begin is _UNSET:
+        raise MiniTVMError("Range: give (begin, end) or (end,), e.g. tvm.ir.Range(0, n)")
+    if end is None:
+        begin, end = 0, begin
+    lo = as_expr(begin, like=DataType("int32"))
+    hi = as_expr(end, like=lo.dtype)
+    zero = isinstance(lo, IntImm) and lo.value == 0
+    _range_fields_init(self, lo, hi if zero else binary(Sub, hi, lo))
+
+
+Range.__init__ = _range_init  # type: ignore[method-assign]
 
 
 class IterType(enum.IntEnum):

@@ -506,7 +506,7 @@ class _Layout:
         ana = Analyzer()
         for y, ext in zip(ys, self.extents):
             if _int(ext) != 1:  # a unit axis stays a variable, as TVM keeps it
-                ana.bind(y, Range(0, as_expr(ext, like=dtype)))
+                ana.bind(y, Range.from_min_extent(0, as_expr(ext, like=dtype)))
         finals = []
         for k in range(self.imap.ndim):
             acc: PrimExpr = IntImm(dtype, 0)
@@ -526,7 +526,7 @@ class _Layout:
         ana = Analyzer()
         bounds = {}
         for y, ext in zip(inv.initial_indices, self.extents):
-            ana.bind(y, Range(0, as_expr(ext, like=y.dtype)))
+            ana.bind(y, Range.from_min_extent(0, as_expr(ext, like=y.dtype)))
             bounds[id(y)] = _int(ext)
         pred: PrimExpr | None = None
         for k, (e, total) in enumerate(zip(inv.final_indices, self.in_extents)):
@@ -650,7 +650,7 @@ def analyse(imap: IndexMap, extents: list) -> _Layout:
         # still give the image's bounding box, for map_shape and error messages
         ana = Analyzer()
         for v, ext in zip(imap.initial_indices, extents):
-            ana.bind(v, Range(0, as_expr(ext, like=v.dtype)))
+            ana.bind(v, Range.from_min_extent(0, as_expr(ext, like=v.dtype)))
         layout.extents = []
         for e in imap.final_indices:
             bound = ana.int_set(e)

@@ -310,7 +310,7 @@ class TIRPrinter(_ExprPrinter):
         args = (
             [self.expr(s.extent)]
             if _is_zero(s.min)
-            else [self.expr(s.min), self.expr(_range_end(Range(s.min, s.extent)))]
+            else [self.expr(s.min), self.expr(_range_end(Range.from_min_extent(s.min, s.extent)))]
         )
         if s.kind == ForKind.THREAD_BINDING:
             tag = s.thread_binding.thread_tag if s.thread_binding is not None else ""

@@ -219,7 +219,7 @@ class BufferRegion(Node):
 
     @staticmethod
     def full_region(buffer: Buffer) -> BufferRegion:
-        return BufferRegion(buffer, tuple(Range(0, s) for s in buffer.shape))
+        return BufferRegion(buffer, tuple(Range.from_min_extent(0, s) for s in buffer.shape))
 
 
 @node
@@ -285,7 +285,7 @@ def _as_range(r: Any) -> Range:
         return r
     if isinstance(r, tuple | list) and len(r) == 2:
         return Range.by_begin_end(r[0], r[1])
-    return Range(r, 1)  # a single point
+    return Range.from_min_extent(r, 1)  # a single point
 
 
 def region_from_slices(buffer: Buffer, indices: tuple) -> BufferRegion:
@@ -297,7 +297,7 @@ def region_from_slices(buffer: Buffer, indices: tuple) -> BufferRegion:
             stop = dim if idx.stop is None else idx.stop
             ranges.append(Range.by_begin_end(start, stop))
         else:
-            ranges.append(Range(_lift(idx), 1))
+            ranges.append(Range.from_min_extent(_lift(idx), 1))
     return BufferRegion(buffer, tuple(ranges))
 
 

@@ -14,10 +14,10 @@ n = tir.SizeVar("n")
 
 def _ana():
     ana = arith.Analyzer()
-    ana.bind(x, tir.Range(-4, 8))  # [-4, 3]
-    ana.bind(y, tir.Range(1, 5))  # [1, 5]
-    ana.bind(ii, tir.Range(0, 32))
-    ana.bind(i, tir.Range(0, n))
+    ana.bind(x, tir.Range.from_min_extent(-4, 8))  # [-4, 3]
+    ana.bind(y, tir.Range.from_min_extent(1, 5))  # [1, 5]
+    ana.bind(ii, tir.Range.from_min_extent(0, 32))
+    ana.bind(i, tir.Range.from_min_extent(0, n))
     return ana
 
 
@@ -67,8 +67,8 @@ def test_unbound_var_has_dtype_range():
 def test_guard_proved_by_bounds():
     ana = arith.Analyzer()
     io = tir.Var("io")
-    ana.bind(io, tir.Range(0, 32))
-    ana.bind(ii, tir.Range(0, 32))
+    ana.bind(io, tir.Range.from_min_extent(0, 32))
+    ana.bind(ii, tir.Range.from_min_extent(0, 32))
     assert ana.can_prove(io * 32 + ii < 1024)
     assert not ana.can_prove(io * 32 + ii < 1023)
     assert ana.can_prove(io * 32 + ii >= 0)
@@ -79,7 +79,7 @@ def test_int_set_symbolic():
     s = ana.int_set(i * 32 + ii)
     assert structural_equal(s.min_value, const(0))
     assert structural_equal(s.max_value, n * 32 - 1)
-    s = ana.int_set(i * 32 + ii, {i: tir.Range(0, 4)})
+    s = ana.int_set(i * 32 + ii, {i: tir.Range.from_min_extent(0, 4)})
     assert (s.min_value.value, s.max_value.value) == (0, 127)
     s = ana.int_set(tir.floordiv(i, 4) + x)
     assert structural_equal(s.min_value, const(-4))
@@ -109,7 +109,7 @@ def test_int_set_rejects_bad_dom():
 def test_symbolic_proof_j_less_than_n():
     ana = arith.Analyzer()
     j = tir.Var("j")
-    ana.bind(j, tir.Range(0, n))
+    ana.bind(j, tir.Range.from_min_extent(0, n))
     assert ana.can_prove(j < n)
     assert ana.can_prove(tir.LT(j, n + 1))
     assert not ana.can_prove(j < n - 1)

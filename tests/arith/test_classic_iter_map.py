@@ -63,11 +63,11 @@ def _check_sound(indices, dom, res):
 
 def test_fuse_and_split_follow_tvm_patterns():
     x, y = tir.Var("x", "int32"), tir.Var("y", "int32")
-    dom = {x: tvm.ir.Range(0, 3), y: tvm.ir.Range(0, 4)}
+    dom = {x: tvm.ir.Range.from_min_extent(0, 3), y: tvm.ir.Range.from_min_extent(0, 4)}
     res = tvm.arith.detect_iter_map([x * 4 + y], dom)
     (split,) = res.indices[0].args
     assert split.extent.value == 12 and split.scale.value == 1
-    res = tvm.arith.detect_iter_map([x * 4 + y * 2], {x: dom[x], y: tvm.ir.Range(0, 2)})
+    res = tvm.arith.detect_iter_map([x * 4 + y * 2], {x: dom[x], y: tvm.ir.Range.from_min_extent(0, 2)})
     (split,) = res.indices[0].args
     assert (split.extent.value, split.scale.value) == (6, 2)
     tvm.ir.assert_structural_equal(
@@ -77,7 +77,7 @@ def test_fuse_and_split_follow_tvm_patterns():
 
 def test_compound_pattern_matches_tvm_structure():
     x, y = tir.Var("x", "int32"), tir.Var("y", "int32")
-    dom = {x: tvm.ir.Range(0, 10), y: tvm.ir.Range(0, 9)}
+    dom = {x: tvm.ir.Range.from_min_extent(0, 10), y: tvm.ir.Range.from_min_extent(0, 9)}
     z = tir.floordiv(y, 3) * 6 + tir.floordiv(x, 5) * 3 + tir.floormod(y, 3)
     res = tvm.arith.detect_iter_map([z, tir.floormod(x, 5)], dom)
     mx, my = IterMark(x, 10), IterMark(y, 9)
@@ -101,27 +101,27 @@ def test_compound_pattern_matches_tvm_structure():
 )
 def test_not_an_iterator_map_is_reported_not_guessed(make, level):
     x, y = tir.Var("x", "int32"), tir.Var("y", "int32")
-    dom = {x: tvm.ir.Range(0, 3), y: tvm.ir.Range(0, 4)}
+    dom = {x: tvm.ir.Range.from_min_extent(0, 3), y: tvm.ir.Range.from_min_extent(0, 4)}
     res = tvm.arith.detect_iter_map(make(x, y), dom, check_level=level)
     assert res.indices == [] and res.errors
 
 
 def test_unsupported_predicate_is_refused():
     x = tir.Var("x", "int32")
-    res = tvm.arith.detect_iter_map([x], {x: tvm.ir.Range(0, 8)}, predicate=x < 5)
+    res = tvm.arith.detect_iter_map([x], {x: tvm.ir.Range.from_min_extent(0, 8)}, predicate=x < 5)
     assert res.indices == [] and "predicate" in res.errors[0]
 
 
 def test_bad_check_level_names_the_choices():
     x = tir.Var("x", "int32")
     with pytest.raises(tvm.error.MiniTVMError, match="bijective"):
-        tvm.arith.detect_iter_map([x], {x: tvm.ir.Range(0, 8)}, check_level="exact")
+        tvm.arith.detect_iter_map([x], {x: tvm.ir.Range.from_min_extent(0, 8)}, check_level="exact")
 
 
 def test_symbolic_split_and_fuse_simplify_back():
     x = tir.Var("x", "int64")
     n = tir.SizeVar("n", "int64")
-    dom = {x: tvm.ir.Range(0, n * n * 32)}
+    dom = {x: tvm.ir.Range.from_min_extent(0, n * n * 32)}
     e = tir.floormod(tir.floordiv(x, n * n), 32) * (n * n) + tir.floormod(x // n, n) * n + x % n
     (out,) = tvm.arith.iter_map_simplify([e], dom)
     tvm.ir.assert_structural_equal(out, x)
@@ -135,7 +135,7 @@ def test_mixed_radix_digits_are_a_bijection(factors):
     total = 1
     for f in factors:
         total *= f
-    dom = {x: tvm.ir.Range(0, total)}
+    dom = {x: tvm.ir.Range.from_min_extent(0, total)}
     indices, inner = [], 1
     for f in reversed(factors):
         indices.insert(0, tir.floormod(tir.floordiv(x, inner), f) if inner > 1 else x % f)
@@ -171,7 +171,7 @@ def test_any_detected_map_is_sound(which, ex, ey, c, d, level):
     """Whenever a map is accepted, enumeration confirms its claims; bijective ones also hit
     every point of the box exactly once."""
     x, y = tir.Var("x", "int32"), tir.Var("y", "int32")
-    dom = {x: tvm.ir.Range(0, ex), y: tvm.ir.Range(0, ey)}
+    dom = {x: tvm.ir.Range.from_min_extent(0, ex), y: tvm.ir.Range.from_min_extent(0, ey)}
     indices = _TEMPLATES[which](x, y, c, d)
     res = tvm.arith.detect_iter_map(indices, dom, check_level=level)
     if not res.indices:

@@ -18,7 +18,7 @@ def _vars():
 def test_split_of_a_fused_symbolic_loop_is_proven_in_range():
     a, b, x, j = _vars()
     ana = Analyzer()
-    ana.bind(j, tir.Range(tir.const(0, "int64"), tir.const(16, "int64")))
+    ana.bind(j, tir.Range.from_min_extent(tir.const(0, "int64"), tir.const(16, "int64")))
     m = a * b * tir.const(2, "int64")
     e = tir.floormod(x, m) * tir.const(16, "int64") + j
     with ana.constraint_scope(tir.all(a > 0, b > 0)):
@@ -60,7 +60,7 @@ def test_a_term_under_a_division_is_not_bounded_linearly():
     a, _, x, _ = _vars()
     r = tir.Var("r", "int64")
     ana = Analyzer()
-    ana.bind(r, tir.Range(tir.const(0, "int64"), tir.const(3, "int64")))
+    ana.bind(r, tir.Range.from_min_extent(tir.const(0, "int64"), tir.const(3, "int64")))
     m = a
     e = tir.floordiv(tir.floormod(x, m) + r, tir.const(2, "int64"))
     with ana.constraint_scope(a > 0):

@@ -135,7 +135,7 @@ def ranges(draw):
 def make_analyzer(rngs):
     ana = arith.Analyzer()
     for v, (lo, hi) in rngs.items():
-        ana.bind(v, tir.Range(lo, hi - lo))
+        ana.bind(v, tir.Range.from_min_extent(lo, hi - lo))
     return ana
 
 
@@ -265,10 +265,10 @@ sym_exprs = st.recursive(leaves, _extend_sym, max_leaves=8)
 
 def _sym_analyzer(k, d_lo):
     ana = arith.Analyzer()
-    ana.bind(X, tir.Range(0, N))
-    ana.bind(D, tir.Range(d_lo, 4))
-    ana.bind(Z, tir.Range(0, D * k))
-    ana.bind(Y, tir.Range(-3, 7))
+    ana.bind(X, tir.Range.from_min_extent(0, N))
+    ana.bind(D, tir.Range.from_min_extent(d_lo, 4))
+    ana.bind(Z, tir.Range.from_min_extent(0, D * k))
+    ana.bind(Y, tir.Range.from_min_extent(-3, 7))
     return ana
 
 

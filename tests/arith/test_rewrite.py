@@ -15,9 +15,9 @@ b = tir.Var("b", "bool")
 
 def _ana():
     ana = arith.Analyzer()
-    ana.bind(io, tir.Range(0, 32))
-    ana.bind(ii, tir.Range(0, 32))
-    ana.bind(j, tir.Range(0, n))
+    ana.bind(io, tir.Range.from_min_extent(0, 32))
+    ana.bind(ii, tir.Range.from_min_extent(0, 32))
+    ana.bind(j, tir.Range.from_min_extent(0, n))
     return ana
 
 
@@ -218,11 +218,11 @@ def test_bind_substitution():
 
 def test_bind_rebinding_needs_allow_override():
     ana = arith.Analyzer()
-    ana.bind(x, tir.Range(0, 4))
-    ana.bind(x, tir.Range(0, 4))  # same binding: fine
+    ana.bind(x, tir.Range.from_min_extent(0, 4))
+    ana.bind(x, tir.Range.from_min_extent(0, 4))  # same binding: fine
     with pytest.raises(arith.analyzer.MiniTVMError, match="already bound.*allow_override=True"):
-        ana.bind(x, tir.Range(0, 8))
-    ana.bind(x, tir.Range(0, 8), allow_override=True)
+        ana.bind(x, tir.Range.from_min_extent(0, 8))
+    ana.bind(x, tir.Range.from_min_extent(0, 8), allow_override=True)
     assert ana.const_int_bound(x).max_value == 7
 
 
@@ -230,7 +230,7 @@ def test_bind_rejects_other_values():
     with pytest.raises(arith.analyzer.MiniTVMError, match="expected a tir.Range"):
         arith.Analyzer().bind(x, (0, 4))
     with pytest.raises(arith.analyzer.MiniTVMError, match="expects a tir.Var"):
-        arith.Analyzer().bind(3, tir.Range(0, 4))
+        arith.Analyzer().bind(3, tir.Range.from_min_extent(0, 4))
 
 
 def test_simplify_returns_same_object_when_unchanged():
@@ -281,7 +281,7 @@ def test_no_infinite_loop_on_deep_expression():
 def test_vector_index_division():
     ana = arith.Analyzer()
     k = tir.Var("k")
-    ana.bind(k, tir.Range(0, 16))
+    ana.bind(k, tir.Range.from_min_extent(0, 16))
 
     def bc(v):
         return tir.Broadcast(const(v), 4)
@@ -348,8 +348,8 @@ def test_sum_of_nonnegative_terms_equal_zero_splits_per_term():
 
     k0, k1, n = tir.Var("k_0"), tir.Var("k_1"), tir.Var("n")
     ana = arith.Analyzer()
-    ana.bind(k0, tir.Range(0, 256))
-    ana.bind(k1, tir.Range(0, 4))
+    ana.bind(k0, tir.Range.from_min_extent(0, 256))
+    ana.bind(k1, tir.Range.from_min_extent(0, 4))
     assert structural_equal(ana.simplify(k0 * 4 + k1 == 0), tir.all(k0 == 0, k1 == 0))
     # a term that may be negative, or a non-zero constant, keeps the equality whole
     assert isinstance(ana.simplify(k0 * 4 - n == 0), tir.EQ)

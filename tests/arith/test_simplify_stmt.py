@@ -82,7 +82,7 @@ def test_false_guard_removes_statement():
 
 def test_block_iter_vars_use_their_domains():
     A = tir.decl_buffer((16,), "int32", "A")
-    vi = tir.IterVar(tir.Range(0, 16), tir.Var("vi"), tir.IterVar.DataPar)
+    vi = tir.IterVar(tir.Range.from_min_extent(0, 16), tir.Var("vi"), tir.IterVar.DataPar)
     block = tir.Block((vi,), (), (), "B", tir.BufferStore(A, tir.floordiv(vi.var, 16), [vi.var]))
     i = tir.Var("i")
     realize = tir.BlockRealize((i,), const(True), block)

@@ -36,7 +36,7 @@ def thread(tag: str, extent, body):
     """`AttrStmt(IterVar(.., tag), "thread_extent", extent, body)` and its var."""
     v = Var(tag)
     return v, lambda inner: AttrStmt(
-        IterVar(Range(0, extent), v, IterType.ThreadIndex, tag), "thread_extent", extent, inner
+        IterVar(Range.from_min_extent(0, extent), v, IterType.ThreadIndex, tag), "thread_extent", extent, inner
     )
 
 

@@ -518,7 +518,7 @@ def test_int64_axes_size_vars_and_vector_ops_round_trip():
     block = tir.Block(
         (
             tir.IterVar(
-                tir.Range(tir.IntImm("int64", 0), tir.IntImm("int64", 64)), vi, tir.IterType.DataPar
+                tir.Range.from_min_extent(tir.IntImm("int64", 0), tir.IntImm("int64", 64)), vi, tir.IterType.DataPar
             ),
         ),
         (),

@@ -81,7 +81,7 @@ def prim_funcs(draw):
     def stage(name, srcs, dst, recipe, extents, reduce_extent):
         loops, loop_extents, ivs, values = [], [], [], []
         for d, ext in enumerate(extents):
-            ivs.append(IterVar(Range(0, ext), Var(f"v{d}"), IterType.DataPar))
+            ivs.append(IterVar(Range.from_min_extent(0, ext), Var(f"v{d}"), IterType.DataPar))
             if isinstance(ext, int) and ext % 2 == 0 and draw(st.booleans()):
                 outer, inner = Var(f"i{d}_0"), Var(f"i{d}_1")  # a split: non-remap binding
                 loops += [outer, inner]
@@ -95,7 +95,7 @@ def prim_funcs(draw):
             k = Var("k")
             loops.append(k)
             loop_extents.append(reduce_extent)
-            ivs.append(IterVar(Range(0, reduce_extent), Var("vk"), IterType.CommReduce))
+            ivs.append(IterVar(Range.from_min_extent(0, reduce_extent), Var("vk"), IterType.CommReduce))
             values.append(k)
         vs = [iv.var for iv in ivs]
         loads = [src[tuple(vs)] for src in srcs]

@@ -127,7 +127,7 @@ def test_reduce_axis_forms():
     k = te.reduce_axis((1, 5), name="k")
     assert k.iter_type == tir.IterVar.CommReduce and k.var.name == "k"
     assert int(k.dom.min) == 1 and int(k.dom.extent) == 4
-    r = te.reduce_axis(tir.Range(0, 3), name="r")
+    r = te.reduce_axis(tir.Range.from_min_extent(0, 3), name="r")
     assert int(r.dom.extent) == 3
     with pytest.raises(TEError, match="reduce_axis 'q': dom must be"):
         te.reduce_axis(7, name="q")

@@ -145,13 +145,13 @@ def _views():
     """Per row: a match_buffer view of A[vi, 2:6] summed through an alloc_buffer."""
     A, C = tir.decl_buffer((4, 8), "float32", "A"), tir.decl_buffer((4,), "float32", "C")
     row, tmp = tir.decl_buffer((4,), "float32", "row"), tir.decl_buffer((1,), "float32", "tmp")
-    i, k, vi = tir.Var("i"), tir.Var("k"), tir.IterVar(tir.Range(0, 4), tir.Var("vi"))
+    i, k, vi = tir.Var("i"), tir.Var("k"), tir.IterVar(tir.Range.from_min_extent(0, 4), tir.Var("vi"))
     body = tir.seq(
         tir.BufferStore(tmp, tir.const(0.0, "float32"), (0,)),
         tir.For(k, 0, 4, tir.ForKind.SERIAL, tir.BufferStore(tmp, tmp[0] + row[k], (0,))),
         tir.BufferStore(C, tmp[0], (vi.var,)),
     )
-    region = tir.BufferRegion(A, (tir.Range(vi.var, 1), tir.Range(2, 4)))
+    region = tir.BufferRegion(A, (tir.Range.from_min_extent(vi.var, 1), tir.Range.from_min_extent(2, 4)))
     block = tir.Block(
         (vi,), (), (), "row", body, alloc_buffers=(tmp,),
         match_buffers=(tir.MatchBufferRegion(row, region),),

@@ -34,9 +34,9 @@ def _matmul(init=True, reads_writes=True, name="mm"):
     i, j, k = Var("i"), Var("j"), Var("k")
     vi, vj, vk = Var("vi"), Var("vj"), Var("vk")
     ivs = (
-        IterVar(Range(0, 128), vi, IterType.DataPar),
-        IterVar(Range(0, 128), vj, IterType.DataPar),
-        IterVar(Range(0, 128), vk, IterType.CommReduce),
+        IterVar(Range.from_min_extent(0, 128), vi, IterType.DataPar),
+        IterVar(Range.from_min_extent(0, 128), vj, IterType.DataPar),
+        IterVar(Range.from_min_extent(0, 128), vk, IterType.CommReduce),
     )
     body = BufferStore(C, C[vi, vj] + A[vi, vk] * B[vk, vj], (vi, vj))
     init_stmt = BufferStore(C, FloatImm("float32", 0), (vi, vj)) if init else None
@@ -214,7 +214,7 @@ def test_non_remap_bindings_and_predicate():
     io, ii = Var("i_0"), Var("i_1")
     vi = Var("vi")
     block = Block(
-        (IterVar(Range(0, 128), vi, IterType.DataPar),),
+        (IterVar(Range.from_min_extent(0, 128), vi, IterType.DataPar),),
         (),
         (),
         "A",

@@ -126,7 +126,7 @@ def range_to_interval(r: Range) -> Interval:
 
 def loop_domain(loops: Any) -> dict[int, Interval]:
     """The interval of each loop var of the given For loops."""
-    return {id(f.loop_var): range_to_interval(Range(f.min, f.extent)) for f in loops}
+    return {id(f.loop_var): range_to_interval(Range.from_min_extent(f.min, f.extent)) for f in loops}
 
 
 def region_interval(
@@ -154,7 +154,7 @@ class _Accesses(Visitor):
         self.loops: dict[int, Interval] = {}  # loops inside the analysed block
 
     def visit_For(self, loop: Any) -> None:
-        self.loops[id(loop.loop_var)] = range_to_interval(Range(loop.min, loop.extent))
+        self.loops[id(loop.loop_var)] = range_to_interval(Range.from_min_extent(loop.min, loop.extent))
         self.generic_visit(loop)
 
     def visit_BlockRealize(self, realize: Any) -> None:
@@ -172,7 +172,7 @@ class _Accesses(Visitor):
     def visit_AttrStmt(self, s: Any) -> None:
         # a thread launched inside the block (T.launch_thread) ranges over [0, extent) there
         if s.attr_key in ("thread_extent", "virtual_thread") and hasattr(s.node, "var"):
-            self.loops[id(s.node.var)] = range_to_interval(Range(0, s.value))
+            self.loops[id(s.node.var)] = range_to_interval(Range.from_min_extent(0, s.value))
         self.generic_visit(s)
 
     def visit_BufferLoad(self, e: BufferLoad) -> None:
@@ -188,7 +188,7 @@ class _Accesses(Visitor):
         when they mention them (those variables do not exist outside the block)."""
         if not self.loops or not any(_mentions(i, self.loops) for i in access.indices):
             return access.indices
-        region = BufferRegion(access.buffer, tuple(Range(i, 1) for i in access.indices))
+        region = BufferRegion(access.buffer, tuple(Range.from_min_extent(i, 1) for i in access.indices))
         return self._relaxed(region)
 
     def _relaxed(self, region: BufferRegion) -> tuple:
@@ -197,13 +197,13 @@ class _Accesses(Visitor):
             lo = eval_interval(r.min, self.loops)
             hi = eval_interval(binary(Sub, binary(Add, r.min, r.extent), 1), self.loops)
             if lo is None or hi is None:
-                out.append(Range(0, dim))  # not boundable: the whole dimension
+                out.append(Range.from_min_extent(0, dim))  # not boundable: the whole dimension
             elif lo[0] is r.min and hi[1] is not None and _same(hi[0], hi[1]):
                 out.append(r)  # no inner loop involved: as written
             else:  # relaxed over inner loops: simplified, as TVM's interval sets come out
                 ana = _analyzer()
                 extent = binary(Add, binary(Sub, hi[1], lo[0]), 1)
-                out.append(Range(ana.simplify(lo[0]), ana.simplify(extent)))
+                out.append(Range.from_min_extent(ana.simplify(lo[0]), ana.simplify(extent)))
         return tuple(out)
 
 
@@ -221,7 +221,7 @@ def _same(a: PrimExpr, b: PrimExpr) -> bool:
 
 def _union_dim(items: list, dim_extent: PrimExpr, simplify: Simplify) -> Range:
     """Union of the per-access indices (PrimExpr points or Ranges) along one dimension."""
-    ranges = [x if isinstance(x, Range) else Range(x, 1) for x in items]
+    ranges = [x if isinstance(x, Range) else Range.from_min_extent(x, 1) for x in items]
     first = ranges[0]
     if all(_same(r.min, first.min) and _same(r.extent, first.extent) for r in ranges[1:]):
         return first
@@ -229,7 +229,7 @@ def _union_dim(items: list, dim_extent: PrimExpr, simplify: Simplify) -> Range:
     if offsets is not None:  # A[i], A[i + 1], A[i + 2]: one window [i, i + 3)
         lo_off, hi_off = offsets
         lo = simplify(binary(Add, first.min, lo_off)) if lo_off else first.min
-        return Range(lo, IntImm(first.min.dtype, hi_off - lo_off))
+        return Range.from_min_extent(lo, IntImm(first.min.dtype, hi_off - lo_off))
     lo = ranges[0].min
     hi = binary(Add, ranges[0].min, ranges[0].extent)
     for r in ranges[1:]:
@@ -237,8 +237,8 @@ def _union_dim(items: list, dim_extent: PrimExpr, simplify: Simplify) -> Range:
         hi = binary(Max, hi, binary(Add, r.min, r.extent))
     lo, hi = simplify(lo), simplify(hi)
     if isinstance(lo, Min | Max) or isinstance(hi, Min | Max):
-        return Range(0, dim_extent)  # not comparable symbolically: the whole dimension
-    return Range(lo, simplify(binary(Sub, hi, lo)))
+        return Range.from_min_extent(0, dim_extent)  # not comparable symbolically: the whole dimension
+    return Range.from_min_extent(lo, simplify(binary(Sub, hi, lo)))
 
 
 def _constant_offsets(ranges: list) -> tuple[int, int] | None:

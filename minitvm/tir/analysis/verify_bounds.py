@@ -66,7 +66,7 @@ class _BoundsChecker(Visitor):
         lo, extent = self._bound(loop.min), self._bound(loop.extent)
         if isinstance(extent, IntImm) and extent.value <= 0:
             return  # the body never runs
-        self.ana.bind(loop.loop_var, Range(lo, extent), allow_override=True)
+        self.ana.bind(loop.loop_var, Range.from_min_extent(lo, extent), allow_override=True)
         self.visit(loop.min)
         self.visit(loop.extent)
         self.ctx.loops.append(loop.replace(min=lo, extent=extent))

@@ -102,7 +102,7 @@ def annotate_buffer_access(
     ana = analyzer()
     region = BufferRegion(
         old.buffer,
-        tuple(Range(b, ana.simplify(e - b)) for b, e in zip(ends[0::2], ends[1::2])),
+        tuple(Range.from_min_extent(b, ana.simplify(e - b)) for b, e in zip(ends[0::2], ends[1::2])),
     )
     new_regions = regions[:buffer_index] + (region,) + regions[buffer_index + 1 :]
     marked = [int(i) for i in block.annotations.get(key, ())]

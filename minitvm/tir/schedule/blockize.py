@@ -174,9 +174,9 @@ def relax_regions(regions: tuple, dom: dict) -> tuple:
             lo = ana.int_set(r.min, dom)
             hi = ana.int_set(r.min + r.extent - 1, dom)
             if lo.lo is None or hi.hi is None:
-                ranges.append(Range(IntImm(r.min.dtype, 0), size))
+                ranges.append(Range.from_min_extent(IntImm(r.min.dtype, 0), size))
             else:
-                ranges.append(Range(lo.lo, ana.simplify(hi.hi - lo.lo + 1)))
+                ranges.append(Range.from_min_extent(lo.lo, ana.simplify(hi.hi - lo.lo + 1)))
         out.append(BufferRegion(region.buffer, tuple(ranges)))
     return tuple(out)
 
@@ -261,7 +261,7 @@ def _split_block(
     for k, (iv, d) in enumerate(zip(block.iter_vars, divisions)):
         if shared is None:
             o_var = Var(f"{iv.var.name}_o", iv.var.dtype)
-            o_iv = IterVar(Range(IntImm(iv.var.dtype, 0), d.outer_ext), o_var, iv.iter_type)
+            o_iv = IterVar(Range.from_min_extent(IntImm(iv.var.dtype, 0), d.outer_ext), o_var, iv.iter_type)
         else:
             o_iv = shared.outer_ivs[k]
             o_var = o_iv.var
@@ -277,7 +277,7 @@ def _split_block(
             vmap[id(iv.var)] = IntImm(iv.var.dtype, 0) if both_unit else o_var
             continue
         i_var = Var(f"{iv.var.name}_i", iv.var.dtype)
-        inner_ivs.append(IterVar(Range(IntImm(iv.var.dtype, 0), d.inner_ext), i_var, iv.iter_type))
+        inner_ivs.append(IterVar(Range.from_min_extent(IntImm(iv.var.dtype, 0), d.inner_ext), i_var, iv.iter_type))
         inner_values.append(d.inner)
         vmap[id(iv.var)] = i_var if is_one(d.outer_ext) else o_var * d.inner_ext + i_var
     for iv in [*inner_ivs, *outer_ivs]:
@@ -348,7 +348,7 @@ def union_regions(regions: list) -> tuple:
             for (lo, hi), (lo2, hi2) in zip(hulls[key], bounds)
         ]
     return tuple(
-        BufferRegion(b, tuple(Range(lo, ana.simplify(hi - lo)) for lo, hi in hulls[id(b)]))
+        BufferRegion(b, tuple(Range.from_min_extent(lo, ana.simplify(hi - lo)) for lo, hi in hulls[id(b)]))
         for b in order
     )
 

@@ -98,7 +98,7 @@ class _Shift(_Rename):
         if rg.buffer is not self.old:
             return self.generic_visit(rg)
         mins = self._shift(tuple(self.visit(r.min) for r in rg.region))
-        return BufferRegion(self.new, tuple(Range(m, r.extent) for m, r in zip(mins, rg.region)))
+        return BufferRegion(self.new, tuple(Range.from_min_extent(m, r.extent) for m, r in zip(mins, rg.region)))
 
 
 # storage scopes a buffer may live in (a scope may carry a tag after a dot: "shared.dyn")
@@ -261,7 +261,7 @@ def _writes_whole_window(r: BlockRealize, buf: Buffer, loops: list[For], window,
         return True  # written only through pointers (an opaque intrinsic): its declared region
     if len(stores) != 1 or len(anywhere) != 1:
         return False
-    point = BufferRegion(buf, tuple(Range(i, IntImm(i.dtype, 1)) for i in stores[0].indices))
+    point = BufferRegion(buf, tuple(Range.from_min_extent(i, IntImm(i.dtype, 1)) for i in stores[0].indices))
     bound = _bind_region(point, r)
     loop_vars = [f.loop_var for f in loops]
     if not _dense_mixed_radix(bound, loops, ana, affine_coeffs):
@@ -399,17 +399,17 @@ def _stage(
     for d, (lv, m, e) in enumerate(zip(loop_vars, mins, extents)):
         v = Var(f"v{d}", e.dtype)
         if compact:
-            ivs.append(IterVar(Range(0, e), v, IterType.DataPar))
+            ivs.append(IterVar(Range.from_min_extent(0, e), v, IterType.DataPar))
             values.append(lv)
             full = v if is_zero(m) else binary(Add, m, v)
             src_idx.append(v if cache_is_dst is False else full)
             dst_idx.append(full if cache_is_dst is False else v)
         else:
-            ivs.append(IterVar(Range(0, big.shape[d]), v, IterType.DataPar))
+            ivs.append(IterVar(Range.from_min_extent(0, big.shape[d]), v, IterType.DataPar))
             values.append(lv if is_zero(m) else binary(Add, m, lv))
             src_idx.append(v)
             dst_idx.append(v)
-    one = lambda i: Range(i, IntImm(i.dtype, 1))
+    one = lambda i: Range.from_min_extent(i, IntImm(i.dtype, 1))
     block = Block(
         tuple(ivs),
         (BufferRegion(src, tuple(one(i) for i in src_idx)),),

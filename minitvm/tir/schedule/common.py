@@ -41,7 +41,7 @@ def analyzer(loops: Any = ()) -> Any:
 
     ana = Analyzer()
     for f in loops:
-        ana.bind(f.loop_var, Range(f.min, f.extent))
+        ana.bind(f.loop_var, Range.from_min_extent(f.min, f.extent))
     return ana
 
 
@@ -170,7 +170,7 @@ class SimplifyIndices(Mutator):
         return s.replace(value=self.visit(s.value), indices=indices)
 
     def visit_Range(self, rg: Range) -> Any:
-        return Range(self.ana.simplify(rg.min), self.ana.simplify(rg.extent))
+        return Range.from_min_extent(self.ana.simplify(rg.min), self.ana.simplify(rg.extent))
 
 
 class ReplaceBuffers(Mutator):

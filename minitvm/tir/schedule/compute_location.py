@@ -282,7 +282,7 @@ def _rebind_with(
         v = Var(f"ax{len(new_loops)}", iv.var.dtype)
         loop = For(v, IntImm(v.dtype, 0), ext, ForKind.SERIAL, seq())
         new_loops.append(loop)
-        ana.bind(v, Range(0, ext))
+        ana.bind(v, Range.from_min_extent(0, ext))
         # min + ax, unsimplified, as TVM writes it (a unit ax stays visible in the binding)
         bindings.append(v if const_int(lo) == 0 else binary(Add, lo, v))
     pred: PrimExpr = IntImm("bool", 1)

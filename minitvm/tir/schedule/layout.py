@@ -245,7 +245,7 @@ class _Remap(Mutator):
 def map_region(region: tuple, fn: Callable[[tuple], list]) -> tuple:
     """The bounding box of the image of `region` under the index function `fn`."""
     if all(const_value(rg.extent) == 1 for rg in region):
-        return tuple(Range(e, 1) for e in fn(tuple(rg.min for rg in region)))
+        return tuple(Range.from_min_extent(e, 1) for e in fn(tuple(rg.min for rg in region)))
     ana = analyzer()
     offsets = []
     for d, rg in enumerate(region):
@@ -253,13 +253,13 @@ def map_region(region: tuple, fn: Callable[[tuple], list]) -> tuple:
             offsets.append(rg.min)
             continue
         v = Var(f"r{d}", rg.extent.dtype)
-        ana.bind(v, Range(0, rg.extent))
+        ana.bind(v, Range.from_min_extent(0, rg.extent))
         offsets.append(rg.min + v)
     out = []
     for e in fn(tuple(offsets)):
         bound = ana.int_set(e)
         lo = ana.simplify(bound.min_value)
-        out.append(Range(lo, ana.simplify(bound.max_value - lo + 1)))
+        out.append(Range.from_min_extent(lo, ana.simplify(bound.max_value - lo + 1)))
     return tuple(out)
 
 
@@ -472,7 +472,7 @@ def transform_block_layout(func: PrimFunc, r: BlockRealize, path: Path, index_ma
     idt = DataType(dtype)
     new_loops = [Var(f"ax{j}", idt) for j in range(len(layout.extents))]
     new_ivs = [
-        IterVar(Range(0, as_expr(ext, like=idt)), Var(f"v{j}", idt), kind)
+        IterVar(Range.from_min_extent(0, as_expr(ext, like=idt)), Var(f"v{j}", idt), kind)
         for j, (ext, kind) in enumerate(zip(layout.extents, kinds))
     ]
     ana = analyzer()

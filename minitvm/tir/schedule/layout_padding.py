@@ -199,12 +199,12 @@ def _write_padding(
     dtype = new.shape[0].dtype
     loop_vars = [Var(f"ax{d}", dtype) for d in range(len(new.shape))]
     ivs = [
-        IterVar(Range(0, s), Var(f"v{d}", dtype), IterType.DataPar) for d, s in enumerate(new.shape)
+        IterVar(Range.from_min_extent(0, s), Var(f"v{d}", dtype), IterType.DataPar) for d, s in enumerate(new.shape)
     ]
     idx = tuple(iv.var for iv in ivs)
     where = substitute(pred, dict(zip(retype_vars(inverse.initial_indices, dtype), loop_vars)))
     value = pmap.map_indices(list(idx))[0]
-    point = tuple(Range(i, 1) for i in idx)
+    point = tuple(Range.from_min_extent(i, 1) for i in idx)
     reads = tuple(BufferRegion.full_region(b) for b in _loaded_buffers(value))
     block = Block(
         tuple(ivs),
@@ -268,7 +268,7 @@ def _pad_in_producer(
     ys = [Var(f"v{j}", dtype) for j in range(len(layout.extents))]
     new_loops = [Var(f"ax{j}", dtype) for j in range(len(ys))]
     ys_ivs = [
-        IterVar(Range(0, as_expr(e, like=dtype)), y, IterType.DataPar)
+        IterVar(Range.from_min_extent(0, as_expr(e, like=dtype)), y, IterType.DataPar)
         for y, e in zip(ys, layout.extents)
     ]
     guard = _PadStores([iv.var for iv in stored], ys, inverse, pred, pmap, dtype)

@@ -158,7 +158,7 @@ class _Rename(Mutator):
         iv = block.iter_vars[index]
         dtype = iv.var.dtype
         lo, hi = cast(dtype, self.start), cast(dtype, self.end)
-        narrowed = iv.replace(dom=Range(lo, analyzer().simplify(hi - lo)))
+        narrowed = iv.replace(dom=Range.from_min_extent(lo, analyzer().simplify(hi - lo)))
         iters = block.iter_vars[:index] + (narrowed,) + block.iter_vars[index + 1 :]
         block = block.replace(iter_vars=iters)
         doms = {id(i.var): i.dom for i in iters}

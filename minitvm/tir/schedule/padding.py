@@ -194,7 +194,7 @@ def _trim(
             if hi < const_value(ext):
                 conds.append(LT(value, IntImm(value.dtype, hi)))
             new_values.append(ana.simplify(value - lo) if lo else value)
-        new_ivs.append(iv.replace(dom=Range(IntImm(ext.dtype, 0), IntImm(ext.dtype, hi - lo))))
+        new_ivs.append(iv.replace(dom=Range.from_min_extent(IntImm(ext.dtype, 0), IntImm(ext.dtype, hi - lo))))
         if lo:
             vmap[iv.var] = iv.var + lo
     body_ana = analyzer()
@@ -363,7 +363,7 @@ def pad_einsum(func: PrimFunc, r: BlockRealize, path: Path, padding: list) -> Pr
     # the block over the padded space, on the padded buffers
     swap = ReplaceBuffers(table)
     new_ivs = tuple(
-        iv.replace(dom=Range(iv.dom.min, e)) if k in grown else iv
+        iv.replace(dom=Range.from_min_extent(iv.dom.min, e)) if k in grown else iv
         for k, (iv, e) in enumerate(zip(block.iter_vars, new_ext))
     )
     new_block = swap.visit(block).replace(iter_vars=new_ivs)
@@ -396,11 +396,11 @@ def _grid(name: str, shape: tuple, make_body: Any) -> Stmt:
     """Loops i0.. over `shape` around a block `name` with spatial iterators v0..."""
     loops = [Var(f"i{d}", s.dtype) for d, s in enumerate(shape)]
     ivs = [
-        IterVar(Range(0, s), Var(f"v{d}", s.dtype), IterType.DataPar) for d, s in enumerate(shape)
+        IterVar(Range.from_min_extent(0, s), Var(f"v{d}", s.dtype), IterType.DataPar) for d, s in enumerate(shape)
     ]
     idx = tuple(iv.var for iv in ivs)
     store, reads, writes = make_body(idx)
-    point = lambda b: BufferRegion(b, tuple(Range(i, 1) for i in idx))
+    point = lambda b: BufferRegion(b, tuple(Range.from_min_extent(i, 1) for i in idx))
     block = Block(
         tuple(ivs), tuple(point(b) for b in reads), tuple(point(b) for b in writes), name, store
     )

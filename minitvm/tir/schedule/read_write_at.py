@@ -48,7 +48,7 @@ def _relaxed_region(
         if t is not None and t >= rank:
             relax.add(id(f))
     binding = {iv.var: v for iv, v in zip(r.block.iter_vars, r.iter_values)}
-    dom = {f.loop_var: Range(f.min, f.extent) for f in above if id(f) in relax}
+    dom = {f.loop_var: Range.from_min_extent(f.min, f.extent) for f in above if id(f) in relax}
     ana = analyzer()
     out = []
     for region in regions:
@@ -133,10 +133,10 @@ def _copy_block(
         order += [f for f in free if uses_var(lo, {id(f.loop_var)}) and id(f) not in seen]
     for f in order:
         v = Var(f"v{len(ivs)}", f.loop_var.dtype)
-        ivs.append(IterVar(Range(f.min, f.extent), v, IterType.DataPar))
+        ivs.append(IterVar(Range.from_min_extent(f.min, f.extent), v, IterType.DataPar))
         vmap[f.loop_var] = v
     mins = [substitute(lo, vmap) for lo, _ in window]
-    region = tuple(Range(m, e) for m, (_, e) in zip(mins, window))
+    region = tuple(Range.from_min_extent(m, e) for m, (_, e) in zip(mins, window))
     axes = [Var(f"ax{d}", m.dtype) for d, m in enumerate(mins)]
     idx = tuple(m + a for m, a in zip(mins, axes))
     frm, to = (src, cache) if read else (cache, src)

@@ -506,7 +506,7 @@ def rfactor(func: PrimFunc, loop: For, loop_path: Path, factor_axis: int) -> tup
 
 def _loop_iv(f: For, kind: IterType) -> IterVar:
     """An iterator over the range of loop `f`, named as TVM names it: 'v' + the loop's name."""
-    return IterVar(Range(f.min, f.extent), Var("v" + f.loop_var.name, f.loop_var.dtype), kind)
+    return IterVar(Range.from_min_extent(f.min, f.extent), Var("v" + f.loop_var.name, f.loop_var.dtype), kind)
 
 
 def _check_no_clobber(func, what, outer: For, r: BlockRealize) -> None:

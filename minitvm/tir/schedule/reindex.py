@@ -61,7 +61,7 @@ class _Swap(Mutator):
 
     def visit_BufferRegion(self, rg: BufferRegion) -> Any:
         if rg.buffer is self.old:
-            return BufferRegion(self.new, tuple(Range(i, 1) for i in self.indices))
+            return BufferRegion(self.new, tuple(Range.from_min_extent(i, 1) for i in self.indices))
         return rg
 
 
@@ -289,8 +289,8 @@ def _copy_nest(
         reads, writes = (cache, dst_idx), (buf, src_idx)
     new = Block(
         tuple(ivs),
-        (BufferRegion(reads[0], tuple(Range(i, 1) for i in reads[1])),),
-        (BufferRegion(writes[0], tuple(Range(i, 1) for i in writes[1])),),
+        (BufferRegion(reads[0], tuple(Range.from_min_extent(i, 1) for i in reads[1])),),
+        (BufferRegion(writes[0], tuple(Range.from_min_extent(i, 1) for i in writes[1])),),
         name,
         store,
     )

@@ -31,7 +31,7 @@ def _window(r: BlockRealize, buf: Buffer, inner: list[For], outer: list[For]) ->
     region = next(w.region for w in r.block.writes if w.buffer is buf)
     binding = {iv.var: v for iv, v in zip(r.block.iter_vars, r.iter_values)}
     ana = analyzer()  # the outer loops stay symbolic: the window moves with them
-    dom = {f.loop_var: Range(f.min, f.extent) for f in inner}
+    dom = {f.loop_var: Range.from_min_extent(f.min, f.extent) for f in inner}
     out = []
     for rg in region:
         lo_set = ana.int_set(substitute(rg.min, binding), dom)
@@ -94,9 +94,9 @@ class _Fold(Mutator):
             return rg
         region = list(rg.region)
         r = region[self.dim]
-        whole = Range(IntImm(r.min.dtype, 0), IntImm(r.min.dtype, self.size))
+        whole = Range.from_min_extent(IntImm(r.min.dtype, 0), IntImm(r.min.dtype, self.size))
         region[self.dim] = (
-            Range(r.min % IntImm(r.min.dtype, self.size), 1)
+            Range.from_min_extent(r.min % IntImm(r.min.dtype, self.size), 1)
             if const_value(r.extent) == 1
             else whole
         )
@@ -212,7 +212,7 @@ def _check_reads_in_window(
     inner = [f for f in loops_above(path) if not any(f is s for s in shared)]
     binding = {iv.var: v for iv, v in zip(x.block.iter_vars, x.iter_values)}
     ana = analyzer()
-    dom = {f.loop_var: Range(f.min, f.extent) for f in inner}
+    dom = {f.loop_var: Range.from_min_extent(f.min, f.extent) for f in inner}
     for iv in x.block.iter_vars:
         if not any(uses_var(v, {id(iv.var)}) for v in x.iter_values):
             dom[iv.var] = iv.dom

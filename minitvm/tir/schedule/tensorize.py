@@ -273,7 +273,7 @@ class _WidenIndex(Mutator):
         )
 
     def visit_BufferRegion(self, r: BufferRegion) -> Any:
-        ranges = tuple(Range(self.wide(x.min), self.wide(x.extent)) for x in r.region)
+        ranges = tuple(Range.from_min_extent(self.wide(x.min), self.wide(x.extent)) for x in r.region)
         return BufferRegion(self.visit(r.buffer), ranges)
 
 
@@ -320,8 +320,8 @@ def tensorize_block(
         base = m.bases[id(ours)]
         extents = [r.extent for r in regions.get(id(i_buf), ())] or list(i_buf.shape)
         lead = len(base) - len(extents)
-        ranges = [Range(b, IntImm(b.dtype, 1)) for b in base[:lead]]
-        ranges += [Range(b, _cast_like(e, b)) for b, e in zip(base[lead:], extents)]
+        ranges = [Range.from_min_extent(b, IntImm(b.dtype, 1)) for b in base[:lead]]
+        ranges += [Range.from_min_extent(b, _cast_like(e, b)) for b, e in zip(base[lead:], extents)]
         matches.append(MatchBufferRegion(i_buf, BufferRegion(ours, tuple(ranges))))
         del orig
     annotations = dict(block.annotations)

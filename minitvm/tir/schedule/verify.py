@@ -106,15 +106,15 @@ def _iterations_write_apart(loop: For, store: BufferStore, path: tuple) -> bool:
         return False  # a let-bound index is not analysed
     ana = Analyzer()
     v = loop.loop_var
-    ana.bind(v, Range(loop.min, loop.extent - 1))  # v and v + 1 both run
+    ana.bind(v, Range.from_min_extent(loop.min, loop.extent - 1))  # v and v + 1 both run
     again = {}
     for f in inner:
         twin = Var(f.loop_var.name + "_next", f.loop_var.dtype)
         again[f.loop_var] = twin
-        ana.bind(f.loop_var, Range(f.min, f.extent))
+        ana.bind(f.loop_var, Range.from_min_extent(f.min, f.extent))
     for f in inner:  # the next iteration's inner loops, over their own (maybe v-dependent) ranges
         nxt = {v: v + 1, **again}
-        ana.bind(again[f.loop_var], Range(substitute(f.min, nxt), substitute(f.extent, nxt)))
+        ana.bind(again[f.loop_var], Range.from_min_extent(substitute(f.min, nxt), substitute(f.extent, nxt)))
     for index in store.indices:
         step = substitute(index, {v: v + 1, **again}) - index
         if ana.can_prove(step >= 1) or ana.can_prove(step <= -1):
@@ -152,7 +152,7 @@ def _scope_analyzer(path: tuple) -> Any:
     ana = Analyzer()
     for p in path:
         if isinstance(p, For):
-            ana.bind(p.loop_var, Range(p.min, p.extent))
+            ana.bind(p.loop_var, Range.from_min_extent(p.min, p.extent))
         elif isinstance(p, Block):
             for iv in p.iter_vars:
                 if iv.dom is not None:

@@ -63,7 +63,7 @@ def loop_nest(
         inner = body(loops)
     else:
         iters = [
-            IterVar(Range(0, e), Var(f"v{n}", "int32"), _KIND[k])
+            IterVar(Range.from_min_extent(0, e), Var(f"v{n}", "int32"), _KIND[k])
             for n, e, k in zip(names, extents, kinds)
         ]
         blk = Block(tuple(iters), (), (), block, body([iv.var for iv in iters]))

@@ -19,7 +19,7 @@ class ScopedAnalyzer:
 
     @contextmanager
     def loop(self, loop: For) -> Iterator[None]:
-        self.ana.bind(loop.loop_var, Range(loop.min, loop.extent), allow_override=True)
+        self.ana.bind(loop.loop_var, Range.from_min_extent(loop.min, loop.extent), allow_override=True)
         yield
 
     @contextmanager

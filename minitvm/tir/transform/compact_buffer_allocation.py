@@ -163,7 +163,7 @@ class _Accesses(Visitor):
         self.generic_visit(let)
 
     def visit_For(self, loop: For) -> None:
-        self.loops[loop.loop_var] = Range(loop.min, loop.extent)
+        self.loops[loop.loop_var] = Range.from_min_extent(loop.min, loop.extent)
         self.inner.add(id(loop.loop_var))
         self.generic_visit(loop)
 
@@ -189,7 +189,7 @@ def _region(
     acc = _Accesses(buf)
     acc.visit(body)
     for loop in shared:  # every thread of the block fills its part of a shared buffer
-        acc.loops[loop.loop_var] = Range(loop.min, loop.extent)
+        acc.loops[loop.loop_var] = Range.from_min_extent(loop.min, loop.extent)
         acc.inner.add(id(loop.loop_var))
     if not acc.indices:
         return None

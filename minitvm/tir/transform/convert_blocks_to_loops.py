@@ -113,13 +113,13 @@ class _BlocksToLoops(Mutator):
         ]
 
     def lowered_region(self, r: BufferRegion) -> BufferRegion:
-        ranges = [Range(self.visit(x.min), self.visit(x.extent)) for x in r.region]
+        ranges = [Range.from_min_extent(self.visit(x.min), self.visit(x.extent)) for x in r.region]
         if id(r.buffer) not in self.views:
             return BufferRegion(r.buffer, tuple(ranges))
         source, mins = self.through_view(r.buffer, [x.min for x in ranges])
         lead = len(mins) - len(ranges)
         extents = [IntImm(m.dtype, 1) for m in mins[:lead]] + [x.extent for x in ranges]
-        return BufferRegion(source, tuple(Range(m, e) for m, e in zip(mins, extents)))
+        return BufferRegion(source, tuple(Range.from_min_extent(m, e) for m, e in zip(mins, extents)))
 
     def bind_view(self, block: Block, match: MatchBufferRegion) -> None:
         """Bind a matched buffer's data, shape, offset and strides to its region (TVM's rules)."""

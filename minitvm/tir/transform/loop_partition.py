@@ -69,7 +69,7 @@ class _GuardCollector(Visitor):
         self.found: list[tuple[PrimExpr, dict[Var, Range]]] = []
 
     def visit_For(self, loop: For) -> None:
-        self.inner[loop.loop_var] = Range(loop.min, loop.extent)
+        self.inner[loop.loop_var] = Range.from_min_extent(loop.min, loop.extent)
         self.visit(loop.body)
         del self.inner[loop.loop_var]
 
@@ -112,7 +112,7 @@ class _Partition(Mutator):
         self.ana = Analyzer()
 
     def visit_For(self, loop: For) -> Stmt:
-        self.ana.bind(loop.loop_var, Range(loop.min, loop.extent), allow_override=True)
+        self.ana.bind(loop.loop_var, Range.from_min_extent(loop.min, loop.extent), allow_override=True)
         loop = self.generic_visit(loop)  # inner loops first
         if loop.kind in _FIXED_KINDS:
             return loop

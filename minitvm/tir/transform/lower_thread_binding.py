@@ -179,7 +179,7 @@ def _kernel(stmt: Stmt, func_name: str) -> Stmt:
     body = _Replace(threads).visit(stmt)
     for tag in reversed(list(threads)):
         var, extent = threads[tag]
-        iv = IterVar(Range(0, extent), var, IterType.ThreadIndex, tag)
+        iv = IterVar(Range.from_min_extent(0, extent), var, IterType.ThreadIndex, tag)
         body = AttrStmt(iv, "thread_extent", extent, body)
     return body
 

@@ -38,7 +38,7 @@ class _Unifier(Mutator):
         tag = loop.thread_binding.thread_tag if loop.thread_binding is not None else ""
         if loop.kind != ForKind.THREAD_BINDING or not tag:
             return self.generic_visit(loop)
-        body = self._unify(tag, loop.loop_var, Range(loop.min, loop.extent), loop.body)
+        body = self._unify(tag, loop.loop_var, Range.from_min_extent(loop.min, loop.extent), loop.body)
         if not loop.annotations:
             return body
         if isinstance(body, For):
@@ -51,7 +51,7 @@ class _Unifier(Mutator):
         iv = attr.node
         if attr.attr_key not in ("thread_extent", "virtual_thread") or not isinstance(iv, IterVar):
             return self.generic_visit(attr)
-        dom = Range(as_expr(0, like=attr.value.dtype), attr.value)
+        dom = Range.from_min_extent(as_expr(0, like=attr.value.dtype), attr.value)
         return self._unify(iv.thread_tag, iv.var, dom, attr.body)
 
     def _unify(self, tag: str, old: Var, dom: Range, body: Stmt) -> Stmt:

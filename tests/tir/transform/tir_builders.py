@@ -35,7 +35,7 @@ def func_of(buffers, body, allocs=(), name="main") -> PrimFunc:
 def block(name, iters, body_fn, *, init_fn=None, predicate=True, allocs=(), reads=(), writes=()):
     """A BlockRealize. `iters` are (kind, extent, bound value); `body_fn(*vars)` builds the body."""
     ivs = [
-        IterVar(Range(0, ext), Var("v" + name + str(n)), kind)
+        IterVar(Range.from_min_extent(0, ext), Var("v" + name + str(n)), kind)
         for n, (kind, ext, _) in enumerate(iters)
     ]
     vs = [iv.var for iv in ivs]
