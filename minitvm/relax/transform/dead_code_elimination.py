@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ...ir.module import GlobalVar, IRModule
-from ..expr import Call, Function, SeqExpr, Var
+from ..expr import Call, Function, MatchCast, SeqExpr, Var
 from ..functor import ExprVisitor, used_vars
 
 
@@ -14,13 +14,22 @@ def remove_unused_bindings(func: Function) -> Function:
     """Drop bindings whose var is unused (in one backward sweep; calls in impure functions stay)."""
     if not isinstance(func.body, SeqExpr):
         return func
+    from ..analysis import definable_tir_vars_in_struct_info  # analysis imports this module
+
     seq = func.body
     live: set[Var] = set(used_vars(seq.body))
+    param_dims = {
+        id(v) for p in func.params for v in definable_tir_vars_in_struct_info(p.struct_info)
+    }
     new_blocks = []
     for block in reversed(seq.blocks):
         kept = []
         for b in reversed(block.bindings):
-            if b.var in live or (not func.is_pure and isinstance(b.value, Call)):
+            if (
+                b.var in live
+                or (not func.is_pure and isinstance(b.value, Call))
+                or _defines_dims(b, param_dims)
+            ):
                 kept.append(b)
                 live |= used_vars(b.value)
         if kept:
@@ -32,6 +41,16 @@ def remove_unused_bindings(func: Function) -> Function:
     if len(new_blocks) == len(seq.blocks) and all(a is b for a, b in zip(new_blocks, seq.blocks)):
         return func
     return func.replace(body=SeqExpr(tuple(new_blocks), seq.body))
+
+
+def _defines_dims(b, param_dims: set[int]) -> bool:
+    """A MatchCast that binds a symbolic dim the parameters do not: later struct infos (and the
+    kernels' shapes) may read the dim even when the cast's variable is unused, so it stays."""
+    if not isinstance(b, MatchCast):
+        return False
+    from ..analysis import definable_tir_vars_in_struct_info
+
+    return any(id(v) not in param_dims for v in definable_tir_vars_in_struct_info(b.struct_info))
 
 
 class _Callees(ExprVisitor):
