@@ -15,8 +15,8 @@ import numpy as np
 from ..error import MiniTVMError, ShapeError
 from ..ir.dtype import DataType
 from ..ir.module import BaseFunc, GlobalVar
-from ..ir.op import Op
 from ..ir.node import FrozenDict, Node, node, set_tuple_field, setfield
+from ..ir.op import Op
 from ..tir.expr import PrimExpr, as_expr
 from . import struct_info as si
 
@@ -253,6 +253,12 @@ class ShapeExpr(Expr):
     def __post_init__(self):
         setfield(self, "values", si.as_shape(self.values))
 
+    def __getitem__(self, index: int) -> PrimExpr:
+        """A dim, as in TVM (`shape[0]`, `shape[-1]`)."""
+        if not -len(self.values) <= index < len(self.values):
+            raise IndexError(f"ShapeExpr index out of range: {index} for {len(self.values)} dims")
+        return self.values[index]
+
 
 @node
 class Tuple(Expr):
@@ -383,6 +389,20 @@ class Function(Expr, BaseFunc):
     def name(self) -> str | None:
         return self.attrs.get("global_symbol")
 
+    def bind_params(self, binding_map: Any) -> Function:
+        """A new function with params (keys: Vars or names) replaced by values (arrays become
+        constants), as TVM's `Function.bind_params`; see relax/transform/bind_symbolic_vars.py."""
+        from .transform.bind_symbolic_vars import bind_params_to_function
+
+        return bind_params_to_function(self, binding_map)
+
+    def bind_symbolic_vars(self, binding_map: Any) -> Function:
+        """A new function with symbolic vars (keys: tir.Vars or names) replaced by ints or
+        PrimExprs, as TVM's `Function.bind_symbolic_vars`."""
+        from .transform.bind_symbolic_vars import bind_symbolic_vars_function
+
+        return bind_symbolic_vars_function(self, binding_map)
+
 
 # ----------------------------------------------------------------------------- struct info rules
 
@@ -392,7 +412,8 @@ def _call_sinfo(call: Call) -> si.StructInfo:
     if isinstance(op, Op):
         if op.op_def is None:
             raise MiniTVMError(f"relax op {op.name!r} has no struct-info inference rule")
-        return op.op_def.infer(call)
+        result = op.op_def.infer(call)
+        return result if call.sinfo_args else _on_args_vdevice(call, result)
     if call.sinfo_args:
         return call.sinfo_args[0]
     if isinstance(op, Expr):
@@ -403,6 +424,41 @@ def _call_sinfo(call: Call) -> si.StructInfo:
         f"cannot infer the result of calling {_short(op)}: give sinfo_args, or emit the call "
         "through a BlockBuilder that knows the callee"
     )
+
+
+def _tensor_sinfos(sinfo: si.StructInfo) -> list:
+    if isinstance(sinfo, si.TensorStructInfo):
+        return [sinfo]
+    if isinstance(sinfo, si.TupleStructInfo):
+        return [t for f in sinfo.fields for t in _tensor_sinfos(f)]
+    return []
+
+
+def _place_on(sinfo: si.StructInfo, vdevice: Any) -> si.StructInfo:
+    if isinstance(sinfo, si.TensorStructInfo) and sinfo.vdevice is None:
+        return sinfo.replace(vdevice=vdevice)
+    if isinstance(sinfo, si.TupleStructInfo):
+        return sinfo.replace(fields=tuple(_place_on(f, vdevice) for f in sinfo.fields))
+    return sinfo
+
+
+def _on_args_vdevice(call: Call, result: si.StructInfo) -> si.StructInfo:
+    """An op's tensor results live on the virtual device of its tensor operands, as in TVM;
+    the per-op rules leave `vdevice` unset, so it is filled in here once for all ops."""
+    found: dict = {}
+    for arg in call.args:
+        for t in _tensor_sinfos(arg.struct_info) if isinstance(arg, Expr) else ():
+            if t.vdevice is not None:
+                v = t.vdevice
+                found.setdefault((str(v.target), v.vdevice_id, v.memory_scope), v)
+    if not found:
+        return result
+    if len(found) > 1:
+        raise MiniTVMError(
+            f"relax op {call.op.name!r}: operands are on different virtual devices "
+            f"{list(found.values())}; give all operands the same vdevice"
+        )
+    return _place_on(result, next(iter(found.values())))
 
 
 def _tuple_get_item_sinfo(e: TupleGetItem) -> si.StructInfo:

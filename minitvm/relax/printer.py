@@ -119,6 +119,9 @@ class RelaxPrinter:
                 parts.append(f"ndim={s.ndim}")
             if s.dtype is not None:
                 parts.append(f'dtype="{s.dtype}"')
+            if s.vdevice is not None:  # TVM's spelling; reading it back needs the object
+                kind = getattr(getattr(s.vdevice.target, "kind", None), "name", s.vdevice.target)
+                parts.append(f'vdevice="{kind}:{s.vdevice.vdevice_id}"')
             return f"R.Tensor({', '.join(parts)})"
         if isinstance(s, si.TupleStructInfo):
             return "R.Tuple(" + ", ".join(self.sinfo(f) for f in s.fields) + ")"

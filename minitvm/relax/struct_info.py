@@ -7,12 +7,12 @@ is unknown has `shape=None` and, when known, its rank in `ndim` (-1 when even th
 from __future__ import annotations
 
 import warnings
-
 from typing import Any
 
-from ..error import MiniTVMError
+from ..error import ArgumentError, MiniTVMError
 from ..ir.dtype import DataType
 from ..ir.node import Node, node, set_tuple_field, setfield
+from ..ir.vdevice import VDevice
 from ..tir.expr import IntImm, PrimExpr, Var, as_expr, cast
 
 INDEX_DTYPE = DataType("int64")
@@ -69,6 +69,30 @@ def _as_dtype(dtype: Any) -> DataType | None:
     return DataType(dtype)
 
 
+def _is_relax_expr(value: Any) -> bool:
+    """Whether `value` is a graph-level expression (such as a Var of R.Shape), not dims."""
+    return hasattr(value, "struct_info") and not isinstance(value, PrimExpr | tuple | list)
+
+
+def _shape_of_expr(shape: Any, ndim: int) -> tuple[Any, int]:
+    """(dims, ndim) of a relax shape value; dims is None when only its rank is known."""
+    if hasattr(shape, "values") and not callable(shape.values):  # ShapeExpr
+        return shape.values, ndim
+    sinfo = shape.struct_info
+    if not isinstance(sinfo, ShapeStructInfo):
+        raise ArgumentError(
+            f"TensorStructInfo: shape {getattr(shape, 'name_hint', shape)!r} has struct info "
+            f"{type(sinfo).__name__}; give a ShapeExpr, a Var of R.Shape, or a list of dims"
+        )
+    if sinfo.values is not None:
+        return sinfo.values, ndim
+    if -1 not in (ndim, sinfo.ndim) and ndim != sinfo.ndim:
+        raise MiniTVMError(
+            f"TensorStructInfo: ndim={ndim} disagrees with shape of {sinfo.ndim} dims"
+        )
+    return None, sinfo.ndim if ndim == -1 else ndim
+
+
 @node
 class ObjectStructInfo(StructInfo):
     """Any value (nothing is known)."""
@@ -76,13 +100,29 @@ class ObjectStructInfo(StructInfo):
 
 @node
 class PrimStructInfo(StructInfo):
-    """A scalar of `dtype`; `value` is the known value when there is one."""
+    """A scalar of `dtype`; `value` is the known value when there is one.
 
-    dtype: Any
+    As in TVM, `PrimStructInfo(value=n)` alone takes the dtype from the value (a Python int is
+    an int64 value).
+    """
+
+    dtype: Any = None
     value: Any = None
     _def_fields = ("value",)  # a symbolic value is defined where the struct info is first seen
 
     def __post_init__(self):
+        if self.dtype is None:
+            if self.value is None:
+                raise ArgumentError(
+                    "PrimStructInfo needs a dtype or a value: PrimStructInfo('int64') or "
+                    "PrimStructInfo(value=n)"
+                )
+            value = self.value
+            if isinstance(value, int) and not isinstance(value, bool):
+                value = IntImm(INDEX_DTYPE, value)
+            setfield(self, "value", as_expr(value))
+            setfield(self, "dtype", self.value.dtype)
+            return
         setfield(self, "dtype", DataType(self.dtype))
         if self.value is not None:
             setfield(self, "value", as_expr(self.value, like=self.dtype))
@@ -111,17 +151,45 @@ class TensorStructInfo(StructInfo):
     """A tensor: `relax.TensorStructInfo((n, 784), "float32")`.
 
     `shape` None means unknown shape (then `ndim` may still be known); `dtype` None means unknown.
+    `shape` may also be a relax shape value, as in TVM: a `ShapeExpr`, or a Var whose struct
+    info is `R.Shape` (its known values become the dims; with none known, only its ndim is kept).
+    `vdevice` is the `tvm.ir.VDevice` the tensor lives on (None: unspecified). TVM's signature
+    is `(shape, dtype, vdevice, ndim)`; minitvm's third positional parameter was `ndim`, so an
+    int there still means ndim, and anything else (a VDevice or None) means vdevice.
     The first occurrence of a symbolic dim in a function defines it (structural equality maps
     such vars bijectively, hence `_def_fields`).
     """
 
     shape: Any = None
     dtype: Any = "float32"
-    ndim: int = -1
+    ndim: Any = -1
+    vdevice: Any = None
     _def_fields = ("shape",)
 
     def __post_init__(self):
+        ndim = getattr(self.ndim, "value", self.ndim)  # IntImm, numpy ints: still ndim
+        if not isinstance(ndim, int | VDevice | None) and hasattr(ndim, "__index__"):
+            ndim = int(ndim)
+        setfield(self, "ndim", ndim)
+        if not isinstance(self.ndim, int):  # TVM order: (shape, dtype, vdevice, ndim)
+            if self.vdevice is not None:
+                raise ArgumentError(
+                    f"TensorStructInfo: ndim must be an int, got {self.ndim!r} (vdevice is "
+                    "given by keyword)"
+                )
+            setfield(self, "vdevice", self.ndim)
+            setfield(self, "ndim", -1)
+        if self.vdevice is not None and not isinstance(self.vdevice, VDevice):
+            raise ArgumentError(
+                f"TensorStructInfo: vdevice must be a tvm.ir.VDevice or None, got "
+                f"{self.vdevice!r}; make one with tvm.ir.VDevice('llvm', 0, 'global')"
+            )
         setfield(self, "dtype", _as_dtype(self.dtype))
+        if self.shape is not None and _is_relax_expr(self.shape):
+            dims, ndim = _shape_of_expr(self.shape, self.ndim)
+            setfield(self, "shape", dims)
+            if dims is None:
+                setfield(self, "ndim", ndim)
         if self.shape is not None:
             shape = as_shape(self.shape)
             if self.ndim not in (-1, len(shape)):

@@ -171,6 +171,20 @@ from .meta_schedule import MetaScheduleTuneTIR
 
 __all__ += ["MetaScheduleTuneTIR"]
 
+from .normalize import normalize, normalize_function
+
+
+def Normalize() -> Pass:
+    """Normal form: nested calls bound to variables, nested SeqExprs spliced (normalize.py)."""
+    return Pass(normalize, "Normalize")
+
+
+__all__ += ["Normalize", "normalize", "normalize_function"]
+
+from .bind_symbolic_vars import BindSymbolicVars, bind_symbolic_vars
+
+__all__ += ["BindSymbolicVars", "bind_symbolic_vars"]
+
 from ...ir._public_names import keep_public_functions
 
 # relax.transform.legalize_ops etc. stay functions when their submodule is imported again under
