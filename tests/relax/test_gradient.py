@@ -116,6 +116,25 @@ CASES: dict[str, list] = {
     "relax.take": [
         (lambda w, i: R.take(w, i, axis=0), [normal(6, 4), ints(6, 5)], {"require": [0]})
     ],
+    "relax.sort": [(lambda x: R.sort(x, 1, True), [distinct(3, 5)])],
+    "relax.topk": [(lambda x: R.topk(x, 2, 0, "values", False), [distinct(4, 3)])],
+    "relax.gather_nd": [
+        (lambda d, i: R.gather_nd(d, i), [normal(4, 3), ints(3, 6, 2)], {"require": [0]})
+    ],
+    "relax.scatter_elements": [
+        (
+            lambda d, i, u: R.scatter_elements(d, i, u, 1, "add"),
+            [normal(3, 5), ints(5, 3, 2), normal(3, 2)],
+            {"require": [0, 2]},
+        )
+    ],
+    "relax.scatter_nd": [
+        (
+            lambda d, i, u: R.scatter_nd(d, i, u, "add"),
+            [normal(4, 3), ints(4, 5, 1), normal(5, 3)],
+            {"require": [0, 2]},
+        )
+    ],
     "relax.nn.conv2d": [
         (lambda x, w: R.nn.conv2d(x, w), [normal(2, 3, 6, 6), normal(4, 3, 3, 3)]),
         (

@@ -224,18 +224,32 @@ def test_inplace_write_through_a_live_view_is_refused():
 
 
 def test_inplace_op_without_converter_is_named_not_dropped():
+    class IndexFill(nn.Module):
+        def forward(self, x):
+            x.index_fill_(0, torch.tensor([0]), 7.0)
+            return x
+
+    with pytest.raises(OpNotImplemented, match=r"index_fill_"):
+        from_fx(torch.fx.symbolic_trace(IndexFill()), [((2, 3), "float32")])
+    ep = torch.export.export(IndexFill(), (torch.randn(2, 3),))
+    with pytest.raises(OpNotImplemented, match=r"(?s)aten.index_fill_.*custom_convert_map"):
+        from_exported_program(ep, run_ep_decomposition=False)
+
+
+def test_inplace_index_put_statement_is_applied():
+    # index_put_ has a converter now: the statement's effect must reach the output, as in torch
     class IndexPut(nn.Module):
         def forward(self, x):
             x.index_put_((torch.tensor([0]),), torch.tensor(7.0))
             return x
 
-    with pytest.raises(OpNotImplemented, match=r"Tensor.index_put_  at node 'index_put_'"):
-        from_fx(torch.fx.symbolic_trace(IndexPut()), [((2, 3), "float32")])
-    ep = torch.export.export(IndexPut(), (torch.randn(2, 3),))
-    with pytest.raises(
-        OpNotImplemented, match=r"(?s)aten.index_put_.default.*run_ep_decomposition=True"
-    ):
-        from_exported_program(ep, run_ep_decomposition=False)
+    x = np.random.default_rng(0).standard_normal((2, 3)).astype("float32")
+    want = IndexPut()(torch.tensor(x)).numpy()
+    mod = from_fx(torch.fx.symbolic_trace(IndexPut()), [((2, 3), "float32")])
+    vm = relax.VirtualMachine(relax.build(mod, "llvm"), tvm.cpu())
+    out = vm["main"](tvm.nd.array(x))
+    out = out[0] if isinstance(out, tuple) else out
+    np.testing.assert_array_equal(out.numpy(), want)
 
 
 # ----------------------------------------------------------------------------- unsupported ops
