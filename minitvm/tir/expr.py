@@ -656,33 +656,6 @@ class Range(Node):
         return Range(min=begin, extent=binary(Sub, end, begin))
 
 
-_UNSET: Any = object()
-_range_fields_init = Range.__init__
-
-
-def _range_init(self, begin=_UNSET, end=None, span=None, *, min=_UNSET, extent=_UNSET):
-    # keywords min=/extent= are the fields (dataclasses.replace, JSON loading, from_min_extent);
-    # positional arguments are TVM's (begin, end)
-    if min is not _UNSET or extent is not _UNSET:
-        if begin is not _UNSET or min is _UNSET or extent is _UNSET:
-            raise MiniTVMError(
-                "Range: give either (begin, end) as TVM does, or both min= and extent="
-            )
-        _range_fields_init(self, min, extent)
-        return
-    if begin is _UNSET:
-        raise MiniTVMError("Range: give (begin, end) or (end,), e.g. tvm.ir.Range(0, n)")
-    if end is None:
-        begin, end = 0, begin
-    lo = as_expr(begin, like=DataType("int32"))
-    hi = as_expr(end, like=lo.dtype)
-    zero = isinstance(lo, IntImm) and lo.value == 0
-    _range_fields_init(self, lo, hi if zero else binary(Sub, hi, lo))
-
-
-Range.__init__ = _range_init  # type: ignore[method-assign]
-
-
 class IterType(enum.IntEnum):
     DataPar = 0
     ThreadIndex = 1

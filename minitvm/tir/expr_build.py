@@ -229,3 +229,34 @@ def flatten_operands(e: Any, cls: type) -> list[Any]:
         else:
             out.append(x)
     return out
+
+
+# ----------------------------------------------------------------------------- Range(begin, end)
+# TVM's constructor (tir/expr.py keeps the node's fields min/extent): positional arguments are
+# (begin, end) or (end,); the keywords min=/extent= are the fields, which dataclasses.replace,
+# JSON loading and Range.from_min_extent pass.
+_UNSET: Any = object()
+_range_fields_init = tx.Range.__init__
+
+
+def _range_init(self, begin=_UNSET, end=None, span=None, *, min=_UNSET, extent=_UNSET):
+    # keywords min=/extent= are the fields (dataclasses.replace, JSON loading, from_min_extent);
+    # positional arguments are TVM's (begin, end)
+    if min is not _UNSET or extent is not _UNSET:
+        if begin is not _UNSET or min is _UNSET or extent is _UNSET:
+            raise tx.MiniTVMError(
+                "Range: give either (begin, end) as TVM does, or both min= and extent="
+            )
+        _range_fields_init(self, min, extent)
+        return
+    if begin is _UNSET:
+        raise tx.MiniTVMError("Range: give (begin, end) or (end,), e.g. tvm.ir.Range(0, n)")
+    if end is None:
+        begin, end = 0, begin
+    lo = tx.as_expr(begin, like=DataType("int32"))
+    hi = tx.as_expr(end, like=lo.dtype)
+    zero = isinstance(lo, tx.IntImm) and lo.value == 0
+    _range_fields_init(self, lo, hi if zero else binary(tx.Sub, hi, lo))
+
+
+tx.Range.__init__ = _range_init  # type: ignore[method-assign]
