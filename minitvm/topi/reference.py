@@ -96,6 +96,12 @@ def conv2d(
 conv2d_nchw = conv2d  # TVM's name of the NCHW / OIHW case (conv2d's default layouts)
 
 
+def padded_taps(start: int, k: int, d: int, end: int) -> int:
+    """How many of the taps start, start+d, ..., start+(k-1)d lie before `end` (the padded
+    input's end): what an average with count_include_pad divides by, as TVM and ONNX count it."""
+    return max(0, min(k, (end - 1 - start) // d + 1))
+
+
 def pool2d(
     data: np.ndarray,
     pool_size: Any,
@@ -137,8 +143,8 @@ def pool2d(
                 out[:, :, y, x] = win.max(axis=(2, 3)) if win.size else -np.inf
             elif count_include_pad:
                 y0, x0 = y * sh - pt, x * sw - pl
-                cy = min(y0 + dh * (kh - 1) + 1, h + pb) - max(y0, -pt)
-                cx = min(x0 + dw * (kw - 1) + 1, w + pr) - max(x0, -pl)
+                cy = padded_taps(y0, kh, dh, h + pb)
+                cx = padded_taps(x0, kw, dw, w + pr)
                 out[:, :, y, x] = win.sum(axis=(2, 3)) / max(cy * cx, 1)
             else:
                 out[:, :, y, x] = win.sum(axis=(2, 3)) / max(len(vy) * len(vx), 1)

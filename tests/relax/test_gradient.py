@@ -152,6 +152,10 @@ CASES: dict[str, list] = {
             lambda x: R.nn.avg_pool2d(x, 3, 2, padding=1, count_include_pad=True),
             [normal(1, 2, 6, 6)],
         ),
+        (
+            lambda x: R.nn.avg_pool2d(x, 3, 1, padding=1, dilation=2, count_include_pad=True),
+            [normal(1, 2, 7, 6)],
+        ),
     ],
     "relax.max": [
         (lambda x: R.max(x, axis=[1]), [distinct(2, 5, 3)]),

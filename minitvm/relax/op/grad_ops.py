@@ -220,8 +220,8 @@ def _pool_grad_te(pool_type: str):
             def count(iy, ix):
                 y0, x0 = iy * sh - pt, ix * sw - pl
                 if count_include_pad:
-                    hy = tir_op.min(y0 + dh * (kh - 1) + 1, h + pb) - tir_op.max(y0, -pt)
-                    hx = tir_op.min(x0 + dw * (kw - 1) + 1, w + pr) - tir_op.max(x0, -pl)
+                    hy = _valid_taps(y0 + pt, kh, dh, h + pt + pb)  # taps in the padded input
+                    hx = _valid_taps(x0 + pl, kw, dw, w + pl + pr)
                 else:
                     hy, hx = _valid_taps(y0, kh, dh, h), _valid_taps(x0, kw, dw, w)
                 return tir_cast(g.dtype, tir_op.max(hy * hx, 1))
@@ -266,8 +266,8 @@ def _pool_grad_np(pool_type: str):
                 else:
                     if count_include_pad:
                         y0, x0 = y * sh - pt, x * sw - pl
-                        cy = min(y0 + dh * (kh - 1) + 1, h + pb) - max(y0, -pt)
-                        cx = min(x0 + dw * (kw - 1) + 1, w + pr) - max(x0, -pl)
+                        cy = ref.padded_taps(y0, kh, dh, h + pb)
+                        cx = ref.padded_taps(x0, kw, dw, w + pr)
                         cnt = max(cy * cx, 1)
                     else:
                         cnt = max(len(ys) * len(xs), 1)

@@ -90,8 +90,10 @@ def pool2d(
     def count(y: Any, x: Any):
         if count_include_pad:
             y0, x0 = y * sh - pt, x * sw - pl
-            hy = tir_op.min(y0 + dh * (kh - 1) + 1, h + pb) - tir_op.max(y0, -pt)
-            hx = tir_op.min(x0 + dw * (kw - 1) + 1, w + pr) - tir_op.max(x0, -pl)
+            # taps inside the padded input, as TVM and ONNX count them (with dilation, a
+            # window's taps, not its extent)
+            hy = _valid_taps(y0 + pt, kh, dh, h + pt + pb)
+            hx = _valid_taps(x0 + pl, kw, dw, w + pl + pr)
         else:
             y0, x0 = y * sh - pt, x * sw - pl
             hy = _valid_taps(y0, kh, dh, h)

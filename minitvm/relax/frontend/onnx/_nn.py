@@ -335,27 +335,10 @@ def _pool(kind: str) -> Callable:
             return _lp_pool(
                 ctx, x, int(attrs.get("p", 2)), (kernel, strides, pads, dilations, ceil)
             )
-        if include and nd < 3 and any(d > 1 for d in dilations):
-            # pool1d/pool2d count a dilated window's extent with count_include_pad; ONNX
-            # counts its taps inside the padded input, as pool3d does: pool a depth-1 volume
-            return _as_volume(ctx, x, nd, kernel, strides, pads, dilations, ceil)
         pool = (R.nn.avg_pool1d, R.nn.avg_pool2d, R.nn.avg_pool3d)[nd - 1]
         return ctx.emit(pool(x, kernel, strides, pads, dilations, ceil, include))
 
     return convert
-
-
-def _as_volume(ctx, x: Expr, nd: int, kernel, strides, pads, dilations, ceil) -> Expr:
-    """avg_pool3d (count_include_pad) of x with unit axes added in front of its spatial axes."""
-    lead = 3 - nd
-    axes = list(range(2, 2 + lead))
-    ones, zeros = [1] * lead, [0] * lead
-    vol = ctx.emit(R.reshape(x, (*shape_of(x)[:2], *ones, *shape_of(x)[2:])))
-    pads3 = zeros + pads[:nd] + zeros + pads[nd:]
-    y = ctx.emit(
-        R.nn.avg_pool3d(vol, ones + kernel, ones + strides, pads3, ones + dilations, ceil, True)
-    )
-    return ctx.emit(R.squeeze(y, axes))
 
 
 def _lp_pool(ctx, x: Expr, p: int, window: tuple) -> Expr:
