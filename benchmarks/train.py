@@ -159,44 +159,16 @@ def compare(name, make_model, x, y, batch, repeat, use_compile, steps=None):
 
 # ------------------------------------------------------------------ ResNet-18, train mode
 def torch_resnet18(classes: int = CLASSES):
-    """torchvision's ResNet-18 layout: 7x7 stem, max pool, [2, 2, 2, 2] basic blocks of
-    64..512 channels, bias-free convolutions each followed by a BatchNorm."""
-    import torch
-    from torch import nn
+    """torchvision's ResNet-18 layout, trainable (minitvm.testing.torch_reference)."""
+    from minitvm.testing.torch_reference import resnet18
 
-    class Block(nn.Module):
-        def __init__(self, cin, cout, stride):
-            super().__init__()
-            self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
-            self.bn1 = nn.BatchNorm2d(cout)
-            self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
-            self.bn2 = nn.BatchNorm2d(cout)
-            self.down = None
-            if stride != 1 or cin != cout:
-                self.down = nn.Sequential(
-                    nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout)
-                )
-
-        def forward(self, x):
-            skip = x if self.down is None else self.down(x)
-            out = torch.relu(self.bn1(self.conv1(x)))
-            return torch.relu(self.bn2(self.conv2(out)) + skip)
-
-    torch.manual_seed(0)
-    layers, cin = [], 64
-    for cout, stride in ((64, 1), (128, 2), (256, 2), (512, 2)):
-        layers += [Block(cin, cout, stride), Block(cout, cout, 1)]
-        cin = cout
-    return nn.Sequential(
-        nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64), nn.ReLU(),
-        nn.MaxPool2d(3, 2, 1), *layers, nn.AdaptiveAvgPool2d(1), nn.Flatten(),
-        nn.Linear(512, classes),
-    )  # fmt: skip
+    return resnet18(classes)
 
 
 def resnet18_case(steps: int, repeat: int, batch: int = 32, lr: float = 0.01) -> None:
     import torch
 
+    from minitvm.testing.torch_reference import train_steps
     from minitvm.training import TorchTrainer
 
     rng = np.random.default_rng(0)
@@ -205,15 +177,8 @@ def resnet18_case(steps: int, repeat: int, batch: int = 32, lr: float = 0.01) ->
     loss_fn = torch.nn.CrossEntropyLoss()
 
     def torch_run(model):
-        opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
-        out = []
-        for x, y in zip(xs, ys):
-            opt.zero_grad(set_to_none=True)
-            loss = loss_fn(model(x), y)
-            loss.backward()
-            opt.step()
-            out.append(loss.item())
-        return out
+        make_opt = lambda ps: torch.optim.SGD(ps, lr=lr, momentum=0.9)
+        return train_steps(model, zip(xs, ys), make_opt, loss_fn)
 
     t0 = time.perf_counter()
     trainer = TorchTrainer(

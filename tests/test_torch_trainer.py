@@ -11,6 +11,7 @@ nn = torch.nn
 F = torch.nn.functional
 
 from minitvm.error import MiniTVMError
+from minitvm.testing.torch_reference import train_steps
 from minitvm.training import TorchTrainer, TrainError, make_optimizer
 
 STEPS = 5
@@ -40,23 +41,11 @@ def _batches(x_shape, classes, n=STEPS, seed=0):
     ]
 
 
-def _torch_run(model, batches, loss_fn, make_opt):
-    opt = make_opt(model.parameters())
-    losses = []
-    for x, y in batches:
-        opt.zero_grad()
-        loss = loss_fn(model(x), y)
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
-    return losses
-
-
 def _compare(make_model, batches, loss_fn, spec, make_opt):
     ours_model, ref_model = make_model(), make_model()
     trainer = TorchTrainer(ours_model, batches[0], loss_fn, spec)
     ours = [trainer.step(x, y) for x, y in batches]
-    ref = _torch_run(ref_model, batches, loss_fn, make_opt)
+    ref = train_steps(ref_model, batches, make_opt, loss_fn)
     np.testing.assert_allclose(ours, ref, rtol=1e-4, atol=1e-6)
     for (name, p), q in zip(ref_model.named_parameters(), trainer.parameters()):
         np.testing.assert_allclose(q, p.detach().numpy(), rtol=1e-4, atol=1e-6, err_msg=name)
@@ -143,7 +132,7 @@ def test_mse_callable_loss_and_torch_optimizer():
     spec = torch.optim.SGD(m.parameters(), lr=0.05)
     trainer = TorchTrainer(m, batches[0], loss, spec)
     ours = [trainer.step(x, y) for x, y in batches]
-    theirs = _torch_run(ref, batches, loss, lambda ps: torch.optim.SGD(ps, lr=0.05))
+    theirs = train_steps(ref, batches, lambda ps: torch.optim.SGD(ps, lr=0.05), loss)
     np.testing.assert_allclose(ours, theirs, rtol=1e-4, atol=1e-6)
 
 
@@ -179,8 +168,8 @@ def test_eval_mode_batch_norm_trains_with_frozen_statistics():
     batches = _batches((5, 3), 2, n=3, seed=7)
     trainer = TorchTrainer(m, batches[0], nn.CrossEntropyLoss(), ("adam", {"lr": 0.01}))
     ours = [trainer.step(x, y) for x, y in batches]
-    theirs = _torch_run(
-        ref, batches, nn.CrossEntropyLoss(), lambda ps: torch.optim.Adam(ps, lr=0.01)
+    theirs = train_steps(
+        ref, batches, lambda ps: torch.optim.Adam(ps, lr=0.01), nn.CrossEntropyLoss()
     )
     np.testing.assert_allclose(ours, theirs, rtol=1e-4)
 

@@ -16,6 +16,7 @@ from minitvm.relax import op as R
 from minitvm.relax.eval_ref import evaluate
 from minitvm.relax.op.random import _np_mask
 from minitvm.relax.transform.gradient import gradient
+from minitvm.testing.torch_reference import resnet18, train_steps
 from minitvm.training import TorchTrainer, torch_backbone
 
 
@@ -25,19 +26,6 @@ def _batches(shape, classes, n, seed=0):
         (torch.randn(shape, generator=g), torch.randint(0, classes, (shape[0],), generator=g))
         for _ in range(n)
     ]
-
-
-def _torch_run(model, batches, make_opt, loss_fn=None):
-    loss_fn = loss_fn or nn.CrossEntropyLoss()
-    opt = make_opt(model.parameters())
-    losses = []
-    for x, y in batches:
-        opt.zero_grad()
-        loss = loss_fn(model(x), y)
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
-    return losses
 
 
 def _bn_cnn():
@@ -74,7 +62,7 @@ def test_train_mode_batch_norm_matches_torch(spec, make_opt):
     # building the trainer leaves the torch model's running statistics as they were
     assert float(model[1].num_batches_tracked) == 0
     ours = [trainer.step(x, y) for x, y in batches]
-    theirs = _torch_run(ref, batches, make_opt)
+    theirs = train_steps(ref, batches, make_opt)
     np.testing.assert_allclose(ours, theirs, rtol=1e-4, atol=1e-6)
     state = trainer.state_dict()
     _assert_state_matches(state, ref)  # parameters, running_mean/var, num_batches_tracked
@@ -108,7 +96,7 @@ def test_setup_trainer_carries_batch_norm_states():
     trainer.load_params(params)
     trainer.load_states(states)
     ours = [float(trainer.update([x.numpy()], [y.numpy()]).numpy()) for x, y in batches]
-    theirs = _torch_run(ref, batches, lambda ps: torch.optim.SGD(ps, lr=0.1))
+    theirs = train_steps(ref, batches, lambda ps: torch.optim.SGD(ps, lr=0.1))
     np.testing.assert_allclose(ours, theirs, rtol=1e-4, atol=1e-6)
     got = [p.numpy() for p in trainer.export_params().values()]
     got += [s.numpy() for s in trainer.export_states().values()]
@@ -204,7 +192,7 @@ def test_dropout_p0_equals_torch_and_eval_is_identity():
     ours = [trainer.step(x, y) for x, y in batches]
     ref = _Drop(0.0)
     np.testing.assert_allclose(
-        ours, _torch_run(ref, batches, lambda ps: torch.optim.SGD(ps, lr=0.2)), rtol=1e-4
+        ours, train_steps(ref, batches, lambda ps: torch.optim.SGD(ps, lr=0.2)), rtol=1e-4
     )
     trained = TorchTrainer(_Drop(0.5), batches[0], nn.CrossEntropyLoss())
     x = batches[0][0]
@@ -244,45 +232,6 @@ def test_dropout_training_uses_the_seeded_mask_in_forward_and_backward():
 # ----------------------------------------------------------------------------- ResNet-18
 
 
-def _resnet18(classes=10):
-    """torchvision's ResNet-18 layout (7x7 stem, max pool, [2, 2, 2, 2] basic blocks of
-    64..512 channels, bias-free convolutions each followed by a BatchNorm)."""
-
-    class Block(nn.Module):
-        def __init__(self, cin, cout, stride):
-            super().__init__()
-            self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
-            self.bn1 = nn.BatchNorm2d(cout)
-            self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
-            self.bn2 = nn.BatchNorm2d(cout)
-            self.down = None
-            if stride != 1 or cin != cout:
-                self.down = nn.Sequential(
-                    nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout)
-                )
-
-        def forward(self, x):
-            skip = x if self.down is None else self.down(x)
-            out = torch.relu(self.bn1(self.conv1(x)))
-            return torch.relu(self.bn2(self.conv2(out)) + skip)
-
-    torch.manual_seed(0)
-    layers, cin = [], 64
-    for cout, stride in ((64, 1), (128, 2), (256, 2), (512, 2)):
-        layers += [Block(cin, cout, stride), Block(cout, cout, 1)]
-        cin = cout
-    return nn.Sequential(
-        nn.Conv2d(3, 64, 7, 2, 3, bias=False),
-        nn.BatchNorm2d(64),
-        nn.ReLU(),
-        nn.MaxPool2d(3, 2, 1),
-        *layers,
-        nn.AdaptiveAvgPool2d(1),
-        nn.Flatten(),
-        nn.Linear(512, classes),
-    )
-
-
 @pytest.mark.slow
 def test_resnet18_train_mode_matches_torch():
     """Issue 25's target at test size: CIFAR-size input, batch 8 (the benchmark: 32), SGD with
@@ -295,13 +244,13 @@ def test_resnet18_train_mode_matches_torch():
     torch.set_num_threads(1)
     batches = _batches((8, 3, 32, 32), 10, n=3, seed=5)
     spec = ("sgd", {"lr": 0.01, "momentum": 0.9})
-    model, ref = _resnet18(), _resnet18()
+    model, ref = resnet18(), resnet18()
     trainer = TorchTrainer(model, batches[0], nn.CrossEntropyLoss(), spec)
     opt = torch.optim.SGD(ref.parameters(), lr=0.01, momentum=0.9)
     ours = [trainer.step(*batches[0])]
-    theirs = _torch_run(ref, batches[:1], lambda ps: opt)
+    theirs = train_steps(ref, batches[:1], lambda ps: opt)
     # after one step: every parameter and running statistic (the gradient of every layer)
     _assert_state_matches(trainer.state_dict(), ref, rtol=1e-4, atol=1e-6)
     ours += [trainer.step(x, y) for x, y in batches[1:]]
-    theirs += _torch_run(ref, batches[1:], lambda ps: opt)
+    theirs += train_steps(ref, batches[1:], lambda ps: opt)
     np.testing.assert_allclose(ours, theirs, rtol=1e-4)
