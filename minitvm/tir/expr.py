@@ -648,12 +648,18 @@ class Range(Node):
 
     @staticmethod
     def from_min_extent(min_value, extent) -> Range:
-        return Range(min=min_value, extent=extent)
+        out = object.__new__(Range)  # the fields directly: minitvm builds many Ranges
+        _range_fields_init(out, min_value, extent)
+        return out
 
     @staticmethod
     def by_begin_end(begin, end) -> Range:
         begin = as_expr(begin)
         return Range(min=begin, extent=binary(Sub, end, begin))
+
+
+# the dataclass's own __init__ (min, extent); expr_build.py gives Range TVM's (begin, end)
+_range_fields_init = Range.__init__
 
 
 class IterType(enum.IntEnum):

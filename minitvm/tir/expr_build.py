@@ -236,7 +236,7 @@ def flatten_operands(e: Any, cls: type) -> list[Any]:
 # (begin, end) or (end,); the keywords min=/extent= are the fields, which dataclasses.replace,
 # JSON loading and Range.from_min_extent pass.
 _UNSET: Any = object()
-_range_fields_init = tx.Range.__init__
+_range_fields_init = tx._range_fields_init
 
 
 def _range_init(self, begin=_UNSET, end=None, span=None, *, min=_UNSET, extent=_UNSET):
