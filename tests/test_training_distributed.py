@@ -203,6 +203,12 @@ def test_a_dead_peer_is_a_distributed_error_not_a_hang(tmp_path):
                 dp._all_reduce([np.ones(3, "float32")])
             except DistributedError as err:
                 print("caught:", err)
+            else:
+                sys.exit(5)
+            try:  # the broken group was torn down: a second call says so
+                dp._all_reduce([np.ones(3, "float32")])
+            except DistributedError as err:
+                print("again:", err)
                 sys.exit(0)
             sys.exit(5)
             """
@@ -210,6 +216,7 @@ def test_a_dead_peer_is_a_distributed_error_not_a_hang(tmp_path):
     )
     outs = dd.launch([str(script)], 2, timeout_s=90, capture=True)
     assert "caught: DataParallel: all_reduce failed on rank 0" in outs[0], outs[0][-2000:]
+    assert "again: DataParallel: rank 0 has no process group" in outs[0], outs[0][-2000:]
 
 
 def test_command_line_launcher(tmp_path, capsys):

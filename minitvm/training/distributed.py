@@ -210,9 +210,18 @@ class DataParallel:
         return out  # type: ignore[return-value]
 
     def _collective(self, fn: Any, *args: Any, **kwargs: Any) -> None:
+        if not self._dist.is_initialized():
+            raise DistributedError(
+                f"DataParallel: rank {self.rank} has no process group (it was closed, or an "
+                "earlier collective failed and tore it down); start a new DataParallel"
+            )
         try:
             fn(*args, **kwargs)
         except RuntimeError as err:  # a peer died or timed out (torch's DistBackendError)
+            # A failed collective leaves the group unusable; tear it down now so that its
+            # transport threads stop before interpreter exit (left alone they can abort
+            # the process during teardown, after the error has been handled).
+            self._abandon_group()
             raise DistributedError(
                 f"DataParallel: {fn.__name__} failed on rank {self.rank}: {err}; another "
                 "process probably exited or stopped calling step()"
@@ -257,6 +266,14 @@ class DataParallel:
     def predict(self, *inputs: Any) -> Any:
         """The local replica's prediction (all replicas hold the same parameters)."""
         return self.trainer.predict(*inputs)
+
+    def _abandon_group(self) -> None:
+        if self._owns_group and self._dist.is_initialized():
+            try:
+                self._dist.destroy_process_group()
+            except RuntimeError:  # already broken beyond tearing down
+                pass
+        self._owns_group = False
 
     def close(self) -> None:
         """Leave the process group (only if this object created it)."""
