@@ -4,13 +4,14 @@ TVM rewrites sampling (`multinomial_from_uniform`, top-p/top-k) and sort/scan op
 `argsort`, `topk`, `cumsum`) into target-specific kernels or library calls here. minitvm has no
 sampling or sort op, and its `cumsum` is legalized like every other op, so on every target these
 passes have nothing to rewrite: they return the module unchanged (the same object).
+
+The pattern registry (pattern_registry.py) and `contrib/` serve external backends (BYOC).
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 from ...ir.transform import Pass
+from .pattern_registry import get_pattern, get_patterns_with_prefix, register_patterns
 
 
 def DispatchSampling() -> Pass:
@@ -23,10 +24,10 @@ def DispatchSortScan() -> Pass:
     return Pass(lambda mod: mod, "DispatchSortScan")
 
 
-def get_patterns_with_prefix(prefix: str) -> list[Any]:
-    """Registered fusion patterns for external libraries (cuBLAS, cuDNN, ...): minitvm offloads
-    to none, so there are none."""
-    return []
-
-
-__all__ = ["DispatchSampling", "DispatchSortScan", "get_patterns_with_prefix"]
+__all__ = [
+    "DispatchSampling",
+    "DispatchSortScan",
+    "get_pattern",
+    "get_patterns_with_prefix",
+    "register_patterns",
+]

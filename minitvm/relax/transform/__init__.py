@@ -185,6 +185,54 @@ from .bind_symbolic_vars import BindSymbolicVars, bind_symbolic_vars
 
 __all__ += ["BindSymbolicVars", "bind_symbolic_vars"]
 
+from .attach_extern_modules import AttachExternModules, attach_extern_modules
+from .fuse_ops_by_pattern import (
+    FuseOpsByPattern,
+    FusionPattern,
+    MergeCompositeFunctions,
+    PatternCheckContext,
+    fuse_ops_by_pattern,
+    merge_composite_functions,
+)
+from .run_codegen import RunCodegen, run_codegen
+from .vm_lowering import (  # TVM's VM-lowering passes: the build does their work (vm_lowering.py)
+    AttachGlobalSymbol,
+    CallTIRRewrite,
+    FuseTransposeMatmul,
+    KillAfterLastUse,
+    LowerAllocTensor,
+    LowerRuntimeBuiltin,
+    RemovePurityChecking,
+    RewriteCUDAGraph,
+    RewriteDataflowReshape,
+    ToNonDataflow,
+    VMShapeLower,
+)
+
+__all__ += [
+    "AttachExternModules",
+    "AttachGlobalSymbol",
+    "CallTIRRewrite",
+    "FuseOpsByPattern",
+    "FuseTransposeMatmul",
+    "FusionPattern",
+    "KillAfterLastUse",
+    "LowerAllocTensor",
+    "LowerRuntimeBuiltin",
+    "MergeCompositeFunctions",
+    "PatternCheckContext",
+    "RemovePurityChecking",
+    "RewriteCUDAGraph",
+    "RewriteDataflowReshape",
+    "RunCodegen",
+    "ToNonDataflow",
+    "VMShapeLower",
+    "attach_extern_modules",
+    "fuse_ops_by_pattern",
+    "merge_composite_functions",
+    "run_codegen",
+]  # fmt: skip
+
 from ...ir._public_names import keep_public_functions
 
 # relax.transform.legalize_ops etc. stay functions when their submodule is imported again under

@@ -25,6 +25,7 @@ from .core import (
     set_default_dtype,
     wrap_nested,
 )
+from .extern import ExternModule, ObjectModule, SourceModule
 from .jit import TorchModule
 from .modules import (
     GELU,
@@ -47,7 +48,8 @@ from .op import __all__ as _op_names
 from .subroutine import SubroutineMixin
 
 __all__ = [  # noqa: PLE0604 (the nn.op names are listed in op.py)
-    "GELU", "Conv1D", "Conv2D", "Dropout", "Effect", "Embedding", "GroupNorm", "IOEffect",
+    "GELU", "Conv1D", "Conv2D", "Dropout", "Effect", "Embedding", "ExternModule", "GroupNorm",
+    "IOEffect", "ObjectModule", "SourceModule",
     "Identity", "KVCache", "LayerNorm", "Linear", "Module", "ModuleDict", "ModuleList", "Object",
     "Parameter", "RMSNorm", "ReLU", "Sequential", "SiLU", "SubroutineMixin", "Tensor",
     "TorchModule", "get_default_dtype", "op", "set_default_dtype", "spec", "wrap_nested",
