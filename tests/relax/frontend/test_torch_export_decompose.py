@@ -276,6 +276,9 @@ def test_ops_unsupported_after_decomposition_are_all_named_with_the_fix():
 
 
 def _sigmoid(node, importer):
+    from minitvm.relax.frontend.torch.exported_program_translator import ExportedProgramImporter
+
+    assert isinstance(importer, ExportedProgramImporter)  # the name TVM's tutorials annotate with
     x = importer.retrieve_args(node)[0]
     return importer.block_builder.emit(relax.op.sigmoid(x))
 

@@ -23,7 +23,11 @@ from ._importer import (
 )
 from ._inplace import aten_is_view, aten_writes
 
-__all__ = ["from_exported_program"]
+# TVM's name for the importer a custom converter receives (`custom_convert_map` functions take
+# `(node, importer)`; TVM's tutorials annotate the importer with this class).
+ExportedProgramImporter = Importer
+
+__all__ = ["ExportedProgramImporter", "from_exported_program"]
 
 _PYTHON_OPS = {
     operator.getitem,
