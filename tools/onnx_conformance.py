@@ -34,6 +34,12 @@ import time
 from collections import Counter
 
 FLOAT16_ULPS = 2  # see _compare
+# ONNX's reference rounds bfloat16/float8 math to the narrow type after every numpy step;
+# minitvm computes in float32 and rounds once (as TVM does), so computed outputs of those
+# types may differ by a few of their ulps. Conversions (graphs of only CONVERSION_OPS) are
+# compared bit for bit.
+LOWFLOAT_ULPS = 4
+CONVERSION_OPS = frozenset(("Cast", "CastLike", "QuantizeLinear", "DequantizeLinear", "Constant"))
 OUTCOMES = ("ok", "refused", "error", "wrong", "foreign", "crash", "timeout", "skipped")
 TABLE_BEGIN = "<!-- onnx-conformance-table:begin (tools/onnx_conformance.py --table) -->"
 TABLE_END = "<!-- onnx-conformance-table:end -->"
@@ -42,11 +48,20 @@ TABLE_END = "<!-- onnx-conformance-table:end -->"
 # --------------------------------------------------------------------------- worker side
 
 
-def _compare(got: list, expected: list, rtol: float, atol: float, float16_ulps: int = 0):
+def _compare(
+    got: list,
+    expected: list,
+    rtol: float,
+    atol: float,
+    float16_ulps: int = 0,
+    lowfloat_ulps: int = 0,
+):
     """None when `got` matches `expected` (the shared runner's rule), else a message.
 
     With float16_ulps, float16 outputs may also differ by that many float16 ulps (relative):
     ONNX's float16 expected outputs are themselves rounded at each step of the reference.
+    bfloat16/float8/int4 outputs must match bit for bit (any NaN equals any NaN), or with
+    lowfloat_ulps be within that many ulps of their type.
     """
     import numpy as np
 
@@ -56,6 +71,12 @@ def _compare(got: list, expected: list, rtol: float, atol: float, float16_ulps: 
         g, r = np.asarray(g), np.asarray(r)
         if g.shape != r.shape:
             return f"output {i}: shape {g.shape} expected {r.shape}"
+        if _is_ml_dtype(r.dtype):
+            if g.dtype != r.dtype:
+                return f"output {i}: dtype {g.dtype}, expected {r.dtype}"
+            if not _same_bits(g, r) and not (lowfloat_ulps and _within_ulps(g, r, lowfloat_ulps)):
+                return f"output {i}: {r.dtype} values differ in their bits"
+            continue
         if r.dtype.kind in "fc":
             rtol_f = max(rtol, 1e-3, float16_ulps * 2.0**-10 if r.dtype == np.float16 else 0)
             ok = np.allclose(
@@ -66,6 +87,42 @@ def _compare(got: list, expected: list, rtol: float, atol: float, float16_ulps: 
         if not ok or (g.dtype != r.dtype and r.dtype.kind != "f"):
             return f"output {i}: dtype {g.dtype}/{r.dtype}, values differ"
     return None
+
+
+def _same_bits(got, expected) -> bool:
+    """Exact bit equality of two arrays of one ml_dtypes type; any NaN equals any NaN."""
+    import numpy as np
+
+    bits = f"uint{expected.dtype.itemsize * 8}"
+    same = got.view(bits) == expected.view(bits)
+    if "float" in expected.dtype.name:
+        wide = np.float32
+        same |= np.isnan(got.astype(wide)) & np.isnan(expected.astype(wide))
+    return bool(np.all(same))
+
+
+def _within_ulps(got, expected, ulps: int) -> bool:
+    """Float outputs of an ml_dtypes float type within `ulps` units in the last place of
+    the expected value (infinities and NaNs must match exactly)."""
+    import ml_dtypes
+    import numpy as np
+
+    if "float" not in expected.dtype.name:
+        return False
+    info = ml_dtypes.finfo(expected.dtype)
+    g, r = got.astype(np.float64), expected.astype(np.float64)
+    finite = np.isfinite(r)
+    with np.errstate(divide="ignore"):
+        exp = np.floor(np.log2(np.where(finite & (r != 0), np.abs(r), 1.0)))
+    ulp = np.maximum(2.0 ** (exp - info.nmant), float(info.smallest_subnormal))
+    close = finite & (np.abs(g - r) <= ulps * ulp)
+    same = (g == r) | (np.isnan(g) & np.isnan(r))
+    return bool(np.all(close | same))
+
+
+def _is_conversion(model) -> bool:
+    """True when every node of the graph converts between types (compared bit for bit)."""
+    return all(n.op_type in CONVERSION_OPS for n in model.graph.node)
 
 
 def _run_minitvm(model, inputs: list) -> list:
@@ -99,8 +156,9 @@ def _one_case(case_dir: str, with_ort: bool) -> dict:
 
     model = onnx.load(os.path.join(case_dir, "model.onnx"))
     with np.load(os.path.join(case_dir, "data.npz"), allow_pickle=False) as z:
-        inputs = [z[k] for k in sorted(k for k in z.files if k.startswith("in"))]
-        expected = [z[k] for k in sorted(k for k in z.files if k.startswith("out"))]
+        keys = sorted(k for k in z.files if not k.endswith(".dtype"))
+        inputs = [_unpack(z, k) for k in keys if k.startswith("in")]
+        expected = [_unpack(z, k) for k in keys if k.startswith("out")]
         rtol, atol = float(z["rtol"]), float(z["atol"])
     row: dict = {}
     try:
@@ -116,8 +174,12 @@ def _one_case(case_dir: str, with_ort: bool) -> dict:
     else:
         msg = _compare(got, expected, rtol, atol)
         row = {"kind": "wrong", "msg": msg} if msg else {"kind": "ok", "msg": ""}
-        if msg and not _compare(got, expected, rtol, atol, FLOAT16_ULPS):
-            row = {"kind": "ok", "msg": f"float16: within {FLOAT16_ULPS} ulps, not rtol 1e-3"}
+        low_ulps = 0 if _is_conversion(model) else LOWFLOAT_ULPS
+        if msg and not _compare(got, expected, rtol, atol, FLOAT16_ULPS, low_ulps):
+            row = {
+                "kind": "ok",
+                "msg": f"float16/bfloat16: within {FLOAT16_ULPS}/{LOWFLOAT_ULPS} ulps, not rtol 1e-3",
+            }
     if with_ort:
         try:
             row["ort"] = (
@@ -171,6 +233,47 @@ def case_op(case) -> str:
     return "(graph) " + case.name.removeprefix("test_").split("_")[0]
 
 
+def _as_array(value):
+    """A case value as a numpy array: TensorProtos (bfloat16, float8, 4-bit data) through
+    onnx.numpy_helper, which gives ml_dtypes arrays; anything else as numpy sees it."""
+    import numpy as np
+    import onnx
+
+    if isinstance(value, onnx.TensorProto):
+        return onnx.numpy_helper.to_array(value)
+    return np.asarray(value)
+
+
+def _is_ml_dtype(dtype) -> bool:
+    """True for the ml_dtypes types (bfloat16, float8_*, int4, ...); their numpy kind varies."""
+    return dtype.names is None and dtype.type.__module__ == "ml_dtypes"
+
+
+def _pack(arrs: dict) -> dict:
+    """ml_dtypes arrays as raw unsigned bits plus a `<key>.dtype` entry, so that the npz
+    loads back with allow_pickle=False and no value changes (NaN payloads included)."""
+    import numpy as np
+
+    out = {}
+    for key, arr in arrs.items():
+        if _is_ml_dtype(arr.dtype):
+            out[key] = arr.view(f"uint{arr.dtype.itemsize * 8}")
+            out[f"{key}.dtype"] = np.array(arr.dtype.name)
+        else:
+            out[key] = arr
+    return out
+
+
+def _unpack(z, key: str):
+    """The array `_pack` stored under `key`, rebuilt with its ml_dtypes dtype."""
+    arr = z[key]
+    if f"{key}.dtype" not in z.files:
+        return arr
+    import ml_dtypes
+
+    return arr.view(getattr(ml_dtypes, str(z[f"{key}.dtype"])))
+
+
 def _materialize(case, d: str) -> str | None:
     """Write a case as model.onnx + data.npz; a reason when it is not plain arrays."""
     import numpy as np
@@ -178,13 +281,13 @@ def _materialize(case, d: str) -> str | None:
 
     try:
         ins, outs = case.data_sets[0]
-        arrs = {f"in{i:03d}": np.asarray(x) for i, x in enumerate(ins)}
-        arrs.update({f"out{i:03d}": np.asarray(x) for i, x in enumerate(outs)})
-        if any(v.dtype == object for v in arrs.values()):
+        arrs = {f"in{i:03d}": _as_array(x) for i, x in enumerate(ins)}
+        arrs.update({f"out{i:03d}": _as_array(x) for i, x in enumerate(outs)})
+        if any(v.dtype == object or v.dtype.kind in "SU" for v in arrs.values()):
             return "sequence/optional/string data"
         os.makedirs(d)
         onnx.save(case.model, os.path.join(d, "model.onnx"))
-        np.savez(os.path.join(d, "data.npz"), rtol=case.rtol, atol=case.atol, **arrs)
+        np.savez(os.path.join(d, "data.npz"), rtol=case.rtol, atol=case.atol, **_pack(arrs))
     except Exception as err:  # noqa: BLE001 - the case itself cannot be written as arrays
         return f"case not representable as arrays: {err}"[:150]
     return None

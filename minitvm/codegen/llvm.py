@@ -49,6 +49,7 @@ from .llvm_binary import BINARY, INT_RANGES, NO_SIGNED_WRAP_FLAGGED
 from .llvm_checks import INTEGER_DIVISIONS, safe_divisor
 from .llvm_funcinfo import func_info, signature_info
 from .llvm_intrinsics import DTYPE_KINDS, INTRINSICS, declare_extern
+from .llvm_legalize import legalize_low_floats
 from .llvm_stmt import _named, _StmtEmitter
 from .llvm_types import (
     CASTS,
@@ -674,7 +675,7 @@ def _embed_signature(module: ir.Module, infos: list[dict]) -> None:
 
 def _add_function(cg: CodeGenLLVM, func: PrimFunc) -> dict:
     try:
-        return cg.add_function(func)
+        return cg.add_function(legalize_low_floats(func))
     except MiniTVMError:
         raise
     except (TypeError, ValueError) as err:  # llvmlite's builder rejects mismatched operand types

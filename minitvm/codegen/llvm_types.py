@@ -1,7 +1,10 @@
 """DataType → LLVM types, constants and the cast table used by the LLVM code generator.
 
 Registers hold `bool` as `i1`; memory holds it as `i8` (numpy's layout). float16 is a
-storage type: arithmetic on it is legal LLVM, math intrinsics run in float32.
+storage type: arithmetic on it is legal LLVM, math intrinsics run in float32. bfloat16 and
+float8 are held as their bits (i16/i8; see llvm_lowfloat.py) and computed in float32.
+int4/uint4 are `i4` in registers and one value per byte in memory (the low nibble, as
+ml_dtypes stores them), not packed two to a byte.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from collections.abc import Callable
 from llvmlite import ir
 
 from ..ir.dtype import DataType, TypeCode
+from .llvm_lowfloat import F32, F64, FORMATS, decode, encode, narrow_to_f32_odd
 
 _SCALAR_TYPES: dict[tuple[TypeCode, int], ir.Type] = {
     (TypeCode.FLOAT, 16): ir.HalfType(),
@@ -18,8 +22,12 @@ _SCALAR_TYPES: dict[tuple[TypeCode, int], ir.Type] = {
     (TypeCode.FLOAT, 64): ir.DoubleType(),
     (TypeCode.BOOL, 1): ir.IntType(1),
     (TypeCode.HANDLE, 64): ir.PointerType(),
-    **{(TypeCode.INT, b): ir.IntType(b) for b in (8, 16, 32, 64)},
-    **{(TypeCode.UINT, b): ir.IntType(b) for b in (1, 8, 16, 32, 64)},
+    **{(TypeCode.INT, b): ir.IntType(b) for b in (4, 8, 16, 32, 64)},
+    **{(TypeCode.UINT, b): ir.IntType(b) for b in (1, 4, 8, 16, 32, 64)},
+    **{
+        (code, fmt.exp_bits + fmt.man_bits + 1): ir.IntType(fmt.exp_bits + fmt.man_bits + 1)
+        for code, fmt in FORMATS.items()
+    },
 }
 
 I1 = ir.IntType(1)
@@ -31,8 +39,9 @@ VOID = ir.VoidType()
 
 
 def kind(dtype: DataType) -> str:
-    """The dispatch kind of a dtype: 'float', 'int', 'uint' or 'bool'."""
-    return dtype.code.value
+    """The dispatch kind of a dtype: 'float', 'lowfloat' (bfloat16, float8), 'int', 'uint'
+    or 'bool'."""
+    return "lowfloat" if dtype.code in FORMATS else dtype.code.value
 
 
 def llvm_type(dtype: DataType) -> ir.Type:
@@ -43,7 +52,7 @@ def llvm_type(dtype: DataType) -> ir.Type:
 
 def mem_type(dtype: DataType) -> ir.Type:
     """The in-memory type of `dtype` (`bool` → i8)."""
-    if dtype.is_bool:
+    if dtype.is_bool or dtype.bits == 4:
         return I8 if dtype.lanes == 1 else ir.VectorType(I8, dtype.lanes)
     return llvm_type(dtype)
 
@@ -51,6 +60,8 @@ def mem_type(dtype: DataType) -> ir.Type:
 def constant(dtype: DataType, value: float) -> ir.Constant:
     """An LLVM constant of the scalar (or splat vector) `dtype`."""
     elem = dtype.element_of()
+    if elem.code in FORMATS:  # the float32 legalization leaves none; never emit unrounded bits
+        raise ValueError(f"no LLVM constant of dtype {elem}: compute in float32 and cast")
     if elem.is_float:
         c = ir.Constant(llvm_type(elem), float(value))
     elif elem.is_uint and value >= 2 ** (elem.bits - 1):
@@ -82,6 +93,39 @@ def _int_to_int(b, v, src, dst, name):
     return extend(v, llvm_type(dst), name)
 
 
+def _float_to_int(b, v, src, dst, name):
+    if dst.bits != 4:
+        convert = b.fptosi if dst.is_int else b.fptoui
+        return convert(v, llvm_type(dst), name)
+    # 4-bit targets as ONNX/ml_dtypes define them: truncate toward zero, 0 when out of range
+    lo, hi = (-9.0, 8.0) if dst.is_int else (-1.0, 16.0)
+    fits = b.and_(
+        b.fcmp_ordered(">", v, constant(src, lo)), b.fcmp_ordered("<", v, constant(src, hi))
+    )
+    safe = b.select(fits, v, constant(src, 0))
+    wide = b.fptosi(safe, llvm_type(DataType("int32").with_lanes(dst.lanes)))
+    return b.trunc(wide, llvm_type(dst), name)
+
+
+def _from_low(b, v, src, dst, name):
+    """bfloat16/float8 → anything: exactly to float32 first."""
+    f32 = F32.with_lanes(src.lanes)
+    return cast_value(b, decode(b, v, src), f32, dst, name)
+
+
+def _to_low(b, v, src, dst, name):
+    """anything → bfloat16/float8: to float32 (rounding to odd when that is inexact), then
+    one rounding to nearest even."""
+    f32, f64 = F32.with_lanes(src.lanes), F64.with_lanes(src.lanes)
+    if kind(src) == "lowfloat":
+        v = decode(b, v, src)
+    elif src.is_float and src.bits < 64:
+        v = cast_value(b, v, src, f32)
+    else:  # float64, or an integer (exact in float64 up to 53 bits)
+        v = narrow_to_f32_odd(b, cast_value(b, v, src, f64))
+    return encode(b, v, dst)
+
+
 def _to_bool(b, v, src, dst, name):
     zero = constant(src, 0)
     if src.is_float:
@@ -95,8 +139,8 @@ CASTS: dict[tuple[str, str], CastFn] = {
     ("int", "float"): lambda b, v, s, d, n: b.sitofp(v, llvm_type(d), n),
     ("uint", "float"): lambda b, v, s, d, n: b.uitofp(v, llvm_type(d), n),
     ("bool", "float"): lambda b, v, s, d, n: b.uitofp(v, llvm_type(d), n),
-    ("float", "int"): lambda b, v, s, d, n: b.fptosi(v, llvm_type(d), n),
-    ("float", "uint"): lambda b, v, s, d, n: b.fptoui(v, llvm_type(d), n),
+    ("float", "int"): _float_to_int,
+    ("float", "uint"): _float_to_int,
     ("int", "int"): _int_to_int,
     ("int", "uint"): _int_to_int,
     ("uint", "int"): _int_to_int,
@@ -107,6 +151,8 @@ CASTS: dict[tuple[str, str], CastFn] = {
     ("uint", "bool"): _to_bool,
     ("float", "bool"): _to_bool,
     ("bool", "bool"): lambda b, v, s, d, n: v,
+    **{("lowfloat", k): _from_low for k in ("float", "int", "uint", "bool")},
+    **{(k, "lowfloat"): _to_low for k in ("float", "int", "uint", "bool", "lowfloat")},
 }
 
 
@@ -137,12 +183,14 @@ def splat(b: ir.IRBuilder, value: ir.Value, lanes: int) -> ir.Value:
 
 
 def to_memory(b: ir.IRBuilder, v: ir.Value, dtype: DataType) -> ir.Value:
-    """Register value → value to store (bool: i1 → i8)."""
-    return b.zext(v, mem_type(dtype)) if dtype.is_bool else v
+    """Register value → value to store (bool: i1 → i8; int4: i4 → its byte's low nibble)."""
+    return b.zext(v, mem_type(dtype)) if dtype.is_bool or dtype.bits == 4 else v
 
 
 def from_memory(b: ir.IRBuilder, v: ir.Value, dtype: DataType, name: str = "") -> ir.Value:
     """Loaded value → register value (bool: i8 → i1, any non-zero byte is true)."""
     if dtype.is_bool:
         return b.icmp_unsigned("!=", v, ir.Constant(v.type, None), name)
+    if dtype.bits == 4:
+        return b.trunc(v, llvm_type(dtype), name)
     return v

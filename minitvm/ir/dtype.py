@@ -17,10 +17,41 @@ class TypeCode(enum.Enum):
     FLOAT = "float"
     BOOL = "bool"
     HANDLE = "handle"
+    BFLOAT = "bfloat"
+    FLOAT8_E4M3FN = "float8_e4m3fn"
+    FLOAT8_E5M2 = "float8_e5m2"
+    FLOAT8_E4M3FNUZ = "float8_e4m3fnuz"
+    FLOAT8_E5M2FNUZ = "float8_e5m2fnuz"
 
 
-_DTYPE_RE = re.compile(r"^(int|uint|float|bool|handle)(\d*)(?:x(\d+))?$")
-_DEFAULT_BITS = {"int": 32, "uint": 32, "float": 32, "bool": 1, "handle": 64}
+_DTYPE_RE = re.compile(
+    r"^(int|uint|float|bool|handle|bfloat|float8_e4m3fn|float8_e5m2|float8_e4m3fnuz"
+    r"|float8_e5m2fnuz)(\d*)(?:x(\d+))?$"
+)
+_DEFAULT_BITS = {"int": 32, "uint": 32, "float": 32, "bool": 1, "handle": 64, "bfloat": 16}
+# float8 kinds: the name is the whole type (TVM's and ml_dtypes' spelling), always 8 bits
+_FLOAT8 = frozenset(
+    (
+        TypeCode.FLOAT8_E4M3FN,
+        TypeCode.FLOAT8_E5M2,
+        TypeCode.FLOAT8_E4M3FNUZ,
+        TypeCode.FLOAT8_E5M2FNUZ,
+    )
+)
+# the floating-point codes: arithmetic in codegen goes through float32 for all but FLOAT
+_FLOATS = frozenset((TypeCode.FLOAT, TypeCode.BFLOAT, *_FLOAT8))
+# dtypes numpy lacks, held by ml_dtypes arrays (one element per byte for the 4-bit ints)
+_ML_DTYPES = frozenset(
+    (
+        "bfloat16",
+        "float8_e4m3fn",
+        "float8_e5m2",
+        "float8_e4m3fnuz",
+        "float8_e5m2fnuz",
+        "int4",
+        "uint4",
+    )
+)
 
 
 class DataType:
@@ -37,7 +68,10 @@ class DataType:
     def _make(cls, code: TypeCode, bits: int, lanes: int) -> "DataType":
         self = object.__new__(cls)
         self.code, self.bits, self.lanes = code, bits, lanes
-        base = "bool" if code is TypeCode.BOOL else f"{code.value}{bits}"
+        if code in _FLOAT8:
+            base = code.value
+        else:
+            base = "bool" if code is TypeCode.BOOL else f"{code.value}{bits}"
         self._str = base if lanes == 1 else f"{base}x{lanes}"
         return self
 
@@ -64,6 +98,20 @@ class DataType:
     # --- queries -------------------------------------------------------
     @property
     def is_float(self) -> bool:
+        """Any floating-point type: float16/32/64, bfloat16 and the float8 kinds."""
+        return self.code in _FLOATS
+
+    @property
+    def is_bfloat16(self) -> bool:
+        return self.code is TypeCode.BFLOAT
+
+    @property
+    def is_float8(self) -> bool:
+        return self.code in _FLOAT8
+
+    @property
+    def is_ieee_float(self) -> bool:
+        """float16, float32 or float64: the float types LLVM computes with directly."""
         return self.code is TypeCode.FLOAT
 
     @property
@@ -123,7 +171,21 @@ class DataType:
             raise DTypeError(f"vector type {self} has no numpy dtype")
         if self.is_handle:
             raise DTypeError("handle has no numpy dtype")
+        if self._str in _ML_DTYPES:
+            return _ml_dtype(self._str)
         return np.dtype("bool" if self.is_bool else self._str)
+
+
+def _ml_dtype(name: str) -> np.dtype:
+    """The numpy dtype of a type numpy lacks, from the ml_dtypes package (imported on demand:
+    it is not a dependency of minitvm, though onnx, jax and torch's exporters bring it)."""
+    try:
+        import ml_dtypes
+    except ImportError as err:
+        raise DTypeError(
+            f"dtype {name!r} needs the ml_dtypes package for numpy arrays; pip install ml_dtypes"
+        ) from err
+    return np.dtype(getattr(ml_dtypes, name))
 
 
 @lru_cache(maxsize=None)
@@ -137,15 +199,25 @@ def _parse(spec: str) -> DataType:
     if m is None:
         raise DTypeError(
             f"unknown dtype {spec!r}; use e.g. 'float32', 'float64', 'int8'..'int64', "
-            "'uint8', 'bool', optionally with lanes like 'float32x8'"
+            "'uint8', 'bool', 'bfloat16', 'float8_e4m3fn', 'float8_e5m2', 'int4', "
+            "optionally with lanes like 'float32x8'"
         )
     name, bits, lanes = m.group(1), m.group(2), m.group(3)
-    nbits = int(bits) if bits else _DEFAULT_BITS[name]
+    nbits = int(bits) if bits else _DEFAULT_BITS.get(name, 8)
     if name == "bool":
         nbits = 1
-    valid = {"int": (8, 16, 32, 64), "uint": (1, 8, 16, 32, 64), "float": (16, 32, 64)}
+    valid = {
+        "int": (4, 8, 16, 32, 64),
+        "uint": (1, 4, 8, 16, 32, 64),
+        "float": (16, 32, 64),
+        "bfloat": (16,),
+    }
     if name in valid and nbits not in valid[name]:
         raise DTypeError(f"unsupported dtype {spec!r}: {name} with {nbits} bits")
+    if name.startswith("float8_"):
+        if bits:
+            raise DTypeError(f"unknown dtype {spec!r}: write {name!r} (always 8 bits)")
+        nbits = 8
     return _make(TypeCode(name), nbits, int(lanes) if lanes else 1)
 
 
@@ -156,7 +228,7 @@ def _spec_string(spec: object) -> str:
         npd = np.dtype(spec)  # type: ignore[call-overload]
     except TypeError as err:
         raise DTypeError(f"cannot interpret {spec!r} as a dtype") from err
-    return "bool" if npd == np.bool_ else npd.name
+    return "bool" if npd == np.bool_ else npd.name  # ml_dtypes' names are ours too
 
 
 def dtype_of(value: object) -> DataType:

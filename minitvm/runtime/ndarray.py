@@ -108,6 +108,12 @@ class NDArray:
 
     # --- interop -----------------------------------------------------------
     def __dlpack__(self, **kwargs):
+        if self._data.dtype.type.__module__ == "ml_dtypes":  # bfloat16, float8, int4
+            raise DTypeError(
+                f"an NDArray of dtype {self._dtype} cannot be shared through DLPack (numpy's "
+                "exporter carries only bool, int, uint and float elements); use .numpy(), or "
+                "cast it to float32 first"
+            )
         return self._data.__dlpack__(**{k: v for k, v in kwargs.items() if v is not None})
 
     def __dlpack_device__(self) -> tuple[int, int]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..error import BuildError
+from ..error import BuildError, DTypeError
 
 
 def save_param_dict(params: Mapping[str, Any]) -> bytes:
@@ -17,9 +17,33 @@ def save_param_dict(params: Mapping[str, Any]) -> bytes:
     import numpy as np
 
     buf = io.BytesIO()
-    arrays = {k: (v.numpy() if hasattr(v, "numpy") else np.asarray(v)) for k, v in params.items()}
+    arrays = {}
+    for k, v in params.items():
+        arr = v.numpy() if hasattr(v, "numpy") else np.asarray(v)
+        if arr.dtype.type.__module__ == "ml_dtypes":
+            # .npy has no name for bfloat16/float8/int4 (it would load back as raw "|V2"):
+            # store the bits as unsigned ints, with the dtype in the member's name
+            k, arr = f"{k}{_BITS_OF}{arr.dtype.name}", arr.view(f"uint{8 * arr.dtype.itemsize}")
+        arrays[k] = arr
     np.savez(buf, **arrays)
     return buf.getvalue()
+
+
+_BITS_OF = "::bits-of::"  # "<param>::bits-of::<dtype>" holds that dtype's bit patterns
+
+
+def _typed(name: str, arr: Any) -> tuple[str, Any]:
+    """A member `save_param_dict` wrote as bits, viewed as its dtype again (ml_dtypes types
+    only, with the matching width); any other member unchanged."""
+    from ..ir.dtype import DataType
+
+    param, sep, dtype_name = name.rpartition(_BITS_OF)
+    if not sep:
+        return name, arr
+    dtype = DataType(dtype_name).numpy_dtype()
+    if dtype.type.__module__ != "ml_dtypes" or arr.dtype != f"uint{8 * dtype.itemsize}":
+        raise ValueError(f"member '{name}' of {arr.dtype} is not {dtype_name} bits")
+    return param, arr.view(dtype)
 
 
 def load_param_dict(param_bytes: bytes | bytearray) -> dict:
@@ -67,7 +91,8 @@ def load_param_dict(param_bytes: bytes | bytearray) -> dict:
             for info in archive.infolist():
                 name = info.filename.removesuffix(".npy")
                 with archive.open(info) as member:
-                    params[name] = _nd.array(read_npy(member, info.file_size, name))
+                    name, arr = _typed(name, read_npy(member, info.file_size, name))
+                    params[name] = _nd.array(arr)
             return params
     except (
         zipfile.BadZipFile,
@@ -81,6 +106,7 @@ def load_param_dict(param_bytes: bytes | bytearray) -> dict:
         OverflowError,
         RecursionError,  # a header dict nested past Python's parser
         MemoryError,
+        DTypeError,  # a bits member naming an unknown dtype
     ) as err:
         raise BuildError(
             f"load_param_dict: the {len(param_bytes)} bytes are not a parameter archive from "

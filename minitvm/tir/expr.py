@@ -320,7 +320,8 @@ def _float_constant(value: Any, dtype: DataType) -> float:
             f"constant {_short(value)} does not fit {dtype} (largest finite value "
             f"{_FLOAT_MAX.get(dtype.bits, 'unknown'):g}); use a smaller value, or float('inf')"
         ) from err
-    limit = _FLOAT_MAX.get(dtype.bits)
+    # bfloat16/float8 constants are rounded (and saturate or overflow) where they are cast
+    limit = _FLOAT_MAX.get(dtype.bits) if dtype.is_ieee_float else None
     if limit is not None and abs(out) > limit and out == out and abs(out) != float("inf"):
         import numpy as np  # rounding to the nearest representable value may still fit
 

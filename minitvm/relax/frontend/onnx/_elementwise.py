@@ -220,16 +220,40 @@ def _clip(ctx, inputs, attrs):
     return x
 
 
+# the largest finite value of each float8 type: ONNX's `saturate` (default 1) clips to it
+_FLOAT8_MAX = {
+    "float8_e4m3fn": 448.0,
+    "float8_e4m3fnuz": 240.0,
+    "float8_e5m2": 57344.0,
+    "float8_e5m2fnuz": 57344.0,
+}
+
+
+def _astype(ctx, x: Expr, dtype: str, attrs: dict) -> Expr:
+    """Cast/CastLike: relax's astype converts to float8 without saturating (as ml_dtypes
+    does: overflow gives inf or NaN); ONNX's saturate=1 first clips ±inf and finite
+    overflow to ±max, leaving NaN alone."""
+    if dtype in _FLOAT8_MAX and attrs.get("saturate", 1):
+        src = _dtype(x)
+        if not src.startswith("float") or src.startswith("float8"):
+            src = "float32"  # exact for every int up to 2**24, and larger ones saturate
+            x = ctx.emit(R.astype(x, src))
+        hi = ctx.expr(np.array(_FLOAT8_MAX[dtype], dtype=src))
+        lo = ctx.expr(np.array(-_FLOAT8_MAX[dtype], dtype=src))
+        x = ctx.emit(R.where(R.greater(x, hi), hi, R.where(R.less(x, lo), lo, x)))
+    return ctx.emit(R.astype(x, dtype))
+
+
 def _cast(ctx, inputs, attrs):
     from .onnx_frontend import onnx_dtype
 
-    return ctx.emit(R.astype(ctx.expr(inputs[0]), onnx_dtype(_required(attrs, "to"))))
+    return _astype(ctx, ctx.expr(inputs[0]), onnx_dtype(_required(attrs, "to")), attrs)
 
 
 def _cast_like(ctx, inputs, attrs):
     target = ctx.expr(inputs[1]) if not isinstance(inputs[1], np.ndarray) else None
     dtype = _dtype(target) if target is not None else str(inputs[1].dtype)
-    return ctx.emit(R.astype(ctx.expr(inputs[0]), dtype))
+    return _astype(ctx, ctx.expr(inputs[0]), dtype, attrs)
 
 
 def _where(ctx, inputs, attrs):

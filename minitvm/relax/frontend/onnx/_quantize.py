@@ -1,10 +1,12 @@
 """Linear (de)quantization converters: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear,
-QLinearMatMul and QLinearConv, for 8- and 16-bit integer types.
+QLinearMatMul and QLinearConv, for 4-, 8-, 16- and 32-bit integer types and float8.
 
 Everything is computed in float32 and rounded half to even once, as ONNX defines: a quantized
 value is saturate(round(x / scale) + zero_point); a dequantized one (q - zero_point) * scale.
+To a float8 type the value x / scale + zero_point is cast as Cast does (rounded to nearest even,
+clipped to the type's largest value unless saturate=0). int4/uint4 are held one per byte.
 Scales may be per tensor (a scalar), per axis (1-D along `axis`) or blocked (`block_size`).
-4-bit, 2-bit and float8 types have no minitvm dtype and are refused by from_onnx's type check.
+2-bit and float4 types have no minitvm dtype and are refused by from_onnx's type check.
 """
 
 from __future__ import annotations
@@ -17,7 +19,15 @@ from ... import op as R
 from ...expr import Expr
 from ._helpers import _axis, _dtype, _ndim, _unsupported, shape_of
 
-_INTEGER_TYPES = ("int8", "uint8", "int16", "uint16", "int32", "uint32")
+# the integer types QuantizeLinear saturates to, with their ranges
+_INTEGER_RANGES = {
+    "int4": (-8, 7),
+    "uint4": (0, 15),
+    **{t: (int(np.iinfo(t).min), int(np.iinfo(t).max)) for t in ("int8", "uint8", "int16")},
+    **{t: (int(np.iinfo(t).min), int(np.iinfo(t).max)) for t in ("uint16", "int32", "uint32")},
+}
+_INTEGER_TYPES = tuple(_INTEGER_RANGES)
+_FLOAT8_TYPES = ("float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz")
 
 
 def _f32(ctx, value) -> Expr:
@@ -48,14 +58,23 @@ def _broadcast_param(ctx, param, x: Expr, attrs: dict, what: str) -> Expr:
     return p
 
 
-def _quantize_expr(ctx, x: Expr, scale: Expr, zero: Expr | None, dtype: str) -> Expr:
+def _quantize_expr(
+    ctx, x: Expr, scale: Expr, zero: Expr | None, dtype: str, saturate: int = 1
+) -> Expr:
+    if dtype in _FLOAT8_TYPES:
+        from ._elementwise import _astype
+
+        q = ctx.emit(R.divide(x, scale))
+        if zero is not None:
+            q = ctx.emit(R.add(q, zero))
+        return _astype(ctx, q, dtype, {"saturate": saturate})
     if dtype not in _INTEGER_TYPES:
-        _unsupported("output type", dtype, list(_INTEGER_TYPES))
+        _unsupported("output type", dtype, [*_INTEGER_TYPES, *_FLOAT8_TYPES])
     q = ctx.emit(R.round(ctx.emit(R.divide(x, scale))))
     if zero is not None:
         q = ctx.emit(R.add(q, zero))
-    info = np.iinfo(dtype)
-    q = ctx.emit(R.clip(q, float(info.min), float(info.max)))
+    low, high = _INTEGER_RANGES[dtype]
+    q = ctx.emit(R.clip(q, float(low), float(high)))
     return ctx.emit(R.astype(q, dtype))
 
 
@@ -71,23 +90,25 @@ def _output_dtype(ctx, attrs: dict, zero, default: str) -> str:
 
 def _quantize_linear(ctx, inputs, attrs):
     x = _f32(ctx, inputs[0])
-    if int(attrs.get("saturate", 1)) != 1:
-        _unsupported("saturate", attrs["saturate"], [1])
+    saturate = int(attrs.get("saturate", 1))
+    if saturate not in (0, 1):
+        _unsupported("saturate", saturate, [0, 1])
     if "precision" in attrs and int(attrs["precision"]) not in (0, 1):
         _unsupported("precision", attrs["precision"], "float32")
     zero_in = inputs[2] if len(inputs) > 2 else None
     dtype = _output_dtype(ctx, attrs, zero_in, "uint8")
     scale = _broadcast_param(ctx, inputs[1], x, attrs, "y_scale")
     zero = _broadcast_param(ctx, zero_in, x, attrs, "y_zero_point") if zero_in is not None else None
-    return _quantize_expr(ctx, x, scale, zero, dtype)
+    # ONNX: saturate only applies to float8 outputs; integer outputs always saturate
+    return _quantize_expr(ctx, x, scale, zero, dtype, saturate)
 
 
 def _dequantize_linear(ctx, inputs, attrs):
     from .onnx_frontend import onnx_dtype
 
     x = ctx.expr(inputs[0])
-    if _dtype(x) not in _INTEGER_TYPES:
-        _unsupported("input type", _dtype(x), list(_INTEGER_TYPES))
+    if _dtype(x) not in _INTEGER_TYPES + _FLOAT8_TYPES:
+        _unsupported("input type", _dtype(x), [*_INTEGER_TYPES, *_FLOAT8_TYPES])
     scale_in = ctx.expr(inputs[1])
     out = onnx_dtype(int(attrs["output_dtype"])) if int(attrs.get("output_dtype", 0)) else None
     xf = _f32(ctx, x)
