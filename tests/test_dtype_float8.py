@@ -231,3 +231,31 @@ def test_onnx_quantize_then_dequantize_matches_reference(to):
 def _our_name(onnx_name: str) -> str:
     """The minitvm dtype of an ONNX element type name."""
     return {"INT4": "int4", "UINT4": "uint4", "FLOAT8E4M3FN": "float8_e4m3fn"}[onnx_name]
+
+
+@pytest.mark.parametrize("saturate", [1, 0])
+def test_onnx_cast_of_a_constant_folds_with_the_saturate_rule(saturate):
+    """A Cast whose input is known at import is folded there: the fold must clip to the
+    float8 maximum like the run-time Cast (numpy's astype would give NaN)."""
+    pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+    from onnx.reference import ReferenceEvaluator
+
+    from minitvm.relax.frontend.onnx import from_onnx
+
+    value = helper.make_tensor("v", TensorProto.FLOAT, [4], [1000.0, -1e6, 3.0, 0.3])
+    nodes = [
+        helper.make_node("Constant", [], ["c"], value=value),
+        helper.make_node("Cast", ["c"], ["f8"], to=TensorProto.FLOAT8E4M3FN, saturate=saturate),
+        helper.make_node("Cast", ["f8"], ["y0"], to=TensorProto.FLOAT),
+        helper.make_node("Add", ["y0", "x"], ["y"]),
+    ]
+    io = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [4]) for n in ("x", "y")]
+    model = helper.make_model(
+        helper.make_graph(nodes, "g", io[:1], io[1:]), opset_imports=[helper.make_opsetid("", 21)]
+    )
+    x = np.zeros(4, "float32")
+    want = ReferenceEvaluator(model).run(None, {"x": x})[0]
+    vm = relax.VirtualMachine(relax.build(from_onnx(model), "llvm"), tvm.cpu())
+    got = vm["main"](tvm.nd.array(x)).numpy()
+    np.testing.assert_array_equal(got, want)
