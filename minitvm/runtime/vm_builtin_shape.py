@@ -95,3 +95,35 @@ for _name, _fn in (
     (BROADCAST_TO, broadcast_to),
 ):
     register_func(_name, _fn, override=True)
+
+
+DYNAMIC_STRIDED_SLICE = "vm.builtin.minitvm.dynamic_strided_slice"
+
+
+def dynamic_strided_slice(tensor: Any, begin: Any, end: Any, strides: Any) -> NDArray:
+    """A fresh copy of `tensor[begin[i]:end[i]:strides[i], ...]` over every axis, with Python's
+    slice rules (a negative index counts from the end; out-of-range bounds clamp), which are
+    also ONNX Slice's and TVM's dynamic_strided_slice's."""
+    data = _host_array(tensor, "R.dynamic_strided_slice: x")
+    named = {"begin": begin, "end": end, "strides": strides}
+    parts = {}
+    for name, value in named.items():
+        arr = _host_array(value, f"R.dynamic_strided_slice: {name}")
+        if arr.dtype.kind not in "iu" or arr.shape != (data.ndim,):
+            raise ShapeError(
+                f"R.dynamic_strided_slice: {name} has shape {arr.shape} and dtype {arr.dtype}; "
+                f"it must be a 1-d int tensor of length {data.ndim} (one value per axis of x)"
+            )
+        parts[name] = [int(v) for v in arr]
+    if 0 in parts["strides"]:
+        raise ShapeError(
+            f"R.dynamic_strided_slice: strides {parts['strides']} contain 0; every stride "
+            "must be nonzero"
+        )
+    index = tuple(
+        slice(b, e, s) for b, e, s in zip(parts["begin"], parts["end"], parts["strides"])
+    )
+    return NDArray(np.array(data[index], order="C"))
+
+
+register_func(DYNAMIC_STRIDED_SLICE, dynamic_strided_slice, override=True)

@@ -477,30 +477,6 @@ def test_onnx_node_cases_all():
     _check_onnx(rows)
 
 
-def test_onnx_topk_with_k_fed_at_run_time_is_refused_naming_the_input():
-    onnx = pytest.importorskip("onnx")
-    from onnx import TensorProto, helper
-
-    from minitvm.relax.frontend.onnx import from_onnx
-
-    graph = helper.make_graph(
-        [helper.make_node("TopK", ["x", "k"], ["v", "i"], axis=1)],
-        "g",
-        [
-            helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 5]),
-            helper.make_tensor_value_info("k", TensorProto.INT64, [1]),
-        ],
-        [
-            helper.make_tensor_value_info("v", TensorProto.FLOAT, [2, None]),
-            helper.make_tensor_value_info("i", TensorProto.INT64, [2, None]),
-        ],
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    onnx.checker.check_model(model)
-    with pytest.raises(MiniTVMError, match=r"node \(TopK\).*input 'K' is computed at run time"):
-        from_onnx(model)
-
-
 # ----------------------------------------------------------------------------- torch
 
 

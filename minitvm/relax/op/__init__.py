@@ -6,6 +6,7 @@ from .base import call_dps_packed, call_tir
 from .base import call_inplace_packed, call_pure_packed, call_py_func
 from .create import full, ones, zeros
 from .cumulative import cumprod
+from .dynamic import dynamic_strided_slice
 from . import random  # noqa: F401 - relax.op.random.dropout_mask (training dropout)
 from .elementwise import *  # arithmetic, comparisons, unary math, where, clip
 from .elementwise_math import *  # ONNX's trig, bitwise and shift ops, reinterpret
@@ -68,6 +69,7 @@ __all__ = [
     "concat",
     "cumprod",
     "cumsum",
+    "dynamic_strided_slice",
     "dense",
     "einsum",
     "erf",

@@ -268,11 +268,16 @@ def _identity(ctx, inputs, attrs):
 
 def _dropout(ctx, inputs, attrs):
     # inference: the output is the input (training_mode, when given, must be false)
-    if (
-        len(inputs) > 2
-        and inputs[2] is not None
-        and bool(np.asarray(ctx.known(inputs[2], "training_mode")))
-    ):
+    training = inputs[2] if len(inputs) > 2 else None
+    if training is not None and ctx.known_or_none(training) is None:
+        from ._runtime_index import dropout_at_run_time
+
+        ratio = inputs[1] if len(inputs) > 1 and inputs[1] is not None else np.float32(0.5)
+        y = dropout_at_run_time(ctx, ctx.expr(inputs[0]), training, ratio)
+        if len(ctx.node.output) < 2 or not ctx.node.output[1]:
+            return y
+        return [y, ctx.emit(R.full(shape_of(y), ctx.expr(np.asarray(True)), "bool"))]
+    if training is not None and bool(np.asarray(ctx.known(training, "training_mode"))):
         raise OpAttributeUnImplemented(
             "Dropout with training_mode=true is not supported; export in eval mode"
         )

@@ -14,6 +14,7 @@ from ....error import OpAttributeInvalid, OpAttributeUnImplemented
 from ... import op as R
 from ...expr import TupleGetItem
 from ._helpers import _axis, _dtype, _ndim, shape_of
+from ._runtime_index import one_hot_at_run_time, topk_at_run_time
 
 # ONNX's reduction attribute -> relax's ("none" overwrites, as relax's "update")
 _REDUCTIONS = {"none": "update", "add": "add", "mul": "mul", "min": "min", "max": "max"}
@@ -35,12 +36,15 @@ def _int64(ctx, x):
 
 
 def _topk(ctx, inputs, attrs):
-    """TopK-1 takes k as an attribute, TopK-10 as an input known at import time; TopK-11 adds
-    largest and sorted (sorted=0 allows any order: the sorted one is returned)."""
+    """TopK-1 takes k as an attribute, TopK-10 as an input (known at import or at run time);
+    TopK-11 adds largest and sorted (sorted=0 allows any order: the sorted one is returned)."""
     x = ctx.expr(inputs[0])
     axis = _axis(int(attrs.get("axis", -1)), _ndim(x))
     if ctx.opset < 10:
         k = int(attrs["k"]) if "k" in attrs else None
+    elif ctx.known_or_none(inputs[1]) is None:
+        largest = bool(attrs.get("largest", 1))
+        return topk_at_run_time(ctx, x, inputs[1], axis, largest)
     else:
         k_value = np.asarray(ctx.known(inputs[1], "K")).reshape(-1)
         if k_value.size != 1:
@@ -91,9 +95,14 @@ def _scalar_of(ctx, values, k: int):
 
 
 def _one_hot(ctx, inputs, attrs):
-    """OneHot: depth must be known at import time; an index in [-depth, 0) counts from the end,
-    one outside [-depth, depth) gives a row of off_value."""
+    """OneHot: an index in [-depth, 0) counts from the end, one outside [-depth, depth) gives
+    a row of off_value (a depth computed at run time takes the gather path of _runtime_index)."""
     indices = _int64(ctx, inputs[0])
+    if ctx.known_or_none(inputs[1]) is None:
+        off, on = _scalar_of(ctx, inputs[2], 0), _scalar_of(ctx, inputs[2], 1)
+        axis = int(attrs.get("axis", -1))
+        _axis(axis, _ndim(indices) + 1)
+        return one_hot_at_run_time(ctx, indices, inputs[1], on, off, axis)
     depth_value = np.asarray(ctx.known(inputs[1], "depth")).reshape(-1)
     if depth_value.size != 1:
         raise OpAttributeInvalid(f"input 'depth' must hold one value, got {depth_value.size}")

@@ -22,6 +22,15 @@ from ._helpers import (
     _unsupported,
     shape_of,
 )
+from ._runtime_axes import (
+    reduce_at_run_time,
+    slice_at_run_time,
+    split_at_run_time,
+    squeeze_at_run_time,
+    static_length,
+    unsqueeze_at_run_time,
+)
+from ._runtime_index import pad_at_run_time, range_at_run_time, tile_at_run_time
 from ._shape import SymTensor
 
 _INT64_MAX = 2**63 - 1
@@ -158,8 +167,20 @@ def _axes_input(ctx, inputs: list, attrs: dict, index: int, since: int) -> list[
     return attrs.get("axes")
 
 
+def _runtime_axes(ctx, inputs: list, index: int, since: int, what: str) -> Expr | None:
+    """Input `index` (ONNX's `what`) when it is given (from opset `since`), non-empty, and
+    computed at run time; else None."""
+    value = inputs[index] if ctx.opset >= since and len(inputs) > index else None
+    if value is None or ctx.known_or_none(value) is not None:
+        return None
+    value = ctx.expr(value)
+    return value if static_length(value, what) else None
+
+
 def _unsqueeze(ctx, inputs, attrs):
     x = ctx.expr(inputs[0])
+    if (runtime := _runtime_axes(ctx, inputs, 1, 13, "axes")) is not None:
+        return unsqueeze_at_run_time(ctx, x, runtime)
     axes = _axes_input(ctx, inputs, attrs, 1, 13)
     if axes is None:
         raise OpAttributeRequired("Unsqueeze needs axes")
@@ -171,6 +192,8 @@ def _unsqueeze(ctx, inputs, attrs):
 
 def _squeeze(ctx, inputs, attrs):
     x = ctx.expr(inputs[0])
+    if (runtime := _runtime_axes(ctx, inputs, 1, 13, "axes")) is not None:
+        return squeeze_at_run_time(ctx, x, runtime)
     axes = _axes_input(ctx, inputs, attrs, 1, 13)
     if axes is not None:
         axes = _distinct_axes([_axis(a, _ndim(x)) for a in axes], axes)
@@ -202,6 +225,8 @@ def _concat(ctx, inputs, attrs):
 def _split(ctx, inputs, attrs):
     x = ctx.expr(inputs[0])
     axis = _axis(int(attrs.get("axis", 0)), _ndim(x))
+    if (runtime := _runtime_axes(ctx, inputs, 1, 13, "split")) is not None:
+        return split_at_run_time(ctx, x, axis, runtime, len(ctx.node.output))
     split = _axes_input(ctx, inputs, {"axes": attrs.get("split")}, 1, 13)
     num_outputs = int(attrs.get("num_outputs", len(ctx.node.output)))
     dim = shape_of(x)[axis]
@@ -291,6 +316,9 @@ def _slice(ctx, inputs, attrs):
     shape = shape_of(x)
     if ctx.opset < 10:
         starts, ends, axes, steps = attrs["starts"], attrs["ends"], attrs.get("axes"), None
+    elif any(v is not None and ctx.known_or_none(v) is None for v in inputs[1:5]):
+        starts, ends, axes, steps = (inputs[i] if len(inputs) > i else None for i in range(1, 5))
+        return slice_at_run_time(ctx, x, starts, ends, axes, steps)
     else:
         starts, ends = ctx.ints(inputs[1], "starts"), ctx.ints(inputs[2], "ends")
         axes = ctx.ints(inputs[3], "axes") if len(inputs) > 3 and inputs[3] is not None else None
@@ -381,6 +409,8 @@ def _constant_of_shape(ctx, inputs, attrs):
 
 
 def _tile(ctx, inputs, attrs):
+    if ctx.known_or_none(inputs[1]) is None:
+        return tile_at_run_time(ctx, ctx.expr(inputs[0]), inputs[1])
     return ctx.emit(R.tile(ctx.expr(inputs[0]), ctx.ints(inputs[1], "repeats")))
 
 
@@ -388,12 +418,24 @@ def _pad(ctx, inputs, attrs):
     x = ctx.expr(inputs[0])
     ndim = _ndim(x)
     mode = attrs.get("mode", "constant")
-    modes = {"constant": "constant", "edge": "edge", "reflect": "reflect"}
+    # wrap has no relax.nn.pad mode: it takes the gather path of pads known at run time
+    modes = {"constant": "constant", "edge": "edge", "reflect": "reflect", "wrap": "wrap"}
     if mode not in modes:
         _unsupported("mode", mode, sorted(modes))
-    pads = ctx.ints(inputs[1], "pads") if ctx.opset >= 11 else list(attrs["pads"])
     value = inputs[2] if len(inputs) > 2 else None
     runtime_fill = isinstance(value, Expr) and not isinstance(ctx.known_or_none(value), np.ndarray)
+    if mode == "wrap" or (
+        ctx.opset >= 11
+        and any(v is not None and ctx.known_or_none(v) is None for v in [inputs[1]] + inputs[3:4])
+    ):
+        if runtime_fill and mode == "constant":
+            fill = ctx.emit(R.reshape(ctx.expr(value), ()))
+        else:
+            known = _scalar(ctx, value, "constant_value") if value is not None else 0.0
+            fill = _const_like(ctx, x, known if mode == "constant" else 0.0)
+        axes = inputs[3] if len(inputs) > 3 else None
+        return pad_at_run_time(ctx, x, inputs[1], axes, modes[mode], fill)
+    pads = ctx.ints(inputs[1], "pads") if ctx.opset >= 11 else list(attrs["pads"])
     if runtime_fill or mode != "constant":
         fill = 0.0  # a fill computed at run time is put in below; other modes ignore it
     elif value is not None:
@@ -423,9 +465,8 @@ def _pad(ctx, inputs, attrs):
 
 
 def _range(ctx, inputs, attrs):
-    raise OpAttributeUnImplemented(
-        "Range with bounds computed at run time; give the dims in shape_dict so it folds"
-    )
+    # a Range of values known at import is folded before it gets here
+    return range_at_run_time(ctx, *inputs[:3])
 
 
 def _blocksize(x: Expr, attrs: dict, to_space: bool) -> int:
@@ -478,47 +519,70 @@ def _space_to_depth(ctx, inputs, attrs):
 
 
 def _reduce(relax_op: Callable, since: int) -> Callable:
-    """ReduceX: axes became an input at opset `since` (13 for ReduceSum, 18 for the others)."""
+    """ReduceX: axes became an input at opset `since` (13 for ReduceSum, 18 for the others).
+    `relax_op(ctx, x, axes, keepdims)` reduces through `axes.reduce` and `axes.squeeze`, so one
+    formula serves axes known at import (_StaticAxes) and at run time (RuntimeAxes)."""
 
     def convert(ctx, inputs, attrs):
         x = ctx.expr(inputs[0])
-        axes = _axes_input(ctx, inputs, attrs, 1, since)
         keepdims = bool(attrs.get("keepdims", 1))
+        given = inputs[1] if ctx.opset >= since and len(inputs) > 1 else None
+        if given is not None and ctx.known_or_none(given) is None:
+            given = ctx.expr(given)
+            if static_length(given, "axes") > 0:
+                return reduce_at_run_time(ctx, x, given, keepdims, relax_op)
+            axes = []
+        else:
+            axes = _axes_input(ctx, inputs, attrs, 1, since)
         if not axes:
             if attrs.get("noop_with_empty_axes", 0):
                 return x
             axes = list(range(_ndim(x)))
         axes = [_axis(a, _ndim(x)) for a in axes]
-        return ctx.emit(relax_op(ctx, x, axes, keepdims))
+        return ctx.emit(relax_op(ctx, x, _StaticAxes(axes), keepdims))
 
     return convert
 
 
+class _StaticAxes:
+    """Reduction axes known at import."""
+
+    def __init__(self, axes: list[int]):
+        self.axes = axes
+
+    def reduce(self, op: Callable, t: Expr, keepdims: bool) -> Expr:
+        return op(t, self.axes, keepdims)
+
+    def squeeze(self, t: Expr) -> Expr:
+        return R.squeeze(t, self.axes)
+
+
 def _simple_reduce(relax_op: Callable) -> Callable:
-    return lambda ctx, x, axes, keepdims: relax_op(x, axes, keepdims)
+    return lambda ctx, x, axes, keepdims: axes.reduce(relax_op, x, keepdims)
 
 
 def _reduce_l2(ctx, x, axes, keepdims):
-    return R.sqrt(ctx.emit(R.sum(ctx.emit(R.multiply(x, x)), axes, keepdims)))
+    return R.sqrt(ctx.emit(axes.reduce(R.sum, ctx.emit(R.multiply(x, x)), keepdims)))
 
 
 def _reduce_sum_square(ctx, x, axes, keepdims):
-    return R.sum(ctx.emit(R.multiply(x, x)), axes, keepdims)
+    return axes.reduce(R.sum, ctx.emit(R.multiply(x, x)), keepdims)
 
 
 def _reduce_l1(ctx, x, axes, keepdims):
-    return R.sum(ctx.emit(R.abs(x)), axes, keepdims)
+    return axes.reduce(R.sum, ctx.emit(R.abs(x)), keepdims)
 
 
 def _reduce_log_sum(ctx, x, axes, keepdims):
-    return R.log(ctx.emit(R.sum(x, axes, keepdims)))
+    return R.log(ctx.emit(axes.reduce(R.sum, x, keepdims)))
 
 
 def _reduce_log_sum_exp(ctx, x, axes, keepdims):
-    top = ctx.emit(R.max(x, axes, keepdims=True))
+    top = ctx.emit(axes.reduce(R.max, x, True))
     shifted = ctx.emit(R.exp(ctx.emit(R.subtract(x, top))))
-    out = ctx.emit(R.add(ctx.emit(R.log(ctx.emit(R.sum(shifted, axes, keepdims=True)))), top))
-    return R.squeeze(out, axes) if not keepdims else R.add(out, _const_like(ctx, out, 0.0))
+    summed = ctx.emit(axes.reduce(R.sum, shifted, True))
+    out = ctx.emit(R.add(ctx.emit(R.log(summed)), top))
+    return axes.squeeze(out) if not keepdims else R.add(out, _const_like(ctx, out, 0.0))
 
 
 def _arg_reduce(relax_op: Callable) -> Callable:

@@ -105,17 +105,22 @@ class Context:
         from ... import op as R
 
         elems = [
-            self.emit(
-                R.full(
-                    (1,),
-                    e if isinstance(e, PrimExpr) else const(np.asarray(e, value.dtype)),
-                    value.dtype,
-                )
-            )
+            self._sym_element(e, value.dtype)
+            if isinstance(e, PrimExpr)
+            else self.emit(R.full((1,), const(np.asarray(e, value.dtype)), value.dtype))
             for e in value.values.reshape(-1)
         ]
         flat = elems[0] if len(elems) == 1 else self.emit(R.concat(elems, 0))
         return self.emit(R.reshape(flat, value.shape)) if value.values.ndim != 1 else flat
+
+    def _sym_element(self, e: PrimExpr, dtype: str) -> Var:
+        """A symbolic dim as a (1,) tensor: the VM evaluates it from the shapes it has bound
+        (a TE fill would need the dim as an argument no tensor carries)."""
+        from ... import op as R
+        from ...expr import ShapeExpr
+
+        t = self.emit(R.shape_to_tensor(ShapeExpr((e,))))
+        return t if dtype == "int64" else self.emit(R.astype(t, dtype))
 
     def known(self, value: Any, what: str) -> np.ndarray | SymTensor:
         """An input that must be known at import time (shape, axes, pads, scales ...)."""
