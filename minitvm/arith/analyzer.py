@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import weakref
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from math import gcd
@@ -69,7 +70,12 @@ class Analyzer:
         self._tight: dict[int, tuple[Var, tuple[int, int]]] = {}
         self._facts: list[_Fact] = []
         self._range_bounds: dict[int, tuple[Var, tuple[int, int]]] = {}
-        self._cache: _Caches | None = None  # memo of the current state; dropped when it changes
+        self._cache: _Caches | None = None  # memo of the current state (see `_rebound`)
+        # ids of the vars whose binding some memoised answer read (a superset; emptied only
+        # when every memo goes): binding a var outside it cannot change any memoised answer,
+        # so a pass that binds each new loop var as it enters the loop keeps its memo
+        self._read: set[int] = set()
+        self._epoch = 0  # bumped when every memo goes, saved ones in constraint_scope too
         self._session_depth = 0
         self._prove_depth = 0
         self._symbolic_ranges = False
@@ -96,6 +102,7 @@ class Analyzer:
                 f"Analyzer.bind: variable '{var.name}' is already bound to {old[1]}, now {new}; "
                 "pass allow_override=True to rebind it"
             )
+        symbolic = self._symbolic_ranges
         self._ranges.pop(id(var), None)
         self._subst.pop(id(var), None)
         if isinstance(new, Range):
@@ -104,7 +111,7 @@ class Analyzer:
                 self._symbolic_ranges = True
         else:
             self._subst[id(var)] = (var, new)
-        self._changed()
+        self._rebound(var, symbolic)
 
     def update(self, var: Var, bound: ConstIntBound, override: bool = False) -> None:
         """Record constant bounds of `var` (intersected with what is known unless `override`)."""
@@ -117,13 +124,14 @@ class Analyzer:
             old = self._tight[id(var)][1]
             lo, hi = max(lo, old[0]), min(hi, old[1])
         self._tight = {**self._tight, id(var): (var, (lo, hi))}
-        self._changed()
+        self._forget_all()
 
     @contextlib.contextmanager
     def constraint_scope(self, cond: PrimExpr) -> Iterator[None]:
         """Assume `cond` holds inside the `with` block."""
         cond = self.simplify(as_expr(cond))
         saved = self._tight, self._facts, self._cache, self._range_bounds
+        epoch = self._epoch
         self._tight, self._facts = dict(self._tight), list(self._facts)
         self._changed()
         for c in _conjuncts(cond):
@@ -132,8 +140,11 @@ class Analyzer:
         try:
             yield
         finally:
-            # the state is back to what it was, and so are the memo tables that describe it
+            # the state is back to what it was, and so are the memo tables that describe it,
+            # unless a binding they read changed inside the block
             self._tight, self._facts, self._cache, self._range_bounds = saved
+            if self._epoch != epoch:
+                self._cache, self._range_bounds = None, {}
 
     @contextlib.contextmanager
     def _bind_scope(self, var: Var, value: Range | PrimExpr) -> Iterator[None]:
@@ -144,6 +155,7 @@ class Analyzer:
         try:
             yield
         finally:
+            symbolic = self._symbolic_ranges
             self._ranges.pop(id(var), None)
             self._subst.pop(id(var), None)
             if saved[0] is not None:
@@ -151,32 +163,41 @@ class Analyzer:
             if saved[1] is not None:
                 self._subst[id(var)] = saved[1]
             self._symbolic_ranges = saved_symbolic
-            self._changed()
+            self._rebound(var, symbolic)
 
     def _changed(self) -> None:
+        """Drop the memo of the current state (constraint_scope restores the one it saved)."""
         self._cache = None
         self._range_bounds = {}
 
+    def _forget_all(self) -> None:
+        """Drop every memo, the ones constraint_scope saved too: a binding they read changed."""
+        self._changed()
+        self._read = set()
+        self._epoch += 1
+
+    def _rebound(self, var: Var, symbolic_before: bool) -> None:
+        """`var`'s binding changed: memos go only when one of them read it (or when symbolic
+        ranges appeared, which changes how every comparison is decided)."""
+        if id(var) in self._read or symbolic_before != self._symbolic_ranges:
+            self._forget_all()
+
+    def _subst_of(self, v: Var) -> tuple[Var, PrimExpr] | None:
+        """`v`'s substitution, recorded as read (see `_rebound`)."""
+        self._read.add(id(v))
+        return self._subst.get(id(v))
+
     def _caches(self) -> _Caches:
         if self._cache is None:
-            self._cache = _Caches(self)
+            # the memo tables reach back to the analyzer through a weak proxy: a reference
+            # cycle would leave every dropped memo (100,000s of tuples and nodes per build)
+            # to the cyclic garbage collector instead of freeing it on the spot
+            self._cache = _Caches(weakref.proxy(self))
         return self._cache
 
-    @contextlib.contextmanager
-    def _session(self) -> Iterator[None]:
+    def _session(self) -> _Session:
         """One public query: a fresh rewrite budget, and the memo is capped when it ends."""
-        if self._session_depth == 0 and self._cache is not None:
-            self._cache.rewriter.steps = 0
-        self._session_depth += 1
-        deep = deep_recursion() if self._session_depth == 1 else contextlib.nullcontext()
-        try:
-            with deep:  # simplifying a 10,000-term sum recurses 10,000 levels deep
-                yield
-        finally:
-            self._session_depth -= 1
-            cache = self._cache
-            if self._session_depth == 0 and cache is not None and cache.size() > _MAX_CACHED_NODES:
-                self._cache = None
+        return _Session(self)
 
     # --- public queries ------------------------------------------------------------------
     def simplify(self, expr: PrimExpr | int, steps: int = _MAX_ROUNDS) -> PrimExpr:
@@ -327,11 +348,13 @@ class Analyzer:
         return IntervalSet(const(lo), const(hi), dtype)
 
     def _var_range(self, v: Var) -> Range | None:
+        self._read.add(id(v))
         hit = self._ranges.get(id(v))
         return None if hit is None else hit[1]
 
     def _var_const_bound(self, v: Var) -> tuple[int, int] | None:
         """Bounds of a var from its range or substitution, narrowed by facts; None if unknown."""
+        self._read.add(id(v))
         hit = self._range_bounds.get(id(v))
         if hit is not None:
             return hit[1]
@@ -486,6 +509,38 @@ def _branches(e: PrimExpr) -> tuple[str, str, str] | None:
     return None
 
 
+class _Session:
+    """The context of Analyzer._session; a class, not a generator-based context manager: every
+    query enters one (~20,000 while lowering a ResNet-18), and a generator costs several more
+    calls per entry."""
+
+    __slots__ = ("ana", "deep")
+
+    def __init__(self, ana: Analyzer) -> None:
+        self.ana = ana
+        self.deep: Any = None
+
+    def __enter__(self) -> None:
+        ana = self.ana
+        if ana._session_depth == 0:
+            if ana._cache is not None:
+                ana._cache.rewriter.steps = 0
+            self.deep = deep_recursion()  # simplifying a 10,000-term sum recurses 10,000 deep
+            self.deep.__enter__()
+        ana._session_depth += 1
+
+    def __exit__(self, *exc: object) -> bool:
+        ana = self.ana
+        try:
+            # deep_recursion turns a RecursionError into ExpressionTooDeep (raised from here)
+            return bool(self.deep is not None and self.deep.__exit__(*exc))
+        finally:
+            ana._session_depth -= 1
+            cache = ana._cache
+            if ana._session_depth == 0 and cache is not None and cache.size() > _MAX_CACHED_NODES:
+                ana._forget_all()  # the read-vars record goes too, so it stays bounded
+
+
 class _Caches:
     """Memo tables valid for one state of an Analyzer."""
 
@@ -526,7 +581,7 @@ class _Rewriter:
 
     def _visit(self, e: PrimExpr) -> PrimExpr:
         if isinstance(e, Var):
-            sub = self.ana._subst.get(id(e))
+            sub = self.ana._subst_of(e)
             if sub is not None:
                 return self.visit(sub[1])
             if is_index_dtype(e.dtype):

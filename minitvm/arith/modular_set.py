@@ -94,7 +94,7 @@ class ModularSetCalc:
     def _var(self, v: Var) -> ModularSet:
         if id(v) in self.env:
             return self.env[id(v)]
-        sub = self.ana._subst.get(id(v))
+        sub = self.ana._subst_of(v)
         if sub is not None:
             return self.visit(sub[1])
         bound = self.ana.const_int_bound(v)

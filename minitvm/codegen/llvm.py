@@ -570,6 +570,7 @@ def _build(funcs, target, aliases: list[tuple[PrimFunc, str]]) -> CodegenResult:
     infos += _alias_infos(infos, aliases)
     _embed_signature(cg.module, infos)
     text = str(cg.module) + "".join(_alias_definition(f.name, twin) for f, twin in aliases)
+    _release(cg.module)
     mod = _verified(text, [i["name"] for i in infos])
     llvm_packed.link_imported(mod, imported)
     _optimize(mod, tm, target.opt_level)
@@ -598,6 +599,7 @@ def build_partition(
         infos = [_add_function(cg, func) for func in funcs]
         infos += _alias_infos(infos, list(aliases))
         text = str(cg.module) + "".join(_alias_definition(f.name, twin) for f, twin in aliases)
+        _release(cg.module)
         mod = _verified(text, [i["name"] for i in infos])
         emitted = time.perf_counter()
         _optimize(mod, tm, target.opt_level)
@@ -683,6 +685,18 @@ def _add_function(cg: CodeGenLLVM, func: PrimFunc) -> dict:
             f"building '{cg.func_name}': LLVM IR construction failed: {err}; the function's "
             "expressions probably mix dtypes without a Cast"
         ) from err
+
+
+def _release(module: ir.Module) -> None:
+    """Cut the links from `module` down to its functions, blocks and instructions once its text
+    is taken: each of those points back to its parent, so the emitted IR (10,000s of objects
+    per model) was left to the cyclic garbage collector; reference counting now frees it."""
+    for value in module.globals.values():
+        for block in getattr(value, "blocks", ()):
+            block.instructions = []
+        if isinstance(value, ir.Function):
+            value.blocks, value.args = [], ()
+    module.globals.clear()
 
 
 def _verified(text: str, names: list[str]) -> llvm.ModuleRef:

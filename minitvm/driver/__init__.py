@@ -4,6 +4,8 @@ readable loop nest, or to a compiled runtime.Module."""
 from __future__ import annotations
 
 import contextlib
+import gc
+from collections.abc import Iterator
 from typing import Any
 
 from ..error import BuildError
@@ -153,7 +155,8 @@ def build(
                 stored["module"] = hit
                 return hit._result
         stored["key"] = key
-        return _compile(distinct, aliases, kernels, target, flags, profile)
+        with _collector_paused():
+            return _compile(distinct, aliases, kernels, target, flags, profile)
 
     result = kernel_cache.cached_object(kernels, aliases, str(target), compile_all, flags)
     module = stored.get("module")
@@ -168,6 +171,25 @@ def _alias_kernels(aliases: list[tuple[PrimFunc, str]], kernels: list) -> list:
     """(alias's _Kernel, twin name) pairs: the key records each alias's own names."""
     by_name = {k.func.name: k for k in kernels}
     return [(by_name[f.name], twin) for f, twin in aliases]
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off while kernels are lowered and emitted.
+
+    Lowering and IR emission allocate millions of objects, nearly all freed by reference
+    counting, so the collector ran ~500 times per cold ResNet-18 build and its full passes
+    walked every live IR node and llvmlite value: 0.5-0.9 s (16%) of the build. The cycles
+    made meanwhile (llvmlite's IR values point to their parents) go in one pass once the
+    collector is back on; it is turned back on only if it was on.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _timed(profile: Any, stage: str, kernel: str | None = None) -> Any:
