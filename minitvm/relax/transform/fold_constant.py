@@ -115,7 +115,7 @@ def _run_numpy(call: Call) -> Expr | None:
         f"FoldConstant: the numpy reference of {call.op.name} gave shape {out.shape}, its "
         f"struct info says {out_sinfo.static_shape()}"
     )
-    return Constant(np.ascontiguousarray(out, dtype=out_sinfo.dtype.numpy_dtype()))
+    return Constant(np.array(out, dtype=out_sinfo.dtype.numpy_dtype(), order="C"))  # keeps 0-d
 
 
 def _numpy_arg(a: Expr) -> Any:
