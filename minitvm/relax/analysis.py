@@ -9,7 +9,7 @@ from typing import Any
 from ..error import MiniTVMError
 from ..ir.module import GlobalVar, IRModule
 from ..ir.op import Op
-from ..tir.expr import PrimExpr
+from ..tir.expr import PrimExpr, cast
 from ..tir.expr import Var as TirVar
 from ..tir.functor import post_order_visit
 from . import expr as rx
@@ -41,6 +41,54 @@ def _tir_vars(node: Any) -> Iterator[TirVar]:
     return iter(found)
 
 
+def _dim_text(dim: Any) -> str:
+    return str(dim.value) if hasattr(dim, "value") and isinstance(dim.value, int) else str(dim)
+
+
+def _call_tir_tensors(value: Any) -> list:
+    """The TensorStructInfos of call_tir's inputs (a Tuple or one value) or of its out_sinfo."""
+    if isinstance(value, rx.Tuple):
+        return [f.struct_info for f in value.fields]
+    sinfo = value if isinstance(value, si.StructInfo) else value.struct_info
+    return list(sinfo.fields) if isinstance(sinfo, si.TupleStructInfo) else [sinfo]
+
+
+def _call_tir_mismatch(call: rx.Call, mod: IRModule) -> str | None:
+    """Why a call_tir's tensors cannot be the callee's buffers (TVM's well-formed rule), or None.
+
+    Each input, then each output, is matched with the PrimFunc's next buffer: the ranks and
+    dtypes must agree, and every dim must equal the buffer's dim once the buffer's own symbolic
+    dims are bound by the tensors before it. Only a provable difference is reported."""
+    from ..arith import Analyzer
+    from ..tir.stmt_functor import substitute
+
+    gv = call.args[0] if call.args else None
+    if not isinstance(gv, GlobalVar) or gv.name_hint not in mod or not call.sinfo_args:
+        return None
+    prim = mod[gv]
+    buffers = [prim.buffer_map[p] for p in prim.params if p in prim.buffer_map]
+    tensors = _call_tir_tensors(call.args[1]) + _call_tir_tensors(call.sinfo_args[0])
+    if len(tensors) != len(buffers) or not all(isinstance(t, si.TensorStructInfo) for t in tensors):
+        return None  # counts are the VM build's check (check_call_tir_arity)
+    bound: dict = {}
+    analyzer = Analyzer()
+    for n, (t, buf) in enumerate(zip(tensors, buffers)):
+        what = f"call_tir of '{gv.name_hint}': tensor {n} for buffer '{buf.name}'"
+        if t.ndim != -1 and t.ndim != len(buf.shape):
+            return f"{what} has {t.ndim} dims, the buffer {len(buf.shape)}"
+        if t.dtype is not None and t.dtype != buf.dtype:
+            return f"{what} has dtype {t.dtype}, the buffer {buf.dtype}"
+        for k, (have, want) in enumerate(zip(t.shape or (), buf.shape)):
+            if isinstance(want, TirVar) and want not in bound:
+                bound[want] = have
+                continue
+            diff = analyzer.simplify(cast("int64", substitute(want, bound)) - cast("int64", have))
+            if getattr(diff, "value", 0) != 0:
+                want = substitute(want, bound)
+                return f"{what}: dim {k} is {_dim_text(have)}, the buffer's is {_dim_text(want)}"
+    return None
+
+
 class _WellFormed:
     """Collects the reasons an IRModule or Function is not well formed (empty list: it is).
 
@@ -49,7 +97,8 @@ class _WellFormed:
     dataflow block and are defined only inside one); GlobalVars name functions of the module
     and match their `global_symbol`; symbolic (tir) variables are defined by a function's
     parameters or a MatchCast of the same function before use; function bodies and If branches
-    are SeqExprs; no If inside a dataflow block.
+    are SeqExprs; no If inside a dataflow block; a call_tir's tensors fit its PrimFunc's buffers
+    (`_call_tir_mismatch`).
 
     Unlike TVM, nested expressions (a call as another call's argument) are well formed: minitvm's
     parser keeps them and every pass accepts them, so A-normal form is not required.
@@ -136,6 +185,10 @@ class _WellFormed:
         elif isinstance(e, rx.Call):
             if not isinstance(e.op, Op | rx.ExternFunc):
                 self.use(e.op)
+            if isinstance(e.op, Op) and e.op.name == "relax.call_tir" and self.mod is not None:
+                problem = _call_tir_mismatch(e, self.mod)
+                if problem:
+                    self.fail(problem)
             for a in e.args:
                 self.use(a)
             for sinfo in e.sinfo_args:

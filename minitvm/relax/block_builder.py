@@ -18,6 +18,7 @@ from .. import te
 from ..error import MiniTVMError
 from ..ir.module import GlobalVar, IRModule
 from ..ir.node import FrozenDict
+from ..ir.op import Op
 from ..ir.structural import structural_equal, structural_hash
 from ..tir.expr import IntImm
 from ..tir.expr import Var as TirVar
@@ -258,13 +259,23 @@ class BlockBuilder:
 
     # ------------------------------------------------------------------ normalisation
     def normalize(self, expr: Any) -> rx.Expr:
-        """A-normal form: call arguments and tuple fields become leaves (nested calls are bound)."""
+        """A-normal form: call arguments and tuple fields become leaves (nested calls are bound).
+
+        The result's struct info is inferred here, as TVM's normalizer does, so a call that its
+        op rejects (shapes that do not broadcast, an axis out of range) raises now rather than
+        when something first reads the result's struct info."""
         if isinstance(expr, rx.Call):
-            return self._with_leaves(expr, "args")
-        if isinstance(expr, rx.Tuple):
-            return self._with_leaves(expr, "fields")
-        if isinstance(expr, rx.TupleGetItem):
-            return expr.replace(tuple_value=self._as_leaf(expr.tuple_value))
+            result = self._with_leaves(expr, "args")
+        elif isinstance(expr, rx.Tuple):
+            result = self._with_leaves(expr, "fields")
+        elif isinstance(expr, rx.TupleGetItem):
+            result = expr.replace(tuple_value=self._as_leaf(expr.tuple_value))
+        else:
+            result = None
+        if result is not None:
+            if not isinstance(result, rx.Call) or isinstance(result.op, Op):
+                self.infer_struct_info(result)
+            return result
         if isinstance(expr, rx.Expr | GlobalVar):
             return expr
         raise MiniTVMError(

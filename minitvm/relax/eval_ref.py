@@ -58,6 +58,8 @@ class Evaluator:
             raise MiniTVMError(f"{name}: expected {len(func.params)} arguments, got {len(args)}")
         env: dict[Any, Any] = {}
         dims: dict[TirVar, int] = {}
+        for p, a in zip(func.params, args):  # a dim expression may use a later param's dim
+            _bind_plain_dims(p.struct_info, a, dims)
         for p, a in zip(func.params, args):
             _match(p.struct_info, a, dims, f"{name}: argument '{p.name_hint}'")
             env[p] = a
@@ -222,6 +224,17 @@ def _match(sinfo: si.StructInfo, value: Any, dims: dict, what: str) -> None:
             _match_dims(sinfo.shape, value.shape, dims, what)
         return
     raise MiniTVMError(f"{what}: cannot check struct info {type(sinfo).__name__}")
+
+
+def _bind_plain_dims(sinfo: si.StructInfo, value: Any, dims: dict) -> None:
+    """Bind the dims a tensor argument gives as plain vars (`n` of `(n, n - 2)`); `_match`
+    then checks every dim, these included."""
+    shape = getattr(sinfo, "shape", None) if isinstance(sinfo, si.TensorStructInfo) else None
+    if shape is None or not isinstance(value, np.ndarray) or value.ndim != len(shape):
+        return
+    for d, n in zip(shape, value.shape):
+        if isinstance(d, TirVar) and d not in dims:
+            dims[d] = n
 
 
 def _match_dims(want_dims: Any, values: tuple, dims: dict, what: str) -> None:

@@ -83,6 +83,7 @@ class _BlockFrame:
     alloc_buffers: list = field(default_factory=list)
     match_buffers: list = field(default_factory=list)
     init: Stmt | None = None
+    headers: set = field(default_factory=set)  # T.reads/T.writes/T.where/T.block_attr seen
 
 
 @dataclass
@@ -273,6 +274,8 @@ class TIRParser(_Binder, _ExprEvaluator):
         if isinstance(ctx, InitSpec):
             if not self.blocks:
                 raise self.error(node, "T.init() must be inside a T.block")
+            if self.blocks[-1].init is not None:
+                raise self.error(node, "T.init() is given twice in this block; give it once")
             self.blocks[-1].init = self.scoped_body(node.body)
             return None
         if isinstance(ctx, AttrSpec):
@@ -377,6 +380,9 @@ class TIRParser(_Binder, _ExprEvaluator):
         if not self.blocks:
             raise self.error(node, f"T.{h.what}(...) must be inside a T.block")
         frame = self.blocks[-1]
+        if h.what in frame.headers:
+            raise self.error(node, f"T.{h.what}(...) is given twice in this block; give it once")
+        frame.headers.add(h.what)
         if h.what == "block_attr":
             frame.annotations.update(h.value)
         elif h.what == "where":

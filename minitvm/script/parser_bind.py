@@ -113,10 +113,20 @@ class _Binder:
             dom = self.guard(node, lambda: Range.from_min_extent(*T.min_extent(dom[0], dom[1])))
         elif not isinstance(dom, Range):
             dom = self.guard(node, lambda: Range.from_min_extent(0, as_expr(dom, like=value.dtype)))
+        if not dom.extent.dtype.is_integer:
+            raise self.error(
+                node, f"block axis '{name}' has a {dom.extent.dtype} domain; use integer extents"
+            )
+        self._check_new_axis(name, node)
         var = Var(name, dom.extent.dtype)
         self.blocks[-1].iter_vars.append(IterVar(dom, var, spec.iter_type))
         self.blocks[-1].iter_values.append(value)
         self.define(name, var)
+
+    def _check_new_axis(self, name: str, node: ast.AST) -> None:
+        """A block defines each axis name once (TVM: a duplicate definition)."""
+        if any(iv.var.name == name for iv in self.blocks[-1].iter_vars):
+            raise self.error(node, f"block axis '{name}' is defined twice in this block")
 
     def remap(self, node: ast.Assign, targets: list[ast.AST], spec: RemapSpec) -> None:
         if not self.blocks:
@@ -145,9 +155,12 @@ class _Binder:
                 )
             if not isinstance(target, ast.Name):
                 raise self.error(target, "iter var targets must be names")
+            self._check_new_axis(target.id, node)
             lo, ext = self.loops[id(value)]
             var = Var(target.id, value.dtype)
-            self.blocks[-1].iter_vars.append(IterVar(Range.from_min_extent(lo, ext), var, kind_of[kind]))
+            self.blocks[-1].iter_vars.append(
+                IterVar(Range.from_min_extent(lo, ext), var, kind_of[kind])
+            )
             self.blocks[-1].iter_values.append(value)
             self.define(target.id, var)
 
@@ -157,6 +170,10 @@ class _Binder:
     def bind_buffer(self, name: str, spec: BufferSpec, node: ast.AST) -> _Wrap | None:
         if isinstance(spec.source, BufferLoad):
             spec = replace(spec, source=_point_region(spec.source))
+        if isinstance(self.scopes[-1].get(name), Buffer):
+            raise self.error(
+                node, f"buffer '{name}' is defined twice in this scope; give the second a new name"
+            )
         buf = self.make_buffer(name, spec, node)
         self.define(name, buf)
         if spec.kind == "alloc":
@@ -228,7 +245,9 @@ class _Binder:
         self.env_threads[id(var)] = tag  # a later T.launch_thread(var, n) launches it again
         self.keep.append(var)
         extent = as_expr(spec.extent, like=var.dtype)
-        iv = self.guard(node, lambda: IterVar(Range.from_min_extent(0, extent), var, IterType.ThreadIndex, tag))
+        iv = self.guard(
+            node, lambda: IterVar(Range.from_min_extent(0, extent), var, IterType.ThreadIndex, tag)
+        )
         return _Wrap(lambda rest: AttrStmt(iv, "thread_extent", extent, rest))
 
     def make_buffer(self, name: str, spec: BufferSpec, node: ast.AST) -> Buffer:

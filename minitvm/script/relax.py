@@ -17,6 +17,7 @@ import builtins
 import contextlib
 import contextvars
 import sys
+import types
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -92,8 +93,27 @@ def _dim_expression(text: str, table: Mapping[str, TirVar]) -> PrimExpr:
 def _dims(values: Any) -> Any:
     table = _DIMS.get()
     if table is None:
-        table = {}  # outside a parser: names are shared within one struct info only
+        # Outside a parser (most often Python evaluating a signature's annotations before the
+        # parser re-reads them): names are shared within one struct info only, and a dim
+        # expression may name a dim that a later parameter introduces.
+        table = _free_dims(values)
     return tuple(_resolve_dim(v, table) for v in values)
+
+
+def _free_dims(values: Any) -> dict[str, TirVar]:
+    """A dim table defining every name that the string dims in `values` use."""
+    table: dict[str, TirVar] = {}
+    for value in values:
+        if not isinstance(value, builtins.str):
+            continue
+        try:
+            tree = ast.parse(value.strip(), mode="eval")
+        except SyntaxError:
+            continue  # _dim_expression reports it
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name) and node.id != "T" and node.id not in table:
+                table[node.id] = TirVar(node.id, "int64")
+    return table
 
 
 def _dtype(dtype: Any) -> str | None:
@@ -173,10 +193,40 @@ _BARE_SINFO: dict[Any, Any] = {
 }
 
 
+class StructInfoProxy:
+    """TVM's parser-side struct-info classes (`tvm.script.parser.relax.entry.TensorProxy`):
+    here calling one builds the struct info at once, and the bare class means what the bare
+    `R.Tensor` means."""
+
+    @staticmethod
+    def _make(*args: Any, **kwargs: Any) -> _relax.StructInfo:
+        raise NotImplementedError
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        return cls._make(*args, **kwargs)
+
+
+def _proxy(name: builtins.str, make: Any) -> type:
+    return type(name, (StructInfoProxy,), {"_make": staticmethod(make), "__module__": __name__})
+
+
+entry = types.SimpleNamespace(
+    StructInfoProxy=StructInfoProxy,
+    ObjectProxy=_proxy("ObjectProxy", lambda: Object),
+    TensorProxy=_proxy("TensorProxy", Tensor),
+    CallableProxy=_proxy("CallableProxy", Callable),
+    TupleProxy=_proxy("TupleProxy", Tuple),
+    ShapeProxy=_proxy("ShapeProxy", Shape),
+    PrimProxy=_proxy("PrimProxy", Prim),
+)
+
+
 def as_struct_info(value: Any) -> _relax.StructInfo:
     """A struct info from an annotation value (also the bare `R.Tensor`, `R.Shape`)."""
     if isinstance(value, _relax.StructInfo):
         return value
+    if isinstance(value, type) and issubclass(value, StructInfoProxy):
+        return value()
     for key, make in _BARE_SINFO.items():
         if value is key:
             return make()
@@ -534,12 +584,24 @@ _FIXED = (
     "random",
     "shape",
     "str",
+    "tuple",
 )
 # not a list: it follows the op table, so ops registered later are R names too
 __all__ = _Names(_FIXED, "relax.")  # type: ignore[assignment]  # noqa: PLE0605
 
 
+def _tuple_value(*fields: Any) -> _relax.Tuple:
+    """`R.tuple(a, b)`: a relax Tuple of the values (`R.tuple()` is the empty tuple)."""
+    return _relax.Tuple(tuple(_as_arg(f) for f in fields))
+
+
+# names that would shadow a builtin this module uses if they were module-level functions
+_SHADOWING = {"tuple": _tuple_value}
+
+
 def __getattr__(name: str) -> Any:
+    if name in _SHADOWING:
+        return _SHADOWING[name]
     fn = _ops_under("relax.").get(name)
     if fn is None:
         raise AttributeError(f"module 'minitvm.script.relax' has no attribute {name!r}")

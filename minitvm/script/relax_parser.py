@@ -185,6 +185,8 @@ class RelaxParser(TIRParser):
         args = fdef.args
         if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs:
             raise self.error(fdef, "relax functions take plain positional parameters only")
+        for dim in _param_dim_names(args.args):  # as in TVM, the body may use them by name
+            self.define(dim, self.dims.setdefault(dim, TirVar(dim, "int64")))
         with R.dim_scope(self.dims):
             params = [self.parameter(a) for a in args.args]
             ret = None if fdef.returns is None else self.struct_info(fdef.returns)
@@ -593,3 +595,24 @@ def parse_relax_function_object(fn: Any, env: Mapping, private: bool) -> Functio
 
 
 __all__ = ["RelaxParser", "parse_relax_function", "parse_relax_function_object"]
+
+
+def _param_dim_names(params: list[ast.arg]) -> list[str]:
+    """The symbolic dims the parameters' shapes name (`"n"` in `R.Tensor(("n", 4))`), in order.
+
+    As in TVM, every parameter's plain dim names are defined before any annotation is read, so
+    a dim expression may use a name that only a later parameter introduces
+    (`A: R.Tensor(["n - 2"]), B: R.Tensor(["n"])`)."""
+    names: list[str] = []
+    for param in params:
+        if param.annotation is None:
+            continue
+        for node in ast.walk(param.annotation):
+            if not isinstance(node, ast.List | ast.Tuple):
+                continue
+            for elt in node.elts:
+                is_str = isinstance(elt, ast.Constant) and isinstance(elt.value, str)
+                text = elt.value.strip() if is_str else ""
+                if text.isidentifier() and text not in names:
+                    names.append(text)
+    return names

@@ -190,6 +190,20 @@ CASES: dict[str, Case] = {
     "asin": Case(lambda x: op.asin(op.tanh(x)), [("n", 3)], rtol=1e-4, atol=1e-5),
     "acos": Case(lambda x: op.acos(op.tanh(x)), [("n", 3)], rtol=1e-4, atol=1e-5),
     "atan": Case(lambda x: op.atan(x), [("n", 3)]),
+    # TVM's inverse hyperbolics: acosh on 1 + x*x >= 1, atanh on tanh(x) / 2 in (-1, 1)
+    "asinh": Case(lambda x: op.asinh(x), [("n", 3)], rtol=1e-4, atol=1e-5),
+    "acosh": Case(
+        lambda x: op.acosh(op.add(op.multiply(x, x), relax.const(1.5, "float32"))),
+        [("n", 3)],
+        rtol=1e-4,
+        atol=1e-5,
+    ),
+    "atanh": Case(
+        lambda x: op.atanh(op.multiply(op.tanh(x), relax.const(0.5, "float32"))),
+        [("n", 3)],
+        rtol=1e-4,
+        atol=1e-5,
+    ),
     "trunc": Case(lambda x: op.trunc(op.multiply(x, relax.const(3.0, "float32"))), [("n", 3)]),
     "isnan": Case(lambda x: op.isnan(op.log(x)), [("n", 3)]),
     "isinf": Case(lambda x: op.isinf(op.divide(relax.const(1.0, "float32"), x)), [("n", 3)]),

@@ -78,7 +78,8 @@ def require_float(call: Call, sinfo: TensorStructInfo, pname: str) -> None:
 
 
 def same_dtype(call: Call, named: Sequence[tuple[str, TensorStructInfo]]) -> DataType | None:
-    """The common dtype of the named tensors (unknown dtypes are ignored)."""
+    """The common dtype of the named tensors: known dtypes must agree, and one unknown dtype
+    makes the result unknown (TVM's rule: the unknown one may turn out different)."""
     known = [(n, s.dtype) for n, s in named if s.dtype is not None]
     for n, d in known[1:]:
         if d != known[0][1]:
@@ -86,7 +87,7 @@ def same_dtype(call: Call, named: Sequence[tuple[str, TensorStructInfo]]) -> Dat
                 f"{op_name(call)}: dtypes differ: {known[0][0]} is {known[0][1]}, {n} is {d}; "
                 f"cast one with relax.op.astype"
             )
-    return known[0][1] if known else None
+    return known[0][1] if known and len(known) == len(named) else None
 
 
 def dim(value: Any) -> PrimExpr:

@@ -260,10 +260,10 @@ def _infer_where(call: Call) -> StructInfo:
     cond = I.tensor_arg(call, 0, "condition")
     x = I.tensor_arg(call, 1, "x1")
     y = I.tensor_arg(call, 2, "x2")
-    if cond.dtype is not None and not cond.dtype.is_bool:
+    if cond.dtype is None or not cond.dtype.is_bool:  # TVM refuses an unknown dtype too
         raise DTypeError(
-            f"relax.where: condition has dtype {cond.dtype}; it must be bool (compare first, "
-            "e.g. relax.op.not_equal(condition, 0))"
+            f"relax.where: condition has dtype {cond.dtype or 'unknown'}; it must be bool "
+            "(compare first, e.g. relax.op.not_equal(condition, 0), or match_cast it)"
         )
     dtype = I.same_dtype(call, [("x1", x), ("x2", y)])
     if any(s.shape is None for s in (cond, x, y)):

@@ -1,4 +1,4 @@
-"""More elementwise ops: tan/sinh/cosh, inverse trig, trunc, isnan/isinf/isfinite, bitwise ops.
+"""More elementwise ops: tan/sinh/cosh, inverse trig and hyperbolic functions, trunc, isnan/isinf/isfinite, bitwise ops.
 
 Names follow TVM's relax.op (relax.op.asin, relax.op.isnan, relax.op.bitwise_and,
 relax.op.left_shift, ...); each is one op-table row over `topi.math`.
@@ -10,7 +10,9 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ... import te
 from ...error import DTypeError
+from ...tir import op as tir_op
 from ...topi import math as tmath
 from ..expr import Call, Expr
 from ..struct_info import StructInfo, TensorStructInfo
@@ -69,6 +71,24 @@ cosh = make_unary("cosh", tmath.cosh, _np_float(np.cosh), True, "Elementwise cos
 asin = make_unary("asin", tmath.asin, _np_float(np.arcsin), True, "Elementwise arcsine.")
 acos = make_unary("acos", tmath.acos, _np_float(np.arccos), True, "Elementwise arccosine.")
 atan = make_unary("atan", tmath.atan, _np_float(np.arctan), True, "Elementwise arctangent.")
+
+
+def _te_formula(name: str, formula: Callable) -> Callable:
+    """A TE elementwise op from a formula over tir scalars (no tir intrinsic exists for it)."""
+
+    def build(x: te.Tensor) -> te.Tensor:
+        return te.compute(x.shape, lambda *i: formula(x[i]), name=f"T_{name}", tag="elemwise")
+
+    return build
+
+
+# the textbook logarithmic forms of the inverse hyperbolic functions (as topi's legalization)
+_te_asinh = _te_formula("asinh", lambda v: tir_op.log(v + tir_op.sqrt(v * v + 1.0)))
+_te_acosh = _te_formula("acosh", lambda v: tir_op.log(v + tir_op.sqrt(v * v - 1.0)))
+_te_atanh = _te_formula("atanh", lambda v: 0.5 * tir_op.log((1.0 + v) / (1.0 - v)))
+asinh = make_unary("asinh", _te_asinh, _np_float(np.arcsinh), True, "Elementwise asinh.")
+acosh = make_unary("acosh", _te_acosh, _np_float(np.arccosh), True, "Elementwise acosh.")
+atanh = make_unary("atanh", _te_atanh, _np_float(np.arctanh), True, "Elementwise atanh.")
 trunc = make_unary(
     "trunc", tmath.trunc, _np_float(np.trunc), False, "Elementwise round toward zero."
 )
@@ -128,4 +148,4 @@ def reinterpret(x: Expr, dtype: str) -> Call:
 
 
 # one relax op over each compute of topi.math, under the same name
-__all__ = list(tmath.__all__)
+__all__ = list(tmath.__all__) + ["asinh", "acosh", "atanh"]

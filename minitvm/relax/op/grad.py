@@ -733,8 +733,10 @@ NOT_DIFFERENTIABLE: dict[str, str] = _reasons(
 # differentiable ops that have no rule yet: relax.Gradient refuses them with a clear error
 NO_GRAD_RULE: dict[str, str] = _reasons(
     {
-        "tan sinh cosh asin acos atan trunc": "no rule yet (rare in imported models)",
+        "tan sinh cosh asin acos atan asinh acosh atanh trunc": "no rule yet (rare in imported "
+        "models)",
         "mod floor_mod cumprod variance std": "no rule yet",
+        "dynamic_strided_slice": "no rule yet (bounds read at run time by a VM builtin)",
         "tile repeat einsum gather_elements": "no rule yet (gather/scatter shape op)",
         "nn.conv1d nn.max_pool1d nn.avg_pool1d nn.adaptive_avg_pool1d": "no rule yet: 1-D "
         "variants (reshape to 2-D to train)",

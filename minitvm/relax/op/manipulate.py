@@ -172,6 +172,8 @@ def _infer_split(call: Call) -> StructInfo:
     x = I.tensor_arg(call, 0, "x")
     ios = call.attrs["indices_or_sections"]
     count = ios if isinstance(ios, int) else len(ios) + 1
+    if x.ndim != -1:  # the axis must exist even when the dims are unknown
+        normalize_axis(call.attrs["axis"], x.ndim, "relax.split")
     if x.shape is None:
         return TupleStructInfo(tuple(TensorStructInfo(None, x.dtype, x.ndim) for _ in range(count)))
     axis = normalize_axis(call.attrs["axis"], x.ndim, "relax.split")
@@ -214,6 +216,13 @@ def split(x: Expr, indices_or_sections: Any, axis: int = 0) -> Call:
 def _infer_strided_slice(call: Call) -> StructInfo:
     x = I.tensor_arg(call, 0, "x")
     a = call.attrs
+    if x.ndim != -1:
+        axes = [normalize_axis(ax, x.ndim, "relax.strided_slice") for ax in a["axes"]]
+        if len(set(axes)) != len(axes):
+            raise ShapeError(
+                f"relax.strided_slice: axes {list(a['axes'])} name the same axis twice; give "
+                "each axis once"
+            )
     if x.shape is None:
         return TensorStructInfo(None, x.dtype, x.ndim)
     shape = list(x.shape)
@@ -495,9 +504,12 @@ def _infer_squeeze(call: Call) -> StructInfo:
     if x.shape is None:
         if axis is None:
             return TensorStructInfo(None, x.dtype, -1)
-        for a in axis:
-            normalize_axis(a, x.ndim, "relax.squeeze")
-        return TensorStructInfo(None, x.dtype, x.ndim - len(set(axis)))
+        norm = [normalize_axis(a, x.ndim, "relax.squeeze") for a in axis]
+        if len(set(norm)) != len(norm):
+            raise ShapeError(
+                f"relax.squeeze: axis {list(axis)} names the same axis twice; give each axis once"
+            )
+        return TensorStructInfo(None, x.dtype, x.ndim - len(norm))
     axes = _squeeze_axes(call, x)
     return TensorStructInfo(tuple(d for n, d in enumerate(x.shape) if n not in axes), x.dtype)
 
@@ -525,7 +537,12 @@ def _infer_broadcast_to(call: Call) -> StructInfo:
     x = I.tensor_arg(call, 0, "x")
     target = I.shape_arg(call, 1, "shape")
     if target is None:
-        return TensorStructInfo(None, x.dtype, call.args[1].struct_info.ndim)
+        target_ndim = call.args[1].struct_info.ndim
+        if -1 not in (x.ndim, target_ndim) and x.ndim > target_ndim:
+            raise ShapeError(
+                f"relax.broadcast_to: x has rank {x.ndim}, more than the target's {target_ndim}"
+            )
+        return TensorStructInfo(None, x.dtype, target_ndim)
     if x.shape is None:
         if x.ndim > len(target):
             raise ShapeError(

@@ -48,7 +48,8 @@ def CanonicalizeBindings() -> Pass:
     return Pass(canonicalize_bindings, "CanonicalizeBindings")
 
 
-def EliminateCommonSubexpr() -> Pass:
+def EliminateCommonSubexpr(call_only: bool = False) -> Pass:
+    # only calls are merged either way: `call_only` (TVM's flag) cannot widen that
     return Pass(eliminate_common_subexpr, "EliminateCommonSubexpr")
 
 

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from .... import te
-from ....error import ArgumentError, ShapeError
+from ....error import ArgumentError, DTypeError, ShapeError
 from ....topi import nn as topi_nn
 from ....topi import reference as ref
 from ....topi.broadcast import full as topi_full
@@ -428,6 +428,11 @@ def _check_param(
     call: Call, x: TensorStructInfo, axes: tuple, index: int, pname: str
 ) -> TensorStructInfo:
     p = I.tensor_arg(call, index, pname)
+    if x.dtype is not None and p.dtype != x.dtype:  # TVM: an unknown dtype is refused too
+        raise DTypeError(
+            f"{I.op_name(call)}: {pname} has dtype {p.dtype or 'unknown'}, data {x.dtype}; the "
+            f"parameters must have data's dtype (cast with relax.op.astype or match_cast)"
+        )
     want = tuple(x.shape[a] for a in axes) if x.shape is not None else None
     if (
         want is not None
