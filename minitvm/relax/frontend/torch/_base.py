@@ -42,6 +42,13 @@ def _axis(dim: int, ndim: int) -> int:
     return dim % ndim if ndim else 0
 
 
+def _axis_as_given(dim: int, ndim: int) -> int:
+    """A checked dim, negative as the user wrote it: relax ops take -1 as torch does, and
+    TVM's importer passes dims through, so the imported module reads as TVM's."""
+    _axis(dim, ndim)
+    return int(dim)
+
+
 def _pair(v: Any, n: int = 2) -> tuple:
     if isinstance(v, list | tuple):
         return tuple(v) if len(v) == n else tuple(v) * n if len(v) == 1 else tuple(v)

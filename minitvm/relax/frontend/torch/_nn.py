@@ -38,17 +38,14 @@ def _conv_padding(padding, kernel: tuple, dilation: tuple) -> tuple[tuple, tuple
 
 
 def _conv_nd(t, x, weight, bias, stride, padding, dilation, groups, nd: int):
-    """A 1-d conv runs as a 2-d conv over (N, C, 1, L)."""
+    """relax.nn.conv1d / conv2d with out_dtype spelt out (the input's), as TVM's importer does."""
     stride, dilation = _pair(stride, nd), _pair(dilation, nd)
     before, after = _conv_padding(padding, shape_of(weight)[2:], dilation)
-    if nd == 1:
-        x, weight = t.emit(R.expand_dims(x, 2)), t.emit(R.expand_dims(weight, 2))
-        stride, dilation, before, after = (1, *stride), (1, *dilation), (0, *before), (0, *after)
-    y = t.emit(R.nn.conv2d(x, weight, stride, (*before, *after), dilation, int(groups)))
-    if nd == 1:
-        y = _drop_axis(t, y, 2)
-    if bias is not None:
-        y = t.emit(R.add(y, t.emit(R.reshape(bias, (-1,) + (1,) * (_ndim(y) - 2)))))
+    conv = R.nn.conv1d if nd == 1 else R.nn.conv2d
+    pads = (*before, *after)
+    y = t.emit(conv(x, weight, stride, pads, dilation, int(groups), out_dtype=_dtype(x)))
+    if bias is not None:  # bias as (1, C, 1, ...), as TVM's importer shapes it
+        y = t.emit(R.add(y, t.emit(R.reshape(bias, (1, -1) + (1,) * (_ndim(y) - 2)))))
     return y
 
 
@@ -106,21 +103,28 @@ def _linear(t, input, weight, bias=None):
 
 
 def _addmm(t, input, mat1, mat2, *, beta=1, alpha=1):
-    y = t.emit(R.matmul(mat1, mat2))
+    return _scaled_matmul_add(t, input, mat1, mat2, beta, alpha, addmm=True)
+
+
+def _baddbmm(t, input, batch1, batch2, *, beta=1, alpha=1):
+    return _scaled_matmul_add(t, input, batch1, batch2, beta, alpha, addmm=False)
+
+
+def _scaled_matmul_add(t, input, a, b, beta, alpha, addmm: bool):
+    """beta * input + alpha * (a @ b). The operand order of the add and the matmul's out_dtype
+    follow TVM's importer (addmm: bias first, out_dtype spelt out; baddbmm: product first)."""
+    y = t.emit(R.matmul(a, b, out_dtype=_dtype(a) if addmm else None))
     if alpha != 1:
         y = t.emit(R.multiply(y, t.const(alpha, _dtype(y))))
     if beta != 0:
         bias = input if beta == 1 else t.emit(R.multiply(input, t.const(beta, _dtype(input))))
-        y = t.emit(R.add(y, bias))
+        y = t.emit(R.add(bias, y) if addmm else R.add(y, bias))
     return y
 
 
-def _baddbmm(t, input, batch1, batch2, *, beta=1, alpha=1):
-    return _addmm(t, input, batch1, batch2, beta=beta, alpha=alpha)
-
-
 def _matmul(t, input, other, *, out=None):
-    return t.emit(R.matmul(input, other))
+    # out_dtype spelt out (the operands' dtype), as TVM's importer writes it
+    return t.emit(R.matmul(input, other, out_dtype=_dtype(input)))
 
 
 def _einsum(t, equation, *operands, path=None):
@@ -375,6 +379,10 @@ def _dropout(t, input, p=0.5, training=False, inplace=False, *, train=None, key=
 
 
 def _embedding(t, weight, indices):
+    # int32 indices, as TVM's importer casts them: exact, as a weight has under 2**31 rows
+    rows = shape_of(weight)[0]
+    if _dtype(indices) == "int64" and isinstance(rows, int) and rows < 2**31:
+        indices = t.emit(R.astype(indices, "int32"))
     return t.emit(R.take(weight, indices, axis=0))
 
 
@@ -412,8 +420,37 @@ def _attention(
     """softmax(q k^T * scale + mask) v, over the last two dims, any leading batch dims."""
     if enable_gqa:
         _unsupported_attr("enable_gqa", enable_gqa)
+    if _fits_relax_attention(query, key, value, attn_mask):
+        # TVM's importer form: relax.nn.attention over BSNH, between permutes from torch's BNSH
+        perm = [0, 2, 1, 3]
+        q, k, v = (t.emit(R.permute_dims(x, perm)) for x in (query, key, value))
+        causal = "TopLeft" if is_causal else None  # torch's is_causal keeps j <= i
+        out = t.emit(R.nn.attention(q, k, v, attn_mask, scale=scale, causal_mask=causal))
+        return t.emit(R.permute_dims(out, perm))
     probs = attention_probs(t, query, key, attn_mask, is_causal, scale)
     return t.emit(R.matmul(probs, value))
+
+
+def _same_dim(a, b) -> bool:
+    """Equal static dims, or one symbolic dim (`==` on tir expressions builds a node)."""
+    return a == b if isinstance(a, int) and isinstance(b, int) else a is b
+
+
+def _fits_relax_attention(query, key, value, attn_mask) -> bool:
+    """relax.nn.attention takes 4-d float q, k, v of equal batch and heads, and an additive
+    mask of rank <= 4; anything else (bool masks, 3-d inputs) runs as matmul-softmax-matmul."""
+    if any(
+        _ndim(x) != 4 or _dtype(x) not in ("float16", "float32", "float64")
+        for x in (query, key, value)
+    ):
+        return False
+    q, k, v = shape_of(query), shape_of(key), shape_of(value)
+    pairs = ((q[0], k[0]), (k[0], v[0]), (q[1], k[1]), (k[1], v[1]), (q[3], k[3]), (k[2], v[2]))
+    if not all(_same_dim(a, b) for a, b in pairs):
+        return False
+    if attn_mask is None:
+        return True
+    return _dtype(attn_mask) == _dtype(query) and _ndim(attn_mask) <= 4
 
 
 def attention_probs(t, query, key, attn_mask=None, is_causal=False, scale=None) -> Expr:

@@ -135,8 +135,10 @@ from ._shape import (
     _t,
     _tile,
     _to,
+    _to_copy,
     _transpose,
     _triangle,
+    _type,
     _type_as,
     _unbind,
     _unflatten,
@@ -257,7 +259,7 @@ FUNCTIONS: dict[str, Callable] = {
     "alias": _identity,
     "lift_fresh_copy": _identity,
     "copy": _copy,
-    "_to_copy": _to,
+    "_to_copy": _to_copy,
     "to": _to,
     "float": _cast("float32"),
     "type_as": _type_as,
@@ -379,6 +381,8 @@ METHODS: dict[str, Callable] = {
     "long": _cast("int64"),
     "int": _cast("int32"),
     "bool": _cast("bool"),
+    "type": _type,
+    "astype": _type,
 }
 
 # Calls that only check or annotate in torch.export graphs: nothing to compute.

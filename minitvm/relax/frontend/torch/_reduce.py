@@ -11,7 +11,7 @@ from ....error import OpAttributeInvalid, OpAttributeUnImplemented
 from ....tir.expr import PrimExpr
 from ... import op as R
 from ...expr import Expr
-from ._base import _axis, _dims, _dtype, _ndim, _need, _pair, shape_of
+from ._base import _axis, _axis_as_given, _dims, _dtype, _ndim, _need, _pair, shape_of
 from ._elementwise import _binary
 from ._promote import cast, category, default_float, number_dtype
 from ._shape import _copy
@@ -37,7 +37,7 @@ def _reduce(relax_op: Callable) -> Callable:
             input = cast(t, input, rule)
         if dim is None or dim == []:
             return t.emit(relax_op(input, None, bool(keepdim)))
-        axes = [_axis(d, _ndim(input)) for d in _pair(dim, 1)]
+        axes = [_axis_as_given(d, _ndim(input)) for d in _pair(dim, 1)]
         return t.emit(relax_op(input, axes, bool(keepdim)))
 
     return convert
@@ -58,7 +58,7 @@ def _arg_reduce(name: str) -> Callable:
             raise OpAttributeInvalid(
                 f"{name} of a bool tensor is rejected by torch itself; cast it to int first"
             )
-        axis = None if dim is None else _axis(dim, _ndim(input))
+        axis = None if dim is None else _axis_as_given(dim, _ndim(input))
         return t.emit(_need(name)(input, axis, bool(keepdim)))
 
     return convert
@@ -81,11 +81,12 @@ def _max_min(reduce: Callable, arg: str, binary: Callable) -> Callable:
 
 def _cumsum(t, input, dim, *, dtype=None):
     """Integer and bool input sums in int64 unless dtype= says otherwise, as in torch."""
-    if dtype is not None:
-        input = cast(t, input, t.dtype(dtype))
-    elif category(_dtype(input)) < 2:
+    axis = _axis_as_given(dim, _ndim(input))
+    if dtype is not None:  # relax's cumsum casts first and sums in dtype, as torch does
+        return t.emit(_need("cumsum")(input, axis, t.dtype(dtype)))
+    if category(_dtype(input)) < 2:
         input = cast(t, input, "int64")
-    return t.emit(_need("cumsum")(input, _axis(dim, _ndim(input)), None))
+    return t.emit(_need("cumsum")(input, axis, None))
 
 
 def _var_std(name: str) -> Callable:
@@ -136,7 +137,8 @@ def _arange(t, *args, dtype=None, device=None, layout=None, pin_memory=None, req
     if any(isinstance(a, PrimExpr) for a in args):
         start, end, step = (0, args[0], 1) if len(args) == 1 else (*args, 1)[:3]
         return symbolic_arange(t, start, end, step, t.dtype(dtype))
-    return t.const(np.arange(*args).astype(t.dtype(dtype)))
+    start, end, step = (0, args[0], 1) if len(args) == 1 else (*args, 1)[:3]
+    return t.emit(R.arange(start, end, step, t.dtype(dtype)))
 
 
 def _fill(value: Any) -> Callable:
@@ -150,14 +152,10 @@ def _fill(value: Any) -> Callable:
         requires_grad=False,
         memory_format=None,
     ):
-        dims = tuple(_dims(size))
-        if any(isinstance(d, PrimExpr) for d in dims):
-            return t.emit(
-                R.full(
-                    dims, t.const(value, t.dtype(dtype or "float32")), t.dtype(dtype or "float32")
-                )
-            )
-        return t.const(np.full(dims, value, t.dtype(dtype or "float32")))
+        dims, dtype = tuple(_dims(size)), t.dtype(dtype or "float32")
+        if value == 0:  # zeros and empty: TVM's importer writes R.zeros
+            return t.emit(R.zeros(dims, dtype))
+        return t.emit(R.full(dims, t.const(value, dtype), dtype))
 
     return convert
 
@@ -174,7 +172,7 @@ def _full(
     requires_grad=False,
 ):
     dtype = t.dtype(dtype) if dtype is not None else number_dtype(fill_value)
-    return t.const(np.full(tuple(size), fill_value, dtype))
+    return t.emit(R.full(tuple(size), t.const(fill_value, dtype), dtype))
 
 
 def _like(value: Any) -> Callable:
@@ -211,7 +209,7 @@ def _new_fill(value: Any) -> Callable:
         dtype = t.dtype(dtype) if dtype is not None else _dtype(input)
         fill = value if value is not None else size[-1]
         dims = _dims(size[:-1] if value is None else size)
-        return t.const(np.full(tuple(dims), fill, dtype))
+        return t.emit(R.full(tuple(dims), t.const(fill, dtype), dtype))
 
     return convert
 
@@ -219,4 +217,5 @@ def _new_fill(value: Any) -> Callable:
 def _fill_like(t, input, value):
     if isinstance(value, Expr):  # fill.Tensor: a 0-d tensor's value
         return _copy(t, input, value)
-    return _like(None)(t, input, value)
+    dtype = _dtype(input)
+    return t.emit(R.full(shape_of(input), t.const(value, dtype), dtype))

@@ -9,9 +9,19 @@ import numpy as np
 from ....error import OpAttributeUnImplemented
 from ....tir.expr import PrimExpr
 from ... import op as R
-from ...expr import Expr, TupleGetItem
+from ...expr import Expr, Tuple, TupleGetItem
 from ...struct_info import TupleStructInfo
-from ._base import _axis, _dims, _dtype, _is_torch_dtype, _ndim, _need, _pair, shape_of
+from ._base import (
+    _axis,
+    _axis_as_given,
+    _dims,
+    _dtype,
+    _is_torch_dtype,
+    _ndim,
+    _need,
+    _pair,
+    shape_of,
+)
 from ._te import broadcast_new_dims, infer_minus_one, symbolic_slice
 
 _INT64_MAX = 9223372036854775807  # torch.export's "to the end" for slice bounds
@@ -71,11 +81,31 @@ def _to(t, x, *args, **kwargs):
     return t.emit(R.astype(x, t.dtype(dtype)))
 
 
+def _to_copy(t, x, *args, **kwargs):
+    """aten._to_copy: an astype even to the same dtype (a copy), as TVM's importer writes it."""
+    dtype = kwargs.get("dtype") or next((a for a in args if _is_torch_dtype(a)), None)
+    if dtype is None:
+        return x
+    return t.emit(R.astype(x, t.dtype(dtype)))
+
+
 def _cast(dtype: str) -> Callable:
     def convert(t, x, *args, **kwargs):
-        return x if _dtype(x) == dtype else t.emit(R.astype(x, dtype))
+        # an astype even to x's own dtype, as TVM's importer writes x.float()
+        return t.emit(R.astype(x, dtype))
 
     return convert
+
+
+def _type(t, x, dtype=None, non_blocking=False, **kwargs):
+    """Tensor.type(dtype) / astype(dtype): an astype, as TVM's importer writes it; type() with
+    no dtype returns a string in torch, which no graph can hold."""
+    if dtype is None or not _is_torch_dtype(dtype):
+        raise OpAttributeUnImplemented(
+            f"Tensor.type({dtype!r}): only a torch dtype argument is supported; write "
+            "x.to(torch.float32) for a cast"
+        )
+    return t.emit(R.astype(x, t.dtype(dtype)))
 
 
 def _type_as(t, x, other):
@@ -83,7 +113,7 @@ def _type_as(t, x, other):
 
 
 def _unsqueeze(t, x, dim):
-    return t.emit(R.expand_dims(x, _axis(dim, _ndim(x) + 1)))
+    return t.emit(R.expand_dims(x, _axis_as_given(dim, _ndim(x) + 1)))
 
 
 def _squeeze(t, x, dim=None):
@@ -97,7 +127,14 @@ def _squeeze(t, x, dim=None):
             else {_axis(dim, len(shape))}
         )
         dims = {d for d in dims if shape[d] == 1}  # torch leaves non-1 dims alone
-    return t.emit(R.reshape(x, tuple(d for i, d in enumerate(shape) if i not in dims)))
+    if not all(isinstance(d, int) for d in shape):  # which symbolic dims are 1 is unknown
+        return t.emit(R.reshape(x, tuple(d for i, d in enumerate(shape) if i not in dims)))
+    if not dims:
+        return x
+    if dim is None:
+        return t.emit(R.squeeze(x, None))
+    given = [int(d) for d in (dim if isinstance(dim, list | tuple) else [dim])]
+    return t.emit(R.squeeze(x, [d for d in given if _axis(d, len(shape)) in dims]))
 
 
 def _expand(t, x, *sizes, implicit=False):
@@ -141,8 +178,14 @@ def _cat(t, tensors, dim=0):
 
 def _stack(t, tensors, dim=0):
     tensors = list(tensors)
-    axis = _axis(dim, _ndim(tensors[0]) + 1)
-    return t.emit(R.concat([t.emit(R.expand_dims(x, axis)) for x in tensors], axis=axis))
+    ndim = _ndim(tensors[0])
+    axis = _axis(dim, ndim + 1)
+    if axis == ndim:  # a new last dim: concat has no such axis to join along
+        return t.emit(R.concat([t.emit(R.expand_dims(x, axis)) for x in tensors], axis=axis))
+    # TVM's importer form: join along dim, then split that dim into (count, size)
+    shape = shape_of(tensors[0])
+    joined = t.emit(R.concat(tensors, axis=axis))
+    return t.emit(R.reshape(joined, (*shape[:axis], len(tensors), *shape[axis:])))
 
 
 def _split_sizes(t, x, sizes: Sequence, dim: int):
@@ -164,6 +207,10 @@ def _split(t, tensor, split_size_or_sections, dim=0):
     size = int(split_size_or_sections)
     if not isinstance(length, int):
         raise OpAttributeUnImplemented("split with a size along a symbolic dim is not supported")
+    if size > 0 and length % size == 0 and length // size > 1:
+        # equal pieces: a section count, as TVM's importer writes it (only then: relax's
+        # sections round up, which is not torch's split_size when it does not divide)
+        return t.emit(R.split(tensor, length // size, axis=_axis_as_given(dim, _ndim(tensor))))
     return _split_sizes(
         t, tensor, [size] * (length // size) + [length % size] * bool(length % size), dim
     )
@@ -177,11 +224,15 @@ def _chunk(t, input, chunks, dim=0):
 
 
 def _unbind(t, input, dim=0):
+    """TVM's importer form: split at 1..n (the last piece is empty), squeeze each piece, and
+    bind the pieces as one tuple."""
     axis = _axis(dim, _ndim(input))
-    parts = _split(t, input, 1, axis)
-    shape = shape_of(input)
-    rest = shape[:axis] + shape[axis + 1 :]
-    return tuple(t.emit(R.reshape(_item(t, parts, i), rest)) for i in range(shape[axis]))
+    length = shape_of(input)[axis]
+    if not isinstance(length, int):
+        raise OpAttributeUnImplemented("unbind along a symbolic dim is not supported")
+    parts = t.emit(R.split(input, list(range(1, length + 1)), axis=int(dim)))
+    pieces = [t.emit(R.squeeze(_item(t, parts, i), [int(dim)])) for i in range(length)]
+    return t.emit(Tuple(tuple(pieces)))
 
 
 def _item(t, value, index):
