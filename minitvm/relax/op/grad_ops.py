@@ -16,6 +16,7 @@ from ...tir.expr import cast as tir_cast
 from ...tir.expr import make_const
 from ...topi.broadcast import _binary as _topi_binary
 from ...topi.broadcast import broadcast_index
+from ...topi.nn import conv_backward as topi_conv_backward
 from ...topi.nn.pooling import _valid_taps
 from ...topi.nn.pooling import pool2d as topi_pool2d
 from ..expr import Call, Expr, ShapeExpr
@@ -73,11 +74,6 @@ def _infer_from_shape_arg(index: int, grad_index: int = 0) -> Callable[[Call], S
 # ----------------------------------------------------------------------------- conv2d backward
 
 
-def _tap(out_idx: Any, tap: Any, s: int, d: int, lo: int) -> Any:
-    """Input position of tap `tap` of output `out_idx` (may be out of range)."""
-    return out_idx * s + tap * d - lo
-
-
 def _window_out(pos: Any, tap: Any, s: int, d: int, lo: int, size_out: Any) -> tuple[Any, Any]:
     """(valid, output index) of the window whose tap `tap` reads input `pos`."""
     num = pos + lo - tap * d
@@ -90,43 +86,15 @@ def _window_out(pos: Any, tap: Any, s: int, d: int, lo: int, size_out: Any) -> t
 
 
 def _te_conv2d_bwd_data(g, weight, data_shape, strides, padding, dilation):
-    n, c, h, w = data_shape
-    o, _, kh, kw = weight.shape
-    oh, ow = g.shape[2], g.shape[3]
-    (sh, sw), (dh, dw), (pt, pl, _, _) = strides, dilation, padding
-    ro = te.reduce_axis((0, o), "ro")
-    ri = te.reduce_axis((0, kh), "ri")
-    rj = te.reduce_axis((0, kw), "rj")
-    zero = make_const(g.dtype, 0)
-
-    def body(b, ch, y, x):
-        vy, iy = _window_out(y, ri, sh, dh, pt, oh)
-        vx, ix = _window_out(x, rj, sw, dw, pl, ow)
-        value = tir_op.if_then_else(
-            tir_op.all(vy, vx), g[b, ro, iy, ix] * weight[ro, ch, ri, rj], zero
-        )
-        return te.sum(value, axis=[ro, ri, rj])
-
-    return te.compute((n, c, h, w), body, name="T_conv2d_grad_data")
+    return topi_conv_backward.conv2d_backward_data(
+        g, weight, data_shape, strides, padding, dilation
+    )
 
 
 def _te_conv2d_bwd_weight(g, data, weight_shape, strides, padding, dilation):
-    o, c, kh, kw = weight_shape
-    n, _, h, w = data.shape
-    oh, ow = g.shape[2], g.shape[3]
-    (sh, sw), (dh, dw), (pt, pl, _, _) = strides, dilation, padding
-    rn = te.reduce_axis((0, n), "rn")
-    ry = te.reduce_axis((0, oh), "ry")
-    rx = te.reduce_axis((0, ow), "rx")
-    zero = make_const(g.dtype, 0)
-
-    def body(oc, ch, i, j):
-        py, px = _tap(ry, i, sh, dh, pt), _tap(rx, j, sw, dw, pl)
-        ok = tir_op.all(py >= 0, py < h, px >= 0, px < w)
-        value = tir_op.if_then_else(ok, g[rn, oc, ry, rx] * data[rn, ch, py, px], zero)
-        return te.sum(value, axis=[rn, ry, rx])
-
-    return te.compute((o, c, kh, kw), body, name="T_conv2d_grad_weight")
+    return topi_conv_backward.conv2d_backward_weight(
+        g, data, weight_shape, strides, padding, dilation
+    )
 
 
 def _np_conv_taps(h, w, kh, kw, oh, ow, strides, padding, dilation):
