@@ -254,3 +254,25 @@ def test_param_dict_bits_member_of_the_wrong_width_is_refused():
     np.savez(buf, **{"w::bits-of::bfloat16": np.ones(2, np.uint32)})
     with pytest.raises(BuildError, match="is not bfloat16 bits"):
         load_param_dict(buf.getvalue())
+
+
+def test_tvmscript_bfloat16_constant_prints_parses_and_runs():
+    """`T.bfloat16(2.5)` (TVM's spelling) parses, prints back the same way and computes as
+    ml_dtypes does (the product rounded once to bfloat16)."""
+    from minitvm.script import tir as T
+
+    @T.prim_func
+    def scale(A: T.Buffer((5,), "bfloat16"), B: T.Buffer((5,), "bfloat16")):
+        for i in range(5):
+            with T.block("b"):
+                vi = T.axis.spatial(5, i)
+                B[vi] = A[vi] * T.bfloat16(2.5)
+
+    text = scale.script()
+    assert "T.bfloat16(2.5)" in text
+    tvm.ir.assert_structural_equal(scale, tvm.script.from_source(text))
+    a = np.array([1, 2, 3, 0.1, -7.3], ml_dtypes.bfloat16)
+    b = tvm.nd.array(np.zeros(5, ml_dtypes.bfloat16))
+    tvm.build(scale, target="llvm")(tvm.nd.array(a), b)
+    want = (a.astype("float32") * np.float32(2.5)).astype(ml_dtypes.bfloat16)
+    np.testing.assert_array_equal(b.numpy().view("uint16"), want.view("uint16"))

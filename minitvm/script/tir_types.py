@@ -100,6 +100,14 @@ NUMERIC_DTYPES = (
     *(f"int{bits}" for bits in (8, 16, 32, 64)),
     *(f"uint{bits}" for bits in (8, 16, 32, 64)),
     *(f"float{bits}" for bits in (16, 32, 64)),
+    # storage types computed in float32 (codegen/llvm_lowfloat.py), and 4-bit integers
+    "bfloat16",
+    "float8_e4m3fn",
+    "float8_e5m2",
+    "float8_e4m3fnuz",
+    "float8_e5m2fnuz",
+    "int4",
+    "uint4",
 )
 _DTYPE_NAMES = [*NUMERIC_DTYPES, "bool", "handle"]
 _DTYPE_NAMES += [f"{base}x{lanes}" for base in NUMERIC_DTYPES for lanes in (4, 8, 16, 32, 64)]
