@@ -53,10 +53,13 @@ def test_no_rule_applies_leaves_the_function_unmarked():
     assert out["main"] is f
 
 
-def test_marked_functions_are_skipped():
-    f = _add().with_attr(dl.IS_SCHEDULED, True)
+@pytest.mark.parametrize("key", ["tir.is_scheduled", "tirx.is_scheduled"])  # 0.24's spelling
+def test_marked_functions_are_skipped(key):
+    f = _add().with_attr(key, True)
     out = dl.ApplyDefaultSchedule(*dl.cpu.DEFAULT_RULES)(tvm.IRModule({"main": f}))
     assert out["main"] is f
+    assert dl.is_scheduled(f)
+    assert tvm.relax.transform.DefaultSchedule()(tvm.IRModule({"main": f}))["main"].same_as(f)
 
 
 def test_rules_for_other_targets_are_not_tried():

@@ -11,11 +11,20 @@ from ...tir.stmt import BlockRealize, BufferStore, Evaluate, For, ForKind, Stmt
 _LEAVES = (BufferStore, Evaluate)
 
 IS_SCHEDULED = "tir.is_scheduled"
+# TVM 0.24 spells the mark "tirx.is_scheduled" (its kernels set it in T.func_attr); either one
+# means scheduled. minitvm writes the classic key.
+IS_SCHEDULED_KEYS = (IS_SCHEDULED, "tirx.is_scheduled")
+
+
+def marked_scheduled(func: PrimFunc) -> bool:
+    """Carries `tir.is_scheduled` (or 0.24's `tirx.is_scheduled`) set to a true value."""
+    return any(func.attrs.get(key) for key in IS_SCHEDULED_KEYS)
 
 
 def is_scheduled(func: PrimFunc) -> bool:
-    """Marked `tir.is_scheduled`, or with a loop that is no longer serial (hand-scheduled)."""
-    if func.attrs.get(IS_SCHEDULED):
+    """Marked `tir.is_scheduled` (or `tirx.is_scheduled`), or with a loop that is no longer
+    serial (hand-scheduled)."""
+    if marked_scheduled(func):
         return True
     kinds: list[ForKind] = []
 

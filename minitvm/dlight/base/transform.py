@@ -9,7 +9,7 @@ from ...ir.module import IRModule
 from ...ir.transform import Pass
 from ...target import Target
 from ...tir.function import PrimFunc
-from .analysis import IS_SCHEDULED
+from .analysis import IS_SCHEDULED, marked_scheduled
 from .schedule_rule import ScheduleRule, result_func
 
 
@@ -39,7 +39,7 @@ def apply_default_schedule(mod: IRModule, rules: tuple, target: Any = None) -> I
     target = _target(target)
     out = mod.copy()
     for gv, func in mod.functions_items():
-        if not isinstance(func, PrimFunc) or func.attrs.get(IS_SCHEDULED):
+        if not isinstance(func, PrimFunc) or marked_scheduled(func):
             continue
         new = apply_rules(func, rules, target)
         if new is not None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from ...ir.module import IRModule
 from ...tir.function import PrimFunc
 from ...tir.schedule import Schedule
-from ..base.analysis import IS_SCHEDULED, is_scheduled
+from ..base.analysis import IS_SCHEDULED, is_scheduled, marked_scheduled
 from ..base.analysis import blocks as _blocks
 from ..base.schedule_rule import result_func
 from .base import PerBlock, _schedule_order, schedule_block
@@ -27,7 +27,7 @@ def default_schedule_func(func: PrimFunc) -> PrimFunc:
     """`func` with the default CPU schedule applied and marked `tir.is_scheduled`; a function
     already marked, or scheduled by hand (a loop no longer serial), is only marked."""
     if is_scheduled(func):
-        return func if func.attrs.get(IS_SCHEDULED) else func.with_attr(IS_SCHEDULED, True)
+        return func if marked_scheduled(func) else func.with_attr(IS_SCHEDULED, True)
     if not _blocks(func):
         return func.with_attr(IS_SCHEDULED, True)
     sch = Schedule(func)
