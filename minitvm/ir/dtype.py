@@ -41,7 +41,7 @@ _FLOAT8 = frozenset(
 # the floating-point codes: arithmetic in codegen goes through float32 for all but FLOAT
 _FLOATS = frozenset((TypeCode.FLOAT, TypeCode.BFLOAT, *_FLOAT8))
 # dtypes numpy lacks, held by ml_dtypes arrays (one element per byte for the 4-bit ints)
-_ML_DTYPES = frozenset(
+ML_DTYPES = _ML_DTYPES = frozenset(
     (
         "bfloat16",
         "float8_e4m3fn",

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..error import ParseError
-from ..ir.dtype import DataType
+from ..ir.dtype import ML_DTYPES, DataType
 from ..tir.expr import (
     Broadcast as _BroadcastNode,
 )
@@ -100,14 +100,8 @@ NUMERIC_DTYPES = (
     *(f"int{bits}" for bits in (8, 16, 32, 64)),
     *(f"uint{bits}" for bits in (8, 16, 32, 64)),
     *(f"float{bits}" for bits in (16, 32, 64)),
-    # storage types computed in float32 (codegen/llvm_lowfloat.py), and 4-bit integers
-    "bfloat16",
-    "float8_e4m3fn",
-    "float8_e5m2",
-    "float8_e4m3fnuz",
-    "float8_e5m2fnuz",
-    "int4",
-    "uint4",
+    # bfloat16/float8 (computed in float32, codegen/llvm_lowfloat.py) and int4/uint4
+    *sorted(ML_DTYPES),
 )
 _DTYPE_NAMES = [*NUMERIC_DTYPES, "bool", "handle"]
 _DTYPE_NAMES += [f"{base}x{lanes}" for base in NUMERIC_DTYPES for lanes in (4, 8, 16, 32, 64)]

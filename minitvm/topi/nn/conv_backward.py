@@ -12,6 +12,7 @@ Channels with no vector block (a symbolic count) keep the direct one-block-per-o
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 from ... import te
@@ -165,17 +166,13 @@ def conv2d_backward_weight(
     n, _, h, w = data.shape
     oh, ow = g.shape[2], g.shape[3]
     (sh, sw), (dh, dw), (pt, pl, _, _) = strides, dilation, padding
-    zero = make_const(data.dtype, 0)
     # only the rows and columns some tap reads (a stride can leave the bottom/right unread)
-    hp = (oh - 1) * sh + (kh - 1) * dh + 1
-    wp = (ow - 1) * sw + (kw - 1) * dw + 1
-
-    def padded(b, yy, xx, ch):
-        y, x = yy - pt, xx - pl
-        ok = tir_op.all(y >= 0, y < h, x >= 0, x < w)
-        return tir_op.if_then_else(ok, data[b, ch, y, x], zero)
-
-    data_nhwc = te.compute((n, hp, wp, c), padded, name="data_pad")
+    hp, wp = (oh - 1) * sh + (kh - 1) * dh + 1, (ow - 1) * sw + (kw - 1) * dw + 1
+    zero = make_const(data.dtype, 0)
+    padded = _padded_reader(data, pt, pl)
+    data_nhwc = te.compute(
+        (n, hp, wp, c), lambda b, yy, xx, ch: padded(b, ch, yy, xx), name="data_pad"
+    )
     chunk = _batch_chunk(n, (hp, wp, c), (o, c, kh, kw), DataType(data.dtype).bytes)
     if chunk is None:
         chunk, parts = n, 1
@@ -224,19 +221,11 @@ def _backward_weight_few_channels(g, data, weight_shape, strides, padding, dilat
     acc[c, i, j, o] with the output channels o as its vector columns, g copied once to NHWC
     (its producers, a batch norm's backward, computed there once instead of in the tile)."""
     o, c, kh, kw = weight_shape
-    n, _, h, w = data.shape
+    n = data.shape[0]
     oh, ow = g.shape[2], g.shape[3]
     (sh, sw), (dh, dw), (pt, pl, _, _) = strides, dilation, padding
-    zero = make_const(data.dtype, 0)
-    hp = (oh - 1) * sh + (kh - 1) * dh + 1
-    wp = (ow - 1) * sw + (kw - 1) * dw + 1
-
-    def padded(b, ch, yy, xx):
-        y, x = yy - pt, xx - pl
-        ok = tir_op.all(y >= 0, y < h, x >= 0, x < w)
-        return tir_op.if_then_else(ok, data[b, ch, y, x], zero)
-
-    data_pad = te.compute((n, c, hp, wp), padded, name="data_pad")
+    hp, wp = (oh - 1) * sh + (kh - 1) * dh + 1, (ow - 1) * sw + (kw - 1) * dw + 1
+    data_pad = te.compute((n, c, hp, wp), _padded_reader(data, pt, pl), name="data_pad")
     g_nhwc = te.compute((n, oh, ow, o), lambda b, y, x, oc: g[b, oc, y, x], name="grad_nhwc")
     rn = te.reduce_axis((0, n), "rn")
     ry = te.reduce_axis((0, oh), "ry")
@@ -267,6 +256,19 @@ def _weight_taps(size, out, k, s, d, lo) -> tuple[int, int]:
 # the input bytes one batch chunk of the weight gradient reads: its taps stay in L2 (1 MB a
 # core on Zen 4) while every row tile of output channels passes over them
 CHUNK_BYTES = 1 << 20
+
+
+def _padded_reader(data: te.Tensor, pt: Any, pl: Any) -> Callable:
+    """(b, ch, yy, xx) -> data[b, ch, yy - pt, xx - pl], 0 outside the image."""
+    h, w = data.shape[2], data.shape[3]
+    zero = make_const(data.dtype, 0)
+
+    def read(b: Any, ch: Any, yy: Any, xx: Any) -> Any:
+        y, x = yy - pt, xx - pl
+        ok = tir_op.all(y >= 0, y < h, x >= 0, x < w)
+        return tir_op.if_then_else(ok, data[b, ch, y, x], zero)
+
+    return read
 
 
 def _batch_chunk(n: Any, image: tuple, weight: tuple, itemsize: int) -> int | None:
