@@ -7,6 +7,8 @@ weights of every axis are computed here, in float64 numpy, by the formulas of th
 the graph then gathers the taps (`take`), weights them and sums, one axis after another, in the
 order ONNX's reference resizes them. Rank-4 NCHW cases that relax.image.resize2d covers exactly
 (H and W only, no roi or antialias, output sizes exactly in * scale) stay one resize2d call.
+When scales, sizes or roi are computed at run time, _resize_runtime evaluates the same formulas
+as relax ops instead.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from ....tir.expr import PrimExpr
 from ... import op as R
 from ...expr import Expr
 from ._helpers import _dtype, _ndim, _unsupported, shape_of
+from ._resize_runtime import resize_at_run_time
 from ._shape import SymTensor
 
 _MODES = ("nearest", "linear", "cubic")
@@ -257,9 +260,16 @@ def _resize2d_fits(x: Expr, plan: list, mode: str, coord: str, attrs: dict) -> b
     )
 
 
+def _at_run_time(ctx, inputs: list) -> bool:
+    """Whether roi, scales or sizes is computed at run time (not known at import)."""
+    return any(v is not None and ctx.known_or_none(v) is None for v in inputs[1:4])
+
+
 def _resize(ctx, inputs, attrs):
     x = ctx.expr(inputs[0])
     mode, coord = _check_attrs(attrs)
+    if _at_run_time(ctx, inputs):
+        return _resize_at_run_time(ctx, x, inputs, attrs, mode, coord)
     plan = [step for step in _plan(ctx, x, inputs, attrs) if not _identity(step, coord)]
     if not plan:
         return x
@@ -301,6 +311,20 @@ def _resize(ctx, inputs, attrs):
             fill = ctx.expr(np.asarray(extrapolation, _dtype(x)))
             x = ctx.emit(R.where(ctx.expr(mask), fill, x))
     return x if _dtype(x) == dtype else ctx.emit(R.astype(x, dtype))
+
+
+def _resize_at_run_time(ctx, x: Expr, inputs: list, attrs: dict, mode: str, coord: str):
+    """Resize with run-time scales/sizes/roi, weighting in at least float32 as above."""
+    dtype = _dtype(x)
+    if mode != "nearest" and not dtype.startswith("float"):
+        raise OpAttributeUnImplemented(
+            f"Resize mode={mode!r} of {dtype} data; only float data (cast it first), or "
+            "mode='nearest'"
+        )
+    if mode != "nearest" and dtype not in ("float32", "float64"):
+        x = ctx.emit(R.astype(x, "float32"))
+    y = resize_at_run_time(ctx, x, inputs, attrs, coord)
+    return y if _dtype(y) == dtype else ctx.emit(R.astype(y, dtype))
 
 
 def _resample_axis(ctx, x: Expr, axis: int, idx: np.ndarray, w: np.ndarray, nearest: bool):
