@@ -157,8 +157,8 @@ def _fold_epilogue(sch: Schedule, write_back: BlockRV) -> BlockRV:
     tile back. A consumer reading the intermediate where it writes (bias, relu, residual add)
     takes the write-back inlined into it (compute_inline: checked from the indices alone);
     any other (the blocked result written back as NCHW) is inlined into the write-back
-    (reverse_compute_inline, which proves its inverse index map point by point on small
-    domains, far slower)."""
+    (reverse_compute_inline: its inverse index map is proven symbolically when the read is a
+    mixed-radix or div/mod map, else point by point on small domains, far slower)."""
     func = sch.mod["main"]
     params = {id(b) for b in func.buffer_map.values()}
     writes = sch.get(write_back).writes

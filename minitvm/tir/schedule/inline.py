@@ -549,9 +549,43 @@ def _check_by_analysis(
             )
     p_ana = _iter_analyzer(producer.block.iter_vars)
     for idx, at in zip(load_idx, pstore.indices):
+        if _is_radix_round_trip(idx, at, inverse, r.block.iter_vars):
+            continue
         if not p_ana.can_prove_equal(substitute(idx, inverse), at):
             return f"cannot prove that its read index {idx} maps each element back to itself"
     return ""
+
+
+def _is_radix_round_trip(idx: Any, at: Any, inverse: dict, iter_vars: tuple) -> bool:
+    """True when `idx` is a mixed-radix sum of zero-based iterators (unit coefficient on the
+    smallest, each next one the product of the extents below it) and `inverse` gives each
+    iterator as its digit of `at` (`at // stride % extent`, the last `at // stride`).
+
+    Then `idx` under `inverse` equals `at` for every integer `at`: floor division by positive
+    constants composes (`at // a // b == at // (a * b)`) and `q == q // e * e + q % e`, so the
+    digits sum back to `at`. The simplifier has no rule merging `x // 2 % 2 * 2 + x % 2` back
+    into `x % 4`, which left the row-matmul conv gradients' write-back to point enumeration."""
+    from ...arith import affine_coeffs
+
+    ivars = [iv.var for iv in iter_vars]
+    got = affine_coeffs(idx, ivars)
+    if got is None or const_int(got[1]) != 0:
+        return False
+    dom = {id(iv.var): iv.dom for iv in iter_vars}
+    by_id = {id(v): e for v, e in inverse.items()}
+    terms = sorted(((c, v) for v, c in got[0].items() if c != 0), key=lambda t: t[0])
+    stride = 1
+    for k, (c, v) in enumerate(terms):
+        ext, last = const_int(dom[id(v)].extent), k == len(terms) - 1
+        if c != stride or const_int(dom[id(v)].min) != 0 or id(v) not in by_id:
+            return False
+        if not last and (ext is None or ext < 1):
+            return False
+        q = at if stride == 1 else FloorDiv(at, stride)
+        if not structural_equal(by_id[id(v)], q if last else FloorMod(q, ext)):
+            return False
+        stride *= ext if not last else 1
+    return bool(terms)
 
 
 def _iter_analyzer(iter_vars: tuple) -> Any:
