@@ -26,6 +26,7 @@ from .transform import (
     take,
     tile,
     transpose,
+    trilu,
 )
 
 __all__ = [
@@ -68,6 +69,7 @@ __all__ = [
     "tile",
     "topk",
     "transpose",
+    "trilu",
     "utils",
     "variance",
 ]

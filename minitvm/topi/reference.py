@@ -489,3 +489,51 @@ def conv2d_transpose_nchw(
     oh = full_h - pt - pb
     ow = full_w - pl - pr
     return full[:, :, pt : pt + oh, pl : pl + ow].astype(data.dtype)
+
+
+def conv1d_transpose_ncw(
+    data: np.ndarray,
+    kernel: np.ndarray,
+    stride: int = 1,
+    padding: Sequence[int] = (0, 0),
+    output_padding: int = 0,
+    dilation: int = 1,
+    groups: int = 1,
+) -> np.ndarray:
+    out = conv2d_transpose_nchw(
+        data[:, :, None], kernel[:, :, None], (1, stride), (0, padding[0], 0, padding[1]),
+        (0, output_padding), (1, dilation), groups,
+    )  # fmt: skip
+    return out[:, :, 0]
+
+
+def conv3d_ncdhw(
+    data: np.ndarray,
+    kernel: np.ndarray,
+    strides: Sequence[int],
+    padding: Sequence[int],
+    dilation: Sequence[int],
+    groups: int = 1,
+) -> np.ndarray:
+    """A sum over the kernel's taps of strided input views times that tap, per group."""
+    lo, hi = padding[:3], padding[3:]
+    x = np.pad(data, [(0, 0), (0, 0)] + list(zip(lo, hi)))
+    n, _c, *size = x.shape
+    o, cg, *ks = kernel.shape
+    outs = [(size[i] - dilation[i] * (ks[i] - 1) - 1) // strides[i] + 1 for i in range(3)]
+    out = np.zeros((n, o, *outs), dtype=np.float64)
+    og = o // groups
+    for g in range(groups):
+        xs = x[:, g * cg : (g + 1) * cg].astype(np.float64)
+        kg = kernel[g * og : (g + 1) * og].astype(np.float64)
+        for tap in np.ndindex(*ks):
+            view = tuple(
+                slice(tap[i] * dilation[i], tap[i] * dilation[i] + strides[i] * (outs[i] - 1) + 1,
+                      strides[i])
+                for i in range(3)
+            )  # fmt: skip
+            part = np.einsum(
+                "ncdhw,oc->nodhw", xs[(slice(None), slice(None), *view)], kg[(..., *tap)]
+            )
+            out[:, g * og : (g + 1) * og] += part
+    return out.astype(data.dtype)

@@ -1,4 +1,4 @@
-"""Data movement: reshape, transpose, concatenate, split, strided_slice, take."""
+"""Data movement: reshape, transpose, concatenate, split, strided_slice, take, trilu."""
 
 from __future__ import annotations
 
@@ -364,6 +364,26 @@ def flip(data: te.Tensor, axis: int = 0) -> te.Tensor:
         return data[tuple(src)]
 
     return te.compute(data.shape, body, name="T_flip", tag="injective")
+
+
+def trilu(data: te.Tensor, k: Any, upper: bool) -> te.Tensor:
+    """The upper (`upper`) or lower triangle of the last two dims, from diagonal `k` on (k > 0:
+    above the main diagonal); the other elements are zero. numpy's triu / tril."""
+    if len(data.shape) < 2:
+        raise TEError(
+            f"topi.trilu: data has shape {fmt_shape(data.shape)}; it needs at least two dims"
+        )
+    zero = tir_op.const(0, data.dtype)
+
+    def body(*idx: Any) -> PrimExpr:
+        row, col = idx[-2], idx[-1]
+        offset = k
+        if isinstance(k, PrimExpr) and k.dtype != row.dtype:
+            offset = tir_cast(str(row.dtype), k)
+        keep = col - row >= offset if upper else col - row <= offset
+        return tir_op.if_then_else(keep, data[idx], zero)
+
+    return te.compute(data.shape, body, name="T_trilu", tag="elemwise")
 
 
 def running_reduce(

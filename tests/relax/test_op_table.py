@@ -421,6 +421,55 @@ CASES: dict[str, Case] = {
         rtol=1e-4,
         atol=1e-4,
     ),
+    "nn.conv2d_transpose_oihw": Case(
+        lambda x, w: op.nn.conv2d_transpose(x, w, strides=2, groups=2, kernel_layout="OIHW"),
+        [("n", 4, 3, 2), (3, 4, 2, 3)],
+        rtol=1e-4,
+        atol=1e-4,
+    ),
+    "nn.conv1d_transpose": Case(
+        lambda x, w: op.nn.conv1d_transpose(
+            x, w, strides=2, padding=(1, 0), output_padding=1, dilation=2, groups=2
+        ),
+        [("n", 4, 5), (4, 3, 3)],
+        rtol=1e-4,
+        atol=1e-4,
+    ),
+    "nn.conv1d_transpose_nwc_oiw": Case(
+        lambda x, w: op.nn.conv1d_transpose(x, w, 3, 1, data_layout="NWC", kernel_layout="OIW"),
+        [("n", 4, 2), (3, 2, 2)],
+        rtol=1e-4,
+        atol=1e-4,
+    ),
+    "nn.conv3d": Case(
+        lambda x, w: op.nn.conv3d(x, w, (1, 2, 1), (1, 0, 2, 0, 1, 1), (2, 1, 1), groups=2),
+        [("n", 4, 6, 5, 4), (6, 2, 2, 2, 3)],
+        rtol=1e-4,
+        atol=1e-4,
+    ),
+    "nn.conv3d_ndhwc_out_blocked": Case(
+        lambda x, w: op.nn.conv3d(
+            x, w, padding=1, data_layout="NDHWC", kernel_layout="DHWIO", out_layout="NCDHW2c"
+        ),
+        [("n", 3, 4, 3, 2), (2, 3, 2, 2, 4)],
+        rtol=1e-4,
+        atol=1e-4,
+    ),
+    "tril": Case(lambda x: op.tril(x, 1), [(2, "n", 5)]),
+    "triu_negative_k": Case(lambda x: op.triu(x, k=-1), [("n", 4)]),
+    "triu_int": Case(lambda x: op.triu(x), [("int32", (4, "n"))]),
+    "nn.max_pool2d_out_nhwc": Case(
+        lambda x: op.nn.max_pool2d(x, 3, 2, 1, out_layout="NHWC"), [("n", 2, 7, 8)]
+    ),
+    "nn.avg_pool2d_out_nchwc": Case(
+        lambda x: op.nn.avg_pool2d(x, 2, 1, layout="NHWC", out_layout="NCHW2c"), [("n", 5, 6, 4)]
+    ),
+    "nn.adaptive_avg_pool2d_out_nhwc": Case(
+        lambda x: op.nn.adaptive_avg_pool2d(x, (3, 2), out_layout="NHWC"), [("n", 2, 7, 5)]
+    ),
+    "strided_slice_assume_inbound": Case(
+        lambda x: op.strided_slice(x, [1], [1], [3], assume_inbound=True), [("n", 4)]
+    ),
     "nn.max_pool1d": Case(lambda x: op.nn.max_pool1d(x, 3, 2, 1), [("n", 3, 9)]),
     "nn.max_pool1d_ceil": Case(lambda x: op.nn.max_pool1d(x, 2, 2, ceil_mode=True), [("n", 3, 7)]),
     "nn.avg_pool1d": Case(

@@ -4,7 +4,7 @@ from . import elementwise, elementwise_math, image, nn
 from ._table import OP_TABLE, OpDef, OpPattern, register_op
 from .base import call_dps_packed, call_tir
 from .base import call_inplace_packed, call_pure_packed, call_py_func
-from .create import full, ones, zeros
+from .create import full, ones, tril, triu, zeros
 from .cumulative import cumprod
 from .dynamic import dynamic_strided_slice
 from . import random  # noqa: F401 - relax.op.random.dropout_mask (training dropout)
@@ -111,6 +111,8 @@ __all__ = [
     "tensor_to_shape",
     "tile",
     "topk",
+    "tril",
+    "triu",
     "variance",
     "zeros",
 ]

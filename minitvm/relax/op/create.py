@@ -1,4 +1,5 @@
-"""Tensor creation: zeros, ones, full (shape given as a ShapeExpr)."""
+"""Tensor creation: zeros, ones, full (shape given as a ShapeExpr); tril / triu (TVM keeps them
+with creation ops: the triangle of an existing tensor)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,9 @@ from typing import Any
 import numpy as np
 
 from ... import topi
-from ...error import DTypeError
+from ...error import DTypeError, ShapeError
 from ...ir.dtype import DataType
-from ...tir.expr import PrimExpr
+from ...tir.expr import IntImm, PrimExpr
 from ..expr import Call, Expr, PrimValue, ShapeExpr, const
 from ..struct_info import PrimStructInfo, StructInfo, TensorStructInfo
 from . import _infer as I
@@ -81,3 +82,55 @@ def full(shape: Any, fill_value: Any, dtype: str | None = None) -> Call:
         fill_value = const(fill_value, dtype)
     attrs = {"dtype": None if dtype is None else str(DataType(dtype))}
     return make_call(_full, (_as_shape_expr(shape), fill_value), attrs)
+
+
+# ----------------------------------------------------------------------------- tril / triu
+
+
+def _infer_trilu(call: Call) -> StructInfo:
+    x = I.tensor_arg(call, 0, "x")
+    k = call.args[1].struct_info if len(call.args) > 1 else None
+    if not isinstance(k, PrimStructInfo):
+        raise ShapeError(
+            f"{I.op_name(call)}: k must be a PrimValue (an int or an integer expression), got "
+            f"{type(k).__name__}"
+        )
+    if x.ndim != -1 and x.ndim < 2:
+        raise ShapeError(
+            f"{I.op_name(call)}: x has shape {I.fmt(x)} (rank {x.ndim}); it needs at least two "
+            "dims (the triangle is taken over the last two)"
+        )
+    return x  # same shape, dtype and device: the other triangle is zeroed
+
+
+def _trilu_rows(upper: bool) -> tuple:
+    np_fn = np.triu if upper else np.tril
+    return (
+        lambda x, k: topi.trilu(x, k, upper),
+        lambda x, k: np_fn(x, int(k)),
+    )
+
+
+_tril = register_op("relax.tril", _infer_trilu, *_trilu_rows(False), OpPattern.ELEMWISE)
+_triu = register_op("relax.triu", _infer_trilu, *_trilu_rows(True), OpPattern.ELEMWISE)
+
+
+def _offset(k: Any) -> Expr:
+    if isinstance(k, Expr):
+        return k
+    if isinstance(k, PrimExpr):
+        return PrimValue(k)
+    if isinstance(k, bool) or not isinstance(k, int):
+        raise ShapeError(f"relax.tril/triu: k must be an int or an integer expression, got {k!r}")
+    return PrimValue(IntImm("int64", k))
+
+
+def tril(x: Expr, k: Any = 0) -> Call:
+    """x with the elements above diagonal `k` of its last two dims zeroed (numpy's tril):
+    `relax.op.tril(scores, k=0)`; k may be an int, a PrimExpr or a PrimValue."""
+    return make_call(_tril, (x, _offset(k)))
+
+
+def triu(x: Expr, k: Any = 0) -> Call:
+    """x with the elements below diagonal `k` of its last two dims zeroed (numpy's triu)."""
+    return make_call(_triu, (x, _offset(k)))

@@ -353,7 +353,7 @@ def _conv2d(var, call, g, bb):
 
 def _pool(grad_op: Callable) -> Callable:
     def rule(var, call, g, bb):
-        _require_layouts(call, layout="NCHW")
+        _require_layouts(call, layout="NCHW", out_layout="NCHW")
         return [grad_op(g, call.args[0], **dict(call.attrs))]
 
     return rule
@@ -494,7 +494,7 @@ def _adaptive_avg_pool2d(var, call, g, bb):
     """Windows that tile H, W evenly (always so for output (1, 1) and for None) are an avg_pool2d;
     other output sizes (overlapping, uneven windows) have no rule."""
     x = call.args[0]
-    _require_layouts(call, layout="NCHW")
+    _require_layouts(call, layout="NCHW", out_layout="NCHW")
     xs = shape_of(x)
     size = call.attrs["output_size"]
     if size is None:
@@ -740,7 +740,8 @@ NO_GRAD_RULE: dict[str, str] = _reasons(
         "tile repeat einsum gather_elements": "no rule yet (gather/scatter shape op)",
         "nn.conv1d nn.max_pool1d nn.avg_pool1d nn.adaptive_avg_pool1d": "no rule yet: 1-D "
         "variants (reshape to 2-D to train)",
-        "nn.conv2d_transpose nn.group_norm nn.attention image.resize2d": "no rule yet",
+        "nn.conv2d_transpose nn.conv1d_transpose nn.conv3d nn.group_norm nn.attention "
+        "image.resize2d tril triu": "no rule yet",
         "layout_transform": "no rule yet: differentiate before converting layouts",
         "nn.conv2d_backward_data nn.conv2d_backward_weight nn.max_pool2d_grad nn.avg_pool2d_grad "
         "take_backward grad.nll_loss_backward": "backward op: no second-order rule yet",

@@ -18,7 +18,7 @@ from ...topi import reference as ref
 from ...topi.layout import index_dims
 from ...topi.transform import infer_reshape, slice_bounds, split_sections
 from ...topi.utils import const_int, fmt_dim, fmt_shape, normalize_axis, prod, prove_equal
-from ..expr import Call, Expr, ShapeExpr, Tuple
+from ..expr import Call, Expr, PrimValue, ShapeExpr, Tuple
 from ..struct_info import StructInfo, TensorStructInfo, TupleStructInfo
 from . import _infer as I
 from ._table import OpPattern, make_call, register_op
@@ -240,23 +240,60 @@ def _infer_strided_slice(call: Call) -> StructInfo:
 _strided_slice = register_op(
     "relax.strided_slice",
     _infer_strided_slice,
-    lambda x, axes, begin, end, strides: topi.strided_slice(x, begin, end, strides, axes),
-    ref.strided_slice,
+    lambda x, axes, begin, end, strides, assume_inbound: topi.strided_slice(
+        x, begin, end, strides, axes
+    ),
+    lambda x, axes, begin, end, strides, assume_inbound: ref.strided_slice(
+        x, axes, begin, end, strides
+    ),
     OpPattern.INJECTIVE,
 )
 
 
-def strided_slice(x: Expr, axes: Any, begin: Any, end: Any, strides: Any = None) -> Call:
-    """x[begin:end:stride] on each of `axes` (numpy clamping rules)."""
-    axes, begin, end = (tuple(int(v) for v in seq) for seq in (axes, begin, end))
-    strides = None if strides is None else tuple(int(v) for v in strides)
+_NAMES = ("axes", "begin", "end")
+
+
+def _slice_ints(seq: Any, name: str) -> tuple[int, ...]:
+    """Python ints from ints, or from the tuples of constant PrimValues TVM prints
+    (`(R.prim_value(0),)`); a symbolic bound is refused (dynamic_strided_slice takes those)."""
+    items = seq.fields if isinstance(seq, Tuple) else seq
+    out = []
+    for v in items:
+        value = v.value if isinstance(v, PrimValue) else v
+        c = const_int(value) if not isinstance(value, int) else value
+        if c is None:
+            raise ShapeError(
+                f"relax.strided_slice: {name} {v} is not a constant; give ints, or use "
+                "relax.op.dynamic_strided_slice for bounds known only at run time"
+            )
+        out.append(int(c))
+    return tuple(out)
+
+
+def strided_slice(
+    x: Expr, axes: Any, begin: Any, end: Any, strides: Any = None, assume_inbound: bool = False
+) -> Call:
+    """x[begin:end:stride] on each of `axes` (numpy clamping rules).
+
+    `assume_inbound` is TVM's promise that the bounds lie inside x; the bounds are clamped
+    either way, which gives the same slice when the promise holds."""
+    axes, begin, end = (_slice_ints(seq, name) for seq, name in zip((axes, begin, end), _NAMES))
+    strides = None if strides is None else _slice_ints(strides, "strides")
     if not len(axes) == len(begin) == len(end) == (len(strides) if strides else len(axes)):
         raise ShapeError(
             f"relax.strided_slice: axes {list(axes)}, begin {list(begin)}, end {list(end)} and strides "
             f"{strides} must have the same length"
         )
     return make_call(
-        _strided_slice, (x,), {"axes": axes, "begin": begin, "end": end, "strides": strides}
+        _strided_slice,
+        (x,),
+        {
+            "axes": axes,
+            "begin": begin,
+            "end": end,
+            "strides": strides,
+            "assume_inbound": bool(assume_inbound),
+        },
     )
 
 
@@ -334,8 +371,15 @@ _expand_dims = register_op(
 )
 
 
-def expand_dims(x: Expr, axis: int) -> Call:
-    """Insert a size-1 dim at `axis`."""
+def expand_dims(x: Expr, axis: Any) -> Call:
+    """Insert a size-1 dim at `axis` (an int, or TVM's one-element list `[1]`)."""
+    if isinstance(axis, list | tuple):
+        if len(axis) != 1:
+            raise ShapeError(
+                f"relax.expand_dims: axis {list(axis)} names {len(axis)} axes; only one is "
+                "supported: expand one axis per call"
+            )
+        (axis,) = axis
     return make_call(_expand_dims, (x,), {"axis": int(axis)})
 
 

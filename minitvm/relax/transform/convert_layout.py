@@ -341,6 +341,8 @@ def _pool(rw: _Rewriter, call: rx.Call) -> tuple[rx.Call, str, str] | None:
     forms = rw.blocked(call.args[0])
     if forms is None or call.attrs.get("layout") != forms.base:
         return None
+    if call.attrs.get("out_layout", call.attrs["layout"]) != call.attrs["layout"]:
+        return None  # the result leaves in another layout: this rewrite would mislabel it
     attrs = dict(call.attrs)
     attrs["layout"] = forms.current
     if "out_layout" in attrs:

@@ -10,7 +10,7 @@ from .conv import (
     depthwise_conv2d_NCHWc,
 )
 from .conv2d_hwcn import conv2d_hwcn
-from .conv_ext import conv1d_ncw, conv2d_transpose_nchw
+from .conv_ext import conv1d_ncw, conv1d_transpose_ncw, conv2d_transpose_nchw, conv3d_ncdhw
 from .dense import dense, flatten, matmul
 from .elemwise import gelu, gelu_tanh, leaky_relu, relu, silu, softplus
 from .norm import batch_norm, group_norm, layer_norm
@@ -26,6 +26,7 @@ __all__ = [
     "attention",
     "batch_norm",
     "conv1d_ncw",
+    "conv1d_transpose_ncw",
     "conv2d",
     "conv2d_NCHWc",
     "conv2d_hwcn",
@@ -33,6 +34,7 @@ __all__ = [
     "conv2d_nchw",
     "conv2d_nhwc",
     "conv2d_transpose_nchw",
+    "conv3d_ncdhw",
     "dense",
     "depthwise_conv2d_NCHWc",
     "flatten",

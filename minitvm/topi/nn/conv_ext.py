@@ -1,4 +1,5 @@
-"""conv1d (as a conv2d over a height-1 image) and conv2d_transpose (NCHW, IOHW kernel)."""
+"""conv1d (as a conv2d over a height-1 image), conv2d_transpose (NCHW, IOHW kernel),
+conv1d_transpose (through conv2d_transpose with H = 1) and conv3d (NCDHW, OIDHW kernel)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,11 @@ from typing import Any
 from ... import te
 from ...error import TEError
 from ...tir import op as tir_op
+from ...tir.expr import cast as tir_cast
 from ...tir.expr import make_const
-from ..utils import const_int, fmt_shape, simplify
-from .conv import conv2d_nchw
+from ..utils import const_int, fmt_shape, prove_equal, simplify
+from .conv import conv2d_nchw, conv_out_dim, window_index
+from .pad import pad
 
 
 def _unsqueeze(t: te.Tensor, axis: int, name: str) -> te.Tensor:
@@ -112,3 +115,82 @@ def conv2d_transpose_nchw(
         (simplify(og * groups), cg, kh, kw), flipped_body, name="kernel_flip", tag="injective"
     )
     return conv2d_nchw(dilated, flipped, 1, 0, (dh, dw), groups, out_dtype)
+
+
+def conv1d_transpose_ncw(
+    data: te.Tensor,
+    kernel: te.Tensor,
+    stride: int = 1,
+    padding: tuple[int, int] = (0, 0),
+    out_dtype: str | None = None,
+    output_padding: int = 0,
+    groups: int = 1,
+    dilation: int = 1,
+) -> te.Tensor:
+    """data (N, C, W), kernel (C, O/groups, K) -> (N, O, (W-1)*s - pads + d*(K-1) + op + 1):
+    conv2d_transpose_nchw over a height-1 image (TVM's argument order, then groups, dilation)."""
+    out = conv2d_transpose_nchw(
+        _unsqueeze(data, 2, "data_hw"),
+        _unsqueeze(kernel, 2, "kernel_hw"),
+        (1, stride),
+        (0, padding[0], 0, padding[1]),
+        (0, output_padding),
+        (1, dilation),
+        groups,
+        out_dtype,
+    )
+    return te.compute(
+        (out.shape[0], out.shape[1], out.shape[3]),
+        lambda n, o, x: out[n, o, 0, x],
+        name="T_conv1d_transpose",
+        tag="injective",
+    )
+
+
+def conv3d_ncdhw(
+    data: te.Tensor,
+    kernel: te.Tensor,
+    stride: tuple[int, int, int],
+    padding: tuple[int, ...],
+    dilation: tuple[int, int, int],
+    groups: int = 1,
+    out_dtype: str | None = None,
+) -> te.Tensor:
+    """data (N, C, D, H, W) * kernel (O, C/groups, KD, KH, KW) -> (N, O, OD, OH, OW); padding
+    is (front, top, left, back, bottom, right)."""
+    out_dtype = out_dtype or data.dtype
+    if len(data.shape) != 5 or len(kernel.shape) != 5 or len(padding) != 6:
+        raise TEError(
+            f"topi.nn.conv3d_ncdhw: data {fmt_shape(data.shape)} and kernel "
+            f"{fmt_shape(kernel.shape)} must be 5-D and padding {padding} 6 values"
+        )
+    n, c, *size = data.shape
+    o, cg, *ks = kernel.shape
+    cc, oc = const_int(c), const_int(o)
+    if cc is not None and cc % groups or oc is not None and oc % groups:
+        raise TEError(
+            f"topi.nn.conv3d_ncdhw: channels in ({c}) and out ({o}) must be divisible by "
+            f"groups={groups}"
+        )
+    if not prove_equal(simplify(c // groups) if cc is None else cc // groups, cg):
+        raise TEError(
+            f"topi.nn.conv3d_ncdhw: kernel dim 1 ({cg}) must equal in_channels / groups "
+            f"({c} / {groups})"
+        )
+    lo, hi = padding[:3], padding[3:]
+    out_sizes = [
+        conv_out_dim(size[i], ks[i], lo[i], hi[i], stride[i], dilation[i]) for i in range(3)
+    ]
+    padded = data if not any(padding) else pad(data, (0, 0, *lo), (0, 0, *hi), name="pad_temp")
+    rc = te.reduce_axis((0, cg), "rc")
+    taps = [te.reduce_axis((0, k), name) for k, name in zip(ks, ("rz", "ry", "rx"))]
+    ocg = o if groups == 1 else (oc // groups if oc is not None else simplify(o // groups))
+
+    def body(b: Any, f: Any, z: Any, y: Any, x: Any):
+        pos = (z, y, x)
+        ch = rc if groups == 1 else f // ocg * cg + rc
+        where = [window_index(pos[i], taps[i], stride[i], dilation[i]) for i in range(3)]
+        a = tir_cast(out_dtype, padded[(b, ch, *where)])
+        return te.sum(a * tir_cast(out_dtype, kernel[(f, rc, *taps)]), axis=[rc, *taps])
+
+    return te.compute((n, o, *out_sizes), body, name="conv3d_ncdhw", tag="conv3d_ncdhw")

@@ -144,6 +144,8 @@ def resize2d(
         size = ShapeExpr(tuple(dims))
     if isinstance(out_dtype, DataType):
         out_dtype = str(out_dtype)
+    if out_dtype in ("void", ""):  # TVM prints an unset out_dtype as "void": data's dtype
+        out_dtype = None
     elif out_dtype is not None and not isinstance(out_dtype, str):
         raise DTypeError(
             f"relax.image.resize2d: out_dtype must be a dtype string, got {out_dtype!r}"

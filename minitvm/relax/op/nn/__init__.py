@@ -3,6 +3,7 @@
 from ..loss import cross_entropy_with_logits, nll_loss
 from .attention import attention
 from .conv import conv1d, conv2d_transpose
+from .conv_nd import conv1d_transpose, conv3d
 from .nn import (
     adaptive_avg_pool2d,
     avg_pool2d,
@@ -37,8 +38,10 @@ __all__ = [
     "avg_pool3d",
     "batch_norm",
     "conv1d",
+    "conv1d_transpose",
     "conv2d",
     "conv2d_transpose",
+    "conv3d",
     "cross_entropy_with_logits",
     "dense",
     "dropout",

@@ -1,9 +1,10 @@
-"""`relax.op.nn.conv1d` (NCW / OIW) and `relax.op.nn.conv2d_transpose` (NCHW / IOHW)."""
+"""`relax.op.nn.conv1d` (NCW / OIW) and `relax.op.nn.conv2d_transpose` (NCHW / IOHW or OIHW)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from .... import topi
 from ....error import ShapeError
 from ....topi import reference as ref
 from ....topi.nn import conv_ext
@@ -15,22 +16,25 @@ from .. import _infer as I
 from .._table import OpPattern, make_call, register_op
 
 
-def _check_channels(call: Call, x: TensorStructInfo, w: TensorStructInfo, w_axis: int) -> None:
-    """in_channels / groups of data must equal dim `w_axis` of weight (its per-group inputs)."""
+def _check_channels(
+    call: Call, x: TensorStructInfo, w: TensorStructInfo, w_axis: int, per_group: bool
+) -> None:
+    """Dim `w_axis` of weight must equal data's in_channels, divided by groups when
+    `per_group` (a convolution's kernel; a transposed one's holds all in_channels)."""
     groups = call.attrs["groups"]
-    c, per_group = x.shape[1], w.shape[w_axis]
+    c, kernel_in = x.shape[1], w.shape[w_axis]
     seen = f"data {fmt_shape(x.shape)}, weight {fmt_shape(w.shape)}"
     if const_int(c) is not None and const_int(c) % groups:
         raise ShapeError(
             f"{I.op_name(call)}: in_channels ({fmt_dim(c)}) is not divisible by groups={groups} "
             f"({seen})"
         )
-    want = I.dim_arith(lambda v: v // groups, c) if w_axis == 1 else c
-    if not prove_equal(want, per_group):
+    want = I.dim_arith(lambda v: v // groups, c) if per_group else c
+    if not prove_equal(want, kernel_in):
         raise ShapeError(
             f"{I.op_name(call)}: channels differ: {seen}: dim {w_axis} of weight "
-            f"({fmt_dim(per_group)}) must equal dim 1 of data ({fmt_dim(c)})"
-            + (f" / groups ({groups})" if w_axis == 1 else "")
+            f"({fmt_dim(kernel_in)}) must equal dim 1 of data ({fmt_dim(c)})"
+            + (f" / groups ({groups})" if per_group else "")
         )
 
 
@@ -52,7 +56,8 @@ def _operands(call: Call, data_layout: str, kernel_layout: str) -> tuple:
     I.require_ndim(call, w, "weight", (len(kernel_layout),), f" (layout {kernel_layout})")
     dtype = call.attrs["out_dtype"] or I.same_dtype(call, [("data", x), ("weight", w)])
     if x.shape is not None and w.shape is not None:
-        _check_channels(call, x, w, kernel_layout.index("I"))
+        per_group = "transpose" not in I.op_name(call)
+        _check_channels(call, x, w, kernel_layout.index("I"), per_group)
     return x, w, dtype
 
 
@@ -150,7 +155,8 @@ def conv1d(
 
 
 def _infer_conv2d_transpose(call: Call) -> StructInfo:
-    x, w, dtype = _operands(call, "NCHW", "IOHW")
+    kernel_layout = call.attrs["kernel_layout"]
+    x, w, dtype = _operands(call, "NCHW", kernel_layout)
     if x.shape is None or w.shape is None:
         return TensorStructInfo(None, dtype, 4)
     a = call.attrs
@@ -163,15 +169,23 @@ def _infer_conv2d_transpose(call: Call) -> StructInfo:
     oh = I.dim(conv_ext.conv2d_transpose_out_dim(x.shape[2], w.shape[2], sh, pt, pb, dh, oph))
     ow = I.dim(conv_ext.conv2d_transpose_out_dim(x.shape[3], w.shape[3], sw, pl, pr, dw, opw))
     _positive_out(call, {"height": oh, "width": ow})
-    o = I.dim_arith(lambda v: v * a["groups"], w.shape[1])
+    o = I.dim_arith(lambda v: v * a["groups"], w.shape[kernel_layout.index("O")])
     return TensorStructInfo((x.shape[0], o, oh, ow), dtype)
 
 
+# kernel_layout "OIHW" (TVM reads layouts by letter): weight (O/groups, C, KH, KW), the IOHW
+# kernel with its first two dims swapped
+
+
 def _te_conv2d_transpose(data, weight, data_layout, kernel_layout, out_layout, **attrs):
+    if kernel_layout == "OIHW":
+        weight = topi.transpose(weight, (1, 0, 2, 3))
     return conv_ext.conv2d_transpose_nchw(data, weight, **attrs)
 
 
 def _np_conv2d_transpose(data, weight, data_layout, kernel_layout, out_layout, out_dtype, **attrs):
+    if kernel_layout == "OIHW":
+        weight = weight.transpose(1, 0, 2, 3)
     return ref.conv2d_transpose_nchw(data, weight, **attrs).astype(out_dtype or data.dtype)
 
 
@@ -202,7 +216,7 @@ def conv2d_transpose(
     _check_layouts(
         "relax.nn.conv2d_transpose",
         (data_layout, kernel_layout, out_layout or data_layout),
-        ("NCHW", "IOHW", "NCHW"),
+        ("NCHW", kernel_layout if kernel_layout in ("IOHW", "OIHW") else "IOHW", "NCHW"),
     )
     attrs = {
         "strides": tuple(int(v) for v in pair(strides, "relax.nn.conv2d_transpose strides")),
@@ -213,9 +227,9 @@ def conv2d_transpose(
         "dilation": tuple(int(v) for v in pair(dilation, "relax.nn.conv2d_transpose dilation")),
         "groups": int(groups),
         "data_layout": "NCHW",
-        "kernel_layout": "IOHW",
+        "kernel_layout": kernel_layout,
         "out_layout": None,
-        "out_dtype": out_dtype,
+        "out_dtype": None if out_dtype in ("void", "") else out_dtype,
     }
     if attrs["groups"] <= 0:
         raise ShapeError(f"relax.nn.conv2d_transpose: groups must be positive, got {groups}")

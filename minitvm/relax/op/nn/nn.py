@@ -9,6 +9,7 @@ import numpy as np
 
 from .... import te
 from ....error import ArgumentError, DTypeError, ShapeError
+from ....topi import layout as topi_layout
 from ....topi import nn as topi_nn
 from ....topi import reference as ref
 from ....topi.broadcast import full as topi_full
@@ -270,7 +271,7 @@ def _infer_pool2d(call: Call) -> StructInfo:
     x = I.tensor_arg(call, 0, "data")
     ha, wa = _pool_layout(call, x)
     if x.shape is None:
-        return TensorStructInfo(None, x.dtype, x.ndim)
+        return TensorStructInfo(None, x.dtype, _out_ndim(call))
     a = call.attrs
     kh, kw = a["pool_size"]
     sh, sw = a["strides"]
@@ -285,7 +286,26 @@ def _infer_pool2d(call: Call) -> StructInfo:
                 f"{I.op_name(call)}: output {what} is {const_int(d)}: pool_size {a['pool_size']} does "
                 f"not fit the padded input {fmt_shape((h, w))}."
             )
-    return TensorStructInfo(_replace_hw(x.shape, ha, wa, oh, ow), x.dtype)
+    return _to_out_layout(call, TensorStructInfo(_replace_hw(x.shape, ha, wa, oh, ow), x.dtype))
+
+
+def _to_out_layout(call: Call, sinfo: TensorStructInfo) -> TensorStructInfo:
+    """A pooling result (computed in the call's layout) in its out_layout, when it has one."""
+    out_layout = call.attrs.get("out_layout")
+    if out_layout is None or sinfo.shape is None:
+        return sinfo
+    what = f"{I.op_name(call)} out_layout"
+    shape = topi_layout.transformed_shape(sinfo.shape, call.attrs["layout"], out_layout, what)
+    return TensorStructInfo(tuple(I.dim(d) for d in shape), sinfo.dtype)
+
+
+def _out_ndim(call: Call) -> int:
+    """The rank of a pooling result: its out_layout's (data of unknown rank included)."""
+    return Layout.parse(call.attrs.get("out_layout") or call.attrs["layout"]).ndim
+
+
+def _relayout(result: Any, transform: Any, layout: str, out_layout: str | None) -> Any:
+    return result if out_layout is None else transform(result, layout, out_layout)
 
 
 def _replace_hw(shape: Any, ha: int, wa: int, oh: Any, ow: Any) -> tuple:
@@ -298,8 +318,20 @@ def _pool2d_rule(impl: Any, pool_type: str) -> Any:
     """The call's attrs (keywords) onto `impl(data, kernel, stride, dilation, padding, ...)`,
     the positional order that topi.nn.pool2d and its numpy reference share."""
 
-    def fn(data, pool_size, strides, padding, dilation, ceil_mode, count_include_pad, layout):
-        return impl(
+    transform = ref.layout_transform if impl is ref.pool2d else topi_layout.layout_transform
+
+    def fn(
+        data,
+        pool_size,
+        strides,
+        padding,
+        dilation,
+        ceil_mode,
+        count_include_pad,
+        layout,
+        out_layout=None,
+    ):
+        out = impl(
             data,
             pool_size,
             strides,
@@ -310,6 +342,7 @@ def _pool2d_rule(impl: Any, pool_type: str) -> Any:
             count_include_pad,
             layout,
         )
+        return _relayout(out, transform, layout, out_layout)
 
     return fn
 
@@ -339,8 +372,17 @@ def _check_pool_layout(layout: str, what: str) -> None:
         )
 
 
+def _out_layout_attr(layout: str, out_layout: str | None, what: str) -> dict:
+    """{"out_layout": ...} when it differs from `layout`, else {}: the attribute is absent in
+    the common case, so a pooling call's attrs still feed the pool gradient ops unchanged."""
+    if out_layout is None or out_layout == layout:
+        return {}
+    _check_pool_layout(out_layout, f"{what} out_layout")
+    return {"out_layout": out_layout}
+
+
 def _pool_attrs(
-    pool_size, strides, padding, dilation, ceil_mode, count_include_pad, layout
+    pool_size, strides, padding, dilation, ceil_mode, count_include_pad, layout, out_layout=None
 ) -> dict:
     _check_pool_layout(layout, "relax pooling")
     return {
@@ -351,6 +393,7 @@ def _pool_attrs(
         "ceil_mode": bool(ceil_mode),
         "count_include_pad": bool(count_include_pad),
         "layout": layout,
+        **_out_layout_attr(layout, out_layout, "relax pooling"),
     }
 
 
@@ -362,12 +405,14 @@ def max_pool2d(
     dilation: Any = (1, 1),
     ceil_mode: bool = False,
     layout: str = "NCHW",
+    out_layout: str | None = None,
 ) -> Call:
-    """Max over pool_size windows of H, W (layout NCHW, NHWC or NCHW{c}c)."""
+    """Max over pool_size windows of H, W (layout NCHW, NHWC or NCHW{c}c); the result is in
+    `out_layout` (default: `layout`)."""
     return make_call(
         _max_pool2d,
         (data,),
-        _pool_attrs(pool_size, strides, padding, dilation, ceil_mode, False, layout),
+        _pool_attrs(pool_size, strides, padding, dilation, ceil_mode, False, layout, out_layout),
     )
 
 
@@ -380,10 +425,13 @@ def avg_pool2d(
     ceil_mode: bool = False,
     count_include_pad: bool = False,
     layout: str = "NCHW",
+    out_layout: str | None = None,
 ) -> Call:
     """Mean over pool_size windows of H, W (NCHW, NHWC or NCHW{c}c); padding is excluded from
-    the count unless asked."""
-    attrs = _pool_attrs(pool_size, strides, padding, dilation, ceil_mode, count_include_pad, layout)
+    the count unless asked. The result is in `out_layout` (default: `layout`)."""
+    attrs = _pool_attrs(
+        pool_size, strides, padding, dilation, ceil_mode, count_include_pad, layout, out_layout
+    )
     return make_call(_avg_pool2d, (data,), attrs)
 
 
@@ -392,17 +440,20 @@ def _infer_adaptive(call: Call) -> StructInfo:
     ha, wa = _pool_layout(call, x)
     size = call.attrs["output_size"]
     if x.shape is None:
-        return TensorStructInfo(None, x.dtype, x.ndim)
+        return TensorStructInfo(None, x.dtype, _out_ndim(call))
     oh, ow = (x.shape[ha], x.shape[wa]) if size is None else size
-    return TensorStructInfo(_replace_hw(x.shape, ha, wa, I.dim(oh), I.dim(ow)), x.dtype)
+    out = TensorStructInfo(_replace_hw(x.shape, ha, wa, I.dim(oh), I.dim(ow)), x.dtype)
+    return _to_out_layout(call, out)
 
 
-def _te_adaptive(data, output_size, layout):
-    return topi_nn.adaptive_pool2d(data, output_size, "avg", layout)
+def _te_adaptive(data, output_size, layout, out_layout=None):
+    out = topi_nn.adaptive_pool2d(data, output_size, "avg", layout)
+    return _relayout(out, topi_layout.layout_transform, layout, out_layout)
 
 
-def _np_adaptive(data, output_size, layout):
-    return ref.adaptive_avg_pool2d(data, output_size, layout)
+def _np_adaptive(data, output_size, layout, out_layout=None):
+    out = ref.adaptive_avg_pool2d(data, output_size, layout)
+    return _relayout(out, ref.layout_transform, layout, out_layout)
 
 
 _adaptive = register_op(
@@ -414,11 +465,16 @@ _adaptive = register_op(
 )
 
 
-def adaptive_avg_pool2d(data: Expr, output_size: Any = None, layout: str = "NCHW") -> Call:
-    """Average over adaptive windows so the output is `output_size` (None keeps H, W)."""
-    _check_pool_layout(layout, "relax.nn.adaptive_avg_pool2d")
+def adaptive_avg_pool2d(
+    data: Expr, output_size: Any = None, layout: str = "NCHW", out_layout: str | None = None
+) -> Call:
+    """Average over adaptive windows so the output is `output_size` (None keeps H, W); the
+    result is in `out_layout` (default: `layout`)."""
+    what = "relax.nn.adaptive_avg_pool2d"
+    _check_pool_layout(layout, what)
     size = None if output_size is None else pair(output_size, "output_size")
-    return make_call(_adaptive, (data,), {"output_size": size, "layout": layout})
+    attrs = {"output_size": size, "layout": layout, **_out_layout_attr(layout, out_layout, what)}
+    return make_call(_adaptive, (data,), attrs)
 
 
 # ----------------------------------------------------------------------------- normalisation
