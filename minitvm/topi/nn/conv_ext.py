@@ -41,10 +41,15 @@ def conv1d_ncw(
         groups,
         out_dtype,
     )
+    return _drop_height(out, "T_conv1d")
+
+
+def _drop_height(out: te.Tensor, name: str) -> te.Tensor:
+    """(N, O, 1, W) -> (N, O, W): a 1-d conv computed as a 2-d one over a height-1 image."""
     return te.compute(
         (out.shape[0], out.shape[1], out.shape[3]),
         lambda n, o, x: out[n, o, 0, x],
-        name="T_conv1d",
+        name=name,
         tag="injective",
     )
 
@@ -139,12 +144,7 @@ def conv1d_transpose_ncw(
         groups,
         out_dtype,
     )
-    return te.compute(
-        (out.shape[0], out.shape[1], out.shape[3]),
-        lambda n, o, x: out[n, o, 0, x],
-        name="T_conv1d_transpose",
-        tag="injective",
-    )
+    return _drop_height(out, "T_conv1d_transpose")
 
 
 def conv3d_ncdhw(
