@@ -1,8 +1,9 @@
 """A last step of `Analyzer.can_prove` for comparisons: each `floormod(a, b)` whose divisor is
-proven positive lies in [0, b - 1], so where such a term appears linearly in `lhs - rhs` it is
-replaced by the end of that range that makes the comparison hardest, and the result is
-simplified again. `x % m * 16 + j < m * 16` with `j < 16` and symbolic `m > 0` (a split of a
-fused symbolic loop) is proven this way; interval bounds alone cannot compare `x % m` with `m`.
+proven non-negative (so positive: a divisor is never 0) lies in [0, b - 1], so where such a
+term appears linearly in `lhs - rhs` it is replaced by the end of that range that makes the
+comparison hardest, and the result is simplified again. `x % m * 16 + j < m * 16` with
+`j < 16` and a symbolic dim `m >= 0` (a split of a fused symbolic loop) is proven this way;
+interval bounds alone cannot compare `x % m` with `m`.
 Sound: the replaced expression bounds the original from above for every value of the term."""
 
 from __future__ import annotations
@@ -57,7 +58,9 @@ def prove_with_mod_bounds(ana: Any, cond: PrimExpr) -> bool:
         seen.append(m)
     changed = False
     for m in seen:
-        if not ana.can_prove(m.b > 0):
+        # a divisor known >= 0 is >= 1 (the Analyzer's rule: division by zero is undefined,
+        # and codegen checks every non-constant divisor), so a shape dim n >= 0 is enough
+        if not ana.can_prove(m.b >= 0):
             continue
         v = Var("mod_term", m.dtype)
         with_v = _replace(diff, m, v)

@@ -20,7 +20,7 @@ from ..ir.module import GlobalVar, IRModule
 from ..ir.node import FrozenDict
 from ..ir.op import Op
 from ..ir.structural import structural_equal, structural_hash
-from ..tir.expr import IntImm
+from ..tir.expr import IntImm, PrimExpr
 from ..tir.expr import Var as TirVar
 from ..tir.function import PrimFunc
 from . import expr as rx
@@ -335,8 +335,9 @@ class BlockBuilder:
                     f"emit_te: {name_hint} must return te Tensors, got {type(o).__name__}"
                 )
         # a dim var no tensor holds as a plain dim (e.g. `n` of a (4 * n,) input or of full's
-        # (n, 4) output) reaches the kernel as a scalar param, passed as tir_vars by the caller
-        extra = _unbound_dim_vars(conv.placeholders + outs)
+        # (n, 4) output), or one only a scalar argument holds (full's fill value
+        # `R.prim_value(n)`), reaches the kernel as a scalar param, passed as tir_vars by the caller
+        extra = _unbound_dim_vars(conv.placeholders + outs, (te_args, te_kwargs))
         prim = te.create_prim_func(conv.placeholders + outs + extra)
         if "global_symbol" in prim.attrs:  # named by its GlobalVar in the module instead
             prim = prim.replace(
@@ -454,15 +455,36 @@ class _TEArgs:
         return ph
 
 
-def _unbound_dim_vars(tensors: list[te.Tensor]) -> list[TirVar]:
-    """Vars in the tensors' shapes that no tensor has as a plain dim, in order of appearance."""
+def _unbound_dim_vars(tensors: list[te.Tensor], scalars: Any = ()) -> list[TirVar]:
+    """Vars in the tensors' shapes or in the PrimExprs of `scalars` (converted arguments:
+    nested lists, tuples and dicts) that no tensor has as a plain dim, in order of appearance."""
     plain: set[int] = set()
     seen: dict[int, TirVar] = {}
     for t in tensors:
         plain.update(id(d) for d in t.shape if isinstance(d, TirVar))
         for v in shape_vars(TensorStructInfo(t.shape, t.dtype)):
             seen.setdefault(id(v), v)
+    for v in _scalar_vars(scalars):
+        seen.setdefault(id(v), v)
     return [v for k, v in seen.items() if k not in plain]
+
+
+def _scalar_vars(value: Any) -> list[TirVar]:
+    """The tir.Vars in the PrimExprs of `value` (nested lists, tuples and dicts; te Tensors
+    are not PrimExprs: their dims count as tensor dims), in order of appearance."""
+    from ..tir.functor import post_order_visit
+
+    out: list[TirVar] = []
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            stack.extend(reversed(list(v.values())))
+        elif isinstance(v, list | tuple):
+            stack.extend(reversed(v))
+        elif isinstance(v, PrimExpr):
+            post_order_visit(v, lambda n: out.append(n) if isinstance(n, TirVar) else None)
+    return out
 
 
 def _tir_vars_arg(extra: Sequence[TirVar]) -> rx.ShapeExpr | None:

@@ -22,8 +22,8 @@ from ..expr import (
     Range,
     Var,
     cast,
-    make_const,
     logical_and,
+    make_const,
 )
 from ..expr_build import flatten_operands
 from ..function import PrimFunc
@@ -70,7 +70,9 @@ def _check_plain_stores(func: PrimFunc, loop: For) -> None:
 
         post_order_visit(
             s.value,
-            lambda n: reads_back.append(n) if getattr(n, "buffer", None) is s.buffer else None,
+            lambda n, out=reads_back, buf=s.buffer: (
+                out.append(n) if getattr(n, "buffer", None) is buf else None
+            ),
         )
         if reads_back:
             raise schedule_error(
@@ -114,7 +116,10 @@ def _iterations_write_apart(loop: For, store: BufferStore, path: tuple) -> bool:
         ana.bind(f.loop_var, Range.from_min_extent(f.min, f.extent))
     for f in inner:  # the next iteration's inner loops, over their own (maybe v-dependent) ranges
         nxt = {v: v + 1, **again}
-        ana.bind(again[f.loop_var], Range.from_min_extent(substitute(f.min, nxt), substitute(f.extent, nxt)))
+        ana.bind(
+            again[f.loop_var],
+            Range.from_min_extent(substitute(f.min, nxt), substitute(f.extent, nxt)),
+        )
     for index in store.indices:
         step = substitute(index, {v: v + 1, **again}) - index
         if ana.can_prove(step >= 1) or ana.can_prove(step <= -1):
@@ -210,7 +215,11 @@ def _divisor_positive(ana: Any, d: Any) -> bool:
     """d > 0 wherever a binding divided by d is used: d >= 0 suffices, because a divisor of 0
     either stops the block from running (a fused extent n * 0) or is a run-time error (codegen
     checks every non-constant divisor), so no access is made with it."""
-    return ana.can_prove(_widened(d) >= 0)
+    if ana.can_prove(_widened(d) >= 0):
+        return True
+    # by the signs of its parts: `(a * b + 15) // 16`, a fused loop's count of vectors, is
+    # >= 0 when the dim a * b is, a fact the analyzer keeps for a*b but not through the division
+    return not isinstance(d, Var) and _nonnegative(ana, d)
 
 
 def _widened(e: Any) -> Any:
@@ -245,12 +254,12 @@ def _nonnegative(ana: Any, e: Any) -> bool:
 
 
 def _shape_facts(func: PrimFunc) -> Any:
-    """`n >= 0` for every variable dim of a param buffer: the argument checker binds it to an
-    array's shape, never negative."""
+    """`n >= 0` for every non-constant dim of a param buffer (`n`, `a * b`): the argument
+    checker binds or compares it to an array's shape, never negative."""
     facts = None
     for buf in func.buffer_map.values():
         for d in buf.shape:
-            if isinstance(d, Var):
+            if const_int(d) is None and d.dtype.is_int:
                 facts = d >= 0 if facts is None else logical_and(facts, d >= 0)
     return facts
 
