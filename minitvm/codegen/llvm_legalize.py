@@ -1,10 +1,11 @@
-"""Compute bfloat16 and float8 in float32: loads widen, stores and casts round back.
+"""Compute bfloat16, float8 and float4 in float32: loads widen, stores and casts round back.
 
 The code generator holds these types as bits (llvm_lowfloat.py), so before emitting a
 function every expression of such a dtype is rewritten to float32: a load `B[i]` becomes
 `float32(B[i])`, arithmetic runs on the float32 values, a store into a bfloat16 buffer casts
 the result back (one rounding to nearest even), and an explicit cast to bfloat16 keeps its
-rounding as `float32(bfloat16(x))`. This is what TVM's BF16 legalization does.
+rounding as `float32(bfloat16(x))`, and `reinterpret` reads or writes the bits themselves.
+This is what TVM's BF16 legalization does.
 """
 
 from __future__ import annotations
@@ -80,6 +81,18 @@ class _Legalize(Mutator):
             return value
         return e if value is e.value else tir.Cast(e.dtype, value)
 
+    def visit_Call(self, e: tir.Call) -> tir.PrimExpr:
+        if getattr(e.op, "name", None) != "tir.reinterpret":
+            return self.visit_PrimExpr(e)
+        # reinterpret moves bits: its low-float operand is narrowed back to its bits, and a
+        # low-float result keeps its dtype and is widened like a load
+        (arg,) = e.args
+        value = self.visit(arg)
+        if is_low_float(arg.dtype):
+            value = self._narrow(value, arg.dtype)
+        out = e if value is arg else e.replace(args=(value,))
+        return _widened(out) if is_low_float(e.dtype) else out
+
     def visit_FloatImm(self, e: tir.FloatImm) -> tir.PrimExpr:
         if not is_low_float(e.dtype):
             return e
@@ -115,8 +128,8 @@ class _Legalize(Mutator):
 
 
 def legalize_low_floats(func: PrimFunc) -> PrimFunc:
-    """`func` with bfloat16/float8 arithmetic done in float32 (the same function when it
-    has none of these types)."""
+    """`func` with bfloat16/float8/float4 arithmetic done in float32 (the same function
+    when it has none of these types)."""
     if not _mentions_low_float(func):
         return func
     body = _Legalize(func.attrs.get("global_symbol", "?")).visit(func.body)

@@ -1,12 +1,18 @@
-"""bfloat16 and float8 in LLVM IR: storage as i16/i8 and conversions by integer arithmetic.
+"""bfloat16, float8 and float4 in LLVM IR: storage as i16/i8/i4 and conversions by integer
+arithmetic.
 
 LLVM's own `bfloat` lowers its conversions to compiler-runtime calls on x86, and it has no
-float8 at all, so both are held as their bit patterns. Every conversion goes through float32:
-decoding (low float → float32) is exact; encoding (float32 → low float) rounds to nearest even
-once. A float64 or integer source is first narrowed to float32 *rounding to odd*, which keeps
-the second rounding exact (float32 carries more than two extra bits for every target here).
-Encoding never saturates (as ml_dtypes converts; torch saturates e4m3fn); ONNX's `saturate`
-clips before.
+float8 or float4 at all, so all are held as their bit patterns. Every conversion goes through
+float32: decoding (low float → float32) is exact; encoding (float32 → low float) rounds to
+nearest even once. A float64 or integer source is first narrowed to float32 *rounding to
+odd*, which keeps the second rounding exact (float32 carries more than two extra bits for
+every target here).
+Encoding never saturates where the format has an inf or a NaN to give (as ml_dtypes
+converts; torch saturates e4m3fn); ONNX's `saturate` clips before. float4_e2m1fn has neither,
+so it saturates, and it turns NaN into a zero of the opposite sign, as ml_dtypes does.
+float8_e8m0fnu is a bare power of two (no sign, no zero, no mantissa) with its own pair of
+converters: it rounds a mantissa of one half or more up, and NaN stands for every value it
+cannot hold (zero, negatives, overflow).
 """
 
 from __future__ import annotations
@@ -32,6 +38,13 @@ class LowFloat:
     has_inf: bool  # all-ones exponent with zero mantissa is ±inf (IEEE style)
     nan_is_all_ones: bool  # only S.1111.111 is NaN (e4m3fn)
     unsigned_zero: bool  # "fnuz": 0x80 is the only NaN, no -0, no inf
+    finite_only: bool = False  # no inf and no NaN at all: overflow saturates (float4)
+    signed: bool = True  # False: no sign bit (e8m0)
+
+    @property
+    def width(self) -> int:
+        """The number of bits of one value."""
+        return self.exp_bits + self.man_bits + int(self.signed)
 
     @property
     def max_code(self) -> int:
@@ -54,11 +67,13 @@ FORMATS: dict[TypeCode, LowFloat] = {
     TypeCode.FLOAT8_E5M2: LowFloat(5, 2, 15, True, False, False),
     TypeCode.FLOAT8_E4M3FNUZ: LowFloat(4, 3, 8, False, False, True),
     TypeCode.FLOAT8_E5M2FNUZ: LowFloat(5, 2, 16, False, False, True),
+    TypeCode.FLOAT8_E8M0FNU: LowFloat(8, 0, 127, False, True, False, signed=False),
+    TypeCode.FLOAT4_E2M1FN: LowFloat(2, 1, 1, False, False, False, finite_only=True),
 }
 
 
 def is_low_float(dtype: DataType) -> bool:
-    """bfloat16 or a float8 kind: stored as bits, computed in float32."""
+    """bfloat16, a float8 kind or float4: stored as bits, computed in float32."""
     return dtype.code in FORMATS
 
 
@@ -90,8 +105,10 @@ def _retype(like: ir.Value, elem: ir.Type) -> ir.Type:
 def decode(b: ir.IRBuilder, v: ir.Value, src: DataType) -> ir.Value:
     """Bits of the low float `src` → the float32 of the same value (exact)."""
     fmt = FORMATS[src.code]
-    width = fmt.exp_bits + fmt.man_bits + 1
+    width = fmt.width
     x = b.zext(v, _retype(v, ir.IntType(32)))
+    if not fmt.signed:
+        return _decode_e8m0(b, x)
     if src.is_bfloat16:  # bfloat16 is the top half of a float32
         return b.bitcast(b.shl(x, _ints(x, 16)), _retype(v, ir.FloatType()))
     sign = b.lshr(x, _ints(x, width - 1))
@@ -122,6 +139,15 @@ def decode(b: ir.IRBuilder, v: ir.Value, src: DataType) -> ir.Value:
     return b.select(negative, b.fneg(mag), mag)
 
 
+def _decode_e8m0(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    """The code is float32's biased exponent, except that 0 is 2^-127 (a float32 subnormal)
+    and 255 is NaN."""
+    f32 = _retype(x, ir.FloatType())
+    value = b.bitcast(b.shl(x, _ints(x, 23)), f32)
+    value = b.select(b.icmp_unsigned("==", x, _ints(x, 0)), _floats(x, 2.0**-127), value)
+    return b.select(b.icmp_unsigned("==", x, _ints(x, 255)), _floats(x, float("nan")), value)
+
+
 # --------------------------------------------------------------------------- encode
 
 
@@ -142,11 +168,13 @@ def narrow_to_f32_odd(b: ir.IRBuilder, v: ir.Value) -> ir.Value:
 
 def encode(b: ir.IRBuilder, v: ir.Value, dst: DataType) -> ir.Value:
     """float32 → the bits of the low float `dst`, rounding to nearest even; overflow gives
-    inf where the format has one and NaN where not (no saturation)."""
+    inf where the format has one, else NaN where it has one, else its largest value."""
     fmt = FORMATS[dst.code]
-    width = fmt.exp_bits + fmt.man_bits + 1
+    width = fmt.width
     out_ty = _retype(v, ir.IntType(width))
     a = b.bitcast(v, _retype(v, ir.IntType(32)))
+    if not fmt.signed:
+        return b.trunc(_encode_e8m0(b, a), out_ty)
     mag = b.and_(a, _ints(a, 0x7FFFFFFF))
     is_nan = b.icmp_unsigned(">", mag, _ints(a, 0x7F800000))
     if dst.is_bfloat16:
@@ -181,12 +209,16 @@ def encode(b: ir.IRBuilder, v: ir.Value, dst: DataType) -> ir.Value:
         )
     elif fmt.nan_is_all_ones:
         over_code = nan_code = 2 ** (width - 1) - 1
+    elif fmt.finite_only:
+        over_code, nan_code = fmt.max_code, 0
     else:
         over_code = nan_code = -1  # the sign bit alone: marked below
     over = b.icmp_unsigned(">", code, _ints(a, fmt.max_code))
     code = b.select(over, _ints(a, over_code), code)
     code = b.select(is_nan, _ints(a, nan_code), code)
     sign = b.lshr(a, _ints(a, 31))
+    if fmt.finite_only:  # ml_dtypes' NaN: the zero of the other sign
+        sign = b.select(is_nan, b.xor(sign, _ints(a, 1)), sign)
     if fmt.unsigned_zero:
         special = b.icmp_signed("<", code, _ints(a, 0))
         zero = b.icmp_unsigned("==", code, _ints(a, 0))
@@ -195,3 +227,19 @@ def encode(b: ir.IRBuilder, v: ir.Value, dst: DataType) -> ir.Value:
         sign = b.select(special, _ints(a, 1), sign)
     bits = b.or_(b.shl(sign, _ints(a, width - 1)), code)
     return b.trunc(bits, out_ty)
+
+
+def _encode_e8m0(b: ir.IRBuilder, a: ir.Value) -> ir.Value:
+    """float32 bits → e8m0 code as ml_dtypes converts: the exponent, plus one when the
+    mantissa is one half or more (a float32 subnormal rounds to 2^-127 or 2^-126 alike);
+    zero, negatives, inf, NaN and overflow past 2^127 give NaN (255)."""
+    exp = b.and_(b.lshr(a, _ints(a, 23)), _ints(a, 0xFF))
+    man = b.and_(a, _ints(a, 0x7FFFFF))
+    normal = b.add(exp, b.zext(b.icmp_unsigned(">=", man, _ints(a, 0x400000)), a.type))
+    sub = b.zext(b.icmp_unsigned(">=", man, _ints(a, 0x600000)), a.type)
+    code = b.select(b.icmp_unsigned("==", exp, _ints(a, 0)), sub, normal)
+    nan = b.or_(
+        b.icmp_signed("<=", a, _ints(a, 0)),  # +0 and every value with the sign bit set
+        b.icmp_unsigned(">=", code, _ints(a, 255)),  # inf, NaN, and rounding past 2^127
+    )
+    return b.select(nan, _ints(a, 255), code)

@@ -3,8 +3,8 @@
 Registers hold `bool` as `i1`; memory holds it as `i8` (numpy's layout). float16 is a
 storage type: arithmetic on it is legal LLVM, math intrinsics run in float32. bfloat16 and
 float8 are held as their bits (i16/i8; see llvm_lowfloat.py) and computed in float32.
-int4/uint4 are `i4` in registers and one value per byte in memory (the low nibble, as
-ml_dtypes stores them), not packed two to a byte.
+int2/uint2/int4/uint4 are `i2`/`i4` in registers and one value per byte in memory (the low
+bits, as ml_dtypes stores them), not packed several to a byte.
 """
 
 from __future__ import annotations
@@ -22,12 +22,9 @@ _SCALAR_TYPES: dict[tuple[TypeCode, int], ir.Type] = {
     (TypeCode.FLOAT, 64): ir.DoubleType(),
     (TypeCode.BOOL, 1): ir.IntType(1),
     (TypeCode.HANDLE, 64): ir.PointerType(),
-    **{(TypeCode.INT, b): ir.IntType(b) for b in (4, 8, 16, 32, 64)},
-    **{(TypeCode.UINT, b): ir.IntType(b) for b in (1, 4, 8, 16, 32, 64)},
-    **{
-        (code, fmt.exp_bits + fmt.man_bits + 1): ir.IntType(fmt.exp_bits + fmt.man_bits + 1)
-        for code, fmt in FORMATS.items()
-    },
+    **{(TypeCode.INT, b): ir.IntType(b) for b in (2, 4, 8, 16, 32, 64)},
+    **{(TypeCode.UINT, b): ir.IntType(b) for b in (1, 2, 4, 8, 16, 32, 64)},
+    **{(code, fmt.width): ir.IntType(fmt.width) for code, fmt in FORMATS.items()},
 }
 
 I1 = ir.IntType(1)
@@ -52,7 +49,7 @@ def llvm_type(dtype: DataType) -> ir.Type:
 
 def mem_type(dtype: DataType) -> ir.Type:
     """The in-memory type of `dtype` (`bool` → i8)."""
-    if dtype.is_bool or dtype.bits == 4:
+    if dtype.is_bool or dtype.bits in (2, 4):
         return I8 if dtype.lanes == 1 else ir.VectorType(I8, dtype.lanes)
     return llvm_type(dtype)
 
@@ -94,11 +91,13 @@ def _int_to_int(b, v, src, dst, name):
 
 
 def _float_to_int(b, v, src, dst, name):
-    if dst.bits != 4:
+    if dst.bits not in (2, 4):
         convert = b.fptosi if dst.is_int else b.fptoui
         return convert(v, llvm_type(dst), name)
-    # 4-bit targets as ONNX/ml_dtypes define them: truncate toward zero, 0 when out of range
-    lo, hi = (-9.0, 8.0) if dst.is_int else (-1.0, 16.0)
+    # 2- and 4-bit targets as ONNX/ml_dtypes define them: truncate toward zero, 0 when out
+    # of range
+    half = 2.0 ** (dst.bits - 1)
+    lo, hi = (-half - 1, half) if dst.is_int else (-1.0, 2.0 * half)
     fits = b.and_(
         b.fcmp_ordered(">", v, constant(src, lo)), b.fcmp_ordered("<", v, constant(src, hi))
     )
@@ -184,13 +183,13 @@ def splat(b: ir.IRBuilder, value: ir.Value, lanes: int) -> ir.Value:
 
 def to_memory(b: ir.IRBuilder, v: ir.Value, dtype: DataType) -> ir.Value:
     """Register value → value to store (bool: i1 → i8; int4: i4 → its byte's low nibble)."""
-    return b.zext(v, mem_type(dtype)) if dtype.is_bool or dtype.bits == 4 else v
+    return b.zext(v, mem_type(dtype)) if dtype.is_bool or dtype.bits in (2, 4) else v
 
 
 def from_memory(b: ir.IRBuilder, v: ir.Value, dtype: DataType, name: str = "") -> ir.Value:
     """Loaded value → register value (bool: i8 → i1, any non-zero byte is true)."""
     if dtype.is_bool:
         return b.icmp_unsigned("!=", v, ir.Constant(v.type, None), name)
-    if dtype.bits == 4:
+    if dtype.bits in (2, 4):
         return b.trunc(v, llvm_type(dtype), name)
     return v

@@ -22,11 +22,13 @@ class TypeCode(enum.Enum):
     FLOAT8_E5M2 = "float8_e5m2"
     FLOAT8_E4M3FNUZ = "float8_e4m3fnuz"
     FLOAT8_E5M2FNUZ = "float8_e5m2fnuz"
+    FLOAT8_E8M0FNU = "float8_e8m0fnu"
+    FLOAT4_E2M1FN = "float4_e2m1fn"
 
 
 _DTYPE_RE = re.compile(
     r"^(int|uint|float|bool|handle|bfloat|float8_e4m3fn|float8_e5m2|float8_e4m3fnuz"
-    r"|float8_e5m2fnuz)(\d*)(?:x(\d+))?$"
+    r"|float8_e5m2fnuz|float8_e8m0fnu|float4_e2m1fn)(\d*)(?:x(\d+))?$"
 )
 _DEFAULT_BITS = {"int": 32, "uint": 32, "float": 32, "bool": 1, "handle": 64, "bfloat": 16}
 # float8 kinds: the name is the whole type (TVM's and ml_dtypes' spelling), always 8 bits
@@ -36,11 +38,15 @@ _FLOAT8 = frozenset(
         TypeCode.FLOAT8_E5M2,
         TypeCode.FLOAT8_E4M3FNUZ,
         TypeCode.FLOAT8_E5M2FNUZ,
+        TypeCode.FLOAT8_E8M0FNU,
     )
 )
+# kinds whose name is the whole type, with their fixed widths
+_NAMED_BITS = {**{code: 8 for code in _FLOAT8}, TypeCode.FLOAT4_E2M1FN: 4}
 # the floating-point codes: arithmetic in codegen goes through float32 for all but FLOAT
-_FLOATS = frozenset((TypeCode.FLOAT, TypeCode.BFLOAT, *_FLOAT8))
-# dtypes numpy lacks, held by ml_dtypes arrays (one element per byte for the 4-bit ints)
+_FLOATS = frozenset((TypeCode.FLOAT, TypeCode.BFLOAT, *_NAMED_BITS))
+# dtypes numpy lacks, held by ml_dtypes arrays (one element per byte for the 2- and 4-bit
+# types)
 ML_DTYPES = _ML_DTYPES = frozenset(
     (
         "bfloat16",
@@ -48,6 +54,10 @@ ML_DTYPES = _ML_DTYPES = frozenset(
         "float8_e5m2",
         "float8_e4m3fnuz",
         "float8_e5m2fnuz",
+        "float8_e8m0fnu",
+        "float4_e2m1fn",
+        "int2",
+        "uint2",
         "int4",
         "uint4",
     )
@@ -68,7 +78,7 @@ class DataType:
     def _make(cls, code: TypeCode, bits: int, lanes: int) -> "DataType":
         self = object.__new__(cls)
         self.code, self.bits, self.lanes = code, bits, lanes
-        if code in _FLOAT8:
+        if code in _NAMED_BITS:
             base = code.value
         else:
             base = "bool" if code is TypeCode.BOOL else f"{code.value}{bits}"
@@ -98,7 +108,7 @@ class DataType:
     # --- queries -------------------------------------------------------
     @property
     def is_float(self) -> bool:
-        """Any floating-point type: float16/32/64, bfloat16 and the float8 kinds."""
+        """Any floating-point type: float16/32/64, bfloat16, the float8 kinds and float4."""
         return self.code in _FLOATS
 
     @property
@@ -108,6 +118,10 @@ class DataType:
     @property
     def is_float8(self) -> bool:
         return self.code in _FLOAT8
+
+    @property
+    def is_float4(self) -> bool:
+        return self.code is TypeCode.FLOAT4_E2M1FN
 
     @property
     def is_ieee_float(self) -> bool:
@@ -199,7 +213,8 @@ def _parse(spec: str) -> DataType:
     if m is None:
         raise DTypeError(
             f"unknown dtype {spec!r}; use e.g. 'float32', 'float64', 'int8'..'int64', "
-            "'uint8', 'bool', 'bfloat16', 'float8_e4m3fn', 'float8_e5m2', 'int4', "
+            "'uint8', 'bool', 'bfloat16', 'float8_e4m3fn', 'float8_e5m2', 'float8_e8m0fnu', "
+            "'float4_e2m1fn', 'int4', 'int2', "
             "optionally with lanes like 'float32x8'"
         )
     name, bits, lanes = m.group(1), m.group(2), m.group(3)
@@ -207,17 +222,18 @@ def _parse(spec: str) -> DataType:
     if name == "bool":
         nbits = 1
     valid = {
-        "int": (4, 8, 16, 32, 64),
-        "uint": (1, 4, 8, 16, 32, 64),
+        "int": (2, 4, 8, 16, 32, 64),
+        "uint": (1, 2, 4, 8, 16, 32, 64),
         "float": (16, 32, 64),
         "bfloat": (16,),
     }
     if name in valid and nbits not in valid[name]:
         raise DTypeError(f"unsupported dtype {spec!r}: {name} with {nbits} bits")
-    if name.startswith("float8_"):
+    fixed = _NAMED_BITS.get(TypeCode(name))
+    if fixed is not None:
         if bits:
-            raise DTypeError(f"unknown dtype {spec!r}: write {name!r} (always 8 bits)")
-        nbits = 8
+            raise DTypeError(f"unknown dtype {spec!r}: write {name!r} (always {fixed} bits)")
+        nbits = fixed
     return _make(TypeCode(name), nbits, int(lanes) if lanes else 1)
 
 

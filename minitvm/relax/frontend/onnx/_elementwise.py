@@ -232,10 +232,14 @@ _FLOAT8_MAX = {
 def _astype(ctx, x: Expr, dtype: str, attrs: dict) -> Expr:
     """Cast/CastLike: relax's astype converts to float8 without saturating (as ml_dtypes
     does: overflow gives inf or NaN); ONNX's saturate=1 first clips ±inf and finite
-    overflow to ±max, leaving NaN alone."""
+    overflow to ±max, leaving NaN alone. float8_e8m0fnu follows ONNX's own rule."""
+    if dtype == "float8_e8m0fnu":
+        from ._quantize import cast_to_e8m0
+
+        return cast_to_e8m0(ctx, x, attrs.get("saturate", 1), attrs.get("round_mode", "up"))
     if dtype in _FLOAT8_MAX and attrs.get("saturate", 1):
         src = _dtype(x)
-        if not src.startswith("float") or src.startswith("float8"):
+        if src not in ("float16", "float32", "float64"):
             src = "float32"  # exact for every int up to 2**24, and larger ones saturate
             x = ctx.emit(R.astype(x, src))
         hi = ctx.expr(np.array(_FLOAT8_MAX[dtype], dtype=src))

@@ -1,12 +1,14 @@
 """Linear (de)quantization converters: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear,
-QLinearMatMul and QLinearConv, for 4-, 8-, 16- and 32-bit integer types and float8.
+QLinearMatMul and QLinearConv, for 2-, 4-, 8-, 16- and 32-bit integer types, float8 and
+float4; and Cast's conversion to float8_e8m0fnu.
 
 Everything is computed in float32 and rounded half to even once, as ONNX defines: a quantized
 value is saturate(round(x / scale) + zero_point); a dequantized one (q - zero_point) * scale.
 To a float8 type the value x / scale + zero_point is cast as Cast does (rounded to nearest even,
-clipped to the type's largest value unless saturate=0). int4/uint4 are held one per byte.
-Scales may be per tensor (a scalar), per axis (1-D along `axis`) or blocked (`block_size`).
-2-bit and float4 types have no minitvm dtype and are refused by from_onnx's type check.
+clipped to the type's largest value unless saturate=0); to float4_e2m1fn it is cast as
+ml_dtypes casts, which saturates whatever `saturate` says (float4 has no inf to give). The 2-
+and 4-bit types are held one per byte. Scales may be per tensor (a scalar), per axis (1-D
+along `axis`) or blocked (`block_size`).
 """
 
 from __future__ import annotations
@@ -21,13 +23,22 @@ from ._helpers import _axis, _dtype, _ndim, _unsupported, shape_of
 
 # the integer types QuantizeLinear saturates to, with their ranges
 _INTEGER_RANGES = {
+    "int2": (-2, 1),
+    "uint2": (0, 3),
     "int4": (-8, 7),
     "uint4": (0, 15),
     **{t: (int(np.iinfo(t).min), int(np.iinfo(t).max)) for t in ("int8", "uint8", "int16")},
     **{t: (int(np.iinfo(t).min), int(np.iinfo(t).max)) for t in ("uint16", "int32", "uint32")},
 }
 _INTEGER_TYPES = tuple(_INTEGER_RANGES)
-_FLOAT8_TYPES = ("float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz")
+# the float types QuantizeLinear casts to (float8_e8m0fnu is no quantized type in ONNX)
+_FLOAT8_TYPES = (
+    "float8_e4m3fn",
+    "float8_e4m3fnuz",
+    "float8_e5m2",
+    "float8_e5m2fnuz",
+    "float4_e2m1fn",
+)
 
 
 def _f32(ctx, value) -> Expr:
@@ -209,3 +220,38 @@ def _integer(op: str):
         return ctx.emit(R.astype(y, "int32"))
 
     return convert
+
+
+_E8M0_ROUND_MODES = ("up", "down", "nearest")
+
+
+def cast_to_e8m0(ctx, x: Expr, saturate: int, round_mode: str) -> Expr:
+    """ONNX's Cast to float8_e8m0fnu, which differs from relax's astype (ml_dtypes' rule):
+    from x's float32 bits, the code is the biased exponent, sign ignored, plus one when
+    `round_mode` rounds the mantissa up; zero gives 2^-127, inf and NaN give NaN, and
+    saturate=1 keeps the largest power of two from rounding up into NaN."""
+    if round_mode not in _E8M0_ROUND_MODES:
+        _unsupported("round_mode", round_mode, list(_E8M0_ROUND_MODES))
+
+    def u32(value: int) -> Expr:
+        return ctx.expr(np.array(value, "uint32"))
+
+    bits = ctx.emit(R.reinterpret(_f32(ctx, x), "uint32"))
+
+    def has(mask: int) -> Expr:
+        return ctx.emit(R.not_equal(ctx.emit(R.bitwise_and(bits, u32(mask))), u32(0)))
+
+    exp = ctx.emit(R.bitwise_and(ctx.emit(R.right_shift(bits, u32(23))), u32(0xFF)))
+    up = None
+    if round_mode == "up":  # any mantissa bit
+        up = has(0x7FFFFF)
+    elif round_mode == "nearest":  # the half bit, then the rest or an implicit leading one
+        rest = ctx.emit(R.logical_or(has(0x3FFFFF), ctx.emit(R.greater(exp, u32(0)))))
+        up = ctx.emit(R.logical_and(has(0x400000), rest))
+    if up is not None:
+        if saturate:
+            up = ctx.emit(R.logical_and(up, ctx.emit(R.not_equal(exp, u32(254)))))
+        exp = ctx.emit(R.add(exp, ctx.emit(R.astype(up, "uint32"))))
+    special = ctx.emit(R.equal(ctx.emit(R.bitwise_and(bits, u32(0x7F800000))), u32(0x7F800000)))
+    code = ctx.emit(R.astype(ctx.emit(R.where(special, u32(255), exp)), "uint8"))
+    return ctx.emit(R.reinterpret(code, "float8_e8m0fnu"))
