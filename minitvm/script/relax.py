@@ -556,6 +556,7 @@ nn = _OpNamespace("relax.nn.")
 image = _OpNamespace("relax.image.")
 grad = _OpNamespace("relax.grad.")  # backward ops (R.grad.nll_loss_backward, as in TVM)
 random = _OpNamespace("relax.random.")  # R.random.dropout_mask (training dropout)
+vision = _OpNamespace("relax.vision.")  # R.vision.all_class_non_max_suppression
 
 _FIXED = (
     "Callable",
@@ -582,6 +583,7 @@ _FIXED = (
     "output",
     "prim_value",
     "random",
+    "vision",
     "shape",
     "str",
     "tuple",

@@ -541,6 +541,20 @@ CASES: dict[str, Case] = {
         lambda g, i, x: op.grad.take_backward(g, i, x.struct_info.shape, 0),
         [(4, "n"), ("int32", (4,)), (5, "n")],
     ),
+    "nn.conv3d_transpose": Case(
+        lambda x, w: op.nn.conv3d_transpose(
+            x, w, (2, 1, 2), (1, 0, 0, 0, 1, 1), (1, 0, 0), (1, 2, 1), groups=2
+        ),
+        [("n", 4, 3, 4, 3), (4, 3, 2, 2, 3)],
+        rtol=1e-4,
+        atol=1e-4,
+    ),
+    "nn.conv3d_transpose_ndhwc": Case(
+        lambda x, w: op.nn.conv3d_transpose(x, w, 2, 1, data_layout="NDHWC"),
+        [("n", 3, 2, 4, 2), (2, 3, 2, 2, 3)],
+        rtol=1e-4,
+        atol=1e-4,
+    ),
 }
 
 

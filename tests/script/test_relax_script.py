@@ -467,7 +467,9 @@ def test_every_table_op_has_an_R_name():
             obj = getattr(obj, part)
         assert callable(obj), name
         namespaced = {
-            f"{ns}.{n}" for ns in ("nn", "image", "grad", "random") for n in getattr(R, ns).__all__
+            f"{ns}.{n}"
+            for ns in ("nn", "image", "grad", "random", "vision")
+            for n in getattr(R, ns).__all__
         }
         assert ".".join(parts) in {*R.__all__} | namespaced
 

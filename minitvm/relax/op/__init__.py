@@ -1,11 +1,12 @@
 """Graph-level ops: `relax.op.add(x, y)`, `relax.op.nn.relu(x)`, ... (each one op-table row)."""
 
-from . import elementwise, elementwise_math, image, nn
+from . import elementwise, elementwise_math, image, nn, vision
 from ._table import OP_TABLE, OpDef, OpPattern, register_op
 from .base import call_dps_packed, call_tir
 from .base import call_inplace_packed, call_pure_packed, call_py_func
 from .create import full, ones, tril, triu, zeros
 from .cumulative import cumprod
+from .data_dependent import nonzero, unique
 from .dynamic import dynamic_strided_slice
 from . import random  # noqa: F401 - relax.op.random.dropout_mask (training dropout)
 from .elementwise import *  # arithmetic, comparisons, unary math, where, clip
@@ -88,6 +89,7 @@ __all__ = [
     "mean",
     "min",
     "nn",
+    "nonzero",
     "one_hot",
     "ones",
     "permute_dims",
@@ -113,7 +115,9 @@ __all__ = [
     "topk",
     "tril",
     "triu",
+    "unique",
     "variance",
+    "vision",
     "zeros",
 ]
 __all__ += elementwise.__all__ + elementwise_math.__all__

@@ -221,4 +221,8 @@ STRUCTURAL_OPS = (
     "relax.shape_to_tensor",
     # bounds read at run time: a checked VM builtin (tests/relax/test_op_dynamic_strided_slice.py)
     "relax.dynamic_strided_slice",
+    # data-dependent result shapes: checked VM builtins (tests/relax/test_op_data_dependent.py)
+    "relax.nonzero",
+    "relax.unique",
+    "relax.vision.all_class_non_max_suppression",
 )

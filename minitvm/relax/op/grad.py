@@ -718,6 +718,7 @@ NOT_DIFFERENTIABLE: dict[str, str] = _reasons(
         "equal not_equal less less_equal greater greater_equal": "comparison (boolean result)",
         "isfinite isinf isnan": "predicate (boolean result)",
         "argmax argmin": "integer indices result",
+        "nonzero vision.all_class_non_max_suppression": "integer indices result",
         "floor_divide": "piecewise constant (integer-valued quotient)",
         "full zeros ones arange": "creation op: the result depends on shapes and scalars only",
         "reinterpret": "bit cast",
@@ -737,11 +738,13 @@ NO_GRAD_RULE: dict[str, str] = _reasons(
         "models)",
         "mod floor_mod cumprod variance std": "no rule yet",
         "dynamic_strided_slice": "no rule yet (bounds read at run time by a VM builtin)",
+        "unique": "no rule yet (data-dependent shape, computed by a VM builtin)",
         "tile repeat einsum gather_elements": "no rule yet (gather/scatter shape op)",
         "nn.conv1d nn.max_pool1d nn.avg_pool1d nn.adaptive_avg_pool1d": "no rule yet: 1-D "
         "variants (reshape to 2-D to train)",
         "nn.conv2d_transpose nn.conv1d_transpose nn.conv3d nn.group_norm nn.attention "
         "image.resize2d tril triu": "no rule yet",
+        "nn.conv3d_transpose": "no rule yet",
         "layout_transform": "no rule yet: differentiate before converting layouts",
         "nn.conv2d_backward_data nn.conv2d_backward_weight nn.max_pool2d_grad nn.avg_pool2d_grad "
         "take_backward grad.nll_loss_backward": "backward op: no second-order rule yet",

@@ -10,6 +10,7 @@ from .conv import (
     depthwise_conv2d_NCHWc,
 )
 from .conv2d_hwcn import conv2d_hwcn
+from .conv3d_transpose import conv3d_transpose_ncdhw
 from .conv_ext import conv1d_ncw, conv1d_transpose_ncw, conv2d_transpose_nchw, conv3d_ncdhw
 from .dense import dense, flatten, matmul
 from .elemwise import gelu, gelu_tanh, leaky_relu, relu, silu, softplus
@@ -35,6 +36,7 @@ __all__ = [
     "conv2d_nhwc",
     "conv2d_transpose_nchw",
     "conv3d_ncdhw",
+    "conv3d_transpose_ncdhw",
     "dense",
     "depthwise_conv2d_NCHWc",
     "flatten",

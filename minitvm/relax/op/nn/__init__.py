@@ -3,7 +3,7 @@
 from ..loss import cross_entropy_with_logits, nll_loss
 from .attention import attention
 from .conv import conv1d, conv2d_transpose
-from .conv_nd import conv1d_transpose, conv3d
+from .conv_nd import conv1d_transpose, conv3d, conv3d_transpose
 from .nn import (
     adaptive_avg_pool2d,
     avg_pool2d,
@@ -42,6 +42,7 @@ __all__ = [
     "conv2d",
     "conv2d_transpose",
     "conv3d",
+    "conv3d_transpose",
     "cross_entropy_with_logits",
     "dense",
     "dropout",

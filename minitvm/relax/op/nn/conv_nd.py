@@ -1,9 +1,9 @@
-"""`relax.op.nn.conv3d` and `relax.op.nn.conv1d_transpose` in any layouts.
+"""`relax.op.nn.conv3d`, `conv1d_transpose` and `conv3d_transpose` in any layouts.
 
 Both rules work on logical dims: data (N, C, spatial...), kernel (O, I, spatial...), read
 through the call's layouts by letter, as TVM does (a kernel_layout "OIW" for conv1d_transpose
 says dim 0 is the per-group outputs). Legalization transforms the operands to the kernels'
-native layouts (NCDHW / OIDHW, NCW / IOW), runs the kernel, and transforms the result to
+native layouts (NCDHW / OIDHW, NCW / IOW, NCDHW / IODHW), runs the kernel, and transforms the result to
 out_layout (default: data_layout).
 """
 
@@ -19,6 +19,7 @@ from ....topi import reference as ref
 from ....topi.layout import Layout
 from ....topi.nn import conv_ext
 from ....topi.nn.conv import conv_out_dim
+from ....topi.nn.conv3d_transpose import conv3d_transpose_ncdhw, conv3d_transpose_ncdhw_reference
 from ....topi.utils import const_int, fmt_dim, fmt_shape
 from ...expr import Call, Expr
 from ...struct_info import StructInfo, TensorStructInfo
@@ -43,7 +44,10 @@ class _Conv:
 
 CONV3D = _Conv("relax.nn.conv3d", "NCDHW", "OIDHW", False)
 CONV1D_TRANSPOSE = _Conv("relax.nn.conv1d_transpose", "NCW", "IOW", True)
-_SPECS: dict[str, _Conv] = {spec.name: spec for spec in (CONV3D, CONV1D_TRANSPOSE)}
+CONV3D_TRANSPOSE = _Conv("relax.nn.conv3d_transpose", "NCDHW", "IODHW", True)
+_SPECS: dict[str, _Conv] = {
+    spec.name: spec for spec in (CONV3D, CONV1D_TRANSPOSE, CONV3D_TRANSPOSE)
+}
 
 
 def _layouts(spec: _Conv, a: Any) -> tuple[Layout, Layout, Layout]:
@@ -146,6 +150,19 @@ def _np_conv1d_t(data, weight, strides, padding, output_padding, dilation, group
     return out.astype(out_dtype or data.dtype)
 
 
+def _te_conv3d_t(data, weight, strides, padding, output_padding, dilation, groups, out_dtype):
+    return conv3d_transpose_ncdhw(
+        data, weight, strides, padding, output_padding, dilation, groups, out_dtype
+    )
+
+
+def _np_conv3d_t(data, weight, strides, padding, output_padding, dilation, groups, out_dtype):
+    out = conv3d_transpose_ncdhw_reference(
+        data, weight, strides, padding, output_padding, dilation, groups
+    )
+    return out.astype(out_dtype or data.dtype)
+
+
 _conv3d = register_op(
     CONV3D.name,
     _infer,
@@ -158,6 +175,13 @@ _conv1d_transpose = register_op(
     _infer,
     _legalize(CONV1D_TRANSPOSE, topi_layout.layout_transform, _te_conv1d_t),
     _legalize(CONV1D_TRANSPOSE, ref.layout_transform, _np_conv1d_t),
+    OpPattern.OUT_EWISE_FUSABLE,
+)
+_conv3d_transpose = register_op(
+    CONV3D_TRANSPOSE.name,
+    _infer,
+    _legalize(CONV3D_TRANSPOSE, topi_layout.layout_transform, _te_conv3d_t),
+    _legalize(CONV3D_TRANSPOSE, ref.layout_transform, _np_conv3d_t),
     OpPattern.OUT_EWISE_FUSABLE,
 )
 
@@ -269,3 +293,32 @@ def conv1d_transpose(
         )
     attrs = {**attrs, "output_padding": (op,)}
     return make_call(_conv1d_transpose, (data, weight), attrs)
+
+
+def conv3d_transpose(
+    data: Expr,
+    weight: Expr,
+    strides: Any = (1, 1, 1),
+    padding: Any = (0, 0, 0),
+    output_padding: Any = (0, 0, 0),
+    dilation: Any = (1, 1, 1),
+    groups: int = 1,
+    data_layout: str = "NCDHW",
+    kernel_layout: str = "IODHW",
+    out_layout: str | None = None,
+    out_dtype: str | None = None,
+) -> Call:
+    """Transposed 3-D convolution (torch's ConvTranspose3d): data (N, C, D, H, W), weight
+    (C, O/groups, KD, KH, KW) -> (N, O, (D-1)*s - pads + d*(KD-1) + output_padding + 1, ...)."""
+    layouts = (data_layout, kernel_layout, out_layout)
+    attrs = _attrs(CONV3D_TRANSPOSE, strides, padding, dilation, groups, layouts, out_dtype)
+    name = CONV3D_TRANSPOSE.name
+    out_pad = _per_axis(output_padding, 3, f"{name}: output_padding")
+    for p, s, d in zip(out_pad, attrs["strides"], attrs["dilation"]):
+        if not 0 <= p < max(s, d):
+            raise ShapeError(
+                f"{name}: output_padding {list(out_pad)} must each be smaller than the stride "
+                f"{list(attrs['strides'])} or the dilation {list(attrs['dilation'])} (as torch "
+                "requires)"
+            )
+    return make_call(_conv3d_transpose, (data, weight), {**attrs, "output_padding": out_pad})
