@@ -10,6 +10,8 @@ Instructions (a list: name first):
                                                    signature is seen) or "body" (every call)
   MatchShape   reg, name, ndim, dims, at           a shape value (R.Shape), dims as above
   MatchPrim    reg, name, dim, at                  an int scalar (R.Prim(value=n)), dim as above
+  MatchTuple   reg, name, length, at               a tuple of `length` items (its items are then
+                                                   taken with GetItem and matched one by one)
   AllocStorage sid, size_src                       a byte buffer of the memory plan
   AllocTensor  dst, sid, offset, shape_srcs, dtype sid -1: a fresh tensor per call
   LoadConst    dst, index
@@ -34,7 +36,7 @@ from ...ir.module import GlobalVar, IRModule
 from ...tir.expr import IntImm
 from ...tir.expr import Var as TirVar
 from .. import expr as rx
-from ..struct_info import PrimStructInfo, ShapeStructInfo, TensorStructInfo
+from ..struct_info import PrimStructInfo, ShapeStructInfo, TensorStructInfo, TupleStructInfo
 from ..transform.static_plan_block_memory import (
     PLAN_ATTR,
     analyze_liveness,
@@ -96,6 +98,12 @@ class FunctionCodegen:
             ndim = sinfo.ndim if sinfo.shape is None else len(sinfo.shape)
             dims = self.dims(sinfo.shape, at)
             self.emit("MatchTensor", reg, name, dtype, ndim, dims, at)
+        elif isinstance(sinfo, TupleStructInfo):  # a tuple of that length, each item checked
+            self.emit("MatchTuple", reg, name, len(sinfo.fields), "body")
+            for i, field in enumerate(sinfo.fields):
+                item = self.new_reg()
+                self.emit("GetItem", item, reg, i)
+                self.match(item, f"{name}[{i}]", field, "body")
         elif isinstance(sinfo, ShapeStructInfo):  # R.Shape(["n"]): binds n from the value
             self.emit("MatchShape", reg, name, sinfo.ndim, self.dims(sinfo.values, at), at)
         elif isinstance(sinfo, PrimStructInfo) and sinfo.value is not None:

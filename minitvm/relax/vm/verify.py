@@ -52,6 +52,7 @@ OPERANDS: dict[str, tuple[str, ...]] = {
     "MatchTensor": ("read", "str", "dtype?", "ndim", "dims?", "at"),
     "MatchShape": ("read", "str", "ndim", "dims?", "at"),
     "MatchPrim": ("read", "str", "dim", "at"),
+    "MatchTuple": ("read", "str", "offset", "at"),
     "AllocStorage": ("storage", "str"),
     "AllocTensor": ("write", "sid", "offset", "strs", "dtype"),
     "LoadConst": ("write", "const"),
@@ -287,7 +288,7 @@ class _Flow:
 
     def _bind_slots(self) -> None:
         for pc, ins in enumerate(self.code):
-            if not ins[0].startswith("Match"):
+            if not ins[0].startswith("Match") or ins[0] == "MatchTuple":  # binds no dims
                 continue
             dims = [ins[3]] if ins[0] == "MatchPrim" else ins[-2] or ()
             for d in dims:
@@ -439,7 +440,7 @@ def _shape_texts(func: dict) -> list[str]:
             texts += ins[-1]
         elif op == "MakeScalar":
             texts.append(ins[2])
-        elif op.startswith("Match"):
+        elif op.startswith("Match") and op != "MatchTuple":  # MatchTuple: a length, no dims
             dims = [ins[3]] if op == "MatchPrim" else ins[-2] or ()
             texts += [d[1] for d in dims if type(d) is list and d[0] == "check"]
     return texts

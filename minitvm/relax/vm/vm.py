@@ -265,6 +265,25 @@ class _Function:
             self.value_params.append(reg)
         return self._match_at(reg, at, check)
 
+    def match_tuple(self, pc, reg, name, length, at):
+        where = self.where
+        name = f"argument '{name}' (position {reg})" if at == "param" else f"'{name}'"
+        if at == "body" and reg < len(self.params):
+            name = f"argument '{name[1:-1]}' (position {reg})"
+
+        def check(value: Any, heap: list) -> None:
+            if not isinstance(value, tuple | list):
+                raise ArgumentError(
+                    f"{where}: {name} must be a tuple of {length} items, got a "
+                    f"{type(value).__name__}"
+                )
+            if len(value) != length:
+                raise ArgumentError(
+                    f"{where}: {name} must be a tuple of {length} items, got {len(value)}"
+                )
+
+        return self._match_at(reg, at, check)
+
     def match_prim(self, pc, reg, name, dim, at):
         where = self.where
         name = f"argument '{name}' (position {reg})" if at == "param" else f"match_cast '{name}'"
@@ -580,6 +599,7 @@ _RULES: dict[str, Callable] = {
     "MatchTensor": _Function.match_tensor,
     "MatchShape": _Function.match_shape,
     "MatchPrim": _Function.match_prim,
+    "MatchTuple": _Function.match_tuple,
     "AllocStorage": _Function.alloc_storage,
     "AllocTensor": _Function.alloc_tensor,
     "LoadConst": _Function.load_const,
@@ -752,6 +772,7 @@ _MATCH_DIMS: dict[str, Callable] = {
     "MatchTensor": lambda ins: ins[5] or (),
     "MatchShape": lambda ins: ins[4] or (),
     "MatchPrim": lambda ins: (ins[3],),
+    "MatchTuple": lambda ins: (),
 }
 
 
