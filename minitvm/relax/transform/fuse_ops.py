@@ -29,6 +29,7 @@ from ..functor import ExprMutator, used_vars
 from ..op._table import OpPattern
 from ..struct_info import ShapeStructInfo, TensorStructInfo
 from .annotate_op_pattern import OP_PATTERN_ATTR
+from .fuse_scalars import inlinable_scalars
 from .fuse_tir import call_dims
 
 MAX_GROUP_SIZE = 256  # as TVM's max_fuse_depth
@@ -196,13 +197,18 @@ class _Remap(ExprMutator):
         return hit if hit is not None else super().visit_expr(e)
 
 
-def _group_inputs(bindings: list[rx.VarBinding]) -> list[rx.Expr]:
-    """Vars defined outside the group and constants, in order of first use."""
+def _group_inputs(mod: IRModule, bindings: list[rx.VarBinding]) -> list[rx.Expr]:
+    """Vars defined outside the group and constants, in order of first use; a scalar constant
+    that its callee only reads as a value stays inside (FuseTIR makes it an immediate)."""
     defined = {b.var for b in bindings}
     out: list[rx.Expr] = []
     seen: set[int] = set()
     for b in bindings:
-        for arg in b.value.args[1].fields:
+        gv, args = b.value.args[:2]
+        inline = inlinable_scalars(mod[gv], args.fields)
+        for k, arg in enumerate(args.fields):
+            if k in inline:
+                continue
             if isinstance(arg, rx.Constant | rx.Var) and arg not in defined and id(arg) not in seen:
                 seen.add(id(arg))
                 out.append(arg)
@@ -217,9 +223,11 @@ def _fresh_name(mod: IRModule, taken: set[str], base: str) -> str:
     return name
 
 
-def _make_group_function(bindings: list[rx.VarBinding]) -> tuple[rx.Function, list[rx.Expr]]:
+def _make_group_function(
+    mod: IRModule, bindings: list[rx.VarBinding]
+) -> tuple[rx.Function, list[rx.Expr]]:
     """The primitive Function computing `bindings` and the arguments to call it with."""
-    inputs = _group_inputs(bindings)
+    inputs = _group_inputs(mod, bindings)
     table: dict[int, rx.Expr] = {}
     params = []
     for k, e in enumerate(inputs):
@@ -318,7 +326,7 @@ class _Fuser(ExprMutator):
         for group in groups:
             _check_single_output(block, group, users)
             bindings = [block.bindings[i] for i in group]
-            func, args = _make_group_function(bindings)
+            func, args = _make_group_function(self.mod, bindings)
             names = "_".join(b.value.args[0].name_hint.rstrip("0123456789") for b in bindings)
             gv = GlobalVar(_fresh_name(self.out, self.taken, f"fused_{names}"))
             self.out[gv] = func

@@ -4,7 +4,8 @@ The PrimFuncs its `call_tir`s call are inlined in order under one root block: th
 params are renamed to the fused function's params (inputs, then the output), each
 intermediate tensor becomes an `alloc_buffer` of the root block, and every loop, block,
 iterator and local buffer gets a fresh definition (a PrimFunc called twice is copied twice).
-Calls of the primitive function become a single `call_tir`; the primitive functions, and
+A scalar constant FuseOps left inside the group is bound into its callee as an immediate
+(fuse_scalars.py). Calls of the primitive function become a single `call_tir`; the primitive functions, and
 the PrimFuncs only they called, leave the module. Two primitive functions that fuse into
 structurally equal PrimFuncs share the first one's.
 """
@@ -31,6 +32,7 @@ from ..functor import ExprMutator, ExprVisitor
 from ..op.base import call_tir
 from ..struct_info import ShapeStructInfo, TensorStructInfo
 from .annotate_op_pattern import OP_PATTERN_ATTR, func_pattern
+from .fuse_scalars import bind_scalars, inlinable_scalars
 
 
 class _Names:
@@ -212,6 +214,9 @@ def fuse_primitive(mod: IRModule, name: str, func: Function) -> PrimFunc:
         if not isinstance(callee, PrimFunc):
             raise MiniTVMError(f"FuseTIR: '{name}' calls {gv.name_hint}, which is not a PrimFunc")
         where = f"function '{name}', call of {gv.name_hint}"
+        scalars = inlinable_scalars(callee, args.fields)  # as FuseOps left them inside
+        if scalars:
+            callee = bind_scalars(callee, scalars)
         cparams = callee.buffer_params()
         out_buf = new_buffer(b.var, cparams[-1].name if cparams else "out")
         if k == len(bindings) - 1:
@@ -221,15 +226,16 @@ def fuse_primitive(mod: IRModule, name: str, func: Function) -> PrimFunc:
         else:
             allocs.append(out_buf)
         targets = [out_buf if arg is b.var else tensors.get(arg) for arg in [*args.fields, b.var]]
-        for arg, target in zip(args.fields, targets):
-            if target is None:
+        for k, (arg, target) in enumerate(zip(args.fields, targets)):
+            if target is None and k not in scalars:
                 raise MiniTVMError(
                     f"FuseTIR: {where}: argument {arg!r} is neither a param of the primitive "
                     "function nor an earlier result in it"
                 )
         tir_vars = b.value.args[2].values if len(b.value.args) > 2 else ()
-        dims = call_dims(callee, [t.shape for t in targets], tir_vars, where)
-        buffers = {id(cbuf): t for cbuf, t in zip(cparams, targets)}
+        shapes = [() if t is None else t.shape for t in targets]  # () for a bound scalar
+        dims = call_dims(callee, shapes, tir_vars, where)
+        buffers = {id(cbuf): t for cbuf, t in zip(cparams, targets) if t is not None}
         tensors[b.var] = out_buf
         inliner = _Inline(buffers, dims, names, block_names)
         body = callee.body

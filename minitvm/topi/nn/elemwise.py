@@ -7,6 +7,7 @@ import math
 from ... import te
 from ...tir import op as tir_op
 from ...tir.expr import make_const
+from ..broadcast import tanh_expr
 
 
 def relu(x: te.Tensor) -> te.Tensor:
@@ -66,5 +67,5 @@ def gelu_tanh(x: te.Tensor) -> te.Tensor:
     c = make_const(x.dtype, math.sqrt(2.0 / math.pi))
     k, half, one = make_const(x.dtype, 0.044715), make_const(x.dtype, 0.5), make_const(x.dtype, 1)
     return _elemwise(
-        x, lambda v: half * v * (one + tir_op.tanh(c * (v + k * v * v * v))), "T_gelu_tanh"
+        x, lambda v: half * v * (one + tanh_expr(c * (v + k * v * v * v))), "T_gelu_tanh"
     )
