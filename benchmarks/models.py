@@ -11,6 +11,12 @@ the largest difference to PyTorch's output.
     python benchmarks/models.py                            # all models, 224x224
     python benchmarks/models.py --models resnet18 --profile
     python benchmarks/models.py --models resnet18 vgg16 --repeat 5 --threads 2
+
+`--hf` (or `--models hf_bert hf_gpt2 ...`) times HuggingFace transformers models built offline
+from their configs (random weights) at batch 1 and 8 instead, through torch.export; see _hf.py:
+
+    python benchmarks/models.py --hf --threads 2
+    python benchmarks/models.py --models hf_bert hf_vit --hf-batches 1 --profile
 """
 
 from __future__ import annotations
@@ -34,7 +40,7 @@ from _common import (
 
 import minitvm as tvm
 from minitvm import relax
-from minitvm.testing import zoo
+from minitvm.testing import hf_models, zoo
 
 CASES = [(name, 1) for name in zoo.list_models()] + [("resnet18", 16)]
 
@@ -127,18 +133,36 @@ HEADERS = ["model", "batch", "GFLOP", "compile s", "minitvm ms min/med", "torch 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", nargs="+", default=None, help=f"of {zoo.list_models()}")
+    parser.add_argument(
+        "--models",
+        nargs="+",
+        default=None,
+        help=f"of {zoo.list_models() + hf_models.list_models()}",
+    )
+    parser.add_argument("--hf", action="store_true", help="all HuggingFace models (hf_*)")
+    parser.add_argument(
+        "--hf-batches",
+        type=int,
+        nargs="+",
+        default=[1, 8],
+        help="batch sizes of the HuggingFace models",
+    )
     parser.add_argument("--repeat", type=int, default=10, help="timed samples per framework")
     parser.add_argument("--threads", type=int, default=None, help="for all three (default: all)")
     parser.add_argument("--image-size", type=int, default=None, help="CNN input HxW (224)")
     parser.add_argument("--no-batch16", action="store_true", help="skip ResNet-18 at batch 16")
     parser.add_argument("--profile", action="store_true", help="print vm.profile of each model")
     args = parser.parse_args()
+    known = zoo.list_models() + hf_models.list_models()
     for name in args.models or ():
-        if name not in zoo.list_models():
-            parser.error(f"unknown model {name!r}; choose from {zoo.list_models()}")
+        if name not in known:
+            parser.error(f"unknown model {name!r}; choose from {known}")
     threads = set_threads(args.threads)
     print("\n".join(machine_lines(threads)))
+    hf_names = [n for n in args.models or () if n in hf_models.list_models()]
+    if args.hf or hf_names:
+        run_hf(hf_names or hf_models.list_models(), args, threads)
+        return
     peak = fma_peak(threads)
     print(f"FMA peak: {peak:.1f} GFLOPS fp32 on {threads} threads ({fma_peak(1):.1f} on one), "
           "measured by a register-resident FMA micro-kernel built with minitvm "
@@ -152,6 +176,19 @@ def main() -> None:
         print("  ".join(rows[-1]), flush=True)
     print()
     print_table(HEADERS, rows)
+
+
+def run_hf(names: list[str], args, threads: int) -> None:
+    """The HuggingFace table: each model at each of args.hf_batches (see _hf.py)."""
+    import _hf
+
+    rows = []
+    for name in names:
+        for batch in args.hf_batches:
+            rows.append(_hf.run_case(name, batch, args, threads))
+            print("  ".join(rows[-1]), flush=True)
+    print("\nload average (1, 5, 15 min): {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
+    print_table(_hf.HEADERS, rows)
 
 
 if __name__ == "__main__":
