@@ -246,6 +246,12 @@ _SAMPLES: dict[str, Callable[[], list[Case]]] = {
     ],
     "mean": lambda: [((_x(3, 5),), {})],
     "mean.dim": lambda: [((_x(3, 5, 7), [1]), {}), ((_x(3, 5, 7), [0, 2], True), {})],
+    "masked_scatter": lambda: [
+        ((_x(3, 5), _x(3, 5) > 0.3, _x(20)), {}),
+        ((_x(2, 4), _x(4) > 0.0, _x(2, 4)), {}),
+    ],
+    # deterministic forms only: inference, or training with p = 0
+    "native_dropout": lambda: [((_x(3, 5), 0.5, False), {}), ((_x(2, 7), 0.0, True), {})],
     "native_group_norm": lambda: [((_x(2, 6, 5, 3), _x(6), _x(6), 2, 6, 15, 3, 1e-5), {})],
     "native_layer_norm": lambda: [
         ((_x(2, 3, 5), [5], _x(5), _x(5), 1e-5), {}),
@@ -336,6 +342,7 @@ FIRST_OUTPUT_ONLY = {
     "native_group_norm",
     "native_layer_norm",
     "max_pool2d_with_indices",
+    "native_dropout",
 }
 
 # ops whose result torch leaves uninitialised: only shape and dtype are compared

@@ -178,7 +178,60 @@ def _index_put(t, input, indices, values, accumulate=False):
     return t.emit(R.scatter_nd(input, stacked, values, "add" if accumulate else "update"))
 
 
+def _masked_scatter(t, input, mask, source):
+    """input with its masked positions filled, in order, from source's leading elements.
+
+    TVM's importer form: the running count of the flattened mask, less one, is each masked
+    position's index into the flattened source; a take gathers them and a where keeps input
+    elsewhere (there the index is -1 or repeats, and take's default clip mode keeps it in
+    range)."""
+    shape, source_shape = shape_of(input), shape_of(source)
+    n = _numel(shape, "input")
+    if _numel(source_shape, "source") < n:
+        raise OpAttributeUnImplemented(
+            f"masked_scatter: source {tuple(source_shape)} has fewer elements than input "
+            f"{tuple(shape)}; torch then needs the mask's count of True at run time (it fails "
+            "when source runs out): give source at least as many elements as input"
+        )
+    if _dtype(mask) != "bool":
+        raise OpAttributeInvalid(
+            f"masked_scatter: mask dtype is {_dtype(mask)}; torch takes a bool mask (x != 0)"
+        )
+    if _dtype(source) != _dtype(input):
+        raise OpAttributeInvalid(
+            f"masked_scatter: source dtype {_dtype(source)} differs from input dtype "
+            f"{_dtype(input)} (torch refuses it too); cast source first"
+        )
+    if tuple(shape_of(mask)) != tuple(shape):
+        mask = t.emit(R.broadcast_to(mask, tuple(shape)))
+    flat_mask = mask if len(shape) == 1 else t.emit(R.reshape(mask, (n,)))
+    count = t.emit(R.cumsum(flat_mask, axis=0, dtype="int32", exclusive=False))
+    index = t.emit(R.subtract(count, const(1, "int32")))
+    if len(source_shape) != 1:
+        source = t.emit(R.reshape(source, (_numel(source_shape, "source"),)))
+    picked = t.emit(R.take(source, index, axis=0))
+    if len(shape) != 1:
+        picked = t.emit(R.reshape(picked, tuple(shape)))
+    return t.emit(R.where(mask, picked, input))
+
+
+def _numel(shape, what: str) -> int:
+    """The static element count of `shape`; int32 positions need it under 2**31."""
+    if not all(isinstance(d, int) for d in shape):
+        raise OpAttributeUnImplemented(
+            f"masked_scatter: {what} shape {tuple(shape)} has symbolic dims; export with "
+            "static shapes"
+        )
+    n = int(np.prod(shape, dtype=np.int64))
+    if n >= 2**31:
+        raise OpAttributeUnImplemented(
+            f"masked_scatter: {what} has {n} elements; int32 positions need under 2**31"
+        )
+    return n
+
+
 INDEXING = {
+    "masked_scatter": _masked_scatter,
     "index_put": _index_put,
     "sort": _sort,
     "argsort": _argsort,

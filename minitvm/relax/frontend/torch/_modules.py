@@ -45,6 +45,13 @@ def _linear(t, m, x):
     return nn_ops._linear(t, x, _param(t, m.weight), _param(t, m.bias))
 
 
+def _cross_entropy(t, m, input, target):
+    weight = _param(t, m.weight)
+    return nn_ops._cross_entropy(
+        t, input, target, weight, None, m.ignore_index, None, m.reduction, m.label_smoothing
+    )
+
+
 def _batch_norm(t, m, x):
     # the module's training flag is not read: modules import in inference mode, as in TVM
     if m.running_mean is None:
@@ -200,6 +207,7 @@ def table() -> dict[type, Callable]:
     return {
         nn.Conv1d: _conv,
         nn.Conv2d: _conv,
+        nn.Conv3d: _conv,
         nn.ConvTranspose1d: _conv_transpose,
         nn.ConvTranspose2d: _conv_transpose,
         nn.Linear: _linear,
@@ -234,4 +242,5 @@ def table() -> dict[type, Callable]:
         nn.Embedding: _embedding,
         nn.Upsample: _upsample,
         nn.MultiheadAttention: _multihead_attention,
+        nn.CrossEntropyLoss: _cross_entropy,
     }

@@ -38,10 +38,11 @@ def _conv_padding(padding, kernel: tuple, dilation: tuple) -> tuple[tuple, tuple
 
 
 def _conv_nd(t, x, weight, bias, stride, padding, dilation, groups, nd: int):
-    """relax.nn.conv1d / conv2d with out_dtype spelt out (the input's), as TVM's importer does."""
+    """relax.nn.conv1d / conv2d / conv3d with out_dtype spelt out (the input's), as TVM's
+    importer does."""
     stride, dilation = _pair(stride, nd), _pair(dilation, nd)
     before, after = _conv_padding(padding, shape_of(weight)[2:], dilation)
-    conv = R.nn.conv1d if nd == 1 else R.nn.conv2d
+    conv = {1: R.nn.conv1d, 2: R.nn.conv2d, 3: R.nn.conv3d}[nd]
     pads = (*before, *after)
     y = t.emit(conv(x, weight, stride, pads, dilation, int(groups), out_dtype=_dtype(x)))
     if bias is not None:  # bias as (1, C, 1, ...), as TVM's importer shapes it
@@ -57,12 +58,19 @@ def _conv2d(t, input, weight, bias=None, stride=1, padding=0, dilation=1, groups
     return _conv_nd(t, input, weight, bias, stride, padding, dilation, groups, 2)
 
 
+def _conv3d(t, input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    return _conv_nd(t, input, weight, bias, stride, padding, dilation, groups, 3)
+
+
 def _convolution(
     t, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups
 ):
     nd = _ndim(input) - 2
-    if nd not in (1, 2):
-        raise OpAttributeUnImplemented(f"{nd}-d convolution is not supported (only 1-d and 2-d)")
+    if nd not in (1, 2, 3) or (transposed and nd == 3):
+        kind = "transposed convolution" if transposed else "convolution"
+        raise OpAttributeUnImplemented(
+            f"{nd}-d {kind} is not supported (only 1-d and 2-d, and 3-d non-transposed)"
+        )
     if transposed:
         return _conv_transpose_nd(
             t, input, weight, bias, stride, padding, output_padding, groups, dilation, nd
@@ -71,19 +79,17 @@ def _convolution(
 
 
 def _conv_transpose_nd(t, x, weight, bias, stride, padding, output_padding, groups, dilation, nd):
-    """Weights (in, out / groups, *k); a 1-d one runs as 2-d over (N, C, 1, L)."""
+    """relax.nn.conv1d_transpose / conv2d_transpose on torch's weights (in, out / groups, *k),
+    out_dtype spelt out and bias as (1, C, 1, ...), as TVM's importer writes them."""
     stride, padding = _pair(stride, nd), _pair(padding, nd)
     output_padding, dilation = _pair(output_padding, nd), _pair(dilation, nd)
-    if nd == 1:
-        x, weight = t.emit(R.expand_dims(x, 2)), t.emit(R.expand_dims(weight, 2))
-        stride, padding = (1, *stride), (0, *padding)
-        output_padding, dilation = (0, *output_padding), (1, *dilation)
-    conv = _need("nn.conv2d_transpose")
-    y = t.emit(conv(x, weight, stride, (*padding, *padding), output_padding, dilation, int(groups)))
-    if nd == 1:
-        y = _drop_axis(t, y, 2)
+    conv = _need("nn.conv1d_transpose" if nd == 1 else "nn.conv2d_transpose")
+    pads = (*padding, *padding)
+    y = t.emit(
+        conv(x, weight, stride, pads, output_padding, dilation, int(groups), out_dtype=_dtype(x))
+    )
     if bias is not None:
-        y = t.emit(R.add(y, t.emit(R.reshape(bias, (-1,) + (1,) * (_ndim(y) - 2)))))
+        y = t.emit(R.add(y, t.emit(R.reshape(bias, (1, -1) + (1,) * (_ndim(y) - 2)))))
     return y
 
 
@@ -99,7 +105,11 @@ def _conv_transpose(nd: int) -> Callable:
 
 
 def _linear(t, input, weight, bias=None):
-    return t.emit(R.nn.linear(input, weight, bias))
+    """x @ weight.T + bias as permute_dims, matmul and add, TVM's importer form: FoldConstant
+    stores a constant weight transposed once, so the kernel is the plain matmul."""
+    w_t = t.emit(R.permute_dims(weight, None))
+    y = t.emit(R.matmul(input, w_t, out_dtype=_dtype(input)))
+    return y if bias is None else t.emit(R.add(y, bias))
 
 
 def _addmm(t, input, mat1, mat2, *, beta=1, alpha=1):
@@ -378,6 +388,41 @@ def _dropout(t, input, p=0.5, training=False, inplace=False, *, train=None, key=
     return t.emit(R.multiply(input, t.emit(mask)))
 
 
+def _native_dropout(t, input, p, train):
+    """aten.native_dropout (a Dropout module exported in training mode): (output, mask). The
+    output follows `_dropout` (the identity: no random key); the mask is not computed."""
+    return (_dropout(t, input, p, train), NotComputed("the mask (output 1) of native_dropout"))
+
+
+def _cross_entropy(
+    t,
+    input,
+    target,
+    weight=None,
+    size_average=None,
+    ignore_index=-100,
+    reduce=None,
+    reduction="mean",
+    label_smoothing=0.0,
+):
+    """log_softmax over the class dim, then nll_loss (class-index targets), as TVM's importer;
+    it writes the class dim as -1, which is dim 1 of the (C,) and (N, C) inputs it takes."""
+    if size_average is not None or reduce is not None:
+        raise OpAttributeUnImplemented(
+            "cross_entropy: size_average= and reduce= are deprecated in torch; pass reduction="
+        )
+    if label_smoothing:
+        _unsupported_attr("label_smoothing", label_smoothing)
+    if _dtype(target).startswith(("float", "bfloat")):
+        raise OpAttributeUnImplemented(
+            "cross_entropy with class-probability (float) targets; pass class indices"
+        )
+    axis = -1 if _ndim(input) <= 2 else 1
+    log_probs = t.emit(R.nn.log_softmax(input, axis=axis))
+    loss = R.nn.nll_loss(log_probs, target, weight, reduction, int(ignore_index))
+    return t.emit(loss)
+
+
 def _embedding(t, weight, indices):
     # int32 indices, as TVM's importer casts them: exact, as a weight has under 2**31 rows
     rows = shape_of(weight)[0]
@@ -475,6 +520,25 @@ def attention_probs(t, query, key, attn_mask=None, is_causal=False, scale=None) 
     return t.emit(R.nn.softmax(scores, axis=-1))
 
 
+def _nearest_form(in_hw: tuple, out_hw: tuple, aten: bool) -> tuple[str, str]:
+    """(coordinate mode, rounding) of torch's nearest resize: source = floor(out * in / size).
+
+    TVM's importers spell it asymmetric/round (fx) and half_pixel/round (torch.export); each
+    equals torch only on some grids, and is used exactly there: asymmetric/round when every
+    size divides its input (the sources are integers: rounding is floor), half_pixel/round
+    when every size is s times its input (output q*s + r lands at q + (2r + 1 - s) / 2s,
+    closer than 1/2 - 1/2s to q; the bound on size * s keeps float32 error inside that margin).
+    Any other grid gets asymmetric/floor, torch's own rule."""
+    pairs = list(zip(in_hw, out_hw))
+    if not all(isinstance(i, int) and isinstance(o, int) and i > 0 and o > 0 for i, o in pairs):
+        return "asymmetric", "floor"
+    if not aten and all(i % o == 0 for i, o in pairs):
+        return "asymmetric", "round"
+    if aten and all(o % i == 0 and o * (o // i) < 2**16 for i, o in pairs):
+        return "half_pixel", "round"
+    return "asymmetric", "floor"
+
+
 def _interpolate(
     t,
     input,
@@ -484,6 +548,8 @@ def _interpolate(
     align_corners=None,
     recompute_scale_factor=None,
     antialias=False,
+    *,
+    aten=False,
 ):
     if _ndim(input) != 4:
         raise OpAttributeUnImplemented(f"interpolate of a rank-{_ndim(input)} tensor (only 4-d)")
@@ -503,13 +569,13 @@ def _interpolate(
             )
     else:
         raise OpAttributeRequired("interpolate needs size= or scale_factor=")
-    methods = {
-        "nearest": ("nearest_neighbor", "asymmetric", "floor"),
-        "bilinear": ("linear", "align_corners" if align_corners else "half_pixel", "round"),
-    }
-    if mode not in methods:
+    if mode == "nearest":
+        method, (coord, rounding) = "nearest_neighbor", _nearest_form((h, w), out, aten)
+    elif mode == "bilinear":
+        method, rounding = "linear", "round"
+        coord = "align_corners" if align_corners else "half_pixel"
+    else:
         _unsupported_attr("mode", mode)
-    method, coord, rounding = methods[mode]
     resize2d = _need("image.resize2d")
     return t.emit(
         resize2d(
@@ -524,7 +590,7 @@ def _interpolate(
 
 
 def _upsample_nearest2d(t, input, output_size=None, scale_factors=None):
-    return _interpolate(t, input, output_size, scale_factors, "nearest")
+    return _interpolate(t, input, output_size, scale_factors, "nearest", aten=True)
 
 
 def _upsample_bilinear2d(t, input, output_size=None, align_corners=False, scale_factors=None):

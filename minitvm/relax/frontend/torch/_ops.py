@@ -17,8 +17,6 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable
 
-import numpy as np
-
 from ... import op as R
 from ._elementwise import (
     _arith,
@@ -70,8 +68,10 @@ from ._nn import (
     _constant_pad_nd,
     _conv1d,
     _conv2d,
+    _conv3d,
     _conv_transpose,
     _convolution,
+    _cross_entropy,
     _dropout,
     _einsum,
     _embedding_aten,
@@ -86,6 +86,7 @@ from ._nn import (
     _native_batch_norm,
     _native_batch_norm_functional,
     _native_batch_norm_no_training,
+    _native_dropout,
     _native_group_norm,
     _native_layer_norm,
     _pad,
@@ -165,6 +166,9 @@ _FLOAT_UNARY = {
     "atan": _lazy("atan"),
     "sinh": _lazy("sinh"),
     "cosh": _lazy("cosh"),
+    "asinh": _lazy("asinh"),
+    "acosh": _lazy("acosh"),
+    "atanh": _lazy("atanh"),
     "log2": _log_base(2.0),
     "log10": _log_base(10.0),
 }
@@ -220,6 +224,7 @@ FUNCTIONS: dict[str, Callable] = {
     "_log_softmax": _softmax_like(R.nn.log_softmax),
     "conv1d": _conv1d,
     "conv2d": _conv2d,
+    "conv3d": _conv3d,
     "convolution": _convolution,
     "conv_transpose1d": _conv_transpose(1),
     "conv_transpose2d": _conv_transpose(2),
@@ -241,6 +246,8 @@ FUNCTIONS: dict[str, Callable] = {
     "adaptive_avg_pool1d": _adaptive_avg_pool(1),
     "adaptive_avg_pool2d": _adaptive_avg_pool(2),
     "dropout": _dropout,
+    "cross_entropy": _cross_entropy,
+    "native_dropout": _native_dropout,
     "scaled_dot_product_attention": _attention,
     "interpolate": _interpolate,
     "upsample_nearest2d": _upsample_nearest2d,
@@ -329,7 +336,7 @@ FUNCTIONS: dict[str, Callable] = {
     "max_pool2d_with_indices": _max_pool2d_with_indices,
     "_adaptive_avg_pool2d": _adaptive_avg_pool(2),
     "scalar_tensor": _scalar_tensor,
-    "tril": _triangle(np.tril),
+    "tril": _triangle("tril"),
     "baddbmm": _baddbmm,
     "einsum": _einsum,
     "argmax": _arg_reduce("argmax"),
@@ -354,7 +361,7 @@ FUNCTIONS: dict[str, Callable] = {
     "isnan": _float_predicate("isnan"),
     "isinf": _float_predicate("isinf"),
     "elu": _elu,
-    "triu": _triangle(np.triu),
+    "triu": _triangle("triu"),
     "gather": gather,
     **INDEXING,
 }

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-import numpy as np
-
 from ....error import OpAttributeUnImplemented
 from ....tir.expr import PrimExpr
 from ... import op as R
@@ -350,16 +348,13 @@ def _flip(t, input, *dims):
     return input
 
 
-def _triangle(numpy_fn: Callable) -> Callable:
-    """tril/triu: keep the elements on one side of a diagonal of the last two dims."""
+def _triangle(name: str) -> Callable:
+    """tril/triu: relax.tril / relax.triu (any dims, symbolic ones too), as TVM's importer."""
 
     def convert(t, input, diagonal=0):
-        *_, rows, cols = shape_of(input)
-        if not isinstance(rows, int) or not isinstance(cols, int):
-            raise OpAttributeUnImplemented("tril/triu of a matrix with symbolic dims")
-        keep = numpy_fn(np.ones((rows, cols), "bool"), int(diagonal))
-        zero = t.const(0, _dtype(input))
-        return t.emit(_need("where")(t.const(keep), input, zero))
+        if isinstance(diagonal, Expr):
+            raise OpAttributeUnImplemented(f"{name} with a tensor diagonal; pass an int")
+        return t.emit(_need(name)(input, diagonal))
 
     return convert
 
