@@ -350,7 +350,7 @@ class RelaxParser(TIRParser):
                     f"binding '{name}': annotated struct info {annotation} does not match the "
                     f"inferred {inferred}; fix the annotation or the value",
                 )
-            sinfo = annotation
+            sinfo = annotation if inferred is annotation else _refine(annotation, inferred)
         var = self.new_var(name, sinfo)
         self.frame.bindings.append(VarBinding(var, self.normal_form(expr, node)))
         self.define(name, var)
@@ -559,6 +559,25 @@ def _accepts(annotation: StructInfo, inferred: StructInfo) -> bool:
             _accepts(a, b) for a, b in zip(annotation.fields, inferred.fields)
         )
     return False
+
+
+def _refine(annotation: StructInfo, inferred: StructInfo) -> StructInfo:
+    """The struct info a binding's var gets: the annotation (it may say less than inference,
+    as TVM's parser allows), except that a tensor annotation without a dtype keeps the
+    inferred dtype (`R.Tensor((1, 6, 1, 1))` on a float32 reshape is a float32 tensor)."""
+    if isinstance(annotation, TensorStructInfo) and isinstance(inferred, TensorStructInfo):
+        if annotation.dtype is None and inferred.dtype is not None:
+            if annotation.shape is None:
+                return TensorStructInfo(
+                    ndim=annotation.ndim, dtype=inferred.dtype, vdevice=annotation.vdevice
+                )
+            return TensorStructInfo(
+                shape=annotation.shape, dtype=inferred.dtype, vdevice=annotation.vdevice
+            )
+        return annotation
+    if isinstance(annotation, TupleStructInfo) and isinstance(inferred, TupleStructInfo):
+        return TupleStructInfo([_refine(a, b) for a, b in zip(annotation.fields, inferred.fields)])
+    return annotation
 
 
 # the TIR parser's expression handlers, with the relax parser's overrides

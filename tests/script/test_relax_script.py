@@ -440,6 +440,21 @@ def test_variable_annotation_may_be_less_specific_than_inference():
     assert_structural_equal(f, from_source(f.script()))
 
 
+def test_an_annotation_without_a_dtype_keeps_the_inferred_dtype():
+    @R.function
+    def f(x: R.Tensor((6,), "float32"), y: R.Tensor((2, 3), "int32")):
+        a: R.Tensor((1, 6, 1, 1)) = R.reshape(x, [1, 6, 1, 1])
+        b: R.Tuple(R.Tensor((2, 3)), R.Tensor(ndim=1)) = (y, x)
+        c: R.Tensor(ndim=2) = R.negative(y)
+        return (a, b, c)
+
+    a, b, c = (bd.var.struct_info for bd in f.body.blocks[0].bindings)
+    assert a.dtype == "float32" and [int(d) for d in a.shape] == [1, 6, 1, 1]
+    assert [fld.dtype for fld in b.fields] == ["int32", "float32"] and b.fields[1].shape is None
+    assert c.dtype == "int32" and c.shape is None and c.ndim == 2  # the annotation's rank only
+    assert_structural_equal(f, from_source(f.script()))
+
+
 def test_large_constants_print_through_metadata_unless_show_meta():
     x = relax.Var("x", relax.TensorStructInfo((100,), "float32"))
     bb = relax.BlockBuilder()
