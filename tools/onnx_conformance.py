@@ -14,7 +14,7 @@ inputs, compared with the case's expected outputs. Outcomes per case:
   foreign   an exception that is not a minitvm error
   crash     the worker died (signal); the case is skipped and the worker restarted
   timeout   the case ran past --timeout seconds
-  skipped   the case's data is not plain arrays (sequences, optionals, strings)
+  skipped   the case's data is not arrays or sequences of arrays (strings, empty optionals)
 With --ort the same cases also run on ONNX Runtime (column "ort": ok / wrong / error).
 With --table FILE the per-op table between the ONNX markers of FILE is rewritten from the rows.
 """
@@ -67,6 +67,9 @@ def _compare(
 
     if len(got) != len(expected):
         return f"{len(got)} outputs, expected {len(expected)}"
+    got, expected, msg = _flatten_sequences(got, expected)
+    if msg:
+        return msg
     for i, (g, r) in enumerate(zip(got, expected)):
         g, r = np.asarray(g), np.asarray(r)
         if g.shape != r.shape:
@@ -87,6 +90,25 @@ def _compare(
         if not ok or (g.dtype != r.dtype and r.dtype.kind != "f"):
             return f"output {i}: dtype {g.dtype}/{r.dtype}, values differ"
     return None
+
+
+def _flatten_sequences(got: list, expected: list) -> tuple[list, list, str | None]:
+    """Outputs with each expected sequence (a list) replaced by its items, in order; a message
+    when `got` does not give a sequence of the same length there (a relax Tuple)."""
+    flat_got, flat_expected = [], []
+    for i, (g, r) in enumerate(zip(got, expected)):
+        if not isinstance(r, list):
+            if isinstance(g, list | tuple):
+                return [], [], f"output {i}: a sequence of {len(g)} items, expected a tensor"
+            flat_got.append(g)
+            flat_expected.append(r)
+            continue
+        if not isinstance(g, list | tuple) or len(g) != len(r):
+            seen = f"{len(g)} items" if isinstance(g, list | tuple) else "a tensor"
+            return [], [], f"output {i}: {seen}, expected a sequence of {len(r)} items"
+        flat_got += list(g)
+        flat_expected += list(r)
+    return flat_got, flat_expected, None
 
 
 def _same_bits(got, expected) -> bool:
@@ -132,12 +154,53 @@ def _run_minitvm(model, inputs: list) -> list:
     from minitvm import relax
     from minitvm.relax.frontend.onnx import from_onnx
 
-    mod = from_onnx(model, keep_params_in_input=False)
+    # a sequence input's length is fixed at import: its item shapes go in shape_dict
+    infos = _input_infos(model)
+    named = {d.dim_param for i in infos for d in i.type.tensor_type.shape.dim if d.dim_param}
+    shapes = {
+        i.name: _item_shapes(i, x, named) for i, x in zip(infos, inputs) if isinstance(x, list)
+    }
+    mod = from_onnx(model, shapes, keep_params_in_input=False)
     ex = relax.build(mod, target="llvm")
     vm = relax.VirtualMachine(ex, tvm.cpu())
-    out = vm["main"](*[tvm.nd.array(np.asarray(x)) for x in inputs])
-    outs = out if isinstance(out, list | tuple) else [out]
-    return [o.numpy() if hasattr(o, "numpy") else np.asarray(o) for o in outs]
+
+    def arg(x):
+        return [tvm.nd.array(np.asarray(v)) for v in x] if isinstance(x, list) else tvm.nd.array(x)
+
+    def value(o):  # a Tuple (a sequence output) comes back as a list of arrays
+        if isinstance(o, list | tuple):
+            return [value(v) for v in o]
+        return o.numpy() if hasattr(o, "numpy") else np.asarray(o)
+
+    out = vm["main"](*[arg(x) for x in inputs])
+    outs = [out] if len(model.graph.output) == 1 else list(out)
+    return [value(o) for o in outs]
+
+
+def _input_infos(model) -> list:
+    """The graph inputs a case feeds, in order (an initializer is not fed)."""
+    init = {t.name for t in model.graph.initializer}
+    return [i for i in model.graph.input if i.name not in init]
+
+
+def _item_shapes(info, items: list, tensor_dims: set) -> list:
+    """shape_dict's entry for a sequence input: each item's shape, with a dim the model names
+    (seq(float[N])) kept as that name where every item agrees on it and a tensor input names
+    it too, so it stays that input's N (as ONNX Runtime binds it)."""
+    import numpy as np
+
+    t = info.type
+    if t.HasField("optional_type"):
+        t = t.optional_type.elem_type
+    dims = t.sequence_type.elem_type.tensor_type.shape.dim
+    shapes = [list(np.shape(v)) for v in items]
+    if not all(len(s) == len(dims) for s in shapes):
+        return [tuple(s) for s in shapes]
+    for k, d in enumerate(dims):
+        if d.dim_param in tensor_dims and len({s[k] for s in shapes}) == 1:
+            for s in shapes:
+                s[k] = d.dim_param
+    return [tuple(s) for s in shapes]
 
 
 def _run_ort(model, inputs: list) -> list:
@@ -156,9 +219,7 @@ def _one_case(case_dir: str, with_ort: bool) -> dict:
 
     model = onnx.load(os.path.join(case_dir, "model.onnx"))
     with np.load(os.path.join(case_dir, "data.npz"), allow_pickle=False) as z:
-        keys = sorted(k for k in z.files if not k.endswith(".dtype"))
-        inputs = [_unpack(z, k) for k in keys if k.startswith("in")]
-        expected = [_unpack(z, k) for k in keys if k.startswith("out")]
+        inputs, expected = _values(z, "in"), _values(z, "out")
         rtol, atol = float(z["rtol"]), float(z["atol"])
     row: dict = {}
     try:
@@ -274,17 +335,50 @@ def _unpack(z, key: str):
     return arr.view(getattr(ml_dtypes, str(z[f"{key}.dtype"])))
 
 
+def _entries(key: str, value) -> dict:
+    """npz entries for one case value: an array under `key`; a sequence (a list) as
+    `key.len` and its items under `key.s000`, `key.s001`, ...; an empty optional (None) is
+    refused (the VM takes no "none")."""
+    import numpy as np
+
+    if value is None:
+        raise ValueError("an empty optional (None) value cannot be passed")
+    if isinstance(value, list):
+        out = {f"{key}.len": np.array(len(value))}
+        for j, item in enumerate(value):
+            out[f"{key}.s{j:03d}"] = _as_array(item)
+        return out
+    return {key: _as_array(value)}
+
+
+def _values(z, prefix: str) -> list:
+    """The case values `_entries` stored under `prefix` ("in"/"out"), sequences as lists."""
+    keys = sorted({k.split(".")[0] for k in z.files if k.startswith(prefix)})
+    out = []
+    for key in keys:
+        if f"{key}.len" in z.files:
+            n = int(z[f"{key}.len"])
+            out.append([_unpack(z, f"{key}.s{j:03d}") for j in range(n)])
+        else:
+            out.append(_unpack(z, key))
+    return out
+
+
 def _materialize(case, d: str) -> str | None:
-    """Write a case as model.onnx + data.npz; a reason when it is not plain arrays."""
+    """Write a case as model.onnx + data.npz; a reason when it is not arrays or sequences of
+    arrays."""
     import numpy as np
     import onnx
 
     try:
         ins, outs = case.data_sets[0]
-        arrs = {f"in{i:03d}": _as_array(x) for i, x in enumerate(ins)}
-        arrs.update({f"out{i:03d}": _as_array(x) for i, x in enumerate(outs)})
+        arrs = {}
+        for i, x in enumerate(ins):
+            arrs.update(_entries(f"in{i:03d}", x))
+        for i, x in enumerate(outs):
+            arrs.update(_entries(f"out{i:03d}", x))
         if any(v.dtype == object or v.dtype.kind in "SU" for v in arrs.values()):
-            return "sequence/optional/string data"
+            return "string data"
         os.makedirs(d)
         onnx.save(case.model, os.path.join(d, "model.onnx"))
         np.savez(os.path.join(d, "data.npz"), rtol=case.rtol, atol=case.atol, **_pack(arrs))

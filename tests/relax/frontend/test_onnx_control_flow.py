@@ -197,7 +197,21 @@ def test_if_branches_of_different_ranks_are_refused():
         from_onnx(model)
 
 
-def test_sequence_outputs_and_unknown_ops_in_branches_are_refused_up_front():
+def test_unknown_ops_in_branches_are_refused_up_front():
+    then = graph(
+        "then", [helper.make_node("MaxRoiPool", ["x", "x"], ["s"])], [], [vi("s", F, None)]
+    )
+    other = graph("else", [helper.make_node("Identity", ["x"], ["e"])], [], [vi("e", F, [3, 4])])
+    model = make_model(
+        [helper.make_node("If", ["c"], ["r"], name="pick", then_branch=then, else_branch=other)],
+        [vi("c", B, []), vi("x", F, [3, 4])],
+        [vi("r", F, None)],
+    )
+    with pytest.raises(OpNotImplemented, match=r"MaxRoiPool.*in then_branch of node 'pick'"):
+        from_onnx(model)
+
+
+def test_a_branch_whose_sequence_output_is_declared_a_tensor_is_refused():
     then = graph(
         "then", [helper.make_node("SequenceConstruct", ["x"], ["s"])], [], [vi("s", F, None)]
     )
@@ -207,7 +221,11 @@ def test_sequence_outputs_and_unknown_ops_in_branches_are_refused_up_front():
         [vi("c", B, []), vi("x", F, [3, 4])],
         [vi("r", F, None)],
     )
-    with pytest.raises(OpNotImplemented, match=r"SequenceConstruct.*in then_branch of node 'pick'"):
+    with pytest.raises(
+        OpAttributeInvalid,
+        match=r"node 'pick' \(If\): in its then_branch: its output 's' is declared a tensor but "
+        "is a sequence",
+    ):
         from_onnx(model)
 
 
@@ -536,8 +554,8 @@ def _scan_model(
     [
         (
             lambda: _identity_if(helper.make_tensor_sequence_value_info("t", F, [3])),
-            OpNotImplemented,
-            r"then_branch has the output 't' of type sequence_type; minitvm imports tensors only",
+            OpAttributeInvalid,
+            r"in its then_branch: its output 't' is declared a sequence but is a tensor",
         ),
         (
             lambda: _identity_if(cond=np.array([True, False])),

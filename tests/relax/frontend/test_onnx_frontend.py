@@ -149,7 +149,7 @@ def test_constant_subgraphs_fold_through_the_reference_evaluator():
 def test_every_unsupported_node_is_named_in_one_error():
     nodes = [
         helper.make_node("Relu", ["x"], ["r"], name="ok"),
-        helper.make_node("NonMaxSuppression", ["r", "r"], ["n"], name="nms_1"),
+        helper.make_node("MaxRoiPool", ["r", "r"], ["n"], name="nms_1"),
         helper.make_node("Custom", ["r"], ["c"], name="mine", domain="com.example"),
         helper.make_node("Add", ["n", "c"], ["y"]),
     ]
@@ -166,7 +166,7 @@ def test_every_unsupported_node_is_named_in_one_error():
         from_onnx(model)
     msg = str(info.value)
     assert "2 operator(s)" in msg
-    assert "ai.onnx::NonMaxSuppression" in msg and "'nms_1'" in msg
+    assert "ai.onnx::MaxRoiPool" in msg and "'nms_1'" in msg
     assert "com.example::Custom" in msg and "'mine'" in msg
 
 
@@ -272,13 +272,18 @@ X = {"x": ((1, 2, 4, 4), "float32")}
         ),
         (
             make_model(
-                [helper.make_node("MaxPool", ["x"], ["y", "idx"], name="d", kernel_shape=[2, 2])],
+                [
+                    helper.make_node(
+                        "BatchNormalization", ["x", "g", "b", "m", "v"], ["y", "rm", "rv"], name="d"
+                    )
+                ],
                 X,
                 {"y": "float32"},
                 13,
+                {k: np.ones(2, "float32") for k in "gbmv"},
             ),
             OpAttributeInvalid,
-            r"node 'd' \(MaxPool\): outputs \['idx'\] are not supported",
+            r"node 'd' \(BatchNormalization\): outputs \['rm', 'rv'\] are not supported",
         ),
     ],
 )

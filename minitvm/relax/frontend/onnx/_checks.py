@@ -50,9 +50,14 @@ def checked_shape_dict(shape_dict: Any, graph_inputs: list) -> dict[str, tuple]:
         raise FrontendError(
             f"from_onnx: shape_dict must map input names to shapes, got {type(shape_dict).__name__}"
         )
+    from ._sequence import is_sequence_input
+
     declared = {i.name: i for i in graph_inputs}
     out = {}
     for name, shape in shape_dict.items():
+        if is_sequence_input(declared[name]):
+            out[name] = _sequence_shapes(name, shape)
+            continue
         if isinstance(shape, str | bytes) or not hasattr(shape, "__iter__"):
             raise FrontendError(
                 f"from_onnx: shape_dict[{name!r}] = {shape!r} is not a sequence of dims; give a "
@@ -74,6 +79,33 @@ def checked_shape_dict(shape_dict: Any, graph_inputs: list) -> dict[str, tuple]:
             )
         out[name] = tuple(d if isinstance(d, str) else int(d) for d in dims)
     return out
+
+
+def _checked_dims(name: str, dims: tuple) -> tuple:
+    for d in dims:
+        is_int = isinstance(d, int | np.integer) and not isinstance(d, bool | np.bool_)
+        if not (isinstance(d, str) and d.isidentifier()) and not (is_int and d >= 0):
+            raise FrontendError(
+                f"from_onnx: shape_dict[{name!r}] has the dim {d!r}; each dim must be an int "
+                ">= 0, or a name (a str identifier) for a dynamic dim"
+            )
+    return tuple(d if isinstance(d, str) else int(d) for d in dims)
+
+
+def _sequence_shapes(name: str, shapes: Any) -> tuple:
+    """shape_dict's entry for a sequence input: one shape per item (its length is fixed)."""
+    if isinstance(shapes, str | bytes) or not hasattr(shapes, "__iter__"):
+        shapes = None
+    else:
+        shapes = list(shapes)
+    if shapes is None or any(
+        isinstance(s, str | bytes) or not hasattr(s, "__iter__") for s in shapes
+    ):
+        raise FrontendError(
+            f"from_onnx: shape_dict[{name!r}] must list one shape per item of the sequence "
+            "input, e.g. [(2, 3), (4, 3)] (an empty list for an empty sequence)"
+        )
+    return tuple(_checked_dims(name, tuple(s)) for s in shapes)
 
 
 def tensor_array(onnx: Any, tensor: Any, what: str | None = None) -> np.ndarray:

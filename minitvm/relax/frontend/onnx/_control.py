@@ -10,7 +10,8 @@ control flow out of dataflow blocks: the first such If met while importing into 
 block raises `ControlFlowFound`, and the import restarts without dataflow blocks (`_dataflow`
 regroups the bindings afterwards). Branch outputs whose shapes differ are widened to their
 rank inside each branch and given fresh symbolic dims after the If, so later converters see a
-shape; the VM binds those dims when the If has run.
+shape; the VM binds those dims when the If has run. A sequence output leaves the If item by item
+(both branches must give it with one length) and is gathered again after it.
 
 Loop and Scan (`_unroll`) run their body through `run_body` once per iteration.
 """
@@ -34,6 +35,7 @@ from ._helpers import _required
 
 MAX_NESTING = 16  # subgraphs inside subgraphs; exported models nest two or three deep
 MAX_UNROLLED_NODES = 100_000  # subgraph nodes converted in one import, all iterations counted
+_BODY_TYPES = (None, "tensor_type", "sequence_type", "optional_type")
 
 
 class ControlFlowFound(Exception):
@@ -78,7 +80,7 @@ class Body:
 
 def body_of(ctx: Any, attrs: dict, name: str) -> Body:
     """The subgraph in attribute `name`, its names checked (one producer each) and its
-    initializers read; inputs and outputs must be tensors."""
+    initializers read; inputs and outputs must be tensors, sequences or optionals."""
     from .onnx_frontend import _require_onnx
 
     onnx = _require_onnx()
@@ -91,11 +93,13 @@ def body_of(ctx: Any, attrs: dict, name: str) -> Body:
         raise FrontendError(f"in its {name}: {str(err).removeprefix('from_onnx: ')}") from err
     for kind, infos in (("input", graph.input), ("output", graph.output)):
         for info in infos:
-            if info.type.WhichOneof("value") not in (None, "tensor_type"):
+            # sequences and optionals are import-time values (`_sequence`); a sequence leaves
+            # an If that runs at run time item by item (`_branch`)
+            if info.type.WhichOneof("value") not in _BODY_TYPES:
                 raise OpNotImplemented(
                     f"its {name} has the {kind} {info.name!r} of type "
-                    f"{info.type.WhichOneof('value')}; minitvm imports tensors only (no "
-                    "sequences, optionals or maps in control flow)"
+                    f"{info.type.WhichOneof('value')}; minitvm imports tensors, sequences and "
+                    "optionals only"
                 )
     outputs = [o.name for o in graph.output]
     if not all(outputs):
@@ -139,6 +143,10 @@ def run_body(ctx: Any, body: Body, bound: list, what: str) -> list:
         missing = [n for n in body.outputs if n not in scope]
         if missing:
             raise FrontendError(f"its outputs {missing} are produced by no node")
+        from ._sequence import check_declared_kind
+
+        for info in body.graph.output:
+            check_declared_kind(info, scope[info.name])
         return [scope[n] for n in body.outputs]
     except MiniTVMError as err:
         raise type(err)(f"in its {what}: {str(err).removeprefix('from_onnx: ')}") from err
@@ -170,21 +178,58 @@ def convert_if(ctx: Any, inputs: list, attrs: dict) -> list:
     _check_condition(cond)
     built = [_branch(ctx, b) for b in branches]
     names = [*ctx.node.output, *[""] * len(branches[0].outputs)]
-    joined = [
-        _join(ctx, a, b, names[i] or f"output {i}")
-        for i, (a, b) in enumerate(zip(built[0][1], built[1][1]))
+    layout = _same_layout(built[0][2], built[1][2], names)
+    flat_names = [
+        f"{name or f'output {i}'}" + ("" if n is None else f"[{j}]")
+        for i, (name, n) in enumerate(zip(names, layout))
+        for j in range(1 if n is None else n)
     ]
-    seqs = [_seq(ctx, bindings, exprs, joined) for bindings, exprs in built]
+    joined = [
+        _join(ctx, a, b, flat_names[i]) for i, (a, b) in enumerate(zip(built[0][1], built[1][1]))
+    ]
+    if not joined:  # only empty sequences: nothing is computed
+        return _regroup([], layout)
+    seqs = [_seq(ctx, bindings, exprs, joined) for bindings, exprs, _ in built]
     result = ctx.emit(If(cond, seqs[0], seqs[1]))
     items = (
         [result]
         if len(joined) == 1
         else [ctx.emit(TupleGetItem(result, i)) for i in range(len(joined))]
     )
-    return [
+    flat = [
         ctx.bb.match_cast(item, sinfo) if widen else item
         for item, (sinfo, widen) in zip(items, joined)
     ]
+    return _regroup(flat, layout)
+
+
+def _same_layout(a: list, b: list, names: list) -> list:
+    """The branches' output layouts (None: a tensor, n: a sequence of n items), which must agree:
+    a relax If gives one structure."""
+    for i, (la, lb) in enumerate(zip(a, b)):
+        if la != lb:
+            what = {None: "a tensor"}
+            raise OpNotImplemented(
+                f"output {names[i] or i!r} is {what.get(la, f'a sequence of {la} items')} in "
+                f"then_branch and {what.get(lb, f'a sequence of {lb} items')} in else_branch; "
+                "an If whose condition is computed at run time must give one structure"
+            )
+    return a
+
+
+def _regroup(flat: list, layout: list) -> list:
+    """The If's outputs from its flat items: a sequence output gathers its items again."""
+    from ._sequence import SequenceValue
+
+    out, k = [], 0
+    for n in layout:
+        if n is None:
+            out.append(flat[k])
+            k += 1
+        else:
+            out.append(SequenceValue(tuple(flat[k : k + n])))
+            k += n
+    return out
 
 
 def _check_condition(cond: Expr) -> None:
@@ -196,22 +241,34 @@ def _check_condition(cond: Expr) -> None:
         raise OpAttributeInvalid(f"the condition has shape {static}; If takes one value")
 
 
-def _branch(ctx: Any, body: Body) -> tuple[list, list[Expr]]:
-    """The bindings a branch emits (in a block of its own) and its outputs as expressions."""
+def _branch(ctx: Any, body: Body) -> tuple[list, list[Expr], list]:
+    """The bindings a branch emits (in a block of its own), its outputs as expressions with
+    each sequence's items in its place, and the layout (None: a tensor, n: n items)."""
+    from ._sequence import sequence_items
+
     bb = ctx.bb
     bb._begin_rewrite_block(dataflow=False)
+    exprs, layout, names = [], [], []
     try:
         values = run_body(ctx, body, [], body.name)
-        exprs = [ctx.expr(v) for v in values]
+        for name, v in zip(body.outputs, values):
+            items = sequence_items(ctx, v, f"its {body.name}'s output {name!r}")
+            if items is None:
+                exprs.append(ctx.expr(v))
+                names.append(name)
+            else:
+                exprs += [ctx.expr(x) for x in items]
+                names += [f"{name}[{j}]" for j in range(len(items))]
+            layout.append(None if items is None else len(items))
     finally:
         bindings = bb._end_rewrite_block()
-    for name, e in zip(body.outputs, exprs):
+    for name, e in zip(names, exprs):
         if not isinstance(e.struct_info, TensorStructInfo):
             raise OpNotImplemented(
                 f"its {body.name} gives {name!r} as a {type(e.struct_info).__name__}; only "
-                "tensors can leave an If"
+                "tensors and sequences of tensors can leave an If"
             )
-    return bindings, exprs
+    return bindings, exprs, layout
 
 
 def _same_dim(a: Any, b: Any) -> bool:

@@ -13,6 +13,19 @@ from ...struct_info import TensorStructInfo
 
 # ----------------------------------------------------------------------------- helpers
 
+# entries of a matrix a converter builds at import time (a DFT's, a mel filter bank's): a
+# model's dims decide it, so a hostile or mistaken one could ask for terabytes
+MAX_IMPORT_ENTRIES = 2**24
+
+
+def check_import_entries(entries: int, what: str) -> None:
+    """Refuse a constant of more than MAX_IMPORT_ENTRIES entries before it is built."""
+    if entries > MAX_IMPORT_ENTRIES:
+        raise OpAttributeUnImplemented(
+            f"{what} would be a constant of {entries} entries built at import, over minitvm's "
+            f"limit of {MAX_IMPORT_ENTRIES}; use smaller dims"
+        )
+
 
 def shape_of(x: Expr) -> tuple:
     """Dims of a tensor: ints where static, tir PrimExprs where symbolic."""

@@ -13,6 +13,7 @@ import numpy as np
 from ....error import OpAttributeInvalid, OpAttributeUnImplemented
 from ... import op as R
 from ...expr import TupleGetItem
+from ._data_dependent import compress_at_run_time
 from ._helpers import _axis, _dtype, _ndim, shape_of
 from ._runtime_index import one_hot_at_run_time, topk_at_run_time
 
@@ -120,14 +121,12 @@ def _one_hot(ctx, inputs, attrs):
 
 def _compress(ctx, inputs, attrs):
     """Compress: the slices along `axis` (of the flattened input when absent) whose condition
-    holds; the condition must be known at import time (the output shape depends on it)."""
+    holds; a condition computed at run time goes through R.nonzero (a symbolic length)."""
     x = ctx.expr(inputs[0])
     condition = ctx.known_or_none(inputs[1])
     if not isinstance(condition, np.ndarray):
-        raise OpAttributeUnImplemented(
-            "input 'condition' is computed at run time, so the output shape is unknown at "
-            "import time; minitvm needs it as an initializer or constant"
-        )
+        axis = _axis(int(attrs["axis"]), _ndim(x)) if "axis" in attrs else None
+        return compress_at_run_time(ctx, x, inputs[1], axis)
     if "axis" in attrs:
         axis = _axis(int(attrs["axis"]), _ndim(x))
     else:

@@ -23,6 +23,10 @@ from ._helpers import (
     shape_of,
 )
 from ._runtime_axes import (
+    axis_hits,
+    checked_reshape,
+    dims_tensor,
+    poisoned,
     reduce_at_run_time,
     slice_at_run_time,
     split_at_run_time,
@@ -420,6 +424,8 @@ def _pad(ctx, inputs, attrs):
     mode = attrs.get("mode", "constant")
     # wrap has no relax.nn.pad mode: it takes the gather path of pads known at run time
     modes = {"constant": "constant", "edge": "edge", "reflect": "reflect", "wrap": "wrap"}
+    if ctx.opset < 11:  # Pad-2: pads and value are attributes; no wrap mode yet
+        modes.pop("wrap")
     if mode not in modes:
         _unsupported("mode", mode, sorted(modes))
     value = inputs[2] if len(inputs) > 2 else None
@@ -435,7 +441,7 @@ def _pad(ctx, inputs, attrs):
             fill = _const_like(ctx, x, known if mode == "constant" else 0.0)
         axes = inputs[3] if len(inputs) > 3 else None
         return pad_at_run_time(ctx, x, inputs[1], axes, modes[mode], fill)
-    pads = ctx.ints(inputs[1], "pads") if ctx.opset >= 11 else list(attrs["pads"])
+    pads = ctx.ints(inputs[1], "pads") if ctx.opset >= 11 else list(_required(attrs, "pads"))
     if runtime_fill or mode != "constant":
         fill = 0.0  # a fill computed at run time is put in below; other modes ignore it
     elif value is not None:
@@ -618,24 +624,14 @@ def _cumulative(relax_op: Callable) -> Callable:
         if ctx.known_or_none(inputs[1]) is not None or ndim == 1:  # rank 1: the axis is 0
             axis = 0 if ndim == 1 else _axis(int(_scalar(ctx, inputs[1], "axis")), ndim)
             return along(ctx, x, axis, attrs)
-        if not _dtype(x).startswith("float"):
-            raise OpAttributeUnImplemented(
-                "an axis computed at run time on an integer tensor of rank > 1; make it a "
-                "constant of the model"
-            )
         # the axis is known only at run time: every axis is computed and the asked one picked;
-        # an axis out of range gives NaN
-        axis = ctx.emit(R.reshape(ctx.emit(R.astype(ctx.expr(inputs[1]), "int64")), ()))
-        y = ctx.emit(R.full(shape_of(x), _const_like(ctx, x, float("nan")), _dtype(x)))
+        # the VM refuses an axis out of range
+        hits, ok = axis_hits(ctx, ctx.emit(R.reshape(ctx.expr(inputs[1]), (1,))), ndim)
+        y = ctx.emit(R.zeros(shape_of(x), _dtype(x)))
         for a in range(ndim):
-            hit = ctx.emit(
-                R.logical_or(
-                    ctx.emit(R.equal(axis, ctx.expr(np.asarray(a, "int64")))),
-                    ctx.emit(R.equal(axis, ctx.expr(np.asarray(a - ndim, "int64")))),
-                )
-            )
+            hit = ctx.emit(R.reshape(ctx.emit(R.strided_slice(hits, [1], [a], [a + 1])), ()))
             y = ctx.emit(R.where(hit, along(ctx, x, a, attrs), y))
-        return y
+        return checked_reshape(ctx, y, poisoned(ctx, dims_tensor(ctx, y), ok), "axis", shape_of(x))
 
     return convert
 

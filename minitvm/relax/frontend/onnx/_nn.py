@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 from typing import Any
@@ -82,8 +83,10 @@ def _explicit_pads(attrs: dict, nd: int) -> list:
 
 def _conv_geometry(ctx, x, w, attrs) -> tuple[int, list, list, list]:
     nd = _ndim(x) - 2
-    if nd not in (1, 2):
-        raise OpAttributeUnImplemented(f"{nd}-d convolution is not supported (only 1-d and 2-d)")
+    if nd not in (1, 2, 3):
+        raise OpAttributeUnImplemented(
+            f"{nd}-d convolution is not supported (only 1-d, 2-d and 3-d)"
+        )
     w_kernel = list(shape_of(w)[2:])
     if len(w_kernel) != nd:
         raise OpAttributeInvalid(
@@ -107,10 +110,8 @@ def _conv(ctx, inputs, attrs):
     nd, kernel, strides, dilations = _conv_geometry(ctx, x, w, attrs)
     pads = _spatial_pads(ctx, x, attrs, kernel, strides, dilations)
     groups = int(attrs.get("group", 1))
-    if nd == 1:
-        y = ctx.emit(R.nn.conv1d(x, w, strides, pads, dilations, groups))
-    else:
-        y = ctx.emit(R.nn.conv2d(x, w, strides, pads, dilations, groups))
+    conv = (R.nn.conv1d, R.nn.conv2d, R.nn.conv3d)[nd - 1]
+    y = ctx.emit(conv(x, w, strides, pads, dilations, groups))
     return _add_channel_bias(ctx, y, inputs[2] if len(inputs) > 2 else None)
 
 
@@ -155,7 +156,8 @@ def _conv_transpose(ctx, inputs, attrs):
         x, w = ctx.emit(R.expand_dims(x, 2)), ctx.emit(R.expand_dims(w, 2))
         strides, dilations, out_pad = [1, *strides], [1, *dilations], [0, *out_pad]
         pads = [0, pads[0], 0, pads[1]]
-    y = ctx.emit(R.nn.conv2d_transpose(x, w, strides, pads, out_pad, dilations, groups))
+    transpose = R.nn.conv3d_transpose if nd == 3 else R.nn.conv2d_transpose
+    y = ctx.emit(transpose(x, w, strides, pads, out_pad, dilations, groups))
     if nd == 1:
         y = ctx.emit(R.squeeze(y, [2]))
     return _add_channel_bias(ctx, y, inputs[2] if len(inputs) > 2 else None)
@@ -326,12 +328,21 @@ def _pool(kind: str) -> Callable:
             )
         ceil = bool(attrs.get("ceil_mode", 0))
         if kind == "max":
-            if int(attrs.get("storage_order", 0)):
-                _unsupported("storage_order", attrs["storage_order"], [0])
             pool = (R.nn.max_pool1d, R.nn.max_pool2d, R.nn.max_pool3d)[nd - 1]
-            return ctx.emit(pool(x, kernel, strides, pads, dilations, ceil))
+            y = ctx.emit(pool(x, kernel, strides, pads, dilations, ceil))
+            if len(ctx.node.output) < 2 or not ctx.node.output[1]:
+                return y
+            order = int(attrs.get("storage_order", 0))
+            if order not in (0, 1) or (order == 1 and nd == 3):
+                # 3-d column-major indices: onnxruntime and ONNX's reference disagree (1.23)
+                _unsupported("storage_order", order, "0, or 1 for 1-d and 2-d pools")
+            window = (kernel, strides, pads, dilations)
+            return [y, _max_pool_indices(ctx, x, y, window, order)]
         include = bool(attrs.get("count_include_pad", 0))
         if kind == "lp":  # (sum of |x|^p over the window)^(1/p): a mean counting the padding
+            if not explicit and attrs["auto_pad"] != "VALID" and any(d != 1 for d in dilations):
+                # onnxruntime and ONNX's reference place these windows differently (1.23)
+                _unsupported("auto_pad", attrs["auto_pad"], "NOTSET or VALID with dilations")
             return _lp_pool(
                 ctx, x, int(attrs.get("p", 2)), (kernel, strides, pads, dilations, ceil)
             )
@@ -341,13 +352,57 @@ def _pool(kind: str) -> Callable:
     return convert
 
 
+def _max_pool_indices(ctx, x: Expr, y: Expr, window: tuple, order: int) -> Expr:
+    """MaxPool's Indices: where each window's maximum sits, as a flat index into x.
+
+    The window's taps, each a strided slice of x padded with -inf, are stacked and argmax
+    picks the first largest (the one onnxruntime keeps); a constant table maps (tap, output
+    position) to the tap's spatial offset, row-major (storage_order 0) or column-major (1)
+    over the spatial dims; (n * C + c) * prod(spatial) is added."""
+    kernel, strides, pads, dilations = window
+    shape, out = shape_of(x), shape_of(y)
+    if not all(isinstance(d, int) for d in shape + out):
+        raise OpAttributeUnImplemented(
+            f"MaxPool's Indices output on symbolic shape {list(shape)}; give it in shape_dict"
+        )
+    nd, (n, c), size = len(kernel), shape[:2], list(shape[2:])
+    ends = [
+        max((o - 1) * s + d * (k - 1) + 1 - sz - p, 0)
+        for o, s, d, k, sz, p in zip(out[2:], strides, dilations, kernel, size, pads)
+    ]
+    if not _dtype(x).startswith("float"):  # padding must lose to every value: -inf
+        raise OpAttributeUnImplemented(f"MaxPool's Indices output of {_dtype(x)} input")
+    pairs = [(0, 0), (0, 0)] + list(zip(pads[:nd], ends))
+    padded = ctx.emit(R.nn.pad(x, pairs, pad_value=-np.inf))
+    taps, table = [], []
+    grid = np.meshgrid(*[np.arange(o) for o in out[2:]], indexing="ij")
+    for tap in itertools.product(*map(range, kernel)):
+        begin = [t * d for t, d in zip(tap, dilations)]
+        end = [b + (o - 1) * s + 1 for b, o, s in zip(begin, out[2:], strides)]
+        view = R.strided_slice(padded, list(range(2, nd + 2)), begin, end, strides)
+        taps.append(ctx.emit(R.expand_dims(ctx.emit(view), 0)))
+        pos = [g * s - p + b for g, s, p, b in zip(grid, strides, pads, begin)]
+        table.append(np.ravel_multi_index(pos, size, mode="clip", order="CF"[order]))
+    best = ctx.emit(R.argmax(ctx.emit(R.concat(taps, 0)), 0))  # (N, C, out...)
+    cells = int(np.prod(out[2:]))
+    flat = ctx.emit(
+        R.add(
+            ctx.emit(R.multiply(ctx.emit(R.astype(best, "int64")), ctx.expr(np.int64(cells)))),
+            ctx.expr(np.arange(cells, dtype="int64").reshape(out[2:])),
+        )
+    )
+    spatial = ctx.emit(R.take(ctx.expr(np.stack(table).reshape(-1).astype("int64")), flat, 0))
+    base = (np.arange(n * c, dtype="int64") * int(np.prod(size))).reshape([n, c] + [1] * nd)
+    return ctx.emit(R.add(spatial, ctx.expr(base)))
+
+
 def _lp_pool(ctx, x: Expr, p: int, window: tuple) -> Expr:
     if p < 1:
         raise OpAttributeInvalid(f"attribute p={p} must be a positive integer")
-    if any(d != 1 for d in window[3]):
-        # ONNX's own reference scales dilated windows by the dilated extent, not the taps
-        # (onnx 1.23); rather than pick one of the two answers, the case is declined
-        _unsupported("dilations", window[3], "all 1 for LpPool")
+    if window[4] and any(d != 1 for d in window[3]):
+        # windows running past the end: onnxruntime and ONNX's reference give different sums
+        # (onnxruntime 1.23, onnx 1.23); rather than pick one, the case is declined
+        _unsupported("ceil_mode", 1, "0 when LpPool has dilations")
     pool = (R.nn.avg_pool1d, R.nn.avg_pool2d, R.nn.avg_pool3d)[_ndim(x) - 3]
     powered = (
         ctx.emit(R.abs(x))

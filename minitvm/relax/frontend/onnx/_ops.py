@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from ... import op as R
 from ._control import convert_if
+from ._data_dependent import DATA_DEPENDENT_CONVERTERS
 from ._elementwise import (
     _binary,
     _bit_cast,
@@ -87,6 +88,7 @@ from ._manipulate import (
     _transpose,
     _unsqueeze,
 )
+from ._misc_ops import MISC_CONVERTERS
 from ._nn import (
     _batch_norm,
     _conv,
@@ -99,6 +101,7 @@ from ._nn import (
     _pool,
     _softmax,
 )
+from ._nn_more import NN_MORE_CONVERTERS
 from ._quantize import (
     _dequantize_linear,
     _dynamic_quantize_linear,
@@ -109,6 +112,8 @@ from ._quantize import (
 )
 from ._recurrent import _recurrent
 from ._resize import _resize
+from ._sequence import SEQUENCE_CONVERTERS
+from ._signal import SIGNAL_CONVERTERS
 from ._unroll import convert_loop, convert_scan
 
 # ----------------------------------------------------------------------------- the table
@@ -270,6 +275,11 @@ CONVERTERS: dict[str, Callable] = {
     "Loop": convert_loop,
     "Scan": convert_scan,
     **INDEXING_CONVERTERS,
+    **NN_MORE_CONVERTERS,
+    **MISC_CONVERTERS,
+    **SIGNAL_CONVERTERS,
+    **DATA_DEPENDENT_CONVERTERS,
+    **SEQUENCE_CONVERTERS,
 }
 
 # ops whose value at import time is not a function of their inputs' values alone (control flow
@@ -277,6 +287,11 @@ CONVERTERS: dict[str, Callable] = {
 NEVER_FOLD = frozenset(
     {"Shape", "Size", "Constant", "Dropout", "RandomNormal", "RandomUniform", "If", "Loop", "Scan"}
 )
+# onnx's reference evaluator returns Unique's Y sorted even for sorted=0 (when Y is the only
+# output): R.unique, which follows the spec, computes it instead
+NEVER_FOLD = NEVER_FOLD | {"Unique"}
+# sequences and optionals are not arrays: their converters keep known items known themselves
+NEVER_FOLD = NEVER_FOLD | set(SEQUENCE_CONVERTERS)
 
 # ops that sum many terms: float16 inputs are computed in float32 and the result rounded once,
 # as ONNX Runtime and numpy do (a float16 running sum loses digits after a few hundred terms)

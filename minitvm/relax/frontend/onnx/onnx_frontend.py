@@ -28,7 +28,9 @@ from ...expr import Expr, Tuple, Var, const
 from ...functor import used_vars
 from ...struct_info import TensorStructInfo
 from ..common import raise_unsupported
-from . import _checks, _control, _dataflow, _function, _ops, _shape
+from . import _checks, _control, _dataflow, _function, _ops, _sequence, _shape
+from ._contrib import CONTRIB_CONVERTERS
+from ._misc_ops import ML_CONVERTERS, TRAINING_CONVERTERS
 from ._shape import SymTensor
 
 SUPPORTED_OPSETS = range(13, 22)  # tested; 11 and 12 work where converters note the difference
@@ -41,7 +43,22 @@ _CONVERTED_FROM_OPSET = 11
 _MAX_OPSET = 28
 _DEFAULT_DOMAINS = ("", "ai.onnx")
 # ops whose converter also implements versions older than opset 11's: op -> the oldest one
-_OLDER_VERSIONS_CONVERTED = {"If": 1, "Loop": 1, "Scan": 8, "Scatter": 9, "TopK": 1}
+_OLDER_VERSIONS_CONVERTED = {
+    "If": 1,
+    "Loop": 1,
+    "Scan": 8,
+    "Scatter": 9,
+    "TopK": 1,
+    "Unsqueeze": 1,  # axes attribute (and no negative axes) before 11
+    "Clip": 6,  # min/max attributes before 11
+    "Pad": 2,  # pads/value attributes before 11
+}
+# the ops converted from other domains; any other op of these domains is refused by name
+_OTHER_DOMAINS = {
+    "com.microsoft": CONTRIB_CONVERTERS,
+    "ai.onnx.ml": ML_CONVERTERS,
+    "ai.onnx.preview.training": TRAINING_CONVERTERS,
+}
 
 
 def _require_onnx() -> Any:
@@ -96,6 +113,8 @@ class Context:
             return value
         if isinstance(value, SymTensor):
             return self.sym_tensor(value)
+        if (seq := _sequence.as_expr(self, value)) is not None:
+            return seq  # a sequence as a Tuple, an optional as its element
         if value is None:
             raise FrontendError(f"{self.where()}: a required input is missing")
         return const(np.asarray(value, dtype=dtype) if dtype else np.asarray(value))
@@ -313,7 +332,7 @@ def _import_as(onnx, model, shape_dict, dtype_dict, opset, keep_params, sanitize
 def _graph_body(ctx: Context, graph: Any, graph_inputs: list, inputs: list, where: list) -> Expr:
     """Convert the graph's nodes; its output (a tuple of several)."""
     for info, var in zip(graph_inputs, inputs):
-        ctx.values[info.name] = var
+        ctx.values[info.name] = _sequence.graph_input_value(ctx, var)
     for node in graph.node:
         where[0] = f"from_onnx: {node_label(node)}"
         _convert_node(ctx, node)
@@ -327,6 +346,8 @@ def _graph_body(ctx: Context, graph: Any, graph_inputs: list, inputs: list, wher
 def _model_opset(model: Any, opset: int | None) -> int:
     found = [o.version for o in model.opset_import if o.domain in _DEFAULT_DOMAINS]
     version = opset if opset is not None else (found[0] if found else None)
+    if version is None and not any(n.domain in _DEFAULT_DOMAINS for n in model.graph.node):
+        version = _MAX_OPSET  # only other domains' ops (ai.onnx.ml, ...): none reads the opset
     if version is None:
         raise FrontendError(
             "from_onnx: the model declares no default-domain opset; pass opset=... (13 to 21)"
@@ -389,8 +410,14 @@ def _old_version(onnx: Any, node: Any, opset: int) -> str:
     )
 
 
+def _converter(node: Any) -> Any:
+    """The node's converter (by domain and op_type), or None."""
+    table = _ops.CONVERTERS if node.domain in _DEFAULT_DOMAINS else _OTHER_DOMAINS.get(node.domain)
+    return None if table is None else table.get(node.op_type)
+
+
 def _has_converter(node: Any) -> bool:
-    return node.domain in _DEFAULT_DOMAINS and node.op_type in _ops.CONVERTERS
+    return _converter(node) is not None
 
 
 def _check_names(shape_dict: Any, dtype_dict: Any, graph_inputs: list) -> None:
@@ -409,9 +436,7 @@ def _check_names(shape_dict: Any, dtype_dict: Any, graph_inputs: list) -> None:
 def _input_var(ctx: Context, info: Any, name: str, shape_dict, dtype_dict) -> Var:
     ttype = info.type.tensor_type
     if not info.type.HasField("tensor_type"):
-        raise FrontendError(
-            f"from_onnx: input {info.name!r} is not a tensor; only tensors are supported"
-        )
+        return _sequence.input_var(ctx, info, name, shape_dict, dtype_dict)
     if info.name in shape_dict:
         dims = [ctx.sym_var(d) if isinstance(d, str) else int(d) for d in shape_dict[info.name]]
     elif ttype.HasField("shape"):
@@ -552,9 +577,11 @@ def _convert_widened(ctx: Context, node: Any, inputs: list, attrs: dict) -> Any:
 
     if not _has_converter(node):
         return _function.expand(ctx, node, inputs, _convert_node, _has_converter)
-    convert = _ops.CONVERTERS[node.op_type]
-    if node.op_type not in _ops.WIDEN_FLOAT16 or not any(
-        _is_float16(v) for v in inputs if isinstance(v, Expr)
+    convert = _converter(node)
+    if (
+        node.domain not in _DEFAULT_DOMAINS
+        or node.op_type not in _ops.WIDEN_FLOAT16
+        or not any(_is_float16(v) for v in inputs if isinstance(v, Expr))
     ):
         return convert(ctx, inputs, attrs)
     wide = [
@@ -611,8 +638,8 @@ def _attributes(node: Any) -> dict[str, Any]:
 
 def _fold(ctx: Context, node: Any, inputs: list, attrs: dict) -> list | None:
     """The node's outputs when all its inputs are known, else None."""
-    if node.op_type in _ops.NEVER_FOLD:
-        return None
+    if node.op_type in _ops.NEVER_FOLD or node.domain not in _DEFAULT_DOMAINS:
+        return None  # other domains' ops are converted (the evaluator here knows only ai.onnx)
     present = [v for v in inputs if v is not None]
     if not all(isinstance(v, np.ndarray | SymTensor) for v in present):
         return None
