@@ -124,11 +124,13 @@ def test_row_reductions_keep_a_vector_of_partial_results_per_row(name, monkeypat
 
 
 def test_row_reduction_of_a_width_no_vector_divides_keeps_parallel_rows(monkeypatch) -> None:
+    # 37 = 2 x 16 + 5: partial results over a guarded split of 16 lanes (the last vector's
+    # missing lanes hold the identity), the rows still parallel
     monkeypatch.setattr("minitvm.dlight.cpu.utils.PARALLEL_MIN_WORK", 1)
     mod = graph([(64, 37)], lambda x: op.nn.softmax(x))
     scheduled = schedule(mod)
     (func,) = prim_funcs(scheduled)
-    assert not [b for b in func.body.block.alloc_buffers if b.name.endswith("_rf")]
+    assert [b for b in func.body.block.alloc_buffers if b.name.endswith("_rf")]
     assert ForKind.PARALLEL in loop_kinds(func)
     x = np.random.default_rng(1).standard_normal((64, 37)).astype("float32")
     np.testing.assert_allclose(evaluate(scheduled, x), evaluate(mod, x), rtol=1e-5, atol=1e-6)

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...ir.structural import structural_equal
 from ..analysis.region import infer_access_regions
 from ..buffer import decl_buffer
-from ...ir.structural import structural_equal
-from ..expr import Add, BufferLoad, IterType, IterVar, Max, Min, Mul, Range, Var, const_value
+from ..expr import Add, And, BufferLoad, IterType, IterVar, Max, Min, Mul, Range, Var, const_value
 from ..function import PrimFunc
 from ..functor import post_order_visit, substitute
+from ..op import if_then_else
 from ..stmt import Block, BlockRealize, BufferStore, For, ForKind, LetStmt, SeqStmt, Stmt, seq
 from .common import add_root_alloc, analyzer, is_quasi_affine, schedule_error, unique_name
 from .state import ScheduleState
@@ -204,7 +205,9 @@ def _reducer(func: PrimFunc, r: BlockRealize, what: str) -> tuple[type, Any, Any
         )
     init = r.block.init
     if not isinstance(init, BufferStore) or init.buffer is not buf:
-        raise schedule_error(func, f"{what}: the init of '{name}' is not a single store to {buf.name}", r)
+        raise schedule_error(
+            func, f"{what}: the init of '{name}' is not a single store to {buf.name}", r
+        )
     if not _same_indices(init.indices, body.indices):
         raise schedule_error(
             func,
@@ -356,18 +359,52 @@ def _check_loops(func, what, chain, loop, r, s_ids, r_ids) -> int:
     return top
 
 
-def _check_predicate(func, what, r, r_ids) -> None:
-    """A predicate over reduction loops is refused (as TVM does): which partial slots it leaves
-    unwritten cannot be told, and the write-back block would read them."""
+def _conjuncts(pred: Any) -> list:
+    return [*_conjuncts(pred.a), *_conjuncts(pred.b)] if isinstance(pred, And) else [pred]
+
+
+def _split_predicate(func, what, r, chain, r_ids) -> tuple[Any, Any]:
+    """(the predicate over the other loops, kept on both new blocks; the conjuncts over the
+    reduction loops, or None) of `r`'s predicate.
+
+    A conjunct over reduction loops (the guard of a split whose factors do not divide the
+    extent) goes into the partial block's value, `if_then_else(guard, value, identity)`, not
+    its predicate: every partial slot is then written over the whole box of its iterators,
+    so the result is the same reduction in another order (max/min: the same bits; sums:
+    rounding), and a primitive that rebuilds the block's loops from its iterators' domains
+    (compute_at) cannot drop the guard. TVM v0.19 refuses every such predicate."""
     if const_value(r.predicate) == 1 or not uses_var([r.predicate], r_ids):
-        return
-    raise schedule_error(
-        func,
-        f"{what}: block '{r.block.name_hint}' has the predicate {r.predicate} over its reduction "
-        "loops (e.g. from a split whose factors do not divide the extent); rfactor cannot tell "
-        "which partial results exist; split with factors that divide the reduction extent",
-        r,
-    )
+        return r.predicate, None
+    kept, guards = [], []
+    for c in _conjuncts(r.predicate):
+        if not uses_var([c], r_ids):
+            kept.append(c)
+        elif uses_var([c], {id(f.loop_var) for f in chain} - r_ids):
+            raise schedule_error(
+                func,
+                f"{what}: block '{r.block.name_hint}' has the predicate {c}, over both "
+                "reduction and spatial loops; rfactor cannot tell which partial results exist; "
+                "split the reduction loop with factors that divide its extent",
+                r,
+            )
+        else:
+            guards.append(c)
+    return _all_of(kept), _all_of(guards)
+
+
+def _first_iteration_guarded(guard, chain, loop, r_ids) -> bool:
+    """`guard` holds at the first iteration of the reduction loops other than `loop`, for every
+    value of the rest: then it may also stay the partial block's predicate (whose `if likely`
+    loop partitioning takes off the unguarded iterations), since each slot's init still runs."""
+    others = [f for f in chain if f is not loop and id(f.loop_var) in r_ids]
+    return analyzer(chain).can_prove(_at_min(guard, others))
+
+
+def _all_of(conds: list) -> Any:
+    out: Any = True
+    for c in conds:
+        out = c if out is True else And(out, c)
+    return out
 
 
 def rfactor(func: PrimFunc, loop: For, loop_path: Path, factor_axis: int) -> tuple[PrimFunc, str]:
@@ -417,7 +454,7 @@ def rfactor(func: PrimFunc, loop: For, loop_path: Path, factor_axis: int) -> tup
     s_ids = {id(f.loop_var) for f in chain if uses_var([v for _, v in spatial], {id(f.loop_var)})}
     r_ids = {id(f.loop_var) for f in chain if uses_var([v for _, v in reduce], {id(f.loop_var)})}
     top = _check_loops(func, what, chain, loop, orig, s_ids, r_ids)
-    _check_predicate(func, what, r, r_ids)
+    wb_pred, guard = _split_predicate(func, what, r, chain, r_ids)
     _check_no_clobber(func, what, chain[0], orig)
     buf = store.buffer
     ndim = len(buf.shape)
@@ -464,6 +501,20 @@ def rfactor(func: PrimFunc, loop: For, loop_path: Path, factor_axis: int) -> tup
     idx = [substitute(i, vmap) for i in store.indices]
     rf_idx = tuple(idx[:axis] + [rf_iv.var] + idx[axis:])
     value = substitute(rhs, vmap)
+    rf_pred = substitute(wb_pred, lmap)
+    if guard is not None:  # past the guard the slot takes the identity (`_split_predicate`)
+        if has_reduce and _first_iteration_guarded(guard, chain, loop, r_ids):
+            rf_pred = substitute(_all_of([wb_pred, guard]), lmap)
+        guard = substitute(guard, vmap)
+        if uses_var([guard], {id(f.loop_var) for f in chain}):
+            raise schedule_error(
+                func,
+                f"{what}: block '{name}' has the predicate {r.predicate} over reduction loops "
+                "that do not map one to one to its partial block's iterators; rfactor cannot "
+                "tell which partial results exist; split with factors that divide the extent",
+                r,
+            )
+        value = if_then_else(guard, value, substitute(block.init.value, vmap))
     if has_reduce:  # partial reduction over the other reduction loops
         rf_body = BufferStore(rf_buf, combiner(BufferLoad(rf_buf, rf_idx), value), rf_idx)
         rf_init = BufferStore(rf_buf, substitute(block.init.value, vmap), rf_idx)
@@ -471,11 +522,15 @@ def rfactor(func: PrimFunc, loop: For, loop_path: Path, factor_axis: int) -> tup
         # or max/min, where folding the init in once more in the write-back is harmless)
         rf_body, rf_init = BufferStore(rf_buf, value, rf_idx), None
     rf_block = Block(
-        tuple(ivs), (), (), unique_name(func, f"{name}_rf"), rf_body, init=rf_init,
+        tuple(ivs),
+        (),
+        (),
+        unique_name(func, f"{name}_rf"),
+        rf_body,
+        init=rf_init,
         annotations=block.annotations,
     )
     rf_block = _with_regions(rf_block, analyzer(rf_loops))
-    rf_pred = substitute(r.predicate, lmap)
     rf_nest = _rebuild_nest(rf_loops, BlockRealize(tuple(values), rf_pred, rf_block))
 
     # the write-back block, in the original nest without the other reduction loops
@@ -485,14 +540,16 @@ def rfactor(func: PrimFunc, loop: For, loop_path: Path, factor_axis: int) -> tup
     w_idx = tuple(substitute(i, wvmap) for i in store.indices)
     w_rf_idx = tuple(list(w_idx[:axis]) + [w_rf.var] + list(w_idx[axis:]))
     wb_block = Block(
-        (w_rf, *w_ivs), (), (), name,
+        (w_rf, *w_ivs),
+        (),
+        (),
+        name,
         BufferStore(buf, combiner(BufferLoad(buf, w_idx), BufferLoad(rf_buf, w_rf_idx)), w_idx),
         init=BufferStore(buf, substitute(block.init.value, wvmap), w_idx),
         annotations=block.annotations,
     )
     wb_block = _with_regions(wb_block, analyzer(chain))
     wb_values = (loop.loop_var,) + tuple(v for _, v in spatial)
-    wb_pred = r.predicate  # over spatial loops only (_check_predicate), all kept
     kept = [f for f in chain[top:] if f is loop or id(f.loop_var) not in r_ids]
     wb_nest = _rebuild_nest(kept, BlockRealize(wb_values, wb_pred, wb_block))
 
@@ -506,7 +563,9 @@ def rfactor(func: PrimFunc, loop: For, loop_path: Path, factor_axis: int) -> tup
 
 def _loop_iv(f: For, kind: IterType) -> IterVar:
     """An iterator over the range of loop `f`, named as TVM names it: 'v' + the loop's name."""
-    return IterVar(Range.from_min_extent(f.min, f.extent), Var("v" + f.loop_var.name, f.loop_var.dtype), kind)
+    return IterVar(
+        Range.from_min_extent(f.min, f.extent), Var("v" + f.loop_var.name, f.loop_var.dtype), kind
+    )
 
 
 def _check_no_clobber(func, what, outer: For, r: BlockRealize) -> None:

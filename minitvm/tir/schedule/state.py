@@ -265,9 +265,10 @@ class ScheduleState:
             for region in p.stmt.writes:
                 if region.buffer is read.buffer:
                     piece = self._produced(p, region, lca, ana)
-                    if piece is None:
-                        return False
-                    pieces.append(piece)
+                    if piece is not None:  # unknown: counted as writing nothing (a lower bound)
+                        pieces.append(piece)
+        if not pieces:
+            return False
         for dim, extent in enumerate(read.buffer.shape):
             have = _union([piece[dim] for piece in pieces], ana)
             need = consumed[dim]
@@ -305,6 +306,11 @@ class ScheduleState:
         predicate = self._realize_of(block_sref).predicate
         if not _dense(bound, loop_vars, ana, affine_coeffs):
             return _enumerated_box(bound, inner, predicate, ana)
+        if const_int(predicate) == 1:
+            return intervals
+        predicate = _drop_free_guards(predicate, bound, inner, ana)
+        if predicate is None:
+            return None
         if const_int(predicate) == 1:
             return intervals
         mins = [r.min for r in bound.region]
@@ -431,6 +437,30 @@ _BOUND_FORMS = {  # comparison class -> (side the index is on, bound kind, offse
     GT: (("a", "lo", 1), ("b", "hi", -1)),
     GE: (("a", "lo", 0), ("b", "hi", 0)),
 }
+
+
+def _drop_free_guards(predicate: Any, bound: Any, inner: list, ana: Any) -> Any:
+    """`predicate` without its conjuncts over relaxed loops that index nothing written (the
+    guard of a reduction loop split by a factor that does not divide it): they choose which
+    iterations run, not which elements are written, so they are dropped when each holds with
+    those loops at their first iteration for every value of the others (each element is then
+    written at least once); None when one might not."""
+    conjs = flatten_operands(predicate, And)
+    region_ids = {id(v) for r in bound.region for v in vars_in((r.min, r.extent))}
+    free = [f for f in inner if id(f.loop_var) not in region_ids]
+    free_ids = {id(f.loop_var) for f in free}
+    kept = [c for c in conjs if not uses_var(c, free_ids)]
+    if len(kept) == len(conjs):
+        return predicate
+    at_min = {f.loop_var: f.min for f in free}
+    inner_ana = analyzer(inner)  # `ana` knows only the loops above: bind these in a new one
+    for c in conjs:
+        if uses_var(c, free_ids) and not inner_ana.can_prove(substitute(c, at_min)):
+            return None
+    out: Any = IntImm("bool", 1)
+    for c in kept:
+        out = c if const_int(out) == 1 else And(out, c)
+    return out
 
 
 def _cut_by_predicate(intervals: list, mins: list, predicate: Any, loop_vars: list, ana: Any):
