@@ -233,10 +233,34 @@ class Canonical:
             return lo // c
         return None
 
+    def _split_low(self, rest: Poly, c: int) -> tuple[Poly, Poly, int] | None:
+        """(s, r, g) with rest == g*s + r, g a proper divisor of c and 0 <= r < g provable
+        from the bounds of the terms of r: then floordiv(rest, c) == floordiv(s, c // g) and
+        floormod(rest, c) == g*floormod(s, c // g) + r (GQA's `(h*8192 + k*64 + j) // 16384`
+        with k < 128, j < 64 is h // 2). The largest such g is tried first."""
+        for g in sorted({gcd(co, c) for co, _ in rest.terms.values()} - {1, c}, reverse=True):
+            high, low = Poly(rest.dtype), Poly(rest.dtype, const=rest.const)
+            for key, (co, atoms) in rest.terms.items():
+                if co % g == 0:
+                    high.add_term(key, co // g, atoms)
+                else:
+                    low.add_term(key, co, atoms)
+            if high.is_const() or low.is_const():
+                continue  # all of rest, or a constant offset: the gcd step's case
+            q = self._bucket(low, g)
+            if q is not None:
+                high.const += q
+                return high, low.plus(Poly(rest.dtype, const=q * g), -1), g
+        return None
+
     def _floordiv_rest(self, rest: Poly, c: int) -> Poly:
         q = self._bucket(rest, c)
         if q is not None:
             return Poly(rest.dtype, const=q)
+        split = self._split_low(rest, c)
+        if split is not None:
+            high, _, g = split
+            return self._by_const(FloorDiv, high, c // g)
         g = gcd(c, *(coeff for coeff, _ in rest.terms.values()))
         if g > 1:  # floordiv(g*s + k, g*c') == floordiv(s + floordiv(k, g), c')
             reduced = Poly(
@@ -251,6 +275,10 @@ class Canonical:
         q = self._bucket(rest, c)
         if q is not None:
             return rest.plus(Poly(rest.dtype, const=q * c), -1)
+        split = self._split_low(rest, c)
+        if split is not None:
+            high, low, g = split
+            return self._by_const(FloorMod, high, c // g).scaled(g).plus(low)
         g = gcd(c, *(coeff for coeff, _ in rest.terms.values()))
         if g > 1:  # floormod(g*s + g*k1 + k0, g*c') == g*floormod(s + k1, c') + k0
             reduced = Poly(

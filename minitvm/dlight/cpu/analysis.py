@@ -6,7 +6,7 @@ from __future__ import annotations
 import enum
 
 from ...tir.analysis.op_pattern import OpPattern, block_pattern
-from ...tir.expr import Add, BufferLoad, Call, IterType, Op, Select, Var
+from ...tir.expr import Add, BufferLoad, Call, Cast, IterType, Op, Select, Var
 from ...tir.functor import post_order_visit
 from ...tir.stmt import Block, BufferStore
 
@@ -86,6 +86,39 @@ def _contiguous_along(load: BufferLoad, var: Var) -> bool:
     return last is var and not any(_uses(i, var) for i in outer)
 
 
+def _contiguous_in_panel(load: BufferLoad, var: Var, block: Block) -> bool:
+    """`_contiguous_along`, or `var` plus an offset made of the block's other spatial
+    iterators in the last dimension (`v[.., k, h * 64 + j]`: head h's columns of a
+    projection holding all heads, once the reshape's divisions fold): still consecutive
+    elements along `var`, from a column panel fixed for each output tile. An offset with a
+    reduction iterator (a conv's sliding `x + rx`) is not one: those blocks keep their rules."""
+    if _contiguous_along(load, var):
+        return True
+    *outer, last = load.indices
+    if not isinstance(last, Add) or any(_uses(i, var) for i in outer):
+        return False
+    a, b = _widened(last.a), _widened(last.b)
+    offset = last.b if a is var else last.a if b is var else None
+    if offset is None or _uses(offset, var):
+        return False
+    spatial = {id(iv.var) for iv in block.iter_vars if iv.iter_type == IterType.DataPar}
+    found: list = []
+    post_order_visit(offset, lambda n: found.append(n) if isinstance(n, Var) else None)
+    return all(id(v) in spatial for v in found)
+
+
+def _widened(e):
+    """`x` for a cast of the integer `x` to an integer type at least as wide (TE's int32
+    iterators indexing an int64 reshape): the same value; `e` itself otherwise."""
+    widening = (
+        isinstance(e, Cast)
+        and e.dtype.is_int
+        and e.value.dtype.is_int
+        and e.dtype.bits >= e.value.dtype.bits
+    )
+    return e.value if widening else e
+
+
 def _transposed_along(load: BufferLoad, var: Var, block: Block) -> bool:
     """`load` reads `B[.., var, k]`: `var` exactly in the second-to-last dimension and nowhere
     else, a reduction iterator k in the last (the weight of `x @ W.T` in [N, K] layout)."""
@@ -119,7 +152,7 @@ def is_matmul(block: Block) -> bool:
     if not any(by_j):
         return False
     return all(
-        _contiguous_along(ld, j) or _transposed_along(ld, j, block)
+        _contiguous_in_panel(ld, j, block) or _transposed_along(ld, j, block)
         for ld, uses in zip(_loads(term), by_j)
         if uses
     )

@@ -3,6 +3,7 @@ then GeneralReduction's row chain, else each block by the first block rule that 
 
 from __future__ import annotations
 
+from ...arith.block_indices import simplify_block_indices
 from ...ir.module import IRModule
 from ...tir.function import PrimFunc
 from ...tir.schedule import Schedule
@@ -30,7 +31,9 @@ def default_schedule_func(func: PrimFunc) -> PrimFunc:
         return func if marked_scheduled(func) else func.with_attr(IS_SCHEDULED, True)
     if not _blocks(func):
         return func.with_attr(IS_SCHEDULED, True)
-    sch = Schedule(func)
+    # a legalized reshape's digit divisions fold under the block domains (FuseTIR did this for
+    # the fused kernels; an unfused one arrives here as legalized)
+    sch = Schedule(simplify_block_indices(func))
     _inline_intermediates(sch)
     for rule in DEFAULT_RULES:  # each starts from the inlined schedule and leaves it unchanged
         out = result_func(rule.apply_inlined(sch))

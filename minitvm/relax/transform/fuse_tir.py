@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...arith.analyzer import Analyzer
+from ...arith.block_indices import simplify_block_indices
 from ...error import MiniTVMError, ShapeError
 from ...ir.dtype import DataType
 from ...ir.module import GlobalVar, IRModule
@@ -254,6 +255,9 @@ def fuse_primitive(mod: IRModule, name: str, func: Function) -> PrimFunc:
         buffer_map,
         {"tir.noalias": True},
     )
+    # the digits a reshape splits its flat offset into fold back under the block domains,
+    # before inlining carries the divisions into a consumer's inner loop
+    prim = simplify_block_indices(prim)
     return prim.with_attr(OP_PATTERN_ATTR, int(func_pattern(prim)))
 
 
