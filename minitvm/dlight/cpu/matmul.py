@@ -300,6 +300,7 @@ def schedule_product(sch: Schedule, block: BlockRV, loops: list[LoopRV]) -> Loop
     if schedule_matmul(sch, block, loops) or schedule_row_reduction(sch, block, loops):
         return None
     n_spatial = sum(iv.iter_type == IterType.DataPar for iv in realize_block.iter_vars)
+    loops = _hoist_unit_rows(sch, block, loops, n_spatial)
     if _deinterleave_strided_reads(sch, block):
         loops = sch.get_loops(block)
     spatial, reduce = loops[:n_spatial], loops[n_spatial:]
@@ -330,6 +331,25 @@ def schedule_product(sch: Schedule, block: BlockRV, loops: list[LoopRV]) -> Loop
             sch.vectorize(inner)
     outer = _parallel_widest(sch, outer, work)
     return outer[-1] if outer else None
+
+
+def _hoist_unit_rows(
+    sch: Schedule, block: BlockRV, loops: list[LoopRV], n_spatial: int
+) -> list[LoopRV]:
+    """Move unit spatial loops outermost when one sits just above j (a conv1d computed as a
+    conv2d over a height-1 image: `(n, o, 1, w)`), so the tile's rows are output channels
+    instead of the unit height: a 1-row tile reloads its weight and its sums on every
+    multiply-add (Whisper's conv1d stems, 2 threads: 26-35 -> 87-90 GFLOPS, same sums in the
+    same order). Returns the block's loops in their new order."""
+    spatial = loops[:n_spatial]
+    if len(spatial) < 3 or _extent(sch, spatial[-2]) != 1:
+        return loops
+    units = [lp for lp in spatial[:-1] if _extent(sch, lp) == 1]
+    rest = [lp for lp in spatial[:-1] if _extent(sch, lp) != 1]
+    if not rest:
+        return loops
+    sch.reorder(*units, *rest, spatial[-1])
+    return sch.get_loops(block)
 
 
 def _stride_along(index, j) -> int | None:
