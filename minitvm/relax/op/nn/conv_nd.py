@@ -150,12 +150,6 @@ def _np_conv1d_t(data, weight, strides, padding, output_padding, dilation, group
     return out.astype(out_dtype or data.dtype)
 
 
-def _te_conv3d_t(data, weight, strides, padding, output_padding, dilation, groups, out_dtype):
-    return conv3d_transpose_ncdhw(
-        data, weight, strides, padding, output_padding, dilation, groups, out_dtype
-    )
-
-
 def _np_conv3d_t(data, weight, strides, padding, output_padding, dilation, groups, out_dtype):
     out = conv3d_transpose_ncdhw_reference(
         data, weight, strides, padding, output_padding, dilation, groups
@@ -163,27 +157,20 @@ def _np_conv3d_t(data, weight, strides, padding, output_padding, dilation, group
     return out.astype(out_dtype or data.dtype)
 
 
-_conv3d = register_op(
-    CONV3D.name,
-    _infer,
-    _legalize(CONV3D, topi_layout.layout_transform, _te_conv3d),
-    _legalize(CONV3D, ref.layout_transform, _np_conv3d),
-    OpPattern.OUT_EWISE_FUSABLE,
-)
-_conv1d_transpose = register_op(
-    CONV1D_TRANSPOSE.name,
-    _infer,
-    _legalize(CONV1D_TRANSPOSE, topi_layout.layout_transform, _te_conv1d_t),
-    _legalize(CONV1D_TRANSPOSE, ref.layout_transform, _np_conv1d_t),
-    OpPattern.OUT_EWISE_FUSABLE,
-)
-_conv3d_transpose = register_op(
-    CONV3D_TRANSPOSE.name,
-    _infer,
-    _legalize(CONV3D_TRANSPOSE, topi_layout.layout_transform, _te_conv3d_t),
-    _legalize(CONV3D_TRANSPOSE, ref.layout_transform, _np_conv3d_t),
-    OpPattern.OUT_EWISE_FUSABLE,
-)
+def _register(spec: _Conv, te_fn: Callable, np_fn: Callable):
+    """The op-table row of a convolution computed in its native layouts by te_fn / np_fn."""
+    return register_op(
+        spec.name,
+        _infer,
+        _legalize(spec, topi_layout.layout_transform, te_fn),
+        _legalize(spec, ref.layout_transform, np_fn),
+        OpPattern.OUT_EWISE_FUSABLE,
+    )
+
+
+_conv3d = _register(CONV3D, _te_conv3d, _np_conv3d)
+_conv1d_transpose = _register(CONV1D_TRANSPOSE, _te_conv1d_t, _np_conv1d_t)
+_conv3d_transpose = _register(CONV3D_TRANSPOSE, conv3d_transpose_ncdhw, _np_conv3d_t)
 
 
 # ----------------------------------------------------------------------------- builders
@@ -197,6 +184,24 @@ def _per_axis(value: Any, n: int, what: str) -> tuple[int, ...]:
     if len(vals) != n:
         raise ShapeError(f"{what} must be an int, one value or {n} values, got {list(vals)}")
     return tuple(int(v) for v in vals)
+
+
+def _output_padding(spec: _Conv, value: Any, attrs: dict) -> tuple[int, ...]:
+    """A transposed conv's output_padding, one per spatial axis; each must be in
+    [0, max(stride, dilation)) along its axis, as torch requires."""
+    n = len(attrs["strides"])
+    out_pad = _per_axis(value, n, f"{spec.name}: output_padding")
+
+    def shown(v: tuple) -> Any:  # 1-D ops speak of one value
+        return v[0] if n == 1 else list(v)
+
+    if any(not 0 <= p < max(s, d) for p, s, d in zip(out_pad, attrs["strides"], attrs["dilation"])):
+        raise ShapeError(
+            f"{spec.name}: output_padding {shown(out_pad)} must be smaller than the stride "
+            f"{shown(attrs['strides'])} or the dilation {shown(attrs['dilation'])} (as torch "
+            "requires)"
+        )
+    return out_pad
 
 
 def _padding(value: Any, n: int, what: str) -> tuple[int, ...]:
@@ -285,14 +290,8 @@ def conv1d_transpose(
     (C, O/groups, K) -> (N, O, (W-1)*s - pads + d*(K-1) + output_padding + 1)."""
     layouts = (data_layout, kernel_layout, out_layout)
     attrs = _attrs(CONV1D_TRANSPOSE, strides, padding, dilation, groups, layouts, out_dtype)
-    (op,) = _per_axis(output_padding, 1, "relax.nn.conv1d_transpose: output_padding")
-    if op >= max(attrs["strides"][0], attrs["dilation"][0]):
-        raise ShapeError(
-            f"relax.nn.conv1d_transpose: output_padding {op} must be smaller than the stride "
-            f"({attrs['strides'][0]}) or the dilation (as torch requires)"
-        )
-    attrs = {**attrs, "output_padding": (op,)}
-    return make_call(_conv1d_transpose, (data, weight), attrs)
+    out_pad = _output_padding(CONV1D_TRANSPOSE, output_padding, attrs)
+    return make_call(_conv1d_transpose, (data, weight), {**attrs, "output_padding": out_pad})
 
 
 def conv3d_transpose(
@@ -312,13 +311,5 @@ def conv3d_transpose(
     (C, O/groups, KD, KH, KW) -> (N, O, (D-1)*s - pads + d*(KD-1) + output_padding + 1, ...)."""
     layouts = (data_layout, kernel_layout, out_layout)
     attrs = _attrs(CONV3D_TRANSPOSE, strides, padding, dilation, groups, layouts, out_dtype)
-    name = CONV3D_TRANSPOSE.name
-    out_pad = _per_axis(output_padding, 3, f"{name}: output_padding")
-    for p, s, d in zip(out_pad, attrs["strides"], attrs["dilation"]):
-        if not 0 <= p < max(s, d):
-            raise ShapeError(
-                f"{name}: output_padding {list(out_pad)} must each be smaller than the stride "
-                f"{list(attrs['strides'])} or the dilation {list(attrs['dilation'])} (as torch "
-                "requires)"
-            )
+    out_pad = _output_padding(CONV3D_TRANSPOSE, output_padding, attrs)
     return make_call(_conv3d_transpose, (data, weight), {**attrs, "output_padding": out_pad})
