@@ -16,6 +16,7 @@ from ...tir.expr import IntImm
 from ...tir.expr import cast as tir_cast
 from ..layout import as_layout, layout_transform
 from ..utils import const_int, fmt_dim, fmt_shape, prove_equal, simplify
+from .conv_backward_rows import FORWARD_ROWS_WIDTH, conv2d_NCHWc_rows
 from .pad import pad
 
 
@@ -368,6 +369,25 @@ def native_out_layout(kind: str, data_layout: str, kernel_layout: str) -> str:
     return f"NCHW{as_layout(kernel_layout).block('O')}c"
 
 
+def _rows_form_window(data: te.Tensor, kernel: te.Tensor, *args: Any) -> tuple | None:
+    """(strides, pads, dilation, (OH, OW)) as ints when a blocked conv runs as one matmul over
+    the batch's output pixels (constant shapes, an output narrower than FORWARD_ROWS_WIDTH: a
+    deep layer's 1x1..3x3 images), else None."""
+    if not all(const_int(d) is not None for d in (*data.shape, *kernel.shape)):
+        return None
+    window = [tuple(const_int(v) for v in part) for part in _window_args(*args, "topi.nn.conv2d")]
+    if any(v is None for part in window for v in part):
+        return None
+    (sh, sw), pads, (dh, dw) = window
+    oh, ow = (
+        const_int(conv_out_dim(data.shape[a], kernel.shape[a], pads[a - 2], pads[a], s, d))
+        for a, s, d in ((2, sh, dh), (3, sw, dw))
+    )
+    if not 0 < ow < FORWARD_ROWS_WIDTH or oh <= 0:
+        return None
+    return (sh, sw), pads, (dh, dw), (oh, ow)
+
+
 def conv2d_layout(
     data: te.Tensor,
     kernel: te.Tensor,
@@ -390,6 +410,9 @@ def conv2d_layout(
         out = conv2d_nchw(data, kernel, *args, groups, out_dtype)
     elif kind == "nhwc":
         out = conv2d_nhwc(data, kernel, *args, out_dtype, kernel_layout, groups)
+    elif kind == "NCHWc" and _rows_form_window(data, kernel, *args):
+        window = _rows_form_window(data, kernel, *args)
+        out = conv2d_NCHWc_rows(data, kernel, *window, out_dtype or data.dtype)
     elif kind == "NCHWc":
         out = conv2d_NCHWc(data, kernel, *args, data_layout, native, out_dtype)
     else:

@@ -7,6 +7,8 @@ swapped; written as `conv2d_NCHWc` (stride 1, the forward dilation) it gets the 
 register tile. d(weight)[o, c, i, j] = sum over (n, y, x) of g[n, o, y, x] times the input tap
 x[n, c, y*s + i*d - pad, ...]; computed as acc[i, j, o, c] with the input copied once into a
 padded NHWC stage it is a matmul (rows o, vector columns c, contiguous in both operands).
+A strided conv's d(data) with constant shapes takes the per-phase rows form of
+conv_backward_rows instead (no zero-inserted gradient: a stride of 2 wastes 3/4 of it).
 Channels with no vector block (a symbolic count) keep the direct one-block-per-output forms."""
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from ...tir import op as tir_op
 from ...tir.expr import make_const
 from ..utils import const_int
 from .conv import conv2d_NCHWc
+from .conv_backward_rows import ROWS_FORM_WIDTH, conv2d_backward_data_phases
 
 # float32 lanes of one AVX-512 register: the channel block of the blocked forms, as the
 # default schedule's VECTOR_LANES and AlterOpLayout's choice for forward convs
@@ -77,6 +80,8 @@ def conv2d_backward_data(
     # element, not in the conv's inner loop
     spread_shape = (n, const_int(o) // ob, h + dh * (kh - 1), w + dw * (kw - 1), ob)
     static = [const_int(d) for d in (h, w, oh, ow)]
+    if None not in static and const_int(n) is not None and (sh, sw) != (1, 1):
+        return conv2d_backward_data_phases(g, weight, data_shape, strides, padding, dilation, cb)
     if None not in static and static[1] < ROWS_FORM_WIDTH:
         taps = [
             _live_taps(*args)
@@ -106,11 +111,6 @@ def conv2d_backward_data(
         lambda b, ch, y, x: out[b, ch // cb, y, x, ch % cb],
         name="T_conv2d_grad_data",
     )
-
-
-# narrower images than this (a blocked conv's register tile is a row of output pixels) take
-# the rows form, whose tile spans the images of the batch
-ROWS_FORM_WIDTH = 8
 
 
 def _live_taps(size: int, out: int, k: int, s: int, d: int, lo: int) -> tuple[int, int]:
