@@ -10,6 +10,7 @@ into the module, so `call_extern` can call the functions it defines.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import llvmlite.binding as llvm
@@ -17,11 +18,11 @@ from llvmlite import ir
 
 from ..error import BuildError
 from ..ir.dtype import DataType
+from ..ir.node import field_names
 from ..runtime import packed_callback as pc
 from ..tir.expr import Call, Op, StringImm
-from ..tir.functor import post_order_visit
 from ..tir.names import TVM_ACCESS_PTR, TVM_CALL_PACKED, TVM_STACK_MAKE_ARRAY
-from ..tir.stmt import For
+from ..tir.stmt import For, Stmt
 from .llvm_types import I32, I64, PTR, cast_value, llvm_type
 
 if TYPE_CHECKING:
@@ -165,12 +166,10 @@ def imported_ir(funcs: list, tm: llvm.TargetMachine) -> list[llvm.ModuleRef]:
     """Parse and verify the LLVM IR of every `pragma_import_llvm` loop annotation."""
     texts: list[tuple[str, str]] = []
     for func in funcs:
-
-        def visit(n: Any, name: str = func.attrs.get("global_symbol", "?")) -> None:
+        name = func.attrs.get("global_symbol", "?")
+        for n in _statements_post_order(func.body):
             if isinstance(n, For) and IMPORT_PRAGMA in n.annotations:
                 texts.append((name, n.annotations[IMPORT_PRAGMA]))
-
-        post_order_visit(func.body, visit)
     modules = []
     for name, text in texts:
         text = getattr(text, "value", text)
@@ -200,6 +199,27 @@ def imported_ir(funcs: list, tm: llvm.TargetMachine) -> list[llvm.ModuleRef]:
         mod.data_layout = str(tm.target_data)
         modules.append((name, mod))
     return modules
+
+
+def _statements_post_order(root: Stmt) -> Iterator[Stmt]:
+    """The statements under `root`, inner before outer and in field order (post_order_visit's
+    order). Only statements hold loops, so expressions (most of a kernel's nodes: a walk of
+    them was ~1.5% of a serial ResNet-18 build) are not visited."""
+    stack: list[tuple[Stmt, bool]] = [(root, False)]
+    while stack:
+        n, children_done = stack.pop()
+        if children_done:
+            yield n
+            continue
+        stack.append((n, True))
+        children: list[Stmt] = []
+        for field in field_names(type(n)):
+            value = getattr(n, field)
+            if isinstance(value, Stmt):
+                children.append(value)
+            elif isinstance(value, tuple):
+                children.extend(v for v in value if isinstance(v, Stmt))
+        stack.extend((c, False) for c in reversed(children))
 
 
 def defined_functions(modules: list) -> frozenset[str]:
