@@ -9,6 +9,11 @@ scaling over torch.distributed (gloo).
    momentum, through minitvm.training.TorchTrainer: seconds per step vs torch eager, and how far
    the first `--resnet18-steps` losses are from torch's (beside torch against itself with the
    weights scaled by 1 + 1e-6 noise: this network is chaotic under float32 rounding).
+3b. `--transformer`: a 4-layer torch.nn.TransformerEncoder classifier (d_model 256, 4 heads, seq
+   128, batch 8) and `--hf`: a HuggingFace model built offline from its config (BERT sequence
+   classifier, or `--hf-model hf_gpt2` next-token loss; random weights, dropout off) through
+   TorchTrainer with SGD: ms/step vs torch eager, peak RSS growth, build time of the step vs
+   the eval forward, and the first `--steps` losses and final parameters vs torch eager.
 4. Data parallel: samples/s of an MNIST-shaped MLP (784-256-100-10, 64 samples per process per
    step) with 1 process x 1 thread (plain Trainer.update) vs 2 processes x 1 thread
    (DataParallel.step: gradients, one gloo all-reduce, update).
@@ -213,6 +218,179 @@ def resnet18_case(steps: int, repeat: int, batch: int = 32, lr: float = 0.01) ->
     )
 
 
+# ------------------------------------------------------------------ transformers
+def torch_transformer(vocab=1000, d_model=256, layers=4, classes=CLASSES, seed=0):
+    """A token classifier: embedding, `layers` torch.nn.TransformerEncoder layers (4 heads,
+    FFN 4 x d_model, post-norm, dropout 0), mean over the sequence, a linear head."""
+    import torch
+    from torch import nn
+
+    class Encoder(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.emb = nn.Embedding(vocab, d_model)
+            layer = nn.TransformerEncoderLayer(d_model, 4, 4 * d_model, 0.0, batch_first=True)
+            self.enc = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+            self.head = nn.Linear(d_model, classes)
+
+        def forward(self, x):
+            return self.head(self.enc(self.emb(x)).mean(1))
+
+    torch.manual_seed(seed)
+    return Encoder()
+
+
+def hf_model(name: str, seed: int = 0):
+    """(model, make_input, loss) for a HuggingFace model built offline from its "bench" config
+    (minitvm.testing.hf_models: hidden 256, 2 layers, 128 tokens), dropout off (eval mode)."""
+    import torch
+
+    from minitvm.testing import hf_models
+
+    case = hf_models.build(name, "bench", seed=seed)
+    if name == "hf_gpt2":  # next-token loss over every position
+        vocab = case.config.vocab_size
+
+        def loss(out, y):
+            return torch.nn.functional.cross_entropy(out.reshape(-1, vocab), y.reshape(-1))
+    else:
+        loss = torch.nn.CrossEntropyLoss()
+    return case.model, case.make_input, loss
+
+
+def _rss_peak_during(fn) -> float:
+    """MiB the resident set grew above where it stood while `fn()` ran (freed heap is handed
+    back first and the kernel's peak counter reset, so one run does not see another's peak)."""
+    import ctypes
+    import gc
+
+    def status(key: str) -> int:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(key):
+                return int(line.split()[1])
+        raise RuntimeError(f"/proc/self/status has no {key}")
+
+    gc.collect()
+    ctypes.CDLL("libc.so.6").malloc_trim(0)
+    Path("/proc/self/clear_refs").write_text("5")  # VmHWM := VmRSS
+    base = status("VmRSS:")
+    fn()
+    return (status("VmHWM:") - base) / 1024
+
+
+def _param_agreement(trainer, model) -> tuple[float, bool]:
+    """(max over elements of |ours - torch| / (1e-6 + 1e-4 |torch|), whether that is <= 1, i.e.
+    allclose(rtol=1e-4, atol=1e-6)); an absolute floor, as a weight whose gradient is zero in
+    exact arithmetic (BERT's key bias) moves by rounding noise only, differently in each."""
+    ours = trainer.state_dict()
+    worst = 0.0
+    for name, p in model.named_parameters():
+        ref = p.detach().numpy()
+        worst = max(worst, float((np.abs(ours[name] - ref) / (1e-6 + 1e-4 * np.abs(ref))).max()))
+    return worst, worst <= 1.0
+
+
+def _planned_mib(ex, batch: int) -> str:
+    """The step's planned intermediate bytes (memory_stats) in MiB, or why not."""
+    from minitvm.error import MiniTVMError
+
+    # the batch is the program's only symbolic dim (named by torch.export: s0, s77, ...)
+    dims = {d: batch for d in ex.program["functions"]["train_step"]["dims"]}
+    try:
+        return f"{ex.memory_stats('train_step', **dims)['allocated_bytes'] / 2**20:.1f}"
+    except MiniTVMError as err:  # a long symbolic sum the stats reader refuses
+        return f"n/a ({type(err).__name__})"
+
+
+def training_case(title, make_model, batches, loss_fn, repeat, lr=0.01) -> dict:
+    """A TorchTrainer beside torch eager from the same init on the same batches: losses and
+    final parameters compared, then ms/step (min of `repeat`), peak memory and build times."""
+    import torch
+
+    from minitvm.testing.torch_reference import train_steps
+    from minitvm.training import TorchTrainer
+
+    make_opt = lambda ps: torch.optim.SGD(ps, lr=lr)
+    t0 = time.perf_counter()
+    trainer = TorchTrainer(make_model(), batches[0], loss_fn, ("sgd", {"lr": lr}))
+    build_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    trainer.eval_forward(batches[0][0])
+    forward_build_s = time.perf_counter() - t0
+    ours = [trainer.step(x, y) for x, y in batches]
+    ref_model = make_model()
+    theirs = train_steps(ref_model, batches, make_opt, loss_fn)
+    loss_diff = np.abs(np.array(ours) / np.array(theirs) - 1)
+    param_diff, params_close = _param_agreement(trainer, ref_model)
+
+    timed = batches[: min(5, len(batches))]
+    torch_model = make_model()
+    torch_opt = make_opt(torch_model.parameters())
+
+    def torch_steps():
+        for xb, yb in timed:
+            torch_opt.zero_grad(set_to_none=True)
+            loss_fn(torch_model(xb), yb).backward()
+            torch_opt.step()
+
+    def our_steps():
+        for xb, yb in timed:
+            trainer.step(xb, yb)
+
+    ours_s = best_of(our_steps, repeat) / len(timed)
+    theirs_s = best_of(torch_steps, repeat) / len(timed)
+    ours_mib, theirs_mib = _rss_peak_during(our_steps), _rss_peak_during(torch_steps)
+    planned = _planned_mib(trainer.executable, len(batches[0][0]))
+    cache = os.environ.get("MINITVM_CACHE_DIR", "default")
+    print(f"\n{title}")
+    print(f"  minitvm build: train_step {build_s:.1f} s, eval forward {forward_build_s:.1f} s "
+          f"(MINITVM_CACHE_DIR {cache!r})")  # fmt: skip
+    print(f"  minitvm        {ours_s * 1e3:9.1f} ms/step")
+    print(f"  torch eager    {theirs_s * 1e3:9.1f} ms/step   minitvm / torch eager = "
+          f"{ours_s / theirs_s:.2f} (target <= 0.8)")  # fmt: skip
+    print(f"  peak RSS growth over {len(timed)} steps: minitvm {ours_mib:.1f} MiB, torch eager "
+          f"{theirs_mib:.1f} MiB (minitvm's planned intermediates {planned} MiB)")  # fmt: skip
+    print(f"  losses vs torch, {len(batches)} steps: max rel. diff {loss_diff.max():.1e}")
+    print(f"  final params vs torch: max |diff| / (1e-6 + 1e-4 |torch|) = {param_diff:.2f}, "
+          f"allclose(rtol=1e-4, atol=1e-6): {params_close}")  # fmt: skip
+    return {"ours_s": ours_s, "torch_s": theirs_s, "build_s": build_s,
+            "forward_build_s": forward_build_s, "loss_diff": float(loss_diff.max()),
+            "param_diff": param_diff, "params_close": params_close,
+            "ours_mib": ours_mib, "torch_mib": theirs_mib, "trainer": trainer}  # fmt: skip
+
+
+def transformer_case(steps: int, repeat: int, batch: int = 8, seq: int = 128) -> dict:
+    import torch
+
+    vocab = 1000
+    g = torch.Generator().manual_seed(0)
+    xs = torch.randint(0, vocab, (steps, batch, seq), generator=g)
+    ys = torch.randint(0, CLASSES, (steps, batch), generator=g)
+    title = (f"Transformer encoder: 4 layers, d_model 256, 4 heads, seq {seq}, batch {batch}, "
+             f"SGD, {steps} steps")  # fmt: skip
+    return training_case(
+        title, lambda: torch_transformer(vocab), list(zip(xs, ys)), torch.nn.CrossEntropyLoss(),
+        repeat,
+    )  # fmt: skip
+
+
+def hf_case(name: str, steps: int, repeat: int, batch: int = 8) -> dict:
+    import torch
+
+    model, make_input, loss = hf_model(name)
+    classes = model(make_input(batch, 0)).shape[-1]
+    g = torch.Generator().manual_seed(1)
+    batches = [
+        (make_input(batch, k),
+         make_input(batch, 1000 + k) if name == "hf_gpt2"
+         else torch.randint(0, classes, (batch,), generator=g))
+        for k in range(steps)
+    ]  # fmt: skip
+    title = (f"HuggingFace {name} (random weights, hidden 256, 2 layers, 128 tokens), batch "
+             f"{batch}, SGD, {steps} steps")  # fmt: skip
+    return training_case(title, lambda: hf_model(name)[0], batches, loss, repeat)
+
+
 # ------------------------------------------------------------------ data parallel
 DP_SIZES, DP_BATCH = (784, 256, 100, 10), 64
 
@@ -294,6 +472,10 @@ def main() -> None:
     p.add_argument("--dp-worker", metavar="OUT", help=argparse.SUPPRESS)
     p.add_argument("--resnet18", action="store_true", help="only the ResNet-18 train-mode case")
     p.add_argument("--resnet18-steps", type=int, default=20)
+    p.add_argument("--transformer", action="store_true", help="only the transformer-encoder case")
+    p.add_argument("--hf", action="store_true", help="only the HuggingFace case")
+    p.add_argument("--hf-model", default="hf_bert", choices=("hf_bert", "hf_gpt2"))
+    p.add_argument("--steps", type=int, default=20, help="steps compared (--transformer, --hf)")
     args = p.parse_args()
     if args.dp_worker:
         return dp_worker(args.dp_worker, args.dp_steps, args.repeat)
@@ -312,6 +494,12 @@ def main() -> None:
         return None
     if args.resnet18:
         resnet18_case(args.resnet18_steps, args.repeat)
+        return None
+    if args.transformer or args.hf:
+        if args.transformer:
+            transformer_case(args.steps, args.repeat)
+        if args.hf:
+            hf_case(args.hf_model, args.steps, args.repeat)
         return None
     rng = np.random.default_rng(0)
     centers = rng.standard_normal((CLASSES, 64)).astype("float32")

@@ -11,6 +11,11 @@ Dropout in training mode reads an extra int64 input `rng_key = (seed, step)`: ea
 site becomes `x * relax.op.random.dropout_mask(rng_key, shape, p, stream=site)`, a mask the
 backward pass reuses, new at every step and the same for the same seed.
 
+Converters of its own, for training: scaled_dot_product_attention as matmul-softmax-matmul
+(ops with gradient rules; attention dropout is refused), linear as one 2-d matmul over the
+flattened leading dims (a 2-d weight gradient instead of a batched one summed), embedding with
+its padding_idx rows recorded so that the trainer gives them no gradient, as torch does.
+
 `torch_backbone(model, x)` gives TVM's SetupTrainer its input: a module whose `backbone(x,
 *params, *states)` returns `(prediction, *new_states)`, with `param_num` and `state_num`.
 """
@@ -62,6 +67,78 @@ def _nll_loss_converter(node: Any, importer: Any) -> Any:
             "is not supported; use F.cross_entropy / F.nll_loss"
         )
     return bb.emit(relax.Tuple((loss, loss)))
+
+
+def _attention_converter(node: Any, importer: Any) -> Any:
+    """aten.scaled_dot_product_attention -> matmul, softmax, matmul: ops with gradient rules
+    (relax.nn.attention has none), and the backward pass reuses the saved probabilities."""
+    from ..relax.frontend.torch._nn import attention_probs
+
+    names = ("attn_mask", "dropout_p", "is_causal")
+    args = importer.retrieve_args(node)
+    kwargs = importer.retrieve(dict(node.kwargs))
+    q, k, v = args[:3]
+    opts = dict(zip(names, args[3:]))
+    opts.update({n: kwargs[n] for n in names if n in kwargs})
+    if float(opts.get("dropout_p") or 0.0) > 0.0:
+        raise TrainError(
+            f"TorchTrainer: attention node {node.name!r} has dropout_p={opts['dropout_p']}; "
+            "attention dropout is not supported: set the attention dropout probability to 0 "
+            "(e.g. nn.TransformerEncoderLayer(dropout=0.0), attention_probs_dropout_prob=0.0)"
+        )
+    if kwargs.get("enable_gqa"):
+        raise TrainError(
+            f"TorchTrainer: attention node {node.name!r} has enable_gqa=True, which is not "
+            "supported; repeat the key/value heads in the model instead"
+        )
+    probs = attention_probs(
+        importer, q, k, opts.get("attn_mask"), bool(opts.get("is_causal")), kwargs.get("scale")
+    )
+    return importer.emit(relax.op.matmul(probs, v))
+
+
+def _linear_converter(node: Any, importer: Any) -> Any:
+    """aten.linear on (..., K) inputs as ONE 2-d matmul over the flattened leading dims. The
+    importer's batched `x @ w.T` is the same forward, but the gradient of its 2-d weight is a
+    batched outer product (one (K, M) matrix per leading index) summed afterwards; this way it
+    is one (K, N) @ (N, M) matmul."""
+    from ..relax.frontend.torch._base import shape_of
+
+    x, w, b = (importer.retrieve_args(node) + [None])[:3]
+    lead = tuple(shape_of(x))[:-1]
+    if len(lead) > 1:
+        x = importer.emit(relax.op.reshape(x, (-1, shape_of(x)[-1])))
+    w_t = importer.emit(relax.op.permute_dims(w, None))
+    y = importer.emit(relax.op.matmul(x, w_t, out_dtype=str(x.struct_info.dtype)))
+    if b is not None:
+        y = importer.emit(relax.op.add(y, b))
+    if len(lead) > 1:
+        y = importer.emit(relax.op.reshape(y, (*lead, shape_of(w)[0])))
+    return y
+
+
+def _embedding_converter(padded: dict) -> Callable:
+    """aten.embedding as the importer's take; a `padding_idx` row is recorded in `padded`
+    (weight Var -> rows): torch gives that row no gradient from the lookup, and the trainer
+    masks it out of the weight's gradient (torch_trainer.py)."""
+    from ..relax.frontend.torch._nn import _embedding
+
+    def convert(node: Any, importer: Any) -> Any:
+        args = importer.retrieve_args(node)
+        weight, indices = args[:2]
+        opts = [-1, False]  # padding_idx, scale_grad_by_freq: torch's defaults
+        opts[: len(args) - 2] = args[2:4]
+        padding_idx, scale_grad_by_freq = opts
+        if scale_grad_by_freq:
+            raise TrainError(
+                f"TorchTrainer: embedding node {node.name!r} has scale_grad_by_freq=True, whose "
+                "gradient is not supported; use nn.Embedding(scale_grad_by_freq=False)"
+            )
+        if int(padding_idx) >= 0:
+            padded.setdefault(weight, set()).add(int(padding_idx))
+        return _embedding(importer, weight, indices)
+
+    return convert
 
 
 def _dropout_converters() -> dict[str, Callable]:
@@ -121,14 +198,24 @@ def _export(module: Any, args: tuple, batched: int, dynamic: bool) -> tuple[Any,
         ) from err
 
 
-def _import(ep: Any, what: str) -> tuple[relax.Function, list[str]]:
-    """`main(*inputs, *params)` and the parameter names (the state_dict keys, in order)."""
+def _import(ep: Any, what: str) -> tuple[relax.Function, list[str], dict, dict]:
+    """`main(*inputs, *params)`, the parameter names (the state_dict keys, in order) and the
+    module's other functions by GlobalVar (kernels the importer emitted with emit_te, e.g.
+    torch.gather's: main calls them, so every module main is copied into needs them too).
+    Last, {position among main's parameters: padding rows} of each embedding weight that has
+    a padding_idx."""
     from torch.export.graph_signature import InputKind
 
     from ..relax.frontend.torch import from_exported_program
 
     _refuse_random_ops(ep)
-    custom = {"nll_loss_forward.default": _nll_loss_converter, **_dropout_converters()}
+    custom = {
+        "nll_loss_forward.default": _nll_loss_converter,
+        "scaled_dot_product_attention.default": _attention_converter,
+        "linear.default": _linear_converter,
+        "embedding.default": _embedding_converter(padded := {}),
+        **_dropout_converters(),
+    }
     try:
         mod = from_exported_program(
             ep, keep_params_as_input=True, unwrap_unit_return_tuple=True, custom_convert_map=custom
@@ -136,7 +223,17 @@ def _import(ep: Any, what: str) -> tuple[relax.Function, list[str]]:
     except MiniTVMError as err:
         raise TrainError(f"TorchTrainer: importing the {what} failed: {err}") from err
     names = [s.target for s in ep.graph_signature.input_specs if s.kind == InputKind.PARAMETER]
-    return mod["main"], names
+    helpers = {gv: f for gv, f in mod.functions_items() if gv.name_hint != "main"}
+    main = mod["main"]
+    position = {p: k for k, p in enumerate(main.params)}
+    rows = {position[w]: sorted(r) for w, r in padded.items() if w in position}
+    return main, names, helpers, rows
+
+
+def add_helpers(bb: relax.BlockBuilder, helpers: dict) -> None:
+    """Put the imported module's kernels into `bb`'s module under their own GlobalVars."""
+    for gv, func in helpers.items():
+        bb.update_func(gv, func)
 
 
 def has_train_mode_batch_norm(model: Any) -> bool:
@@ -248,7 +345,13 @@ def torch_backbone(model: Any, example_x: Any) -> tuple[IRModule, list[np.ndarra
 
     x = torch.as_tensor(example_x)
     ep, _ = _export(Backbone(), (x, *buffers), 1, False)
-    main, pnames = _import(ep, "model")
+    main, pnames, helpers, padded = _import(ep, "model")
+    if padded:
+        raise TrainError(
+            "torch_backbone: the model has an embedding with padding_idx, whose row torch "
+            "leaves without gradient; relax.Gradient would train it. Train it with TorchTrainer "
+            "(which masks that row) or use nn.Embedding without padding_idx"
+        )
     named = dict(model.named_parameters())
     values = [named[strip(n)].detach().cpu().numpy() for n in pnames]
     n_in, nbuf = 1, len(names)
@@ -258,6 +361,7 @@ def torch_backbone(model: Any, example_x: Any) -> tuple[IRModule, list[np.ndarra
     new_vars = [relax.Var(v.name_hint, v.struct_info) for v in (*ins, *params, *bufs)]
     vmap = dict(zip([*ins, *params, *bufs], new_vars))
     bb = relax.BlockBuilder()
+    add_helpers(bb, helpers)
     with bb.function("backbone", new_vars):
         with bb.dataflow():
             em = Emitter(bb)

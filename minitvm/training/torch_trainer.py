@@ -39,6 +39,7 @@ from .torch_export import (
     WithLoss,
     _export,
     _import,
+    add_helpers,
     buffers_kept,
     eval_mode,
     has_train_mode_batch_norm,
@@ -122,7 +123,9 @@ class TorchTrainer:
     `(name, kwargs)` pair, a torch.optim SGD/Adam, or a relax.training optimizer; `seed` the
     seed of the dropout masks (step k of a run uses the key (seed, k)).
 
-    Parameters with `requires_grad=False` are passed but not updated. Buffers are states of the
+    Parameters with `requires_grad=False` are passed but not updated. A weight tied under
+    several names (GPT-2's lm_head and wte) is one parameter, named by its first name in
+    `named_parameters()`; `state_dict()` gives it under every name. Buffers are states of the
     program: a train-mode BatchNorm's running statistics are updated at every step. The batch
     dim is symbolic when torch.export allows and no BatchNorm is in training mode
     (`symbolic_batch`); otherwise every batch must have the example's size. Momentum dampening
@@ -164,15 +167,23 @@ class TorchTrainer:
         dynamic = dynamic_batch and not has_train_mode_batch_norm(model)
         wrapped = WithLoss.make(model, loss, self.buffer_names)
         ep, self.symbolic_batch = _export(wrapped, (x, y, key, *bufs), 2, dynamic)
-        loss_fn, names = _import(ep, "model with its loss")
-        self.names = [strip(n) for n in names]
+        loss_fn, names, self._helpers, padded = _import(ep, "model with its loss")
+        # tied weights (GPT-2's lm_head and wte) are one parameter under several names: each
+        # is trained once, under its first name in named_parameters()
+        self._aliases = _parameter_aliases(model)
+        self.names = [self._aliases.get(strip(n), strip(n)) for n in names]
         named = dict(model.named_parameters())
+        # torch.export may list a tied weight where its second name is first read
+        self._model_order = [n for n in named if n in set(self.names)]
         if any(n not in named for n in self.names):
             raise TrainError(
                 "TorchTrainer: the loss has parameters of its own "
                 f"({[n for n in self.names if n not in named]}); only the model's are trained"
             )
         self.trainable = [named[n].requires_grad for n in self.names]
+        first_param = 3 + len(self.buffer_names)  # main(x, y, rng_key, *buffers, *params)
+        self._padding_rows = {k - first_param: rows for k, rows in padded.items()}
+        _refuse_shared_padded_weights(loss_fn, padded, self.names, first_param)
         self._params = [nd.array(named[n].detach().cpu().numpy()) for n in self.names]
         self._buffers = [nd.array(b.numpy()) for b in bufs]
         shapes = [tuple(p.shape) for p, t in zip(self._params, self.trainable) if t]
@@ -204,6 +215,7 @@ class TorchTrainer:
             for k, s in enumerate(self._states)
         ]
         bb = relax.BlockBuilder()
+        add_helpers(bb, self._helpers)
         with bb.function("train_step", [*inputs, *params, *states, *bufs]):
             with bb.dataflow():
                 em = Emitter(bb)
@@ -214,6 +226,7 @@ class TorchTrainer:
                 wrt = [p for p, t in zip(params, self.trainable) if t]
                 grads = backprop(em, loss, wrt)
                 grads = [g if g is not None else em.emit(zeros_like(p)) for g, p in zip(grads, wrt)]
+                grads = self._mask_padding_rows(em, grads)
                 update = self.optimizer.get_flat_function()
                 updated = _inline(em, update, [*wrt, *grads, *states])
                 new = iter(updated[: len(wrt)])
@@ -222,6 +235,20 @@ class TorchTrainer:
                 out = bb.emit_output(result)
             bb.emit_func_output(out)
         return bb.get()
+
+    def _mask_padding_rows(self, em: Emitter, grads: list) -> list:
+        """Zero the gradient of each embedding's padding_idx row (torch's lookup sends it none;
+        the optimizer's weight decay still applies, as in torch)."""
+        trained = [k for k, t in enumerate(self.trainable) if t]
+        out = []
+        for k, g in zip(trained, grads):
+            if k in self._padding_rows:
+                shape = [int(d) for d in g.struct_info.shape]
+                mask = np.ones((shape[0], *[1] * (len(shape) - 1)), g.struct_info.dtype)
+                mask[self._padding_rows[k]] = 0
+                g = em.emit(relax.op.multiply(g, relax.const(mask)), f"{self.names[k]}_grad")
+            out.append(g)
+        return out
 
     def _build_forward(self) -> Any:
         """`forward(x, *buffers, *params)`: the model alone in eval mode (running statistics,
@@ -236,15 +263,17 @@ class TorchTrainer:
                 1,
                 self.symbolic_batch,
             )
-            fwd, names = _import(ep, "model")
-        if [strip(n) for n in names] != self.names:
+            fwd, names, helpers, _ = _import(ep, "model")
+        if [self._aliases.get(strip(n), strip(n)) for n in names] != self.names:
             raise TrainError(
                 "TorchTrainer.eval_forward: the model alone has parameters "
                 f"{[strip(n) for n in names]}, the model with its loss {self.names}"
             )
         attrs = {k: v for k, v in (fwd.attrs or {}).items() if k != "params"}
         fwd = relax.Function(fwd.params, fwd.body, fwd.ret_struct_info, attrs)
-        vm = relax.VirtualMachine(relax.build(IRModule({"main": fwd}), self.target), cpu(0))
+        vm = relax.VirtualMachine(
+            relax.build(IRModule({"main": fwd, **helpers}), self.target), cpu(0)
+        )
         return vm["main"]
 
     # ------------------------------------------------------------------ running
@@ -292,7 +321,8 @@ class TorchTrainer:
     # ------------------------------------------------------------------ state
     def parameters(self, as_torch: bool = False) -> list:
         """The current parameters, in `model.named_parameters()` order (numpy or torch)."""
-        arrays = [p.numpy() for p in self._params]
+        by_name = dict(zip(self.names, self._params))
+        arrays = [by_name[n].numpy() for n in self._model_order]
         return [_torch(a) for a in arrays] if as_torch else arrays
 
     def buffers(self, as_torch: bool = False) -> dict[str, Any]:
@@ -303,7 +333,8 @@ class TorchTrainer:
     def state_dict(self, as_torch: bool = False) -> dict[str, Any]:
         """Parameters and buffers by the model's names: `model.load_state_dict(t.state_dict(True))`
         copies the trained weights and running statistics back into the torch model."""
-        out: dict[str, Any] = dict(zip(self.names, self.parameters()))
+        out: dict[str, Any] = {n: p.numpy() for n, p in zip(self.names, self._params)}
+        out.update({alias: out[name] for alias, name in self._aliases.items() if name in out})
         out.update(self.buffers())
         return {k: _torch(v) for k, v in out.items()} if as_torch else out
 
@@ -311,7 +342,7 @@ class TorchTrainer:
         """Set the parameters and (those given of) the buffers: numpy arrays or torch tensors,
         same names, shapes and dtypes."""
         missing = [n for n in self.names if n not in state]
-        unknown = sorted(set(state) - set(self.names) - set(self.buffer_names))
+        unknown = sorted(set(state) - set(self.names) - set(self.buffer_names) - set(self._aliases))
         if missing or unknown:
             raise TrainError(
                 f"TorchTrainer.load_state_dict: missing {missing}, unexpected {unknown}"
@@ -321,6 +352,39 @@ class TorchTrainer:
             _checked(state[n], n, old) if n in state else old
             for n, old in zip(self.buffer_names, self._buffers)
         ]
+
+
+def _refuse_shared_padded_weights(
+    func: relax.Function, padded: dict, names: list[str], first_param: int
+) -> None:
+    """A padding_idx embedding whose weight is also read elsewhere (tied to an output layer):
+    masking the row's whole gradient would drop the other use's share."""
+    for k in padded:
+        var = func.params[k]
+        uses = sum(
+            1
+            for block in func.body.blocks
+            for b in block.bindings
+            if isinstance(b.value, relax.Call) and any(a is var for a in b.value.args)
+        )
+        if uses > 1:
+            raise TrainError(
+                f"TorchTrainer: parameter {names[k - first_param]!r} is an embedding with "
+                f"padding_idx that is also read by {uses - 1} other op(s) (tied weights); its "
+                "padding row's gradient cannot be told apart: drop padding_idx or untie it"
+            )
+
+
+def _parameter_aliases(model: Any) -> dict[str, str]:
+    """{other name: first name} of every parameter registered under several names."""
+    first: dict[int, str] = {}
+    aliases = {}
+    for name, p in model.named_parameters(remove_duplicate=False):
+        if id(p) in first:
+            aliases[name] = first[id(p)]
+        else:
+            first[id(p)] = name
+    return aliases
 
 
 def _checked(value: Any, name: str, old: Any) -> Any:
