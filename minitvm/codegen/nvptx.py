@@ -300,7 +300,7 @@ def build_ptx(kernels: list[PrimFunc], target: Target) -> tuple[str, list[dict]]
     cg = CodeGenNVPTX(tm, arch)
     infos = [cg.add_kernel(k) for k in kernels]
     mod = _verified(str(cg.module), [i["name"] for i in infos])
-    _optimize(mod, tm, 3)
+    _optimize(mod, tm, 3, cpu=False)
     _check_declarations(mod, infos)
     return tm.emit_assembly(mod), infos
 
