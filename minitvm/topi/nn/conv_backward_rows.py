@@ -29,6 +29,14 @@ ROWS_FORM_WIDTH = 8
 FORWARD_ROWS_WIDTH = 4
 
 
+def _typed(dims: tuple, like: te.Tensor) -> tuple:
+    """`dims` as extents in the index dtype of `like`'s shape: a relax model's int64 shapes give
+    int64 loop variables, which a consumer inlined into these stages indexes with (python ints
+    would make int32 loops and mixed-width index arithmetic)."""
+    dtype = getattr(like.shape[0], "dtype", "int32")
+    return tuple(make_const(dtype, d) if isinstance(d, int) else d for d in dims)
+
+
 def live_taps(size: int, out: int, k: int, s: int, d: int, lo: int) -> tuple[int, int]:
     """(first, count) of the taps along one axis that read inside [0, size) for some output
     position, where tap i of output y reads y*s + i*d - lo; (0, 1) when none does."""
@@ -93,12 +101,15 @@ def conv2d_NCHWc_rows(
         return tir_op.if_then_else(inside, value, tir_cast(out_dtype, zero))
 
     src = te.compute(
-        (n, (oh - 1) * sh + (ty - 1) * dh + 1, (ow - 1) * sw + (tx - 1) * dw + 1, icc * icb),
+        _typed(
+            (n, (oh - 1) * sh + (ty - 1) * dh + 1, (ow - 1) * sw + (tx - 1) * dw + 1, icc * icb),
+            data,
+        ),
         padded,
         name="data_pad",
     )
     wt = te.compute(
-        (occ, ty, tx, icc * icb, ocb),
+        _typed((occ, ty, tx, icc * icb, ocb), data),
         lambda oo, i, j, ch, oi: tir_cast(
             out_dtype, kernel[oo, ch // icb, i + y0, j + x0, ch % icb, oi]
         ),
@@ -106,7 +117,7 @@ def conv2d_NCHWc_rows(
     )
     out = rows_matmul(src, wt, (oh, ow), (sh, sw), (dh, dw))
     return te.compute(
-        (n, occ, oh, ow, ocb),
+        _typed((n, occ, oh, ow, ocb), data),
         lambda b, oc, y, x, oi: out[(b * oh + y) * ow + x, oc * ocb + oi],
         name="conv2d_NCHWc",
         tag="conv2d_NCHWc",
@@ -149,7 +160,7 @@ def conv2d_backward_data_phases(
     zero = make_const(g.dtype, 0)
     live_y, live_x = [p for p in ys if p], [p for p in xs if p]
     if not live_y or not live_x:
-        return te.compute((n, c, h, w), lambda *_: zero, name="T_conv2d_grad_data")
+        return te.compute(_typed((n, c, h, w), g), lambda *_: zero, name="T_conv2d_grad_data")
 
     def span(phases, step):
         lo = min(e0 for _, e0, _ in phases)
@@ -166,7 +177,7 @@ def conv2d_backward_data_phases(
         inside = tir_op.all(y >= 0, y < oh, x >= 0, x < ow)
         return tir_op.if_then_else(inside, g[b, oc, y, x], zero)
 
-    src = te.compute((n, rows, cols, o), source, name="data_pad")
+    src = te.compute(_typed((n, rows, cols, o), g), source, name="data_pad")
     parts = {}
     for ry, py in enumerate(ys):
         for rx, px in enumerate(xs):
@@ -174,7 +185,7 @@ def conv2d_backward_data_phases(
                 continue
             (qy, ey, ty), (qx, ex, tx) = py, px
             wt = te.compute(
-                (c // cb, len(ty), len(tx), o, cb),
+                _typed((c // cb, len(ty), len(tx), o, cb), g),
                 lambda co, i, j, oc, ci, y0=ty[0], x0=tx[0]: weight[
                     oc, co * cb + ci, y0 - i * pick_y, x0 - j * pick_x
                 ],
@@ -193,7 +204,7 @@ def conv2d_backward_data_phases(
             out = tir_op.if_then_else(here, rows_r[row, ch], out)
         return out
 
-    return te.compute((n, c, h, w), value, name="T_conv2d_grad_data")
+    return te.compute(_typed((n, c, h, w), g), value, name="T_conv2d_grad_data")
 
 
 __all__ = [
