@@ -5,12 +5,19 @@ from __future__ import annotations
 from ...tir.schedule import BlockRV, LoopRV, Schedule
 from .analysis import BlockKind, _is_conditional
 from .base import BlockRule
+from .elementwise_vector import vector_loops
 from .utils import VECTOR_LANES, _extent, _parallel, _parallel_widest, _vectorize_inner, _work
 
 
 def schedule_spatial(sch: Schedule, block: BlockRV, loops: list[LoopRV]) -> None:
     """Parallel outer loops, vectorized inner loop."""
     work = _work(sch, loops)
+    if not _is_conditional(sch.get(block).body):
+        # a short innermost loop (a 3x3 kernel's 3) is fused with the trailing loops the
+        # buffers are contiguous over, so the vector fills a register (elementwise_vector.py)
+        k = vector_loops(sch, block, loops)
+        if k > 1:
+            loops = loops[:-k] + [sch.fuse(*loops[-k:])]
     inner = _extent(sch, loops[-1])
     outer = _vectorize_inner(sch, loops[-1])
     par = loops[:-1] + ([outer] if outer is not None else [])
