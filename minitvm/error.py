@@ -91,6 +91,11 @@ class DeviceError(RuntimeError_):
     """A device (OpenCL, CUDA) is absent, or a kernel exceeds its limits or fails to launch."""
 
 
+class StructInfoKindError(ShapeError, TypeError):
+    """An op argument is the wrong kind of value (a shape or a function where a tensor is
+    needed): a ShapeError as before, and a TypeError as TVM raises for binary operators."""
+
+
 __all__ = [
     "MiniTVMError",
     "TVMError",
@@ -113,4 +118,5 @@ __all__ = [
     "OpAttributeUnImplemented",
     "TuningError",
     "DeviceError",
+    "StructInfoKindError",
 ]

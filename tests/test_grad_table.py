@@ -140,6 +140,19 @@ CASES: dict[str, tuple] = {
         lambda x: x.mean(1, keepdim=True),
         [normal(2, 3, 5)],
     ),
+    # numpy's (and TVM's) variance / std divide by N: torch's correction=0
+    "relax.variance": (
+        lambda x: R.variance(x, [0, 2]),
+        lambda x: x.var((0, 2), correction=0),
+        [normal(2, 3, 5)],
+    ),
+    "relax.std": (
+        lambda x: R.std(x, [1], keepdims=True),
+        lambda x: x.std(1, keepdim=True, correction=0),
+        [normal(2, 3, 5)],
+    ),
+    "relax.tril": (lambda x: R.tril(x, 1), lambda x: x.tril(1), [normal(2, 4, 3)]),
+    "relax.triu": (lambda x: R.triu(x, -1), lambda x: x.triu(-1), [normal(4, 5)]),
     "relax.max": (lambda x: R.max(x, [1]), lambda x: x.amax(1), [distinct(2, 3, 5)]),
     "relax.min": (lambda x: R.min(x, [0, 2]), lambda x: x.amin((0, 2)), [distinct(2, 3, 5)]),
     "relax.prod": (lambda x: R.prod(x, [1]), lambda x: x.prod(1), [away(2, 3, 5)]),
@@ -273,6 +286,18 @@ CASES: dict[str, tuple] = {
         lambda d, i: R.gather_nd(d, i),
         lambda d, i: d[i[..., 0], i[..., 1]],
         [normal(4, 3), ints(3, 6, 2)],
+        [0],
+    ),
+    # torch's sum_to_size is collapse_sum_to (sum over the broadcast axes)
+    "relax.collapse_sum_to": (
+        lambda x: R.collapse_sum_to(x, (3, 1)),
+        lambda x: x.sum_to_size(3, 1),
+        [normal(2, 3, 5)],
+    ),
+    "relax.collapse_sum_like": (
+        R.collapse_sum_like,
+        lambda x, y: x.sum_to_size(*y.shape),
+        [normal(2, 3, 5), normal(1, 5)],
         [0],
     ),
 }

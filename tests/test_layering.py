@@ -67,6 +67,8 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("_lazy", "relax"): "load_module meets a relax.Executable file: the loader of that format "
     "registers itself when its module is imported (LOADER_MODULES)",
     ("_lazy", "contrib"): "load_module meets a relay.GraphExecutorFactory file: as above",
+    ("runtime", "relax"): "tvm.runtime.relax_vm.VirtualMachine is TVM's older spelling of the "
+    "relax VM; runtime/relax_vm.py's lazy table loads it on first use",
     ("tir", "tir.packed"): "Buffer.access_ptr is TVM's method; the address arithmetic it builds "
     "is simplified by arith, which sits above tir's nodes",
     ("tir.<facade>", "driver"): "tvm.tir.build (tvm.tirx.build in TVM 0.24) is TVM's spelling "

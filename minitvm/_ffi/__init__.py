@@ -2,7 +2,7 @@
 
 minitvm has no C++ side, so these map onto the Python registry (`tvm.register_func`)."""
 
-from . import base, registry
+from . import base, registry, runtime_ctypes
 from .base import TVMError
 from .registry import (
     get_global_func,
@@ -21,4 +21,5 @@ __all__ = [
     "register_object",
     "registry",
     "remove_global_func",
+    "runtime_ctypes",
 ]

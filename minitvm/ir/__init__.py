@@ -6,6 +6,7 @@ from . import (
     instrument,  # tvm.ir.instrument (TVM 0.9+ spelling of tvm.instrument)
     transform,
 )
+from .container import Array, Map
 from .dtype import DataType
 from .json_io import load_json, save_json
 from .module import BaseFunc, GlobalVar, IRModule
@@ -15,11 +16,13 @@ from .structural import assert_structural_equal, structural_equal, structural_ha
 from .vdevice import VDevice
 
 __all__ = [
+    "Array",
     "BaseFunc",
     "DataType",
     "FrozenDict",
     "GlobalVar",
     "IRModule",
+    "Map",
     "Node",
     "Op",
     "VDevice",

@@ -22,6 +22,11 @@ class BaseFunc(Node):
     def with_attrs(self, attrs: Mapping):
         return self.with_attr(attrs)
 
+    def without_attr(self, key: str):
+        """A copy without attribute `key` (unchanged when it is absent), as in TVM."""
+        attrs = {k: v for k, v in dict(self.attrs or {}).items() if k != key}  # type: ignore[attr-defined]
+        return self.replace(attrs=FrozenDict(attrs))
+
 
 @node
 class GlobalVar(Node):
@@ -123,6 +128,12 @@ class IRModule:
     def with_attr(self, key: str, value: Any) -> "IRModule":
         out = self.copy()
         out.attrs = self.attrs.set(key, value)
+        return out
+
+    def without_attr(self, key: str) -> "IRModule":
+        """A copy without module attribute `key` (unchanged when it is absent), as in TVM."""
+        out = self.copy()
+        out.attrs = FrozenDict({k: v for k, v in self.attrs.items() if k != key})
         return out
 
     def script(self, **kwargs: Any) -> str:

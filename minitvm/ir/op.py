@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from ..error import MiniTVMError
+
+# attribute key -> (op -> value or None); filled by the layers above (ir/ imports none of them)
+_ATTR_PROVIDERS: dict[str, Callable[[Op], Any]] = {}
+
+
+def register_op_attr_provider(attr_name: str, provider: Callable[[Op], Any]) -> None:
+    """Let `Op.get_attr(attr_name)` answer through `provider(op)`."""
+    _ATTR_PROVIDERS[attr_name] = provider
 
 
 class Op:
@@ -31,6 +42,13 @@ class Op:
         op = cls._registry.get(name) or cls(name)
         cls._registry[name] = op
         return op
+
+    def get_attr(self, attr_name: str) -> Any:
+        """An attribute of the op by TVM's key (`"FPrimalGradient"`, `"FInferStructInfo"`,
+        `"TOpPattern"`), or None when the op has none. The providers are registered by the
+        layer that defines the attribute (relax/op/grad_api.py for gradients)."""
+        provider = _ATTR_PROVIDERS.get(attr_name)
+        return None if provider is None else provider(self)
 
     @classmethod
     def list_op_names(cls) -> list[str]:

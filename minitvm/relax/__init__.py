@@ -35,7 +35,7 @@ from .expr import (
     const,
 )
 from .expr_functor import PyExprMutator, PyExprVisitor
-from .op import call_dps_packed, call_tir
+from .op import call_dps_packed, call_tir, call_tir_with_grad
 from .vm import Executable, VirtualMachine, build, load_executable  # relax.build, ...
 from .pipeline import get_pipeline, register_pipeline  # TVM 0.20+ named pipelines
 from .base_py_module import BasePyModule  # TVM 0.24: Python methods beside compiled ones
@@ -91,6 +91,7 @@ __all__ = [
     "backend",
     "call_dps_packed",
     "call_tir",
+    "call_tir_with_grad",
     "const",
     "eval_ref",
     "expr_functor",

@@ -25,7 +25,7 @@ from ..tir.expr import Var as TirVar
 from ..tir.function import PrimFunc
 from . import expr as rx
 from .op.base import call_tir
-from .struct_info import StructInfo, TensorStructInfo, TupleStructInfo, shape_vars
+from .struct_info import PrimStructInfo, StructInfo, TensorStructInfo, TupleStructInfo, shape_vars
 
 
 class _FunctionFrame:
@@ -317,6 +317,8 @@ class BlockBuilder:
     def call_te(self, func: Callable, *args: Any, **kwargs: Any) -> rx.Call:
         """`call_tir` of the PrimFunc made from `func(*te placeholders)` (the func is added to the module)."""
         name_hint = kwargs.pop("primfunc_name_hint", None) or getattr(func, "__name__", "te_func")
+        if not name_hint.isidentifier():  # a lambda's "<lambda>" cannot name a function in TVMScript
+            name_hint = "te_func"
         canonical = kwargs.pop("_canonical_names", False)
         conv = _TEArgs(canonical)
         te_args = conv.convert(list(args))
@@ -361,6 +363,33 @@ class BlockBuilder:
         """Emit `call_te(func, *args)`: the MLC course's `bb.emit_te(te_matmul, x, w)`."""
         name_hint = kwargs.pop("name_hint", "")
         return self.emit(self.call_te(func, *args, **kwargs), name_hint)
+
+    def call_te_with_grad(
+        self,
+        func: Callable,
+        *args: Any,
+        te_grad_name: str,
+        te_grad_kwargs: Any = None,
+        **kwargs: Any,
+    ) -> rx.Call:
+        """`call_te`, as a `call_tir_with_grad` whose gradient is the TE function registered as
+        `te_grad_name` (relax.training.utils.register_te_gradient)."""
+        from .op.call_tir_grad import call_tir_with_grad
+
+        call = self.call_te(func, *args, **kwargs)
+        if len(call.args) > 2:
+            raise MiniTVMError(
+                f"call_te_with_grad: {getattr(func, '__name__', 'the TE function')} needs symbolic "
+                "dims passed as tir_vars, which call_tir_with_grad does not carry; use call_te"
+            )
+        return call_tir_with_grad(
+            call.args[0], call.args[1], call.sinfo_args[0], te_grad_name, te_grad_kwargs
+        )
+
+    def emit_te_with_grad(self, func: Callable, *args: Any, **kwargs: Any) -> rx.Var:
+        """Emit `call_te_with_grad(func, *args, te_grad_name=...)`."""
+        name_hint = kwargs.pop("name_hint", "")
+        return self.emit(self.call_te_with_grad(func, *args, **kwargs), name_hint)
 
     # ------------------------------------------------------------------ module
     def add_func(self, func: Any, func_name: str, dedupe: bool = True) -> GlobalVar:
@@ -425,9 +454,31 @@ class _TEArgs:
             return value.values
         if isinstance(value, rx.PrimValue):
             return value.value
+        if isinstance(value, rx.Expr) and isinstance(value.struct_info, TupleStructInfo):
+            # a variable bound to a tuple (concat(lv) with lv = (a, b)): its fields
+            n = len(value.struct_info.fields)
+            return [self.convert(rx.TupleGetItem(value, i)) for i in range(n)]
+        if isinstance(value, rx.Expr) and isinstance(value.struct_info, PrimStructInfo):
+            return self._scalar_param(value)
         if isinstance(value, rx.Expr):
             return self._placeholder(value)
         return value
+
+    def _scalar_param(self, e: rx.Expr) -> Any:
+        """A scalar (R.Prim) argument: its known value, or a scalar parameter of the kernel
+        (TVM's `rhs: T.float32`), passed by call_tir in the argument's position."""
+        sinfo = e.struct_info
+        if sinfo.value is not None:
+            return sinfo.value
+        if id(e) in self._memo:
+            return self._memo[id(e)]
+        n = len(self.placeholders)
+        name = _canonical_name(n) if self.canonical else getattr(e, "name_hint", f"arg{n}")
+        param = TirVar(name, sinfo.dtype)
+        self._memo[id(e)] = param
+        self.placeholders.append(param)
+        self.exprs.append(e)
+        return param
 
     def _placeholder(self, e: rx.Expr) -> te.Tensor:
         if id(e) in self._memo:
@@ -461,6 +512,9 @@ def _unbound_dim_vars(tensors: list[te.Tensor], scalars: Any = ()) -> list[TirVa
     plain: set[int] = set()
     seen: dict[int, TirVar] = {}
     for t in tensors:
+        if isinstance(t, TirVar):  # a scalar parameter (an R.Prim argument) is bound already
+            plain.add(id(t))
+            continue
         plain.update(id(d) for d in t.shape if isinstance(d, TirVar))
         for v in shape_vars(TensorStructInfo(t.shape, t.dtype)):
             seen.setdefault(id(v), v)
@@ -524,7 +578,7 @@ def _te_key(func: Callable, name: str, conv: _TEArgs, args: list, kwargs: dict) 
         return None
 
     parts = [key(list(args)), key(sorted(kwargs.items()))]
-    parts += [key((tuple(p.shape), str(p.dtype))) for p in conv.placeholders]
+    parts += [key((tuple(getattr(p, "shape", ())), str(p.dtype))) for p in conv.placeholders]
     if None in parts:
         return None
     return (func, name, conv.canonical, tuple(parts), tuple(keep))

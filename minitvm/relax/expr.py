@@ -107,9 +107,17 @@ def _negative(self: Expr) -> Any:
     return _op.negative(self)
 
 
+def _astype(self: Expr, dtype: Any) -> Any:
+    """`x.astype("float32")`: relax.op.astype, as TVM's relax expressions offer."""
+    from . import op as _op
+
+    return _op.astype(self, dtype)
+
+
 for _name, (_op_name, _swapped) in _OPERATORS.items():
     setattr(Expr, _name, _operator_method(_op_name, _swapped))
 Expr.__neg__ = _negative
+Expr.astype = _astype
 
 
 # ----------------------------------------------------------------------------- leaves

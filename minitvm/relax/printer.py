@@ -59,7 +59,12 @@ _RESERVED = set(keyword.kwlist) | {
     "bool",
     "metadata",
 }
-_DPS_CALLS = ("relax.call_tir", "relax.call_dps_packed", "relax.call_py_func")
+_DPS_CALLS = (
+    "relax.call_tir",
+    "relax.call_dps_packed",
+    "relax.call_py_func",
+    "relax.call_tir_with_grad",
+)
 _PACKED_CALLS = ("relax.call_pure_packed", "relax.call_inplace_packed")
 
 
@@ -231,6 +236,10 @@ class RelaxPrinter:
         args = [target, self.expr(inputs), f"out_sinfo={out_text}"]
         if len(c.args) > 2:
             args.append(f"tir_vars={self.expr(c.args[2])}")
+        if "te_grad_name" in c.attrs:  # call_tir_with_grad
+            args.append(f"te_grad_name={_str(c.attrs['te_grad_name'])}")
+            if c.attrs["te_grad_kwargs"]:
+                args.append(f"te_grad_kwargs={_attr_text(c.attrs['te_grad_kwargs'])}")
         return f"R.{c.op.name.split('.', 1)[1]}({', '.join(args)})"
 
     # ------------------------------------------------------------------ functions

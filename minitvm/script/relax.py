@@ -386,6 +386,27 @@ def call_tir(
     return _op.call_tir(func, _args(args), sinfo, tir_vars)
 
 
+def call_tir_with_grad(
+    func: Any,
+    args: Any,
+    out_sinfo: Any = None,
+    te_grad_name: str = "",
+    te_grad_kwargs: Any = None,
+    tir_vars: Any = None,
+) -> _relax.Call:
+    """`R.call_tir_with_grad(cls.f, (a, b), out_sinfo=..., te_grad_name="f_grad")`: a call_tir
+    whose gradient is a registered TE function (relax.training.utils.register_te_gradient)."""
+    from ..relax.op.call_tir_grad import call_tir_with_grad as make
+
+    if not isinstance(func, GlobalVar):
+        raise MiniTVMError(
+            "R.call_tir_with_grad: the callee must be a PrimFunc of the module (cls.name), "
+            f"got {func!r}"
+        )
+    sinfo = _out_sinfo(out_sinfo, None, None, "R.call_tir_with_grad")
+    return make(func, _args(args), sinfo, te_grad_name, dict(te_grad_kwargs or {}), tir_vars)
+
+
 def call_dps_packed(func: Any, args: Any, out_sinfo: Any = None, dtype: Any = None) -> _relax.Call:
     """`R.call_dps_packed("env.linear", (x, w, b), out_sinfo=R.Tensor((1, 128), "float32"))`."""
     sinfo = _out_sinfo(out_sinfo, None, dtype, "R.call_dps_packed")
@@ -557,6 +578,7 @@ image = _OpNamespace("relax.image.")
 grad = _OpNamespace("relax.grad.")  # backward ops (R.grad.nll_loss_backward, as in TVM)
 random = _OpNamespace("relax.random.")  # R.random.dropout_mask (training dropout)
 vision = _OpNamespace("relax.vision.")  # R.vision.all_class_non_max_suppression
+ccl = _OpNamespace("relax.ccl.")  # R.ccl.allreduce (collectives of a disco session)
 
 _FIXED = (
     "Callable",
@@ -572,6 +594,8 @@ _FIXED = (
     "call_pure_packed",
     "call_py_func",
     "call_tir",
+    "call_tir_with_grad",
+    "ccl",
     "const",
     "dataflow",
     "func_attr",

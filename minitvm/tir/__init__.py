@@ -27,6 +27,7 @@ from . import printer  # registers the TVMScript printer
 from . import stmt_functor  # tvm.tir.stmt_functor (ir_transform, post_order_visit, substitute)
 from . import ir_builder
 from .packed import call_packed
+from .builtin import *  # TVM's builtins: tir.tvm_struct_get, tir.ptx_mma, ...
 from .tensor_intrin_base import TensorIntrin  # tensorize's intrinsics (tvm.tir.TensorIntrin)
 from .schedule import BlockRV, LoopRV, Schedule  # the TensorIR scheduler (tvm.tir.Schedule)
 from .schedule import ScheduleState, StmtSRef

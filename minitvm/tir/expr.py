@@ -5,9 +5,10 @@ from __future__ import annotations
 import enum
 from typing import Any
 
-from ..error import DTypeError, MiniTVMError
+from ..error import ArgumentError, DTypeError, MiniTVMError
 from ..ir.dtype import DataType, dtype_of
 from ..ir.node import Node, node, setfield
+from .let_check import check_let_dtype
 
 # ----------------------------------------------------------------------------- base
 
@@ -248,6 +249,10 @@ class Var(PrimExpr):
     _is_var = True
 
     def __post_init__(self):
+        if not isinstance(self.name, str):
+            raise ArgumentError(
+                f"tir.Var: the name must be a str, got {type(self.name).__name__} {self.name!r}"
+            )
         setfield(self, "dtype", DataType(self.dtype))
 
     @property
@@ -300,6 +305,11 @@ class FloatImm(PrimExpr):
 
     def __post_init__(self):
         dtype = DataType(self.dtype)
+        if not dtype.is_float:  # as TVM checks: an int FloatImm would reach codegen as a float
+            raise DTypeError(
+                f"FloatImm: dtype {dtype} is not a float type; use tir.IntImm('{dtype}', ...) "
+                "or tir.const(value, dtype), which picks the node from the dtype"
+            )
         setfield(self, "dtype", dtype)
         setfield(self, "value", _float_constant(self.value, dtype))
 
@@ -573,6 +583,7 @@ class Let(PrimExpr):
 
     def __post_init__(self):
         setfield(self, "value", as_expr(self.value, like=self.var.dtype))
+        check_let_dtype("Let", self.var, self.value)
         setfield(self, "body", as_expr(self.body))
         setfield(self, "dtype", self.body.dtype)
 

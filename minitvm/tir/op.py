@@ -364,6 +364,7 @@ BUILTINS: dict[str, Builtin] = {
             "ptx_arrive_barrier ptx_arrive_barrier_expect_tx ptx_wait_barrier create_barriers",
         ),
         *_builtins("arg0", "tvm_thread_invariant", pure=True),
+        *_builtins("arg0", "ret"),  # return a value from the PrimFunc (control flow)
         *_builtins("arg0", "popcount nextafter hypot ldexp acosh asinh atanh", pure=True),
         *_builtins("arg1", "tvm_warp_shuffle tvm_warp_shuffle_up tvm_warp_shuffle_down"),
         *_builtins(

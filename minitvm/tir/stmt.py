@@ -10,6 +10,7 @@ from ..ir.dtype import DataType
 from ..ir.node import FrozenDict, Node, node, setfield
 from .buffer import Buffer
 from .expr import IntImm, IterVar, PrimExpr, Range, Var, as_expr, _match_operands
+from .let_check import check_let_dtype
 
 
 class Stmt(Node):
@@ -123,6 +124,7 @@ class LetStmt(Stmt):
 
     def __post_init__(self):
         setfield(self, "value", as_expr(self.value, like=self.var.dtype))
+        check_let_dtype("LetStmt", self.var, self.value)
 
 
 @node

@@ -101,6 +101,10 @@ CASES: dict[str, list] = {
     "relax.nn.dense": [(lambda x, w: R.nn.dense(x, w), [normal(3, 4), normal(5, 4)])],
     "relax.sum": [(lambda x: R.sum(x, axis=[1]), [normal(2, 3, 4)]), (R.sum, [normal(2, 3)])],
     "relax.mean": [(lambda x: R.mean(x, axis=[0, 2], keepdims=True), [normal(2, 3, 4)])],
+    "relax.variance": [(lambda x: R.variance(x, axis=[1]), [normal(2, 3, 4)])],
+    "relax.std": [(lambda x: R.std(x, axis=[0, 2], keepdims=True), [normal(2, 3, 4)])],
+    "relax.tril": [(lambda x: R.tril(x, 0), [normal(3, 4)])],
+    "relax.triu": [(lambda x: R.triu(x, 1), [normal(2, 3, 3)])],
     "relax.reshape": [(lambda x: R.reshape(x, (4, 6)), [normal(2, 3, 4)])],
     "relax.flatten": [(R.flatten, [normal(2, 3)])],
     "relax.expand_dims": [(lambda x: R.expand_dims(x, 1), [normal(2, 3)])],
@@ -141,6 +145,7 @@ CASES: dict[str, list] = {
             lambda x, w: R.nn.conv2d(x, w, strides=2, padding=1, dilation=(1, 2)),
             [normal(1, 2, 7, 8), normal(3, 2, 3, 2)],
         ),
+        (lambda x, w: R.nn.conv2d(x, w, groups=2), [normal(1, 4, 5, 5), normal(6, 2, 3, 3)]),
     ],
     "relax.nn.max_pool2d": [
         (lambda x: R.nn.max_pool2d(x, 2, 2), [distinct(2, 2, 6, 6)]),
@@ -254,6 +259,10 @@ CASES: dict[str, list] = {
         (lambda x: R.nn.adaptive_avg_pool2d(x), [normal(1, 2, 3, 3)]),
         (lambda x: R.nn.adaptive_avg_pool2d(x, (2, 3)), [normal(1, 2, 4, 6)]),
         (lambda x: R.nn.adaptive_avg_pool2d(x, 1), [normal(2, 3, 4, 5)]),
+    ],
+    "relax.collapse_sum_to": [(lambda x: R.collapse_sum_to(x, (3, 1)), [normal(2, 3, 4)])],
+    "relax.collapse_sum_like": [
+        (lambda x, y: R.collapse_sum_like(x, y), [normal(2, 3, 4), normal(1, 4)], {"require": [0]})
     ],
 }
 
@@ -545,14 +554,14 @@ def test_errors():
     with pytest.raises(MiniTVMError, match="relax.nn.max_pool2d_grad .* has no gradient rule"):
         relax.transform.Gradient("main")(bb.get())
 
-    xi = relax.Var("x", relax.TensorStructInfo((1, 2, 5, 5), F64))
-    wi = relax.Var("w", relax.TensorStructInfo((2, 1, 3, 3), F64))
+    xi = relax.Var("x", relax.TensorStructInfo((1, 65, 5, 5), F64))
+    wi = relax.Var("w", relax.TensorStructInfo((65, 1, 3, 3), F64))
     bb = relax.BlockBuilder()
     with bb.function("main", [xi, wi]):
         with bb.dataflow():
-            out = bb.emit_output(R.sum(R.nn.conv2d(xi, wi, groups=2)))
+            out = bb.emit_output(R.sum(R.nn.conv2d(xi, wi, groups=65)))
         bb.emit_func_output(out)
-    with pytest.raises(MiniTVMError, match="groups=2 has no gradient rule"):
+    with pytest.raises(MiniTVMError, match="groups=65 .* has no gradient rule"):
         relax.transform.Gradient("main")(bb.get())
 
     bb = relax.BlockBuilder()

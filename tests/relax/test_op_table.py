@@ -249,6 +249,10 @@ CASES: dict[str, Case] = {
     "zeros": Case(lambda x: op.add(x, op.zeros((4,), "float32")), [("n", 4)]),
     "ones": Case(lambda x: op.multiply(x, op.ones((1, 4), "float32")), [("n", 4)]),
     "full": Case(lambda x: op.add(x, op.full((4,), 2.5, "float32")), [("n", 4)]),
+    "zeros_like": Case(lambda x: op.add(x, op.zeros_like(x)), [("n", 3)]),
+    "ones_like": Case(lambda x: op.subtract(x, op.ones_like(x, "float32")), [("n", 3)]),
+    "full_like": Case(lambda x: op.multiply(x, op.full_like(x, 1.5)), [(2, "n")]),
+    "grad.no_grad": Case(lambda x: op.add(x, op.grad.no_grad(x)), [("n", 3)]),
     # ops the importers need (torch / ONNX frontends)
     "rsqrt": Case(lambda x: op.rsqrt(x), [("n", 4)], positive=True),
     "square": Case(lambda x: op.square(x), [("n", 4)]),
@@ -555,6 +559,8 @@ CASES: dict[str, Case] = {
         rtol=1e-4,
         atol=1e-4,
     ),
+    "collapse_sum_to": Case(lambda x: op.collapse_sum_to(x, (3, 1)), [("n", 3, 4)]),
+    "collapse_sum_like": Case(lambda x, y: op.collapse_sum_like(x, y), [("n", 3, 4), (1, 4)]),
 }
 
 

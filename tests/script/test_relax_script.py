@@ -483,7 +483,7 @@ def test_every_table_op_has_an_R_name():
         assert callable(obj), name
         namespaced = {
             f"{ns}.{n}"
-            for ns in ("nn", "image", "grad", "random", "vision")
+            for ns in ("nn", "image", "grad", "random", "vision", "ccl")
             for n in getattr(R, ns).__all__
         }
         assert ".".join(parts) in {*R.__all__} | namespaced

@@ -1,10 +1,11 @@
 """Graph-level ops: `relax.op.add(x, y)`, `relax.op.nn.relu(x)`, ... (each one op-table row)."""
 
-from . import elementwise, elementwise_math, image, nn, vision
+from . import ccl, elementwise, elementwise_math, image, nn, vision
 from ._table import OP_TABLE, OpDef, OpPattern, register_op
 from .base import call_dps_packed, call_tir
 from .base import call_inplace_packed, call_pure_packed, call_py_func
-from .create import full, ones, tril, triu, zeros
+from .collapse_sum import collapse_sum_like, collapse_sum_to
+from .create import full, full_like, ones, ones_like, tril, triu, zeros, zeros_like
 from .cumulative import cumprod
 from .data_dependent import nonzero, unique
 from .dynamic import dynamic_strided_slice
@@ -31,6 +32,7 @@ from .manipulate import (
     tile,
 )
 from .nn import dense, linear
+from .null_value import null_value  # noqa: F401 - TVM's relax.op.null_value, R.null_value
 from .scatter import gather_nd, one_hot, scatter_elements, scatter_nd
 from .shape_ops import shape_of, shape_to_tensor, tensor_to_shape
 from .sorting import argsort, sort, topk
@@ -49,7 +51,11 @@ def relu(x):
 
 # last: grad attaches a gradient rule to every op registered above
 from . import grad, grad_norm  # noqa: F401 - grad_norm: batch_norm's rule in both modes
+from . import grad_extra  # noqa: F401 - tril/triu, variance/std, grouped conv2d rules
+from . import grad_api  # noqa: F401 - Op.get_attr("FPrimalGradient"), relax.grad.no_grad
+from .call_tir_grad import call_tir_with_grad  # a call_tir with a TE gradient
 from . import grad_indexing  # noqa: F401 - sort/scatter ops join the gradient tables
+from . import grad_collapse  # noqa: F401 - collapse_sum and ccl ops join them too
 from .grad import erf
 
 __all__ = [
@@ -67,6 +73,10 @@ __all__ = [
     "call_pure_packed",
     "call_py_func",
     "call_tir",
+    "call_tir_with_grad",
+    "ccl",
+    "collapse_sum_like",
+    "collapse_sum_to",
     "concat",
     "cumprod",
     "cumsum",
@@ -78,6 +88,7 @@ __all__ = [
     "flatten",
     "flip",
     "full",
+    "full_like",
     "gather_elements",
     "gather_nd",
     "grad",
@@ -92,6 +103,7 @@ __all__ = [
     "nonzero",
     "one_hot",
     "ones",
+    "ones_like",
     "permute_dims",
     "prod",
     "register_op",
@@ -119,5 +131,6 @@ __all__ = [
     "variance",
     "vision",
     "zeros",
+    "zeros_like",
 ]
 __all__ += elementwise.__all__ + elementwise_math.__all__

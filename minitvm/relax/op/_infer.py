@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ...error import DTypeError, ShapeError
+from ...error import DTypeError, ShapeError, StructInfoKindError
 from ...ir.dtype import DataType
 from ...tir.expr import IntImm, PrimExpr
 from ...topi.utils import const_int, fmt_dim, fmt_shape, normalize_axis, prove_equal, simplify
@@ -32,7 +32,7 @@ def tensor_arg(call: Call, index: int, pname: str) -> TensorStructInfo:
         raise ShapeError(f"{op_name(call)}: missing argument {pname!r} (position {index})")
     sinfo = call.args[index].struct_info
     if not isinstance(sinfo, TensorStructInfo):
-        raise ShapeError(
+        raise StructInfoKindError(
             f"{op_name(call)}: argument {pname!r} must be a tensor, got {type(sinfo).__name__}"
         )
     return sinfo

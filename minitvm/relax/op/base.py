@@ -7,6 +7,7 @@ from typing import Any
 
 from ...error import MiniTVMError
 from ...ir.module import GlobalVar
+from ...tir.expr import FloatImm, IntImm
 from ..expr import Call, Expr, ExternFunc, PrimValue, ShapeExpr, StringImm, Tuple
 from ..struct_info import StructInfo, TensorStructInfo, TupleStructInfo
 from ._table import OpPattern, make_call, register_op
@@ -44,7 +45,17 @@ def _args_tuple(args: Any) -> Tuple:
         return args
     if isinstance(args, Expr):
         return Tuple((args,))
-    return Tuple(tuple(args))
+    return Tuple(tuple(_scalar_arg(a) for a in args))
+
+
+def _scalar_arg(value: Any) -> Any:
+    """A Python number among packed-call arguments becomes a PrimValue, by TVM's rule for
+    converting arguments (bool and int: int64, float: float64), e.g. a flag `[x, True]`."""
+    if isinstance(value, bool | int):
+        return PrimValue(IntImm("int64", int(value)))
+    if isinstance(value, float):
+        return PrimValue(FloatImm("float64", value))
+    return value
 
 
 def call_tir(gvar: GlobalVar, args: Any, out_sinfo: Any, tir_vars: Any = None) -> Call:
@@ -225,4 +236,12 @@ STRUCTURAL_OPS = (
     "relax.nonzero",
     "relax.unique",
     "relax.vision.all_class_non_max_suppression",
+    # collectives across disco workers: shape rules only, refused at build (ccl.py)
+    "relax.ccl.allreduce",
+    "relax.ccl.allgather",
+    "relax.ccl.broadcast_from_worker0",
+    "relax.ccl.scatter_from_worker0",
+    "relax.null_value",  # the null object of nn's IO effect: a VM builtin (null_value.py)
+    # a call_tir with a TE gradient: built as call_tir (tests/relax/test_grad_tvm_api.py)
+    "relax.call_tir_with_grad",
 )

@@ -84,6 +84,70 @@ def full(shape: Any, fill_value: Any, dtype: str | None = None) -> Call:
     return make_call(_full, (_as_shape_expr(shape), fill_value), attrs)
 
 
+# ----------------------------------------------------------------------------- *_like
+
+
+def _infer_like(call: Call) -> StructInfo:
+    x = I.tensor_arg(call, 0, "x")
+    dtype = call.attrs["dtype"] or x.dtype
+    if len(call.args) > 1:  # full_like: the fill value must be a scalar
+        v = call.args[1].struct_info
+        if not (isinstance(v, PrimStructInfo) or (isinstance(v, TensorStructInfo) and v.ndim == 0)):
+            raise DTypeError(
+                f"relax.full_like: fill_value must be a scalar (0-d tensor or PrimValue), got {v}"
+            )
+    if x.shape is not None:
+        return TensorStructInfo(x.shape, dtype)
+    return TensorStructInfo(None, dtype, x.ndim)
+
+
+def _like_rows(value: Any) -> tuple:
+    return (
+        lambda x, dtype: topi.full(x.shape, dtype or x.dtype, value),
+        lambda x, dtype: np.full(x.shape, value, dtype=dtype or x.dtype),
+    )
+
+
+def _te_full_like(x, fill_value, dtype):
+    value = fill_value[()] if not isinstance(fill_value, PrimExpr) else fill_value
+    return topi.full(x.shape, dtype or x.dtype, value)
+
+
+def _np_full_like(x, fill_value, dtype):
+    return np.full(x.shape, fill_value, dtype=dtype or x.dtype)
+
+
+_zeros_like = register_op("relax.zeros_like", _infer_like, *_like_rows(0), OpPattern.ELEMWISE)
+_ones_like = register_op("relax.ones_like", _infer_like, *_like_rows(1), OpPattern.ELEMWISE)
+_full_like = register_op(
+    "relax.full_like", _infer_like, _te_full_like, _np_full_like, OpPattern.ELEMWISE
+)
+
+
+def _dtype_or_none(dtype: Any) -> str | None:
+    return None if dtype is None or str(dtype) in ("", "void") else str(DataType(dtype))
+
+
+def zeros_like(x: Expr, dtype: str | None = None) -> Call:
+    """Zeros of x's shape, in `dtype` (default x's dtype), as TVM's `relax.op.zeros_like`."""
+    return make_call(_zeros_like, (x,), {"dtype": _dtype_or_none(dtype)})
+
+
+def ones_like(x: Expr, dtype: str | None = None) -> Call:
+    """Ones of x's shape, in `dtype` (default x's dtype)."""
+    return make_call(_ones_like, (x,), {"dtype": _dtype_or_none(dtype)})
+
+
+def full_like(x: Expr, fill_value: Any, dtype: str | None = None) -> Call:
+    """x's shape filled with the scalar `fill_value`, in `dtype` (default x's dtype)."""
+    if isinstance(fill_value, PrimExpr):
+        fill_value = PrimValue(fill_value)
+    elif not isinstance(fill_value, Expr):
+        x_dtype = getattr(x.struct_info, "dtype", None)
+        fill_value = const(fill_value, _dtype_or_none(dtype) or (str(x_dtype) if x_dtype else None))
+    return make_call(_full_like, (x, fill_value), {"dtype": _dtype_or_none(dtype)})
+
+
 # ----------------------------------------------------------------------------- tril / triu
 
 

@@ -13,7 +13,7 @@ from ...tir import op as tir_op
 from ...tir.expr import make_const
 from ...topi import reference as ref
 from ..expr import Call, Constant, Expr, PrimValue, const
-from ..struct_info import StructInfo, TensorStructInfo
+from ..struct_info import PrimStructInfo, StructInfo, TensorStructInfo
 from . import _infer as I
 from ._table import OpPattern, make_call, register_op
 
@@ -32,13 +32,38 @@ def _as_operand(value: Any, like: Expr | None) -> Expr:
     return const(value, dtype)
 
 
-def _infer_binary(call: Call) -> StructInfo:
-    x = I.tensor_arg(call, 0, "x1")
-    y = I.tensor_arg(call, 1, "x2")
-    dtype = I.same_dtype(call, [("x1", x), ("x2", y)])
+def _operand(call: Call, index: int) -> TensorStructInfo | PrimStructInfo:
+    """Argument `index` of a binary op: a tensor or a scalar (R.Prim), as TVM allows."""
+    sinfo = call.args[index].struct_info
+    if isinstance(sinfo, PrimStructInfo):
+        return sinfo
+    return I.tensor_arg(call, index, f"x{index + 1}")
+
+
+def _broadcast_operands(call: Call, check_dtype: bool) -> tuple[StructInfo, Any]:
+    """(result struct info with the operands' dtype, that dtype) of a broadcasting binary op.
+
+    A scalar operand broadcasts as a 0-d tensor (numpy's rule, which the TE kernels follow);
+    two scalars give a scalar. Arithmetic needs equal dtypes (TVM raises a TypeError, and so
+    does DTypeError); comparisons accept mixed dtypes, since only a bool comes out.
+    """
+    x, y = _operand(call, 0), _operand(call, 1)
+    if check_dtype:
+        dtype = I.same_dtype(call, [("x1", x), ("x2", y)])
+    else:
+        dtype = x.dtype if x.dtype == y.dtype else None
+    if isinstance(x, PrimStructInfo) and isinstance(y, PrimStructInfo):
+        return PrimStructInfo(dtype if dtype is not None else "bool"), dtype
+    x, y = (TensorStructInfo((), s.dtype) if isinstance(s, PrimStructInfo) else s for s in (x, y))
     shape = I.broadcast(call, "x1", x, "x2", y)
+    if shape is not None:
+        return TensorStructInfo(shape, dtype), dtype
     ndim = max(x.ndim, y.ndim) if -1 not in (x.ndim, y.ndim) else -1
-    return TensorStructInfo(None, dtype, ndim) if shape is None else TensorStructInfo(shape, dtype)
+    return TensorStructInfo(None, dtype, ndim), dtype
+
+
+def _infer_binary(call: Call) -> StructInfo:
+    return _broadcast_operands(call, check_dtype=True)[0]
 
 
 def _np_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -73,7 +98,9 @@ _BINARY: dict[str, tuple[Callable, Callable]] = {
 
 
 def _infer_compare(call: Call) -> StructInfo:
-    sinfo = _infer_binary(call)
+    sinfo = _broadcast_operands(call, check_dtype=False)[0]
+    if isinstance(sinfo, PrimStructInfo):
+        return PrimStructInfo("bool")
     return TensorStructInfo(sinfo.shape, "bool", sinfo.ndim)
 
 
@@ -92,14 +119,36 @@ def _infer_logical(call: Call) -> StructInfo:
     )
 
 
+def _promoting(te_fn: Callable) -> Callable:
+    """`te_fn` on operands first cast to numpy's common dtype when their dtypes differ, so a
+    mixed comparison (float32 with int32) is exact, as the numpy reference computes it (a
+    plain tir comparison would round the int32 operand to float32)."""
+
+    def compare(a: Any, b: Any) -> Any:
+        da, db = str(getattr(a, "dtype", "")), str(getattr(b, "dtype", ""))
+        if da and db and da != db:
+            common = str(np.result_type(da, db))
+            a, b = (_cast_operand(v, common) for v in (a, b))
+        return te_fn(a, b)
+
+    compare.__name__ = te_fn.__name__
+    return compare
+
+
+def _cast_operand(value: Any, dtype: str) -> Any:
+    if str(value.dtype) == dtype:
+        return value
+    return topi.cast(value, dtype) if isinstance(value, te.Tensor) else tir_op.cast(dtype, value)
+
+
 # name -> (te, numpy, shape rule): comparisons and logical ops give bool tensors
 _BOOL_BINARY: dict[str, tuple[Callable, Callable, Callable]] = {
-    "equal": (topi.equal, np.equal, _infer_compare),
-    "not_equal": (topi.not_equal, np.not_equal, _infer_compare),
-    "less": (topi.less, np.less, _infer_compare),
-    "less_equal": (topi.less_equal, np.less_equal, _infer_compare),
-    "greater": (topi.greater, np.greater, _infer_compare),
-    "greater_equal": (topi.greater_equal, np.greater_equal, _infer_compare),
+    "equal": (_promoting(topi.equal), np.equal, _infer_compare),
+    "not_equal": (_promoting(topi.not_equal), np.not_equal, _infer_compare),
+    "less": (_promoting(topi.less), np.less, _infer_compare),
+    "less_equal": (_promoting(topi.less_equal), np.less_equal, _infer_compare),
+    "greater": (_promoting(topi.greater), np.greater, _infer_compare),
+    "greater_equal": (_promoting(topi.greater_equal), np.greater_equal, _infer_compare),
     "logical_and": (topi.logical_and, np.logical_and, _infer_logical),
     "logical_or": (topi.logical_or, np.logical_or, _infer_logical),
     "logical_xor": (topi.logical_xor, np.logical_xor, _infer_logical),

@@ -721,6 +721,9 @@ NOT_DIFFERENTIABLE: dict[str, str] = _reasons(
         "nonzero vision.all_class_non_max_suppression": "integer indices result",
         "floor_divide": "piecewise constant (integer-valued quotient)",
         "full zeros ones arange": "creation op: the result depends on shapes and scalars only",
+        "zeros_like ones_like full_like": "creation op: the input gives only the shape (and the "
+        "fill value is a scalar)",
+        "grad.no_grad": "marks an argument that receives no gradient (TVM's rule interface)",
         "reinterpret": "bit cast",
         "random.dropout_mask": "random mask of an integer key (dropout multiplies by it)",
         "sparse_reshape": "shape computation on integer indices",
@@ -728,6 +731,7 @@ NOT_DIFFERENTIABLE: dict[str, str] = _reasons(
         "call_tir call_dps_packed": "opaque kernel call: differentiate the graph before legalizing",
         "call_pure_packed call_inplace_packed call_py_func": "opaque call of a packed or Python "
         "function",
+        "null_value": "the null object (no tensor value)",
     }
 )
 
@@ -750,6 +754,9 @@ NO_GRAD_RULE: dict[str, str] = _reasons(
         "take_backward grad.nll_loss_backward": "backward op: no second-order rule yet",
     }
 )
+
+
+from .grad_api import no_grad  # noqa: E402 - TVM's relax.op.grad.no_grad (defined after the rules)
 
 
 def gradient_table() -> list[tuple[str, str]]:
@@ -782,6 +789,7 @@ __all__ = [
     "gradient_table",
     "max_pool2d_grad",
     "nll_loss_backward",
+    "no_grad",
     "ones_like",
     "relu_grad",
     "shape_of",

@@ -81,6 +81,8 @@ _matmul = register_op(
 
 def matmul(x: Expr, y: Expr, out_dtype: str | None = None) -> Call:
     """numpy.matmul: `relax.op.matmul(x, y)`; batch dims broadcast."""
+    if out_dtype is not None and str(out_dtype) in ("", "void"):  # TVM's "no dtype" spellings
+        out_dtype = None
     return make_call(_matmul, (x, y), {"out_dtype": out_dtype})
 
 

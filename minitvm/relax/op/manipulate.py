@@ -17,9 +17,17 @@ from ...tir.index_map import IndexMap
 from ...topi import reference as ref
 from ...topi.layout import index_dims
 from ...topi.transform import infer_reshape, slice_bounds, split_sections
-from ...topi.utils import const_int, fmt_dim, fmt_shape, normalize_axis, prod, prove_equal
+from ...topi.utils import (
+    const_int,
+    fmt_dim,
+    fmt_shape,
+    normalize_axes,
+    normalize_axis,
+    prod,
+    prove_equal,
+)
 from ..expr import Call, Expr, PrimValue, ShapeExpr, Tuple
-from ..struct_info import StructInfo, TensorStructInfo, TupleStructInfo
+from ..struct_info import PrimStructInfo, StructInfo, TensorStructInfo, TupleStructInfo
 from . import _infer as I
 from ._table import OpPattern, make_call, register_op
 
@@ -135,7 +143,12 @@ def _infer_concat(call: Call) -> StructInfo:
     if not ndims:
         return TensorStructInfo(None, dtype, -1)
     ndim = ndims.pop()
-    axis = normalize_axis(call.attrs["axis"], ndim, "relax.concat")
+    if call.attrs["axis"] is None and ndim != 1:  # TVM: no axis means 1-d tensors, joined
+        raise ShapeError(
+            f"relax.concat: axis=None joins 1-d tensors, got rank {ndim}: "
+            f"{[I.fmt(p) for p in parts]}; flatten them first or give an axis"
+        )
+    axis = normalize_axis(call.attrs["axis"] or 0, ndim, "relax.concat")
     if any(p.shape is None for p in parts):
         return TensorStructInfo(None, dtype, ndim)
     first = parts[0]
@@ -156,16 +169,16 @@ def _infer_concat(call: Call) -> StructInfo:
 _concat = register_op(
     "relax.concat",
     _infer_concat,
-    topi.concatenate,
-    np.concatenate,
+    lambda tensors, axis: topi.concatenate(tensors, 0 if axis is None else axis),
+    lambda tensors, axis: np.concatenate(tensors, axis),  # None: 1-d inputs, as flattened
     OpPattern.INJECTIVE,
 )
 
 
-def concat(tensors: Any, axis: int = 0) -> Call:
-    """Join tensors along `axis`: `relax.op.concat([a, b], axis=1)`."""
+def concat(tensors: Any, axis: int | None = 0) -> Call:
+    """Join tensors along `axis`: `relax.op.concat([a, b], axis=1)`; axis=None joins 1-d ones."""
     tup = tensors if isinstance(tensors, Expr) else Tuple(tuple(tensors))
-    return make_call(_concat, (tup,), {"axis": int(axis)})
+    return make_call(_concat, (tup,), {"axis": None if axis is None else int(axis)})
 
 
 def _infer_split(call: Call) -> StructInfo:
@@ -299,12 +312,16 @@ def strided_slice(
 
 def _infer_take(call: Call) -> StructInfo:
     x = I.tensor_arg(call, 0, "x")
-    idx = I.tensor_arg(call, 1, "indices")
+    idx = call.args[1].struct_info
+    if isinstance(idx, PrimStructInfo):  # a scalar index (TVM allows R.Prim): a 0-d index
+        idx = TensorStructInfo((), idx.dtype)
+    idx = idx if isinstance(idx, TensorStructInfo) else I.tensor_arg(call, 1, "indices")
     if idx.dtype is not None and not idx.dtype.is_integer:
         raise DTypeError(f"relax.take: indices have dtype {idx.dtype}; they must be integers")
     axis = call.attrs["axis"]
-    if x.shape is None or idx.shape is None:
-        return TensorStructInfo(None, x.dtype, -1)
+    if x.shape is None or idx.shape is None:  # the rank may still be known
+        rank = idx.ndim if axis is None else x.ndim + idx.ndim - 1
+        return TensorStructInfo(None, x.dtype, -1 if -1 in (x.ndim, idx.ndim) else rank)
     if axis is None:
         return TensorStructInfo(tuple(idx.shape), x.dtype)
     axis = normalize_axis(axis, x.ndim, "relax.take")
@@ -313,10 +330,18 @@ def _infer_take(call: Call) -> StructInfo:
     )
 
 
+def _te_take(x: Any, indices: Any, **attrs: Any) -> Any:
+    """topi.take, with a scalar index (an R.Prim argument) held in a 0-d tensor first."""
+    if not isinstance(indices, te.Tensor):
+        value = indices
+        indices = te.compute((), lambda: value, name="index")
+    return topi.take(x, indices, **attrs)
+
+
 _take = register_op(
     "relax.take",
     _infer_take,
-    topi.take,
+    _te_take,
     ref.take,
     OpPattern.INJECTIVE,
 )
@@ -354,32 +379,50 @@ def astype(x: Expr, dtype: str) -> Call:
     return make_call(_astype, (x,), {"dtype": str(DataType(dtype))})
 
 
+def _expanded_shape(shape: Any, axis: Any) -> tuple:
+    """`shape` with a 1 at each of `axis` (an int or several: positions in the result)."""
+    out_ndim = len(shape) + (1 if isinstance(axis, int) else len(axis))
+    axes = normalize_axes(axis, out_ndim, "relax.expand_dims")
+    rest = iter(shape)
+    return tuple(1 if k in axes else next(rest) for k in range(out_ndim))
+
+
 def _infer_expand_dims(call: Call) -> StructInfo:
     x = I.tensor_arg(call, 0, "x")
+    axis = call.attrs["axis"]
+    added = 1 if isinstance(axis, int) else len(axis)
     if x.shape is None:
-        return TensorStructInfo(None, x.dtype, -1 if x.ndim == -1 else x.ndim + 1)
-    axis = normalize_axis(call.attrs["axis"], x.ndim + 1, "relax.expand_dims")
-    return TensorStructInfo(tuple(x.shape[:axis]) + (1,) + tuple(x.shape[axis:]), x.dtype)
+        return TensorStructInfo(None, x.dtype, -1 if x.ndim == -1 else x.ndim + added)
+    return TensorStructInfo(_expanded_shape(tuple(x.shape), axis), x.dtype)
+
+
+def _te_expand_dims(x, axis):
+    if isinstance(axis, int):
+        return topi.expand_dims(x, axis)
+    return topi.reshape(x, _expanded_shape(tuple(x.shape), axis))
+
+
+def _np_expand_dims(x, axis):
+    return np.reshape(x, _expanded_shape(x.shape, axis))
 
 
 _expand_dims = register_op(
     "relax.expand_dims",
     _infer_expand_dims,
-    topi.expand_dims,
-    np.expand_dims,
+    _te_expand_dims,
+    _np_expand_dims,
     OpPattern.INJECTIVE,
 )
 
 
 def expand_dims(x: Expr, axis: Any) -> Call:
-    """Insert a size-1 dim at `axis` (an int, or TVM's one-element list `[1]`)."""
+    """Insert size-1 dims: `axis` is an int, or a list of positions in the result (TVM's
+    `expand_dims(x, [0, 2])`: the result has a 1 at dims 0 and 2)."""
     if isinstance(axis, list | tuple):
-        if len(axis) != 1:
-            raise ShapeError(
-                f"relax.expand_dims: axis {list(axis)} names {len(axis)} axes; only one is "
-                "supported: expand one axis per call"
-            )
-        (axis,) = axis
+        if len(axis) == 1:
+            (axis,) = axis
+        else:
+            return make_call(_expand_dims, (x,), {"axis": tuple(int(a) for a in axis)})
     return make_call(_expand_dims, (x,), {"axis": int(axis)})
 
 

@@ -18,6 +18,7 @@ from ...ir.transform import Pass
 from ..block_builder import BlockBuilder
 from ..expr import DataflowBlock, Function, MatchCast, SeqExpr, Tuple, Var
 from ..functor import substitute_vars
+from ..op.call_tir_grad import register_te_gradient
 from ..struct_info import TensorStructInfo
 
 
@@ -90,12 +91,14 @@ def append_loss(
             "it with R.sum or R.mean"
         )
     rest = outs[k:]
+    # Fresh parameters: a Var may be defined in one function of a module only (well_formed).
+    params = [Var(p.name_hint, p.struct_info) for p in backbone.params]
     extra = [Var(p.name_hint, p.struct_info) for p in loss_function.params[k:]]
     bb = BlockBuilder(mod)
     name = new_func_name or f"{func_name}_loss"
-    with bb.function(name, [*backbone.params, *extra]):
+    with bb.function(name, [*params, *extra]):
         with bb.dataflow():
-            vmap: dict = {}
+            vmap: dict = dict(zip(backbone.params, params))
             for b in block.bindings:
                 emit = bb.emit_output if any(b.var is r for r in rest) else bb.emit
                 vmap[b.var] = emit(substitute_vars(b.value, vmap), b.var.name_hint)
@@ -122,4 +125,4 @@ def AppendLoss(
     )
 
 
-__all__ = ["AppendLoss", "TrainingSetupError", "append_loss"]
+__all__ = ["AppendLoss", "TrainingSetupError", "append_loss", "register_te_gradient"]

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ...error import MiniTVMError, ShapeError
+from ...error import ShapeError, TVMError
 from ...ir.module import IRModule
 from ...topi.utils import const_int, fmt_shape
 from ..block_builder import BlockBuilder
@@ -123,10 +123,15 @@ class _Adjoints:
         return self._sum(parts, hint)
 
 
+class GradientError(TVMError, ValueError):
+    """relax.Gradient cannot differentiate the function as asked (a TVMError, as in TVM; a
+    ValueError too, which TVM raises for a function name the module lacks)."""
+
+
 def _check_target(target: Expr) -> None:
     sinfo = target.struct_info
     if not isinstance(sinfo, TensorStructInfo) or not _is_float(sinfo):
-        raise MiniTVMError(
+        raise GradientError(
             f"relax.Gradient: the target {target!r} must be a float tensor, got {sinfo}"
         )
 
@@ -212,13 +217,13 @@ def _propagate(var: Var, value: Expr, g: Any, needs: set, adj: _Adjoints, em: Em
     if isinstance(value, Constant) or is_leaf(value):
         return
     if not isinstance(value, Call) or not isinstance(value.op, Op):
-        raise MiniTVMError(
+        raise GradientError(
             f"relax.Gradient: cannot differentiate through {value!r} (bound to '{var.name_hint}'); "
             "only calls of relax ops (relax.op.*) have gradient rules"
         )
     rule = value.op.op_def.grad if value.op.op_def is not None else None
     if rule is None:
-        raise MiniTVMError(
+        raise GradientError(
             f"relax.Gradient: op {value.op.name} (bound to '{var.name_hint}') has no gradient rule; "
             "add one to GRAD_RULES in minitvm/relax/op/grad.py, or stop the gradient before it"
         )
@@ -246,7 +251,7 @@ def _require(func: Function, require_grads: Any, func_name: str) -> list[Var]:
     for r in items:
         p = by_name.get(r) if isinstance(r, str) else r
         if p is None or not any(p is q for q in func.params):
-            raise MiniTVMError(
+            raise GradientError(
                 f"relax.Gradient: {r!r} is not a parameter of {func_name!r}; parameters are "
                 f"{[q.name_hint for q in func.params]}"
             )
@@ -259,10 +264,10 @@ def gradient(
 ) -> IRModule:
     """Add `<func_name>_adjoint` to `mod` (see the module docstring)."""
     if func_name not in mod:
-        raise MiniTVMError(f"relax.Gradient: the module has no function {func_name!r}")
+        raise GradientError(f"relax.Gradient: the module has no function {func_name!r}")
     func = mod[func_name]
     if not isinstance(func, Function) or not isinstance(func.body, SeqExpr):
-        raise MiniTVMError(f"relax.Gradient: {func_name!r} is not a relax Function with a body")
+        raise GradientError(f"relax.Gradient: {func_name!r} is not a relax Function with a body")
     wrt = _require(func, require_grads, func_name)
     # the adjoint gets its own parameter Vars (a Var belongs to one function)
     params = [Var(p.name_hint, p.struct_info) for p in func.params]
@@ -274,7 +279,7 @@ def gradient(
             for block in func.body.blocks:
                 for b in block.bindings:
                     if isinstance(b, MatchCast):
-                        raise MiniTVMError(
+                        raise GradientError(
                             f"relax.Gradient: {func_name!r} has a match_cast (to '{b.var.name_hint}'); "
                             "differentiate a function with static or parameter-defined shapes"
                         )
@@ -283,10 +288,26 @@ def gradient(
             out = substitute_vars(func.body.body, vmap)
             target = out
             if isinstance(out.struct_info, TupleStructInfo):
+                n = len(out.struct_info.fields)
+                if not 0 <= target_index < n:
+                    raise GradientError(
+                        f"relax.Gradient: target_index={target_index}, but {func_name!r} returns "
+                        f"a tuple of {n} values"
+                    )
                 target = (
                     out.fields[target_index]
                     if isinstance(out, Tuple)
                     else em.emit(TupleGetItem(out, target_index))
+                )
+            elif target_index != 0:
+                raise GradientError(
+                    f"relax.Gradient: target_index={target_index}, but {func_name!r} returns one "
+                    "value, not a tuple; leave target_index at 0"
+                )
+            if not isinstance(target.struct_info, TensorStructInfo):
+                raise GradientError(
+                    f"relax.Gradient: the target (return value {target_index} of {func_name!r}) "
+                    f"must be a tensor, got {target.struct_info}"
                 )
             if not isinstance(target, Var):
                 target = em.emit(target, "loss")
@@ -309,4 +330,4 @@ def gradient(
     return bb.get()
 
 
-__all__ = ["Emitter", "backprop", "gradient"]
+__all__ = ["Emitter", "GradientError", "backprop", "gradient"]

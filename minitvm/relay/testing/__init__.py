@@ -4,6 +4,15 @@ from . import dcgan, init, layers, mlp, mobilenet, resnet, squeezenet, vgg
 from .init import create_workload
 
 
+def rand(dtype: str = "float32", *shape: int):
+    """A runtime array of `shape` with uniform [0, 1) values cast to `dtype` (TVM's test helper)."""
+    import numpy as np
+
+    from ...runtime import ndarray
+
+    return ndarray.array(np.random.rand(*shape).astype(dtype))
+
+
 def run_infer_type(expr):
     """`expr` with types inferred (a Function comes back with its ret_type filled)."""
     from ...ir.module import IRModule
@@ -38,6 +47,7 @@ __all__ = [
     "layers",
     "mlp",
     "mobilenet",
+    "rand",
     "resnet",
     "run_infer_type",
     "run_opt_pass",

@@ -404,11 +404,13 @@ def max_pool2d(
     padding: Any = (0, 0),
     dilation: Any = (1, 1),
     ceil_mode: bool = False,
+    count_include_pad: bool = False,
     layout: str = "NCHW",
     out_layout: str | None = None,
 ) -> Call:
     """Max over pool_size windows of H, W (layout NCHW, NHWC or NCHW{c}c); the result is in
-    `out_layout` (default: `layout`)."""
+    `out_layout` (default: `layout`). `count_include_pad` is accepted in TVM's position and
+    has no effect on a maximum (padding never wins)."""
     return make_call(
         _max_pool2d,
         (data,),
