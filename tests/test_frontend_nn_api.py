@@ -194,21 +194,3 @@ def test_from_const_makes_a_constant_operand():
     np.testing.assert_array_equal(
         _vm(mod)["forward"](tvm.runtime.tensor(x)).numpy(), x + np.arange(3) * 2
     )
-
-
-def test_define_subroutine_is_refused_clearly():
-    class Sub(nn.Module):
-        define_subroutine = True
-
-        def forward(self, x):
-            return nn.op.relu(x)
-
-    class Outer(nn.Module):
-        def __init__(self):
-            self.sub = Sub()
-
-        def forward(self, x):
-            return self.sub(x)
-
-    with pytest.raises(MiniTVMError, match="does not emit subroutines"):
-        Outer().export_tvm({"forward": {"x": nn.spec.Tensor((2,), "float32")}})

@@ -61,11 +61,11 @@ def test_export_matches_tvms_kv_cache_ir():
     bb = relax.BlockBuilder()
     with bb.function("_initialize_effect", params=[]):
         with bb.dataflow():
-            io = bb.emit(_call("vm.builtin.null_value", (), obj), "_io")
+            io = bb.emit(relax.op.null_value(), "_io")
             init = bb.emit(relax.op.zeros(shape, "float32"))
             fill = PrimValue(IntImm("int64", 0))
             cache = bb.emit(_call(CREATE, (init, shape, fill), obj), "cache")
-            out = bb.emit_output(Tuple((io, cache)))
+            out = bb.emit_output(bb.emit(Tuple((io, cache))))  # lv, then gv = lv (TVM's form)
         bb.emit_func_output(out)
     x, io_in, cache_in = (
         Var("x", TensorStructInfo((2, 4), "float32")),
@@ -410,7 +410,7 @@ def test_common_subexpression_elimination_keeps_two_caches_apart():
     }
     mod, _ = _TwoCaches().export_tvm(s)
     init = relax.transform.EliminateCommonSubexpr()(mod)["_initialize_effect"]
-    k_cache, v_cache = init.body.blocks[0].bindings[-1].value.fields
+    k_cache, v_cache = init.body.blocks[0].bindings[-2].value.fields  # lv = (k, v); gv = lv
     assert k_cache is not v_cache
 
 

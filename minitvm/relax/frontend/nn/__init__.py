@@ -25,12 +25,16 @@ from .core import (
     set_default_dtype,
     wrap_nested,
 )
+from .exporter import add_extern
 from .extern import ExternModule, ObjectModule, SourceModule
 from .jit import TorchModule
 from .modules import (
     GELU,
+    Attention,
     Conv1D,
     Conv2D,
+    Conv3D,
+    ConvTranspose1D,
     Dropout,
     Embedding,
     GroupNorm,
@@ -42,16 +46,20 @@ from .modules import (
     ReLU,
     RMSNorm,
     SiLU,
+    TimestepEmbedding,
+    Timesteps,
 )
 from .op import *  # TVM re-exports every nn.op function as nn.<name>
 from .op import __all__ as _op_names
 from .subroutine import SubroutineMixin
+from .visitor import Mutator
 
 __all__ = [  # noqa: PLE0604 (the nn.op names are listed in op.py)
-    "GELU", "Conv1D", "Conv2D", "Dropout", "Effect", "Embedding", "ExternModule", "GroupNorm",
-    "IOEffect", "ObjectModule", "SourceModule",
-    "Identity", "KVCache", "LayerNorm", "Linear", "Module", "ModuleDict", "ModuleList", "Object",
-    "Parameter", "RMSNorm", "ReLU", "Sequential", "SiLU", "SubroutineMixin", "Tensor",
-    "TorchModule", "get_default_dtype", "op", "set_default_dtype", "spec", "wrap_nested",
+    "GELU", "Attention", "Conv1D", "Conv2D", "Conv3D", "ConvTranspose1D", "Dropout", "Effect",
+    "Embedding", "ExternModule", "GroupNorm", "IOEffect", "ObjectModule", "SourceModule",
+    "Identity", "KVCache", "LayerNorm", "Linear", "Module", "ModuleDict", "ModuleList", "Mutator",
+    "Object", "Parameter", "RMSNorm", "ReLU", "Sequential", "SiLU", "SubroutineMixin", "Tensor",
+    "TimestepEmbedding", "Timesteps", "TorchModule", "add_extern", "get_default_dtype", "op",
+    "set_default_dtype", "spec", "wrap_nested",
     *_op_names,
 ]  # fmt: skip

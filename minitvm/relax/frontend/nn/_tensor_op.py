@@ -23,11 +23,12 @@ def _scalar(value: Any, like: Any) -> Any:
     return value
 
 
-# method name -> (nn.op function, operands swapped)
+# method name -> (nn.op function, operands swapped); `2 + x` and `2 * x` keep the tensor first,
+# as TVM emits them (both ops commute, so the value is the same)
 _BINARY = {
-    "__add__": ("add", False), "__radd__": ("add", True),
+    "__add__": ("add", False), "__radd__": ("add", False),
     "__sub__": ("subtract", False), "__rsub__": ("subtract", True),
-    "__mul__": ("multiply", False), "__rmul__": ("multiply", True),
+    "__mul__": ("multiply", False), "__rmul__": ("multiply", False),
     "__truediv__": ("divide", False), "__rtruediv__": ("divide", True),
     "__lt__": ("less", False), "__le__": ("less_equal", False),
     "__gt__": ("greater", False), "__ge__": ("greater_equal", False),

@@ -23,6 +23,8 @@ from ._tensor_op import TensorOpMixin
 from .subroutine import SubroutineMixin
 
 _DEFAULT_DTYPE = ["float32"]
+# what TVM's relax.const does to numpy data given without a dtype
+_NARROWED = {np.dtype("float64"): np.dtype("float32"), np.dtype("int64"): np.dtype("int32")}
 
 
 def get_default_dtype() -> str:
@@ -81,8 +83,11 @@ class Tensor(TensorOpMixin):
 
     @staticmethod
     def from_const(data: Any) -> Tensor:
-        """A constant tensor holding `data` (a numpy array or anything np.asarray takes)."""
-        return Tensor(_expr=const(np.asarray(data)))
+        """A constant tensor holding `data` (a numpy array or anything np.asarray takes).
+        float64 and int64 data become float32 and int32, as TVM's relax.const makes them."""
+        array = np.asarray(data)
+        array = array.astype(_NARROWED.get(array.dtype, array.dtype))
+        return Tensor(_expr=const(array))
 
     @staticmethod
     def from_scalar(data: float, dtype: str) -> Tensor:

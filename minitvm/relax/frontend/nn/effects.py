@@ -23,7 +23,7 @@ from ....error import ArgumentError, DTypeError, MiniTVMError, ShapeError
 from ....tir.expr import IntImm, PrimExpr
 from ...block_builder import BlockBuilder
 from ...expr import Call, ExternFunc, PrimValue, ShapeExpr, Var
-from ...op import zeros
+from ...op import null_value, zeros
 from ...struct_info import ObjectStructInfo, StructInfo, TensorStructInfo
 from .core import Effect, Tensor, current_builder, get_default_dtype
 
@@ -41,8 +41,7 @@ class IOEffect(Effect):
         self.effect: Var | None = None
 
     def emit_init(self, name_hint: str, builder: BlockBuilder) -> list[Var]:
-        value = _builtin_call("vm.builtin.null_value", (), ObjectStructInfo())
-        return [builder.emit(value, "_io")]
+        return [builder.emit(null_value(), "_io")]
 
     def create(self, name_hint: str) -> list[Var]:
         return [Var("_io", ObjectStructInfo())]

@@ -11,7 +11,7 @@ binding.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from ....error import ArgumentError, MiniTVMError
 from ....tir.expr import Var as TirVar
@@ -27,14 +27,31 @@ from .effects import IOEffect
 class Exporter:
     """Builds the IRModule of a ModuleSpec (`Module.export_tvm` uses it)."""
 
+    _stack: ClassVar[list[Exporter]] = []
+
     def __init__(self, debug: bool = False) -> None:
         self.debug = debug  # adds the IO effect `_io` to every method, as in TVM
         self.builder = BlockBuilder()
         self.extern_mods: list[Any] = []
+        self.io_effect: IOEffect | None = IOEffect() if debug else None
+
+    @staticmethod
+    def current() -> Exporter | None:
+        """The exporter running now (nn.op.debug_func threads its calls through its IO effect)."""
+        return Exporter._stack[-1] if Exporter._stack else None
 
     def build(self, spec: _spec.ModuleSpec) -> tuple[Any, list[tuple[str, core.Parameter]], list]:
         """(IRModule, [(name, Parameter)], extern modules)."""
-        effects: list[tuple[str, core.Effect]] = [("", IOEffect())] if self.debug else []
+        Exporter._stack.append(self)
+        try:
+            return self._build(spec)
+        finally:
+            Exporter._stack.pop()
+
+    def _build(self, spec: _spec.ModuleSpec) -> tuple[Any, list[tuple[str, core.Parameter]], list]:
+        effects: list[tuple[str, core.Effect]] = []
+        if self.io_effect is not None:
+            effects.append(("", self.io_effect))
         effects += core._attribute_finder(spec.module, "", lambda x: isinstance(x, core.Effect))
         for name, effect in effects:
             _check_effect(name, effect)
@@ -69,7 +86,7 @@ def _emit_effect_init(bb: BlockBuilder, effects: list[tuple[str, core.Effect]]) 
             created = []
             for name, effect in effects:
                 created += effect.emit_init(name, bb)
-            out = bb.emit_output(Tuple(tuple(created)))
+            out = bb.emit_output(bb.emit(Tuple(tuple(created))))  # lv, then gv = lv: TVM's form
         bb.emit_func_output(out)
 
 
@@ -85,7 +102,11 @@ class _DimNames:
         return self.vars[name]
 
     def dims(self, shape: list) -> list:
-        return [self.get(d) if isinstance(d, str) else d for d in shape]
+        # A tir.Var in a spec is named like a str dim: within one function, a name is one size.
+        return [
+            self.get(d.name if isinstance(d, TirVar) else d) if isinstance(d, str | TirVar) else d
+            for d in shape
+        ]
 
     def rename(self, shape: list) -> list:
         return [self.get(d.name) if isinstance(d, TirVar) else d for d in shape]
@@ -168,7 +189,8 @@ def _emit_method(
             _set_effect_states(bb, created, packed_effects)
             if spec.param_mode == "packed":
                 for i, (pname, param) in enumerate(params):
-                    param._expr = bb.emit(TupleGetItem(packed, i), pname)
+                    # a binding name is an identifier: "linear_1.weight" binds as linear_1_weight
+                    param._expr = bb.emit(TupleGetItem(packed, i), pname.replace(".", "_"))
             args = [_detuple(bb, value, var) for var, value in pairs]
             out = _unwrap(spec.method(*args), name)
             new_effects = [v for _, effect in effects for v in effect.finalize()]
@@ -195,3 +217,23 @@ def _set_effect_states(
             state = [bb.emit(TupleGetItem(packed, i + j), v.name_hint) for j, v in enumerate(state)]
             i += len(state)
         effect.set_state(state)
+
+
+def add_extern(mod: Any) -> None:
+    """Record the nn.ExternModule `mod` with the running export; `export_tvm(...,
+    allow_extern=True)` returns it among the extern modules (once, however often added)."""
+    from .extern import ExternModule
+
+    exporter = Exporter.current()
+    if exporter is None:
+        raise MiniTVMError(
+            "nn.add_extern: call it while a module is exported (inside a method that "
+            "export_tvm runs), so the export can return the module with allow_extern=True"
+        )
+    if not isinstance(mod, ExternModule):
+        raise ArgumentError(
+            f"nn.add_extern: expected an nn.ExternModule (ObjectModule, SourceModule), got "
+            f"{type(mod).__name__}"
+        )
+    if not any(m is mod for m in exporter.extern_mods):
+        exporter.extern_mods.append(mod)

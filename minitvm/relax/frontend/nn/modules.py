@@ -90,6 +90,85 @@ class Embedding(Module):
         return op.reshape(op.take(self.weight, flat, axis=0), [*x.shape, self.dim])
 
 
+class Conv3D(Module):
+    """3-d convolution, NCDHW input (or NDHWC), weight (out, in / groups, kd, kh, kw)."""
+
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size: list[int] | int,
+        stride: list[int] | int = 1,
+        padding: list[int] | int = 0,
+        dilation: int = 1,
+        groups: int = 1,
+        bias: bool = True,
+        dtype: str | None = None,
+        data_layout: str = "NCDHW",
+    ) -> None:
+        self.in_channels, self.out_channels, self.data_layout = (
+            in_channels,
+            out_channels,
+            data_layout,
+        )
+        self.stride, self.padding, self.dilation, self.groups = stride, padding, dilation, groups
+        self.kernel_size = [kernel_size] * 3 if isinstance(kernel_size, int) else list(kernel_size)
+        in_per_group = in_channels // groups  # a symbolic in_channels divides as a tir expr
+        self.weight = Parameter([out_channels, in_per_group, *self.kernel_size], dtype)
+        self.bias = Parameter((out_channels,), dtype) if bias else None
+
+    def forward(self, x: Tensor) -> Tensor:
+        return op.conv3d(
+            x,
+            self.weight,
+            self.bias,
+            self.stride,
+            self.padding,
+            self.dilation,
+            self.groups,
+            self.data_layout,
+        )
+
+
+class ConvTranspose1D(Module):
+    """Transposed 1-d convolution, NCW input, weight (in, out / groups, kernel) as in PyTorch."""
+
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size: int,
+        stride: int = 1,
+        padding: int = 0,
+        output_padding: int = 0,
+        dilation: int = 1,
+        groups: int = 1,
+        bias: bool = True,
+        dtype: str | None = None,
+    ) -> None:
+        self.in_channels, self.out_channels, self.kernel_size = (
+            in_channels,
+            out_channels,
+            kernel_size,
+        )
+        self.stride, self.padding, self.output_padding = stride, padding, output_padding
+        self.dilation, self.groups = dilation, groups
+        self.weight = Parameter((in_channels, out_channels // groups, kernel_size), dtype)
+        self.bias = Parameter((out_channels,), dtype) if bias else None
+
+    def forward(self, x: Tensor) -> Tensor:
+        return op.conv1d_transpose(
+            x,
+            self.weight,
+            self.bias,
+            self.stride,
+            self.padding,
+            self.output_padding,
+            self.dilation,
+            self.groups,
+        )
+
+
 class Conv1D(Module):
     """1-D convolution, NCW input, weight (out, in / groups, kernel)."""
 
@@ -218,7 +297,11 @@ class GroupNorm(Module):
         )
 
 
+# TVM keeps the diffusion layers in nn.modules too; they build on the layers above
+from .modules_diffusers import Attention, TimestepEmbedding, Timesteps
+
 __all__ = [
-    "GELU", "Conv1D", "Conv2D", "Dropout", "Effect", "Embedding", "GroupNorm", "IOEffect",
-    "Identity", "KVCache", "LayerNorm", "Linear", "RMSNorm", "ReLU", "SiLU",
+    "GELU", "Attention", "Conv1D", "Conv2D", "Conv3D", "ConvTranspose1D", "Dropout", "Effect",
+    "Embedding", "GroupNorm", "IOEffect", "Identity", "KVCache", "LayerNorm", "Linear",
+    "RMSNorm", "ReLU", "SiLU", "TimestepEmbedding", "Timesteps",
 ]  # fmt: skip

@@ -12,9 +12,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ....error import ArgumentError, ShapeError
-from ....tir.expr import PrimExpr
+from ....tir.expr import FloatImm, IntImm, PrimExpr
 from ... import op as _op
-from ...expr import ShapeExpr
+from ...expr import PrimValue, ShapeExpr, StringImm
+from ...expr import Tuple as RxTuple
 from .core import Tensor, current_builder, wrap_nested
 
 
@@ -110,8 +111,16 @@ def reshape(x: Tensor, shape: Sequence[Any], name: str = "reshape") -> Tensor:
 
 
 def permute_dims(x: Tensor, axes: list[int] | None = None, name: str | None = None) -> Tensor:
-    """`x` with its axes reordered (reversed when `axes` is None)."""
-    return wrap_nested(_op.permute_dims(_expr(x, "permute_dims"), axes), name or "permute_dims")
+    """`x` with its axes reordered (reversed when `axes` is None). Without a `name`, the
+    transposed weight of a `linear*` layer is named `matmul*`, as TVM names it."""
+    if name is None:
+        x_name = getattr(_expr(x, "permute_dims"), "name_hint", "")
+        name = (
+            x_name.replace("linear", "matmul").replace(".", "_")
+            if "linear" in x_name
+            else "permute_dims"
+        )
+    return wrap_nested(_op.permute_dims(_expr(x, "permute_dims"), axes), name)
 
 
 def permute(x: Tensor, axes: list[int] | None, name: str = "permute") -> Tensor:
@@ -387,31 +396,66 @@ def tensor_ir_op(func: Any, name_hint: str, args: Any, out: Any) -> Any:
 
 def extern(name: str, args: Sequence[Any], out: Any) -> Any:
     """Call the registered packed function `name` in destination-passing style (it writes the
-    outputs described by `out`)."""
+    outputs described by `out`). Arguments are nn Tensors, Python ints (int64), floats
+    (float64), str, tir expressions, or lists of these (passed as tuples), as in TVM."""
     from ...op.base import call_dps_packed
 
-    exprs = []
-    for a in args:
-        if not isinstance(a, Tensor):
-            raise ArgumentError(
-                f"nn.op.extern({name!r}): minitvm passes nn Tensors only, got {type(a).__name__}"
-            )
-        exprs.append(a._expr)
-    return wrap_nested(call_dps_packed(name, exprs, _out_sinfo(out, "extern")), name)
+    def convert(arg: Any) -> Any:
+        if isinstance(arg, Tensor):
+            return arg._expr
+        if isinstance(arg, bool):
+            raise ArgumentError(f"nn.op.extern({name!r}): a bool argument is not supported")
+        if isinstance(arg, int):
+            return PrimValue(IntImm("int64", arg))
+        if isinstance(arg, float):
+            return PrimValue(FloatImm("float64", arg))
+        if isinstance(arg, str):
+            return StringImm(arg)
+        if isinstance(arg, PrimExpr):
+            return PrimValue(arg)
+        if isinstance(arg, list | tuple):
+            return RxTuple(tuple(convert(a) for a in arg))
+        raise ArgumentError(
+            f"nn.op.extern({name!r}): arguments are nn Tensors, ints, floats, str, tir "
+            f"expressions or lists of them, got {type(arg).__name__}"
+        )
+
+    call = call_dps_packed(name, [convert(a) for a in args], _out_sinfo(out, "extern"))
+    return wrap_nested(call, name.replace(".", "_"))
 
 
+from .debug import debug_func, print_
 from .op_compose import arange, rms_norm, triu  # composites of the ops above
+from .op_extra import (  # they use _expr above
+    argsort,
+    ccl_allgather,
+    ccl_allreduce,
+    ccl_broadcast_from_worker0,
+    conv1d_transpose,
+    conv3d,
+    get_timestep_embedding,
+    interpolate,
+    sort,
+    topk,
+)
 
 __all__ = [
     "add",
     "arange",
+    "argsort",
     "astype",
     "broadcast_to",
+    "ccl_allgather",
+    "ccl_allreduce",
+    "ccl_broadcast_from_worker0",
     "chunk",
     "concat",
     "conv1d",
+    "conv1d_transpose",
     "conv2d",
+    "conv3d",
     "cumsum",
+    "debug_func",
     "divide",
     "empty",
     "equal",
@@ -420,9 +464,11 @@ __all__ = [
     "floor",
     "full",
     "gelu",
+    "get_timestep_embedding",
     "greater",
     "greater_equal",
     "group_norm",
+    "interpolate",
     "layer_norm",
     "less",
     "less_equal",
@@ -440,6 +486,7 @@ __all__ = [
     "pad",
     "permute",
     "permute_dims",
+    "print_",
     "relu",
     "relu6",
     "repeat",
@@ -450,6 +497,7 @@ __all__ = [
     "silu",
     "softmax",
     "softplus",
+    "sort",
     "split",
     "sqrt",
     "square",
@@ -460,6 +508,7 @@ __all__ = [
     "tanh",
     "tensor_expr_op",
     "tensor_ir_op",
+    "topk",
     "triu",
     "unsqueeze",
     "where",

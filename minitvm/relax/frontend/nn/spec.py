@@ -13,6 +13,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ....error import ArgumentError
+from ....tir.expr import IntImm
+from ....tir.expr import Var as TirVar
 
 _MODES = ("plain", "packed", "none")
 
@@ -27,18 +29,19 @@ class Int:
 class Tensor:
     """A tensor input: static rank and dtype, dims are ints or names of symbolic sizes."""
 
-    def __init__(self, shape: Sequence[int | str], dtype: str) -> None:
-        self.shape = list(shape)
+    def __init__(self, shape: Sequence[int | str | TirVar], dtype: str) -> None:
+        self.shape = [int(d.value) if isinstance(d, IntImm) else d for d in shape]
         self.dtype = str(dtype)
         for dim in self.shape:
             if (
                 isinstance(dim, bool)
-                or not isinstance(dim, int | str)
+                or not isinstance(dim, int | str | TirVar)
                 or (isinstance(dim, int) and dim < 0)
+                or (isinstance(dim, TirVar) and str(dim.dtype) != "int64")
             ):
                 raise ArgumentError(
                     f"spec.Tensor({self.shape}, {self.dtype!r}): a dim must be a non-negative "
-                    f"int or a name such as 'n', got {dim!r}"
+                    f"int or a name such as 'n' (or an int64 tir.Var), got {dim!r}"
                 )
 
     def __repr__(self) -> str:
