@@ -301,3 +301,21 @@ def test_gradient_refuses_a_target_index_that_names_no_scalar(make_out, index, m
         relax.transform.Gradient("main", target_index=index)(_returning(make_out))
     with pytest.raises(ValueError, match="no function 'other'"):  # TVM raises ValueError here
         relax.transform.Gradient("other")(_returning(lambda s: s))
+
+
+@pytest.mark.parametrize("mode", ["clip", "wrap"])
+def test_embedding_gradient_scatter_adds_rows(mode):
+    # axis 0 (an embedding) runs as a scatter-add; repeated and out-of-range indices as take's
+    rng = np.random.default_rng(6)
+    idx = np.array([[0, 3, 3], [-1, 7, 2]], dtype="int64")
+    g = rng.standard_normal((2, 3, 4, 2))
+    gv, iv = _var("g", g.shape), _var("i", idx.shape, "int64")
+    bb = relax.BlockBuilder()
+    with bb.function("main", [gv, iv]):
+        with bb.dataflow():
+            out = bb.emit_output(R.grad.take_backward(gv, iv, (5, 4, 2), 0, mode))
+        bb.emit_func_output(out)
+    pos = np.mod(idx, 5) if mode == "wrap" else np.clip(idx, 0, 4)
+    expected = np.zeros((5, 4, 2))
+    np.add.at(expected, pos.reshape(-1), g.reshape(-1, 4, 2))
+    np.testing.assert_allclose(_run(bb.get(), g, idx), expected, rtol=1e-12)
