@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ctypes
 import threading
+import types
 
 import numpy as np
 
@@ -544,8 +545,24 @@ def _exec_checker(plan: _Plan, source: str, native, failed):
         **{f"dt{b.slot}": b.dtype for b in plan.buffers},
     }
     # the source names everything positionally and holds no string from the FuncInfo
-    exec(compile(source, "<minitvm argument check>", "exec"), namespace)  # noqa: S102
+    exec(_compiled(source), namespace)  # noqa: S102
     return namespace["fast"]
+
+
+# Compiled checker sources: a training step calls ~150 kernels from ~400 places, and kernels
+# of one shape share their checker text, so the first step compiled the same text many times
+# (0.42 of its 0.8 s). The code object is shared; each checker still runs in its own namespace.
+_CODE: dict[str, types.CodeType] = {}
+
+
+def _compiled(source: str) -> types.CodeType:
+    code = _CODE.get(source)
+    if code is None:
+        code = compile(source, "<minitvm argument check>", "exec")
+        if len(_CODE) >= 4096:
+            _CODE.clear()
+        _CODE[source] = code
+    return code
 
 
 def _capture(func: PackedFunc, args: tuple, n_ptrs: int, n_ints: int):
