@@ -162,6 +162,26 @@ def compare(name, make_model, x, y, batch, repeat, use_compile, steps=None):
     return rows
 
 
+def steady_state(trainer, torch_model, torch_opt, loss_fn, batches, repeat, with_runs=False):
+    """(ours, torch) seconds per step: best of `repeat` runs over the same first <= 5 batches,
+    each side warmed up by `best_of` first (minitvm's first call pays one-time costs)."""
+    timed = batches[: min(5, len(batches))]
+
+    def torch_steps():
+        for xb, yb in timed:
+            torch_opt.zero_grad(set_to_none=True)
+            loss_fn(torch_model(xb), yb).backward()
+            torch_opt.step()
+
+    def our_steps():
+        for xb, yb in timed:
+            trainer.step(xb, yb)
+
+    ours = best_of(our_steps, repeat) / len(timed)
+    theirs = best_of(torch_steps, repeat) / len(timed)
+    return (ours, theirs, our_steps, torch_steps) if with_runs else (ours, theirs)
+
+
 # ------------------------------------------------------------------ ResNet-18, train mode
 def torch_resnet18(classes: int = CLASSES):
     """torchvision's ResNet-18 layout, trainable (minitvm.testing.torch_reference)."""
@@ -195,24 +215,11 @@ def resnet18_case(steps: int, repeat: int, batch: int = 32, lr: float = 0.01) ->
     first_s = time.perf_counter() - t0  # the first call pays one-time costs (page faults, ...)
     ours += [trainer.step(x, y) for x, y in zip(xs[1:], ys[1:])]
     theirs = torch_run(torch_resnet18())
-    # steady state, both sides: best of `repeat` runs over the same few batches
-    timed = list(zip(xs, ys))[: min(5, steps)]
     torch_model = torch_resnet18()
     torch_opt = torch.optim.SGD(torch_model.parameters(), lr=lr, momentum=0.9)
-
-    def torch_steps():
-        for xb, yb in timed:
-            torch_opt.zero_grad(set_to_none=True)
-            loss_fn(torch_model(xb), yb).backward()
-            torch_opt.step()
-
-    def our_steps():
-        for xb, yb in timed:
-            trainer.step(xb, yb)
-
-    torch_steps()  # torch's first step too
-    ours_s = best_of(our_steps, repeat) / len(timed)
-    theirs_s = best_of(torch_steps, repeat) / len(timed)
+    ours_s, theirs_s = steady_state(
+        trainer, torch_model, torch_opt, loss_fn, list(zip(xs, ys)), repeat
+    )
     noisy = torch_resnet18()
     with torch.no_grad():
         for p in noisy.parameters():
@@ -338,22 +345,11 @@ def training_case(title, make_model, batches, loss_fn, repeat, lr=0.01) -> dict:
     loss_diff = np.abs(np.array(ours) / np.array(theirs) - 1)
     param_diff, params_close = _param_agreement(trainer, ref_model)
 
-    timed = batches[: min(5, len(batches))]
     torch_model = make_model()
     torch_opt = make_opt(torch_model.parameters())
-
-    def torch_steps():
-        for xb, yb in timed:
-            torch_opt.zero_grad(set_to_none=True)
-            loss_fn(torch_model(xb), yb).backward()
-            torch_opt.step()
-
-    def our_steps():
-        for xb, yb in timed:
-            trainer.step(xb, yb)
-
-    ours_s = best_of(our_steps, repeat) / len(timed)
-    theirs_s = best_of(torch_steps, repeat) / len(timed)
+    ours_s, theirs_s, our_steps, torch_steps = steady_state(
+        trainer, torch_model, torch_opt, loss_fn, batches, repeat, with_runs=True
+    )
     ours_mib, theirs_mib = _rss_peak_during(our_steps), _rss_peak_during(torch_steps)
     planned = _planned_mib(trainer.executable, len(batches[0][0]))
     cache = os.environ.get("MINITVM_CACHE_DIR", "default")
@@ -363,7 +359,7 @@ def training_case(title, make_model, batches, loss_fn, repeat, lr=0.01) -> dict:
     print(f"  minitvm        {ours_s * 1e3:9.1f} ms/step")
     print(f"  torch eager    {theirs_s * 1e3:9.1f} ms/step   minitvm / torch eager = "
           f"{ours_s / theirs_s:.2f} (target <= 0.8)")  # fmt: skip
-    print(f"  peak RSS growth over {len(timed)} steps: minitvm {ours_mib:.1f} MiB, torch eager "
+    print(f"  peak RSS growth over {min(5, len(batches))} steps: minitvm {ours_mib:.1f} MiB, torch eager "
           f"{theirs_mib:.1f} MiB (minitvm's planned intermediates {planned} MiB)")  # fmt: skip
     print(f"  losses vs torch, {len(batches)} steps: max rel. diff {loss_diff.max():.1e}")
     print(f"  final params vs torch: max |diff| / (1e-6 + 1e-4 |torch|) = {param_diff:.2f}, "
