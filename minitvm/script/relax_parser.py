@@ -91,6 +91,22 @@ def _is_legacy_relax_name(base: Any, attr: str) -> bool:
     return attr in ("dataflow", "output") or not hasattr(base, attr)
 
 
+def _bound_names(stmt: ast.stmt) -> list[str]:
+    """The names an assignment statement binds (`a = ...`, `a: T = ...`, `a, b = ...`)."""
+    targets = (
+        stmt.targets
+        if isinstance(stmt, ast.Assign)
+        else [stmt.target]
+        if isinstance(stmt, ast.AnnAssign)
+        else []
+    )
+    out: list[str] = []
+    for t in targets:
+        elts = t.elts if isinstance(t, ast.Tuple | ast.List) else [t]
+        out += [e.id for e in elts if isinstance(e, ast.Name)]
+    return out
+
+
 class _Frame:
     """Bindings being collected into the current block."""
 
@@ -422,13 +438,17 @@ class RelaxParser(TIRParser):
             raise self.error(node, "dataflow blocks cannot be nested")
         *stmts, last = node.body
         outputs = self.output_names(last)
+        # a name bound more than once leaves the block from its last binding only: the earlier
+        # ones stay dataflow vars (TVM's rule; the exporter's `gv = lv` forms rely on it)
+        final = {name: k for k, stmt in enumerate(stmts) for name in _bound_names(stmt)}
         outer_frame, self.frame = self.frame, _Frame(True, frozenset(outputs))
         self.scopes.append({})
         try:
-            for stmt in stmts:
+            for k, stmt in enumerate(stmts):
                 if isinstance(stmt, ast.If | ast.Return | ast.With):
                     what = {ast.If: "if", ast.Return: "return", ast.With: "with"}[type(stmt)]
                     raise self.error(stmt, f"`{what}` is not allowed inside a dataflow block")
+                self.frame.outputs = frozenset(n for n in outputs if final.get(n, k) == k)
                 self.statement(stmt)
             values = self.eval(last.value).values
             bindings = tuple(self.frame.bindings)

@@ -785,3 +785,31 @@ def test_nested_calls_are_bound_first_so_they_fuse():
     x = np.linspace(-1, 1, 4, dtype="float32")
     y = np.linspace(0, 2, 4, dtype="float32")
     np.testing.assert_allclose(evaluate(f, x, y), np.exp(y) + x * x, rtol=1e-6)
+
+
+def test_a_name_bound_twice_leaves_the_dataflow_block_from_its_last_binding():
+    # TVM's rule: R.output(gv) makes only gv's last binding a Var; the earlier ones, and every
+    # binding of lv, stay DataflowVars (the value is unchanged: checked against numpy)
+    import numpy as np
+
+    import minitvm as tvm
+    from minitvm import relax
+
+    src = """
+@R.function
+def f(x: R.Tensor((2,), "float32")):
+    with R.dataflow():
+        lv = R.add(x, x)
+        lv = R.multiply(lv, lv)
+        gv = lv
+        gv = R.add(gv, x)
+        R.output(gv)
+    return gv
+"""
+    f = tvm.script.from_source(src)
+    kinds = [type(b.var).__name__ for b in f.body.blocks[0].bindings]
+    assert kinds == ["DataflowVar", "DataflowVar", "DataflowVar", "Var"]
+    ex = relax.build(tvm.IRModule({"main": f}), "llvm")
+    x = np.array([1.0, 2.0], "float32")
+    out = relax.VirtualMachine(ex, tvm.cpu())["main"](tvm.nd.array(x)).numpy()
+    np.testing.assert_allclose(out, (x + x) ** 2 + x)
