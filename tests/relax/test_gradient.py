@@ -90,6 +90,7 @@ CASES: dict[str, list] = {
     "relax.matmul": [
         (R.matmul, [normal(3, 4), normal(4, 5)]),
         (R.matmul, [normal(2, 3, 4), normal(4, 5)]),
+        (R.matmul, [normal(2, 2, 3, 4), normal(4, 5)]),
         (R.matmul, [normal(3, 4), normal(2, 4, 5)]),
         (R.matmul, [normal(4), normal(4, 5)]),
         (R.matmul, [normal(3, 4), normal(4)]),
