@@ -319,3 +319,26 @@ def test_embedding_gradient_scatter_adds_rows(mode):
     expected = np.zeros((5, 4, 2))
     np.add.at(expected, pos.reshape(-1), g.reshape(-1, 4, 2))
     np.testing.assert_allclose(_run(bb.get(), g, idx), expected, rtol=1e-12)
+
+
+def test_a_te_gradient_of_the_wrong_shape_is_refused():
+    from minitvm import te
+    from minitvm.relax.training.utils import register_te_gradient
+
+    @register_te_gradient("t_bad_grad")
+    def t_bad_grad(output_grad, a):
+        return [te.compute((2,), lambda i: output_grad[i], name="ga")]
+
+    av = _var("a", (3,))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [av]):
+        with bb.dataflow():
+            m = bb.emit_te_with_grad(
+                lambda x: te.compute(x.shape, lambda i: x[i] * 2.0, name="t_double"),
+                av,
+                te_grad_name="t_bad_grad",
+            )
+            out = bb.emit_output(R.sum(m))
+        bb.emit_func_output(out)
+    with pytest.raises(tvm.error.TVMError, match="must have its input's shape"):
+        relax.transform.Gradient("main")(bb.get())

@@ -22,6 +22,7 @@ from typing import Any
 from ...error import TVMError
 from ...ir.module import GlobalVar
 from ...ir.node import FrozenDict
+from ...topi.utils import prove_equal
 from ..expr import Call, TupleGetItem
 from ..struct_info import StructInfo, TupleStructInfo
 from ._table import OpPattern, make_call, register_op
@@ -98,18 +99,32 @@ def _grad_rule(var, call, g, em) -> list:
         )
     inputs = list(call.args[1].fields)
     kwargs = dict(call.attrs["te_grad_kwargs"])
-    grad_call = em.bb.call_te(func, g, *inputs, primfunc_name_hint=name, **kwargs)
-    out = em.emit(grad_call)
+    bb = getattr(em, "bb", em)  # relax.Gradient's emitter, or a BlockBuilder (FPrimalGradient)
+    out = em.emit(bb.call_te(func, g, *inputs, primfunc_name_hint=name, **kwargs))
     n = len(inputs)
-    if n == 1 and not isinstance(out.struct_info, TupleStructInfo):
-        return [None, [out]]
-    got = len(out.struct_info.fields) if isinstance(out.struct_info, TupleStructInfo) else 1
+    fields = [out] if not isinstance(out.struct_info, TupleStructInfo) else None
+    got = 1 if fields else len(out.struct_info.fields)
     if got != n:
         raise TVMError(
             f"relax.Gradient: the TE gradient {name!r} returned {got} tensors for a kernel of "
             f"{n} inputs; return one gradient per input"
         )
-    return [None, [em.emit(TupleGetItem(out, i)) for i in range(n)]]
+    fields = fields or [em.emit(TupleGetItem(out, i)) for i in range(n)]
+    for k, (grad, x) in enumerate(zip(fields, inputs)):
+        a, b = grad.struct_info, x.struct_info
+        same = (
+            getattr(a, "dtype", None) == getattr(b, "dtype", None)
+            and a.shape is not None
+            and b.shape is not None
+            and len(a.shape) == len(b.shape)
+            and all(prove_equal(p, q) for p, q in zip(a.shape, b.shape))
+        )
+        if not same:
+            raise TVMError(
+                f"relax.Gradient: the TE gradient {name!r} gives input {k} a gradient of {a}, "
+                f"but the input is {b}; each gradient must have its input's shape and dtype"
+            )
+    return [None, fields]
 
 
 def _install() -> None:
