@@ -255,24 +255,30 @@ def test_call_tir_with_grad_runs_as_call_tir_and_differentiates_with_the_te_rule
     np.testing.assert_allclose(gb, eb.numpy(), rtol=1e-12)
 
 
-def test_call_tir_with_grad_names_an_unregistered_gradient():
+def _doubled_with_grad(n: int, grad_name: str):
+    """sum(2 * a) for a of shape (n,), the doubling a call_tir_with_grad naming `grad_name`."""
     from minitvm import te
 
-    av = _var("a", (2,))
+    av = _var("a", (n,))
     bb = relax.BlockBuilder()
     with bb.function("main", [av]):
         with bb.dataflow():
             m = bb.emit_te_with_grad(
                 lambda x: te.compute(x.shape, lambda i: x[i] * 2.0, name="t_double"),
                 av,
-                te_grad_name="nobody_registered_this",
+                te_grad_name=grad_name,
             )
             out = bb.emit_output(R.sum(m))
         bb.emit_func_output(out)
+    return bb.get()
+
+
+def test_call_tir_with_grad_names_an_unregistered_gradient():
+    mod = _doubled_with_grad(2, "nobody_registered_this")
     with pytest.raises(
         tvm.error.TVMError, match="'nobody_registered_this', which is not registered"
     ):
-        relax.transform.Gradient("main")(bb.get())
+        relax.transform.Gradient("main")(mod)
 
 
 def _returning(make_out):
@@ -329,16 +335,6 @@ def test_a_te_gradient_of_the_wrong_shape_is_refused():
     def t_bad_grad(output_grad, a):
         return [te.compute((2,), lambda i: output_grad[i], name="ga")]
 
-    av = _var("a", (3,))
-    bb = relax.BlockBuilder()
-    with bb.function("main", [av]):
-        with bb.dataflow():
-            m = bb.emit_te_with_grad(
-                lambda x: te.compute(x.shape, lambda i: x[i] * 2.0, name="t_double"),
-                av,
-                te_grad_name="t_bad_grad",
-            )
-            out = bb.emit_output(R.sum(m))
-        bb.emit_func_output(out)
+    mod = _doubled_with_grad(3, "t_bad_grad")
     with pytest.raises(tvm.error.TVMError, match="must have its input's shape"):
-        relax.transform.Gradient("main")(bb.get())
+        relax.transform.Gradient("main")(mod)
