@@ -77,6 +77,21 @@ def test_constant_equality_is_by_value():
     assert not a.data.numpy().flags.writeable
 
 
+def test_constant_owns_a_private_copy_and_shares_it_with_rebuilt_constants():
+    # the caller's array may change after; a read-only array of the caller's may be made
+    # writable again: both are copied. A constant rebuilt from another one's data shares it.
+    src = np.arange(6, dtype="float32")
+    a = relax.const(src)
+    src[0] = 100.0
+    assert a.data.numpy()[0] == 0.0
+    frozen = np.arange(3, dtype="float32")
+    frozen.flags.writeable = False
+    assert relax.const(frozen).data.numpy() is not frozen
+    b = relax.const(a.data.numpy())
+    assert b.data.numpy() is a.data.numpy()
+    np.testing.assert_array_equal(b.data.numpy(), np.array([0, 1, 2, 3, 4, 5], "float32"))
+
+
 def test_call_rejects_non_expression_args():
     with pytest.raises(
         MiniTVMError,
