@@ -73,6 +73,9 @@ class While(Stmt):
     condition: PrimExpr
     body: Stmt
 
+    def __post_init__(self):
+        setfield(self, "condition", as_expr(self.condition))
+
 
 @node
 class SeqStmt(Stmt):
@@ -142,6 +145,10 @@ class AssertStmt(Stmt):
     condition: PrimExpr
     message: str
     body: Stmt
+
+    def __post_init__(self):
+        # `a == b` is an EqualOp until used as IR: the code generators only know EQ
+        setfield(self, "condition", as_expr(self.condition))
 
 
 @node

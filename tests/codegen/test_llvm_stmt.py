@@ -472,6 +472,19 @@ def test_assert_failure_returns_nonzero_code_naming_the_message():
     assert loaded("checked", aligned_copy(np.zeros(200, "float32"))) == 2
 
 
+def test_assert_and_while_conditions_written_with_python_equality_build():
+    # `a == b` on expressions is an EqualOp until used as IR; a statement keeping it as is
+    # reached the code generator and failed ("cannot emit the expression EqualOp")
+    n = Var("n")
+    ap, A, _ = flat_buffer("A", n)
+    body = AssertStmt(n == 8, "n must be 8", Evaluate(0))
+    assert isinstance(body.condition, tir.EQ)
+    assert isinstance(tir.While(n != 8, Evaluate(0)).condition, tir.NE)
+    loaded = Loaded(codegen_llvm.build([prim_func("eq", [ap], {ap: A}, body)]))
+    assert loaded("eq", aligned_copy(np.zeros(8, "float32"))) == 0
+    assert loaded("eq", aligned_copy(np.zeros(3, "float32"))) == 1
+
+
 # --------------------------------------------------------------------------- parallel
 
 
