@@ -8,6 +8,7 @@ integer arithmetic on `h[i]`, `min`, `max`) before compiling, so a loaded file c
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Callable, Sequence
 
 from ...error import BuildError, RuntimeError_
@@ -55,22 +56,7 @@ def compile_shape_fn(sources: Sequence[str], where: str) -> Callable[[list], tup
     The sources may come from a loaded file, so each must be integer arithmetic in the grammar
     `to_source` writes (ints, `h[k]`, + - * // %, unary -, min/max of two): anything else —
     a tuple times a huge int, a slice, a nested lambda — is refused before it is compiled."""
-    entries = []
-    for text in sources:
-        try:
-            tree = ast.parse(text, mode="eval").body
-        except (SyntaxError, ValueError, RecursionError, MemoryError) as err:
-            raise RuntimeError_(f"{where}: malformed shape expression in the VM program") from err
-        if not _is_int_expr(tree, 0):
-            raise RuntimeError_(
-                f"{where}: the VM program's shape expression {text[:80]!r} is not plain integer "
-                "arithmetic over h[k] (+ - * // % min max)"
-            )
-        if sum(1 for _ in ast.walk(tree)) > MAX_NODES:
-            raise RuntimeError_(
-                f"{where}: a shape expression of the VM program has more than {MAX_NODES} terms"
-            )
-        entries.append(_CheckedDivision().visit(tree))
+    entries = [_checked_sum(text, where) for text in sources]
     body = ast.Tuple(elts=entries, ctx=ast.Load())
     args = ast.arguments(
         posonlyargs=[], args=[ast.arg(arg="h")], kwonlyargs=[], kw_defaults=[], defaults=[]
@@ -81,6 +67,71 @@ def compile_shape_fn(sources: Sequence[str], where: str) -> Callable[[list], tup
 
 
 MAX_NODES = 20000  # per expression: bounds the size (and the time) of the integers computed
+
+
+def _checked_sum(text: str, where: str) -> ast.expr:
+    """The validated tree of one expression, read as a sum of top-level terms.
+
+    A function's memory statistics are one flat sum with a term per intermediate (hundreds in
+    a training step), which Python parses as a left-leaning chain as deep as the sum is long.
+    Each term is parsed and held to the depth limit on its own; equal terms are counted once
+    (`t * count`) and the terms are re-associated as a balanced tree, so nesting stays
+    logarithmic in their number. Integer addition is exact, so the value does not change."""
+    terms: dict[str, list] = {}  # a term's text -> [its tree, count], in first-seen order
+    nodes = 0  # of the distinct terms: each is compiled once, however often it occurs
+    for piece in _top_level_terms(text, where):
+        piece = piece.strip()
+        if piece in terms:
+            terms[piece][1] += 1
+            continue
+        try:
+            tree = ast.parse(piece, mode="eval").body
+        except (SyntaxError, ValueError, RecursionError, MemoryError) as err:
+            raise RuntimeError_(f"{where}: malformed shape expression in the VM program") from err
+        if not _is_int_expr(tree, 0):
+            raise RuntimeError_(
+                f"{where}: the VM program's shape expression {text[:80]!r} is not plain integer "
+                "arithmetic over h[k] (+ - * // % min max)"
+            )
+        nodes += sum(1 for _ in ast.walk(tree))
+        if nodes > MAX_NODES:
+            raise RuntimeError_(
+                f"{where}: a shape expression of the VM program has more than {MAX_NODES} terms"
+            )
+        terms[piece] = [tree, 1]
+    counted = [
+        t if n == 1 else ast.BinOp(t, ast.Mult(), ast.Constant(n)) for t, n in terms.values()
+    ]
+    return _CheckedDivision().visit(_balanced_sum(counted))
+
+
+def _top_level_terms(text: str, where: str) -> list[str]:
+    """`text` split at each `+` outside brackets. + and - share one precedence level and
+    associate left, so `a - b + c - d` is `(a - b) + (c - d)`: the pieces sum to the whole.
+    Anything odd this lets through (`a + + b`, a stray bracket) fails to parse as a piece."""
+    pieces, depth, start = [], 0, 0
+    for m in _TOKEN.finditer(text):
+        c = m.group()
+        depth += _DEPTH_STEP[c]
+        if depth < 0:
+            raise RuntimeError_(f"{where}: malformed shape expression in the VM program")
+        if c == "+" and depth == 0:
+            pieces.append(text[start : m.start()])
+            start = m.end()
+    pieces.append(text[start:])
+    return pieces
+
+
+_TOKEN = re.compile(r"[()\[\]+]")
+_DEPTH_STEP = {"(": 1, "[": 1, ")": -1, "]": -1, "+": 0}
+
+
+def _balanced_sum(terms: list) -> ast.expr:
+    """`t0 + t1 + ...` as a tree of depth log2(len(terms)) (iterative: one level per pass)."""
+    while len(terms) > 1:
+        pairs = [ast.BinOp(a, ast.Add(), b) for a, b in zip(terms[::2], terms[1::2])]
+        terms = pairs + terms[len(pairs) * 2 :]
+    return terms[0]
 
 
 class _CheckedDivision(ast.NodeTransformer):
