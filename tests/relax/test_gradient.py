@@ -265,6 +265,33 @@ CASES: dict[str, list] = {
     "relax.collapse_sum_like": [
         (lambda x, y: R.collapse_sum_like(x, y), [normal(2, 3, 4), normal(1, 4)], {"require": [0]})
     ],
+    # grad_extra.py's importer ops (also against torch.autograd: tests/test_a6_grad_extra.py)
+    "relax.tan": [(R.tan, [lambda rng: rng.uniform(-1.2, 1.2, (3, 4))])],
+    "relax.sinh": [(R.sinh, [normal(3, 4)])],
+    "relax.cosh": [(R.cosh, [normal(3, 4)])],
+    "relax.asin": [(R.asin, [lambda rng: rng.uniform(-0.9, 0.9, (3, 4))])],
+    "relax.acos": [(R.acos, [lambda rng: rng.uniform(-0.9, 0.9, (3, 4))])],
+    "relax.atan": [(R.atan, [normal(3, 4)])],
+    "relax.asinh": [(R.asinh, [normal(3, 4)])],
+    "relax.acosh": [(R.acosh, [lambda rng: rng.uniform(1.2, 3.0, (3, 4))])],
+    "relax.atanh": [(R.atanh, [lambda rng: rng.uniform(-0.9, 0.9, (3, 4))])],
+    "relax.trunc": [(R.trunc, [lambda rng: rng.uniform(0.1, 0.9, (3, 4)) + 1.0])],
+    "relax.mod": [(R.mod, [normal(3, 4), lambda rng: rng.uniform(2.05, 2.45, (4,))])],
+    "relax.floor_mod": [(R.floor_mod, [normal(3, 1), lambda rng: rng.uniform(2.05, 2.45, (4,))])],
+    "relax.tile": [(lambda x: R.tile(x, (2, 1, 3)), [normal(3, 2)])],
+    "relax.repeat": [
+        (lambda x: R.repeat(x, 3, axis=1), [normal(2, 3, 4)]),
+        (lambda x: R.repeat(x, 2), [normal(2, 3)]),
+    ],
+    "relax.nn.conv1d": [
+        (lambda x, w: R.nn.conv1d(x, w, strides=2, padding=1), [normal(2, 3, 9), normal(4, 3, 3)])
+    ],
+    "relax.nn.group_norm": [
+        (
+            lambda x, g, b: R.nn.group_norm(x, g, b, 2, 1, [2, 3]),
+            [normal(2, 4, 3, 3), positive(4), normal(4)],
+        )
+    ],
 }
 
 
