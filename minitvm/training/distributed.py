@@ -148,6 +148,7 @@ class DataParallel:
                 f"(world_size {self.world_size})"
             )
         self.average = average
+        self._flat: dict[np.dtype, np.ndarray] = {}  # _all_reduce's buffers, one per dtype
         self._dist = dist = _torch_dist(backend)
         self._owns_group = False
         if dist.is_initialized():
@@ -186,27 +187,38 @@ class DataParallel:
             self.broadcast_parameters()
 
     # ----------------------------------------------------------------- collectives
-    def _all_reduce(self, arrays: list[np.ndarray]) -> list[np.ndarray]:
-        """Sum (then average when `self.average`) each array over the processes: one
-        all-reduce per dtype, on one flat buffer."""
+    def _all_reduce(self, arrays: list[Any]) -> list[np.ndarray]:
+        """Sum (then average when `self.average`) each array (numpy or NDArray) over the
+        processes: one all-reduce per dtype, on one flat buffer kept between steps.
+
+        Each array is copied once, into its slice of the buffer; the average is taken in place
+        and the results are views of the buffer, valid until the next call (callers copy them
+        into NDArrays at once). A ResNet-18 step moves 47 MB of gradients, so every extra pass
+        over them (a copy out of the NDArray, a concatenation, a new array for the average)
+        costs about as much as a tenth of the all-reduce itself."""
         import torch
 
         out: list[np.ndarray | None] = [None] * len(arrays)
         by_dtype: dict[np.dtype, list[int]] = {}
-        for i, a in enumerate(arrays):
+        hosts = [_host_view(a) for a in arrays]
+        for i, a in enumerate(hosts):
             by_dtype.setdefault(a.dtype, []).append(i)
         for dtype, idx in by_dtype.items():
-            flat = np.concatenate([arrays[i].ravel() for i in idx])
-            buf = torch.from_numpy(flat)
-            self._collective(self._dist.all_reduce, buf, op=self._dist.ReduceOp.SUM)
-            total = buf.numpy()
-            if self.average:
-                total = (total / self.world_size).astype(dtype)
+            size = sum(hosts[i].size for i in idx)
+            flat = self._flat.get(dtype)
+            if flat is None or flat.size != size:
+                flat = self._flat[dtype] = np.empty(size, dtype)
             offset = 0
             for i in idx:
-                n = arrays[i].size
-                out[i] = total[offset : offset + n].reshape(arrays[i].shape)
+                n = hosts[i].size
+                flat[offset : offset + n] = hosts[i].reshape(-1)
+                out[i] = flat[offset : offset + n].reshape(hosts[i].shape)
                 offset += n
+            self._collective(
+                self._dist.all_reduce, torch.from_numpy(flat), op=self._dist.ReduceOp.SUM
+            )
+            if self.average:  # the same float division as dividing each array on its own
+                np.divide(flat, self.world_size, out=flat, casting="unsafe")
         return out  # type: ignore[return-value]
 
     def _collective(self, fn: Any, *args: Any, **kwargs: Any) -> None:
@@ -251,8 +263,7 @@ class DataParallel:
         states = []
         if t._state_num:
             states, ret = list(ret[1:]), ret[0]
-        local = [ret.numpy(), *(g.numpy() for g in grads), *(s.numpy() for s in states)]
-        reduced = self._all_reduce(local)
+        reduced = self._all_reduce([ret, *grads, *states])
         loss, rest = reduced[0], reduced[1:]
         new_grads = [nd.array(g, t.device) for g in rest[: len(grads)]]
         if t._state_num:
@@ -286,6 +297,15 @@ class DataParallel:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _host_view(a: Any) -> np.ndarray:
+    """`a` as a numpy array without a copy where it lives in host memory."""
+    if isinstance(a, np.ndarray):
+        return a
+    if getattr(a.device, "is_gpu", False):
+        return a.numpy()
+    return np.from_dlpack(a)
 
 
 # --------------------------------------------------------------------- launching processes
