@@ -15,11 +15,13 @@ slot `p % page_size`. `begin_forward` checks the whole batch (sequences known, l
 size, free pages) before it changes anything, then reserves the slots of the new tokens; each
 layer's attention call writes that layer's keys/values there and attends over the cached ones.
 
-Attention is computed here with numpy (float32 accumulation, rounded to the cache dtype where
-TVM's kernels round): correctness first, no compiled kernel yet. The kernel arguments of the
-create function must therefore be empty (None or an empty tuple); anything else is refused
-rather than ignored. Not provided (clear errors): MLA, sliding windows, token trees, KV transfer,
-rope scaling other than a constant position scale (no `rope_ext_factors`).
+Attention is computed with numpy (float32 accumulation, rounded to the cache dtype where
+TVM's kernels round) when the create call passes no kernels (None or empty lists in arguments
+13..27, as nn.llm.TIRPagedKVCache does); when it passes TVM's kernels (e.g. those of
+nn.llm.kv_cache, built for the CPU), each layer runs the transpose-append and paged prefill
+kernels on its pages (vm_builtin_kv_kernels.py). Not provided (clear errors): MLA, sliding
+windows, token trees, KV transfer, rope scaling other than a constant position scale (no
+`rope_ext_factors`).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from ..error import ArgumentError, DTypeError, RuntimeError_, ShapeError
+from . import vm_builtin_kv_kernels as _kernels
 from .ndarray import NDArray, _dtype_str
 from .registry import register_func
 from .vm_builtin import VMObject, _host_array, _int, _shape
@@ -92,14 +95,16 @@ class PagedConfig:
 class PagedAttentionKVCache(VMObject):
     """TVM's `relax.vm.PagedAttentionKVCache` on the host, made by
     `vm.builtin.paged_attention_kv_cache_create`. Pages are stored as one array
-    `(num_layers, num_pages, 2, page_size, num_kv_heads, head_dim)` (2: keys, values)."""
+    `(num_layers, num_pages, 2, num_kv_heads, page_size, head_dim)` (2: keys, values): each
+    layer's slice has the layout of TVM's page kernels, so compiled kernels can run on it."""
 
-    __slots__ = ("_batch", "_free", "_pages", "_seqs", "config")
+    __slots__ = ("_batch", "_free", "_pages", "_seqs", "config", "kernels")
 
-    def __init__(self, config: PagedConfig) -> None:
+    def __init__(self, config: PagedConfig, kernels: Any = None) -> None:
         c = config
         self.config = c
-        shape = (c.num_layers, c.num_pages, 2, c.page_size, c.num_kv_heads, c.head_dim)
+        self.kernels = kernels  # vm_builtin_kv_kernels.KVKernels, or None: numpy attention
+        shape = (c.num_layers, c.num_pages, 2, c.num_kv_heads, c.page_size, c.head_dim)
         self._pages = np.zeros(shape, c.dtype)  # zeros: an unused slot never holds garbage
         self._seqs: dict[int, _Sequence] = {}
         self._batch: _Batch | None = None
@@ -283,13 +288,13 @@ class PagedAttentionKVCache(VMObject):
         ps = self.config.page_size
         pos = np.arange(start, end)
         table = np.asarray(seq.pages, np.int64)
-        kv = self._pages[local_layer, table[pos // ps], :, pos % ps]  # (n, 2, heads, dim)
+        kv = self._pages[local_layer, table[pos // ps], :, :, pos % ps]  # (n, 2, heads, dim)
         return np.ascontiguousarray(kv[:, 0]), np.ascontiguousarray(kv[:, 1])  # BLAS-ready
 
     def write(self, local_layer: int, batch: _Batch, k: np.ndarray, v: np.ndarray) -> None:
         """Store the new tokens' keys and values in the slots begin_forward reserved."""
-        self._pages[local_layer, batch.write_pages, 0, batch.write_slots] = k
-        self._pages[local_layer, batch.write_pages, 1, batch.write_slots] = v
+        self._pages[local_layer, batch.write_pages, 0, :, batch.write_slots] = k
+        self._pages[local_layer, batch.write_pages, 1, :, batch.write_slots] = v
 
     # ---------------------------------------------------------------- helpers
     def _seq(self, seq_id: int, what: str) -> _Sequence:
@@ -424,6 +429,15 @@ def attention_kv_cache_enable_sliding_window_for_seq(kv: Any, *_args: Any) -> No
     )
 
 
+def attention_kv_cache_commit_accepted_token_tree_nodes(kv: Any, *_args: Any) -> None:
+    what = "vm.builtin.attention_kv_cache_commit_accepted_token_tree_nodes"
+    _kv(kv, what)
+    raise ArgumentError(
+        f"{what}: minitvm's paged KV cache has no token trees (kv_state_begin_forward refuses "
+        "them), so there are no tree nodes to commit"
+    )
+
+
 def attention_kv_cache_debug_get_kv(
     kv: Any, seq_id: Any, start_pos: Any, end_pos: Any, k_data: Any, v_data: Any
 ) -> None:
@@ -507,6 +521,13 @@ def attention_kv_cache_attention_with_fused_qkv(
     _check_tensor(out, (batch.total, hq, d), c.dtype, "o_data")
     x = qkv.astype(np.float32, copy=False)
     q, k, v = x[:, :hq], x[:, hq : hq + hkv], qkv[:, hq + hkv :]
+    if cache.kernels is not None:  # compiled kernels: they rotate inline-RoPE q/k themselves
+        if c.rope_mode == ROPE_NORMAL:
+            q, k = _rope(q, batch.positions, c), _rope(k, batch.positions, c)
+        q, k, v = (np.ascontiguousarray(a, dtype=c.dtype) for a in (q, k, v))
+        inline = c.rope_mode == ROPE_INLINE
+        _kernels.run_attention(cache, local, batch, q, k, v, out, scale, inline)
+        return
     if c.rope_mode != ROPE_NONE:  # TVM rounds the rotated q (and k) to the cache dtype
         q = _rope(q, batch.positions, c).astype(c.dtype).astype(np.float32)
     if c.rope_mode == ROPE_NORMAL:  # keys are stored rotated
@@ -536,21 +557,6 @@ def _check_tensor(data: np.ndarray, shape: tuple, dtype: str, name: str) -> None
 
 
 # ------------------------------------------------------------------------ creation
-_NO_KERNEL = "None or an empty tuple"
-
-
-def _no_kernel(value: Any, index: int) -> None:
-    """Kernel slots of the create function: minitvm computes attention itself, so they must be
-    empty; a real kernel would be silently ignored, which is refused."""
-    if value is None or (isinstance(value, tuple | list) and len(value) == 0):
-        return
-    raise ArgumentError(
-        f"{_CREATE}: argument {index} is a kernel ({type(value).__name__}); minitvm's paged KV "
-        f"cache computes attention with its own numpy code, so pass {_NO_KERNEL} for arguments "
-        "13 to 27 (nn.llm.TIRPagedKVCache does)"
-    )
-
-
 def _positive(value: int, name: str) -> int:
     if value <= 0:
         raise ArgumentError(f"{_CREATE}: {name} must be positive, got {value}")
@@ -562,7 +568,8 @@ def paged_attention_kv_cache_create(*args: Any) -> PagedAttentionKVCache:
     (max_batch_size, max_total_seq_len, prefill_chunk_size, page_size, support_sliding_window),
     layer_indptr, num_qo_heads, num_kv_heads, qk_head_dim, v_head_dim, attn_kinds,
     enable_kv_transfer, rope_mode, rope_scale, rope_theta, rope_ext_factors, init (a 0-d tensor
-    of the cache dtype), then the kernels (13..27, empty here). A 29th argument, minitvm's own,
+    of the cache dtype), then the kernels (13..27: all empty, or see vm_builtin_kv_kernels).
+    A 29th argument, minitvm's own,
     is the rotary dim (default: head_dim)."""
     if len(args) not in (28, 29):
         raise ArgumentError(
@@ -617,13 +624,12 @@ def paged_attention_kv_cache_create(*args: Any) -> PagedAttentionKVCache:
     init = _host_array(args[12], f"{_CREATE}: init")
     if init.dtype.kind != "f":
         raise DTypeError(f"{_CREATE}: init has dtype {init.dtype}; the cache needs a float dtype")
-    for i in range(13, 28):
-        _no_kernel(args[i], i)
     rotary_dim = dqk if len(args) == 28 else _int(args[28], f"{_CREATE}: rotary_dim")
     if rope_mode != ROPE_NONE and not (0 < rotary_dim <= dqk and rotary_dim % 2 == 0):
         raise ArgumentError(
             f"{_CREATE}: rotary_dim {rotary_dim} must be even and in 1..head_dim ({dqk})"
         )
+    kernels = _kernels.parse_kernels(args, rope_mode == ROPE_INLINE, rotary_dim, dqk)
     num_pages = -(-capacity // page_size) + 1 + (2 * max_batch if sliding else 0)  # as TVM
     cfg = PagedConfig(
         page_size=page_size,
@@ -643,7 +649,7 @@ def paged_attention_kv_cache_create(*args: Any) -> PagedAttentionKVCache:
     )
     if rope_mode != ROPE_NONE and cfg.rope_theta <= 0:
         raise ArgumentError(f"{_CREATE}: rope_theta must be positive, got {cfg.rope_theta}")
-    return PagedAttentionKVCache(cfg)
+    return PagedAttentionKVCache(cfg, kernels)
 
 
 BUILTINS: dict[str, Callable] = {
@@ -668,6 +674,9 @@ BUILTINS: dict[str, Callable] = {
         attention_kv_cache_enable_sliding_window_for_seq
     ),
     "vm.builtin.attention_kv_cache_debug_get_kv": attention_kv_cache_debug_get_kv,
+    "vm.builtin.attention_kv_cache_commit_accepted_token_tree_nodes": (
+        attention_kv_cache_commit_accepted_token_tree_nodes
+    ),
 }
 
 for _name, _fn in BUILTINS.items():

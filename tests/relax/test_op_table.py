@@ -561,6 +561,15 @@ CASES: dict[str, Case] = {
     ),
     "collapse_sum_to": Case(lambda x: op.collapse_sum_to(x, (3, 1)), [("n", 3, 4)]),
     "collapse_sum_like": Case(lambda x, y: op.collapse_sum_like(x, y), [("n", 3, 4), (1, 4)]),
+    "nn.prelu": Case(lambda x, a: op.nn.prelu(x, a), [("n", 3, 4), (3,)]),
+    "nn.prelu_last_axis": Case(lambda x, a: op.nn.prelu(x, a, axis=-1), [("n", 4), (4,)]),
+    "nn.rms_norm": Case(
+        lambda x, w: op.nn.rms_norm(x, w, axes=[-2, -1]), [("n", 3, 4), (3, 4)], rtol=1e-4
+    ),
+    "multinomial_from_uniform": Case(
+        lambda p, u, i: op.multinomial_from_uniform(p, u, i),
+        [("n", 5), (4, 1), ("int64", (4, 1))],
+    ),
 }
 
 

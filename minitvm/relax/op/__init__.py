@@ -57,6 +57,7 @@ from .call_tir_grad import call_tir_with_grad  # a call_tir with a TE gradient
 from . import grad_indexing  # noqa: F401 - sort/scatter ops join the gradient tables
 from . import grad_collapse  # noqa: F401 - collapse_sum and ccl ops join them too
 from .grad import erf
+from .sampling_a3 import multinomial_from_uniform  # noqa: F401 - TVM sampling op, a3 grad lines
 
 __all__ = [
     "OP_TABLE",

@@ -43,6 +43,7 @@ from .modules import (
     KVCache,
     LayerNorm,
     Linear,
+    PReLU,
     ReLU,
     RMSNorm,
     SiLU,
@@ -58,8 +59,8 @@ __all__ = [  # noqa: PLE0604 (the nn.op names are listed in op.py)
     "GELU", "Attention", "Conv1D", "Conv2D", "Conv3D", "ConvTranspose1D", "Dropout", "Effect",
     "Embedding", "ExternModule", "GroupNorm", "IOEffect", "ObjectModule", "SourceModule",
     "Identity", "KVCache", "LayerNorm", "Linear", "Module", "ModuleDict", "ModuleList", "Mutator",
-    "Object", "Parameter", "RMSNorm", "ReLU", "Sequential", "SiLU", "SubroutineMixin", "Tensor",
-    "TimestepEmbedding", "Timesteps", "TorchModule", "add_extern", "get_default_dtype", "op",
+    "Object", "Parameter", "PReLU", "RMSNorm", "ReLU", "Sequential", "SiLU", "SubroutineMixin",
+    "Tensor", "TimestepEmbedding", "Timesteps", "TorchModule", "add_extern", "get_default_dtype", "op",
     "set_default_dtype", "spec", "wrap_nested",
     *_op_names,
 ]  # fmt: skip

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ....error import ArgumentError
 from . import op
 from .core import Effect, Module, Parameter, Tensor
 from .effects import IOEffect, KVCache  # TVM defines its effects in nn.modules
@@ -15,6 +16,30 @@ class ReLU(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         return op.relu(x)
+
+
+class PReLU(Module):
+    """x where x > 0, else weight[c] * x over channels c (axis 1); `num_parameters` is 1 (one
+    slope shared by all channels) or the channel count, as torch.nn.PReLU. The weight is a
+    Parameter, bound like every other (there is no init value before export)."""
+
+    def __init__(self, num_parameters: int = 1, dtype: str | None = None) -> None:
+        if (
+            isinstance(num_parameters, bool)
+            or not isinstance(num_parameters, int)
+            or (num_parameters <= 0)
+        ):
+            raise ArgumentError(
+                f"nn.PReLU: num_parameters must be a positive int, got {num_parameters!r}"
+            )
+        self.num_parameters = num_parameters
+        self.weight = Parameter((num_parameters,), dtype)
+
+    def forward(self, x: Tensor) -> Tensor:
+        alpha = self.weight
+        if self.num_parameters == 1 and x.ndim >= 2:  # one slope: repeat it per channel
+            alpha = op.broadcast_to(alpha, [x.shape[1]])
+        return op.prelu(x, alpha)
 
 
 class SiLU(Module):

@@ -206,7 +206,9 @@ def _shape_arg(shape: Any) -> list:
 
 
 def full(shape: Sequence[Any], fill_value: Any, dtype: str = "float32", name: str = "full"):
-    """A tensor of `shape` filled with `fill_value` (a number or a 0-d Tensor)."""
+    """A tensor of `shape` filled with `fill_value` (a number, a tir constant or a 0-d Tensor)."""
+    if isinstance(fill_value, FloatImm | IntImm):  # a constant, as TVM makes of a Python number
+        fill_value = fill_value.value
     value = fill_value._expr if isinstance(fill_value, Tensor) else fill_value
     return wrap_nested(_op.full(_shape_arg(shape), value, dtype), name)
 
@@ -425,7 +427,7 @@ def extern(name: str, args: Sequence[Any], out: Any) -> Any:
 
 
 from .debug import debug_func, print_
-from .op_compose import arange, rms_norm, triu  # composites of the ops above
+from .op_compose import arange, prelu, rms_norm, triu  # written with the ops above
 from .op_extra import (  # they use _expr above
     argsort,
     ccl_allgather,
@@ -437,6 +439,11 @@ from .op_extra import (  # they use _expr above
     interpolate,
     sort,
     topk,
+)
+from .op_sampling import (  # token sampling (TVM's LLM decoding ops)
+    multinomial_from_uniform,
+    renormalize_top_p_top_k_prob,
+    sample_top_p_top_k_from_sorted_prob,
 )
 
 __all__ = [
@@ -479,6 +486,7 @@ __all__ = [
     "mean",
     "min",
     "minimum",
+    "multinomial_from_uniform",
     "multiply",
     "negative",
     "not_equal",
@@ -486,12 +494,15 @@ __all__ = [
     "pad",
     "permute",
     "permute_dims",
+    "prelu",
     "print_",
     "relu",
     "relu6",
+    "renormalize_top_p_top_k_prob",
     "repeat",
     "reshape",
     "rms_norm",
+    "sample_top_p_top_k_from_sorted_prob",
     "scaled_dot_product_attention",
     "sigmoid",
     "silu",

@@ -1,5 +1,5 @@
-"""nn.op functions that minitvm has no single relax op for: written with other nn ops or as a
-small TE compute (which becomes a PrimFunc of the exported module)."""
+"""nn.op functions written after op.py's helpers: one relax op each (rms_norm, prelu), or a small
+TE compute (which becomes a PrimFunc of the exported module)."""
 
 from __future__ import annotations
 
@@ -7,33 +7,32 @@ from typing import Any
 
 from .... import te, tir
 from ....error import ArgumentError
-from .core import Tensor
-from .op import add, mean, multiply, sqrt, tensor_expr_op
+from ... import op as _op
+from .core import Tensor, wrap_nested
+from .op import tensor_expr_op
 
 
 def rms_norm(
     x: Tensor, weight: Tensor, axes: int | list[int], epsilon: float = 1e-5, name: str = "rms_norm"
 ) -> Tensor:
-    """x / sqrt(mean(x^2 over `axes`) + epsilon) * weight."""
-    axes = [axes] if isinstance(axes, int) else list(axes)
-    ms = mean(multiply(x, x), axes, keepdims=True, name=f"{name}_ms")
-    denom = sqrt(add(ms, Tensor.from_scalar(epsilon, x.dtype)), name=f"{name}_rms")
-    return multiply(x / denom, weight, name=name)
+    """x / sqrt(mean(x^2 over `axes`) + epsilon) * weight: one `relax.op.nn.rms_norm` call."""
+    return wrap_nested(_op.nn.rms_norm(x._expr, weight._expr, axes, epsilon), name)
+
+
+def prelu(x: Tensor, alpha: Tensor, name: str = "prelu") -> Tensor:
+    """x where x > 0, else alpha[c] * x, c the index along axis 1 (channels, as in TVM)."""
+    for what, t in (("x", x), ("alpha", alpha)):
+        if not isinstance(t, Tensor):
+            raise ArgumentError(f"nn.op.prelu: {what} must be an nn.Tensor, got {type(t).__name__}")
+    return wrap_nested(_op.nn.prelu(x._expr, alpha._expr), name)
 
 
 def triu(x: Tensor, diagonal: int = 0, name: str = "triu") -> Tensor:
-    """`x` with the elements below the `diagonal`-th diagonal of its last two axes set to 0."""
+    """`x` with the elements below the `diagonal`-th diagonal of its last two axes set to 0:
+    one `relax.op.triu` call."""
     if x.ndim < 2:
         raise ArgumentError(f"nn.op.triu: x must have at least 2 dims, got shape {x.shape}")
-
-    def compute(data: Any) -> Any:
-        def body(*idx: Any) -> Any:
-            keep = idx[-1] - idx[-2] >= diagonal
-            return tir.Select(keep, data(*idx), tir.const(0, data.dtype))
-
-        return te.compute(data.shape, body, name=name)
-
-    return tensor_expr_op(compute, name, [x])
+    return wrap_nested(_op.triu(x._expr, diagonal), name)
 
 
 def arange(

@@ -21,6 +21,26 @@ from .. import spec as _spec
 from ..core import Tensor, current_builder
 from ..op import concat
 
+# TVM's CPU kernel factories of the paged cache, importable from TVM's module path
+from ._attn_kernels import (  # noqa: F401
+    _attention_decode_cpu,
+    _attention_prefill_cpu,
+    tree_attn_with_paged_kv_cache_cpu,
+)
+from ._page_kernels import (  # noqa: F401
+    _compact_kv_copy_cpu,
+    _copy_single_page_cpu,
+    _kv_cache_debug_get_kv,
+    _kv_cache_transpose_append,
+    _merge_state_inplace_cpu,
+)
+from ._ragged_kernels import (  # noqa: F401
+    _attention_prefill_ragged_cpu,
+    _attention_sequence_prefill_with_mask,
+    llama_rope_with_position_map,
+    tree_attn_cpu,
+)
+
 # TVM keeps its paged cache in nn.llm.kv_cache; it lives in paged_kv_cache.py here
 from .paged_kv_cache import (  # noqa: F401 (re-exported under TVM's module path)
     AttnKind,
