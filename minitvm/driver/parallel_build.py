@@ -3,20 +3,30 @@ kernels per core, and link the optimised parts into the one object a serial buil
 
 Kernels are independent (no kernel calls another), so each part is lowered, emitted and
 optimised on its own; the parent links the parts' bitcode and emits the object. A worker
-sends back bitcode and FuncInfos, both plain data. Whenever anything is off (one core, other
-Python threads running, which a fork could catch holding a lock, kernels importing LLVM IR,
-a worker failing or dying) the build runs serially instead: a failing kernel then raises the
-very error, with its cause, that a serial build raises.
+sends back bitcode and FuncInfos, both plain data. Whenever anything is off (one core, another
+Python thread at work, which a fork could catch holding a lock the worker needs, kernels
+importing LLVM IR, a worker failing or dying) the build runs serially instead: a failing kernel
+then raises the very error, with its cause, that a serial build raises.
+
+Another thread does not make a build serial while it is parked: blocked in a threading wait
+with no minitvm or llvmlite frame on its stack (torch.export leaves tqdm's monitor thread so,
+for the life of the process, which had made every TorchTrainer build serial). Such a thread
+holds no lock a worker takes: a worker runs only minitvm and llvmlite code, and the locks of
+those that a parked thread could hold would need one of their frames on its stack. Python
+cannot hand the GIL to a parked thread between the check and the fork while the switch
+interval is raised (`_no_thread_switch`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import struct
 import sys
 import threading
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from .. import env
@@ -30,10 +40,58 @@ def jobs(n_kernels: int) -> int:
     """How many processes to split a build of `n_kernels` distinct kernels across (1: serial)."""
     if n_kernels < MIN_KERNELS or not sys.platform.startswith("linux"):
         return 1  # fork without exec is only known safe for LLVM and our runtime on Linux
-    if threading.active_count() > 1:  # a fork copies locks other threads may hold
+    if not other_threads_parked():  # a fork copies locks other threads may hold
         return 1
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return max(1, min(MAX_JOBS or env.build_jobs() or cores or 1, n_kernels))
+
+
+# where a parked thread waits (threading's Condition.wait, under Event.wait, Thread.join, ...)
+_THREADING_FILE = os.path.normcase(threading.__file__)
+_WAITS = frozenset({"wait", "_wait_for_tstate_lock"})
+
+
+def _package_dirs() -> tuple[str, ...]:
+    """The folders of minitvm and llvmlite: code a worker runs, whose locks it may take."""
+    import llvmlite
+
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return tuple(os.path.normcase(d) + os.sep for d in (here, *llvmlite.__path__))
+
+
+def other_threads_parked() -> bool:
+    """True when every other Python thread is blocked in a threading wait and has no minitvm or
+    llvmlite frame on its stack (module docstring): a fork then copies no lock a worker needs."""
+    me = threading.get_ident()
+    ours = _package_dirs()
+    for ident, frame in sys._current_frames().items():
+        if ident == me:
+            continue
+        code = frame.f_code
+        if os.path.normcase(code.co_filename) != _THREADING_FILE or code.co_name not in _WAITS:
+            return False  # running, or blocked somewhere we cannot vouch for
+        while frame is not None:
+            name = frame.f_code.co_filename
+            if name.startswith("<frozen importlib") or os.path.normcase(
+                os.path.abspath(name)
+            ).startswith(ours):
+                return False  # ours, or mid-import: it holds a module lock a worker may need
+            frame = frame.f_back
+    return True
+
+
+@contextlib.contextmanager
+def _no_thread_switch() -> Iterator[None]:
+    """No other Python thread runs meanwhile (it would need the GIL, which this thread keeps
+    for a whole switch interval), so the threads `other_threads_parked` saw stay parked."""
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(60.0)
+    try:
+        with warnings.catch_warnings():  # Python 3.12+ warns on every fork with threads
+            warnings.simplefilter("ignore", DeprecationWarning)
+            yield
+    finally:
+        sys.setswitchinterval(old)
 
 
 def balanced(sizes: list[int], parts: int) -> list[list[int]]:
@@ -61,7 +119,10 @@ def build(
 
     shares = balanced([k.size for k in kernels], n_jobs)
     parts = [_part([kernels[i] for i in share], aliases) for share in shares]
-    children = [_fork(lambda p=p: _compile(p, target, lower)) for p in parts[1:]]
+    with _no_thread_switch():
+        if not other_threads_parked():  # one woke up since `jobs` looked
+            return None
+        children = [_fork(lambda p=p: _compile(p, target, lower)) for p in parts[1:]]
     mine = None
     try:
         mine = _compile(parts[0], target, lower)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -134,7 +135,12 @@ def test_jobs_is_serial_with_other_threads_few_kernels_or_one_job(monkeypatch):
     assert parallel_build.jobs(10) == 1
     monkeypatch.setattr(parallel_build, "MAX_JOBS", 2)
     stop = threading.Event()
-    thread = threading.Thread(target=stop.wait)
+
+    def busy() -> None:  # never parked in a threading wait: it may hold any lock
+        while not stop.is_set():
+            time.sleep(0.001)
+
+    thread = threading.Thread(target=busy)
     thread.start()
     try:
         assert parallel_build.jobs(10) == 1  # a fork could copy a lock that thread holds
