@@ -12,7 +12,10 @@ from . import (  # noqa: F401 - device_module registers its loader, vm_builtin t
 from . import ndarray as nd
 from .device import Device, cl, context, cpu, cuda, device, gpu, metal, opencl, rocm, vulkan
 from .module import CodegenResult, Module, ProfileResult, load_module
-from .ndarray import NDArray
+from .ndarray import (
+    NDArray,
+    empty,  # TVM 0.20+: tvm.runtime.empty(shape, dtype, device=)
+)
 from .ndarray import NDArray as Tensor  # TVM 0.20+ name
 from .ndarray import array as tensor  # TVM 0.20+: tvm.runtime.tensor(np_array, device)
 from .packed_func import PackedFunc
@@ -41,6 +44,7 @@ __all__ = [
     "cpu",
     "cuda",
     "device",
+    "empty",
     "get_global_func",
     "gpu",
     "list_global_func_names",

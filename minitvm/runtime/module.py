@@ -276,6 +276,12 @@ class Module:
 
     __getitem__ = get_function
 
+    def __getattr__(self, name: str) -> PackedFunc:
+        """`mod.main`: a function by attribute, as TVM 0.20+'s modules allow."""
+        if name.startswith("_") or "_result" not in self.__dict__ or name not in self:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        return self.get_function(name)
+
     def implements_function(self, name: str, query_imports: bool = False) -> bool:
         return name in self
 
