@@ -25,9 +25,11 @@ from .analysis import (
     _uses,
     is_matmul,
 )
-from .base import BlockRule
+from .base import BlockRule, NotApplicable
 from .fallback import schedule_rows
 from .gemv import schedule_row_reduction
+from .matmul_remainder import remainder_cols, takes_remainder_tile
+from .matmul_transpose import inline_transposed_b, probed_bytes
 from .reduction import schedule_reduction
 from .utils import (
     MATMUL_PACK_MIN_ROWS_TRANSPOSED,
@@ -88,9 +90,14 @@ class MatmulTile:
     k_unroll: int
 
 
-def matmul_tile(rows: int | None, cols: int | None, reduce: int | None) -> MatmulTile | None:
+def matmul_tile(
+    rows: int | None, cols: int | None, reduce: int | None, remainder: bool = False
+) -> MatmulTile | None:
     """The register tile for a matmul of static-or-None (symbolic) extents; None when the
     column extent has no guard-free vector width (the block then gets the generic tiling).
+    `remainder=True` (the caller packs B into padded panels) gives a row that no whole vector
+    width divides (1000 columns) full-width tiles with a guarded last one (`remainder_cols`)
+    instead of a narrower guard-free width.
     Rows take the most that divide the row extent; a symbolic extent (batch `n`), or one whose
     divisors are all small, gets MATMUL_GUARDED_ROWS rows and a guard `row < n` on each row of
     the tile: it costs a compare per row and k step, far less than losing the reuse of the B
@@ -98,6 +105,8 @@ def matmul_tile(rows: int | None, cols: int | None, reduce: int | None) -> Matmu
     if cols is None or rows == 0 or reduce == 0:  # an empty matmul: the generic tiling
         return None
     width = _matmul_cols(cols)
+    if remainder and (width is None or width < REGISTERS.lanes):
+        width = remainder_cols(cols) or width
     if width is None:
         return None
     cap = tile_max_rows(math.ceil(width / REGISTERS.lanes))
@@ -112,26 +121,46 @@ def matmul_tile(rows: int | None, cols: int | None, reduce: int | None) -> Matmu
     return MatmulTile(mr, width, unroll)
 
 
-def schedule_matmul(sch: Schedule, block: BlockRV, loops: list[LoopRV], fold: bool = True) -> bool:
+def schedule_matmul(
+    sch: Schedule,
+    block: BlockRV,
+    loops: list[LoopRV],
+    fold: bool = True,
+    remainder: bool = True,
+    transpose: bool = True,
+) -> bool:
     """Register-blocked matmul: a rows x cols tile accumulates in a `local` cache_write buffer
     (rows and k steps unrolled, cols vectorized, so LLVM keeps it in vector registers) while
     the reduction runs; the write-back (with the fused epilogue folded in) finishes the tile,
     the outer row tiles run in parallel. False (nothing done) when `block` is not a matmul or
     its extents have no guard-free tile. `fold=False` leaves the epilogue out of the
-    write-back (the driver's retry when moving it with the tile is refused)."""
+    write-back (the driver's retry when moving it with the tile is refused); `remainder=False`
+    keeps to guard-free column widths (`matmul_tile`); `transpose=False` leaves a transpose
+    stage feeding B a stage (`inline_transposed_b`). Raises NotApplicable (or ScheduleError)
+    when a primitive refuses the plan halfway, the schedule then changed: callers retry on a
+    copy taken before (`schedule_block` does)."""
     node = sch.get(block)
     if not is_matmul(node):
         return False
     n_spatial = sum(iv.iter_type == IterType.DataPar for iv in node.iter_vars)
     spatial, reduce = loops[:n_spatial], loops[n_spatial:]
-    tile = matmul_tile(
-        _extent(sch, spatial[-2]), _extent(sch, spatial[-1]), _extent(sch, reduce[-1])
-    )
+    n_cols = _extent(sch, spatial[-1])
+    remainder = remainder and takes_remainder_tile(node, n_cols and _matmul_cols(n_cols))
+    tile = matmul_tile(_extent(sch, spatial[-2]), n_cols, _extent(sch, reduce[-1]), remainder)
     if tile is None:
         return False
     work = _work(sch, spatial)
-    packed = _pack_b(sch, block, tile, _extent(sch, spatial[-2]))
+    padded = n_cols is not None and n_cols % tile.cols != 0
+    rows = _extent(sch, spatial[-2])
+    inlined = (
+        transpose
+        and (rows is None or rows >= MATMUL_PACK_MIN_ROWS_TRANSPOSED)
+        and inline_transposed_b(sch, block)
+    )
+    packed = _pack_b(sch, block, tile, rows, padded)
     if packed is None:
+        if inlined:  # the schedule is changed: the driver's next step starts afresh
+            raise NotApplicable(f"block '{node.name_hint}': its transposed B is not packed")
         return False
     write_back = sch.cache_write(block, 0, "local")
     if fold:
@@ -147,7 +176,7 @@ def schedule_matmul(sch: Schedule, block: BlockRV, loops: list[LoopRV], fold: bo
         reduce = [*reduce[:-1], ko]
     outer = [*spatial[:-2], io]
     inner = [lp for lp in (ki, ii, ji) if lp is not None]
-    if (packed or _b_bytes(node) >= L2_BYTES) and jo is not None:
+    if (packed or _b_beyond_l2(node)) and jo is not None:
         # column panels outermost: a panel of B (packed, or a column strip of a B larger
         # than L2) stays in L2 while the row tiles pass, instead of each row tile streaming
         # all of B from L3 (measured 128x768x3072, B [K, N] of 9 MB: 83 -> 103 GFLOPS)
@@ -240,7 +269,31 @@ def _b_bytes(block: Block) -> int:
     return max(sizes, default=0)
 
 
-def _pack_b(sch: Schedule, block: BlockRV, tile: MatmulTile, rows: int | None) -> bool | None:
+def _probed_bytes(block: Block, along_j: bool) -> int:
+    """The bytes of the largest operand of `block` read along (B) or not along (A) its output
+    columns j, each symbolic dim taken as SYMBOLIC_DIM_PROBE."""
+    j = _last_spatial_var(block)
+    loads = _loads(_product_term(block))
+    return max((probed_bytes(ld.buffer) for ld in loads if _uses(ld, j) == along_j), default=0)
+
+
+def _b_beyond_l2(block: Block) -> bool:
+    """Whether the tile walks B one column panel at a time (`schedule_matmul`): a static B
+    larger than L2; a B of symbolic size (a weight gradient `x.T @ g` over a training batch)
+    larger than L2 at SYMBOLIC_DIM_PROBE and larger than A, which each panel then reads
+    again (1 thread, batch 1024: x.T @ g of 256 x 768 85 -> 93 GFLOPS in panels, 1024 x 256
+    92 in row tiles, 68 in panels)."""
+    j = _last_spatial_var(block)
+    b_loads = [ld for ld in _loads(_product_term(block)) if _uses(ld, j)]
+    if all(const_int(d) is not None for ld in b_loads for d in ld.buffer.shape):
+        return _b_bytes(block) >= L2_BYTES
+    b = _probed_bytes(block, True)
+    return b >= L2_BYTES and b > _probed_bytes(block, False)
+
+
+def _pack_b(
+    sch: Schedule, block: BlockRV, tile: MatmulTile, rows: int | None, padded: bool = False
+) -> bool | None:
     """Copy B operands of a matmul into column panels `Bp[.., j // cols, k, j % cols]`
     (cache_read + transform_layout), so the register tile reads B contiguously along k instead
     of one row of B (another cache line set) per k step; the copy runs parallel and
@@ -248,6 +301,11 @@ def _pack_b(sch: Schedule, block: BlockRV, tile: MatmulTile, rows: int | None) -
     along j would gather), which pays under many or symbolic (a training batch) rows. A B
     `[.., k, j]` is packed only under many static rows (with few rows B streams once per row
     tile anyway) and when its rows are wider than a panel (not a blocked conv's weights).
+    A tile whose columns do not divide the row (`padded`, the guarded last tile of
+    `remainder_cols`) packs every B into panels padded to whole tiles, whatever the rows: the
+    guarded tile's vectors then stay inside the panels (the padding is never written: the
+    lanes that read it are dropped by the guard); a refused packing raises ScheduleError
+    (the driver's next step keeps to guard-free widths).
     Returns whether anything was packed, None when a transposed B is not (the block then gets
     the generic rule)."""
     node = sch.get(block)
@@ -259,6 +317,8 @@ def _pack_b(sch: Schedule, block: BlockRV, tile: MatmulTile, rows: int | None) -
             if rows is not None and rows < MATMUL_PACK_MIN_ROWS_TRANSPOSED:
                 return None  # copying W each call costs more than the few rows gain
             plans[ld.buffer] = True
+        elif padded and _uses(ld, j):
+            plans[ld.buffer] = False  # `takes_remainder_tile`: B [.., k, j]
         elif many_rows and _contiguous_along(ld, j) and _is_reduce_var(ld.indices[-2:-1], node):
             width, depth = (const_int(d) for d in ld.buffer.shape[-1:-3:-1])
             nbytes = (width or 0) * (depth or 0) * ld.buffer.dtype.bytes
@@ -273,24 +333,51 @@ def _pack_b(sch: Schedule, block: BlockRV, tile: MatmulTile, rows: int | None) -
         at = next(n for n, r in enumerate(sch.get(block).reads) if r.buffer is buf)
         try:
             copy = sch.cache_read(block, at, "global")
-            sch.transform_layout(block, ("read", at), panel[transposed])
+            sch.transform_layout(
+                block, ("read", at), panel[transposed], assume_injective_transform=padded
+            )
             _schedule_panel_copy(sch, copy, c, transposed)
         except ScheduleError:
+            if padded:
+                raise
             return None if transposed else False
     return bool(plans)
 
 
 def _schedule_panel_copy(sch: Schedule, copy: BlockRV, cols: int, transposed: bool) -> None:
     """Loops (.., j // cols, k, j % cols) over the copy into panels, so it writes each panel in
-    order and reads `cols` adjacent elements of B per k step (a transposed B: `cols` rows of
-    W, kept in L1 across the k steps), the panel row vectorized, the rest parallel."""
+    order and reads `cols` adjacent elements of B per k step, the panel row vectorized, the
+    rest parallel. A transposed B (W [.., j, k]) is copied in blocks of `cols` rows by one
+    cache line of k (`_copy_transposed_blocks`)."""
     *batch, first, second = sch.get_loops(copy)
     work = _work(sch, [*batch, first, second])
-    k, j = (second, first) if transposed else (first, second)
-    jo, ji = sch.split(j, [None, cols])
-    sch.reorder(*batch, jo, k, ji)
+    if transposed:
+        _copy_transposed_blocks(sch, batch, first, second, cols, work)
+        return
+    jo, ji = sch.split(second, [None, cols])
+    sch.reorder(*batch, jo, first, ji)
     sch.vectorize(ji)
-    _parallel(sch, [*batch, jo, k], work)
+    _parallel(sch, [*batch, jo, first], work)
+
+
+# float32 elements of one 64-byte cache line
+CACHE_LINE_FLOATS = 16
+
+
+def _copy_transposed_blocks(
+    sch: Schedule, batch: list[LoopRV], j: LoopRV, k: LoopRV, cols: int, work: float
+) -> None:
+    """Loops (.., j // cols, k // 16, j % cols, k % 16) over the copy of W [.., j, k] into
+    panels: each row of W is read one whole cache line at a time and the block written is
+    `cols` x 16 consecutive floats of the panel, both in L1; scalar (a vector along either
+    axis is a gather or a scatter). A vector down W's columns gathered from rows 4 KB apart
+    (W of 1024 columns: one L1 set for all of them) and ran 12x slower (256 x 1024 x 1024
+    with B = W.T, 1 thread: 68 -> 88 GFLOPS with the copy)."""
+    jo, ji = sch.split(j, [None, cols])
+    ko, ki = _split_unless_short(sch, k, CACHE_LINE_FLOATS)
+    outer = [*batch, jo, *([ko] if ko is not None else [])]
+    sch.reorder(*outer, ji, ki)
+    _parallel(sch, outer, work)
 
 
 def schedule_product(sch: Schedule, block: BlockRV, loops: list[LoopRV]) -> LoopRV | None:
@@ -396,7 +483,7 @@ def _deinterleave_strided_reads(sch: Schedule, block: BlockRV) -> bool:
 
 def _schedule_product_unfused(sch: Schedule, block: BlockRV, loops: list[LoopRV]) -> None:
     """`schedule_product` with the epilogue left a stage of its own (the spatial rule's)."""
-    if not schedule_matmul(sch, block, loops, fold=False):
+    if not schedule_matmul(sch, block, loops, fold=False, remainder=False, transpose=False):
         schedule_rows(sch, block, loops)
 
 
