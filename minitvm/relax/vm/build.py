@@ -13,7 +13,7 @@ from ...ir.module import IRModule
 from ...tir.function import PrimFunc
 from ..expr import Call, ExternFunc, Function, Op
 from ..functor import ExprMutator, ExprVisitor
-from ..struct_info import TupleStructInfo
+from ..struct_info import PrimStructInfo, TupleStructInfo
 from . import build_cache
 from .codegen import vm_codegen
 from .executable import Executable
@@ -181,19 +181,30 @@ class _Arity(ExprVisitor):
         prim = self.mod[gv] if gv.name_hint in self.mod else None
         if not isinstance(prim, PrimFunc):
             return
-        inputs = len(call.args[1].fields) if hasattr(call.args[1], "fields") else 1
+        # TVM passes the args tuple, the outputs and the tir_vars positionally: an R.Prim in
+        # the args tuple goes to a scalar param at its own position
+        fields = call.args[1].fields if hasattr(call.args[1], "fields") else (call.args[1],)
         sinfo = call.sinfo_args[0]
         outputs = len(sinfo.fields) if isinstance(sinfo, TupleStructInfo) else 1
         tir_vars = len(call.args[2].values) if len(call.args) > 2 else 0
-        scalars = [p.name for p in prim.params if p not in prim.buffer_map]
-        if inputs + outputs + tir_vars == len(prim.params) and tir_vars == len(scalars):
+        passed = [_kind(f) for f in fields] + ["buffer"] * outputs + ["scalar"] * tir_vars
+        taken = ["buffer" if p in prim.buffer_map else "scalar" for p in prim.params]
+        if passed == taken:
             return
+        scalars = [p.name for p in prim.params if p not in prim.buffer_map]
         raise BuildError(
-            f"relax function '{self.caller}': call_tir of '{gv.name_hint}' passes {inputs} "
-            f"input(s), {outputs} output(s) and {tir_vars} tir_vars, but '{gv.name_hint}' takes "
-            f"{len(prim.params) - len(scalars)} buffer(s) and {len(scalars)} scalar param(s) "
-            f"({', '.join(scalars) or 'none'}); pass one tir_vars entry per scalar param, in order"
+            f"relax function '{self.caller}': call_tir of '{gv.name_hint}' passes "
+            f"({', '.join(passed)}) for {len(fields)} input(s), {outputs} output(s) and "
+            f"{tir_vars} tir_vars, but '{gv.name_hint}' takes ({', '.join(taken)}): "
+            f"{len(taken) - len(scalars)} buffer(s) and {len(scalars)} scalar param(s) "
+            f"({', '.join(scalars) or 'none'}); pass a tensor per buffer param and an R.Prim "
+            "input or tir_vars entry per scalar param, in the PrimFunc's order"
         )
+
+
+def _kind(arg: Any) -> str:
+    """What a call_tir input fills in the PrimFunc: a buffer, or a scalar (an R.Prim value)."""
+    return "scalar" if isinstance(getattr(arg, "struct_info", None), PrimStructInfo) else "buffer"
 
 
 def check_call_tir_arity(mod: IRModule) -> None:

@@ -15,6 +15,9 @@ Instructions (a list: name first):
   AllocStorage sid, size_src                       a byte buffer of the memory plan
   AllocTensor  dst, sid, offset, shape_srcs, dtype sid -1: a fresh tensor per call
   LoadConst    dst, index
+  LoadImm      dst, value                          a str (R.str, R.dtype), float
+                                                   (R.prim_value(2.0)) or None (an argument
+                                                   left out) constant, passed on as it is
   CallTIR      func, arg_regs, scalar_srcs         destination-passing: outputs are arg regs
   CallPacked   func, arg_regs                      a registered function (tvm.get_global_func)
   CallBuiltin  dst, func, arg_regs                 a registered function that returns its
@@ -33,9 +36,10 @@ import numpy as np
 
 from ...error import BuildError
 from ...ir.module import GlobalVar, IRModule
-from ...tir.expr import IntImm
+from ...tir.expr import FloatImm, IntImm
 from ...tir.expr import Var as TirVar
 from .. import expr as rx
+from ..op.memory import VM_BUILTINS as MEMORY_VM_BUILTINS
 from ..struct_info import PrimStructInfo, ShapeStructInfo, TensorStructInfo, TupleStructInfo
 from ..transform.static_plan_block_memory import (
     PLAN_ATTR,
@@ -216,6 +220,24 @@ class FunctionCodegen:
         self.emit("LoadConst", dst, self.consts.add(c))
         return dst
 
+    def string(self, s: rx.StringImm, _b: Any) -> int:
+        dst = self.new_reg()
+        self.emit("LoadImm", dst, s.value)
+        return dst
+
+    def dtype(self, d: rx.DataTypeImm, _b: Any) -> int:
+        dst = self.new_reg()
+        self.emit("LoadImm", dst, str(d.value))
+        return dst
+
+    def omitted_or_expr(self, e: Any) -> int:
+        """An op argument's register; an empty tuple (TVM's argument left out) becomes None."""
+        if isinstance(e, rx.Tuple) and not e.fields:
+            dst = self.new_reg()
+            self.emit("LoadImm", dst, None)
+            return dst
+        return self.expr(e)
+
     def shape(self, s: rx.ShapeExpr, _b: Any) -> int:
         dst = self.new_reg()
         self.emit("MakeShape", dst, [self.src(d) for d in s.values])
@@ -223,6 +245,9 @@ class FunctionCodegen:
 
     def prim_value(self, p: rx.PrimValue, _b: Any) -> int:
         dst = self.new_reg()
+        if isinstance(p.value, FloatImm):  # shape code is integer arithmetic only
+            self.emit("LoadImm", dst, float(p.value.value))
+            return dst
         self.emit("MakeScalar", dst, self.src(p.value))
         return dst
 
@@ -261,6 +286,11 @@ class FunctionCodegen:
             args = [self.expr(a) for a in call.args]
             dst = self.new_reg()
             self.emit("CallBuiltin", dst, call.op.global_symbol, args)
+            return dst
+        if isinstance(call.op, rx.Op) and call.op.name in BUILTIN_OPS:
+            args = [self.omitted_or_expr(a) for a in call.args]
+            dst = self.new_reg()
+            self.emit("CallBuiltin", dst, BUILTIN_OPS[call.op.name], args)
             return dst
         if isinstance(call.op, rx.Op) and call.op.name in _PACKED_OPS:
             # the purity the op vouches for matters to passes only; the VM calls the function
@@ -315,6 +345,10 @@ class FunctionCodegen:
 
 _PACKED_OPS = ("relax.call_pure_packed", "relax.call_inplace_packed")
 
+# ops the VM runs as a registered builtin, argument for argument (importing the table also
+# registers the ops, so relax.op.memory.view exists wherever relax does)
+BUILTIN_OPS = dict(MEMORY_VM_BUILTINS)
+
 
 def _fields(args: Any) -> tuple:
     return args.fields if isinstance(args, rx.Tuple) else (args,)
@@ -327,6 +361,8 @@ def _callee_name(callee: Any) -> str:
 _EXPR_RULES = {
     rx.Constant: FunctionCodegen.const,
     rx.ShapeExpr: FunctionCodegen.shape,
+    rx.StringImm: FunctionCodegen.string,
+    rx.DataTypeImm: FunctionCodegen.dtype,
     rx.PrimValue: FunctionCodegen.prim_value,
     rx.Tuple: FunctionCodegen.tuple_,
     rx.TupleGetItem: FunctionCodegen.get_item,

@@ -56,6 +56,7 @@ OPERANDS: dict[str, tuple[str, ...]] = {
     "AllocStorage": ("storage", "str"),
     "AllocTensor": ("write", "sid", "offset", "strs", "dtype"),
     "LoadConst": ("write", "const"),
+    "LoadImm": ("write", "imm"),
     "CallTIR": ("str", "regs", "strs"),
     "CallPacked": ("str", "regs"),
     "CallBuiltin": ("write", "str", "regs"),
@@ -101,6 +102,7 @@ _OPERAND_KINDS = {
     "write": lambda v, f: _is_int(v) and len(f["params"]) <= v < f["num_regs"],
     "regs": lambda v, f: isinstance(v, list) and all(_OPERAND_KINDS["read"](r, f) for r in v),
     "str": lambda v, f: type(v) is str,
+    "imm": lambda v, f: v is None or type(v) in (str, float),
     "strs": lambda v, f: isinstance(v, list) and all(type(s) is str for s in v),
     "dtype": lambda v, f: _is_dtype(v),
     "dtype?": lambda v, f: v is None or _is_dtype(v),
@@ -384,7 +386,9 @@ class _Flow:
         if info is None:
             raise self.fail(pc, f"calls kernel {kernel!r}, which the native module does not have")
         kinds = [p["kind"] for p in info["params"]]
-        want = ["buffer"] * len(regs) + ["scalar"] * len(scalars)
+        # a register may fill a scalar param (an R.Prim input; the kernel's checked first call
+        # checks its value), the trailing tir_vars fill only scalar params
+        want = kinds[: len(regs)] + ["scalar"] * len(scalars)
         if kinds != want:
             raise self.fail(
                 pc, f"passes {len(regs)} tensors and {len(scalars)} scalars to kernel "

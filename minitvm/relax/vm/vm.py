@@ -339,6 +339,12 @@ class _Function:
         self.consts.append((dst, index))
         self.stable.add(dst)
 
+    def load_imm(self, pc, dst, value):
+        def run(regs, frame):
+            regs[dst] = value
+
+        return run
+
     def alloc_tensor(self, pc, dst, sid, offset, shape, dtype):
         shape_fn = compile_shape_fn(shape, f"{self.name} tensor")
         np_dtype = np.dtype(dtype)
@@ -379,6 +385,8 @@ class _Function:
         scalar_fn = compile_shape_fn(scalars, f"{self.name} call of {func}") if scalars else None
         # the fast path reuses the first call's scalars: only those fixed by the signature qualify
         fixed = all(_only_param_dims(src, self.param_dims) for src in scalars)
+        slots = _buffer_slots(pf)  # an R.Prim input (a scalar position) qualifies if it keys frames
+        fixed = fixed and all(j in slots or r in self.value_params for j, r in enumerate(arg_regs))
         if not fixed or not all(r in self.stable for r in arg_regs):
 
             def checked(regs, frame):
@@ -388,8 +396,8 @@ class _Function:
             return checked
         k = self.n_calls
         self.n_calls += 1
-        slots = _buffer_slots(pf)
-        dyn = tuple((slots[j], r) for j, r in enumerate(arg_regs) if r not in self.frame_static)
+        dyn = tuple((slots[j], r) for j, r in enumerate(arg_regs) if j in slots)
+        dyn = tuple((s, r) for s, r in dyn if r not in self.frame_static)
         return _unchecked_call(k, pf, arg_regs, scalar_fn, dyn)
 
     def call_packed(self, pc, func, arg_regs):
@@ -603,6 +611,7 @@ _RULES: dict[str, Callable] = {
     "AllocStorage": _Function.alloc_storage,
     "AllocTensor": _Function.alloc_tensor,
     "LoadConst": _Function.load_const,
+    "LoadImm": _Function.load_imm,
     "CallTIR": _Function.call_tir,
     "CallPacked": _Function.call_packed,
     "CallBuiltin": _Function.call_builtin,
