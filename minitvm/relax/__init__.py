@@ -15,6 +15,7 @@ from .expr import (
     BindingBlock,
     Call,
     Constant,
+    DataTypeImm,
     DataflowBlock,
     DataflowVar,
     Expr,
@@ -33,6 +34,7 @@ from .expr import (
     Var,
     VarBinding,
     const,
+    get_shape_of,
 )
 from .expr_functor import PyExprMutator, PyExprVisitor
 from .op import call_dps_packed, call_tir, call_tir_with_grad
@@ -57,6 +59,7 @@ __all__ = [
     "BlockBuilder",
     "Call",
     "Constant",
+    "DataTypeImm",
     "DataflowBlock",
     "DataflowVar",
     "DynTensorType",
@@ -97,6 +100,7 @@ __all__ = [
     "expr_functor",
     "functor",
     "get_pipeline",
+    "get_shape_of",
     "load_executable",
     "op",
     "printer",

@@ -18,7 +18,7 @@ from ..ir.dtype import DataType
 from ..ir.module import BaseFunc, GlobalVar
 from ..ir.node import FrozenDict, Node, node, set_tuple_field, setfield
 from ..ir.op import Op
-from ..tir.expr import PrimExpr, as_expr
+from ..tir.expr import IntImm, PrimExpr, as_expr
 from . import struct_info as si
 
 
@@ -56,6 +56,90 @@ class Expr(Node):
         if not isinstance(self.struct_info, si.TupleStructInfo):
             raise MiniTVMError(f"cannot index {_short(self)}: it is not a tuple")
         return TupleGetItem(self, index)
+
+    # TVM's tensor properties: each reads the tensor's container when the program runs (a VM
+    # builtin), so they work on tensors of unknown rank; the struct info gives the value when
+    # it knows it. (`dtype` is not among them here: a Var's `dtype` is None for structural
+    # equality.)
+    @property
+    def ndim(self) -> Call:
+        """The rank, as an R.Prim("int64") value: `return x.ndim`."""
+        ndim = _rank(_tensor_sinfo(self, "ndim"))
+        known = IntImm("int64", ndim) if ndim >= 0 else None
+        return _inspect("TENSOR_NDIM", (self,), known)
+
+    @property
+    def shape(self) -> _DimsProxy:
+        """The dims, each read as an R.Prim("int64") value: `x.shape[axis]`."""
+        return _DimsProxy(self, "shape", _tensor_sinfo(self, "shape"))
+
+    @property
+    def strides(self) -> _DimsProxy:
+        """The strides in elements, each read as an R.Prim("int64") value: `x.strides[axis]`."""
+        return _DimsProxy(self, "strides", _tensor_sinfo(self, "strides"))
+
+
+class TensorPropertyError(MiniTVMError, AttributeError):
+    """`x.shape` / `x.ndim` / `x.strides` of a relax expression that is not a tensor
+    (an AttributeError too, so `hasattr(x, "shape")` stays False for it)."""
+
+
+def _tensor_sinfo(e: Expr, what: str) -> si.TensorStructInfo:
+    sinfo = e.struct_info
+    if not isinstance(sinfo, si.TensorStructInfo):
+        raise TensorPropertyError(
+            f"{_short(e)}.{what}: {_short(e)} is not a tensor (its struct info is "
+            f"{type(sinfo).__name__}); tensor properties read a tensor"
+        )
+    return sinfo
+
+
+def _rank(sinfo: si.TensorStructInfo) -> int:
+    return len(sinfo.shape) if sinfo.shape is not None else sinfo.ndim
+
+
+def _inspect(builtin: str, args: tuple, known: Any) -> Call:
+    """A call of the VM builtin `builtin` (a name in runtime/vm_builtin_view.py) giving an
+    int64 scalar, whose struct info carries `known` (None: known only at run time)."""
+    from ..runtime import vm_builtin_view
+    from .op import call_pure_packed
+
+    sinfo = si.PrimStructInfo("int64", known)
+    return call_pure_packed(getattr(vm_builtin_view, builtin), *args, sinfo_args=sinfo)
+
+
+class _DimsProxy:
+    """`x.shape` / `x.strides`: indexing gives the dim (stride) of an axis as a relax value."""
+
+    def __init__(self, tensor: Expr, what: str, sinfo: si.TensorStructInfo):
+        self.tensor, self.what, self.sinfo = tensor, what, sinfo
+
+    def __getitem__(self, axis: Any) -> Call:
+        where = f"{_short(self.tensor)}.{self.what}[{axis}]"
+        if isinstance(axis, bool):
+            raise ShapeError(f"{where}: the axis is a bool; give an int or an R.Prim('int64')")
+        if isinstance(axis, int):
+            ndim = _rank(self.sinfo)
+            if axis < 0 or (ndim >= 0 and axis >= ndim):
+                raise ShapeError(
+                    f"{where}: axis {axis} is not in [0, {ndim if ndim >= 0 else 'ndim'}) "
+                    f"for {_short(self.tensor)} of struct info {self.sinfo}"
+                )
+            known = None
+            if self.what == "shape" and self.sinfo.shape is not None:
+                known = self.sinfo.shape[axis]
+            axis = PrimValue(IntImm("int64", axis))
+        elif isinstance(axis, PrimExpr):
+            axis, known = PrimValue(axis), None
+        elif isinstance(axis, Expr) and isinstance(axis.struct_info, si.PrimStructInfo):
+            known = None
+        else:
+            raise ShapeError(
+                f"{where}: the axis must be an int or an R.Prim('int64') value, got "
+                f"{type(axis).__name__}"
+            )
+        builtin = "TENSOR_SHAPE_I" if self.what == "shape" else "TENSOR_STRIDE_I"
+        return _inspect(builtin, (self.tensor, axis), known)
 
 
 def _short(e: Any) -> str:
@@ -260,6 +344,17 @@ class PrimValue(Expr):
 
 
 @node
+class DataTypeImm(Expr):
+    """A dtype as a graph-level value: `R.dtype("float32")` (R.memory.view's dtype argument);
+    the VM passes it to builtins as the dtype's string."""
+
+    value: DataType
+
+    def __post_init__(self):
+        setfield(self, "value", DataType(self.value))
+
+
+@node
 class StringImm(Expr):
     value: str
 
@@ -286,6 +381,12 @@ class Tuple(Expr):
 
     def __post_init__(self):
         set_tuple_field(self, "fields", Expr, "relax expressions")
+
+    def __getitem__(self, index: int) -> Expr:
+        """The field itself, as in TVM (`t[0]`, `t[-1]`): the tuple is right here."""
+        if not -len(self.fields) <= index < len(self.fields):
+            raise IndexError(f"Tuple index out of range: {index} for {len(self.fields)} fields")
+        return self.fields[index]
 
 
 @node
@@ -509,6 +610,7 @@ _STRUCT_INFO_RULES: dict[type, Callable[[Any], si.StructInfo]] = {
     Constant: _constant_sinfo,
     PrimValue: lambda p: si.PrimStructInfo(p.value.dtype, p.value),
     StringImm: lambda s: si.ObjectStructInfo(),
+    DataTypeImm: lambda d: si.ObjectStructInfo(),
     ShapeExpr: lambda s: si.ShapeStructInfo(s.values),
     Tuple: lambda t: si.TupleStructInfo(tuple(f.struct_info for f in t.fields)),
     TupleGetItem: _tuple_get_item_sinfo,
@@ -551,7 +653,16 @@ def get_shape_of(e: Expr) -> tuple:
 def is_leaf(e: Any) -> bool:
     """Leaves may appear directly as call arguments (normal form)."""
     return isinstance(
-        e, Var | Constant | PrimValue | StringImm | ShapeExpr | ExternFunc | GlobalVar | Op
+        e,
+        Var
+        | Constant
+        | PrimValue
+        | StringImm
+        | DataTypeImm
+        | ShapeExpr
+        | ExternFunc
+        | GlobalVar
+        | Op,
     )
 
 
@@ -560,6 +671,7 @@ __all__ = [
     "BindingBlock",
     "Call",
     "Constant",
+    "DataTypeImm",
     "DataflowBlock",
     "DataflowVar",
     "Expr",

@@ -164,6 +164,8 @@ class RelaxPrinter:
             return f"R.prim_value({self.dim(v)})"
         if isinstance(e, rx.StringImm):
             return f"R.str({_str(e.value)})"
+        if isinstance(e, rx.DataTypeImm):
+            return f"R.dtype({_str(str(e.value))})"
         if isinstance(e, rx.ShapeExpr):
             return f"R.shape({self.dims(e.values, '[]')})"
         if isinstance(e, rx.Tuple):

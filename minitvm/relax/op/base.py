@@ -244,4 +244,6 @@ STRUCTURAL_OPS = (
     "relax.null_value",  # the null object of nn's IO effect: a VM builtin (null_value.py)
     # a call_tir with a TE gradient: built as call_tir (tests/relax/test_grad_tvm_api.py)
     "relax.call_tir_with_grad",
+    # a view of a tensor's memory: a checked VM builtin (tests/relax/test_a4_memory_view.py)
+    "relax.memory.view",
 )
