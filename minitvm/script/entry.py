@@ -138,9 +138,14 @@ MODULE_SCOPE_KEY = "__tvmscript_module__"
 class ModuleScope:
     """The IRModule class being parsed: `cls.foo` / `Module.foo` give the GlobalVar of `foo`."""
 
-    def __init__(self, name: str, gvars: Mapping[str, GlobalVar]):
+    def __init__(
+        self, name: str, gvars: Mapping[str, GlobalVar], defs: Mapping[str, Any] | None = None
+    ):
         self.name = name
         self.gvars = dict(gvars)
+        # each method's FunctionDef: a call of a function defined later in the class reads the
+        # callee's return annotation from it (forward references, as TVM's parser allows)
+        self.defs = dict(defs or {})
 
     def __getattr__(self, attr: str) -> GlobalVar:
         gvars = self.__dict__.get("gvars", {})
@@ -155,8 +160,10 @@ class ModuleScope:
 def _parse_class(source: Source, cdef: ast.ClassDef, env: Mapping) -> IRModule:
     mod = IRModule()
     gvars: dict[str, GlobalVar] = {}
+    defs: dict[str, ast.FunctionDef] = {}
     for item in cdef.body:
         if isinstance(item, ast.FunctionDef):
+            defs[item.name] = item
             if item.name in gvars:  # Python keeps the last; the IR would silently lose one
                 raise source.error(
                     item,
@@ -164,7 +171,7 @@ def _parse_class(source: Source, cdef: ast.ClassDef, env: Mapping) -> IRModule:
                     "(prim_func, relax function or pyfunc) its own name",
                 )
             gvars[item.name] = GlobalVar(item.name)
-    env = ChainMap({MODULE_SCOPE_KEY: ModuleScope(cdef.name, gvars)}, env)
+    env = ChainMap({MODULE_SCOPE_KEY: ModuleScope(cdef.name, gvars, defs)}, env)
     probe = TIRParser(source, env)
     for item in cdef.body:
         if isinstance(item, ast.FunctionDef):

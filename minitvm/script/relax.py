@@ -29,6 +29,7 @@ from ..error import ArgumentError, MiniTVMError, ParseError
 from ..ir.dtype import DataType
 from ..ir.module import GlobalVar
 from ..relax import op as _op
+from ..relax.expr import DataTypeImm
 from ..tir.expr import PrimExpr
 from ..tir.expr import Var as TirVar
 from .tir import VarDecl
@@ -343,6 +344,11 @@ def str(value: Any) -> _relax.StringImm:
     return _relax.StringImm(f"{value}")
 
 
+def _dtype_value(value: Any) -> DataTypeImm:
+    """A dtype value: `R.dtype("float32")` (R.memory.view's dtype argument)."""
+    return DataTypeImm(DataType(value))
+
+
 def ExternFunc(name: Any) -> Any:
     """A packed function by name, as a value."""
     from ..relax.expr import ExternFunc as _ExternFunc
@@ -579,6 +585,7 @@ grad = _OpNamespace("relax.grad.")  # backward ops (R.grad.nll_loss_backward, as
 random = _OpNamespace("relax.random.")  # R.random.dropout_mask (training dropout)
 vision = _OpNamespace("relax.vision.")  # R.vision.all_class_non_max_suppression
 ccl = _OpNamespace("relax.ccl.")  # R.ccl.allreduce (collectives of a disco session)
+memory = _OpNamespace("relax.memory.")  # R.memory.view
 
 _FIXED = (
     "Callable",
@@ -598,11 +605,13 @@ _FIXED = (
     "ccl",
     "const",
     "dataflow",
+    "dtype",
     "func_attr",
     "function",
     "grad",
     "image",
     "match_cast",
+    "memory",
     "nn",
     "output",
     "prim_value",
@@ -622,7 +631,7 @@ def _tuple_value(*fields: Any) -> _relax.Tuple:
 
 
 # names that would shadow a builtin this module uses if they were module-level functions
-_SHADOWING = {"tuple": _tuple_value}
+_SHADOWING = {"tuple": _tuple_value, "dtype": _dtype_value}
 
 
 def __getattr__(name: str) -> Any:

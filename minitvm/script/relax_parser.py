@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..error import MiniTVMError
 from ..ir.module import GlobalVar
 from ..ir.node import FrozenDict
 from ..ir.structural import structural_equal
@@ -41,10 +42,13 @@ from ..relax.expr import (
 )
 from ..relax.struct_info import (
     ObjectStructInfo,
+    PrimStructInfo,
+    ShapeStructInfo,
     StructInfo,
     TensorStructInfo,
     TupleStructInfo,
 )
+from ..tir.expr import FloatImm, IntImm
 from ..tir.expr import Var as TirVar
 from ..topi.utils import prove_equal
 from . import relax as R
@@ -348,14 +352,14 @@ class RelaxParser(TIRParser):
                 raise self.error(node, f"'{name}' is annotated but its value is not a relax value")
             self.define(name, value)
             return
-        if _is_global_call(expr):  # another function of the module: its result is annotated
-            if annotation is None:
+        if _is_global_call(expr):  # another function of the module: annotated or declared
+            inferred = annotation or self.declared_result(expr)
+            if inferred is None:
                 raise self.error(
                     node,
-                    f"binding '{name}': annotate the result of calling '{expr.op.name_hint}': "
-                    f"{name}: R.Tensor(...) = ...",
+                    f"binding '{name}': annotate the result of calling '{expr.op.name_hint}' "
+                    f"(or its return type): {name}: R.Tensor(...) = ...",
                 )
-            inferred = annotation
         else:
             inferred = self.guard(node.value, lambda: expr.struct_info)
         sinfo = inferred
@@ -424,8 +428,25 @@ class RelaxParser(TIRParser):
         expr = _as_relax(value)
         if expr is None:
             raise self.error(node, f"expected a relax value here, got {value!r}")
-        self.guard(node, lambda: expr.struct_info)
+        if not _is_global_call(expr):  # a call of a module function: its declaration says
+            self.guard(node, lambda: expr.struct_info)
         return expr
+
+    def declared_result(self, call: Call) -> StructInfo | None:
+        """What calling another function of the module gives, from the callee's return
+        annotation (None when it has none). The callee may be defined later in the class. Its
+        symbolic dims belong to the callee, so a result that names any keeps only its rank and
+        dtype: true of every call, if less precise than matching the arguments."""
+        fdef = self.module.defs.get(call.op.name_hint) if self.module is not None else None
+        if fdef is None or fdef.returns is None:
+            return None
+        probe = RelaxParser(self.source, self.env)
+        try:
+            with R.dim_scope(probe.dims):
+                sinfo = probe.struct_info(fdef.returns)
+        except MiniTVMError:  # an annotation only its own function's scope can read
+            return None
+        return _without_symbolic_dims(sinfo)
 
     # -- dataflow blocks
     def dataflow_block(self, node: ast.With) -> DataflowBlock:
@@ -540,6 +561,25 @@ def _as_relax(value: Any) -> Expr | None:
         if all(f is not None for f in fields):
             return Tuple(tuple(fields))
     return None
+
+
+def _without_symbolic_dims(sinfo: StructInfo) -> StructInfo:
+    """`sinfo` with every shape that names a symbolic dim reduced to its rank."""
+    if isinstance(sinfo, TensorStructInfo) and sinfo.shape is not None:
+        if all(isinstance(d, IntImm) for d in sinfo.shape):
+            return sinfo
+        return TensorStructInfo(None, sinfo.dtype, len(sinfo.shape), vdevice=sinfo.vdevice)
+    if isinstance(sinfo, ShapeStructInfo) and sinfo.values is not None:
+        if all(isinstance(d, IntImm) for d in sinfo.values):
+            return sinfo
+        return ShapeStructInfo(ndim=len(sinfo.values))
+    if isinstance(sinfo, PrimStructInfo) and sinfo.value is not None:
+        return sinfo if isinstance(sinfo.value, IntImm | FloatImm) else PrimStructInfo(sinfo.dtype)
+    if isinstance(sinfo, TupleStructInfo):
+        return TupleStructInfo(tuple(_without_symbolic_dims(f) for f in sinfo.fields))
+    if isinstance(sinfo, TensorStructInfo | ShapeStructInfo | PrimStructInfo | ObjectStructInfo):
+        return sinfo
+    return ObjectStructInfo()  # a function value: its signature may name dims too
 
 
 def _is_global_call(e: Expr) -> bool:

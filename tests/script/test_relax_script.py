@@ -483,7 +483,7 @@ def test_every_table_op_has_an_R_name():
         assert callable(obj), name
         namespaced = {
             f"{ns}.{n}"
-            for ns in ("nn", "image", "grad", "random", "vision", "ccl")
+            for ns in ("nn", "image", "grad", "random", "vision", "ccl", "memory")
             for n in getattr(R, ns).__all__
         }
         assert ".".join(parts) in {*R.__all__} | namespaced
@@ -722,9 +722,17 @@ def test_calls_between_relax_functions_round_trip():
     assert 'gv1: R.Tensor((2,), dtype="float32") = cls.double(y)' in text
     back = _roundtrip(mod)
     np.testing.assert_allclose(evaluate(back, np.array([1, 2], "float32")), [2, 8])
+    # an unannotated call takes the callee's return annotation (as in TVM) ...
     src = text.replace('gv1: R.Tensor((2,), dtype="float32") = cls.double', "gv1 = cls.double")
+    assert_structural_equal(from_source(src), back)
+    # ... and is refused when the callee has none
+    bare = src.replace(
+        'def double(x: R.Tensor((2,), dtype="float32")) -> R.Tensor((2,), dtype="float32"):',
+        'def double(x: R.Tensor((2,), dtype="float32")):',
+    )
+    assert bare != src
     with pytest.raises(ParseError, match="annotate the result of calling 'double'"):
-        from_source(src)
+        from_source(bare)
 
 
 def test_parsed_high_level_programs_build_and_run_on_the_vm():
