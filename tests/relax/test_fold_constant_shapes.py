@@ -31,3 +31,25 @@ def test_folded_reshape_keeps_its_shape_and_the_model_its_output_shape(target_sh
     got = vm["main"](tvm.nd.array(xs)).numpy()
     np.testing.assert_array_equal(got, value.reshape(target_shape) + xs)
     assert got.shape == target_shape
+
+
+def test_a_fold_that_would_blow_a_small_constant_up_is_left_to_run_time():
+    # a model (a file) asking for a 1 GiB fill of a scalar must not get it built at compile
+    # time and embedded; a same-size fold (a transposed weight) still happens. Numbers: numpy.
+    n = 1 << 14
+    x = relax.Var("x", relax.TensorStructInfo((4,), "float32"))
+    w = np.arange(12, dtype="float32").reshape(3, 4)
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            big = bb.emit(relax.op.full((n, n), relax.const(1.5, "float32")))
+            s = bb.emit(relax.op.max(big))
+            wt = bb.emit(relax.op.permute_dims(relax.const(w)))
+            y = bb.emit_output(relax.op.add(relax.op.add(x, s), relax.op.sum(wt)))
+        bb.emit_func_output(y)
+    mod = relax.transform.FoldConstant()(bb.get())
+    values = [b.value for b in mod["main"].body.blocks[0].bindings]
+    consts = [v.data.numpy() for v in values if isinstance(v, relax.Constant)]
+    assert all(c.size <= 12 for c in consts)
+    assert any(c.shape == (4, 3) and (c == w.T).all() for c in consts)
+    assert any(isinstance(v, relax.Call) and v.op.name == "relax.full" for v in values)

@@ -60,6 +60,8 @@ class _Folder(ExprMutator):
     def fold(self, value: Expr) -> Expr | None:
         if not isinstance(value, Call) or not isinstance(value.op, Op):
             return None
+        if _expands(value):
+            return None
         op = value.op
         if op.name == "relax.call_tir":
             gv, args = value.args[0], value.args[1]
@@ -100,6 +102,35 @@ class _Folder(ExprMutator):
         kernel(*inputs, *outs)
         consts = [Constant(o) for o in outs]
         return Tuple(tuple(consts)) if isinstance(out_sinfo, TupleStructInfo) else consts[0]
+
+
+# A fold may not make a constant this many elements larger than its constant inputs: a model
+# (a file) can ask for `full(2**30, 0.0)` or broadcast a scalar to gigabytes; folded, that
+# would be built at compile time and embedded in the executable. Left alone, it runs (and
+# allocates) only when the program does. Same-size work (a transposed or cast weight) folds.
+FOLD_GROWTH_ELEMENTS = 1 << 22
+
+
+def _expands(call: Call) -> bool:
+    """Whether `call`'s outputs exceed its constant inputs by more than FOLD_GROWTH_ELEMENTS."""
+    sinfo = call.struct_info
+    fields = list(sinfo.fields) if isinstance(sinfo, TupleStructInfo) else [sinfo]
+    out = 0
+    for s in fields:
+        if not (isinstance(s, TensorStructInfo) and s.is_static):
+            return False  # not folded anyway (run() needs static outputs)
+        out += int(np.prod(s.static_shape(), dtype=np.int64))
+    return out - _const_elements(call.args) > FOLD_GROWTH_ELEMENTS
+
+
+def _const_elements(args: Any) -> int:
+    total = 0
+    for a in args:
+        if isinstance(a, Tuple):
+            total += _const_elements(a.fields)
+        elif isinstance(a, Constant):
+            total += int(a.data.numpy().size)
+    return total
 
 
 def _run_numpy(call: Call) -> Expr | None:
