@@ -277,10 +277,13 @@ def _dropout(ctx, inputs, attrs):
         from ._runtime_index import dropout_at_run_time
 
         ratio = inputs[1] if len(inputs) > 1 and inputs[1] is not None else np.float32(0.5)
-        y = dropout_at_run_time(ctx, ctx.expr(inputs[0]), training, ratio)
+        x = ctx.expr(inputs[0])
+        y, mask = dropout_at_run_time(ctx, x, training, ratio, attrs.get("seed"))
         if len(ctx.node.output) < 2 or not ctx.node.output[1]:
             return y
-        return [y, ctx.emit(R.full(shape_of(y), ctx.expr(np.asarray(True)), "bool"))]
+        if mask is None:
+            mask = ctx.emit(R.full(shape_of(y), ctx.expr(np.asarray(True)), "bool"))
+        return [y, mask]
     if training is not None and bool(np.asarray(ctx.known(training, "training_mode"))):
         raise OpAttributeUnImplemented(
             "Dropout with training_mode=true is not supported; export in eval mode"

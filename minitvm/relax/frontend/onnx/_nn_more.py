@@ -15,7 +15,7 @@ from ... import op as R
 from ...expr import Expr
 from ._helpers import _const_like, _dtype, _ndim, _prod, _required, shape_of
 from ._nn import _explicit_pads, _positive_ints
-from ._runtime_axes import _i64, element, poisoned, static_length
+from ._runtime_axes import _i64, checked_reshape, element, poisoned, static_length
 
 
 def _global_lp_pool(ctx, inputs, attrs):
@@ -81,7 +81,15 @@ def _max_unpool(ctx, inputs, attrs):
         (size - 1) * s + k - pads[i] - pads[i + nd]
         for i, (size, k, s) in enumerate(zip(spatial, kernel, strides))
     ]
-    if len(inputs) > 2 and inputs[2] is not None:
+    given = None
+    if len(inputs) > 2 and inputs[2] is not None and ctx.known_or_none(inputs[2]) is None:
+        # computed at run time: the VM checks it is the default shape, for the reason below
+        given = ctx.expr(inputs[2])
+        if len(shape_of(given)) != 1 or shape_of(given)[0] != nd + 2:
+            raise OpAttributeInvalid(
+                f"input output_shape has shape {list(shape_of(given))}; it must be ({nd + 2},)"
+            )
+    elif len(inputs) > 2 and inputs[2] is not None:
         given = [int(v) for v in ctx.ints(inputs[2], "output_shape")]
         if len(given) != nd + 2 or any(
             isinstance(d, int) and g != d for g, d in zip(given, out_shape)
@@ -107,6 +115,8 @@ def _max_unpool(ctx, inputs, attrs):
     flat = ctx.emit(R.zeros((_prod(out_shape),), _dtype(x)))
     index = ctx.emit(R.reshape(ctx.emit(R.astype(indices, "int64")), (-1,)))
     flat = ctx.emit(R.scatter_elements(flat, index, ctx.emit(R.reshape(x, (-1,))), 0))
+    if given is not None:
+        return checked_reshape(ctx, flat, given, "output_shape", tuple(out_shape))
     return ctx.emit(R.reshape(flat, tuple(out_shape)))
 
 

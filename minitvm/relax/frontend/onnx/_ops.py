@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ... import op as R
+from ._affine_grid import AFFINE_GRID_CONVERTERS
 from ._control import convert_if
 from ._data_dependent import DATA_DEPENDENT_CONVERTERS
 from ._elementwise import (
@@ -280,6 +281,7 @@ CONVERTERS: dict[str, Callable] = {
     **SIGNAL_CONVERTERS,
     **DATA_DEPENDENT_CONVERTERS,
     **SEQUENCE_CONVERTERS,
+    **AFFINE_GRID_CONVERTERS,
 }
 
 # ops whose value at import time is not a function of their inputs' values alone (control flow

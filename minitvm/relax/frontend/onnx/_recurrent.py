@@ -3,8 +3,10 @@
 The input projection of every step is one matmul; each step then adds its hidden projection and
 applies the gates as ONNX defines them (gate orders: GRU z r h; LSTM i o f c; peepholes i o f).
 Directions forward, reverse and bidirectional, layout 0 and 1, initial states, clip and the
-activations Sigmoid / Tanh / Relu (with their ONNX names) are supported; a `sequence_lens`
-input (per-batch lengths) is refused.
+activations Sigmoid / Tanh / Relu (with their ONNX names) are supported. With a `sequence_lens`
+input (per-batch lengths, known at run time) a step at or past a sequence's length keeps its
+states and writes zeros to Y, as ONNX Runtime does (the reverse direction then starts at each
+sequence's own last step; an empty sequence's final states are zeros).
 """
 
 from __future__ import annotations
@@ -58,11 +60,6 @@ def _recurrent(kind: str):
     def convert(ctx, inputs, attrs):
         inputs = list(inputs) + [None] * (8 - len(inputs))
         x, w, r, b, seq_lens, h0 = (inputs[k] for k in range(6))
-        if seq_lens is not None:
-            raise OpAttributeUnImplemented(
-                f"{kind} with a sequence_lens input (per-batch lengths); drop it when every "
-                "sequence has the full length"
-            )
         hidden = int(_required(attrs, "hidden_size"))
         direction = attrs.get("direction", "forward")
         if direction not in ("forward", "reverse", "bidirectional"):
@@ -87,6 +84,7 @@ def _recurrent(kind: str):
             )
         w, r = ctx.expr(w), ctx.expr(r)
         dtype = _dtype(x)
+        lens = None if seq_lens is None else _lengths(ctx, ctx.expr(seq_lens), batch)
         outs_y, outs_h, outs_c = [], [], []
         for d in range(dirs):
             reverse = direction == "reverse" or d == 1
@@ -114,10 +112,23 @@ def _recurrent(kind: str):
             steps = []
             for t in reversed(range(seq)) if reverse else range(seq):
                 pre = _row(ctx, xw, t)  # [b, G*H]
-                h, c = _STEP[kind](ctx, pre, h, c, rt, rb, peep, acts[d], hidden, clip, attrs)
-                steps.append((t, h))
+                h_new, c_new = _STEP[kind](
+                    ctx, pre, h, c, rt, rb, peep, acts[d], hidden, clip, attrs
+                )
+                if lens is None:
+                    h, c = h_new, c_new
+                    steps.append((t, h))
+                    continue
+                live = ctx.emit(R.less(ctx.expr(np.int64(t)), lens))  # [b, 1]
+                h = ctx.emit(R.where(live, h_new, h))
+                c = None if c is None else ctx.emit(R.where(live, c_new, c))
+                steps.append((t, ctx.emit(R.where(live, h_new, _const_like(ctx, h_new, 0.0)))))
             steps.sort(key=lambda s: s[0])
             outs_y.append(_stack(ctx, [s[1] for s in steps]))
+            if lens is not None:  # an empty sequence's final states are zeros (ONNX Runtime)
+                ran = ctx.emit(R.greater(lens, ctx.expr(np.int64(0))))
+                h = ctx.emit(R.where(ran, h, _const_like(ctx, h, 0.0)))
+                c = None if c is None else ctx.emit(R.where(ran, c, _const_like(ctx, c, 0.0)))
             outs_h.append(h)
             outs_c.append(c)
         y = ctx.emit(R.concat(outs_y, 1)) if dirs > 1 else outs_y[0]  # [seq, dirs, b, H]
@@ -133,6 +144,17 @@ def _recurrent(kind: str):
         return results
 
     return convert
+
+
+def _lengths(ctx, seq_lens: Expr, batch) -> Expr:
+    """sequence_lens as an int64 [b, 1] column, to compare with each step's index."""
+    sinfo = seq_lens.struct_info
+    if sinfo.ndim != 1 or not str(sinfo.dtype).startswith("int"):
+        raise OpAttributeInvalid(
+            f"input sequence_lens is {sinfo}; it must be a 1-d integer tensor of batch_size values"
+        )
+    column = ctx.emit(R.astype(seq_lens, "int64"))
+    return ctx.emit(R.reshape(column, (batch, 1)))
 
 
 def _initial(ctx, value, d: int, batch, hidden: int, dtype: str) -> Expr:

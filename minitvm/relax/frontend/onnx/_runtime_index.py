@@ -17,7 +17,7 @@ import numpy as np
 from ....error import OpAttributeInvalid
 from ... import op as R
 from ...expr import Expr, TupleGetItem
-from ._helpers import _const_like, _dtype, _ndim, shape_of
+from ._helpers import _const_like, _dtype, _ndim, check_import_entries, shape_of
 from ._runtime_axes import (
     _i64,
     axis_hits,
@@ -221,16 +221,29 @@ def one_hot_at_run_time(ctx, indices: Expr, depth: Any, on: Any, off: Any, axis:
 # ----------------------------------------------------------------------------- Dropout
 
 
-def dropout_at_run_time(ctx, x: Expr, training: Any, ratio: Any) -> Expr:
+def dropout_at_run_time(ctx, x: Expr, training: Any, ratio: Any, seed: int | None = None):
     """Dropout whose training_mode is computed at run time: the identity (what ONNX gives for
-    training false, or a ratio of 0); training true with a nonzero ratio draws random numbers
-    ONNX Runtime's generator would not match, so the VM refuses that call."""
+    training false, or a ratio of 0), and with it a mask of all true.
+
+    Training true with a nonzero ratio draws random numbers. With a `seed` they are numpy's
+    RandomState(seed).uniform over x's shape, as ONNX's reference draws them (so the same mask
+    every call; ONNX Runtime's generator draws others). Without a seed no draw can be
+    reproduced, so the VM refuses that call."""
     known = ctx.known_or_none(ratio)
     if isinstance(known, np.ndarray) and float(known.reshape(-1)[0]) == 0.0:
-        return x
+        return x, None
     drawing = ctx.emit(R.astype(_scalar(ctx, training, "training_mode"), "bool"))
     rate = _scalar(ctx, ratio, "ratio")
     drawing = ctx.emit(R.logical_and(drawing, R.not_equal(rate, _const_like(ctx, rate, 0))))
-    dims = dims_tensor(ctx, x)
-    check = ctx.emit(R.where(drawing, _int(ctx, -1), dims))
-    return checked_reshape(ctx, x, check, "training_mode", shape_of(x))
+    dims = shape_of(x)
+    if seed is None or not all(isinstance(d, int) for d in dims):
+        check = ctx.emit(R.where(drawing, _int(ctx, -1), dims_tensor(ctx, x)))
+        return checked_reshape(ctx, x, check, "training_mode", dims), None
+    check_import_entries(int(np.prod(dims)), "Dropout's random draw")
+    draw = np.random.RandomState(int(seed)).uniform(0, 1.0, dims)
+    keep = ctx.emit(R.greater_equal(ctx.expr(draw), ctx.emit(R.astype(rate, "float64"))))
+    one = _const_like(ctx, rate, 1.0)
+    scale = ctx.emit(R.astype(R.divide(one, R.subtract(one, rate)), _dtype(x)))
+    dropped = ctx.emit(R.multiply(ctx.emit(R.multiply(R.astype(keep, _dtype(x)), x)), scale))
+    mask = ctx.emit(R.logical_or(keep, R.logical_not(drawing)))
+    return ctx.emit(R.where(drawing, dropped, x)), mask

@@ -3,7 +3,8 @@
 A DFT is linear in the real and imaginary parts of its input, so for lengths known at import
 each transform is two constant matrices per output part: the transform numpy computes applied
 to the identity (and to i times it). A length (or an STFT frame step) known only at run time
-would give an output of a shape known only at run time, and is refused.
+would give an output of a shape known only at run time, and is refused; an STFT's frame step
+and frame length may be known only at run time (`_signal_runtime`).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ....error import OpAttributeInvalid, OpAttributeUnImplemented
+from ....error import FrontendError, OpAttributeInvalid, OpAttributeUnImplemented
 from ... import op as R
 from ...struct_info import TensorStructInfo
 from ._helpers import _dtype, _ndim, _scalar, check_import_entries, shape_of
@@ -166,13 +167,20 @@ def _stft(ctx, inputs, attrs):
     if len(dims) != 3 or dims[-1] not in (1, 2):
         raise OpAttributeInvalid(f"signal must be (batch, length, 1 or 2), got shape {dims}")
     frame_length = inputs[3] if len(inputs) > 3 else None
-    if frame_length is not None and ctx.known_or_none(frame_length) is None:
-        raise OpAttributeUnImplemented(
-            "input 'frame_length' is computed at run time; the DFT matrix needs it at import. "
-            "Make it a constant of the model"
-        )
     window = inputs[2] if len(inputs) > 2 else None
     window = None if window is None else ctx.expr(window)
+    onesided = bool(attrs.get("onesided", 1))
+    if frame_length is not None and ctx.known_or_none(frame_length) is None:
+        if window is not None:  # the window's length is the frame length, known at import
+            raise OpAttributeUnImplemented(
+                "input 'frame_length' is computed at run time next to a window; leave it out "
+                "(the window's length is the frame length)"
+            )
+        if onesided and dims[-1] == 2:
+            raise OpAttributeInvalid("onesided=1 needs a real signal (a trailing dim of 1)")
+        from ._signal_runtime import stft_at_run_time
+
+        return stft_at_run_time(ctx, x, inputs[1], frame_length, onesided)
     if frame_length is not None:
         size = int(_scalar(ctx, frame_length, "frame_length"))
     elif window is not None:
@@ -186,7 +194,6 @@ def _stft(ctx, inputs, attrs):
         raise OpAttributeInvalid(f"frame_length {size} must be in [1, {signal}] (the signal)")
     if window is not None and shape_of(window) != (size,):
         raise OpAttributeInvalid(f"window {shape_of(window)} must be ({size},) (frame_length)")
-    onesided = bool(attrs.get("onesided", 1))
     if onesided and dims[-1] == 2:
         raise OpAttributeInvalid("onesided=1 needs a real signal (a trailing dim of 1)")
     known_step = ctx.known_or_none(inputs[1])
@@ -239,11 +246,16 @@ def cut_at_run_time(ctx, y, end, ok, what: str, expect: list):
 
 
 def _mel_weight_matrix(ctx, inputs, attrs):
-    """The (bins, mel bins) triangular filter bank; every input is needed at import (a run-time
-    one would decide the output's shape then). Known inputs are folded before this runs,
-    except parameters kept as inputs."""
+    """The (bins, mel bins) triangular filter bank: a constant when every input is known at
+    import (known inputs are folded before this runs, except parameters kept as inputs), else
+    computed at run time with symbolic dims (`_signal_runtime`)."""
     names = ("num_mel_bins", "dft_length", "sample_rate", "lower_edge_hertz", "upper_edge_hertz")
-    values = [np.asarray(ctx.known(v, n)).reshape(-1)[0] for v, n in zip(inputs, names)]
+    try:
+        values = [np.asarray(ctx.known(v, n)).reshape(-1)[0] for v, n in zip(inputs, names)]
+    except FrontendError:  # an input is computed at run time
+        from ._signal_runtime import mel_weight_matrix_at_run_time
+
+        return mel_weight_matrix_at_run_time(ctx, list(inputs), _output_dtype(attrs))
     mels, length, rate = (int(v) for v in values[:3])
     low, high = float(values[3]), float(values[4])
     if mels < 1 or length < 1 or rate < 1 or not 0 <= low < high:

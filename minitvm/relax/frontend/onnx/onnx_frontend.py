@@ -6,7 +6,8 @@ Every value of the graph is one of three kinds while importing:
     Shape -> Gather -> Concat -> Reshape chains exporters write for a dynamic batch);
   * a relax expression — computed by the compiled program.
 A node whose inputs are all known is folded (shape arithmetic by `_shape`, anything else by
-onnx's reference evaluator); otherwise its converter from `_ops.CONVERTERS` emits relax ops.
+onnx's reference evaluator) when `_fold` finds its result small and cheap enough; otherwise its
+converter from `_ops.CONVERTERS` emits relax ops.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ from ...expr import Expr, Tuple, Var, const
 from ...functor import used_vars
 from ...struct_info import TensorStructInfo
 from ..common import raise_unsupported
-from . import _checks, _control, _dataflow, _function, _ops, _sequence, _shape
+from . import _checks, _control, _dataflow, _function, _ops, _sequence
+from . import _fold as _fold_mod
 from ._contrib import CONTRIB_CONVERTERS
 from ._misc_ops import ML_CONVERTERS, TRAINING_CONVERTERS
 from ._shape import SymTensor
@@ -42,6 +44,7 @@ _CONVERTED_FROM_OPSET = 11
 # the newest opset defined by onnx 1.23; converters implement each op's newest meaning up to it
 _MAX_OPSET = 28
 _DEFAULT_DOMAINS = ("", "ai.onnx")
+_MAX_RUNTIME_RANK = 64  # dims of a shape computed at run time: each becomes a symbolic var
 # ops whose converter also implements versions older than opset 11's: op -> the oldest one
 _OLDER_VERSIONS_CONVERTED = {
     "If": 1,
@@ -102,6 +105,9 @@ class Context:
         self.plain_dims: set[str] = set()  # dim_params that are bare identifiers
         self.param_values: dict[Var, np.ndarray] = {}
         self.node: Any = None  # the node being converted, for messages
+        self.folded_elements = 0  # elements of every folded node's outputs (`_fold.FOLD_BUDGET`)
+        self.fold_refused: str | None = None  # why the node being converted was not folded
+        self.left_to_run_time: dict[Var, str] = {}  # outputs too big to fold -> node and why
 
     # -------------------------------------------------------------- values
     def emit(self, expr: Expr) -> Var:
@@ -147,6 +153,12 @@ class Context:
             return self.param_values[value]
         if isinstance(value, np.ndarray | SymTensor):
             return value
+        if isinstance(value, Var) and value in self.left_to_run_time:
+            raise FrontendError(
+                f"{self.where()}: input '{what}' comes from {self.left_to_run_time[value]}, so "
+                "it is computed at run time; minitvm needs it at import time and will not embed "
+                "a constant that large. Make the model compute a smaller value"
+            )
         raise FrontendError(
             f"{self.where()}: input '{what}' is computed at run time; minitvm needs it at import "
             "time (static shapes, axes, pads). Fix the dims in shape_dict or fold it in the model"
@@ -176,6 +188,11 @@ class Context:
         length = None
         if isinstance(sinfo, TensorStructInfo) and sinfo.shape is not None and sinfo.ndim == 1:
             length = getattr(sinfo.shape[0], "value", None)
+        if length is not None and length > _MAX_RUNTIME_RANK:
+            raise FrontendError(
+                f"{self.where()}: input '{what}' is a shape of {length} dims computed at run "
+                f"time; minitvm takes at most {_MAX_RUNTIME_RANK} (one symbolic var each)"
+            )
         if length is None or sinfo.dtype is None or not sinfo.dtype.is_integer:
             raise FrontendError(
                 f"{self.where()}: input '{what}' is computed at run time as {sinfo}; minitvm needs "
@@ -546,17 +563,24 @@ def _check_arity(ctx: Context, node: Any) -> None:
 def _convert_node(ctx: Context, node: Any) -> None:
     ctx.node = node
     _check_arity(ctx, node)
+    inputs: list = []
     try:
         inputs = [_lookup(ctx, name) for name in node.input]
         attrs = _attributes(node)
+        ctx.fold_refused = None
         outputs = _fold(ctx, node, inputs, attrs)
+        refused = ctx.fold_refused  # read now: converting a function body resets it
         if outputs is None:
             outputs = _convert_widened(ctx, node, inputs, attrs)
     except MiniTVMError as err:
-        if str(err).startswith(ctx.where()):
+        # a value needed at import that was too big to fold: say where it came from
+        source = _unfolded_source(ctx, node, inputs, None)
+        note = f" (an input comes from {source})" if source and "not folded" not in str(err) else ""
+        if str(err).startswith(ctx.where()) and not note:
             raise
         cls = type(err) if isinstance(err, FrontendError) else FrontendError
-        raise cls(f"{ctx.where()}: {err}") from err
+        text = str(err) if str(err).startswith(ctx.where()) else f"{ctx.where()}: {err}"
+        raise cls(f"{text}{note}") from err
     outputs = list(outputs) if isinstance(outputs, list | tuple) else [outputs]
     names = [n for n in node.output]
     if len(outputs) < len([n for n in names if n]):
@@ -568,7 +592,17 @@ def _convert_node(ctx: Context, node: Any) -> None:
     for name, value in zip(names, outputs):
         if name:
             ctx.values[name] = value
+        if isinstance(value, Var) and (why := _unfolded_source(ctx, node, inputs, refused)):
+            ctx.left_to_run_time[value] = why
     ctx.node = None
+
+
+def _unfolded_source(ctx: Context, node: Any, inputs: list, refused: str | None) -> str | None:
+    """The node (this one or one it reads from) whose result was too big to fold, and why."""
+    if refused:
+        return f"{node_label(node)}, not folded: {refused}"
+    found = (ctx.left_to_run_time.get(v) for v in inputs if isinstance(v, Var))
+    return next((why for why in found if why), None)
 
 
 def _convert_widened(ctx: Context, node: Any, inputs: list, attrs: dict) -> Any:
@@ -637,51 +671,10 @@ def _attributes(node: Any) -> dict[str, Any]:
 
 
 def _fold(ctx: Context, node: Any, inputs: list, attrs: dict) -> list | None:
-    """The node's outputs when all its inputs are known, else None."""
-    if node.op_type in _ops.NEVER_FOLD or node.domain not in _DEFAULT_DOMAINS:
+    """The node's outputs when all its inputs are known (and the result is small), else None."""
+    if _fold_mod.never_folds(node):
         return None  # other domains' ops are converted (the evaluator here knows only ai.onnx)
-    present = [v for v in inputs if v is not None]
-    if not all(isinstance(v, np.ndarray | SymTensor) for v in present):
-        return None
-    rule = _shape.RULES.get(node.op_type)
-    if rule is not None and _shape.applies(present):
-        outputs = rule(ctx, inputs, attrs)
-        if outputs is not None:
-            return outputs
-    if any(isinstance(v, SymTensor) for v in present):
-        return None
-    return _reference_eval(ctx, node, inputs)
-
-
-def _reference_eval(ctx: Context, node: Any, inputs: list) -> list:
-    """Run one node with onnx's reference evaluator on known inputs."""
-    onnx = _require_onnx()
-    from onnx.reference import ReferenceEvaluator
-
-    helper = onnx.helper
-    feeds = {name: value for name, value in zip(node.input, inputs) if name}
-    graph = helper.make_graph(
-        [node],
-        "fold",
-        [
-            helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
-            for n, v in feeds.items()
-        ],
-        [
-            helper.make_tensor_value_info(n, onnx.TensorProto.UNDEFINED, None)
-            for n in node.output
-            if n
-        ],
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", ctx.opset)])
-    try:
-        outs = ReferenceEvaluator(model).run(None, feeds)
-    except Exception as err:  # the evaluator raises anything; report it as a model error
-        raise FrontendError(
-            f"folding this node on its constant inputs failed ({type(err).__name__}: {err}); "
-            "check the node's attributes and input shapes"
-        ) from err
-    return [np.asarray(o) for o in outs]
+    return _fold_mod.fold(ctx, node, inputs, attrs)
 
 
 def _output(ctx: Context, name: str) -> Expr:

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from ....error import OpAttributeUnImplemented
 from ....tir.expr import PrimExpr
 from ... import op as R
-from ...expr import Expr, Tuple, TupleGetItem
+from ...expr import Expr, Tuple, TupleGetItem, const
 from ...struct_info import TupleStructInfo
 from ._base import (
     _axis,
@@ -257,6 +257,19 @@ def _slice(t, input, dim=0, start=None, end=None, step=1):
 
 
 def _select(t, input, dim, index):
+    """aten.select: a take of one int64 index along the axis, as TVM's importer writes it."""
+    if isinstance(index, PrimExpr):
+        return _select_slice(t, input, dim, index)
+    axis = _axis(dim, _ndim(input))
+    length = shape_of(input)[axis]
+    index = index + length if index < 0 and isinstance(length, int) else index
+    if index < 0:
+        return _select_slice(t, input, dim, index)
+    return t.emit(R.take(input, const(index, "int64"), axis=axis))
+
+
+def _select_slice(t, input, dim, index):
+    """x[index] along `dim` as a slice of length one reshaped away (indexing's form)."""
     axis = _axis(dim, _ndim(input))
     shape = shape_of(input)
     index = index + shape[axis] if isinstance(index, int) and index < 0 else index
@@ -290,7 +303,7 @@ def _index_tensor(t, x, index: tuple):
             x = _slice(t, x, axis, i.start, i.stop, step)
             axis += 1
         elif isinstance(i, int | PrimExpr):
-            x = _select(t, x, axis, i)
+            x = _select_slice(t, x, axis, i)
         else:
             raise OpAttributeUnImplemented(f"index {i!r} of type {type(i).__name__}")
     return x
