@@ -341,6 +341,67 @@ CASES: dict[str, tuple] = {
         lambda x, g, b: F.group_norm(x, 2, g, b),
         [normal(2, 4, 3, 3), positive(4), normal(4)],
     ),
+    # grad_more.py's importer ops (float64 checks: tests/test_a7_grad.py)
+    "relax.nn.conv2d_transpose": (
+        lambda x, w: R.nn.conv2d_transpose(x, w, strides=2, padding=1, output_padding=1),
+        lambda x, w: F.conv_transpose2d(x, w, stride=2, padding=1, output_padding=1),
+        [normal(2, 3, 4, 5), normal(3, 4, 3, 3)],
+    ),
+    "relax.nn.conv1d_transpose": (
+        lambda x, w: R.nn.conv1d_transpose(x, w, 2, 1, 1, groups=2),
+        lambda x, w: F.conv_transpose1d(x, w, stride=2, padding=1, output_padding=1, groups=2),
+        [normal(2, 4, 5), normal(4, 3, 3)],
+    ),
+    "relax.nn.conv3d": (
+        lambda x, w: R.nn.conv3d(x, w, strides=(2, 1, 2), padding=1),
+        lambda x, w: F.conv3d(x, w, stride=(2, 1, 2), padding=1),
+        [normal(1, 2, 4, 3, 5), normal(3, 2, 3, 2, 3)],
+    ),
+    "relax.einsum": (
+        lambda a, b: R.einsum([a, b], "bij,bjk->bik"),
+        lambda a, b: T.einsum("bij,bjk->bik", a, b),
+        [normal(2, 3, 4), normal(2, 4, 5)],
+    ),
+    "relax.gather_elements": (
+        lambda d, i: R.gather_elements(d, i, 1),
+        lambda d, i: T.gather(d, 1, i),
+        [normal(3, 4), ints(4, 3, 6)],
+        [0],
+    ),
+    "relax.cumprod": (lambda x: R.cumprod(x, 1), lambda x: x.cumprod(1), [away(3, 5)]),
+    "relax.nn.max_pool1d": (
+        lambda x: R.nn.max_pool1d(x, 3, 2, (1, 1)),
+        lambda x: F.max_pool1d(x, 3, 2, 1),
+        [distinct(2, 3, 9)],
+    ),
+    "relax.nn.avg_pool1d": (
+        lambda x: R.nn.avg_pool1d(x, 2, 2),
+        lambda x: F.avg_pool1d(x, 2, 2),
+        [normal(2, 3, 8)],
+    ),
+    "relax.nn.adaptive_avg_pool1d": (
+        lambda x: R.nn.adaptive_avg_pool1d(x, 3),
+        lambda x: F.adaptive_avg_pool1d(x, 3),
+        [normal(2, 3, 7)],
+    ),
+    "relax.image.resize2d": (
+        lambda x: R.image.resize2d(x, (5, 7)),
+        lambda x: F.interpolate(x, (5, 7), mode="bilinear", align_corners=False),
+        [normal(2, 3, 3, 4)],
+    ),
+    "relax.nn.attention": (
+        lambda q, k, v: R.nn.attention(q, k, v, causal_mask="TopLeft"),
+        lambda q, k, v: F.scaled_dot_product_attention(
+            *(t.permute(0, 2, 1, 3) for t in (q, k, v)), is_causal=True
+        ).permute(0, 2, 1, 3),
+        [normal(2, 4, 2, 3), normal(2, 4, 2, 3), normal(2, 4, 2, 5)],
+    ),
+    "relax.nn.prelu": (R.nn.prelu, F.prelu, [away(2, 3, 4), positive(3)]),
+    "relax.nn.rms_norm": (
+        lambda x, w: R.nn.rms_norm(x, w, -1, 1e-5),
+        lambda x, w: F.rms_norm(x, (4,), w, 1e-5),
+        [normal(2, 3, 4), positive(4)],
+    ),
 }
 
 
@@ -406,13 +467,16 @@ def test_grad_rule_matches_torch(name):
 
 
 def test_gradient_refuses_an_op_without_a_rule():
-    x = relax.Var("x", relax.TensorStructInfo((3, 4), "float32"))
+    x = relax.Var("x", relax.TensorStructInfo((1, 2, 3, 3, 3), "float32"))
+    w = relax.Var("w", relax.TensorStructInfo((2, 2, 2, 2, 2), "float32"))
     bb = relax.BlockBuilder()
-    with bb.function("main", [x]):
+    with bb.function("main", [x, w]):
         with bb.dataflow():
-            out = bb.emit_output(R.sum(R.cumprod(x, axis=1)))
+            out = bb.emit_output(R.sum(R.nn.conv3d_transpose(x, w)))
         bb.emit_func_output(out)
-    with pytest.raises(tvm.error.MiniTVMError, match=r"op relax.cumprod .* has no gradient rule"):
+    with pytest.raises(
+        tvm.error.MiniTVMError, match=r"op relax.nn.conv3d_transpose .* has no gradient rule"
+    ):
         gradient(bb.get(), "main")
 
 

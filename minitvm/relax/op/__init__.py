@@ -52,6 +52,7 @@ def relu(x):
 # last: grad attaches a gradient rule to every op registered above
 from . import grad, grad_norm  # noqa: F401 - grad_norm: batch_norm's rule in both modes
 from . import grad_extra  # noqa: F401 - tril/triu, variance/std, grouped conv2d rules
+from . import grad_more  # noqa: F401 - transposed/3-D convs, einsum, attention, resize rules
 from . import grad_api  # noqa: F401 - Op.get_attr("FPrimalGradient"), relax.grad.no_grad
 from .call_tir_grad import call_tir_with_grad  # a call_tir with a TE gradient
 from . import grad_indexing  # noqa: F401 - sort/scatter ops join the gradient tables

@@ -35,6 +35,7 @@ from ..expr import (
 )
 from ..functor import argument_vars, substitute_vars
 from ..op import elementwise
+from ..op.base import call_tir
 from ..op.grad import ones_like, zeros_like
 from ..struct_info import TensorStructInfo, TupleStructInfo
 
@@ -47,11 +48,14 @@ class Emitter:
         self.bb = bb
         self.bindings: list[tuple[Var, Expr]] = []
 
-    def emit(self, expr: Expr, name_hint: str = "") -> Expr:
+    def emit(self, expr: Expr, name_hint: str = "", lower: Any = None) -> Expr:
+        """Bind `expr`, recorded for the backward pass; `lower(value)`, when given and not None,
+        is an equivalent value the function holds instead (a call_tir_with_grad's call_tir)."""
         if is_leaf(expr):
             return expr
         value = self._leaves(expr)
-        var = self.bb.emit(value, name_hint)
+        emitted = lower(value) if lower is not None else None
+        var = self.bb.emit(value if emitted is None else emitted, name_hint)
         self.bindings.append((var, value))
         return var
 
@@ -259,6 +263,16 @@ def _require(func: Function, require_grads: Any, func_name: str) -> list[Var]:
     return out
 
 
+def _as_call_tir(value: Expr) -> Expr | None:
+    """A call_tir_with_grad's plain call_tir (its TE gradient is read from the recorded call,
+    so the adjoint function holds the call_tir, as TVM's Gradient leaves it); else None."""
+    if not (isinstance(value, Call) and isinstance(value.op, Op)):
+        return None
+    if value.op.name != "relax.call_tir_with_grad":
+        return None
+    return call_tir(value.args[0], value.args[1], value.sinfo_args[0])
+
+
 def gradient(
     mod: IRModule, func_name: str, require_grads: Any = None, target_index: int = 0
 ) -> IRModule:
@@ -284,7 +298,8 @@ def gradient(
                             "differentiate a function with static or parameter-defined shapes"
                         )
                     assert isinstance(b, VarBinding)
-                    vmap[b.var] = em.emit(substitute_vars(b.value, vmap), b.var.name_hint)
+                    value = substitute_vars(b.value, vmap)
+                    vmap[b.var] = em.emit(value, b.var.name_hint, _as_call_tir)
             out = substitute_vars(func.body.body, vmap)
             target = out
             if isinstance(out.struct_info, TupleStructInfo):
