@@ -127,6 +127,8 @@ class CodeGenLLVM(_StmtEmitter):
         self.extents: dict = {}  # data var → (flat extent expr, dtype) of its param/allocation
         self.data_vars: set = set()  # Vars whose value comes from memory or the caller's data
         self.shape_vars: set = set()  # symbolic dims of the params' shapes (>= 0)
+        # the lanes a vector if_then_else side gives (<n x i1>): its vector loads read only those
+        self.load_mask: ir.Value | None = None
         self.where = ""  # what the statement being emitted computes, for error messages
         self.imported_symbols: frozenset[str] = frozenset()  # defined by import_llvm IR
 

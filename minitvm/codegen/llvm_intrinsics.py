@@ -261,8 +261,22 @@ def _likely(cg: CodeGenLLVM, call: Call) -> ir.Value:
 
 def _if_then_else(cg: CodeGenLLVM, call: Call) -> ir.Value:
     cond, then_expr, else_expr = call.args
-    if cond.dtype.lanes > 1:  # a vector condition selects per lane (both sides are evaluated)
-        return cg.builder.select(cg.expr(cond), cg.expr(then_expr), cg.expr(else_expr))
+    if cond.dtype.lanes > 1:  # a vector condition selects per lane; both sides are computed,
+        # but each side's vector loads read only the lanes it gives (masked loads): a guarded
+        # `x[i - 32]` must not touch memory before x where the guard says no
+        b = cg.builder
+        mask = cg.expr(cond)
+        outer = cg.load_mask
+        values = []
+        for m, e in ((mask, then_expr), (b.not_(mask), else_expr)):
+            if outer is not None and outer.type == m.type:
+                m = b.and_(outer, m)
+            cg.load_mask = m
+            try:
+                values.append(cg.expr(e))
+            finally:
+                cg.load_mask = outer
+        return b.select(mask, *values)
     b = cg.builder
     then_bb = cg.new_block("if_then")
     else_bb = cg.new_block("if_else")

@@ -19,7 +19,7 @@ from ..ir.dtype import DataType
 from ..tir.expr import Add, Broadcast, BufferLoad, Cast, IntImm, Mul, PrimExpr, Ramp, Sub
 from ..tir.stmt import Allocate, BufferStore
 from . import llvm_checks
-from .llvm_intrinsics import declare_extern
+from .llvm_intrinsics import _suffix, declare_extern
 from .llvm_types import I32, I64, PTR, cast_value, from_memory, mem_type, to_memory
 
 if TYPE_CHECKING:
@@ -39,12 +39,41 @@ def load(cg: CodeGenLLVM, e: BufferLoad) -> ir.Value:
         addr = _address(cg, buf, index, cg.expr(index), "reading")
         raw = b.load(addr, typ=mem_type(elem), align=_align(cg, buf, index), name=label)
         return from_memory(b, raw, elem, label)
+    mask = cg.load_mask
+    if mask is not None and mask.type.count != index.dtype.lanes:
+        mask = None  # not this vector's lanes (cannot happen for a vectorized select)
     if _is_contiguous(index):
         addr = _address(cg, buf, index, cg.expr(index.base), "reading")
-        raw = b.load(addr, typ=mem_type(e.dtype), align=_align(cg, buf, index.base), name=label)
+        ty, align = mem_type(e.dtype), _align(cg, buf, index.base)
+        if mask is None:
+            raw = b.load(addr, typ=ty, align=align, name=label)
+        else:  # under a vector if_then_else: lanes it does not take are not read at all
+            fn = declare_extern(
+                cg.module, f"llvm.masked.load.{_suffix(ty)}.p0", ty, [PTR, I32, mask.type, ty]
+            )
+            raw = b.call(
+                fn, [addr, ir.Constant(I32, align), mask, ir.Constant(ty, None)], name=label
+            )
         return from_memory(b, raw, e.dtype, label)
     idx = cg.expr(index)
     llvm_checks.check_index(cg, buf, index, [(idx, index.dtype)], "reading")
+    if mask is not None:
+        ty, lanes = mem_type(e.dtype), index.dtype.lanes
+        ptrs_ty = ir.VectorType(PTR, lanes)
+        ptrs = ir.Constant(ptrs_ty, ir.Undefined)
+        for lane in range(lanes):
+            k = ir.Constant(I32, lane)
+            i = _wide(b, b.extract_element(idx, k))
+            lane_ptr = b.gep(ptr, [i], inbounds=True, source_etype=mem_type(elem))
+            ptrs = b.insert_element(ptrs, lane_ptr, k)
+        fn = declare_extern(
+            cg.module,
+            f"llvm.masked.gather.{_suffix(ty)}.v{lanes}p0",
+            ty,
+            [ptrs_ty, I32, mask.type, ty],
+        )
+        raw = b.call(fn, [ptrs, ir.Constant(I32, elem.bytes), mask, ir.Constant(ty, None)])
+        return from_memory(b, raw, e.dtype, label)
 
     def load_lane(i: ir.Value) -> ir.Value:
         addr = b.gep(ptr, [_wide(b, i)], inbounds=True, source_etype=mem_type(elem))
