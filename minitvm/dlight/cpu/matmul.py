@@ -28,6 +28,11 @@ from .analysis import (
 from .base import BlockRule, NotApplicable
 from .fallback import schedule_rows
 from .gemv import schedule_row_reduction
+from .matmul_prologue import (
+    compute_copy_at_panel,
+    is_panel_prologue,
+    transposing_b_stages,
+)
 from .matmul_remainder import remainder_cols, takes_remainder_tile
 from .matmul_transpose import inline_transposed_b, probed_bytes
 from .reduction import schedule_reduction
@@ -157,7 +162,9 @@ def schedule_matmul(
         and (rows is None or rows >= MATMUL_PACK_MIN_ROWS_TRANSPOSED)
         and inline_transposed_b(sch, block)
     )
-    packed = _pack_b(sch, block, tile, rows, padded)
+    few_rows = rows is not None and rows < MATMUL_PACK_MIN_ROWS_TRANSPOSED
+    prologue = transposing_b_stages(sch, block) if transpose and not few_rows else {}
+    packed = _pack_b(sch, block, tile, rows, padded, prologue)
     if packed is None:
         if inlined:  # the schedule is changed: the driver's next step starts afresh
             raise NotApplicable(f"block '{node.name_hint}': its transposed B is not packed")
@@ -183,6 +190,9 @@ def schedule_matmul(
         outer, panels = [*spatial[:-2], jo, io], [*spatial[:-2], jo]
         sch.reorder(*outer, *reduce, *inner)
         sch.reverse_compute_at(write_back, io)
+        for copy in sch.get_producers(block) if prologue else ():
+            if is_panel_prologue(sch, copy):
+                compute_copy_at_panel(sch, copy, jo)
         jo = None
     else:
         panels = None
@@ -234,7 +244,7 @@ def _stage_at_tile(sch: Schedule, block: BlockRV, n_outer: int) -> None:
         writes = node.writes
         if at is None or len(writes) != 1 or id(writes[0].buffer) not in read_along_j:
             continue
-        if not _is_conditional(node.body):
+        if not _is_conditional(node.body) or is_panel_prologue(sch, producer):
             continue  # a packed copy of B (`_pack_b`) is written once for all row tiles
         try:
             sch.compute_at(producer, at)
@@ -292,7 +302,12 @@ def _b_beyond_l2(block: Block) -> bool:
 
 
 def _pack_b(
-    sch: Schedule, block: BlockRV, tile: MatmulTile, rows: int | None, padded: bool = False
+    sch: Schedule,
+    block: BlockRV,
+    tile: MatmulTile,
+    rows: int | None,
+    padded: bool = False,
+    prologue: dict | None = None,
 ) -> bool | None:
     """Copy B operands of a matmul into column panels `Bp[.., j // cols, k, j % cols]`
     (cache_read + transform_layout), so the register tile reads B contiguously along k instead
@@ -306,14 +321,19 @@ def _pack_b(
     guarded tile's vectors then stay inside the panels (the padding is never written: the
     lanes that read it are dropped by the guard); a refused packing raises ScheduleError
     (the driver's next step keeps to guard-free widths).
+    A B computed by a stage that reads its input transposed (`prologue`, {B: its producer},
+    `transposing_b_stages`) is packed whatever the rows, the stage inlined into the copy.
     Returns whether anything was packed, None when a transposed B is not (the block then gets
     the generic rule)."""
     node = sch.get(block)
     j = _last_spatial_var(node)
     many_rows = rows is not None and rows >= MATMUL_PACK_MIN_ROWS
     plans: dict = {}
+    prologue = prologue or {}
     for ld in _loads(_product_term(node)):
-        if _transposed_along(ld, j, node):
+        if ld.buffer in prologue:
+            plans[ld.buffer] = False
+        elif _transposed_along(ld, j, node):
             if rows is not None and rows < MATMUL_PACK_MIN_ROWS_TRANSPOSED:
                 return None  # copying W each call costs more than the few rows gain
             plans[ld.buffer] = True
@@ -336,9 +356,14 @@ def _pack_b(
             sch.transform_layout(
                 block, ("read", at), panel[transposed], assume_injective_transform=padded
             )
-            _schedule_panel_copy(sch, copy, c, transposed)
+            if buf in prologue:
+                sch.compute_inline(prologue[buf])
+                *batch, k, jj = sch.get_loops(copy)
+                _copy_transposed_blocks(sch, batch, jj, k, c, _work(sch, [*batch, k, jj]))
+            else:
+                _schedule_panel_copy(sch, copy, c, transposed)
         except ScheduleError:
-            if padded:
+            if padded or buf in prologue:  # half done: the driver's next step starts afresh
                 raise
             return None if transposed else False
     return bool(plans)
