@@ -39,6 +39,7 @@ from .expr import (
 from .expr_functor import PyExprMutator, PyExprVisitor
 from .op import call_dps_packed, call_tir, call_tir_with_grad
 from .vm import Executable, VirtualMachine, build, load_executable  # relax.build, ...
+from .vm import ExecBuilder  # TVM's hand-written VM programs
 from .pipeline import get_pipeline, register_pipeline  # TVM 0.20+ named pipelines
 from .base_py_module import BasePyModule  # TVM 0.24: Python methods beside compiled ones
 from .struct_info import (

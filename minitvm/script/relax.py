@@ -512,8 +512,26 @@ def _scan_ops(prefix: str, table: Mapping) -> dict[str, Any]:
         rest = qualified[len(prefix) :]
         if "." in rest:
             continue
-        out[rest] = _op_function(qualified) or _generic_op(qualified)
+        out[rest] = _void_dtype_as_none(_op_function(qualified) or _generic_op(qualified))
     return out
+
+
+_DTYPE_KEYWORDS = ("dtype", "out_dtype")
+
+
+def _void_dtype_as_none(fn: Any) -> Any:
+    """TVM prints an op's unset dtype attribute as "void" (`R.cumsum(x, dtype="void")`); in
+    TVMScript that spelling means None (the op's default), as when TVM parses it back."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        for key in _DTYPE_KEYWORDS:
+            if isinstance(kwargs.get(key), builtins.str) and kwargs[key] == "void":
+                kwargs[key] = None
+        return fn(*args, **kwargs)
+
+    call.__name__, call.__doc__ = getattr(fn, "__name__", "op"), fn.__doc__
+    call.__wrapped__ = fn
+    return call
 
 
 def _generic_op(qualified: str) -> Any:

@@ -300,6 +300,9 @@ class RelaxParser(TIRParser):
             return
         if value is None or isinstance(value, str):  # docstrings
             return
+        if isinstance(_as_relax(value), Call):  # run for its effect (R.print): bound to "_"
+            self.bind_name(ast.Name(id="_", ctx=ast.Store()), value, node, None)
+            return
         raise self.error(
             node,
             "this expression statement has no meaning in a relax function; bind it: lv = ...",

@@ -21,7 +21,7 @@ LOWERING = [
 class Mlp:
     @R.function
     def main(x: R.Tensor((3, 4), "float32"), w: R.Tensor((5, 4), "float32")) -> R.Tensor(
-        (3, 5), "float32"
+        (5, 3), "float32"
     ):
         with R.dataflow():
             wt = R.permute_dims(w)

@@ -59,6 +59,7 @@ from . import grad_indexing  # noqa: F401 - sort/scatter ops join the gradient t
 from . import grad_collapse  # noqa: F401 - collapse_sum and ccl ops join them too
 from .grad import erf
 from .sampling_a3 import multinomial_from_uniform  # noqa: F401 - TVM sampling op, a3 grad lines
+from .effects_a10 import assert_op, print  # noqa: F401 - TVM's effect ops (R.print, R.assert_op)
 
 __all__ = [
     "OP_TABLE",

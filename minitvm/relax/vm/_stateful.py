@@ -11,7 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ...error import ArgumentError, MiniTVMError
+from ...error import ArgumentError, TVMError
+
+
+class StatefulCallError(TVMError, ValueError):
+    """invoke_stateful / get_outputs called out of order (a ValueError, as TVM raises)."""
 
 
 class StatefulCalls:
@@ -66,7 +70,7 @@ class StatefulCalls:
         state = self._stateful()
         if func_name not in state["inputs"]:
             self._get(func_name)  # an unknown name says which functions exist
-            raise MiniTVMError(
+            raise StatefulCallError(
                 f"invoke_stateful('{func_name}'): no inputs were set; call "
                 f"vm.set_input('{func_name}', ...) first"
             )
@@ -77,11 +81,20 @@ class StatefulCalls:
         outputs = self._stateful()["outputs"]
         if func_name not in outputs:
             self._get(func_name)
-            raise MiniTVMError(
+            raise StatefulCallError(
                 f"get_outputs('{func_name}'): the function has not run since its inputs were "
                 f"set; call vm.invoke_stateful('{func_name}') first"
             )
         return outputs[func_name]
+
+    def _stateful_timer(self, number: int, repeat: int, min_repeat_ms: float) -> Callable:
+        """TVM's `vm.time_evaluator("invoke_stateful", dev)("main")`: times the stateful call
+        of the function named when the evaluator is called."""
+        from ...runtime.module import time_calls
+
+        return lambda name: time_calls(
+            lambda: self.invoke_stateful(name), number, repeat, min_repeat_ms
+        )
 
     def get_function_arity(self, func_name: str) -> int:
         """How many parameters `func_name` takes."""

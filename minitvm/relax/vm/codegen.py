@@ -36,6 +36,7 @@ import numpy as np
 
 from ...error import BuildError
 from ...ir.module import GlobalVar, IRModule
+from ...ir.structural import structural_equal
 from ...tir.expr import FloatImm, IntImm
 from ...tir.expr import Var as TirVar
 from .. import expr as rx
@@ -152,6 +153,10 @@ class FunctionCodegen:
         for i, b in enumerate(flat_bindings(func)):
             self.binding_index[id(b)] = i
         out = self.expr(func.body)
+        if _annotation_adds(func.body.struct_info, func.ret_struct_info):
+            # the return annotation promises more than the body is known to be (an R.Object
+            # returned as R.Tensor((m, n))): checked on every call, as a match_cast would be
+            self.match(out, "return value", func.ret_struct_info, "body")
         self.emit("Ret", out)
         return {
             "name": self.name,
@@ -348,6 +353,35 @@ _PACKED_OPS = ("relax.call_pure_packed", "relax.call_inplace_packed")
 # ops the VM runs as a registered builtin, argument for argument (importing the table also
 # registers the ops, so relax.op.memory.view exists wherever relax does)
 BUILTIN_OPS = dict(MEMORY_VM_BUILTINS)
+
+
+def _annotation_adds(known: Any, promised: Any) -> bool:
+    """Whether the struct info `promised` says something about a value that `known` does not
+    imply (conservative: True unless every promised dtype, rank and dim is already known)."""
+    if isinstance(promised, TensorStructInfo):
+        if not isinstance(known, TensorStructInfo):
+            return True
+        if promised.dtype is not None and str(promised.dtype) != str(known.dtype or ""):
+            return True
+        if promised.ndim is not None and promised.ndim >= 0 and promised.ndim != known.ndim:
+            return True
+        if promised.shape is None:
+            return False
+        return known.shape is None or not structural_equal(
+            tuple(known.shape), tuple(promised.shape)
+        )
+    if isinstance(promised, TupleStructInfo):
+        if not isinstance(known, TupleStructInfo) or len(known.fields) != len(promised.fields):
+            return True
+        return any(_annotation_adds(k, p) for k, p in zip(known.fields, promised.fields))
+    if isinstance(promised, ShapeStructInfo):
+        if not isinstance(known, ShapeStructInfo) or promised.ndim not in (-1, None, known.ndim):
+            return True
+        return promised.values is not None and (
+            known.values is None
+            or not structural_equal(tuple(known.values), tuple(promised.values))
+        )
+    return False  # R.Object, R.Prim, callables: nothing the VM checks at a return
 
 
 def _fields(args: Any) -> tuple:

@@ -98,8 +98,8 @@ def _wrap(a: Any, where: str, name: str, position: int) -> Any:
     if hasattr(a, "__dlpack__"):
         data = import_dlpack(a, f"{where}: argument '{name}' (position {position})")
         return _wrap(data, where, name, position)
-    if a is None or isinstance(a, int | float | tuple | list | VMObject):
-        return a  # VMObject: state a builtin made (a KV cache), passed back in
+    if a is None or isinstance(a, int | float | tuple | list | VMObject | Device):
+        return a  # VMObject: a builtin's state passed back in; Device: for a packed function
     raise ArgumentError(
         f"{where}: argument '{name}' (position {position}) is a {type(a).__name__}; pass a "
         "tvm.nd.NDArray, a numpy array or a DLPack tensor"
@@ -715,6 +715,8 @@ class VirtualMachine(StatefulCalls):
         if saved is not None:  # a save_function binding times its stored call
             sync = self.device.sync if self.device.is_gpu else (lambda: None)
             return lambda: time_calls(lambda: (saved(), sync()), number, repeat, min_repeat_ms)
+        if func_name == "invoke_stateful" and func_name not in self._functions:
+            return self._stateful_timer(number, repeat, min_repeat_ms)
         fn = self._get(func_name)
         before = timing_preproc(dev, number, repeat, f_preproc, cache_flush_bytes)
         if before is not None and self.device.is_gpu:
