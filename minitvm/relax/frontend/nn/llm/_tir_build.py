@@ -71,7 +71,7 @@ class Kernel:
 
     def func(self) -> PrimFunc:
         root = BlockRealize((), True, Block((), (), (), "root", self.ib.get()))
-        attrs = {"global_symbol": self.name, "tir.noalias": True}
+        attrs = {"tir.noalias": True}  # no global_symbol: built alone it is "main", as in TVM
         return PrimFunc(self.params, root, buffer_map=self.buffer_map, attrs=attrs)
 
 
