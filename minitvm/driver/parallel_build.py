@@ -64,8 +64,11 @@ def other_threads_parked() -> bool:
     llvmlite frame on its stack (module docstring): a fork then copies no lock a worker needs."""
     me = threading.get_ident()
     ours = _package_dirs()
+    # threads the threading module knows, as `threading.active_count() > 1` counted before:
+    # threads started by `_thread` alone (pytest-xdist's execnet I/O) were never counted
+    known = {t.ident for t in threading.enumerate()}
     for ident, frame in sys._current_frames().items():
-        if ident == me:
+        if ident == me or ident not in known:
             continue
         code = frame.f_code
         if os.path.normcase(code.co_filename) != _THREADING_FILE or code.co_name not in _WAITS:

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..error import MiniTVMError, ShapeError
+from ..error import MiniTVMError, ShapeError, TVMError
 from ..ir.dtype import DataType
 from ..ir.module import BaseFunc, GlobalVar
 from ..ir.node import FrozenDict, Node, node, set_tuple_field, setfield
@@ -79,7 +79,7 @@ class Expr(Node):
         return _DimsProxy(self, "strides", _tensor_sinfo(self, "strides"))
 
 
-class TensorPropertyError(MiniTVMError, AttributeError):
+class TensorPropertyError(TVMError, AttributeError):
     """`x.shape` / `x.ndim` / `x.strides` of a relax expression that is not a tensor
     (an AttributeError too, so `hasattr(x, "shape")` stays False for it)."""
 

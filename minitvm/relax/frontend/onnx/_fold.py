@@ -107,6 +107,8 @@ def estimate_elements(ctx: Any, node: Any, inputs: list) -> int | None:
     inference gives no shape or an op sized by its input values keeps an open dim."""
     from .onnx_frontend import _require_onnx
 
+    if node.op_type == "Range":  # ONNX's inference leaves Range's length open for floats
+        return _range_length(inputs)
     onnx = _require_onnx()
     helper, numpy_helper = onnx.helper, onnx.numpy_helper
     names = [n for n, v in zip(node.input, inputs) if n]
@@ -150,6 +152,17 @@ def estimate_elements(ctx: Any, node: Any, inputs: list) -> int | None:
                 dims.append(open_dim)
         total += math.prod(dims)
     return total
+
+
+def _range_length(inputs: list) -> int | None:
+    """Range's output length, max(ceil((limit - start) / delta), 0), from its three scalar
+    inputs; None when they are not three finite scalars with a nonzero delta."""
+    if len(inputs) != 3 or any(v is None or v.size != 1 for v in inputs):
+        return None
+    start, limit, delta = (float(np.asarray(v).reshape(())) for v in inputs)
+    if not all(math.isfinite(x) for x in (start, limit, delta)) or delta == 0:
+        return None
+    return max(math.ceil((limit - start) / delta), 0)
 
 
 def _einsum_work(attrs: dict, inputs: list) -> int:
