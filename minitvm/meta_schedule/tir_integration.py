@@ -39,7 +39,8 @@ def tune_tir(
     max_seconds: float | None = None,
 ) -> Any:
     """Tune `mod` (an IRModule with a "main" PrimFunc, or a PrimFunc) for `target` with
-    `max_trials_global` measurements; returns the database (JSON in `work_dir`)."""
+    `max_trials_global` measurements; returns the database (JSON in `work_dir`; in memory
+    without one, see tune_tasks)."""
     context = TuneContext(
         mod=normalize_mod(mod),
         target=parse_target(target),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 import time
 from typing import Any
@@ -96,6 +97,9 @@ def tune_tasks(
     worker, and those times replace the first ones, so noise does not pick the winner.
     `max_seconds` (not in TVM) bounds the call's wall time as well: no batch starts once
     the time left would not cover the re-measurement.
+    Without `work_dir` (TVM requires one) the records are kept in a memory database and
+    nothing stays on disk; with it, a "json" database, the tuning curve and the re-measured
+    times are written there.
     Returns the database with every measured record."""
     deadline = None if max_seconds is None else time.monotonic() + max_seconds
     if not tasks:
@@ -109,14 +113,37 @@ def tune_tasks(
         raise TuningError(
             f"task_scheduler={task_scheduler!r} is not supported; use one of {sorted(_SCHEDULERS)}"
         )
+    if task_weights is not None and len(task_weights) != len(tasks):
+        raise TuningError(f"{len(tasks)} tasks but {len(task_weights)} task_weights")
+    scratch = None
+    if work_dir is None:
+        # nothing asked to keep files: records stay in memory (a "json" database has no
+        # directory to live in), and the scratch directory of reference outputs goes at the end
+        work_dir = scratch = tempfile.mkdtemp(prefix="minitvm-tune-")
+        if isinstance(database, str) and database == "json":
+            database = "memory"
+    os.makedirs(work_dir, exist_ok=True)
+    try:
+        return _tune(
+            tasks, task_weights, work_dir, max_trials_global, max_trials_per_task,
+            num_trials_per_iter, builder, runner, database, cost_model, measure_callbacks,
+            task_scheduler, verbose, remeasure_top_k, deadline, keep_files=scratch is None,
+        )  # fmt: skip
+    finally:
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _tune(
+    tasks, task_weights, work_dir, max_trials_global, max_trials_per_task, num_trials_per_iter,
+    builder, runner, database, cost_model, measure_callbacks, task_scheduler, verbose,
+    remeasure_top_k, deadline, keep_files,
+) -> _database.Database:  # fmt: skip
+    """tune_tasks after its arguments are checked. `keep_files=False`: work_dir is a scratch
+    directory removed afterwards, so no curve or re-measurement file is written there."""
     scheduler = _task_scheduler.as_scheduler(task_scheduler)
     callbacks = _measure_callback.user_callbacks(measure_callbacks)
     weights = list(task_weights or [1.0] * len(tasks))
-    if len(weights) != len(tasks):
-        raise TuningError(f"{len(tasks)} tasks but {len(weights)} task_weights")
-    if work_dir is None:
-        work_dir = tempfile.mkdtemp(prefix="minitvm-tune-")
-    os.makedirs(work_dir, exist_ok=True)
     per_task = max_trials_per_task or max_trials_global
     states = [_TaskState(t, w, per_task) for t, w in zip(tasks, weights)]
     database = _make_database(database, work_dir)
@@ -124,7 +151,7 @@ def tune_tasks(
     runner = _runner.Runner.create(runner)
     model = _make_cost_model(cost_model)
     progress = Progress(max_trials_global, verbose)
-    curve = Curve(work_dir)
+    curve = Curve(work_dir if keep_files else None)
     for i, state in enumerate(states):
         _prepare(
             state,
@@ -210,7 +237,8 @@ def tune_tasks(
                 remeasured[state.context.task_name] = remeasure(
                     state, database, builder, runner, remeasure_top_k, deadline=deadline
                 )
-            _write_json(os.path.join(work_dir, "remeasured.json"), remeasured)
+            if keep_files:
+                _write_json(os.path.join(work_dir, "remeasured.json"), remeasured)
             if any(remeasured.values()):
                 add_point(states[0], "(re-measured)")
     finally:

@@ -400,3 +400,30 @@ def test_measure_callbacks_and_python_runners(tmp_path):
         ms.measure_callback.MeasureCallback.create("all")
     with pytest.raises(TuningError, match="unknown task scheduler"):
         ms.task_scheduler.TaskScheduler.create("fifo")
+
+
+def test_tune_without_work_dir_keeps_records_in_memory_and_leaves_no_directory(
+    tmp_path, monkeypatch
+):
+    """TVM requires work_dir; here it may be left out: the records come back in a memory
+    database and the scratch directory (reference outputs) is removed, where it used to stay
+    in /tmp after every call (hundreds after a test run)."""
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    mod = matmul_mod(16, 32, 8)
+    db = ms.tune_tir(
+        mod,
+        "llvm --num-cores=1",
+        max_trials_global=2,
+        num_trials_per_iter=2,
+        space=space(tile_j),
+        strategy=_small("replay-trace"),
+        seed=1,
+        verbose=False,
+        runner=fast_runner(),
+    )
+    assert isinstance(db, ms.database.MemoryDatabase)
+    assert len(db) == 2
+    assert not [p for p in os.listdir(tmp_path) if p.startswith("minitvm-tune-")]
+    _run(mod, ms.tir_integration.compile_tir(db, mod, "llvm --num-cores=1"), (16, 8), (8, 32))
