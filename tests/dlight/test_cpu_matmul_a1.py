@@ -159,10 +159,11 @@ def test_transposed_weight_within_l1_stays_a_transpose_stage() -> None:
 
 @pytest.mark.parametrize(
     "extent, cols",
-    [(1000, 64), (500, 64), (250, 64), (50257, 64), (200, None), (131, None), (1024, None)],
+    [(1000, 64), (500, 64), (250, 64), (50257, 64), (200, None), (131, 32), (1024, None)],
 )
 def test_remainder_width_is_full_width_when_the_padding_is_small(extent, cols) -> None:
-    # 200: its 8-lane tiles keep (64 or 32 would pad by 28% or 12%); 1024: 64 divides it
+    # 200: its 8-lane tiles keep (64 or 32 would pad by 28% or 12%); 1024: 64 divides it;
+    # 131 has no guard-free width at all: the least padded of 64 and 32
     assert remainder_cols(extent) == cols
 
 
@@ -170,7 +171,7 @@ def test_matmul_tile_takes_the_remainder_width_only_when_asked() -> None:
     assert matmul_tile(1024, 1000, 256).cols == 8  # guard-free: 8 lanes
     assert matmul_tile(1024, 1000, 256, remainder=True).cols == 64
     assert matmul_tile(1024, 1024, 256, remainder=True).cols == 64
-    assert matmul_tile(16, 131, 8, remainder=True) is None
+    assert matmul_tile(16, 131, 8, remainder=True).cols == 32  # no guard-free width
 
 
 @pytest.mark.parametrize("trans_b", [False, True], ids=["KN", "NK"])

@@ -61,6 +61,12 @@ MATMUL_GUARDED_ROWS = 4  # rows of a tile over a symbolic or oddly sized row ext
 MATMUL_K_UNROLL = 4  # reduction steps unrolled in the register tile
 
 
+# independent accumulators a guarded (remainder) tile keeps, when its rows are guarded too:
+# a 4 x 32 tile (8 of them) waits on the FMA latency (ViT's q @ k.T, 197 x 64 x 197, 1 thread:
+# 4 x 32 ran 1.10x the generic 4 x 16 tiling, 8 x 32 1.48x)
+MATMUL_MIN_ACCUMULATORS = 16
+
+
 @dataclass(frozen=True)
 class RegisterFile:
     """The vector registers a register tile is sized from (AVX-512: 32 zmm of 16 float32)."""
@@ -106,7 +112,8 @@ def matmul_tile(
     Rows take the most that divide the row extent; a symbolic extent (batch `n`), or one whose
     divisors are all small, gets MATMUL_GUARDED_ROWS rows and a guard `row < n` on each row of
     the tile: it costs a compare per row and k step, far less than losing the reuse of the B
-    vectors (measured 133 vs 39 GFLOPS at n=1000, 784 x 256)."""
+    vectors (measured 133 vs 39 GFLOPS at n=1000, 784 x 256); a guarded-column tile guards at
+    least MATMUL_MIN_ACCUMULATORS // vectors rows (8 rows of a 32-column tile)."""
     if cols is None or rows == 0 or reduce == 0:  # an empty matmul: the generic tiling
         return None
     width = _matmul_cols(cols)
@@ -114,8 +121,11 @@ def matmul_tile(
         width = remainder_cols(cols) or width
     if width is None:
         return None
-    cap = tile_max_rows(math.ceil(width / REGISTERS.lanes))
+    vectors = math.ceil(width / REGISTERS.lanes)
+    cap = tile_max_rows(vectors)
     rows_guarded = min(cap, MATMUL_GUARDED_ROWS)
+    if cols % width:  # a guarded last tile: enough rows to hide the FMA latency
+        rows_guarded = min(cap, max(rows_guarded, MATMUL_MIN_ACCUMULATORS // vectors))
     if rows is None:
         mr = rows_guarded
     else:
