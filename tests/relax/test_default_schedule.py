@@ -299,7 +299,8 @@ def test_matmul_tile_choice() -> None:
     assert tile(6, 10, 7) == _ds.MatmulTile(6, 10, 1)  # short row: whole; 6 rows divide 6
     assert tile(16, 200, 8) == _ds.MatmulTile(16, 8, 4)  # no wide divisor: 8 lanes, one vector
     assert tile(56, 16, 576) == _ds.MatmulTile(14, 16, 4)  # a blocked conv row: one vector
-    assert tile(16, 131, 8) is None  # prime columns: generic tiling
+    assert tile(16, 131, 8) is None  # prime columns: no guard-free tile
+    assert tile(16, 131, 8, remainder=True) == _ds.MatmulTile(8, 32, 4)  # over a packed B
     assert tile(16, None, 8) is None
 
 
@@ -317,10 +318,12 @@ def test_dense_bias_relu_register_tile_matches_numpy(rows, cols, red, monkeypatc
     (func,) = _prims(scheduled).values()
     kinds = _loop_kinds(func)
     assert ForKind.PARALLEL in kinds and ForKind.VECTORIZED in kinds
-    tiled = _ds.matmul_tile(rows, cols, red) is not None
+    # 131 columns have no guard-free width: 32-column tiles over a packed, padded B
+    remainder = _ds.matmul_tile(rows, cols, red) is None
+    tiled = _ds.matmul_tile(rows, cols, red, remainder=remainder) is not None
     assert (ForKind.UNROLLED in kinds) == tiled
     assert [b.scope() for b in func.body.block.alloc_buffers] == (
-        ["local"] if tiled else ["global"]
+        (["global", "local"] if remainder else ["local"]) if tiled else ["global"]
     )
     rng = np.random.default_rng(rows + cols)
     args = [rng.standard_normal(s).astype("float32") for s in [(rows, red), (red, cols), (cols,)]]
