@@ -1,71 +1,102 @@
-"""GeneralReduction: a chain of row reductions feeding one elementwise output (layer_norm) as
-one parallel loop over rows, each row's reductions and output computed under it."""
+"""GeneralReduction: a chain of row reductions and row-wise stages feeding one elementwise output
+(layer_norm, softmax) as one parallel loop over rows, each row's stages computed under it."""
 
 from __future__ import annotations
+
+import math
 
 from ...error import ScheduleError
 from ...tir.function import PrimFunc
 from ...tir.schedule import BlockRV, Schedule
 from ..base.analysis import blocks as _blocks
 from ..base.schedule_rule import RuleResult
-from .analysis import _EXP, BlockKind, _calls, _kind
+from .analysis import BlockKind, _kind
 from .base import CPUScheduleRule
 from .gemv import _row_reduction_lanes
-from .utils import _decompose, _extent, _parallel_widest, _simple_nest, _vectorize_inner, _work
+from .reduction import guarded_row_lanes
+from .utils import (
+    _decompose,
+    _extent,
+    _parallel,
+    _parallel_widest,
+    _simple_nest,
+    _vectorize_inner,
+    _work,
+)
 
 
 def _row_chain(func: PrimFunc) -> PrimFunc | None:
     """`func` scheduled as one parallel loop over rows when it is a chain of row reductions
-    feeding one elementwise output (layer_norm: sum, squared sum, normalise), each row's
-    whole chain computed in L1 under the row loop instead of one parallel pass over all rows
-    per stage (layer_norm 128x768: 60 -> 31 us, 1536x128: 92 -> 75 us); None (nothing done)
-    for any other function or when a primitive refuses.
-
-    A chain evaluating `exp` is left to the per-block rules: softmax is bound by its exp,
-    computed twice per element by its definition, and ran 1.05-1.25x slower chained
-    (1536x128, 128x768, 96x2048)."""
+    and row-wise elementwise stages feeding one elementwise output (layer_norm: sum, squared
+    sum, normalise; softmax: max, exp, sum, scale), each row's whole chain computed in L1 under
+    the row loop instead of one parallel pass over all rows per stage (layer_norm 128x768:
+    60 -> 31 us, 1536x128: 92 -> 75 us); None (nothing done) for any other function or when
+    a primitive refuses."""
     sch = Schedule(func)
     realizes = _blocks(func)
-    if len(realizes) < 2 or any(_calls(r.block, _EXP) for r in realizes):
+    if len(realizes) < 2:
         return None
     *stages, last = realizes
     out = sch.get_block(last.block.name_hint)
     out_loops = _simple_nest(sch, out, last)
     if _kind(last.block) is not BlockKind.SPATIAL or out_loops is None or len(out_loops) < 2:
         return None
-    rows = [_extent(sch, lp) for lp in out_loops[:-1]]
+    shape = [_extent(sch, lp) for lp in out_loops]
     plans = []
     for r in stages:
         block = sch.get_block(r.block.name_hint)
         loops = _simple_nest(sch, block, r)
-        if _kind(r.block) not in (BlockKind.REDUCTION, BlockKind.PRODUCT) or loops is None:
-            return None  # (a squared sum is a product)
-        lanes = _row_reduction_lanes(sch, r.block, loops)
-        if lanes is None or [_extent(sch, lp) for lp in loops[:-1]] != rows:
+        plan = None if loops is None else _stage_plan(sch, r.block, block, loops, shape)
+        if plan is None:
             return None
-        if (_extent(sch, loops[-1]) or 0) < 2 * lanes:
-            return None  # one vector per row: no loop of partial sums to keep
-        plans.append((block, loops, lanes))
+        plans.append(plan)
+    if all(lanes is None for _, _, lanes in plans):
+        return None  # no row reduction: the per-block rules
     try:
         return _chain_rows(sch, out, plans, _work(sch, out_loops))
     except ScheduleError:
         return None  # e.g. a stage reads other rows than it writes: per-block rules instead
 
 
+def _stage_plan(sch: Schedule, node, block: BlockRV, loops: list, shape: list) -> tuple | None:
+    """(block, loops, lanes) for a stage of a row chain over `shape` (the output's extents):
+    a row reduction over the output's rows (lanes: its vector partial results' width; 0 for
+    a row of symbolic length, reduced by a scalar loop), or a spatial stage of the output's
+    shape (lanes None); None for any other stage."""
+    if _kind(node) is BlockKind.SPATIAL:
+        same = [_extent(sch, lp) for lp in loops] == shape and len(loops) == len(shape)
+        return (block, loops, None) if same else None
+    if _kind(node) not in (BlockKind.REDUCTION, BlockKind.PRODUCT):
+        return None  # (a squared sum is a product)
+    if [_extent(sch, lp) for lp in loops[:-1]] != shape[:-1]:
+        return None
+    lanes = _row_reduction_lanes(sch, node, loops) or guarded_row_lanes(sch, node, loops)
+    if lanes is None:
+        # a row of symbolic length (attention over a KV cache) reduces in a scalar loop per
+        # row, still under the parallel rows; a short static row keeps the per-block rules
+        return (block, loops, 0) if _extent(sch, loops[-1]) is None else None
+    if (_extent(sch, loops[-1]) or 0) < 2 * lanes:
+        return None  # one vector per row: no loop of partial sums to keep
+    return block, loops, lanes
+
+
 def _chain_rows(sch: Schedule, out: BlockRV, plans: list, work: float) -> PrimFunc:
     """Each row reduction of `plans` as vector partial sums (rfactor) then the lanes added,
-    all computed at the output's row loop, which runs in parallel."""
+    each spatial stage vectorized along the row, all computed at the output's row loop, which
+    runs in parallel (the rows fused)."""
     rfs = []
     for block, loops, lanes in plans:
-        _, ki = sch.split(loops[-1], [None, lanes])
-        rfs.append(sch.rfactor(ki, len(loops) - 1))
+        if lanes:
+            whole = _extent(sch, loops[-1]) // lanes  # vectors that need no guard
+            _, ki = sch.split(loops[-1], [None, lanes])
+            rfs.append((sch.rfactor(ki, len(loops) - 1), whole))
     out_name = sch.get(out).name_hint
     stages = [r.block.name_hint for r in _blocks(sch.mod["main"])]
     out_loops = sch.get_loops(out)
     for name in reversed(stages):
         if name != out_name:
             sch.compute_at(sch.get_block(name), out_loops[-2])
-    for rf in rfs:
+    for rf, whole in rfs:
         *_, k_outer, lanes = sch.get_loops(rf)
         sch.reorder(lanes, k_outer)  # compute_at put the lanes (spatial in rf) outside
         *_, k_outer, lanes = sch.get_loops(rf)
@@ -73,14 +104,33 @@ def _chain_rows(sch: Schedule, out: BlockRV, plans: list, work: float) -> PrimFu
         init = _decompose(sch, rf, [k_outer])
         if init is not None:
             sch.vectorize(sch.get_loops(init)[-1])
+        if whole < _extent(sch, k_outer):
+            # compute_at drops the guard of the last vector (the partial value keeps it as an
+            # if_then_else, which runs lane by lane): the whole vectors in a loop of their own
+            sch.loop_partition(k_outer, [whole])
+    for block, _, lanes in plans:
+        if lanes is None:
+            _vectorize_inner(sch, sch.get_loops(block)[-1])
     _vectorize_inner(sch, sch.get_loops(out)[-1])
-    _parallel_widest(sch, sch.get_loops(out)[: len(out_loops) - 1], work)
+    _parallel_rows(sch, sch.get_loops(out)[: len(out_loops) - 1], work)
     return sch.mod["main"]
 
 
+def _parallel_rows(sch: Schedule, rows: list, work: float) -> None:
+    """The row loops fused and run in parallel (`_parallel`: all rows share the threads
+    evenly, 8 x 4 x 197 rows as one loop); the widest alone where fusing is refused."""
+    extents = [_extent(sch, lp) for lp in rows]
+    if None not in extents and math.prod(extents) < 2:
+        return  # one row: no loop to share out
+    try:
+        _parallel(sch, rows, work)
+    except ScheduleError:
+        _parallel_widest(sch, rows, work)
+
+
 class GeneralReduction(CPUScheduleRule):
-    """Functions that are a chain of row reductions feeding one elementwise output (layer_norm,
-    not softmax: see `_row_chain`), scheduled as one parallel loop over rows.
+    """Functions that are a chain of row reductions and row-wise stages feeding one elementwise
+    output (layer_norm, softmax), scheduled as one parallel loop over rows (`_row_chain`).
 
     dl.ApplyDefaultSchedule(dl.cpu.GeneralReduction())
     """

@@ -6,7 +6,7 @@ from typing import Any
 
 from ... import te
 from ...tir import op as tir_op
-from ..utils import const_int, normalize_axis
+from ..utils import normalize_axis
 
 
 def _reduce_along(x: te.Tensor, axis: int, reducer: Any, fn: Any, name: str) -> te.Tensor:
@@ -29,19 +29,13 @@ def _stats(x: te.Tensor, axis: int) -> tuple[te.Tensor, te.Tensor]:
     return xmax, expsum
 
 
-# row lengths whose sum the default CPU schedule vectorizes (rfactor by a width dividing it)
-_VECTOR_SUM_WIDTHS = (16, 8, 4)
-
-
 def softmax(x: te.Tensor, axis: int = -1) -> te.Tensor:
-    """exp(x - max) / sum(exp(x - max)) along `axis`.
+    """exp(x - max) * (1 / sum(exp(x - max))) along `axis`, as torch computes it.
 
-    When the row length is static and no vector width divides it (ViT's 197 tokens), the sum
-    reads the exp stage instead of computing exp again: its reduction stays scalar there, and
-    a scalar exp is a libm call per element, while the exp stage, read twice, stays a stage of
-    its own, computed once and vectorized (4 x 197 x 197: 8.4 -> 0.3 ms). Other rows keep exp
-    in the sum, where the vectorized reduction computes it and the normalisation stays a stage
-    that a following matmul reads."""
+    exp is a stage of its own, computed once per element and read twice (by the sum and the
+    normalisation); the default CPU schedule computes max, exp, sum and the scaled output of
+    each row in one parallel loop over rows (GeneralReduction), the row's exp in L1. Scaling
+    by the reciprocal of the sum rounds as torch does (one rounding more than a division)."""
     axis = normalize_axis(axis, len(x.shape), "topi.nn.softmax")
     xmax = _reduce_along(x, axis, te.max, lambda full, _: x[full], "T_softmax_maxelem")
 
@@ -51,15 +45,10 @@ def softmax(x: te.Tensor, axis: int = -1) -> te.Tensor:
     exp = te.compute(
         x.shape, lambda *i: tir_op.exp(x[i] - xmax[drop(i)]), name="T_softmax_exp", tag="elemwise"
     )
-    row = const_int(x.shape[axis])
-    if row is not None and all(row % w for w in _VECTOR_SUM_WIDTHS):
-        expsum = _reduce_along(x, axis, te.sum, lambda full, _: exp[full], "T_softmax_expsum")
-    else:
-        expsum = _reduce_along(
-            x, axis, te.sum, lambda full, idx: tir_op.exp(x[full] - xmax[idx]), "T_softmax_expsum"
-        )
+    expsum = _reduce_along(x, axis, te.sum, lambda full, _: exp[full], "T_softmax_expsum")
+    one = tir_op.const(1, x.dtype)
     return te.compute(
-        x.shape, lambda *i: exp[i] / expsum[drop(i)], name="T_softmax_norm", tag="elemwise"
+        x.shape, lambda *i: exp[i] * (one / expsum[drop(i)]), name="T_softmax_norm", tag="elemwise"
     )
 
 
