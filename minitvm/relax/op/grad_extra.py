@@ -273,3 +273,5 @@ GRAD_RULES.update(
 for _name in ("relax.tril", "relax.triu", "relax.variance", "relax.std", *_IMPORTER_RULES):
     NO_GRAD_RULE.pop(_name, None)
 _install()
+
+from . import grad_layout  # noqa: F401 - matmul/permute_dims/take rules that keep layouts

@@ -47,6 +47,11 @@ class Emitter:
     def __init__(self, bb: BlockBuilder) -> None:
         self.bb = bb
         self.bindings: list[tuple[Var, Expr]] = []
+        self._values: dict[int, Expr] = {}  # id(var) -> its value (bindings keep vars alive)
+
+    def value_of(self, var: Expr) -> Expr | None:
+        """The value `var` was bound to by this emitter, or None."""
+        return self._values.get(id(var))
 
     def emit(self, expr: Expr, name_hint: str = "", lower: Any = None) -> Expr:
         """Bind `expr`, recorded for the backward pass; `lower(value)`, when given and not None,
@@ -57,6 +62,7 @@ class Emitter:
         emitted = lower(value) if lower is not None else None
         var = self.bb.emit(value if emitted is None else emitted, name_hint)
         self.bindings.append((var, value))
+        self._values[id(var)] = value
         return var
 
     def _leaf(self, e: Any) -> Any:
