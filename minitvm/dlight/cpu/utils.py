@@ -90,6 +90,18 @@ def _parallel_widest(sch: Schedule, loops: list[LoopRV], work: float) -> list[Lo
     return order
 
 
+def _parallel_in_order(sch: Schedule, loops: list[LoopRV], work: float) -> int:
+    """Fuse the (spatial, adjacent) `loops` in their order and run the fused loop in parallel
+    when worth it (`_parallel`); returns how many loops fusing removed. Each thread takes one
+    contiguous range of the fused loop, so the outer loops stay outermost for each thread
+    while all of them share the work."""
+    if not loops or work < PARALLEL_MIN_WORK:
+        return 0
+    n = fusable_prefix(sch, loops)
+    sch.parallel(sch.fuse(*loops[:n]) if n > 1 else loops[0])
+    return n - 1
+
+
 def _fuse_unit_loops(sch: Schedule, loops: list[LoopRV]) -> list[LoopRV]:
     """The adjacent `loops` with each unit loop fused into a neighbour (the reduction over one
     input-channel block of a conv with 16 channels): `_decompose` cannot split the init off
