@@ -119,6 +119,7 @@ class CodeGenLLVM(_StmtEmitter):
             "prefer-vector-width": "512",
             "min-legal-vector-width": "512",
         }
+        self.cpu_features = frozenset(f for f in features.split(",") if f)  # "+avx512f", ...
         self._state: _FunctionState | None = None
         self.func_name = ""
         self._noalias = True

@@ -7,8 +7,8 @@ untaken side (often an out-of-bounds load) never runs.
 Math on float16 runs in float32. Functions LLVM has an intrinsic for use it (vector forms
 included; LLVM calls libm per lane where the CPU has no instruction). erf and log1p call
 libm by name (`erff`/`erf`, `log1pf`/`log1p`): MCJIT resolves them in the process.
-exp, erf and sigmoid of float32 vectors are polynomials emitted as vector IR (`vector_exp`,
-`vector_erf`): libm would run once per lane.
+exp, erf, sigmoid and tanh of float32 vectors are polynomials emitted as vector IR
+(`vector_exp`, `vector_erf`): libm would run once per lane.
 """
 
 from __future__ import annotations
@@ -104,24 +104,60 @@ def _expansion(body: Callable[[CodeGenLLVM, list[ir.Value], DataType], ir.Value]
 
 
 def _sigmoid(cg: CodeGenLLVM, v: list[ir.Value], t: DataType) -> ir.Value:
+    # with e = e^-|x| in [0, 1]: 1 / (1 + e) for x >= 0, e / (1 + e) below, so e never overflows
+    # and results below e^-87 come out as denormals, not 0. A full division, not the reciprocal
+    # estimate with a Newton step: on Zen 4 the divider runs beside the FMA pipes (64K sigmoids:
+    # 20.7 us vs 22.9), and the estimate costs an ulp (rcpps on 8 lanes: 3 ulp)
     b = cg.builder
-    e = _exp(cg, [b.fneg(v[0])], t)
-    return b.fdiv(constant(t, 1.0), b.fadd(constant(t, 1.0), e), "sigmoid")
+    x = v[0]
+    one = constant(t, 1.0)
+    e = _exp(cg, [b.fneg(_fabs(cg, x, t))], t)
+    top = b.select(b.fcmp_ordered("<", x, constant(t, 0.0)), e, one)
+    return b.fdiv(top, b.fadd(one, e), "sigmoid")
+
+
+# tanh |x| = (1 - e) / (1 + e) with e = e^-2|x| (no overflow); below |x| < 0.25, where the
+# cancellation in 1 - e would cost more than ~2 ulp, the odd Taylor polynomial to x^11 (the x^13
+# term is under 3e-10 of it)
+_TANH_SERIES_BELOW = 0.25
+_TANH_SERIES = (-1382 / 155925, 62 / 2835, -17 / 315, 2 / 15, -1 / 3)  # x^11 .. x^3, over x^3
+
+
+def _tanh(cg: CodeGenLLVM, v: list[ir.Value], t: DataType) -> ir.Value:
+    if not _is_f32_vector(t):
+        ty = llvm_type(t)
+        return cg.builder.call(declare_intrinsic(cg.module, "llvm.tanh", ty, [ty]), [v[0]])
+    b = cg.builder
+    x = v[0]
+    ax = _fabs(cg, x, t)
+    e = vector_exp(cg, b.fmul(ax, constant(t, -2.0)), t)
+    one = constant(t, 1.0)
+    big = b.fdiv(b.fsub(one, e), b.fadd(one, e))
+    a2 = b.fmul(ax, ax)
+    small = _fma(cg, b.fmul(ax, a2), _horner(cg, a2, _TANH_SERIES, t), ax)
+    mag = b.select(b.fcmp_ordered("<", ax, constant(t, _TANH_SERIES_BELOW)), small, big)
+    sign = declare_intrinsic(cg.module, "llvm.copysign", llvm_type(t), [llvm_type(t)] * 2)
+    return b.call(sign, [mag, x], "tanh")  # NaN stays NaN (the exp branch), -0 stays -0
 
 
 # ---------------------------------------------------------------- float32 vector exp
 # A vector of float32 `exp` as LLVM IR instead of one `expf` call per lane (16 calls for a
 # zmm): x = n ln2 + r with n = round(x / ln2), |r| <= ln2 / 2 (ln2 split in a high part
-# exact under multiplication by n and a low part, Cody-Waite), e^r by its Taylor polynomial
-# of degree 7 (truncation error r^8 / 8! < 6e-9, a tenth of an ulp of 1), and 2^n built from
-# exponent bits in two halves so results down to the denormals round once. Scalars and
-# float64 keep libm (`llvm.exp`).
+# exact under multiplication by n and a low part, Cody-Waite), e^r by a polynomial of degree
+# 6 fitted for minimax relative error on that interval (2e-9, a thirtieth of an ulp), and 2^n
+# applied so that results down to the denormals round once: by vscalefps where the CPU has
+# AVX-512 (`llvm.ldexp`; elsewhere LLVM calls ldexpf per lane), else from exponent bits in two
+# halves. x is clamped to [_EXP_MIN, _EXP_MAX + 1] first, where e^x already rounds to 0 and to
+# inf, so only NaN needs a select at the end. Scalars and float64 keep libm (`llvm.exp`).
 _LN2_HI = 0.693359375  # 355 / 512: n * _LN2_HI is exact for |n| < 2^15
 _LN2_LO = -2.12194440054690583e-4  # ln 2 - _LN2_HI
 _LOG2E = 1.4426950408889634
 _EXP_MAX = 88.72283935546875  # above: e^x overflows float32 (-> inf)
 _EXP_MIN = -103.97208404541016  # below: e^x rounds to 0 even as a denormal
-_EXP_TAYLOR = tuple(1.0 / math.factorial(k) for k in range(7, -1, -1))  # highest first
+_EXP_POLY = (
+    0.001384360642232331, 0.008374195719186073, 0.0416680047366243, 0.16666430798960002,
+    0.4999999419157136, 1.0000000322590132, 1.0,
+)  # fmt: skip
 
 
 def _fma(cg: CodeGenLLVM, a: ir.Value, b: ir.Value, c: ir.Value) -> ir.Value:
@@ -141,6 +177,22 @@ def _is_f32_vector(t: DataType) -> bool:
     return t.lanes > 1 and t.element_of().is_float and t.bits == 32
 
 
+def _int_splat(t: DataType, value: int) -> ir.Constant:
+    return ir.Constant(ir.VectorType(I32, t.lanes), [ir.Constant(I32, value)] * t.lanes)
+
+
+def _pow2(cg: CodeGenLLVM, n: ir.Value, t: DataType) -> ir.Value:
+    """2^n for an int32 vector n in [-126, 127] (a float built from exponent bits)."""
+    b = cg.builder
+    bits = b.shl(b.add(n, _int_splat(t, 127)), _int_splat(t, 23))
+    return b.bitcast(bits, llvm_type(t))
+
+
+def _has_avx512(cg: CodeGenLLVM) -> bool:
+    """Whether the function is compiled for AVX-512 (other code generators have no CPU features)."""
+    return "+avx512f" in getattr(cg, "cpu_features", ())
+
+
 def vector_exp(cg: CodeGenLLVM, x: ir.Value, t: DataType) -> ir.Value:
     """e^x for a float32 vector `x` (see the comment above); NaN stays NaN, -inf gives 0."""
     b = cg.builder
@@ -154,16 +206,17 @@ def vector_exp(cg: CodeGenLLVM, x: ir.Value, t: DataType) -> ir.Value:
     n = b.call(rint, [b.fmul(xc, constant(t, _LOG2E))])
     r = _fma(cg, n, constant(t, -_LN2_HI), xc)
     r = _fma(cg, n, constant(t, -_LN2_LO), r)
-    p = _horner(cg, r, _EXP_TAYLOR, t)
-    ni = b.fptosi(n, ity)
-    half = b.ashr(ni, ir.Constant(ity, [ir.Constant(I32, 1)] * t.lanes))
-    y = p
-    for e in (half, b.sub(ni, half)):
-        biased = b.add(e, ir.Constant(ity, [ir.Constant(I32, 127)] * t.lanes))
-        bits = b.shl(biased, ir.Constant(ity, [ir.Constant(I32, 23)] * t.lanes))
-        y = b.fmul(y, b.bitcast(bits, ty))
-    y = b.select(b.fcmp_ordered("<", x, lo), constant(t, 0.0), y)
-    y = b.select(b.fcmp_ordered(">", x, constant(t, _EXP_MAX)), constant(t, float("inf")), y)
+    p = _horner(cg, r, _EXP_POLY, t)
+    ni = b.fptosi(n, ity)  # poison for NaN lanes, which the last select replaces
+    if _has_avx512(cg):
+        name = f"llvm.ldexp.{_suffix(ty)}.{_suffix(ity)}"
+        ldexp = cg.module.globals.get(name) or ir.Function(
+            cg.module, ir.FunctionType(ty, [ty, ity]), name
+        )
+        y = b.call(ldexp, [p, ni])
+    else:
+        half = b.ashr(ni, _int_splat(t, 1))
+        y = b.fmul(b.fmul(p, _pow2(cg, half, t)), _pow2(cg, b.sub(ni, half), t))
     return b.select(b.fcmp_unordered("uno", x, x), x, y, "exp")
 
 
@@ -176,9 +229,11 @@ def _exp(cg: CodeGenLLVM, v: list[ir.Value], t: DataType) -> ir.Value:
 
 # ---------------------------------------------------------------- float32 vector erf
 # erf(|x|) on [0, 1): |x| P(x^2), P of degree 6 fitted (least squares, relative) to erf(x)/x
-# (error 2e-9); on [1, 3.93): 1 - e^Q(t), Q of degree 8 in t = (|x| - 2.465) / 1.465 fitted
-# (Chebyshev) to log erfc (error 0.01 ulp before rounding); from 3.93 erfc is below half an
-# ulp of 1, so erf is 1. The sign is copied back; NaN propagates through both branches.
+# (error 2e-9); on [1, 3.93): 1 - 2^Q(t), Q of degree 8 in t = (|x| - 2.465) / 1.465 fitted
+# (Chebyshev) to log2 erfc (error 0.01 ulp before rounding), 2^Q as 2^round(Q) times exp's
+# polynomial for 2^f = e^(f ln2), |f| <= 1/2 (Q lies in [-26, -2]: no clamps, no denormals);
+# from 3.93 erfc is below half an ulp of 1, so erf is 1. The sign is copied back; NaN takes
+# the first branch (the second clamps |x| so that no lane of it is poison).
 _ERF_SPLIT, _ERF_ONE = 1.0, 3.93
 _ERF_SMALL = (
     8.006266462551644e-05, -0.0008053592217710665, 0.005192942539052745,
@@ -189,6 +244,8 @@ _ERF_LOG_ERFC = (
     -0.002947606774274841, 0.010319252763990946, -0.03511087637194462, -2.023326680128354,
     -7.744939931639383, -7.6206272513821425,
 )  # fmt: skip
+_ERF_LOG2_ERFC = tuple(c * _LOG2E for c in _ERF_LOG_ERFC)
+_EXP2_POLY = tuple(c * math.log(2) ** k for k, c in zip(range(6, -1, -1), _EXP_POLY))  # 2^f
 
 
 def vector_erf(cg: CodeGenLLVM, x: ir.Value, t: DataType) -> ir.Value:
@@ -197,11 +254,16 @@ def vector_erf(cg: CodeGenLLVM, x: ir.Value, t: DataType) -> ir.Value:
     ax = _fabs(cg, x, t)
     small = b.fmul(ax, _horner(cg, b.fmul(ax, ax), _ERF_SMALL, t))
     mid, half = (_ERF_ONE + _ERF_SPLIT) / 2, (_ERF_ONE - _ERF_SPLIT) / 2
-    u = b.fmul(b.fsub(ax, constant(t, mid)), constant(t, 1.0 / half))
-    large = b.fsub(constant(t, 1.0), vector_exp(cg, _horner(cg, u, _ERF_LOG_ERFC, t), t))
-    y = b.select(b.fcmp_ordered("<", ax, constant(t, _ERF_SPLIT)), small, large)
-    y = b.select(b.fcmp_ordered(">=", ax, constant(t, _ERF_ONE)), constant(t, 1.0), y)
+    axc = b.select(b.fcmp_ordered("<", ax, constant(t, _ERF_ONE)), ax, constant(t, _ERF_ONE))
+    u = _fma(cg, axc, constant(t, 1.0 / half), constant(t, -mid / half))
+    q = _horner(cg, u, _ERF_LOG2_ERFC, t)
     ty = llvm_type(t)
+    n = b.call(declare_intrinsic(cg.module, "llvm.roundeven", ty, [ty]), [q])
+    p = _horner(cg, b.fsub(q, n), _EXP2_POLY, t)
+    erfc = b.fmul(p, _pow2(cg, b.fptosi(n, ir.VectorType(I32, t.lanes)), t))
+    large = b.fsub(constant(t, 1.0), erfc)
+    y = b.select(b.fcmp_unordered("<", ax, constant(t, _ERF_SPLIT)), small, large)
+    y = b.select(b.fcmp_ordered(">=", ax, constant(t, _ERF_ONE)), constant(t, 1.0), y)
     sign = declare_intrinsic(cg.module, "llvm.copysign", ty, [ty, ty])
     return b.call(sign, [y, x], "erf")
 
@@ -348,7 +410,7 @@ _MATH: dict[str, Rule] = {
     "tir.atan2": llvm_math("llvm.atan2"),
     "tir.sinh": llvm_math("llvm.sinh"),
     "tir.cosh": llvm_math("llvm.cosh"),
-    "tir.tanh": llvm_math("llvm.tanh"),
+    "tir.tanh": _expansion(_tanh),
     "tir.fma": llvm_math("llvm.fma"),
     "tir.copysign": llvm_math("llvm.copysign"),
     "tir.erf": _erf,

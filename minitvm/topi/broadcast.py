@@ -133,28 +133,12 @@ identity = _unary("identity", lambda v: v)  # a copy (TVM's topi.identity)
 exp = _unary("exp", tir_op.exp)
 log = _unary("log", tir_op.log)
 sqrt = _unary("sqrt", tir_op.sqrt)
-# |x| below which float32 tanh is its odd Taylor polynomial (the x^11 term is under 1e-11 of
-# it); above, (1 - e) / (1 + e) with e = exp(-2|x|) loses at most ~4 ulp to cancellation
-_TANH_SERIES_BELOW = 0.125
-_TANH_SERIES = (-1 / 3, 2 / 15, -17 / 315, 62 / 2835)  # coefficients of x^3, x^5, x^7, x^9
 
 
 def tanh_expr(v: PrimExpr) -> PrimExpr:
-    """tanh of a scalar expression. float32 goes through exp, which code generation emits as
-    vector IR, because `tir.tanh` is a libm call per lane (gpt2's tanh GELU at 128 x 1024:
-    1.3 ms -> 0.1); other dtypes keep `tir.tanh`."""
-    if v.dtype != DataType("float32"):
-        return tir_op.tanh(v)
-    a = tir_op.abs(v)
-    one = make_const(v.dtype, 1)
-    e = tir_op.exp(a * make_const(v.dtype, -2))
-    a2 = a * a
-    series = make_const(v.dtype, _TANH_SERIES[-1])
-    for c in reversed(_TANH_SERIES[:-1]):
-        series = series * a2 + make_const(v.dtype, c)
-    small = a + a * a2 * series
-    magnitude = Select(a < make_const(v.dtype, _TANH_SERIES_BELOW), small, (one - e) / (one + e))
-    return tir_op.copysign(magnitude, v)  # NaN stays NaN (the exp branch), -0 stays -0
+    """tanh of a scalar expression: `tir.tanh`, which code generation emits for float32 vectors
+    as vector IR through one exp (codegen/llvm_intrinsics.py), not a libm call per lane."""
+    return tir_op.tanh(v)
 
 
 tanh = _unary("tanh", tanh_expr)
