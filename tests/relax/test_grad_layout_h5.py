@@ -96,13 +96,15 @@ def test_linear_weight_grad_is_one_product_in_the_weight_layout(x_shape):
 
 
 @pytest.mark.parametrize("x_shape", [(6, 4), (2, 3, 4)])
-def test_tall_weight_grad_keeps_the_wide_product(x_shape):
-    """W taller than wide: its gradient stays (x^T @ g)^T (the faster kernel orientation); the
-    input's gradient still reads W directly."""
+def test_tall_weight_grad_is_one_product_in_the_weight_layout(x_shape):
+    """W taller than wide: its gradient is g^T @ x in W's layout too (the CPU kernel runs both
+    orientations as fast); the input's gradient still reads W directly."""
     mod, c = _module({"x": x_shape, "w": (5, 4)}, lambda x, w: R.matmul(x, R.permute_dims(w)))
     inputs = [RNG.standard_normal(x_shape), RNG.standard_normal((5, 4))]
     func = _check(mod, inputs, c, lambda x, w: x @ w.T)
-    assert _grad_value(func, 1).op.name == "relax.permute_dims"
+    d_w = _grad_value(func, 1)
+    assert d_w.op.name == "relax.matmul"  # was permute_dims(matmul(x^T, g))
+    assert _values(func)[d_w.args[0]].op.name == "relax.permute_dims"  # g^T
     assert _grad_value(func, 0).args[1] is func.params[1]
 
 

@@ -34,7 +34,7 @@ from .matmul_prologue import (
     transposing_b_stages,
 )
 from .matmul_remainder import remainder_cols, takes_remainder_tile
-from .matmul_transpose import inline_transposed_b, probed_bytes
+from .matmul_transpose import inline_transposed_b, pack_transposed_a, probed_bytes
 from .reduction import schedule_reduction
 from .utils import (
     MATMUL_PACK_MIN_ROWS_TRANSPOSED,
@@ -181,6 +181,7 @@ def schedule_matmul(
         if inlined:  # the schedule is changed: the driver's next step starts afresh
             raise NotApplicable(f"block '{node.name_hint}': its transposed B is not packed")
         return False
+    pack_transposed_a(sch, block, tile.rows, rows)
     write_back = sch.cache_write(block, 0, "local")
     if fold:
         write_back = _fold_epilogue(sch, write_back)
