@@ -26,13 +26,21 @@ from .utils import (
 
 
 def _row_chain(func: PrimFunc) -> PrimFunc | None:
-    """`func` scheduled as one parallel loop over rows when it is a chain of row reductions
-    and row-wise elementwise stages feeding one elementwise output (layer_norm: sum, squared
-    sum, normalise; softmax: max, exp, sum, scale), each row's whole chain computed in L1 under
-    the row loop instead of one parallel pass over all rows per stage (layer_norm 128x768:
-    60 -> 31 us, 1536x128: 92 -> 75 us); None (nothing done) for any other function or when
-    a primitive refuses."""
-    sch = Schedule(func)
+    """`func` scheduled by `row_chain_schedule`, or None."""
+    chained = row_chain_schedule(Schedule(func))
+    return None if chained is None else chained.mod["main"]
+
+
+def row_chain_schedule(sch: Schedule) -> Schedule | None:
+    """A copy of `sch` scheduled as one parallel loop over rows when its function is a chain
+    of row reductions and row-wise elementwise stages feeding one elementwise output
+    (layer_norm: sum, squared sum, normalise; softmax: max, exp, sum, scale), each row's whole
+    chain computed in L1 under the row loop instead of one parallel pass over all rows per
+    stage (layer_norm 128x768: 60 -> 31 us, 1536x128: 92 -> 75 us); None (nothing done) for
+    any other function or when a primitive refuses. The copy keeps `sch`'s trace, so
+    meta-schedule's ApplyDefaultSchedule replays this plan as one point of its space."""
+    sch = sch.copy()
+    func = sch.mod["main"]
     realizes = _blocks(func)
     if len(realizes) < 2:
         return None
@@ -53,9 +61,10 @@ def _row_chain(func: PrimFunc) -> PrimFunc | None:
     if all(lanes is None for _, _, lanes in plans):
         return None  # no row reduction: the per-block rules
     try:
-        return _chain_rows(sch, out, plans, _work(sch, out_loops))
+        _chain_rows(sch, out, plans, _work(sch, out_loops))
     except ScheduleError:
         return None  # e.g. a stage reads other rows than it writes: per-block rules instead
+    return sch
 
 
 def _stage_plan(sch: Schedule, node, block: BlockRV, loops: list, shape: list) -> tuple | None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 
 from ...dlight.cpu.default import _blocks, _inline_intermediates, is_scheduled
+from ...dlight.cpu.general_reduction import row_chain_schedule
 from ...error import ScheduleError
 from ...tir.schedule import Schedule
 from ._block import func_of
@@ -13,12 +14,16 @@ from .schedule_rule import ScheduleRule
 
 
 def apply_default_schedule(sch: Schedule) -> Schedule:
-    """DefaultSchedule's rules run on `sch` (inline intermediates, then each block by kind, in
-    DefaultSchedule's own order); the schedule they leave, trace included."""
+    """DefaultSchedule's rules run on `sch` (inline intermediates, then GeneralReduction's row
+    chain, else each block by kind in DefaultSchedule's own order); the schedule they leave,
+    trace included."""
     _, func = func_of(sch)
     if is_scheduled(func) or not _blocks(func):
         return sch
     _inline_intermediates(sch)
+    chained = row_chain_schedule(sch)
+    if chained is not None:
+        return chained
     for name in _order(func_of(sch)[1]):
         sch = _schedule_block(sch, name)
     return sch
@@ -52,10 +57,8 @@ def _schedule_block(sch: Schedule, name: str) -> Schedule:
 
 
 class ApplyDefaultSchedule(ScheduleRule):
-    """A whole-function rule: one extra design space, DefaultSchedule's choices.
-
-    DefaultSchedule's row-chain plan (layer_norm-like chains, built outside a Schedule) has no
-    trace; such functions get the per-block rules here instead."""
+    """A whole-function rule: one extra design space, DefaultSchedule's choices (its row-chain
+    plan for layer_norm and softmax included, replayed with its trace)."""
 
     is_function_rule = True
 
