@@ -81,7 +81,10 @@ def _product_term(block: Block):
 
 
 def _contiguous_along(load: BufferLoad, var: Var) -> bool:
-    """`load` indexes `var` exactly in its last dimension and nowhere else."""
+    """`load` indexes `var` exactly in its last dimension and nowhere else (a 0-d load, a
+    scalar operand, does not)."""
+    if not load.indices:
+        return False
     *outer, last = load.indices
     return last is var and not any(_uses(i, var) for i in outer)
 
@@ -94,6 +97,8 @@ def _contiguous_in_panel(load: BufferLoad, var: Var, block: Block) -> bool:
     reduction iterator (a conv's sliding `x + rx`) is not one: those blocks keep their rules."""
     if _contiguous_along(load, var):
         return True
+    if not load.indices:
+        return False
     *outer, last = load.indices
     if not isinstance(last, Add) or any(_uses(i, var) for i in outer):
         return False

@@ -34,7 +34,13 @@ from .matmul_prologue import (
     transposing_b_stages,
 )
 from .matmul_remainder import remainder_cols, takes_remainder_tile
-from .matmul_transpose import inline_transposed_b, pack_transposed_a, probed_bytes
+from .matmul_transpose import (
+    inline_transposed_b,
+    pack_transposed_a,
+    probed_bytes,
+    reads_split_reduction,
+    split_panels,
+)
 from .reduction import schedule_reduction
 from .utils import (
     MATMUL_PACK_MIN_ROWS_TRANSPOSED,
@@ -377,6 +383,9 @@ def _pack_b(
     (the driver's next step keeps to guard-free widths).
     A B computed by a stage that reads its input transposed (`prologue`, {B: its producer},
     `transposing_b_stages`) is packed whatever the rows, the stage inlined into the copy.
+    A B read through a reshape (`B[k // s, k % s, j]`, `reads_split_reduction`) is packed
+    under as many rows as a transposed one, its leading dims flattened into the panel's k
+    (`Bp[j // cols, k, j % cols]`): read in place, each k step paid a div and a mod.
     Returns whether anything was packed, None when a transposed B is not (the block then gets
     the generic rule)."""
     node = sch.get(block)
@@ -387,6 +396,9 @@ def _pack_b(
     for ld in _loads(_product_term(node)):
         if ld.buffer in prologue:
             plans[ld.buffer] = False
+        elif ld.indices and _contiguous_along(ld, j) and reads_split_reduction(ld, node):
+            if padded or rows is None or rows >= MATMUL_PACK_MIN_ROWS_TRANSPOSED:
+                plans[ld.buffer] = None  # B[k.., j]: flattened panels (`split_panels`)
         elif _transposed_along(ld, j, node):
             if rows is not None and rows < MATMUL_PACK_MIN_ROWS_TRANSPOSED:
                 return None  # copying W each call costs more than the few rows gain
@@ -405,11 +417,11 @@ def _pack_b(
     }
     for buf, transposed in plans.items():
         at = next(n for n, r in enumerate(sch.get(block).reads) if r.buffer is buf)
+        index_map = split_panels(buf, c) if transposed is None else panel[transposed]
+        transposed = bool(transposed)  # B[k.., j] is copied like B[.., k, j]
         try:
             copy = sch.cache_read(block, at, "global")
-            sch.transform_layout(
-                block, ("read", at), panel[transposed], assume_injective_transform=padded
-            )
+            sch.transform_layout(block, ("read", at), index_map, assume_injective_transform=padded)
             if buf in prologue:
                 sch.compute_inline(prologue[buf])
                 *batch, k, jj = sch.get_loops(copy)

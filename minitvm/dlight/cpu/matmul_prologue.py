@@ -51,7 +51,9 @@ def transposing_b_stages(sch: Schedule, block: BlockRV) -> dict:
     node = sch.get(block)
     j = _last_spatial_var(node)
     params = {id(b) for b in sch.mod["main"].buffer_map.values()}
-    b_bufs = {id(ld.buffer) for ld in _loads(_product_term(node)) if ld.indices[-1] is j}
+    b_bufs = {
+        id(ld.buffer) for ld in _loads(_product_term(node)) if ld.indices and ld.indices[-1] is j
+    }
     found = {}
     for producer in sch.get_producers(block):
         p = sch.get(producer)

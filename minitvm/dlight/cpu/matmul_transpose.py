@@ -64,7 +64,9 @@ def inline_transposed_b(sch: Schedule, block: BlockRV) -> bool:
     node = sch.get(block)
     j = _last_spatial_var(node)
     params = {id(b) for b in sch.mod["main"].buffer_map.values()}
-    b_bufs = {id(ld.buffer) for ld in _loads(_product_term(node)) if ld.indices[-1] is j}
+    b_bufs = {
+        id(ld.buffer) for ld in _loads(_product_term(node)) if ld.indices and ld.indices[-1] is j
+    }
     done = False
     for producer in sch.get_producers(block):
         p = sch.get(producer)
@@ -131,18 +133,41 @@ def _rows_alias(buf) -> bool:
     )
 
 
+def _flatten(dims: list, ix: tuple):
+    """The row-major offset of the indices `ix` in dims `dims` (the first dim's size unused)."""
+    k = ix[0]
+    for d, e in zip(dims[1:], ix[1:]):
+        k = k * d + e
+    return k
+
+
 def _row_panels(buf, r: int):
     """The index map `A[k.., i] -> Ap[i // r, k, i % r]`, A's leading dims flattened into k
     (a reshape's `g[k // s, k % s, i]` then reads `Ap[i // r, k, i % r]`: no div per step)."""
     dims = [const_int(d) for d in buf.shape[:-1]]
+    return lambda *ix: (ix[-1] // r, _flatten(dims, ix[:-1]), ix[-1] % r)
 
-    def panel(*ix):
-        k = ix[0]
-        for d, e in zip(dims[1:], ix[1:-1]):
-            k = k * d + e
-        return (ix[-1] // r, k, ix[-1] % r)
 
-    return panel
+def split_panels(buf, c: int):
+    """The index map `B[k.., j] -> Bp[j // c, k, j % c]`, B's leading dims flattened into k:
+    the column panels of a B read through a reshape (`reads_split_reduction`)."""
+    dims = [const_int(d) for d in buf.shape[:-1]]
+    return lambda *ix: (ix[-1] // c, _flatten(dims, ix[:-1]), ix[-1] % c)
+
+
+def reads_split_reduction(load: BufferLoad, block: Block) -> bool:
+    """`load` reads `B[k // s, k % s, j]`: its leading indices are one reduction iterator k of
+    `block` split over B's leading dims, all static but the first (a reshape (b, s, n) ->
+    (b * s, n) inlined into a weight gradient `gᵀ @ x2`), so they flatten back to k."""
+    if len(load.indices) < 3:
+        return False
+    dims = [const_int(d) for d in load.buffer.shape[:-1]]
+    lead = load.indices[:-1]
+    reduce = [iv.var for iv in block.iter_vars if iv.iter_type == IterType.CommReduce]
+    used = [v for v in reduce if any(_uses(e, v) for e in lead)]
+    if None in dims[1:] or len(used) != 1:
+        return False
+    return const_int(Analyzer().simplify(_flatten(dims, lead) - used[0])) == 0
 
 
 def pack_transposed_a(sch: Schedule, block: BlockRV, tile_rows: int, rows: int | None) -> bool:
