@@ -1,7 +1,7 @@
 """A product with a transposed A, `gᵀ @ x` (a linear layer's weight gradient, imported as
 `matmul(permute_dims(g), x)`): the default CPU schedule inlines the transpose and register-tiles
 the product whatever the output's orientation, so a weight taller than wide keeps its gradient
-in its own layout (`relax.op.grad_layout._wide`)."""
+in its own layout (`relax.op.grad_layout`)."""
 
 from __future__ import annotations
 

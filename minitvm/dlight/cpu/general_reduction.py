@@ -25,12 +25,6 @@ from .utils import (
 )
 
 
-def _row_chain(func: PrimFunc) -> PrimFunc | None:
-    """`func` scheduled by `row_chain_schedule`, or None."""
-    chained = row_chain_schedule(Schedule(func))
-    return None if chained is None else chained.mod["main"]
-
-
 def row_chain_schedule(sch: Schedule) -> Schedule | None:
     """A copy of `sch` scheduled as one parallel loop over rows when its function is a chain
     of row reductions and row-wise elementwise stages feeding one elementwise output
@@ -139,10 +133,10 @@ def _parallel_rows(sch: Schedule, rows: list, work: float) -> None:
 
 class GeneralReduction(CPUScheduleRule):
     """Functions that are a chain of row reductions and row-wise stages feeding one elementwise
-    output (layer_norm, softmax), scheduled as one parallel loop over rows (`_row_chain`).
+    output (layer_norm, softmax), scheduled as one parallel loop over rows (`row_chain_schedule`).
 
     dl.ApplyDefaultSchedule(dl.cpu.GeneralReduction())
     """
 
     def apply_inlined(self, sch: Schedule) -> RuleResult:
-        return _row_chain(sch.mod["main"])
+        return row_chain_schedule(sch)

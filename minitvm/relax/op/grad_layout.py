@@ -5,7 +5,9 @@
   optimizer read every weight gradient through a transpose. Here `dW = gᵀ @ a` is computed in
   W's own layout and handed to permute_dims as `permute_dims(dW)`, which the permute_dims rule
   below cancels; `da = g @ W` reads W directly instead of transposing it twice. dW keeps W's
-  layout whatever W's shape (`_wide`).
+  layout whatever W's shape: the CPU matmul schedule runs `Aᵀ @ B` as fast with an output
+  taller than wide as with its transpose (1 thread, 1024 rows reduced, 1024 x 256 vs
+  256 x 1024, also over 8 x 128 and a symbolic batch: 0.98-1.02x).
 - `permute_dims(x, p)` whose incoming gradient is bound to `permute_dims(h, p)` (the same
   permutation): the gradient of x is h itself, with no kernel (the unused permute is dead code).
 - `take(x, k, axis)` with a constant scalar index (unbinding a stacked q/k/v): the gradient is
@@ -70,15 +72,6 @@ def _swapped_source(bb, b: Expr) -> Expr | None:
     return src if n >= 2 and axes == (*range(n - 2), n - 1, n - 2) else None
 
 
-def _wide(shape) -> bool:
-    """Whether dW keeps W's layout: always. The CPU matmul schedule runs `Aᵀ @ B` as fast with
-    an output taller than wide as with its transpose (1 thread, interleaved: 1024 rows reduced,
-    1024 x 256 vs 256 x 1024, also over 8 x 128 and a symbolic batch: 0.98-1.02x), so the
-    other orientation would only add a transposed read of the gradient per update."""
-    del shape
-    return True
-
-
 def _weight_grad(a: Expr, g: Expr, sa: tuple, sb: tuple) -> Expr | None:
     """`dW = gᵀ @ a` in W's layout (`b = Wᵀ`), or None where b was broadcast over a batch."""
     if len(sb) == 2:  # one weight for every row of a: a single product over the flattened rows
@@ -97,7 +90,7 @@ def _matmul(var, call, g, bb):
     if w is None or len(sa) < 2:
         return _matmul_flat_weight(var, call, g, bb)
     d_a = collapse_sum_to(linear_algebra.matmul(g, w), sa)  # W itself, not Wᵀ transposed
-    d_w = _weight_grad(a, g, sa, sb) if _wide(shape_of(w)) else None
+    d_w = _weight_grad(a, g, sa, sb)
     if d_w is None:
         return [d_a, _matmul_flat_weight(var, call, g, bb)[1]]
     return [d_a, _swap_last(d_w)]  # permute_dims(dW): the permute_dims rule cancels it
