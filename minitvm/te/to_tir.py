@@ -216,10 +216,52 @@ def _bounded_reduce(op: ComputeOp, red: Reduce) -> Reduce:
                 "which depends on the compute's indices and has no constant bound; give the "
                 "compute's axes constant extents or the reduction a constant range with where="
             )
-        rng = tir.Range.from_min_extent(tir.IntImm(lo.dtype, low), tir.IntImm(lo.dtype, max(high - low, 0)))
+        rng = tir.Range.from_min_extent(
+            tir.IntImm(lo.dtype, low), tir.IntImm(lo.dtype, max(high - low, 0))
+        )
         axes.append(tir.IterVar(rng, iv.var, tir.IterType.CommReduce))
         cond = logical_and(cond, logical_and(iv.var >= lo, iv.var < end))
     return red.replace(axis=tuple(axes), condition=cond)
+
+
+def _is_tensor_value(value: Any) -> bool:
+    if isinstance(value, list | tuple):
+        return bool(value) and all(isinstance(v, Tensor) for v in value)
+    return isinstance(value, Tensor)
+
+
+def _block_annotations(op: ComputeOp) -> Any:
+    """The compute's attrs as block annotations, less those naming tensors: a block
+    annotation is data that prints and parses, and a te.Tensor is neither (TVM drops them
+    too). `layout_free_placeholders` becomes the function's `layout_free_buffers`."""
+    attrs = op.attrs or {}
+    if not any(_is_tensor_value(v) for v in attrs.values()):
+        return op.attrs
+    return FrozenDict({k: v for k, v in attrs.items() if not _is_tensor_value(v)})
+
+
+def _layout_free_buffers(order: list, args: list) -> list[int]:
+    """Indices into the arguments of the placeholders some compute marks layout-free."""
+    marked: list[int] = []
+    for op in order:
+        value = (getattr(op, "attrs", None) or {}).get("layout_free_placeholders")
+        if value is None:
+            continue
+        for t in value if isinstance(value, list | tuple) else [value]:
+            if not isinstance(t, Tensor):
+                raise TEError(
+                    f"compute '{op.name}': attrs['layout_free_placeholders'] holds {t!r}; "
+                    "give the placeholder tensors themselves"
+                )
+            pos = next((k for k, a in enumerate(args) if isinstance(a, Tensor) and a == t), None)
+            if pos is None:
+                raise TEError(
+                    f"compute '{op.name}': layout-free placeholder '{t.op.name}' is not an "
+                    "argument of the function; add it to the argument list"
+                )
+            if pos not in marked:
+                marked.append(pos)
+    return marked
 
 
 def _lower_compute(ctx: _Context, op: ComputeOp, outs: list[Buffer] | None = None) -> Any:
@@ -240,7 +282,13 @@ def _lower_compute(ctx: _Context, op: ComputeOp, outs: list[Buffer] | None = Non
         init, body = _reduce_update(red, outs, idx, conv)
     ctx.block_of[id(op)] = ctx.block_names.get(op.name)
     block = tir.Block(
-        tuple(a[1] for a in axes), (), (), ctx.block_of[id(op)], body, init, annotations=op.attrs
+        tuple(a[1] for a in axes),
+        (),
+        (),
+        ctx.block_of[id(op)],
+        body,
+        init,
+        annotations=_block_annotations(op),
     )
     reads, writes = infer_access_regions(block)
     reads = tuple(_widen_data_dependent(r) for r in reads if not any(r.buffer is b for b in outs))
@@ -400,7 +448,11 @@ def create_prim_func_with_blocks(
         else:
             stmts.append(_lower_compute(ctx, op))
     root = tir.Block((), (), (), "root", tir.seq(*stmts), None, tuple(allocs))
-    attrs = FrozenDict({"global_symbol": "main", ATTR_NOALIAS: True})
+    attrs = {"global_symbol": "main", ATTR_NOALIAS: True}
+    free = _layout_free_buffers(order, args)
+    if free:
+        attrs["layout_free_buffers"] = free
+    attrs = FrozenDict(attrs)
     func = PrimFunc(tuple(params), tir.BlockRealize((), True, root), None, buffer_map, attrs)
     names: dict[Any, str] = {op: ctx.block_of[id(op)] for op in order if id(op) in ctx.block_of}
     for key, name in ctx.split_blocks.items():  # (op, k): the block of its k-th live output

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...error import ArgumentError
 from .. import op
 from ..expr import Expr, var
 from ..op import nn
@@ -12,9 +13,16 @@ from ..op import nn
 class Net:
     """Creates the parameters of a network (name, shape, dtype) in order of use."""
 
-    def __init__(self, dtype: str = "float32"):
+    def __init__(self, dtype: str = "float32", layout: str = "NCHW"):
+        if layout not in ("NCHW", "NHWC"):
+            raise ArgumentError(f"relay.testing: layout must be 'NCHW' or 'NHWC', got {layout!r}")
         self.dtype = dtype
+        self.layout = layout  # NHWC: HWIO weights, channels last (TVM's NHWC workloads)
         self.params: list = []
+
+    @property
+    def channel_axis(self) -> int:
+        return 1 if self.layout == "NCHW" else 3
 
     def param(self, name: str, shape: tuple) -> Expr:
         v = var(name, shape=shape, dtype=self.dtype)
@@ -33,7 +41,11 @@ class Net:
         groups: int = 1,
         bias: bool = False,
     ) -> Expr:
-        w = self.param(f"{name}_weight", (channels, in_channels // groups, kernel, kernel))
+        nchw = self.layout == "NCHW"
+        shape = (channels, in_channels // groups, kernel, kernel)
+        if not nchw:
+            shape = (kernel, kernel, in_channels // groups, channels)
+        w = self.param(f"{name}_weight", shape)
         y = nn.conv2d(
             x,
             w,
@@ -42,8 +54,12 @@ class Net:
             groups=groups,
             channels=channels,
             kernel_size=(kernel, kernel),
+            data_layout=self.layout,
+            kernel_layout="OIHW" if nchw else "HWIO",
         )
-        return nn.bias_add(y, self.param(f"{name}_bias", (channels,))) if bias else y
+        if not bias:
+            return y
+        return nn.bias_add(y, self.param(f"{name}_bias", (channels,)), axis=self.channel_axis)
 
     def batch_norm(
         self, x: Expr, name: str, channels: int, epsilon: float = 1e-5, scale: bool = True
@@ -52,7 +68,7 @@ class Net:
             self.param(f"{name}_{p}", (channels,))
             for p in ("gamma", "beta", "moving_mean", "moving_var")
         ]
-        return nn.batch_norm(x, *stats, epsilon=epsilon, scale=scale)[0]
+        return nn.batch_norm(x, *stats, axis=self.channel_axis, epsilon=epsilon, scale=scale)[0]
 
     def dense(self, x: Expr, name: str, in_units: int, units: int) -> Expr:
         w = self.param(f"{name}_weight", (units, in_units))
