@@ -1,6 +1,8 @@
 """Lowering passes: TensorIR blocks → flat loops for codegen. Each pass is a PrimFunc → PrimFunc
 function plus a TVM-style pass object (`tvm.tir.transform.FlattenBuffer()(mod)`)."""
 
+from typing import Any
+
 from ._pass import PrimFuncPass
 from ._pass import public_prim_func_pass as prim_func_pass
 from .compact_buffer_allocation import CompactBufferAllocation, compact_buffer_allocation
@@ -65,6 +67,29 @@ __all__ = [
     "vectorize_loop",
     "verify_gpu_code",
 ]
+
+
+def DefaultGPUSchedule(*args: Any, **kwargs: Any) -> Any:
+    """TVM 0.23's `tir.transform.DefaultGPUSchedule()`: threads for every unscheduled kernel of
+    the module, for the current target (`with target: mod = DefaultGPUSchedule()(mod)`).
+
+    The pass schedules with dlight, which sits above tir, so it is looked up by its TVM global
+    function name; relax.transform, which defines it, registers it when loaded."""
+    from ...error import BuildError
+    from ...runtime.registry import get_global_func
+
+    make = get_global_func(_DEFAULT_GPU_SCHEDULE, allow_missing=True)
+    if make is None:
+        raise BuildError(
+            "tir.transform.DefaultGPUSchedule: the pass is registered by tvm.relax (relax.transform), "
+            "which is not loaded; `from tvm import relax` first, or call "
+            "tvm.s_tir.transform.DefaultGPUSchedule() (TVM 0.24's name) directly"
+        )
+    return make(*args, **kwargs)
+
+
+_DEFAULT_GPU_SCHEDULE = "tir.transform.DefaultGPUSchedule"  # its global function name in TVM
+__all__.append("DefaultGPUSchedule")
 
 from ...ir._public_names import keep_public_functions
 

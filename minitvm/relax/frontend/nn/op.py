@@ -8,6 +8,7 @@ TE/TIR/packed functions are written out below; the composite ones are in `op_com
 from __future__ import annotations
 
 import builtins
+import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -41,12 +42,29 @@ def _make_unary(op_name: str, relax_op: Callable, default: str) -> Callable:
     return unary
 
 
-def _make_binary(op_name: str, relax_op: Callable, default: str) -> Callable:
-    def binary(a: Any, b: Any, name: str = default) -> Tensor:
+def _make_binary(
+    op_name: str, relax_op: Callable, default: str, operands: tuple[str, str] = ("a", "b")
+) -> Callable:
+    """An elementwise op whose two operands have TVM's keyword names `operands`."""
+    kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    signature = inspect.Signature(
+        [inspect.Parameter(n, kind) for n in operands]
+        + [inspect.Parameter("name", kind, default=default)]
+    )
+
+    def binary(*args: Any, **kwargs: Any) -> Tensor:
+        try:
+            bound = signature.bind(*args, **kwargs)
+        except TypeError as err:
+            raise ArgumentError(f"nn.op.{op_name}{signature}: {err}") from err
+        bound.apply_defaults()
+        a, b, name = bound.arguments.values()
         return wrap_nested(relax_op(_operand(a, b, op_name), _operand(b, a, op_name)), name)
 
     binary.__name__ = binary.__qualname__ = op_name
-    binary.__doc__ = f"Elementwise {op_name} of `a` and `b` (numpy broadcasting)."
+    binary.__signature__ = signature
+    a, b = operands
+    binary.__doc__ = f"Elementwise {op_name} of `{a}` and `{b}` (numpy broadcasting)."
     return binary
 
 
@@ -66,8 +84,8 @@ add = _make_binary("add", _op.add, "add")
 subtract = _make_binary("subtract", _op.subtract, "subtract")
 multiply = _make_binary("multiply", _op.multiply, "mul")
 divide = _make_binary("divide", _op.divide, "divide")
-maximum = _make_binary("maximum", _op.maximum, "maximum")
-minimum = _make_binary("minimum", _op.minimum, "minimum")
+maximum = _make_binary("maximum", _op.maximum, "maximum", ("x1", "x2"))
+minimum = _make_binary("minimum", _op.minimum, "minimum", ("x1", "x2"))
 less = _make_binary("less", _op.less, "less")
 less_equal = _make_binary("less_equal", _op.less_equal, "less_equal")
 greater = _make_binary("greater", _op.greater, "greater")

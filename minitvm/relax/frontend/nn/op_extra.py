@@ -154,6 +154,7 @@ def get_timestep_embedding(
     emb = _op.multiply(_op.expand_dims(steps, 1), _op.expand_dims(freqs, 0))
     if scale != 1:
         emb = _op.multiply(f32(scale), emb)
+    emb = wrap_nested(emb, "emb")._expr  # bound once: sin and cos read it (as in TVM)
     halves = [_op.cos(emb), _op.sin(emb)] if flip_sin_to_cos else [_op.sin(emb), _op.cos(emb)]
     emb = _op.concat(halves, axis=-1)
     if embedding_dim % 2 == 1:  # one zero column makes the width embedding_dim

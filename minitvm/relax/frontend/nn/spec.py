@@ -150,6 +150,30 @@ class MethodSpec:
             effect_mode=config.get("effect_mode", "plain"),
         )
 
+    @staticmethod
+    def from_torch(args: Sequence[Any], method: Callable) -> MethodSpec:
+        """The spec of calling `method` on `args`, one per argument of it: a torch.Tensor gives
+        its static shape and dtype, an int gives `Int()` (plain params and effects)."""
+        names = list(inspect.signature(method).parameters)
+        if len(names) != len(args):
+            raise ArgumentError(
+                f"MethodSpec.from_torch: {getattr(method, '__name__', method)!r} takes "
+                f"{len(names)} arguments {names}, got {len(args)}"
+            )
+        return MethodSpec(method, names, [_spec_of_torch(a, n) for n, a in zip(names, args)])
+
+
+def _spec_of_torch(arg: Any, name: str) -> Any:
+    dtype = str(getattr(arg, "dtype", ""))
+    if dtype.startswith("torch.") and hasattr(arg, "shape"):
+        return Tensor(list(arg.shape), dtype.rsplit(".", 1)[1])
+    if isinstance(arg, int) and not isinstance(arg, bool):
+        return Int()
+    raise ArgumentError(
+        f"MethodSpec.from_torch: argument {name!r} is a {type(arg).__name__}; pass torch "
+        "tensors and ints"
+    )
+
 
 class ModuleSpec:
     """The methods of a module to export, each with its MethodSpec."""
