@@ -28,7 +28,7 @@ import numpy as np
 
 from ..ir.module import GlobalVar, IRModule
 from ..ir.node import FrozenDict, register_printer
-from ..tir.expr import IntImm, PrimExpr
+from ..tir.expr import FloatImm, IntImm, PrimExpr
 from ..tir.printer import print_expr, register_function_printer
 from ..tir.printer import print_ir_module as _print_tir_module
 from . import expr as rx
@@ -161,6 +161,8 @@ class RelaxPrinter:
             v = e.value
             if isinstance(v, IntImm) and str(v.dtype) != "int32":  # R.prim_value(0) is int32
                 return f"R.prim_value(T.{v.dtype}({v.value}))"
+            if isinstance(v, FloatImm):  # as TVM prints it; repr keeps every bit of the value
+                return f"R.prim_value(T.{v.dtype}({_float_text(v.value)}))"
             return f"R.prim_value({self.dim(v)})"
         if isinstance(e, rx.StringImm):
             return f"R.str({_str(e.value)})"
