@@ -1,6 +1,7 @@
 """minitvm.driver.tvmc: TVMC's Python API and command line on a small ONNX model, checked
 against ONNX Runtime."""
 
+import json
 import subprocess
 import sys
 
@@ -63,6 +64,31 @@ def test_tune_then_compile_with_records(model_path, tmp_path):
     x = np.random.default_rng(2).standard_normal((4, 8)).astype("float32")
     out = tvmc.run(package, inputs={"x": x}).outputs["y"]
     np.testing.assert_allclose(out, _reference(model_path, x), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.slow
+def test_tune_starts_from_prior_records_in_a_new_folder(model_path, tmp_path):
+    """TVM's tutorial: tvmc.tune(model, prior_records=log) without tuning_records starts a new
+    records folder from the earlier one's records (the earlier folder is left as it was)."""
+    model = tvmc.load(model_path)
+    first = tvmc.tune(model, target="llvm", tuning_records=str(tmp_path / "first"), trials=2)
+    before = {p.name: p.read_bytes() for p in (tmp_path / "first").glob("database_*.json")}
+    second = tvmc.tune(model, target="llvm", prior_records=first, trials=2)
+    assert second != first
+    assert {p.name: p.read_bytes() for p in (tmp_path / "first").glob("database_*.json")} == before
+    def traces(path):  # each record's trace (its measured time may be re-measured)
+        lines = open(f"{path}/database_tuning_record.json").read().splitlines()
+        return [json.dumps(json.loads(line)[1][0]) for line in lines]
+
+    old, new = traces(first), traces(second)
+    assert len(new) > len(old) and set(old) <= set(new)  # started from them, then added
+    x = np.random.default_rng(3).standard_normal((4, 8)).astype("float32")
+    out = tvmc.run(tvmc.compile(model, target="llvm", tuning_records=second), inputs={"x": x})
+    np.testing.assert_allclose(out.outputs["y"], _reference(model_path, x), rtol=1e-5, atol=1e-6)
+    with pytest.raises(tvmc.TVMCException, match="not a tuning records folder"):
+        tvmc.tune(model, prior_records=str(tmp_path / "nothing"), trials=1)
+    with pytest.raises(tvmc.TVMCException, match="already holds records"):
+        tvmc.tune(model, tuning_records=second, prior_records=first, trials=1)
 
 
 def test_non_onnx_model_is_refused(tmp_path):

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 import time
 from typing import Any
@@ -78,14 +79,34 @@ def tune(
         raise TVMCException(f"tvmc.tune: expected a TVMCModel, got {type(tvmc_model).__name__}")
     work_dir = tuning_records or tempfile.mkdtemp(prefix="tvmc-records-")
     if prior_records and os.path.abspath(prior_records) != os.path.abspath(work_dir):
-        raise TVMCException(
-            "tvmc.tune: prior_records must be the tuning_records folder (records accumulate there)"
-        )
+        _start_from(prior_records, work_dir)
     relax_integration.tune_relax(
         tvmc_model.mod, None, target, work_dir, int(trials),
         num_trials_per_iter=min(64, int(trials)), verbose=False,
     )  # fmt: skip
     return work_dir
+
+
+_DATABASE_FILES = ("database_workload.json", "database_tuning_record.json")
+
+
+def _start_from(prior: str, work_dir: str) -> None:
+    """Copy the records folder `prior` (a tune's result) into the empty `work_dir`, so tuning
+    starts from its records; the files are read later as data by the database loader."""
+    missing = [f for f in _DATABASE_FILES if not os.path.isfile(os.path.join(prior, f))]
+    if missing:
+        raise TVMCException(
+            f"tvmc.tune: prior_records '{prior}' is not a tuning records folder (missing "
+            f"{', '.join(missing)}); pass the folder an earlier tvmc.tune returned"
+        )
+    if any(os.path.exists(os.path.join(work_dir, f)) for f in _DATABASE_FILES):
+        raise TVMCException(
+            f"tvmc.tune: tuning_records '{work_dir}' already holds records; give a new folder "
+            "to start from prior_records, or the same folder to keep adding to it"
+        )
+    os.makedirs(work_dir, exist_ok=True)
+    for f in _DATABASE_FILES:
+        shutil.copyfile(os.path.join(prior, f), os.path.join(work_dir, f))
 
 
 class TVMCPackage:
