@@ -75,7 +75,9 @@ def measure_peak_gflops(builder: Any, runner: Any, target: Target) -> float | No
     saved, runner.reference = runner.reference, None
     try:
         args = ArgInfo.from_entry_func(mod)
-        (future,) = runner.run([_runner.RunnerInput(built.artifact_path, "cpu", args)])
+        (future,) = runner.run(
+            [_runner.RunnerInput(built.artifact_path, _runner.device_of(target), args)]
+        )
         result = future.result()
     finally:
         runner.reference = saved

@@ -190,7 +190,33 @@ def run_payload(
         "cache_flush": bool(config.enable_cpu_cache_flush),
         "reference": reference,
         "seed": reference["seed"] if reference else seed,
+        "device": x.device_type,
     }
+
+
+def device_of(target: Any) -> str:
+    """The runtime device a target's kernels run on ("cpu", "opencl", "cuda", ...)."""
+    from ..target.kinds import kind_spec
+
+    return "cpu" if target is None else kind_spec(target.kind.name).device
+
+
+def check_device(target: Any) -> None:
+    """Raise TuningError when this machine lacks the device `target`'s kernels run on: a
+    local runner measures there, and no measurement is ever made up."""
+    from ..runtime import device
+
+    name = device_of(target)
+    if name == "cpu":
+        return
+    reason = device(name, 0).unavailable_reason()
+    if reason is not None:
+        raise TuningError(
+            f"meta_schedule: tuning for target '{target}' measures each candidate on "
+            f"{name}(0), which this machine cannot run: {reason}. Tune on a machine with that "
+            "device, pass a runner that measures on one, or tune for a device this machine has "
+            "(e.g. 'opencl' or 'llvm')"
+        )
 
 
 def reply_to_result(ok: bool, value: Any) -> RunnerResult:
@@ -238,13 +264,14 @@ def job_inputs(payload: dict) -> list[np.ndarray]:
     return arrays
 
 
-def _load_and_call(artifact: str, arrays: list[np.ndarray]) -> tuple[Any, list]:
-    """Load an exported module, call its entry function once on copies of `arrays`."""
+def _load_and_call(artifact: str, arrays: list[np.ndarray], dev: Any = None) -> tuple[Any, list]:
+    """Load an exported module, call its entry function once on copies of `arrays` on `dev`
+    (the CPU when None)."""
     from .. import runtime
     from ..runtime import ndarray
 
     mod = runtime.load_module(artifact)
-    nds = [ndarray.array(a) for a in arrays]
+    nds = [ndarray.array(a, dev) if dev is not None else ndarray.array(a) for a in arrays]
     mod[mod.entry_name](*nds)
     return mod, nds
 
@@ -259,18 +286,21 @@ def _reference_job(payload: dict) -> str:
 def _run_job(payload: dict) -> list[float]:
     """Check the candidate's outputs against the reference, then time it; every repeat's
     mean is returned (the tuner takes the minimum)."""
-    from ..runtime import cpu
+    from ..runtime import device
 
-    mod, nds = _load_and_call(payload["artifact"], job_inputs(payload))
+    dev = device(payload.get("device") or "cpu", 0)
+    mod, nds = _load_and_call(payload["artifact"], job_inputs(payload), dev)
     if payload["reference"]:
         _check_outputs(nds, payload["reference"]["npz"])
     timer = mod.time_evaluator(
         mod.entry_name,
-        cpu(0),
+        dev,
         number=payload["number"],
         repeat=payload["repeat"],
         min_repeat_ms=payload["min_repeat_ms"],
-        f_preproc="cache_flush_cpu_non_first_arg" if payload.get("cache_flush") else "",
+        f_preproc="cache_flush_cpu_non_first_arg"
+        if payload.get("cache_flush") and not dev.is_gpu
+        else "",
     )
     return [float(s) for s in timer(*nds).results]
 

@@ -149,6 +149,9 @@ def _tune(
     database = _make_database(database, work_dir)
     builder = _builder.Builder.create(builder)
     runner = _runner.Runner.create(runner)
+    if isinstance(runner, _runner.LocalRunner):  # it measures on this machine's devices
+        for state in states:
+            _runner.check_device(state.context.target)
     model = _make_cost_model(cost_model)
     progress = Progress(max_trials_global, verbose)
     curve = Curve(work_dir if keep_files else None)
@@ -364,7 +367,7 @@ def _prepare(
     )
     args = ArgInfo.from_entry_func(ctx.mod)
     clock = time.monotonic()
-    (built,) = builder.build([_builder.BuilderInput(ctx.mod, ctx.target)])
+    (built,) = builder.build([_builder.BuilderInput(ctx.mod, _reference_target(ctx.target))])
     npz = os.path.join(work_dir, f"reference_{index}_{ctx.task_name}.npz")
     error = built.error_msg or runner.set_reference(
         built.artifact_path, args, npz, seed=ctx.rand_state
@@ -382,6 +385,16 @@ def _prepare(
     for record in database.get_all_tuning_records():
         if record.workload is state.workload and record.run_secs:
             state.best_sec = min(state.best_sec, record.best_sec)
+
+
+def _reference_target(target: Any) -> Any:
+    """Where the unscheduled function runs for the reference outputs: a GPU target's host
+    (its kernels bind no threads yet, so they cannot run on the device), else the target."""
+    from ..target.kinds import kind_spec
+
+    if target is None or not kind_spec(target.kind.name).gpu:
+        return target
+    return getattr(target, "host", None) or "llvm"
 
 
 def _one_batch(state, database, builder, runner, model, budget_left: int, notify=None) -> int:
@@ -403,7 +416,10 @@ def _one_batch(state, database, builder, runner, model, budget_left: int, notify
     runner.reference = state.reference
     ok = [i for i, b in enumerate(built) if b.error_msg is None]
     inputs = [
-        _runner.RunnerInput(built[i].artifact_path, "cpu", candidates[i].args_info) for i in ok
+        _runner.RunnerInput(
+            built[i].artifact_path, _runner.device_of(ctx.target), candidates[i].args_info
+        )
+        for i in ok
     ]
     ran = dict(zip(ok, (f.result() for f in runner.run(inputs))))
     results = []
@@ -499,7 +515,9 @@ def _time_interleaved(state, records, builder, runner, rounds: int) -> list:
     ok = [i for i, b in enumerate(built) if b.error_msg is None]
     runner.reference = state.reference
     inputs = [
-        _runner.RunnerInput(built[i].artifact_path, "cpu", cands[i].args_info)
+        _runner.RunnerInput(
+            built[i].artifact_path, _runner.device_of(ctx.target), cands[i].args_info
+        )
         for _ in range(rounds)
         for i in ok
     ]

@@ -5,7 +5,7 @@ import pytest
 from _space_workloads import fused_elementwise, matmul, softmax
 
 from minitvm import meta_schedule as ms
-from minitvm.error import ScheduleError, TuningError
+from minitvm.error import ScheduleError
 from minitvm.tir.schedule import Schedule
 
 sr = ms.schedule_rule
@@ -118,5 +118,4 @@ def test_create_default_lists_tvm_rules_plus_the_default_point():
         "ParallelizeVectorizeUnroll",
         "RandomComputeLocation",
     ]
-    with pytest.raises(TuningError, match="no default schedule rules for target kind 'cuda'"):
-        sr.create_default("cuda")
+    assert type(sr.create_default("cuda")[0]).__name__ == "ApplyDefaultGPUSchedule"

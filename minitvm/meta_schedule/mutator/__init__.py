@@ -8,9 +8,11 @@ from __future__ import annotations
 from typing import Any
 
 from ..schedule_rule._block import as_target
+from ..schedule_rule.gpu import is_gpu
 from .mutators import (
     MutateComputeLocation,
     MutateParallel,
+    MutateThreadBinding,
     MutateTileSize,
     MutateUnroll,
     Mutator,
@@ -19,8 +21,9 @@ from .mutators import (
 
 
 def create_default(target: Any = "llvm") -> dict[Mutator, float]:
-    """The CPU mutators with TVM's probabilities."""
-    as_target(target)
+    """The target's mutators with TVM's probabilities (CPU or GPU)."""
+    if is_gpu(as_target(target)):
+        return {MutateTileSize(): 0.9, MutateUnroll(): 0.08, MutateThreadBinding(): 0.02}
     return {
         MutateTileSize(): 0.9,
         MutateComputeLocation(): 0.05,
@@ -32,6 +35,7 @@ def create_default(target: Any = "llvm") -> dict[Mutator, float]:
 __all__ = [
     "MutateComputeLocation",
     "MutateParallel",
+    "MutateThreadBinding",
     "MutateTileSize",
     "MutateUnroll",
     "Mutator",

@@ -134,6 +134,36 @@ class MutateUnroll(Mutator):
         return trace.with_decision(inst, rng.choice(choices), remove_postproc=True)
 
 
+class MutateThreadBinding(Mutator):
+    """Pick another thread count for a sample_categorical that feeds a split (AutoBind's
+    threads per block)."""
+
+    def apply(self, trace: Trace, rng: Any = None) -> Trace | None:
+        rng = as_engine(rng)
+        feeding = set()
+        for inst in trace.insts:
+            if inst.kind.name == "Split":
+                feeding.update(id(v) for v in _flat(inst.inputs))
+        insts = [
+            i
+            for i in _insts(trace, "SampleCategorical")
+            if any(id(o) in feeding for o in i.outputs) and len(i.attrs[0]) > 1
+        ]
+        if not insts:
+            return None
+        inst = rng.choice(insts)
+        old = int(trace.get_decision(inst))
+        choices = [k for k in range(len(inst.attrs[0])) if k != old]
+        return trace.with_decision(inst, rng.choice(choices), remove_postproc=True)
+
+
+def _flat(items: Any) -> list:
+    out = []
+    for x in items:
+        out.extend(_flat(x) if isinstance(x, list | tuple) else [x])
+    return out
+
+
 class MutateParallel(Mutator):
     """Change the extent of the meta_schedule.parallel annotation (cores x jobs per core)."""
 

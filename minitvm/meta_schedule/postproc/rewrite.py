@@ -11,7 +11,7 @@ from ...tir.schedule.common import const_int
 from ...tir.schedule.sampling import _loop_kind
 from ...tir.schedule.tree import uses_var, walk
 from ...tir.stmt import Block, BlockRealize, For, ForKind
-from ..schedule_rule._block import func_of, is_root
+from ..schedule_rule._block import TILING_KEY, func_of, is_root
 from ..schedule_rule.parallel_vectorize_unroll import (
     PARALLEL,
     UNROLL_EXPLICIT,
@@ -45,16 +45,23 @@ class DisallowDynamicLoop(Postproc):
 
 class RewriteReductionBlock(Postproc):
     """decompose_reduction each reduction block (still on serial loops) at its first reduction
-    loop, so the init runs once per output tile instead of a test in the inner loop."""
+    loop, so the init runs once per output tile instead of a test in the inner loop.
+    `tiled_only` (GPU): only MultiLevelTiling's blocks, whose outer loops may be bound to
+    threads; the default point and AutoBind's blocks are kept as they are."""
+
+    def __init__(self, tiled_only: bool = False) -> None:
+        self.tiled_only = tiled_only
 
     def apply(self, sch: Schedule) -> bool:
+        allowed = (ForKind.SERIAL, ForKind.THREAD_BINDING) if self.tiled_only else (ForKind.SERIAL,)
         for name in _leaf_blocks(func_of(sch)[1]):
             block = sch.get_block(name)
-            if sch.get(block).init is None:
+            node = sch.get(block)
+            if node.init is None or (self.tiled_only and TILING_KEY not in node.annotations):
                 continue
             loops = sch.get_loops(block)
             nodes = [sch.get(lp) for lp in loops]
-            if any(n.kind is not ForKind.SERIAL for n in nodes):
+            if any(n.kind not in allowed for n in nodes):
                 continue  # scheduled by hand (the default point): kept as it is
             first = next((lp for lp, n in zip(loops, nodes) if _loop_kind(n) == "reduce"), None)
             if first is None:

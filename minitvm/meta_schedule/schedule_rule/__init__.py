@@ -11,6 +11,7 @@ from ._block import as_target
 from .add_rfactor import AddRFactor
 from .apply_default import ApplyDefaultSchedule, apply_default_schedule
 from .auto_inline import AutoInline
+from .gpu import GPU_KINDS, ApplyDefaultGPUSchedule, AutoBind, is_gpu
 from .multi_level_tiling import MultiLevelTiling, ReuseType
 from .parallel_vectorize_unroll import ParallelizeVectorizeUnroll
 from .random_compute_location import RandomComputeLocation
@@ -18,15 +19,23 @@ from .schedule_rule import PyScheduleRule, ScheduleRule
 
 
 def create_default(target: Any = "llvm") -> list[ScheduleRule]:
-    """TVM's CPU rules plus our DefaultSchedule as one fixed point of the space."""
+    """The target's rules: TVM's CPU rules plus our DefaultSchedule as one fixed point of the
+    space, or (a GPU target) TVM's GPU rules plus the default GPU schedule as that point."""
     target = as_target(target)
-    if target is not None and target.kind.name != "llvm":
-        from ...error import TuningError
+    kind = "llvm" if target is None else target.kind.name
+    if kind == "llvm":
+        return _cpu_rules()
+    if is_gpu(target):
+        return _gpu_rules()
+    from ...error import TuningError
 
-        raise TuningError(
-            f"meta_schedule: no default schedule rules for target kind '{target.kind.name}'; "
-            "tune for an 'llvm' target or pass sch_rules=[...]"
-        )
+    raise TuningError(
+        f"meta_schedule: no default schedule rules for target kind '{kind}'; tune for an "
+        f"'llvm' target or a GPU one ({', '.join(GPU_KINDS)}), or pass sch_rules=[...]"
+    )
+
+
+def _cpu_rules() -> list[ScheduleRule]:
     return [
         ApplyDefaultSchedule(),
         AutoInline(),
@@ -39,9 +48,31 @@ def create_default(target: Any = "llvm") -> list[ScheduleRule]:
     ]
 
 
+def _gpu_rules() -> list[ScheduleRule]:
+    """TVM's GPU rules without CrossThreadReduction (our lowering has no cross-thread
+    reduction: a reduction loop bound to threads would race)."""
+    return [
+        ApplyDefaultGPUSchedule(),
+        AutoInline(),
+        MultiLevelTiling(
+            structure="SSSRRSRS",
+            tile_binds=["blockIdx.x", "vthread.x", "threadIdx.x"],
+            max_innermost_factor=64,
+            reuse_read=ReuseType("must", [4], "shared"),
+            reuse_write=ReuseType("must", [3], "local"),
+        ),
+        ParallelizeVectorizeUnroll(
+            max_jobs_per_core=-1, max_vectorize_extent=-1, unroll_max_steps=[0, 16, 64, 512, 1024]
+        ),
+        AutoBind(max_threadblocks=256),
+    ]
+
+
 __all__ = [
     "AddRFactor",
+    "ApplyDefaultGPUSchedule",
     "ApplyDefaultSchedule",
+    "AutoBind",
     "AutoInline",
     "MultiLevelTiling",
     "ParallelizeVectorizeUnroll",

@@ -1,5 +1,7 @@
-"""MultiLevelTiling: tile a reduction block's loops into levels ("SSRSRS" on a CPU) with
-sampled factors, optionally staging its output through a write cache at a tile level."""
+"""MultiLevelTiling: tile a reduction block's loops into levels ("SSRSRS" on a CPU, "SSSRRSRS"
+on a GPU) with sampled factors, optionally staging its output through a write cache at a tile
+level; on a GPU the outer spatial levels are bound (`tile_binds`) and the inputs staged through
+shared memory at a reduction level (`reuse_read`)."""
 
 from __future__ import annotations
 
@@ -19,6 +21,8 @@ from ._block import (
     writes_output,
 )
 from .schedule_rule import ScheduleRule
+
+COOPERATIVE_FETCH = "meta_schedule.cooperative_fetch"  # a staged copy the threads share
 
 
 @dataclass
@@ -55,6 +59,13 @@ class MultiLevelTiling(ScheduleRule):
                 f"MultiLevelTiling: structure {structure!r} must be letters S and R with at "
                 "least one S (e.g. 'SSRSRS')"
             )
+        binds = list(tile_binds or [])
+        if len(binds) > len(structure) or "R" in structure[: len(binds)]:
+            raise ScheduleError(
+                f"MultiLevelTiling: tile_binds {binds} must bind the leading spatial levels of "
+                f"structure {structure!r} (e.g. 'SSSRRSRS' with blockIdx.x, vthread.x, "
+                "threadIdx.x)"
+            )
         self.structure = structure
         self.tile_binds = tile_binds
         self.max_innermost_factor = max_innermost_factor
@@ -76,8 +87,10 @@ class MultiLevelTiling(ScheduleRule):
         for s, cache, level in self._write_reuse_states(sch, block):
             try:
                 tiles = self._tile(s, block, kinds)
+                self._bind_tiles(s, tiles)
                 if cache is not None:
                     s.reverse_compute_at(cache, tiles[self._level_pos(level)][-1])
+                self._read_reuse(s, block, tiles)
             except ScheduleError:
                 continue  # this way of reusing does not fit the block; the others remain
             s.annotate(block, TILING_KEY, self.structure)
@@ -125,7 +138,7 @@ class MultiLevelTiling(ScheduleRule):
             positions = [p for p, c in enumerate(self.structure) if c == kind]
             n = len(positions)
             extent = const_int(sch.get(loop).extent)
-            if i == last_s and n > 1 and extent and extent % lanes == 0:
+            if not self.tile_binds and i == last_s and n > 1 and extent and extent % lanes == 0:
                 factors = sch.sample_partitioned_tile(
                     loop, n=n, partition_pos=n - 1, innerpart_factor=lanes
                 )
@@ -137,8 +150,56 @@ class MultiLevelTiling(ScheduleRule):
         sch.reorder(*[lp for level in levels for lp in level])
         return levels
 
+    def _bind_tiles(self, sch: Schedule, tiles: list[list]) -> None:
+        """Fuse the loops of each of the first structure positions and bind them to
+        `tile_binds` in order (a GPU's blockIdx / vthread / threadIdx tiles)."""
+        for pos, tag in enumerate(self.tile_binds or []):
+            fused = sch.fuse(*tiles[pos]) if len(tiles[pos]) > 1 else tiles[pos][0]
+            sch.bind(fused, tag)
+            tiles[pos] = [fused]
+
+    def _read_reuse(self, sch: Schedule, block: BlockRV, tiles: list[list]) -> None:
+        """Stage each input the block reads through a `reuse_read.scope` copy computed at
+        the tile level `reuse_read.levels[0]` (1-based structure position); on a GPU the copy
+        is annotated for RewriteCooperativeFetch, which spreads it over the block's threads."""
+        reuse = self.reuse_read
+        if reuse is None or reuse.req == "no" or not reuse.levels:
+            return
+        at = tiles[min(reuse.levels[0], len(tiles)) - 1][-1]
+        node = sch.get(block)
+        written = {id(w.buffer) for w in node.writes}
+        guarded = _guarded_buffers(node.body)
+        indices = [
+            i
+            for i, r in enumerate(node.reads)
+            if id(r.buffer) not in written and id(r.buffer) not in guarded
+        ]
+        for index in indices:
+            fetch = sch.cache_read(block, index, reuse.scope)
+            sch.compute_at(fetch, at)
+            if self.tile_binds:
+                sch.annotate(fetch, COOPERATIVE_FETCH, 1)
+
 
 def _reuse(value: ReuseType | dict | None) -> ReuseType | None:
     if value is None or isinstance(value, ReuseType):
         return value
     return ReuseType(**value)
+
+
+def _guarded_buffers(body) -> set[int]:
+    """ids of the buffers read under an if_then_else (an inlined padding): their staged copy
+    would be read outside the region bound inference gives it, so they are read directly."""
+    from ...tir.expr import BufferLoad, Call
+    from ...tir.functor import post_order_visit
+
+    found: set[int] = set()
+
+    def visit(n) -> None:
+        if isinstance(n, Call) and getattr(n.op, "name", None) == "tir.if_then_else":
+            post_order_visit(
+                n, lambda m: found.add(id(m.buffer)) if isinstance(m, BufferLoad) else None
+            )
+
+    post_order_visit(body, visit)
+    return found
