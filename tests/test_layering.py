@@ -46,8 +46,9 @@ FLOORS: list[set[str]] = [
     {"meta_schedule", "autodiff"},
     {"contrib", "autotvm"},
     {"relay"},
-    # auto_scheduler: TVM's API over meta_schedule (+ relay); contrib.relay_viz draws relay's IR
-    {"testing", "auto_scheduler", "contrib.relay_viz"},
+    # auto_scheduler: TVM's API over meta_schedule (+ relay); contrib.relay_viz draws relay's IR;
+    # contrib.pipeline_executor_build builds each pipeline stage with relay.build
+    {"testing", "auto_scheduler", "contrib.relay_viz", "contrib.pipeline_executor_build"},
     {"training"},
     {"cli", "exec"},  # exec: TVM's python -m tvm.exec.* entry points
     {"tirx", "s_tir", "ffi", "driver.tvmc"},  # TVM 0.22-0.24 names; driver.tvmc: over cli
@@ -92,6 +93,8 @@ def _unit(parts: list[str]) -> str:
         return "driver.tvmc"
     if parts[:2] == ["contrib", "relay_viz"]:  # TVM's spelling of a picture of relay's IR
         return "contrib.relay_viz"
+    if parts[:2] == ["contrib", "pipeline_executor_build"]:  # TVM's spelling: stages via relay
+        return "contrib.pipeline_executor_build"
     return parts[0]
 
 

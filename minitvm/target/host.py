@@ -51,6 +51,11 @@ CPU_FEATURES: dict[str, frozenset[str]] = {
     "sandybridge": _V2 | {"pclmul", "aes", "avx", "xsave"},
     "ivybridge": _V2 | {"pclmul", "aes", "avx", "xsave", "f16c"},
     "haswell": _V3,
+    # LLVM's older names for the same CPUs (TVM's tutorials write -mcpu=core-avx2)
+    "corei7": _V2,
+    "corei7-avx": _V2 | {"pclmul", "aes", "avx", "xsave"},
+    "core-avx-i": _V2 | {"pclmul", "aes", "avx", "xsave", "f16c"},
+    "core-avx2": _V3,
     "broadwell": _V3,
     "skylake": _V3,
     "skylake-avx512": _V4,

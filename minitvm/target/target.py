@@ -13,9 +13,8 @@ import llvmlite.binding as llvm
 
 from ..error import TargetError
 from . import host
-from .tags import cuda_tags
-
 from .kinds import compilable_kinds, kind_spec
+from .tags import cuda_tags
 
 # The CPU kinds this build compiles (TVM-era constant; the kinds themselves live in kinds.py).
 SUPPORTED_KINDS = tuple(k for k in compilable_kinds() if not kind_spec(k).gpu)
@@ -41,6 +40,8 @@ _OPTIONS = {
     "-num-cores": ("num_cores", int),
     "-opt-level": ("opt_level", int),
 }
+# options kept as text in `attrs` (what TVM's dict form and strings also carry for a CPU)
+_TEXT_OPTIONS = frozenset({"-keys", "-libs", "-model", "-tag"})
 
 _init_lock = threading.Lock()
 _initialized = False
@@ -109,13 +110,21 @@ class Target:
         "_host", "_str", "attrs", "kind", "mattr", "mcpu", "mtriple", "num_cores", "opt_level",
     )  # fmt: skip
 
-    def __init__(self, target: str | Target, host: str | Target | None = None) -> None:
+    def __init__(
+        self, target: str | dict | Target, host: str | dict | Target | None = None
+    ) -> None:
+        if isinstance(target, dict):  # TVM's config form {"kind": "llvm", "mcpu": .., "host": ..}
+            from .config import config_to_string
+
+            target, dict_host = config_to_string(target)
+            host = host if host is not None else dict_host
         if isinstance(target, Target):
             host = host if host is not None else target._host
             target = str(target)
         if not isinstance(target, str):
             raise TargetError(
-                f"Target expects a string like 'llvm -mcpu=...', got {type(target).__name__}"
+                f"Target expects a string like 'llvm -mcpu=...' or a dict like {{'kind': 'llvm', "
+                f"'mcpu': ...}}, got {type(target).__name__}"
             )
         tag = target.strip().split()[0] if target.strip() else ""
         if tag in _TAGS:
@@ -149,10 +158,13 @@ class Target:
         name, eq, value = word.partition("=")
         if name.startswith("--"):  # TVM reads "--num-cores=1" (the MLC course's spelling) too
             name = name[1:]
+        if name in _TEXT_OPTIONS and value:
+            self.attrs[name[1:]] = value
+            return
         if name not in _OPTIONS or not eq:
             raise TargetError(
                 f"target '{target}': unknown option '{word}'; "
-                f"supported: {', '.join(o + '=...' for o in _OPTIONS)}"
+                f"supported: {', '.join(o + '=...' for o in (*_OPTIONS, *sorted(_TEXT_OPTIONS)))}"
             )
         field, parse = _OPTIONS[name]
         try:
@@ -330,7 +342,22 @@ class Target:
 
     @property
     def keys(self) -> tuple[str, ...]:
-        return kind_spec(self.kind.name).keys
+        """The target's keys (-keys=... first, then the kind's), as TVM orders them."""
+        extra = tuple(k for k in self.attrs.get("keys", "").split(",") if k)
+        return tuple(dict.fromkeys((*extra, *kind_spec(self.kind.name).keys)))
+
+    @property
+    def libs(self) -> tuple[str, ...]:
+        """External libraries named by -libs= (e.g. ("cblas",))."""
+        return tuple(k for k in self.attrs.get("libs", "").split(",") if k)
+
+    @property
+    def tag(self) -> str:
+        return self.attrs.get("tag", "")
+
+    @property
+    def model(self) -> str:
+        return self.attrs.get("model", "unknown")
 
     def __str__(self) -> str:
         return self._str

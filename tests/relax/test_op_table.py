@@ -545,6 +545,30 @@ CASES: dict[str, Case] = {
         lambda g, i, x: op.grad.take_backward(g, i, x.struct_info.shape, 0),
         [(4, "n"), ("int32", (4,)), (5, "n")],
     ),
+    "nn.sparse_dense_bsr": Case(  # W: 3 block rows of 2x2 blocks over 8 columns, one row empty
+        lambda x: op.nn.sparse_dense(
+            x,
+            relax.const(np.arange(16, dtype="float32").reshape(4, 2, 2) / 8 - 1),
+            relax.const(np.array([0, 3, 1, 2], "int32")),
+            relax.const(np.array([0, 2, 2, 4], "int32")),
+            max_row_nnz=2,
+        ),
+        [(5, 8)],
+        symbolic=False,
+        rtol=1e-5,
+    ),
+    "nn.sparse_dense_csr_lhs": Case(
+        lambda x: op.nn.sparse_dense(
+            x,
+            relax.const(np.array([0.5, -1.0, 2.0], "float32")),
+            relax.const(np.array([1, 0, 3], "int32")),
+            relax.const(np.array([0, 2, 2, 3], "int32")),
+            sparse_lhs=True,
+        ),
+        [(5, 4)],
+        symbolic=False,
+        rtol=1e-5,
+    ),
     "nn.conv3d_transpose": Case(
         lambda x, w: op.nn.conv3d_transpose(
             x, w, (2, 1, 2), (1, 0, 0, 0, 1, 1), (1, 0, 0), (1, 2, 1), groups=2

@@ -524,3 +524,6 @@ def deformable_conv2d(data: Expr, offset: Expr, weight: Expr, *args: Any, **kwar
         "convolution kernel in topi); express the sampling with relay.image.resize2d / "
         "relay.gather and nn.conv2d, or run the model in TVM"
     )
+
+
+from .sparse import sparse_dense  # noqa: E402,F401 (relay.nn.sparse_dense; its row lives there)

@@ -19,6 +19,7 @@ from .pad import mirror_pad, pad
 from .pool3d import pool3d
 from .pooling import adaptive_pool, adaptive_pool1d, adaptive_pool2d, global_pool, pool1d, pool2d
 from .softmax import log_softmax, softmax
+from .sparse import sparse_dense
 
 __all__ = [
     "adaptive_pool",
@@ -57,4 +58,5 @@ __all__ = [
     "silu",
     "softmax",
     "softplus",
+    "sparse_dense",
 ]

@@ -28,6 +28,7 @@ from .nn import (
 from .pad import pad
 from .pool1d import adaptive_avg_pool1d, avg_pool1d, max_pool1d
 from .pool3d import avg_pool3d, max_pool3d
+from .sparse import sparse_dense
 from ..nn_a3 import prelu, rms_norm  # noqa: F401 - TVM's relax.op.nn.prelu / rms_norm
 
 __all__ = [
@@ -63,5 +64,6 @@ __all__ = [
     "relu6",
     "silu",
     "softmax",
+    "sparse_dense",
     "softplus",
 ]
