@@ -99,7 +99,7 @@ def test_tuple_argument_gets_a_tuple_of_gradients():
 
 def test_get_attr_answers_none_where_tvm_has_no_attribute():
     assert Op.get("relax.add").get_attr("NoSuchAttribute") is None
-    assert Op.get("relax.nn.conv3d_transpose").get_attr("FPrimalGradient") is None  # no rule yet
+    assert Op.get("relax.layout_transform").get_attr("FPrimalGradient") is None  # no rule yet
     assert Op.get("relax.add").get_attr("TOpPattern") == 1  # kBroadcast in TVM's numbering
     assert Op.get("relax.exp").get_attr("TOpPattern") == 0  # kElemWise
     assert callable(Op.get("relax.add").get_attr("FInferStructInfo"))

@@ -305,6 +305,23 @@ CASES: dict[str, list] = {
     "relax.nn.conv3d": [
         (lambda x, w: R.nn.conv3d(x, w, padding=1), [normal(1, 2, 3, 3, 4), normal(2, 2, 2, 2, 3)])
     ],
+    "relax.nn.conv3d_transpose": [
+        (
+            lambda x, w: R.nn.conv3d_transpose(x, w, (2, 1, 2), 1, (1, 0, 1), (1, 2, 1), 2),
+            [normal(1, 4, 2, 3, 2), normal(4, 1, 2, 2, 3)],
+        )
+    ],
+    "relax.dynamic_strided_slice": [  # 1:4:2, 5:0:-2, 0:5:3; a match_cast names the dims
+        (
+            lambda x: relax.BlockBuilder.current().match_cast(
+                R.dynamic_strided_slice(
+                    x, *(relax.const(np.array(v, "int64")) for v in ([1, 5, 0], [4, 0, 5], [2, -2, 3]))
+                ),
+                relax.TensorStructInfo((2, 3, 2), "float64"),
+            ),
+            [normal(5, 6, 5)],
+        )
+    ],
     "relax.einsum": [(lambda a, b: R.einsum([a, b], "ij,jk->ik"), [normal(3, 4), normal(4, 2)])],
     "relax.gather_elements": [
         (

@@ -248,4 +248,7 @@ STRUCTURAL_OPS = (
     "relax.memory.view",
     "relax.print",  # effects, lowered to packed calls (effects_a10.py)
     "relax.assert_op",
+    # markers for relax.transform.Gradient's recomputation, built as aliases (grad_checkpoint.py)
+    "relax.grad.start_checkpoint",
+    "relax.grad.end_checkpoint",
 )

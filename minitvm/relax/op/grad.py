@@ -741,22 +741,22 @@ NO_GRAD_RULE: dict[str, str] = _reasons(
         "tan sinh cosh asin acos atan asinh acosh atanh trunc": "no rule yet (rare in imported "
         "models)",
         "mod floor_mod cumprod variance std": "no rule yet",
-        "dynamic_strided_slice": "no rule yet (bounds read at run time by a VM builtin)",
         "unique": "no rule yet (data-dependent shape, computed by a VM builtin)",
         "tile repeat einsum gather_elements": "no rule yet (gather/scatter shape op)",
         "nn.conv1d nn.max_pool1d nn.avg_pool1d nn.adaptive_avg_pool1d": "no rule yet: 1-D "
         "variants (reshape to 2-D to train)",
         "nn.conv2d_transpose nn.conv1d_transpose nn.conv3d nn.group_norm nn.attention "
         "image.resize2d tril triu": "no rule yet",
-        "nn.conv3d_transpose": "no rule yet",
         "layout_transform": "no rule yet: differentiate before converting layouts",
         "nn.conv2d_backward_data nn.conv2d_backward_weight nn.max_pool2d_grad nn.avg_pool2d_grad "
         "take_backward grad.nll_loss_backward": "backward op: no second-order rule yet",
+        "nn.sparse_dense": "no rule yet (inference of pruned weights: relay.data_dep_optimization)",
     }
 )
 
 
 from .grad_api import no_grad  # noqa: E402 - TVM's relax.op.grad.no_grad (defined after the rules)
+from .grad_checkpoint import end_checkpoint, start_checkpoint  # noqa: F401 - TVM's names
 
 
 def gradient_table() -> list[tuple[str, str]]:

@@ -5,14 +5,31 @@ it came from (a scatter-add by the sort's indices). gather_nd's cotangent is a s
 A scatter with "update" or "add" passes the cotangent through to data (zero where "update"
 overwrote it) and gathers it for updates at the indices; the other reductions have no rule.
 argsort and one_hot have no gradient by nature.
+
+dynamic_strided_slice picks elements at positions known at run time: the same slice of a tensor
+of flat positions (0, 1, 2, ...) says where each element of the cotangent goes back to (a
+scatter into zeros; the positions are distinct). The slice's extents are named with a
+match_cast so the scatter's kernel can take the cotangent.
 """
 
 from __future__ import annotations
 
+import math
+
 from ...error import MiniTVMError
+from ...tir.expr import Var as DimVar
+from ...topi.utils import const_int
 from ..expr import Tuple, TupleGetItem
-from . import indexing, scatter, sorting
-from .grad import GRAD_RULES, NOT_DIFFERENTIABLE, _install, _reasons, zeros_like
+from ..struct_info import TensorStructInfo
+from . import create, dynamic, indexing, manipulate, scatter, sorting
+from .grad import (
+    GRAD_RULES,
+    NOT_DIFFERENTIABLE,
+    _install,
+    _reasons,
+    shape_of,
+    zeros_like,
+)
 
 
 def _fields(var, g, bb) -> list:
@@ -82,8 +99,39 @@ def _gather_nd(var, call, g, bb):
     return [scatter.scatter_nd(zeros_like(data), indices, g, "add"), None]
 
 
+def _dynamic_strided_slice(var, call, g, bb):
+    x, begin, end, strides = call.args
+    dims = [const_int(d) for d in shape_of(x, "the input of relax.dynamic_strided_slice")]
+    if any(d is None for d in dims) or not hasattr(bb, "match_cast"):
+        raise MiniTVMError(
+            f"relax.Gradient: relax.dynamic_strided_slice of a tensor of shape {x.struct_info} "
+            "has no gradient rule here: x's shape must be static, and the rule is applied by "
+            "relax.transform.Gradient (it names the slice's run-time extents with a match_cast)"
+        )
+    dtype = str(x.struct_info.dtype)
+    numel = math.prod(dims)
+    flat_positions = bb.emit(manipulate.reshape(indexing.arange(0, numel, 1, "int64"), dims))
+    picked = bb.emit(dynamic.dynamic_strided_slice(flat_positions, begin, end, strides))
+    g_shape = g.struct_info.shape
+    if g_shape is not None:  # the forward graph named the slice's dims already
+        extents, g_named = list(g_shape), g
+    else:
+        extents = [DimVar(f"slice_dim{k}", "int64") for k in range(len(dims))]
+        g_named = bb.match_cast(g, TensorStructInfo(extents, dtype), "slice_adjoint")
+    picked_named = bb.match_cast(picked, TensorStructInfo(extents, "int64"), "slice_positions")
+    flat = scatter.scatter_elements(
+        create.zeros((numel,), dtype),
+        bb.emit(manipulate.flatten(picked_named)),
+        bb.emit(manipulate.flatten(g_named)),
+        0,
+        "add",
+    )
+    return [manipulate.reshape(bb.emit(flat), dims), None, None, None]
+
+
 GRAD_RULES.update(
     {
+        "relax.dynamic_strided_slice": _dynamic_strided_slice,
         "relax.sort": _sort,
         "relax.topk": _topk,
         "relax.scatter_elements": _scatter_elements,

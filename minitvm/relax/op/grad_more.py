@@ -8,6 +8,8 @@ ops that already exist, so no new backward kernel is needed.
 - conv3d: d data = conv3d_transpose(g, weight) with the output padding that gives back the input
   size; d weight correlates the input with g: a conv3d of the batch-transposed input by the
   batch-transposed g, strides and dilation swapped, cropped to the kernel size.
+  conv3d_transpose is conv3d's data-adjoint: d data = conv3d(g, weight), d weight = the same
+  correlation with the roles of input and g swapped.
 - einsum: the gradient of operand i is the einsum of g with the other operands, written to
   operand i's labels; labels only operand i has are broadcast back, size-1 (broadcast) dims
   summed. A label repeated inside one operand (a diagonal) is refused.
@@ -166,21 +168,47 @@ def _conv3d(var, call, g, bb):
     d_x = _nn.conv3d_transpose(
         g, weight, s, p, out_pad, d, a["groups"], kernel_layout="IODHW", out_dtype=a["out_dtype"]
     )
+    groups = int(a["groups"])
+    correlate = _weight_correlation(ws[2:], a, bb)
+    (d_w,) = _per_group(call, groups, [(data, 1), (g, 1)], correlate, bb, (0,))
+    return [d_x, d_w]
+
+
+def _weight_correlation(kernel: list, a, bb):
+    """(x, y) -> [the gradient of a conv3d weight (O, C, *kernel) whose conv maps x (N, C, ...)
+    to y's positions (N, O, ...)]: a conv3d of the batch-transposed x by the batch-transposed y,
+    strides and dilation swapped, cropped to the kernel size."""
     batch_first = [1, 0, 2, 3, 4]
 
-    def weight_grad(x, g_g):
+    def correlate(x, y):
         corr = _nn.conv3d(
             bb.emit(manipulate.permute_dims(x, batch_first)),
-            bb.emit(manipulate.permute_dims(g_g, batch_first)),
-            strides=d,
-            padding=p,
-            dilation=s,
+            bb.emit(manipulate.permute_dims(y, batch_first)),
+            strides=a["dilation"],
+            padding=a["padding"],
+            dilation=a["strides"],
         )  # (C, O, >= kd, >= kh, >= kw)
-        crop = manipulate.strided_slice(bb.emit(corr), [2, 3, 4], [0, 0, 0], list(ws[2:]))
+        crop = manipulate.strided_slice(bb.emit(corr), [2, 3, 4], [0, 0, 0], list(kernel))
         return [manipulate.permute_dims(crop, batch_first)]
 
-    groups = int(a["groups"])
-    (d_w,) = _per_group(call, groups, [(data, 1), (g, 1)], weight_grad, bb, (0,))
+    return correlate
+
+
+def _conv3d_transpose(var, call, g, bb):
+    """The transposed conv is the data-adjoint of conv3d(., weight) (weight IODHW read as
+    OIDHW): d data = that conv3d of g, cropped where output_padding >= stride made it longer;
+    d weight is that conv3d's weight gradient with g as its input and data as its output."""
+    _require_layouts(call, data_layout="NCDHW", kernel_layout="IODHW", out_layout="NCDHW")
+    a = call.attrs
+    data, weight = call.args
+    xs = _static_axes(data, [2, 3, 4], "relax.nn.conv3d_transpose")
+    ws = _static_axes(weight, [2, 3, 4], "relax.nn.conv3d_transpose's weight")
+    conv = {k: a[k] for k in ("strides", "padding", "dilation", "groups")}
+    d_x = _nn.conv3d(g, weight, **conv, out_dtype=a["out_dtype"])
+    if any(op >= st for op, st in zip(a["output_padding"], a["strides"])):
+        d_x = manipulate.strided_slice(bb.emit(d_x), [2, 3, 4], [0, 0, 0], xs)
+    correlate = _weight_correlation(ws, a, bb)
+    (d_w,) = _per_group(call, int(a["groups"]), [(g, 1), (data, 1)], correlate, bb, (0,))
     return [d_x, d_w]
 
 
@@ -484,6 +512,7 @@ MORE_IMPORTER_RULES = {
     "relax.nn.conv2d_transpose": _conv2d_transpose,
     "relax.nn.conv1d_transpose": _conv1d_transpose,
     "relax.nn.conv3d": _conv3d,
+    "relax.nn.conv3d_transpose": _conv3d_transpose,
     "relax.einsum": _einsum,
     "relax.gather_elements": _gather_elements,
     "relax.cumprod": _cumprod,

@@ -13,6 +13,7 @@ lists among the function's parameters (`[x] + model.parameters()`):
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -265,21 +266,93 @@ class Linear(Module):
         return emit_te(topi.add, y, self.bias) if self.bias is not None else y
 
 
-def _no_checkpointing(name: str) -> Callable:
-    def refuse(*args: Any, **kwargs: Any) -> Any:
+def _marked(mark: Callable, value: Any) -> Any:
+    return mark(value) if isinstance(value, Expr) else value
+
+
+def checkpoint(func: Callable, *args: Any, **kwargs: Any) -> Any:
+    """`func(*args, **kwargs)` with its inputs wrapped in `start_checkpoint` and its result (or
+    each result of a list/tuple) in `end_checkpoint`, nothing emitted: relax.transform.Gradient
+    recomputes what func computes in the backward pass instead of keeping it."""
+    from ..op.grad_checkpoint import end_checkpoint, start_checkpoint
+
+    result = func(
+        *(_marked(start_checkpoint, a) for a in args),
+        **{k: _marked(start_checkpoint, v) for k, v in kwargs.items()},
+    )
+    if isinstance(result, list | tuple):
+        return [_marked(end_checkpoint, r) for r in result]
+    if not isinstance(result, Expr):
         raise MiniTVMError(
-            f"relax.testing.nn.{name}: gradient checkpointing (R.grad.start_checkpoint / "
-            "end_checkpoint) is not supported by minitvm's relax.transform.Gradient yet; call "
-            "the function directly (its gradient is the same, only memory use differs)"
+            f"relax.testing.nn.checkpoint: {getattr(func, '__name__', func)!r} returned "
+            f"{type(result).__name__}; it must return a relax Expr or a list of them"
+        )
+    return end_checkpoint(result)
+
+
+def emit_checkpoint(func: Callable, *args: Any, **kwargs: Any) -> Any:
+    """`checkpoint`, with the markers bound as `<name>_scp` / `<name>_ecp` (readable scripts)."""
+    from ..op.grad_checkpoint import end_checkpoint, start_checkpoint
+
+    bb = _builder("emit_checkpoint")
+
+    def start(v: Any) -> Any:
+        return bb.emit(start_checkpoint(v), f"{v.name_hint}_scp") if isinstance(v, Var) else v
+
+    def end(v: Any) -> Any:
+        if not isinstance(v, Expr):
+            return v
+        v = v if isinstance(v, Var) else bb.emit(v)
+        return bb.emit(end_checkpoint(v), f"{v.name_hint}_ecp")
+
+    result = func(*(start(a) for a in args), **{k: start(v) for k, v in kwargs.items()})
+    if isinstance(result, list | tuple):
+        return [end(r) for r in result]
+    return end(result)
+
+
+def emit_checkpoint_sequential(
+    functions: Sequence[Callable],
+    segments: int | Sequence[int],
+    input: Var,
+    checkpoint_last: bool = False,
+) -> Var:
+    """Run `functions` in order on `input`, cut into segments (an int: that many equal ones; a
+    list: where each starts), and checkpoint each segment but the last (unless `checkpoint_last`),
+    as torch.utils.checkpoint.checkpoint_sequential does."""
+    bb = _builder("emit_checkpoint_sequential")
+    n = len(functions)
+    if isinstance(segments, int):
+        if not 0 < segments <= n:
+            raise ArgumentError(
+                f"relax.testing.nn.emit_checkpoint_sequential: segments={segments} for {n} "
+                f"functions; use 1..{n}"
+            )
+        starts = list(range(0, n, n // segments))
+    else:
+        starts = list(segments)
+    bounds = [*starts, n] if not starts or starts[-1] != n else starts
+    if len(bounds) < 2 or sorted(set(bounds)) != bounds or bounds[0] < 0:
+        raise ArgumentError(
+            f"relax.testing.nn.emit_checkpoint_sequential: segment starts {list(segments)} for "
+            f"{n} functions; give increasing starts in 0..{n - 1}"
         )
 
-    refuse.__name__ = name
-    return refuse
+    def run(lo: int, hi: int) -> Callable:
+        def segment(x: Any) -> Any:
+            for f in functions[lo:hi]:
+                x = f(x)
+                x = x if isinstance(x, Var) or not isinstance(x, Expr) else bb.emit(x)
+            return x
 
+        return segment
 
-checkpoint = _no_checkpointing("checkpoint")
-emit_checkpoint = _no_checkpointing("emit_checkpoint")
-emit_checkpoint_sequential = _no_checkpointing("emit_checkpoint_sequential")
+    x: Any = input
+    for k, (lo, hi) in enumerate(itertools.pairwise(bounds)):
+        last = k == len(bounds) - 2
+        x = run(lo, hi)(x) if last and not checkpoint_last else emit_checkpoint(run(lo, hi), x)
+    return x if isinstance(x, Var) else bb.emit(x)
+
 
 __all__ = [
     "Linear",

@@ -30,7 +30,6 @@ from ..expr import (
     Tuple,
     TupleGetItem,
     Var,
-    VarBinding,
     is_leaf,
 )
 from ..functor import argument_vars, substitute_vars
@@ -38,6 +37,7 @@ from ..op import elementwise
 from ..op.base import call_tir
 from ..op.grad import ones_like, zeros_like
 from ..struct_info import TensorStructInfo, TupleStructInfo
+from .gradient_checkpoint import Regions, Rematerializer, marker_of
 
 
 class Emitter:
@@ -48,6 +48,8 @@ class Emitter:
         self.bb = bb
         self.bindings: list[tuple[Var, Expr]] = []
         self._values: dict[int, Expr] = {}  # id(var) -> its value (bindings keep vars alive)
+        self.bound: dict[Var, Expr] = {}  # var -> the value the function binds it to
+        self.rewrite: Any = None  # set for the backward pass of a checkpointed function
 
     def value_of(self, var: Expr) -> Expr | None:
         """The value `var` was bound to by this emitter, or None."""
@@ -59,10 +61,27 @@ class Emitter:
         if is_leaf(expr):
             return expr
         value = self._leaves(expr)
+        if self.rewrite is not None:
+            value = self.rewrite(value)
         emitted = lower(value) if lower is not None else None
-        var = self.bb.emit(value if emitted is None else emitted, name_hint)
+        bound = value if emitted is None else emitted
+        var = self.bb.emit(bound, name_hint)
         self.bindings.append((var, value))
         self._values[id(var)] = value
+        self.bound[var] = bound
+        return var
+
+    def match_cast(self, value: Expr, sinfo: Any, name_hint: str = "") -> Var:
+        """Bind `value` with struct info `sinfo` checked at run time (it names the dims of a
+        data-dependent shape, so TE kernels can take it). Recorded as an alias of `value`: the
+        adjoint passes through unchanged."""
+        value = self._leaf(value)
+        if self.rewrite is not None:
+            value = self.rewrite(value)
+        var = self.bb.match_cast(value, sinfo, name_hint)
+        self.bindings.append((var, value))
+        self._values[id(var)] = value
+        self.bound[var] = value
         return var
 
     def _leaf(self, e: Any) -> Any:
@@ -91,46 +110,41 @@ def _is_float(sinfo: Any) -> bool:
 
 
 class _Adjoints:
-    """Adjoint contributions per variable (tensors: a list; tuples: a list per field)."""
+    """The adjoint of each variable, summed as contributions arrive (tensors: one running sum;
+    tuples: one per field). Each contribution is emitted when it arrives, so a parameter's
+    gradient is computed next to the forward values it reads, which are then dead."""
 
     def __init__(self, em: Emitter) -> None:
         self.em = em
         self.parts: dict[Var, Any] = {}
 
+    def _accumulate(self, total: Expr | None, grad: Expr, hint: str) -> Expr:
+        grad = self.em.emit(grad, hint)
+        return grad if total is None else self.em.emit(elementwise.add(total, grad), hint)
+
     def add(self, var: Var, grad: Any) -> None:
         if grad is None:
             return
+        hint = f"{var.name_hint}_adjoint"
         if isinstance(var.struct_info, TupleStructInfo):
             n = len(var.struct_info.fields)
-            slots = self.parts.setdefault(var, [[] for _ in range(n)])
+            slots = self.parts.setdefault(var, [None] * n)
             for i, gi in enumerate(_fields_of(grad, n)):
                 if gi is not None:
-                    slots[i].append(_as_expr(var.struct_info.fields[i], gi))
+                    gi = _as_expr(var.struct_info.fields[i], gi)
+                    slots[i] = self._accumulate(slots[i], gi, hint)
         else:
-            self.parts.setdefault(var, []).append(grad)
+            self.parts[var] = self._accumulate(self.parts.get(var), grad, hint)
 
     def add_field(self, var: Var, index: int, grad: Any) -> None:
         n = len(var.struct_info.fields)
         grad = _as_expr(var.struct_info.fields[index], grad)
-        self.parts.setdefault(var, [[] for _ in range(n)])[index].append(grad)
-
-    def _sum(self, parts: list, hint: str) -> Expr | None:
-        if not parts:
-            return None
-        total = self.em.emit(parts[0], hint)
-        for p in parts[1:]:
-            total = self.em.emit(elementwise.add(total, p), hint)
-        return total
+        slots = self.parts.setdefault(var, [None] * n)
+        slots[index] = self._accumulate(slots[index], grad, f"{var.name_hint}_adjoint")
 
     def total(self, var: Var) -> Any:
         """The summed adjoint (None if nothing flowed in; a list per field for tuples)."""
-        parts = self.parts.get(var)
-        if parts is None:
-            return None
-        hint = f"{var.name_hint}_adjoint"
-        if isinstance(var.struct_info, TupleStructInfo):
-            return [self._sum(p, hint) for p in parts]
-        return self._sum(parts, hint)
+        return self.parts.get(var)
 
 
 class GradientError(TVMError, ValueError):
@@ -253,17 +267,20 @@ def _zeros_of(p: Var) -> Expr:
 
 
 def _require(func: Function, require_grads: Any, func_name: str) -> list[Var]:
+    """The Vars to differentiate against: parameters, or (as in TVM) variables bound in the
+    function's body, whose gradient is their adjoint."""
     if require_grads is None:
         return [p for p in func.params if _is_float(p.struct_info)]
     items = require_grads if isinstance(require_grads, list | tuple) else [require_grads]
     by_name = {p.name_hint: p for p in func.params}
+    bound = [b.var for block in func.body.blocks for b in block.bindings]
     out = []
     for r in items:
         p = by_name.get(r) if isinstance(r, str) else r
-        if p is None or not any(p is q for q in func.params):
+        if p is None or not any(p is q for q in (*func.params, *bound)):
             raise GradientError(
-                f"relax.Gradient: {r!r} is not a parameter of {func_name!r}; parameters are "
-                f"{[q.name_hint for q in func.params]}"
+                f"relax.Gradient: {r!r} is not a parameter of {func_name!r} nor a variable bound "
+                f"in it; parameters are {[q.name_hint for q in func.params]}"
             )
         out.append(p)
     return out
@@ -277,6 +294,32 @@ def _as_call_tir(value: Expr) -> Expr | None:
     if value.op.name != "relax.call_tir_with_grad":
         return None
     return call_tir(value.args[0], value.args[1], value.sinfo_args[0])
+
+
+def _forward(func: Function, func_name: str, em: Emitter, vmap: dict) -> Regions:
+    """Emit func's bindings through `em` (vmap: func's Vars -> the adjoint's); checkpoint
+    markers are dropped (their outputs alias their inputs) and their regions returned."""
+    regions = Regions()
+    for block in func.body.blocks:
+        for b in block.bindings:
+            regions.observe(b.var, b.value)
+            value = substitute_vars(b.value, vmap)
+            if isinstance(b, MatchCast):  # names dims (of a data-dependent shape, say)
+                vmap[b.var] = em.match_cast(value, b.struct_info, b.var.name_hint)
+            elif marker_of(value) is not None:
+                vmap[b.var] = value.args[0]
+            else:
+                vmap[b.var] = em.emit(value, b.var.name_hint, _as_call_tir)
+    return regions
+
+
+def _check_wrt(new_wrt: list, wrt: list) -> None:
+    for new, old in zip(new_wrt, wrt):
+        if not isinstance(new, Var):
+            raise GradientError(
+                f"relax.Gradient: require_grads names '{old.name_hint}', which is bound to "
+                f"{new!r}, not to a computed value; ask for the gradient of that value instead"
+            )
 
 
 def gradient(
@@ -296,16 +339,7 @@ def gradient(
     with bb.function(f"{func_name}_adjoint", params):
         with bb.dataflow():
             em = Emitter(bb)
-            for block in func.body.blocks:
-                for b in block.bindings:
-                    if isinstance(b, MatchCast):
-                        raise GradientError(
-                            f"relax.Gradient: {func_name!r} has a match_cast (to '{b.var.name_hint}'); "
-                            "differentiate a function with static or parameter-defined shapes"
-                        )
-                    assert isinstance(b, VarBinding)
-                    value = substitute_vars(b.value, vmap)
-                    vmap[b.var] = em.emit(value, b.var.name_hint, _as_call_tir)
+            regions = _forward(func, func_name, em, vmap)
             out = substitute_vars(func.body.body, vmap)
             target = out
             if isinstance(out.struct_info, TupleStructInfo):
@@ -334,6 +368,8 @@ def gradient(
                 target = em.emit(target, "loss")
             sinfo = target.struct_info
             shape = getattr(sinfo, "shape", None)
+            if getattr(sinfo, "ndim", None) == 0:
+                shape = ()
             if shape is None or not all(const_int(d) == 1 for d in shape):
                 raise ShapeError(
                     f"relax.Gradient: {func_name!r} must return a scalar loss (shape () or (1,)), "
@@ -341,6 +377,10 @@ def gradient(
                     "relax.op.sum or relax.op.mean"
                 )
             new_wrt = [vmap[w] for w in wrt]
+            _check_wrt(new_wrt, wrt)
+            if regions.any():
+                recomputed = {vmap[v] for v in regions.recomputed} - {vmap[v] for v in regions.kept}
+                em.rewrite = Rematerializer(bb, {v: em.bound[v] for v in recomputed}).rewrite
             grads = backprop(em, target, new_wrt)
             grads = [
                 _as_expr(p.struct_info, g) if g is not None else em.emit(_zeros_of(p))
