@@ -5,6 +5,7 @@ from .affine import affine_coeffs
 from .analyzer import Analyzer
 from .bound import NEG_INF, POS_INF, ConstIntBound
 from .int_set import IntervalSet
+from .linear_equation import detect_linear_equation
 from .modular_set import ModularSet
 from .narrow_predicate import narrow_predicate_expression
 from .simplify_stmt import simplify
@@ -17,6 +18,7 @@ __all__ = [
     "IntervalSet",
     "ModularSet",
     "affine_coeffs",
+    "detect_linear_equation",
     "narrow_predicate_expression",
     "simplify",
 ]

@@ -19,6 +19,7 @@ from ..tir.expr import (
     LT,
     NE,
     And,
+    BufferLoad,
     Call,
     FloatImm,
     IntImm,
@@ -33,7 +34,7 @@ from ..tir.expr import (
     as_expr,
     make_const,
 )
-from ..tir.functor import deep_recursion
+from ..tir.functor import deep_recursion, pre_order_visit
 from ..tir.names import IF_THEN_ELSE, LIKELY, is_call
 from .bound import NEG_INF, POS_INF, ConstBoundCalc, ConstIntBound
 from .canonical import Canonical, Poly, is_index_dtype
@@ -135,7 +136,8 @@ class Analyzer:
         self._tight, self._facts = dict(self._tight), list(self._facts)
         self._changed()
         for c in _conjuncts(cond):
-            self._add_fact(c)
+            if not _reads_buffer(c):
+                self._add_fact(c)
         self._changed()
         try:
             yield
@@ -494,6 +496,21 @@ def _conjuncts(c: PrimExpr) -> list[PrimExpr]:
         elif not (isinstance(x, IntImm) and x.value == 1):
             out.append(x)
     return out
+
+
+def _reads_buffer(e: PrimExpr) -> bool:
+    """Does `e` load from a buffer? Such a fact stops holding once the buffer is written, which
+    the analyzer cannot see, so it is not remembered (as TVM keeps only pure constraints)."""
+    found = []
+
+    def look(n: Any) -> bool:
+        if isinstance(n, BufferLoad):
+            found.append(n)
+            return False  # no need to look inside
+        return True
+
+    pre_order_visit(e, look)
+    return bool(found)
 
 
 def _is_likely(e: PrimExpr) -> bool:

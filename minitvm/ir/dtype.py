@@ -162,6 +162,11 @@ class DataType:
         """Storage size of one element in bytes (bool is stored as one byte)."""
         return max(self.bits, 8) // 8 * self.lanes
 
+    def itemsize(self) -> int:
+        """Bytes one value of this type occupies, all lanes together (TVM's rounding up of bits:
+        `float8x4` is 4, `bool` is 1). `DataType("float32x4").itemsize()` is 16."""
+        return (self.bits * self.lanes + 7) // 8
+
     def element_of(self) -> "DataType":
         return _make(self.code, self.bits, 1)
 
@@ -207,8 +212,15 @@ def _make(code: TypeCode, bits: int, lanes: int) -> DataType:
     return DataType._make(code, bits, lanes)
 
 
+# TVM v0.19's spellings of the float8 kinds (later TVM and ml_dtypes use the names above)
+_OLD_FLOAT8_NAMES = {"e4m3_float8": "float8_e4m3fn", "e5m2_float8": "float8_e5m2"}
+
+
 @lru_cache(maxsize=None)
 def _parse(spec: str) -> DataType:
+    head, sep, lanes_text = spec.partition("x")
+    if head in _OLD_FLOAT8_NAMES:
+        return _parse(_OLD_FLOAT8_NAMES[head] + sep + lanes_text)
     m = _DTYPE_RE.match(spec)
     if m is None:
         raise DTypeError(

@@ -42,10 +42,11 @@ class GlobalVar(Node):
 class IRModule:
     """A mutable container of functions keyed by GlobalVar, as in TVM (`mod["main"]`)."""
 
-    __slots__ = ("_funcs", "attrs")
+    __slots__ = ("_class_name", "_funcs", "attrs")
 
     def __init__(self, functions: Mapping | None = None, attrs: Mapping | None = None):
         self._funcs: dict[str, tuple[GlobalVar, BaseFunc]] = {}
+        self._class_name: str | None = None  # the class `@I.ir_module` parsed, as TVM's __name__
         self.attrs = FrozenDict(attrs or {})
         for key, func in (functions or {}).items():
             self[key] = func
@@ -108,6 +109,13 @@ class IRModule:
 
     def get_global_vars(self) -> list[GlobalVar]:
         return [gv for gv, _ in self._funcs.values()]
+
+    @property
+    def __name__(self) -> str:
+        """The name of the class `@I.ir_module` made this module from."""
+        if self._class_name is None:
+            raise AttributeError("this IRModule was not made from a class, so it has no __name__")
+        return self._class_name
 
     def copy(self) -> "IRModule":
         out = IRModule(attrs=self.attrs)

@@ -69,6 +69,26 @@ class NDArray:
 
     asnumpy = numpy
 
+    def _create_view(
+        self, shape: tuple | list, dtype: str | None = None, relative_byte_offset: int = 0
+    ) -> NDArray:
+        """A row-major view of `shape` (and `dtype`, default this array's) sharing this array's
+        memory from byte `relative_byte_offset` on; it must lie inside this array (TVM's
+        `NDArray::CreateView`). `a._create_view([512], relative_byte_offset=2048)`."""
+        np_dtype = DataType(dtype or self._dtype).dtype
+        shape = tuple(int(d) for d in shape)
+        start = int(relative_byte_offset)
+        end = start + int(np.prod(shape, dtype=np.int64)) * np_dtype.itemsize
+        total = self._data.nbytes
+        if start < 0 or end > total:
+            raise ShapeError(
+                f"_create_view: a view of shape {list(shape)} ({np_dtype}) at "
+                f"relative_byte_offset {start} would occupy bytes {start} <= i_byte < {end}, "
+                f"but the NDArray being viewed only contains {total} bytes"
+            )
+        raw = self._data.reshape(-1).view(np.uint8)[start:end]
+        return NDArray(raw.view(np_dtype).reshape(shape), self.device)
+
     def copyfrom(self, source: NDArray | np.ndarray | list | float) -> NDArray:
         """Copy `source` (same shape) into this array; returns self.
 

@@ -33,6 +33,7 @@ def ir_module(cls: type | None = None, *, check_well_formed: bool = True) -> Any
 
     def decorate(klass: type) -> Any:
         mod = parse_ir_module_class(klass, env, check_well_formed)
+        mod._class_name = klass.__name__
         if not any(base.__name__ == "BasePyModule" for base in klass.__mro__[1:]):
             return mod
         # as in TVM: a class deriving from BasePyModule gives a factory of module instances

@@ -24,7 +24,9 @@ from ..ir.dtype import DataType
 from ..tir.analysis.blocks import contains_block
 from ..tir.analysis.region import infer_access_regions
 from ..tir.expr import (
+    NE,
     BufferLoad,
+    IntImm,
     IterType,
     IterVar,
     PrimExpr,
@@ -63,6 +65,7 @@ from .tir import (
     BufferSpec,
     InitSpec,
     LaunchSpec,
+    LetSpec,
     LoopSpec,
     RemapSpec,
 )
@@ -150,6 +153,12 @@ class TIRParser(_Binder, _ExprEvaluator):
         for arg in args.args:
             self.parameter(arg)
         body = self.body(fdef.body) or seq()
+        if private and "global_symbol" in frame.attrs:
+            raise self.error(
+                fdef,
+                f"private function '{name}' sets a global_symbol in T.func_attr; a private "
+                "function has none (drop private=True to export it under that name)",
+            )
         if frame.root_allocs or (contains_block(body) and not _is_root(body)):
             root = Block((), (), (), "root", body, None, tuple(frame.root_allocs))
             body = BlockRealize((), True, root)
@@ -225,6 +234,10 @@ class TIRParser(_Binder, _ExprEvaluator):
                 "a TVMScript loop iterates over range(...), T.grid(...), T.serial(...), T.parallel(...), ...",
             )
         targets = node.target.elts if isinstance(node.target, ast.Tuple) else [node.target]
+        grouped = None  # `for ij in T.grid(m, n):` binds `ij` to the tuple of loop vars
+        if isinstance(node.target, ast.Name) and len(specs) > 1:
+            grouped = node.target.id
+            targets = [ast.Name(f"{grouped}_{k}", ast.Store()) for k in range(len(specs))]
         if len(targets) != len(specs):
             raise self.error(node.target, f"{len(targets)} loop variables for {len(specs)} loops")
         self.scopes.append({})
@@ -239,6 +252,8 @@ class TIRParser(_Binder, _ExprEvaluator):
                 self.keep.append(var)
                 self.define(target.id, var)
                 loop_vars.append((var, lo, ext, spec))
+            if grouped is not None:
+                self.define(grouped, tuple(v for v, *_ in loop_vars))
             body = self.body(node.body) or seq()
         finally:
             self.scopes.pop()
@@ -264,6 +279,12 @@ class TIRParser(_Binder, _ExprEvaluator):
                 finally:
                     self.scopes.pop()
                 return self.guard(node, lambda: wrap.build(body))
+            if isinstance(ctx, LetSpec):
+                return self.let_frame(node, ctx, item.optional_vars.id)
+        if len(node.items) == 1 and item.optional_vars is None:
+            ctx = self.eval(item.context_expr)
+            if isinstance(ctx, LetSpec):
+                return self.let_frame(node, ctx, None)
         if len(node.items) != 1 or node.items[0].optional_vars is not None:
             raise self.error(
                 node, 'TVMScript `with` takes one item without `as`: with T.block("name"):'
@@ -284,6 +305,26 @@ class TIRParser(_Binder, _ExprEvaluator):
         raise self.error(
             node.items[0].context_expr, "expected T.block(...), T.init() or T.attr(...) in `with`"
         )
+
+    def let_frame(self, node: ast.With, spec: LetSpec, name: str | None) -> Stmt:
+        """`with T.LetStmt(value) as v:` is `LetStmt(v, value, body)`."""
+        value = as_expr(spec.value)
+        var = spec.var
+        if var is None:
+            if name is None:
+                raise self.error(node, "T.LetStmt needs `as name` or var=")
+            dtype = annotation_dtype(spec.type_annotation) or value.dtype
+            var = self.guard(node, lambda: Var(name, dtype))
+        elif not isinstance(var, Var):
+            raise self.error(node, f"T.LetStmt(var=...) takes a tir Var, got {type(var).__name__}")
+        self.scopes.append({})
+        try:
+            if name is not None:
+                self.define(name, var)
+            body = self.body(node.body) or seq()
+        finally:
+            self.scopes.pop()
+        return self.guard(node, lambda: LetStmt(var, value, body))
 
     def block(self, node: ast.With, spec: BlockSpec) -> Stmt:
         frame = _BlockFrame(spec.name)
@@ -327,6 +368,8 @@ class TIRParser(_Binder, _ExprEvaluator):
         if not _is_expr(cond):  # a Python-level condition picks a branch at parse time
             chosen = node.body if cond else node.orelse
             return self.scoped_body(chosen) if chosen else None
+        if cond.dtype.lanes == 1 and cond.dtype.is_integer:
+            cond = NE(cond, IntImm(cond.dtype, 0))  # `if i:` tests non-zero, as in Python and TVM
         then = self.scoped_body(node.body)
         other = self.scoped_body(node.orelse) if node.orelse else None
         return self.guard(node, lambda: IfThenElse(cond, then, other))

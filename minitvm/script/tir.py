@@ -47,6 +47,7 @@ from .tir_specs import (  # noqa: F401 - re-exported
     EnvThreadSpec,
     InitSpec,
     LaunchSpec,
+    LetSpec,
     LoopSpec,
     RemapSpec,
     VarDecl,
@@ -169,13 +170,15 @@ def grid(*extents: Any) -> list[LoopSpec]:
     return [LoopSpec(ForKind.SERIAL, 0, e) for e in extents]
 
 
-def range_(start: Any, stop: Any = None, step: Any = None) -> LoopSpec:
-    """Python's `range` inside TVMScript: a serial loop."""
+def range_(
+    start: Any, stop: Any = None, step: Any = None, *, annotations: Mapping | None = None
+) -> LoopSpec:
+    """Python's `range` inside TVMScript: a serial loop (`annotations=` as for `T.serial`)."""
     if step not in (None, 1):
         raise ParseError(
             "range() with a step is not supported in TVMScript; scale the index instead"
         )
-    return _loop_spec(ForKind.SERIAL, start, stop, None, None)
+    return _loop_spec(ForKind.SERIAL, start, stop, None, annotations)
 
 
 # ----------------------------------------------------------------------------- blocks
@@ -295,6 +298,11 @@ def allocate_const(
 
 def launch_thread(thread: Any, extent: Any) -> LaunchSpec:
     return LaunchSpec(thread, extent)
+
+
+def LetStmt(value: Any, type_annotation: Any = None, *, var: Any = None) -> LetSpec:
+    """`with T.LetStmt(x * y) as v:` binds a new var `v` (or the given `var=`) over the body."""
+    return LetSpec(value, type_annotation, var)
 
 
 def env_thread(thread_tag: str, dtype: str = "int32") -> EnvThreadSpec:
@@ -520,6 +528,7 @@ __all__ = [
     "Buffer",
     "Cast",
     "Let",
+    "LetStmt",
     "Ramp",
     "Range",
     "Select",

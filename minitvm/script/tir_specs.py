@@ -113,6 +113,15 @@ class LaunchSpec:
 
 
 @dataclass(frozen=True)
+class LetSpec:
+    """`with T.LetStmt(value) as v:` (or `var=v`): `v` bound to `value` over the body."""
+
+    value: Any
+    type_annotation: Any = None
+    var: Any = None
+
+
+@dataclass(frozen=True)
 class EnvThreadSpec:
     """`tx = T.env_thread("threadIdx.x")`: a thread variable launched later by T.launch_thread."""
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
 from typing import Any
 
 from ..error import MiniTVMError, ShapeError
@@ -44,6 +45,7 @@ class Buffer(Node):
         setfield(self, "strides", tuple(_as_index(s) for s in self.strides))
         setfield(self, "elem_offset", _as_index(self.elem_offset))
         setfield(self, "axis_separators", tuple(int(a) for a in self.axis_separators))
+        _check_axis_separators(self)
         if not self.name:
             setfield(self, "name", self.data.name)
         if not self.storage_scope:  # TVM: scope "" is the global scope
@@ -52,6 +54,28 @@ class Buffer(Node):
     @property
     def ndim(self) -> int:
         return len(self.shape)
+
+    def get_flattened_buffer(self) -> Buffer:
+        """This buffer with each group of axes between `axis_separators` flattened into one
+        axis (all of them when there are none); the same buffer when nothing changes.
+
+        `decl_buffer((16, 32)).get_flattened_buffer().shape` is `(512,)`.
+        """
+        cuts = (0, *self.axis_separators, len(self.shape))
+        groups = [range(lo, hi) for lo, hi in pairwise(cuts)]
+        if self.strides:  # each output axis spans its first input axis's stride times extent
+            shape = [binary(Mul, self.strides[g.start], self.shape[g.start]) for g in groups]
+        else:
+            shape = []
+            for g in groups:
+                extent = IntImm(self.elem_offset.dtype, 1)
+                for axis in g:
+                    extent = _product(extent, self.shape[axis])
+                shape.append(extent)
+        if len(shape) == len(self.shape) and not self.strides:
+            return self
+        separators = tuple(range(1, len(self.axis_separators) + 1))
+        return self.replace(shape=tuple(shape), strides=(), axis_separators=separators)
 
     def scope(self) -> str:
         return self.storage_scope
@@ -101,6 +125,26 @@ class Buffer(Node):
         if isinstance(self.elem_offset, IntImm) and self.elem_offset.value == 0:
             return acc
         return binary(Add, acc, self.elem_offset)
+
+
+def _product(a: PrimExpr, b: PrimExpr) -> PrimExpr:
+    """a * b, folded when both are constants (flattened extents stay numbers)."""
+    if isinstance(a, IntImm) and isinstance(b, IntImm):
+        return IntImm(b.dtype, a.value * b.value)
+    if isinstance(a, IntImm) and a.value == 1:
+        return b
+    return binary(Mul, a, b)
+
+
+def _check_axis_separators(buf: Buffer) -> None:
+    """Each output axis of flattening must take at least zero input axes, in order (TVM's rule)."""
+    seps = buf.axis_separators
+    ordered = all(a <= b for a, b in pairwise(seps))
+    if not ordered or (seps and (seps[0] < 0 or seps[-1] > len(buf.shape))):
+        raise ShapeError(
+            f"buffer '{buf.name}': axis_separators {list(seps)} must be non-decreasing and "
+            f"within 0..{len(buf.shape)} (its number of dimensions)"
+        )
 
 
 def _lift(x: Any) -> Any:

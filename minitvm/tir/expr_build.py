@@ -8,7 +8,7 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
-from ..error import DTypeError
+from ..error import DTypeError, TVMError
 from ..ir.dtype import DataType
 from . import expr as tx
 from .expr import (
@@ -132,6 +132,11 @@ def cast(dtype: str | DataType, value: Any) -> PrimExpr:
     value = as_expr(_lift(value), like=dtype)
     if value.dtype == dtype:
         return value
+    if value.dtype.is_handle and not dtype.is_handle:  # TVM's cast() refuses it too
+        raise TVMError(
+            f"cast({value}, {dtype}): Can't cast a handle to other types; take the address "
+            "of an element (T.address_of) or reinterpret instead"
+        )
     if dtype.lanes > 1 and value.dtype.lanes == 1:
         return Broadcast(cast(dtype.element_of(), value), dtype.lanes)
     if isinstance(value, IntImm | FloatImm) and dtype.lanes == 1:

@@ -49,6 +49,19 @@ class PrimFunc(BaseFunc):
     def name(self) -> str | None:
         return self.attrs.get("global_symbol")
 
+    @property
+    def __name__(self) -> str:
+        """The exported name, as TVMScript's `@T.prim_func` sets it (a private one has none)."""
+        if "global_symbol" not in self.attrs:
+            raise AttributeError("this PrimFunc is private: it has no global_symbol to name it")
+        return str(self.attrs["global_symbol"])
+
+    def specialize(self, param_map: Any) -> PrimFunc:
+        """Fix parameters to buffers or values (see `tir/specialize.py`)."""
+        from .specialize import specialize
+
+        return specialize(self, param_map)
+
     def buffer_params(self) -> list[Buffer]:
         """The buffers bound to the params, in param order (destination-passing order)."""
         return [self.buffer_map[p] for p in self.params if p in self.buffer_map]

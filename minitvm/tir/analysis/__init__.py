@@ -1,5 +1,7 @@
 """Analyses over TIR."""
 
+from .buffer_lca import detect_buffer_access_lca
+from .ssa import expr_deep_equal, verify_ssa
 from .verify import verify_well_formed
 
 
@@ -12,4 +14,6 @@ def verify_gpu_code(func, constraints: dict) -> bool:
     return not gpu_code_errors(func, constraints)
 
 
-__all__ = ["verify_gpu_code", "verify_well_formed"]
+__all__ = [
+    "detect_buffer_access_lca",
+    "expr_deep_equal", "verify_gpu_code", "verify_ssa", "verify_well_formed"]

@@ -174,13 +174,35 @@ def _shape_vars(func: PrimFunc) -> list[Var]:
 
 
 def verify_well_formed(
-    func: PrimFunc, *, allow_blocks: bool = True, flat: bool | None = None, pass_name: str = ""
-) -> None:
-    """Raise InternalError when `func` is ill-formed.
+    func: Any,
+    assert_mode: bool = True,
+    *,
+    allow_blocks: bool = True,
+    flat: bool | None = None,
+    pass_name: str = "",
+) -> bool:
+    """True when `func` (a PrimFunc, or every PrimFunc of an IRModule) is well formed; when it
+    is not, raise InternalError, or with `assert_mode=False` (TVM's flag) return False.
 
     `allow_blocks=False` once blocks are lowered; `flat=True` requires 1-D accesses,
     `flat=False` requires one index per buffer dimension, None checks neither.
     """
+    funcs = (
+        [func]
+        if isinstance(func, PrimFunc)
+        else [f for _, f in func.functions_items() if isinstance(f, PrimFunc)]
+    )
+    try:
+        for f in funcs:
+            _verify_one(f, allow_blocks, flat, pass_name)
+    except InternalError:
+        if assert_mode:
+            raise
+        return False
+    return True
+
+
+def _verify_one(func: PrimFunc, allow_blocks: bool, flat: bool | None, pass_name: str) -> None:
     where = f"pass '{pass_name}' " if pass_name else ""
     checker = _Verifier(allow_blocks, flat, where)
     top = [*func.params, *(buf.data for buf in func.buffer_map.values()), *_shape_vars(func)]
