@@ -41,7 +41,7 @@ _OPTIONS = {
     "-opt-level": ("opt_level", int),
 }
 # options kept as text in `attrs` (what TVM's dict form and strings also carry for a CPU)
-_TEXT_OPTIONS = frozenset({"-keys", "-libs", "-model", "-tag"})
+_TEXT_OPTIONS = frozenset({"-device", "-keys", "-libs", "-model", "-tag"})
 
 _init_lock = threading.Lock()
 _initialized = False
@@ -344,7 +344,8 @@ class Target:
     def keys(self) -> tuple[str, ...]:
         """The target's keys (-keys=... first, then the kind's), as TVM orders them."""
         extra = tuple(k for k in self.attrs.get("keys", "").split(",") if k)
-        return tuple(dict.fromkeys((*extra, *kind_spec(self.kind.name).keys)))
+        device = (self.attrs["device"],) if self.attrs.get("device") else ()
+        return tuple(dict.fromkeys((*extra, *device, *kind_spec(self.kind.name).keys)))
 
     @property
     def libs(self) -> tuple[str, ...]:

@@ -77,7 +77,7 @@ def test_unknown_kind_names_the_string_and_the_registered_kinds():
 @pytest.mark.parametrize(
     "text, match",
     [
-        ("llvm -device=arm_cpu", r"unknown option '-device=arm_cpu'; supported: -mcpu=\.\.\."),
+        ("llvm -frobnicate=1", r"unknown option '-frobnicate=1'; supported: -mcpu=\.\.\."),
         ("llvm -mcpu", r"unknown option '-mcpu'"),
         ("llvm -num-cores=two", r"bad value in '-num-cores=two'"),
         ("", "empty target string"),
@@ -223,3 +223,11 @@ def test_unknown_tag_of_any_vendor_is_a_target_error():
 
     with pytest.raises(tvm.error.TargetError, match="unknown target tag 'raspberry-pi/4b'"):
         tvm.target.Target("raspberry-pi/4b")
+
+
+def test_device_option_is_kept_as_a_key():
+    """TVM's `llvm -device=arm_cpu`: the device name leads the keys; code is built as for any
+    llvm target of that -mtriple/-mcpu (the keys pick TVM's strategies, not minitvm's)."""
+    t = Target("llvm -device=arm_cpu")
+    assert t.attrs["device"] == "arm_cpu" and t.keys[0] == "arm_cpu" and "cpu" in t.keys
+    assert "arm_cpu" in str(t)
