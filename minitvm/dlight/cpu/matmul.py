@@ -36,6 +36,7 @@ from .matmul_prologue import (
 from .matmul_remainder import remainder_cols, takes_remainder_tile
 from .matmul_transpose import (
     inline_transposed_b,
+    is_batch_deep,
     pack_transposed_a,
     probed_bytes,
     reads_split_reduction,
@@ -375,7 +376,8 @@ def _pack_b(
     vectorized. A transposed B (`W[.., j, k]`) must be packed (read as it is, the vector
     along j would gather), which pays under many or symbolic (a training batch) rows. A B
     `[.., k, j]` is packed only under many static rows (with few rows B streams once per row
-    tile anyway) and when its rows are wider than a panel (not a blocked conv's weights).
+    tile anyway), or when it is a training batch deep (`_packs_plain_b`), and when its rows
+    are wider than a panel (not a blocked conv's weights).
     A tile whose columns do not divide the row (`padded`, the guarded last tile of
     `remainder_cols`) packs every B into panels padded to whole tiles, whatever the rows: the
     guarded tile's vectors then stay inside the panels (the padding is never written: the
@@ -390,7 +392,6 @@ def _pack_b(
     the generic rule)."""
     node = sch.get(block)
     j = _last_spatial_var(node)
-    many_rows = rows is not None and rows >= MATMUL_PACK_MIN_ROWS
     plans: dict = {}
     prologue = prologue or {}
     for ld in _loads(_product_term(node)):
@@ -405,11 +406,12 @@ def _pack_b(
             plans[ld.buffer] = True
         elif padded and _uses(ld, j):
             plans[ld.buffer] = False  # `takes_remainder_tile`: B [.., k, j]
-        elif many_rows and _contiguous_along(ld, j) and _is_reduce_var(ld.indices[-2:-1], node):
-            width, depth = (const_int(d) for d in ld.buffer.shape[-1:-3:-1])
-            nbytes = (width or 0) * (depth or 0) * ld.buffer.dtype.bytes
-            if width is not None and width > tile.cols and nbytes >= MATMUL_PACK_MIN_B_BYTES:
-                plans.setdefault(ld.buffer, False)
+        elif (
+            _contiguous_along(ld, j)
+            and _is_reduce_var(ld.indices[-2:-1], node)
+            and _packs_plain_b(ld.buffer, tile, rows)
+        ):
+            plans.setdefault(ld.buffer, False)
     c = tile.cols
     panel = {
         False: lambda *ix: (*ix[:-2], ix[-1] // c, ix[-2], ix[-1] % c),  # B[.., k, j]
@@ -435,6 +437,20 @@ def _pack_b(
     return bool(plans)
 
 
+def _packs_plain_b(buf, tile: MatmulTile, rows: int | None) -> bool:
+    """Whether a B read `[.., k, j]` with rows wider than a panel is packed into column panels:
+    under many static rows when B is at least MATMUL_PACK_MIN_B_BYTES, or under at least
+    MATMUL_PACK_MIN_ROWS_TRANSPOSED static rows (fewer do not repay the copy) when B is a
+    training batch deep (`is_batch_deep`: a weight gradient `x.T @ g`)."""
+    width, depth = (const_int(d) for d in buf.shape[-1:-3:-1])
+    if width is None or width <= tile.cols or rows is None:
+        return False
+    if is_batch_deep(buf):
+        return rows >= MATMUL_PACK_MIN_ROWS_TRANSPOSED
+    nbytes = width * (depth or 0) * buf.dtype.bytes
+    return rows >= MATMUL_PACK_MIN_ROWS and nbytes >= MATMUL_PACK_MIN_B_BYTES
+
+
 def _schedule_panel_copy(sch: Schedule, copy: BlockRV, cols: int, transposed: bool) -> None:
     """Loops (.., j // cols, k, j % cols) over the copy into panels, so it writes each panel in
     order and reads `cols` adjacent elements of B per k step, the panel row vectorized, the
@@ -448,7 +464,9 @@ def _schedule_panel_copy(sch: Schedule, copy: BlockRV, cols: int, transposed: bo
     jo, ji = sch.split(second, [None, cols])
     sch.reorder(*batch, jo, first, ji)
     sch.vectorize(ji)
-    _parallel(sch, [*batch, jo, first], work)
+    # a symbolic depth (a training batch) stays out of the fused parallel loop: its bindings
+    # would divide by it
+    _parallel(sch, [*batch, jo, *([first] if _extent(sch, first) else [])], work)
 
 
 # float32 elements of one 64-byte cache line
