@@ -29,7 +29,7 @@ from ..functor import ExprMutator, used_vars
 from ..op._table import OpPattern
 from ..struct_info import ShapeStructInfo, TensorStructInfo
 from .annotate_op_pattern import OP_PATTERN_ATTR
-from .fuse_scalars import inlinable_scalars
+from .fuse_scalars import ScalarMemo, inlinable_scalars
 from .fuse_tir import call_dims
 
 MAX_GROUP_SIZE = 256  # as TVM's max_fuse_depth
@@ -197,7 +197,7 @@ class _Remap(ExprMutator):
         return hit if hit is not None else super().visit_expr(e)
 
 
-def _group_inputs(mod: IRModule, bindings: list[rx.VarBinding]) -> list[rx.Expr]:
+def _group_inputs(mod: IRModule, bindings: list[rx.VarBinding], memo: ScalarMemo) -> list[rx.Expr]:
     """Vars defined outside the group and constants, in order of first use; a scalar constant
     that its callee only reads as a value stays inside (FuseTIR makes it an immediate)."""
     defined = {b.var for b in bindings}
@@ -205,7 +205,7 @@ def _group_inputs(mod: IRModule, bindings: list[rx.VarBinding]) -> list[rx.Expr]
     seen: set[int] = set()
     for b in bindings:
         gv, args = b.value.args[:2]
-        inline = inlinable_scalars(mod[gv], args.fields)
+        inline = inlinable_scalars(mod[gv], args.fields, memo)
         for k, arg in enumerate(args.fields):
             if k in inline:
                 continue
@@ -224,10 +224,10 @@ def _fresh_name(mod: IRModule, taken: set[str], base: str) -> str:
 
 
 def _make_group_function(
-    mod: IRModule, bindings: list[rx.VarBinding]
+    mod: IRModule, bindings: list[rx.VarBinding], memo: ScalarMemo
 ) -> tuple[rx.Function, list[rx.Expr]]:
     """The primitive Function computing `bindings` and the arguments to call it with."""
-    inputs = _group_inputs(mod, bindings)
+    inputs = _group_inputs(mod, bindings, memo)
     table: dict[int, rx.Expr] = {}
     params = []
     for k, e in enumerate(inputs):
@@ -310,9 +310,9 @@ def _check_single_output(block: rx.DataflowBlock, group: list[int], users: dict)
 
 
 class _Fuser(ExprMutator):
-    def __init__(self, mod: IRModule, out: IRModule, taken: set[str]):
+    def __init__(self, mod: IRModule, out: IRModule, taken: set[str], memo: ScalarMemo):
         super().__init__()
-        self.mod, self.out, self.taken = mod, out, taken
+        self.mod, self.out, self.taken, self.memo = mod, out, taken, memo
 
     def visit_block(self, block):
         if not isinstance(block, rx.DataflowBlock):
@@ -326,7 +326,7 @@ class _Fuser(ExprMutator):
         for group in groups:
             _check_single_output(block, group, users)
             bindings = [block.bindings[i] for i in group]
-            func, args = _make_group_function(self.mod, bindings)
+            func, args = _make_group_function(self.mod, bindings, self.memo)
             names = "_".join(b.value.args[0].name_hint.rstrip("0123456789") for b in bindings)
             gv = GlobalVar(_fresh_name(self.out, self.taken, f"fused_{names}"))
             self.out[gv] = func
@@ -345,9 +345,10 @@ def fuse_ops(mod: IRModule, fuse_opt_level: int = -1) -> IRModule:
         return mod
     out = mod.copy()
     taken: set[str] = set()
+    memo = ScalarMemo()  # one shared kernel is called with the same constant from many groups
     for gv, func in mod.functions_items():
         if isinstance(func, rx.Function) and not func.attrs.get("Primitive"):
-            new = _Fuser(mod, out, taken).visit_function(func)
+            new = _Fuser(mod, out, taken, memo).visit_function(func)
             if new is not func:
                 out[gv] = new
     return out

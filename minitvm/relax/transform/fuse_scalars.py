@@ -93,13 +93,49 @@ def bind_scalars(callee: PrimFunc, values: dict[int, PrimExpr]) -> PrimFunc | No
     return callee.replace(body=body)
 
 
-def inlinable_scalars(callee: PrimFunc, args: tuple) -> dict[int, PrimExpr]:
+def inlinable_scalars(
+    callee: PrimFunc, args: tuple, memo: ScalarMemo | None = None
+) -> dict[int, PrimExpr]:
     """Positions of `args` (a call_tir's inputs) holding a scalar constant that the callee
-    only reads as a value, with their immediates."""
+    only reads as a value, with their immediates (`memo`: answers of earlier calls)."""
     values = {k: v for k, a in enumerate(args) if (v := scalar_constant(a)) is not None}
-    if values and bind_scalars(callee, values) is None:
+    if not values:
+        return values
+    if memo is not None:
+        return memo.inlinable(callee, values)
+    if bind_scalars(callee, values) is None:
         values = {k: v for k, v in values.items() if bind_scalars(callee, {k: v}) is not None}
     return values
 
 
-__all__ = ["bind_scalars", "inlinable_scalars", "scalar_constant"]
+class ScalarMemo:
+    """`inlinable_scalars` and `bind_scalars` answered once per callee and constants, for one
+    pass over a module: a training step calls one shared kernel (a multiply by the learning
+    rate) with the same constant from hundreds of groups, and each answer rewrites the kernel.
+    It keeps the callees it saw alive, so their ids stay theirs."""
+
+    def __init__(self) -> None:
+        self._bound: dict[tuple, tuple[PrimFunc, PrimFunc | None]] = {}
+
+    def bind(self, callee: PrimFunc, values: dict[int, PrimExpr]) -> PrimFunc | None:
+        """`bind_scalars(callee, values)`, computed once."""
+        key = (id(callee), tuple((k, _bits(v)) for k, v in sorted(values.items())))
+        hit = self._bound.get(key)
+        if hit is None or hit[0] is not callee:
+            hit = (callee, bind_scalars(callee, values))
+            self._bound[key] = hit
+        return hit[1]
+
+    def inlinable(self, callee: PrimFunc, values: dict[int, PrimExpr]) -> dict[int, PrimExpr]:
+        if self.bind(callee, values) is not None:
+            return values
+        return {k: v for k, v in values.items() if self.bind(callee, {k: v}) is not None}
+
+
+def _bits(value: PrimExpr) -> tuple:
+    """An immediate's dtype and exact value (-0.0 apart from 0.0)."""
+    v = value.value
+    return str(value.dtype), float(v).hex() if isinstance(v, float) else v
+
+
+__all__ = ["ScalarMemo", "bind_scalars", "inlinable_scalars", "scalar_constant"]

@@ -7,7 +7,8 @@ iterator and local buffer gets a fresh definition (a PrimFunc called twice is co
 A scalar constant FuseOps left inside the group is bound into its callee as an immediate
 (fuse_scalars.py). Calls of the primitive function become a single `call_tir`; the primitive functions, and
 the PrimFuncs only they called, leave the module. Two primitive functions that fuse into
-structurally equal PrimFuncs share the first one's.
+structurally equal PrimFuncs share the first one's, and a primitive function equal to one
+fused before (a repeated layer of a model or of its training step) is not fused again.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from ..functor import ExprMutator, ExprVisitor
 from ..op.base import call_tir
 from ..struct_info import ShapeStructInfo, TensorStructInfo
 from .annotate_op_pattern import OP_PATTERN_ATTR, func_pattern
-from .fuse_scalars import bind_scalars, inlinable_scalars
+from .fuse_scalars import ScalarMemo, inlinable_scalars
 
 
 class _Names:
@@ -187,8 +188,12 @@ def _bindings(name: str, func: Function) -> list[VarBinding]:
     return bindings
 
 
-def fuse_primitive(mod: IRModule, name: str, func: Function) -> PrimFunc:
-    """The one PrimFunc computing the primitive relax Function `func`."""
+def fuse_primitive(
+    mod: IRModule, name: str, func: Function, memo: ScalarMemo | None = None
+) -> PrimFunc:
+    """The one PrimFunc computing the primitive relax Function `func` (`memo`: scalar
+    bindings of the callees worked out before, shared by the calls of one pass)."""
+    memo = memo or ScalarMemo()
     bindings = _bindings(name, func)
     names, block_names = _Names(), _Names()
     params: list[TirVar] = []
@@ -215,9 +220,9 @@ def fuse_primitive(mod: IRModule, name: str, func: Function) -> PrimFunc:
         if not isinstance(callee, PrimFunc):
             raise MiniTVMError(f"FuseTIR: '{name}' calls {gv.name_hint}, which is not a PrimFunc")
         where = f"function '{name}', call of {gv.name_hint}"
-        scalars = inlinable_scalars(callee, args.fields)  # as FuseOps left them inside
+        scalars = inlinable_scalars(callee, args.fields, memo)  # as FuseOps left them inside
         if scalars:
-            callee = bind_scalars(callee, scalars)
+            callee = memo.bind(callee, scalars)
         cparams = callee.buffer_params()
         out_buf = new_buffer(b.var, cparams[-1].name if cparams else "out")
         if k == len(bindings) - 1:
@@ -300,24 +305,68 @@ def _referenced(mod: IRModule) -> set[str]:
     return refs.names
 
 
-class _Twins:
-    """Fused PrimFuncs by structure, so that a group fused twice (ResNet's repeated blocks)
-    becomes one PrimFunc that DefaultSchedule and lowering see once, as BlockBuilder.add_func
-    shares identical PrimFuncs."""
+class _Index:
+    """Values by the structure of a key node (structural hash, confirmed by structural_equal),
+    so that equal IR met twice is worked on once."""
 
-    def __init__(self) -> None:
-        self.index: dict[int, list[tuple[GlobalVar, PrimFunc]]] = {}
+    def __init__(self, map_free_vars: bool) -> None:
+        self.map_free_vars = map_free_vars
+        self.index: dict[int, list[tuple[Any, Any]]] = {}
 
-    def share(self, prim: PrimFunc, name: str) -> tuple[GlobalVar, bool]:
-        """The GlobalVar of an equal PrimFunc seen before, or a new one named `name`; and
-        whether it is new."""
-        twins = self.index.setdefault(structural_hash(prim, map_free_vars=True), [])
-        for gv, other in twins:
-            if structural_equal(other, prim, map_free_vars=True):
-                return gv, False
-        gv = GlobalVar(name)
-        twins.append((gv, prim))
-        return gv, True
+    def find(self, node: Any, accept: Any = None) -> tuple[list, Any]:
+        """(the bucket of `node`, the value of an equal node added before, that `accept` takes
+        when given, or None)."""
+        bucket = self.index.setdefault(structural_hash(node, self.map_free_vars), [])
+        for other, value in bucket:
+            if (accept is None or accept(value)) and structural_equal(
+                other, node, self.map_free_vars
+            ):
+                return bucket, value
+        return bucket, None
+
+
+def _symbolic_vars(func: Function) -> tuple[TirVar, ...]:
+    """The symbolic vars `func` names, in order of first appearance."""
+    found: dict[int, TirVar] = {}
+    post_order_visit(func, lambda n: found.setdefault(id(n), n) if isinstance(n, TirVar) else None)
+    return tuple(found.values())
+
+
+def _fuse_group(
+    mod: IRModule,
+    gv: GlobalVar,
+    func: Function,
+    seen: tuple[_Index, _Index, ScalarMemo],
+    out: IRModule,
+) -> tuple[GlobalVar, list[TirVar]]:
+    """The fused PrimFunc's GlobalVar for the primitive function `func` and its scalar params.
+
+    A group fused before under another name (a repeated layer: the same callees on tensors of
+    the same struct info over the very same symbolic vars) is not fused again: it fuses into
+    the same PrimFunc, with the same scalar params. (Relax functions also compare equal when
+    their struct info names other vars alike, `n` in one and `m` in the other; those are
+    fused each, as their scalar params differ.) Fused PrimFuncs equal up to their free vars
+    share the first one's, as BlockBuilder.add_func shares identical PrimFuncs, so that
+    DefaultSchedule and lowering see the kernel once."""
+    groups, twins, memo = seen
+    names = _symbolic_vars(func)
+
+    def same_vars(hit: tuple) -> bool:
+        return len(hit[2]) == len(names) and all(a is b for a, b in zip(hit[2], names))
+
+    bucket, hit = groups.find(func, same_vars)
+    if hit is not None:
+        return hit[0], hit[1]
+    prim = fuse_primitive(mod, gv.name_hint, func, memo)
+    same, prim_gv = twins.find(prim)
+    if prim_gv is None:
+        prim_gv = GlobalVar(gv.name_hint)
+        same.append((prim, prim_gv))
+        out[prim_gv] = prim
+    # this function's own scalar vars (a shared twin's are others, in the same order)
+    scalars = [p for p in prim.params if p not in prim.buffer_map]
+    bucket.append((func, (prim_gv, scalars, names)))
+    return prim_gv, scalars
 
 
 def fuse_tir(mod: IRModule) -> IRModule:
@@ -325,15 +374,11 @@ def fuse_tir(mod: IRModule) -> IRModule:
     out = IRModule(attrs=mod.attrs)
     fused: dict[GlobalVar, tuple] = {}
     callees: set[str] = set()
-    twins = _Twins()
+    # relax groups, fused PrimFuncs (equal up to their free vars), callees' bound scalars
+    seen = (_Index(map_free_vars=False), _Index(map_free_vars=True), ScalarMemo())
     for gv, func in mod.functions_items():
         if isinstance(func, Function) and func.attrs.get("Primitive"):
-            prim = fuse_primitive(mod, gv.name_hint, func)
-            prim_gv, new = twins.share(prim, gv.name_hint)
-            if new:
-                out[prim_gv] = prim
-            # this function's own scalar vars (a shared twin's are others, in the same order)
-            scalars = [p for p in prim.params if p not in prim.buffer_map]
+            prim_gv, scalars = _fuse_group(mod, gv, func, seen, out)
             shapes = [
                 p.struct_info for p in func.params if isinstance(p.struct_info, ShapeStructInfo)
             ]
