@@ -16,7 +16,11 @@ scaling over torch.distributed (gloo).
    the eval forward, and the first `--steps` losses and final parameters vs torch eager.
 4. Data parallel: samples/s of an MNIST-shaped MLP (784-256-100-10, 64 samples per process per
    step) with 1 process x 1 thread (plain Trainer.update) vs 2 processes x 1 thread
-   (DataParallel.step: gradients, one gloo all-reduce, update).
+   (DataParallel.step: gradients, one gloo all-reduce, update). `--dp-model resnet18`: the
+   ResNet-18 above (global batch 32, synchronized train-mode BatchNorm) through
+   `TorchTrainer(..., world_size=N)` under DataParallel (the all-reduces inside the one
+   compiled step) vs the same trainer with world_size=1 on the whole batch, and how far the
+   2-process losses are from the 1-process ones.
 
 Both frameworks train the same torch module: minitvm imports its forward with
 `from_exported_program(keep_params_as_input=True)` and builds the step with SetupTrainer.
@@ -406,8 +410,37 @@ def hf_case(name: str, steps: int, repeat: int, batch: int = 8) -> dict:
 DP_SIZES, DP_BATCH = (784, 256, 100, 10), 64
 
 
-def dp_worker(out: str, steps: int, repeat: int) -> None:
-    """One process of the scaling run (started by `launch`): times `steps` steps `repeat` times."""
+DP_RESNET_BATCH = 32  # the global batch, split over the processes
+
+
+def dp_resnet_setup(steps: int, world: int, rank: int) -> tuple:
+    """(step, sync, batches) of one process: TorchTrainer(world_size=world) on its shards."""
+    import torch
+
+    from minitvm.training import TorchTrainer
+    from minitvm.training.distributed import DataParallel, shard
+
+    rng = np.random.default_rng(0)  # the same global batches in every process
+    x = rng.standard_normal((steps, DP_RESNET_BATCH, 3, 32, 32)).astype("float32")
+    y = rng.integers(0, CLASSES, (steps, DP_RESNET_BATCH)).astype("int64")
+    batches = [(shard(a, world, rank), shard(b, world, rank)) for a, b in zip(x, y)]
+    torch.manual_seed(0)
+    trainer = TorchTrainer(
+        torch_resnet18(),
+        batches[0],
+        torch.nn.CrossEntropyLoss(),
+        ("sgd", {"lr": 0.01, "momentum": 0.9}),
+        world_size=world,
+    )
+    if world == 1:
+        return trainer.step, lambda: None, batches
+    dp = DataParallel(trainer)
+    return dp.step, dp.barrier, batches
+
+
+def dp_worker(out: str, steps: int, repeat: int, model: str = "mlp") -> None:
+    """One process of the scaling run (started by `launch`): times `steps` steps `repeat` times
+    (ResNet-18: the losses of the first `steps` steps are recorded, too)."""
     import torch
 
     from minitvm.training.distributed import DataParallel
@@ -415,6 +448,22 @@ def dp_worker(out: str, steps: int, repeat: int) -> None:
     torch.set_num_threads(1)
     world = int(os.environ["WORLD_SIZE"])
     rank = int(os.environ["RANK"])
+    if model == "resnet18":
+        step, sync, batches = dp_resnet_setup(steps, world, rank)
+        losses = [step(a, b) for a, b in batches]
+        times = []
+        for _ in range(repeat):
+            sync()
+            start = time.perf_counter()
+            for a, b in batches:
+                step(a, b)
+            sync()
+            times.append(time.perf_counter() - start)
+        if rank == 0:
+            samples = steps * DP_RESNET_BATCH
+            res = {"seconds": min(times), "samples": samples, "losses": losses}
+            Path(out).write_text(json.dumps(res))
+        return
     rng = np.random.default_rng(rank)
     x = rng.standard_normal((steps, DP_BATCH, DP_SIZES[0])).astype("float32")
     y = rng.integers(0, CLASSES, (steps, DP_BATCH)).astype("int64")
@@ -444,7 +493,7 @@ def dp_worker(out: str, steps: int, repeat: int) -> None:
         Path(out).write_text(json.dumps({"seconds": min(times), "samples": samples}))
 
 
-def dp_scaling(steps: int, repeat: int, rounds: int) -> float:
+def dp_scaling(steps: int, repeat: int, rounds: int, model: str = "mlp") -> float:
     from minitvm.training.distributed import is_available, launch
 
     if not is_available("gloo"):
@@ -452,21 +501,36 @@ def dp_scaling(steps: int, repeat: int, rounds: int) -> float:
         return 0.0
     # the machine is shared: alternate the two configurations `rounds` times, keep each's best
     rates = {1: 0.0, 2: 0.0}
+    losses = {}
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(rounds):
             for nproc in (1, 2):
                 out = os.path.join(tmp, f"dp{nproc}.json")
                 argv = [__file__, "--dp-worker", out, "--dp-steps", str(steps)]
-                launch([*argv, "--repeat", str(repeat)], nproc, num_threads=1, timeout_s=600)
+                argv += ["--dp-model", model, "--repeat", str(repeat)]
+                launch(argv, nproc, num_threads=1, timeout_s=3600)
                 res = json.loads(Path(out).read_text())
                 rates[nproc] = max(rates[nproc], res["samples"] / res["seconds"])
+                losses[nproc] = res.get("losses")
     speedup = rates[2] / rates[1]
+    load = "load average (1, 5, 15 min): {:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
+    if model == "resnet18":
+        diff = np.abs(np.array(losses[2]) / np.array(losses[1]) - 1)
+        print(
+            f"\ndata parallel, ResNet-18 (synchronized train-mode BatchNorm), global batch "
+            f"{DP_RESNET_BATCH}, {steps} steps, best of {repeat} x {rounds} rounds:\n"
+            f"  1 process  x 1 thread  {rates[1]:9.1f} samples/s\n"
+            f"  2 processes x 1 thread {rates[2]:9.1f} samples/s   speed-up {speedup:.2f}x "
+            f"(target >= 1.7x)\n  {load}\n"
+            "  loss rel. diff 2 vs 1 process, per step: " + " ".join(f"{d:.0e}" for d in diff)
+        )
+        return speedup
     print(
         f"\ndata parallel, MLP {'-'.join(map(str, DP_SIZES))}, {DP_BATCH} samples per process "
         f"per step, {steps} steps, best of {repeat} x {rounds} rounds:\n"
         f"  1 process  x 1 thread  {rates[1]:9.0f} samples/s\n"
         f"  2 processes x 1 thread {rates[2]:9.0f} samples/s   speed-up {speedup:.2f}x "
-        "(target >= 1.7x)"
+        f"(target >= 1.7x)\n  {load}"
     )
     return speedup
 
@@ -481,6 +545,9 @@ def main() -> None:
     p.add_argument("--dp-steps", type=int, default=30)
     p.add_argument("--dp-rounds", type=int, default=2, help="alternations of 1 and 2 processes")
     p.add_argument("--dp-worker", metavar="OUT", help=argparse.SUPPRESS)
+    p.add_argument(
+        "--dp-model", default="mlp", choices=("mlp", "resnet18"), help="the data-parallel case"
+    )
     p.add_argument("--resnet18", action="store_true", help="only the ResNet-18 train-mode case")
     p.add_argument("--resnet18-steps", type=int, default=20)
     p.add_argument("--transformer", action="store_true", help="only the transformer-encoder case")
@@ -489,7 +556,7 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=20, help="steps compared (--transformer, --hf)")
     args = p.parse_args()
     if args.dp_worker:
-        return dp_worker(args.dp_worker, args.dp_steps, args.repeat)
+        return dp_worker(args.dp_worker, args.dp_steps, args.repeat, args.dp_model)
 
     sys.path.insert(0, str(Path(__file__).parent))
     from _common import machine_lines, set_threads
@@ -501,7 +568,7 @@ def main() -> None:
     print(f"C++ compiler: {compiler or 'none: torch.compile skipped'}")
 
     if args.dp_only:
-        dp_scaling(args.dp_steps, args.repeat, args.dp_rounds)
+        dp_scaling(args.dp_steps, args.repeat, args.dp_rounds, args.dp_model)
         return None
     if args.resnet18:
         resnet18_case(args.resnet18_steps, args.repeat)

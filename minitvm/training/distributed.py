@@ -20,6 +20,11 @@ and in train.py:
     dp = DataParallel(trainer)                    # world size and rank from the environment
     x, y = shard(x_global, dp.world_size, dp.rank), shard(y_global, dp.world_size, dp.rank)
     loss = dp.step(x, y)                          # the global batch's loss, on every rank
+
+A `TorchTrainer(..., world_size=N)` fuses forward, backward, the all-reduce and the update
+into one program: its `relax.ccl.allreduce` calls reach torch.distributed through
+`runtime.disco.allreduce`, which a DataParallel registers for the life of its process group
+(and refuses to run without one). Its train-mode BatchNorms are synchronized (collectives.py).
 """
 
 from __future__ import annotations
@@ -38,7 +43,9 @@ from typing import Any
 import numpy as np
 
 from ..error import TVMError
+from ..relax.op.ccl import _REDUCTIONS
 from ..runtime import nd
+from ..runtime.registry import register_func, remove_global_func
 
 ENV_VARS = {
     "MASTER_ADDR": "address of the rank-0 process's machine (all processes use the same)",
@@ -107,13 +114,16 @@ def shard(batch: Any, world_size: int, rank: int) -> np.ndarray:
 
 
 class DataParallel:
-    """A `relax.training.Trainer` replicated over `world_size` processes (torch.distributed).
+    """A `relax.training.Trainer` or a `TorchTrainer(..., world_size=N)` replicated over
+    `world_size` processes (torch.distributed).
 
     `step(x_shard, y_shard)` runs the trainer's gradient program on this process's shard,
     all-reduces the loss and the gradients (averaged when `average`, the right rule for
     losses with reduction="mean"; summed otherwise, for reduction="sum"), applies the
     optimizer and returns the global batch's loss. Model states (e.g. running statistics) are
-    averaged too. Every shard must have the trainer's compiled batch size.
+    averaged too. Every shard must have the trainer's compiled batch size. A TorchTrainer's
+    step does all of this inside its one program (average gradients, synchronized BatchNorm);
+    `average` does not apply to it.
 
     >>> dp = DataParallel(trainer, world_size=2, rank=int(os.environ["RANK"]))
     >>> loss = dp.step(shard(x, 2, dp.rank), shard(y, 2, dp.rank))
@@ -132,20 +142,28 @@ class DataParallel:
         broadcast_params: bool = True,
     ) -> None:
         from ..relax.training import Trainer
+        from .torch_trainer import TorchTrainer
 
-        if not isinstance(trainer_or_program, Trainer):
+        if not isinstance(trainer_or_program, Trainer | TorchTrainer):
             raise DistributedError(
-                f"DataParallel needs a relax.training.Trainer (its gradient and update programs "
-                f"are separate), got {type(trainer_or_program).__name__}; minitvm.training's "
+                f"DataParallel needs a relax.training.Trainer or a TorchTrainer built with "
+                f"world_size=N, got {type(trainer_or_program).__name__}; minitvm.training's "
                 "TrainingProgram fuses the update into the step and cannot all-reduce gradients"
             )
         self.trainer = trainer_or_program
+        self._fused = isinstance(trainer_or_program, TorchTrainer)
         self.world_size = _env_int("WORLD_SIZE", world_size)
         self.rank = _env_int("RANK", rank)
         if self.world_size < 1 or not 0 <= self.rank < self.world_size:
             raise DistributedError(
                 f"DataParallel: rank {self.rank} is not in 0..{self.world_size - 1} "
                 f"(world_size {self.world_size})"
+            )
+        if self._fused and self.trainer.world_size != self.world_size:
+            raise DistributedError(
+                f"DataParallel: the TorchTrainer was built with world_size="
+                f"{self.trainer.world_size}, the process group has {self.world_size} processes; "
+                f"build it with TorchTrainer(..., world_size={self.world_size})"
             )
         self.average = average
         self._flat: dict[np.dtype, np.ndarray] = {}  # _all_reduce's buffers, one per dtype
@@ -183,8 +201,13 @@ class DataParallel:
                     "every process was started with the same address, port and world size"
                 ) from err
             self._owns_group = True
+        _activate(self)
         if broadcast_params:
-            self.broadcast_parameters()
+            try:
+                self.broadcast_parameters()
+            except BaseException:
+                self.close()
+                raise
 
     # ----------------------------------------------------------------- collectives
     def _all_reduce(self, arrays: list[Any]) -> list[np.ndarray]:
@@ -221,6 +244,57 @@ class DataParallel:
                 np.divide(flat, self.world_size, out=flat, casting="unsafe")
         return out  # type: ignore[return-value]
 
+    def _reduce_into(self, xs: list, op_type: str, outs: list) -> None:
+        """`outs[k]` = the reduction of every process's `xs[k]` (NDArrays or numpy arrays).
+        One tensor is copied into its output and reduced in place there; several go through
+        one flat buffer per dtype (`_all_reduce`'s), one collective each, and are copied out."""
+        import torch
+
+        ops = self._dist.ReduceOp
+        code = {"sum": ops.SUM, "avg": ops.SUM, "prod": ops.PRODUCT, "min": ops.MIN}
+        code["max"] = ops.MAX
+        srcs, dsts = [_host_view(a) for a in xs], [_host_view(a) for a in outs]
+        if len(srcs) == 1:
+            if not np.may_share_memory(srcs[0], dsts[0]):
+                np.copyto(dsts[0], srcs[0])
+            flats, places = [dsts[0].reshape(-1)], []
+        else:
+            flats, places = self._pack(srcs)
+        for flat in flats:
+            self._collective(self._dist.all_reduce, torch.from_numpy(flat), op=code[op_type])
+            if op_type == "avg" and not places:
+                np.divide(flat, self.world_size, out=flat, casting="unsafe")
+        for k, view in places:  # the average is taken on the way out: one pass fewer
+            if op_type == "avg":
+                np.divide(view, self.world_size, out=dsts[k], casting="unsafe")
+            else:
+                np.copyto(dsts[k], view)
+        for out, dst in zip(outs, dsts):
+            if getattr(getattr(out, "device", None), "is_gpu", False):  # dst was a host copy
+                out.copyfrom(dst)
+
+    def _pack(self, arrays: list[np.ndarray]) -> tuple[list[np.ndarray], list[tuple]]:
+        """Each dtype's arrays copied into one flat buffer (kept between steps): (the buffers,
+        [(index, its view in a buffer)])."""
+        by_dtype: dict[np.dtype, list[int]] = {}
+        for k, a in enumerate(arrays):
+            by_dtype.setdefault(a.dtype, []).append(k)
+        flats, places = [], []
+        for dtype, idx in by_dtype.items():
+            size = sum(arrays[k].size for k in idx)
+            flat = self._flat.get(dtype)
+            if flat is None or flat.size != size:
+                flat = self._flat[dtype] = np.empty(size, dtype)
+            offset = 0
+            for k in idx:
+                n = arrays[k].size
+                view = flat[offset : offset + n].reshape(arrays[k].shape)
+                np.copyto(view, arrays[k])
+                places.append((k, view))
+                offset += n
+            flats.append(flat)
+        return flats, places
+
     def _collective(self, fn: Any, *args: Any, **kwargs: Any) -> None:
         if not self._dist.is_initialized():
             raise DistributedError(
@@ -240,16 +314,21 @@ class DataParallel:
             ) from err
 
     def broadcast_parameters(self) -> None:
-        """Every process takes rank 0's parameters, model states and optimizer state."""
+        """Every process takes rank 0's parameters, model states and optimizer state (a
+        TorchTrainer's: parameters, optimizer states and buffers)."""
         import torch
 
         t = self.trainer
-        t._check_inited()
-        for values in (t._params, t._states, t._optim_state):
+        if self._fused:
+            lists = (t._params, t._states, t._buffers)
+        else:
+            t._check_inited()
+            lists = (t._params, t._states, t._optim_state)
+        for values in lists:
             for i, v in enumerate(values):
                 host = v.numpy().copy(order="C")  # keeps 0-d arrays 0-d
                 self._collective(self._dist.broadcast, torch.from_numpy(host), src=0)
-                values[i] = nd.array(host, t.device)
+                values[i] = nd.array(host, v.device)
 
     def barrier(self) -> None:
         """Wait for every process."""
@@ -259,6 +338,8 @@ class DataParallel:
     def step(self, x_shard: Any, y_shard: Any) -> float:
         """One data-parallel step on this process's shard; returns the global batch's loss."""
         t = self.trainer
+        if self._fused:
+            return t.step(x_shard, y_shard)
         ret, grads = t.vm[t.ADJOINT_FUNC](*t._inputs(x_shard, y_shard))
         states = []
         if t._state_num:
@@ -279,6 +360,7 @@ class DataParallel:
         return self.trainer.predict(*inputs)
 
     def _abandon_group(self) -> None:
+        _deactivate(self)
         if self._owns_group and self._dist.is_initialized():
             try:
                 self._dist.destroy_process_group()
@@ -287,7 +369,9 @@ class DataParallel:
         self._owns_group = False
 
     def close(self) -> None:
-        """Leave the process group (only if this object created it)."""
+        """Leave the process group (only if this object created it); programs' all-reduces
+        refuse to run from now on."""
+        _deactivate(self)
         if self._owns_group and self._dist.is_initialized():
             self._dist.destroy_process_group()
         self._owns_group = False
@@ -297,6 +381,47 @@ class DataParallel:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+# ------------------------------------------------------------ all-reduces inside programs
+_ALLREDUCE = "runtime.disco.allreduce"  # what relax.ccl.allreduce legalizes to (ccl.py)
+_ACTIVE: list[DataParallel] = []  # the open DataParallels of this process, newest last
+
+
+def active() -> DataParallel | None:
+    """The DataParallel whose process group programs' all-reduces use now (the newest open)."""
+    return _ACTIVE[-1] if _ACTIVE else None
+
+
+def _program_allreduce(x: Any, code: Any, in_group: Any, *outs: Any) -> None:
+    """`runtime.disco.allreduce(x, (op code,), in_group, *outs)` as relax.ccl.allreduce calls
+    it (x a tensor or a tuple of them, one output each): over the active DataParallel's
+    processes. A VM keeps this function once it has looked it up, so the check for a group is
+    made at every call."""
+    dp = active()
+    if dp is None:
+        raise DistributedError(
+            "relax.ccl.allreduce: no process group is active in this process (no open "
+            "DataParallel); a program with collectives runs only under DataParallel in each "
+            "process of the group: it never acts as a group of one"
+        )
+    xs = list(x) if isinstance(x, list | tuple) else [x]
+    if len(outs) == 1 and isinstance(outs[0], list | tuple):
+        outs = tuple(outs[0])
+    dp._reduce_into(xs, _REDUCTIONS[int(code[0])], list(outs))
+
+
+def _activate(dp: DataParallel) -> None:
+    if not _ACTIVE:
+        register_func(_ALLREDUCE, _program_allreduce, override=True)
+    _ACTIVE.append(dp)
+
+
+def _deactivate(dp: DataParallel) -> None:
+    if dp in _ACTIVE:
+        _ACTIVE.remove(dp)
+        if not _ACTIVE:
+            remove_global_func(_ALLREDUCE)
 
 
 def _host_view(a: Any) -> np.ndarray:
@@ -443,6 +568,7 @@ __all__ = [
     "ENV_VARS",
     "DataParallel",
     "DistributedError",
+    "active",
     "free_port",
     "is_available",
     "launch",

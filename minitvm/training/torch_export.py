@@ -198,12 +198,15 @@ def _export(module: Any, args: tuple, batched: int, dynamic: bool) -> tuple[Any,
         ) from err
 
 
-def _import(ep: Any, what: str) -> tuple[relax.Function, list[str], dict, dict]:
+def _import(
+    ep: Any, what: str, world_size: int = 1
+) -> tuple[relax.Function, list[str], dict, dict]:
     """`main(*inputs, *params)`, the parameter names (the state_dict keys, in order) and the
     module's other functions by GlobalVar (kernels the importer emitted with emit_te, e.g.
     torch.gather's: main calls them, so every module main is copied into needs them too).
     Last, {position among main's parameters: padding rows} of each embedding weight that has
-    a padding_idx."""
+    a padding_idx. With `world_size` > 1, a train-mode BatchNorm normalises by the statistics
+    of all processes' shards together (collectives.py)."""
     from torch.export.graph_signature import InputKind
 
     from ..relax.frontend.torch import from_exported_program
@@ -216,6 +219,10 @@ def _import(ep: Any, what: str) -> tuple[relax.Function, list[str], dict, dict]:
         "embedding.default": _embedding_converter(padded := {}),
         **_dropout_converters(),
     }
+    if world_size > 1:
+        from .collectives import sync_batch_norm_converter
+
+        custom.update(sync_batch_norm_converter(world_size))
     try:
         mod = from_exported_program(
             ep, keep_params_as_input=True, unwrap_unit_return_tuple=True, custom_convert_map=custom

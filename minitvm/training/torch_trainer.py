@@ -32,6 +32,7 @@ from ..relax.training import SGD, Adam, MomentumSGD, Optimizer
 from ..relax.transform.gradient import Emitter, backprop
 from ..runtime import cpu
 from ..runtime import ndarray as nd
+from .collectives import average_gradients
 from .layers import TrainError
 from .program import _inline
 from .torch_export import (
@@ -129,7 +130,13 @@ class TorchTrainer:
     program: a train-mode BatchNorm's running statistics are updated at every step. The batch
     dim is symbolic when torch.export allows and no BatchNorm is in training mode
     (`symbolic_batch`); otherwise every batch must have the example's size. Momentum dampening
-    follows TVM (applied from the first step; torch skips it once)."""
+    follows TVM (applied from the first step; torch skips it once).
+
+    `world_size=N` (> 1) builds the step of one of N data-parallel processes, to be run under
+    `DataParallel(trainer)` (distributed.py) with its shard of each global batch as `x, y` (the
+    example is a shard, too): the loss and the gradients are averaged over the processes inside
+    the program, before the update, and train-mode BatchNorms normalise with the global batch's
+    statistics (collectives.py)."""
 
     def __init__(
         self,
@@ -141,6 +148,7 @@ class TorchTrainer:
         target: str = "llvm",
         dynamic_batch: bool = True,
         seed: int = 0,
+        world_size: int = 1,
     ) -> None:
         import torch
         from torch import nn
@@ -161,13 +169,14 @@ class TorchTrainer:
                 f"{getattr(out, 'shape', type(out).__name__)}; use reduction='mean' or 'sum'"
             )
         self.seed, self.steps_done = _check_seed(seed), 0
+        self.world_size = _check_world_size(world_size)
         self.buffer_names = [k for k, _ in model.named_buffers()]
         bufs = tuple(b.detach().clone() for _, b in model.named_buffers())
         key = torch.zeros(2, dtype=torch.int64)
         dynamic = dynamic_batch and not has_train_mode_batch_norm(model)
         wrapped = WithLoss.make(model, loss, self.buffer_names)
         ep, self.symbolic_batch = _export(wrapped, (x, y, key, *bufs), 2, dynamic)
-        loss_fn, names, self._helpers, padded = _import(ep, "model with its loss")
+        loss_fn, names, self._helpers, padded = _import(ep, "model with its loss", world_size)
         # tied weights (GPT-2's lm_head and wte) are one parameter under several names: each
         # is trained once, under its first name in named_parameters()
         self._aliases = _parameter_aliases(model)
@@ -227,6 +236,8 @@ class TorchTrainer:
                 grads = backprop(em, loss, wrt)
                 grads = [g if g is not None else em.emit(zeros_like(p)) for g, p in zip(grads, wrt)]
                 grads = self._mask_padding_rows(em, grads)
+                if self.world_size > 1:
+                    loss, grads = average_gradients(em, loss, grads)
                 update = self.optimizer.get_flat_function()
                 updated = _inline(em, update, [*wrt, *grads, *states])
                 new = iter(updated[: len(wrt)])
@@ -292,7 +303,10 @@ class TorchTrainer:
         return np.array([self.seed, self.steps_done], dtype="int64")
 
     def step(self, x: Any, y: Any) -> float:
-        """One optimizer step on the batch (x, y); returns the loss before the update."""
+        """One optimizer step on the batch (x, y); returns the loss before the update (with
+        world_size > 1: this process's shard, and the global batch's loss)."""
+        if self.world_size > 1:
+            _check_group(self.world_size)
         out = self.vm["train_step"](
             self._arg(x, "x", self._x_dtype),
             self._arg(y, "y", self._y_dtype),
@@ -395,6 +409,29 @@ def _checked(value: Any, name: str, old: Any) -> Any:
             f"the model has {old.dtype}{list(old.shape)}"
         )
     return nd.array(np.ascontiguousarray(arr))
+
+
+def _check_world_size(world_size: Any) -> int:
+    if isinstance(world_size, bool) or not isinstance(world_size, int | np.integer):
+        raise TrainError(f"TorchTrainer: world_size must be a positive int, got {world_size!r}")
+    if world_size < 1:
+        raise TrainError(f"TorchTrainer: world_size must be a positive int, got {world_size}")
+    return int(world_size)
+
+
+def _check_group(world_size: int) -> None:
+    """A data-parallel step needs the process group of a DataParallel of its world size."""
+    from .distributed import active
+
+    dp = active()
+    if dp is None or dp.world_size != world_size:
+        seen = "no DataParallel" if dp is None else f"a DataParallel of {dp.world_size}"
+        raise TrainError(
+            f"TorchTrainer: this trainer was built with world_size={world_size}; its step "
+            f"all-reduces over a process group of {world_size} processes, and this process has "
+            f"{seen}; wrap it as DataParallel(trainer) in each of the {world_size} processes "
+            "(or build it with world_size=1 to train in one process)"
+        )
 
 
 def _check_seed(seed: Any) -> int:

@@ -57,6 +57,7 @@ from . import grad_api  # noqa: F401 - Op.get_attr("FPrimalGradient"), relax.gra
 from .call_tir_grad import call_tir_with_grad  # a call_tir with a TE gradient
 from . import grad_indexing  # noqa: F401 - sort/scatter ops join the gradient tables
 from . import grad_collapse  # noqa: F401 - collapse_sum and ccl ops join them too
+from . import grad_ccl  # noqa: F401 - allreduce's rule (sum/avg: self-adjoint)
 from .grad import erf
 from .sampling_a3 import multinomial_from_uniform  # noqa: F401 - TVM sampling op, a3 grad lines
 from .effects_a10 import assert_op, print  # noqa: F401 - TVM's effect ops (R.print, R.assert_op)

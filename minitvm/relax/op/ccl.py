@@ -2,9 +2,16 @@
 across the workers of a distributed (disco) session.
 
 minitvm has no disco session. LegalizeOps turns allreduce, allgather and broadcast into
-`call_dps_packed` of the `runtime.disco.*` functions, as TVM does; none is registered here, so
-running such a module stops at the missing function instead of pretending that one process is
-a group (an allreduce on one worker is not an allreduce). scatter_from_worker0 is left as is.
+`call_dps_packed` of the `runtime.disco.*` functions, as TVM does; none is registered by
+default, so running such a module stops at the missing function instead of pretending that one
+process is a group (an allreduce on one worker is not an allreduce). scatter_from_worker0 is
+left as is. `minitvm.training.DataParallel` registers `runtime.disco.allreduce` for the life of
+its torch.distributed process group (and it refuses to run without one).
+
+allreduce also takes a Tuple of tensors (minitvm's extension; TVM's takes one tensor): each
+field is reduced, and the runtime may move them all in one flat buffer per dtype (a
+data-parallel step's gradients: one collective instead of one per parameter, and no
+compiled concatenation).
 """
 
 from __future__ import annotations
@@ -12,8 +19,8 @@ from __future__ import annotations
 from ...error import ShapeError
 from ...tir import expr as tir_expr
 from ...topi.utils import const_int, fmt_shape
-from ..expr import Call, Expr, PrimValue, ShapeExpr
-from ..struct_info import StructInfo, TensorStructInfo
+from ..expr import Call, Expr, PrimValue, ShapeExpr, Tuple
+from ..struct_info import StructInfo, TensorStructInfo, TupleStructInfo
 from . import _infer as I
 from ._table import OpPattern, make_call, register_op
 from .base import call_dps_packed
@@ -23,6 +30,20 @@ _REDUCTIONS = ("sum", "prod", "min", "max", "avg")
 
 
 def _infer_same(call: Call) -> StructInfo:
+    return I.tensor_arg(call, 0, "x")
+
+
+def _infer_allreduce(call: Call) -> StructInfo:
+    """A tensor, or a Tuple of tensors: the same struct info."""
+    sinfo = call.args[0].struct_info
+    if isinstance(sinfo, TupleStructInfo):
+        bad = [k for k, f in enumerate(sinfo.fields) if not isinstance(f, TensorStructInfo)]
+        if bad or not sinfo.fields:
+            raise ShapeError(
+                f"relax.ccl.allreduce: x is a tuple whose field(s) {bad} are not tensors (or it "
+                "is empty); pass a tensor or a non-empty Tuple of tensors"
+            )
+        return sinfo
     return I.tensor_arg(call, 0, "x")
 
 
@@ -55,7 +76,7 @@ def _infer_scatter(call: Call) -> StructInfo:
     return TensorStructInfo((*x.shape[:axis], chunk, *x.shape[axis + 1 :]), x.dtype)
 
 
-_allreduce = register_op("relax.ccl.allreduce", _infer_same, None, None, OpPattern.OPAQUE)
+_allreduce = register_op("relax.ccl.allreduce", _infer_allreduce, None, None, OpPattern.OPAQUE)
 _allgather = register_op("relax.ccl.allgather", _infer_allgather, None, None, OpPattern.OPAQUE)
 _broadcast = register_op(
     "relax.ccl.broadcast_from_worker0", _infer_same, None, None, OpPattern.OPAQUE
@@ -102,7 +123,10 @@ def _positive(value: int, what: str, op: str) -> int:
 
 
 def allreduce(x: Expr, op_type: str = "sum", in_group: bool = True) -> Call:
-    """Reduce `x` elementwise over all workers (op_type: sum, prod, min, max, avg)."""
+    """Reduce `x` (a tensor, or a Tuple / list of tensors, each reduced) elementwise over all
+    workers (op_type: sum, prod, min, max, avg)."""
+    if isinstance(x, list | tuple):
+        x = Tuple(tuple(x))
     if op_type not in _REDUCTIONS:
         raise ShapeError(f"relax.ccl.allreduce: op_type {op_type!r} is not one of {_REDUCTIONS}")
     return make_call(_allreduce, (x,), {"op_type": op_type, "in_group": bool(in_group)})
