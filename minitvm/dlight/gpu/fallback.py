@@ -27,6 +27,12 @@ def _bind_threads(func: PrimFunc, max_threads: int, accumulate_locally: bool = F
     from ...tir.schedule import Schedule
 
     sch = Schedule(IRModule({"main": func}))
+    bind_threads(sch, max_threads, accumulate_locally)
+    return sch.mod["main"]
+
+
+def bind_threads(sch: Any, max_threads: int, accumulate_locally: bool = False) -> None:
+    """The binding of `_bind_threads` as steps on `sch` (meta-schedule replays them)."""
     _inline_intermediates(sch)
     if accumulate_locally:
         for block in sch.get_output_blocks("root"):
@@ -53,7 +59,6 @@ def _bind_threads(func: PrimFunc, max_threads: int, accumulate_locally: bool = F
         sch.compute_at(block, loop)
         sch.set_scope(block, 0, "local")
         owner[name] = next(iter(owners))
-    return sch.mod["main"]
 
 
 def _writes_local(sch: Any, block: Any) -> bool:

@@ -163,8 +163,15 @@ def _schedule_gemm(func: PrimFunc, max_threads: int, max_shared: int) -> PrimFun
     ScheduleError when it does not fit."""
     from ...tir.schedule import Schedule
 
-    gemm = _match_gemm(func)
     sch = Schedule(IRModule({"main": func}))
+    schedule_gemm(sch, max_threads, max_shared)
+    return sch.mod["main"]
+
+
+def schedule_gemm(sch: Any, max_threads: int, max_shared: int) -> None:
+    """The GEMM tiling of `_schedule_gemm` as steps on `sch` (meta-schedule replays them, so
+    its default GPU point is this rule's kernel, with a trace)."""
+    gemm = _match_gemm(sch.mod["main"])
     block = sch.get_block(gemm.name)
     _to_gemm_iterators(sch, block, gemm, _epilogue(sch, block, gemm))
     n = 1 if gemm.batch else 0  # position of the i iterator in the new block
@@ -182,7 +189,6 @@ def _schedule_gemm(func: PrimFunc, max_threads: int, max_shared: int) -> PrimFun
         sch.transform_layout(fetch, ("write", 0), _k_major)
     _inline_all_but(sch, [*fetches, block, writeback])
     _tile_gemm(sch, block, fetches, writeback, tiles, n)
-    return sch.mod["main"]
 
 
 def _k_major(*v: Any) -> list:

@@ -5,18 +5,9 @@ AutoBind (a spatial block's loops fused and split over a sampled number of threa
 from __future__ import annotations
 
 from ...dlight.gpu.base import DEFAULT_SHARED_BYTES, DEFAULT_THREADS, limits
-from ...dlight.gpu.matmul import (
-    _choose_tiles,
-    _epilogue,
-    _inline_all_but,
-    _k_major,
-    _match_gemm,
-    _NoMatch,
-    _operand_indices,
-    _tile_gemm,
-    _to_gemm_iterators,
-)
-from ...dlight.gpu.utils import _bind_block, _inline_intermediates, _spatial_prefix
+from ...dlight.gpu.fallback import bind_threads
+from ...dlight.gpu.matmul import _NoMatch, schedule_gemm
+from ...dlight.gpu.utils import _spatial_prefix
 from ...error import MiniTVMError, ScheduleError
 from ...tir.expr import IntImm
 from ...tir.schedule import BlockRV, Schedule
@@ -58,43 +49,14 @@ def default_gpu_point(sch: Schedule, target) -> Schedule:
 
 
 def _gemm_point(sch: Schedule, max_threads: int, max_shared: int) -> Schedule:
-    """The steps of dlight.gpu.matmul._schedule_gemm on `sch` (a test checks both agree)."""
-    gemm = _match_gemm(sch.mod["main"])
-    block = sch.get_block(gemm.name)
-    _to_gemm_iterators(sch, block, gemm, _epilogue(sch, block, gemm))
-    n = 1 if gemm.batch else 0
-    operands = _operand_indices(sch, block)
-    itemsize = max(sch.get(block).reads[x].buffer.dtype.bytes for x in operands)
-    tiles = _choose_tiles(gemm, max_threads, max_shared, itemsize)
-    sch.reindex_cache_read(block, operands[0], "shared", None)
-    sch.reindex_cache_read(block, operands[1], "shared", None)
-    sch.reindex_cache_write(block, 0, "local", None)
-    sch.pad_einsum(block, [1] * n + [tiles.ty * tiles.vi, tiles.tx * tiles.vj, tiles.tk])
-    fetches, (writeback,) = sch.get_producers(block), sch.get_consumers(block)
-    for fetch in fetches:
-        sch.transform_layout(fetch, ("write", 0), _k_major)
-    _inline_all_but(sch, [*fetches, block, writeback])
-    _tile_gemm(sch, block, fetches, writeback, tiles, n)
+    """dlight.gpu.Matmul's tiling as steps on `sch`."""
+    schedule_gemm(sch, max_threads, max_shared)
     return sch
 
 
 def _bind_point(sch: Schedule, max_threads: int) -> None:
-    """The steps of dlight.gpu.fallback._bind_threads on `sch` (a test checks both agree)."""
-    _inline_intermediates(sch)
-    outputs = {id(sch.get(b)) for b in sch.get_output_blocks("root")}
-    owner: dict[str, str] = {}
-    thread_loop: dict = {}
-    for block in reversed(sch.get_child_blocks(sch.get_block("root"))):
-        name = sch.get(block).name_hint
-        owners = {owner[sch.get(c).name_hint] for c in sch.get_consumers(block)}
-        loop = thread_loop.get(next(iter(owners))) if len(owners) == 1 else None
-        if id(sch.get(block)) in outputs or loop is None:
-            owner[name] = name
-            thread_loop[name] = _bind_block(sch, block, max_threads)
-            continue
-        sch.compute_at(block, loop)
-        sch.set_scope(block, 0, "local")
-        owner[name] = next(iter(owners))
+    """dlight.gpu.Fallback's binding as steps on `sch`."""
+    bind_threads(sch, max_threads)
 
 
 class ApplyDefaultGPUSchedule(ScheduleRule):
