@@ -121,17 +121,7 @@ class MutateUnroll(Mutator):
                 )
             ):
                 feeding.update(id(v) for v in inst.inputs[1:])
-        insts = [
-            i
-            for i in _insts(trace, "SampleCategorical")
-            if any(id(o) in feeding for o in i.outputs) and len(i.attrs[0]) > 1
-        ]
-        if not insts:
-            return None
-        inst = rng.choice(insts)
-        old = int(trace.get_decision(inst))
-        choices = [k for k in range(len(inst.attrs[0])) if k != old]
-        return trace.with_decision(inst, rng.choice(choices), remove_postproc=True)
+        return _resample_categorical(trace, feeding, rng)
 
 
 class MutateThreadBinding(Mutator):
@@ -144,17 +134,22 @@ class MutateThreadBinding(Mutator):
         for inst in trace.insts:
             if inst.kind.name == "Split":
                 feeding.update(id(v) for v in _flat(inst.inputs))
-        insts = [
-            i
-            for i in _insts(trace, "SampleCategorical")
-            if any(id(o) in feeding for o in i.outputs) and len(i.attrs[0]) > 1
-        ]
-        if not insts:
-            return None
-        inst = rng.choice(insts)
-        old = int(trace.get_decision(inst))
-        choices = [k for k in range(len(inst.attrs[0])) if k != old]
-        return trace.with_decision(inst, rng.choice(choices), remove_postproc=True)
+        return _resample_categorical(trace, feeding, rng)
+
+
+def _resample_categorical(trace: Trace, feeding: set, rng: Any) -> Trace | None:
+    """Another choice for one sample_categorical (of 2+ choices) whose output is in `feeding`."""
+    insts = [
+        i
+        for i in _insts(trace, "SampleCategorical")
+        if any(id(o) in feeding for o in i.outputs) and len(i.attrs[0]) > 1
+    ]
+    if not insts:
+        return None
+    inst = rng.choice(insts)
+    old = int(trace.get_decision(inst))
+    choices = [k for k in range(len(inst.attrs[0])) if k != old]
+    return trace.with_decision(inst, rng.choice(choices), remove_postproc=True)
 
 
 def _flat(items: Any) -> list:
