@@ -222,21 +222,10 @@ class DataParallel:
         import torch
 
         out: list[np.ndarray | None] = [None] * len(arrays)
-        by_dtype: dict[np.dtype, list[int]] = {}
-        hosts = [_host_view(a) for a in arrays]
-        for i, a in enumerate(hosts):
-            by_dtype.setdefault(a.dtype, []).append(i)
-        for dtype, idx in by_dtype.items():
-            size = sum(hosts[i].size for i in idx)
-            flat = self._flat.get(dtype)
-            if flat is None or flat.size != size:
-                flat = self._flat[dtype] = np.empty(size, dtype)
-            offset = 0
-            for i in idx:
-                n = hosts[i].size
-                flat[offset : offset + n] = hosts[i].reshape(-1)
-                out[i] = flat[offset : offset + n].reshape(hosts[i].shape)
-                offset += n
+        flats, places = self._pack([_host_view(a) for a in arrays])
+        for k, view in places:
+            out[k] = view
+        for flat in flats:
             self._collective(
                 self._dist.all_reduce, torch.from_numpy(flat), op=self._dist.ReduceOp.SUM
             )
