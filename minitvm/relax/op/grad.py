@@ -692,11 +692,12 @@ GRAD_RULES: dict[str, Callable[..., list]] = {
 }
 
 
-def _install() -> None:
-    """Put each rule in its op's table row (the rows are frozen: replaced, not mutated)."""
+def _install(rules: dict[str, Callable[..., list]] | None = None) -> None:
+    """Put each rule (GRAD_RULES', or `rules`) in its op's table row (the rows are frozen:
+    replaced, not mutated)."""
     from ..expr import Op
 
-    for name, rule in GRAD_RULES.items():
+    for name, rule in (GRAD_RULES if rules is None else rules).items():
         op = Op.get(name)
         op.op_def = dataclasses.replace(op.op_def, grad=rule)
         OP_TABLE[name] = op.op_def

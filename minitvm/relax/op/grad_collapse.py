@@ -37,7 +37,7 @@ _install()
 NO_GRAD_RULE.update(
     _reasons(
         {
-            "ccl.allreduce ccl.allgather ccl.broadcast_from_worker0 ccl.scatter_from_worker0": (
+            "ccl.allgather ccl.broadcast_from_worker0 ccl.scatter_from_worker0": (
                 "collective op: minitvm has no disco session to run it or its transpose"
             )
         }
