@@ -2,12 +2,19 @@
 
 from . import _ffi_api  # noqa: F401 - tvm.arith._ffi_api.NarrowPredicateExpression
 from .affine import affine_coeffs
-from .analyzer import Analyzer
+from .analyzer import Analyzer, Extension
 from .bound import NEG_INF, POS_INF, ConstIntBound
-from .int_set import IntervalSet
+from .clip_bound import detect_clip_bound
+from .deduce_bound import deduce_bound
+from .int_set import IntervalSet, IntSet
 from .linear_equation import detect_linear_equation
 from .modular_set import ModularSet
 from .narrow_predicate import narrow_predicate_expression
+from .region_bound import (
+    estimate_region_lower_bound,
+    estimate_region_strict_bound,
+    estimate_region_upper_bound,
+)
 from .simplify_stmt import simplify
 
 __all__ = [
@@ -15,10 +22,17 @@ __all__ = [
     "POS_INF",
     "Analyzer",
     "ConstIntBound",
+    "Extension",
+    "IntSet",
     "IntervalSet",
     "ModularSet",
     "affine_coeffs",
+    "deduce_bound",
+    "detect_clip_bound",
     "detect_linear_equation",
+    "estimate_region_lower_bound",
+    "estimate_region_strict_bound",
+    "estimate_region_upper_bound",
     "narrow_predicate_expression",
     "simplify",
 ]

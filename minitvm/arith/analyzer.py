@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import enum
 import weakref
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -58,6 +59,18 @@ class _Fact:
     le0: PrimExpr | None  # an integer expression known to be <= 0, when the fact is linear
 
 
+class Extension(enum.Flag):
+    """TVM's optional simplifier extensions (`Analyzer.enabled_extensions`). minitvm's
+    simplifier implements none of them: with any flag set it answers as with NoExtensions
+    (every answer stays sound; some proofs TVM finds with an extension are not found)."""
+
+    NoExtensions = 0
+    TransitivelyProveInequalities = enum.auto()
+    ConvertBooleanToAndOfOrs = enum.auto()
+    ApplyConstraintsToBooleanBranches = enum.auto()
+    ComparisonOfProductAndSum = enum.auto()
+
+
 class Analyzer:
     """Simplifies and reasons about integer expressions under variable ranges and constraints.
 
@@ -66,6 +79,7 @@ class Analyzer:
     """
 
     def __init__(self) -> None:
+        self.enabled_extensions = Extension.NoExtensions  # recorded; see Extension
         self._ranges: dict[int, tuple[Var, Range]] = {}
         self._subst: dict[int, tuple[Var, PrimExpr]] = {}
         self._tight: dict[int, tuple[Var, tuple[int, int]]] = {}

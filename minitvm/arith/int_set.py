@@ -15,16 +15,72 @@ if TYPE_CHECKING:
     from .analyzer import Analyzer
 
 
-@dataclass(frozen=True)
-class IntervalSet:
+class IntSet:
+    """TVM's `arith.IntSet`: the constructors; every set here is an IntervalSet."""
+
+    @staticmethod
+    def single_point(e: Any) -> IntervalSet:
+        return IntervalSet.point(tx.as_expr(e))
+
+    @staticmethod
+    def interval(lo: Any, hi: Any) -> IntervalSet:
+        return IntervalSet(lo, hi)
+
+    @staticmethod
+    def from_range(r: Range) -> IntervalSet:
+        return IntervalSet.from_range(r)
+
+    @staticmethod
+    def vector(e: Any) -> IntervalSet:
+        """The values of the lanes of `e`: a Ramp spans base .. base + (lanes - 1) * stride."""
+        e = tx.as_expr(e)
+        if isinstance(e, tx.Broadcast):
+            return IntervalSet.point(e.value)
+        if not isinstance(e, tx.Ramp):
+            return IntervalSet.point(e)
+        last = e.base + e.stride * (e.lanes - 1)
+        ends = [e.base, last]
+        from .analyzer import Analyzer
+
+        ana = Analyzer()
+        if not ana.can_prove(tx.GE(e.stride, make_const(e.stride.dtype, 0))):
+            ends.reverse()
+        return IntervalSet(ana.simplify(ends[0]), ana.simplify(ends[1]), e.base.dtype)
+
+
+@dataclass(frozen=True, init=False)
+class IntervalSet(IntSet):
     """Inclusive bounds; `None` for an unbounded side (use has_lower_bound/has_upper_bound).
 
-    `min_value` / `max_value` are PrimExprs; an unbounded side reads as the dtype's limit.
+    `min_value` / `max_value` are PrimExprs; an unbounded side reads as the dtype's limit,
+    or as TVM's `neg_inf()` / `pos_inf()` marker where one was given (as TVM's
+    `IntervalSet(min_value=neg_inf(), max_value=0)`). Plain ints become int32 constants.
     """
 
     lo: PrimExpr | None
     hi: PrimExpr | None
     dtype: Any = None
+
+    def __init__(self, lo: Any = None, hi: Any = None, dtype: Any = None, *,
+                 min_value: Any = None, max_value: Any = None) -> None:  # fmt: skip
+        lo = min_value if lo is None else lo
+        hi = max_value if hi is None else hi
+        lo = tx.as_expr(lo) if isinstance(lo, int | float) else lo
+        hi = tx.as_expr(hi) if isinstance(hi, int | float) else hi
+        if dtype is None:
+            bounds = [b for b in (lo, hi) if isinstance(b, PrimExpr) and not _is_marker(b)]
+            dtype = bounds[0].dtype if bounds else None
+        object.__setattr__(self, "lo", lo)
+        object.__setattr__(self, "hi", hi)
+        object.__setattr__(self, "dtype", dtype)
+
+    def unmarked(self) -> IntervalSet:
+        """This set with TVM's infinity markers as `None` (what the set evaluator reads)."""
+        if not (_is_marker(self.lo) or _is_marker(self.hi)):
+            return self
+        lo = None if self.lo is _NEG_INF else self.lo
+        hi = None if self.hi is _POS_INF else self.hi
+        return IntervalSet(lo, hi, self.dtype)
 
     @property
     def min_value(self) -> PrimExpr:
@@ -35,16 +91,24 @@ class IntervalSet:
         return self.hi if self.hi is not None else max_value(self.dtype)
 
     def has_lower_bound(self) -> bool:
-        return self.lo is not None
+        return self.lo is not None and self.lo is not _NEG_INF
 
     def has_upper_bound(self) -> bool:
-        return self.hi is not None
+        return self.hi is not None and self.hi is not _POS_INF
 
     def is_single_point(self) -> bool:
         return self.lo is not None and (self.lo is self.hi)
 
     def is_everything(self) -> bool:
-        return self.lo is None and self.hi is None
+        return not self.has_lower_bound() and not self.has_upper_bound()
+
+    def is_nothing(self) -> bool:
+        """The empty set: TVM's [pos_inf, neg_inf] (what a failed deduce_bound returns)."""
+        return self.lo is _POS_INF and self.hi is _NEG_INF
+
+    @staticmethod
+    def nothing() -> IntervalSet:
+        return IntervalSet(_POS_INF, _NEG_INF)
 
     @staticmethod
     def point(e: PrimExpr) -> IntervalSet:
@@ -54,6 +118,62 @@ class IntervalSet:
     def from_range(r: Range) -> IntervalSet:
         hi = r.min + r.extent - 1
         return IntervalSet(r.min, hi, r.min.dtype)
+
+
+# TVM's symbolic infinities: markers for an unbounded side in the sets deduce_bound returns;
+# they print as `pos_inf` / `neg_inf` and are never evaluated.
+_POS_INF = Var("pos_inf", "handle")
+_NEG_INF = Var("neg_inf", "handle")
+
+
+def pos_inf() -> Var:
+    """TVM's `arith.int_set.pos_inf()`: the marker of an unbounded upper side."""
+    return _POS_INF
+
+
+def neg_inf() -> Var:
+    """TVM's `arith.int_set.neg_inf()`: the marker of an unbounded lower side."""
+    return _NEG_INF
+
+
+def _is_marker(e: Any) -> bool:
+    return e is _POS_INF or e is _NEG_INF
+
+
+def _marked_min(a: PrimExpr, b: PrimExpr, ana: Analyzer) -> PrimExpr:
+    if a is _NEG_INF or b is _NEG_INF:
+        return _NEG_INF
+    if a is _POS_INF or b is _POS_INF:
+        return b if a is _POS_INF else a
+    return ana.simplify(tx.Min(a, b))
+
+
+def _marked_max(a: PrimExpr, b: PrimExpr, ana: Analyzer) -> PrimExpr:
+    if a is _POS_INF or b is _POS_INF:
+        return _POS_INF
+    if a is _NEG_INF or b is _NEG_INF:
+        return b if a is _NEG_INF else a
+    return ana.simplify(tx.Max(a, b))
+
+
+def union_lower_bound(sets: list) -> IntervalSet:
+    """TVM's `arith.int_set.union_lower_bound`: the union of `sets`, merging two intervals
+    only when they provably touch or overlap (so the result never claims values none of
+    them has); empty sets are skipped. An unbounded side must be given as neg_inf()/pos_inf()."""
+    from .analyzer import Analyzer
+
+    ana = Analyzer()
+    sets = [s for s in sets if not s.is_nothing()]
+    if not sets:
+        return IntervalSet.nothing()
+    lo, hi = sets[0].min_value, sets[0].max_value
+    for s in sets[1:]:
+        new_lo, new_hi = s.min_value, s.max_value
+        touches_hi = _is_marker(new_lo) or _is_marker(hi) or ana.can_prove(tx.LE(new_lo, hi + 1))
+        touches_lo = _is_marker(lo) or _is_marker(new_hi) or ana.can_prove(tx.LE(lo, new_hi + 1))
+        if touches_hi and touches_lo:
+            lo, hi = _marked_min(lo, new_lo, ana), _marked_max(hi, new_hi, ana)
+    return IntervalSet(lo, hi)
 
 
 def _opt(fn: Callable, *xs: PrimExpr | None) -> PrimExpr | None:
@@ -91,7 +211,7 @@ class IntSetCalc:
 
     def relaxed(self, v: Var) -> IntervalSet | None:
         if id(v) in self.dom:
-            return self.dom[id(v)]
+            return self.dom[id(v)].unmarked()
         r = self.ana._var_range(v)
         return None if r is None else IntervalSet.from_range(r)
 

@@ -47,7 +47,7 @@ from ..tir.names import ATTR_NOALIAS
 from . import llvm_memory, llvm_packed
 from .llvm_binary import BINARY, INT_RANGES, NO_SIGNED_WRAP_FLAGGED
 from .llvm_checks import INTEGER_DIVISIONS, safe_divisor
-from .llvm_funcinfo import func_info, signature_info
+from .llvm_funcinfo import func_info, return_dtype, signature_info
 from .llvm_intrinsics import DTYPE_KINDS, INTRINSICS, declare_extern
 from .llvm_legalize import legalize_low_floats
 from .llvm_stmt import _named, _StmtEmitter
@@ -122,6 +122,7 @@ class CodeGenLLVM(_StmtEmitter):
         self.cpu_features = frozenset(f for f in features.split(",") if f)  # "+avx512f", ...
         self._state: _FunctionState | None = None
         self.func_name = ""
+        self.ret_slot: ir.Argument | None = None  # where T.ret stores (the compute function's)
         self._noalias = True
         self._errors: list[str] = []  # FuncInfo["errors"]: return code k + 1 means errors[k]
         self.known_align: dict = {}  # data var → known alignment (our allocations only)
@@ -224,10 +225,20 @@ class CodeGenLLVM(_StmtEmitter):
         self.data_vars = set(scalars) - sized
         self.shape_vars = set(sym_vars) | sized  # dims of argument shapes: never negative
         handles = {p: func.buffer_map[p].data for p in func.params if p in func.buffer_map}
-        compute = self.emit_kernel_function(
-            name + ".compute", params, lambda args: self._emit_body(func.body, handles)
-        )
-        self._emit_abi_wrapper(entry_symbol(name), compute, len(buffers), [*sym_vars, *scalars])
+        ret = return_dtype(func)
+        if ret is not None:  # the wrapper passes the slot after the scalars (contracts §2)
+            params.append(("ret_slot", PTR))
+
+        def emit_body(args: list) -> None:
+            self.ret_slot = args[-1] if ret is not None else None
+            self._emit_body(func.body, handles)
+
+        compute = self.emit_kernel_function(name + ".compute", params, emit_body)
+        self.ret_slot = None
+        scalar_vars = [*sym_vars, *scalars]
+        self._emit_abi_wrapper(entry_symbol(name), compute, len(buffers), scalar_vars, ret)
+        if ret is not None:
+            info["ret"] = ret
         info["symbol"] = entry_symbol(name)
         info["errors"] = list(self._errors)
         return info
@@ -276,8 +287,9 @@ class CodeGenLLVM(_StmtEmitter):
         return fn
 
     def _emit_abi_wrapper(
-        self, name: str, compute: ir.Function, n_buffers: int, scalar_vars: list
-    ) -> None:
+        self, name: str, compute: ir.Function, n_buffers: int, scalar_vars: list,
+        ret: str | None = None,
+    ) -> None:  # fmt: skip
         """`i32 name(ptr noalias %args, ptr noalias %scalars)` → `compute(...)` (contracts §2)."""
         fn = ir.Function(self.module, ir.FunctionType(I32, [PTR, PTR]), name)
         self.set_function_attributes(fn)
@@ -294,6 +306,8 @@ class CodeGenLLVM(_StmtEmitter):
             slot = b.gep(scalars, [ir.Constant(I64, j)], source_etype=I64)
             raw = b.load(slot, typ=I64, name=var.name + ".raw", align=8)
             values.append(_unpack_scalar(b, raw, var))
+        if ret is not None:
+            values.append(b.gep(scalars, [ir.Constant(I64, len(scalar_vars))], source_etype=I64))
         b.ret(b.call(compute, values, name="code"))
 
     # ------------------------------------------------------------------ expressions

@@ -5,8 +5,22 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..error import BuildError
+from ..ir.dtype import DataType
 from ..tir.analysis.alias import analyze_alias
-from ..tir.expr import Add, Cast, FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimExpr, Sub, Var
+from ..tir.expr import (
+    Add,
+    Call,
+    Cast,
+    FloorDiv,
+    FloorMod,
+    IntImm,
+    Max,
+    Min,
+    Mul,
+    PrimExpr,
+    Sub,
+    Var,
+)
 from ..tir.function import PrimFunc
 from ..tir.functor import post_order_visit
 
@@ -32,6 +46,29 @@ def func_info(func: PrimFunc) -> tuple[dict, list[Var]]:
     writes, alias_ok = analyze_alias(func)
     info.update(writes=writes, alias_ok=alias_ok)
     return info, sym_vars
+
+
+def return_dtype(func: PrimFunc) -> str | None:
+    """The dtype `func` returns through `T.ret` (FuncInfo "ret"), or None when it has none."""
+    seen: set[str] = set()
+
+    def visit(e) -> None:
+        if isinstance(e, Call) and getattr(e.op, "name", None) == "tir.ret":
+            seen.add(str(e.args[0].dtype))
+
+    post_order_visit(func.body, visit)
+    if len(seen) > 1:
+        raise BuildError(
+            f"building '{func.attrs['global_symbol']}': T.ret returns values of dtypes "
+            f"{sorted(seen)}; cast them to one dtype"
+        )
+    (ret,) = seen or (None,)
+    if ret is not None and DataType(ret).lanes != 1:
+        raise BuildError(
+            f"building '{func.attrs['global_symbol']}': T.ret returns a vector ({ret}); "
+            "only scalars can be returned"
+        )
+    return ret
 
 
 def signature_info(func: PrimFunc) -> tuple[dict, list[Var]]:

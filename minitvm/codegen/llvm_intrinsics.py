@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from llvmlite import ir
 
+from ..error import BuildError
 from ..ir.dtype import DataType
 from .llvm_types import I1, I32, cast_value, constant, llvm_type
 
@@ -420,8 +421,29 @@ _MATH: dict[str, Rule] = {
     "tir.fmod": _fmod,
 }
 
+
+def _ret(cg: CodeGenLLVM, call: Call) -> ir.Value:
+    """`tir.ret(v)`: store v, widened to 64 bits, in the caller's return slot; return 0."""
+    slot = cg.ret_slot
+    if slot is None or cg.builder.function is not slot.parent:
+        raise BuildError(
+            f"building '{cg.func_name}': T.ret is used inside a parallel loop or a kernel; "
+            "return from the function's own body"
+        )
+    value = call.args[0]
+    wide = DataType("float64") if value.dtype.is_float else DataType("int64")
+    if value.dtype.is_uint:
+        wide = DataType("uint64")
+    wide_value = cast_value(cg.builder, cg.expr(value), value.dtype, wide)
+    cg.builder.store(wide_value, slot, align=8)
+    cg.builder.ret(ir.Constant(I32, 0))
+    cg.builder.position_at_end(cg.new_block("after_ret"))  # later code is unreachable
+    return constant(call.dtype, 0)
+
+
 INTRINSICS: dict[str, Rule] = {
     **_MATH,
+    "tir.ret": _ret,
     "tir.isnan": _float_test(_isnan),
     "tir.isinf": _float_test(_isinf),
     "tir.isfinite": _float_test(_isfinite),

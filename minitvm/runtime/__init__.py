@@ -10,7 +10,20 @@ from . import (  # noqa: F401 - device_module registers its loader, vm_builtin t
     vm_builtin,
 )
 from . import ndarray as nd
-from .device import Device, cl, context, cpu, cuda, device, gpu, metal, opencl, rocm, vulkan
+from .device import (
+    Device,
+    cl,
+    context,
+    cpu,
+    cuda,
+    device,
+    enabled,
+    gpu,
+    metal,
+    opencl,
+    rocm,
+    vulkan,
+)
 from .module import CodegenResult, Module, ProfileResult, load_module
 from .ndarray import (
     NDArray,
@@ -45,6 +58,7 @@ __all__ = [
     "cuda",
     "device",
     "empty",
+    "enabled",
     "get_global_func",
     "gpu",
     "list_global_func_names",
@@ -72,6 +86,8 @@ __getattr__ = _lazy.module_getattr(
         "convert": "minitvm._convert:convert",
         "save_param_dict": "minitvm.runtime.params:save_param_dict",
         "load_param_dict": "minitvm.runtime.params:load_param_dict",
+        "save_param_dict_to_file": "minitvm.runtime.params:save_param_dict_to_file",
+        "load_param_dict_from_file": "minitvm.runtime.params:load_param_dict_from_file",
         "params": "minitvm.runtime.params",
     },
 )

@@ -201,3 +201,26 @@ rocm = _device_of_kind("rocm", "A ROCm device (no device API here: `.exist` is F
 gpu = cuda  # 2018 name
 context = device  # 2018 name
 cl = opencl
+
+
+# a target kind -> the device kind whose presence enables it ("cpu": always there)
+_TARGET_DEVICES = {
+    "llvm": "cpu",
+    "c": "cpu",
+    "stackvm": "cpu",
+    "cuda": "cuda",
+    "nvptx": "cuda",
+    "gpu": "cuda",
+    "opencl": "opencl",
+    "cl": "opencl",
+}
+
+
+def enabled(target: Any) -> bool:
+    """TVM's `tvm.runtime.enabled`: whether code for `target` ("llvm", "cuda", "opencl", or a
+    Target) can run here: always for CPU targets, for a GPU one when its device exists."""
+    kind = str(getattr(target, "kind", target)).split()[0] if target else ""
+    dev_kind = _TARGET_DEVICES.get(kind)
+    if dev_kind is None:
+        return False
+    return dev_kind == "cpu" or device(dev_kind).exist

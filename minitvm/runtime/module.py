@@ -288,8 +288,8 @@ class Module:
     def __contains__(self, name: str) -> bool:
         return any(info["name"] == name for info in self._result.func_infos)
 
-    def __call__(self, *args) -> None:
-        self.get_function(self.entry_name)(*args)
+    def __call__(self, *args):
+        return self.get_function(self.entry_name)(*args)
 
     @property
     def func_infos(self) -> tuple:

@@ -82,6 +82,7 @@ def _generate(plan: _Plan, overlap: bool = True) -> str:
         *[f"            ints[{j}] = {v}" for j, v in enumerate(slot_values) if v != "0"],
         *[f"            floats[{j}] = {a}" for j, a in float_slots],
         "            rc = native(ptrs_addr, ints_addr)",
+        *([f"            out = {_ret_read(plan, 'ints', 'floats')}"] if plan.ret else []),
         "        finally:",
         "            release()",
         "    else:  # another thread is inside this function: use fresh argument arrays",
@@ -89,10 +90,28 @@ def _generate(plan: _Plan, overlap: bool = True) -> str:
         f"        fresh_ints = IntArray({', '.join(slot_values)})",
         *[f"        FloatArray.from_buffer(fresh_ints)[{j}] = {a}" for j, a in float_slots],
         "        rc = native(addressof(fresh_ptrs), addressof(fresh_ints))",
+        *(
+            [f"        out = {_ret_read(plan, 'fresh_ints', 'FloatArray.from_buffer(fresh_ints)')}"]
+            if plan.ret
+            else []
+        ),
         "    if rc:",
         "        failed(rc)",
+        *(["    return out"] if plan.ret else []),
     ]
     return "\n".join(lines) + "\n"
+
+
+def _ret_read(plan: _Plan, ints: str, floats: str) -> str:
+    """The expression reading T.ret's value back from its 64-bit slot (see codegen's _ret)."""
+    k = plan.ret_slot
+    if plan.ret.is_float:
+        return f"{floats}[{k!r}]"
+    if plan.ret.is_bool:
+        return f"{ints}[{k!r}] != 0"
+    if plan.ret.is_uint:
+        return f"{ints}[{k!r}] % 18446744073709551616"  # the i64 bit pattern, unsigned
+    return f"{ints}[{k!r}]"
 
 
 def _unwrap_lines(b: _Buffer) -> list[str]:
@@ -460,7 +479,7 @@ class PackedFunc:
         # concurrent first calls may each build a checker: they are equal, either one serves
         fast = _build_fast(self._plan, self.checker_source, _NATIVE(self.address), self._failed)
         self._fast = fast
-        fast(*args)
+        return fast(*args)
 
     def _failed(self, rc: int) -> None:
         errors = self._plan.errors
@@ -472,8 +491,9 @@ class PackedFunc:
             f"calling '{self.name}': an assertion in the compiled code failed (return code {rc})"
         )
 
-    def __call__(self, *args) -> None:
-        self._fast(*args)
+    def __call__(self, *args):
+        """Run the compiled function; returns what its T.ret returns (None without one)."""
+        return self._fast(*args)
 
     def prepare(self, *args):
         """Check `args` through the checked path (raising what a call would raise) and return
@@ -484,7 +504,7 @@ class PackedFunc:
         and shapes (the relax VM: same input-shape signature) and only swap pointers in `ptrs`.
         Never hand it user arguments unchecked; a non-zero rc must go to `self.fail(rc)`."""
         n_ptrs = max(len(self._plan.buffers), 1)
-        n_ints = max(len(self._plan.syms) + len(self._plan.scalars), 1)
+        n_ints = self._plan.n_ints
         ptrs, ints = _capture(self, args, n_ptrs, n_ints)
         return _NATIVE(self.address), ptrs, ints
 
@@ -522,7 +542,7 @@ def _build_fast(plan: _Plan, source: str, native, failed):
 
 def _exec_checker(plan: _Plan, source: str, native, failed):
     n_ptrs = max(len(plan.buffers), 1)
-    n_ints = max(len(plan.syms) + len(plan.scalars), 1)
+    n_ints = plan.n_ints
     ptrs, ints = (ctypes.c_void_p * n_ptrs)(), (ctypes.c_int64 * n_ints)()
     lock = threading.Lock()
     namespace = {

@@ -100,6 +100,16 @@ class _Plan:
     syms: tuple[_Sym, ...]
     alias_ok: frozenset  # (input position, output position)
     errors: tuple[str, ...]  # message of native return code k + 1
+    ret: DataType | None = None  # what T.ret returns, in the int slot after the scalars
+
+    @property
+    def ret_slot(self) -> int:
+        return len(self.syms) + len(self.scalars)
+
+    @property
+    def n_ints(self) -> int:
+        """Length of the int argument array: syms, scalars, then the return slot if any."""
+        return max(self.ret_slot + (self.ret is not None), 1)
 
     @property
     def buffers(self) -> tuple[_Buffer, ...]:
@@ -175,7 +185,12 @@ def _plan(info: dict) -> _Plan:
     errors = info.get("errors", info.get("asserts", []))
     if type(errors) is not list or not all(type(e) is str for e in errors):
         raise _bad(name, "'errors' must be a list of strings")
-    return _Plan(name, tuple(params), syms, alias_ok, tuple(errors))
+    ret = info.get("ret")
+    if ret is not None:
+        ret = DataType(_str(name, ret, "'ret'"))
+        if ret.lanes != 1 or not (ret.is_int or ret.is_uint or ret.is_float or ret.is_bool):
+            raise _bad(name, f"'ret' must be a scalar int, uint, float or bool dtype, got {ret}")
+    return _Plan(name, tuple(params), syms, alias_ok, tuple(errors), ret)
 
 
 def _positions(func: str, values, what: str, allowed: list[int]) -> frozenset[int]:

@@ -113,3 +113,15 @@ def load_param_dict(param_bytes: bytes | bytearray) -> dict:
             f"save_param_dict ({type(err).__name__}: {str(err)[:200]}); pass the bytes of the "
             ".params file it wrote"
         ) from err
+
+
+def save_param_dict_to_file(params: Mapping[str, Any], path: str) -> None:
+    """Write `save_param_dict(params)` to the file `path` (TVM's name)."""
+    with open(path, "wb") as f:
+        f.write(save_param_dict(params))
+
+
+def load_param_dict_from_file(path: str) -> dict:
+    """The dict of NDArrays in the file `path` written by `save_param_dict_to_file`."""
+    with open(path, "rb") as f:
+        return load_param_dict(f.read())

@@ -9,14 +9,29 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import contextmanager
 from typing import Any
 
 from ..error import MiniTVMError
 from ..ir.dtype import DataType
 from .buffer import Buffer
-from .expr import PrimExpr, Var, as_expr
-from .stmt import BufferStore, Evaluate, For, ForKind, IfThenElse, LetStmt, Stmt, seq
+from .expr import IntImm, PrimExpr, StringImm, Var, as_expr
+from .op import likely as _likely
+from .op import max as _max
+from .stmt import (
+    Allocate,
+    AttrStmt,
+    BufferStore,
+    Evaluate,
+    For,
+    ForKind,
+    IfThenElse,
+    LetStmt,
+    Stmt,
+    While,
+    seq,
+)
 
 _KINDS = {
     "serial": ForKind.SERIAL,
@@ -36,6 +51,10 @@ class BufferVar:
     def dtype(self) -> str:
         return str(self._buffer.dtype)
 
+    def asobject(self) -> Buffer:
+        """The underlying tir.Buffer."""
+        return self._buffer
+
     def _index(self, index: Any) -> tuple:
         index = index if isinstance(index, tuple) else (index,)
         if len(index) == 1 and self._buffer.ndim != 1:
@@ -53,6 +72,10 @@ class BufferVar:
         buf, index = self._index(index)
         value = as_expr(value, like=buf.dtype)
         self._builder.emit(BufferStore(buf, value, tuple(as_expr(i) for i in index)))
+
+
+def _is_zero(e: PrimExpr) -> bool:
+    return isinstance(e, IntImm) and e.value == 0
 
 
 def _size(buf: Buffer) -> PrimExpr:
@@ -94,7 +117,9 @@ class IRBuilder:
         yield var
         body = self._pop()
         lo = as_expr(begin, like=var.dtype)
-        self.emit(For(var, lo, as_expr(end, like=var.dtype) - lo, _KINDS[kind], body))
+        end = as_expr(end, like=var.dtype)
+        extent = end if _is_zero(lo) else end - lo
+        self.emit(For(var, lo, extent, _KINDS[kind], body))
 
     @contextmanager
     def if_scope(self, cond: Any):
@@ -115,6 +140,13 @@ class IRBuilder:
         self._stack[-1][-1] = last.replace(else_case=else_case)
 
     @contextmanager
+    def while_loop(self, condition: Any):
+        """`with ib.while_loop(cond):` the statements repeat while `cond` holds."""
+        self._stack.append([])
+        yield
+        self.emit(While(as_expr(condition), self._pop()))
+
+    @contextmanager
     def new_scope(self):
         self._stack.append([])
         yield
@@ -124,8 +156,35 @@ class IRBuilder:
         """Bind `value` to a new variable for the statements emitted after this call."""
         value = as_expr(value)
         var = Var(name, value.dtype)
-        self._stack[-1].append(_PendingLet(var, value))
+        self._stack[-1].append(_Pending(lambda body: LetStmt(var, value, body)))
         return var
+
+    def scope_attr(self, node: Any, attr_key: str, value: Any) -> None:
+        """An AttrStmt around the statements emitted after this call in the current scope.
+
+        A "thread_extent" value is clamped to at least 1, as in TVM."""
+        node = StringImm(node) if isinstance(node, str) else node
+        value = StringImm(value) if isinstance(value, str) else as_expr(value)
+        if attr_key == "thread_extent":
+            value = _max(as_expr(1, like=value.dtype), value)
+        self._stack[-1].append(_Pending(lambda body: AttrStmt(node, attr_key, value, body)))
+
+    def allocate(self, dtype: str, shape: Any, name: str = "buf", axis_separators: Any = None,
+                 scope: str = "") -> BufferVar:  # fmt: skip
+        """Allocate a buffer for the statements emitted after this call; returns its pointer."""
+        from .buffer import decl_buffer
+
+        shape = tuple(shape) if isinstance(shape, (list, tuple)) else (shape,)
+        buf = decl_buffer(shape, dtype, name=name, scope=scope or "global",
+                          axis_separators=tuple(axis_separators or ()))  # fmt: skip
+        self._stack[-1].append(
+            _Pending(lambda body: Allocate(buf.data, dtype, shape, as_expr(True), body))
+        )
+        return BufferVar(self, buf)
+
+    def likely(self, expr: Any) -> PrimExpr:
+        """`expr` tagged as usually true (`T.likely`)."""
+        return _likely(expr)
 
     def buffer_ptr(self, buf: Buffer) -> BufferVar:
         if not isinstance(buf, Buffer):
@@ -147,16 +206,18 @@ class IRBuilder:
         return _close_lets(self._stack[0])
 
 
-class _PendingLet:
-    def __init__(self, var: Var, value: PrimExpr) -> None:
-        self.var, self.value = var, value
+class _Pending:
+    """A let, attr or allocate whose body is the rest of its scope: `wrap(body)` builds it."""
+
+    def __init__(self, wrap: Callable[[Stmt], Stmt]) -> None:
+        self.wrap = wrap
 
 
 def _close_lets(items: list) -> Stmt:
-    """Statements after a `let` become its body."""
+    """Statements after a `let` (or scope_attr, allocate) become its body."""
     for k, item in enumerate(items):
-        if isinstance(item, _PendingLet):
-            return seq(*items[:k], LetStmt(item.var, item.value, _close_lets(items[k + 1 :])))
+        if isinstance(item, _Pending):
+            return seq(*items[:k], item.wrap(_close_lets(items[k + 1 :])))
     return seq(*items)
 
 

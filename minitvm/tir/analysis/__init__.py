@@ -1,8 +1,10 @@
 """Analyses over TIR."""
 
+from .block_access import get_block_access_region, get_block_read_write_region
 from .buffer_lca import detect_buffer_access_lca
 from .ssa import expr_deep_equal, verify_ssa
 from .verify import verify_well_formed
+from .verify_bounds import OOBChecker
 
 
 def verify_gpu_code(func, constraints: dict) -> bool:
@@ -15,5 +17,12 @@ def verify_gpu_code(func, constraints: dict) -> bool:
 
 
 __all__ = [
+    "OOBChecker",
     "detect_buffer_access_lca",
-    "expr_deep_equal", "verify_gpu_code", "verify_ssa", "verify_well_formed"]
+    "expr_deep_equal",
+    "get_block_access_region",
+    "get_block_read_write_region",
+    "verify_gpu_code",
+    "verify_ssa",
+    "verify_well_formed",
+]

@@ -169,7 +169,9 @@ class _BoundsChecker(Visitor):
                 continue
             witness = self._witness(bound, extent)
             if witness is not None:
-                raise BuildError(self._message(buf, what, dim, index, bound, extent, witness))
+                err = BuildError(self._message(buf, what, dim, index, bound, extent, witness))
+                err.buffer_name = buf.name  # for OOBChecker's TVM-worded message
+                raise err
 
     def _provably_inside(self, index: PrimExpr, extent: PrimExpr) -> bool:
         bound = self.ana.const_int_bound(index)
@@ -287,3 +289,26 @@ def verify_bounds(func: PrimFunc) -> PrimFunc:
     """Raise BuildError for an access provably out of its buffer's bounds; return `func`."""
     _BoundsChecker().visit(func.body)
     return func
+
+
+def _check_out_of_bounds(func: PrimFunc) -> PrimFunc:
+    from ...error import ScheduleError
+
+    try:
+        return verify_bounds(func)
+    except BuildError as err:
+        name = getattr(err, "buffer_name", "?")
+        raise ScheduleError(f"OOBChecker: out of bounds access to buffer {name}: {err}") from err
+
+
+def OOBChecker():  # TVM's name
+    """TVM's `tir.analysis.OOBChecker()`: a pass raising ScheduleError for an access that is
+    provably out of its buffer's bounds (the rule of verify_bounds); the module is unchanged."""
+    from ...ir.transform import Pass  # analyses sit below tir.transform's pass helpers
+
+    def run(mod):
+        if isinstance(mod, PrimFunc):
+            return _check_out_of_bounds(mod)
+        return mod.map_functions(PrimFunc, _check_out_of_bounds)
+
+    return Pass(run, "OOBChecker")
