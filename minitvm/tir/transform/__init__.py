@@ -5,18 +5,27 @@ from typing import Any
 
 from ._pass import PrimFuncPass
 from ._pass import public_prim_func_pass as prim_func_pass
+from .apply import Apply
+from .common_subexpr_elim import CommonSubexprElimTIR, common_subexpr_elim
 from .compact_buffer_allocation import CompactBufferAllocation, compact_buffer_allocation
 from .convert_blocks_to_loops import ConvertBlocksToLoops, LowerOpaqueBlock, convert_blocks_to_loops
+from .convert_blocks_to_opaque import ConvertBlocksToOpaque, convert_blocks_to_opaque
+from .convert_for_loops_serial import ConvertForLoopsToSerial, convert_for_loops_to_serial
+from .decorate_device_scope import DecorateDeviceScope, decorate_device_scope
 from .flatten_buffer import FlattenBuffer, flatten_buffer
+from .force_narrow_index import ForceNarrowIndexToInt32, force_narrow_index_to_i32
+from .hoist_if_then_else import HoistIfThenElse, hoist_if_then_else
 from .loop_partition import LoopPartition, loop_partition
 from .lower_device_storage import LowerDeviceStorageAccessInfo, lower_device_storage
 from .lower_init_block import LowerInitBlock, lower_init_block
 from .lower_thread_binding import ConvertForThreadBinding, LowerThreadBinding, lower_thread_binding
+from .narrow_datatype import NarrowDataType, narrow_datatype
 from .pipeline import GPU_PIPELINE, PIPELINE, lower_primfunc
 from .plan_buffer_allocation import (
     PlanAndUpdateBufferAllocationLocation,
     plan_and_update_buffer_allocation_location,
 )
+from .remove_hints import RemoveAssume, RemoveStoreUndef, remove_assume, remove_store_undef
 from .remove_no_op import RemoveNoOp, remove_no_op
 from .simplify import Simplify, simplify
 from .split_host_device import SplitHostDevice, split_host_device
@@ -29,18 +38,28 @@ from .verify_gpu_code import VerifyGPUCode, verify_gpu_code
 __all__ = [
     "GPU_PIPELINE",
     "PIPELINE",
+    "Apply",
+    "CommonSubexprElimTIR",
     "CompactBufferAllocation",
     "ConvertBlocksToLoops",
+    "ConvertBlocksToOpaque",
+    "ConvertForLoopsToSerial",
     "ConvertForThreadBinding",
+    "DecorateDeviceScope",
     "FlattenBuffer",
+    "ForceNarrowIndexToInt32",
+    "HoistIfThenElse",
     "LoopPartition",
     "LowerDeviceStorageAccessInfo",
     "LowerInitBlock",
     "LowerOpaqueBlock",
     "LowerThreadBinding",
+    "NarrowDataType",
     "PlanAndUpdateBufferAllocationLocation",
     "PrimFuncPass",
+    "RemoveAssume",
     "RemoveNoOp",
+    "RemoveStoreUndef",
     "Simplify",
     "SplitHostDevice",
     "ThreadSync",
@@ -48,17 +67,26 @@ __all__ = [
     "UnrollLoop",
     "VectorizeLoop",
     "VerifyGPUCode",
+    "common_subexpr_elim",
     "compact_buffer_allocation",
     "convert_blocks_to_loops",
+    "convert_blocks_to_opaque",
+    "convert_for_loops_to_serial",
+    "decorate_device_scope",
     "flatten_buffer",
+    "force_narrow_index_to_i32",
+    "hoist_if_then_else",
     "loop_partition",
     "lower_device_storage",
     "lower_init_block",
     "lower_primfunc",
     "lower_thread_binding",
+    "narrow_datatype",
     "plan_and_update_buffer_allocation_location",
     "prim_func_pass",
+    "remove_assume",
     "remove_no_op",
+    "remove_store_undef",
     "simplify",
     "split_host_device",
     "thread_sync",

@@ -328,4 +328,13 @@ def compact_buffer_allocation(func: PrimFunc) -> PrimFunc:
     return func.replace(body=_Compact().visit(func.body))
 
 
-CompactBufferAllocation = prim_func_pass(compact_buffer_allocation, "CompactBufferAllocation")
+def CompactBufferAllocation(is_strict: bool = True) -> Any:
+    """TVM's pass: compact the `T.alloc_buffer`s of opaque blocks (`compact_buffer_region`,
+    `is_strict` keeps regions inside the original shape) and of Allocate + DeclBuffer pairs."""
+    from .compact_buffer_region import compact_buffer_region
+
+    def run(func: PrimFunc) -> PrimFunc:
+        return compact_buffer_region(func, is_strict)
+
+    run.__name__ = "compact_buffer_allocation"
+    return prim_func_pass(run, "CompactBufferAllocation")()
