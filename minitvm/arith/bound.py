@@ -48,9 +48,12 @@ def _is_inf(x: int) -> bool:
     return x in (POS_INF, NEG_INF)
 
 
-def _add(x: int, y: int) -> int:
+def _add(x: int, y: int, unknown: int) -> int:
+    """x + y on saturated bounds. inf + -inf happens when a constant equals a sentinel
+    (x - int64 max): the sum is then unknown, so a lower bound gives NEG_INF and an upper
+    bound POS_INF (`unknown`), never a finite or one-sided guess."""
     if _is_inf(x):
-        return y if _is_inf(y) and y != x else x  # inf + -inf cannot happen with valid bounds
+        return unknown if _is_inf(y) and y != x else x
     return y if _is_inf(y) else _clip(x + y)
 
 
@@ -195,13 +198,18 @@ def _call(calc: ConstBoundCalc, e: tx.Call) -> tuple[int, int]:
     if is_call(e, IF_THEN_ELSE):
         t, f = calc.bound(e.args[1]), calc.bound(e.args[2])
         return min(t[0], f[0]), max(t[1], f[1])
+    if tx.is_vscale(e):  # vector length / 128 bits: at least 1 on every machine that has it
+        return 1, dtype_bound(e.dtype)[1]
     return dtype_bound(e.dtype.element_of())
 
 
 def _ramp(calc: ConstBoundCalc, e: tx.Ramp) -> tuple[int, int]:
     base, stride = calc.bound(e.base), calc.bound(e.stride)
-    last = _corners(_mul, stride, (e.lanes - 1, e.lanes - 1))
-    end = (_add(base[0], last[0]), _add(base[1], last[1]))
+    # a scalable ramp has vscale * k lanes: at least 1, at most what vscale's bound allows
+    lanes = (e.lanes, e.lanes) if isinstance(e.lanes, int) else calc.bound(e.lanes)
+    hi = lanes[1] if _is_inf(lanes[1]) else lanes[1] - 1
+    last = _corners(_mul, stride, (max(lanes[0], 1) - 1, hi))
+    end = (_add(base[0], last[0], NEG_INF), _add(base[1], last[1], POS_INF))
     return min(base[0], end[0]), max(base[1], end[1])
 
 
@@ -218,8 +226,10 @@ _HANDLERS: dict[type, Callable[[ConstBoundCalc, Any], tuple[int, int]]] = {
     tx.IntImm: lambda calc, e: (e.value, e.value),
     tx.FloatImm: lambda calc, e: (NEG_INF, POS_INF),
     Var: lambda calc, e: calc.var(e),
-    tx.Add: _binary(lambda a, b: (_add(a[0], b[0]), _add(a[1], b[1]))),
-    tx.Sub: _binary(lambda a, b: (_add(a[0], _neg(b[1])), _add(a[1], _neg(b[0])))),
+    tx.Add: _binary(lambda a, b: (_add(a[0], b[0], NEG_INF), _add(a[1], b[1], POS_INF))),
+    tx.Sub: _binary(
+        lambda a, b: (_add(a[0], _neg(b[1]), NEG_INF), _add(a[1], _neg(b[0]), POS_INF))
+    ),
     tx.Mul: _binary(lambda a, b: _corners(_mul, a, b)),
     tx.FloorDiv: _binary(lambda a, b: _div_bound(a, b, floor=True)),
     tx.Div: _binary(lambda a, b: _div_bound(a, b, floor=False)),
