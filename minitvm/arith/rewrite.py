@@ -122,6 +122,13 @@ def _eq_of_nonneg_terms(m: Match) -> PrimExpr | None:
     return out
 
 
+def _add_consts(m: Match) -> PrimExpr | None:
+    dtype = m.node.dtype
+    total = m.c1.value + m.c2.value
+    lo, hi = -(2 ** (dtype.bits - 1)), 2 ** (dtype.bits - 1) - 1
+    return binary(tx.Add, m.x, make_const(dtype, total)) if lo <= total <= hi else None
+
+
 def _floordiv_nested(m: Match) -> PrimExpr:
     return binary(tx.FloorDiv, m.x, m.c1.value * m.c2.value)
 
@@ -178,6 +185,8 @@ def _ramp_divmod(m: Match) -> PrimExpr | None:
         if is_div:
             return tx.Ramp(binary(tx.FloorDiv, b, c), s // c, lanes)
         return tx.Broadcast(binary(tx.FloorMod, b, c), lanes)
+    if lanes < 0:  # scalable (vscale * k lanes): the last lane is not a constant offset
+        return None
     last = binary(tx.Add, b, s * (lanes - 1))
     if s > 0 and m.ana.can_prove_equal(binary(tx.FloorDiv, last, c), binary(tx.FloorDiv, b, c)):
         if is_div:
@@ -250,6 +259,9 @@ RULES = [
     Rule(x - 0, x),  # x-0 -> x
     Rule(x - x, 0, _is_int),  # x-x -> 0
     Rule((x + y) - y, x, _is_int),  # (x+y)-y -> x
+    Rule(x + (y - x), y, _is_int),  # x+(y-x) -> y (and (y-x)+x)
+    Rule(x - (x + y), 0 - y, _is_int),  # x-(x+y) -> 0-y (and x-(y+x))
+    Rule((x + c1) + c2, _add_consts, _is_int),  # (x+c1)+c2 -> x+(c1+c2) when that fits
     Rule(x * 1, x),  # x*1 -> x
     Rule(x * 0, 0, _is_int),  # x*0 -> 0 (not for floats: nan*0)
     # vectors

@@ -313,6 +313,12 @@ class CodeGenLLVM(_StmtEmitter):
     # ------------------------------------------------------------------ expressions
     def expr(self, e: tir.PrimExpr) -> ir.Value:
         rule = by_class(_EXPR, type(e))
+        if e.dtype.lanes < 0:  # DataType's encoding of vscale * k lanes
+            raise BuildError(
+                f"building '{self.func_name}': `{e}` is a scalable vector ({e.dtype}, Arm SVE); "
+                "the LLVM code generator emits fixed-width vectors only; vectorize with a "
+                "constant number of lanes instead"
+            )
         if rule is None:
             raise BuildError(
                 f"building '{self.func_name}': the LLVM code generator cannot "

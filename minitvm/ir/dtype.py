@@ -28,7 +28,7 @@ class TypeCode(enum.Enum):
 
 _DTYPE_RE = re.compile(
     r"^(int|uint|float|bool|handle|bfloat|float8_e4m3fn|float8_e5m2|float8_e4m3fnuz"
-    r"|float8_e5m2fnuz|float8_e8m0fnu|float4_e2m1fn)(\d*)(?:x(\d+))?$"
+    r"|float8_e5m2fnuz|float8_e8m0fnu|float4_e2m1fn)(\d*)(?:x(vscalex)?(\d+))?$"
 )
 _DEFAULT_BITS = {"int": 32, "uint": 32, "float": 32, "bool": 1, "handle": 64, "bfloat": 16}
 # float8 kinds: the name is the whole type (TVM's and ml_dtypes' spelling), always 8 bits
@@ -65,7 +65,11 @@ ML_DTYPES = _ML_DTYPES = frozenset(
 
 
 class DataType:
-    """An element type with a lane count: `DataType("float32x16")`. Interned; compare with `==`."""
+    """An element type with a lane count: `DataType("float32x16")`. Interned; compare with `==`.
+
+    A scalable vector (Arm SVE) `"float32xvscalex4"` has vscale * 4 lanes, a count known only
+    at run time; as in TVM its `lanes` is stored negated (-4), so `is_vector` is False and
+    `vscale_factor` gives the 4."""
 
     __slots__ = ("code", "bits", "lanes", "_str")
 
@@ -82,7 +86,10 @@ class DataType:
             base = code.value
         else:
             base = "bool" if code is TypeCode.BOOL else f"{code.value}{bits}"
-        self._str = base if lanes == 1 else f"{base}x{lanes}"
+        if lanes < 0:
+            self._str = f"{base}xvscalex{-lanes}"
+        else:
+            self._str = base if lanes == 1 else f"{base}x{lanes}"
         return self
 
     def __str__(self) -> str:
@@ -158,14 +165,47 @@ class DataType:
         return self.lanes > 1
 
     @property
+    def is_scalable_vector(self) -> bool:
+        """A vector of vscale * k lanes (`"int32xvscalex4"`), k = `vscale_factor`."""
+        return self.lanes < 0
+
+    @property
+    def is_fixed_length_vector(self) -> bool:
+        return self.lanes > 1
+
+    @property
+    def is_scalable_or_fixed_length_vector(self) -> bool:
+        return self.lanes != 1
+
+    @property
+    def vscale_factor(self) -> int:
+        """k of a scalable vector's vscale * k lanes."""
+        if self.lanes >= 0:
+            raise DTypeError(f"{self} is not a scalable vector; it has no vscale factor")
+        return -self.lanes
+
+    def _fixed_lanes(self) -> int:
+        if self.lanes < 0:
+            raise DTypeError(
+                f"{self} is a scalable vector: its size is only known at run time (vscale)"
+            )
+        return self.lanes
+
+    @property
     def bytes(self) -> int:
         """Storage size of one element in bytes (bool is stored as one byte)."""
-        return max(self.bits, 8) // 8 * self.lanes
+        return max(self.bits, 8) // 8 * self._fixed_lanes()
 
     def itemsize(self) -> int:
         """Bytes one value of this type occupies, all lanes together (TVM's rounding up of bits:
         `float8x4` is 4, `bool` is 1). `DataType("float32x4").itemsize()` is 16."""
-        return (self.bits * self.lanes + 7) // 8
+        return (self.bits * self._fixed_lanes() + 7) // 8
+
+    def with_scalable_vscale_factor(self, factor: int) -> "DataType":
+        """This element type with vscale * `factor` lanes."""
+        if factor < 1:
+            raise DTypeError(f"vscale factor of {self} must be positive, got {factor}")
+        return _make(self.code, self.bits, -factor)
 
     def element_of(self) -> "DataType":
         return _make(self.code, self.bits, 1)
@@ -229,10 +269,12 @@ def _parse(spec: str) -> DataType:
             "'float4_e2m1fn', 'int4', 'int2', "
             "optionally with lanes like 'float32x8'"
         )
-    name, bits, lanes = m.group(1), m.group(2), m.group(3)
+    name, bits, scalable, lanes = m.group(1), m.group(2), m.group(3), m.group(4)
     nbits = int(bits) if bits else _DEFAULT_BITS.get(name, 8)
     if name == "bool":
         nbits = 1
+    if name == "uint" and nbits == 1:  # TVM's bool is uint1: "uint1x2" is "boolx2"
+        name = "bool"
     valid = {
         "int": (2, 4, 8, 16, 32, 64),
         "uint": (1, 2, 4, 8, 16, 32, 64),
@@ -246,7 +288,12 @@ def _parse(spec: str) -> DataType:
         if bits:
             raise DTypeError(f"unknown dtype {spec!r}: write {name!r} (always {fixed} bits)")
         nbits = fixed
-    return _make(TypeCode(name), nbits, int(lanes) if lanes else 1)
+    nlanes = int(lanes) if lanes else 1
+    if scalable:
+        if nlanes < 1:
+            raise DTypeError(f"unknown dtype {spec!r}: the vscale factor must be positive")
+        nlanes = -nlanes
+    return _make(TypeCode(name), nbits, nlanes)
 
 
 def _spec_string(spec: object) -> str:

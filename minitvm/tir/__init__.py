@@ -8,6 +8,7 @@ from .expr import (
     Div, FloatImm, FloorDiv, FloorMod, IntImm, IterType, IterVar, Let, Max, Min, Mod, Mul, Not, Op,
     Or, PrimExpr, Ramp, Range, Select, SizeVar, StringImm, Sub, Var, as_expr, cast, make_const,
 )
+from .expr import AnyDim as Any  # tvm.tir.Any(): a dim known at run time (not tir.any)
 from .function import PrimFunc
 from .index_map import IndexMap
 from .functor import Mutator, Visitor, post_order_visit, pre_order_visit, substitute
@@ -17,7 +18,7 @@ from .op import (
     cosh, div, equal, erf, exp, exp2, exp10, floor, floordiv, floormod, fma, fmod, if_then_else,
     indexdiv, indexmod, infinity, isfinite, isinf, isnan, likely, log, log1p, log2, log10, max,
     max_value, min, min_value, nearbyint, pow, power, round, rsqrt, select, sigmoid, sin, sinh,
-    shift_left, shift_right, sqrt, tan, tanh, trunc, truncdiv, truncmod, reinterpret, vscale,
+    shift_left, shift_right, sqrt, tan, tanh, trace, trunc, truncdiv, truncmod, reinterpret, vscale,
 )
 from .stmt import (
     Allocate, AllocateConst, AssertStmt, AttrStmt, Block, BlockRealize, BufferRegion, BufferStore, DeclBuffer,

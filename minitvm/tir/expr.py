@@ -19,6 +19,19 @@ def _defers(other: Any) -> bool:
     return getattr(type(other), "_prim_expr_defers", False)
 
 
+def _operator_pair(build, defer: bool = True):
+    """(forward, reflected) operator methods returning `build(a, b)`; with `defer`, a te.Tensor
+    operand builds its own compute (Python then calls its reflected operator)."""
+
+    def forward(self, other):
+        return NotImplemented if defer and _defers(other) else build(self, other)
+
+    def reflected(self, other):
+        return build(other, self)
+
+    return forward, reflected
+
+
 class PrimExpr(Node):
     """A scalar (or vector) expression with a `dtype`."""
 
@@ -28,54 +41,13 @@ class PrimExpr(Node):
     # names: `(5 * n,)` defines n as `(n,)` does
     _defines_through = True
 
-    # arithmetic ---------------------------------------------------------
-    def __add__(self, other):
-        if _defers(other):
-            return NotImplemented
-        return binary(Add, self, other)
-
-    def __radd__(self, other):
-        return binary(Add, other, self)
-
-    def __sub__(self, other):
-        if _defers(other):
-            return NotImplemented
-        return binary(Sub, self, other)
-
-    def __rsub__(self, other):
-        return binary(Sub, other, self)
-
-    def __mul__(self, other):
-        if _defers(other):
-            return NotImplemented
-        return binary(Mul, self, other)
-
-    def __rmul__(self, other):
-        return binary(Mul, other, self)
-
-    def __truediv__(self, other):
-        if _defers(other):
-            return NotImplemented
-        return binary(Div, self, other)
-
-    def __rtruediv__(self, other):
-        return binary(Div, other, self)
-
-    def __floordiv__(self, other):
-        if _defers(other):
-            return NotImplemented
-        return binary(FloorDiv, self, other)
-
-    def __rfloordiv__(self, other):
-        return binary(FloorDiv, other, self)
-
-    def __mod__(self, other):
-        if _defers(other):
-            return NotImplemented
-        return binary(FloorMod, self, other)
-
-    def __rmod__(self, other):
-        return binary(FloorMod, other, self)
+    # arithmetic: `x + y` builds Add(x, y); a te.Tensor operand builds its own compute
+    __add__, __radd__ = _operator_pair(lambda a, b: binary(Add, a, b))
+    __sub__, __rsub__ = _operator_pair(lambda a, b: binary(Sub, a, b))
+    __mul__, __rmul__ = _operator_pair(lambda a, b: binary(Mul, a, b))
+    __truediv__, __rtruediv__ = _operator_pair(lambda a, b: binary(Div, a, b))
+    __floordiv__, __rfloordiv__ = _operator_pair(lambda a, b: binary(FloorDiv, a, b))
+    __mod__, __rmod__ = _operator_pair(lambda a, b: binary(FloorMod, a, b))
 
     def __neg__(self):
         zero = make_const(self.dtype, 0)
@@ -103,36 +75,12 @@ class PrimExpr(Node):
     def __ne__(self, other):  # type: ignore[override]
         return NotEqualOp(self, other)
 
-    # logical (on bool) / bitwise (on int) --------------------------------
-    def __and__(self, other):
-        return logical_and(self, other)
-
-    def __rand__(self, other):
-        return logical_and(other, self)
-
-    def __or__(self, other):
-        return logical_or(self, other)
-
-    def __ror__(self, other):
-        return logical_or(other, self)
-
-    def __xor__(self, other):
-        return bitwise("^", self, other)
-
-    def __rxor__(self, other):
-        return bitwise("^", other, self)
-
-    def __lshift__(self, other):
-        return bitwise("<<", self, other)
-
-    def __rlshift__(self, other):
-        return bitwise("<<", other, self)
-
-    def __rshift__(self, other):
-        return bitwise(">>", self, other)
-
-    def __rrshift__(self, other):
-        return bitwise(">>", other, self)
+    # logical (on bool) / bitwise (on int)
+    __and__, __rand__ = _operator_pair(lambda a, b: logical_and(a, b), defer=False)
+    __or__, __ror__ = _operator_pair(lambda a, b: logical_or(a, b), defer=False)
+    __xor__, __rxor__ = _operator_pair(lambda a, b: bitwise("^", a, b), defer=False)
+    __lshift__, __rlshift__ = _operator_pair(lambda a, b: bitwise("<<", a, b), defer=False)
+    __rshift__, __rrshift__ = _operator_pair(lambda a, b: bitwise(">>", a, b), defer=False)
 
     def __invert__(self):
         return Not(self) if self.dtype.is_bool else bitwise_not(self)
@@ -147,7 +95,9 @@ class PrimExpr(Node):
         return cast(dtype, self)
 
     def equal(self, other) -> PrimExpr:
-        """Build an EQ node (`a == b` also does)."""
+        """Build an EQ node (`a == b` also does); `vscale() == vscale()` is true (one value)."""
+        if is_vscale(self) and is_vscale(other):
+            return IntImm(DataType("bool"), 1)
         return binary(EQ, self, other)
 
 
@@ -263,6 +213,13 @@ class Var(PrimExpr):
 @node
 class SizeVar(Var):
     """A variable known to be non-negative (a symbolic dimension)."""
+
+
+@node
+class AnyDim(Var):
+    """TVM's `tir.Any()`: a dimension known only at run time; like a Var, equal only to itself."""
+
+    name: str = "any"
 
 
 @node
@@ -535,7 +492,8 @@ class BufferLoad(PrimExpr):
     def __post_init__(self):
         indices = tuple(as_expr(i, like=DataType("int32")) for i in self.indices)
         setfield(self, "indices", indices)
-        lanes = max((i.dtype.lanes for i in indices), default=1)
+        counts = [i.dtype.lanes for i in indices] or [1]
+        lanes = min(counts) if min(counts) < 0 else max(counts)  # a scalable index wins
         setfield(
             self,
             "dtype",
@@ -549,28 +507,54 @@ class Ramp(PrimExpr):
 
     base: PrimExpr
     stride: PrimExpr
-    lanes: int
+    lanes: Any  # int, or T.vscale() * k for a scalable vector
     dtype: DataType | None = None
 
     def __post_init__(self):
         base = as_expr(self.base)
         setfield(self, "base", base)
         setfield(self, "stride", as_expr(self.stride, like=base.dtype))
-        setfield(self, "lanes", int(self.lanes))
-        setfield(self, "dtype", base.dtype.with_lanes(int(self.lanes)))
+        _set_lanes(self, base.dtype)
 
 
 @node
 class Broadcast(PrimExpr):
     value: PrimExpr
-    lanes: int
+    lanes: Any  # int, or T.vscale() * k for a scalable vector
     dtype: DataType | None = None
 
     def __post_init__(self):
         value = as_expr(self.value)
         setfield(self, "value", value)
-        setfield(self, "lanes", int(self.lanes))
-        setfield(self, "dtype", value.dtype.with_lanes(int(self.lanes)))
+        _set_lanes(self, value.dtype)
+
+
+def is_vscale(e: Any) -> bool:
+    """Whether `e` is the call `T.vscale()`."""
+    return isinstance(e, Call) and e.op is Op.get("tir.vscale")
+
+
+def _set_lanes(vec: Ramp | Broadcast, elem: DataType) -> None:
+    """Set a Ramp's/Broadcast's lanes and dtype. Lanes are an int, or for a scalable vector
+    `T.vscale() * k` (either operand order, or a DataType's lane count -k) of dtype "...xvscalexk"."""
+    lanes = vec.lanes.value if isinstance(vec.lanes, IntImm) else vec.lanes
+    if isinstance(lanes, int) and lanes >= 0:
+        setfield(vec, "lanes", lanes)
+        setfield(vec, "dtype", elem.with_lanes(lanes))
+        return
+    factor = -lanes if isinstance(lanes, int) else None
+    if isinstance(lanes, Mul):
+        for k, v in ((lanes.a, lanes.b), (lanes.b, lanes.a)):
+            if isinstance(k, IntImm) and is_vscale(v):
+                factor = k.value
+    if factor is None or factor < 1:
+        raise DTypeError(
+            f"{type(vec).__name__}: invalid scalable lanes `{lanes}`; write T.vscale() * k "
+            "with a positive int k, or an int lane count"
+        )
+    int32 = DataType("int32")
+    setfield(vec, "lanes", Mul(Call(int32, "tir.vscale", ()), IntImm(int32, factor)))
+    setfield(vec, "dtype", elem.with_scalable_vscale_factor(factor))
 
 
 @node

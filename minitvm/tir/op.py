@@ -299,7 +299,8 @@ def max(a: Any, b: Any, *rest: Any) -> PrimExpr:  # noqa: A001 - TVM's name
 
 
 def equal(a: Any, b: Any) -> PrimExpr:
-    return binary(EQ, a, b)
+    """`a == b` as IR; `vscale() == vscale()` is true (one value per run), as in TVM."""
+    return a.equal(b) if isinstance(a, PrimExpr) else binary(EQ, a, b)
 
 
 def call_extern(dtype: str, name: str, *args: Any) -> PrimExpr:
@@ -373,7 +374,7 @@ BUILTINS: dict[str, Builtin] = {
         *_builtins(
             "given",
             "tvm_struct_get ptx_mma ptx_mma_sp ptx_ldmatrix ptx_cp_async ptx_cp_async_bulk "
-            "mma_store mma_fill get_active_lane_mask",
+            "mma_store mma_fill get_active_lane_mask tvm_call_trace_packed",
         ),
     ]
 }
@@ -495,3 +496,14 @@ def vscale() -> PrimExpr:
     """TVM's `tir.vscale()`: the scalable-vector multiplier (Arm SVE). It prints and parses;
     building code that uses it for a fixed-width CPU is a BuildError (no such hardware value)."""
     return call_builtin("vscale")
+
+
+def trace(args: list, trace_action: str = "tvm.default_trace_action") -> PrimExpr:
+    """TVM's `tir.trace`: call the function registered as `trace_action` with `args` when the
+    code runs; the value is its result (the last argument when it returns None). The LLVM code
+    generator does not lower it yet (a BuildError). Example:
+    `te.compute(A.shape, lambda i: tir.trace([i, A[i]], "my_trace"))`."""
+    if not isinstance(args, list | tuple) or not args:
+        raise DTypeError(f"tir.trace takes a non-empty list of values to trace, got {args!r}")
+    exprs = tuple(as_expr(a) for a in args)
+    return call_builtin("tvm_call_trace_packed", trace_action, *exprs, dtype=exprs[-1].dtype)
