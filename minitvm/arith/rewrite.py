@@ -43,6 +43,12 @@ def _is_int(m: Match) -> bool:
     return m.node.dtype.element_of().is_int
 
 
+def _is_int_and_y_keeps_dtype(m: Match) -> bool:
+    """An integer node whose result `y` has the node's own dtype (imported IR can mix int32
+    and int64 operands: v_i0 - int64(3) + int64(3) must not become the int32 v_i0)."""
+    return _is_int(m) and m.y.dtype == m.node.dtype
+
+
 def _pos(*names: str):
     return lambda m: all(m.binds[n].value > 0 for n in names)
 
@@ -124,6 +130,8 @@ def _eq_of_nonneg_terms(m: Match) -> PrimExpr | None:
 
 def _add_consts(m: Match) -> PrimExpr | None:
     dtype = m.node.dtype
+    if m.x.dtype != dtype:  # mixed-width imported IR: leave it to the canonical form
+        return None
     total = m.c1.value + m.c2.value
     lo, hi = -(2 ** (dtype.bits - 1)), 2 ** (dtype.bits - 1) - 1
     return binary(tx.Add, m.x, make_const(dtype, total)) if lo <= total <= hi else None
@@ -259,8 +267,8 @@ RULES = [
     Rule(x - 0, x),  # x-0 -> x
     Rule(x - x, 0, _is_int),  # x-x -> 0
     Rule((x + y) - y, x, _is_int),  # (x+y)-y -> x
-    Rule(x + (y - x), y, _is_int),  # x+(y-x) -> y (and (y-x)+x)
-    Rule(x - (x + y), 0 - y, _is_int),  # x-(x+y) -> 0-y (and x-(y+x))
+    Rule(x + (y - x), y, _is_int_and_y_keeps_dtype),  # x+(y-x) -> y (and (y-x)+x)
+    Rule(x - (x + y), 0 - y, _is_int_and_y_keeps_dtype),  # x-(x+y) -> 0-y (and x-(y+x))
     Rule((x + c1) + c2, _add_consts, _is_int),  # (x+c1)+c2 -> x+(c1+c2) when that fits
     Rule(x * 1, x),  # x*1 -> x
     Rule(x * 0, 0, _is_int),  # x*0 -> 0 (not for floats: nan*0)
