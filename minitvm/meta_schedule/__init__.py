@@ -26,9 +26,18 @@ from . import (
 )
 from .arg_info import ArgInfo, TensorInfo
 from .builder import Builder, BuilderInput, BuilderResult, LocalBuilder
+from .cost_model import CostModel
 from .database import Database, JSONDatabase, MemoryDatabase, TuningRecord, Workload
+from .feature_extractor import FeatureExtractor
+from .measure_callback import MeasureCallback
+from .mutator import Mutator
+from .postproc import Postproc
+from .profiler import Profiler
 from .runner import EvaluatorConfig, LocalRunner, Runner, RunnerFuture, RunnerInput, RunnerResult
+from .schedule_rule import ScheduleRule
 from .search_strategy import EvolutionarySearch, MeasureCandidate, ReplayTrace, SearchStrategy
+from .space_generator import SpaceGenerator
+from .task_scheduler import TaskScheduler
 from .tir_integration import compile_tir, tune_tir
 from .tune import tune_tasks
 from .tune_context import TuneContext
@@ -39,20 +48,29 @@ __all__ = [
     "Builder",
     "BuilderInput",
     "BuilderResult",
+    "CostModel",
     "Database",
     "EvaluatorConfig",
     "EvolutionarySearch",
+    "FeatureExtractor",
     "JSONDatabase",
     "LocalBuilder",
     "LocalRunner",
+    "MeasureCallback",
     "MeasureCandidate",
     "MemoryDatabase",
+    "Mutator",
+    "Postproc",
+    "Profiler",
     "ReplayTrace",
     "Runner",
     "RunnerFuture",
     "RunnerInput",
     "RunnerResult",
+    "ScheduleRule",
     "SearchStrategy",
+    "SpaceGenerator",
+    "TaskScheduler",
     "TensorInfo",
     "TuneContext",
     "TuningRecord",
@@ -82,7 +100,7 @@ __all__ = [
 
 def __getattr__(name: str):
     """relax_integration (imports relax) and the Ray parts load on first use."""
-    if name in ("relax_integration", "ray"):
+    if name in ("relax_integration", "ray", "testing"):
         import importlib
 
         return importlib.import_module(f"{__name__}.{name}")

@@ -27,7 +27,9 @@ from .expr import (
 from .expr_functor import ExprFunctor, ExprMutator, ExprVisitor
 from .op import image, nn
 from .op.indexing import arange, gather, sparse_reshape
+from .op.reduce import *
 from .op.tensor import *
+from .op.transform import *
 from .ty import FuncType, TensorType, TupleType, Type, scalar_type
 
 # Loaded on first use: passes, analysis, printer, build and the model zoo import more of
@@ -92,6 +94,8 @@ __all__ = [
     "var",
 ]
 __all__ += op.tensor.__all__
+__all__ += op.transform.__all__
+__all__ += op.reduce.__all__
 
 # the Relay text form for str(expr) / print(mod), and load_module of relay.build's files
 from ..contrib import graph_executor as _graph_executor  # noqa: F401

@@ -69,6 +69,27 @@ class Expr(Node):
 
         return negative(self)
 
+    def _compare(self, other: Any, name: str) -> Expr:
+        """`a < b` builds relay.less (TVM's rule: the other side must already be an Expr)."""
+        if not isinstance(other, Expr):
+            raise TypeError(
+                f"relay: cannot compare an expression with {type(other).__name__} {other!r}; "
+                "convert it with relay.const first"
+            )
+        return _binary(name, self, other)
+
+    def __lt__(self, other: Any) -> Expr:
+        return self._compare(other, "less")
+
+    def __gt__(self, other: Any) -> Expr:
+        return self._compare(other, "greater")
+
+    def __le__(self, other: Any) -> Expr:
+        return self._compare(other, "less_equal")
+
+    def __ge__(self, other: Any) -> Expr:
+        return self._compare(other, "greater_equal")
+
     __add__, __radd__ = _operator_methods("add")
     __sub__, __rsub__ = _operator_methods("subtract")
     __mul__, __rmul__ = _operator_methods("multiply")

@@ -191,10 +191,38 @@ def test_image_resize1d_matches_topi_testing_reference(layout, method, mode):
     np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("ndim", [1, 2])
+@pytest.mark.parametrize("mode", ["half_pixel", "align_corners", "asymmetric"])
+@pytest.mark.parametrize("alpha,exclude", [(-0.5, 0), (-0.75, 1)])
+def test_image_resize_cubic_matches_topi_testing_reference(ndim, mode, alpha, exclude):
+    shape, size = ((2, 3, 7), (12,)) if ndim == 1 else ((1, 2, 5, 6), (9, 4))
+    data = RNG.standard_normal(shape).astype("float32")
+    x = relay.var("x", shape=data.shape)
+    layout = "NCW" if ndim == 1 else "NCHW"
+    resize = relay.image.resize1d if ndim == 1 else relay.image.resize2d
+    call = resize(x, size, None, layout, "cubic", mode, cubic_alpha=alpha, cubic_exclude=exclude)
+    (got,) = _run(call, [x], [data])
+    scale = tuple(s / d for s, d in zip(size, shape[2:]))
+    ref_fn = topi.testing.resize1d_python if ndim == 1 else topi.testing.resize2d_python
+    ref = ref_fn(data, scale, layout, "cubic", mode, cubic_alpha=alpha, cubic_exclude=exclude)
+    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
+
+
+def test_image_resize2d_cubic_matches_torch_bicubic():
+    torch = pytest.importorskip("torch", reason="torch is the outside oracle for bicubic")
+    data = RNG.standard_normal((1, 2, 5, 6)).astype("float32")
+    x = relay.var("x", shape=data.shape)
+    for mode, align in [("half_pixel", False), ("align_corners", True)]:
+        call = relay.image.resize2d(x, (9, 4), None, "NCHW", "cubic", mode, cubic_alpha=-0.75)
+        (got,) = _run(call, [x], [data])
+        want = torch.nn.functional.interpolate(
+            torch.from_numpy(data), size=(9, 4), mode="bicubic", align_corners=align
+        ).numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
 def test_unsupported_image_and_deformable_conv_are_refused_by_name():
     x = relay.var("x", shape=(1, 1, 4, 4))
-    with pytest.raises(OpNotImplemented, match="cubic"):
-        relay.image.resize2d(x, (8, 8), method="cubic")
     with pytest.raises(OpNotImplemented, match="roi"):
         relay.image.resize2d(x, (8, 8), roi=(0, 0, 1, 1))
     with pytest.raises(OpNotImplemented, match="deformable_conv2d"):

@@ -42,6 +42,14 @@ class Mutator(TuneContextPart):
     def apply(self, trace: Trace, rng: Any = None) -> Trace | None:
         raise NotImplementedError(f"{type(self).__name__}.apply")
 
+    @staticmethod
+    def create(kind: str = "llvm") -> dict:
+        """Mutators and their probabilities for target kind `kind` ("llvm", "cuda"): TVM's name for
+        `create_default`."""
+        from . import create_default
+
+        return create_default(kind)
+
 
 PyMutator = Mutator
 

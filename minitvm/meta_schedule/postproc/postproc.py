@@ -12,5 +12,13 @@ class Postproc(TuneContextPart):
     def apply(self, sch: Schedule) -> bool:
         raise NotImplementedError(f"{type(self).__name__}.apply")
 
+    @staticmethod
+    def create(kind: str = "llvm") -> list:
+        """The default postprocessors of target kind `kind` ("llvm", "cuda"): TVM's spelling of
+        `create_default`."""
+        from . import create_default
+
+        return create_default(kind)
+
 
 PyPostproc = Postproc

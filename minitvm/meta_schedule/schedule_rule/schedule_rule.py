@@ -13,5 +13,13 @@ class ScheduleRule(TuneContextPart):
     def apply(self, sch: Schedule, block: BlockRV) -> list[Schedule]:
         raise NotImplementedError(f"{type(self).__name__}.apply")
 
+    @staticmethod
+    def create(kind: str = "llvm") -> list:
+        """The default rules of target kind `kind` ("llvm", "cuda"): TVM's spelling of
+        `create_default`."""
+        from . import create_default
+
+        return create_default(kind)
+
 
 PyScheduleRule = ScheduleRule  # TVM's name for a rule written in Python

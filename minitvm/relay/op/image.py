@@ -16,17 +16,15 @@ def _resize_attrs(size: Any, roi: Any, layout: str, method: str, mode: str, roun
                   out_dtype: Any, op: str) -> dict:  # fmt: skip
     if roi is not None:
         raise OpNotImplemented(f"relay.image.{op}: roi (tf_crop_and_resize) is not supported")
-    if method == "cubic":
-        raise OpNotImplemented(
-            f"relay.image.{op}: method 'cubic' is not supported; use 'linear' or 'nearest_neighbor'"
-        )
+    if not rounding:  # TVM's default: nearest rounds for align_corners and floors otherwise
+        rounding = "round" if mode == "align_corners" else "floor"
     size = (size,) if isinstance(size, int) else tuple(int(d) for d in size)
     return {
         "size": size,
         "layout": layout,
         "method": method,
         "coordinate_transformation_mode": mode,
-        "rounding_method": rounding or "round",
+        "rounding_method": rounding,
         "cubic_alpha": float(cubic_alpha),
         "cubic_exclude": int(cubic_exclude),
         "extrapolation_value": float(extrapolation),

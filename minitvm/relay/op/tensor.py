@@ -62,6 +62,22 @@ sigmoid = _ewise_row("sigmoid", 1)
 negative = _ewise_row("negative", 1)
 abs = _ewise_row("abs", 1)
 
+# more elementwise ops, each the relax op of the same name (comparisons give bool tensors)
+_MORE_BINARY = (
+    "less", "greater", "less_equal", "greater_equal", "equal", "not_equal", "logical_and",
+    "logical_or", "logical_xor", "floor_divide", "floor_mod", "bitwise_and", "bitwise_or",
+    "bitwise_xor", "left_shift", "right_shift", "mod",
+)  # fmt: skip
+_MORE_UNARY = (
+    "floor", "ceil", "round", "sign", "trunc", "cos", "sin", "tan", "acos", "asin", "atan",
+    "cosh", "sinh", "acosh", "asinh", "atanh", "erf", "isnan", "isinf", "isfinite",
+    "logical_not", "bitwise_not",
+)  # fmt: skip
+for _name in _MORE_BINARY:
+    globals()[_name] = _ewise_row(_name, 2)
+for _name in _MORE_UNARY:
+    globals()[_name] = _ewise_row(_name, 1)
+
 register("rsqrt", lambda emit, args, attrs: rop.divide(1.0, emit(rop.sqrt(args[0]))))
 register("clip", lambda emit, args, attrs: rop.clip(args[0], attrs.a_min, attrs.a_max))
 register("cast", lambda emit, args, attrs: rop.astype(args[0], attrs.dtype))
@@ -99,6 +115,14 @@ def _axes(attrs: Any, ndim: int) -> tuple[int, ...] | None:
     return tuple(a for a in range(ndim) if (a in axes) != bool(attrs.exclude))
 
 
+def in_float32(emit: Any, x: Any, make: Any) -> Any:
+    """make(x), computed in float32 when x is float16 and cast back: TVM's mean and variance
+    do so, since a float16 running sum stops growing past 2048."""
+    if str(x.struct_info.dtype) != "float16":
+        return make(x)
+    return rop.astype(emit(make(emit(rop.astype(x, "float32")))), "float16")
+
+
 def _reduce_row(name: str) -> Any:
     fn = getattr(rop, name)
 
@@ -107,6 +131,8 @@ def _reduce_row(name: str) -> Any:
         axes = _axes(attrs, x.struct_info.ndim)
         if axes == ():
             return x
+        if name == "mean":
+            return in_float32(emit, x, lambda v: fn(v, axes, attrs.keepdims))
         return fn(x, axes, attrs.keepdims)
 
     register(name, to_relax)
@@ -237,6 +263,7 @@ __all__ = [
     "tanh",
     "transpose",
 ]
+__all__ += list(_MORE_BINARY) + list(_MORE_UNARY)
 
 
 # ----------------------------------------------------------------------------- slicing / creation
