@@ -240,6 +240,18 @@ def reshape(tensor: Any, shape: Any) -> NDArray:
     return NDArray(data.reshape(new))
 
 
+def copy_into(src: Any, dst: Any) -> None:
+    """Copy tensor `src` into `dst` (same shape and dtype, any device): how the VM gives an
+    R.call_tir_inplace kernel its own copy of an input to overwrite."""
+    if not isinstance(dst, NDArray):
+        raise ArgumentError(f"vm.builtin.copy_into: dst must be an NDArray, got {type(dst)}")
+    if tuple(src.shape) != tuple(dst.shape):
+        raise ShapeError(
+            f"vm.builtin.copy_into: src has shape {tuple(src.shape)}, dst {tuple(dst.shape)}"
+        )
+    dst.copyfrom(src)
+
+
 def null_value() -> None:
     """The null object (what TVM's `R.null_value()` evaluates to; the IO effect's value)."""
 
@@ -258,6 +270,7 @@ BUILTINS: dict[str, Callable] = {
     "vm.builtin.attention_kv_cache_array_popn": attention_kv_cache_array_popn,
     "vm.builtin.attention_kv_cache_array_clear": attention_kv_cache_array_clear,
     "vm.builtin.reshape": reshape,
+    "vm.builtin.copy_into": copy_into,
     "vm.builtin.null_value": null_value,
     "vm.builtin.shape_of": shape_of,
 }

@@ -8,10 +8,11 @@ from typing import Any
 
 from .. import te
 from ..error import TEError
+from ..ir.dtype import DataType
 from ..tir import op as tir_op
-from ..tir.expr import PrimExpr, make_const
+from ..tir.expr import FloatImm, IntImm, PrimExpr, as_expr, make_const
 from ..tir.expr import cast as tir_cast
-from .utils import get_const_tuple, normalize_axis, prod
+from .utils import get_const_tuple, normalize_axis, prod, simplify
 
 
 def gather(data: te.Tensor, axis: int, indices: te.Tensor) -> te.Tensor:
@@ -37,20 +38,45 @@ def gather(data: te.Tensor, axis: int, indices: te.Tensor) -> te.Tensor:
     return te.compute(tuple(indices.shape), body, name="T_gather", tag="injective")
 
 
-def arange_length(start: float, stop: float, step: float) -> int:
-    """The number of elements of arange(start, stop, step) (numpy's rule)."""
-    if step == 0:
+def _bound_number(v: Any) -> float | int | None:
+    """A constant arange bound as a Python number; None for a symbolic one."""
+    if isinstance(v, IntImm | FloatImm):
+        return v.value
+    if isinstance(v, int | float) and not isinstance(v, bool):
+        return v
+    return None
+
+
+def arange_length(start: Any, stop: Any, step: Any) -> Any:
+    """The number of elements of arange(start, stop, step): numpy's rule (an int) for constant
+    bounds; for a symbolic bound the int64 expression ceil((stop - start) / step), as TVM."""
+    nums = [_bound_number(v) for v in (start, stop, step)]
+    if nums[2] == 0:
         raise TEError("arange: step must not be 0")
-    return max(math.ceil((stop - start) / step), 0)
+    if None not in nums:
+        return max(math.ceil((nums[1] - nums[0]) / nums[2]), 0)
+    i64 = DataType("int64")
+    start, stop, step = (as_expr(v, like=i64) for v in (start, stop, step))
+    if all(DataType(v.dtype).is_int for v in (start, stop, step)):
+        start, stop, step = (tir_cast(i64, v) for v in (start, stop, step))
+        # ceil(a / b) = floor((a + b - 1) / b) for b > 0, floor((a + b + 1) / b) for b < 0
+        bias = 1 if nums[2] is not None and nums[2] < 0 else -1
+        return simplify(tir_op.floordiv(stop - start + step + bias, step))
+    span = tir_cast("float32", stop - start) / tir_cast("float32", step)
+    return tir_cast(i64, tir_op.ceil(span))
 
 
-def arange(start: float, stop: float, step: float = 1, dtype: str = "float32") -> te.Tensor:
-    """[start, start + step, ...) below `stop` (above it for a negative step), as numpy."""
+def arange(start: Any, stop: Any, step: Any = 1, dtype: str = "float32") -> te.Tensor:
+    """[start, start + step, ...) below `stop` (above it for a negative step), as numpy; each
+    bound a number or a PrimExpr (a symbolic length such as arange(0, seq_len))."""
     n = arange_length(start, stop, step)
     kind = "float64" if "float" in dtype else "int64"
 
+    def bound(v: Any) -> PrimExpr:
+        return make_const(kind, v) if _bound_number(v) is not None else tir_cast(kind, v)
+
     def body(i: Any) -> PrimExpr:
-        value = make_const(kind, start) + tir_cast(kind, i) * make_const(kind, step)
+        value = bound(start) + tir_cast(kind, i) * bound(step)
         return tir_cast(dtype, value)
 
     return te.compute((n,), body, name="T_arange", tag="injective")

@@ -45,6 +45,16 @@ def _cancel_common_dims(num: list, den: list) -> tuple[list, list]:
     return num, rest
 
 
+def _provably_differ(a: Any, b: Any) -> bool:
+    """True when two element counts can never be equal."""
+    ca, cb = const_int(a), const_int(b)
+    if ca is not None and cb is not None:
+        return ca != cb
+    from ..arith import Analyzer
+
+    return bool(Analyzer().can_prove(as_expr(simplify(a)) != as_expr(simplify(b))))
+
+
 def infer_reshape(shape: Sequence[Any], newshape: Sequence[Any], what: str) -> tuple:
     """Resolve one -1 in `newshape` and check the element counts agree (when provable)."""
     newshape = [
@@ -75,9 +85,11 @@ def infer_reshape(shape: Sequence[Any], newshape: Sequence[Any], what: str) -> t
         newshape[holes[0]] = simplify(dims_prod(num) // dims_prod(den)) if den else dims_prod(num)
     out = tuple(simplify(d) for d in newshape)
     new_total = dims_prod(out)
-    ct, cn = const_int(total), const_int(new_total)
-    if (ct is not None and cn is not None and ct != cn) or (
-        (ct is None or cn is None) and not prove_equal(simplify(total), simplify(new_total))
+    # As in TVM, spelled-out symbolic dims are rejected only when the counts provably differ:
+    # (10, 5) into (i, 5, 5) is legal and holds for i = 2, which the caller guarantees at run
+    # time. A -1 that minitvm inferred must make the counts provably equal.
+    if _provably_differ(total, new_total) or (
+        holes and not prove_equal(simplify(total), simplify(new_total))
     ):
         raise ShapeError(
             f"{what}: cannot reshape {fmt_shape(shape)} into {fmt_shape(out)}: element counts "
@@ -89,9 +101,17 @@ def infer_reshape(shape: Sequence[Any], newshape: Sequence[Any], what: str) -> t
 def reshape(data: te.Tensor, newshape: Sequence[Any]) -> te.Tensor:
     """Same elements in row-major order, new shape (one dim may be -1)."""
     out_shape = infer_reshape(data.shape, newshape, "topi.reshape")
+    total, new_total = simplify(dims_prod(data.shape)), simplify(dims_prod(out_shape))
+    # counts that agree only at run time (n into (i, 5)): a call where they do not must not
+    # read past the data, so each read is guarded and gives NaN (0 for ints) instead
+    same = None if prove_equal(total, new_total) else (total == new_total)
 
     def body(*idx: Any) -> PrimExpr:
-        return data[tuple(unravel_index(ravel_index(idx, out_shape), data.shape))]
+        value = data[tuple(unravel_index(ravel_index(idx, out_shape), data.shape))]
+        if same is None:
+            return value
+        bad = float("nan") if DataType(data.dtype).is_float else 0
+        return tir_op.if_then_else(same, value, tir_cast(data.dtype, bad))
 
     return te.compute(out_shape, body, name="T_reshape", tag="injective")
 

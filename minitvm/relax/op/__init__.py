@@ -61,6 +61,7 @@ from . import grad_ccl  # noqa: F401 - allreduce's rule (sum/avg: self-adjoint)
 from .grad import erf
 from .sampling_a3 import multinomial_from_uniform  # noqa: F401 - TVM sampling op, a3 grad lines
 from .effects_a10 import assert_op, print  # noqa: F401 - TVM's effect ops (R.print, R.assert_op)
+from .call_tir_inplace import call_tir_inplace  # a call_tir writing into its inputs
 
 __all__ = [
     "OP_TABLE",
@@ -77,6 +78,7 @@ __all__ = [
     "call_pure_packed",
     "call_py_func",
     "call_tir",
+    "call_tir_inplace",
     "call_tir_with_grad",
     "ccl",
     "collapse_sum_like",

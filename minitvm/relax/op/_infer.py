@@ -105,6 +105,17 @@ def dim_arith(fn: Callable[..., Any], *dims: Any) -> PrimExpr:
     return dim(fn(*(d if c is None else c for d, c in zip(dims, consts))))
 
 
+def provably_differ(a: Any, b: Any) -> bool:
+    """True when two dims can never be equal. TVM rejects symbolic dims only then: conv2d of
+    data (n, c, h, w) with weight (32, in_channels, 3, 3) is legal, the caller binds c."""
+    ca, cb = const_int(a), const_int(b)
+    if ca is not None and cb is not None:
+        return ca != cb
+    from ...arith import Analyzer
+
+    return bool(Analyzer().can_prove(dim(a) != dim(b)))
+
+
 def broadcast(
     call: Call, xname: str, x: TensorStructInfo, yname: str, y: TensorStructInfo
 ) -> tuple | None:

@@ -222,6 +222,7 @@ def call_py_func(func_name: Any, args: Any, out_sinfo: Any) -> Call:
 # the ops that call into another level instead of computing: no TE, no numpy reference
 STRUCTURAL_OPS = (
     "relax.call_tir",
+    "relax.call_tir_inplace",  # call_tir_inplace.py: the VM runs it directly
     "relax.call_dps_packed",
     "relax.call_pure_packed",
     "relax.call_inplace_packed",

@@ -9,9 +9,10 @@ import numpy as np
 
 from ...error import DTypeError, ShapeError
 from ...ir.dtype import DataType
+from ...tir.expr import FloatImm, IntImm, PrimExpr
 from ...topi import indexing as topi_index
 from ...topi.utils import const_int
-from ..expr import Call, Expr
+from ..expr import Call, Expr, PrimValue
 from ..struct_info import StructInfo, TensorStructInfo, TupleStructInfo
 from . import _infer as I
 from ._table import OpPattern, make_call, register_op
@@ -68,10 +69,21 @@ def gather_elements(data: Expr, indices: Expr, axis: int = 0) -> Call:
 # ----------------------------------------------------------------------------- arange
 
 
+def _arange_bounds(call: Call) -> tuple:
+    bounds = []
+    for name, arg in zip(("start", "end", "step"), call.args, strict=True):
+        if not isinstance(arg, PrimValue):
+            raise ShapeError(
+                f"relax.arange: {name} must be a PrimValue (R.prim_value(T.int64(0)) or a Python "
+                f"number), got {type(arg).__name__}"
+            )
+        bounds.append(arg.value)
+    return tuple(bounds)
+
+
 def _infer_arange(call: Call) -> StructInfo:
-    a = call.attrs
-    n = topi_index.arange_length(a["start"], a["end"], a["step"])
-    return TensorStructInfo((n,), a["dtype"])
+    n = topi_index.arange_length(*_arange_bounds(call))
+    return TensorStructInfo((n,), call.attrs["dtype"])
 
 
 _arange = register_op(
@@ -83,23 +95,36 @@ _arange = register_op(
 )
 
 
+def _arange_bound(name: str, v: Any) -> PrimValue:
+    """A bound as a PrimValue: ints become int64, Python floats float64 (numpy's precision)."""
+    if isinstance(v, PrimValue):
+        return v
+    if isinstance(v, PrimExpr):
+        return PrimValue(v)
+    if isinstance(v, np.integer | np.floating):
+        v = v.item()
+    if isinstance(v, int) and not isinstance(v, bool):
+        return PrimValue(IntImm("int64", v))
+    if isinstance(v, float):
+        return PrimValue(FloatImm("float64", v))
+    raise ShapeError(f"relax.arange: {name} must be a number, a PrimExpr or a PrimValue, got {v!r}")
+
+
 def arange(start: Any, end: Any = None, step: Any = 1, dtype: str | None = None) -> Call:
-    """numpy.arange with constant bounds: `relax.op.arange(0, 10, 2, "int64")`; dtype None
-    is int64 for integer bounds, float32 otherwise."""
+    """numpy.arange with bounds that are numbers or PrimValues (symbolic lengths allowed), as
+    TVM: `relax.op.arange(0, n, 1, "int64")`; dtype None is int64 for integer bounds, float32
+    otherwise."""
     if end is None:
         start, end = 0, start
-    for name, v in (("start", start), ("end", end), ("step", step)):
-        if not isinstance(v, int | float | np.integer | np.floating) or isinstance(v, bool):
-            raise ShapeError(f"relax.arange: {name} must be a Python number, got {v!r}")
-    if step == 0:
+    bounds = tuple(
+        _arange_bound(name, v) for name, v in (("start", start), ("end", end), ("step", step))
+    )
+    if const_int(bounds[2].value) == 0:
         raise ShapeError("relax.arange: step must not be 0")
     if dtype is None:
-        ints = all(isinstance(v, int | np.integer) for v in (start, end, step))
+        ints = all(DataType(b.value.dtype).is_int for b in bounds)
         dtype = "int64" if ints else "float32"
-    attrs = {"start": start, "end": end, "step": step, "dtype": str(DataType(dtype))}
-    return make_call(
-        _arange, (), {k: v.item() if hasattr(v, "item") else v for k, v in attrs.items()}
-    )
+    return make_call(_arange, bounds, {"dtype": str(DataType(dtype))})
 
 
 # ----------------------------------------------------------------------------- sparse_reshape

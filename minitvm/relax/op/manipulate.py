@@ -41,13 +41,11 @@ def _infer_reshape(call: Call) -> StructInfo:
         return TensorStructInfo(None, x.dtype, call.args[1].struct_info.ndim)
     if x.shape is not None:
         total, new_total = I.dim(prod(x.shape)), I.dim(prod(new))
-        if not prove_equal(total, new_total):
-            c1, c2 = const_int(total), const_int(new_total)
-            if c1 is not None and c2 is not None:
-                raise ShapeError(
-                    f"relax.reshape: cannot reshape x of shape {fmt_shape(x.shape)} ({c1} elements) "
-                    f"into {fmt_shape(new)} ({c2} elements)."
-                )
+        if I.provably_differ(total, new_total):  # TVM's rule: symbolic counts may agree later
+            raise ShapeError(
+                f"relax.reshape: cannot reshape x of shape {fmt_shape(x.shape)} ({fmt_dim(total)} "
+                f"elements) into {fmt_shape(new)} ({fmt_dim(new_total)} elements)."
+            )
     return TensorStructInfo(new, x.dtype)
 
 

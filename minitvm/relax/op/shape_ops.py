@@ -109,9 +109,10 @@ def _reshape_count_unproven(call: Call) -> bool:
 
 
 def _lower_reshape(call: Call) -> Expr | None:
-    """A reshape to a Shape variable whose count the compiler cannot prove runs as the checked
-    builtin; the others keep their (fusable, device-capable) TE kernel."""
-    if isinstance(call.args[1], ShapeExpr) or not _reshape_count_unproven(call):
+    """A reshape whose element count the compiler cannot prove equal (to a Shape variable, or
+    to spelled-out dims such as (n,) into (i, 5)) runs as the builtin that checks the counts at
+    run time; the others keep their (fusable, device-capable) TE kernel."""
+    if not _reshape_count_unproven(call):
         return None
     if not isinstance(call.struct_info, TensorStructInfo) or call.struct_info.shape is None:
         return None  # no shape to allocate or name: leave it to LegalizeOps' usual error

@@ -282,6 +282,8 @@ class FunctionCodegen:
     def call(self, call: rx.Call, b: Any) -> int:
         if is_dps_call(call):
             return self.dps_call(call, b)
+        if isinstance(call.op, rx.Op) and call.op.name == "relax.call_tir_inplace":
+            return self.inplace_call(call)
         if isinstance(call.op, GlobalVar):
             args = [self.expr(a) for a in call.args]
             dst = self.new_reg()
@@ -341,6 +343,34 @@ class FunctionCodegen:
                 self.emit("CallPacked", name, args + outs)
         else:
             raise BuildError(f"relax function '{self.name}': cannot call {callee!r}")
+        if isinstance(call.sinfo_args[0], TensorStructInfo):
+            return outs[0]
+        dst = self.new_reg()
+        self.emit("MakeTuple", dst, outs)
+        return dst
+
+    def inplace_call(self, call: rx.Call) -> int:
+        """call_tir_inplace: output i is input `inplace_indices[i]` updated by the kernel, -1 a
+        fresh output. The kernel updates a VM-allocated copy of that input (copied in by
+        vm.builtin.copy_into), since a kernel never writes the caller's tensors (verify.py);
+        the result is what TVM computes, and the input keeps its value."""
+        args = [self.expr(a) for a in _fields(call.args[1])]
+        outs = []
+        for index, s in zip(call.attrs["inplace_indices"], out_sinfos(call), strict=True):
+            if s.shape is None or s.dtype is None:
+                raise BuildError(
+                    f"relax function '{self.name}': output of call_tir_inplace of "
+                    f"{_callee_name(call.args[0])} needs a known shape and dtype, got {s}"
+                )
+            dst = self.new_reg()
+            self.emit("AllocTensor", dst, -1, 0, [self.src(d) for d in s.shape], str(s.dtype))
+            if index != -1:
+                self.emit("CallPacked", "vm.builtin.copy_into", [args[index], dst])
+                args[index] = dst
+            outs.append(dst)
+        fresh = [r for r, i in zip(outs, call.attrs["inplace_indices"]) if i == -1]
+        scalars = [self.src(v) for v in call.args[2].values] if len(call.args) > 2 else []
+        self.emit("CallTIR", self.prim_names[call.args[0].name_hint], args + fresh, scalars)
         if isinstance(call.sinfo_args[0], TensorStructInfo):
             return outs[0]
         dst = self.new_reg()

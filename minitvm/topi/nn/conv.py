@@ -12,7 +12,9 @@ from typing import Any
 
 from ... import te
 from ...error import ShapeError, TEError
-from ...tir.expr import IntImm
+from ...ir.dtype import DataType
+from ...tir import op as tir_op
+from ...tir.expr import IntImm, make_const
 from ...tir.expr import cast as tir_cast
 from ..layout import as_layout, layout_transform
 from ..utils import const_int, fmt_dim, fmt_shape, prove_equal, simplify
@@ -96,7 +98,7 @@ def conv2d_nchw(
         raise TEError(
             f"topi.nn.conv2d_nchw: channels in ({c}) and out ({o}) must be divisible by groups={groups}"
         )
-    if not prove_equal(simplify(c // groups) if cc is None else cc // groups, cg):
+    if channels_differ(c, cg, groups):
         raise TEError(
             f"topi.nn.conv2d_nchw: kernel dim 1 ({cg}) must equal in_channels / groups ({c} / {groups})"
         )
@@ -112,9 +114,16 @@ def conv2d_nchw(
     rx = te.reduce_axis((0, kw), "rx")
     ocg = o if groups == 1 else (oc // groups if oc is not None else simplify(o // groups))
 
+    # symbolic channels that may differ at run time: a mismatch must not read past the data, so
+    # each read is guarded and a mismatched call gives NaN (0 for ints), never neighbours' data
+    same = None if prove_equal(simplify(cg * groups), c) else (c == cg * groups)
+
     def body(b: Any, f: Any, y: Any, x: Any):
         ch = rc if groups == 1 else f // ocg * cg + rc
         a = padded[b, ch, window_index(y, ry, sh, dh), window_index(x, rx, sw, dw)]
+        if same is not None:
+            bad = float("nan") if DataType(data.dtype).is_float else 0
+            a = tir_op.if_then_else(same, a, make_const(data.dtype, bad))
         return te.sum(
             tir_cast(out_dtype, a) * tir_cast(out_dtype, kernel[f, rc, ry, rx]), axis=[rc, ry, rx]
         )
@@ -302,13 +311,25 @@ def _per_group(dim: Any, groups: int) -> Any:
     return c // groups if c is not None else simplify(dim // groups)
 
 
+def channels_differ(c: Any, cg: Any, groups: int) -> bool:
+    """True when in_channels `c` can never equal the kernel's `cg` times `groups`. As TVM, a
+    symbolic count is refused only then: data (n, c, h, w) with kernel (o, k, 3, 3) is legal
+    (conv2d_nchw guards its reads for a call with c != k at run time)."""
+    cc, ccg = const_int(c), const_int(cg)
+    if cc is not None and ccg is not None:
+        return cc != ccg * groups
+    from ...arith import Analyzer
+
+    return bool(Analyzer().can_prove(simplify(c) != simplify(cg * groups)))
+
+
 def _check_groups(what: str, c: Any, o: Any, cg: Any, groups: int) -> None:
     cc, oc = const_int(c), const_int(o)
     if cc is not None and cc % groups or oc is not None and oc % groups:
         raise TEError(
             f"{what}: channels in ({c}) and out ({o}) must be divisible by groups={groups}"
         )
-    if not prove_equal(_per_group(c, groups), cg):
+    if channels_differ(c, cg, groups):
         raise TEError(
             f"{what}: the kernel's input channels ({cg}) must equal in_channels / groups "
             f"({c} / {groups})"

@@ -115,6 +115,12 @@ class Embedding(Module):
         return op.reshape(op.take(self.weight, flat, axis=0), [*x.shape, self.dim])
 
 
+def _per_group(channels: Any, groups: int) -> Any:
+    """Channels per group; a symbolic count with groups 1 stays the bare var (TVM folds
+    `in_channels // 1`, so the weight reads (32, in_channels, 3, 3))."""
+    return channels if groups == 1 else channels // groups
+
+
 class Conv3D(Module):
     """3-d convolution, NCDHW input (or NDHWC), weight (out, in / groups, kd, kh, kw)."""
 
@@ -138,7 +144,7 @@ class Conv3D(Module):
         )
         self.stride, self.padding, self.dilation, self.groups = stride, padding, dilation, groups
         self.kernel_size = [kernel_size] * 3 if isinstance(kernel_size, int) else list(kernel_size)
-        in_per_group = in_channels // groups  # a symbolic in_channels divides as a tir expr
+        in_per_group = _per_group(in_channels, groups)
         self.weight = Parameter([out_channels, in_per_group, *self.kernel_size], dtype)
         self.bias = Parameter((out_channels,), dtype) if bias else None
 
@@ -178,7 +184,7 @@ class ConvTranspose1D(Module):
         )
         self.stride, self.padding, self.output_padding = stride, padding, output_padding
         self.dilation, self.groups = dilation, groups
-        self.weight = Parameter((in_channels, out_channels // groups, kernel_size), dtype)
+        self.weight = Parameter((in_channels, _per_group(out_channels, groups), kernel_size), dtype)
         self.bias = Parameter((out_channels,), dtype) if bias else None
 
     def forward(self, x: Tensor) -> Tensor:
@@ -215,7 +221,7 @@ class Conv1D(Module):
             kernel_size,
         )
         self.stride, self.padding, self.dilation, self.groups = stride, padding, dilation, groups
-        self.weight = Parameter((out_channels, in_channels // groups, kernel_size), dtype)
+        self.weight = Parameter((out_channels, _per_group(in_channels, groups), kernel_size), dtype)
         self.bias = Parameter((out_channels,), dtype) if bias else None
 
     def forward(self, x: Tensor) -> Tensor:
@@ -245,7 +251,7 @@ class Conv2D(Module):
         self.data_layout = data_layout
         ks = [kernel_size] * 2 if isinstance(kernel_size, int) else list(kernel_size)
         self.kernel_size = ks
-        self.weight = Parameter([out_channels, in_channels // groups, *ks], dtype)
+        self.weight = Parameter([out_channels, _per_group(in_channels, groups), *ks], dtype)
         self.bias = Parameter((out_channels,), dtype) if bias else None
 
     def forward(self, x: Tensor) -> Tensor:

@@ -391,26 +391,46 @@ def tensor_expr_op(
     return wrap_nested(call, name_hint)
 
 
+def _ir_op_args(args: Any, what: str) -> tuple[list, list]:
+    """The relax tensors and the tir scalars (ShapeExprs spread) among a tensor_ir_op's args."""
+    args = list(args) if isinstance(args, list | tuple) else [args]
+    tensors = [a._expr for a in args if isinstance(a, Tensor)]
+    scalars = [a for a in args if isinstance(a, PrimExpr | int) and not isinstance(a, Tensor)]
+    bad = [a for a in args if not isinstance(a, Tensor | PrimExpr | int | ShapeExpr)]
+    if bad:
+        raise ArgumentError(
+            f"nn.op.{what}: arguments must be nn Tensors or tir expressions, got "
+            f"{type(bad[0]).__name__}"
+        )
+    for shape in (a for a in args if isinstance(a, ShapeExpr)):
+        scalars.extend(shape.values)
+    return tensors, scalars
+
+
 def tensor_ir_op(func: Any, name_hint: str, args: Any, out: Any) -> Any:
     """Call the tir.PrimFunc `func` in destination-passing style on `args` (Tensors, then tir
     expressions passed as its scalar arguments); `out` describes the outputs."""
     from ...op.base import call_tir
 
-    args = list(args) if isinstance(args, list | tuple) else [args]
-    tensors = [a._expr for a in args if isinstance(a, Tensor)]
-    scalars = [a for a in args if isinstance(a, PrimExpr | int) and not isinstance(a, Tensor)]
-    shapes = [a for a in args if isinstance(a, ShapeExpr)]
-    bad = [a for a in args if not isinstance(a, Tensor | PrimExpr | int | ShapeExpr)]
-    if bad:
-        raise ArgumentError(
-            f"nn.op.tensor_ir_op({name_hint!r}): arguments must be nn Tensors or tir "
-            f"expressions, got {type(bad[0]).__name__}"
-        )
-    for shape in shapes:
-        scalars.extend(shape.values)
+    tensors, scalars = _ir_op_args(args, f"tensor_ir_op({name_hint!r})")
     bb = current_builder("tensor_ir_op")
     gv = bb.add_func(func, name_hint)
     call = call_tir(gv, tensors, _out_sinfo(out, "tensor_ir_op"), scalars or None)
+    return wrap_nested(bb.emit(call, name_hint), name_hint)
+
+
+def tensor_ir_inplace_op(
+    func: Any, name_hint: str, args: Any, inplace_indices: Any, out: Any
+) -> Any:
+    """As tensor_ir_op, but output i is written into the Tensor argument at
+    `inplace_indices[i]` (-1: a fresh output): one `R.call_tir_inplace`."""
+    from ...op.call_tir_inplace import call_tir_inplace
+
+    tensors, scalars = _ir_op_args(args, f"tensor_ir_inplace_op({name_hint!r})")
+    bb = current_builder("tensor_ir_inplace_op")
+    gv = bb.add_func(func, name_hint)
+    sinfo = _out_sinfo(out, "tensor_ir_inplace_op")
+    call = call_tir_inplace(gv, tensors, inplace_indices, sinfo, scalars or None)
     return wrap_nested(bb.emit(call, name_hint), name_hint)
 
 
@@ -536,6 +556,7 @@ __all__ = [
     "take",
     "tanh",
     "tensor_expr_op",
+    "tensor_ir_inplace_op",
     "tensor_ir_op",
     "topk",
     "triu",

@@ -5,11 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .... import te, tir
 from ....error import ArgumentError
 from ... import op as _op
 from .core import Tensor, wrap_nested
-from .op import tensor_expr_op
 
 
 def rms_norm(
@@ -36,16 +34,12 @@ def triu(x: Tensor, diagonal: int = 0, name: str = "triu") -> Tensor:
 
 
 def arange(
-    start: int, end: int | None = None, step: int = 1, dtype: str = "float32", name: str = "arange"
+    start: Any, end: Any = None, step: Any = 1, dtype: str = "float32", name: str = "arange"
 ) -> Tensor:
-    """[start, start + step, ...) below `end` (one argument: [0, start))."""
+    """[start, start + step, ...) below `end` (one argument: [0, start)): one `relax.op.arange`
+    call; a bound may be an int, a float or a tir.Var (a symbolic length)."""
     if end is None:
         start, end = 0, start
-    if step == 0:
+    if isinstance(step, int) and step == 0:
         raise ArgumentError("nn.op.arange: step must not be 0")
-    count = max(0, -(-(end - start) // step))
-
-    def compute() -> Any:
-        return te.compute((count,), lambda i: tir.Cast(dtype, start + i * step), name=name)
-
-    return tensor_expr_op(compute, name, [])
+    return wrap_nested(_op.arange(start, end, step, dtype), name)

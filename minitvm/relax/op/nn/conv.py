@@ -9,7 +9,7 @@ from ....error import ShapeError
 from ....topi import reference as ref
 from ....topi.nn import conv_ext
 from ....topi.nn.conv import conv_out_dim, padding4, pair
-from ....topi.utils import const_int, fmt_dim, fmt_shape, prove_equal
+from ....topi.utils import const_int, fmt_dim, fmt_shape
 from ...expr import Call, Expr
 from ...struct_info import StructInfo, TensorStructInfo
 from .. import _infer as I
@@ -29,8 +29,8 @@ def _check_channels(
             f"{I.op_name(call)}: in_channels ({fmt_dim(c)}) is not divisible by groups={groups} "
             f"({seen})"
         )
-    want = I.dim_arith(lambda v: v // groups, c) if per_group else c
-    if not prove_equal(want, kernel_in):
+    want = I.dim_arith(lambda v: v * groups, kernel_in) if per_group else kernel_in
+    if I.provably_differ(c, want):
         raise ShapeError(
             f"{I.op_name(call)}: channels differ: {seen}: dim {w_axis} of weight "
             f"({fmt_dim(kernel_in)}) must equal dim 1 of data ({fmt_dim(c)})"

@@ -181,8 +181,7 @@ def _infer_conv2d(call: Call) -> StructInfo:
                 f"relax.nn.conv2d: {what} ({fmt_dim(d)}) is not divisible by groups={groups} "
                 f"({seen})."
             )
-    per_group = I.dim_arith(lambda v: v // groups, c)
-    if not prove_equal(per_group, cg):
+    if I.provably_differ(c, I.dim_arith(lambda v: v * groups, cg)):
         raise ShapeError(
             f"relax.nn.conv2d: channels differ: {seen}: {_dim_of('weight', kl, 'I', cg)} must "
             f"equal {_dim_of('data', dl, 'C', c)} / groups ({groups})."
