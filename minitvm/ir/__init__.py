@@ -13,13 +13,15 @@ from .module import BaseFunc, GlobalVar, IRModule
 from .node import FrozenDict, Node, node
 from .op import Op
 from .structural import assert_structural_equal, structural_equal, structural_hash
-from .vdevice import VDevice
+from .vdevice import DummyGlobalInfo, GlobalInfo, VDevice
 
 __all__ = [
     "Array",
     "BaseFunc",
     "DataType",
+    "DummyGlobalInfo",
     "FrozenDict",
+    "GlobalInfo",
     "GlobalVar",
     "IRModule",
     "Map",
@@ -39,7 +41,9 @@ __all__ = [
 
 # tvm.ir.Range is TVM's spelling of the range node, which lives in tir/ (a stage above ir/):
 # it resolves on first use through the public-surface table.
-__getattr__ = _lazy.module_getattr(__name__, {"Range": "minitvm.tir:Range"})
+__getattr__ = _lazy.module_getattr(
+    __name__, {"Range": "minitvm.tir:Range", "PrimExpr": "minitvm.tir:PrimExpr"}
+)
 
 from ._public_names import keep_public_functions
 

@@ -123,7 +123,10 @@ class _Writer:
             [gv.name_hint, self.value(f, f"function '{gv.name_hint}'")]
             for gv, f in mod.functions_items()
         ]
-        return {"type": "IRModule", "functions": funcs, "attrs": self.value(mod.attrs, "attrs")}
+        out = {"type": "IRModule", "functions": funcs, "attrs": self.value(mod.attrs, "attrs")}
+        if mod.global_infos:
+            out["global_infos"] = self.value(mod.global_infos, "global_infos")
+        return out
 
     def ndarray(self, a: np.ndarray, where: str) -> dict:
         if a.dtype.char not in _PLAIN_DTYPES:
@@ -177,7 +180,8 @@ class _Reader:
                 raise TVMError(
                     f"load_json: {where}: an IRModule's functions must be [name, node] pairs"
                 )
-            return IRModule(dict(funcs), attrs=attrs)
+            infos = self.value(e["global_infos"], where) if "global_infos" in e else None
+            return IRModule(dict(funcs), attrs=attrs, global_infos=infos)
         cls = self.classes.get(e["type"])
         if cls is None:
             raise TVMError(

@@ -42,12 +42,19 @@ class GlobalVar(Node):
 class IRModule:
     """A mutable container of functions keyed by GlobalVar, as in TVM (`mod["main"]`)."""
 
-    __slots__ = ("_class_name", "_funcs", "attrs")
+    __slots__ = ("_class_name", "_funcs", "attrs", "global_infos")
 
-    def __init__(self, functions: Mapping | None = None, attrs: Mapping | None = None):
+    def __init__(
+        self,
+        functions: Mapping | None = None,
+        attrs: Mapping | None = None,
+        global_infos: Mapping | None = None,
+    ):
         self._funcs: dict[str, tuple[GlobalVar, BaseFunc]] = {}
         self._class_name: str | None = None  # the class `@I.ir_module` parsed, as TVM's __name__
         self.attrs = FrozenDict(attrs or {})
+        # name -> tuple of GlobalInfo (TVM: `I.module_global_infos({"vdevice": [...]})`)
+        self.global_infos = FrozenDict({k: tuple(v) for k, v in (global_infos or {}).items()})
         for key, func in (functions or {}).items():
             self[key] = func
 
@@ -117,8 +124,22 @@ class IRModule:
             raise AttributeError("this IRModule was not made from a class, so it has no __name__")
         return self._class_name
 
+    def update_global_info(self, name: str, global_info: Any) -> None:
+        """Set the list of global infos named `name` (in place, as TVM), e.g. the module's
+        `"vdevice"` list that `R.Tensor(..., "cuda:0")` annotations refer to."""
+        from .vdevice import GlobalInfo
+
+        infos = tuple(global_info)
+        for info in infos:
+            if not isinstance(info, GlobalInfo):
+                raise MiniTVMError(
+                    f"IRModule.update_global_info({name!r}): {info!r} is not a GlobalInfo; "
+                    "give tvm.ir.VDevice or tvm.ir.DummyGlobalInfo objects"
+                )
+        self.global_infos = self.global_infos.set(name, infos)
+
     def copy(self) -> "IRModule":
-        out = IRModule(attrs=self.attrs)
+        out = IRModule(attrs=self.attrs, global_infos=self.global_infos)
         out._funcs = dict(self._funcs)
         return out
 

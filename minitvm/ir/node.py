@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
-from ..error import MiniTVMError
+from ..error import ArgumentError, MiniTVMError
 
 T = TypeVar("T")
 
@@ -70,7 +70,10 @@ def setfield(obj: Node, name: str, value: Any) -> None:
 def set_tuple_field(obj: Node, name: str, kind: type, what: str) -> None:
     """Normalise field `name` to a tuple whose items are all `kind`s; `what` names them in
     the error otherwise (`Tuple fields must be relax expressions, got 1`)."""
-    items = tuple(getattr(obj, name))
+    value = getattr(obj, name)
+    if not isinstance(value, tuple | list) and not hasattr(value, "__iter__"):
+        raise ArgumentError(f"{type(obj).__name__} {name} must be a list of {what}, got {value!r}")
+    items = tuple(value)
     for item in items:
         if not isinstance(item, kind):
             raise MiniTVMError(f"{type(obj).__name__} {name} must be {what}, got {item!r}")

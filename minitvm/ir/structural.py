@@ -119,6 +119,8 @@ class _Equal:
             return self.fail(path + ".functions", names_a, names_b)
         if not self.eq(a.attrs, b.attrs, path + ".attrs"):
             return False
+        if not self.eq(a.global_infos, b.global_infos, path + ".global_infos"):
+            return False
         pairs = [(a.get_global_var(n), b.get_global_var(n)) for n in names_a]
         for name in names_a:
             sub = _Equal(self.map_free_vars, self.map_free_buffers)

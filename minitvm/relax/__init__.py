@@ -37,7 +37,7 @@ from .expr import (
     get_shape_of,
 )
 from .expr_functor import PyExprMutator, PyExprVisitor
-from .op import call_dps_packed, call_tir, call_tir_with_grad
+from .op import call_dps_packed, call_tir, call_tir_inplace, call_tir_with_grad
 from .vm import Executable, VirtualMachine, build, load_executable  # relax.build, ...
 from .vm import ExecBuilder  # TVM's hand-written VM programs
 from .pipeline import get_pipeline, register_pipeline  # TVM 0.20+ named pipelines
@@ -95,6 +95,7 @@ __all__ = [
     "backend",
     "call_dps_packed",
     "call_tir",
+    "call_tir_inplace",
     "call_tir_with_grad",
     "const",
     "eval_ref",
@@ -109,3 +110,7 @@ __all__ = [
     "transform",
     "vm_build",
 ]
+
+from .rewriter import PatternMatchingRewriter  # noqa: E402  (R.rewriter's result type)
+
+__all__ += ["PatternMatchingRewriter"]

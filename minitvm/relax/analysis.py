@@ -319,9 +319,13 @@ def struct_info_lca(lhs: si.StructInfo, rhs: si.StructInfo) -> si.StructInfo:
     if isinstance(lhs, si.FuncStructInfo):
         ret = struct_info_lca(lhs.ret, rhs.ret)
         purity = lhs.purity and rhs.purity
-        if lhs.params is None or rhs.params is None or not _same(lhs.params, rhs.params):
+        if lhs.params is None or rhs.params is None:
             return si.FuncStructInfo(None, ret, purity)
-        return si.FuncStructInfo(lhs.params, ret, purity)
+        if _same(lhs, rhs):  # equal up to renaming the symbolic vars the params define
+            return lhs
+        # TVM v0.19 unifies unequal params one by one (tests/test_classic_names_tvm019.py
+        # expects an opaque function here); kept opaque until that test is settled
+        return si.FuncStructInfo(None, ret, purity)
     return si.ObjectStructInfo()
 
 
@@ -415,3 +419,19 @@ __all__ += [
 from .reshape_pattern import has_reshape_pattern
 
 __all__ += ["has_reshape_pattern"]
+
+from .analysis_struct_info import (
+    BaseCheckResult,
+    collect_non_negative_expressions,
+    derive_call_ret_struct_info,
+    erase_to_well_defined,
+    struct_info_base_check,
+)
+
+__all__ += [
+    "BaseCheckResult",
+    "collect_non_negative_expressions",
+    "derive_call_ret_struct_info",
+    "erase_to_well_defined",
+    "struct_info_base_check",
+]

@@ -109,6 +109,31 @@ class BlockBuilder:
 
         return _Scope(enter, exit_)
 
+    def testing_scope(self, def_vars: Sequence[TirVar] = ()) -> _Scope:
+        """A scope for unit tests (as TVM's): bindings may be emitted and normalised outside
+        any function; `def_vars` are the symbolic vars taken as defined in it. What is
+        emitted is dropped at exit."""
+        for v in def_vars:
+            if not isinstance(v, TirVar):
+                raise MiniTVMError(
+                    f"bb.testing_scope: def_vars must be tir.Vars, got {v!r} (a {type(v).__name__})"
+                )
+        if self._func is not None:
+            raise MiniTVMError(f"bb.testing_scope(): already inside function {self._func.name!r}")
+        frame = _FunctionFrame("testing_scope", None, {}, pure=False)
+
+        def enter() -> BlockBuilder:
+            self._func = frame
+            self._begin_block(dataflow=False)
+            BlockBuilder._current.append(self)
+            return self
+
+        def exit_(failed: bool) -> None:
+            BlockBuilder._current.pop()
+            self._func, self._bindings, self._dataflow = None, None, False
+
+        return _Scope(enter, exit_)
+
     def dataflow(self) -> _Scope:
         """Open a dataflow block: emitted values are DataflowVars until `emit_output`."""
 
@@ -304,7 +329,10 @@ class BlockBuilder:
         if isinstance(expr, rx.Call) and isinstance(expr.op, GlobalVar) and not expr.sinfo_args:
             callee = self._mod[expr.op]
             if isinstance(callee, rx.Function):
-                return callee.ret_struct_info
+                # the callee's symbolic dims, bound by the arguments (TVM's normalizer)
+                from .analysis_struct_info import derive_call_ret_struct_info
+
+                return derive_call_ret_struct_info(callee.struct_info, expr)
             raise MiniTVMError(
                 f"calling {expr.op.name_hint!r} directly: it is a {type(callee).__name__}; use "
                 "relax.call_tir for PrimFuncs"

@@ -61,6 +61,7 @@ _RESERVED = set(keyword.kwlist) | {
 }
 _DPS_CALLS = (
     "relax.call_tir",
+    "relax.call_tir_inplace",
     "relax.call_dps_packed",
     "relax.call_py_func",
     "relax.call_tir_with_grad",
@@ -124,9 +125,10 @@ class RelaxPrinter:
                 parts.append(f"ndim={s.ndim}")
             if s.dtype is not None:
                 parts.append(f'dtype="{s.dtype}"')
-            if s.vdevice is not None:  # TVM's spelling; reading it back needs the object
-                kind = getattr(getattr(s.vdevice.target, "kind", None), "name", s.vdevice.target)
-                parts.append(f'vdevice="{kind}:{s.vdevice.vdevice_id}"')
+            if s.vdevice is not None:  # TVM's spelling: its place in the module's list
+                from ..ir.vdevice import vdevice_text
+
+                parts.append(f'vdevice="{vdevice_text(s.vdevice)}"')
             return f"R.Tensor({', '.join(parts)})"
         if isinstance(s, si.TupleStructInfo):
             return "R.Tuple(" + ", ".join(self.sinfo(f) for f in s.fields) + ")"
@@ -238,6 +240,8 @@ class RelaxPrinter:
         else:
             out_text = self.sinfo(out)
         args = [target, self.expr(inputs), f"out_sinfo={out_text}"]
+        if "inplace_indices" in c.attrs:  # call_tir_inplace, printed as TVM prints it
+            args.append(f"inplace_indices=[{', '.join(map(str, c.attrs['inplace_indices']))}]")
         if len(c.args) > 2:
             args.append(f"tir_vars={self.expr(c.args[2])}")
         if "te_grad_name" in c.attrs:  # call_tir_with_grad
@@ -519,12 +523,23 @@ def print_binding(b: Any, **kwargs: Any) -> str:
 
 
 def print_ir_module(mod: IRModule, **kwargs: Any) -> str:
-    """The TIR module printer, with the relax header when the module has relax functions."""
+    """The TIR module printer, with the relax header when the module has relax functions and
+    the module's global infos (tensors name their vdevice by its place in that list)."""
+    from ..ir.vdevice import global_infos_script, printing_vdevices
+
     token = _SHOW_META.set(bool(kwargs.pop("show_meta", False)))
+    vdevices = printing_vdevices.set(tuple(mod.global_infos.get("vdevice", ())))
     try:
         text = _with_metadata(lambda: _print_tir_module(mod, **kwargs))
     finally:
         _SHOW_META.reset(token)
+        printing_vdevices.reset(vdevices)
+    infos = global_infos_script(mod.global_infos)
+    if infos is not None:  # as TVM: after the class line and I.module_attrs
+        lines = text.split("\n")
+        at = next(i for i, line in enumerate(lines) if line.startswith("class ")) + 1
+        at += lines[at].lstrip().startswith("I.module_attrs(")
+        text = "\n".join([*lines[:at], "    " + infos, *lines[at:]])
     if not any(isinstance(f, rx.Function) for f in mod.functions.values()):
         return text
     lines = text.split("\n")

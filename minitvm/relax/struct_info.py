@@ -9,7 +9,7 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-from ..error import ArgumentError, MiniTVMError
+from ..error import ArgumentError, MiniTVMError, ShapeError
 from ..ir.dtype import DataType
 from ..ir.node import Node, node, set_tuple_field, setfield
 from ..ir.vdevice import VDevice
@@ -22,12 +22,29 @@ class StructInfo(Node):
     """Base of all struct infos."""
 
     __slots__ = ()
-    __hash__ = object.__hash__
+
+    def __hash__(self) -> int:  # consistent with the structural `==`
+        from ..ir.structural import structural_hash
+
+        return structural_hash(self)
 
     def same_as(self, other: Any) -> bool:
         from ..ir.structural import structural_equal
 
         return structural_equal(self, other)
+
+    def __eq__(self, other: object) -> bool:
+        """Structural equality, as TVM's StructInfo (free tir vars compare by identity)."""
+        return isinstance(other, StructInfo) and self.same_as(other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+    def is_base_of(self, derived: StructInfo) -> bool:
+        """Whether every value of `derived` is also an instance of this struct info."""
+        from .analysis_struct_info import BaseCheckResult, struct_info_base_check
+
+        return struct_info_base_check(self, derived) == BaseCheckResult.PASS
 
 
 def as_dim(value: Any) -> PrimExpr:
@@ -93,6 +110,11 @@ def _shape_of_expr(shape: Any, ndim: int) -> tuple[Any, int]:
     return None, sinfo.ndim if ndim == -1 else ndim
 
 
+def _check_ndim(what: str, ndim: Any) -> None:
+    if isinstance(ndim, bool) or not isinstance(ndim, int) or ndim < -1:
+        raise ShapeError(f"{what}: ndim={ndim!r} must be a non-negative int, or -1 when unknown")
+
+
 @node
 class ObjectStructInfo(StructInfo):
     """Any value (nothing is known)."""
@@ -137,11 +159,20 @@ class ShapeStructInfo(StructInfo):
     _def_fields = ("values",)  # symbolic dims are defined where the shape is first seen
 
     def __post_init__(self):
+        _check_ndim("ShapeStructInfo", self.ndim)
         if self.values is not None:
+            if isinstance(self.values, int | PrimExpr):
+                raise ArgumentError(
+                    f"ShapeStructInfo: values must be a list of dims, got {self.values!r}; "
+                    f"write ShapeStructInfo([{self.values!r}]) or ShapeStructInfo(ndim=...)"
+                )
             setfield(self, "values", as_shape(self.values))
+            # TVM refuses ndim beside values outright; `replace` and the JSON loader rebuild
+            # nodes with every field, so here only a contradiction is refused
             if self.ndim not in (-1, len(self.values)):
-                raise MiniTVMError(
-                    f"ShapeStructInfo: ndim {self.ndim} != len(values) {len(self.values)}"
+                raise ShapeError(
+                    f"ShapeStructInfo: ndim={self.ndim} disagrees with {len(self.values)} "
+                    "values; give values or ndim, not both"
                 )
             setfield(self, "ndim", len(self.values))
 
@@ -184,6 +215,7 @@ class TensorStructInfo(StructInfo):
                 f"TensorStructInfo: vdevice must be a tvm.ir.VDevice or None, got "
                 f"{self.vdevice!r}; make one with tvm.ir.VDevice('llvm', 0, 'global')"
             )
+        _check_ndim("TensorStructInfo", self.ndim)
         setfield(self, "dtype", _as_dtype(self.dtype))
         if self.shape is not None and _is_relax_expr(self.shape):
             dims, ndim = _shape_of_expr(self.shape, self.ndim)
@@ -228,9 +260,22 @@ class FuncStructInfo(StructInfo):
         if self.params is not None:
             setfield(self, "params", tuple(self.params))
 
+    @property
+    def derive_func(self) -> None:
+        """TVM's hook deriving an opaque function's result per call; minitvm has none."""
+        return None
+
     @staticmethod
-    def opaque_func(ret: StructInfo | None = None) -> FuncStructInfo:
-        return FuncStructInfo(None, ret or ObjectStructInfo())
+    def opaque_func(
+        ret: StructInfo | None = None, derive_func: Any = None, purity: bool = True
+    ) -> FuncStructInfo:
+        """A function whose params are unknown, returning `ret` (default: R.Object)."""
+        if derive_func is not None:
+            raise ArgumentError(
+                "FuncStructInfo.opaque_func: derive_func is not supported by minitvm; give the "
+                "result as ret=..."
+            )
+        return FuncStructInfo(None, ret or ObjectStructInfo(), purity)
 
 
 def tensor_sinfo(shape: Any, dtype: Any = "float32") -> TensorStructInfo:

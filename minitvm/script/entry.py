@@ -158,6 +158,18 @@ class ModuleScope:
 
 
 def _parse_class(source: Source, cdef: ast.ClassDef, env: Mapping) -> IRModule:
+    from . import ir as I
+
+    token = I.current_vdevices.set(())
+    try:
+        return _parse_class_body(source, cdef, env)
+    finally:
+        I.current_vdevices.reset(token)
+
+
+def _parse_class_body(source: Source, cdef: ast.ClassDef, env: Mapping) -> IRModule:
+    from . import ir as I
+
     mod = IRModule()
     gvars: dict[str, GlobalVar] = {}
     defs: dict[str, ast.FunctionDef] = {}
@@ -195,9 +207,15 @@ def _parse_class(source: Source, cdef: ast.ClassDef, env: Mapping) -> IRModule:
             if isinstance(value, ModuleAttrs):
                 for k, v in value.attrs.items():
                     mod = mod.with_attr(k, v)
+            elif isinstance(value, I.ModuleGlobalInfos):
+                for k, v in value.infos.items():
+                    mod.update_global_info(k, v)
+                I.current_vdevices.set(mod.global_infos.get("vdevice", ()))
             elif not isinstance(value, str):  # docstrings are fine
                 raise source.error(
-                    item, "only I.module_attrs({...}) and methods may appear in an IRModule class"
+                    item,
+                    "only I.module_attrs({...}), I.module_global_infos({...}) and methods may "
+                    "appear in an IRModule class",
                 )
         elif isinstance(item, ast.Assign) and (extern := _extern_member(probe, item)):
             name = item.targets[0].id

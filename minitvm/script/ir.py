@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import sys
 from collections.abc import Mapping
 from typing import Any
@@ -50,4 +51,44 @@ def module_attrs(attrs: Mapping) -> Any:
     return ModuleAttrs(attrs)
 
 
-__all__ = ["ir_module", "module_attrs", "pyfunc"]
+class ModuleGlobalInfos:
+    """`I.module_global_infos({"vdevice": [I.vdevice("cuda", 0), ...]})` in an `@I.ir_module`
+    class: the module's `global_infos`; `R.Tensor(..., "cuda:0")` annotations below it
+    refer to its "vdevice" list."""
+
+    def __init__(self, infos: Mapping):
+        self.infos = {name: tuple(items) for name, items in infos.items()}
+
+
+# the "vdevice" list of the module class being parsed (what "cuda:0" in R.Tensor refers to)
+current_vdevices: contextvars.ContextVar[tuple] = contextvars.ContextVar(
+    "tvmscript_vdevices", default=()
+)
+
+
+def module_global_infos(infos: Mapping) -> ModuleGlobalInfos:
+    return ModuleGlobalInfos(infos)
+
+
+def dummy_global_info() -> Any:
+    """A `tvm.ir.DummyGlobalInfo` entry for `I.module_global_infos`."""
+    from ..ir.vdevice import DummyGlobalInfo
+
+    return DummyGlobalInfo()
+
+
+def vdevice(target: Any = None, vdevice_id: int = 0, memory_scope: str = "global") -> Any:
+    """A `tvm.ir.VDevice` entry for `I.module_global_infos({"vdevice": [...]})`."""
+    from ..ir.vdevice import VDevice
+
+    return VDevice(target, vdevice_id, memory_scope)
+
+
+__all__ = [
+    "dummy_global_info",
+    "ir_module",
+    "module_attrs",
+    "module_global_infos",
+    "pyfunc",
+    "vdevice",
+]

@@ -126,21 +126,45 @@ def _dtype(dtype: Any) -> str | None:
 # ----------------------------------------------------------------------------- struct info
 
 
+def _named_vdevice(text: builtins.str) -> Any:
+    """The VDevice that `text` ("cuda:1", "llvm", "vdevice:0") names in the module's list.
+
+    Python evaluates the signatures of an `@I.ir_module` class's methods while it runs the
+    class body, before the parser reads them; there the text cannot be resolved yet and
+    gives an unspecified `VDevice()` (the parser re-reads the annotation in its module).
+    Anywhere else outside a module it is refused."""
+    from ..ir.vdevice import VDevice, lookup_vdevice
+    from .ir import current_vdevices
+
+    caller = sys._getframe(2).f_locals  # R.Tensor's caller
+    if _DIMS.get() is None and "__qualname__" in caller and "__module__" in caller:
+        return VDevice()
+    return lookup_vdevice(current_vdevices.get(), text)
+
+
 def Tensor(
     shape: Any = None, dtype: Any = None, vdevice: Any = None, ndim: int = -1
 ) -> _relax.TensorStructInfo:
     """Tensor struct info: `R.Tensor((1, "m"), "float32")`, `R.Tensor(ndim=2)`, `R.Tensor`.
 
     TVM's order is `(shape, dtype, vdevice, ndim)`; an int third positional argument still
-    means `ndim` (minitvm's older order). `vdevice` is a `tvm.ir.VDevice`: names such as
-    "cuda:0" would refer to a module's global infos, which minitvm does not keep.
+    means `ndim` (minitvm's older order). `vdevice` is a `tvm.ir.VDevice`, or text such as
+    "cuda:0" naming an entry of the module's `I.module_global_infos({"vdevice": [...]})`.
     """
     if isinstance(vdevice, int) and not isinstance(vdevice, bool):
         vdevice, ndim = None, vdevice
-    if isinstance(vdevice, builtins.str):
+    if isinstance(vdevice, builtins.str):  # "cuda:1": an entry of the module's vdevice list
+        vdevice = _named_vdevice(vdevice)
+    if ndim != -1 and (not isinstance(ndim, int) or ndim < -1):
         raise ArgumentError(
-            f"R.Tensor: vdevice {vdevice!r} names a device of the module's global infos, which "
-            "minitvm does not keep; pass a tvm.ir.VDevice such as VDevice('llvm', 0, 'global')"
+            f"R.Tensor: ndim={ndim!r} must be a non-negative int, or -1 for an unknown rank"
+        )
+    if (
+        isinstance(shape, tuple | list) and ndim != -1 and ndim != len(shape)
+    ):  # TVM refuses any ndim beside a shape; minitvm accepts a consistent one
+        raise ArgumentError(
+            f"R.Tensor: ndim={ndim} disagrees with shape {tuple(shape)!r}; give the shape or "
+            "ndim, not both"
         )
     if isinstance(shape, builtins.str | DataType) and dtype is None:  # R.Tensor("float32", ndim=2)
         shape, dtype = None, shape
@@ -413,6 +437,22 @@ def call_tir_with_grad(
     return make(func, _args(args), sinfo, te_grad_name, dict(te_grad_kwargs or {}), tir_vars)
 
 
+def call_tir_inplace(
+    func: Any, args: Any, inplace_indices: Any, out_sinfo: Any = None, tir_vars: Any = None
+) -> _relax.Call:
+    """`R.call_tir_inplace(cls.f, (x, y), out_sinfo=R.Tensor((4,), "float32"),
+    inplace_indices=[0])`: output i is written into input inplace_indices[i] (-1: fresh)."""
+    if not isinstance(func, GlobalVar):
+        raise MiniTVMError(
+            "R.call_tir_inplace: the callee must be a PrimFunc of the module (cls.name), "
+            f"got {func!r}"
+        )
+    sinfo = _out_sinfo(out_sinfo, None, None, "R.call_tir_inplace")
+    if tir_vars is not None and not isinstance(tir_vars, _relax.ShapeExpr):
+        tir_vars = _relax.ShapeExpr(_dims(tir_vars))
+    return _op.call_tir_inplace(func, _args(args), inplace_indices, sinfo, tir_vars)
+
+
 def call_dps_packed(func: Any, args: Any, out_sinfo: Any = None, dtype: Any = None) -> _relax.Call:
     """`R.call_dps_packed("env.linear", (x, w, b), out_sinfo=R.Tensor((1, 128), "float32"))`."""
     sinfo = _out_sinfo(out_sinfo, None, dtype, "R.call_dps_packed")
@@ -484,6 +524,7 @@ def _op_function(qualified: str) -> Any:
 
 _SPECIAL = {
     "relax.call_tir",
+    "relax.call_tir_inplace",
     "relax.call_dps_packed",
     "relax.call_pure_packed",
     "relax.call_inplace_packed",
@@ -619,6 +660,7 @@ _FIXED = (
     "call_pure_packed",
     "call_py_func",
     "call_tir",
+    "call_tir_inplace",
     "call_tir_with_grad",
     "ccl",
     "const",
@@ -634,6 +676,7 @@ _FIXED = (
     "output",
     "prim_value",
     "random",
+    "rewriter",
     "vision",
     "shape",
     "str",
@@ -641,6 +684,17 @@ _FIXED = (
 )
 # not a list: it follows the op table, so ops registered later are R names too
 __all__ = _Names(_FIXED, "relax.")  # type: ignore[assignment]  # noqa: PLE0605
+
+
+def rewriter(cls: type) -> Any:
+    """`@R.rewriter class X:` with `pattern` and `replacement` functions: a
+    `relax.PatternMatchingRewriter` (see minitvm/relax/rewriter.py)."""
+    from ..relax.rewriter import PatternMatchingRewriter
+    from .entry import parse_ir_module_class
+    from .source import capture_env
+
+    mod = parse_ir_module_class(cls, capture_env(sys._getframe(1)))
+    return PatternMatchingRewriter.from_module(mod)
 
 
 def _tuple_value(*fields: Any) -> _relax.Tuple:

@@ -136,4 +136,5 @@ def decorates_ir_module_class(frame: FrameType) -> bool:
         header.append(stripped)
     else:
         return True
-    return "ir_module" in " ".join(header)
+    decorators = " ".join(header)
+    return "ir_module" in decorators or ".rewriter" in decorators  # R.rewriter parses a module

@@ -16,7 +16,10 @@ from typing import Any
 
 from ...error import MiniTVMError
 from ...ir.module import IRModule
+from ...ir.structural import structural_equal
 from .. import expr as rx
+from .. import struct_info as si
+from ..analysis import struct_info_lca
 from ..block_builder import BlockBuilder
 
 
@@ -24,9 +27,11 @@ class _Normalizer:
     def __init__(self, mod: IRModule | None) -> None:
         self._bb = BlockBuilder(mod)  # struct info of calls to the module's functions
         self._blocks: list[tuple[bool, list]] = []  # the open scope: (is_dataflow, bindings)
+        self._remap: dict = {}  # vars given the struct info of their value (see _typed_var)
 
     def function(self, func: rx.Function) -> rx.Function:
-        return func.replace(body=self.seq(func.body))
+        body = self.seq(func.body)
+        return func.replace(body=body, ret_struct_info=_refined_ret(func.ret_struct_info, body))
 
     def seq(self, expr: rx.Expr) -> rx.SeqExpr:
         """`expr` as a SeqExpr of its own scope whose result is a leaf (or a tuple of them)."""
@@ -61,13 +66,32 @@ class _Normalizer:
                         "move the impure bindings out of the R.dataflow() region"
                     )
                 for binding in block.bindings:
-                    self._emit(
-                        binding.replace(value=self._splice(binding.value, inner_df)), inner_df
-                    )
+                    value = self._splice(binding.value, inner_df)
+                    binding = binding.replace(value=value)
+                    if isinstance(binding, rx.VarBinding):
+                        binding = binding.replace(var=self._typed_var(binding.var, value))
+                    self._emit(binding, inner_df)
             expr = expr.body
         return self._value(expr, dataflow)
 
+    def _typed_var(self, var: rx.Var, value: rx.Expr) -> rx.Var:
+        """`var`, or a copy carrying `value`'s struct info when `var` was left untyped
+        (`relax.Var("y")` is `R.Object`), as TVM's Normalize fills in undefined struct info."""
+        if type(var.struct_info) is not si.ObjectStructInfo:
+            return var
+        try:
+            sinfo = self._bb.infer_struct_info(value)
+        except MiniTVMError:  # not inferable here: the binding keeps its declared R.Object
+            return var
+        if type(sinfo) is si.ObjectStructInfo:
+            return var
+        new = type(var)(var.name_hint, sinfo)
+        self._remap[var] = new
+        return new
+
     def _value(self, expr: Any, dataflow: bool) -> Any:
+        if isinstance(expr, rx.Var):
+            return self._remap.get(expr, expr)
         if isinstance(expr, rx.Call):
             return self._items(expr, "args", dataflow)
         if isinstance(expr, rx.Tuple):
@@ -90,6 +114,8 @@ class _Normalizer:
         return expr.replace(**{field: new}) if any(a is not b for a, b in zip(new, old)) else expr
 
     def _leaf(self, expr: Any, dataflow: bool) -> Any:
+        if isinstance(expr, rx.Var):
+            return self._remap.get(expr, expr)
         if rx.is_leaf(expr) or not isinstance(expr, rx.Expr):
             return expr
         if isinstance(expr, rx.Tuple):  # tuples stay inline, as BlockBuilder.normalize keeps them
@@ -101,6 +127,23 @@ class _Normalizer:
         var = rx.DataflowVar("lv", sinfo) if dataflow else rx.Var("gv", sinfo)
         self._emit(rx.VarBinding(var, value), dataflow)
         return var
+
+
+def _refined_ret(ret: si.StructInfo, body: rx.SeqExpr) -> si.StructInfo:
+    """The declared return struct info, or the normalized body's when that is more specific
+    (TVM's Function constructor does this for a normalized body)."""
+    result = body.body
+    if not (rx.is_leaf(result) or isinstance(result, rx.Tuple)):
+        return ret
+    body_sinfo = result.struct_info
+    if _is_base_of(ret, body_sinfo) and not structural_equal(ret, body_sinfo):
+        return body_sinfo
+    return ret
+
+
+def _is_base_of(base: si.StructInfo, derived: si.StructInfo) -> bool:
+    """Whether every value of struct info `derived` is also an instance of `base`."""
+    return structural_equal(struct_info_lca(base, derived), base, map_free_vars=False)
 
 
 def _same_blocks(seq: rx.SeqExpr, blocks: list) -> bool:
