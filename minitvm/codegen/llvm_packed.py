@@ -3,23 +3,28 @@
 `tir.tvm_call_packed(name, args...)` fills an array of argument descriptors on the stack (layout
 in runtime/packed_callback.py) and calls `minitvm_call_packed(name, descriptors, count)`; a
 non-zero return becomes the function's error code whose FuncInfo message names the packed
-function. `tir.tvm_access_ptr` is the address of a buffer element. A loop annotated
+function. `tir.tvm_call_trace_packed(action, args...)` (`tir.trace`) goes through the same
+trampoline to `_trace_call`, which calls `action` and stores its result (the last argument when
+it returns None) in a stack slot that becomes the expression's value. `tir.tvm_access_ptr` is the address of a buffer element. A loop annotated
 `pragma_import_llvm` carries LLVM IR text (e.g. from clang) that is parsed, verified and linked
 into the module, so `call_extern` can call the functions it defines.
 """
 
 from __future__ import annotations
 
+import ctypes
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import llvmlite.binding as llvm
+import numpy as np
 from llvmlite import ir
 
 from ..error import BuildError
 from ..ir.dtype import DataType
 from ..ir.node import field_names
 from ..runtime import packed_callback as pc
+from ..runtime.registry import get_global_func, register_func
 from ..tir.expr import Call, Op, StringImm
 from ..tir.names import TVM_ACCESS_PTR, TVM_CALL_PACKED, TVM_STACK_MAKE_ARRAY
 from ..tir.stmt import For, Stmt
@@ -124,19 +129,90 @@ def call_packed(cg: CodeGenLLVM, call: Call) -> ir.Value:
     slots = (cg.entry_alloca(array_type, "packed.args"), array_type)
     for k, arg in enumerate(args):
         _fill(cg, slots, k, arg, fname)
+    _call_trampoline(cg, fname, slots, len(args), fname)
+    return ir.Constant(I32, 0)
+
+
+def _call_trampoline(cg: CodeGenLLVM, fname: str, slots: tuple, count: int, user: str) -> None:
+    """Call packed function `fname` with the `count` filled descriptors; a failure is the
+    error naming `user` (the function the TIR named)."""
+    pc.ensure_registered()
     if pc.SYMBOL in cg.module.globals:
         fn = cg.module.globals[pc.SYMBOL]
     else:
         fn = ir.Function(cg.module, _TRAMPOLINE_TYPE, pc.SYMBOL)
-    rc = cg.builder.call(fn, [_name_constant(cg, fname), slots[0], ir.Constant(I32, len(args))])
+    rc = cg.builder.call(fn, [_name_constant(cg, fname), slots[0], ir.Constant(I32, count)])
     ok = cg.builder.icmp_signed("==", rc, ir.Constant(I32, 0))
     cg.fail_unless(
         ok,
-        f"the packed function '{fname}' failed: it raised an exception, or no function is "
-        f"registered under that name (register it with tvm.register_func('{fname}') before "
+        f"the packed function '{user}' failed: it raised an exception, or no function is "
+        f"registered under that name (register it with tvm.register_func('{user}') before "
         "calling the module)",
     )
-    return ir.Constant(I32, 0)
+
+
+# ----------------------------------------------------------------------------- tir.trace
+
+TRACE_CALL = "minitvm.codegen.trace_call"
+TRACE_CALL_PACKED = "tir.tvm_call_trace_packed"
+
+
+def _trace_call(name: ctypes.c_void_p, slot: ctypes.c_void_p, code: int, bits: int, *args):
+    """Call the trace action named at `name` with `args`; write its result, or the last
+    argument when it returns None, into `slot` (one scalar of DLPack type code/bits)."""
+    action = ctypes.string_at(name.value).decode()
+    func = get_global_func(action, allow_missing=True)
+    if func is None:
+        raise LookupError(
+            f"tir.trace: no global function named '{action}' is registered; register it with "
+            f"@tvm.register_func('{action}') before calling the module"
+        )
+    result = func(*args)
+    value = args[-1] if result is None else result
+    dtype = pc._dtype(code, bits)
+    out = np.frombuffer((ctypes.c_char * dtype.itemsize).from_address(slot.value), dtype)
+    out[0] = np.asarray(value).astype(dtype)
+
+
+def _default_trace_action(*args) -> None:
+    """TVM's `tvm.default_trace_action`: print the traced values."""
+    print(list(args))
+
+
+register_func(TRACE_CALL, _trace_call, override=True)
+register_func("tvm.default_trace_action", _default_trace_action, override=True)
+
+
+def trace_packed(cg: CodeGenLLVM, call: Call) -> ir.Value:
+    """`tir.trace`: the trampoline calls `_trace_call` (action name, result slot, the slot's
+    dtype, args...); the expression's value is the slot's content afterwards."""
+    if len(call.args) < 2 or not isinstance(call.args[0], StringImm):
+        raise BuildError(
+            f"building '{cg.func_name}': tvm_call_trace_packed needs the action's name and "
+            "at least one value"
+        )
+    dtype = call.dtype
+    if dtype.lanes != 1 or dtype.is_handle or not any(str(dtype).startswith(p) for p in _CODES):
+        raise BuildError(
+            f"building '{cg.func_name}': tir.trace of a {dtype} value; trace scalars "
+            "(int, uint, float, bool)"
+        )
+    action, args = call.args[0].value, call.args[1:]
+    slot = cg.entry_alloca(llvm_type(dtype), "trace.value")
+    array_type = ir.ArrayType(_DESCRIPTOR, len(args) + 4)
+    slots = (cg.entry_alloca(array_type, "trace.args"), array_type)
+    handle = ir.Constant(I32, pc.KIND_HANDLE)
+    _store(cg, slots, 0, "kind", handle)
+    _store(cg, slots, 0, "data", _name_constant(cg, action))
+    _store(cg, slots, 1, "kind", handle)
+    _store(cg, slots, 1, "data", slot)
+    for k, meta in ((2, _dtype_code(cg, dtype)), (3, dtype.bits)):
+        _store(cg, slots, k, "kind", ir.Constant(I32, pc.KIND_INT))
+        _store(cg, slots, k, "ivalue", ir.Constant(I64, meta))
+    for k, arg in enumerate(args):
+        _fill(cg, slots, k + 4, arg, action)
+    _call_trampoline(cg, TRACE_CALL, slots, len(args) + 4, action)
+    return cg.builder.load(slot)
 
 
 def make_array_outside(cg: CodeGenLLVM, call: Call) -> ir.Value:
@@ -156,6 +232,7 @@ RULES = {
     TVM_CALL_PACKED: call_packed,
     TVM_STACK_MAKE_ARRAY: make_array_outside,
     TVM_ACCESS_PTR: access_ptr,
+    TRACE_CALL_PACKED: trace_packed,
 }
 
 

@@ -500,8 +500,8 @@ def vscale() -> PrimExpr:
 
 def trace(args: list, trace_action: str = "tvm.default_trace_action") -> PrimExpr:
     """TVM's `tir.trace`: call the function registered as `trace_action` with `args` when the
-    code runs; the value is its result (the last argument when it returns None). The LLVM code
-    generator does not lower it yet (a BuildError). Example:
+    code runs; the value is its result (the last argument when it returns None). Scalars only
+    (a vector or handle is a BuildError). Example:
     `te.compute(A.shape, lambda i: tir.trace([i, A[i]], "my_trace"))`."""
     if not isinstance(args, list | tuple) or not args:
         raise DTypeError(f"tir.trace takes a non-empty list of values to trace, got {args!r}")

@@ -374,6 +374,7 @@ CASES: dict[str, Case] = {
         [("n", 2, 5, 4)],
     ),
     "image.resize2d_linear": Case(lambda x: op.image.resize2d(x, (7, 3)), [("n", 2, 3, 5)]),
+    "image.resize3d_linear": Case(lambda x: op.image.resize3d(x, (3, 5, 4)), [("n", 2, 3, 4, 5)]),
     "image.resize2d_align": Case(
         lambda x: op.image.resize2d(x, 8, coordinate_transformation_mode="align_corners"),
         [("n", 2, 3, 5)],

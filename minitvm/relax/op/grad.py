@@ -747,7 +747,7 @@ NO_GRAD_RULE: dict[str, str] = _reasons(
         "nn.conv1d nn.max_pool1d nn.avg_pool1d nn.adaptive_avg_pool1d": "no rule yet: 1-D "
         "variants (reshape to 2-D to train)",
         "nn.conv2d_transpose nn.conv1d_transpose nn.conv3d nn.group_norm nn.attention "
-        "image.resize2d tril triu": "no rule yet",
+        "image.resize2d image.resize3d tril triu": "no rule yet",
         "layout_transform": "no rule yet: differentiate before converting layouts",
         "nn.conv2d_backward_data nn.conv2d_backward_weight nn.max_pool2d_grad nn.avg_pool2d_grad "
         "take_backward grad.nll_loss_backward": "backward op: no second-order rule yet",

@@ -1,4 +1,4 @@
-"""`relay.image`: resize1d and resize2d (rows onto relax.image.resize2d)."""
+"""`relay.image`: resize1d, resize2d and resize3d (rows onto relax.image.resize2d/3d)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,15 @@ from typing import Any
 
 from ...error import OpNotImplemented
 from ...relax import op as rop
+from ...tir.expr import PrimExpr
 from ..expr import Expr
 from ._registry import call, register
 from .tensor import static_shape
+
+
+def _dim(d: Any) -> Any:
+    """An output size: a Python int, or kept as a (symbolic) PrimExpr."""
+    return d if isinstance(d, PrimExpr) else int(d)
 
 
 def _resize_attrs(size: Any, roi: Any, layout: str, method: str, mode: str, rounding: str,
@@ -18,7 +24,7 @@ def _resize_attrs(size: Any, roi: Any, layout: str, method: str, mode: str, roun
         raise OpNotImplemented(f"relay.image.{op}: roi (tf_crop_and_resize) is not supported")
     if not rounding:  # TVM's default: nearest rounds for align_corners and floors otherwise
         rounding = "round" if mode == "align_corners" else "floor"
-    size = (size,) if isinstance(size, int) else tuple(int(d) for d in size)
+    size = (size,) if isinstance(size, int) else tuple(_dim(d) for d in size)
     return {
         "size": size,
         "layout": layout,
@@ -35,6 +41,14 @@ def _resize_attrs(size: Any, roi: Any, layout: str, method: str, mode: str, roun
 def _relax_resize2d(x: Any, size: Any, attrs: Any, layout: str) -> Any:
     return rop.image.resize2d(
         x, size, None, layout, attrs.method, attrs.coordinate_transformation_mode,
+        attrs.rounding_method, attrs.cubic_alpha, attrs.cubic_exclude,
+        attrs.extrapolation_value, attrs.out_dtype,
+    )  # fmt: skip
+
+
+def _relax_resize3d(x: Any, attrs: Any) -> Any:
+    return rop.image.resize3d(
+        x, attrs.size, None, attrs.layout, attrs.method, attrs.coordinate_transformation_mode,
         attrs.rounding_method, attrs.cubic_alpha, attrs.cubic_exclude,
         attrs.extrapolation_value, attrs.out_dtype,
     )  # fmt: skip
@@ -57,6 +71,7 @@ register(
     lambda emit, args, attrs: _relax_resize2d(args[0], attrs.size, attrs, attrs.layout),
 )
 register("image.resize1d", _resize1d)
+register("image.resize3d", lambda emit, args, attrs: _relax_resize3d(args[0], attrs))
 
 
 def _check_resize1d(layout: str, size: tuple) -> None:
@@ -66,8 +81,15 @@ def _check_resize1d(layout: str, size: tuple) -> None:
         raise OpNotImplemented(f"relay.image.resize1d: size {list(size)} must be one dim (w,)")
 
 
+def _check_resize3d(layout: str, size: tuple) -> None:
+    if layout not in ("NCDHW", "NDHWC"):
+        raise OpNotImplemented(f"relay.image.resize3d: layout {layout!r}; use 'NCDHW' or 'NDHWC'")
+    if len(size) != 3:
+        raise OpNotImplemented(f"relay.image.resize3d: size {list(size)} must be (d, h, w)")
+
+
 def _resize_op(ndim: int, default_layout: str, check: Any, doc: str) -> Any:
-    """`relay.image.resize{ndim}d` (TVM's signature, the same for 1 and 2 spatial dims)."""
+    """`relay.image.resize{ndim}d` (TVM's signature, the same for 1, 2 and 3 spatial dims)."""
     name = f"resize{ndim}d"
 
     def resize(
@@ -109,4 +131,12 @@ resize1d = _resize_op(
 )
 
 
-__all__ = ["resize1d", "resize2d"]
+resize3d = _resize_op(
+    3,
+    "NCDHW",
+    _check_resize3d,
+    "Resize D, H, W of NCDHW/NDHWC data to `size` = (d, h, w) (nearest_neighbor, linear, cubic).",
+)
+
+
+__all__ = ["resize1d", "resize2d", "resize3d"]

@@ -1,5 +1,5 @@
 """Image operators: resize."""
 
-from .resize import resize2d
+from .resize import resize2d, resize3d
 
-__all__ = ["resize2d"]
+__all__ = ["resize2d", "resize3d"]

@@ -1,5 +1,5 @@
-"""resize2d: nearest-neighbour, bilinear and bicubic resampling of the H and W dims (NCHW or
-NHWC)."""
+"""resize2d / resize3d: nearest-neighbour, (bi/tri)linear and (bi/tri)cubic resampling of the
+spatial dims (NCHW/NHWC, NCDHW/NDHWC)."""
 
 from __future__ import annotations
 
@@ -58,6 +58,123 @@ def _keys_cubic(d: PrimExpr, a: float, dtype: str) -> PrimExpr:
     return tir_op.Select_(t <= c(1), near, tir_op.Select_(t < c(2), far, c(0)))
 
 
+# layout -> its spatial dims, outermost first
+_SPATIAL = {"NCHW": "HW", "NHWC": "HW", "NCDHW": "DHW", "NDHWC": "DHW"}
+
+
+def _check(op: str, layout: str, ndim: int, method: str, mode: str, rounding: str) -> None:
+    layouts = tuple(lay for lay, dims in _SPATIAL.items() if len(dims) == ndim)
+    if layout not in layouts:
+        names = ", ".join(repr(lay) for lay in layouts)
+        raise TEError(f"topi.image.{op}: layout {layout!r} is not one of {names}")
+    if method not in METHODS or mode not in COORDINATE_MODES:
+        raise TEError(
+            f"topi.image.{op}: method {method!r} / coordinate_transformation_mode "
+            f"{mode!r} unsupported; methods {METHODS}, modes {tuple(COORDINATE_MODES)}"
+        )
+    if method == "nearest_neighbor" and rounding not in ROUNDING_METHODS:
+        raise TEError(
+            f"topi.image.{op}: rounding_method {rounding!r} is not one of {tuple(ROUNDING_METHODS)}"
+        )
+
+
+def _resize(
+    data: te.Tensor,
+    size: Sequence[Any],
+    layout: str,
+    method: str,
+    mode: str,
+    rounding_method: str,
+    out_dtype: str | None,
+    cubic_alpha: float,
+    cubic_exclude: int,
+    ndim: int,
+) -> te.Tensor:
+    """Resize the `ndim` spatial dims of `data` (the body of resize2d and resize3d).
+
+    Linear and cubic interpolate the innermost spatial dim first, then each outer one in
+    turn: out = sum_k inner(tap_k) * weight_k, a left-to-right sum."""
+    op = f"resize{ndim}d"
+    _check(op, layout, ndim, method, mode, rounding_method)
+    axes = tuple(layout.index(d) for d in _SPATIAL[layout])
+    size = tuple(size)
+    if len(size) != ndim:
+        raise TEError(f"topi.image.{op}: size {list(size)} must have {ndim} dims")
+    out_dtype = out_dtype or data.dtype
+    fdtype = data.dtype if DataType(data.dtype).is_float else "float32"
+    coord = COORDINATE_MODES[mode]
+    in_sizes = tuple(data.shape[a] for a in axes)
+    out_shape = list(data.shape)
+    for a, s in zip(axes, size):
+        out_shape[a] = s
+
+    def fl(v: Any) -> PrimExpr:
+        return tir_cast(fdtype, v)
+
+    def source(idx: tuple, k: int) -> PrimExpr:
+        return coord(fl(idx[axes[k]]), fl(in_sizes[k]), fl(size[k]))
+
+    def read(idx: tuple, pos: Sequence[PrimExpr]) -> PrimExpr:
+        src = list(idx)
+        for a, p in zip(axes, pos):
+            src[a] = p
+        return data[tuple(src)]
+
+    def nearest(*idx: Any) -> PrimExpr:
+        rnd = ROUNDING_METHODS[rounding_method]
+        pos = [_clamp(tir_cast("int64", rnd(source(idx, k))), n) for k, n in enumerate(in_sizes)]
+        return tir_cast(out_dtype, read(idx, pos))
+
+    def linear_taps(idx: tuple, k: int) -> list:
+        s = source(idx, k)
+        f = tir_op.floor(s)
+        w, i0, n = s - f, tir_cast("int64", f), in_sizes[k]
+        return [(_clamp(i0, n), make_const(fdtype, 1) - w), (_clamp(i0 + 1, n), w)]
+
+    def cubic_taps(idx: tuple, k: int) -> list:
+        s = source(idx, k)
+        f = tir_op.floor(s)
+        i0, n = tir_cast("int64", f), in_sizes[k]
+        ws = cubic_weights(s - f, i0, n)
+        return [(_clamp(i0 + (t - 1), n), w) for t, w in enumerate(ws)]
+
+    def cubic_weights(t: PrimExpr, pos: PrimExpr, n: Any) -> list:
+        """Weights of taps pos-1 .. pos+2 at fraction t, zeroed outside [0, n) if excluded."""
+        ws = [_keys_cubic(t + make_const(fdtype, 1 - k), cubic_alpha, fdtype) for k in range(4)]
+        if not cubic_exclude:
+            return ws
+        zero = make_const(fdtype, 0)
+        ws = [
+            tir_op.Select_(tir_op.all(pos + (k - 1) >= 0, pos + (k - 1) < n), w, zero)
+            for k, w in enumerate(ws)
+        ]
+        total = ws[0] + ws[1] + ws[2] + ws[3]
+        return [w / total for w in ws]
+
+    def interpolate(idx: tuple, taps: list, pos: tuple) -> PrimExpr:
+        """Sum over the taps of spatial dim len(pos) and those inside it."""
+        total = None
+        for i, w in taps[len(pos)]:
+            inner = pos + (i,)
+            v = fl(read(idx, inner)) if len(inner) == ndim else interpolate(idx, taps, inner)
+            total = v * w if total is None else total + v * w
+        return total
+
+    def separable(make_taps: Callable) -> Callable:
+        def body(*idx: Any) -> PrimExpr:
+            taps = [make_taps(idx, k) for k in range(ndim)]
+            return tir_cast(out_dtype, interpolate(idx, taps, ()))
+
+        return body
+
+    bodies = {
+        "nearest_neighbor": nearest,
+        "linear": separable(linear_taps),
+        "cubic": separable(cubic_taps),
+    }
+    return te.compute(tuple(out_shape), bodies[method], name=f"T_{op}", tag="injective")
+
+
 def resize2d(
     data: te.Tensor,
     size: Sequence[Any],
@@ -73,85 +190,22 @@ def resize2d(
     float32 data, as torch and ONNX Runtime compute them), indices clamped to the input.
     "cubic" weighs 4 x 4 taps by Keys' kernel with `cubic_alpha`; `cubic_exclude` gives taps
     outside the input weight 0 and renormalises the rest."""
-    if layout not in ("NCHW", "NHWC"):
-        raise TEError(f"topi.image.resize2d: layout {layout!r} is not one of 'NCHW', 'NHWC'")
-    if method not in METHODS or coordinate_transformation_mode not in COORDINATE_MODES:
-        raise TEError(
-            f"topi.image.resize2d: method {method!r} / coordinate_transformation_mode "
-            f"{coordinate_transformation_mode!r} unsupported; methods {METHODS}, modes "
-            f"{tuple(COORDINATE_MODES)}"
-        )
-    if method == "nearest_neighbor" and rounding_method not in ROUNDING_METHODS:
-        raise TEError(
-            f"topi.image.resize2d: rounding_method {rounding_method!r} is not one of "
-            f"{tuple(ROUNDING_METHODS)}"
-        )
-    ha, wa = layout.index("H"), layout.index("W")
-    out_dtype = out_dtype or data.dtype
-    fdtype = data.dtype if DataType(data.dtype).is_float else "float32"
-    coord = COORDINATE_MODES[coordinate_transformation_mode]
-    in_h, in_w = data.shape[ha], data.shape[wa]
-    out_shape = list(data.shape)
-    out_shape[ha], out_shape[wa] = size
+    return _resize(data, size, layout, method, coordinate_transformation_mode, rounding_method,
+                   out_dtype, cubic_alpha, cubic_exclude, 2)  # fmt: skip
 
-    def fl(v: Any) -> PrimExpr:
-        return tir_cast(fdtype, v)
 
-    def source(x: Any, i: Any, o: Any) -> PrimExpr:
-        return coord(fl(x), fl(i), fl(o))
-
-    def read(idx: tuple, y: PrimExpr, x: PrimExpr) -> PrimExpr:
-        src = list(idx)
-        src[ha], src[wa] = y, x
-        return data[tuple(src)]
-
-    def nearest(*idx: Any) -> PrimExpr:
-        rnd = ROUNDING_METHODS[rounding_method]
-        y = _clamp(tir_cast("int64", rnd(source(idx[ha], in_h, size[0]))), in_h)
-        x = _clamp(tir_cast("int64", rnd(source(idx[wa], in_w, size[1]))), in_w)
-        return tir_cast(out_dtype, read(idx, y, x))
-
-    def bilinear(*idx: Any) -> PrimExpr:
-        sy, sx = source(idx[ha], in_h, size[0]), source(idx[wa], in_w, size[1])
-        fy, fx = tir_op.floor(sy), tir_op.floor(sx)
-        wy, wx = sy - fy, sx - fx
-        y0, x0 = tir_cast("int64", fy), tir_cast("int64", fx)
-        ys = (_clamp(y0, in_h), _clamp(y0 + 1, in_h))
-        xs = (_clamp(x0, in_w), _clamp(x0 + 1, in_w))
-        one = make_const(fdtype, 1)
-
-        def row(y: PrimExpr) -> PrimExpr:
-            return fl(read(idx, y, xs[0])) * (one - wx) + fl(read(idx, y, xs[1])) * wx
-
-        return tir_cast(out_dtype, row(ys[0]) * (one - wy) + row(ys[1]) * wy)
-
-    def cubic_weights(t: PrimExpr, pos: PrimExpr, n: Any) -> list:
-        """Weights of taps pos-1 .. pos+2 at fraction t, zeroed outside [0, n) if excluded."""
-        ws = [_keys_cubic(t + make_const(fdtype, 1 - k), cubic_alpha, fdtype) for k in range(4)]
-        if not cubic_exclude:
-            return ws
-        zero = make_const(fdtype, 0)
-        ws = [
-            tir_op.Select_(tir_op.all(pos + (k - 1) >= 0, pos + (k - 1) < n), w, zero)
-            for k, w in enumerate(ws)
-        ]
-        total = ws[0] + ws[1] + ws[2] + ws[3]
-        return [w / total for w in ws]
-
-    def bicubic(*idx: Any) -> PrimExpr:
-        sy, sx = source(idx[ha], in_h, size[0]), source(idx[wa], in_w, size[1])
-        fy, fx = tir_op.floor(sy), tir_op.floor(sx)
-        y0, x0 = tir_cast("int64", fy), tir_cast("int64", fx)
-        wys, wxs = cubic_weights(sy - fy, y0, in_h), cubic_weights(sx - fx, x0, in_w)
-        total = None
-        for ky, wy in enumerate(wys):
-            yk = _clamp(y0 + (ky - 1), in_h)
-            row = None
-            for kx, wx in enumerate(wxs):
-                term = fl(read(idx, yk, _clamp(x0 + (kx - 1), in_w))) * wx
-                row = term if row is None else row + term
-            total = row * wy if total is None else total + row * wy
-        return tir_cast(out_dtype, total)
-
-    body = {"nearest_neighbor": nearest, "linear": bilinear, "cubic": bicubic}[method]
-    return te.compute(tuple(out_shape), body, name="T_resize2d", tag="injective")
+def resize3d(
+    data: te.Tensor,
+    size: Sequence[Any],
+    layout: str = "NCDHW",
+    method: str = "linear",
+    coordinate_transformation_mode: str = "half_pixel",
+    rounding_method: str = "round",
+    out_dtype: str | None = None,
+    cubic_alpha: float = -0.5,
+    cubic_exclude: int = 0,
+) -> te.Tensor:
+    """`data` resampled to D, H, W = `size` (NCDHW or NDHWC): resize2d with one more dim
+    (trilinear: 2 x 2 x 2 taps, tricubic: 4 x 4 x 4)."""
+    return _resize(data, size, layout, method, coordinate_transformation_mode, rounding_method,
+                   out_dtype, cubic_alpha, cubic_exclude, 3)  # fmt: skip

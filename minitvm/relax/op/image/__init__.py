@@ -1,5 +1,5 @@
 """`relax.op.image`: image ops."""
 
-from .image import resize2d
+from .image import resize2d, resize3d
 
-__all__ = ["resize2d"]
+__all__ = ["resize2d", "resize3d"]
