@@ -340,6 +340,9 @@ class PrimValue(Expr):
     value: PrimExpr
 
     def __post_init__(self):
+        # a Python int is int64, as in TVM (bools stay bool: R.assert_op's condition)
+        if isinstance(self.value, int) and not isinstance(self.value, bool):
+            setfield(self, "value", IntImm("int64", self.value))
         setfield(self, "value", as_expr(self.value))
 
 

@@ -161,7 +161,7 @@ class RelaxPrinter:
             return _const_text(e)
         if isinstance(e, rx.PrimValue):
             v = e.value
-            if isinstance(v, IntImm) and str(v.dtype) != "int32":  # R.prim_value(0) is int32
+            if isinstance(v, IntImm) and str(v.dtype) != "bool":  # as TVM: R.prim_value(T.int64(0))
                 return f"R.prim_value(T.{v.dtype}({v.value}))"
             if isinstance(v, FloatImm):  # as TVM prints it; repr keeps every bit of the value
                 return f"R.prim_value(T.{v.dtype}({_float_text(v.value)}))"

@@ -205,16 +205,16 @@ def Prim(dtype: Any = None, value: Any = None) -> _relax.PrimStructInfo:
 def Callable(params: Any = None, ret: Any = None, purity: bool = True) -> _relax.FuncStructInfo:
     """Function struct info: `R.Callable([R.Tensor((2,), "float32")], R.Tensor((2,), "float32"))`."""
     ps = None if params is None else tuple(as_struct_info(p) for p in params)
-    return _relax.FuncStructInfo(ps, as_struct_info(ret) if ret is not None else Object, purity)
+    ret = as_struct_info(ret) if ret is not None else _relax.ObjectStructInfo()
+    return _relax.FuncStructInfo(ps, ret, purity)
 
 
-Object = _relax.ObjectStructInfo()
-
-# bare names used as annotations (`x: R.Tensor`) mean "nothing more is known"
+# bare names used as annotations (`x: R.Tensor`) mean what calling them without arguments
+# does, as in TVM: nothing more is known, and the bare `R.Tuple` is the empty `R.Tuple()`
 _BARE_SINFO: dict[Any, Any] = {
     Tensor: lambda: _relax.TensorStructInfo(None, None),
     Shape: lambda: _relax.ShapeStructInfo(),
-    Tuple: lambda: _relax.ObjectStructInfo(),
+    Tuple: lambda: _relax.TupleStructInfo(()),
 }
 
 
@@ -235,9 +235,12 @@ def _proxy(name: builtins.str, make: Any) -> type:
     return type(name, (StructInfoProxy,), {"_make": staticmethod(make), "__module__": __name__})
 
 
+# `R.Object` and `R.Object()` both mean ObjectStructInfo, as in TVM (where it is a function)
+Object = _proxy("Object", _relax.ObjectStructInfo)
+
 entry = types.SimpleNamespace(
     StructInfoProxy=StructInfoProxy,
-    ObjectProxy=_proxy("ObjectProxy", lambda: Object),
+    ObjectProxy=_proxy("ObjectProxy", _relax.ObjectStructInfo),
     TensorProxy=_proxy("TensorProxy", Tensor),
     CallableProxy=_proxy("CallableProxy", Callable),
     TupleProxy=_proxy("TupleProxy", Tuple),
@@ -652,8 +655,10 @@ _FIXED = (
     "Object",
     "Prim",
     "Shape",
+    "ShapeExpr",
     "Tensor",
     "Tuple",
+    "TupleGetItem",
     "call_dps_packed",
     "call_inplace_packed",
     "call_packed",
@@ -670,6 +675,7 @@ _FIXED = (
     "function",
     "grad",
     "image",
+    "linear",
     "match_cast",
     "memory",
     "nn",
@@ -701,6 +707,11 @@ def _tuple_value(*fields: Any) -> _relax.Tuple:
     """`R.tuple(a, b)`: a relax Tuple of the values (`R.tuple()` is the empty tuple)."""
     return _relax.Tuple(tuple(_as_arg(f) for f in fields))
 
+
+# expression classes TVM's R namespace re-exports: `R.TupleGetItem(t, 0)`, `R.ShapeExpr([2, n])`
+TupleGetItem = _relax.TupleGetItem
+ShapeExpr = _relax.ShapeExpr
+linear = _op.linear  # a composite (matmul + add), not a table op: `R.linear(x, w, b)`
 
 # names that would shadow a builtin this module uses if they were module-level functions
 _SHADOWING = {"tuple": _tuple_value, "dtype": _dtype_value}

@@ -25,6 +25,8 @@ from ..error import MiniTVMError
 from ..ir.module import GlobalVar
 from ..ir.node import FrozenDict
 from ..ir.structural import structural_equal
+from ..relax.analysis import definable_tir_vars_in_struct_info
+from ..relax.analysis_struct_info import erase_to_well_defined
 from ..relax.expr import (
     BindingBlock,
     Call,
@@ -48,6 +50,7 @@ from ..relax.struct_info import (
     TensorStructInfo,
     TupleStructInfo,
 )
+from ..relax.transform.normalize import _refined_ret
 from ..tir.expr import FloatImm, IntImm
 from ..tir.expr import Var as TirVar
 from ..topi.utils import prove_equal
@@ -211,6 +214,7 @@ class RelaxParser(TIRParser):
             params = [self.parameter(a) for a in args.args]
             ret = None if fdef.returns is None else self.struct_info(fdef.returns)
             body = self.seq(fdef.body, fdef, tail="return")
+        ret = self.guard(fdef, lambda: _function_ret(ret, params, body))
         attrs = dict(self.attrs)
         if not private:
             attrs.setdefault("global_symbol", name)
@@ -253,8 +257,9 @@ class RelaxParser(TIRParser):
                         raise self.error(
                             node, "`return` must be the last statement of the function"
                         )
+                    result = self.as_leaf(self.value(node.value, node), node)  # as TVM does
                     self.flush(blocks)
-                    return SeqExpr(tuple(blocks), self.value(node.value, node))
+                    return SeqExpr(tuple(blocks), result)
                 if last and tail != "return" and _assigns(node, tail):
                     self.flush(blocks)
                     return SeqExpr(tuple(blocks), self.value(node.value, node))
@@ -564,6 +569,20 @@ def _as_relax(value: Any) -> Expr | None:
         if all(f is not None for f in fields):
             return Tuple(tuple(fields))
     return None
+
+
+def _function_ret(ret: StructInfo | None, params: list[Var], body: SeqExpr) -> StructInfo:
+    """The declared return struct info, or the body's when that is more specific, with the
+    dims that the parameters do not define erased, as TVM's Function constructor does after
+    the parser normalizes the body. Without a declaration: the body's, as BlockBuilder does."""
+    if ret is None:
+        return body.struct_info
+    refined = _refined_ret(ret, body)
+    if refined is ret:
+        return ret
+    defined = {v: v for p in params for v in definable_tir_vars_in_struct_info(p.struct_info)}
+    erased = erase_to_well_defined(refined, defined)
+    return ret if structural_equal(erased, ret) else erased
 
 
 def _without_symbolic_dims(sinfo: StructInfo) -> StructInfo:

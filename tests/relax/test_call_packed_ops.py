@@ -241,7 +241,7 @@ def test_call_packed_keywords_are_attributes_and_parse_back():
         assert dict(call.attrs) == {"axes": (0, 1), "mode": "a"}
         bb.emit_func_output(bb.emit(call))
     mod = bb.get()
-    assert 'R.call_packed("f", x, R.prim_value(2), axes=[0, 1], mode="a", sinfo_args=' in (
+    assert 'R.call_packed("f", x, R.prim_value(T.int64(2)), axes=[0, 1], mode="a", sinfo_args=' in (
         mod.script()
     )
     tvm.ir.assert_structural_equal(tvm.script.from_source(mod.script()), mod)
