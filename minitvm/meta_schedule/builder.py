@@ -58,7 +58,8 @@ class PyBuilder(Builder):
 
 class LocalBuilder(Builder):
     """Builds in `max_workers` worker processes (default: every core), `timeout_sec` each.
-    Artifacts are files in the builder's temporary folder: they live as long as the builder."""
+    Each artifact is a file in a folder of its own under the builder's temporary folder: they
+    live as long as the builder."""
 
     def __init__(self, max_workers: int | None = None, timeout_sec: float = 30.0) -> None:
         self.max_workers = max_workers or os.cpu_count() or 1
@@ -77,8 +78,8 @@ class LocalBuilder(Builder):
 
 
 def _payload(build_input: BuilderInput, out_dir: str) -> dict:
-    fd, path = tempfile.mkstemp(suffix=".so", dir=out_dir)
-    os.close(fd)
+    # each artifact in a folder of its own (as TVM): a caller may remove the file and its folder
+    path = os.path.join(tempfile.mkdtemp(dir=out_dir), "tmp_func.so")
     return {"mod": mod_to_text(build_input.mod), "target": str(build_input.target), "path": path}
 
 

@@ -3,6 +3,7 @@ GFLOPS with (a task far from the peak has more time left to win)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from typing import Any
 
@@ -83,6 +84,8 @@ def measure_peak_gflops(builder: Any, runner: Any, target: Target) -> float | No
         runner.reference = saved
         if built.artifact_path and os.path.exists(built.artifact_path):
             os.remove(built.artifact_path)
+            with contextlib.suppress(OSError):  # the builder's folder for it, when empty
+                os.rmdir(os.path.dirname(built.artifact_path))
     if not result.run_secs:
         return None
     return flops / min(result.run_secs) / 1e9

@@ -104,6 +104,13 @@ class SearchStrategy:
         sch = Schedule(self.context.mod, seed=self.context.fork_seed())
         try:
             trace.apply_to_schedule(sch, remove_postproc=True)
+        except MiniTVMError:
+            return None
+        return self._postprocess(sch)
+
+    def _postprocess(self, sch: Schedule) -> Schedule | None:
+        """`sch` after the postprocessors; None when one refuses."""
+        try:
             sch.enter_postproc()
             for postproc in self.postprocs:
                 if not postproc.apply(sch):
@@ -177,6 +184,33 @@ class ReplayTrace(SearchStrategy):
         return self._candidates(list(picked.values())) or None
 
 
+class ReplayFunc(SearchStrategy):
+    """Measure schedules made by running the space generator afresh for each candidate (TVM's
+    ReplayFunc: the generator's own sampling, not a replayed trace, picks each point)."""
+
+    def __init__(self, max_fail_count: int = 100) -> None:
+        self.max_fail_count = max_fail_count
+
+    def generate_measure_candidates(self) -> list[MeasureCandidate] | None:
+        want = self._budget()
+        picked: dict[int, Schedule] = {}
+        for _ in range(want + self.max_fail_count):
+            if len(picked) >= want:
+                break
+            self._take_new([self._generate()], want, picked)
+        return self._candidates(list(picked.values())) or None
+
+    def _generate(self) -> Schedule | None:
+        """One design space from a fresh run of the generator, postprocessed."""
+        try:
+            spaces = self.context.space_generator.generate_design_space(self.context.mod)
+        except MiniTVMError:
+            return None
+        if not spaces:
+            return None
+        return self._postprocess(spaces[int(self.context.rng.integers(len(spaces)))])
+
+
 class EvolutionarySearch(SearchStrategy):
     """Evolutionary search guided by the cost model. TVM's parameters, with smaller
     defaults (TVM: population 512, 4 rounds): one replay of a sampled trace with its
@@ -192,8 +226,11 @@ class EvolutionarySearch(SearchStrategy):
         genetic_mutate_prob: float = 0.85,
         genetic_max_fail_count: int = 4,
         eps_greedy: float = 0.05,
+        num_empty_iters_before_early_stop: int = 5,
     ) -> None:
         self.population_size = population_size
+        self.num_empty_iters_before_early_stop = num_empty_iters_before_early_stop
+        self.num_empty_iters = 0
         self.init_measured_ratio = init_measured_ratio
         self.init_min_unmeasured = init_min_unmeasured
         self.max_fail_count = max_fail_count
@@ -201,6 +238,10 @@ class EvolutionarySearch(SearchStrategy):
         self.genetic_mutate_prob = genetic_mutate_prob
         self.genetic_max_fail_count = genetic_max_fail_count
         self.eps_greedy = eps_greedy
+
+    def pre_tuning(self, *args: Any, **kwargs: Any) -> None:
+        super().pre_tuning(*args, **kwargs)
+        self.num_empty_iters = 0
 
     def generate_measure_candidates(self) -> list[MeasureCandidate] | None:
         want = self._budget()
@@ -215,12 +256,23 @@ class EvolutionarySearch(SearchStrategy):
                 return None
             best = self._evolve(population)
             self._take_new(best, want - round(want * self.eps_greedy), picked)
-        fails = 0
-        while len(picked) < want and fails < self.max_fail_count:
+        # like TVM's initial population, try at least init_min_unmeasured samples before
+        # giving up on finding an unmeasured one
+        fails, sampled = 0, False
+        while len(picked) < want and fails < max(self.max_fail_count, self.init_min_unmeasured):
             before = len(picked)
-            self._take_new([self._sample()], want, picked)
+            sch = self._sample()
+            sampled = sampled or sch is not None
+            self._take_new([sch], want, picked)
             fails += len(picked) == before
-        return self._candidates(list(picked.values())) or None
+        if not picked and not sampled:
+            return None  # no schedule of the space survives its postprocessors (as TVM)
+        if not picked:
+            # TVM's protocol: an empty batch, and None (stop) after a few of them
+            self.num_empty_iters += 1
+            if self.num_empty_iters >= self.num_empty_iters_before_early_stop:
+                return None
+        return self._candidates(list(picked.values()))
 
     def _population_size(self, want: int) -> int:
         """`population_size`, smaller for a small batch (2 per candidate, at least 16): each
@@ -320,6 +372,8 @@ def create(kind: Any = "evolutionary", **kwargs: Any) -> SearchStrategy:
         return kind
     table = {
         "evolutionary": EvolutionarySearch,
+        "replay-func": ReplayFunc,
+        "replay_func": ReplayFunc,
         "replay-trace": ReplayTrace,
         "replay_trace": ReplayTrace,
     }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -546,5 +547,8 @@ def _overall_gflops(states: list) -> float:
 
 
 def _remove(path: str | None) -> None:
+    """Delete a built artifact and its folder (the builder gives each its own)."""
     if path and os.path.exists(path):
         os.remove(path)
+        with contextlib.suppress(OSError):  # not empty: not a folder of the builder's
+            os.rmdir(os.path.dirname(path))

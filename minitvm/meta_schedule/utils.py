@@ -21,6 +21,11 @@ def derived_object(cls: type) -> type:
     return cls
 
 
+def default_str(obj: Any) -> str:
+    """TVM's text of a Python-derived tuning object: `meta_schedule.Name(0x7f...)`."""
+    return f"meta_schedule.{type(obj).__name__}({hex(id(obj))})"
+
+
 def parse_target(target: Any) -> Target:
     """A Target from a Target or a string; TVM's `--num-cores=1` spelling is accepted."""
     if isinstance(target, Target):

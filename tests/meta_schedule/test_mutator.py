@@ -20,7 +20,14 @@ class _Ctx:
 
 
 def _tiled_design(mod):
-    designs = ms.space_generator.PostOrderApply().generate_design_space(mod)
+    # seeded: under TVM's MutateParallel rules some random tilings leave no other plan
+    ctx = ms.TuneContext(
+        mod=mod,
+        target="llvm -num-cores=2",
+        space_generator=ms.space_generator.PostOrderApply(),
+        rand_state=0,
+    )
+    designs = ctx.generate_design_space()
     return next(d for d in designs if "sample_perfect_tile" in str(d.trace))
 
 

@@ -41,7 +41,7 @@ def apply_default_schedule(mod: IRModule, rules: tuple, target: Any = None) -> I
     for gv, func in mod.functions_items():
         if not isinstance(func, PrimFunc) or marked_scheduled(func):
             continue
-        new = apply_rules(func, rules, target)
+        new = apply_rules(func, rules, _func_target(func, target))
         if new is not None:
             out[gv] = new.with_attr(IS_SCHEDULED, True)
     return out
@@ -53,6 +53,13 @@ def _target(target: Any) -> Any:
     if target is not None:
         return target if isinstance(target, Target) else Target(target)
     return Target.current() or Target("llvm")
+
+
+def _func_target(func: PrimFunc, target: Target) -> Target:
+    """The function's own "target" attribute when it has one (as TVM: a GPU pass leaves a
+    function pinned to the host alone), else `target`."""
+    own = func.attrs.get("target") if func.attrs is not None else None
+    return target if own is None else _target(own)
 
 
 def ApplyDefaultSchedule(*rules: ScheduleRule) -> Pass:

@@ -10,7 +10,8 @@ from typing import Any
 import numpy as np
 
 from ...error import TuningError
-from ..feature_extractor import N_FEATURES, PROGRAM_FEATURES, PerStoreFeature
+from ..feature_extractor import PROGRAM_FEATURES, PerStoreFeature
+from ..utils import default_str
 from .gbdt import NumpyGBDT
 
 
@@ -37,6 +38,9 @@ class CostModel:
 
     def to_json(self) -> dict:
         return {"kind": type(self).__name__}
+
+    def __str__(self) -> str:
+        return default_str(self)
 
     def from_json(self, data: dict) -> None:
         if not isinstance(data, dict) or data.get("kind") != type(self).__name__:
@@ -67,20 +71,65 @@ class RandomModel(CostModel):
         return self.rng.uniform(0, self.max_range, len(candidates))
 
     def to_json(self) -> dict:
-        return {"kind": "RandomModel", "seed": self.seed, "max_range": self.max_range}
+        return {
+            "kind": "RandomModel",
+            "seed": self.seed,
+            "max_range": self.max_range,
+            "state": _pcg64_state_to_json(self.rng),
+        }
 
     def from_json(self, data: dict) -> None:
+        """The saved seed, range and generator state (so predictions go on where they were)."""
         super().from_json(data)
         self.seed = data.get("seed")
         self.max_range = data.get("max_range", 100)
+        if not isinstance(self.seed, int | None) or not isinstance(self.max_range, int | float):
+            raise TuningError(
+                f"RandomModel JSON: seed must be an int or null and max_range a number, got "
+                f"{self.seed!r} and {self.max_range!r}"
+            )
         self.rng = np.random.default_rng(self.seed)
+        if data.get("state") is not None:
+            self.rng.bit_generator.state = _pcg64_state_from_json(data["state"])
+
+
+def _pcg64_state_to_json(rng: np.random.Generator) -> dict:
+    state = rng.bit_generator.state
+    inner = state["state"]
+    return {
+        "bit_generator": state["bit_generator"],
+        "state": str(inner["state"]),  # 128-bit integers, kept exact as decimal text
+        "inc": str(inner["inc"]),
+        "has_uint32": int(state["has_uint32"]),
+        "uinteger": int(state["uinteger"]),
+    }
+
+
+def _pcg64_state_from_json(data: Any) -> dict:
+    """The PCG64 state a RandomModel saved, checked field by field (the file is data)."""
+    try:
+        if data["bit_generator"] != "PCG64":
+            raise ValueError(f"bit_generator {data['bit_generator']!r} is not 'PCG64'")
+        ints = [int(str(data[k]), 10) for k in ("state", "inc", "has_uint32", "uinteger")]
+    except (KeyError, TypeError, ValueError) as err:
+        raise TuningError(f"RandomModel JSON: malformed generator state: {err}") from err
+    if not (0 <= ints[0] < 2**128 and 0 <= ints[1] < 2**128 and ints[2] in (0, 1)):
+        raise TuningError("RandomModel JSON: generator state out of range")
+    if not 0 <= ints[3] < 2**32:
+        raise TuningError("RandomModel JSON: generator state out of range")
+    return {
+        "bit_generator": "PCG64",
+        "state": {"state": ints[0], "inc": ints[1]},
+        "has_uint32": ints[2],
+        "uinteger": ints[3],
+    }
 
 
 def candidate_vector(feats: np.ndarray) -> np.ndarray:
     """One fixed-length row per candidate: program row, sum and max of its store rows."""
     stores, program = feats[:-1], feats[-1]
     if len(stores) == 0:
-        stores = np.zeros((1, N_FEATURES))
+        stores = np.zeros((1, feats.shape[1]))
     return np.concatenate([program[: len(PROGRAM_FEATURES)], stores.sum(0), stores.max(0)])
 
 

@@ -3,6 +3,7 @@
 >>> feats = ms.feature_extractor.PerStoreFeature().extract_from(context, candidates)
 """
 
+from .feature_extractor import FeatureExtractor, PyFeatureExtractor
 from .per_store_feature import (
     N_FEATURES,
     PROGRAM_FEATURES,
@@ -10,8 +11,7 @@ from .per_store_feature import (
     PerStoreFeature,
     features_of_func,
 )
-
-FeatureExtractor = PerStoreFeature  # the one extractor; TVM's base-class name
+from .random_feature_extractor import RandomFeatureExtractor
 
 __all__ = [
     "N_FEATURES",
@@ -19,5 +19,7 @@ __all__ = [
     "STORE_FEATURES",
     "FeatureExtractor",
     "PerStoreFeature",
+    "PyFeatureExtractor",
+    "RandomFeatureExtractor",
     "features_of_func",
 ]

@@ -21,6 +21,7 @@ from ...tir.functor import post_order_visit
 from ...tir.schedule.common import const_int
 from ...tir.transform.convert_blocks_to_loops import convert_blocks_to_loops
 from ...tir.transform.lower_init_block import lower_init_block
+from .feature_extractor import FeatureExtractor
 
 CACHE_BYTES = (32 * 1024, 1024 * 1024, 32 * 1024 * 1024)  # L1, L2, L3 of a server core
 
@@ -310,7 +311,7 @@ def features_of_func(func: PrimFunc, lanes: int = 16) -> np.ndarray:
     return np.vstack(rows + [_program_row(loop_form, rows)])
 
 
-class PerStoreFeature:
+class PerStoreFeature(FeatureExtractor):
     """TVM's feature extractor name: `extract_from(context, candidates)` gives one
     (stores + 1, N_FEATURES) array per candidate."""
 

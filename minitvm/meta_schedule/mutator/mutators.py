@@ -3,14 +3,20 @@ decision for it (None when the trace has nothing it can change)."""
 
 from __future__ import annotations
 
+import bisect
+import json
 from typing import Any
 
 from ...error import ScheduleError
+from ...tir.expr import IterType
 from ...tir.schedule import Schedule
 from ...tir.schedule import sampling as _sampling
+from ...tir.schedule.common import const_int
 from ...tir.schedule.instruction import Instruction
 from ...tir.schedule.trace import Trace
-from ..schedule_rule._block import num_cores
+from ...tir.schedule.tree import block_realizes, find_block, vars_in
+from ...tir.stmt import Block, For
+from ..schedule_rule._block import func_of, num_cores
 from ..schedule_rule.parallel_vectorize_unroll import PARALLEL, UNROLL_EXPLICIT, UNROLL_IMPLICIT
 from ..utils import TuneContextPart
 
@@ -168,7 +174,9 @@ def _flat(items: Any) -> list:
 
 
 class MutateParallel(Mutator):
-    """Change the extent of the meta_schedule.parallel annotation (cores x jobs per core)."""
+    """Change the meta_schedule.parallel annotation to a value that parallelises a different
+    number of outer loops (TVM's plans): the candidates are the products of the outer spatial
+    loop extents of the blocks in the annotated scope, up to cores x max_jobs_per_core."""
 
     def __init__(self, max_jobs_per_core: int = 16) -> None:
         self.max_jobs_per_core = max_jobs_per_core
@@ -180,15 +188,12 @@ class MutateParallel(Mutator):
             for k, i in enumerate(trace.insts)
             if i.kind.name == "Annotate" and i.attrs and i.attrs[0] == PARALLEL
         ]
-        if not found:
+        if not found or self.mod is None:
             return None
         k, inst = rng.choice(found)
-        cores = num_cores(self.target)
-        options = sorted(
-            {cores * j for j in (1, 2, 4, 8, 16, 32, 64) if j <= self.max_jobs_per_core * 4}
-        )
-        old = inst.inputs[1]
-        options = [o for o in options if o != old]
+        name = _block_name(trace, inst.inputs[0], k)
+        limit = num_cores(self.target) * self.max_jobs_per_core
+        options = self._options(trace, name, int(inst.inputs[1]), limit)
         if not options:
             return None
         new_inst = Instruction(
@@ -201,6 +206,70 @@ class MutateParallel(Mutator):
         insts[k] = new_inst
         decisions = {i: d for i, d in trace.decisions.items() if i in set(insts)}
         return Trace(insts, decisions)
+
+    def _options(self, trace: Trace, name: str | None, old: int, limit: int) -> list[int]:
+        """Annotation values giving plans other than `old`'s, one value per plan."""
+        if name is None:
+            return []
+        sch = Schedule(self.mod)
+        try:
+            trace.apply_to_schedule(sch, remove_postproc=True)
+            func = func_of(sch)[1]
+        except (ScheduleError, ValueError):
+            return []
+        found = find_block(func, name)
+        if found is None:
+            return []
+        prods = _scope_loop_products(found[0].block, limit)
+        plans: dict[tuple[int, ...], int] = {}
+        for value in sorted({p for row in prods for p in row if p <= limit}):
+            plans[_fused_loops(prods, value)] = value  # the largest value of a plan stays
+        plans.pop(_fused_loops(prods, old), None)
+        return sorted(plans.values())
+
+
+def _scope_loop_products(scope: Block, limit: int) -> list[list[int]]:
+    """For each block directly in `scope`: the running products of its outer loops' extents
+    (outermost first), over the loops before the first non-spatial or symbolic one, stopping
+    once the product reaches `limit`."""
+    children = [
+        (r, [s for s in path if isinstance(s, For)])
+        for r, path in block_realizes(scope.body)
+        if not any(isinstance(s, Block) for s in path)
+    ]
+    non_spatial = {
+        id(v)
+        for r, _ in children
+        for iv, value in zip(r.block.iter_vars, r.iter_values)
+        if iv.iter_type != IterType.DataPar
+        for v in vars_in(value)
+    }
+    out = []
+    for _, loops in children:
+        row, product = [], 1
+        for loop in loops:
+            ext = const_int(loop.extent)
+            if ext is None or id(loop.loop_var) in non_spatial:
+                break
+            product *= ext
+            row.append(product)
+            if product >= limit:
+                break
+        if row:
+            out.append(row)
+    return out
+
+
+def _fused_loops(prods: list[list[int]], value: int) -> tuple[int, ...]:
+    """How many outer loops of each block a parallel annotation of `value` fuses: up to and
+    including the first whose running product passes `value`."""
+    plan = []
+    for row in prods:
+        i = bisect.bisect_right(row, value)
+        if i > 0 and row[i - 1] == value:
+            i -= 1
+        plan.append(i + 1 if i != len(row) else i)
+    return tuple(plan)
 
 
 class MutateComputeLocation(Mutator):
@@ -220,14 +289,32 @@ class MutateComputeLocation(Mutator):
             return None
         return trace.with_decision(inst, rng.choice(choices), remove_postproc=True)
 
+    _CACHE_SIZE = 64  # traces whose candidates are kept (evolution mutates the same parents)
+
+    def _initialize_with_tune_context(self, context: Any) -> None:
+        super()._initialize_with_tune_context(context)
+        self._cache: dict[str, list[int]] = {}  # for this workload only
+
     def _candidates(self, trace: Trace, inst: Instruction) -> list[int]:
+        """The legal locations, memoised by the trace before `inst` (a replay and a legality
+        check per loop cost a fraction of a second)."""
         index = trace.insts.index(inst)
-        name = _block_name(trace, inst.inputs[0], index)
+        prefix = Trace(trace.insts[:index], trace.decisions)
+        key = json.dumps(prefix.as_json())
+        cache = self.__dict__.setdefault("_cache", {})
+        if key not in cache:
+            if len(cache) >= self._CACHE_SIZE:
+                cache.pop(next(iter(cache)))  # the oldest
+            cache[key] = self._find_candidates(prefix, inst)
+        return cache[key]
+
+    def _find_candidates(self, prefix: Trace, inst: Instruction) -> list[int]:
+        name = _block_name(prefix, inst.inputs[0], len(prefix.insts))
         if name is None:
             return []  # the block came from a primitive (a cache stage): left as sampled
         sch = Schedule(self.mod)
         try:
-            Trace(trace.insts[:index], trace.decisions).apply_to_schedule(sch, True)
+            prefix.apply_to_schedule(sch, True)
             _, func, r, path = sch._block(sch.get_block(name))
         except ScheduleError:
             return []

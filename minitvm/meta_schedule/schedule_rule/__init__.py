@@ -9,8 +9,9 @@ from typing import Any
 
 from ._block import as_target
 from .add_rfactor import AddRFactor
+from .apply_custom_rule import ApplyCustomRule
 from .apply_default import ApplyDefaultSchedule, apply_default_schedule
-from .auto_inline import AutoInline
+from .auto_inline import AutoInline, InlineConstantScalars
 from .gpu import GPU_KINDS, ApplyDefaultGPUSchedule, AutoBind, is_gpu
 from .multi_level_tiling import MultiLevelTiling, ReuseType
 from .parallel_vectorize_unroll import ParallelizeVectorizeUnroll
@@ -70,10 +71,12 @@ def _gpu_rules() -> list[ScheduleRule]:
 
 __all__ = [
     "AddRFactor",
+    "ApplyCustomRule",
     "ApplyDefaultGPUSchedule",
     "ApplyDefaultSchedule",
     "AutoBind",
     "AutoInline",
+    "InlineConstantScalars",
     "MultiLevelTiling",
     "ParallelizeVectorizeUnroll",
     "PyScheduleRule",

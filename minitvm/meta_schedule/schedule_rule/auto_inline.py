@@ -69,3 +69,16 @@ class AutoInline(ScheduleRule):
             ),
         )
         return bool(found)
+
+
+class InlineConstantScalars(ScheduleRule):
+    """compute_inline a block that reads nothing and writes one 0-d intermediate (a constant
+    scalar, e.g. a quantisation zero point), so later inlining sees one buffer per consumer."""
+
+    def apply(self, sch: Schedule, block: BlockRV) -> list[Schedule]:
+        _, func = func_of(sch)
+        node = realize_of(sch, block).block
+        scalar = not node.reads and len(node.writes) == 1 and not node.writes[0].buffer.shape
+        if scalar and not is_root(func, node.name_hint) and not writes_output(func, node):
+            sch.compute_inline(block)
+        return [sch]

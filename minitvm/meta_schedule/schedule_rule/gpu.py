@@ -81,9 +81,9 @@ def thread_choices(max_threads: int) -> list[int]:
 
 
 class AutoBind(ScheduleRule):
-    """A root-level block no thread loop covers: its leading spatial loops fused and split
-    into blockIdx.x x threadIdx.x, the thread count sampled from 32 .. max_threads_per_block
-    (or `thread_extents`); the reduction loops stay serial inside each thread (our lowering
+    """A root-level block no thread loop covers: its leading spatial loops (a unit loop when
+    it has none) fused and split into blockIdx.x x threadIdx.x, the thread count sampled from
+    32 .. max_threads_per_block (or `thread_extents`); the reduction loops stay serial inside each thread (our lowering
     has no cross-thread reduction). `max_threadblocks` is TVM's argument, accepted for its
     signature: the grid here is as long as the loops need."""
 
@@ -100,18 +100,31 @@ class AutoBind(ScheduleRule):
         if any(sch.get(lp).kind is ForKind.THREAD_BINDING for lp in loops):
             return [sch]
         spatial = _spatial_prefix(sch, block)
-        if not spatial or any(not isinstance(sch.get(lp).extent, IntImm) for lp in spatial):
+        if any(not isinstance(sch.get(lp).extent, IntImm) for lp in spatial):
             return [sch]
-        choices = self.thread_extents or thread_choices(gpu_limits(target_of(self))[0])
+        max_threads = gpu_limits(target_of(self))[0]
+        choices = self.thread_extents or thread_choices(max_threads)
         s = sch.copy()
         try:
+            if not spatial:  # no spatial loop (none, or reductions only): a unit loop to bind
+                spatial = [s.add_unit_loop(loops[0] if loops else block)]
             fused = s.fuse(*spatial) if len(spatial) > 1 else spatial[0]
             extent = s.get(fused).extent.value
-            choices = [c for c in choices if c <= extent] or [min(choices)]
-            threads = s.sample_categorical(choices, [1.0 / len(choices)] * len(choices))
+            threads = _thread_count(s, choices, min(extent, max_threads))
             bx, tx = s.split(fused, [None, threads])
             s.bind(bx, "blockIdx.x")
             s.bind(tx, "threadIdx.x")
         except ScheduleError:
             return [sch]
         return [s]
+
+
+def _thread_count(sch: Schedule, choices: list, most: int):
+    """Threads per block: sampled from the choices up to `most`; a constant when one fits,
+    or `most` itself when none does (as TVM's factor sampler)."""
+    fits = [int(c) for c in choices if int(c) <= most]
+    if not fits:
+        return most
+    if len(fits) == 1:
+        return fits[0]
+    return sch.sample_categorical(fits, [1.0 / len(fits)] * len(fits))

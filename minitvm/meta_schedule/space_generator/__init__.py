@@ -75,6 +75,23 @@ class SpaceGenerator:
         return out
 
 
+class PySpaceGenerator(SpaceGenerator):
+    """Base of a space generator written in Python: a subclass overrides
+    `_initialize_with_tune_context` and `generate_design_space` (TVM's PySpaceGenerator)."""
+
+    def _initialize_with_tune_context(self, context: Any) -> None:
+        raise TuningError(
+            "PySpaceGenerator's InitializeWithTuneContext method not implemented! Override "
+            f"_initialize_with_tune_context in {type(self).__name__}."
+        )
+
+    def generate_design_space(self, mod: IRModule) -> list[Schedule]:
+        raise TuningError(
+            "PySpaceGenerator's GenerateDesignSpace method not implemented! Override "
+            f"generate_design_space in {type(self).__name__}."
+        )
+
+
 class _Context:
     """The part of a TuneContext the rules read, for a generator used on its own."""
 
@@ -157,7 +174,7 @@ class PostOrderApply(SpaceGenerator):
                 continue
             name = todo.pop()
             func = func_of(s)[1]
-            if name not in block_names(func) or _skipped(func, name):
+            if name not in block_names(func) or _skipped(rule, func, name):
                 stack.append((s, todo))
                 continue
             for forked in rule.apply(s, s.get_block(name)):
@@ -166,13 +183,17 @@ class PostOrderApply(SpaceGenerator):
         return done
 
 
-def _skipped(func: PrimFunc, name: str) -> bool:
-    """A block annotated schedule_rule="None" is left alone (as TVM)."""
+def _skipped(rule: Any, func: PrimFunc, name: str) -> bool:
+    """A block annotated schedule_rule=... is left to ApplyCustomRule (as TVM); "None" means
+    its author scheduled it."""
     from ...tir.schedule.tree import find_block
+    from ..schedule_rule import ApplyCustomRule
     from ..schedule_rule._block import SKIP_KEY
 
+    if isinstance(rule, ApplyCustomRule):
+        return False
     found = find_block(func, name)
-    return found is not None and str(found[0].block.annotations.get(SKIP_KEY, "")) == "None"
+    return found is not None and SKIP_KEY in found[0].block.annotations
 
 
 class SpaceGeneratorUnion(SpaceGenerator):
@@ -228,6 +249,7 @@ def create(space: Any = "post-order-apply", target: Any = None, **kwargs: Any) -
 
 __all__ = [
     "PostOrderApply",
+    "PySpaceGenerator",
     "ScheduleFn",
     "SpaceGenerator",
     "SpaceGeneratorUnion",
