@@ -377,6 +377,21 @@ def _reinterpret(cg: CodeGenLLVM, call: Call) -> ir.Value:
     return cg.builder.bitcast(cg.expr(call.args[0]), llvm_type(call.dtype))
 
 
+def _bit_count(name: str, *flags: int) -> Rule:
+    """`tir.popcount(x)` / `tir.clz(x)` → `@llvm.ctpop` / `@llvm.ctlz` (with `flags` as i1
+    arguments: ctlz's is-zero-poison is false, so clz(0) is the bit width)."""
+
+    def rule(cg: CodeGenLLVM, call: Call) -> ir.Value:
+        (arg,) = call.args
+        value = cg.expr(arg)
+        i1 = ir.IntType(1)
+        fn = declare_intrinsic(cg.module, name, value.type, [value.type] + [i1] * len(flags))
+        out = cg.builder.call(fn, [value] + [ir.Constant(i1, f) for f in flags])
+        return cast_value(cg.builder, out, arg.dtype, call.dtype)
+
+    return rule
+
+
 def _fmod(cg: CodeGenLLVM, call: Call) -> ir.Value:
     vals, work = _float_args(cg, call)
     return _finish(cg, cg.builder.frem(*vals), work, call.dtype)
@@ -456,6 +471,8 @@ INTRINSICS: dict[str, Rule] = {
     "tir.shift_left": _int_binary(lambda b: b.shl),
     "tir.shift_right": _int_binary(lambda b: b.ashr, unsigned_op=lambda b: b.lshr),
     "tir.reinterpret": _reinterpret,
+    "tir.popcount": _bit_count("llvm.ctpop"),
+    "tir.clz": _bit_count("llvm.ctlz", 0),
 }
 
 # (result kinds, argument kinds) an intrinsic is defined on; None: any. The rules above would
@@ -466,6 +483,8 @@ DTYPE_KINDS: dict[str, tuple[frozenset[str] | None, frozenset[str] | None]] = {
     **{f"tir.bitwise_{op}": (_INTEGER, _INTEGER) for op in ("and", "or", "xor", "not")},
     "tir.shift_left": (_SHIFTABLE, _SHIFTABLE),
     "tir.shift_right": (_SHIFTABLE, _SHIFTABLE),
+    "tir.popcount": (_SHIFTABLE, _SHIFTABLE),
+    "tir.clz": (_SHIFTABLE, _SHIFTABLE),
     **{f"tir.{test}": (frozenset({"bool"}), None) for test in ("isnan", "isinf", "isfinite")},
     "tir.likely": (frozenset({"bool"}), frozenset({"bool"})),
 }

@@ -192,7 +192,29 @@ class _StmtEmitter:
                 f"building '{self.func_name}': a '{key}' scope launches GPU thread '{thread}'; "
                 "a CPU build cannot run it (bind loops to threads only for a GPU target)"
             )
+        if key == "coproc_uop_scope":
+            self._run_once(s)
+            return
         self.stmt(s.body)
+
+    def _run_once(self, s: tir.AttrStmt) -> None:
+        """`coproc_uop_scope` = "TVMBackendRunOnce": the body runs on the first call of the
+        loaded module only (TVM's static init); a module-level flag set by compare-and-swap
+        picks that call, also when several threads make it at once."""
+        init = getattr(s.value, "value", None)
+        if init != "TVMBackendRunOnce":
+            raise BuildError(
+                f"building '{self.func_name}': a 'coproc_uop_scope' attribute names {init!r}; "
+                'the CPU code generator runs only "TVMBackendRunOnce" scopes'
+            )
+        b = self.builder
+        flag = ir.GlobalVariable(self.module, I32, name=self.module.get_unique_name("run_once"))
+        flag.linkage = "internal"
+        flag.initializer = ir.Constant(I32, 0)
+        swapped = b.cmpxchg(flag, ir.Constant(I32, 0), ir.Constant(I32, 1), "acq_rel", "acquire")
+        first = b.extract_value(swapped, 1, name="first_call")
+        with b.if_then(first):
+            self.stmt(s.body)
 
     def _unlowered(self, s: tir.Stmt) -> None:
         name = getattr(getattr(s, "block", s), "name_hint", "")

@@ -425,6 +425,20 @@ class CodeGenOpenCL:
             return f"convert_{cl_type(e.dtype)}({value})"
         return f"(({cl_type(e.dtype)})({value}))"
 
+    def _bit_count(self, name: str, e: tir.Call, arg: str) -> str:
+        """OpenCL's clz/popcount return their argument's type; TVM's clz is int32."""
+        source = e.args[0].dtype
+        if not (source.is_int or source.is_uint):
+            raise BuildError(
+                f"building kernel '{self.func_name}': {name} takes an integer, got {source}: `{e}`"
+            )
+        value = f"{name}({arg})"
+        if e.dtype == source:
+            return value
+        if e.dtype.lanes > 1:
+            return f"convert_{cl_type(e.dtype)}({value})"
+        return f"(({cl_type(e.dtype)})({value}))"
+
     def _binary(self, e) -> str:
         return f"({self.expr(e.a)} {_BINARY_SYMBOL[type(e)]} {self.expr(e.b)})"
 
@@ -589,6 +603,8 @@ class CodeGenOpenCL:
             return f"({one} / ({one} + exp(-({args[0]}))))"
         if name == "bitwise_not":
             return f"(~{args[0]})"
+        if name in ("clz", "popcount"):
+            return self._bit_count(name, e, args[0])
         if name in _BITWISE:
             return f"({args[0]} {_BITWISE[name]} {args[1]})"
         if name in _MATH:

@@ -2,6 +2,7 @@
 
 from .. import _lazy
 from . import (
+    analysis,  # tvm.ir.analysis (collect_call_map)
     diagnostics,  # tvm.ir.diagnostics (override_renderer: parse errors as Diagnostics)
     instrument,  # tvm.ir.instrument (TVM 0.9+ spelling of tvm.instrument)
     transform,
@@ -13,6 +14,7 @@ from .module import BaseFunc, GlobalVar, IRModule
 from .node import FrozenDict, Node, node
 from .op import Op
 from .structural import assert_structural_equal, structural_equal, structural_hash
+from .type import PointerType, PrimType, Type
 from .vdevice import DummyGlobalInfo, GlobalInfo, VDevice
 
 __all__ = [
@@ -27,7 +29,11 @@ __all__ = [
     "Map",
     "Node",
     "Op",
+    "PointerType",
+    "PrimType",
+    "Type",
     "VDevice",
+    "analysis",
     "assert_structural_equal",
     "diagnostics",
     "instrument",

@@ -82,8 +82,8 @@ class DataType:
     def _make(cls, code: TypeCode, bits: int, lanes: int) -> "DataType":
         self = object.__new__(cls)
         self.code, self.bits, self.lanes = code, bits, lanes
-        if code in _NAMED_BITS:
-            base = code.value
+        if code in _NAMED_BITS or (code is TypeCode.HANDLE and bits == 64):
+            base = code.value  # as TVM: a pointer-sized handle prints as "handle"
         else:
             base = "bool" if code is TypeCode.BOOL else f"{code.value}{bits}"
         if lanes < 0:

@@ -10,6 +10,7 @@ from ..error import TVMError
 from .dtype import DataType
 from .module import IRModule
 from .node import FrozenDict, Node, field_names
+from .object_path import ObjectPath, ObjectPathPair
 from .recursion import allows_deep_recursion
 
 
@@ -54,6 +55,9 @@ def _defs_of(x: Any, defining: bool) -> Any:
     return cls._def_fields
 
 
+_SAME = object()  # fail(): the rhs path is the lhs path
+
+
 class _All:
     """Contains every field name."""
 
@@ -64,6 +68,29 @@ class _All:
 _ALL = _All()
 
 
+# A path under comparison is a linked tuple (parent, step, key) or None for the root: cheap to
+# build on every descent; it becomes an ObjectPath only when a mismatch is reported.
+_ATTR, _INDEX, _KEY = ObjectPath.attr, ObjectPath.array_index, ObjectPath.map_value
+
+
+def _missing_index(path: ObjectPath, index: int) -> ObjectPath:
+    return path.missing_array_element(index)
+
+
+def _missing_key(path: ObjectPath, _key: Any) -> ObjectPath:
+    return path.missing_map_entry()
+
+
+def _object_path(path: Any, root: ObjectPath) -> ObjectPath:
+    steps = []
+    while path is not None:
+        path, step, key = path
+        steps.append((step, key))
+    for step, key in reversed(steps):
+        root = step(root, key)
+    return root
+
+
 class _Equal:
     def __init__(self, map_free_vars: bool, map_free_buffers: bool = False):
         self.map_free_vars = map_free_vars
@@ -71,11 +98,12 @@ class _Equal:
         self.fwd: dict[int, Any] = {}
         self.bwd: dict[int, Any] = {}
         self.keep: list[Any] = []
-        self.mismatch: tuple[str, Any, Any] | None = None
+        # (lhs path, rhs path, lhs value, rhs value) of the first mismatch
+        self.mismatch: tuple[Any, Any, Any, Any] | None = None
 
-    def fail(self, path: str, a: Any, b: Any) -> bool:
+    def fail(self, path: Any, a: Any, b: Any, rhs_path: Any = _SAME) -> bool:
         if self.mismatch is None:
-            self.mismatch = (path, a, b)
+            self.mismatch = (path, path if rhs_path is _SAME else rhs_path, a, b)
         return False
 
     def bind(self, a: Any, b: Any) -> None:
@@ -83,7 +111,7 @@ class _Equal:
         self.bwd[id(b)] = a
         self.keep += (a, b)
 
-    def var(self, a: Any, b: Any, path: str, defining: bool) -> bool:
+    def var(self, a: Any, b: Any, path: Any, defining: bool) -> bool:
         if id(a) in self.fwd:
             return self.fwd[id(a)] is b or self.fail(path, a, b)
         if id(b) in self.bwd:
@@ -94,10 +122,10 @@ class _Equal:
             self.bind(a, b)
             # graph-level vars carry their type (struct info) as fields: compare it at the definition
             fields = getattr(type(a), "_var_fields", ())
-            return all(self.eq(getattr(a, f), getattr(b, f), f"{path}.{f}") for f in fields)
+            return all(self.eq(getattr(a, f), getattr(b, f), (path, _ATTR, f)) for f in fields)
         return self.fail(path, a, b)
 
-    def buffer(self, a: Any, b: Any, path: str, defining: bool) -> bool:
+    def buffer(self, a: Any, b: Any, path: Any, defining: bool) -> bool:
         if id(a) in self.fwd:
             return self.fwd[id(a)] is b or self.fail(path, a, b)
         if id(b) in self.bwd:
@@ -105,39 +133,71 @@ class _Equal:
         if not (defining or self.map_free_vars or self.map_free_buffers or a is b):
             # first seen where it is used, not declared: the same buffer only if its memory is
             # (A[i] and B[i] of two different free buffers are not equal, whatever their layout)
-            if not self.var(a.data, b.data, path + ".data", defining=False):
+            if not self.var(a.data, b.data, (path, _ATTR, "data"), defining=False):
                 return False
         self.bind(a, b)  # bind first: a buffer's fields may refer back to it
         return self.fields(a, b, path, defs=type(a)._def_fields)
 
-    def module(self, a: IRModule, b: IRModule, path: str) -> bool:
+    def module(self, a: IRModule, b: IRModule, path: Any) -> bool:
         """Modules match when they have the same function names (GlobalVars paired by name),
         equal attrs, and structurally equal functions; each function is compared on its own
         (a symbolic var shared by two functions of one module is bound per function)."""
         names_a, names_b = sorted(a), sorted(b)
+        functions = (path, _ATTR, "functions")
         if names_a != names_b:
-            return self.fail(path + ".functions", names_a, names_b)
-        if not self.eq(a.attrs, b.attrs, path + ".attrs"):
+            return self.fail(functions, names_a, names_b)
+        if not self.eq(a.attrs, b.attrs, (path, _ATTR, "attrs")):
             return False
-        if not self.eq(a.global_infos, b.global_infos, path + ".global_infos"):
+        if not self.eq(a.global_infos, b.global_infos, (path, _ATTR, "global_infos")):
             return False
         pairs = [(a.get_global_var(n), b.get_global_var(n)) for n in names_a]
         for name in names_a:
             sub = _Equal(self.map_free_vars, self.map_free_buffers)
             for ga, gb in pairs:
                 sub.bind(ga, gb)
-            if not sub.eq(a[name], b[name], f"{path}[{name!r}]"):
+            if not sub.eq(a[name], b[name], (functions, _KEY, name)):
                 self.mismatch = self.mismatch or sub.mismatch
                 return False
         return True
 
-    def fields(self, a: Node, b: Node, path: str, defs: Any) -> bool:
+    def fields(self, a: Node, b: Node, path: Any, defs: Any) -> bool:
         for name in _compare_order(type(a)):
-            if not self.eq(getattr(a, name), getattr(b, name), f"{path}.{name}", name in defs):
+            if not self.eq(getattr(a, name), getattr(b, name), (path, _ATTR, name), name in defs):
                 return False
         return True
 
-    def eq(self, a: Any, b: Any, path: str = "", defining: bool = False) -> bool:
+    def sequence(self, a: Any, b: Any, path: Any, defining: bool) -> bool:
+        """Element by element; when one side runs out first, its path is a missing element."""
+        for i, (x, y) in enumerate(zip(a, b)):
+            if not self.eq(x, y, (path, _INDEX, i), defining):
+                return False
+        n = min(len(a), len(b))
+        if len(a) == len(b):
+            return True
+        here, missing = (path, _INDEX, n), (path, _missing_index, n)
+        if len(a) < len(b):
+            return self.fail(missing, None, b[n], rhs_path=here)
+        return self.fail(here, a[n], None, rhs_path=missing)
+
+    def mapping(self, a: Any, b: Any, path: Any, defining: bool) -> bool:
+        if any(isinstance(k, Node) for k in a):  # node-keyed maps (buffer_map): in order
+            if len(a) != len(b):
+                return self.fail(path, len(a), len(b))
+            return all(
+                self.eq(ka, kb, path, defining) and self.eq(va, vb, (path, _INDEX, i), defining)
+                for i, ((ka, va), (kb, vb)) in enumerate(zip(a.items(), b.items()))
+            )
+        for k in a:  # as TVM: the left map's keys in order, then keys only the right one has
+            if k not in b:
+                return self.fail((path, _KEY, k), a[k], None, rhs_path=(path, _missing_key, k))
+            if not self.eq(a[k], b[k], (path, _KEY, k)):
+                return False
+        for k in b:
+            if k not in a:
+                return self.fail((path, _missing_key, k), None, b[k], rhs_path=(path, _KEY, k))
+        return True
+
+    def eq(self, a: Any, b: Any, path: Any = None, defining: bool = False) -> bool:
         if type(a) is not type(b) and not _both_sequences(a, b):  # a list and a tuple: TVM Arrays
             if _python_and_imm(a, b) or _python_and_imm(b, a):  # True vs T.bool(True) in attrs
                 return True
@@ -151,20 +211,9 @@ class _Equal:
                 return self.buffer(a, b, path, defining)
             return self.fields(a, b, path, _defs_of(a, defining))
         if isinstance(a, tuple | list):
-            if len(a) != len(b):
-                return self.fail(path + ".__len__", len(a), len(b))
-            return all(self.eq(x, y, f"{path}[{i}]", defining) for i, (x, y) in enumerate(zip(a, b)))
+            return self.sequence(a, b, path, defining)
         if isinstance(a, FrozenDict | dict):
-            if len(a) != len(b):
-                return self.fail(path + ".__len__", len(a), len(b))
-            if any(isinstance(k, Node) for k in a):  # node-keyed maps (buffer_map): in order
-                return all(
-                    self.eq(ka, kb, path, defining) and self.eq(va, vb, f"{path}[{i}]", defining)
-                    for i, ((ka, va), (kb, vb)) in enumerate(zip(a.items(), b.items()))
-                )
-            if set(a) != set(b):
-                return self.fail(path, sorted(map(str, a)), sorted(map(str, b)))
-            return all(self.eq(a[k], b[k], f"{path}[{k!r}]") for k in a)
+            return self.mapping(a, b, path, defining)
         if isinstance(a, float):
             return a == b or (math.isnan(a) and math.isnan(b)) or self.fail(path, a, b)
         if isinstance(a, DataType | str | int | bool | enum.Enum) or a is None:
@@ -175,7 +224,7 @@ class _Equal:
 @allows_deep_recursion
 def structural_equal(lhs: Any, rhs: Any, map_free_vars: bool = False) -> bool:
     """True when two IR values have the same structure (bound variables up to renaming)."""
-    return _Equal(map_free_vars).eq(lhs, rhs, "root")
+    return _Equal(map_free_vars).eq(lhs, rhs)
 
 
 @allows_deep_recursion
@@ -185,13 +234,40 @@ def assert_structural_equal(lhs: Any, rhs: Any, map_free_vars: bool = False) -> 
     # copies of the same buffers compare equal (structural_equal, used by the simplifier and the
     # analyses, keeps free buffers apart: A[i] is not B[i])
     checker = _Equal(map_free_vars, map_free_buffers=True)
-    if checker.eq(lhs, rhs, "root"):
+    if checker.eq(lhs, rhs):
         return
-    path, a, b = checker.mismatch or ("root", lhs, rhs)
+    lhs_path, rhs_path, a, b = checker.mismatch or (None, None, lhs, rhs)
+    where = str(_object_path(lhs_path, ObjectPath.root("root")))
+    if rhs_path != lhs_path:
+        where += f" (rhs: {_object_path(rhs_path, ObjectPath.root('root'))})"
     raise StructuralMismatch(
-        f"structural mismatch at {path}:\n  lhs: {_short(a)}\n  rhs: {_short(b)}\n"
+        f"structural mismatch at {where}:\n  lhs: {_short(a)}\n  rhs: {_short(b)}\n"
         f"--- lhs ---\n{_text(lhs)}\n--- rhs ---\n{_text(rhs)}"
     )
+
+
+@allows_deep_recursion
+def get_first_structural_mismatch(
+    lhs: Any, rhs: Any, map_free_vars: bool = False
+) -> ObjectPathPair | None:
+    """None when `lhs` and `rhs` are structurally equal, else the pair of ObjectPaths (one into
+    each side) of the first difference; unpacks as `(lhs_path, rhs_path)`."""
+    checker = _Equal(map_free_vars, map_free_buffers=True)
+    if checker.eq(_as_ir(lhs), _as_ir(rhs)):
+        return None
+    lhs_path, rhs_path = checker.mismatch[:2] if checker.mismatch else (None, None)
+    return ObjectPathPair(
+        _object_path(lhs_path, ObjectPath.root()), _object_path(rhs_path, ObjectPath.root())
+    )
+
+
+def _as_ir(x: Any) -> Any:
+    """Containers as TVM converts them: Array and Map compare as tuples and dicts."""
+    if isinstance(x, tuple | list):
+        return tuple(_as_ir(v) for v in x)
+    if isinstance(x, dict):
+        return {k: _as_ir(v) for k, v in x.items()}
+    return x
 
 
 def _short(x: Any) -> str:

@@ -4,12 +4,15 @@ from .. import _lazy
 from ..ir.dtype import DataType  # tvm.runtime.DataType
 from . import (  # noqa: F401 - device_module registers its loader, vm_builtin the VM's builtins
     cache_flush,
+    container,
     device_module,
     ndarray,
+    object_path,
     threadpool,
     vm_builtin,
 )
 from . import ndarray as nd
+from .container import String
 from .device import (
     Device,
     cl,
@@ -31,6 +34,7 @@ from .ndarray import (
 )
 from .ndarray import NDArray as Tensor  # TVM 0.20+ name
 from .ndarray import array as tensor  # TVM 0.20+: tvm.runtime.tensor(np_array, device)
+from .object_path import ObjectPath, ObjectPathPair
 from .packed_func import PackedFunc
 from .registry import get_global_func, list_global_func_names, register_func, remove_global_func
 from .registry import register_func as register_global_func  # TVM 0.20+ name
@@ -48,11 +52,15 @@ __all__ = [
     "Device",
     "Module",
     "NDArray",
+    "ObjectPath",
+    "ObjectPathPair",
     "PackedFunc",
     "ProfileResult",
     "ShapeTuple",
+    "String",
     "Tensor",
     "cl",
+    "container",
     "context",
     "cpu",
     "cuda",
@@ -67,6 +75,7 @@ __all__ = [
     "nd",
     "ndarray",
     "num_threads",
+    "object_path",
     "opencl",
     "register_func",
     "register_global_func",

@@ -74,6 +74,9 @@ class ProfileResult:
 
     results: tuple[float, ...]
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "results", tuple(self.results))  # BenchmarkResult([1, 2])
+
     @property
     def mean(self) -> float:
         return statistics.fmean(self.results)
@@ -99,6 +102,9 @@ class ProfileResult:
             f"ProfileResult(mean={self.mean * 1e3:.4f} ms, median={self.median * 1e3:.4f} ms, "
             f"min={self.min * 1e3:.4f} ms, max={self.max * 1e3:.4f} ms, std={self.std * 1e3:.4f} ms)"
         )
+
+
+BenchmarkResult = ProfileResult  # TVM's name: tvm.runtime.module.BenchmarkResult(results)
 
 
 def time_calls(run, number: int, repeat: int, min_repeat_ms: float, preproc=None) -> ProfileResult:

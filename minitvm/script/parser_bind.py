@@ -33,6 +33,7 @@ from ..tir.stmt import (
 )
 from . import tir as T
 from .parser_common import _is_expr, _Wrap
+from .parser_expr import vector_indices
 from .tir import (
     AllocateConstSpec,
     AllocateSpec,
@@ -83,7 +84,26 @@ class _Binder:
         if not isinstance(buf, Buffer):
             raise self.error(target.value, "only buffer elements can be assigned: A[i, j] = value")
         indices = self.indices(target, buf)
+        sliced = any(isinstance(i, slice) for i in indices)
+        if sliced:  # B[0:4] = ...: a vector store, as TVM
+            indices = self.guard(node, lambda: vector_indices(buf, indices))
+        value_lanes = value.dtype.lanes if isinstance(value, PrimExpr) else 1
+        if sliced or value_lanes > 1:
+            self.check_store_lanes(node, buf, indices, value_lanes)
         return self.guard(node, lambda: BufferStore(buf, value, indices))
+
+    def check_store_lanes(self, node: ast.AST, buf: Buffer, indices: tuple, lanes: int) -> None:
+        """TVM's rule: a stored value has (last index's lanes) x (element lanes) lanes."""
+        last = indices[-1] if indices else None
+        index_lanes = last.dtype.lanes if isinstance(last, PrimExpr) else 1
+        want = index_lanes * buf.dtype.lanes
+        if min(want, lanes) > 0 and want != lanes:
+            raise self.error(
+                node,
+                f"cannot store a value of {lanes} lanes into '{buf.name}' at {want} lanes "
+                f"({index_lanes} index lanes x {buf.dtype.lanes} element lanes); slice both "
+                "sides to the same length",
+            )
 
     def bind(self, target: ast.AST, value: Any, node: ast.AST) -> _Wrap | None:
         if not isinstance(target, ast.Name):

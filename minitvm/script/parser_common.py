@@ -10,7 +10,7 @@ from typing import Any
 
 from .. import tir
 from ..tir.expr import PrimExpr, logical_and, logical_or
-from ..tir.op import power
+from ..tir.op import power, shift_left, shift_right
 from ..tir.stmt import (
     Stmt,
 )
@@ -34,6 +34,8 @@ _TIR_BINOPS: dict[type, Callable[[Any, Any], PrimExpr]] = {
     ast.Pow: power,
     ast.BitAnd: logical_and,
     ast.BitOr: logical_or,
+    ast.LShift: shift_left,
+    ast.RShift: shift_right,
 }
 
 
@@ -42,7 +44,6 @@ _SYNTAX_NAMES: dict[type, str] = {
     ast.SetComp: "set comprehensions",
     ast.DictComp: "dict comprehensions",
     ast.GeneratorExp: "generator expressions",
-    ast.Lambda: "lambda",
     ast.NamedExpr: "assignment expressions (:=)",
     ast.Await: "await",
     ast.Yield: "yield",

@@ -61,10 +61,61 @@ def _region(buf: Buffer, idx: tuple) -> BufferRegion:
         if isinstance(i, slice):
             if i.step not in (None, 1):
                 raise ParseError("buffer regions take no step: write A[lo:hi]")
-            ranges.append(tir.Range.from_min_extent(*T.min_extent(i.start, dim if i.stop is None else i.stop)))
+            ranges.append(
+                tir.Range.from_min_extent(*T.min_extent(i.start, dim if i.stop is None else i.stop))
+            )
         else:
             ranges.append(tir.Range.from_min_extent(i, 1))
     return BufferRegion(buf, tuple(ranges))
+
+
+# T.<name>(...) calls whose arguments are buffer regions, so A[lo:hi] stays a region there
+_REGION_FUNCS = frozenset({"reads", "writes", "match_buffer", "realize"})
+
+
+def _has_bounded_slice(node: ast.AST) -> bool:
+    """`A[lo:hi]` with both bounds: an operand TVM reads as a vector (a step of 1 is implied)."""
+    if not isinstance(node, ast.Subscript):
+        return False
+    items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+    return any(isinstance(i, ast.Slice) and i.lower and i.upper for i in items)
+
+
+def _lanes(start: Any, stop: Any, step: Any) -> int:
+    count = (stop - start + step - 1) // step
+    if not isinstance(count, int):
+        from ..arith import Analyzer  # noqa: PLC0415 - only slices of symbolic bounds need it
+
+        count = Analyzer().simplify(count)
+    if isinstance(count, tir.IntImm):
+        count = count.value
+    if not isinstance(count, int) or count < 1:
+        raise ParseError(
+            f"a vector slice [{start}:{stop}:{step}] needs a constant, positive number of lanes; "
+            f"got {count}"
+        )
+    return count
+
+
+def vector_indices(buf: Buffer, idx: tuple) -> tuple:
+    """Slices as vector indices, as TVM's: A[lo:hi:step] is A[T.Ramp(lo, step, lanes)], and a
+    slice of one lane is its start."""
+    out = []
+    for dim, i in zip(buf.shape, idx):
+        if not isinstance(i, slice):
+            out.append(i)
+            continue
+        start = 0 if i.start is None else i.start
+        stop = dim if i.stop is None else i.stop
+        step = 1 if i.step is None else i.step
+        lanes = _lanes(start, stop, step)
+        if lanes == 1:
+            out.append(start)
+            continue
+        if isinstance(start, tir.PrimExpr) and isinstance(step, int):
+            step = tir.IntImm(start.dtype, step)
+        out.append(tir.Ramp(start, step, lanes))
+    return tuple(out)
 
 
 class _ExprEvaluator:
@@ -107,11 +158,13 @@ class _ExprEvaluator:
     def expr_call(self, node: ast.Call) -> Any:
         fn = self.eval(node.func)
         args: list[Any] = []
+        # `T.f(A[0:4])` passes a vector load, except to the functions that take regions (as TVM)
+        takes_regions = getattr(node.func, "attr", "reads") in _REGION_FUNCS
         for a in node.args:
             if isinstance(a, ast.Starred):
                 args.extend(self.eval(a.value))
             else:
-                args.append(self.eval(a))
+                args.append(self.eval(a) if takes_regions else self.operand(a))
         kwargs = {}
         for kw in node.keywords:
             if kw.arg is None:
@@ -130,11 +183,20 @@ class _ExprEvaluator:
             pass  # builtins without a signature
         return self.guard(node, lambda: fn(*args, **kwargs))
 
-    def expr_subscript(self, node: ast.Subscript) -> Any:
+    def operand(self, node: ast.AST) -> Any:
+        """An operator's operand: `A[lo:hi]` there is a vector load, not a region (as TVM)."""
+        if not _has_bounded_slice(node):
+            return self.eval(node)
+        return self.expr_subscript(node, vector=True)
+
+    def expr_subscript(self, node: ast.Subscript, vector: bool = False) -> Any:
         base = self.eval(node.value)
         if isinstance(base, Buffer):
             idx = self.indices(node, base)
-            if any(isinstance(i, slice) for i in idx):
+            slices = [i for i in idx if isinstance(i, slice)]
+            if slices and (vector or any(i.step is not None for i in slices)):
+                return self.guard(node, lambda: tir.BufferLoad(base, vector_indices(base, idx)))
+            if slices:
                 return self.guard(node, lambda: _region(base, idx))
             return self.guard(node, lambda: tir.BufferLoad(base, idx))
         key = self.eval(node.slice)
@@ -177,7 +239,7 @@ class _ExprEvaluator:
         return {self.eval(k): self.eval(v) for k, v in zip(node.keys, node.values)}
 
     def expr_binop(self, node: ast.BinOp) -> Any:
-        a, b = self.eval(node.left), self.eval(node.right)
+        a, b = self.operand(node.left), self.operand(node.right)
         op = type(node.op)
         if not (_is_expr(a) or _is_expr(b)):
             if op not in bounded.BINOPS:
@@ -189,7 +251,7 @@ class _ExprEvaluator:
         return self.guard(node, lambda: fn(a, b))
 
     def expr_unaryop(self, node: ast.UnaryOp) -> Any:
-        x = self.eval(node.operand)
+        x = self.operand(node.operand)
         if isinstance(node.op, ast.UAdd):
             return x
         if isinstance(node.op, ast.USub):
@@ -201,7 +263,7 @@ class _ExprEvaluator:
         return self.guard(node, lambda: ~x)
 
     def expr_boolop(self, node: ast.BoolOp) -> Any:
-        values = [self.eval(v) for v in node.values]
+        values = [self.operand(v) for v in node.values]
         if not any(_is_expr(v) for v in values):
             fn = all if isinstance(node.op, ast.And) else any
             return fn(values)
@@ -212,10 +274,10 @@ class _ExprEvaluator:
         return out
 
     def expr_compare(self, node: ast.Compare) -> Any:
-        left = self.eval(node.left)
+        left = self.operand(node.left)
         terms = []
         for op, comp in zip(node.ops, node.comparators):
-            right = self.eval(comp)
+            right = self.operand(comp)
             if _is_expr(left) or _is_expr(right):
                 cls = _TIR_CMP.get(type(op))
                 if cls is None:
@@ -240,8 +302,33 @@ class _ExprEvaluator:
         a, b = self.eval(node.body), self.eval(node.orelse)
         return self.guard(node, lambda: tir.Select(cond, a, b))
 
+    def expr_lambda(self, node: ast.Lambda) -> Callable:
+        """`lambda x, y: x + y` (T.comm_reducer's combiner): a function that evaluates the body
+        with the parameters bound; plain positional parameters only."""
+        a = node.args
+        if a.vararg or a.kwarg or a.kwonlyargs or a.defaults or a.posonlyargs:
+            raise self.error(node, "a TVMScript lambda takes plain parameters: lambda x, y: x + y")
+        names = [p.arg for p in a.args]
+
+        def call(*values: Any) -> Any:
+            if len(values) != len(names):
+                raise self.error(
+                    node, f"this lambda takes {len(names)} arguments, got {len(values)}"
+                )
+            return self.with_names(dict(zip(names, values)), lambda: self.eval(node.body))
+
+        call.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+            [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in names]
+        )
+        return call
+
+    def with_names(self, names: dict[str, Any], fn: Callable[[], Any]) -> Any:
+        """`fn()` with `names` bound on top of the current scope (parsers define it)."""
+        raise self.error(None, "lambda is not supported here")
+
 
 _EXPR_HANDLERS: dict[type, Callable[[Any, Any], Any]] = {
+    ast.Lambda: _ExprEvaluator.expr_lambda,
     ast.Constant: _ExprEvaluator.expr_constant,
     ast.Name: _ExprEvaluator.expr_name,
     ast.Attribute: _ExprEvaluator.expr_attribute,

@@ -10,6 +10,7 @@ Outside a parsed function only the annotation forms matter (`A: T.Buffer((128,),
 from __future__ import annotations
 
 import functools
+import inspect
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
@@ -35,6 +36,7 @@ from ..tir.expr import (
 )
 from ..tir.names import FABS, IF_THEN_ELSE
 from ..tir.stmt import BufferRegion, Evaluate, ForKind
+from ..te.reduction import CommReducer
 from . import tir_types as _types
 from .tir_specs import (  # noqa: F401 - re-exported
     AllocateConstSpec,
@@ -247,7 +249,9 @@ def _regions(items: Sequence) -> tuple:
         if isinstance(r, BufferRegion):
             out.append(r)
         elif isinstance(r, BufferLoad):
-            out.append(BufferRegion(r.buffer, tuple(_tir.Range.from_min_extent(i, 1) for i in r.indices)))
+            out.append(
+                BufferRegion(r.buffer, tuple(_tir.Range.from_min_extent(i, 1) for i in r.indices))
+            )
         elif isinstance(r, _Buf):
             out.append(BufferRegion.full_region(r))
         else:
@@ -309,6 +313,30 @@ def env_thread(thread_tag: str, dtype: str = "int32") -> EnvThreadSpec:
     if dtype != "int32":
         raise ParseError(f"T.env_thread: thread variables are int32 here, got dtype={dtype!r}")
     return EnvThreadSpec(thread_tag)
+
+
+def comm_reducer(combiner: Callable, identity: Sequence[Any]) -> CommReducer:
+    """`T.comm_reducer(lambda x, y: x + y, [T.float32(0)])`: a commutative reducer; the
+    combiner's first half of parameters are the left operands (one per identity value), the
+    second half the right ones, each of its identity value's dtype."""
+    if not isinstance(identity, list | tuple) or not identity:
+        raise ParseError(f"T.comm_reducer: identity must be a list of values, got {identity!r}")
+    ident = tuple(as_expr(v) for v in identity)
+    names = list(inspect.signature(combiner).parameters)
+    if len(names) != 2 * len(ident):
+        raise ParseError(
+            f"T.comm_reducer: the combiner takes {len(names)} parameters; {len(ident)} identity "
+            f"values need {2 * len(ident)} (the left operands, then the right ones)"
+        )
+    args = [_tir.Var(n, v.dtype) for n, v in zip(names, ident + ident)]
+    result = combiner(*args)
+    result = tuple(result) if isinstance(result, list | tuple) else (result,)
+    if len(result) != len(ident):
+        raise ParseError(
+            f"T.comm_reducer: the combiner gives {len(result)} values for {len(ident)} identities"
+        )
+    half = len(ident)
+    return CommReducer(tuple(args[:half]), tuple(args[half:]), tuple(map(as_expr, result)), ident)
 
 
 def attr(node: Any, attr_key: str, value: Any) -> AttrSpec:
@@ -548,6 +576,7 @@ __all__ = [
     "call_intrin",
     "call_pure_extern",
     "cast",
+    "comm_reducer",
     "ceildiv",
     "decl_buffer",
     "env_thread",

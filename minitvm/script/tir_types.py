@@ -118,7 +118,7 @@ def handle(dtype: Any = None, storage_scope: str = "global", *, is_size_var: boo
     carry neither (a buffer viewing the pointer has its own dtype and scope), so both arguments
     are checked and then dropped.
     """
-    if dtype is not None:
+    if dtype is not None and dtype != "void":  # T.handle("void"): TVM's void*
         try:
             DataType(str(getattr(dtype, "_tvmscript_dtype", dtype)))
         except (ValueError, TypeError) as err:  # DTypeError is a TypeError

@@ -422,7 +422,7 @@ def test_intrinsic_on_unsupported_dtype_is_build_error_not_invalid_ir(make, dtyp
 def test_cast_to_handle_is_build_error():
     from minitvm.error import BuildError
 
-    with pytest.raises(BuildError, match="cannot cast handle64 to float32"):
+    with pytest.raises(BuildError, match="cannot cast handle to float32"):
         run_elementwise(
             lambda x: Cast("float32", Cast("handle", x)),
             [np.ones(N, "float32")],

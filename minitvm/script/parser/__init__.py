@@ -19,22 +19,23 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..error import MiniTVMError, ParseError
-from ..ir.dtype import DataType
-from ..tir.analysis.blocks import contains_block
-from ..tir.analysis.region import infer_access_regions
-from ..tir.expr import (
+from ...error import MiniTVMError, ParseError
+from ...ir.dtype import DataType
+from ...tir.analysis.blocks import contains_block
+from ...tir.analysis.region import infer_access_regions
+from ...tir.expr import (
     NE,
     BufferLoad,
     IntImm,
     IterType,
     IterVar,
     PrimExpr,
+    StringImm,
     Var,
     as_expr,
 )
-from ..tir.function import PrimFunc
-from ..tir.stmt import (
+from ...tir.function import PrimFunc
+from ...tir.stmt import (
     AssertStmt,
     AttrStmt,
     Block,
@@ -49,16 +50,16 @@ from ..tir.stmt import (
     regions_over_sources,
     seq,
 )
-from . import bounded
-from . import tir as T
-from .parser_bind import _Binder
-from .parser_common import _TIR_BINOPS, _is_expr, _unsupported, _Wrap
-from .parser_expr import (
+from .. import bounded
+from .. import tir as T
+from ..parser_bind import _Binder
+from ..parser_common import _TIR_BINOPS, _is_expr, _unsupported, _Wrap
+from ..parser_expr import (
     _EXPR_HANDLERS,  # noqa: F401 - relax_parser.py extends it
     _ExprEvaluator,
 )
-from .source import Source, TVMScriptError
-from .tir import (
+from ..source import Source, TVMScriptError
+from ..tir import (
     AttrSpec,
     BlockHeader,
     BlockSpec,
@@ -69,7 +70,7 @@ from .tir import (
     LoopSpec,
     RemapSpec,
 )
-from .tir_specs import annotation_dtype
+from ..tir_specs import annotation_dtype
 
 # ----------------------------------------------------------------------------- frames
 
@@ -133,6 +134,13 @@ class TIRParser(_Binder, _ExprEvaluator):
         if name in bounded.BUILTIN_NAMES:  # parsing text must not reach eval, open, ...
             return getattr(builtins, name)
         raise self.error(node, f"undefined variable '{name}'")
+
+    def with_names(self, names: dict[str, Any], fn: Callable[[], Any]) -> Any:
+        self.scopes.append(dict(names))
+        try:
+            return fn()
+        finally:
+            self.scopes.pop()
 
     def define(self, name: str, value: Any) -> None:
         self.scopes[-1][name] = value
@@ -301,7 +309,7 @@ class TIRParser(_Binder, _ExprEvaluator):
             return None
         if isinstance(ctx, AttrSpec):
             body = self.scoped_body(node.body)
-            return self.guard(node, lambda: AttrStmt(ctx.node, ctx.key, as_expr(ctx.value), body))
+            return self.guard(node, lambda: _attr_stmt(ctx, body))
         raise self.error(
             node.items[0].context_expr, "expected T.block(...), T.init() or T.attr(...) in `with`"
         )
@@ -395,7 +403,7 @@ class TIRParser(_Binder, _ExprEvaluator):
         if isinstance(node.value, ast.Call) and isinstance(
             node.value.func, ast.Name | ast.Attribute
         ):
-            from .tir_macro import TIRMacro, expand_macro
+            from ..tir_macro import TIRMacro, expand_macro
 
             callee = self.eval(node.value.func)
             if isinstance(callee, TIRMacro):
@@ -406,6 +414,8 @@ class TIRParser(_Binder, _ExprEvaluator):
             return None
         if isinstance(value, LaunchSpec):
             return self.bind_launch(None, value, node)
+        if isinstance(value, AttrSpec | LetSpec):  # without `with`: scopes the rest of the body
+            return self.scope_rest(node, value)
         if isinstance(value, Stmt):
             return value
         if _is_expr(value):
@@ -415,6 +425,16 @@ class TIRParser(_Binder, _ExprEvaluator):
         raise self.error(
             node, f"this expression statement has no meaning in TVMScript (value {value!r})"
         )
+
+    def scope_rest(self, node: ast.Expr, spec: AttrSpec | LetSpec) -> _Wrap:
+        """`T.attr(n, key, v)` or `T.LetStmt(v, var=x)` as a statement: it wraps the statements
+        after it, as TVM's frames do."""
+        if isinstance(spec, AttrSpec):
+            return _Wrap(lambda rest: self.guard(node, lambda: _attr_stmt(spec, rest)))
+        if not isinstance(spec.var, Var):
+            raise self.error(node, "T.LetStmt(value) as a statement needs var=, a tir Var")
+        value = as_expr(spec.value, like=spec.var.dtype)
+        return _Wrap(lambda rest: self.guard(node, lambda: LetStmt(spec.var, value, rest)))
 
     def header(self, node: ast.AST, h: BlockHeader) -> None:
         if h.what == "func_attr":
@@ -436,11 +456,18 @@ class TIRParser(_Binder, _ExprEvaluator):
     def stmt_pass(self, node: ast.Pass) -> None:
         return None
 
-    def stmt_return(self, node: ast.Return) -> None:
-        if node.value is not None and self.eval(node.value) is not None:
+    def stmt_return(self, node: ast.Return) -> Stmt | None:
+        """`return x` is `T.evaluate(T.ret(x))`, as TVM: a PrimFunc returns one scalar."""
+        value = None if node.value is None else self.eval(node.value)
+        if value is None:
+            return None
+        if not (_is_expr(value) or isinstance(value, bool | int | float)):
             raise self.error(
-                node, "a PrimFunc returns nothing; write its results into output buffers"
+                node,
+                f"a PrimFunc returns one scalar (T.ret) or nothing, not {type(value).__name__}; "
+                "write array results into output buffers",
             )
+        return self.guard(node, lambda: Evaluate(T.ret(value)))
 
     def stmt_aug_assign(self, node: ast.AugAssign) -> Stmt:
         if not isinstance(node.target, ast.Subscript):
@@ -470,7 +497,7 @@ class TIRParser(_Binder, _ExprEvaluator):
         if len(node.targets) != 1:
             raise self.error(node, "chained assignment (a = b = ...) is not supported in TVMScript")
         target = node.targets[0]
-        value = self.eval(node.value)
+        value = self.operand(node.value)  # `B[0:4] = A[0:4]`: a vector copy, as TVM
         if isinstance(target, ast.Subscript):
             return self.store(target, value, node)
         if _is_meta_var_call(self, node.value):  # `N, M = T.meta_var(...)`: Python names, no let
@@ -532,6 +559,12 @@ _STMT_HANDLERS: dict[type, Callable[[TIRParser, Any], Any]] = {
     ast.AugAssign: TIRParser.stmt_aug_assign,
     ast.AnnAssign: TIRParser.stmt_ann_assign,
 }
+
+
+def _attr_stmt(spec: AttrSpec, body: Stmt) -> AttrStmt:
+    # a string value is a StringImm, as TVM converts it (`T.attr(n, "pragma", "auto")`)
+    value = StringImm(spec.value) if isinstance(spec.value, str) else as_expr(spec.value)
+    return AttrStmt(spec.node, spec.key, value, body)
 
 
 def __getattr__(name: str) -> Any:
