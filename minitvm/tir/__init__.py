@@ -32,6 +32,11 @@ from .builtin import *  # TVM's builtins: tir.tvm_struct_get, tir.ptx_mma, ...
 from .tensor_intrin_base import TensorIntrin  # tensorize's intrinsics (tvm.tir.TensorIntrin)
 from .schedule import BlockRV, LoopRV, Schedule  # the TensorIR scheduler (tvm.tir.Schedule)
 from .schedule import ScheduleState, StmtSRef
+from .schedule.block_dependence_info import BlockDependenceInfo
+from .data_layout import BijectiveLayout, Layout, bijective_layout, layout
+from .._lazy import alias_module as _alias_module
+
+_alias_module(__name__ + ".block_scope", __name__ + ".schedule.block_scope")  # tvm.tir.block_scope
 
 # TVM 0.24 (`tvm.tirx`) calls blocks "schedulable blocks": the same node classes
 SBlock = Block

@@ -343,7 +343,7 @@ BUILTINS: dict[str, Builtin] = {
             "tvm_access_ptr tvm_stack_make_shape tvm_stack_make_array tvm_stack_alloca "
             "tvm_load_matrix_sync tvm_mma_sync tvm_bmma_sync tvm_fill_fragment "
             "tvm_store_matrix_sync tvm_thread_allreduce tvm_tuple tvm_throw_last_error "
-            "lookup_param start_profile_intrinsic end_profile_intrinsic "
+            "lookup_param start_profile_intrinsic end_profile_intrinsic tvm_thread_context "
             "make_filled_simdgroup_matrix simdgroup_load simdgroup_store "
             "simdgroup_multiply_accumulate TVMBackendAllocWorkspace anylist_getitem",
         ),

@@ -213,6 +213,11 @@ class _ExprPrinter:
             return self.names.get(v.var)
         if isinstance(v, str):
             return _q(v)
+        from ..target import Target
+
+        if isinstance(v, Target):  # parses back through T.target
+            host = "" if v._host is None else f", host={_q(str(v._host))}"
+            return f"T.target({_q(str(v))}{host})"
         return repr(v)
 
     # -- leaves

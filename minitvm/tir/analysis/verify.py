@@ -1,5 +1,6 @@
 """Well-formedness of TIR: variables defined before use and once, buffers declared, shapes of
-accesses consistent, no blocks after block lowering. Violations are InternalErrors."""
+accesses consistent, no blocks after block lowering. Violations are IllFormedTIR errors (an
+InternalError, and a ValueError as TVM raises)."""
 
 from __future__ import annotations
 
@@ -26,22 +27,36 @@ def _show(n: Any) -> str:
 _THREAD_SCOPES = frozenset({"thread_extent", "virtual_thread"})
 
 
+class IllFormedTIR(InternalError, ValueError):
+    """verify_well_formed found a violation (TVM raises ValueError for these)."""
+
+
 class _Verifier(Visitor):
-    def __init__(self, allow_blocks: bool, flat: bool | None, where: str) -> None:
+    def __init__(
+        self, allow_blocks: bool, flat: bool | None, where: str, ever: set[int] | None = None
+    ) -> None:
         self.allow_blocks, self.flat, self.where = allow_blocks, flat, where
         self.scope: dict[int, Var] = {}
         self.declared: dict[int, Buffer] = {}  # buffers of buffer_map, alloc_buffers, DeclBuffer
-        self.ever: set[int] = set()
+        self.ever: set[int] = set() if ever is None else ever  # shared by a module's functions
         self.keep: list[Var] = []
 
     def fail(self, what: str, at: Any) -> None:
-        raise InternalError(f"{self.where}produced ill-formed TIR: {what}\nat:\n{_show(at)}")
+        raise IllFormedTIR(f"{self.where}produced ill-formed TIR: {what}\nat:\n{_show(at)}")
 
     @contextmanager
     def define(self, at: Any, *vars_: Var) -> Iterator[None]:
         for v in vars_:
             if id(v) in self.ever:
-                self.fail(f"variable '{v.name}' is defined twice", at)
+                how = (
+                    "multiple nested definitions" if id(v) in self.scope else "multiple definitions"
+                )
+                self.fail(
+                    f"variable '{v.name}' is defined twice (TIR is ill-formed, due to {how} of "
+                    f"variable {v.name}); give each definition its own Var "
+                    "(tir.transform.ConvertSSA does)",
+                    at,
+                )
             self.ever.add(id(v))
             self.keep.append(v)
             self.scope[id(v)] = v
@@ -52,7 +67,13 @@ class _Verifier(Visitor):
     # ---- uses
     def visit_Var(self, v: Var) -> None:
         if id(v) not in self.scope:
-            self.fail(f"variable '{v.name}' is used outside the scope that defines it", v)
+            ended = (
+                f" (Invalid use of undefined variable {v.name} at this point: its definition "
+                "is no longer in-scope.)"
+                if id(v) in self.ever
+                else ""
+            )
+            self.fail(f"variable '{v.name}' is used outside the scope that defines it{ended}", v)
 
     def visit_Buffer(self, buf: Buffer) -> None:
         if id(buf.data) not in self.scope:
@@ -182,7 +203,8 @@ def verify_well_formed(
     pass_name: str = "",
 ) -> bool:
     """True when `func` (a PrimFunc, or every PrimFunc of an IRModule) is well formed; when it
-    is not, raise InternalError, or with `assert_mode=False` (TVM's flag) return False.
+    is not, raise IllFormedTIR (an InternalError and a ValueError), or with `assert_mode=False`
+    (TVM's flag) return False. In a module a Var may be defined in one function only.
 
     `allow_blocks=False` once blocks are lowered; `flat=True` requires 1-D accesses,
     `flat=False` requires one index per buffer dimension, None checks neither.
@@ -192,9 +214,10 @@ def verify_well_formed(
         if isinstance(func, PrimFunc)
         else [f for _, f in func.functions_items() if isinstance(f, PrimFunc)]
     )
+    ever: set[int] = set()  # a Var may be defined once in the whole module, as in TVM
     try:
         for f in funcs:
-            _verify_one(f, allow_blocks, flat, pass_name)
+            _verify_one(f, allow_blocks, flat, pass_name, ever)
     except InternalError:
         if assert_mode:
             raise
@@ -202,9 +225,11 @@ def verify_well_formed(
     return True
 
 
-def _verify_one(func: PrimFunc, allow_blocks: bool, flat: bool | None, pass_name: str) -> None:
+def _verify_one(
+    func: PrimFunc, allow_blocks: bool, flat: bool | None, pass_name: str, ever: set[int]
+) -> None:
     where = f"pass '{pass_name}' " if pass_name else ""
-    checker = _Verifier(allow_blocks, flat, where)
+    checker = _Verifier(allow_blocks, flat, where, ever)
     top = [*func.params, *(buf.data for buf in func.buffer_map.values()), *_shape_vars(func)]
     unique = list({id(v): v for v in top}.values())
     with checker.define(func, *unique), checker.declare(*func.buffer_map.values()):

@@ -1,4 +1,5 @@
-"""Primitives that edit one block's signature: reorder_block_iter_var, annotate_buffer_access."""
+"""Primitives that edit one block's signature: reorder_block_iter_var, annotate_buffer_access,
+unsafe_hide_buffer_access."""
 
 from __future__ import annotations
 
@@ -102,7 +103,9 @@ def annotate_buffer_access(
     ana = analyzer()
     region = BufferRegion(
         old.buffer,
-        tuple(Range.from_min_extent(b, ana.simplify(e - b)) for b, e in zip(ends[0::2], ends[1::2])),
+        tuple(
+            Range.from_min_extent(b, ana.simplify(e - b)) for b, e in zip(ends[0::2], ends[1::2])
+        ),
     )
     new_regions = regions[:buffer_index] + (region,) + regions[buffer_index + 1 :]
     marked = [int(i) for i in block.annotations.get(key, ())]
@@ -113,9 +116,41 @@ def annotate_buffer_access(
     return replace_stmt(func, realize, realize.replace(block=new_block))
 
 
+def unsafe_hide_buffer_access(
+    func: PrimFunc, realize: BlockRealize, buf_type: str, buf_index_array: list
+) -> PrimFunc:
+    """The block without the read (or write) regions at `buf_index_array`: later primitives
+    and analyses no longer see those accesses (unsafe: the body still makes them)."""
+    block = realize.block
+    if buf_type not in EXPLICIT_REGION_KEYS:
+        raise schedule_error(
+            func,
+            f"unsafe_hide_buffer_access: buf_type must be 'read' or 'write', got {buf_type!r}",
+            block,
+        )
+    field = "reads" if buf_type == "read" else "writes"
+    regions = getattr(block, field)
+    hidden = {int(i) for i in buf_index_array}
+    bad = sorted(i for i in hidden if not 0 <= i < len(regions))
+    if bad:
+        raise schedule_error(
+            func,
+            f"unsafe_hide_buffer_access: block '{block.name_hint}' has {len(regions)} {field} "
+            f"regions; buffer index {bad[0]} is out of range",
+            block,
+        )
+    kept = tuple(r for i, r in enumerate(regions) if i not in hidden)
+    return replace_stmt(func, realize, realize.replace(block=block.replace(**{field: kept})))
+
+
 def is_explicit(block: Any, buf_type: str, index: int) -> bool:
     """Whether region `index` of the block's reads/writes was set by annotate_buffer_access."""
     return index in [int(i) for i in block.annotations.get(EXPLICIT_REGION_KEYS[buf_type], ())]
 
 
-__all__ = ["annotate_buffer_access", "is_explicit", "reorder_block_iter_var"]
+__all__ = [
+    "annotate_buffer_access",
+    "is_explicit",
+    "reorder_block_iter_var",
+    "unsafe_hide_buffer_access",
+]

@@ -70,6 +70,14 @@ class _BlockLayoutPrimitives:
         self._update(fname, _edit.annotate_buffer_access(func, r, buffer_index, buf_type, ranges))
         self._record_call("annotate_buffer_access", block, buffer_index, buf_type, gen_new_ranges)
 
+    def unsafe_hide_buffer_access(
+        self, block: BlockRV, buf_type: str, buf_index_array: list
+    ) -> None:
+        fname, func, r, _ = self._block(block)
+        indices = [int(i) for i in buf_index_array]
+        self._update(fname, _edit.unsafe_hide_buffer_access(func, r, buf_type, indices))
+        self._record_call("unsafe_hide_buffer_access", block, buf_type, indices)
+
     def tensorize(
         self, block_or_loop: Any, tensor_intrin: Any, preserve_unit_iters: bool = True
     ) -> None:

@@ -2,10 +2,28 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from ..buffer import Buffer
-from ..expr import BufferLoad, FloatImm, IntImm, Not, PrimExpr, Var
+from ..expr import (
+    EQ,
+    GE,
+    GT,
+    LE,
+    LT,
+    NE,
+    And,
+    BufferLoad,
+    FloatImm,
+    IntImm,
+    Not,
+    Or,
+    PrimExpr,
+    Var,
+    make_const,
+)
 from ..function import PrimFunc
 from ..functor import Mutator, substitute
 from ..names import LIKELY, is_call
@@ -13,6 +31,10 @@ from ..op import likely
 from ..stmt import For, ForKind, IfThenElse, LetStmt, Stmt
 from ._analyzer import ScopedAnalyzer
 from ._pass import prim_func_pass
+from ._transitive import TransitiveProver
+
+CONFIG_KEY = "tir.Simplify"  # PassContext config: {"tir.Simplify": {option: bool}}
+_NEGATED = {LT: GE, LE: GT, GT: LE, GE: LT, EQ: NE, NE: EQ}
 
 
 def _unwrap_likely(cond: PrimExpr) -> tuple[PrimExpr, bool]:
@@ -24,9 +46,11 @@ def _unwrap_likely(cond: PrimExpr) -> tuple[PrimExpr, bool]:
 class _Simplify(Mutator):
     """Results depend on the enclosing loops and guards, so nothing is reused by identity."""
 
-    def __init__(self) -> None:
+    def __init__(self, transitive: bool = False) -> None:
         super().__init__()
         self.ana = ScopedAnalyzer()
+        self.transitive = transitive
+        self.known: list[PrimExpr] = []  # the if-conditions in scope, for transitive proofs
 
     def visit(self, n: Any) -> Any:
         self._memo.clear()
@@ -42,7 +66,28 @@ class _Simplify(Mutator):
             return inner if isinstance(inner, IntImm) else likely(inner)
         if e.dtype.lanes > 1 or isinstance(e, BufferLoad):
             return Mutator.generic_visit(self, e)  # simplify the scalar parts
-        return self._loads(self.ana.simplify(e))
+        out = self._loads(self.ana.simplify(e))
+        if self.transitive and out.dtype.is_bool and self.known:
+            out = self._prove_transitively(out, TransitiveProver(self.known))
+        return out
+
+    def _prove_transitively(self, e: PrimExpr, prover: TransitiveProver) -> PrimExpr:
+        """Replace comparisons (also inside and/or/not) the conditions in scope decide."""
+        if isinstance(e, And | Or):
+            a = self._prove_transitively(e.a, prover)
+            b = self._prove_transitively(e.b, prover)
+            return e if a is e.a and b is e.b else self.ana.simplify(type(e)(a, b))
+        if isinstance(e, Not):
+            a = self._prove_transitively(e.a, prover)
+            return e if a is e.a else self.ana.simplify(Not(a))
+        negated = _NEGATED.get(type(e))
+        if negated is None:
+            return e
+        if prover.prove(e):
+            return make_const("bool", 1)
+        if prover.prove(negated(e.a, e.b)):
+            return make_const("bool", 0)
+        return e
 
     def _loads(self, e: PrimExpr) -> PrimExpr:
         """Simplify the indices of loads the simplifier treated as opaque."""
@@ -69,13 +114,25 @@ class _Simplify(Mutator):
             return self.visit(s.then_case)
         if self.ana.can_prove(Not(cond)):
             return self.visit(s.else_case) if s.else_case is not None else _no_op()
-        with self.ana.assume(cond):
+        with self.ana.assume(cond), self._knowing(cond):
             then_case = self.visit(s.then_case)
         else_case = None
         if s.else_case is not None:
-            with self.ana.assume(Not(cond)):
+            negated = self.ana.simplify(Not(cond)) if self.transitive else cond
+            with self.ana.assume(Not(cond)), self._knowing(negated):
                 else_case = self.visit(s.else_case)
         return IfThenElse(likely(cond) if was_likely else cond, then_case, else_case)
+
+    @contextmanager
+    def _knowing(self, cond: PrimExpr) -> Iterator[None]:
+        if not self.transitive:
+            yield
+            return
+        self.known.append(cond)
+        try:
+            yield
+        finally:
+            self.known.pop()
 
     def visit_LetStmt(self, s: LetStmt) -> Stmt:
         return s.replace(value=self.expr(s.value), body=self.visit(s.body))
@@ -100,8 +157,15 @@ def _no_op() -> Stmt:
 
 def simplify(func: PrimFunc) -> PrimFunc:
     """arith.simplify over the body with loop ranges bound; guards proven true are removed,
-    the others stay (those from block predicates as `likely(...)`)."""
-    return func.replace(body=_Simplify().visit(func.body))
+    the others stay (those from block predicates as `likely(...)`).
+
+    The PassContext config {"tir.Simplify": {"transitively_prove_inequalities": True}} also
+    decides comparisons that follow from enclosing if-conditions by transitivity."""
+    from ...ir.transform import PassContext
+
+    options = PassContext.current().config.get(CONFIG_KEY) or {}
+    transitive = bool(options.get("transitively_prove_inequalities", False))
+    return func.replace(body=_Simplify(transitive).visit(func.body))
 
 
 Simplify = prim_func_pass(simplify, "Simplify")
