@@ -29,7 +29,7 @@ _NAMES = {
     "assert_structural_equal": "ir:assert_structural_equal",
     "structural_equal": "ir:structural_equal", "structural_hash": "ir:structural_hash",
     "DataType": "ir.dtype:DataType", "Target": "target:Target",
-    "nd": "runtime.ndarray", "ndarray": "runtime.ndarray",
+    "nd": "runtime.ndarray", "ndarray": "runtime.ndarray", "parser": "relay.parser",
     # the 2018 flat names of the dlsys assignment (`tvm.placeholder`, `tvm.sum`, ...)
     "compute": "te:compute", "placeholder": "te:placeholder", "reduce_axis": "te:reduce_axis",
     "sum": "te:sum", "max": "te:max", "min": "te:min", "exp": "te:exp", "log": "te:log",
@@ -72,7 +72,10 @@ class _AliasFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         except ModuleNotFoundError as err:
             if err.name != real:
                 raise  # the module exists but needs something missing: say what
-            return None
+            spec = _TABLE.get(rest) if real_head == __name__ else None
+            if spec is None or ":" in spec:  # not a module known under a second name
+                return None
+            module = importlib.import_module(spec)  # `tvm.parser` is relay.parser, `tvm.nd` ..
         return importlib.util.spec_from_loader(fullname, self, origin=module.__name__)
 
     def create_module(self, spec):

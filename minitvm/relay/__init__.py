@@ -6,7 +6,11 @@ from __future__ import annotations
 from .. import _lazy
 from ..ir.module import GlobalVar, IRModule
 from ..ir.transform import PassContext as build_config  # the classic spelling, same class
-from . import expr_functor, op
+from . import (
+    expr_functor,
+    op,
+    qnn,  # noqa: F401 (relay.qnn)
+)
 from .any_dim import Any  # noqa: F401 (relay.Any)
 from .expr import (
     Call,
@@ -25,11 +29,13 @@ from .expr import (
     var,
 )
 from .expr_functor import ExprFunctor, ExprMutator, ExprVisitor
-from .op import image, nn
+from .op import annotation, image, nn  # noqa: F401 (relay.annotation)
 from .op.indexing import arange, gather, sparse_reshape
 from .op.reduce import *
 from .op.tensor import *
 from .op.transform import *
+from .parser import fromtext, parse, parse_expr  # noqa: F401 (the text format reader)
+from .scope_builder import ScopeBuilder  # noqa: F401 (relay.ScopeBuilder)
 from .ty import FuncType, TensorType, TupleType, Type, scalar_type
 
 # Loaded on first use: passes, analysis, printer, build and the model zoo import more of

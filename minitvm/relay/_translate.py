@@ -44,6 +44,9 @@ class _Translator(ExprFunctor):
 
     def visit_call(self, c: Call) -> Any:
         args = [self.visit(a) for a in c.args]
+        if isinstance(c.op, Op) and getattr(c.op.op_def, "canonicalize", None) is not None:
+            types = [a.checked_type for a in c.args]
+            return self.visit(c.op.op_def.canonicalize(list(c.args), types, c.attrs))
         if isinstance(c.op, Op):
             out = c.op.op_def.to_relax(self.bb.emit, args, c.attrs)
             return out if isinstance(out, rx.Var | rx.Constant | rx.Tuple) else self.bb.emit(out)

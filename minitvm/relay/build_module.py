@@ -126,15 +126,16 @@ class Executor:
         else:
             mod = IRModule.from_expr(Function(free_vars(expr), expr))
         names = [p.name_hint for p in mod["main"].params if p.name_hint not in self.params]
+        scalars = _scalar_converter(mod)
         if self.kind == "vm":  # the relax VM: symbolic (relay.Any) input shapes allowed
-            return self._vm_runner(mod, names, expr)
+            return self._vm_runner(mod, names, expr, scalars)
         lib = build(mod, self.target, params=self.params)
         gm = GraphModule(lib["default"](self.device))
 
         def run(*args: Any, **kwargs: Any) -> Any:
             if len(args) > len(names):
                 raise BuildError(f"expected at most {len(names)} inputs {names}, got {len(args)}")
-            gm.set_input(**dict(zip(names, args)), **kwargs)
+            gm.set_input(**scalars({**dict(zip(names, args)), **kwargs}))
             gm.run()
             outs = [gm.get_output(i) for i in range(gm.get_num_outputs())]
             return outs[0] if len(outs) == 1 and not _returns_tuple(mod) else tuple(outs)
@@ -143,7 +144,7 @@ class Executor:
             return run()
         return run
 
-    def _vm_runner(self, mod: IRModule, names: list, expr: Expr | None) -> Any:
+    def _vm_runner(self, mod: IRModule, names: list, expr: Expr | None, scalars: Any) -> Any:
         from ..relax import VirtualMachine
         from ..relax.vm import build as relax_build
 
@@ -155,19 +156,68 @@ class Executor:
         def run(*args: Any, **kwargs: Any) -> Any:
             if len(args) > len(names):
                 raise BuildError(f"expected at most {len(names)} inputs {names}, got {len(args)}")
-            given = {**dict(zip(names, args)), **kwargs}
+            given = scalars({**dict(zip(names, args)), **kwargs})
             unknown = sorted(set(given) - set(names))
             if unknown or len(given) != len(names):
                 raise BuildError(
                     f"the function takes inputs {names}; got {sorted(given)}"
                     + (f" (unknown: {unknown})" if unknown else "")
                 )
-            out = vm["main"](*[given[n] for n in names])
+            out = vm["main"](*[_to_device(given[n], self.device) for n in names])
             return tuple(out) if isinstance(out, list) else out
 
         if expr is not None and not isinstance(expr, Function) and not names:
             return run()
         return run
+
+
+def _scalar_converter(mod: IRModule) -> Any:
+    """inputs -> inputs with Python numbers made 0-d arrays of their parameter's dtype (TVM's
+    executors take numbers for scalar params), and numpy arrays of another dtype converted
+    where that keeps every value (int64 data for a uint8 param); a lossy one is passed as
+    given, for set_input to refuse."""
+    import numpy as np
+
+    from ..relax.expr import Function as RelaxFunction
+
+    main = mod["main"]
+    dtypes, scalar = {}, set()
+    if not isinstance(main, RelaxFunction):
+        for p in main.params:
+            dtype = getattr(p.type_annotation, "dtype", None)
+            if dtype is not None:
+                dtypes[p.name_hint] = dtype
+                if len(getattr(p.type_annotation, "shape", ())) == 0:
+                    scalar.add(p.name_hint)
+
+    def one(name: str, value: Any) -> Any:
+        if name in scalar and isinstance(value, bool | int | float):
+            return np.asarray(value, dtypes[name])
+        if name in dtypes and isinstance(value, np.ndarray) and str(value.dtype) != dtypes[name]:
+            with np.errstate(all="ignore"):
+                converted = value.astype(dtypes[name])
+            if np.array_equal(converted, value):
+                return converted
+        return value
+
+    def convert(inputs: dict) -> dict:
+        return {k: one(k, v) for k, v in inputs.items()}
+
+    return convert
+
+
+def _to_device(value: Any, device: Device) -> Any:
+    """An input of the relay VM executor on `device`: TVM's relay executors take host (numpy)
+    arrays for any device and copy them over; the relax VM itself wants them there already."""
+    import numpy as np
+
+    from ..runtime import ndarray
+
+    if device.device_type == cpu(0).device_type:
+        return value
+    if isinstance(value, ndarray.NDArray) and value.device != device:
+        value = value.numpy()
+    return ndarray.array(value, device) if isinstance(value, np.ndarray) else value
 
 
 def _returns_tuple(mod: IRModule) -> bool:

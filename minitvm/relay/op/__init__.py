@@ -1,6 +1,6 @@
 """Relay operators: `relay.op.get(name)`, the constructors, and `relay.nn`."""
 
-from . import image, indexing, nn, reduce, sparse, tensor, transform
+from . import annotation, image, indexing, nn, reduce, sparse, tensor, transform
 from ._registry import OpDef, call, get, list_op_names, register
 from .indexing import *
 from .reduce import *
@@ -9,6 +9,7 @@ from .transform import *
 
 __all__ = [
     "OpDef",
+    "annotation",
     "call",
     "get",
     "image",

@@ -1,14 +1,16 @@
-"""`relay.image`: resize1d, resize2d and resize3d (rows onto relax.image.resize2d/3d)."""
+"""`relay.image`: resize1d, resize2d and resize3d (rows onto relax.image.resize2d/3d), and
+crop_and_resize and dilation2d (rows onto their topi kernels)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from ... import topi
 from ...error import OpNotImplemented
 from ...relax import op as rop
 from ...tir.expr import PrimExpr
 from ..expr import Expr
-from ._registry import call, register
+from ._registry import call, call_te, register
 from .tensor import static_shape
 
 
@@ -139,4 +141,108 @@ resize3d = _resize_op(
 )
 
 
-__all__ = ["resize1d", "resize2d", "resize3d"]
+def _crop_and_resize(emit, args, attrs):
+    return call_te(
+        emit, topi.image.crop_and_resize, *args, attrs.crop_size, attrs.layout, attrs.method,
+        attrs.extrapolation_value, attrs.out_dtype, primfunc_name_hint="crop_and_resize",
+    )  # fmt: skip
+
+
+_DILATION_LAYOUTS = {("NCHW", "IHW"): "nchw", ("NHWC", "HWI"): "nhwc"}
+
+
+def _dilation2d(emit, args, attrs):
+    layout = _DILATION_LAYOUTS[(attrs.data_layout, attrs.kernel_layout)]
+    compute = getattr(topi.image, f"dilation2d_{layout}")
+    return call_te(
+        emit, compute, *args, attrs.strides, attrs.padding, attrs.dilations,
+        attrs.out_dtype or None, primfunc_name_hint=f"dilation2d_{layout}",
+    )  # fmt: skip
+
+
+register("image.crop_and_resize", _crop_and_resize)
+register(
+    "image.affine_grid",
+    lambda emit, args, attrs: call_te(
+        emit, topi.image.affine_grid, args[0], attrs.target_shape, primfunc_name_hint="affine_grid"
+    ),
+)
+register("image.dilation2d", _dilation2d)
+
+
+def crop_and_resize(
+    data: Expr,
+    boxes: Expr,
+    box_indices: Expr,
+    crop_size: Any,
+    layout: str,
+    method: str = "bilinear",
+    extrapolation_value: float = 0,
+    out_dtype: Any = None,
+) -> Expr:
+    """Boxes (y1, x1, y2, x2 as fractions of the image) of images box_indices resized to
+    `crop_size` (h, w): TensorFlow's crop_and_resize. Methods bilinear, nearest_neighbor."""
+    if layout not in ("NCHW", "NHWC"):
+        raise OpNotImplemented(f"relay.image.crop_and_resize: layout {layout!r}; use NCHW or NHWC")
+    if method not in ("bilinear", "nearest_neighbor"):
+        raise OpNotImplemented(
+            f"relay.image.crop_and_resize: method {method!r}; use 'bilinear' or 'nearest_neighbor'"
+        )
+    size = tuple(int(c) for c in crop_size)
+    if len(size) != 2:
+        raise OpNotImplemented(f"relay.image.crop_and_resize: crop_size {size} must be (h, w)")
+    attrs = {
+        "crop_size": size,
+        "layout": layout,
+        "method": method,
+        "extrapolation_value": float(extrapolation_value),
+        "out_dtype": out_dtype or None,
+    }
+    return call("image.crop_and_resize", (data, boxes, box_indices), attrs)
+
+
+def affine_grid(data: Expr, target_shape: Any = None) -> Expr:
+    """The (N, 2, H, W) sampling grid of (N, 2, 3) affine matrices over target (H, W), the
+    coordinates spaced evenly over [-1, 1]."""
+    shape = () if target_shape is None else tuple(int(d) for d in target_shape)
+    if len(shape) != 2 or min(shape) < 2:
+        raise OpNotImplemented(
+            f"relay.image.affine_grid: target_shape {list(shape)} must be (H, W), both > 1"
+        )
+    return call("image.affine_grid", (data,), {"target_shape": shape})
+
+
+def _int_tuple(values: Any) -> tuple[int, ...]:
+    return (int(values),) if isinstance(values, int) else tuple(int(v) for v in values)
+
+
+def dilation2d(
+    data: Expr,
+    weight: Expr,
+    strides: Any = (1, 1),
+    padding: Any = (0, 0),
+    dilations: Any = (1, 1),
+    data_layout: str = "NCHW",
+    kernel_layout: str = "IHW",
+    out_dtype: str = "",
+) -> Expr:
+    """Morphological dilation: max over the window of data + weight, per channel. Layouts
+    NCHW with an IHW weight or NHWC with HWI; padding (top, left, bottom, right) reads 0."""
+    if (data_layout, kernel_layout) not in _DILATION_LAYOUTS:
+        raise OpNotImplemented(
+            f"relay.image.dilation2d: layouts ({data_layout!r}, {kernel_layout!r}); use "
+            "('NCHW', 'IHW') or ('NHWC', 'HWI')"
+        )
+    strides, dilations = _int_tuple(strides)[:2], _int_tuple(dilations)[:2]  # as TVM reads them
+    attrs = {
+        "strides": strides,
+        "padding": _int_tuple(padding),
+        "dilations": dilations,
+        "data_layout": data_layout,
+        "kernel_layout": kernel_layout,
+        "out_dtype": out_dtype or "",
+    }
+    return call("image.dilation2d", (data, weight), attrs)
+
+
+__all__ = ["affine_grid", "crop_and_resize", "dilation2d", "resize1d", "resize2d", "resize3d"]

@@ -526,4 +526,6 @@ def deformable_conv2d(data: Expr, offset: Expr, weight: Expr, *args: Any, **kwar
     )
 
 
-from .sparse import sparse_dense  # noqa: E402,F401 (relay.nn.sparse_dense; its row lives there)
+from .nn_loss import nll_loss  # noqa: F401 (relay.nn.nll_loss; its row lives there)
+from .nn_space import batch_to_space_nd, space_to_batch_nd  # noqa: F401 (rows live there)
+from .sparse import sparse_dense  # noqa: F401 (relay.nn.sparse_dense; its row lives there)

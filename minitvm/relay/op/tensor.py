@@ -156,11 +156,47 @@ prod = _reduce_row("prod")
 # ----------------------------------------------------------------------------- shapes
 
 
+def _split_dims(size: int, d1: int, d2: int, newshape: Sequence[int], op: str) -> list:
+    """Code -4: input dim `size` as (d1, d2), one of which may be -1."""
+    if d1 == -1 and d2 == -1:
+        raise ShapeError(f"{op}: newshape {list(newshape)}: -4 splits into at most one -1")
+    d1 = size // d2 if d1 == -1 else d1
+    d2 = size // d1 if d2 == -1 else d2
+    if d1 * d2 != size:
+        raise ShapeError(
+            f"{op}: newshape {list(newshape)}: -4 cannot split {size} into {d1} x {d2}"
+        )
+    return [d1, d2]
+
+
 def infer_newshape(shape: Sequence[int], newshape: Sequence[int], op: str = "reshape") -> list:
-    """Relay's reshape codes: 0 copies the input dim, -1 takes what is left."""
-    out = [shape[i] if d == 0 else int(d) for i, d in enumerate(newshape)]
-    if any(d < -1 for d in out):
-        raise ShapeError(f"{op}: newshape {list(newshape)}: codes -2, -3, -4 are not supported")
+    """Relay's reshape codes, read left to right against the input dims: 0 copies one input
+    dim, -1 infers one dim, -2 copies all remaining dims, -3 merges two input dims into one,
+    -4 splits one input dim into the two values after it (one may be -1)."""
+    out: list[int] = []
+    src, i, codes = 0, 0, list(newshape)
+    while i < len(codes):
+        d = int(codes[i])
+        if d > 0 or d == -1:
+            out.append(d)
+            src += 1
+        elif d == 0 and src < len(shape):
+            out.append(shape[src])
+            src += 1
+        elif d == -2:
+            out.extend(shape[src:])
+            src = len(shape)
+        elif d == -3 and src + 1 < len(shape):
+            out.append(shape[src] * shape[src + 1])
+            src += 2
+        elif d == -4 and src < len(shape) and i + 2 < len(codes):
+            out.extend(_split_dims(shape[src], int(codes[i + 1]), int(codes[i + 2]), codes, op))
+            src, i = src + 1, i + 2
+        else:
+            raise ShapeError(
+                f"{op}: newshape {codes}: code {d} has no input dim left in {tuple(shape)}"
+            )
+        i += 1
     total = 1
     for d in shape:
         total *= d
@@ -168,8 +204,14 @@ def infer_newshape(shape: Sequence[int], newshape: Sequence[int], op: str = "res
     for d in out:
         known *= d if d != -1 else 1
     if out.count(-1) > 1 or (out.count(-1) and (known == 0 or total % known)):
-        raise ShapeError(f"{op}: cannot reshape data of shape {tuple(shape)} into {list(newshape)}")
-    return [total // known if d == -1 else d for d in out]
+        raise ShapeError(f"{op}: cannot reshape data of shape {tuple(shape)} into {codes}")
+    out = [total // known if d == -1 else d for d in out]
+    size = 1
+    for d in out:
+        size *= d
+    if size != total:
+        raise ShapeError(f"{op}: cannot reshape data of shape {tuple(shape)} into {codes}")
+    return out
 
 
 def _reshape(emit, args, attrs):
@@ -197,7 +239,15 @@ def _expand_dims(emit, args, attrs):
     return x
 
 
+def _reverse_reshape(emit, args, attrs):
+    x = args[0]
+    shape = static_shape(x, "reverse_reshape")
+    out = infer_newshape(shape[::-1], attrs.newshape[::-1], "reverse_reshape")
+    return rop.reshape(x, out[::-1])
+
+
 register("reshape", _reshape)
+register("reverse_reshape", _reverse_reshape)
 register("squeeze", _squeeze)
 register("expand_dims", _expand_dims)
 register("transpose", lambda emit, args, attrs: rop.permute_dims(args[0], attrs.axes))
@@ -208,6 +258,13 @@ def reshape(data: Expr, newshape: Any) -> Expr:
     """Same elements, new shape (0 copies a dim, -1 infers one): `relay.reshape(x, (0, -1))`."""
     newshape = (newshape,) if isinstance(newshape, int) else tuple(int(d) for d in newshape)
     return call("reshape", (data,), {"newshape": newshape})
+
+
+def reverse_reshape(data: Expr, newshape: Any) -> Expr:
+    """reshape with the codes read right to left: `reverse_reshape(x, (-1, 0))` of a (2, 3, 4)
+    tensor is (6, 4)."""
+    newshape = (newshape,) if isinstance(newshape, int) else tuple(int(d) for d in newshape)
+    return call("reverse_reshape", (data,), {"newshape": newshape})
 
 
 def squeeze(data: Expr, axis: Any = None) -> Expr:
@@ -254,6 +311,7 @@ __all__ = [
     "power",
     "prod",
     "reshape",
+    "reverse_reshape",
     "rsqrt",
     "sigmoid",
     "sqrt",

@@ -6,16 +6,24 @@ from typing import Any
 
 import numpy as np
 
-from ...error import ShapeError
+from ...error import OpNotImplemented, ShapeError
 from ...relax import op as rop
 from ...relax.expr import const as rconst
 from ...topi.layout import layout_index_map
-from ..expr import Expr
+from ..expr import Constant, Expr
 from ._registry import call, register
 from .tensor import _axes, static_shape
 
 
 def _ints(values: Any) -> tuple[int, ...]:
+    """Ints from an int, a sequence or a relay constant (TVM takes a shape tensor there too)."""
+    if isinstance(values, Constant):
+        values = values.data.numpy().tolist()
+    elif isinstance(values, Expr):
+        raise OpNotImplemented(
+            f"a shape computed at run time ({type(values).__name__}) is not supported; "
+            "give the values as ints or a relay.const"
+        )
     return (int(values),) if isinstance(values, int | np.integer) else tuple(int(v) for v in values)
 
 

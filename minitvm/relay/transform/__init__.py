@@ -31,6 +31,7 @@ from .convert_layout import convert_layout
 from .dead_code_elimination import dead_code_elimination
 from .defuse_ops import defuse_ops
 from .eliminate_common_subexpr import eliminate_common_subexpr
+from .flatten_atrous_conv import flatten_atrous_conv
 from .fold_constant import fold_constant
 from .fold_scale_axis import fold_scale_axis
 from .fuse_ops import fuse_ops
@@ -114,6 +115,11 @@ def FoldScaleAxis() -> Pass:
     return _pass(fold_scale_axis, "FoldScaleAxis", 3, ("InferType",))
 
 
+def FlattenAtrousConv() -> Pass:
+    """space_to_batch_nd -> conv2d -> batch_to_space_nd (TF's dilated conv) as one dilated conv2d."""
+    return _pass(flatten_atrous_conv, "FlattenAtrousConv", 0, ("InferType",))
+
+
 def ConvertLayout(desired_layouts: Mapping[str, Sequence[str]]) -> Pass:
     """Compute conv2d / pools in `desired_layouts` ({"nn.conv2d": ["NHWC", "default"]})."""
     return _pass(lambda f: convert_layout(f, desired_layouts), "ConvertLayout", 3, ("InferType",))
@@ -136,6 +142,7 @@ __all__ = [
     "DeadCodeElimination",
     "DefuseOps",
     "EliminateCommonSubexpr",
+    "FlattenAtrousConv",
     "FoldConstant",
     "FoldScaleAxis",
     "FunctionPass",
@@ -154,6 +161,7 @@ __all__ = [
     "dead_code_elimination",
     "defuse_ops",
     "eliminate_common_subexpr",
+    "flatten_atrous_conv",
     "fold_constant",
     "fold_scale_axis",
     "function_pass",

@@ -14,7 +14,11 @@ from ... import te
 from ...error import ArgumentError
 from ...target import Target
 from .. import nn, reference
+from .affine_grid_python import affine_grid_python
+from .crop_and_resize_python import crop_and_resize_python
+from .nll_loss_python import nll_loss
 from .resize_python import resize1d_python, resize2d_python, resize3d_python
+from .space_batch_python import batch_to_space_nd_python, space_to_batch_nd_python
 
 
 def _pad_tuple(padding: Any, kernel: tuple[int, int]) -> tuple[int, int, int, int]:
@@ -98,14 +102,19 @@ def get_conv2d_nchw_implement(target: Any) -> tuple[Callable, Callable]:
 
 
 __all__ = [
+    "affine_grid_python",
+    "batch_to_space_nd_python",
     "conv2d_nchw_python",
     "conv2d_nhwc_python",
+    "crop_and_resize_python",
     "get_broadcast_schedule",
     "get_conv2d_nchw_implement",
     "get_elemwise_schedule",
     "get_injective_schedule",
     "get_reduce_schedule",
+    "nll_loss",
     "resize1d_python",
     "resize2d_python",
     "resize3d_python",
+    "space_to_batch_nd_python",
 ]
