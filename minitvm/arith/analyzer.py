@@ -227,7 +227,10 @@ class Analyzer:
             for _ in range(steps):
                 prev = e
                 e = self._canonical(self._rewrite(e))
-                if e is prev:
+                # the rewrite form (x*(y+1)) and the canonical one (x*y + x) may differ: a
+                # round that only rebuilds the same canonical expression is a fixpoint too
+                if e is prev or structural_equal(e, prev):
+                    e = prev
                     break
             return e
 
@@ -458,10 +461,21 @@ class Analyzer:
         lhs, rhs = Poly(p.dtype), Poly(p.dtype)
         for key, (coeff, atoms) in p.terms.items():
             (lhs if coeff > 0 else rhs).add_term(key, abs(coeff), atoms)
-        if p.const > 0:
-            lhs.const = p.const
-        else:
+        # the constant goes to the side without terms (`x <= -1`, `-1 <= x`, `x == 10`); not
+        # for 8/16-bit integers, whose sums wrap in the generated code (`a + 1 < 0` with
+        # a = 127 is true there, `a < -1` is not), so their constant stays where it was
+        if p.dtype.bits < 32:
+            (lhs if p.const > 0 else rhs).const = abs(p.const)
+        elif not rhs.terms:
             rhs.const = -p.const
+        elif not lhs.terms or p.const <= 0:
+            lhs.const, rhs.const = (p.const, 0) if not lhs.terms else (0, -p.const)
+        else:
+            lhs.const = p.const
+        if cls in (EQ, NE) and not lhs.terms:
+            lhs, rhs = rhs, lhs
+        if cls is LT and lhs.terms and rhs.terms and (lhs.const, rhs.const) == (0, 1):
+            cls, rhs.const = LE, 0  # x < y + 1 -> x <= y
         return cls(canon.to_expr(lhs), canon.to_expr(rhs))
 
     def _add_fact(self, c: PrimExpr) -> None:
@@ -617,7 +631,7 @@ class _Rewriter:
                 return self.visit(sub[1])
             if is_index_dtype(e.dtype):
                 lo, hi = self.ana._bound_of(e)
-                if lo == hi:  # pinned by its range or by facts
+                if lo == hi and lo not in (NEG_INF, POS_INF):  # pinned by its range or facts
                     return make_const(e.dtype, lo)
             return e
         cur = self._visit_conditional(e) if _branches(e) else self.ana._rebuild(e, self.visit)

@@ -124,10 +124,40 @@ def fold_cast(e: Cast) -> PrimExpr | None:
     return IntImm(dst, wrapped)
 
 
+def _clz(v: int, bits: int, _: int) -> int:
+    return 0 if v < 0 else bits - v.bit_length()  # a negative value has its top bit set
+
+
+def _shift(left: bool) -> Callable[[int, int, int], int | None]:
+    """Shift by 0 <= b < bits (other amounts are undefined in C)."""
+    return lambda a, bits, b: (a << b if left else a >> b) if 0 <= b < bits else None
+
+
+# intrinsic name -> fold of (first operand, its bits, second operand or 0)
+_CALLS: dict[str, Callable[[int, int, int], int | None]] = {
+    "tir.clz": _clz,
+    "tir.shift_left": _shift(True),
+    "tir.shift_right": _shift(False),
+}
+
+
+def fold_call(e: tx.Call) -> PrimExpr | None:
+    fn = _CALLS.get(getattr(e.op, "name", None))
+    if fn is None or not all(type(a) is IntImm for a in e.args) or not e.dtype.is_int:
+        return None
+    a = e.args[0]
+    out = fn(a.value, a.dtype.bits, e.args[1].value if len(e.args) > 1 else 0)
+    bits = e.dtype.bits
+    if out is None or not -(2 ** (bits - 1)) <= out < 2 ** (bits - 1):
+        return None
+    return IntImm(e.dtype, out)
+
+
 _FOLDERS: dict[type, Callable[[Any], PrimExpr | None]] = {
     **{cls: fold_binary for cls in (*_ARITH, *_COMPARE)},
     Not: fold_not,
     Cast: fold_cast,
+    tx.Call: fold_call,
 }
 
 

@@ -149,8 +149,11 @@ def _is_scalar_const(e: Any) -> bool:
     return isinstance(e, tx.IntImm | tx.FloatImm) and e.dtype.lanes == 1
 
 
-def _matches(p: Pattern, e: PrimExpr, binds: dict[str, PrimExpr]) -> Iterator[dict]:
-    """Every way `e` matches `p` extending `binds` (commutative nodes try both operand orders)."""
+def _matches(
+    p: Pattern, e: PrimExpr, binds: dict[str, PrimExpr], ordered: bool = False
+) -> Iterator[dict]:
+    """Every way `e` matches `p` extending `binds` (commutative nodes try both operand orders
+    unless `ordered`)."""
     if isinstance(p, PVar | PConst):
         if isinstance(p, PConst) and not _is_scalar_const(e):
             return
@@ -171,22 +174,24 @@ def _matches(p: Pattern, e: PrimExpr, binds: dict[str, PrimExpr]) -> Iterator[di
     if isinstance(p, PCall):
         same_op = type(e) is tx.Call and isinstance(e.op, tx.Op) and e.op.name == p.op_name
         if same_op and len(e.args) == len(p.args):
-            yield from _matches_seq(p.args, e.args, binds)
+            yield from _matches_seq(p.args, e.args, binds, ordered)
         return
     if type(e) is not p.cls:
         return
     args = operands(e)
-    yield from _matches_seq(p.args, args, binds)
-    if p.cls in COMMUTATIVE:
-        yield from _matches_seq(p.args, args[::-1], binds)
+    yield from _matches_seq(p.args, args, binds, ordered)
+    if p.cls in COMMUTATIVE and not ordered:
+        yield from _matches_seq(p.args, args[::-1], binds, ordered)
 
 
-def _matches_seq(ps: tuple, es: tuple, binds: dict[str, PrimExpr]) -> Iterator[dict]:
+def _matches_seq(
+    ps: tuple, es: tuple, binds: dict[str, PrimExpr], ordered: bool = False
+) -> Iterator[dict]:
     if not ps:
         yield binds
         return
-    for first in _matches(ps[0], es[0], binds):
-        yield from _matches_seq(ps[1:], es[1:], first)
+    for first in _matches(ps[0], es[0], binds, ordered):
+        yield from _matches_seq(ps[1:], es[1:], first, ordered)
 
 
 def instantiate(p: Any, m: Match, top: bool = True) -> Any:
@@ -212,11 +217,13 @@ def instantiate(p: Any, m: Match, top: bool = True) -> Any:
 @dataclass
 class Rule:
     """`pattern → rewrite` when `when(match)`; `rewrite` is a Pattern or a function of the Match
-    returning the new expression (or None to decline)."""
+    returning the new expression (or None to decline). An `ordered` rule matches commutative
+    nodes in the written operand order only (rules that fix which operand a result keeps)."""
 
     pattern: Pattern
     rewrite: Pattern | Callable[[Match], PrimExpr | None]
     when: Callable[[Match], bool] | None = None
+    ordered: bool = False
     root: type = field(init=False)
 
     def __post_init__(self):
@@ -225,7 +232,7 @@ class Rule:
         self.root = tx.Call if isinstance(self.pattern, PCall) else self.pattern.cls
 
     def apply(self, e: PrimExpr, ana: Any) -> PrimExpr | None:
-        for binds in _matches(self.pattern, e, {}):
+        for binds in _matches(self.pattern, e, {}, self.ordered):
             m = Match(binds, e, ana)
             if self.when is not None and not self.when(m):
                 continue
@@ -260,7 +267,7 @@ class RuleTable:
         key = (cls, heads)
         hit = self._by_heads.get(key)
         if hit is None:
-            hit = tuple(r for r in rules if _heads_may_match(r.pattern, cls, heads))
+            hit = tuple(r for r in rules if _heads_may_match(r, cls, heads))
             self._by_heads[key] = hit
         return hit
 
@@ -275,9 +282,11 @@ def _head_may_match(p: Pattern, cls: type, lanes: int) -> bool:
     return cls is (tx.Call if isinstance(p, PCall) else p.cls)
 
 
-def _heads_may_match(p: PNode, cls: type, heads: tuple) -> bool:
-    """Whether operands with these (class, lanes) heads may match `p`'s in an allowed order."""
+def _heads_may_match(r: Rule, cls: type, heads: tuple) -> bool:
+    """Whether operands with these (class, lanes) heads may match `r`'s in an allowed order."""
+    p = r.pattern
     if all(_head_may_match(q, *h) for q, h in zip(p.args, heads)):
         return True
-    swapped = heads[::-1]
-    return cls in COMMUTATIVE and all(_head_may_match(q, *h) for q, h in zip(p.args, swapped))
+    if r.ordered or cls not in COMMUTATIVE:
+        return False
+    return all(_head_may_match(q, *h) for q, h in zip(p.args, heads[::-1]))

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..error import DTypeError, TVMError
 from ..tir import expr as tx
 from ..tir.expr import PrimExpr, binary, make_const
 from ..tir.names import IF_THEN_ELSE, LIKELY
+from .bound import NEG_INF, POS_INF
 from .canonical import is_index_dtype
 from .const_fold import fold
 from .pattern import (
@@ -30,6 +32,8 @@ from .pattern import (
     truncdiv,
     truncmod,
 )
+from .rewrite_index import CMP as INDEX_CMP_RULES
+from .rewrite_index import RULES as INDEX_RULES
 
 if TYPE_CHECKING:
     from .analyzer import Analyzer
@@ -63,7 +67,8 @@ def _const_by_bound(m: Match) -> PrimExpr | None:
     if not is_index_dtype(m.node.dtype):
         return None
     lo, hi = m.ana._bound_of(m.node)
-    return make_const(m.node.dtype, lo) if lo == hi else None
+    # a saturated bound (NEG_INF / POS_INF: the value left int64) is no value
+    return make_const(m.node.dtype, lo) if lo == hi and lo not in (NEG_INF, POS_INF) else None
 
 
 def _min_by_diff(m: Match) -> PrimExpr | None:
@@ -104,7 +109,10 @@ def _compare(m: Match) -> PrimExpr | None:
     known = ana._known_literal(m.node)
     if known is not None:
         return t if known else f
-    return ana._normal_compare(m.node)
+    try:
+        return ana._normal_compare(m.node)
+    except DTypeError:  # a normal-form constant past the dtype (x - INT_MIN): keep the node
+        return None
 
 
 def _eq_of_nonneg_terms(m: Match) -> PrimExpr | None:
@@ -170,6 +178,41 @@ def _bcast(cls: type):
     return lambda m: tx.Broadcast(binary(cls, m.x, m.y), m.node.dtype.lanes)
 
 
+def _bcast_ramp(cls: type):
+    """broadcast(x) ± ramp(y, s) → ramp(x ± y, ±s)."""
+
+    def rewrite(m: Match) -> PrimExpr:
+        stride = m.z if cls is tx.Add else binary(tx.Sub, 0, m.z)
+        return tx.Ramp(binary(cls, m.x, m.y), stride, m.node.dtype.lanes)
+
+    return rewrite
+
+
+def _ramp_sub(m: Match) -> PrimExpr:
+    return tx.Ramp(binary(tx.Sub, m.x, m.z), binary(tx.Sub, m.y, m.w), m.node.dtype.lanes)
+
+
+def _is_vector(m: Match) -> bool:
+    return not m.node.dtype.is_scalar
+
+
+# broadcast(x) op broadcast(y) -> broadcast(x op y)
+_BCAST_OPS = (
+    (truncdiv, tx.Div),
+    (truncmod, tx.Mod),
+    (lambda a, b: a // b, tx.FloorDiv),
+    (lambda a, b: a % b, tx.FloorMod),
+    (min_, tx.Min),
+    (max_, tx.Max),
+    (eq, tx.EQ),
+    (ne, tx.NE),
+    (lambda a, b: a < b, tx.LT),
+    (lambda a, b: a <= b, tx.LE),
+    (and_, tx.And),
+    (or_, tx.Or),
+)
+
+
 def _ramp_shift(cls: type):
     """ramp(x, s) ± broadcast(z) → ramp(x ± z, s)."""
     return lambda m: tx.Ramp(binary(cls, m.x, m.z), m.y, m.node.dtype.lanes)
@@ -185,6 +228,8 @@ def _ramp_scale(m: Match) -> PrimExpr:
 
 def _ramp_divmod(m: Match) -> PrimExpr | None:
     """ramp(b, s, L) // c and % c when c | s, or when the whole ramp stays in one bucket of c."""
+    if isinstance(m.z, tx.IntImm) and m.z.value == 0:
+        raise TVMError(f"{m.node}: division by zero (a broadcast 0 divisor)")
     if not (isinstance(m.y, tx.IntImm) and isinstance(m.z, tx.IntImm) and m.z.value > 0):
         return None
     b, s, c, lanes = m.x, m.y.value, m.z.value, m.node.dtype.lanes
@@ -200,7 +245,17 @@ def _ramp_divmod(m: Match) -> PrimExpr | None:
         if is_div:
             return tx.Broadcast(binary(tx.FloorDiv, b, c), lanes)
         return tx.Ramp(binary(tx.FloorMod, b, c), s, lanes)
+    if not is_div:  # b = k*coeff + base with c | coeff: (b + s*i) % c == (base%c + s*i) % c
+        ms = m.ana.modular_set(b)
+        if ms.coeff % c == 0 and not (isinstance(b, tx.IntImm) and b.value == ms.base % c):
+            base = tx.Ramp(make_const(b.dtype, ms.base % c), s, lanes)
+            return binary(tx.FloorMod, base, tx.Broadcast(make_const(b.dtype, c), lanes))
     return None
+
+
+def _ramp_divzero(m: Match) -> None:
+    if isinstance(m.z, tx.IntImm) and m.z.value == 0:
+        raise TVMError(f"{m.node}: division by zero (a broadcast 0 divisor)")
 
 
 def _cast_round_trip(m: Match) -> PrimExpr | None:
@@ -248,12 +303,19 @@ def _max_const(m: Match) -> PrimExpr:
     return binary(tx.Max, m.x, max(m.c1.value, m.c2.value))
 
 
-def _div_lt(m: Match) -> PrimExpr:
-    return binary(tx.LT, m.x, m.c1.value * m.c2.value)
+def _fits(m: Match, k: int) -> bool:
+    bits = m.node.a.dtype.bits
+    return -(2 ** (bits - 1)) <= k < 2 ** (bits - 1)
 
 
-def _lt_div(m: Match) -> PrimExpr:
-    return binary(tx.LE, (m.c2.value + 1) * m.c1.value, m.x)
+def _div_lt(m: Match) -> PrimExpr | None:
+    k = m.c1.value * m.c2.value
+    return binary(tx.LT, m.x, k) if _fits(m, k) else None
+
+
+def _lt_div(m: Match) -> PrimExpr | None:
+    k = (m.c2.value + 1) * m.c1.value - 1
+    return binary(tx.LT, k, m.x) if _fits(m, k) else None
 
 
 def _to_floor(cls: type):
@@ -265,7 +327,7 @@ RULES = [
     # add / sub / mul identities (the canonical form collects the rest)
     Rule(x + 0, x),  # x+0 -> x
     Rule(x - 0, x),  # x-0 -> x
-    Rule(x - x, 0, _is_int),  # x-x -> 0
+    Rule(x - x, 0, _int_operands),  # x-x -> 0 (uint too)
     Rule((x + y) - y, x, _is_int),  # (x+y)-y -> x
     Rule(x + (y - x), y, _is_int_and_y_keeps_dtype),  # x+(y-x) -> y (and (y-x)+x)
     Rule(x - (x + y), 0 - y, _is_int_and_y_keeps_dtype),  # x-(x+y) -> 0-y (and x-(y+x))
@@ -273,6 +335,11 @@ RULES = [
     Rule(x * 1, x),  # x*1 -> x
     Rule(x * 0, 0, _is_int),  # x*0 -> 0 (not for floats: nan*0)
     # vectors
+    Rule(broadcast(x) + ramp(y, z), _bcast_ramp(tx.Add), ordered=True),  # bx+ramp(y,s)
+    Rule(broadcast(x) - ramp(y, z), _bcast_ramp(tx.Sub)),  # bx-ramp(y,s) -> ramp(x-y,-s)
+    Rule(ramp(x, y) - ramp(z, w), _ramp_sub),  # ramp(x,s)-ramp(z,t) -> ramp(x-z,s-t)
+    Rule(x + broadcast(0), x, _is_vector),  # x+b(0) -> x
+    *(Rule(op(broadcast(x), broadcast(y)), _bcast(cls)) for op, cls in _BCAST_OPS),
     Rule(broadcast(x) + broadcast(y), _bcast(tx.Add)),  # bx+by -> b(x+y)
     Rule(broadcast(x) - broadcast(y), _bcast(tx.Sub)),  # bx-by -> b(x-y)
     Rule(broadcast(x) * broadcast(y), _bcast(tx.Mul)),  # bx*by -> b(x*y)
@@ -282,6 +349,8 @@ RULES = [
     Rule(ramp(x, y) * broadcast(z), _ramp_scale, _is_int),  # ramp(x,s)*bz -> ramp(x*z,s*z)
     Rule(ramp(x, y) // broadcast(z), _ramp_divmod),  # ramp(b,s)//c -> broadcast/ramp when exact
     Rule(ramp(x, y) % broadcast(z), _ramp_divmod),  # ramp(b,s)%c -> broadcast/ramp when exact
+    Rule(truncdiv(ramp(x, y), broadcast(z)), _ramp_divzero),  # ramp/b(0) -> error
+    Rule(truncmod(ramp(x, y), broadcast(z)), _ramp_divzero),  # ramp%b(0) -> error
     Rule(cast(cast(x)), _cast_round_trip),  # int32(int64(x)) -> x
     # truncating division / remainder
     Rule(truncdiv(x, 1), x, _is_int),  # x/1 -> x
@@ -317,8 +386,10 @@ RULES = [
     Rule(x > y, y < x),  # x>y -> y<x
     Rule(x >= y, y <= x),  # x>=y -> y<=x
     Rule(eq(x, x), True, _int_operands),  # x==x -> true
+    Rule(ne(x, x), False, _int_operands),  # x!=x -> false
     Rule(x // c1 < c2, _div_lt, _pos("c1")),  # x//c1 < c2 -> x < c1*c2
-    Rule(c2 < x // c1, _lt_div, _pos("c1")),  # c2 < x//c1 -> (c2+1)*c1 <= x
+    Rule(c2 < x // c1, _lt_div, _pos("c1")),  # c2 < x//c1 -> (c2+1)*c1 - 1 < x
+    *INDEX_CMP_RULES,  # x//c*c < x -> 0 < x%c, x//c <= k -> x <= k*c + c-1, ...
     Rule(x < y, _compare),  # decide / normalise x<y
     Rule(x <= y, _compare),  # decide / normalise x<=y
     Rule(eq(x, y), _eq_of_nonneg_terms),  # a*i + j == 0, i,j >= 0 -> i == 0 && j == 0
@@ -335,6 +406,8 @@ RULES = [
     Rule(or_(x, not_(x)), True),  # x || !x -> true
     Rule(and_(x, y), _and_implied),  # x && y -> x when x implies y
     Rule(or_(x, y), _or_implied),  # x || y -> y when x implies y
+    Rule(and_(x, and_(y, z)), and_(and_(x, y), z), ordered=True),  # x&&(y&&z) -> (x&&y)&&z
+    Rule(or_(x, or_(y, z)), or_(or_(x, y), z), ordered=True),  # x||(y||z) -> (x||y)||z
     Rule(not_(not_(x)), x),  # !!x -> x
     Rule(not_(x < y), _swapped(tx.LE)),  # !(x<y) -> y<=x
     Rule(not_(x <= y), _swapped(tx.LT)),  # !(x<=y) -> y<x
@@ -342,7 +415,7 @@ RULES = [
     Rule(not_(ne(x, y)), _same(tx.EQ)),  # !(x!=y) -> x==y
 ]
 
-TABLE = RuleTable(RULES)
+TABLE = RuleTable(RULES + [r for r in INDEX_RULES if r not in INDEX_CMP_RULES])
 
 
 def rewrite_node(e: PrimExpr, ana: Analyzer) -> PrimExpr | None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from ...arith import POS_INF, Analyzer
 from ...error import ArgumentError
 from ...ir.module import IRModule
 from ..expr import (
@@ -49,7 +48,9 @@ def _max_with(a: Counter, b: Counter) -> Counter:
 
 class _Flops:
     def __init__(self) -> None:
-        self.ana = Analyzer()
+        from ...arith import POS_INF, Analyzer  # arith imports tir.analysis: import at use
+
+        self.ana, self.pos_inf = Analyzer(), POS_INF
 
     def expr(self, e: Any) -> Counter:
         out: Counter = Counter()
@@ -80,7 +81,7 @@ class _Flops:
         elif isinstance(s, For):
             self.ana.bind(s.loop_var, Range.from_min_extent(s.min, s.extent), allow_override=True)
             bound = self.ana.const_int_bound(s.extent).max_value
-            scale = 1 if bound >= POS_INF else bound  # unknown extents count once
+            scale = 1 if bound >= self.pos_inf else bound  # unknown extents count once
             out += Counter({k: v * scale for k, v in self.stmt(s.body).items()})
         elif isinstance(s, IfThenElse):
             out += self.expr(s.condition)
