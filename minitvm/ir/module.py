@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from ..error import MiniTVMError
+from ..error import ArgumentError, MiniTVMError
 from .node import FrozenDict, Node, node
 
 
@@ -38,6 +38,18 @@ class GlobalVar(Node):
 
     __hash__ = object.__hash__
 
+    def __call__(self, *args: Any) -> Any:
+        """`gv(a, b)`: a Relay call of this global function when the arguments are Relay
+        expressions (as in TVM); anything else is refused."""
+        make = getattr(args[0], "_call_global", None) if args else None
+        if make is None or not all(hasattr(a, "_call_global") for a in args):
+            raise ArgumentError(
+                f"GlobalVar {self.name_hint!r}: calling it builds a Relay call and needs Relay "
+                f"expressions as arguments, got ({', '.join(type(a).__name__ for a in args)}); "
+                "for relax use relax.Call(gv, args) or BlockBuilder.call_te"
+            )
+        return make(self, args)
+
 
 class IRModule:
     """A mutable container of functions keyed by GlobalVar, as in TVM (`mod["main"]`)."""
@@ -59,8 +71,27 @@ class IRModule:
             self[key] = func
 
     @staticmethod
-    def from_expr(func: BaseFunc, name: str = "main") -> "IRModule":
-        return IRModule({name: func})
+    def from_expr(
+        func: Any, functions: Any = None, type_defs: Any = None, *, name: str = "main"
+    ) -> "IRModule":
+        """A module whose `main` (or `name`) is `func`. A Relay expression that is not a
+        function becomes `fn (<its free variables>) { expr }`, as in TVM; `functions` adds
+        other global functions. (A str second argument is minitvm's older `name`.)"""
+        if isinstance(functions, str):
+            functions, name = None, functions
+        if type_defs:
+            raise ArgumentError("IRModule.from_expr: type definitions (ADTs) are not supported")
+        if not isinstance(func, BaseFunc):
+            as_function = getattr(func, "_as_function", None)
+            if as_function is None:
+                raise ArgumentError(
+                    f"IRModule.from_expr: expected a function or a Relay expression, got "
+                    f"{type(func).__name__}"
+                )
+            func = as_function()
+        mod = IRModule(dict(functions or {}))
+        mod[name] = func
+        return mod
 
     # mapping protocol
     def __getitem__(self, key: str | GlobalVar) -> BaseFunc:

@@ -56,6 +56,17 @@ class Expr(Node):
     def astext(self, show_meta_data: bool = True) -> str:
         return str(self)
 
+    @staticmethod
+    def _call_global(gv: GlobalVar, args: Sequence[Expr]) -> Call:
+        """`gv(*args)` (GlobalVar.__call__): a call of the module function `gv`."""
+        return Call(gv, list(args))
+
+    def _as_function(self) -> Function:
+        """`fn (<free variables>) { self }`: what IRModule.from_expr makes of an expression."""
+        from .analysis import free_vars
+
+        return Function(free_vars(self), self)
+
     def astype(self, dtype: str) -> Expr:
         from .op.tensor import cast
 

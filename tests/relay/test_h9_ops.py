@@ -108,3 +108,39 @@ def test_broadcast_to_takes_a_constant_shape_and_refuses_a_computed_one():
     np.testing.assert_array_equal(_eval(out, [x], data), np.broadcast_to(data, (2, 3)))
     with pytest.raises(OpNotImplemented, match="computed at run time"):
         relay.broadcast_to(x, relay.shape_of(x))
+
+
+def test_from_expr_wraps_an_expression_in_a_function_of_its_free_vars():
+    """TVM's IRModule.from_expr: a Relay expression that is not a function becomes
+    `fn (<free vars>) { expr }`; `functions=` adds globals; a str second argument is a name."""
+    import minitvm as tvm
+
+    x = relay.var("x", shape=(2, 3))
+    y = relay.var("y", shape=(2, 3))
+    mod = tvm.IRModule.from_expr(x * y + x)
+    assert [p.name_hint for p in mod["main"].params] == ["x", "y"]
+    a = np.arange(6, dtype="float32").reshape(2, 3)
+    b = np.full((2, 3), 2.0, "float32")
+    got = relay.create_executor("graph", mod=mod, target="llvm").evaluate()(a, b)
+    np.testing.assert_allclose(got.numpy(), a * b + a)
+    named = tvm.IRModule.from_expr(relay.Function([x], x), "f")
+    assert "f" in named and "main" not in named
+    with pytest.raises(tvm.error.TVMError, match="from_expr"):
+        tvm.IRModule.from_expr(42)
+
+
+def test_calling_a_global_var_builds_a_relay_call():
+    """TVM's GlobalVar.__call__: `gv(y)` is a Relay call of the module function."""
+    import minitvm as tvm
+
+    x = relay.var("x", shape=(3,))
+    y = relay.var("y", shape=(3,))
+    gv = relay.GlobalVar("double")
+    mod = tvm.IRModule()
+    mod[gv] = relay.Function([x], x + x)
+    mod["main"] = relay.Function([y], gv(y) * y)
+    a = np.arange(3, dtype="float32")
+    got = relay.create_executor("vm", mod=mod, target="llvm").evaluate()(a)
+    np.testing.assert_allclose(got.numpy(), (a + a) * a)
+    with pytest.raises(tvm.error.TVMError, match="Relay expressions"):
+        gv(1)
