@@ -73,7 +73,7 @@ def print_type(t: Any) -> str:
     if isinstance(t, TensorType):
         if not t.shape:
             return t.dtype
-        dims = ", ".join(str(d) for d in t.shape)
+        dims = ", ".join(_dim(d) for d in t.shape)
         return f"Tensor[({dims}{',' if len(t.shape) == 1 else ''}), {t.dtype}]"
     if isinstance(t, TupleType):
         inner = ", ".join(print_type(f) for f in t.fields)
@@ -85,6 +85,23 @@ def print_type(t: Any) -> str:
 
 
 _SCALAR_SUFFIX = {"float32": "f", "float64": "f64", "float16": "f16", "int64": "i64", "int8": "i8"}
+_SCALAR_SUFFIX["int16"] = "i16"
+
+
+def _dim(d: Any) -> str:
+    """A shape entry: `relay.Any()` dims (size vars named any_dimN) print as TVM's `?`."""
+    name = getattr(d, "name", None)
+    return "?" if isinstance(name, str) and name.startswith("any_dim") else str(d)
+
+
+def _float_text(v: float, dtype: str) -> str:
+    """The shortest spelling that reads back as the same `dtype` value (`:g` keeps 6 digits,
+    which loses precision: 0.1234567f would come back as 0.123457f)."""
+    text = f"{v:g}"
+    kind = np.dtype(dtype).type
+    if np.isfinite(v) and kind(float(text)) != kind(v):
+        text = str(kind(v)) if dtype != "float64" else repr(float(v))
+    return text
 
 
 def _scalar(value: np.ndarray) -> str:
@@ -94,7 +111,7 @@ def _scalar(value: np.ndarray) -> str:
     if dtype == "bool":
         return "True" if v else "False"
     if value.dtype.kind == "f":
-        return f"{v:g}{_SCALAR_SUFFIX.get(dtype, 'f' + dtype[5:])}"
+        return f"{_float_text(v, dtype)}{_SCALAR_SUFFIX.get(dtype, 'f' + dtype[5:])}"
     return f"{v}{_SCALAR_SUFFIX.get(dtype, '' if dtype == 'int32' else dtype)}"
 
 
@@ -102,7 +119,7 @@ def _attr_value(v: Any) -> str:
     if isinstance(v, bool):
         return str(v)
     if isinstance(v, float):
-        return f"{v:g}f"
+        return f"{_float_text(v, 'float64')}f"
     if isinstance(v, str):
         return f'"{v}"'
     if isinstance(v, tuple | list):

@@ -160,13 +160,15 @@ class _Inferer(ExprFunctor):
     def visit_function(self, func: Function) -> Type:
         ret = self.visit(func.body)  # first: it may give untyped weight params their types
         params = [self.visit(p) for p in func.params]
-        if func.ret_type is not None and func.ret_type != ret:
+        if func.ret_type is not None and not _declared_fits(func.ret_type, ret):
             raise RelayTypeError(f"function declared to return {func.ret_type}, its body is {ret}")
         return FuncType(params, ret)
 
     def visit_let(self, let: Let) -> Type:
         value = self.visit(let.value)
-        if let.var.type_annotation is not None and let.var.type_annotation != value:
+        if let.var.type_annotation is not None and not _declared_fits(
+            let.var.type_annotation, value
+        ):
             raise RelayTypeError(
                 f"let %{let.var.name_hint}: annotated {let.var.type_annotation}, value is {value}"
             )
@@ -260,3 +262,29 @@ def infer_type(mod_or_expr: IRModule | Expr, mod: IRModule | None = None) -> Any
             return out
         _Inferer(mod).visit(mod_or_expr)
         return mod_or_expr
+
+
+def _is_any_dim(d: Any) -> bool:
+    name = getattr(d, "name", None)
+    return isinstance(name, str) and name.startswith("any_dim")
+
+
+def _declared_fits(declared: Type, actual: Type) -> bool:
+    """An annotation agrees with an inferred type: equal, except that a `?` dim
+    (`relay.Any()`) of the annotation accepts any size, as TVM's type unifier does."""
+    if declared == actual:
+        return True
+    if isinstance(declared, TensorType) and isinstance(actual, TensorType):
+        return (
+            declared.dtype == actual.dtype
+            and len(declared.shape) == len(actual.shape)
+            and all(
+                _is_any_dim(d) or d == a
+                for d, a in zip(declared.shape, actual.shape)
+            )
+        )
+    if isinstance(declared, TupleType) and isinstance(actual, TupleType):
+        return len(declared.fields) == len(actual.fields) and all(
+            _declared_fits(d, a) for d, a in zip(declared.fields, actual.fields)
+        )
+    return False

@@ -433,3 +433,24 @@ def test_tvm_parser_module_under_the_shim():
     good = code.replace("(2]", "(2)")
     res = subprocess.run([sys.executable, "-c", good], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
+
+
+def test_printer_round_trips_any_dims_exact_floats_and_int16_scalars():
+    """The printer writes `?` for relay.Any(), floats that read back to the same value, and
+    TVM's `i16` suffix; an annotated `?` accepts the inferred size."""
+    import minitvm as tvm
+
+    x = relay.var("x", shape=(relay.Any(), 3))
+    e = x * relay.const(0.1234567, "float32") + relay.const(np.int16(7)).astype("float32")
+    f = relay.Function([x], relay.nn.leaky_relu(e, alpha=0.123456789))
+    mod = relay.transform.InferType()(tvm.IRModule.from_expr(f))
+    text = mod.astext()
+    assert "(?, 3)" in text and "0.1234567f" in text and "7i16" in text
+    assert "alpha=0.123456789f" in text
+    back = relay.parse(text)
+    assert back.astext() == text
+    a = np.random.default_rng(0).standard_normal((4, 3)).astype("float32")
+    got = relay.create_executor("vm", mod=back, target="llvm").evaluate()(a)
+    want = a * np.float32(0.1234567) + np.float32(7)
+    want = np.where(want > 0, want, want * np.float32(0.123456789))
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-6, atol=1e-6)
