@@ -3,8 +3,10 @@ optionally reformatted (ruff or black)."""
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
+import warnings
 from typing import Any
 
 # TVM's three style names, as Pygments styles (None: the terminal's 16 ANSI colours)
@@ -28,7 +30,7 @@ def cprint(printable: Any, style: str | None = None, black_format: bool = False)
         )
     if black_format:
         text = _format(text)
-    print(_highlight(text, style))  # noqa: T201 - printing is what cprint is asked to do
+    print(_highlight(text, style))
 
 
 def _highlight(text: str, style: str | None) -> str:
@@ -48,11 +50,18 @@ def _highlight(text: str, style: str | None) -> str:
 def _format(code: str, formatter: str = "ruff") -> str:
     """`code` reformatted by `formatter` ("ruff" or "black"); ValueError when it is not Python."""
     if formatter == "black":
-        import black  # noqa: PLC0415 - an optional dependency, needed only here
+        import black
 
         return black.format_str(code, mode=black.FileMode())
     if formatter != "ruff":
         raise ValueError(f'_format: formatter must be "ruff" or "black", got {formatter!r}')
+    if importlib.util.find_spec("ruff") is None:  # as TVM does without black: warn, print as is
+        warnings.warn(
+            "cprint(black_format=True): ruff is not installed (pip install ruff), so the "
+            "script is printed unformatted",
+            stacklevel=3,
+        )
+        return code
     proc = subprocess.run(
         [sys.executable, "-m", "ruff", "format", "--stdin-filename=TVMScript.py", "-"],
         input=code,

@@ -269,3 +269,22 @@ def test_clz_and_shifts_of_constants_fold():
     # past the width, or out of range: not folded
     assert isinstance(ana.rewrite_simplify(tir.shift_left(i32(1), i32(40))), tir.Call)
     assert isinstance(ana.rewrite_simplify(tir.shift_left(i32(1), i32(31))), tir.Call)
+
+
+def test_a_flattened_div_mod_pair_folds_back_to_its_sum():
+    """(a // 10) * 10 + a % 10 -> a for a = x*16 + y inside loops: no rule may rewrite the
+    floormod's sum alone (TVM's (x*16 + y) % 10 -> (x*6 + y) % 10 did, and the pair stopped
+    folding: the SGD update's in-place alias proof then failed)."""
+    from minitvm.ir import Range
+
+    x, y = tir.Var("x", "int64"), tir.Var("y", "int64")
+    ana = arith.Analyzer()
+    ana.bind(x, Range(0, 20))
+    ana.bind(y, Range(0, 16))
+    a = x * 16 + y
+    ten = tir.const(10, "int64")
+    e = tir.FloorDiv(a, ten) * ten + tir.FloorMod(a, ten)
+    assert structural_equal(ana.simplify(e), ana.simplify(a))
+    e2 = tir.FloorDiv(x + 12, ten) * ten + tir.FloorMod(x + 12, ten)
+    assert structural_equal(ana.simplify(e2), ana.simplify(x + 12))
+

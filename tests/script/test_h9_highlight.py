@@ -27,6 +27,18 @@ def test_cprint_refuses_objects_without_a_script():
 
 
 def test_format_with_ruff_and_its_errors():
+    pytest.importorskip("ruff", reason="ruff is not installed: cprint(black_format=True) warns")
     assert _format("x=( 1+2 )\n") == "x = 1 + 2\n"
     with pytest.raises(ValueError, match="ruff cannot format"):
         _format("if (a == 1) { a +=1; }")
+
+
+def test_format_without_ruff_warns_and_keeps_the_text(monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "ruff" else real(name, *a)
+    )
+    with pytest.warns(UserWarning, match="ruff is not installed"):
+        assert _format("x=( 1+2 )\n") == "x=( 1+2 )\n"
