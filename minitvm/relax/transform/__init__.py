@@ -49,8 +49,9 @@ def CanonicalizeBindings() -> Pass:
 
 
 def EliminateCommonSubexpr(call_only: bool = False) -> Pass:
-    # only calls are merged either way: `call_only` (TVM's flag) cannot widen that
-    return Pass(eliminate_common_subexpr, "EliminateCommonSubexpr")
+    """Repeated values reuse the first binding's variable (eliminate_common_subexpr.py);
+    `call_only` merges calls only."""
+    return Pass(lambda mod: eliminate_common_subexpr(mod, call_only), "EliminateCommonSubexpr")
 
 
 def AnnotateTIROpPattern() -> Pass:
@@ -187,6 +188,7 @@ from .bind_symbolic_vars import BindSymbolicVars, bind_symbolic_vars
 __all__ += ["BindSymbolicVars", "bind_symbolic_vars"]
 
 from .attach_extern_modules import AttachExternModules, attach_extern_modules
+from .attach_global_symbol import AttachGlobalSymbol, attach_global_symbol
 from .fuse_ops_by_pattern import (
     FuseOpsByPattern,
     FusionPattern,
@@ -197,7 +199,6 @@ from .fuse_ops_by_pattern import (
 )
 from .run_codegen import RunCodegen, run_codegen
 from .vm_lowering import (  # TVM's VM-lowering passes: the build does their work (vm_lowering.py)
-    AttachGlobalSymbol,
     CallTIRRewrite,
     FuseTransposeMatmul,
     KillAfterLastUse,
@@ -229,10 +230,34 @@ __all__ += [
     "ToNonDataflow",
     "VMShapeLower",
     "attach_extern_modules",
+    "attach_global_symbol",
     "fuse_ops_by_pattern",
     "merge_composite_functions",
     "run_codegen",
 ]  # fmt: skip
+
+from .convert_dataflow import ConvertToDataflow, convert_to_dataflow
+from .expand_tuple_arguments import ExpandTupleArguments, expand_tuple_arguments
+from .matmul_rewrites import (
+    AdjustMatmulOrder,
+    ExpandMatmulOfSum,
+    ReorderPermuteDimsAfterConcat,
+    ReorderTakeAfterMatmul,
+)
+from .topological_sort import TopologicalSort, topological_sort
+
+__all__ += [
+    "AdjustMatmulOrder",
+    "ConvertToDataflow",
+    "ExpandMatmulOfSum",
+    "ExpandTupleArguments",
+    "ReorderPermuteDimsAfterConcat",
+    "ReorderTakeAfterMatmul",
+    "TopologicalSort",
+    "convert_to_dataflow",
+    "expand_tuple_arguments",
+    "topological_sort",
+]
 
 from ...ir._public_names import keep_public_functions
 

@@ -8,7 +8,8 @@ Three kinds go, as in TVM's pass of the same name:
   new symbolic dim: the same as `y = x`.
 - `z = t[i]` where `t` was bound to a tuple literal: `z` reads the field.
 A replacement happens only when the kept variable's struct info is at least as precise as the
-removed one's, so no use loses shape information.
+removed one's, so no use loses shape information. Last, a Var bound in a dataflow block and used
+nowhere after the block becomes a DataflowVar (it need not be an output), as in TVM.
 """
 
 from __future__ import annotations
@@ -139,12 +140,47 @@ def _rename(e: Any, renames: dict) -> Any:
     return mutator.visit_expr(e)
 
 
+class _BlockLocals(ExprMutator):
+    """Vars bound in a dataflow block and read nowhere after it become DataflowVars."""
+
+    def visit_seq(self, seq: rx.SeqExpr) -> rx.SeqExpr:
+        seq = super().visit_seq(seq)  # nested sequences (branches, inner functions) first
+        read_later = used_vars(seq.body)
+        blocks = []
+        for block in reversed(seq.blocks):
+            if isinstance(block, rx.DataflowBlock):
+                block = _demote(block, read_later)
+            for b in block.bindings:
+                read_later |= used_vars(b.value)
+            blocks.append(block)
+        blocks.reverse()
+        if all(a is b for a, b in zip(blocks, seq.blocks)):
+            return seq
+        return rx.SeqExpr(tuple(blocks), seq.body)
+
+
+def _demote(block: rx.DataflowBlock, read_later: set[rx.Var]) -> rx.DataflowBlock:
+    renames = {
+        b.var: rx.DataflowVar(b.var.name_hint, b.var.struct_info)
+        for b in block.bindings
+        if not isinstance(b.var, rx.DataflowVar) and b.var not in read_later
+    }
+    if not renames:
+        return block
+    return rx.DataflowBlock(
+        tuple(
+            b.replace(var=renames.get(b.var, b.var), value=_rename(b.value, renames))
+            for b in block.bindings
+        )
+    )
+
+
 def canonicalize_bindings(mod: IRModule) -> IRModule:
     """Every relax function of `mod` with its renaming bindings removed."""
     out = mod.copy()
     for gv, func in mod.functions_items():
         if isinstance(func, rx.Function):
-            new = _Canonicalizer().visit_function(func)
+            new = _BlockLocals().visit_function(_Canonicalizer().visit_function(func))
             if new is not func:
                 out[gv] = new
     return out

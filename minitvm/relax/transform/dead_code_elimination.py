@@ -1,5 +1,5 @@
 """DeadCodeElimination: drop bindings whose variables are never used, and functions that no
-graph-level function calls."""
+entry (named, or externally exposed) reaches."""
 
 from __future__ import annotations
 
@@ -62,24 +62,27 @@ class _Callees(ExprVisitor):
 
 
 def dead_code_elimination(mod: IRModule, entry_functions: Sequence[str] | None = None) -> IRModule:
-    """Remove unused bindings in every relax function, then functions unreachable from the entries
-    (default entries: every relax function; a module without one is returned unchanged)."""
+    """Remove unused bindings in every relax function, then the functions unreachable from the
+    entries: those named plus every externally exposed one (a `global_symbol` attribute), as in
+    TVM. A module with no relax function among them keeps every relax function and its callees."""
     out = mod.copy()
     for gv, func in mod.functions_items():
         if isinstance(func, Function):
             out[gv] = remove_unused_bindings(func)
-    entries = (
-        list(entry_functions)
-        if entry_functions is not None
-        else [gv.name_hint for gv, f in out.functions_items() if isinstance(f, Function)]
-    )
+    entries = list(entry_functions or ())
+    entries += [gv.name_hint for gv, f in out.functions_items() if f.attrs.get("global_symbol")]
+    if not any(isinstance(out[name], Function) for name in entries if name in out):
+        # no graph-level entry (a module built without names): every relax function is one
+        entries += [gv.name_hint for gv, f in out.functions_items() if isinstance(f, Function)]
     if not entries:
         return out
     reached, todo = set(), list(entries)
     while todo:
         name = todo.pop()
-        if name in reached or name not in out:
+        if name in reached:
             continue
+        if name not in out:
+            return out  # a callee outside the module: what it reaches is unknown (as TVM)
         reached.add(name)
         func = out[name]
         if isinstance(func, Function):

@@ -61,11 +61,6 @@ def VMShapeLower(*, emit_err_ctx: bool = True) -> Pass:
     return _unchanged("VMShapeLower")
 
 
-def AttachGlobalSymbol() -> Pass:
-    """Unchanged: the build names every function after its GlobalVar."""
-    return _unchanged("AttachGlobalSymbol")
-
-
 def RewriteCUDAGraph() -> Pass:
     """Unchanged: minitvm has no CUDA graphs (TVM rewrites only when they are enabled)."""
     return _unchanged("RewriteCUDAGraph")
@@ -78,7 +73,6 @@ def FuseTransposeMatmul(*args: Any) -> Pass:
 
 
 __all__ = [
-    "AttachGlobalSymbol",
     "CallTIRRewrite",
     "FuseTransposeMatmul",
     "KillAfterLastUse",
