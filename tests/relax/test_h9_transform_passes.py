@@ -180,52 +180,6 @@ def test_dead_code_elimination_keeps_exposed_functions_and_drops_private_unused(
     _same_numbers(_Functions, after, RNG.standard_normal(3).astype("float32"))
 
 
-# ----------------------------------------------------------------------------- EliminateCommonSubexpr
-
-
-@I.ir_module
-class _Repeated:
-    @R.function
-    def main(x: R.Tensor((3,), "float32"), y: R.Tensor((3,), "float32")) -> R.Tensor(
-        (3,), "float32"
-    ):
-        a = R.add(x, y)
-        b = R.add(x, y)
-        with R.dataflow():
-            c = R.multiply(a, b)
-            d = R.multiply(a, b)
-            e = R.add(c, d)
-            R.output(e)
-        return e
-
-
-def test_cse_binds_repeats_to_the_first_var_outside_dataflow_too():
-    after = relax.transform.EliminateCommonSubexpr()(_Repeated)
-    outer, block = after["main"].body.blocks
-    a, b = outer.bindings
-    assert b.value is a.var  # TVM keeps `b = a`; uses of b read a
-    c, d, e = block.bindings
-    assert list(c.value.args) == [a.var, a.var] and d.value is c.var
-    assert list(e.value.args) == [c.var, c.var]
-    xs, ys = RNG.standard_normal(3).astype("float32"), RNG.standard_normal(3).astype("float32")
-    _same_numbers(_Repeated, after, xs, ys)
-
-
-def test_cse_call_only_leaves_tuples():
-    x = relax.Var("x", relax.TensorStructInfo((2,), "float32"))
-    bb = relax.BlockBuilder()
-    with bb.function("main", [x]):
-        with bb.dataflow():
-            t1 = bb.emit(relax.Tuple([x, x]))
-            t2 = bb.emit(relax.Tuple([x, x]))
-            out = bb.emit_output(relax.Tuple([t1, t2]))
-        bb.emit_func_output(out)
-    mod = bb.get()
-    assert relax.transform.EliminateCommonSubexpr(call_only=True)(mod)["main"] is mod["main"]
-    merged = relax.transform.EliminateCommonSubexpr()(mod)["main"]
-    assert merged.body.blocks[0].bindings[1].value is merged.body.blocks[0].bindings[0].var
-
-
 # ----------------------------------------------------------------------------- AttachGlobalSymbol
 
 

@@ -49,9 +49,8 @@ def CanonicalizeBindings() -> Pass:
 
 
 def EliminateCommonSubexpr(call_only: bool = False) -> Pass:
-    """Repeated values reuse the first binding's variable (eliminate_common_subexpr.py);
-    `call_only` merges calls only."""
-    return Pass(lambda mod: eliminate_common_subexpr(mod, call_only), "EliminateCommonSubexpr")
+    # only calls are merged either way: `call_only` (TVM's flag) cannot widen that
+    return Pass(eliminate_common_subexpr, "EliminateCommonSubexpr")
 
 
 def AnnotateTIROpPattern() -> Pass:
